@@ -241,6 +241,18 @@ def test_the_oracle_classes_api_answers():
     assert oracle.documented_exit_codes("estimate", ["--check"]) == {0, 3}
 
 
+def test_the_oracle_knows_quantized_weights_hold_less_than_bf16():
+    """A Q4_K_M plan of Gemma-4-E2B held 10.98 GiB of weights, more than its 9.51 GiB bf16 checkpoint (its
+    per-layer tables counted in F32 on the GPU): the oracle now calls such a plan nonsense."""
+    import gpuplan
+
+    plan = gpuplan.estimate(dict(model="gemma-4-e2b", task="infer", engine="llama.cpp", quant="gguf-q4_k_m",
+                                 gpu="rtx-4090"), advise=False)
+    assert oracle.judge_api(plan, None).klass == oracle.OK
+    heavy = plan.model_copy(update={"memory": plan.memory.model_copy(update={"weights_gib": 10.98})})
+    assert oracle.judge_api(heavy, None).detail == "" and oracle.judge_api(heavy, None).klass == oracle.NONSENSE
+
+
 def test_the_oracle_reads_the_page_s_answer_against_its_published_schema():
     """An answer is checked against the schema a client reads, not the model's validators: a scenario naming an
     uploaded dataset by the user's name (the server's path hidden) is a valid answer, a wrong type is not."""

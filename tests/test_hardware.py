@@ -176,3 +176,50 @@ def test_gpus_command_lists_the_new_cards():
     for _, gpu_id, gib, gbs, _, _, msrp in NEW_CARDS:
         assert (listed[gpu_id]["memory_gib"], listed[gpu_id]["bandwidth_gbs"], listed[gpu_id]["msrp_usd"]) == \
             (gib, gbs, msrp)
+
+
+def test_an_mi250x_is_planned_per_gcd_as_rocm_shows_it():
+    """An MI250X package is two GCDs, each a GPU to ROCm and PyTorch: 64 GB at 1.6 TB/s and 191.5 dense bf16
+    TFLOPS (AMD's 128 GB, 3.2 TB/s and 383 for the package; stas00's MAMF 147 TFLOPS is of one GCD). Before, a
+    job 'fit on 127.36 GiB usable per GPU' that no single device holds."""
+    g = load_gpu("mi250x")
+    assert g.memory_gib == 64 and g.bandwidth_gbs == pytest.approx(3277 / 2)
+    assert g.peak_tflops("bf16") == pytest.approx(383.0 / 2) and g.tdp_w == 280
+    assert g.usable_gib < 64 and g.name == "Instinct MI250X (one GCD of 2)"
+    other = load_gpu("mi300x")  # one device per package: as written
+    assert other.memory_gib == 192 and other.name == "Instinct MI300X"
+
+
+def test_only_cards_with_2_4_sparsity_get_the_sparse_marketing_figure():
+    """`gpuplan gpus compare mi250x gaudi2 7900xtx` said 'datasheets with 2:4 sparsity say 383 bf16 TFLOPS' for the
+    MI250X, 864 for Gaudi 2 and 246 for the RX 7900 XTX, whose matrix units have no structured sparsity (their
+    entries' notes); Ampere and later, CDNA 3/4 and RDNA 4 do."""
+    from gpuplan.api.catalog import gpus_compare
+
+    rows = {r["id"]: r["marketing_note"] for r in gpus_compare(["mi250x", "gaudi2", "7900xtx", "mi300x", "r9700",
+                                                                "rtx-3090", "t4", "apple-m4-max"])}
+    assert len(rows) == 8
+    for card in ("amd-instinct-mi250x", "intel-gaudi2", "amd-radeon-rx-7900-xtx", "nvidia-t4", "apple-m4-max"):
+        assert "sparsity" not in rows[card], (card, rows[card])
+    assert rows["amd-instinct-mi300x"] == "datasheets with 2:4 sparsity say 2,615 bf16 TFLOPS"
+    assert rows["amd-radeon-ai-pro-r9700"].startswith("datasheets with 2:4 sparsity say 383 bf16")
+    assert rows["nvidia-geforce-rtx-3090"].startswith("datasheets with 2:4 sparsity say 142 bf16")
+
+
+@pytest.mark.parametrize("name, gpu_id, note", [
+    ("A100 40GB PCIe", "nvidia-a100-pcie-40gb", "the one card whose name has those words"),
+    ("GeForce 4090", "nvidia-geforce-rtx-4090", "the one card whose name has those words"),
+    ("Tesla V100", "nvidia-v100-sxm2-32gb", "it could also be"),
+])
+def test_a_card_named_by_its_words_in_another_order_is_found_and_said(name, gpu_id, note):
+    """Session 9's walk: 'Tesla V100' and 'A100 40GB PCIe' (the words of 'Tesla V100 SXM2 32GB' and 'A100 PCIe
+    40GB' in another order) were unknown GPUs, while 'V100' resolved. Every word in one card's name (any order)
+    names it, with a note; words in several names take the common variant, as 'V100' does."""
+    gpu, said = resolve_gpu(name)
+    assert gpu.id == gpu_id and note in said
+
+
+@pytest.mark.parametrize("name", ["nvidia rtx", "M3 Max 30-core", "rtx a6000 ada", "Blackwell"])
+def test_words_without_a_model_number_or_in_no_name_stay_unknown(name):
+    with pytest.raises(UnknownNameError):
+        resolve_gpu(name)

@@ -189,10 +189,16 @@ def _answer(result: Any) -> Verdict:
 
 def _plan_rules(plan: Any) -> str:
     """A Plan's memory adds up: parts not negative, allocated <= reserved <= device, not priced if it does not
-    fit."""
+    fit; a serving plan's quantized weights hold no more than its bf16 checkpoint would (session 9's walk:
+    Gemma-4-E2B Q4_K_M on llama.cpp held 10.98 GiB, its bf16 checkpoint 9.51)."""
     mem = getattr(plan, "memory", None)
     if mem is None or not hasattr(mem, "allocated_peak_gib"):
         return ""
+    s, model = getattr(plan, "scenario", None), getattr(plan, "model", None)
+    if isinstance(s, dict) and s.get("task") == "infer" and (s.get("quant") or "none") != "none" and model:
+        layers = (s.get("tp") or 1) * (s.get("pp") or 1)
+        if mem.weights_gib * layers > 1.02 * model.params_total * 2 / 2**30 + 0.25:
+            return "quantized weights above the bf16 checkpoint"
     if min(mem.weights_gib, mem.gradients_gib, mem.optimizer_gib, mem.activations_gib, mem.kv_cache_gib) < 0:
         return "a memory part below zero"
     if mem.allocated_peak_gib > mem.reserved_peak_gib * (1 + 1e-9) + 1e-9:

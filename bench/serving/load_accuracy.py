@@ -188,16 +188,30 @@ NOTES = """What the misses say, row by row:
   (ModelOpt `MAMBA_MOE_FP8_CONSERVATIVE_CFG`), which gpuplan's `--quant fp8` does not (its attention matmuls are
   at the 16-bit rate either way, so this explains little). So the prompt steps still too fast here are the FP8
   ones: the FP8 MoE and linears of this model on Hopper reach less than twice the BF16 rate; no kernel profile or
-  single-request run was found to price by how much. Not modelled either: the recipe's `--async-scheduling`
-  (opt-in before 0.14; gpuplan has no field for it); with the host loop overlapped the row gives TTFT -32 %, TPOT
-  -21 %, requests/s +28 %, so decode would then lack ~13 ms a step at 1,000 sequences.
-  (3) The trace had read each MoE layer's shared expert and router as attention (Nemotron-H calls every layer's
-  module `mixer`); they are now the MLP and the router, so each MoE layer launches the shared expert's kernels
-  (`MOE_KERNELS_PER_LAYER`) and the router stays 16-bit under FP8 (vLLM's `GateLinear`): TTFT -23.3 % -> -21.5 %
-  (median 1,205 ms), TPOT +12.7 % -> +15.7 % (70.6 ms), requests/s -10.0 % -> -12.4 %; then the MoE kernels were
-  counted on the 23 expert layers only, not all 52: TTFT -22.5 % (1,189 ms), TPOT +13.4 % (69.2 ms), requests/s
-  -10.5 % (s9-hybrid). The Model-Optimizer check above was not re-derived (its batch is not recorded here); at
-  `--batch-size 1000` gpuplan's offline output goes 847 -> 839 tokens/s in BF16 and 1,738 -> 1,717 in FP8.
+  single-request run was found to price by how much.
+  Session 9, s9-async: the recipe's `--async-scheduling` is now modelled and the row runs as recorded (the CSV's
+  `async_scheduling` column). The scenario field `async_scheduling` (CLI `--async-scheduling BOOL`, capacity's too,
+  the API, the page, and `launch` writes `--async-scheduling` / `--no-async-scheduling`) takes vLLM's switch; unset,
+  the release's own: the flag came with vLLM PR #19970 of June 2025 (taken as 0.10.0, unchecked; "experimental", no
+  pipeline parallelism, spec decode or structured output then; structured output joined in 0.11.1, PR #26866), on by
+  default from 0.14.0 (PR #27614; its release notes leave out pipeline parallelism, the CPU backend and spec decode
+  other than EAGLE/MTP). What it hides, as the engine core runs it (`EngineCore.step_with_batch_queue`: step N+1 is
+  scheduled and its inputs prepared while the GPU runs step N; `AsyncScheduler` keeps placeholders for N's tokens):
+  the host loop, up to the GPU step's length and no more (a step is `max(GPU, host)`; serving/steptime.py, and in
+  speed/inference.py only the host time beyond the GPU's work shows). Already so before this change for the releases
+  that default to it: the 0.15.0 (serving_cases) and 0.19.x rows (kvcached, vllmblog, serving_cases) ran async before
+  and after, and no other row of any vLLM bench changed (serving_accuracy, capacity_accuracy, throughput.py identical;
+  vLLM startup does not read it). This row: TTFT -23.3 % -> -31.9 %, TPOT +12.7 % -> -21.0 %, requests/s -10.0 % ->
+  +27.6 %; vLLM MoE held-out medians unchanged in size (TTFT 14.1 %, TPOT 5.0 %, signed -4.2 % -> -5.0 %, requests/s
+  5.4 %). The cause is on the GPU side: at ~1,000 decoding sequences gpuplan's GPU step is 41 ms (11 ms weights, 27 ms
+  recurrent state and KV, 2 ms kernel floor) beside a host loop of 21 ms; the synchronous loop's sum (62 ms a decode
+  step; TPOT 68.8 ms with the prompt chunks) came near the measured 61 ms, which the overlapped loop (TPOT 48.2 ms)
+  can reach only if the GPU's own work is ~13 ms a step longer (or the prompt chunks that share those steps cost more:
+  the too-fast FP8 prompt steps above). Nothing was fitted to close it.
+  s9-hybrid: the trace had read each MoE layer's shared expert and router as attention (Nemotron-H calls every
+  layer's module `mixer`); they are now the MLP and the router, so each MoE layer launches the shared expert's
+  kernels (`MOE_KERNELS_PER_LAYER`) and the router stays 16-bit under FP8 (vLLM's `GateLinear`); and a decode
+  step's MoE kernels are counted on the 23 expert layers only, not on all 52. This row: HYBRID_NUMBERS.
 - **Offline at a large batch: Llama-3.1-405B FP8 on 8 H100s under vLLM 0.6.3 (dstack's `benchmark_throughput.py`
   runs, 15 rows, requests/s only).** Built as vLLM 0.6.3 runs them: the LLM class's V0 engine, `max_num_seqs`
   256, chunked prefill on past 32,768 tokens of context (512 tokens a step before 0.6.5), a prompt admitted only
@@ -289,6 +303,8 @@ def scenario(row: dict) -> dict:
                       ("quant", str), ("kv_cache_dtype", str)):
         if row[key]:
             s[key] = kind(row[key])
+    if row["async_scheduling"]:  # the run's --async-scheduling / --no-async-scheduling; empty: the release's
+        s["async_scheduling"] = row["async_scheduling"] == "true"
     if row["mode"] == "offline":
         return {**s, "batch_size": int(row["num_requests"])}
     load = {"users": int(row["users"])} if row["mode"] == "closed" else {"rate_rps": float(row["rate_rps"])}

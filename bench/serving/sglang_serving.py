@@ -69,7 +69,8 @@ def load_rows() -> list[dict]:
 
 
 def setup(row: dict, *, engine: str = "sglang", version: str | None = None):
-    sc = {"task": "infer", "engine": engine, "model": row["model"], "gpu": row["gpu"], "tp": int(row["tp"]),
+    model = str(ROOT / row["model"]) if row["model"].endswith(".json") else row["model"]  # a checkpoint's config
+    sc = {"task": "infer", "engine": engine, "model": model, "gpu": row["gpu"], "tp": int(row["tp"]),
           "num_gpus": int(row["tp"]), "engine_version": version or row["sglang_version"]}
     if engine == "sglang" and row["mem_fraction_static"]:
         sc["mem_fraction_static"] = float(row["mem_fraction_static"])

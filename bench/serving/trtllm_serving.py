@@ -42,7 +42,39 @@ FLAT_REQUEST_S = 57.5e-3
 
 
 # What the rows say (read off the tables; kept with the report when it is regenerated).
-NOTES = """Session 9 (s9-trtserve), held-out medians:
+NOTES = """Session 9 (s9-nvfp4): NVIDIA's NVFP4 checkpoints priced as they ship, held-out medians:
+
+| change | TTFT | TPOT |
+|---|---:|---:|
+| main at 5ee62495 | 21.8% | 21.7% |
+| NVFP4 checkpoints' bf16 layers (`exclude_modules`): bytes and 16-bit GEMM rates | 21.6% | 21.7% |
+
+Model Optimizer leaves layers out of NVFP4, and each checkpoint lists them (`hf_quant_config.json`
+`exclude_modules`, config.json `ignore`). gpuplan priced everything but the routers as NVFP4. Now `--quant nvfp4`
+on a model with a published NVFP4 checkpoint uses that checkpoint's list (`src/gpuplan/data/nvfp4_checkpoints.json`,
+each list with its sources), and a local `quant_method: modelopt` config.json is read the same way. The kept layers
+are stored in bf16 and their GEMMs run at the bf16 rate. For nvidia/DeepSeek-R1-FP4 that is every attention
+projection and the routers (blog 1 "Precision Strategy"; Model Optimizer's `examples/deepseek/ptq.py` disables
+`*attn*`): 61 x 187,105,280 attention weights, 16,406,793,020 bytes more than all-NVFP4 (hand count in
+`tests/model/test_nvfp4_checkpoints.py`). At TP 8 each GPU holds 3.2 GB more: 1.9 GB of its share of q_b, kv_b and
+o_proj, and 1.3 GB of MLA's down-projections (q_a, kv_a), which every GPU holds whole. Nothing is fitted; this is
+what the checkpoint holds, and the B200 rows move further off:
+- Issue #5929's B200 FP4 rows (taken to be nvidia/DeepSeek-R1-FP4, the checkpoint TensorRT-LLM's docs named in
+  July 2025): ITL +38..+53 % -> +43..+58 %; TTFT -19..-69 % -> -19..-62 %. The H200 FP8 rows move by the routers'
+  bf16 rate alone (under 1 %).
+- NVIDIA's own batch-1 checks (table above, nvidia/DeepSeek-R1-FP4): EP 4 without MTP 9.94 -> 10.28 ms a token
+  against 9.01 published (+10 % -> +14 %); EP 8 10.30 -> 10.63 ms (-31 % -> -29 % and -8 % -> -5 % against the
+  67 and 89 TPS stages). s9-trtserve estimated +16 % from the same 3.2 GB at 6.2 TB/s (0.5 ms); gpuplan's
+  step adds 0.34 ms, at the B200's modelled streaming bandwidth.
+- Other benches, before -> after: SGLang's InferenceX B300 rows (ix3183) now load the checkpoint they ran,
+  nvidia/DeepSeek-R1-0528-FP4-V2 (`bench/serving/models/deepseek-r1-0528-nvfp4-v2.json`: wo in NVFP4, the other
+  MLA projections in bf16). MoE TPOT median (45 rows) 9.0 % -> 12.1 %, MoE TTFT 29.4 % -> 29.4 %. ix3183 TPOT at one
+  user +12 % / +11 % -> +19 % / +16 %. TensorRT-LLM on one GPU (`bench/trtllm.py`): MoE medians 3.9 / 6.6 / 5.8 %
+  unchanged. The Scout and Qwen3 NVFP4 lists were not found, so those models keep only the routers in bf16. The
+  Llama FP4 checkpoints keep only lm_head, as before. MLPerf: Mixtral FP8 median 7.2 % -> 7.1 % (routers at bf16).
+  `trtllm_capacity`: unchanged.
+
+Session 9 (s9-trtserve), held-out medians:
 
 | change | TTFT | TPOT |
 |---|---:|---:|
@@ -93,9 +125,9 @@ What the sources record, read this session (nothing here is fitted):
   (6.3 ms a token, `Best_perf_practice_on_DeepSeek-R1_in_TensorRT-LLM.md`); the issue's H200 EP 4 row measures
   10.8 ms.
 - **The NVFP4 checkpoint's attention is BF16** (blog 1 "Precision Strategy": attention modules and RouterGEMM
-  BF16, dense and MoE FFN NVFP4; the session-8 finding from the model cards). gpuplan prices every linear but the
-  router as NVFP4 (`speed.inference.step_timer`: `skip` is `('router',)`). Still not built, for the reason session 8
-  gave (a property of the checkpoint for every engine, `model/quant`). At BF16 each B200 reads about 3.2 GB more a
+  BF16, dense and MoE FFN NVFP4; the session-8 finding from the model cards). gpuplan priced every linear but the
+  router as NVFP4 (`speed.inference.step_timer`: `skip` was `('router',)`); built since, in `model/quant` for every
+  engine (s9-nvfp4, above). At BF16 each B200 reads about 3.2 GB more a
   token at TP 8 (2.2 G attention parameters a GPU at 2 bytes, not 0.56), 0.5 ms at 6.2 TB/s: the check at EP 4
   would read +16 % against 9.0 ms, and the issue's B200 TPOT rows move further off.
 - **InferenceX's flags**, read whole this session: `moe_config.backend: TRTLLM`, CUDA graphs padded to the

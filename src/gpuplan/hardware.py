@@ -118,6 +118,16 @@ class GpuSpec:
         """Volta, Turing, Ampere, Ada, Hopper, Blackwell... (the first word GPUS.md uses that matches)."""
         return next((g for g in GENERATIONS if g.lower() in self.architecture.lower()), self.architecture)
 
+    @property
+    def sparse_tensor_cores(self) -> bool:
+        """Whether the matrix units run 2:4 structured sparsity, which datasheets quote at twice the dense rate:
+        NVIDIA from Ampere (compute capability 8.0: the A100 whitepaper's Sparse Tensor Cores), AMD CDNA 3 and 4 and
+        RDNA 4 (their gpus.yaml entries quote sparse figures apart); not Volta, Turing, CDNA 2, RDNA 3, Gaudi or
+        Apple silicon (the entries' notes: 'no sparsity on Turing', 'No sparsity on CDNA2', Gaudi's MME dense)."""
+        if self.vendor == "NVIDIA":
+            return float(self.compute_capability or 0) >= 8.0
+        return self.vendor == "AMD" and any(a in self.architecture for a in ("CDNA 3", "CDNA 4", "RDNA 4"))
+
     def supports_dtype(self, dtype: str) -> bool:
         """Native tensor-core support: bf16 from Ampere, fp8 from Ada/Hopper, fp4 from Blackwell."""
         if dtype in ("fp32", "fp16"):
@@ -142,7 +152,24 @@ def _usable_gib(entry: dict[str, Any], size: float) -> float:
     return size * (1 - (ECC_INBAND_RESERVE if inband else DRIVER_RESERVE))
 
 
+def _per_device(entry: dict[str, Any]) -> dict[str, Any]:
+    """The entry as software sees one of its devices. An MI250X package holds two GCDs that ROCm shows as two GPUs
+    of 64 GB and 1.6 TB/s each (its gpus.yaml note; stas00's MAMF of 147 TFLOPS is of one GCD's 191.5), so a
+    ``devices_per_package`` of 2 halves the package's datasheet memory, bandwidth, peaks, power and price, and the
+    name says so; a count of GPUs is then of devices, as ``rocm-smi`` and ``torch.cuda.device_count()`` count."""
+    n = int(entry.get("devices_per_package") or 1)
+    if n == 1:
+        return entry
+    mem = entry["memory"]
+    return {**entry, "name": f"{entry['name']} (one GCD of {n})",
+            "memory": {**mem, "size_gb": mem["size_gb"] / n, "bandwidth_gbs": (mem.get("bandwidth_gbs") or 0) / n},
+            "dense_tflops": {k: (v / n if v else v) for k, v in (entry.get("dense_tflops") or {}).items()},
+            "tdp_w": entry["tdp_w"] / n if entry.get("tdp_w") else entry.get("tdp_w"),
+            "launch_msrp_usd": entry["launch_msrp_usd"] / n if entry.get("launch_msrp_usd") else None}
+
+
 def _spec(entry: dict[str, Any]) -> GpuSpec:
+    entry = _per_device(entry)
     mem = entry["memory"]
     size = float(mem["size_gb"])
     if size <= 0:
@@ -215,19 +242,38 @@ def resolve_gpu(name: str) -> tuple[GpuSpec, str | None]:
         raise GpuplanError("no GPU given: name one from `gpuplan gpus` (h100-sxm, rtx-4090, l40s...)")
     key = normalize_name(name)
     ids = _names().get(key) or _names().get(key.replace("-", ""))
+    worded = False
     if not ids:
         count = re.fullmatch(r"([1-9]\d*)\s*x\s*(.+)", name.strip(), re.IGNORECASE)  # "2xh100": fit's --gpu syntax
         if count and _names().get(normalize_name(count[2])):
             raise GpuplanError(f"{name.strip()!r} is a count and a card: here name the card and the count apart "
                                f"(--gpu {count[2]} --num-gpus {count[1]})")
-        raise UnknownNameError("GPU", name, sorted(_names()), hint="`gpuplan gpus` lists the catalog.")
+        ids, worded = _by_words(name), True
+        if not ids:
+            raise UnknownNameError("GPU", name, sorted(_names()), hint="`gpuplan gpus` lists the catalog.")
     if len(ids) == 1:
-        return gpus()[ids[0]], None
+        spec = gpus()[ids[0]]
+        return spec, (f"{name.strip()} taken as {spec.name} ({spec.id}), the one card whose name has those words"
+                      if worded else None)
     chosen = PREFERRED_VARIANT.get(key) or max(ids, key=lambda i: ("sxm" in i, gpus()[i].memory_gib, i))
     others = [i.removeprefix("nvidia-") for i in ids if i != chosen]
     note = (f"{name} taken as {gpus()[chosen].name} ({chosen}); it could also be {', '.join(others)}: "
             "name the variant to choose")
     return gpus()[chosen], note
+
+
+def _words(text: str) -> set[str]:
+    return set(re.findall(r"[a-z0-9]+", text.lower()))
+
+
+def _by_words(name: str) -> tuple[str, ...]:
+    """The cards whose name, id or an alias holds every word of ``name``, in any order ("Tesla V100", "A100 40GB
+    PCIe" for "A100 PCIe 40GB"); a name without a model number (a word with a digit: "rtx", "nvidia") means none."""
+    words = _words(name)
+    if not any(re.search(r"\d", w) for w in words):
+        return ()
+    return tuple(sorted(spec.id for spec in gpus().values()
+                        if any(words <= _words(n) for n in (spec.name, spec.id, *spec.aliases))))
 
 
 def load_gpu(name: str) -> GpuSpec:

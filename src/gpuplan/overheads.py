@@ -805,8 +805,8 @@ DECODE_BANDS: dict[tuple[str, str, str], tuple[float, float, int, str]] = {
     ("vllm", "MoE", "NVIDIA"): (-0.07, 0.04, 12, "Mixtral-8x7B, Qwen3-30B-A3B and Nemotron-3-Nano serving runs; no "
                                "DeepSeek or gpt-oss TPOT (bench/results/bands.md)"),
     ("sglang", "dense", "NVIDIA"): (-0.11, 0.02, 4, "Llama-3.1 8B and 70B, SGLang 0.3-0.4 (bench/results/bands.md)"),
-    ("sglang", "MoE", "NVIDIA"): (-0.32, 0.14, 39, "DeepSeek-R1 on 8 H200, B200 or B300: InferenceX's SGLang 0.5 runs "
-                                  "-10% to +17%, dstack's 0.4.3.post2 runs with DP attention -21% to -64% "
+    ("sglang", "MoE", "NVIDIA"): (-0.32, 0.16, 39, "DeepSeek-R1 on 8 H200, B200 or B300: InferenceX's SGLang 0.5 runs "
+                                  "-10% to +19%, dstack's 0.4.3.post2 runs with DP attention -21% to -64% "
                                   "(bench/results/bands.md)"),
     ("sglang", "MoE", "AMD"): (-0.35, 0.17, 8, "DeepSeek-R1 on 8 MI300X (dstack, SGLang 0.4.2.post4: -25% to -44%) "
                                "and 8 MI325X (InferenceX, 0.5.19: +16% and +19%) (bench/results/bands.md)"),

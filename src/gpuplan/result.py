@@ -105,8 +105,11 @@ class Suggestion(BaseModel):
 
 
 def usd_amount(value: float) -> str:
-    """Dollars with the precision that matters, without the sign: 1,234 / 12.35 / 0.123 (a $0.11 job is not
-    written $0)."""
+    """Dollars with the precision that matters, without the sign: 1,234 / 12.35 / 0.123 / 0.00045 (a $0.11 job is
+    not written $0, nor 1,000 CLIP embeddings at $0.00045 written 0.000): below a tenth of a cent, two significant
+    digits."""
+    if 0 < value < 0.001:
+        return f"{value:.{1 - math.floor(math.log10(value))}f}"
     return f"{value:,.0f}" if value >= 100 else f"{value:,.2f}" if value >= 1 else f"{value:.3f}"
 
 

@@ -93,3 +93,30 @@ def test_square_brackets_print_as_written(capsys, tmp_path):
         with console.capture() as captured:
             console.print("pip install 'gpuplan[sim]' [bold]x[/] run:fire:")
         assert captured.get() == "pip install 'gpuplan[sim]' [bold]x[/] run:fire:\n"
+
+
+@pytest.mark.parametrize("args, said", [
+    (["model", "--model", "llama-3.1-8b"], "`gpuplan model` takes it as its argument, without --model: gpuplan model "
+                                           "NAME"),
+    (["buy", "--build", "2x3090"], "gpuplan buy BUILD"),
+    (["gpus", "compare", "--gpu", "4090", "--gpu", "3090"], "gpuplan gpus compare NAMES..."),
+])
+def test_an_argument_given_as_an_option_is_taught(capsys, args, said):
+    """Session 9's walk: every command takes --model, but `gpuplan model --model x` read 'No such option: --model
+    (Possible options: --help)', which does not say that the name goes without the flag."""
+    code, _, err = cli(capsys, *args)
+    assert code == 2 and said in err and len(err.strip().splitlines()) == 1, err
+
+
+def test_an_unknown_option_is_not_taken_for_the_argument(capsys):
+    code, _, err = cli(capsys, "model", "llama-3.1-8b", "--foo")
+    assert code == 2 and "takes it as its argument" not in err and "No such option: --foo" in err
+
+
+def test_capacity_says_a_workload_file_s_model_is_not_read(capsys, tmp_path):
+    """Session 9's walk: 'gpuplan capacity w.yaml' with 'model: qwen3-8b' in the file read 'name the model:
+    --model llama-3.1-8b', as if none had been named."""
+    path = tmp_path / "w.yaml"
+    path.write_text("model: qwen3-8b\nrate_rps: 2\nprompt: 800\noutput: 200\n")
+    code, _, err = cli(capsys, "capacity", str(path))
+    assert code == 2 and "its model: 'qwen3-8b' is not read there" in err and len(err.strip().splitlines()) == 1

@@ -78,6 +78,11 @@ def test_a_csv_field_over_128k_characters_is_read(tmp_path, tokenizer):
     ("nochat.jsonl", '{"messages": [{"role": "user", "content": "a"}]}\n{"messages": []}\n',
      "nochat.jsonl, record 2: its messages list is empty: a chat record needs its turns; drop the record"),
     ("noshare.jsonl", '{"conversations": []}\n', "noshare.jsonl, record 1: its conversations list is empty"),
+    # session 9's walk: Alpaca and question/answer files were refused without a word of how to convert them
+    ("alpaca.jsonl", '{"instruction": "a", "input": "", "output": "b"}\n',
+     "or text; Alpaca's instruction, input and output: write prompt (the instruction, then the input) and "
+     "completion (the output)"),
+    ("qa.csv", "question,answer\nx,y\n", "or text; question and answer: rename them prompt and completion"),
 ])
 def test_bad_dataset_files_are_one_sentence_naming_the_file(tmp_path, tokenizer, name, content, said):
     path = tmp_path / name

@@ -125,3 +125,21 @@ def test_moe_generation_on_metal_reads_only_the_picked_experts():
 
     s4 = scenario_from({**SERVE, "model": "qwen3-30b-a3b", "engine": "mlx", "quant": "mlx-4bit", "gpu": "apple-m4-max"})
     assert mlx.weight_bytes(s4, m, 1) / mlx.weight_bytes(s4, m, 100_000) == pytest.approx(0.1016, abs=1e-4)
+
+
+def test_mlx_reads_a_tied_head_not_gemma_s_per_layer_token_tables():
+    """Gemma-4-E2B ties its head to the 262,144 x 1,536 token embedding; its per-layer tables (2,348,810,240
+    weights beside it) are looked up a row per token, so a decode step reads the head's 402,653,184 weights at the
+    format's embedding bytes, not the tables (before: 4.4 GiB more read each step, at 2 bytes)."""
+    from gpuplan.model.catalog import load_model
+    from gpuplan.scenario import scenario_from
+    from gpuplan.speed import mlx
+    from gpuplan.tensors.state import weight_format
+
+    m = load_model("gemma-4-e2b")
+    s = scenario_from({**SERVE, "model": "gemma-4-e2b", "engine": "mlx", "quant": "mlx-4bit", "gpu": "apple-m4-max"})
+    fmt, skip = weight_format(s, m)
+    parts = m.weight_bytes(fmt, skip=skip)
+    layers = sum(v for k, v in parts.items() if k not in ("embeddings", "lm_head", "vision"))
+    assert mlx.weight_bytes(s, m, 1) == pytest.approx(layers + fmt.embedding_bytes(262144 * 1536), rel=1e-9)
+    assert mlx.weight_bytes(s, m, 1) < parts["embeddings"]  # the tables alone outweigh the whole step

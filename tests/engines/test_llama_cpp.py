@@ -106,6 +106,41 @@ def test_a_tied_output_is_duplicated_on_the_gpu():
     assert sum(gguf.weight_bytes(L3, "q4_k_m").values()) / MIB == pytest.approx(1918.35, abs=5e-3)
 
 
+def test_gemma_per_layer_token_tables_are_q6_k_in_host_memory_and_only_looked_up():
+    """Gemma-4-E2B's per_layer_token_embd (35 x 256 x 262,144 = 2,348,810,240 weights) is llama-quant.cpp's
+    TOKEN_EMBD category (``tensor_name_match_token_embd``): tied, it takes the output's Q6_K, as token_embd does;
+    llama-arch.cpp makes it an input tensor read by GET_ROWS, so it stays in host memory and a decode step reads a
+    row of it, not the table. Before: F32 (8.75 GiB) counted in host memory and on the GPU, and read every step."""
+    m = load_model("gemma-4-e2b")
+    tables, token = 35 * 256 * 262144, 262144 * 1536
+    assert gguf.per_token_table_params(m) == tables
+    parts = gguf.weight_bytes(m, "q4_k_m")
+    assert parts["embeddings"] == pytest.approx(q("q6_k", tables + token))  # 1,926.8 MB + 330.3 MB
+    plan = estimate(dict(model="gemma-4-e2b", task="infer", engine="llama.cpp", quant="gguf-q4_k_m",
+                         gpu="rtx-4090"), advise=False)
+    e = plan.memory.engine
+    assert e["host_model_buffer_gib"] * GIB == pytest.approx(q("q6_k", tables + token))
+    # the GPU: the whole file less both tables, plus the output's duplicate of token_embd
+    assert e["model_buffer_gib"] * GIB == pytest.approx(sum(parts.values()) - q("q6_k", tables))
+    from gpuplan.scenario import Scenario
+    from gpuplan.speed import ggml
+    s = Scenario(model="gemma-4-e2b", task="infer", engine="llama.cpp", quant="gguf-q4_k_m", gpu="rtx-4090")
+    assert ggml.streamed_bytes(s, m) == pytest.approx(
+        sum(v for k, v in parts.items() if k not in ("embeddings", "lm_head", "vision")) + q("q6_k", token))
+
+
+@pytest.mark.parametrize("model", ["gemma-4-e2b", "llama-3.2-3b", "llama-3.1-8b", "gpt2"])
+def test_the_weights_formula_holds_what_the_gpu_holds(model):
+    """The page's formula for the weights gave 4.03 GiB for Gemma-4-E2B Q4_K_M where the plan holds 2.23 on the GPU:
+    it kept every embedding of a tied model on the GPU. It now takes the tied output's token_embd alone, as
+    engines/llama_cpp.py does (gpu_embedding_bytes); tied (Llama-3.2-3B, GPT-2) and untied (Llama-3.1-8B) alike."""
+    from gpuplan.api.page import explain
+
+    s = dict(model=model, task="infer", engine="llama.cpp", quant="gguf-q4_k_m", gpu="rtx-4090")
+    w = explain(s).numbers["memory.weights_gib"]
+    assert w.computed == pytest.approx(w.value, rel=1e-9)
+
+
 def test_kv_buffer_is_f16_k_and_v_for_every_cell():
     """n_ctx 8192 over 4 sequences: 8,192 cells x 32 layers x (1024 + 1024) x 2 bytes = 1024 MiB."""
     e = estimate(dict(model="llama-3.1-8b", task="infer", engine="llama.cpp", quant="gguf-q4_k_m", batch_size=4,

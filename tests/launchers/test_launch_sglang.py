@@ -82,7 +82,8 @@ def test_a_copy_over_two_nodes_joins_them(tmp_path):
 
 
 @pytest.mark.parametrize("scenario", [SERVE, dict(SERVE, model="qwen3-30b-a3b", gpu="h200", users=50, batch_size=1),
-                                      dict(SERVE, gpu="rtx-4090", kv_cache_dtype="fp8", batch_size=4)])
+                                      dict(SERVE, gpu="rtx-4090", kv_cache_dtype="fp8", batch_size=4),
+                                      dict(SERVE, model="qwen3-0.6b", gpu="l40", prompt_tokens=200, output_tokens=56)])
 def test_the_header_states_the_kv_pool_the_plan_expects(scenario):
     """The SGLang script's header has the KV pool line vLLM's has, read from the Plan: its GiB, its tokens and
     the requests it holds, the same numbers `gpuplan estimate` prints (a session's walk found it named otherwise
@@ -92,7 +93,9 @@ def test_the_header_states_the_kv_pool_the_plan_expects(scenario):
     text = launch_files(plan, ["sglang"], LaunchOptions())[0].text
     pool = [line for line in text.splitlines() if line.startswith("# KV pool")]
     assert pool == [f"# KV pool (SGLang's token pool) {mem.kv_cache_pool_gib:.1f} GiB per GPU: "
-                    f"{mem.max_context_tokens:,} tokens, up to {mem.max_concurrency} concurrent requests of "
+                    f"{mem.max_context_tokens:,} tokens, up to {mem.max_concurrency:,} concurrent requests of "
                     f"{plan.scenario.prompt_tokens + plan.scenario.output_tokens:,} tokens (the plan: "
-                    f"{plan.scenario.batch_size}); memory rules of SGLang {mem.engine['version']}"]
+                    f"{plan.scenario.batch_size:,}); memory rules of SGLang {mem.engine['version']}"]
+    if plan.scenario.model.lower().endswith("qwen3-0.6b"):  # s9's walk: '1193 concurrent requests'
+        assert mem.max_concurrency >= 1000 and f"up to {mem.max_concurrency:,} concurrent" in pool[0]
     assert mem.max_context_tokens > plan.scenario.prompt_tokens + plan.scenario.output_tokens

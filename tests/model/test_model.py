@@ -163,16 +163,16 @@ def test_llama_405b_fbgemm_fp8_keeps_its_attention_in_bf16():
 
 
 def test_modules_named_one_layer_at_a_time_count_when_they_cover_every_layer():
-    from gpuplan.model.quant import _groups_named
+    from gpuplan.model.quant import excluded_groups
 
     gates = [f"model.layers.{i}.mlp.gate" for i in range(4)]
-    assert _groups_named(gates, 4) == ("router",)
-    assert _groups_named([*gates[:2], "model.layers.*.self_attn", "lm_head"], 4) == \
+    assert excluded_groups(gates, 4) == ("router",)
+    assert excluded_groups([*gates[:2], "model.layers.*.self_attn", "lm_head"], 4) == \
         ("attention", "router@0", "router@1")
-    assert _groups_named(["model.layers.0.self_attn.q_proj", "model.layers.1.self_attn.o_proj"], 2) == \
+    assert excluded_groups(["model.layers.0.self_attn.q_proj", "model.layers.1.self_attn.o_proj"], 2) == \
         ("attention",)
     # a few layers' modules: those layers' group alone (mlp@i), in layer order
-    assert _groups_named(["model.layers.10.mlp.up_proj", "model.layers.2.mlp.down_proj", "lm_head"], 12) == \
+    assert excluded_groups(["model.layers.10.mlp.up_proj", "model.layers.2.mlp.down_proj", "lm_head"], 12) == \
         ("mlp@2", "mlp@10")
 
 
@@ -367,3 +367,32 @@ def test_every_bundled_moe_layer_routes_each_token_to_experts():
     k, e = config["top_k_experts"], config["num_experts"]
     assert (k, e) == (8, 128)
     assert gemma.params_active == gemma.params_total - experts * (e - k) // e == 4_395_322_672
+
+
+@pytest.mark.parametrize("family", ["qwen2", "qwen3"])
+def test_qwen_windows_are_transformers_own(tmp_path, family):
+    """Qwen2/Qwen3 take the window only with ``use_sliding_window``, on the layers ``layer_types`` marks sliding (or,
+    without it, from ``max_window_layers``): transformers' configs give each layer's type, and the attention uses
+    ``config.sliding_window`` on the sliding ones. Before, a Qwen3 config with ``layer_types`` alternating sliding
+    and full read all 6 layers as full (KV 24,576 B per token at any length), and a Qwen2 one took every sliding
+    layer as full."""
+    import json
+
+    transformers = require("transformers")
+    config_class = {"qwen2": transformers.Qwen2Config, "qwen3": transformers.Qwen3Config}[family]
+    base = dict(model_type=family, architectures=[f"{family.capitalize()}ForCausalLM"], hidden_size=256,
+                intermediate_size=512, num_attention_heads=4, num_key_value_heads=2, head_dim=64,
+                num_hidden_layers=6, vocab_size=1000, max_position_embeddings=4096, rms_norm_eps=1e-6)
+    alternating = ["sliding_attention", "full_attention"] * 3
+    cases = [dict(use_sliding_window=True, sliding_window=512, max_window_layers=6, layer_types=alternating),
+             dict(use_sliding_window=False, sliding_window=512, layer_types=alternating),
+             dict(use_sliding_window=True, sliding_window=256, max_window_layers=2),
+             dict(use_sliding_window=False, sliding_window=4096, max_window_layers=0)]
+    for i, case in enumerate(cases):
+        folder = tmp_path / str(i)
+        folder.mkdir()
+        (folder / "config.json").write_text(json.dumps({**base, **case}))
+        ref = config_class(**{**base, **case})
+        want = [ref.sliding_window if t == "sliding_attention" else None for t in ref.layer_types]
+        assert [layer.window for layer in load_model(str(folder)).layers] == want, case
+    assert want == [None] * 6 and i == 3  # the last case: no window without use_sliding_window

@@ -285,6 +285,22 @@ def test_a_workloads_file_without_its_list_says_what_it_holds(tmp_path):
         load_workloads({"years": 2})
 
 
+def test_a_job_with_its_scenario_fields_on_itself_is_told_where_they_go(tmp_path):
+    """Session 9's walk: a job written as 'name, model, task, method, train_tokens, per_week' (the scenario's fields
+    on the job itself) read "a workload's scenario is a mapping of scenario fields", naming neither the job nor
+    the key it lacks."""
+    path = tmp_path / "w.yaml"
+    path.write_text("workloads:\n  - name: weekly LoRA\n    model: qwen3-4b\n    task: train\n    method: lora\n"
+                    "    train_tokens: 5e7\n    per_week: 3\n")
+    with pytest.raises(GpuplanError) as err:
+        load_workloads(path)
+    assert str(err.value) == ("workload 'weekly LoRA': no 'scenario' (the job's model, task and method, as a "
+                              "scenario file holds them); its model, task, method, train_tokens go under "
+                              "'scenario:', beside name and per_week")
+    with pytest.raises(GpuplanError, match=r"^workload a job: its scenario is a mapping .* not list$"):
+        load_workloads([{"per_week": 1, "scenario": ["llama-3.1-8b"]}])
+
+
 def _buy_cli(*args: str) -> dict:
     proc = subprocess.run([sys.executable, "-m", "gpuplan", "buy", *args, "--json"], capture_output=True, text=True,
                           env={"GPUPLAN_TODAY": "2026-11-28", "PYTHONPATH": str(ROOT / "src"), "PATH": ""})

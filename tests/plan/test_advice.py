@@ -125,6 +125,25 @@ def test_fit_lists_what_your_cards_hold_with_the_numbers_estimate_gives():
     assert all(r.fits for r in order[:40])
 
 
+def test_fit_s_headline_says_each_row_is_laid_out_as_estimate_lays_it_out():
+    """Session 9's walk: `fit --gpu 2xrtx-a6000 --task train --method qlora` read 'micro-batch 1 x 1 accumulation
+    ...; 2 x rtx-a6000, DDP' over rows at each model's recipe layout (gpt-oss-120b at 1 x 8, ZeRO-3: 45.37 GiB,
+    as estimate gives it): the headline described the template, not the rows. It now says what is each model's."""
+    from gpuplan.api.searches import fit
+
+    report = fit(gpu="2xrtx-a6000", task="train", method="qlora", models=["gpt-oss-120b"])
+    assert ("seq 2,048 x each model's micro-batch x its recipe's accumulation (the fastest that fits)"
+            in report.resolved)
+    assert report.resolved.endswith("; 2 x rtx-a6000, DDP, ZeRO-2 or ZeRO-3 (the first that fits)")
+    row = report.rows[0]
+    again = estimate({"model": "gpt-oss-120b", "task": "train", "method": "qlora", "gpu": "rtx-a6000",
+                      "num_gpus": 2, "sharding": row.sharding})
+    assert again.memory.device_peak_gib == pytest.approx(row.device_peak_gib) and row.sharding == "zero3"
+    given = fit(gpu="rtx-a6000", task="train", method="lora", micro_batch_size=2, grad_accum_steps=4,
+                models=["qwen3-0.6b"])
+    assert "micro-batch 2 x 4 accumulation" in given.resolved and given.resolved.endswith("single GPU")
+
+
 def test_estimate_check_exit_codes():
     env = {**os.environ, "COLUMNS": "120"}
 
@@ -253,3 +272,21 @@ def test_more_host_ram_for_llama_cpp_layers_fits_when_applied():
     assert ram.fits and ram.fields == {"host_ram_gib": 768, "cpu_layers": True}
     applied = gpuplan.estimate({**s, **ram.fields})
     assert applied.verdict.fits and (applied.memory.max_batch_size, applied.memory.max_seq_len) == (35, 45_568)
+
+
+def test_a_combination_says_its_speed_once():
+    """Gemma-2-27B QLoRA at 8,192 tokens on an RTX A6000: the combination 'offload optimizer and parameters + offload
+    checkpointed activations' read '(fits; about the same step time; about the same step time)': the activation
+    fix's measured cost, 'about the same step time', was taken for a cost besides speed."""
+    from dataclasses import replace
+
+    from gpuplan.plan.advice import Fix, _apply, _combined_cost
+
+    s = Scenario(model="qwen3-0.6b", task="train", method="qlora", gpu="t4", seq_len=1024, stack="axolotl")
+    m, gpu = load_model("qwen3-0.6b"), load_gpu("t4")
+    combo = (replace(Fix(label="act", change={"activation_offload": True}, group="activation offload"),
+                     cost="about the same step time"),
+             Fix(label="adamw8", change={"optimizer": "adamw-8bit"}, group="optimizer", cost="pages states to CPU"))
+    cost = _combined_cost(s, _apply(s, combo), m, gpu, combo)
+    clauses = cost.split("; ")
+    assert len(clauses) == len(set(clauses)) == 2 and clauses[1] == "pages states to CPU", cost

@@ -185,6 +185,15 @@ def test_a_recording_is_cut_into_the_pipelines_windows_and_timed_pass_by_pass():
     assert plan(**base, audio_seconds=51).work.samples_per_step == 3  # 30 s, then 20 s and 1 s more
 
 
+def test_a_recording_says_its_seconds_and_windows_as_numbers_are_written():
+    """'transcribe 3600 s of audio, 180 windows' beside '1,500 encoder frames'; '12.5 s of audio, 1 windows'."""
+    base = dict(model="whisper-large-v3", task="infer", gpu="l4", output_tokens=110, batch_size=8)
+    assert "transcribe 3,600 s of audio, 180 windows of 30 s" in plan(**base, audio_seconds=3600).resolved
+    short = plan(**base, audio_seconds=12.5)
+    assert "transcribe 12.5 s of audio, 1 window of 30 s" in short.resolved
+    assert any(n.startswith("12.5 s of audio: 1 window of 30 s") for n in short.defaults), short.defaults
+
+
 def test_whisper_training_reads_its_log_mel_batches_on_the_cpu_between_steps():
     """Hugging Face's recipes store the features and the Trainer (no dataloader workers) pads each batch in the
     training process: micro-batch x accumulation x num_mel_bins x 3,000 values per optimizer step, its own part."""

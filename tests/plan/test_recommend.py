@@ -449,11 +449,21 @@ def test_every_stack_is_searched_over_its_own_shardings():
     import typing
 
     import gpuplan
-    from gpuplan.plan.recommend import SHARDING
     from gpuplan.scenario.stacks import DIFFUSION_STACKS
+    from gpuplan.stacks import STACKS
 
     stacks = set(typing.get_args(Scenario.model_fields["stack"].annotation)) - set(DIFFUSION_STACKS)
-    assert len(stacks) >= 7 and stacks <= set(SHARDING)
+    assert len(stacks) >= 7 and stacks <= set(STACKS)
+    from gpuplan.scenario import scenario_from
+    from gpuplan.scenario import stacks as rules
+
+    # each profile names what it shards with, and the stack's own rules take each of them
+    tried = [(name, sh) for name in sorted(stacks) for sh in STACKS[name].shardings]
+    assert len(tried) >= 14
+    for name, sh in tried:
+        method = "full" if name in ("torchtitan", "megatron") else "lora"
+        assert rules.refusal(scenario_from({"model": "qwen3-0.6b", "task": "train", "stack": name, "sharding": sh,
+                                            "num_gpus": 2, "method": method})) is None, (name, sh)
     # the diffusion trainers plan diffusion pipelines, which recommend does not: refused before the search (it
     # raised KeyError 'kohya')
     with pytest.raises(GpuplanError, match="stack kohya trains diffusion models"):
@@ -504,6 +514,21 @@ def test_a_small_job_is_priced_in_cents_not_zero_dollars():
     assert 0 < x.usd_total < 1 and report.fewest_line
     assert f"h, ${usd_amount(x.usd_total)} (at most" in report.fewest_line
     assert f"and ${usd_amount(x.usd_total_high)} at the slow end" in report.fewest_line
+
+
+def test_a_price_below_a_tenth_of_a_cent_keeps_two_digits(capsys):
+    """Session 9's walk: SigLIP on an RTX 4090 costs $0.00045 per 1,000 samples, which recommend's table and
+    estimate's cost line wrote '0.000' and '$0.000 per 1,000 samples': below $0.001, two significant digits."""
+    from gpuplan.cli import run
+    from gpuplan.result import usd_amount
+
+    assert [usd_amount(v) for v in (0.00045, 4.5e-6, 0.0, 0.004)] == ["0.00045", "0.0000045", "0.000", "0.004"]
+    code = run(["estimate", "--model", "google/siglip-so400m-patch14-384", "--task", "infer", "--gpu", "rtx-4090",
+                "--batch-size", "32"])
+    out = capsys.readouterr().out
+    assert code == 0 and "$0.000 per" not in out and "per 1,000 samples" in out
+    cost = out.split("per 1,000 samples")[0].rsplit("$", 1)[1].strip()
+    assert 0 < float(cost) < 0.001 and len(cost.rstrip("0").split(".")[1].lstrip("0")) == 2, cost
 
 
 def test_any_stack_change_note_reads_the_rows_card_as_estimate_does():

@@ -162,3 +162,28 @@ def test_a_yes_in_a_scenario_file_is_one_sentence(tmp_path):
     assert (proc.returncode, proc.stdout, proc.stderr) == (
         2, "", "error: scenario field 'batch_size' takes a number, not true\n")
     assert scenario_from({"model": "llama-3.2-1b", "task": "infer", "batch_size": 2}).batch_size == 2
+
+
+@pytest.mark.parametrize("key, said", [
+    ("per_device_train_batch_size", "unknown scenario field 'per_device_train_batch_size': gpuplan calls it "
+                                    "'micro_batch_size'"),
+    ("gradient_accumulation_steps", "gpuplan calls it 'grad_accum_steps'"),
+    ("num_train_epochs", "gpuplan calls it 'epochs'"),
+    ("lora_r", "gpuplan calls it 'lora_rank'"),
+    ("learning_rate", "unknown scenario field 'learning_rate': it changes neither the memory nor the speed gpuplan "
+                      "plans; leave it out"),
+])
+def test_a_trainer_s_own_key_is_told_gpuplan_s_name(key, said):
+    """Session 9's walk: a scenario pasted from a TrainingArguments or Axolotl config read "unknown scenario field
+    'learning_rate'; `gpuplan estimate --help` lists the fields", and 'num_train_epochs' was offered nothing."""
+    with pytest.raises(GpuplanError) as err:
+        scenario_from({"model": "qwen3-4b", "task": "train", key: 3})
+    assert said in str(err.value), str(err.value)
+
+
+def test_a_list_of_cards_is_told_where_cards_are_compared():
+    """Session 9's walk: 'gpu: [l4, a10g]' in a scenario read "scenario field 'gpu': Input should be a valid
+    string"."""
+    with pytest.raises(GpuplanError, match=r"^scenario field 'gpu' names one card, not a list \(got .*\): "
+                                           r"`gpuplan recommend --gpus l4,a10g` compares cards"):
+        scenario_from({"model": "qwen3-4b", "task": "infer", "gpu": ["l4", "a10g"]})

@@ -185,3 +185,22 @@ def test_a_bad_plot_path_is_refused_before_the_simulation(tmp_path, monkeypatch,
                 "--plot", plot])
     err = capsys.readouterr().err
     assert code == 2 and err.count("\n") == 1 and said in err, err
+
+
+def test_a_benchmark_and_a_probe_record_each_name_the_command_that_reads_them(tmp_path):
+    """Session 9's walk: `gpuplan calibrate run.json` with a vllm bench serve result read 'is not a probe record:
+    it lacks estimate, probe, scenario', and calibrate-serving given a probe record named only what it lacks."""
+    from gpuplan.sim.probe import read_record
+
+    bench = tmp_path / "run.json"
+    bench.write_text(json.dumps({"mean_ttft_ms": 50, "mean_tpot_ms": 20, "completed": 100}))
+    with pytest.raises(GpuplanError, match=r"it is a serving benchmark's result, which `gpuplan calibrate-serving "):
+        read_record(bench)
+    probe = tmp_path / "probe.json"
+    probe.write_text(json.dumps({"scenario": {}, "probe": {}, "estimate": {}}))
+    with pytest.raises(GpuplanError, match=r"it is a probe record, which `gpuplan calibrate FILE` reads$"):
+        read_results(probe)
+    other = tmp_path / "other.json"
+    other.write_text(json.dumps({"x": 1}))
+    with pytest.raises(GpuplanError, match=r"time_to_first_token\)$"):
+        read_results(other)

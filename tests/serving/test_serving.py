@@ -33,6 +33,22 @@ def test_workload_errors_are_one_sentence_with_did_you_mean():
     assert (w.mean_prompt_tokens, w.mean_output_tokens, w.slo.ttft_s, w.slo.percentile) == (2000, 300, 1, 99)
 
 
+def test_a_workload_file_says_lengths_as_the_flags_do(tmp_path):
+    """Session 9's walk: a workload file with 'prompt_tokens: 800' (as the flags and scenario files name it) read
+    "unknown field; did you mean 'prompt'?", and 'prompt: 800' then read "Input should be a valid dictionary or
+    instance of Lengths": a loop. Both are now that length for every request, the flags still over the file; an
+    unknown SLO key is offered the SLO's own names."""
+    path = tmp_path / "w.yaml"
+    for text in ("rate_rps: 2\nprompt_tokens: 800\noutput_tokens: 200\n", "rate_rps: 2\nprompt: 800\noutput: 200\n"):
+        path.write_text(text)
+        w = load_workload(path)
+        assert (w.mean_prompt_tokens, w.mean_output_tokens, w.rate_rps) == (800, 200, 2)
+    assert load_workload(path, {"prompt_tokens": 1000}).mean_prompt_tokens == 1000
+    path.write_text("rate_rps: 2\nprompt: 800\noutput: 200\nslo: {tpot_ms: 50}\n")
+    with pytest.raises(GpuplanError, match=r"^workload slo.tpot_ms: unknown field; did you mean 'tpot_s'\?$"):
+        load_workload(path)
+
+
 def test_step_model_is_the_speed_layers_step_timer_sampled():
     """A pure decode step equals StepTimer.decode_s at the sampled batch sizes (no second set of efficiencies);
     a lone prompt equals StepTimer.prefill_s plus the per-layer kernel floor decode steps also pay."""

@@ -71,3 +71,35 @@ def test_torchtitan_runs_them_on_every_token():
                        for n in (1536, 576))
     assert whole - split == pytest.approx(by_hand)
     assert by_hand > 0
+
+
+def test_deepspeed_mixed_precision_reads_the_same_rule():
+    """DeepSpeed ZeRO-3 in bf16-mixed at TP 8 (Megatron-DeepSpeed's layout; no stack gpuplan plans runs DeepSpeed
+    with tp > 1, so the sharding is asked directly) over 2 data-parallel ranks: the rank holds 808,034,304
+    parameters of the down-projections beyond its 1/8 (test_the_rule_by_hand). ZeRO's 16 B a parameter over the 2
+    ranks is 8 B each more: weights 2 B / 2 + 4 B / 2 = 3 B (2,424,102,912 B), gradients 2 B / 2 = 1 B (808,034,304
+    B), AdamW's fp32 moments 8 B / 2 = 4 B (3,232,137,216 B), 6,464,274,432 B in all. With ZeRO-Offload the fp32
+    master partition, 4 B / 2 of them too, goes to the CPU. The gathered layer is one layer's TP share, norms and
+    down-projections whole, never split by pp."""
+    from gpuplan.sharding import DeepSpeed
+    from gpuplan.stacks import stack_for
+
+    m = load_model("deepseek-v3")
+    s = scenario_from({"model": "deepseek-v3", "task": "train", "stack": "hf", "sharding": "zero3", "gpu": "h100-sxm",
+                       "num_gpus": 16, "tp": 8, "precision": "bf16-mixed", "method": "full"})
+    assert (s.dp, s.sharded_by) == (2, "deepspeed")
+    ds, stack, X = DeepSpeed(), stack_for(s), 808_034_304
+    st = ds.state(s, m, stack)
+    share = m.params_total / 8
+    assert st.weights == pytest.approx(2 * (share + X) / 2 + 4 * (share + X) / 2)
+    assert st.weights - (2 * share / 2 + 4 * share / 2) == pytest.approx(2_424_102_912)
+    assert st.gradients - 2 * share / 2 == pytest.approx(808_034_304)
+    assert st.optimizer - 8 * share / 2 == pytest.approx(3_232_137_216)
+    off = scenario_from({**s.model_dump(exclude_defaults=True), "offload": "optimizer"})
+    st_off = ds.state(off, m, stack)
+    ds.offload(off, st_off)
+    assert st_off.weights == pytest.approx(2 * (share + X) / 2)
+    layer = max((lay for lay, _ in m.layer_kinds()), key=lambda lay: lay.params)
+    gathered = ds.buffers(s, m, stack, st)["ZeRO-3 gathered layers"]
+    assert gathered == pytest.approx(6 * layout.layer_params_per_rank(s, layer))
+    assert layout.layer_params_per_rank(s, layer) > (layer.params - layer.norm_params) / 8

@@ -294,6 +294,29 @@ def test_fsdp_unit_is_one_layer_split_by_tp_alone():
     assert fsdp.unit_bytes(lora, m, stack_for(lora)) == (2 * linears / 2, 0.0)
 
 
+def test_fsdp2_root_under_pp_is_the_first_stage_s_embedding():
+    """torchtitan, Llama-3.1-8B, TP 2 x PP 4 over 16 GPUs: each stage is its own model and its own FSDP root
+    (``pipeline_llm`` drops ``tok_embeddings`` from every stage but the first, ``norm`` and ``output`` from every
+    stage but the last; ``apply_fsdp`` wraps each stage with ``reshard_after_forward=False`` under PP). The planned
+    first stage keeps its embedding unsharded, 128,256 x 4,096 / TP 2 = 262,668,288 parameters, 525,336,576 B in
+    bf16, and the embedding's bf16 gradient the same, accumulated over the micro-batches. The old share of the
+    whole root over TP x PP gave (2 x 128,256 x 4,096 + 4,096) / 8 = 131,335,168 parameters, and the head's
+    gradient / 8 = 65,667,072."""
+    from gpuplan.model.catalog import load_model
+    from gpuplan.sharding import sharding_for
+    from gpuplan.stacks import stack_for
+
+    s, m = scenario(stack="torchtitan", num_gpus=16, tp=2, pp=4), load_model("llama-3.1-8b")
+    fsdp = sharding_for(s)
+    buffers = fsdp.buffers(s, m, stack_for(s), fsdp.state(s, m, stack_for(s)))
+    assert buffers["FSDP2 root unit unsharded (the first stage's embeddings)"] == 525_336_576
+    assert buffers["FSDP2 root gradient, unsharded until the end of backward"] == 525_336_576
+    flat = scenario(stack="torchtitan", num_gpus=16, tp=2)  # one stage: the whole root, the head's gradient
+    buffers = fsdp.buffers(flat, m, stack_for(flat), fsdp.state(flat, m, stack_for(flat)))
+    assert buffers["FSDP2 root unit unsharded (embeddings, norm, head)"] == 2 * (2 * 128_256 * 4096 + 4096) / 2
+    assert buffers["FSDP2 root gradient, unsharded until the end of backward"] == 2 * 128_256 * 4096 / 2
+
+
 def test_fsdp1_keeps_bitsandbytes_quant_state_whole():
     """QLoRA over FSDP1 on 2 GPUs: bitsandbytes' quant_state (a uint8 absmax per 64 values and an fp32 scale per
     256 absmax) is not a parameter, so each rank keeps all of it: half of it beyond the sharded share. Llama-2-7B:

@@ -71,6 +71,7 @@ def test_an_offline_batch_and_users_on_the_page_api(client):
     ({"users": 4}, 422, "give users (a closed loop) or rate_rps (an open loop), not both"),  # estimate's sentence
     ({"engine": "trtllm", "chunked_prefill": True}, 422, "TensorRT-LLM takes no chunked_prefill true"),
     ({"chunked_prefill": "sometimes"}, 422, "chunked_prefill"),
+    ({"engine": "sglang", "async_scheduling": True}, 422, "SGLang takes no async_scheduling"),
 ])
 def test_bad_bodies_are_one_sentence(client, change, status, words):
     r = client.post("/api/capacity", json={**BODY, **change})

@@ -129,7 +129,7 @@ def gpus_compare(names: list[str], notes: list[str] | None = None) -> list[dict[
     for g, _ in resolved:
         half, bf16 = g.dense_tflops.get("fp16_tensor_fp16acc"), g.peak_tflops("bf16")
         text = []
-        if bf16:
+        if bf16 and g.sparse_tensor_cores:  # no such figure for cards without 2:4 sparsity (MI250X, Gaudi)
             text.append(f"datasheets with 2:4 sparsity say {2 * bf16:,.0f} bf16 TFLOPS")
         if half:
             text.append(f"FP16 with FP16 accumulate {half:,.0f}, but PyTorch accumulates in FP32: {bf16:,.0f}")

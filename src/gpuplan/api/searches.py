@@ -10,7 +10,7 @@ from typing import Any
 from pydantic import Field
 
 from ..errors import GpuplanError, UnknownNameError, renamed
-from ..hardware import resolve_gpu
+from ..hardware import resolve_gpu, short_id
 from ..market.cost import Cost
 from ..model.catalog import load_model
 from ..model.module import NotADecoder
@@ -163,7 +163,16 @@ def fit(gpu: str, scenario: ScenarioLike | None = None, *, models: Iterable[str]
                            f"--model {name} --task {example.task} --gpu {card.id}` gives its memory on one of them, "
                            f"the largest batch and the changes that fit, and `gpuplan recommend --model {name} "
                            f"--task {example.task}` the cards it fits") from None
-    return FitReport(resolved=describe(example), task=example.task, gpu_id=card.id, num_gpus=count,
+    # each row is laid out as estimate lays it out (plan.layout): the fields not given are each model's own
+    given = {k: template[k] for k in ("micro_batch_size", "grad_accum_steps") if template.get(k) is not None}
+    batches = None if example.task != "train" or len(given) == 2 else (
+        (f"micro-batch {given['micro_batch_size']}" if "micro_batch_size" in given else "each model's micro-batch")
+        + " x " + (f"{given['grad_accum_steps']} accumulation" if "grad_accum_steps" in given else
+                   "its recipe's accumulation") + ("" if "micro_batch_size" in given else " (the fastest that fits)"))
+    sharded = example.task == "train" and count > 1 and "sharding" not in template
+    resolved = describe(example, batches=batches, hardware=f"{count} x {short_id(card.id)}, DDP, ZeRO-2 or ZeRO-3 "
+                        "(the first that fits)" if sharded else None)
+    return FitReport(resolved=resolved, task=example.task, gpu_id=card.id, num_gpus=count,
                      notes=[note] if note else [], rows=rows)
 
 

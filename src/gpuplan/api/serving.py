@@ -45,21 +45,21 @@ def capacity(model: str, workload: str | Path | Mapping[str, Any] | None = None,
              gpus: Iterable[str] = (),
              max_gpus: int = 8, any_quant: bool = False, engine_version: str | None = None,
              kv_cache_dtype: str | None = None, calibration: str | Path | None = None, top: int = 8,
-             chunked_prefill: bool | None = None, expert_parallel: bool = False, attention_dp: bool = False,
+             chunked_prefill: bool | None = None, async_scheduling: bool | None = None,
+             expert_parallel: bool = False, attention_dp: bool = False,
              time_limit_s: float | None = None,
              **workload_fields: Any) -> CapacityReport:
-    """For every GPU type x count x tensor parallelism that holds ``model`` in ``engine`` (vllm, sglang or
-    trtllm), the highest request rate that
-    meets the workload's SLOs, the cheapest offer and the price per million tokens: ``gpuplan capacity``.
-    ``workload`` is a YAML file or a dict of :class:`~gpuplan.serving.workload.Workload` fields; flat fields
+    """For every GPU type x count x tensor parallelism that holds ``model`` in ``engine`` (vllm, sglang or trtllm), the
+    highest request rate that meets the workload's SLOs, the cheapest offer and the price per million tokens: ``gpuplan
+    capacity``. ``workload`` is a YAML file or a dict of :class:`~gpuplan.serving.workload.Workload` fields; flat fields
     (``rate_rps``, ``prompt_tokens``, ``ttft_s``...) override it. Lengths given as ``prompt_tokens`` and
-    ``output_tokens`` are means, each request's drawn within ``length_spread`` (default 0.5: +-50 %; 0 keeps them
-    fixed, which puts a closed loop in lockstep). ``batch`` instead of a rate or users: an offline job of that many
-    requests queued at once, each setup's time and cost to run it (``estimate --batch-size``'s offline run). An MoE
-    model may be laid out with ``expert_parallel`` (its experts over each setup's GPUs) and ``attention_dp``
-    (attention data parallel over them). ``chunked_prefill``: the engine's switch (the scenario field of that name;
-    None: its own default by release). ``time_limit_s``: the wall seconds all the simulations share (default
-    120; a simulation cut short says so in its row's warnings). Needs numpy (the ``serving`` extra)."""
+    ``output_tokens`` are means, each request's drawn within ``length_spread`` (default 0.5: +-50 %; 0 keeps them fixed,
+    which puts a closed loop in lockstep). ``batch`` instead of a rate or users: an offline job of that many requests
+    queued at once, each setup's time and cost to run it (``estimate --batch-size``'s offline run). An MoE model may be
+    laid out with ``expert_parallel`` (its experts over each setup's GPUs) and ``attention_dp`` (attention data parallel
+    over them). ``chunked_prefill``, ``async_scheduling``: the engine's switches (the scenario fields of those names;
+    None: its own default by release). ``time_limit_s``: the wall seconds all the simulations share (default 120; a
+    simulation cut short says so in its row's warnings). Needs numpy (the ``serving`` extra)."""
     try:
         import numpy  # noqa: F401
     except ImportError:
@@ -80,6 +80,7 @@ def capacity(model: str, workload: str | Path | Mapping[str, Any] | None = None,
     engine_version = arg.text(engine_version, "engine_version", optional=True)
     kv_cache_dtype = arg.text(kv_cache_dtype, "kv_cache_dtype", optional=True)
     chunked_prefill = arg.flag(chunked_prefill, "chunked_prefill") if chunked_prefill is not None else None
+    async_scheduling = arg.flag(async_scheduling, "async_scheduling") if async_scheduling is not None else None
     calibration = arg.path(calibration, "calibration", optional=True)
     ids = tuple(load_gpu(g).id for g in names_of(gpus, "gpus") if g.strip())
     if workload_fields.get("trace") is not None:  # a Path as calibration and the workload take one
@@ -96,7 +97,8 @@ def capacity(model: str, workload: str | Path | Mapping[str, Any] | None = None,
                            f"{type(workload).__name__}")
     s = scenario_from({k: v for k, v in dict(model=model, task="infer", engine=engine, engine_version=engine_version,
                                              kv_cache_dtype=kv_cache_dtype, attention_dp=attention_dp or None,
-                                             chunked_prefill=chunked_prefill).items()
+                                             chunked_prefill=chunked_prefill,
+                                             async_scheduling=async_scheduling).items()
                        if v is not None})
     notes: list[str] = []
     plans = search(s, m, w, gpu_ids=ids, max_gpus=max_gpus, any_quant=any_quant,

@@ -52,12 +52,28 @@ def _run(args: list[str] | None) -> int:
             err.print(ctx.get_help(), markup=False, highlight=False)
             return 0
         where = f" (see `{ctx.command_path} --help`)" if ctx is not None else ""
-        err.print(error_line(e.format_message()) + where, markup=False, highlight=False, soft_wrap=True)
+        err.print(error_line(e.format_message()) + _positional_hint(e, ctx) + where, markup=False,
+                  highlight=False, soft_wrap=True)
         return e.exit_code
     except Abort:
         err.print("aborted", markup=False)
         return 130
     return code if isinstance(code, int) else 0
+
+
+def _positional_hint(e: ClickException, ctx) -> str:
+    """For ``--NAME`` where the command takes NAME as its argument (``gpuplan model --model x``, ``buy --build``,
+    ``gpus compare --gpu``): the way it is given, as the other commands' ``--model`` taught the user to expect."""
+    option = getattr(e, "option_name", None)
+    if ctx is None or not option or type(e).__name__ != "NoSuchOption":
+        return ""
+    word = option.lstrip("-").replace("-", "_")
+    for param in ctx.command.params:
+        names = {param.name or "", (param.name or "").removesuffix("s"), ctx.command.name or ""}
+        if param.param_type_name == "argument" and word in names | ({"gpu"} if param.name == "names" else set()):
+            meta = (param.name or "").upper() + ("..." if param.nargs == -1 else "")
+            return f"; `{ctx.command_path}` takes it as its argument, without {option}: {ctx.command_path} {meta}"
+    return ""
 
 
 def main() -> None:

@@ -25,6 +25,11 @@ ChunkedPrefill = Annotated[BoolText | None, typer.Option(  # type: ignore[valid-
     help="Split long prompts over steps (vLLM --enable-chunked-prefill; false: whole prompts a step and a "
     "profiling run of max_model_len tokens; SGLang --chunked-prefill-size -1) [default: the engine's own by "
     "release].")]
+# vLLM's async-scheduling switch (the scenario field async_scheduling), true or false
+AsyncScheduling = Annotated[BoolText | None, typer.Option(  # type: ignore[valid-type]
+    "--async-scheduling", parser=boolean, metavar="BOOL", show_default=False,
+    help="vLLM --async-scheduling: schedule the next step while the GPU runs this one, so the host's work per step "
+    "hides behind the GPU's (false: --no-async-scheduling) [default: the release's own: on from 0.14].")]
 
 
 @app.command("capacity")
@@ -62,7 +67,7 @@ def capacity_cmd(
     engine_version: Annotated[str | None, typer.Option(help="Engine release whose rules apply [default: current].")
                               ] = None,
     kv_cache_dtype: Annotated[str | None, typer.Option(help="auto | fp8 | fp16 | bf16 | int8")] = None,
-    chunked_prefill: ChunkedPrefill = None,
+    chunked_prefill: ChunkedPrefill = None, async_scheduling: AsyncScheduling = None,
     calibration: Annotated[str | None, typer.Option(help="Corrections from `gpuplan calibrate-serving`.")] = None,
     top: Annotated[int, typer.Option(help="Setups simulated (the cheapest by the closed-form bound).")] = 6,
     plot: Annotated[str | None, typer.Option(help="Write the latency-vs-rate curves to this PNG (matplotlib).")
@@ -89,13 +94,12 @@ def capacity_cmd(
     from .. import api
 
     fmt = resolve_format(fmt, as_json)  # two formats asked for: refused before the search
-    if model is None:
-        raise GpuplanError("name the model: --model llama-3.1-8b (or a HF repo id / config.json path)")
+    _need_model(model, workload)
     if plot:
         _plot_first(plot, batch)
-    report = api.capacity(model, workload, engine=engine, gpus=(gpus or "").split(","), max_gpus=max_gpus,
+    report = api.capacity(model, workload, engine=engine, gpus=(gpus or "").split(","), max_gpus=max_gpus, top=top,
                           any_quant=any_quant, engine_version=engine_version, kv_cache_dtype=kv_cache_dtype,
-                          chunked_prefill=chunked_prefill, calibration=calibration, top=top,
+                          chunked_prefill=chunked_prefill, async_scheduling=async_scheduling, calibration=calibration,
                           expert_parallel=expert_parallel, attention_dp=attention_dp, **dict(
                               rate_rps=rate, users=users, batch=batch, think_s=think_time, preset=preset,
                               prompt_tokens=prompt_tokens, output_tokens=output_tokens, length_spread=length_spread,
@@ -107,6 +111,22 @@ def capacity_cmd(
 
         plot_curves(plans, w, plot)
     render(plans, w, fmt, report.notes)
+
+
+def _need_model(model: str | None, workload: str | None) -> None:
+    """No model named: one sentence, which says so where the workload file names one (it holds requests and SLOs
+    only; the model and cards are flags), so the file's ``model:`` is not taken for read."""
+    if model is not None:
+        return
+    from ..userfiles import read_mapping
+
+    try:
+        data = read_mapping(workload, "workload") if workload else {}
+    except GpuplanError:
+        data = {}
+    said = (f"; a workload file holds the requests and their SLOs, not the model: its model: "
+            f"{str(data['model'])[:60]!r} is not read there") if "model" in data else ""
+    raise GpuplanError("name the model: --model llama-3.1-8b (or a HF repo id / config.json path)" + said)
 
 
 def _plot_first(plot: str, batch: int | None) -> None:

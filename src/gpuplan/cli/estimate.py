@@ -72,7 +72,7 @@ def render_estimate(result) -> None:
     if mem.logged_statistic:
         bullet(f"its own log: {mem.logged_statistic}; compare with {mem.logged_gib:.2f} GiB", prefix="", style="dim")
     if mem.cpu_gib:
-        out.print(f"CPU memory for offloaded states: {mem.cpu_gib:.1f} GiB")
+        out.print(f"CPU memory for offloaded states: {mem.cpu_gib:.{2 if mem.cpu_gib < 1 else 1}f} GiB")
     v = result.verdict  # the plan's own sentence, as the page and the API state it
     style = "green" if v.fits else "red bold" if v.fits is False else ""
     out.print(Text(v.word, style=style) + Text(v.sentence[len(v.word):]), soft_wrap=True)
@@ -84,7 +84,8 @@ def render_estimate(result) -> None:
         longest = f"; longest {length}: {f'{mem.max_seq_len:,} tokens' if mem.max_seq_len else 'none'}"
         if getattr(result, "work", None) is not None:  # images and audio windows have no longest sequence
             longest = ""
-        out.print(f"largest {batch} that fits: {mem.max_batch_size or 'none'}{longest}")
+        most = f"{mem.max_batch_size:,}" if mem.max_batch_size else "none"
+        out.print(f"largest {batch} that fits: {most}{longest}")
     if result.suggestions:
         out.print(Text("changes that would make it fit", style="bold") + Text(" (or save the most):"))
         for sug in result.suggestions[:10]:
@@ -125,7 +126,7 @@ def _speed(result, s: dict) -> None:
     likely = f" (likely {_rate(low)}-{_rate(high)})" if low is not None and high is not None else ""
     if s["task"] == "train":
         mfu = sp.mfu
-        line = (f"{head}: {_rate(sp.tokens_per_s)} tokens/s{likely}, {sp.step_time_s:.2f} s per optimizer step "
+        line = (f"{head}: {_rate(sp.tokens_per_s)} tokens/s{likely}, {sp.step_time_s:,.2f} s per optimizer step "
                 f"({sp.bound}-bound" + (f", MFU {mfu:.2f}" if mfu else "") + ")")
         bullet(line, prefix="")
     else:
@@ -133,9 +134,9 @@ def _speed(result, s: dict) -> None:
         streaming = sp.streaming_tokens_per_s_per_user
         line = (f"{head}: {_rate(sp.tokens_per_s)} output tokens/s in all{likely}"
                 + (f", {rate:,.3g} requests/s" if rate else "")
-                + (f"; each user streams {_rate(streaming)} tokens/s (decode step, TPOT {1e3 * sp.step_time_s:.1f}"
+                + (f"; each user streams {_rate(streaming)} tokens/s (decode step, TPOT {1e3 * sp.step_time_s:,.1f}"
                    f" ms, {sp.bound}-bound)" if streaming else
-                   f"; decode step {1e3 * sp.step_time_s:.1f} ms ({sp.bound}-bound)")
+                   f"; decode step {1e3 * sp.step_time_s:,.1f} ms ({sp.bound}-bound)")
                 + (f", {per_user:,.1f} tokens/s averaged over a whole request with the other users' prompts "
                    "prefilled in between" if per_user and s["batch_size"] > 1 else ""))
         bullet(line, prefix="")
@@ -151,8 +152,8 @@ def _speed(result, s: dict) -> None:
             burst = sp.ttft_burst_s
             warm = " (the shared prefix cached, if the engine caches it)" if s.get("shared_prefix_tokens") else ""
             server = sp.request_overhead_s or 0.0
-            bullet(f"time to first token: {sp.ttft_s:.2f} s for one request alone{warm}"
-                   + (f", {burst:.2f} s for the last of {s['batch_size']} arriving together"
+            bullet(f"time to first token: {sp.ttft_s:,.2f} s for one request alone{warm}"
+                   + (f", {burst:,.2f} s for the last of {s['batch_size']} arriving together"
                       if burst is not None and s["batch_size"] > 1 else "")
                    + (f" (each with {1e3 * server:.1f} ms outside the engine's steps)" if server else ""),
                    prefix="  ")

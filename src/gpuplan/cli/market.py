@@ -68,7 +68,14 @@ def gpus_compare(
     as_json: JsonFlag = False,
 ) -> None:
     """Side by side, with dense figures, and where the usual marketing numbers differ (2:4 sparsity doubles
-    them; GeForce FP16 with FP16 accumulate runs at twice the FP32-accumulate rate frameworks use)."""
+    them; GeForce FP16 with FP16 accumulate runs at twice the FP32-accumulate rate frameworks use).
+
+    Examples:
+
+    \b
+      gpuplan gpus compare 4090 a6000 'rtx 6000 ada'
+      gpuplan gpus compare h100-sxm mi300x b200 --json
+    """
     fmt = resolve_format(fmt, as_json)
     said: list[str] = []
     rows = api.gpus_compare(names, said)

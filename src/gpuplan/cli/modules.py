@@ -47,11 +47,11 @@ def render_work(result) -> None:
         if s["task"] == "train" and w.job_hours:
             line += f": {w.job_hours:,.2f} h, ${w.job_hours * c.usd_per_hour:,.2f} for {s['train_steps']:,} steps"
         elif s["task"] == "train":
-            line += f"; ${w.usd_per_1000_samples:,.3f} per 1,000 {'images' if 'diffusion' in w.kind else 'samples'}"
+            line += f"; ${usd(w.usd_per_1000_samples)} per 1,000 {'images' if 'diffusion' in w.kind else 'samples'}"
             line += " (set --train-steps for the job's hours and total)"
         else:
             unit = "images" if "diffusion" in w.kind else ("windows" if s.get("audio_seconds") else "samples")
-            line += f": ${w.usd_per_1000_samples:,.3f} per 1,000 {unit}"
+            line += f": ${usd(w.usd_per_1000_samples)} per 1,000 {unit}"
         bullet(line, prefix="")
     bullet("simulated: " + "; ".join(w.simulated), prefix="  ", style="dim")
     bullet("modelled: " + "; ".join(w.modelled), prefix="  ", style="dim")

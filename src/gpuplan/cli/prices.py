@@ -15,7 +15,12 @@ from .app import JsonFlag, app, print_json, short
 from .render import Column, FormatOption, err, out, resolve_format, show
 
 prices_app = typer.Typer(help="The prices in force (bundled snapshot, refreshed caches, your files); "
-                         "`prices update` refreshes them.", pretty_exceptions_enable=False)
+                         "`prices update` refreshes them."
+                         "\n\nExamples:\n\n\b\n"
+                         "  gpuplan prices --gpu h100-sxm --max-age 30\n"
+                         "  gpuplan prices --provider runpod --spot --format csv\n"
+                         "  gpuplan prices update --source file --file my-offers.csv",
+                         pretty_exceptions_enable=False)
 app.add_typer(prices_app, name="prices")
 SOURCES = api.PRICE_SOURCES
 

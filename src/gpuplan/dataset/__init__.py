@@ -19,9 +19,6 @@ from ..errors import GpuplanError
 from .batching import PACKING, Batching, batching
 from .lengths import Lengths, Statistics, shorthand, statistics
 
-PACKING_STACKS = {"hf": "TRL SFTTrainer packing (bfd, padding-free)", "unsloth": "TRL SFTTrainer packing (bfd)",
-                  "axolotl": "axolotl sample_packing (multipack, FlashAttention varlen)",
-                  "torchtune": "torchtune packed datasets (block-causal mask)"}
 PACK_BELOW = 0.5  # pack when records average less than half a sequence: padding would waste about half
 
 
@@ -189,32 +186,34 @@ def _batching(lengths: Lengths, seq_len: int, micro_batch: int, packing: str, pa
     return batching(lengths.sequences, lengths.scale, seq_len, micro_batch, packing, pad_packs)
 
 
-def default_packing(stack: str, lengths: Lengths, seq_len: int | None) -> tuple[str, str]:
-    """The packing to plan when none is named, and why: the stack's pretraining concatenation (torchtitan),
-    best-fit packing where the stack packs without attention across records and records average under half of
-    ``seq_len`` as given, else padding per batch (every stack's default; said so where ``seq_len`` was not given)."""
-    if stack == "torchtitan":
-        return "wrapped", "torchtitan concatenates its data into full rows"
+def default_packing(recipe: Any, lengths: Lengths, seq_len: int | None) -> tuple[str, str]:
+    """The packing to plan when none is named, and why, by the stack's ``recipe``
+    (:class:`gpuplan.scenario.stacks.Recipe`: ``wraps_rows``, ``packs``): the stack's pretraining concatenation
+    (torchtitan), best-fit packing where the stack packs without attention across records and records average
+    under half of ``seq_len`` as given, else padding per batch (every stack's default; said so where ``seq_len``
+    was not given)."""
+    if recipe.wraps_rows:
+        return "wrapped", f"{recipe.name} concatenates its data into full rows"
     mean = sum(lengths.sequences) / len(lengths.sequences)
-    if stack in PACKING_STACKS and seq_len and mean < PACK_BELOW * seq_len:
+    if recipe.packs and seq_len and mean < PACK_BELOW * seq_len:
         return "bfd", (f"records average {mean:,.0f} tokens, under half of {seq_len:,}: packed "
-                       f"({PACKING_STACKS[stack]}), set packing none to pad instead")
-    if stack in PACKING_STACKS and not seq_len:  # rows as long as the longest record: packing would be asked for
+                       f"({recipe.packs}), set packing none to pad instead")
+    if recipe.packs and not seq_len:  # rows as long as the longest record: packing would be asked for
         return "none", ("padded per batch, the stacks' default: with no --seq-len, rows are as long as the longest "
                         "record (set --seq-len to pack records averaging under half of it, or packing bfd)")
     return "none", "padded per batch, the stacks' default (packing bfd packs)"
 
 
-def fields(data: dict[str, Any], explicit: set[str]) -> dict[str, Any]:
-    """The scenario fields the data decides when left unset: ``packing``, ``seq_len`` (the longest record, when
-    batches are padded: no truncation, and the peak at the longest batch) and ``train_tokens`` (epochs x tokens
-    trained per epoch)."""
+def fields(data: dict[str, Any], explicit: set[str], recipe: Any) -> dict[str, Any]:
+    """The scenario fields the data decides when left unset: ``packing`` (by the stack's ``recipe``), ``seq_len``
+    (the longest record, when batches are padded: no truncation, and the peak at the longest batch) and
+    ``train_tokens`` (epochs x tokens trained per epoch)."""
     lengths = lengths_of(data)
     out: dict[str, Any] = {}
     seq_len = data["seq_len"] if "seq_len" in explicit else None
     packing = data.get("packing")
     if packing is None:
-        packing, _ = default_packing(data["stack"], lengths, seq_len)
+        packing, _ = default_packing(recipe, lengths, seq_len)
         out["packing"] = packing
     context = model_context(data) if seq_len is None else None
     if seq_len is None and packing in ("none", "bucket"):
@@ -248,10 +247,10 @@ def profile(s) -> Profile | None:
         return None
     lengths = lengths_of(data)
     stats = _statistics(lengths, s.seq_len)
-    b = _batching(lengths, s.seq_len, s.micro_batch_size, s.packing or "none", s.stack == "torchtune")
+    b = _batching(lengths, s.seq_len, s.micro_batch_size, s.packing or "none", s.recipe.pads_packs)
     notes = list(lengths.notes)
     if "packing" not in s.model_fields_set:
-        notes.append(f"packing {s.packing}: " + default_packing(s.stack, lengths, s.seq_len if "seq_len" in
+        notes.append(f"packing {s.packing}: " + default_packing(s.recipe, lengths, s.seq_len if "seq_len" in
                                                                  s.model_fields_set else None)[1])
     if "seq_len" not in s.model_fields_set and s.packing in ("none", "bucket") and stats.max_tokens > s.seq_len:
         notes.append(f"the longest record is {stats.max_tokens:,} tokens, past the model's context of "

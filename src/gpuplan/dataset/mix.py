@@ -72,7 +72,7 @@ def speed_at_mix(s, m, gpu, network, timer):
                f"{b.padded_tokens / max(b.rows, 1):,.0f} tokens per record, {100 * b.waste:.0f}% padding)")
     elif b.packing == "bfd":
         parts = dict(base.parts_s)
-        fill = 1.0 if s.stack == "torchtune" else b.fill
+        fill = 1.0 if s.recipe.pads_packs else b.fill
         parts = {k: v * (fill if k in PER_TOKEN else b.attention_ratio if k == "attention" else 1.0)
                  for k, v in parts.items()}
         step = sum(parts.values())

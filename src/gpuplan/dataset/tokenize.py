@@ -249,7 +249,21 @@ def record_kind(record: dict[str, Any]) -> str:
         _check_text(record, "text")
         return "text"
     raise GpuplanError(f"its fields {sorted(record)[:6]} are none of the forms SFT trainers read: "
-                       "messages (chat), prompt and completion, or text")
+                       "messages (chat), prompt and completion, or text" + _renaming(record))
+
+
+# well-known record shapes and the SFT form each maps onto (TRL's SFTTrainer reads neither as they are)
+SHAPES = (
+    ({"instruction", "output"},
+     "Alpaca's instruction, input and output: write prompt (the instruction, then the input) and completion "
+     "(the output)"),
+    ({"question", "answer"}, "question and answer: rename them prompt and completion"),
+)
+
+
+def _renaming(record: dict[str, Any]) -> str:
+    """How a record of a known shape becomes one of the SFT forms, or ""."""
+    return next((f"; {how}" for keys, how in SHAPES if keys <= set(record)), "")
 
 
 def _check_text(record: dict[str, Any], *fields: str, turns: bool = False) -> None:

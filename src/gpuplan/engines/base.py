@@ -145,8 +145,14 @@ class Engine:
     budget_fix: tuple[str, float, str, str] | None = None
     # its KV cache is held in blocks of this many tokens (a batch's cache without a card)
     kv_block_tokens = 1
+    # it runs the model's own PyTorch modules (transformers' generate): what training runs on, and what gpuplan
+    # simulate replays on fake tensors
+    runs_model_modules = False
     # it places what fits on the GPU and runs the other layers from system RAM on the CPU
     offloads_layers = False
+    # it splits one copy's layers over devices by shares, cards of different kinds among them (llama.cpp's
+    # --tensor-split; the scenario's extra_gpus and tensor_split)
+    splits_by_share = False
     # NVIDIA's trtllm-bench tables time it at maximum load too (``Speed.offline_tokens_per_s``)
     offline_bench = False
     # the ``gpuplan launch`` target that writes its command (None: the plan is launched with another engine)
@@ -229,6 +235,14 @@ class Engine:
         return (f"{self.label} takes no chunked_prefill {str(s.chunked_prefill).lower()}: {self.no_chunked_prefill}; "
                 "drop chunked_prefill, or serve with engine vllm or sglang")
 
+    def async_scheduling_refusal(self, s: Scenario) -> str | None:
+        """Why the engine cannot take the scenario's ``async_scheduling``, vLLM's switch: every other engine overlaps
+        its host loop as its own release does (SGLang's overlap scheduler, :class:`HostLoop`'s ``overlapped``)."""
+        if s.async_scheduling is None:
+            return None
+        return (f"{self.label} takes no async_scheduling: it is vLLM's --async-scheduling switch, and gpuplan times "
+                f"{self.label}'s host loop as its release runs it; drop async_scheduling, or serve with engine vllm")
+
     def quantizes_to(self, s: Scenario, m: ModelSpec) -> str | None:
         """The weight format the engine must quantize the checkpoint to on load (its ``--quantization``): the
         scenario's, unless the checkpoint already ships in it (the engines read a shipped format from its
@@ -244,6 +258,10 @@ class Engine:
             return (f"{self.label or self.name} has no Metal backend, so it does not run on {gpu.name}: serve it with "
                     "engine llama.cpp or mlx")
         return None
+
+    def attention_notes(self, s: Scenario, m: ModelSpec) -> list[str]:
+        """What the plan's assumptions say of the attention kernel the engine runs for ``m`` (none: its own)."""
+        return []
 
     def memory(self, s: Scenario, m: ModelSpec, e: Estimate, fmt: Format, gpu: GpuSpec | None,
                capacity_gib: float | None) -> Estimate:

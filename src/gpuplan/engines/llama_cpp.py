@@ -23,6 +23,7 @@ import math
 
 from .. import overheads as oh
 from ..hardware import GpuSpec
+from ..model import gguf
 from ..model.quant import Format
 from ..model.spec import ModelSpec
 from ..result import MemoryReport
@@ -70,14 +71,26 @@ def slot_cells(s: Scenario) -> int:
     return math.ceil((s.prompt_tokens + s.output_tokens) / pad) * pad
 
 
+def gpu_embedding_bytes(m: ModelSpec, fmt: Format) -> float:
+    """What the GPU holds of the embeddings (all of which are mapped in host memory): a tied output's duplicate of
+    ``token_embd`` alone (``vocab x n_embd`` in a file of ``fmt``), nothing when the output is a tensor of its own."""
+    if not m.tie_word_embeddings:
+        return 0.0
+    if fmt.name.startswith("gguf-"):
+        return gguf.token_embedding_bytes(m, fmt.name[5:])
+    return fmt.embedding_bytes(m.vocab_size * m.embedding_dim)
+
+
 def llama_cpp_memory(s: Scenario, m: ModelSpec, e: Estimate, fmt: Format, capacity_gib: float | None) -> Estimate:
     tokens = slot_cells(s)
     parts = m.weight_bytes(fmt)
-    host_embedding = parts["embeddings"]  # token_embd is mapped in host memory whether or not the output is tied
+    # token_embd, learned positions (pos_embd) and Gemma 3n/4's per_layer_token_embd are LLM_TENSOR_LAYER_INPUT
+    # tensors read by GET_ROWS (llama-arch.cpp LLM_TENSOR_INFOS): mapped in host memory whether or not the output
+    # is tied
+    host_embedding = parts["embeddings"]
     n = s.tp * s.pp  # GPUs the layers are split over; ``e.weights`` arrives as the whole model's share of one
     whole = e.weights * n
-    if not m.tie_word_embeddings:  # tied: the GPU holds the output's duplicate of that tensor, weights unchanged
-        whole -= host_embedding
+    whole -= host_embedding - gpu_embedding_bytes(m, fmt)  # tied: the output's duplicate of token_embd stays
     e.weights = whole / n
     e.cpu += host_embedding
     kv_whole = kv_bytes(s, m, tokens, s.batch_size)
@@ -150,6 +163,7 @@ class LlamaCpp(Engine):
     loads_quants = False
     tensor_parallel = False
     offloads_layers = True
+    splits_by_share = True
     host_embedding = True
     metal = True
 

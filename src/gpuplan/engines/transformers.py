@@ -86,6 +86,7 @@ class Transformers(Engine):
     no_chunked_prefill = "generate() prefills each prompt whole in one forward"
     layer_split_words = 'transformers device_map="auto"'
     grows_cache = True
+    runs_model_modules = True
     metal = True
 
     def refusal(self, s: Scenario, m: ModelSpec) -> str | None:
@@ -103,6 +104,13 @@ class Transformers(Engine):
             return (f"{gpu.name} ({gpu.architecture}) has no fp8 tensor cores: choose int8, a 4-bit quant, or engine "
                     "vllm (weight-only fp8)")
         return None
+
+    def attention_notes(self, s: Scenario, m: ModelSpec) -> list[str]:
+        """A family without SDPA support runs eager attention, whatever ``attention`` asks."""
+        if attention_kernel(s, m) == s.attention:
+            return []
+        return [f"{m.family} runs eager attention in transformers (no SDPA support): the s x s scores are "
+                "materialized; attention flash (FlashAttention-2) avoids them"]
 
     def memory(self, s: Scenario, m: ModelSpec, e: Estimate, fmt: Format, gpu: GpuSpec | None,
                capacity_gib: float | None) -> Estimate:

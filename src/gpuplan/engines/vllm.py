@@ -111,10 +111,35 @@ def rules(s: Scenario, gpu: GpuSpec | None = None) -> Rules:
 
 
 def async_scheduling(s: Scenario) -> bool:
-    """Whether the engine core schedules step N+1 while the GPU runs step N (``--async-scheduling``): on by
-    default from 0.14.0 (vLLM PR #27614; the 0.14.0 release notes: "Async scheduling is now enabled by default",
-    except pipeline parallelism), opt-in before. The engine's host work per step then overlaps the GPU's."""
+    """Whether the engine core schedules step N+1 while the GPU runs step N (``--async-scheduling``,
+    ``SchedulerConfig.async_scheduling``; ``vllm/v1/core/sched/async_scheduler.py`` ``AsyncScheduler`` and
+    ``EngineCore.step_with_batch_queue``): the scenario's ``async_scheduling`` where set (:func:`async_refusal`
+    says where it cannot be), else the release's default: on from 0.14.0 (vLLM PR #27614; the 0.14.0 release
+    notes: "Async scheduling is now enabled by default ... Excludes some not-yet-supported configurations:
+    pipeline parallel, CPU backend, non-MTP/Eagle spec decoding"), off before (an experimental opt-in, vLLM PR
+    #19970, opened 2025-06-23; taken as first released in 0.10.0 of July 2025, an assumption: neither release's
+    parser was read). The engine's host work per step then overlaps the GPU's."""
+    if s.async_scheduling is not None:
+        return s.async_scheduling
     return version_tuple(s.engine_version) >= (0, 14, 0) and s.pp == 1
+
+
+def async_refusal(s: Scenario) -> str | None:
+    """Why vLLM cannot run the scenario's ``async_scheduling true``: the release has no such flag (before 0.10.0,
+    vLLM PR #19970), or pipeline parallelism, which the releases up to 0.14 leave out of it (PR #19970: "async
+    scheduling does not support ... Pipeline parallelism"; 0.14.0's release notes; gpustack#3836: vLLM 0.11.2 with
+    ``--async-scheduling --pipeline-parallel-size 2`` would not start until the flag was dropped) and gpuplan times
+    synchronously (vLLM PR #32359 of January 2026 let later releases combine them, with constraints: not
+    modelled)."""
+    if not s.async_scheduling:
+        return None
+    if version_tuple(s.engine_version) < (0, 10, 0):
+        return (f"vLLM {s.engine_version} has no --async-scheduling (it came in 0.10.0): drop async_scheduling, or "
+                "set engine_version 0.10.0 or later")
+    if s.pp > 1:
+        return ("gpuplan times vLLM's pipeline-parallel engine loop synchronously (0.14's release notes leave "
+                "pipeline parallelism out of async scheduling): drop async_scheduling, or set pp 1")
+    return None
 
 
 def prefix_caching(s: Scenario, m: ModelSpec | None = None) -> bool:
@@ -691,6 +716,9 @@ class Vllm(Engine):
                     "other")
         return None
 
+    def async_scheduling_refusal(self, s: Scenario) -> str | None:
+        return async_refusal(s)
+
     def expert_parallel_refusal(self, s: Scenario) -> str | None:
         """vLLM's expert-parallel group is every GPU of the copy (``--enable-expert-parallel``: EP = TP x DP)."""
         if s.ep in (1, s.tp):
@@ -784,18 +812,18 @@ def piecewise_graph_s(s: Scenario, m: ModelSpec) -> float:
 def current_timing(s: Scenario, m: ModelSpec, gpu: GpuSpec, *, current: bool = True,
                    loop: HostLoop | None = None, note: str = "", graph_max_batch: int | None = None,
                    label: str = "vLLM", rocm_measured: bool = False, **kernels) -> Timing:
-    """vLLM's timing of ``s`` (its release; the current one with ``current``, for an engine timed as vLLM's):
-    CUDA graphs and fused element-wise kernels in the V1 engine (0.8+), packed projections, the measured kernel
-    bandwidth, and its engine loop (``loop``: another engine's own), whose host work per step overlaps the GPU's
-    under async scheduling (0.14+) and, before 0.11, includes its piecewise CUDA graphs' cost per layer
-    (:func:`piecewise_graph_s`), and whose prompts are prefilled in chunks of ``max_num_batched_tokens``. A step
-    of up to the largest default capture size in tokens (:func:`capture_sizes`) replays a CUDA graph, a larger one
-    runs eagerly (``vllm/v1/worker/gpu_model_runner.py``: ``num_scheduled_tokens <= self.cudagraph_batch_sizes[-1]``
-    "Use piecewise CUDA graphs", else "Eager mode"; the batch padded to the next captured size adds rows to GEMMs
-    that read their weights once anyway, and is not timed); ``graph_max_batch``: another engine's own cap;
-    ``label``, ``rocm_measured``: the engine its ROCm note names, and whether its ROCm build was measured (SGLang's
-    was, :mod:`.rocm`). ``kernels``: another engine's
-    :class:`~gpuplan.engines.base.Timing` fields (TensorRT-LLM's grouped experts and context attention)."""
+    """vLLM's timing of ``s`` (its release; the current one with ``current``, for an engine timed as vLLM's): CUDA
+    graphs and fused element-wise kernels in the V1 engine (0.8+), packed projections, the measured kernel bandwidth,
+    and its engine loop (``loop``: another engine's own), whose host work per step overlaps the GPU's under async
+    scheduling (:func:`async_scheduling`) and, before 0.11, includes its piecewise CUDA graphs' cost per layer
+    (:func:`piecewise_graph_s`), and whose prompts are prefilled in chunks of ``max_num_batched_tokens``. A step of up
+    to the largest default capture size in tokens (:func:`capture_sizes`) replays a CUDA graph, a larger one runs
+    eagerly (``vllm/v1/worker/gpu_model_runner.py``: ``num_scheduled_tokens <= self.cudagraph_batch_sizes[-1]`` "Use
+    piecewise CUDA graphs", else "Eager mode"; the batch padded to the next captured size adds rows to GEMMs that read
+    their weights once anyway, and is not timed); ``graph_max_batch``: another engine's own cap; ``label``,
+    ``rocm_measured``: the engine its ROCm note names, and whether its ROCm build was measured (SGLang's was,
+    :mod:`.rocm`). ``kernels``: another engine's :class:`~gpuplan.engines.base.Timing` fields (TensorRT-LLM's grouped
+    experts and context attention)."""
     v1 = current or version_tuple(s.engine_version) >= (0, 8, 0)
     limits = scheduler_limits(s, m, gpu, current=current)
     if loop is None:

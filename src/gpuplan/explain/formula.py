@@ -10,6 +10,7 @@ from ..model.spec import ModelSpec
 from ..plan.plan import Plan
 from ..scenario import Scenario
 from ..sharding import sharding_for
+from ..stacks import stack_for
 from .accuracy import Accuracy
 
 GIB = 2**30
@@ -56,7 +57,6 @@ class Context:
         self.s, self.m, self.gpu, self.r = s, m, gpu, result
         self.sharding = s.resolved_sharding
         self.mixed = s.precision.endswith("-mixed")
-        self.deepspeed = s.task == "train" and s.sharded_by == "deepspeed"
         self.c = s.compute_bytes
         self.P = m.params_total
         self.trainable = result.model.params_trainable
@@ -64,8 +64,10 @@ class Context:
         self.N = s.dp
         # who holds the training state, and over how many data-parallel ranks it splits weights, gradients and
         # optimizer states: the plan's own (:mod:`gpuplan.sharding`); Megatron's ranks read its stack's state
-        self.megatron = s.task == "train" and s.stack == "megatron"
+        self.megatron = s.task == "train" and stack_for(s).own_memory
         self.holder = sharding_for(s) if s.task == "train" else None
+        # DeepSpeed's 16-bit working copy beside an fp32 master partition (sharding/deepspeed.py)
+        self.master_partition = bool(self.holder and self.holder.master_partition)
         self.w_n, self.g_n, self.o_n = self.holder.shards(s) if self.holder else (1, 1, 1)
         # optimizer states and fp32 master copies: fp32 under mixed precision (training.py); LoRA adapters, their
         # gradients and states in the adapters' dtype (sharding/base.py ``lora_state``)

@@ -2,7 +2,7 @@
 device memory against the context length next to every card's capacity.
 
 Every cell is the memory-only plan of the scenario with that card and that change
-(:func:`gpuplan.plan.plan.memory_plan`:
+(the one builder's, :func:`gpuplan.plan.build.build` with ``memory_only``:
 resolved, refused and judged as ``gpuplan estimate``'s plan is, without its speed, cost or advice); every point of
 the curve the memory-only plan at that length.
 """
@@ -18,7 +18,7 @@ from ..engines import engine_for
 from ..errors import GpuplanError
 from ..hardware import gpus
 from ..model.spec import ModelSpec
-from ..plan.plan import memory_plan
+from ..plan.build import build
 from ..plan.resolve import resolve
 from ..scenario import Scenario
 
@@ -86,7 +86,7 @@ def _columns(s: Scenario, axis: str) -> tuple[str, str, list[str], list[dict[str
 
 def _cell(s: Scenario, m: ModelSpec, gpu_id: str) -> Cell:
     try:  # the card's defaults, as `gpuplan estimate` takes them (fp16 where there is no bf16)
-        report = memory_plan(resolve(s, m, gpus()[gpu_id])).memory
+        report = build(resolve(s, m, gpus()[gpu_id]), memory_only=True).memory
     except GpuplanError as err:
         return Cell(fits=None, reason=str(err))
     return Cell(fits=bool(report.fits), device_peak_gib=report.device_peak_gib, headroom_gib=report.headroom_gib,
@@ -102,7 +102,7 @@ def _curve(s: Scenario, m: ModelSpec, field: str) -> list[CurvePoint]:
         try:
             # vLLM and llama.cpp adapt to the card; without one they report what the batch needs
             changed = s.model_copy(update={field: tokens, **({"gpu": None} if engine_for(s).card_sized else {})})
-            peak = memory_plan(resolve(changed, m)).memory.device_peak_gib
+            peak = build(resolve(changed, m), memory_only=True).memory.device_peak_gib
         except GpuplanError:
             peak = None
         out.append(CurvePoint(tokens=tokens, device_peak_gib=peak))

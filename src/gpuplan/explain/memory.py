@@ -6,6 +6,7 @@ The rules are those of :mod:`gpuplan.memory` (each cited there), written out wit
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 
 from .. import overheads as oh
 from ..engines import deepep, engine_for
@@ -25,8 +26,9 @@ def weights(x: Context) -> Formula:
     if s.task == "train" and s.offload == "optimizer+params":
         return Formula(label="weights", value=value, unit="GiB", formula="offloaded to CPU memory (ZeRO-3 offload)",
                        substituted="0 GiB on the GPU", computed=0.0)
-    if s.task == "infer" and s.engine == "vllm" and x.gpu is not None and x.r.memory.engine:
-        return _vllm_weights(x)
+    own = _engine_formula(x, "weights")
+    if own:
+        return own
     if s.task == "infer" or s.method != "full":
         if s.task == "train" and s.method == "lora" and s.quant in (None, "none"):  # else the quant named holds it
             fmt, skip = make_format("none", high_bytes=x.c), ("router",)
@@ -34,18 +36,23 @@ def weights(x: Context) -> Formula:
             fmt, skip = weight_format(s, m)
         parts = {k: v for k, v in m.weight_bytes(fmt, skip=skip).items() if v}
         params = m.params_breakdown()
-        host = s.task == "infer" and engine_for(s).host_embedding and not m.tie_word_embeddings
-        if host:  # llama.cpp keeps the token embedding in host memory (engines/llama_cpp.py)
-            parts.pop("embeddings", None)
+        host = s.task == "infer" and engine_for(s).host_embedding
+        if host:  # llama.cpp keeps the embeddings in host memory, a tied output's token_embd also on the GPU
+            from ..engines.llama_cpp import gpu_embedding_bytes
+
+            parts["embeddings"] = gpu_embedding_bytes(m, fmt)
+            params = {**params, "embeddings": m.vocab_size * m.embedding_dim}
+            parts = {k: v for k, v in parts.items() if v}
         base = sum(parts.values())
         terms = " + ".join(f"{k} {count(params[k])} x {v / params[k]:.3g} B" for k, v in parts.items() if params[k])
         formula = "W = sum over parts of parameters x bytes per parameter in the storage format"
         if host:
-            formula += " (the token embedding stays in host memory)"
+            formula += (" (the embeddings stay in host memory; the tied output's copy of the token embedding is on "
+                        "the GPU)" if m.tie_word_embeddings else " (the token embedding stays in host memory)")
         extra, upcast = "", 0.0
         if s.task == "train":
             if s.method == "qlora" and fmt.name in ("nf4", "fp4") and s.qlora_fp32_upcast:
-                high = x.P - sum(count * sum(lin.weight_params for lin in layer.linears if lin.group not in skip)
+                high = x.P - sum(count * sum(lin.weight_params for lin in layer.linears if not lin.kept(skip))
                                  for layer, count in m.layer_kinds())
                 upcast = high * (4 - x.c)
                 extra += f" + fp32 upcast {count(high)} x {4 - x.c} B"
@@ -74,7 +81,7 @@ def weights(x: Context) -> Formula:
     # full fine-tuning: the parameters this rank holds (sharding/base.py ``held_params``), over the data-parallel
     # ranks that split them
     held, text = _held(x)
-    if x.deepspeed and x.mixed:
+    if x.master_partition and x.mixed:
         offloaded = s.offload != "none"  # ZeRO-Offload: the fp32 master partition goes with the optimizer
         master = 0.0 if offloaded else 4 * held / x.N
         computed = (2 * held / x.w_n + master) / GIB
@@ -92,12 +99,14 @@ def weights(x: Context) -> Formula:
                    substituted=f"{wbytes} x {text} / {x.w_n} = {computed:,.2f} GiB", computed=computed)
 
 
-def _vllm_weights(x: Context) -> Formula:
+def _vllm_weights(x: Context) -> Formula | None:
     """vLLM's first pipeline stage, whose budget the plan shows: its layers, the embedding, the head where it is
     also the last, over TP, MXFP4 experts padded for the kernel (engines/vllm.py ``stage_weights``)."""
     from ..engines.vllm import mxfp4_padding, stage_weights, stages
 
     s, m = x.s, x.m
+    if x.gpu is None or not x.r.memory.engine:
+        return None
     first = stages(m, s.pp)[0]
     fmt, _ = weight_format(s, m)
     computed = stage_weights(s, m, first, x.gpu) / GIB
@@ -131,7 +140,7 @@ def _held(x: Context) -> tuple[float, str]:
 def _gradient_total(x: Context) -> tuple[float, str]:
     s = x.s
     if s.method == "full":
-        gbytes = 2 if x.deepspeed and x.mixed else 4 if (x.mixed or s.precision == "fp32") else 2
+        gbytes = 2 if x.master_partition and x.mixed else 4 if (x.mixed or s.precision == "fp32") else 2
         held, text = _held(x)
         return gbytes * held / x.g_n, f"{gbytes} x {text} / {x.g_n}"
     div = x.shard * x.g_n
@@ -142,7 +151,7 @@ def _gradients_offloaded(x: Context) -> bool:
     """ZeRO-Offload of a mixed-precision full training keeps no gradient partition on the GPU, FSDP's CPU offload
     none either (sharding/deepspeed.py and sharding/fsdp.py ``offload``)."""
     s = x.s
-    if x.deepspeed:
+    if x.master_partition:
         return s.offload != "none" and s.method == "full" and x.mixed
     return x.s.sharded_by.startswith("fsdp") and s.offload == "optimizer+params"
 
@@ -244,17 +253,19 @@ def _kv_bytes(x: Context, tokens: int, windowed: bool = True) -> tuple[float, li
 def _llama_cpp_offloaded(x: Context) -> int:
     """The layers llama.cpp keeps in system RAM in this plan (0 for other engines and for a ``--tensor-split``)."""
     s = x.s
-    if s.task != "infer" or s.engine != "llama.cpp" or s.tensor_split or s.extra_gpus:
+    if s.task != "infer" or not engine_for(s).offloads_layers or s.tensor_split or s.extra_gpus:
         return 0
     return x.r.memory.offloaded_layers or 0
 
 
-def _llama_cpp_kv(x: Context) -> Formula:
+def _llama_cpp_kv(x: Context) -> Formula | None:
     """llama-server's cache: every slot's cells padded up (engines/llama_cpp.py ``slot_cells``, ``kv_bytes``), the
-    layers on the GPUs' share."""
+    layers on the GPUs' share; a split by shares over devices (``tensor_split``) takes the general formula."""
     from ..engines.llama_cpp import kv_bytes, slot_cells
 
     s, m = x.s, x.m
+    if s.tensor_split or s.extra_gpus:
+        return None
     cells, n = slot_cells(s), s.tp * s.pp
     whole = kv_bytes(s, m, cells, s.batch_size)
     on_gpu = m.num_layers - _llama_cpp_offloaded(x)
@@ -269,11 +280,9 @@ def _llama_cpp_kv(x: Context) -> Formula:
 
 
 def kv_cache(x: Context) -> Formula:
-    pool = POOL_FORMULAS.get(x.s.engine)
-    if pool and x.r.memory.engine:
-        return pool(x)
-    if x.s.task == "infer" and x.s.engine == "llama.cpp" and not (x.s.tensor_split or x.s.extra_gpus):
-        return _llama_cpp_kv(x)
+    own = _engine_formula(x, "kv_cache")
+    if own:
+        return own
     tokens = _kv_tokens(x)
     # at transformers' prefill peak the sliding layers still hold the whole prompt (DynamicSlidingWindowLayer)
     prefill = engine_for(x.s).grows_cache and x.r.memory.peak_phase == "prefill"
@@ -469,16 +478,33 @@ def _vllm_reserved(x: Context) -> Formula:
                                        source="overheads.CUDA_TOTAL_BELOW_USABLE_GIB (vLLM startup logs)")])
 
 
-# the formulas of the engines whose pool and reserved memory are their own budget (by engine name)
-POOL_FORMULAS = {"vllm": _vllm_pool, "sglang": _sglang_pool, "trtllm": _trtllm_pool}
-RESERVED_FORMULAS = {"trtllm": _trtllm_reserved, "sglang": _sglang_reserved, "vllm": _vllm_reserved}
+# each engine's own formulas, by the part they explain (the rest are every engine's): vLLM's weights are its first
+# pipeline stage's, and vLLM, SGLang and TensorRT-LLM hold a KV pool and a reserve of their budget; llama.cpp pads
+# its slots and keeps some layers in system RAM. Each returns None where the general formula applies.
+ENGINE_FORMULAS: dict[str, dict[str, Callable[[Context], Formula | None]]] = {
+    "vllm": {"weights": _vllm_weights, "kv_cache": _vllm_pool, "reserved": _vllm_reserved},
+    "sglang": {"kv_cache": _sglang_pool, "reserved": _sglang_reserved},
+    "trtllm": {"kv_cache": _trtllm_pool, "reserved": _trtllm_reserved},
+    "llama.cpp": {"kv_cache": _llama_cpp_kv},
+}
+# the parts an engine that preallocates its budget explains from its start-up record (the plan's memory.engine)
+_BUDGETED = ("kv_cache", "reserved")
+
+
+def _engine_formula(x: Context, part: str) -> Formula | None:
+    """The serving engine's own formula of ``part`` (:data:`ENGINE_FORMULAS`), None where the general one
+    applies: training, an engine without one, a budget without its start-up record."""
+    own = ENGINE_FORMULAS.get(x.s.engine, {}).get(part) if x.s.task == "infer" else None
+    if own is None or (part in _BUDGETED and engine_for(x.s).preallocates and not x.r.memory.engine):
+        return None
+    return own(x)
 
 
 def reserved(x: Context) -> Formula:
     s, mem = x.s, x.r.memory
-    own = RESERVED_FORMULAS.get(s.engine)
-    if s.task == "infer" and own and mem.engine:
-        return own(x)
+    own = _engine_formula(x, "reserved")
+    if own:
+        return own
     slack = oh.ALLOCATOR_SLACK_TRAIN if s.task == "train" else oh.ALLOCATOR_SLACK_INFER
     computed = mem.allocated_peak_gib * (1 + slack)
     formula = "reserved = allocated x (1 + allocator slack)"

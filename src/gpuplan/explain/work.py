@@ -7,6 +7,7 @@ do on them, written out, so that the page opens each number into how it was reac
 from __future__ import annotations
 
 from ..plan.modules import ModulePlan
+from ..result import usd_amount
 from ..speed.gemm import peak_flops
 from .accuracy import module_accuracy
 from .formula import Constant, Explanation, Formula
@@ -123,7 +124,7 @@ def speed_line(plan: ModulePlan) -> str:
     if w.image_s is not None:
         line += f", {w.image_s:,.3g} s per call of {w.samples_per_step:,} {per}"
     if c is not None and w.usd_per_1000_samples is not None:
-        line += f"\nCost: {c.offer} at ${c.usd_per_hour:.2f}/h, ${w.usd_per_1000_samples:,.3f} per 1,000 {per}"
+        line += f"\nCost: {c.offer} at ${c.usd_per_hour:.2f}/h, ${usd_amount(w.usd_per_1000_samples)} per 1,000 {per}"
         if w.job_hours:
             line += f"; {w.job_hours:,.2f} h, ${c.usd_total:,.2f} for {plan.scenario['train_steps']:,} steps"
         line += f" (price {c.price_age_days} days old)"

@@ -22,8 +22,8 @@ def pool_line(plan: LaunchPlan, pool: str, detail: str = "") -> str:
     where = (f"on each of {s.attention_ranks} attention data-parallel GPUs, {mem.max_context_tokens:,} tokens in all"
              if s.attention_ranks > 1 else f"per GPU: {mem.max_context_tokens:,} tokens")
     return (f"{pool} {mem.kv_cache_pool_gib:.1f} GiB {where}{detail}, up to "
-            f"{mem.max_concurrency} concurrent requests of {s.prompt_tokens + s.output_tokens:,} tokens (the plan: "
-            f"{s.batch_size})")
+            f"{mem.max_concurrency:,} concurrent requests of {s.prompt_tokens + s.output_tokens:,} tokens (the plan: "
+            f"{s.batch_size:,})")
 
 
 def converted_note(plan: LaunchPlan, flag: str) -> list[str]:

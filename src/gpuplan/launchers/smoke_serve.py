@@ -28,7 +28,9 @@ import urllib.request
 from dataclasses import dataclass
 from pathlib import Path
 
+from ..engines import engine_for
 from ..scenario import Scenario
+from .llama_cpp import NAME as LLAMA_CPP
 
 LLAMA_CPP_COMMIT = "0c1e57098bba43ac29e6e3b677cdceebdd22334f"  # what llama-cpp-python 0.3.36's sdist vendors
 LLAMA_CPP_PYTHON = "0.3.36"
@@ -200,7 +202,7 @@ def smoke_serving(s: Scenario, folder: Path) -> tuple[object, list[ServeRun]]:
     when the plan is another engine's or no ``llama-server`` is here."""
     from ..errors import GpuplanError
 
-    if s.engine != "llama.cpp":
+    if engine_for(s).launch_target != LLAMA_CPP:
         raise GpuplanError(f"--smoke serves with llama.cpp on this machine; engine {s.engine} needs a GPU (run "
                            "bench/smoke_gpu.py on a CUDA machine)")
     binary = llama_server()

@@ -1,19 +1,19 @@
 """``vllm-serve.sh``: the ``vllm serve`` command of a serving plan (engine vllm).
 
-The flags are the settings the memory estimate assumed (``gpuplan.engines.vllm``, the release it names),
-written out rather than left to vLLM's defaults, so the server starts with the pool gpuplan predicted:
-``--gpu-memory-utilization``, ``--tensor-parallel-size`` / ``--pipeline-parallel-size``, ``--dtype``,
-``--kv-cache-dtype``, ``--quantization`` when the plan quantizes a checkpoint that is not already quantized,
-``--max-num-seqs`` and ``--max-num-batched-tokens`` (the scheduler limits of the profiling run), ``--enforce-eager``,
-and ``--max-model-len``: the scenario's, else the model's context when one request of it fits the predicted KV
-pool, else the longest that fits (:func:`gpuplan.launchers.plan.launch_plan` re-plans with it; vLLM refuses to start
-otherwise). A copy over several nodes runs the same script on each (``NODE_RANK``, ``MASTER_ADDR``): vLLM's
+The flags are the settings the memory estimate assumed (``gpuplan.engines.vllm``, the release it names), written out
+rather than left to vLLM's defaults, so the server starts with the pool gpuplan predicted: ``--gpu-memory-utilization``,
+``--tensor-parallel-size`` / ``--pipeline-parallel-size``, ``--dtype``, ``--kv-cache-dtype``, ``--quantization`` when
+the plan quantizes a checkpoint that is not already quantized, ``--max-num-seqs`` and ``--max-num-batched-tokens`` (the
+scheduler limits of the profiling run), ``--enforce-eager``, the chunked-prefill and async-scheduling switches when the
+scenario sets them, and ``--max-model-len``: the scenario's, else the model's context when one request of it fits the
+predicted KV pool, else the longest that fits (:func:`gpuplan.launchers.plan.launch_plan` re-plans with it; vLLM refuses
+to start otherwise). A copy over several nodes runs the same script on each (``NODE_RANK``, ``MASTER_ADDR``): vLLM's
 multiprocessing executor across nodes, ``--nnodes``, ``--node-rank``, ``--master-addr``, ``--master-port`` and
 ``--headless`` on every node but the first (vLLM's multi-node serving without Ray, its parser's ``nnodes``,
 ``node_rank``, ``master_addr``, ``headless``). Option names and choices are those of vLLM 0.32's and 0.33's parsers
 (``make_arg_parser`` in ``vllm/entrypoints/launchers/cli_args.py``, in 0.33 ``entrypoints/common/cli_args.py``;
-``vllm/config/cache.py`` ``CacheDType``; ``vllm/model_executor/layers/quantization`` ``QuantizationMethods``;
-captured in tests/data/vllm).
+``vllm/config/cache.py`` ``CacheDType``; ``vllm/model_executor/layers/quantization`` ``QuantizationMethods``; captured
+in tests/data/vllm).
 """
 
 from __future__ import annotations
@@ -106,7 +106,7 @@ def command(plan: LaunchPlan, opts: LaunchOptions, *, multinode_env: bool = Fals
         argv += ["--quantization", QUANTIZATION[quant_to_ask(plan)]]
     if s.enforce_eager:
         argv.append("--enforce-eager")
-    return [*argv, *chunked_prefill_flag(s), "--port", str(opts.port)]
+    return [*argv, *chunked_prefill_flag(s), *async_scheduling_flag(s), "--port", str(opts.port)]
 
 
 def chunked_prefill_flag(s) -> list[str]:
@@ -122,6 +122,16 @@ def chunked_prefill_flag(s) -> list[str]:
         return ["--enable-chunked-prefill", str(s.chunked_prefill)]
     off = "--disable-chunked-prefill" if v >= (0, 33, 0) else "--no-enable-chunked-prefill"
     return ["--enable-chunked-prefill" if s.chunked_prefill else off]
+
+
+def async_scheduling_flag(s) -> list[str]:
+    """The async-scheduling switch when the scenario sets it: ``--async-scheduling`` or ``--no-async-scheduling``
+    (0.32's parser: ``BooleanOptionalAction``; 0.33's: ``EnableDisableAction`` with the same two names; from 0.10,
+    whose ``EngineArgs`` took the field). Releases before 0.10 have no such flag and schedule synchronously: off is
+    their only state, and nothing is written (on is refused: :func:`gpuplan.engines.vllm.async_refusal`)."""
+    if s.async_scheduling is None or version_tuple(s.engine_version) < (0, 10, 0):
+        return []
+    return ["--async-scheduling" if s.async_scheduling else "--no-async-scheduling"]
 
 
 def notes(plan: LaunchPlan, opts: LaunchOptions) -> list[str]:

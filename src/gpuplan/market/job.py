@@ -23,8 +23,6 @@ from ..scenario import Scenario
 from ..speed import Speed
 from ..speed.flops import attention_flops_per_token, matmul_params, training_flops_per_token
 
-NEMO_VAL_BATCHES = 32  # NeMo 2.0 recipes' trainer limit_val_batches (e.g. nemo/collections/llm/recipes/llama3_8b.py)
-
 
 @dataclass(frozen=True, kw_only=True)
 class JobTime:
@@ -48,8 +46,9 @@ def tokens_per_step(s: Scenario) -> int:
 
 
 def eval_tokens(s: Scenario) -> float:
-    """Tokens of one evaluation pass: the scenario's, else NeMo's 32 global batches (stack megatron)."""
-    return s.eval_tokens if s.eval_tokens is not None else NEMO_VAL_BATCHES * tokens_per_step(s)
+    """Tokens of one evaluation pass: the scenario's, else its stack recipe's global batches (NeMo's 32 under stack
+    megatron, ``Recipe.eval_batches``)."""
+    return s.eval_tokens if s.eval_tokens is not None else s.recipe.eval_batches * tokens_per_step(s)
 
 
 def forward_share(s: Scenario, m: ModelSpec) -> float:

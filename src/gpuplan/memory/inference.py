@@ -16,21 +16,20 @@ from ..model.spec import ModelSpec
 from ..scenario import Scenario
 from ..tensors.breakdown import Estimate
 from ..tensors.layout import weights_per_gpu
-from ..tensors.state import attention_kernel, weight_format
+from ..tensors.state import weight_format
 
 
 def inference_memory(s: Scenario, m: ModelSpec, capacity_gib: float | None, gpu: GpuSpec | None = None) -> Estimate:
     """The weights in their storage format over ``tp x pp`` GPUs, completed by the engine's profile."""
     e = Estimate(slack=oh.ALLOCATOR_SLACK_INFER)
-    if attention_kernel(s, m) != s.attention and s.engine == "transformers":
-        e.assumptions.append(f"{m.family} runs eager attention in transformers (no SDPA support): the s x s "
-                             "scores are materialized; attention flash (FlashAttention-2) avoids them")
+    engine = engine_for(s)
+    e.assumptions += engine.attention_notes(s, m)
     fmt, skip = weight_format(s, m)
     e.weights = weights_per_gpu(s, m, fmt, skip)
     if fmt.name != "none":
         kept = "norms" if fmt.name.startswith("mlx-") else "embeddings, lm_head and norms"
         e.assumptions.append(f"weights stored as {fmt.name}; {kept} at {s.compute_bytes} bytes")
-    e = engine_for(s).memory(s, m, e, fmt, gpu, capacity_gib)
+    e = engine.memory(s, m, e, fmt, gpu, capacity_gib)
     return attention_ranks(s, e) if s.attention_ranks > 1 else e
 
 

@@ -27,12 +27,12 @@ def training_memory(s: Scenario, m: ModelSpec, capacity_gib: float | None = None
     """The peak of one training step of ``s`` per GPU; ``capacity_gib`` (the card's usable memory) and
     ``outside_gib`` (what lives outside PyTorch's allocator: the CUDA context) only matter to stacks that size
     buffers from the memory the driver reports free (Unsloth's fused loss: :func:`_free_at_loss`)."""
-    if s.stack == "megatron":
+    stack, sharding = stack_for(s), sharding_for(s)
+    if stack.own_memory:
         from .megatron import megatron_memory  # Megatron's layout rules load for its plans only
 
         return megatron_memory(s, m)
     e = _checked(s, m)
-    stack, sharding = stack_for(s), sharding_for(s)
     pp = s.pp
     stage_layers = m.layers[:math.ceil(m.num_layers / pp)]  # the first stage holds the most micro-batches
     shard = 1 / (s.tp * pp)

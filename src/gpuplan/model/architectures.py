@@ -88,23 +88,25 @@ def _mistral(cfg: Config) -> dict:
     return _llama_like(cfg)
 
 
-def _qwen2(cfg: Config) -> dict:
-    """Qwen2: biases on q/k/v only; sliding window only if ``use_sliding_window``, from layer ``max_window_layers``."""
+def _qwen_windows(cfg: Config) -> list[int | None]:
+    """Qwen2/Qwen3's per-layer windows as transformers sets them (``Qwen3Config.__post_init__``, the attention's
+    ``config.sliding_window if self.layer_type == "sliding_attention" else None``): the window only with
+    ``use_sliding_window``, on the layers ``layer_types`` marks sliding, or by default from ``max_window_layers``."""
     n = cfg.need("num_hidden_layers")
     w = cfg.get("sliding_window") if cfg.get("use_sliding_window", default=False) else None
     first = cfg.get("max_window_layers", default=n)
-    windows = [w if w and k >= first else None for k in range(n)]
-    return _llama_like(cfg, qkv_bias=True, o_bias=False, windows=_windows(cfg, n, None, None) if
-                       cfg.get("layer_types") else windows)
+    pattern = ["sliding_attention" if w and k >= first else "full_attention" for k in range(n)]
+    return _windows(cfg, n, pattern, w)
+
+
+def _qwen2(cfg: Config) -> dict:
+    """Qwen2: biases on q/k/v only; sliding window only if ``use_sliding_window`` (:func:`_qwen_windows`)."""
+    return _llama_like(cfg, qkv_bias=True, o_bias=False, windows=_qwen_windows(cfg))
 
 
 def _qwen3(cfg: Config) -> dict:
     """Qwen3: per-head RMSNorm on queries and keys (q_norm, k_norm of size head_dim)."""
-    n = cfg.need("num_hidden_layers")
-    w = cfg.get("sliding_window") if cfg.get("use_sliding_window", default=False) else None
-    first = cfg.get("max_window_layers", default=n)
-    windows = [w if w and k >= first else None for k in range(n)]
-    return _llama_like(cfg, qk_norm="head", windows=windows)
+    return _llama_like(cfg, qk_norm="head", windows=_qwen_windows(cfg))
 
 
 def _olmo2(cfg: Config) -> dict:

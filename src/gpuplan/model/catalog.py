@@ -182,10 +182,24 @@ def _spec_from_file(path: Path, name: str | None) -> ModelSpec:
         raise GpuplanError(f"{path} holds a JSON {type(config).__name__}, not a config.json object")
     if name is None:
         name = config.get("_name_or_path") or (path.parent.name if path.name == "config.json" else path.stem)
+    config = _with_modelopt_config(config, path.parent / "hf_quant_config.json")
     other = kinds.of_config(config, str(name))  # a diffusers class, an encoder-decoder, an encoder
     if other:
         raise NotADecoder(other)
     return ModelSpec.from_config(config, name=name)
+
+
+def _with_modelopt_config(config: dict, beside: Path) -> dict:
+    """``config`` with the quantization of an NVIDIA Model Optimizer checkpoint whose config.json does not carry it
+    (the early ones, nvidia/DeepSeek-R1-FP4): its ``hf_quant_config.json`` beside it, ``quantization: {quant_algo,
+    exclude_modules}``, read as vLLM reads it (``modelopt.py``: the nested form), as ``quant_method: modelopt``."""
+    if config.get("quantization_config") or not beside.is_file():
+        return config
+    quant = load_json(beside, "hf_quant_config.json")
+    nested = quant.get("quantization") if isinstance(quant, dict) else None
+    if not isinstance(nested, dict):
+        raise GpuplanError(f"{beside} has no 'quantization' object, as Model Optimizer writes it")
+    return {**config, "quantization_config": {"quant_method": "modelopt", "quantization": nested}}
 
 
 def _fetch_config(repo_id: str) -> Path:

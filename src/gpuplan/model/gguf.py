@@ -253,21 +253,43 @@ def tensor_types(m: Checkpoint, ftype: str) -> list[tuple[str, int, Linear, str]
     return out
 
 
+def _embedding_type(m: Checkpoint, ftype: str) -> str:
+    """The type of ``token_embd`` and of Gemma 3n/4's ``per_layer_token_embd``: both are llama-quant.cpp's
+    TOKEN_EMBD category (``tensor_name_match_token_embd``), which a tied model quantizes as its output."""
+    if FTYPES[ftype] in ("f32", "f16", "bf16"):
+        return FTYPES[ftype]
+    if m.lm_head is None:  # tied: the token embedding takes the output's type
+        return output_type(ftype, m.embedding_dim, m.family)
+    return fallback(token_embedding_type(ftype), m.embedding_dim)
+
+
+def per_token_table_params(m: Checkpoint) -> int:
+    """Parameters of the embedding tables beside the token embedding that hold a row per token (Gemma 3n/4's
+    ``embed_tokens_per_layer``, ``per_layer_token_embd`` in a GGUF). A structure traced off transformers counts
+    every ``nn.Embedding`` but the token embedding in ``position_params`` (:mod:`gpuplan.model.modules`); a table
+    of whole vocabulary rows is a per-token table, learned positions have a row per position."""
+    extra = m.position_params
+    return extra if extra and m.vocab_size and extra % m.vocab_size == 0 else 0
+
+
+def token_embedding_bytes(m: Checkpoint, ftype: str) -> float:
+    """Bytes of ``token_embd`` alone (``vocab x n_embd``): what a tied output matmul reads each step, and the GPU's
+    duplicate of it (``TENSOR_DUPLICATED``); the per-layer tables beside it are only looked up (``get_rows``)."""
+    return type_bytes(_embedding_type(m, ftype), m.vocab_size * m.embedding_dim)
+
+
 def weight_bytes(m: Checkpoint, ftype: str) -> dict[str, float]:
     """Bytes of a ``ftype`` GGUF of ``m`` by part (the ``ModelSpec.weight_bytes`` parts): each tensor at the type
-    the rules give it; norms, biases and routers F32."""
+    the rules give it; norms, biases and routers F32. Per-token tables beside the token embedding
+    (:func:`per_token_table_params`) take its type; learned positions and projections stay F32
+    (``tensor_allows_quantization`` leaves ``position_embd`` alone)."""
     params = m.params_breakdown()
     out = {"embeddings": 0.0, "lm_head": 0.0, "norms": params["norms"] * 4.0, "attention": 0.0, "mlp": 0.0,
            "experts": 0.0, "vision": params.get("vision", 0) * 2.0}
     plain = FTYPES[ftype] in ("f32", "f16", "bf16")
-    emb = m.vocab_size * m.embedding_dim
-    if plain:
-        out["embeddings"] = type_bytes(FTYPES[ftype], emb)
-    elif m.lm_head is None:  # tied: the token embedding takes the output's type
-        out["embeddings"] = type_bytes(output_type(ftype, m.embedding_dim, m.family), emb)
-    else:
-        out["embeddings"] = type_bytes(fallback(token_embedding_type(ftype), m.embedding_dim), emb)
-    out["embeddings"] += 4.0 * (m.position_params + m.projection_params)
+    tables = per_token_table_params(m)
+    out["embeddings"] = token_embedding_bytes(m, ftype) + type_bytes(_embedding_type(m, ftype), tables)
+    out["embeddings"] += 4.0 * (m.position_params - tables + m.projection_params)
     if m.lm_head is not None:
         kind = FTYPES[ftype] if plain else output_type(ftype, m.lm_head.in_features, m.family)
         out["lm_head"] = type_bytes(kind, m.lm_head.weight_params)

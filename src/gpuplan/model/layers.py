@@ -64,6 +64,11 @@ class Linear:
     def params(self) -> int:
         return self.weight_params + self.bias_params
 
+    def kept(self, skip: tuple[str, ...]) -> bool:
+        """Whether a checkpoint's unquantized ``skip`` groups hold this linear: its whole group (``attention``)
+        or it alone (``attention.q_a_proj``: :func:`gpuplan.model.quant.excluded_groups`)."""
+        return self.group in skip or f"{self.group}.{self.name}" in skip
+
 
 @dataclass(frozen=True, kw_only=True)
 class Layer:

@@ -136,13 +136,16 @@ def make_format(name: str, *, high_bytes: int = 2, double_quant: bool = True, gr
                   fp8_block=fp8_block)
 
 
-def checkpoint_format(quantization: dict | None, high_bytes: int,
-                      num_layers: int | None = None) -> tuple[Format, tuple[str, ...]]:
+def checkpoint_format(quantization: dict | None, high_bytes: int, num_layers: int | None = None,
+                      linears: dict[str, frozenset[str]] | None = None,
+                      group_layers: dict[str, int] | None = None) -> tuple[Format, tuple[str, ...]]:
     """The format a checkpoint ships in, from its ``quantization_config``, and the groups it leaves alone.
 
     Returns the format and the layer groups (``attention``, ``router``, ``experts``...) that stay at the
-    high-precision dtype according to ``modules_to_not_convert`` (:func:`_groups_named`; ``num_layers``: the
-    model's decoder layers, which module paths naming one layer each must all be listed to cover).
+    high-precision dtype according to ``modules_to_not_convert`` (:func:`excluded_groups`; ``num_layers``: the
+    model's decoder layers, which module paths naming one layer each must all be listed to cover; ``linears``: the
+    model's linear names by group, so that a list naming some of a group's projections keeps those alone;
+    ``group_layers``: how many layers hold each group, where fewer than all: DeepSeek-R1's routers are in 58 of 61).
 
     ``fbgemm_fp8`` (transformers' ``FbgemmFp8Config``, Meta's Llama 3.1 FP8 checkpoints): FP8 weights with one
     scale per output row, as vLLM loads them (``FBGEMMFp8LinearMethod``); the modules it lists stay in the
@@ -155,7 +158,9 @@ def checkpoint_format(quantization: dict | None, high_bytes: int,
     if not quantization:
         return Format(name="none", high_bytes=high_bytes), ()
     method = str(quantization.get("quant_method", "")).lower()
-    skip = _groups_named(quantization.get("modules_to_not_convert") or [], num_layers)
+    if method == "modelopt":
+        return _modelopt_format(quantization, high_bytes, (num_layers, linears, group_layers))
+    skip = excluded_groups(quantization.get("modules_to_not_convert") or [], num_layers, linears, group_layers)
     if method in ("fp8", "fbgemm_fp8"):
         block = quantization.get("weight_block_size")
         return Format(name="fp8", high_bytes=high_bytes, fp8_block=tuple(block) if block else None), skip
@@ -177,33 +182,89 @@ def checkpoint_format(quantization: dict | None, high_bytes: int,
         return Format(name=f"{method}-int{bits}", high_bytes=high_bytes,
                       group_size=int(quantization.get("group_size", 128))), skip
     raise GpuplanError(f"quantization_config quant_method {method!r} is not supported; "
-                       "supported: fp8, fbgemm_fp8, mxfp4, bitsandbytes, gptq, awq")
+                       "supported: fp8, fbgemm_fp8, mxfp4, bitsandbytes, gptq, awq, modelopt")
+
+
+def _modelopt_format(quantization: dict, high_bytes: int, model: tuple) -> tuple[Format, tuple[str, ...]]:
+    """NVIDIA Model Optimizer checkpoints (``quant_method: modelopt``): ``quant_algo`` NVFP4 (16 e2m1 values per
+    e4m3 scale, ``group_size`` 16) or FP8 (one scale per tensor), and the modules left in the checkpoint's dtype,
+    ``ignore`` in config.json or ``exclude_modules`` as ``hf_quant_config.json`` nests them under ``quantization``
+    (vLLM ``modelopt.py`` ``ModelOptFp8Config.from_config`` / ``ModelOptNvFp4Config.from_config``: the flat
+    config.json form first, the nested one as fallback); ``model``: :func:`excluded_groups`' other arguments."""
+    nested = quantization.get("quantization") or {}
+    algo = str(quantization.get("quant_algo") or nested.get("quant_algo") or "").upper()
+    patterns = quantization.get("ignore") or quantization.get("exclude_modules") or nested.get("exclude_modules")
+    skip = excluded_groups(patterns or [], *model)
+    if algo == "NVFP4":
+        return Format(name="nvfp4", high_bytes=high_bytes, group_size=16), skip
+    if algo == "FP8":
+        return Format(name="fp8", high_bytes=high_bytes), skip
+    raise GpuplanError(f"Model Optimizer quant_algo {algo or 'missing'!r} is not supported; supported: NVFP4, FP8")
 
 
 _GROUPS = {"self_attn": "attention", "attention": "attention", "router": "router", "gate": "router",
            "shared_expert": "shared_experts", "shared_experts": "shared_experts", "experts": "experts", "mlp": "mlp"}
 
 
-def _groups_named(patterns: list[str], num_layers: int | None = None) -> tuple[str, ...]:
-    """Layer groups that ``modules_to_not_convert`` patterns name, by their innermost dotted part that names one
-    (``model.layers.*.self_attn`` -> attention, ``model.layers.*.mlp.router`` -> router,
-    ``model.layers.3.self_attn.q_proj`` -> attention). A group named by paths of single layers
-    (``model.layers.<i>.``) is whole when they cover all ``num_layers`` layers (a checkpoint that lists every
-    layer's modules one by one); where they cover only some, each such layer's group is ``group@i`` (Meta's
-    Llama-3.1-405B-FP8: ``mlp@0``, ``mlp@125``), which no whole-group test matches: its bytes are counted in
+def _pattern_key(parts: list[str]) -> str | None:
+    """The group a module path names (its innermost dotted part that names one), or ``group.linear`` where the
+    next part names one linear of it (``model.layers.*.self_attn.q_a_proj`` -> ``attention.q_a_proj``); None for
+    paths of no group and for norms (``self_attn.kv_a_layernorm``), which are not linears."""
+    index = next((i for i in range(len(parts) - 1, -1, -1) if parts[i] in _GROUPS), None)
+    if index is None:
+        return None
+    tail = parts[index + 1] if index + 1 < len(parts) else ""
+    if "norm" in tail:
+        return None
+    group = _GROUPS[parts[index]]
+    return f"{group}.{tail}" if tail and not tail.isdigit() else group
+
+
+def excluded_groups(patterns: list[str], num_layers: int | None = None,
+                    linears: dict[str, frozenset[str]] | None = None,
+                    group_layers: dict[str, int] | None = None) -> tuple[str, ...]:
+    """Layer groups that a checkpoint's unquantized-module patterns (``modules_to_not_convert``, ``ignore``,
+    ``exclude_modules``) name, by their innermost dotted part that names one (``model.layers.*.self_attn`` ->
+    attention, ``model.layers.*.mlp.gate`` -> router, ``model.layers.3.self_attn.q_proj`` -> attention). With
+    ``linears`` (the model's linear names by group), a path naming one linear keeps it alone (``attention.q_a_proj``:
+    :meth:`gpuplan.model.layers.Linear.kept`) unless the patterns name every linear of its group; a name the model
+    does not have stands for its whole group. A group named by paths of single layers (``model.layers.<i>.``) is
+    whole when they cover all ``num_layers`` layers, or all the layers that hold it (``group_layers``: a checkpoint
+    that lists every layer's modules one by one);
+    where they cover only some, each such layer's group is ``group@i`` (Meta's Llama-3.1-405B-FP8: ``mlp@0``,
+    ``mlp@125``), which no whole-group test matches: its bytes are counted in
     :meth:`gpuplan.model.spec.ModelSpec.weight_bytes`, its GEMMs are timed at the format of the rest."""
-    whole, by_layer = set(), {}
+    whole, per_layer = set(), {}
     for pattern in patterns:
-        parts = pattern.split(".")
-        group = next((_GROUPS[p] for p in reversed(parts) if p in _GROUPS), None)
-        if group is None:
+        parts = [p.rstrip("*") for p in pattern.split(".")]
+        key = _pattern_key(parts)
+        if key is None:
             continue
+        group, _, name = key.partition(".")
+        key = key if name and linears is not None and name in linears.get(group, ()) else group
         layer = next((int(parts[i + 1]) for i, p in enumerate(parts[:-1]) if p == "layers" and parts[i + 1].isdigit()),
                      None)
         if layer is None:
-            whole.add(group)
+            whole.add(key)
         else:
-            by_layer.setdefault(group, set()).add(layer)
-    whole |= {g for g, layers in by_layer.items() if num_layers is None or len(layers) >= num_layers}
-    some = {f"{g}@{i}" for g, layers in by_layer.items() if g not in whole for i in layers}
+            per_layer.setdefault(layer, set()).add(key)
+    by_layer: dict[str, set[int]] = {}
+    for layer, keys in per_layer.items():
+        for key in _collapse(keys, linears):
+            by_layer.setdefault(key, set()).add(layer)
+    counts = group_layers or {}
+    whole = _collapse(whole | {k for k, layers in by_layer.items()
+                               if num_layers is None or len(layers) >= counts.get(k.partition(".")[0], num_layers)},
+                      linears)
+    some = {f"{k}@{i}" for k, layers in by_layer.items() if k not in whole and k.partition(".")[0] not in whole
+            for i in layers}
     return tuple(sorted(whole)) + tuple(sorted(some, key=lambda x: (x.split("@")[0], int(x.split("@")[1]))))
+
+
+def _collapse(keys: set[str], linears: dict[str, frozenset[str]] | None) -> set[str]:
+    """``keys`` with the ``group.linear`` entries of a group whose every linear is named, or whose group is named
+    whole, replaced by the group."""
+    for group, names in (linears or {}).items():
+        if names and all(f"{group}.{n}" in keys for n in names):
+            keys = {k for k in keys if k.partition(".")[0] != group} | {group}
+    return {k for k in keys if "." not in k or k.partition(".")[0] not in keys}

@@ -245,7 +245,7 @@ class ModelSpec:
 
         Embeddings, lm_head, norms, biases and the linears in ``skip`` groups stay at ``fmt.high_bytes``; a
         ``group@i`` entry keeps that group of layer ``i`` alone there (a checkpoint's ``modules_to_not_convert``
-        naming a few layers: :func:`gpuplan.model.quant._groups_named`).
+        naming a few layers: :func:`gpuplan.model.quant.excluded_groups`).
         """
         if fmt is None:
             fmt, shipped_skip = self.shipped_format()
@@ -267,20 +267,37 @@ class ModelSpec:
         for layer, count in self.layer_kinds():
             for lin in layer.linears:
                 part = {"attention": "attention", "mlp": "mlp", "shared_experts": "mlp"}.get(lin.group, "experts")
-                stored = lin.weight_params * high if lin.group in skip else fmt.linear_weight_bytes(lin)
+                stored = lin.weight_params * high if lin.kept(skip) else fmt.linear_weight_bytes(lin)
                 out[part] += count * (stored + lin.bias_params * high)
             out["attention"] += count * layer.attention_extra * high
             out["mlp"] += count * layer.mlp_extra * high
-        for group, index in (entry.split("@") for entry in skip if "@" in entry):
-            if group in skip or int(index) >= len(self.layers):
+        whole = tuple(entry for entry in skip if "@" not in entry)
+        for key, index in (entry.split("@") for entry in skip if "@" in entry):
+            if int(index) >= len(self.layers):
                 continue
             for lin in self.layers[int(index)].linears:
-                if lin.group == group:
-                    part = {"attention": "attention", "mlp": "mlp", "shared_experts": "mlp"}.get(group, "experts")
+                if lin.kept((key,)) and not lin.kept(whole):
+                    part = {"attention": "attention", "mlp": "mlp", "shared_experts": "mlp"}.get(lin.group, "experts")
                     out[part] += lin.weight_params * high - fmt.linear_weight_bytes(lin)
         return out
+
+    def linear_names(self) -> dict[str, frozenset[str]]:
+        """The names of the decoder's linears by group (``attention``: ``q_a_proj``, ``o_proj``...)."""
+        names: dict[str, set[str]] = {}
+        for layer in self.layers:
+            for lin in layer.linears:
+                names.setdefault(lin.group, set()).add(lin.name)
+        return {group: frozenset(n) for group, n in names.items()}
+
+    def group_layers(self) -> dict[str, int]:
+        """How many decoder layers hold each group of linears (DeepSeek-R1: routers in 58 of 61)."""
+        counts: dict[str, int] = {}
+        for layer, count in self.layer_kinds():
+            for group in {lin.group for lin in layer.linears}:
+                counts[group] = counts.get(group, 0) + count
+        return counts
 
     def shipped_format(self) -> tuple[Format, tuple[str, ...]]:
         """The checkpoint's weight format and the groups its quantization leaves at high precision."""
         high = 2 if self.quantization and self.dtype_bytes == 4 else self.dtype_bytes
-        return checkpoint_format(self.quantization, high, self.num_layers)
+        return checkpoint_format(self.quantization, high, self.num_layers, self.linear_names(), self.group_layers())

@@ -86,8 +86,15 @@ class Workloads(BaseModel):
     workloads: list[Job] = Field(min_length=1, max_length=MAX_JOBS)
 
 
-def _scenario_data(value: Any, folder: Path | None) -> dict[str, Any]:
+def _scenario_data(job: Mapping[str, Any], folder: Path | None) -> dict[str, Any]:
     """A job's scenario as a dict: given inline, or a scenario file inside the workloads file's folder."""
+    value = job.get("scenario")
+    label = repr(str(job.get("name") or "")) if job.get("name") else "a job"
+    if value is None:  # the scenario's fields written on the job itself (model: ..., task: ...) or nowhere
+        fields = [str(k) for k in job if k not in Job.model_fields][:4]
+        raise GpuplanError(f"workload {label}: no 'scenario' (the job's model, task and method, as a scenario file "
+                           "holds them)" + (f"; its {', '.join(fields)} go under 'scenario:', beside name and "
+                                            "per_week" if fields else ""))
     if isinstance(value, str) and folder is not None:
         path = (folder / value).resolve()
         if folder.resolve() not in path.parents:
@@ -95,7 +102,8 @@ def _scenario_data(value: Any, folder: Path | None) -> dict[str, Any]:
                                "the workloads file")
         return load_scenario(path).model_dump(exclude_unset=True)
     if not isinstance(value, Mapping):
-        raise GpuplanError("a workload's scenario is a mapping of scenario fields (or a scenario file's name)")
+        raise GpuplanError(f"workload {label}: its scenario is a mapping of scenario fields (or a scenario file's "
+                           f"name), not {type(value).__name__}")
     return dict(value)
 
 
@@ -154,7 +162,7 @@ def load_workloads(source: str | Path | Mapping[str, Any] | list, years: float |
                            + (f"; found {other}" if other else ""))
     jobs = data.get("workloads")
     if isinstance(jobs, list):
-        data["workloads"] = [{**j, "scenario": _scenario_data(j.get("scenario"), folder)} if isinstance(j, Mapping)
+        data["workloads"] = [{**j, "scenario": _scenario_data(j, folder)} if isinstance(j, Mapping)
                              else j for j in jobs[:MAX_JOBS + 1]]
     if years is not None:
         data["years"] = years

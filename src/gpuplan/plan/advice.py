@@ -124,8 +124,7 @@ def largest_fitting(s: Scenario, m: ModelSpec, gpu: GpuSpec, plan: Plan | None =
 
     limit, usable = m.scaled_context or 131_072, gpu.usable_gib
     if s.task == "train":
-        # Megatron cuts sequences into 2·cp chunks and each rank's share over tp (refusals.check_megatron)
-        q = 2 * s.cp * s.tp if s.stack == "megatron" and s.tp * s.cp > 1 else 1
+        q = stack_for(s).seq_len_step(s)  # Megatron: 2·cp chunks, each rank's share over tp
         longest = _largest(lambda n: fits(seq_len=n * q), limit // q, usable)
         return (_largest(lambda n: fits(micro_batch_size=n), 4096, usable), longest * q if longest else None)
     prefix = s.shared_prefix_tokens  # a prompt is at least the shared prefix and one token of its own
@@ -183,7 +182,7 @@ def _training_fixes(s: Scenario, m: ModelSpec) -> list[Fix]:
                        cost="the step runs on the CPU: often 2-5x slower steps; needs CPU RAM", group="offload",
                        slowdown=3.0))
     if s.offload != "optimizer+params" and s.tp * s.pp == 1:  # on one GPU too (DeepSpeed ZeRO-Offload)
-        fsdp = s.stack in ("torchtune", "torchtitan")  # they shard with FSDP2 only
+        fsdp = RECIPES[s.stack].fsdp_only  # torchtune and torchtitan shard with FSDP2 only
         out.append(Fix(label=f"offload optimizer and parameters to CPU ({'FSDP' if fsdp else 'ZeRO-3'} offload)",
                        change={"offload": "optimizer+params", "sharding": "fsdp" if fsdp else "zero3"},
                        cost="weights stream over PCIe every step: several times slower; needs CPU RAM",
@@ -535,9 +534,9 @@ def _combined_cost(s: Scenario, fitted: Scenario, m: ModelSpec, gpu: GpuSpec, co
     besides speed; for serving, each fix's words."""
     if s.task != "train":
         return "; ".join(f.cost for f in combo if f.cost)
-    speed_words = ("slower", "faster", "speed")
+    speed_words = ("slower", "faster", "speed", "step time", "time per token")  # every speed_change wording
     others = [f.cost for f in combo if f.cost and not any(w in f.cost for w in speed_words)]
-    return "; ".join([speed_change(s, fitted, m, gpu), *others])
+    return "; ".join(dict.fromkeys([speed_change(s, fitted, m, gpu), *others]))
 
 
 def _peak(s: Scenario, m: ModelSpec, gpu: GpuSpec) -> float:

@@ -221,7 +221,7 @@ def capacity(s: Scenario, m: ModelSpec, w: Workload, *, gpu_ids: tuple[str, ...]
     wall seconds (see the module docstring). ``notes`` gets one sentence for each GPU of ``gpu_ids`` that has no
     row, saying why (:func:`_left_out`)."""
     why = load_refusal(w.users, w.rate_rps, batch=w.batch, think_s=w.think_s) or engine_refusal(s, m) or \
-        engine_for(s).chunked_prefill_refusal(s)
+        engine_for(s).chunked_prefill_refusal(s) or engine_for(s).async_scheduling_refusal(s)
     if why:
         raise GpuplanError(why)
     if (expert_parallel or s.attention_dp) and not m.is_moe:

@@ -29,6 +29,7 @@ from ..market.cost import checkpoint_bytes, dataset_gb
 from ..market.offers import Offer, owned_offer
 from ..market.store import load_offers
 from ..scenario import Scenario
+from ..scenario.stacks import RECIPES
 from .build import Offers, build, offers_for
 from .nodes import on_nodes
 from .plan import Plan, memory_plan
@@ -63,9 +64,6 @@ def runnable(s: Scenario, *, offer_label: str | None = None, owned_usd_per_hour:
     return plan
 
 
-TRL_STACKS = ("hf", "unsloth")  # their files train with TRL's SFTTrainer (launchers/trainer.py, unsloth.py)
-
-
 def _trl_takes_the_data(plan: Plan) -> None:
     """Refuse the files of a TRL stack whose chat records hold no assistant turn while the loss is on the assistant
     turns only (``assistant_only_loss``): TRL's SFTTrainer stops on the first such record ("at least one example has
@@ -74,7 +72,7 @@ def _trl_takes_the_data(plan: Plan) -> None:
     from .dataset_report import data_warnings
 
     typed, s = plan.typed_recipe, plan.setup.scenario
-    said = data_warnings(s, typed) if typed is not None and s.stack in TRL_STACKS else ()
+    said = data_warnings(s, typed) if typed is not None and RECIPES[s.stack].trl_files else ()
     if said:
         raise GpuplanError(f"the {s.stack} files would stop before the first step: {said[0]}")
 

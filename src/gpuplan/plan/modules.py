@@ -445,7 +445,8 @@ def describe(s: Scenario, job: ModuleJob) -> str:
         return (f"{spec.name}: train {method}, micro-batch {s.micro_batch_size} x {s.grad_accum_steps} accumulation"
                 f"{', ' + sizes if sizes else ''}, {checkpointing}, {s.precision}, {s.optimizer}; {where}")
     if job.windows:
-        return (f"{spec.name}: transcribe {s.audio_seconds:g} s of audio, {job.windows:,} windows of 30 s, "
+        windows = f"{job.windows:,} window{'s' if job.windows != 1 else ''}"
+        return (f"{spec.name}: transcribe {s.audio_seconds:,g} s of audio, {windows} of 30 s, "
                 f"{job.batch} per pass, {sizes}, {s.precision.split('-')[0]}; {where}")
     return (f"{spec.name}: run {s.batch_size} sample(s){', ' + sizes if sizes else ''}, "
             f"{s.precision.split('-')[0]}; {where}")

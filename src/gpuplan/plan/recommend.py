@@ -262,7 +262,7 @@ def _variants(s: Scenario, c: Constraints, shipped: str | None = None) -> list[t
         if s.optimizer == "adamw":
             out.append(([*label, "gradient checkpointing", "8-bit AdamW"],
                         {**base, "grad_checkpointing": "full", "optimizer": "paged-adamw-8bit"}))
-        out += _torchtitan_variants(s, label, base)
+        out += _own_switches(s, label, base)
         if method == "qlora":
             out.append(([*label, "gradient checkpointing", "bf16 embeddings"],
                         {**base, "grad_checkpointing": "full", "optimizer": "paged-adamw-8bit",
@@ -272,35 +272,27 @@ def _variants(s: Scenario, c: Constraints, shipped: str | None = None) -> list[t
                 if name == s.stack:
                     continue
                 out.append(([*label, name], {**base, "stack": name}))
-                if name in OFFLOADS:
+                if STACKS[name].offloads_activations:
                     out.append(([*label, name, "activation offload"], {**base, "stack": name,
                                                                        "grad_checkpointing": "full",
                                                                        "activation_offload": True}))
     return out
 
 
-def _torchtitan_variants(s: Scenario, label: list[str], base: dict) -> list[tuple[list[str], dict]]:
-    """torchtitan's own switches (the stack a size-only model pretrains on): activation checkpointing off (its
-    default is per-op selective) and ``training.compile`` of each block and the loss, alone and together, at each
-    micro-batch a recipe leaves free; the HF variants (8-bit AdamW, full checkpointing) are not its fastest."""
-    if s.stack != "torchtitan" or base.get("method", s.method) != "full":
+def _own_switches(s: Scenario, label: list[str], base: dict) -> list[tuple[list[str], dict]]:
+    """The stack's own switches in full training (:attr:`gpuplan.stacks.base.Stack.switches`: torchtitan's, the
+    stack a size-only model pretrains on, turns activation checkpointing off and compiles), at each micro-batch a
+    recipe leaves free; the HF variants (8-bit AdamW, full checkpointing) are not its fastest."""
+    switches = STACKS[s.stack].switches
+    if not switches or base.get("method", s.method) != "full":
         return []
     free = (s.dataset or s.samples or s.model_size) and "micro_batch_size" not in s.model_fields_set
     out = []
-    for words, change in ((["no checkpointing"], {"grad_checkpointing": "none"}),
-                          (["torch.compile"], {"compile": True}),
-                          (["torch.compile", "no checkpointing"], {"compile": True, "grad_checkpointing": "none"})):
+    for words, change in switches:
         out.append(([*label, *words], {**base, **change}))
         out += [([*label, *words, f"micro-batch {mb}"], {**base, **change, "micro_batch_size": mb})
                 for mb in ((2, 4, 8) if free else ())]
     return out
-
-
-# what each stack shards with (stacks.py refuses the others) and which add activation offloading to their defaults
-SHARDING = {"hf": ("ddp", "zero2", "zero3"), "axolotl": ("ddp", "zero2", "zero3"), "torchtune": ("fsdp",),
-            "torchtitan": ("ddp", "fsdp"), "unsloth": ("ddp",), "pytorch": ("ddp", "fsdp"),
-            "megatron": ("ddp", "zero1")}  # Megatron-Core: DDP, or its distributed optimizer
-OFFLOADS = ("torchtune", "axolotl", "pytorch")  # Unsloth offloads by default; torchtitan and the Trainer cannot
 
 
 def _layouts(s: Scenario, m: ModelSpec, c: Constraints, stack: str = "hf", split: bool = False) -> list[dict]:
@@ -324,7 +316,7 @@ def _layouts(s: Scenario, m: ModelSpec, c: Constraints, stack: str = "hf", split
         if split:
             out += _split_layouts(n, per_node, nodes, stack)
             continue
-        shardings = ["single"] if n == 1 else list(SHARDING[stack])
+        shardings = ["single"] if n == 1 else list(STACKS[stack].shardings)
         out += [{"num_gpus": per_node, "num_nodes": nodes, "tp": 1, "pp": 1, "sharding": st} for st in shardings]
     return out
 
@@ -343,7 +335,7 @@ def _split_layouts(n: int, per_node: int, nodes: int, stack: str) -> list[dict]:
                 continue
             dp = n // (tp * pp)
             out += [{"num_gpus": per_node, "num_nodes": nodes, "tp": tp, "pp": pp, "sharding": st}
-                    for st in ([None] if dp == 1 else SHARDING[stack])]
+                    for st in ([None] if dp == 1 else STACKS[stack].shardings)]
     return out
 
 

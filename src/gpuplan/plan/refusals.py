@@ -117,10 +117,16 @@ def _reads_instead(name: str, s: Scenario, spec: ModuleSpec, *, t5: bool) -> str
 
 def scenario_refusal(s: Scenario) -> None:
     """What the scenario's own fields cannot run together, whatever the model and card: the training stack's
-    refusals (:func:`gpuplan.scenario.stacks.refusal`), and ZeRO or FSDP asked of a serving plan."""
+    refusals (:func:`gpuplan.scenario.stacks.refusal`), a split of the layers by shares asked of an engine that does
+    not split so (:attr:`gpuplan.engines.base.Engine.splits_by_share`), and ZeRO or FSDP asked of a serving plan."""
     why = stacks.refusal(s)
     if why:
         raise GpuplanError(why)
+    if (s.extra_gpus or s.tensor_split is not None) and not engine_for(s).splits_by_share:
+        who = " or ".join(name for name in ENGINES if ENGINES[name].splits_by_share)
+        raise GpuplanError(f"extra_gpus and tensor_split split a model's layers over devices by shares, which "
+                           f"{engine_for(s).label or s.engine} does not: use them with engine {who} (other engines "
+                           "split with tp or pp over cards of one kind)")
     if s.task == "infer" and s.sharding not in (None, "single", "ddp"):
         # serving splits a model with tensor or pipeline parallelism (tp, pp) or replicates it (ddp); ZeRO and
         # FSDP shard training states and do not apply
@@ -324,7 +330,7 @@ def _engine(s: Scenario, m: ModelSpec) -> list[str]:
     """The serving engine: training runs on transformers; another engine's settings; what the engine does not load
     (its profile's refusal); a request longer than the max_model_len it would reject. Warns of settings of other
     engines that change nothing."""
-    if s.engine != "transformers" and s.task == "train":
+    if s.task == "train" and not engine_for(s).runs_model_modules:
         raise GpuplanError(f"engine {s.engine!r} serves models; training runs on transformers (drop engine)")
     foreign = _foreign_settings(s)
     if foreign:
@@ -336,7 +342,7 @@ def _engine(s: Scenario, m: ModelSpec) -> list[str]:
     why = engine_refusal(s, m) or _moe_layout(s, m)
     if why:
         raise GpuplanError(why)
-    why = engine.chunked_prefill_refusal(s) if s.task == "infer" else None
+    why = engine.chunked_prefill_refusal(s) or engine.async_scheduling_refusal(s) if s.task == "infer" else None
     if why:
         raise GpuplanError(why)
     tokens = s.prompt_tokens + s.output_tokens

@@ -16,10 +16,11 @@ SHARDING_WORDS = {"single": "single GPU", "ddp": "DDP", "zero1": "ZeRO-1", "zero
 
 
 def describe(s: Scenario, m: ModelSpec | None = None, gpu_id: str | None = None, *, engine: str | None = None,
-             hardware: str | None = None) -> str:
+             hardware: str | None = None, batches: str | None = None) -> str:
     """The scenario as resolved, in one line: model, task, method and rank, lengths and batch, checkpointing,
-    precision, engine, stack, GPUs and sharding. ``engine`` and ``hardware`` replace those parts where a
-    search tries several (``recommend``, ``cost``)."""
+    precision, engine, stack, GPUs and sharding. ``engine``, ``hardware`` and ``batches`` (a training step's
+    micro-batch and accumulation) replace those parts where a search tries several (``recommend``, ``cost``,
+    ``fit``)."""
     model = m.name if m is not None else s.model
     stack = getattr(s, "stack", None)
     shipped = None  # the checkpoint's own quantization, which a scenario without quant keeps
@@ -32,8 +33,9 @@ def describe(s: Scenario, m: ModelSpec | None = None, gpu_id: str | None = None,
             method += f" ({s.quant or shipped} weights{' as shipped' if shipped else ''})"
         if s.method == "lora" and s.quant not in (None, "none"):
             method += f" ({s.quant} base)"
-        parts = [f"train {method}", f"seq {s.seq_len:,} x micro-batch {s.micro_batch_size} x {s.grad_accum_steps} "
-                 "accumulation", "no checkpointing" if s.grad_checkpointing == "none" else
+        parts = [f"train {method}", f"seq {s.seq_len:,} x " + (batches or f"micro-batch {s.micro_batch_size} x "
+                                                                   f"{s.grad_accum_steps} accumulation"),
+                 "no checkpointing" if s.grad_checkpointing == "none" else
                  f"{s.grad_checkpointing} checkpointing", s.precision, s.optimizer, s.attention]
         if s.offload != "none":
             parts.append(f"{s.offload} offloaded to CPU")

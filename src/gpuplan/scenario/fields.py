@@ -200,6 +200,11 @@ class Scenario(BaseModel):
         "--no-enable-chunked-prefill, SGLang --chunked-prefill-size -1 to turn it off; off, a step takes whole "
         "prompts and vLLM's profiling run (so its KV pool) is sized for max_model_len tokens; default: the engine's "
         "own by release (vLLM V1 on, V0 on only past 32,768 tokens of context; SGLang on)")
+    async_scheduling: bool | None = Field(
+        default=None, description="vLLM --async-scheduling / --no-async-scheduling: the engine core schedules step "
+        "N+1 while the GPU runs step N, so the host's work per step hides behind the GPU's up to its length; "
+        "default: the release's own (on from 0.14 without pipeline parallelism, off before; the flag came in "
+        "0.10)")
     ubatch_tokens: int | None = Field(default=None, ge=1, le=1_000_000,
                                       description="llama.cpp --ubatch-size (default 512)")
     flash_attention: Literal["auto", "on", "off"] = Field(
@@ -445,7 +450,7 @@ class Scenario(BaseModel):
         if self.eval_tokens is not None and self.eval_interval is None:
             raise ValueError("eval_tokens is the size of one evaluation pass: give eval_interval (steps between "
                              "passes) too")
-        if self.eval_interval is not None and self.eval_tokens is None and self.stack != "megatron":
+        if self.eval_interval is not None and self.eval_tokens is None and self.recipe.eval_batches is None:
             raise ValueError(f"give eval_tokens (tokens of one evaluation pass) with eval_interval: {self.stack}"
                              " evaluates whatever eval set it is given")
         return self
@@ -595,13 +600,14 @@ def _fill(s: Scenario, values: dict[str, Any]) -> None:
 
 
 def _split_defaults(s: Scenario) -> dict[str, Any]:
-    """llama.cpp's devices: with ``extra_gpus`` (mixed cards) or ``tensor_split``, one copy of the model split by
-    layers over ``num_gpus`` devices (``pp``); a mismatch is one sentence."""
+    """A served model's devices: with ``extra_gpus`` (mixed cards) or ``tensor_split``, one copy of the model split by
+    layers over ``num_gpus`` devices (``pp``); a mismatch is one sentence. Which engines split so is their profile's
+    word (``Engine.splits_by_share``), asked where the scenario is resolved (:mod:`gpuplan.plan.refusals`)."""
     if not s.extra_gpus and s.tensor_split is None:
         return {}
-    if s.task != "infer" or s.engine != "llama.cpp":
-        raise ValueError("extra_gpus and tensor_split split llama.cpp's layers over devices: use them with task "
-                         "infer and engine llama.cpp (other engines split with tp or pp over cards of one kind)")
+    if s.task != "infer":
+        raise ValueError("extra_gpus and tensor_split split a served model's layers over devices: drop them for "
+                         "training")
     n = 1 + len(s.extra_gpus or [])
     if s.extra_gpus and "num_gpus" in s.model_fields_set and s.num_gpus != n:
         raise ValueError(f"extra_gpus names {n} devices with gpu: drop num_gpus or set it to {n}")
@@ -610,7 +616,8 @@ def _split_defaults(s: Scenario) -> dict[str, Any]:
         raise ValueError(f"tensor_split gives {len(s.tensor_split)} shares for {n} devices: one per device, gpu "
                          "first")
     if s.tp != 1 or s.num_nodes != 1 or ("pp" in s.model_fields_set and s.pp != n):
-        raise ValueError(f"a llama.cpp split over {n} devices is pp {n} on one machine (tp 1)")
+        raise ValueError(f"a split of the layers over {n} devices (extra_gpus, tensor_split) is pp {n} on one machine "
+                         "(tp 1)")
     return {"num_gpus": n, "pp": n}
 
 
@@ -659,7 +666,7 @@ def _data_defaults(s: Scenario, read_back: bool = False) -> dict[str, Any]:
     if (s.dataset or s.samples) and not read_back:
         from ..dataset import fields
 
-        out.update(fields(s.__dict__, set(s.model_fields_set)))
+        out.update(fields(s.__dict__, set(s.model_fields_set), stacks.RECIPES[s.stack]))
     return out
 
 
@@ -698,6 +705,17 @@ def read_back(data: Any) -> Scenario:
 
 
 OLD_NAMES = {"framework": "stack", "strategy": "sharding"}  # fields renamed (issue 30): the old names still read
+# keys of the trainers' own configs (transformers TrainingArguments, TRL's SFTConfig, Axolotl's YAML, peft's
+# LoraConfig) that a user pastes into a scenario: gpuplan's name for each, or "" for a key that moves no number
+TRAINER_NAMES = {
+    "per_device_train_batch_size": "micro_batch_size",
+    "gradient_accumulation_steps": "grad_accum_steps", "max_seq_length": "seq_len", "max_length": "seq_len",
+    "sequence_len": "seq_len", "num_train_epochs": "epochs", "num_epochs": "epochs", "lora_r": "lora_rank",
+    "r": "lora_rank", "target_modules": "lora_targets", "lora_target_modules": "lora_targets",
+    "gradient_checkpointing": "grad_checkpointing", "optim": "optimizer", "base_model": "model",
+    "model_name_or_path": "model", "learning_rate": "", "lr": "", "warmup_steps": "", "weight_decay": "",
+    "lora_alpha": "", "seed": "", "logging_steps": "", "output_dir": "",
+}
 # how serving lays an MoE model over its GPUs: said only when asked (a dense model's plans read as they did)
 MOE_LAYOUT = frozenset({"ep", "attention_dp", "moe_dispatch"})
 TRAINING_LAYOUT = frozenset({"num_nodes", "sharding", "pp", "offload", "stack", "dataset_gb"})
@@ -705,7 +723,7 @@ INFER_ONLY = frozenset({"batch_size", "prompt_tokens", "output_tokens", "shared_
                         "engine", *LOAD_FIELDS,
                         "mem_fraction_static", "gpu_memory_utilization", "max_num_batched_tokens", "max_num_seqs",
                         "max_model_len", "engine_version", "entry_point", "enforce_eager", "chunked_prefill",
-                        "ubatch_tokens",
+                        "async_scheduling", "ubatch_tokens",
                         "free_gpu_memory_fraction", "tokens_per_block", "capacity_scheduler_policy",
                         "trtllm_backend", "flash_attention", "cpu_layers", "extra_gpus", "tensor_split", "attention_dp",
                         "moe_dispatch"})
@@ -737,6 +755,10 @@ def _one_sentence(err: ValidationError) -> str:
         if isinstance(first.get("input"), dict):
             return (f"scenario fields go at the top level, not under {field!r}: model, task, ... each its own key "
                     "(a line of a YAML file, a key of a JSON body)")
+        if field in TRAINER_NAMES:
+            ours = TRAINER_NAMES[field]
+            return (f"unknown scenario field {field!r}: " + (f"gpuplan calls it {ours!r}" if ours else
+                    "it changes neither the memory nor the speed gpuplan plans; leave it out"))
         close = did_you_mean(field, FIELDS)
         hint = f"; did you mean {' or '.join(repr(c) for c in close)}?" if close else \
             "; `gpuplan estimate --help` lists the fields"
@@ -744,6 +766,9 @@ def _one_sentence(err: ValidationError) -> str:
     if first["type"] == "missing":
         return f"scenario field {field!r} is required (e.g. {field}: {'train' if field == 'task' else '...'})"
     value = first.get("input")
+    if field == "gpu" and isinstance(value, list):  # several cards: the searches compare them
+        return (f"scenario field 'gpu' names one card, not a list (got {echo_value(value)}): `gpuplan recommend "
+                "--gpus l4,a10g` compares cards, and extra_gpus splits llama.cpp's layers over mixed cards")
     if field.endswith("_version") and isinstance(value, (int, float)) and not isinstance(value, bool):
         return (f"scenario field {field!r} is a release number, written in quotes ({field}: \"4.46\"): unquoted, "
                 "YAML reads it as a number and drops its trailing zeros (4.40 becomes 4.4)")

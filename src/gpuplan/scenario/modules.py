@@ -462,10 +462,11 @@ def audio_windows(s: Scenario, spec: ModuleSpec) -> tuple[int, list[str]]:
         if seconds > WHISPER_WINDOW_S:
             raise GpuplanError(f"Whisper trains on clips of at most {WHISPER_WINDOW_S:.0f} s (its 3,000 log-mel "
                                f"frames), not {seconds:g} s: cut longer audio into clips")
-        return 0, [f"{seconds:g} s clips, {frames} whatever their length"]
+        return 0, [f"{seconds:,g} s clips, {frames} whatever their length"]
     step = WHISPER_WINDOW_S - 2 * WHISPER_STRIDE_S
     windows = 1 if seconds <= WHISPER_WINDOW_S else 1 + math.ceil((seconds - WHISPER_WINDOW_S) / step)
-    return windows, [f"{seconds:g} s of audio: {windows:,} windows of {WHISPER_WINDOW_S:.0f} s ({frames} each; "
+    cut = f"{windows:,} window{'s' if windows != 1 else ''}"
+    return windows, [f"{seconds:,g} s of audio: {cut} of {WHISPER_WINDOW_S:.0f} s ({frames} each; "
                      f"transformers' pipeline: {WHISPER_STRIDE_S:.0f} s overlap on each side, {step:.0f} s new "
                      f"per window after the first), {min(s.batch_size, windows)} per pass"]
 

@@ -75,6 +75,19 @@ class Recipe:
     logs_level: str  # the estimate level to compare it with: allocated | reserved
     peft_adapters: bool  # adapters built by peft's get_peft_model (autocast_adapter_dtype=True: fp32)
     refuse: Callable[[Any], str | None]
+    fsdp_only: bool = False  # it shards with FSDP only, never DeepSpeed ZeRO (torchtune, torchtitan)
+    own_loss: bool = False  # it computes the loss with its own code, not transformers' (transformers_version moot)
+    versioned_by: str | None = None  # the scenario field naming its release (torchtune_version), None: no such field
+    trl_files: bool = False  # its launch files train with TRL's SFTTrainer (launchers/trainer.py, unsloth.py)
+    # how it packs records into rows without attention across them (None: it does not; gpuplan.dataset plans bfd
+    # packing where records average under half of seq_len), whether a packed row is padded to seq_len (torchtune's
+    # PackedDataset), and whether it concatenates its data into full rows instead (torchtitan's pretraining loader)
+    packs: str | None = None
+    pads_packs: bool = False
+    wraps_rows: bool = False
+    # global batches of one evaluation pass its recipes run when eval_tokens is not given (None: it evaluates
+    # whatever eval set it is given, so eval_tokens is needed)
+    eval_batches: int | None = None
 
 
 # ---- what each stack cannot run ---------------------------------------------------------------------------
@@ -243,24 +256,29 @@ RECIPES: dict[str, Recipe] = {s.name: s for s in (
     Recipe(name="hf", title="Hugging Face Trainer + peft + accelerate/DeepSpeed",
           defaults={**BASE, "qlora_fp32_upcast": True}, fsdp="fsdp1",
           logs="none by default (torch.cuda.max_memory_allocated / max_memory_reserved if you log them)",
-          logs_level="reserved", peft_adapters=True, refuse=_refuse_hf),
+          logs_level="reserved", peft_adapters=True, refuse=_refuse_hf, trl_files=True,
+          packs="TRL SFTTrainer packing (bfd, padding-free)"),
     Recipe(name="torchtune", title="torchtune recipes (pytorch/torchtune)",
           defaults={**BASE, "precision": "bf16-true", "grad_checkpointing": "full", "loss": "chunked"},
           fsdp="fsdp2", logs="peak_memory_active, peak_memory_alloc and peak_memory_reserved per log "
           "(training.get_memory_stats, reset after each log)", logs_level="allocated", peft_adapters=False,
-          refuse=_refuse_torchtune),
+          refuse=_refuse_torchtune, fsdp_only=True, own_loss=True, versioned_by="torchtune_version",
+          packs="torchtune packed datasets (block-causal mask)", pads_packs=True),
     Recipe(name="torchtitan", title="torchtitan (pytorch/torchtitan)",
           defaults={**BASE, "grad_checkpointing": "selective"}, fsdp="fsdp2",
           logs="max reserved GiB per log window (DeviceMemoryMonitor, peak reset after each log)",
-          logs_level="reserved", peft_adapters=False, refuse=_refuse_torchtitan),
+          logs_level="reserved", peft_adapters=False, refuse=_refuse_torchtitan, fsdp_only=True,
+          own_loss=True, wraps_rows=True),
     Recipe(name="unsloth", title="Unsloth (FastLanguageModel + TRL/HF Trainer)",
           defaults={**BASE, "grad_checkpointing": "full", "activation_offload": True, "loss": "fused-linear"},
           fsdp=None, logs="torch.cuda.max_memory_reserved in its notebooks ('Peak reserved memory')",
-          logs_level="reserved", peft_adapters=True, refuse=_refuse_unsloth),
+          logs_level="reserved", peft_adapters=True, refuse=_refuse_unsloth, own_loss=True, trl_files=True,
+          packs="TRL SFTTrainer packing (bfd)"),
     Recipe(name="axolotl", title="axolotl (HF Trainer + its Liger plugin)",
           defaults={**BASE, "grad_checkpointing": "full", "loss": "fused-linear"},
           fsdp="fsdp1", logs="memory/max_mem_active, max_mem_allocated and device_mem_reserved per log step",
-          logs_level="allocated", peft_adapters=True, refuse=_refuse_axolotl),
+          logs_level="allocated", peft_adapters=True, refuse=_refuse_axolotl,
+          packs="axolotl sample_packing (multipack, FlashAttention varlen)"),
     Recipe(name="pytorch", title="a plain PyTorch loop over a transformers model (e.g. Answer.AI fsdp_qlora)",
           defaults={**BASE, "precision": "bf16-true"}, fsdp="fsdp1",
           logs="whatever your loop prints (Answer.AI fsdp_qlora: max_memory_reserved over epoch 0)",
@@ -289,8 +307,11 @@ RECIPES: dict[str, Recipe] = {s.name: s for s in (
           defaults={**BASE, "grad_checkpointing": "selective"}, fsdp=None,
           logs="'memory (MB) | allocated: ... | max allocated: ... | reserved: ... | max reserved: ...' after the "
           "first iterations (megatron/training/training.py report_memory)", logs_level="allocated",
-          peft_adapters=False, refuse=_refuse_megatron),
+          peft_adapters=False, refuse=_refuse_megatron,
+          eval_batches=32),  # NeMo 2.0 recipes' trainer limit_val_batches (nemo/collections/llm/recipes/llama3_8b.py)
 )}
+# the scenario fields naming one stack's release -> that stack (Recipe.versioned_by)
+VERSION_FIELDS = {r.versioned_by: r.name for r in RECIPES.values() if r.versioned_by}
 
 
 def resolve(data: Mapping[str, Any]) -> dict[str, Any]:
@@ -395,11 +416,13 @@ def refusal(s) -> str | None:
     if s.optimizer_in_backward and s.grad_accum_steps > 1:
         return ("optimizer_in_backward steps each parameter as its gradient is ready, so gradients cannot "
                 "accumulate: set grad_accum_steps 1")
-    if s.transformers_version is not None and s.stack in ("torchtune", "torchtitan", "unsloth"):
+    recipe = RECIPES[s.stack]
+    if s.transformers_version is not None and recipe.own_loss:
         return (f"stack {s.stack} computes the loss with its own code, not transformers': drop "
                 "transformers_version (it applies to hf, axolotl and pytorch)")
-    if s.torchtune_version is not None and s.stack != "torchtune":
-        return f"torchtune_version applies to stack torchtune, not {s.stack}: drop it"
+    for field, owner in VERSION_FIELDS.items():
+        if getattr(s, field) is not None and recipe.versioned_by != field:
+            return f"{field} applies to stack {owner}, not {s.stack}: drop it"
     if s.sharding == "fsdp" and RECIPES[s.stack].fsdp is None:
         return f"stack {s.stack} does not shard with FSDP: use sharding single or ddp"
     return RECIPES[s.stack].refuse(s)

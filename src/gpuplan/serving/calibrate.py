@@ -59,8 +59,10 @@ def read_results(path: str | Path) -> list[Measurement]:
         return [_guidellm(b, f"{path}#{i}") for i, b in enumerate(benchmarks)]
     if isinstance(data, dict) and "time_to_first_token" in data:
         return [_aiperf(data, str(path))]
+    probe = isinstance(data, dict) and {"scenario", "probe", "estimate"} <= set(data)
     raise GpuplanError(f"{path}: not a vllm bench serve, GuideLLM or AIPerf result (no mean_ttft_ms, benchmarks or "
-                       "time_to_first_token)")
+                       "time_to_first_token)" + ("; it is a probe record, which `gpuplan calibrate FILE` reads"
+                                                 if probe else ""))
 
 
 def _object(value: Any, where: str) -> dict:

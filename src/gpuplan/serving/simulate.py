@@ -20,7 +20,7 @@ clients sends its next request ``think_s`` seconds after its last one finished (
 mean; 0: back to back, as ``vllm bench serve --max-concurrency``), and with ``users_wait`` the engine receives it
 the model's per-request latency outside the engine (``request_s``) later, which the user's next cycle waits for as
 its TTFT counts it. With vLLM's async scheduling
-(``StepModel.async_host``, 0.14+) the engine core schedules step N+1 while the GPU runs step N
+(``StepModel.async_host``, 0.14+ or ``async_scheduling``) the engine core schedules step N+1 while the GPU runs step N
 (``vllm/v1/engine/core.py`` ``step_with_batch_queue``), so a request arriving during step N first runs in step N+2:
 one step later than the synchronous loop, unless the engine was idle. Runs of pure-decode steps with no arrival in
 between are advanced together (their step times summed at the mid-point context), which keeps light loads fast.

@@ -24,9 +24,9 @@ closed form of it::
   states (Mamba, linear attention) read and written back, per sequence: ``decode_parts``' KV term at context 0
   (taken per token at 1,024 tokens, a Mamba state of 2 MiB a layer grew 32-fold by 32k tokens);
 - the host: vLLM's engine loop per step and per scheduled sequence ``S`` (``StepTimer``'s host term), added to the
-  GPU's time in the synchronous loop; with async scheduling (vLLM 0.14+) it runs beside the GPU's step, so the
-  step takes the longer of the two (``max(gpu, host)``). SGLang: its own loop (its engine profile's
-  host loop, fitted on its published runs), beside the GPU's step from v0.4 (its overlap scheduler).
+  GPU's time in the synchronous loop; with async scheduling (vLLM 0.14+, or async_scheduling) it runs beside the
+  GPU's step, so the step takes the longer of the two (``max(gpu, host)``). SGLang: its own loop (its engine
+  profile's host loop, fitted on its published runs), beside the GPU's step from v0.4 (its overlap scheduler).
 
 A step that holds a prompt, in an engine that runs such steps without a CUDA graph (TensorRT-LLM:
 :attr:`~gpuplan.engines.base.Timing.eager_prompts`), takes at least the host's time to launch its kernels

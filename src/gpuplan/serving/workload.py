@@ -307,6 +307,13 @@ def load_workload(path: str | Path | None = None, overrides: dict[str, Any] | No
     (:func:`spread_lengths`; fixed without it)."""
     data: dict[str, Any] = dict(read_mapping(path, "workload")) if path is not None else {}
     flat = {k: v for k, v in (overrides or {}).items() if v is not None}
+    for key in ("prompt_tokens", "output_tokens", "length_spread"):  # a file may say them as the flags do
+        if key in data:
+            value = data.pop(key)
+            flat.setdefault(key, value)
+    for field in ("prompt", "output"):  # a bare number: that length for every request
+        if type(data.get(field)) in (int, float):
+            data[field] = {"mean": data[field]}
     slo = data.pop("slo", None) or {}
     if not isinstance(slo, dict):
         raise GpuplanError(f"workload slo: a mapping of latency targets (ttft_s, tpot_s, e2e_s, percentile), not "
@@ -339,7 +346,8 @@ def load_workload(path: str | Path | None = None, overrides: dict[str, Any] | No
         field = ".".join(str(x) for x in first["loc"]) or "workload"
         msg = first["msg"].removeprefix("Value error, ")
         if first["type"] == "extra_forbidden":
-            close = did_you_mean(field.split(".")[-1], Workload.model_fields)
+            fields = Slo.model_fields if field.startswith("slo.") else Workload.model_fields
+            close = did_you_mean(field.split(".")[-1], fields)
             msg = "unknown field" + (f"; did you mean {close[0]!r}?" if close else "")
         if not first["loc"]:  # a rule across fields: the sentence says it all
             raise GpuplanError(f"workload: {msg}") from None

@@ -25,6 +25,23 @@ class Sharding:
     # torch autocast over fp32 weights in -mixed full fine-tuning (the shardings cast the gathered weights)
     autocasts_fp32_weights = True
     slack = oh.ALLOCATOR_SLACK_TRAIN
+    # the share of a pass that hides ZeRO-3's weight gathers (and parameter offload's copies)
+    gather_overlap = oh.DP_OVERLAP
+    # under pipeline parallelism, a stage's weights are gathered and its gradients reduced once a step, not per
+    # micro-batch (FSDP2 under torch.distributed.pipelining)
+    gathers_once_under_pp = False
+    # mixed precision keeps a 16-bit working copy beside an fp32 master partition (DeepSpeed), not fp32 weights
+    # under autocast
+    master_partition = False
+
+    def reduced_grad_bytes(self, s: Scenario) -> float:
+        """Bytes per gradient element the data-parallel reduction moves: fp32 under ``-mixed`` autocast over fp32
+        weights, else the compute dtype."""
+        return 4.0 if s.precision.endswith("mixed") else 2.0
+
+    def hook_s(self, s: Scenario) -> float:
+        """Host seconds the sharding's module hooks add per decoder layer and pass (0: none timed)."""
+        return 0.0
 
     def shards(self, s: Scenario) -> tuple[int, int, int]:
         """How many ways weights, gradients and optimizer states are split across data-parallel ranks."""
@@ -62,7 +79,7 @@ class Sharding:
         st = State(trainable=trainable, state_bytes=a)
         if stack.fp32_upcast(s):
             high = m.params_total - sum(count * sum(lin.weight_params for lin in layer.linears
-                                                    if lin.group not in skip) for layer, count in m.layer_kinds())
+                                                    if not lin.kept(skip)) for layer, count in m.layer_kinds())
             base += high * (4 - s.compute_bytes)
             st.assumptions.append(f"QLoRA: {fmt.name} base (blocksize 64, double quantization), other parameters "
                                   "in fp32 (peft prepare_model_for_kbit_training)")

@@ -5,7 +5,9 @@ gradients, fp32 master weights and optimizer states partitioned over the data-pa
 partition exists during the step (made per sub-group, ``sub_group_size`` 1e9 in stage 3). Stage 1 partitions the
 optimizer states, stage 2 the gradients too, stage 3 the weights too, gathered layer by layer (current + prefetched).
 Buckets: ``reduce_bucket_size = hidden²`` and ``stage3_prefetch_bucket_size = 0.9·hidden²`` elements, as the HF
-integration sets "auto" (``transformers/integrations/deepspeed.py``).
+integration sets "auto" (``transformers/integrations/deepspeed.py``). Under tensor parallelism (Megatron-DeepSpeed's
+layout) a rank holds its ``1/tp`` share and MLA's down-projections whole, as every sharding counts them
+(:meth:`~gpuplan.sharding.base.Sharding.held_params`, the one rule of :mod:`gpuplan.tensors.layout`).
 """
 
 from __future__ import annotations
@@ -14,6 +16,7 @@ from .. import overheads as oh
 from ..model.spec import ModelSpec
 from ..scenario import Scenario
 from ..stacks.base import Stack, State
+from ..tensors.layout import layer_params_per_rank
 from ..tensors.state import optimizer_state_bytes
 from .base import Sharding
 
@@ -21,6 +24,16 @@ from .base import Sharding
 class DeepSpeed(Sharding):
     name = "deepspeed"
     autocasts_fp32_weights = False
+    gather_overlap = oh.ZERO3_GATHER_OVERLAP
+    master_partition = True
+
+    def reduced_grad_bytes(self, s: Scenario) -> float:
+        """DeepSpeed reduces the 16-bit gradients (its fp32 partition is made at the step)."""
+        return 2.0
+
+    def hook_s(self, s: Scenario) -> float:
+        """ZeRO-3's fetch and release hooks on every module, each layer and pass."""
+        return oh.ZERO3_HOOK_S_PER_LAYER_PASS if s.resolved_sharding == "zero3" else 0.0
 
     def shards(self, s: Scenario) -> tuple[int, int, int]:
         n, stage = s.dp, s.resolved_sharding
@@ -36,7 +49,8 @@ class DeepSpeed(Sharding):
         P, held, n = m.params_total, self.held_params(s, m), s.dp
         w_n, g_n, o_n = self.shards(s)
         st = State(trainable=P, state_bytes=4)
-        st.weights = 2 * held / w_n + 4 * held / n  # 16-bit working copy + fp32 master partition
+        st.master = 4 * held / n
+        st.weights = 2 * held / w_n + st.master  # 16-bit working copy + fp32 master partition
         st.gradients = 2 * held / g_n
         st.optimizer = optimizer_state_bytes(s, m, P, 4) * held / P / o_n
         st.step_extra = 4 * min(held / n, 1e9 if s.resolved_sharding == "zero3" else P)
@@ -45,13 +59,6 @@ class DeepSpeed(Sharding):
                               "partition exists during the step (ZeRO paper section 5; DeepSpeed stage_1_and_2.py, "
                               "stage3.py)")
         return st
-
-    def held_params(self, s: Scenario, m: ModelSpec) -> float:
-        """Mixed precision under ZeRO: the rank's ``1/(tp x pp)`` share alone, as :meth:`state` counts it (MLA's
-        whole down-projections under TP are not added here, unlike the one-dtype road of the base class)."""
-        if s.method == "full" and s.precision.endswith("-mixed"):
-            return m.params_total / (s.tp * s.pp)
-        return super().held_params(s, m)
 
     def offload(self, s: Scenario, st: State) -> None:
         """ZeRO-Offload: each reduced gradient bucket is copied into the fp32 gradient partition on the CPU, so no
@@ -62,9 +69,8 @@ class DeepSpeed(Sharding):
         parameters are offloaded too, and 18 B per parameter on the CPU (fp32 weights, gradients and Adam moments,
         16-bit weights), 16 B with the parameters on the GPU."""
         if s.offload != "none" and s.method == "full" and s.precision.endswith("-mixed"):
-            master = 4 * st.trainable / (s.tp * s.pp) / s.dp  # the fp32 master partition goes with the optimizer
-            st.weights -= master
-            st.cpu += master + 2 * st.gradients  # and the fp32 partition of the 16-bit gradients
+            st.weights -= st.master  # the fp32 master partition goes with the optimizer
+            st.cpu += st.master + 2 * st.gradients  # and the fp32 partition of the 16-bit gradients
             st.gradients = 0.0
         super().offload(s, st)
 
@@ -72,13 +78,14 @@ class DeepSpeed(Sharding):
         out = {"ZeRO communication buckets": 2 * 2 * oh.deepspeed_bucket_elements(m.hidden_size)}
         if s.resolved_sharding != "zero3":
             return out
-        tp_pp = 1 / (s.tp * s.pp)
+        # one decoder layer gathered whole on its rank: its tensor-parallel share, the parts TP keeps whole
+        # (layer_params_per_rank); pipeline parallelism splits the layers between stages, never a layer
         if s.method == "full":
-            largest = max(layer.params for layer, _ in m.layer_kinds()) * tp_pp
+            largest = max(layer_params_per_rank(s, layer) for layer, _ in m.layer_kinds())
             out["ZeRO-3 gathered layers"] = 2 * 2 * largest + 2 * largest  # current + prefetched, one layer's grads
         else:  # a frozen base is gathered in its own format; adapter gradients are small
             fmt, skip = stack.base_format(s, m)
-            largest = max(sum(lin.weight_params * fmt.high_bytes if lin.group in skip else fmt.linear_weight_bytes(lin)
-                              for lin in layer.linears) for layer, _ in m.layer_kinds()) * tp_pp
+            largest = max(sum(lin.weight_params * fmt.high_bytes if lin.kept(skip) else fmt.linear_weight_bytes(lin)
+                              for lin in layer.linears) for layer, _ in m.layer_kinds()) / s.tp
             out["ZeRO-3 gathered layers"] = 2 * largest  # current + prefetched
         return out

@@ -15,7 +15,7 @@ from __future__ import annotations
 from ..model.spec import ModelSpec
 from ..scenario import Scenario
 from ..stacks.base import Stack, State
-from ..tensors.layout import training_extra_params
+from ..tensors.layout import layer_params_per_rank
 from .base import Sharding
 
 
@@ -44,31 +44,44 @@ class Fsdp(Sharding):
         torchtune's ``shard_model`` and FSDP1's auto-wrap policy likewise): the all-gather rebuilds that rank's
         local tensors of the whole layer. Tensor parallelism splits its linears (the local DTensor shards,
         ``ColwiseParallel``/``RowwiseParallel``), leaves its norms whole (``SequenceParallel`` keeps their
-        parameters replicated) and MLA's down-projections whole (``training_extra_params``); pipeline parallelism
-        splits the layers between stages, never a layer, so it does not divide the unit."""
-        def held(layer) -> float:
-            return (layer.params - layer.norm_params) / s.tp + layer.norm_params + training_extra_params(s, [layer])
-
+        parameters replicated) and MLA's down-projections whole; pipeline parallelism splits the layers between
+        stages, never a layer, so it does not divide the unit (``layer_params_per_rank``)."""
         if s.method == "full":
-            largest = max(held(layer) for layer, _ in m.layer_kinds())
+            largest = max(layer_params_per_rank(s, layer) for layer, _ in m.layer_kinds())
             return s.compute_bytes * largest, largest
         fmt, skip = stack.base_format(s, m)
-        largest = max(sum(lin.weight_params * fmt.high_bytes if lin.group in skip else fmt.linear_weight_bytes(lin)
+        largest = max(sum(lin.weight_params * fmt.high_bytes if lin.kept(skip) else fmt.linear_weight_bytes(lin)
                           for lin in layer.linears) for layer, _ in m.layer_kinds())
         return largest / s.tp, 0.0
 
     def root_params(self, m: ModelSpec) -> int:
         return m.vocab_size * m.embedding_dim * (1 if m.tie_word_embeddings else 2) + m.final_norm_params
 
+    def stage_root_params(self, s: Scenario, m: ModelSpec) -> tuple[int, int]:
+        """(parameters, gradient parameters) of the root unit on the planned GPU, before the ``1/tp`` split. Without
+        pipeline parallelism the root holds the embeddings, final norm and head. Under it each stage is its own
+        model with its own root (torchtitan ``pipeline_llm`` ``_build_stage``: ``tok_embeddings = None`` on every
+        stage but the first, ``norm`` and ``output`` None on every stage but the last; ``apply_fsdp`` then wraps
+        each stage's model with ``fully_shard(model, reshard_after_forward=not pp_enabled)``): the first stage, the
+        one planned (it holds the most micro-batches), keeps its token embedding unsharded, and the embedding's
+        gradient accumulates unsharded over the micro-batches like the stage's blocks' (gradient sync is off but
+        for the last one). Hand count, Llama-3.1-8B at TP 2 x PP 4: 128,256 x 4,096 / 2 = 262,668,288 parameters
+        on the first stage, where a share of the whole root over TP x PP said 131,335,168."""
+        if s.pp == 1:
+            return self.root_params(m), self.root_grad_params(m)
+        embedding = m.vocab_size * m.embedding_dim
+        return embedding, embedding
+
     def buffers(self, s: Scenario, m: ModelSpec, stack: Stack, st: State) -> dict[str, float]:
-        tp_pp = 1 / (s.tp * s.pp)
         root_bytes = 4 if stack.fp32_upcast(s) or s.precision == "fp32" else s.compute_bytes
+        root, root_grad = self.stage_root_params(s, m)
         unit, unit_trainable = self.unit_bytes(s, m, stack)
-        out = {f"{self.name.upper()} root unit unsharded (embeddings, norm, head)": root_bytes * self.root_params(m)
-               * tp_pp, f"{self.name.upper()} units in flight (current + prefetched)": 2 * unit}
+        held = "embeddings, norm, head" if s.pp == 1 else "the first stage's embeddings"
+        out = {f"{self.name.upper()} root unit unsharded ({held})": root_bytes * root / s.tp,
+               f"{self.name.upper()} units in flight (current + prefetched)": 2 * unit}
         if s.method == "full":
             out[f"{self.name.upper()} root gradient, unsharded until the end of backward"] = \
-                s.compute_bytes * self.root_grad_params(m) * tp_pp
+                s.compute_bytes * root_grad / s.tp
             out[f"{self.name.upper()} unsharded gradient of one unit (reduce-scatter)"] = \
                 (s.compute_bytes + self.reduce_bytes) * unit_trainable
         return out

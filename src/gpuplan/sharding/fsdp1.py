@@ -33,7 +33,7 @@ class Fsdp1(Fsdp):
         if s.method == "qlora" and (s.quant or "nf4") in ("nf4", "fp4"):
             fmt, skip = stack.base_format(s, m)
             state = sum(count * sum(fmt.linear_weight_bytes(lin) - lin.weight_params / 2 for lin in layer.linears
-                                    if lin.group not in skip) for layer, count in m.layer_kinds()) / (s.tp * s.pp)
+                                    if not lin.kept(skip)) for layer, count in m.layer_kinds()) / (s.tp * s.pp)
             # the state's 1/dp share is counted with the sharded weights, unless CPU offload moved those away
             kept = state if s.offload == "optimizer+params" else state * (1 - 1 / s.dp)
             if kept:
@@ -50,5 +50,5 @@ class Fsdp1(Fsdp):
         pools = unit + s.compute_bytes * trainable
         if s.offload == "optimizer+params" and s.dp > 1:
             root_bytes = 4 if stack.fp32_upcast(s) or s.precision == "fp32" else s.compute_bytes
-            pools += (root_bytes * self.root_params(m) / (s.tp * s.pp) + unit) / s.dp
+            pools += (root_bytes * self.stage_root_params(s, m)[0] / s.tp + unit) / s.dp
         return pools

@@ -20,6 +20,7 @@ from .fsdp import Fsdp
 
 class Fsdp2(Fsdp):
     name = "fsdp2"
+    gathers_once_under_pp = True  # speed/training.py _Comms.data_parallel_s
 
     def buffers(self, s: Scenario, m: ModelSpec, stack: Stack, st: State) -> dict[str, float]:
         self.reduce_bytes = 4 if s.precision.endswith("-mixed") else 0

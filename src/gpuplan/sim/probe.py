@@ -192,7 +192,11 @@ def check_record(record: Any, path: str) -> dict[str, Any]:
         raise GpuplanError(f"{path} is not a probe record: it holds a JSON {_kind(record)}, not an object")
     missing = {"scenario", "probe", "estimate"} - set(record)
     if missing:
-        raise GpuplanError(f"{path} is not a probe record: it lacks {', '.join(sorted(missing))}")
+        # a serving benchmark's result (vllm bench serve, GuideLLM, AIPerf: serving/calibrate.py reads their keys)
+        serving = {"mean_ttft_ms", "benchmarks", "time_to_first_token"} & set(record)
+        raise GpuplanError(f"{path} is not a probe record: it lacks {', '.join(sorted(missing))}" + (
+            "; it is a serving benchmark's result, which `gpuplan calibrate-serving FILE --model NAME --gpu GPU` "
+            "reads" if serving else ""))
     for part in ("scenario", "probe", "estimate"):
         if not isinstance(record[part], dict):
             raise GpuplanError(f"{path}: {part!r} must be a JSON object, got {_kind(record[part])}")

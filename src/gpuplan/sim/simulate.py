@@ -36,6 +36,7 @@ import time
 from dataclasses import dataclass, field
 from typing import Any
 
+from ..engines import engine_for
 from ..errors import GpuplanError
 from ..model.catalog import load_model
 from ..model.modules import decoder_layers, is_tower
@@ -183,7 +184,7 @@ def _check(s: Scenario, m: ModelSpec) -> None:
                            "estimated by gpuplan estimate)")
     if s.offload != "none":
         raise GpuplanError("simulate does not model CPU offload: set offload none")
-    if s.task == "infer" and s.engine != "transformers":
+    if s.task == "infer" and not engine_for(s).runs_model_modules:
         raise GpuplanError(f"simulate runs transformers; {s.engine}'s memory is its allocation policy, which "
                            "gpuplan estimate models: set engine transformers")
     if s.task == "train" and s.grad_checkpointing == "selective" and s.stack not in stacks.OWN_MODELS:

@@ -90,8 +90,8 @@ def experts_s(timer, tokens: float) -> float:
             k, e = layer.experts_per_token, lin.count
             touched = e * (1 - (1 - k / e) ** tokens) / s.ep
             picks = tokens * k / s.ep * imbalance(tokens, k, s.ep)
-            w = 2.0 if lin.group in timer.skip else timer.weight_bytes_per_param
-            total += count * gemm_time_s(timer.gpu, timer.dtype, picks / touched, lin.in_features,
+            w = 2.0 if lin.kept(timer.skip) else timer.weight_bytes_per_param
+            total += count * gemm_time_s(timer.gpu, timer.linear_dtype(lin), picks / touched, lin.in_features,
                                          lin.out_features / moe_tp, count=touched, kernels=1, weight_bytes=w,
                                          latency_s=timer._kernel_latency_s, bandwidth_bps=timer._stream_bps)
     return total

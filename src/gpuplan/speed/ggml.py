@@ -196,7 +196,8 @@ def streamed_bytes(s: Scenario, m: ModelSpec, tokens: float = 1, *, head: bool =
     are not read), and the output matrix unless ``head`` is False (the token embedding is one row per token:
     ``get_rows``)."""
     parts = gguf.weight_bytes(m, ftype(s, m))
-    head = (parts["lm_head"] or parts["embeddings"]) if head else 0.0  # tied: the output reads the embedding
+    # tied: the output reads token_embd (not the per-layer tables beside it, which are looked up)
+    head = (parts["lm_head"] or gguf.token_embedding_bytes(m, ftype(s, m))) if head else 0.0
     unread = unread_expert_bytes(((m.layers[i], lin, gguf.type_bytes(kind, lin.weight_params))
                                   for _, i, lin, kind in gguf.tensor_types(m, ftype(s, m))), tokens)
     return sum(v for k, v in parts.items() if k not in ("embeddings", "lm_head", "vision")) + head - unread

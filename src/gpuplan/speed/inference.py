@@ -82,6 +82,14 @@ class StepTimer:
         fp4), else the linears' own."""
         return "fp8" if self.dtype == "fp4" else self.dtype
 
+    def linear_dtype(self, lin) -> str:
+        """The dtype ``lin``'s GEMM runs in: the quantized linears' own, the 16-bit one for the linears a checkpoint
+        keeps unquantized (:meth:`~gpuplan.model.layers.Linear.kept`: NVIDIA's DeepSeek-R1-FP4 runs its attention
+        and router GEMMs in bf16, TensorRT-LLM tech blog 1, "Precision Strategy")."""
+        if lin.kept(self.skip) and self.dtype in ("fp8", "fp4"):
+            return "bf16" if self.gpu.supports_dtype("bf16") else "fp16"
+        return self.dtype
+
     @property
     def request_s(self) -> float:
         """The engine's latency per request outside its steps (:attr:`~gpuplan.engines.base.HostLoop.request_s`:
@@ -281,7 +289,7 @@ class StepTimer:
         for layer, count in m.layer_kinds():
             packed = self._packed_followers(layer)
             for lin in layer.linears:
-                w = 2.0 if lin.group in self.skip else self.weight_bytes_per_param
+                w = 2.0 if lin.kept(self.skip) else self.weight_bytes_per_param
                 latency = 0.0 if lin.name in packed else self._kernel_latency_s
                 if lin.group == "experts" and lin.count > 1:
                     if dense_only or self.s.ep > 1:
@@ -291,18 +299,18 @@ class StepTimer:
                     # a short prompt does not read every expert
                     k, e = layer.experts_per_token, lin.count
                     touched = e * (1 - (1 - k / e) ** tokens)
-                    total += count * gemm_time_s(gpu, self.dtype, tokens * k / touched, lin.in_features,
+                    total += count * gemm_time_s(gpu, self.linear_dtype(lin), tokens * k / touched, lin.in_features,
                                                  lin.out_features / tp, count=touched, weight_bytes=w, kernels=1,
                                                  latency_s=latency, bandwidth_bps=bps)
                 elif lin.group == "attention":
                     split = 1 if replicated(layer, lin) else self.s.attention_tp
-                    total += count * gemm_time_s(gpu, self.dtype, attention_rows, lin.in_features,
+                    total += count * gemm_time_s(gpu, self.linear_dtype(lin), attention_rows, lin.in_features,
                                                  lin.out_features / split, weight_bytes=w,
                                                  latency_s=latency, bandwidth_bps=bps)
                 else:
                     n = lin.out_features / tp if lin.group != "router" else lin.out_features
-                    total += count * gemm_time_s(gpu, self.dtype, tokens, lin.in_features, n, weight_bytes=w,
-                                                 latency_s=latency, bandwidth_bps=bps)
+                    total += count * gemm_time_s(gpu, self.linear_dtype(lin), tokens, lin.in_features, n,
+                                                 weight_bytes=w, latency_s=latency, bandwidth_bps=bps)
         return total
 
     def _packed_followers(self, layer) -> frozenset[str]:
@@ -348,13 +356,13 @@ class StepTimer:
 
     def _layer_weight_bytes(self) -> float:
         """Bytes of all decoder layers' weights on one GPU as stored."""
-        return sum(count * sum(lin.weight_params * (2.0 if lin.group in self.skip else self.weight_bytes_per_param)
+        return sum(count * sum(lin.weight_params * (2.0 if lin.kept(self.skip) else self.weight_bytes_per_param)
                                for lin in layer.linears) for layer, count in self.m.layer_kinds()) / self.s.tp
 
     @property
     def async_host(self) -> bool:
-        """vLLM with async scheduling (0.14+), SGLang's overlap scheduler (0.4+): the engine's host work per step
-        overlaps the GPU's."""
+        """vLLM with async scheduling (0.14+, or the scenario's ``async_scheduling``), SGLang's overlap scheduler
+        (0.4+): the engine's host work per step overlaps the GPU's."""
         return self.timing.loop is not None and self.timing.loop.overlapped
 
     @property
@@ -493,7 +501,7 @@ def step_timer(s: Scenario, m: ModelSpec, gpu: GpuSpec, network: Network | None 
         "fp8" if s.quant == "fp8" and gpu.supports_dtype("fp8") else
         "fp4" if s.quant == "nvfp4" and gpu.supports_dtype("fp4") else "bf16")
     fmt, skip = weight_format(s, m)
-    sample = next((lin for layer in m.layers for lin in layer.linears if lin.group not in skip), None)
+    sample = next((lin for layer in m.layers for lin in layer.linears if not lin.kept(skip)), None)
     per_param = fmt.linear_weight_bytes(sample) / sample.weight_params if sample else 2.0
     if fmt.name.startswith("gguf-"):  # a GGUF mixes types by tensor: the average over the decoder's linears
         per_param = gguf.linear_bytes_per_param(m, fmt.name[5:])

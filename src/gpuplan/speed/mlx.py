@@ -23,12 +23,13 @@ from .work import attention_s, recurrent_scans_s, unread_expert_bytes
 def weight_bytes(s: Scenario, m: ModelSpec, tokens: float = 1) -> float:
     """Bytes a step of ``tokens`` tokens reads: every layer's weights but only the routed experts the tokens reach
     (mlx-lm's ``SwitchGLU`` multiplies the picked experts' weights alone, ``mx.gather_qmm`` / ``gather_mm``), and the
-    output head (the token embedding is one row per token)."""
+    output head (the token embedding is one row per token; a tied head reads ``vocab x dim`` of it, not the
+    per-layer tables of Gemma 3n/4, which are looked up too)."""
     fmt, skip = weight_format(s, m)
     parts = m.weight_bytes(fmt, skip=skip)
-    head = parts["lm_head"] or parts["embeddings"]
+    head = parts["lm_head"] or fmt.embedding_bytes(m.vocab_size * m.embedding_dim)
     unread = unread_expert_bytes(((layer, lin, fmt.linear_weight_bytes(lin)) for layer in m.layers
-                                  for lin in layer.linears if lin.group not in skip), tokens)
+                                  for lin in layer.linears if not lin.kept(skip)), tokens)
     return sum(v for k, v in parts.items() if k not in ("embeddings", "lm_head", "vision")) + head - unread
 
 

@@ -54,6 +54,7 @@ from ..hardware import GpuSpec, Network
 from ..memory.training import offloaded_activation_bytes
 from ..model.spec import ModelSpec
 from ..scenario import Scenario
+from ..sharding import sharding_for
 from ..stacks import stack_for
 from ..tensors.layout import replicated_params, training_extra_params
 from ..tensors.state import attention_kernel, lora_targets, weight_format
@@ -118,7 +119,7 @@ def _optimizer_bytes_per_param(s: Scenario) -> float:
 def _fp8_gather(s: Scenario) -> bool:
     """Whether FSDP2 gathers the decoder's linear weights in float8: torchtitan's fp8-mixed over sharded data
     parallelism (``enable_fsdp_float8_all_gather``, on when the weights are sharded: ``dp_shard_enabled``)."""
-    return s.stack == "torchtitan" and s.precision == "fp8-mixed" and s.resolved_sharding == "zero3" and s.dp > 1
+    return stack_for(s).fp8_all_gather and s.precision == "fp8-mixed" and s.resolved_sharding == "zero3" and s.dp > 1
 
 
 def _sharded_weight_bytes(s: Scenario, m: ModelSpec) -> float:
@@ -225,12 +226,12 @@ def _micro_work(s: Scenario, m: ModelSpec, gpu: GpuSpec, dtype: str, tokens: int
     kernel = attention_kernel(s, m)
     act_bytes = oh.NVFP4_BYTES if dtype == "fp4" else 1.0 if dtype == "fp8" else \
         (4.0 if dtype in ("tf32", "fp32") else 2.0)
-    whole = s.stack == "torchtitan"  # its NoParallel down-projections run on every token (layout.replicated)
+    whole = stack_for(s).replicated_on_all_tokens  # MLA's down-projections on every token (layout.replicated)
     forward = linears_s(m, gpu, dtype, tokens, tp=tp, layers=share, act_bytes=act_bytes, weight_bytes=act_bytes,
                         whole=whole)
     # recomputation (the stack's checkpointing, its Recompute): the re-run linears' GEMMs; a selective policy
     # keeps attention's output and re-runs the element-wise ops and adapters, full checkpointing all of a layer
-    if s.stack == "megatron" and s.grad_checkpointing == "selective":  # core_attn: attention's forward again
+    if rc.attention:  # Megatron's core_attn recompute: attention's forward again, no linears
         again, attention_again, rest_again = 0.0, 1.0, 0.0
     elif rc.selective:
         again = linears_s(m, gpu, dtype, tokens, tp=tp, layers=share, act_bytes=act_bytes, weight_bytes=act_bytes,
@@ -281,7 +282,7 @@ def _dequant_and_casts_s(s: Scenario, m: ModelSpec, gpu: GpuSpec, dtype: str, to
             extra += cast / bandwidth(gpu)
             assumptions.append(f"prepare_model_for_kbit_training's fp32 parameters: fp32 activations between the "
                                f"linears and {cast / 2**30:.1f} GiB of dtype casts per micro-step")
-    if dtype == "fp8" and s.stack == "torchtitan":  # torchao's Float8Linear, compiled (.float8)
+    if dtype == "fp8" and stack_for(s).torchao_float8:  # torchao's Float8Linear, compiled (.float8)
         # the per-op policy keeps no fp8 tensor: its backward casts every input again
         again = 1.0 if rc.selective else rc.layers
         cast = torchao_cast_bytes(m, tokens, tp=s.tp, layers=1 / s.pp, again=again, fp8_weights=_fp8_gather(s))
@@ -318,7 +319,7 @@ def _upcast_cast_bytes(s: Scenario, m: ModelSpec, tokens: int) -> float:
 def _quantized_linears(s: Scenario, m: ModelSpec):
     """(linear, count of its layer kind) for the 4-bit linears of the base."""
     _, skip = weight_format(s, m)
-    return [(lin, c) for layer, c in m.layer_kinds() for lin in layer.linears if lin.group not in skip]
+    return [(lin, c) for layer, c in m.layer_kinds() for lin in layer.linears if not lin.kept(skip)]
 
 
 def _dequant_again_share(s: Scenario, m: ModelSpec, rc) -> float:
@@ -328,7 +329,7 @@ def _dequant_again_share(s: Scenario, m: ModelSpec, rc) -> float:
     _, skip = weight_format(s, m)
     params = sum(c * lin.weight_params for lin, c in _quantized_linears(s, m))
     return sum(c * lin.weight_params for layer, c in m.layer_kinds() for lin in layer.linears
-               if lin.group not in skip and lin.name in rc.linears[layer]) / max(params, 1)
+               if not lin.kept(skip) and lin.name in rc.linears[layer]) / max(params, 1)
 
 
 def _dequant_pass_s(s: Scenario, m: ModelSpec, gpu: GpuSpec, kern) -> float:
@@ -365,12 +366,12 @@ def _host_s(s: Scenario, m: ModelSpec, tokens: int, kern, rest_again: float) -> 
         modules = sum(c * lin.count for lin, c in _quantized_linears(s, m)) * share
         host += modules * oh.EAGER_OP_OVERHEAD_S * (kern.dequant_host_ops * (2 + again)
                                                      + kern.linear_4bit_host_ops * (1 + again))
-    if s.stack in ("hf", "axolotl", "pytorch", "unsloth"):  # transformers' Python loop over the experts hit
+    if stack_for(s).experts_loop:  # transformers' Python loop over the experts hit
         host += expert_loop_s(m, tokens, layers=share) * (1 + rest_again + oh.BACKWARD_OPS_RATIO)
-    deepspeed_zero3 = s.sharded_by == "deepspeed" and s.resolved_sharding == "zero3"
-    if deepspeed_zero3:
-        host += layers_here * (2 + stack_for(s).recompute(s, m).layers) * oh.ZERO3_HOOK_S_PER_LAYER_PASS
-    return host, deepspeed_zero3
+    hook_s = sharding_for(s).hook_s(s)  # DeepSpeed ZeRO-3's module hooks, each layer and pass
+    if hook_s:
+        host += layers_here * (2 + stack_for(s).recompute(s, m).layers) * hook_s
+    return host, bool(hook_s)
 
 
 class _Comms:
@@ -435,7 +436,7 @@ class _Comms:
         coalesced all-reduce; the norms' gradients, a few MB, are not counted). torchtitan's ranks compute those
         gradients whole from the gathered input: nothing to sum."""
         s, m = self.s, self.m
-        if s.tp <= 1 or s.stack != "megatron" or s.method != "full":
+        if s.tp <= 1 or not stack_for(s).sums_replicated_grads or s.method != "full":
             return 0.0
         stage = m.layers[:math.ceil(m.num_layers / s.pp)]
         return all_reduce_s(4.0 * replicated_params(stage), s.tp, self.intra) if replicated_params(stage) else 0.0
@@ -444,11 +445,10 @@ class _Comms:
         """(ZeRO-3's gathers and ZeRO-2/3's reduce-scatters per micro-step, the step's gradient sync), each the
         part its pass does not hide."""
         s, m = self.s, self.m
-        sharding, dp = s.resolved_sharding, s.dp
-        grad_bytes = 2.0 if s.sharded_by == "deepspeed" else (4.0 if s.precision.endswith("mixed") else 2.0)
-        grads = _rank_trainable(s, m) * grad_bytes
+        sharding, dp, holder = s.resolved_sharding, s.dp, sharding_for(s)
+        grads = _rank_trainable(s, m) * holder.reduced_grad_bytes(s)
         gather = reduce = sync = 0.0
-        if sharding == "zero3" and dp > 1 and s.pp > 1 and s.sharded_by == "fsdp2":
+        if sharding == "zero3" and dp > 1 and s.pp > 1 and holder.gathers_once_under_pp:
             # FSDP2 under torch.distributed.pipelining: torchtitan keeps a stage's weights gathered after the
             # forward when PP is on (apply_fsdp, reshard_after_forward = not pp_enabled) and the pipeline stage
             # turns off resharding after backward and gradient sync for every micro-batch, reducing once after the
@@ -460,7 +460,7 @@ class _Comms:
             return gather, reduce, sync
         if sharding == "zero3" and dp > 1:
             g = self.all_gather_s(_sharded_weight_bytes(s, m))
-            hide = oh.ZERO3_GATHER_OVERLAP if s.sharded_by == "deepspeed" else oh.DP_OVERLAP
+            hide = holder.gather_overlap
             gather = max(0.0, g - hide * forward_time) + max(0.0, g - hide * backward_time)
         if sharding in ("zero2", "zero3") and dp > 1:
             reduce = max(0.0, self.all_gather_s(grads) - oh.DP_OVERLAP * backward_time)
@@ -489,7 +489,7 @@ def _offload_s(s: Scenario, m: ModelSpec, forward_time: float, backward_time: fl
         copy = _sharded_weight_bytes(s, m) / s.dp / comm.pcie
         gather = comm.all_gather_s(_sharded_weight_bytes(s, m)) if s.resolved_sharding == "zero3" and s.dp > 1 \
             else 0.0
-        hide = oh.ZERO3_GATHER_OVERLAP if s.sharded_by == "deepspeed" else oh.DP_OVERLAP
+        hide = sharding_for(s).gather_overlap
         again = stack_for(s).recompute(s, m).layers  # the recomputation fetches the weights once more
         for passes, pass_s in ((1, forward_time), (1 + again, backward_time + again * forward_time)):
             offload += max(0.0, passes * (copy + gather) - hide * pass_s) - max(0.0, passes * gather - hide * pass_s)

@@ -21,6 +21,7 @@ from .native import chunked_loss
 
 class Axolotl(Hf):
     name = "axolotl"
+    offloads_activations = True  # activation_offloading: its port of torchtune's OffloadActivations
 
     def fused(self, s: Scenario) -> bool:
         return True  # the Liger plugin's RMSNorm and SwiGLU kernels, whatever the loss

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from typing import Any
 
 from .. import overheads as oh
 from ..model.layers import Layer
@@ -45,6 +46,7 @@ class Recompute:
 
     layers: float = 0.0
     linears: Mapping[Layer, frozenset[str]] | None = None
+    attention: bool = False  # the attention kernel's forward is re-run too (Megatron's selective: core_attn)
 
     @property
     def selective(self) -> bool:
@@ -59,6 +61,7 @@ class State:
     gradients: float = 0.0
     optimizer: float = 0.0
     step_extra: float = 0.0  # e.g. DeepSpeed's fp32 gradient partition made at the step
+    master: float = 0.0  # of the weights, DeepSpeed's fp32 master partition (offloaded with the optimizer)
     cpu: float = 0.0
     trainable: int = 0
     state_bytes: int = 4  # bytes per optimizer-state element
@@ -82,6 +85,27 @@ class Stack:
     sizes_from_free_memory = False
     # the model-parallel splits the stack runs itself and its launch files set ("tp", "pp"): the Trainer has none
     model_parallel: tuple[str, ...] = ()
+    # what it shards with over several GPUs (gpuplan.scenario.stacks refuses the others; recommend searches these):
+    # the Trainer runs DDP or DeepSpeed ZeRO (fsdp is the same state as zero3)
+    shardings: tuple[str, ...] = ("ddp", "zero2", "zero3")
+    # it can add activation offloading to its defaults (a variant recommend tries)
+    offloads_activations = False
+    # its own switches recommend tries beside the common variants, as (words, change) pairs
+    switches: tuple[tuple[tuple[str, ...], Mapping[str, Any]], ...] = ()
+    # its memory is its own model of each rank's buffers (gpuplan.memory.megatron), not the sharding's
+    own_memory = False
+    # MoE experts run as transformers' Python loop over the experts a batch hits (the speed model's host time)
+    experts_loop = True
+    # under TP, MLA's whole down-projections (tensors/layout.replicated) multiply every token of the step
+    # (torchtitan's NoParallel on the gathered input), not the rank's 1/tp of them under sequence parallelism
+    replicated_on_all_tokens = False
+    # under TP, the gradients of those whole weights are summed over the TP group once a step (Megatron-Core's
+    # finalize_model_grads)
+    sums_replicated_grads = False
+    # fp8-mixed runs torchao's compiled Float8Linear (its casts priced by gpuplan.speed.float8), and FSDP2 gathers
+    # the decoder's linear weights in float8 (torchtitan's enable_fsdp_float8_all_gather)
+    torchao_float8 = False
+    fp8_all_gather = False
 
     # -- what it stores ----------------------------------------------------------------------------------
     def base_format(self, s: Scenario, m: ModelSpec) -> tuple[Format, tuple[str, ...]]:
@@ -91,6 +115,10 @@ class Stack:
         if s.method == "qlora" or (s.method == "lora" and s.quant not in (None, "none")):
             return weight_format(s, m)
         return make_format("none", high_bytes=s.compute_bytes), ("router",)
+
+    def seq_len_step(self, s: Scenario) -> int:
+        """The sequence lengths the stack runs are multiples of this (1: any)."""
+        return 1
 
     def fp32_upcast(self, s: Scenario) -> bool:
         """peft's prepare_model_for_kbit_training: the non-4-bit parameters of a bitsandbytes model become fp32."""

@@ -267,6 +267,15 @@ class Megatron(Stack):
 
     name = "megatron"
     model_parallel = ("tp", "pp")  # --tensor-model-parallel-size, --pipeline-model-parallel-size
+    shardings = ("ddp", "zero1")  # DDP, or its distributed optimizer
+    experts_loop = False  # its MoE layer runs grouped GEMMs
+    own_memory = True  # gpuplan.memory.megatron: whole buffers per rank (rank_state)
+    sums_replicated_grads = True  # finalize_model_grads _allreduce_non_tensor_model_parallel_grads
+
+    def seq_len_step(self, s: Scenario) -> int:
+        """Context parallelism cuts each sequence into 2·cp chunks and sequence parallelism splits a rank's share
+        over tp (:func:`gpuplan.plan.refusals.check_megatron`): multiples of 2 x cp x tp where either is on."""
+        return 2 * s.cp * s.tp if s.tp * s.cp > 1 else 1
 
     def recompute(self, s: Scenario, m: ModelSpec) -> Recompute:
         """``full`` re-runs every layer's forward; ``selective`` re-runs core attention only (the speed model
@@ -274,7 +283,7 @@ class Megatron(Stack):
         if s.grad_checkpointing == "full":
             return Recompute(layers=1.0)
         if s.grad_checkpointing == "selective":
-            return Recompute(linears={layer: frozenset() for layer, _ in m.layer_kinds()})
+            return Recompute(linears={layer: frozenset() for layer, _ in m.layer_kinds()}, attention=True)
         return Recompute()
 
     def extras(self, s: Scenario, m: ModelSpec, shard: float) -> dict[str, float]:

@@ -66,7 +66,10 @@ def chunked_loss(m: ModelSpec, setup: act.ActivationSetup, chunks: int, *, compi
 
 
 class OpSelective(Stack):
-    """A stack whose ``grad_checkpointing: selective`` is torchtitan's per-op policy."""
+    """A stack whose ``grad_checkpointing: selective`` is torchtitan's per-op policy, over its own models (grouped
+    experts, no Python loop over them)."""
+
+    experts_loop = False
 
     def selective(self, layer, m: ModelSpec, setup: act.ActivationSetup) -> float:
         return op_sac_bytes(layer, m, setup)

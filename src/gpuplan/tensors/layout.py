@@ -53,7 +53,7 @@ def replicated_bytes(s: Scenario, layers: Iterable[Layer], fmt: Format, skip: tu
     split = s.attention_tp
     if split <= 1 or fmt.name.startswith("gguf-"):
         return 0.0
-    total = sum(lin.weight_params * fmt.high_bytes if lin.group in skip else fmt.linear_weight_bytes(lin)
+    total = sum(lin.weight_params * fmt.high_bytes if lin.kept(skip) else fmt.linear_weight_bytes(lin)
                 for layer in layers for lin in layer.linears if replicated(layer, lin))
     return total * (1 - 1 / split)
 
@@ -78,6 +78,15 @@ def training_extra_params(s: Scenario, layers: Iterable[Layer]) -> float:
     input gathered whole. Megatron's own local (non-Transformer-Engine) layer spec splits them column-wise; gpuplan
     models its Transformer Engine layers. R1 at TP 8: 61 x 15,138,816 x 7/8 = 808,034,304 parameters."""
     return replicated_params(layers) * (1 - 1 / s.tp) if s.tp > 1 else 0.0
+
+
+def layer_params_per_rank(s: Scenario, layer: Layer) -> float:
+    """Parameters of one decoder layer that one tensor-parallel training rank holds, as a sharding gathers the
+    layer whole on it (an FSDP unit, a ZeRO-3 gathered layer): its linears split over ``tp``, its norms whole
+    (sequence parallelism replicates them: torchtitan ``SequenceParallel``, Megatron's layer norms) and the
+    :func:`replicated` linears whole (:func:`training_extra_params`). Pipeline parallelism splits the layers between
+    stages, never a layer."""
+    return (layer.params - layer.norm_params) / s.tp + layer.norm_params + training_extra_params(s, [layer])
 
 
 def replicated_attention_bytes(s: Scenario, parts: dict[str, float], layer_share: float = 1.0) -> float:

@@ -7,7 +7,8 @@ Model-state bytes follow ZeRO (Rajbhandari et al. 2020, section 3) and DeepSpeed
 from __future__ import annotations
 
 from .. import overheads as oh
-from ..model.quant import Format, make_format
+from ..model.checkpoints import excluded_modules
+from ..model.quant import Format, excluded_groups, make_format
 from ..model.spec import ModelSpec
 from ..scenario import Scenario
 from . import activations as act
@@ -15,7 +16,10 @@ from . import activations as act
 
 # ---- weights ---------------------------------------------------------------------------------------
 def weight_format(s: Scenario, m: ModelSpec) -> tuple[Format, tuple[str, ...]]:
-    """The storage of the model's linear weights for this scenario, and the groups left unquantized."""
+    """The storage of the model's linear weights for this scenario, and the groups left unquantized: a checkpoint's
+    own (``modules_to_not_convert``, ``ignore``) as shipped, or those of the checkpoint its publishers ship in the
+    asked format (``--quant nvfp4``: NVIDIA's Model Optimizer checkpoints, :mod:`gpuplan.model.checkpoints`) when
+    serving; the routers always."""
     high = s.compute_bytes
     if s.task == "train" and s.method == "qlora":
         return make_format(s.quant or "nf4", high_bytes=high), ("router",)
@@ -23,7 +27,21 @@ def weight_format(s: Scenario, m: ModelSpec) -> tuple[Format, tuple[str, ...]]:
         fmt, skip = m.shipped_format()
         return make_format(fmt.name, high_bytes=high, double_quant=fmt.double_quant, group_size=fmt.group_size,
                            fp8_block=fmt.fp8_block), (*skip, "router")
-    return make_format(s.quant, high_bytes=high), ("router",)
+    kept = served_checkpoint_kept(m, s.quant) if s.task != "train" else None
+    return make_format(s.quant, high_bytes=high), tuple(dict.fromkeys((*(kept or ()), "router")))
+
+
+def served_checkpoint_kept(m: ModelSpec, quant: str) -> tuple[str, ...] | None:
+    """The groups the checkpoint served in ``quant`` leaves in 16 bits: the model's own where it is a Model
+    Optimizer checkpoint in that format (``quant_method: modelopt``), else those of the checkpoint its publishers
+    ship in it (NVIDIA's NVFP4 ones, :mod:`gpuplan.model.checkpoints`); None where neither is known."""
+    method = str((m.quantization or {}).get("quant_method", "")).lower()
+    if method == "modelopt" and m.shipped_format()[0].name == quant:
+        return m.shipped_format()[1]
+    published = excluded_modules(m.name, quant)
+    if published is None:
+        return None
+    return excluded_groups(published, m.num_layers, m.linear_names(), m.group_layers())
 
 
 # peft >= 0.18 on transformers 5 rewrites ``all-linear`` for the MoE families that transformers maps to Mixtral's

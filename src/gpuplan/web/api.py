@@ -414,6 +414,8 @@ class CapacityRequest(RequestBody):
     attention_dp: bool = False
     chunked_prefill: bool | None = Field(default=None, description="the engine's chunked-prefill switch (the "
                                          "scenario field); null: its own default by release")
+    async_scheduling: bool | None = Field(default=None, description="vLLM's async-scheduling switch (the scenario "
+                                          "field); null: the release's own default (on from 0.14)")
     top: int = Field(default=4, ge=1, le=6, description="setups simulated")
 
 

@@ -58,7 +58,9 @@ function boxValue(el) {
 }
 
 const num = (x, digits = 2) => x.toLocaleString("en-US", {minimumFractionDigits: digits, maximumFractionDigits: digits});
-const usd = (x) => "$" + (x >= 100 ? num(x, 0) : x >= 1 ? num(x, 2) : num(x, 3));
+// gpuplan.result.usd_amount: below a tenth of a cent, two significant digits ($0.00045, not $0.000)
+const usd = (x) => "$" + (x >= 100 ? num(x, 0) : x >= 1 ? num(x, 2) : x > 0 && x < 0.001 ?
+  num(x, 1 - Math.floor(Math.log10(x))) : num(x, 3));
 // tokens/s: whole from 10 up, two significant digits below (not "0" for a model run from system RAM; cli/estimate.py)
 const rate = (x) => (x >= 10 ? num(x, 0) : x.toLocaleString("en-US", {maximumSignificantDigits: 2}));
 
@@ -485,7 +487,7 @@ function renderMemory(r) {
     rows.push(numberRow("memory.headroom_gib", "headroom", (m.headroom_gib >= 0 ? "+" : "") + num(m.headroom_gib) +
       " GiB", m.headroom_gib));
   }
-  if (m.cpu_gib) rows.push(h("p", {class: "hint"}, `CPU memory for offloaded states: ${num(m.cpu_gib, 1)} GiB`));
+  if (m.cpu_gib) rows.push(h("p", {class: "hint"}, `CPU memory for offloaded states: ${num(m.cpu_gib, m.cpu_gib < 1 ? 2 : 1)} GiB`));
   $("#memrows").replaceChildren(...rows);
 }
 
