@@ -800,7 +800,7 @@ SPEED_SPREAD = {"train": (-0.19, 0.12), "decode": (-0.03, 0.16)}
 # (bench/results/bands.md). A plan on a maker missing here takes its engine's NVIDIA band, widened; an engine and
 # class missing here is uncalibrated: no bench measures it.
 DECODE_BANDS: dict[tuple[str, str, str], tuple[float, float, int, str]] = {
-    ("vllm", "dense", "NVIDIA"): (-0.10, 0.13, 37, "Llama-2 7B/70B, CodeLlama-34B, Llama-3.1-8B, Qwen2.5 1.5B-72B and "
+    ("vllm", "dense", "NVIDIA"): (-0.10, 0.12, 37, "Llama-2 7B/70B, CodeLlama-34B, Llama-3.1-8B, Qwen2.5 1.5B-72B and "
                                  "Qwen3 0.6B/1.7B serving and decode runs (bench/results/bands.md)"),
     ("vllm", "MoE", "NVIDIA"): (-0.07, 0.04, 12, "Mixtral-8x7B, Qwen3-30B-A3B and Nemotron-3-Nano serving runs; no "
                                "DeepSeek or gpt-oss TPOT (bench/results/bands.md)"),
@@ -808,7 +808,7 @@ DECODE_BANDS: dict[tuple[str, str, str], tuple[float, float, int, str]] = {
     ("sglang", "MoE", "NVIDIA"): (-0.32, 0.16, 39, "DeepSeek-R1 on 8 H200, B200 or B300: InferenceX's SGLang 0.5 runs "
                                   "-10% to +19%, dstack's 0.4.3.post2 runs with DP attention -21% to -64% "
                                   "(bench/results/bands.md)"),
-    ("sglang", "MoE", "AMD"): (-0.35, 0.17, 8, "DeepSeek-R1 on 8 MI300X (dstack, SGLang 0.4.2.post4: -25% to -44%) "
+    ("sglang", "MoE", "AMD"): (-0.36, 0.17, 8, "DeepSeek-R1 on 8 MI300X (dstack, SGLang 0.4.2.post4: -26% to -45%) "
                                "and 8 MI325X (InferenceX, 0.5.19: +16% and +19%) (bench/results/bands.md)"),
     ("trtllm", "dense", "NVIDIA"): (-0.12, 0.08, 164, "NVIDIA's trtllm-bench tables, Llama 3.x 8B-405B "
                                     "(bench/results/bands.md)"),
