@@ -757,7 +757,8 @@ INFINITY_FABRIC_EFFICIENCY = 0.75
 # concurrency 4, 16, 64 against H200 (v0.5.12, PR #3173) at the same concurrency, by bisection so that the median
 # error of the predicted AMD / NVIDIA TPOT ratio is zero (bench/serving/rocm_share.py; concurrency 8 and 32 held
 # out). MI325X's 6.0 TB/s against H200's 4.8 decoded 1.7x slower at 4 requests: 2.1x per byte of bandwidth.
-ROCM_DECODE_SLOWDOWN = 1.67  # 1.90 before the SGLang DeepSeek kernel count and fused all-reduce (issue 31)
+# 1.67 before session 9's step-model changes; 1.90 before the SGLang DeepSeek kernel count and fused all-reduce
+ROCM_DECODE_SLOWDOWN = 1.70
 # ... and about the largest held-out error of the AMD / NVIDIA TPOT ratio it gives, added to each side of an AMD
 # plan's band
 ROCM_BAND = 0.11
@@ -808,8 +809,8 @@ DECODE_BANDS: dict[tuple[str, str, str], tuple[float, float, int, str]] = {
     ("sglang", "MoE", "NVIDIA"): (-0.32, 0.16, 39, "DeepSeek-R1 on 8 H200, B200 or B300: InferenceX's SGLang 0.5 runs "
                                   "-10% to +19%, dstack's 0.4.3.post2 runs with DP attention -21% to -64% "
                                   "(bench/results/bands.md)"),
-    ("sglang", "MoE", "AMD"): (-0.36, 0.17, 8, "DeepSeek-R1 on 8 MI300X (dstack, SGLang 0.4.2.post4: -26% to -45%) "
-                               "and 8 MI325X (InferenceX, 0.5.19: +16% and +19%) (bench/results/bands.md)"),
+    ("sglang", "MoE", "AMD"): (-0.35, 0.19, 8, "DeepSeek-R1 on 8 MI300X (dstack, SGLang 0.4.2.post4: -25% to -44%) "
+                               "and 8 MI325X (InferenceX, 0.5.19: +18% and +21%) (bench/results/bands.md)"),
     ("trtllm", "dense", "NVIDIA"): (-0.12, 0.08, 164, "NVIDIA's trtllm-bench tables, Llama 3.x 8B-405B "
                                     "(bench/results/bands.md)"),
     ("trtllm", "MoE", "NVIDIA"): (-0.16, 0.09, 47, "NVIDIA's trtllm-bench tables on one GPU (GB200, H100, H200, "
