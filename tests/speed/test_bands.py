@@ -108,3 +108,12 @@ def test_a_maker_without_a_band_takes_nvidias_widened():
     assert sp.band.endswith("(widened: other vendor)")
     assert sp.tokens_per_s_high == pytest.approx(sp.tokens_per_s * (1 + (high + oh.ROCM_BAND) * widen))
     assert sp.tokens_per_s_low == pytest.approx(sp.tokens_per_s * (1 + (low - oh.ROCM_BAND) * widen))
+
+
+def test_the_rocm_share_is_what_its_bench_fitted():
+    """overheads.ROCM_DECODE_SLOWDOWN is the factor bench/serving/rocm_share.py last fitted (its results file says
+    both; session 9 found them apart, 1.70 fitted against 1.67 held)."""
+    text = (BENCH / "results" / "rocm_share.md").read_text()
+    fitted = re.search(r"Fitted ROCM_DECODE_SLOWDOWN = ([\d.]+)", text)
+    held = re.search(r"gpuplan/overheads.py holds ([\d.]+)", text)
+    assert fitted and held and float(fitted[1]) == float(held[1]) == oh.ROCM_DECODE_SLOWDOWN
