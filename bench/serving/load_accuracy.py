@@ -208,6 +208,11 @@ NOTES = """What the misses say, row by row:
   step; TPOT 68.8 ms with the prompt chunks) came near the measured 61 ms, which the overlapped loop (TPOT 48.2 ms)
   can reach only if the GPU's own work is ~13 ms a step longer (or the prompt chunks that share those steps cost more:
   the too-fast FP8 prompt steps above). Nothing was fitted to close it.
+  s9-hybrid: the trace had read each MoE layer's shared expert and router as attention (Nemotron-H calls every
+  layer's module `mixer`); they are now the MLP and the router, so each MoE layer launches the shared expert's
+  kernels (`MOE_KERNELS_PER_LAYER`) and the router stays 16-bit under FP8 (vLLM's `GateLinear`); and a decode
+  step's MoE kernels are counted on the 23 expert layers only, not on all 52. This row: TTFT -31.9 % -> -30.8 %
+  (1,061 ms), TPOT -21.0 % -> -20.3 % (48.7 ms), requests/s +27.6 % -> +26.4 % (19.5).
 - **Offline at a large batch: Llama-3.1-405B FP8 on 8 H100s under vLLM 0.6.3 (dstack's `benchmark_throughput.py`
   runs, 15 rows, requests/s only).** Built as vLLM 0.6.3 runs them: the LLM class's V0 engine, `max_num_seqs`
   256, chunked prefill on past 32,768 tokens of context (512 tokens a step before 0.6.5), a prompt admitted only

@@ -758,7 +758,8 @@ INFINITY_FABRIC_EFFICIENCY = 0.75
 # concurrency 4, 16, 64 against H200 (v0.5.12, PR #3173) at the same concurrency, by bisection so that the median
 # error of the predicted AMD / NVIDIA TPOT ratio is zero (bench/serving/rocm_share.py; concurrency 8 and 32 held
 # out). MI325X's 6.0 TB/s against H200's 4.8 decoded 1.7x slower at 4 requests: 2.1x per byte of bandwidth.
-ROCM_DECODE_SLOWDOWN = 1.67  # 1.90 before the SGLang DeepSeek kernel count and fused all-reduce (issue 31)
+# 1.67 before session 9's step-model changes; 1.90 before the SGLang DeepSeek kernel count and fused all-reduce
+ROCM_DECODE_SLOWDOWN = 1.70
 # ... and about the largest held-out error of the AMD / NVIDIA TPOT ratio it gives, added to each side of an AMD
 # plan's band
 ROCM_BAND = 0.11
@@ -801,7 +802,7 @@ SPEED_SPREAD = {"train": (-0.19, 0.12), "decode": (-0.03, 0.16)}
 # (bench/results/bands.md). A plan on a maker missing here takes its engine's NVIDIA band, widened; an engine and
 # class missing here is uncalibrated: no bench measures it.
 DECODE_BANDS: dict[tuple[str, str, str], tuple[float, float, int, str]] = {
-    ("vllm", "dense", "NVIDIA"): (-0.10, 0.13, 37, "Llama-2 7B/70B, CodeLlama-34B, Llama-3.1-8B, Qwen2.5 1.5B-72B and "
+    ("vllm", "dense", "NVIDIA"): (-0.10, 0.12, 37, "Llama-2 7B/70B, CodeLlama-34B, Llama-3.1-8B, Qwen2.5 1.5B-72B and "
                                  "Qwen3 0.6B/1.7B serving and decode runs (bench/results/bands.md)"),
     ("vllm", "MoE", "NVIDIA"): (-0.07, 0.04, 12, "Mixtral-8x7B, Qwen3-30B-A3B and Nemotron-3-Nano serving runs; no "
                                "DeepSeek or gpt-oss TPOT (bench/results/bands.md)"),
@@ -809,8 +810,8 @@ DECODE_BANDS: dict[tuple[str, str, str], tuple[float, float, int, str]] = {
     ("sglang", "MoE", "NVIDIA"): (-0.32, 0.16, 39, "DeepSeek-R1 on 8 H200, B200 or B300: InferenceX's SGLang 0.5 runs "
                                   "-10% to +19%, dstack's 0.4.3.post2 runs with DP attention -21% to -64% "
                                   "(bench/results/bands.md)"),
-    ("sglang", "MoE", "AMD"): (-0.35, 0.17, 8, "DeepSeek-R1 on 8 MI300X (dstack, SGLang 0.4.2.post4: -25% to -44%) "
-                               "and 8 MI325X (InferenceX, 0.5.19: +16% and +19%) (bench/results/bands.md)"),
+    ("sglang", "MoE", "AMD"): (-0.35, 0.19, 8, "DeepSeek-R1 on 8 MI300X (dstack, SGLang 0.4.2.post4: -25% to -44%) "
+                               "and 8 MI325X (InferenceX, 0.5.19: +18% and +21%) (bench/results/bands.md)"),
     ("trtllm", "dense", "NVIDIA"): (-0.12, 0.08, 164, "NVIDIA's trtllm-bench tables, Llama 3.x 8B-405B "
                                     "(bench/results/bands.md)"),
     ("trtllm", "MoE", "NVIDIA"): (-0.16, 0.09, 47, "NVIDIA's trtllm-bench tables on one GPU (GB200, H100, H200, "

@@ -155,3 +155,12 @@ def test_a_latency_bound_plan_names_all_reduces_only_where_it_has_them():
     tp = estimate({"model": "qwen3-next-80b", "task": "infer", "engine": "vllm", "gpu": "h100", "num_gpus": 2},
                   advise=False).speed
     assert tp.communication_s > 0 and tp.bound == "latency (per-layer kernels and all-reduces)"
+
+
+def test_the_rocm_share_is_what_its_bench_fitted():
+    """overheads.ROCM_DECODE_SLOWDOWN is the factor bench/serving/rocm_share.py last fitted (its results file says
+    both; session 9 found them apart, 1.70 fitted against 1.67 held)."""
+    text = (BENCH / "results" / "rocm_share.md").read_text()
+    fitted = re.search(r"Fitted ROCM_DECODE_SLOWDOWN = ([\d.]+)", text)
+    held = re.search(r"gpuplan/overheads.py holds ([\d.]+)", text)
+    assert fitted and held and float(fitted[1]) == float(held[1]) == oh.ROCM_DECODE_SLOWDOWN

@@ -86,3 +86,15 @@ def test_decode_moves_the_recurrent_state_twice_per_sequence():
     dense = load_model("llama-3.1-8b")
     assert step_model(scenario_from({"model": "llama-3.1-8b", "task": "infer", "engine": "vllm", "gpu": "h200"}),
                       dense, gpu).state_s_per_seq == 0.0
+
+
+def test_moe_kernels_only_on_the_expert_layers():
+    """A decode step launches the MoE layer's kernels (routing, align, grouped GEMMs, the shared expert's adds:
+    overheads.MOE_KERNELS_PER_LAYER, 16) on Nemotron-3-Nano's 23 expert layers, not on its 23 Mamba and 6
+    attention layers: 7 + 16 x 23 / 52 = 14.08 non-GEMM kernels a layer on average (23.0 when all 52 paid them)."""
+    from gpuplan.scenario import scenario_from
+    from gpuplan.speed.inference import step_timer
+
+    s = scenario_from({"model": NANO, "task": "infer", "engine": "vllm", "gpu": "h200", "quant": "fp8"})
+    timer = step_timer(s, load_model(NANO), load_gpu("h200"))
+    assert timer._kernels_per_layer() == pytest.approx(7 + 16 * 23 / 52, rel=1e-12)

@@ -95,3 +95,41 @@ def test_every_engine_reads_the_replicated_down_projection_whole_each_decode_ste
     extra = 61 * 7168 * (1536 + 576) * 7 / 8
     assert extra == 808_034_304
     assert whole - split == pytest.approx(extra / timer._stream_bps, rel=0.02)
+
+
+# NVIDIA-Nemotron-3-Nano-30B-A3B (bundled config): hidden 2,688; hybrid_override_pattern of 23 Mamba-2 layers (M),
+# 23 MoE layers (E) and 6 attention layers (*)
+NANO = "nvidia/NVIDIA-Nemotron-3-Nano-30B-A3B-BF16"
+H = 2688
+# Mamba-2 mixer: in_proj 2,688 -> 2 x 4,096 + 2 x 8 x 128 + 64 = 10,304; out_proj 4,096 -> 2,688; the causal conv
+# over 6,144 channels (4 taps + bias) and A_log, D, dt_bias (64 each) = 30,912; attention: q 4,096, k and v 256 each
+NANO_MIXERS = 23 * (H * 10304 + 4096 * H + 30912) + 6 * (H * 4096 + 2 * H * 256 + 4096 * H)
+NANO_SHARED = 23 * 2 * H * 3712  # the shared expert: up_proj 2,688 -> 3,712, relu2, down_proj back
+NANO_ROUTED = 23 * (128 * H + 128 * 2 * H * 1856)  # the router (2,688 -> 128) and 128 experts of width 1,856
+
+
+def test_nemotron_h_shared_experts_and_router_are_not_attention():
+    """Nemotron-H names every layer's module ``mixer`` (transformers' modeling_nemotron_h.py: NemotronHMoE on its
+    ``E`` layers), so the trace read the shared expert and the router as attention. Counted by hand they are the
+    MLP and the experts: 1,031,354,688 attention parameters (Mamba-2 and attention mixers), 458,981,376 in the
+    shared experts, 29,382,721,536 routed, 31,577,937,344 in all (the real class on the meta device)."""
+    m = load_model(NANO)
+    parts = m.params_breakdown()
+    assert (parts["attention"], parts["mlp"], parts["experts"]) == (NANO_MIXERS, NANO_SHARED, NANO_ROUTED)
+    assert NANO_MIXERS == 1_031_354_688 and m.params_total == 31_577_937_344
+    groups = {lin.name: lin.group for lin in m.layers[1].linears if lin.count == 1}
+    assert groups == {"gate": "router", "up_proj": "shared_experts", "down_proj": "shared_experts"}
+
+
+def test_nemotron_3_nano_weights_per_gpu_at_tp2_by_hand():
+    """BF16 over 2 GPUs: 31,577,937,344 parameters x 2 B / 2 = 31,577,937,344 B each. Under SGLang's attention
+    data parallelism each GPU also holds the other half of the mixers (Mamba-2 and attention), 1,031,354,688 x 2 B
+    x 1/2, but not of the shared experts and router (split over TP 2: vLLM's and SGLang's NemotronHMoE build the
+    shared expert as a column- then row-parallel MLP), which the trace had counted as attention (466,894,848 B more)."""
+    m = load_model(NANO)
+    s = scenario_from({"model": NANO, "task": "infer", "gpu": "h100", "num_gpus": 2, "tp": 2, "engine": "sglang",
+                       "prompt_tokens": 1024, "output_tokens": 256})
+    fmt, skip = weight_format(s, m)
+    assert weights_per_gpu(s, m, fmt, skip) == 31_577_937_344
+    dp = s.model_copy(update={"attention_dp": True})
+    assert weights_per_gpu(dp, m, fmt, skip) == 31_577_937_344 + NANO_MIXERS

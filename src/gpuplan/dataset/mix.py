@@ -19,7 +19,7 @@ from dataclasses import replace
 TIME_BINS = 6  # batch lengths at which the step is timed for padded batches
 PER_TOKEN = ("gemm", "elementwise", "lora_adapters", "tensor_parallel", "activation_offload")
 # the parts :attr:`~gpuplan.speed.Speed.compute_s` counts (speed/training.py: the micro-steps' busy time)
-BUSY = ("gemm", "attention", "elementwise", "lora_adapters", "dequant_and_casts", "host_overhead")
+BUSY = ("gemm", "attention", "ssm_scan", "elementwise", "lora_adapters", "dequant_and_casts", "host_overhead")
 
 
 def _bins(dist: tuple[tuple[int, float], ...], n: int) -> list[tuple[int, float]]:

@@ -258,6 +258,23 @@ def mamba2_shape(config: dict[str, Any], h: int) -> dict[str, int] | None:
             "chunk": int(c.get("mamba_chunk_size", "chunk_size", default=MAMBA2_CHUNK))}
 
 
+DELTANET_CHUNK = 64  # fla's chunk_gated_delta_rule_fwd: chunk_local_cumsum(g, chunk_size=64) and 64-token tiles
+
+
+def deltanet_shape(config: dict[str, Any]) -> dict[str, int] | None:
+    """The sizes of a Gated DeltaNet mixer the chunked delta rule works on, from the keys :func:`_deltanet` reads:
+    ``k_heads`` and ``v_heads`` (queries and keys are repeated to the value heads before the kernel: transformers'
+    Qwen3NextGatedDeltaNet.forward ``repeat_interleave``), ``k_dim``, ``v_dim``, ``conv`` (the channels of the causal
+    convolution, ``2 k_heads k_dim + v_heads v_dim``) and ``chunk``; None without ``linear_num_value_heads``."""
+    c = _text(config)
+    vh = c.get("linear_num_value_heads")
+    if not vh:
+        return None
+    kh, kd, vd = c.need("linear_num_key_heads"), c.need("linear_key_head_dim"), c.need("linear_value_head_dim")
+    return {"k_heads": int(kh), "v_heads": int(vh), "k_dim": int(kd), "v_dim": int(vd),
+            "conv": int(2 * kh * kd + vh * vd), "chunk": DELTANET_CHUNK}
+
+
 def _mlp(h: int, i: int, *, bias: bool, group: str = "mlp", count: int = 1, fused: bool = False) -> tuple[Linear, ...]:
     plain = group != "experts"  # experts are fused 3-D parameters in transformers 5
     if fused:  # Granite: gate and up in one input_linear

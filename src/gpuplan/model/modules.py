@@ -16,6 +16,9 @@ TOWER_WORDS = ("vision", "visual", "image", "audio", "speech", "multi_modal", "m
 MLP_WORDS = ("mlp", "ffn", "feed_forward", "moe", "expert", "router")
 MLP_LEAVES = ("fc1", "fc2", "fc_in", "fc_out", "c_fc", "w1", "w2", "w3", "gate_proj", "up_proj", "down_proj",
               "gate_up_proj", "dense_h_to_4h", "dense_4h_to_h", "wi", "wo")
+# a layer's child whose class is an MLP or a mixture of experts, whatever its attribute is called (Nemotron-H's
+# ``mixer`` is NemotronHMoE or NemotronHMLP on its expert and MLP layers: modeling_nemotron_h.py, MIXER_TYPES)
+MLP_CLASS = re.compile(r"(MLP|Mlp|MoE|Moe|MoeBlock|FeedForward|Experts?)$")
 
 # ---- the decoder layers ----------------------------------------------------------------------------------
 def decoder_layers(model, n: int | None):
@@ -40,11 +43,13 @@ def is_tower(path: str) -> bool:
     return any(word in part for part in path.lower().split(".") for word in TOWER_WORDS)
 
 
-def _in_mlp(path: str) -> bool:
-    """Whether a module of a decoder layer belongs to its MLP: under ``mlp``, ``feed_forward``, ``moe``...,
-    or a feed-forward projection that is a direct child of the layer (OPT's ``fc1``)."""
+def _in_mlp(path: str, mlp_children: set[str]) -> bool:
+    """Whether a module of a decoder layer belongs to its MLP: under ``mlp``, ``feed_forward``, ``moe``..., under
+    a child whose class is an MLP or MoE (``mlp_children``: Nemotron-H's ``mixer``), or a feed-forward projection
+    that is a direct child of the layer (OPT's ``fc1``)."""
     parts = path.lower().split(".")
-    return any(word in parts[0] for word in MLP_WORDS) or (len(parts) == 1 and parts[0] in MLP_LEAVES)
+    return (any(word in parts[0] for word in MLP_WORDS) or path.split(".")[0] in mlp_children
+            or (len(parts) == 1 and parts[0] in MLP_LEAVES))
 
 
 def _layer_structure(block, hidden: int, top_k: int, seen: set[int]) -> dict[str, Any]:
@@ -56,13 +61,14 @@ def _layer_structure(block, hidden: int, top_k: int, seen: set[int]) -> dict[str
     found: list[tuple[str, Linear]] = []  # (path, linear)
     fused: dict[str, list] = {}  # experts module path -> [(param name, shape)]
     norms = attention_extra = mlp_extra = 0
+    mlp_children = {name for name, child in block.named_children() if MLP_CLASS.search(type(child).__name__)}
     for path, module in block.named_modules():
         own = [(n, p) for n, p in module.named_parameters(recurse=False) if id(p) not in seen]
         seen.update(id(p) for _, p in own)
         if not own:
             continue
         kind = type(module).__name__
-        mlp = _in_mlp(path)
+        mlp = _in_mlp(path, mlp_children)
         if isinstance(module, torch.nn.Linear) or kind == "Conv1D":
             w = module.weight
             in_f, out_f = (w.shape[0], w.shape[1]) if kind == "Conv1D" else (w.shape[1], w.shape[0])

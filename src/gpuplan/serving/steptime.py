@@ -16,8 +16,9 @@ closed form of it::
   share of the peak its kernels reach (:func:`step_model`);
 - ``lm_head(R)``: logits only for the ``R`` sequences sampled this step (decodes and prompts that finish);
 - ``attention``: prompt attention per (query, key) pair, the slope of ``prefill_parts``' attention term;
-- ``scan(T_prompt)``: Mamba-2's chunked scan per prompt token (``prefill_parts``' ``ssm_scan`` of a 4,096-token
-  prompt over its tokens: the scan's work is per chunk, linear in the prompt);
+- ``scan(T_prompt)``: Mamba-2's chunked scan and Gated DeltaNet's chunked delta rule per prompt token
+  (``prefill_parts``' ``ssm_scan`` of a 4,096-token prompt over its tokens: the work is per chunk, linear in the
+  prompt);
 - ``kv_read``: every cached K and V of the decoding sequences read once (``decode_parts``' KV term per token;
   exact for full attention, an upper bound for sliding-window layers), and each decoding sequence's recurrent
   states (Mamba, linear attention) read and written back, per sequence: ``decode_parts``' KV term at context 0
@@ -79,7 +80,7 @@ class StepModel:
     lm_head_s: tuple[float, ...]  # logits for grid_tokens sampled rows
     attention_s_per_pair: float
     kv_s_per_token: float
-    scan_s_per_token: float = 0.0  # Mamba-2's chunked scan per prompt token (prefill_parts' ssm_scan)
+    scan_s_per_token: float = 0.0  # Mamba-2's and Gated DeltaNet's chunked work per prompt token (ssm_scan)
     state_s_per_seq: float = 0.0  # a decoding sequence's recurrent states, read and written back, whatever its length
     step_host_s: float
     seq_host_s: float

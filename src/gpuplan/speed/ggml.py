@@ -64,7 +64,7 @@ from ..scenario import Scenario
 from ..tensors.kv import kv_bytes_per_sequence
 from ..tensors.state import weight_format
 from .gemm import bandwidth, gemm_time_s
-from .work import attention_s, unread_expert_bytes
+from .work import attention_s, recurrent_scans_s, unread_expert_bytes
 
 PLAIN = ("f32", "f16", "bf16")
 
@@ -176,13 +176,14 @@ def prefill_parts(timer, tokens: int, *, context: int = 0, seqs: int = 1) -> dic
     ub = s.ubatch_tokens or oh.LLAMA_CPP_UBATCH
     if backend == "cuda" and ub <= oh.LLAMA_CPP_MMVQ_MAX_BATCH:
         return small_batch_prefill_parts(s, m, gpu, tokens, ub, context)
-    parts = {"gemm": 0.0, "attention": 0.0, "elementwise": 0.0, "kernel_latency": 0.0}
+    parts = {"gemm": 0.0, "attention": 0.0, "ssm_scan": 0.0, "elementwise": 0.0, "kernel_latency": 0.0}
     done = 0
     while done < tokens:
         u = min(ub, tokens - done)
         parts["gemm"] += linears_s(s, m, gpu, backend, u)
         per_seq = max(math.ceil(u / seqs), 1)
         parts["attention"] += attention_s(m, gpu, "fp16", seqs, per_seq, kernel=timer.kernel, context=context + done)
+        parts["ssm_scan"] += recurrent_scans_s(m, gpu, seqs, per_seq)
         parts["elementwise"] += elementwise_s(m, gpu, u)
         parts["kernel_latency"] += oh.DECODE_KERNELS_PER_LAYER * m.num_layers * oh.GEMM_KERNEL_LATENCY_S
         done += u

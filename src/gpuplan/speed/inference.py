@@ -51,7 +51,7 @@ from .work import (
     expert_loop_s,
     experts_hit,
     lm_head_s,
-    mamba_scans_s,
+    recurrent_scans_s,
     smooth_max,
 )
 
@@ -123,8 +123,8 @@ class StepTimer:
                                 math.ceil(tokens / seqs), kernel=self.kernel, tp=self.s.attention_tp,
                                 context=context, masked_windows=self.timing.eager) \
             / self.timing.context_attention_speedup
-        scan = mamba_scans_s(m, gpu, rank_share(seqs, self.s.attention_ranks), math.ceil(tokens / seqs),
-                             tp=self.s.attention_tp)
+        ranks_seqs, seq = rank_share(seqs, self.s.attention_ranks), math.ceil(tokens / seqs)
+        scan = recurrent_scans_s(m, gpu, ranks_seqs, seq, tp=self.s.attention_tp)
         parts = {"gemm": gemm, "attention": attention, "ssm_scan": scan, "elementwise": self._elementwise_s(tokens),
                  "tensor_parallel": self._tp_s(tokens), "pipeline_across_nodes": self._node_hops_s(tokens)}
         if self.s.attention_dp:  # the MoE layout's gathers and dispatches (speed.experts)
@@ -410,13 +410,16 @@ class StepTimer:
                              plain)
 
     def _kernels_per_layer(self) -> float:
-        """Non-GEMM kernels of one decoder layer (norms, rotary, cache write, attention, activation...)."""
+        """Non-GEMM kernels of one decoder layer on average (norms, rotary, cache write, attention, activation...):
+        the MoE kernels only on the layers that hold experts (DeepSeek's first 3 of 61 are dense; Nemotron-H's
+        23 expert layers of 52, Llama 4 Maverick's every other layer)."""
         per = oh.DECODE_KERNELS_PER_LAYER - 7  # the 7 linears pay their own latency in gemm_time_s
         moe_layers = [layer for layer in self.m.layers if layer.moe] if self.m.is_moe else []
-        moe = 0
+        moe = 0.0
         if moe_layers:
             shared = any(lin.group == "shared_experts" for layer in moe_layers for lin in layer.linears)
-            moe = oh.MOE_KERNELS_PER_LAYER if shared else oh.MOE_ROUTED_ONLY_KERNELS_PER_LAYER
+            moe = (oh.MOE_KERNELS_PER_LAYER if shared else oh.MOE_ROUTED_ONLY_KERNELS_PER_LAYER) \
+                * len(moe_layers) / len(self.m.layers)
         mla = any(layer.attention == "mla" for layer in self.m.layers)
         if mla and moe_layers and self.timing.layer_kernels:  # the engine's own count (SGLang's DeepSeek layer)
             return self.timing.layer_kernels

@@ -17,7 +17,7 @@ from ..model.spec import ModelSpec
 from ..scenario import Scenario
 from ..tensors.state import weight_format
 from .ggml import metal_decode_parts
-from .work import attention_s, unread_expert_bytes
+from .work import attention_s, recurrent_scans_s, unread_expert_bytes
 
 
 def weight_bytes(s: Scenario, m: ModelSpec, tokens: float = 1) -> float:
@@ -51,4 +51,5 @@ def prefill_parts(timer, tokens: int, *, context: int = 0, seqs: int = 1) -> dic
     per_seq = max(tokens // max(seqs, 1), 1)
     return {"gemm": max(flops / rate, traffic),
             "attention": attention_s(m, gpu, "fp16", seqs, per_seq, kernel="flash", context=context),
+            "ssm_scan": recurrent_scans_s(m, gpu, seqs, per_seq),
             "kernel_latency": m.num_layers * oh.MLX_LAYER_S}

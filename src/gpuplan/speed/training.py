@@ -81,6 +81,7 @@ from .work import (
     lm_head_s,
     lora_s,
     loss_s,
+    scans_training_s,
     smooth_max,
 )
 
@@ -144,13 +145,14 @@ class _Micro:
     attention: float
     elementwise: float
     extra: float  # QLoRA's dequantization and fp8's casts
+    scan: float  # the Mamba-2 and linear-attention mixers' scans, forward, re-run and backward
     recompute: float  # the re-run share of a forward pass
     rest_again: float  # the element-wise ops' and adapters' re-run share
     attention_passes: float  # attention's forward, its re-run and its backward, in forwards
 
     @property
     def gpu_busy(self) -> float:
-        return self.gemm + self.lora + self.attention + self.elementwise + self.extra
+        return self.gemm + self.lora + self.attention + self.elementwise + self.extra + self.scan
 
 
 def training_speed(s: Scenario, m: ModelSpec, gpu: GpuSpec, network: Network | None = None) -> Speed:
@@ -195,7 +197,8 @@ def training_speed(s: Scenario, m: ModelSpec, gpu: GpuSpec, network: Network | N
     straggle = step * (1 / oh.MULTINODE_STRAGGLER - 1) if s.num_nodes > 1 else 0.0
     step += straggle
     k = s.grad_accum_steps
-    parts = {"gemm": k * work.gemm, "attention": k * work.attention, "elementwise": k * work.elementwise,
+    parts = {"gemm": k * work.gemm, "attention": k * work.attention, "ssm_scan": k * work.scan,
+             "elementwise": k * work.elementwise,
              "lora_adapters": k * work.lora, "dequant_and_casts": k * work.extra,
              "host_overhead": k * busy - k * work.gpu_busy, "tensor_parallel": k * tp_comm + tp_grads,
              "context_parallel": k * cp_comm, "zero3_gathers": k * gather, "gradient_sync": k * reduce + sync,
@@ -254,8 +257,10 @@ def _micro_work(s: Scenario, m: ModelSpec, gpu: GpuSpec, dtype: str, tokens: int
     if _fp32_upcast(s, kern):  # the residual stream and the ops between the linears in fp32
         elementwise *= oh.FP32_UPCAST_ELEMENTWISE_FACTOR
     elementwise += loss_s(m, gpu, tokens, tp=tp, bytes_per_logit=kern.loss_bytes_per_logit) * share
+    scan = scans_training_s(m, gpu, s.micro_batch_size, s.seq_len, tp=tp, again=attention_again) / s.cp * share
     return _Micro(gemm=forward * (2 + full) + again + head * (2 + full), lora=lora, attention=attention,
-                  elementwise=elementwise, extra=_dequant_and_casts_s(s, m, gpu, dtype, tokens, rc, kern, assumptions),
+                  elementwise=elementwise, scan=scan,
+                  extra=_dequant_and_casts_s(s, m, gpu, dtype, tokens, rc, kern, assumptions),
                   recompute=again / forward if forward else rc.layers, rest_again=rest_again,
                   attention_passes=passes)
 
@@ -519,7 +524,7 @@ def _speed(s: Scenario, m: ModelSpec, gpu: GpuSpec, dtype: str, parts: dict[str,
            tokens_step: float, compute_s: float, assumptions: list[str]) -> Speed:
     """The step's parts as a Speed: tokens/s, what bounds it (compute, host, communication), MFU."""
     comm = sum(parts.get(k, 0) for k in ("tensor_parallel", "context_parallel", "zero3_gathers", "gradient_sync"))
-    gpu_work = sum(parts.get(k, 0) for k in ("gemm", "attention", "elementwise", "lora_adapters",
+    gpu_work = sum(parts.get(k, 0) for k in ("gemm", "attention", "ssm_scan", "elementwise", "lora_adapters",
                                              "dequant_and_casts"))
     bound = max(("compute", gpu_work), ("host (kernel launches)", parts.get("host_overhead", 0)),
                 ("communication", comm + parts.get("offload", 0) + parts.get("activation_offload", 0)),

@@ -22,7 +22,7 @@ from contextvars import ContextVar
 
 from .. import overheads as oh
 from ..hardware import GpuSpec
-from ..model.conventions import mamba2_shape
+from ..model.conventions import deltanet_shape, mamba2_shape
 from ..model.layers import Layer, Linear
 from ..model.spec import ModelSpec
 from ..tensors.layout import replicated
@@ -152,7 +152,7 @@ def attention_s(m: ModelSpec, gpu: GpuSpec, dtype: str, seqs: float, seq: int, *
     ``fp8_kernel`` (Transformer Engine's fp8 fused attention, cuDNN's fp8 flash kernel) runs its matmuls in fp8.
     ``backend``: the fused kernel's class (:mod:`gpuplan.stacks.attention`), timed at :func:`attention_fraction`;
     None: the generation's own kernel. Layers that do not attend (:func:`attends`) add none (a serving step
-    times Mamba-2's scan apart: :func:`mamba_scans_s`)."""
+    times Mamba-2's scan and the linear mixers apart: :func:`mamba_scans_s`, :func:`linear_scans_s`)."""
     heads = max(m.num_heads / tp, 1)
     windowed = any(layer.window for layer in m.layers)
     total = flops = 0.0
@@ -183,9 +183,9 @@ def attends(layer: Layer) -> bool:
     """Whether a layer's token mixer computes attention scores: not a Mamba layer, nor a layer of kind ``none``
     without a query projection (an MLP-only layer: Nemotron-H's expert layers, ``E`` in ``hybrid_override_pattern``,
     whose mixer is NemotronHMoE alone in transformers' modeling_nemotron_h.py); a ``none`` layer that reuses
-    another layer's keys and values (Gemma 4's) keeps its ``q_proj`` and attends. Linear-attention and
-    convolution mixers are still timed as attention."""
-    if layer.attention == "mamba":
+    another layer's keys and values (Gemma 4's) keeps its ``q_proj`` and attends. Linear-attention (Gated DeltaNet)
+    and short-convolution mixers do not: :func:`linear_scans_s` times them."""
+    if layer.attention in ("mamba", "linear", "conv"):
         return False
     return layer.attention != "none" or any(lin.name == "q_proj" for lin in layer.linears)
 
@@ -229,9 +229,7 @@ def ssd_scan_s(m: ModelSpec, gpu: GpuSpec, seqs: float, seq: int, *, tp: int = 1
         (2 * inner * (pairs + n * seq), states + 4 * groups * squares + 2 * seq * (3 * inner + groups * n)),
         (0.0, 2 * 2 * seq * (inner + 2 * groups * n)),  # causal_conv1d
     )
-    dtype = "bf16" if gpu.supports_dtype("bf16") else "fp16"
-    rate = peak_flops(gpu, dtype) * attention_fraction(gpu) * power_limit_factor(gpu) \
-        * continuous_clock_factor(gpu, dtype)
+    rate = _triton_rate(gpu)
     return seqs * sum(max(flops / rate, nbytes / bandwidth(gpu)) for flops, nbytes in work)
 
 
@@ -240,6 +238,115 @@ def mamba_scans_s(m: ModelSpec, gpu: GpuSpec, seqs: float, seq: int, *, tp: int 
     ``hybrid``: Falcon-H1's runs beside its attention): :func:`ssd_scan_s` per layer."""
     layers = sum(count for layer, count in m.layer_kinds() if layer.attention in ("mamba", "hybrid"))
     return layers * ssd_scan_s(m, gpu, seqs, seq, tp=tp) if layers else 0.0
+
+
+def _triton_rate(gpu: GpuSpec) -> float:
+    """FLOP/s of a recurrent mixer's ``tl.dot`` tiles: the 16-bit peak at the fused-attention share."""
+    dtype = "bf16" if gpu.supports_dtype("bf16") else "fp16"
+    return peak_flops(gpu, dtype) * attention_fraction(gpu) * power_limit_factor(gpu) \
+        * continuous_clock_factor(gpu, dtype)
+
+
+@_shared
+def deltanet_chunk_s(m: ModelSpec, gpu: GpuSpec, seqs: float, seq: int, *, tp: int = 1) -> float:
+    """One Gated DeltaNet layer's mixer between its projections for ``seqs`` sequences of ``seq`` new tokens: the
+    causal convolution and fla's chunked gated delta rule, each kernel at the larger of its matmul time
+    (:func:`_triton_rate`) and its memory time. The kernels (fla-org/flash-linear-attention
+    fla/ops/gated_delta_rule/chunk.py ``chunk_gated_delta_rule_fwd``, which vLLM and SGLang copy into their fla
+    folders), per value head (``H`` of them; queries and keys repeated to them), chunks of ``C`` = 64 tokens,
+    ``K`` and ``V`` the key and value widths:
+
+    - ``chunk_scaled_dot_kkt_fwd`` (fla/ops/common/chunk_scaled_dot_kkt.py): ``beta K K^T`` per chunk, ``2 C K``
+      FLOPs a token; reads k, writes A in fp32;
+    - ``solve_tril`` (fla/ops/utils/solve_tril.py): ``(I + A)^-1`` of each lower-triangular ``C x C`` block, the UT
+      transform (``C^2 / 3`` a token); reads A in fp32, writes it in 16 bits;
+    - ``recompute_w_u_fwd`` (fla/ops/gated_delta_rule/wy_fast.py): the WY representation ``w = A (k beta e^g)``,
+      ``u = A (v beta)``, ``2 C (K + V)``; reads k, v, A, writes w and u;
+    - ``chunk_gated_delta_rule_fwd_h`` (fla/ops/common/chunk_delta_h.py): across chunks in order,
+      ``v_new = u - w h`` and ``h = e^g h + k^T v_new``, ``4 K V`` a token; reads k, w, u, writes v_new and each
+      chunk's ``K x V`` state (16-bit);
+    - ``chunk_fwd_o`` (fla/ops/common/chunk_o.py): ``o = q h + (q k^T masked) v_new``, ``2 K V + 2 C (K + V)``;
+      reads q, k, v_new and the states, writes o;
+    - ``causal_conv1d_fn`` before them reads and writes the ``2 k_heads K + H V`` convolved channels.
+
+    Heads split over ``tp`` (vLLM's Qwen3NextGatedDeltaNet). Qwen3-Next (32 value heads of 128, keys 128): about
+    182 kFLOP a token and head, 5.8 MFLOP a token and layer."""
+    shape = deltanet_shape(m.config) if m.config else None
+    if not shape or seqs <= 0 or seq <= 0:
+        return 0.0
+    heads, k, v, c = shape["v_heads"] / tp, shape["k_dim"], shape["v_dim"], shape["chunk"]
+    full, rest = divmod(seq, c)
+    squares, cubes = full * c * c + rest * rest, full * c ** 3 + rest ** 3
+    states = 2 * k * v * (full + (rest > 0))  # 16-bit K x V state per chunk
+    work = (  # (FLOPs, bytes) of each kernel, per sequence and value head
+        (2 * k * squares, 2 * k * seq + 4 * squares),  # kkt
+        (cubes / 3, 6 * squares),  # solve_tril
+        (2 * (k + v) * squares, 4 * (k + v) * seq + 2 * squares),  # w, u
+        (4 * k * v * seq, 2 * (2 * k + 2 * v) * seq + states),  # states and v_new
+        (2 * k * v * seq + 2 * (k + v) * squares, 2 * (2 * k + 2 * v) * seq + states),  # output
+    )
+    rate, bw = _triton_rate(gpu), bandwidth(gpu)
+    conv = 2 * 2 * seq * shape["conv"] / tp / bw
+    return seqs * (heads * sum(max(f / rate, b / bw) for f, b in work) + conv)
+
+
+def linear_scans_s(m: ModelSpec, gpu: GpuSpec, seqs: float, seq: int, *, tp: int = 1) -> float:
+    """Every linear-attention and short-convolution mixer in one forward of ``seqs`` sequences of ``seq`` new
+    tokens: :func:`deltanet_chunk_s` per Gated DeltaNet layer (kind ``linear``); a short-convolution layer (kind
+    ``conv``, LFM2's ``Lfm2ShortConv``: ``B x``, a causal convolution over the hidden channels, ``C y``) reads its
+    three gated inputs and writes its output, and the convolution reads and writes the hidden channels (12 bytes
+    a token and channel, memory-bound)."""
+    linear = sum(count for layer, count in m.layer_kinds() if layer.attention == "linear")
+    conv = sum(count for layer, count in m.layer_kinds() if layer.attention == "conv")
+    total = linear * deltanet_chunk_s(m, gpu, seqs, seq, tp=tp) if linear else 0.0
+    return total + conv * seqs * 12 * seq * m.hidden_size / tp / bandwidth(gpu)
+
+
+def ssd_backward_ratio(shape: dict[str, int]) -> float:
+    """FLOPs of Mamba-2's scan backward over its forward, per token (``inner``, ``N`` = d_state, ``G`` groups,
+    chunks of ``L``), from the kernels mamba_ssm's ``_mamba_chunk_scan_combined_bwd`` (ops/triton/ssd_combined.py)
+    runs: it recomputes ``C B^T`` (``2 G N L``) and the chunk states (``2 inner N``), then ``_chunk_scan_bwd_dstates``
+    (``2 inner N``), ``_chunk_scan_chunk_state_bwd_dx`` (``inner L`` over the causal half, ``2 inner N``),
+    ``_chunk_state_bwd_db`` and ``_chunk_scan_bwd_dC`` (``2 inner N`` each), ``_chunk_scan_bwd_dcb`` and
+    ``_chunk_scan_bwd_ddAcs_stable`` (``inner L`` each) and two ``_bmm_chunk_bwd`` (``2 G N L`` each): ``10 inner N +
+    3 inner L + 6 G N L`` against the forward's ``4 inner N + inner L + 2 G N L``. Nemotron-3-Nano (4,096, 128, 8,
+    128): 7,602,176 / 2,883,584 = 2.64."""
+    inner, n, g, c = shape["inner"], shape["state"], shape["groups"], shape["chunk"]
+    return (10 * inner * n + 3 * inner * c + 6 * g * n * c) / (4 * inner * n + inner * c + 2 * g * n * c)
+
+
+def deltanet_backward_ratio(shape: dict[str, int]) -> float:
+    """FLOPs of the gated delta rule's backward over its forward, per token and value head (``K``, ``V``, chunks of
+    ``C``), from fla's ``chunk_gated_delta_rule_bwd`` (fla/ops/gated_delta_rule/chunk.py): ``recompute_w_u_fwd``
+    and ``chunk_gated_delta_rule_fwd_h`` again (``2 C (K + V) + 4 K V``), ``chunk_bwd_dv_local`` (``2 C (K + V)``),
+    ``chunk_gated_delta_rule_bwd_dhu`` (``6 K V``: the state gradient through ``q`` and ``w``, and ``k dh`` into
+    dv), ``chunk_bwd_dqkwg`` (``6 K V + 4 C K + 2 C V``) and ``prepare_wy_repr_bwd`` (``4 C (K + V) + 4 C K``):
+    ``16 K V + C (16 K + 10 V)`` against the forward's ``6 K V + C (6 K + 4 V) + C^2 / 3``. Qwen3-Next (128, 128,
+    64): 475,136 / 181,589 = 2.62."""
+    k, v, c = shape["k_dim"], shape["v_dim"], shape["chunk"]
+    return (16 * k * v + c * (16 * k + 10 * v)) / (6 * k * v + c * (6 * k + 4 * v) + c * c / 3)
+
+
+def recurrent_scans_s(m: ModelSpec, gpu: GpuSpec, seqs: float, seq: int, *, tp: int = 1) -> float:
+    """Every recurrent mixer's forward over ``seqs`` sequences of ``seq`` new tokens: :func:`mamba_scans_s` and
+    :func:`linear_scans_s`. llama.cpp (``ggml_ssm_scan``, its delta-net ops) and MLX run their own kernels for
+    these; they are timed with the same work, not measured apart."""
+    return mamba_scans_s(m, gpu, seqs, seq, tp=tp) + linear_scans_s(m, gpu, seqs, seq, tp=tp)
+
+
+def scans_training_s(m: ModelSpec, gpu: GpuSpec, seqs: float, seq: int, *, tp: int = 1, again: float = 0.0
+                     ) -> float:
+    """The recurrent mixers' scans in one training micro-step: forward, ``again`` re-runs (checkpointing) and the
+    backward at :func:`ssd_backward_ratio` (Mamba-2) or :func:`deltanet_backward_ratio` (Gated DeltaNet) forwards;
+    a short convolution's backward reads and writes twice its forward's bytes."""
+    total = 0.0
+    if m.config and (shape := mamba2_shape(m.config, m.hidden_size)):
+        total += mamba_scans_s(m, gpu, seqs, seq, tp=tp) * (1 + again + ssd_backward_ratio(shape))
+    linear = linear_scans_s(m, gpu, seqs, seq, tp=tp)
+    if linear:
+        shape = deltanet_shape(m.config) if m.config else None
+        total += linear * (1 + again + (deltanet_backward_ratio(shape) if shape else 2.0))
+    return total
 
 
 def attention_fraction(gpu: GpuSpec, backend: str | None = None) -> float:
