@@ -8,7 +8,7 @@ transformers: a family reader, else the common config keys, which must then say 
 
     python bench/architectures.py          # writes bench/results/architectures.md (about 3 minutes on 2 cores)
 
-tests/test_model_sweep.py asserts the same rows (>= 95 % within 0.5 %, and never an unflagged miss).
+tests/model/test_model_sweep.py asserts the same rows (>= 95 % within 0.5 %, and never an unflagged miss).
 """
 
 from __future__ import annotations

@@ -6,7 +6,7 @@
 Qwen3-Next-80B-A3B (36 Gated DeltaNet + 12 attention layers), Qwen3.5-27B (48 + 16, a vision tower), Llama 4 Scout
 (36 chunked + 12 global layers), Falcon-H1-0.5B (attention and Mamba-2 in every layer): the allocated peak (the
 estimate without its CUDA-only cuBLAS workspace), the decode phase, and the cache left after the last token.
-tests/test_inference_layers.py checks one period of each at full width in CI; Qwen3-Next at 4 layers is where
+tests/model/test_inference_layers.py checks one period of each at full width in CI; Qwen3-Next at 4 layers is where
 overheads.REFERENCE_DELTANET_FP32_COPIES was fitted.
 """
 

@@ -268,9 +268,9 @@ FMS_MODELS = {"Llama-2-70B (fms llama2 70b)": "llama-2-70b", "fms llama2_34b": "
 def fms_fsdp(row):
     """fms-fsdp README (IBM): Llama 2 pre-training with FSDP over 128 A100 80GB (16 nodes, 400 Gb/s between nodes),
     4,096 tokens, bf16 params and reductions, SDPA flash, no compile. HSDP (sharded in a node, replicated across
-    nodes) is not a gpuplan strategy: those rows are skipped."""
+    nodes) is not a gpuplan sharding: those rows are skipped."""
     if "HSDP" in row["parallelism"]:
-        return None, "HSDP (shard within a node, replicate across nodes) is not a gpuplan strategy"
+        return None, "HSDP (shard within a node, replicate across nodes) is not a gpuplan sharding"
     model = next(v for k, v in FMS_MODELS.items() if row["model"].startswith(k))
     scenario = dict(model=model, task="train", stack="pytorch", method="full", precision="bf16-mixed",
                     optimizer="adamw", micro_batch_size=int(row["micro_batch"]), grad_accum_steps=1, seq_len=4096,

@@ -1,5 +1,5 @@
 """The simulator as the estimator's oracle: a matrix of scenarios on narrowed copies of real configs, each
-simulated on fake tensors and estimated analytically; tests/test_simulate.py asserts every row within 5 %.
+simulated on fake tensors and estimated analytically; tests/sim/test_simulate.py asserts every row within 5 %.
 
     python bench/oracle.py [hf|stacks]   # prints the tables (markdown) for the README and the issue note
 
@@ -93,7 +93,7 @@ CASES = [
 
 # The training stacks (stack field): their own code where it is plain PyTorch (torchtune's Llama and
 # losses, torchtitan's Transformer and apply_ac, torchao's NF4), their kernels emulated with the bytes they save
-# (Liger, Unsloth). tests/test_simulate.py holds each within 3 %.
+# (Liger, Unsloth). tests/sim/test_simulate.py holds each within 3 %.
 TT, TI, US, AX = "torchtune", "torchtitan", "unsloth", "axolotl"
 STACK_CASES = [
     ("llama-3.1-8b", dict(task=TRAIN, stack=TT, method="full", seq_len=512)),

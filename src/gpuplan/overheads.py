@@ -225,7 +225,8 @@ VLLM_CUDAGRAPH_PER_GRAPH_LAYER_MIB = 0.25
 # ---- speed: the work each step does, at what each kind of work achieves ---------------------------------
 # Step time is the sum of the work a step does (GEMMs, attention, element-wise traffic, optimizer, collectives,
 # host-side launches), each at the rate that kind of work reaches on the card. The constants below are those
-# rates; bench/throughput.py scores the result against published measurements (README, "Speed").
+# rates; bench/throughput.py scores the result against published measurements (data/accuracy.md, "Throughput
+# against published runs").
 # Calibration you can audit (issue 20): each constant says its source and what it was set on. bench/throughput.py
 # holds out the rows whose id number is a multiple of 3; the constants added or refitted in issue 20 (GEMM shape,
 # RMSNorm bytes, the shape scaling per SM, the expert loop) were set on the H200 measurements in
@@ -451,7 +452,7 @@ LORA_BYTES_PER_OUTPUT_FUSED = 2
 # Share of eager PyTorch's per-op host cost left: Unsloth's hand-written autograd for the LoRA MLP and attention
 # projections (fast_lora.py: one Function per block instead of peft's per-module ops) and compiled graphs (Inductor
 # runs fused Triton kernels from one generated wrapper). Assumed from the kernel counts; checked by the stacks'
-# published speed-ups (tests/test_stack_speed.py).
+# published speed-ups (tests/stacks/test_stack_speed.py).
 HOST_OPS_FACTOR = {"unsloth": 0.5, "compile": 0.35}
 
 # Host side of an eager PyTorch step: each op costs ~10-20 us of Python + dispatcher + launch (PyTorch
@@ -612,7 +613,7 @@ VLLM_STEP_OVERHEAD_S = 3e-3
 # - per request, outside the engine's steps (HTTP, tokenizing, the hand-off to the engine core, the first
 #   streamed chunk): the median, over the lowest-rate stage of each of the 7 configurations scored, of
 #   measured less simulated TTFT.
-# Every other serving row checks them (README, "Serving": accuracy). Refitted with issue 20's GEMM shape costs (the
+# Every other serving row checks them (docs/serve.md, "Accuracy"). Refitted with issue 20's GEMM shape costs (the
 # batched decode GEMMs took part of what the per-sequence figure held: 31.5 -> 19.9 us).
 VLLM_V1_STEP_OVERHEAD_S = 0.765e-3
 VLLM_V1_HOST_S_PER_SEQ = 19.9e-6
@@ -792,7 +793,7 @@ MULTINODE_STRAGGLER = 0.97  # cross-node jitter: the slowest rank sets the step
 
 # Uncertainty: the range of the true rate around the estimate, the 10th-90th percentile of measured / estimated - 1
 # over the held-out fixed-shape rows of bench/throughput.py (ids whose number is a multiple of 3; the bench prints
-# the figures, tests/test_throughput_split.py holds this to them): training 19 % below to 12 % above (45 rows),
+# the figures, tests/speed/test_throughput_split.py holds this to them): training 19 % below to 12 % above (45 rows),
 # decode 3 % below to 16 % above (13 rows); widened where the estimate rests on a default (another vendor's
 # software, a fabric the offer does not state, CPU-held layers).
 SPEED_SPREAD = {"train": (-0.19, 0.12), "decode": (-0.03, 0.16)}
@@ -864,10 +865,11 @@ SHORTHAND_LENGTH_SIGMA = 0.7
 
 # ---- serving ------------------------------------------------------------------------------------------
 # The range of a setup's true highest rate around gpuplan's: measured / simulated output throughput over the
-# saturated serving runs scored (README "Serving", accuracy; bench/serving/serving_accuracy.py): 12 runs, vLLM
-# 0.11-0.19, H100, RTX 4090 and RTX PRO 6000: 0.72 (Qwen3-32B over two PCIe RTX PRO 6000, simulated 39 % fast) to
-# 1.18 (the simulation errs low on the H100 runs). Multiplies the rate; updated with that table.
-SERVING_RATE_BAND = (0.72, 1.18)
+# saturated serving runs scored (docs/serve.md, "Accuracy"; bench/results/serving_accuracy.md): 12 runs, vLLM
+# 0.11-0.19, H100, RTX 4090 and RTX PRO 6000: 0.73 (Qwen3-32B over two PCIe RTX PRO 6000, simulated 37 % fast) to
+# 1.10 (KubeCon's chunked-prefix runs on an H100, simulated 9 % slow). Multiplies the rate; updated with that table
+# (tests/speed/test_bands.py reads it: 1.18 had stayed from an older table whose H100 runs erred lower).
+SERVING_RATE_BAND = (0.73, 1.10)
 # Requests of a simulated load whose lengths are given as means (estimate --users / --rate, capacity's
 # --prompt-tokens / --output-tokens) draw them uniformly within +-50 % of the mean (vllm bench serve's random
 # dataset with --random-range-ratio 0.5). An assumption, not a measurement: any spread breaks the lockstep in which

@@ -1,5 +1,5 @@
 """The Python API is the one face: each function's typed answer, and ``to_dict()`` equal to the command's
-``--json`` for the same inputs (tests/test_plan_consistency.py checks that the numbers agree across them)."""
+``--json`` for the same inputs (tests/plan/test_plan_consistency.py checks that the numbers agree across them)."""
 
 from __future__ import annotations
 

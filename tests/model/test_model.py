@@ -194,7 +194,8 @@ def test_unknown_family_is_read_by_conventions_and_says_it_is_not_exact():
 
 # ---- the models of 2025-2026 ---------------------------------------------------------------------------------
 # (repo, stated total parameters, tolerance for how the card rounds, where it is stated); our count is transformers'
-# (tests/test_model_sim.py checks that), which leaves out multi-token-prediction layers (GLM-4.5's 355B counts one).
+# (tests/model/test_model_sim.py checks that), which leaves out multi-token-prediction layers (GLM-4.5's 355B counts
+# one).
 CARDS = [
     ("meta-llama/Llama-4-Scout-17B-16E-Instruct", 109e9, 0.01, "Meta: 17B active, 16 experts, 109B total"),
     ("meta-llama/Llama-4-Maverick-17B-128E-Instruct", 400e9, 0.01, "Meta: 17B active, 128 experts, 400B total"),
@@ -272,7 +273,7 @@ def test_structure_is_cached_and_read_without_transformers(tmp_path, monkeypatch
 def test_bundled_models_need_no_build(tmp_path, monkeypatch, capsys):
     """Every bundled model is read with an empty cache and without building anything: a family reader, or the
     structure shipped in data/models/structures (whatever transformers is installed); every shipped structure
-    belongs to a bundled model (tests/test_model_sim.py checks them against a fresh trace)."""
+    belongs to a bundled model (tests/model/test_model_sim.py checks them against a fresh trace)."""
     import json
 
     from gpuplan.model import reading, structure

@@ -45,3 +45,15 @@ def test_an_amd_row_says_how_its_engine_is_timed_there(engine, said):
     rec = recommend({"model": "qwen2.5-0.5b", "task": "infer", "engine": engine}, gpus=["mi300x"],
                             max_gpus=1, top=1)
     assert rec.setups and said in rec.setups[0].rationale
+
+
+def test_a_training_rows_links_sentence_says_the_share_is_what_overlap_leaves():
+    """Training's communication_s is the collectives' time not hidden behind compute (DDP buckets, ZeRO prefetch):
+    the sentence says so, since 8 L40S running ZeRO-2 over PCIe show 0 % while their all-reduces are not free."""
+    rec = recommend({"model": "llama-3.1-8b", "task": "train", "train_tokens": 1e8}, gpus=["l40s"], max_gpus=8)
+    multi = [x for x in rec.setups if x.num_gpus > 1]
+    assert multi
+    for x in multi:
+        speed = x.plan.speed
+        said = re.search(r"collectives not hidden behind compute take (\d+)% of the step over ", x.rationale)
+        assert said and int(said.group(1)) == round(100 * speed.communication_s / speed.step_time_s), x.rationale

@@ -63,6 +63,7 @@ def test_a_plans_range_is_its_pairs_band_or_says_uncalibrated(engine, model, cal
         lo, hi = oh.SPEED_SPREAD["decode"]
         cls = model_class(load_model(model))
         assert sp.band.startswith(f"uncalibrated: no bench measures {engine} on {cls} models")
+        assert sp.band.endswith("twice the spread of the held-out decode rows of bench/throughput.py")  # SPEED_SPREAD
         assert not [k for k in oh.DECODE_BANDS if k[:2] == (engine, cls)]
         assert sp.tokens_per_s_high == pytest.approx(sp.tokens_per_s * (1 + 2 * hi))
         assert sp.tokens_per_s_low == pytest.approx(sp.tokens_per_s * (1 + 2 * lo))
@@ -108,6 +109,52 @@ def test_a_maker_without_a_band_takes_nvidias_widened():
     assert sp.band.endswith("(widened: other vendor)")
     assert sp.tokens_per_s_high == pytest.approx(sp.tokens_per_s * (1 + (high + oh.ROCM_BAND) * widen))
     assert sp.tokens_per_s_low == pytest.approx(sp.tokens_per_s * (1 + (low - oh.ROCM_BAND) * widen))
+
+
+@pytest.mark.parametrize("scenario, rows_kept", [
+    ({"model": "deepseek-r1", "task": "infer", "engine": "sglang", "gpu": "h200", "num_gpus": 8, "batch_size": 32},
+     False),
+    ({"model": "qwen3-30b-a3b", "task": "infer", "engine": "llama.cpp", "quant": "q4_k_m", "gpu": "rtx-4090"}, False),
+    ({"model": "qwen2.5-7b", "task": "infer", "gpu": "a100-80gb"}, True)])
+def test_the_pages_speed_accuracy_is_the_plans_own_band(scenario, rows_kept):
+    """The page's "measured accuracy" beside a serving plan's speed is the plan's band and range (issue 31 item 7),
+    not the throughput table's decode rows, which are transformers' generate on dense Qwen models: a DeepSeek-R1
+    plan under SGLang had said "median |error| 8.5 % ... to 11.1 %" beside a -32 % / +14 % range."""
+    from gpuplan import api
+
+    plan = estimate(scenario, advise=False)
+    sp = plan.speed
+    numbers = api.explain(scenario).numbers
+    low, high = sp.tokens_per_s_low / sp.tokens_per_s - 1, sp.tokens_per_s_high / sp.tokens_per_s - 1
+    said = {key: f.accuracy for key, f in numbers.items() if key.startswith("speed.")}
+    assert "speed.tokens_per_s" in said
+    for accuracy in said.values():
+        assert accuracy.summary == f"{sp.band}; this plan's range: {low:+.0%} to {high:+.0%} of the estimate"
+        assert bool(accuracy.rows) == rows_kept and "Qwen2.5 docs" not in accuracy.summary
+
+
+def test_the_rate_band_is_the_saturated_serving_runs_spread():
+    """capacity's rate band (overheads.SERVING_RATE_BAND) spans measured / simulated output throughput over the
+    saturated runs bench/serving/serving_accuracy.py scores (calibration and check, not the excluded), to 0.01: the
+    table moves, the band follows."""
+    text = (BENCH / "results" / "serving_accuracy.md").read_text()
+    rows = re.findall(r"^\| ([\w.-]+) \| (?:calibration|check) \| saturated \| [^|]* \| [^|]* \| ([\d,.]+) / "
+                      r"([\d,.]+) \|", text, re.M)
+    ratios = [float(measured.replace(",", "")) / float(simulated.replace(",", "")) for _, measured, simulated in rows]
+    assert len(ratios) >= 10
+    low, high = oh.SERVING_RATE_BAND
+    assert low == pytest.approx(min(ratios), abs=0.01) and high == pytest.approx(max(ratios), abs=0.01)
+
+
+def test_a_latency_bound_plan_names_all_reduces_only_where_it_has_them():
+    """The decode step's bound word reads the plan's breakdown: one GPU runs no all-reduce, so its latency-bound step
+    is "per-layer kernels" alone (a llama.cpp MoE plan on one RTX 4090 had said "kernels and all-reduces")."""
+    one = estimate({"model": "qwen3-30b-a3b", "task": "infer", "engine": "llama.cpp", "quant": "q4_k_m",
+                    "gpu": "rtx-4090"}, advise=False).speed
+    assert one.communication_s == 0 and one.bound == "latency (per-layer kernels)"
+    tp = estimate({"model": "qwen3-next-80b", "task": "infer", "engine": "vllm", "gpu": "h100", "num_gpus": 2},
+                  advise=False).speed
+    assert tp.communication_s > 0 and tp.bound == "latency (per-layer kernels and all-reduces)"
 
 
 def test_the_rocm_share_is_what_its_bench_fitted():

@@ -15,11 +15,13 @@ from .._version import __version__
 from ..errors import GpuplanError, renamed
 from .render import follow_columns, out, write_json
 
-# each command -> the module of this package that registers it, in the order `gpuplan --help` lists them
-COMMANDS = {"capacity": "capacity", "calibrate-serving": "capacity", "simulate": "check", "probe": "check",
-            "calibrate": "check", "estimate": "estimate", "launch": "launch", "cost": "market", "buy": "buy",
-            "models": "models", "model": "models", "recommend": "plan", "table": "plan", "fit": "plan",
-            "serve": "serve", "gpus": "market", "prices": "prices"}
+# each command -> the module of this package that registers it, in the order `gpuplan --help` lists them: the
+# questions first (does it fit, what fits, where, for how much, for how many users), then the files, the catalogs,
+# the page, and the checks against real runs
+COMMANDS = {"estimate": "estimate", "fit": "plan", "recommend": "plan", "cost": "market", "capacity": "capacity",
+            "buy": "buy", "launch": "launch", "models": "models", "model": "models", "gpus": "market",
+            "prices": "prices", "table": "plan", "serve": "serve", "simulate": "check", "probe": "check",
+            "calibrate": "check", "calibrate-serving": "capacity"}
 
 
 class LazyGroup(typer.core.TyperGroup):
@@ -116,21 +118,19 @@ RECIPE_CHOSEN = {"micro_batch_size", "grad_accum_steps"}
 # What each scenario field means, for --help where the field carries no description of its own.
 FIELD_HELP = {
     "task": "train, or infer to serve", "method": "full fine-tuning, LoRA or QLoRA (train)",
-    "precision": "compute precision (-mixed keeps fp32 master weights; -true holds everything in that dtype)",
     "optimizer": "optimizer (train)", "lora_rank": "LoRA rank r", "lora_dropout": "LoRA dropout (saves a mask)",
     "micro_batch_size": "sequences per GPU per forward (train); unset: the recipe's, the fastest per sequence that "
                         "fits the named GPU (1 without a GPU; the note says which)",
     "seq_len": "tokens per training sequence (at most the model's context)",
     "grad_accum_steps": "micro-batches per optimizer step; unset: what reaches the recipe's global batch (1 without a "
-                        "GPU)", "grad_checkpointing": "activation recomputation",
+                        "GPU)",
     "attention": "attention kernel", "train_tokens": "tokens the whole job processes (for hours and cost)",
     "batch_size": "concurrent requests (serve)", "prompt_tokens": "prompt length per request (serve)",
     "output_tokens": "generated tokens per request (serve)", "kv_cache_dtype": "KV cache storage (serve)",
-    "engine": "serving engine: memory policies differ", "gpu_memory_utilization": "share of the card vLLM takes",
-    "max_num_batched_tokens": "vLLM's prefill chunk", "gpu": "GPU name or id (`gpuplan gpus`)",
-    "num_gpus": "GPUs per node", "num_nodes": "nodes", "sharding": "data parallel strategy (train); fsdp = zero3",
+    "engine": "serving engine: its memory policy, scheduler and step times", "gpu": "GPU name or id (`gpuplan gpus`)",
+    "num_gpus": "GPUs per node", "num_nodes": "nodes",
     "tp": "tensor parallel degree", "pp": "pipeline stages (serve: layers split over GPUs)",
-    "offload": "training states kept in CPU memory", "pricing": "offers to price on",
+    "offload": "training states kept in CPU memory",
 }
 
 

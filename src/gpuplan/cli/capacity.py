@@ -75,13 +75,13 @@ def capacity_cmd(
     fmt: FormatOption = None,
     as_json: JsonFlag = False,
 ) -> None:
-    """For every GPU type x count x tensor parallelism (x fp8/AWQ weights with --any-quant) that holds the model
-    in the engine (vLLM, SGLang or TensorRT-LLM), the highest steady request rate (or, with --users, the most
-    concurrent users) that meets the SLOs (bisection on a simulation of the engine's scheduler, judged after
-    warm-up), the cheapest instance that holds a tensor-parallel group whole, $ per million input and output
-    tokens at that load, what the target costs in whole instances, and the Pareto front of cost vs time to first
-    token. Rates carry the band of the serving accuracy table. With --batch, an offline job: how long each setup
-    takes to run the batch (the engine's cap and KV pool decide how many run at once; the rest wait) and its cost.
+    """How many GPUs for my traffic, and at what cost? For every GPU type x count x tensor parallelism (x fp8/AWQ
+    weights with --any-quant) that holds the model in the engine (vLLM, SGLang or TensorRT-LLM): the highest steady
+    request rate (or, with --users, the most concurrent users) within the SLOs (bisection on a simulation of the
+    engine's scheduler, judged after warm-up), the cheapest instance that holds a tensor-parallel group whole, $ per
+    million input and output tokens at that load, what the target costs in whole instances, and the Pareto front
+    of cost vs time to first token. Rates carry the band of the serving accuracy table. With --batch, an offline
+    job: how long each setup takes (the engine's cap and KV pool decide how many run at once) and its cost.
 
     Examples:
 

@@ -11,7 +11,7 @@ from .render import Column, bullet, err, num, out, show, usd
 
 
 def render_work(result) -> None:
-    """The speed and price lines of a module plan (after the memory table :func:`..estimate.render_estimate`
+    """The speed and price lines of a module plan (after the memory table :func:`.estimate.render_estimate`
     prints)."""
     w, s, c = result.work, result.scenario, result.cost
     head = "speed" if result.memory.fits is not False else "speed, were it to fit"

@@ -15,7 +15,9 @@ from .app import JsonFlag, app, print_json, short
 from .render import Column, FormatOption, err, out, resolve_format, show
 
 prices_app = typer.Typer(help="The prices in force (bundled snapshot, refreshed caches, your files); "
-                         "`prices update` refreshes them."
+                         "`prices update` refreshes them. Rankings (cost, recommend, estimate) leave out rows "
+                         "older than 90 days and low-confidence rows unless asked (--max-price-age-days, "
+                         "--include-low-confidence)."
                          "\n\nExamples:\n\n\b\n"
                          "  gpuplan prices --gpu h100-sxm --max-age 30\n"
                          "  gpuplan prices --provider runpod --spot --format csv\n"

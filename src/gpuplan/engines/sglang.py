@@ -223,7 +223,8 @@ QUANTIZES = ("fp8", "awq-int4", "gptq-int4", "gptq-int8", "mxfp4", "nvfp4")  # n
 TIMING = ("SGLang: GPU work timed as vLLM's (CUDA graphs, the same attention kernels), its own host loop "
           "(overlap scheduler from v0.4) and scheduler (prefill batches before decodes, chunked_prefill_size, "
           "max_running_requests, radix cache), fitted and checked on SGLang's published runs "
-          "(bench/results/sglang_serving.md: few rows, Llama-3.1 8B and 70B)")
+          "(bench/results/sglang_serving.md: Llama-3.1/3.3 8B-405B dense runs, and DeepSeek-R1 on 8 H200, "
+          "B200, B300, MI300X or MI325X)")
 
 ABSORBED_NOTE = ("this release prefills MLA prompts absorbed once its radix cache holds a prefix (the BOS token is "
                  "one): about 3.4x the attention FLOPs, timed at the fused-attention rate, a lower bound")

@@ -162,6 +162,17 @@ def speed_accuracy(task: str) -> Accuracy:
     return Accuracy(summary=_span(rows), rows=rows, link=f"/accuracy#{facts['speed_anchor']}")
 
 
+def serving_accuracy(band: str, low: float, high: float, engine: str) -> Accuracy:
+    """A serving plan's speed against the held-out rows of its own engine and class of model: the plan's band
+    (``speed.band``, from bench/results/bands.md, or "uncalibrated") and its range, ``low`` and ``high`` as
+    fractions of the estimate. The throughput table's decode rows (transformers' generate on dense Qwen models) stay
+    beside it for engine transformers only: they say nothing of another engine's or a MoE model's speed."""
+    base = speed_accuracy("infer")
+    rows = base.rows if engine == "transformers" else []
+    return Accuracy(summary=f"{band}; this plan's range: {low:+.0%} to {high:+.0%} of the estimate", rows=rows,
+                    link=base.link)
+
+
 def module_accuracy(kind: str, group: str | None) -> Accuracy | None:
     """Error of a diffusion pipeline's, an encoder-decoder's plan (``group``: ``diffusion generation``,
     ``diffusion training``, ``encoder-decoders``) against the held-out published rows of ``bench/modules.py``, for

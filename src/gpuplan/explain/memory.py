@@ -369,7 +369,7 @@ def activations(x: Context) -> Formula:
             substituted=f"T = {s.micro_batch_size} x {s.seq_len:,} = {T:,} tokens, h = {m.hidden_size:,}, "
                         f"V = {m.vocab_size:,}: fp32 log-softmax alone {gib(logits)}; at the {x.r.memory.peak_phase} "
                         f"peak {value:,.2f} GiB",
-            note="counted tensor by tensor from the Hugging Face implementations (gpuplan/memory/activations.py), "
+            note="counted tensor by tensor from the Hugging Face implementations (gpuplan/tensors/activations.py), "
                  "not one closed formula")
     prompt = s.batch_size * s.prompt_tokens
     return Formula(

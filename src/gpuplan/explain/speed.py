@@ -11,7 +11,7 @@ from ..speed.breakdown import Speed
 from ..speed.flops import active_params_of, attended_length
 from ..speed.gemm import peak_flops
 from ..stacks import Recompute, stack_for
-from .accuracy import Accuracy, price_accuracy, speed_accuracy
+from .accuracy import Accuracy, price_accuracy, serving_accuracy, speed_accuracy
 from .formula import Constant, Context, Formula, count
 
 
@@ -118,7 +118,9 @@ def training_speed(x: Context) -> dict[str, Formula]:
 def inference_speed(x: Context) -> dict[str, Formula]:
     s, sp = x.s, x.r.speed
     step, parts_text = _parts(sp)
-    acc = speed_accuracy("infer")
+    rate = sp.tokens_per_s or 0.0
+    acc = serving_accuracy(sp.band, (sp.tokens_per_s_low or 0) / rate - 1, (sp.tokens_per_s_high or 0) / rate - 1,
+                           s.engine) if sp.band and rate else speed_accuracy("infer")
     decode = next((a for a in x.r.assumptions if a.startswith("decode step")), "")
     ttft = next((a for a in x.r.assumptions if a.startswith("time to first token")), "")
     out = {

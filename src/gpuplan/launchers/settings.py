@@ -17,7 +17,7 @@ from ..errors import GpuplanError, no_control
 from ..scenario import Scenario
 
 # the releases whose config schemas (Unsloth: signatures) the files follow; the launch tests read them with these
-# (tests/test_launch_readers.py parses trainer.yaml with this TRL and transformers, ds_config.json with this
+# (tests/launchers/test_launch_readers.py parses trainer.yaml with this TRL and transformers, ds_config.json with this
 # DeepSpeed); the estimate's rules follow the same releases (transformers >= 4.46 loss, fused AdamW since torch 2.8)
 TESTED = {"torch": "2.13.0", "transformers": "5.24.0", "accelerate": "1.15.0", "trl": "1.16.0", "datasets": "5.2.0",
           "peft": "0.21.2", "deepspeed": "0.19.8"}

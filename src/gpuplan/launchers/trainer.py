@@ -4,7 +4,7 @@
 
 What carries the plan: ``per_device_train_batch_size`` and ``gradient_accumulation_steps`` (the micro-batch and
 accumulation), ``max_length`` with ``packing`` (every micro-batch holds ``seq_len`` tokens, as the estimate
-assumes), ``gradient_checkpointing``, ``dtype`` and ``bf16``/``fp16`` (see :mod:`.stack`), ``optim``, the LoRA
+assumes), ``gradient_checkpointing``, ``dtype`` and ``bf16``/``fp16`` (see :mod:`.settings`), ``optim``, the LoRA
 rank and targets, ``load_in_4bit`` with nf4 double quantization, ``attn_implementation``, ``use_liger_kernel``
 (loss fused-linear), ``torch_compile``, ``max_steps`` from
 ``train_tokens``, and ``save_steps`` from the spot plan's checkpoint interval. The ZeRO/FSDP settings point at
@@ -25,7 +25,7 @@ from .settings import LaunchOptions, autocast, backend, fsdp_settings, hf_optim,
 NAME = "trainer"
 FILE = "trainer.yaml"
 ATTENTION = {"eager": "eager", "sdpa": "sdpa", "flash": "flash_attention_2"}
-OWN_CONFIG = ("torchtune", "torchtitan", "axolotl", "unsloth", "megatron")  # frameworks with a target of that name
+OWN_CONFIG = ("torchtune", "torchtitan", "axolotl", "unsloth", "megatron")  # stacks with a target of that name
 
 
 def applies(plan: LaunchPlan) -> str | None:

@@ -18,7 +18,7 @@ the trained parameters' gradients and optimizer states, and the largest transien
 - **offloading** (generation): diffusers' ``enable_model_cpu_offload`` keeps one model on the card at a time (the
   peak is the largest component with its transient); ``enable_sequential_cpu_offload`` one layer at a time.
 
-Then, as for LLMs (:mod:`gpuplan.memory.fit`): the caching allocator's slack over the allocated peak
+Then, as for LLMs (:mod:`gpuplan.memory.report`): the caching allocator's slack over the allocated peak
 (:data:`~gpuplan.overheads.ALLOCATOR_SLACK_TRAIN`, ``_INFER``) and the CUDA context outside it.
 """
 
@@ -59,7 +59,8 @@ def _any(p: Profile) -> tuple[int, ...]:
 
 def stored_weight_bytes(p: Profile, params: int, weights: str, dtype: str) -> float:
     """Bytes of a component's weights with its linears and convolutions stored as ``weights`` (16bit, nf4, fp8,
-    gguf-...), the rest in ``dtype`` (in fp8 too where the whole module is cast: :data:`~.profile.FP8_ALL`)."""
+    gguf-...), the rest in ``dtype`` (in fp8 too where the whole module is cast:
+    :data:`~gpuplan.model.profile.FP8_ALL`)."""
     high = BYTES[dtype]
     if weights == "16bit":
         return params * high
@@ -384,7 +385,7 @@ def model_memory(s: Scenario, job: ModuleJob, main: Profile) -> Estimate:
 
 
 def report(s: Scenario, e: Estimate, gpu: GpuSpec | None) -> MemoryReport:
-    """The memory report of an estimate on a card (as :func:`gpuplan.memory.fit.memory_report` reports a
+    """The memory report of an estimate on a card (as :func:`gpuplan.memory.report.memory_report` reports a
     decoder's): allocated, reserved with the allocator's slack, device with the CUDA context."""
     e.outside_allocator = device_overheads(s, gpu.generation if gpu else None)
     capacity = gpu.usable_gib if gpu else None

@@ -2,9 +2,9 @@
 
 One reader per family maps that family's keys (``n_embd``, ``n_head_kv``, ``num_local_experts``...) and
 conventions (fused projections, LayerNorm with bias vs RMSNorm, sliding-window patterns, expert
-layouts) onto :class:`~gpuplan.layers.Layer` lists. Sources: the ``modeling_*.py`` and
+layouts) onto :class:`~gpuplan.model.layers.Layer` lists. Sources: the ``modeling_*.py`` and
 ``configuration_*.py`` files of transformers 5.x; each reader names what differs from Llama.
-Every bundled config is checked against ``transformers`` on the meta device (tests/test_model_sim.py).
+Every bundled config is checked against ``transformers`` on the meta device (tests/model/test_model_sim.py).
 """
 
 from __future__ import annotations

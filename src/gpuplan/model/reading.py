@@ -14,7 +14,7 @@ from .architectures import READERS
 from .conventions import Keys as Config
 
 # Families whose reader is exact: the family readers above, and the families the conventions reader counts
-# exactly (every causal-LM architecture of transformers is swept by tests/test_model_sweep.py: a family is listed
+# exactly (every causal-LM architecture of transformers is swept by tests/model/test_model_sweep.py: a family is listed
 # here only while its default config and every bundled config of it count exactly).
 CONVENTION_EXACT = (
     "cwm", "deepseek_v2", "deepseek_v32", "ernie4_5", "ernie4_5_moe", "falcon_h1", "glm4_moe", "glm_moe_dsa",

@@ -694,8 +694,10 @@ def links_said(num_gpus: int, link: Link, speed) -> str:
     if num_gpus == 1:
         return "one GPU: no interconnect needed"
     share = min(speed.communication_s / speed.step_time_s, 1.0) if speed.step_time_s else 0.0
-    step = "decode step" if speed.ttft_s is not None else "step"
-    said = f"{speed.bound}-bound; collectives take {share:.0%} of the {step} over {link.label}"
+    # serving: the TP all-reduces sit in the decode step; training: what the overlap leaves of the collectives
+    what = ("collectives take", "decode step") if speed.ttft_s is not None else \
+        ("collectives not hidden behind compute take", "step")
+    said = f"{speed.bound}-bound; {what[0]} {share:.0%} of the {what[1]} over {link.label}"
     if link.kind in ("nvlink", "infinity-fabric"):
         return said + (" (communication-bound even there)" if speed.bound == "communication" else "")
     if share < LINKS_MINOR_SHARE:

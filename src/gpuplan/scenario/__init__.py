@@ -2,8 +2,10 @@
 
 - :mod:`.fields`: the fields, their validation, and loading from YAML/JSON, CLI flags or a dict;
 - :mod:`.stacks`: each training stack's recipe defaults and what it cannot run;
-- :mod:`.resolve`: the defaults that depend on the model and the card (precision, serving split), and the one-line
-  description of the resolved scenario.
+- :mod:`.describe`: the one-line description of the resolved scenario (the defaults that depend on the model
+  and the card are filled by :mod:`gpuplan.plan.resolve`);
+- :mod:`.modules`: a module scenario (a diffusion pipeline, an encoder-decoder, your own module) resolved into its
+  job.
 """
 
 from .fields import (

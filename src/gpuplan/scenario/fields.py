@@ -189,8 +189,10 @@ class Scenario(BaseModel):
         "from the C++ runtime, as MLPerf's submissions do")
     max_model_len: int | None = Field(default=None, ge=16, le=10_000_000,
                                       description="vLLM --max-model-len; default: the model's context")
-    engine_version: str | None = Field(default=None, description="the engine release whose memory rules apply "
-                                       "(vLLM 0.6.3 ... 0.33.0, SGLang 0.4 ... 0.5); default: the current release")
+    engine_version: str | None = Field(default=None, description="the engine release whose memory, scheduler and "
+                                       "timing rules apply (vLLM 0.6.3 ... 0.33.0: V0 before 0.8, async scheduling "
+                                       "from 0.14; SGLang 0.3 ... 0.5: the overlap scheduler from 0.4, DeepSeek's "
+                                       "fused kernels from 0.5); default: the current release")
     entry_point: Literal["serve", "offline"] = Field(
         default="serve", description="vLLM entry point: `vllm serve` or the offline LLM class (their defaults "
         "differ)")

@@ -13,14 +13,14 @@
   and are admitted as others finish (waves), and a pool that runs out preempts and recomputes.
 
 The run is the scheduler simulation ``capacity`` uses (:mod:`.simulate`: the engine's pool and limits from
-:func:`.capacity.engine_memory`, as the plan's memory states them; the step model of :mod:`.steptime`, the plan's
-speed layer sampled), over a finite set of requests sent from an idle engine, and it is summarised as the clients
-summarise theirs (all completed requests, start-up included): ``vllm bench serve`` (``vllm/benchmarks/serve.py``
-``BenchmarkMetrics`` and its saved result's keys: mean, median and percentiles of TTFT, TPOT, ITL and E2EL in ms;
-request, output and total token throughput over the benchmark's duration), which SGLang's ``bench_serving`` prints
-under the same names and genai-perf as time to first token, inter-token latency and request latency (avg, p50, p90,
-p99). TPOT is each request's ``(e2e - ttft) / (output - 1)``, its percentiles over requests; ITL every token's gap
-since the previous one, pooled over all tokens (:class:`.simulate.TokenGaps`).
+:func:`gpuplan.plan.capacity.engine_memory`, as the plan's memory states them; the step model of :mod:`.steptime`,
+the plan's speed layer sampled), over a finite set of requests sent from an idle engine, and it is summarised as the
+clients summarise theirs (all completed requests, start-up included): ``vllm bench serve``
+(``vllm/benchmarks/serve.py`` ``BenchmarkMetrics`` and its saved result's keys: mean, median and percentiles of
+TTFT, TPOT, ITL and E2EL in ms; request, output and total token throughput over the benchmark's duration), which
+SGLang's ``bench_serving`` prints under the same names and genai-perf as time to first token, inter-token latency
+and request latency (avg, p50, p90, p99). TPOT is each request's ``(e2e - ttft) / (output - 1)``, its percentiles
+over requests; ITL every token's gap since the previous one, pooled over all tokens (:class:`.simulate.TokenGaps`).
 
 **Lengths.** The scenario's ``prompt_tokens`` and ``output_tokens`` are the means; each request draws its own from
 the integers in ``[floor(L (1 - r)), ceil(L (1 + r))]``, ``r = length_spread`` (``vllm bench serve --dataset-name

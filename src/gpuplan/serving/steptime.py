@@ -38,7 +38,7 @@ handing the request to the engine core and streaming the token back): it adds to
 not to the time per output token.
 
 So a pure decode step equals ``StepTimer.decode_s`` and a lone prompt ``StepTimer.prefill_s`` plus the kernel
-floor (tests/test_serving.py checks both). ``Calibration`` scales the model per deployment (:mod:`.calibrate`):
+floor (tests/serving/test_serving.py checks both). ``Calibration`` scales the model per deployment (:mod:`.calibrate`):
 ``compute`` the GPU time of prompt tokens, ``memory`` that of decodes (a mixed step blends them by its token
 shares), ``overhead`` the host terms.
 """

@@ -2,7 +2,7 @@
 the estimate was from those measurements.
 
 The probe builds the model from its config with random weights (no download), sets it up and steps it with the
-same code as the simulator (:func:`gpuplan.simulate.build`, ``train_steps``, ``generate_steps``), after one
+same code as the simulator (:func:`gpuplan.sim.simulate.build`, ``train_steps``, ``generate_steps``), after one
 warm-up pass, and measures ``torch.cuda.max_memory_allocated`` / ``max_memory_reserved``, the device memory in
 use (``torch.cuda.mem_get_info``, which honours ``CUDA_VISIBLE_DEVICES``, as nvidia-smi would show it for the
 card, other processes included), the step time and tokens per second. The record it writes holds the

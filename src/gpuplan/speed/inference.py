@@ -583,7 +583,7 @@ def inference_speed(s: Scenario, m: ModelSpec, gpu: GpuSpec, network: Network | 
     launched = timer.timing.eager or parts.get("kernel_launches", 0) > parts.get("host", 0)
     bound = max(("memory", gpu_side), ("host (kernel launches)" if launched else "host (engine loop)",
                                        parts.get("host", 0) + parts.get("kernel_launches", 0)),
-                ("latency (per-layer kernels and all-reduces)", latency),
+                ("latency (per-layer kernels and all-reduces)" if comms else "latency (per-layer kernels)", latency),
                 ("system memory (CPU layers)", parts.get("cpu_layers", 0)), key=lambda kv: kv[1])[0]
     speed = Speed(tokens_per_s=rates.output_tokens_per_s, step_time_s=step, bound=bound, parts_s=parts,
                   compute_s=prefill, communication_s=comms, ttft_s=single, ttft_burst_s=burst,
@@ -658,11 +658,12 @@ def banded(speed: Speed, engine: str, m: ModelSpec, widen: list[str], *, maker: 
     """``speed`` with its range: the band the benches measure for ``engine`` on ``m``'s class of model on
     ``maker``'s cards (:func:`.bands.decode_band`); on a maker with no band of its own the NVIDIA band, widened
     for the other vendor, and for an engine's ROCm build the held-out error of its measured share
-    (:data:`~gpuplan.overheads.ROCM_BAND`) on each side; else the decode spread doubled and said "uncalibrated"."""
+    (:data:`~gpuplan.overheads.ROCM_BAND`) on each side; else twice the held-out decode rows' spread
+    (:data:`~gpuplan.overheads.SPEED_SPREAD`), said "uncalibrated"."""
     found = decode_band(engine, m, maker)
     if found is None:
-        speed.band = (f"{uncalibrated_words(engine, m)}, so the range is the decode spread of the measured pairs, "
-                      "doubled")
+        speed.band = (f"{uncalibrated_words(engine, m)}, so the range is twice the spread of the held-out decode "
+                      "rows of bench/throughput.py")
         return speed.with_range("decode", *widen, "uncalibrated")
     low, high, where = found.low, found.high, found.where
     if found.own_maker:

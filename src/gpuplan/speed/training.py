@@ -41,7 +41,8 @@ One optimizer step is ``grad_accum_steps`` micro-steps plus the step's own fixed
 ``parts_s`` of the result adds up to the step. The training stack's kernels (fused element-wise ops and loss,
 Unsloth's LoRA and dequantization paths, compiled graphs: :meth:`Stack.kernels
 <gpuplan.stacks.base.Stack.kernels>`) change the parts they touch; no stack multiplies the step, so no
-estimate runs a GEMM faster than its shape allows on the card (the ceiling ``tests/test_speed_ceiling.py`` checks).
+estimate runs a GEMM faster than its shape allows on the card (the ceiling
+``tests/speed/test_speed_ceiling.py`` checks).
 """
 
 from __future__ import annotations

@@ -218,7 +218,7 @@ class Stack:
         return {k: v for k, v in extras.items() if k == "dequantized 4-bit weight"}
 
     def kernels(self, s: Scenario):
-        """The kernels this stack runs for the parts of a step it changes (:mod:`.speed`)."""
+        """The kernels this stack runs for the parts of a step it changes (:mod:`.speedups`)."""
         from .speedups import kernels
 
         return kernels(self.name, s, fused_stack=s.tp > 1 or s.precision.startswith(("fp8", "fp4")))

@@ -1,6 +1,6 @@
 """What each training stack's kernels change in a step, as the speed model (:mod:`gpuplan.speed.training`) applies
 them to the parts of the step they touch. A stack's published speed-up is never an input here: the tests check the
-speed model against it (``tests/test_stack_speed.py``).
+speed model against it (``tests/stacks/test_stack_speed.py``).
 
 What a stack changes, and where it lands in the step:
 

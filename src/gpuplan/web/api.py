@@ -1,6 +1,6 @@
 """The JSON API: the Python API's inputs and outputs over HTTP (``--json`` prints the same objects).
 
-``POST /api/estimate`` takes a scenario and returns :class:`~gpuplan.result.Plan`; ``POST /api/recommend`` a
+``POST /api/estimate`` takes a scenario and returns :class:`~gpuplan.plan.plan.Plan`; ``POST /api/recommend`` a
 scenario and constraints, returning what ``gpuplan recommend --json`` prints; ``POST /api/buy`` a build (or a
 budget), workloads and the owner's terms, returning what ``gpuplan buy --json`` prints; ``GET /api/models`` and
 ``GET /api/gpus`` the rows of ``gpuplan models --json`` and ``gpuplan gpus --json``; ``POST /api/capacity`` a model,
