@@ -61,6 +61,9 @@ def test_a_memory_only_build_stops_after_the_verdict():
                                             "requests asked (vLLM takes its budget whatever the job); ")
     assert plan.verdict.headroom_gib is None and "headroom" not in plan.verdict.sentence  # memory is not what's short
     assert plan.setup is r
+    one = build(resolve(scenario_from({"model": "qwen2.5-7b", "task": "infer", "engine": "vllm", "gpu": "l40s"})),
+                Offers(), memory_only=True)
+    assert "vLLM's KV pool holds the 1 concurrent request asked (up to " in one.verdict.sentence  # not "requests"
 
 
 def test_the_verdict_is_the_plans_and_every_interface_prints_it():

@@ -122,7 +122,8 @@ def _fits(plan: Plan) -> None:
     if mem.fits is not False:
         return
     digits = 1 if f"{mem.device_peak_gib:.1f}" != f"{mem.capacity_gib:.1f}" else 2  # never "23.9 of 23.9"
-    why = (f"its KV pool holds {mem.max_concurrency:,} of the {s.batch_size:,} concurrent requests asked "
+    why = (f"its KV pool holds {mem.max_concurrency:,} of the {s.batch_size:,} concurrent "
+           f"request{'s' if s.batch_size != 1 else ''} asked "
            f"({mem.device_peak_gib:.1f} of {mem.capacity_gib:.1f} GiB usable per GPU)"
            if mem.max_concurrency is not None and mem.max_concurrency < s.batch_size
            and mem.device_peak_gib <= mem.capacity_gib else

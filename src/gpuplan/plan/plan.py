@@ -253,10 +253,11 @@ def judge(r: Resolved, mem: MemoryReport, by_design: bool = False) -> Verdict:
     if mem.fits is False and (mem.headroom_gib or 0) >= 0 and host_shortfall(s, mem, gpu):
         said = "the host's RAM cannot hold what it keeps there (the warning says how much); "
     elif mem.max_concurrency is not None and engine.pool_words:
-        said = (f"{engine.pool_words} holds the {s.batch_size:,} concurrent requests asked (up to "
-                f"{mem.max_concurrency:,}); " if mem.max_concurrency >= s.batch_size else
-                f"{engine.pool_words} holds {mem.max_concurrency:,} of the {s.batch_size:,} concurrent requests "
-                f"asked ({engine.label} takes its budget whatever the job); ")
+        asked = f"{s.batch_size:,} concurrent request{'s' if s.batch_size != 1 else ''} asked"
+        said = (f"{engine.pool_words} holds the {asked} (up to {mem.max_concurrency:,}); "
+                if mem.max_concurrency >= s.batch_size else
+                f"{engine.pool_words} holds {mem.max_concurrency:,} of the {asked} ({engine.label} takes its budget "
+                "whatever the job); ")
     elif mem.gpu_layers is not None:
         said = (f"{engine.label} would run {mem.offloaded_layers} of {r.model.num_layers} layers from system RAM "
                 "on the CPU (--cpu-layers counts that as fitting); " if mem.offloaded_layers and not s.cpu_layers else
