@@ -105,20 +105,22 @@ moved; what was read is in the rows' notes and in the section "Host and GPU time
 step (CUDA graphs: no host dispatch) as its machine's GPU time, with the estimate's own overlap of host and GPU work,
 a server's host spends at most 0.6 to 2.7 times the host work the estimate gives a desktop (the T4's 3.2, read from
 two GPU-bound steps 6 % apart, least certain), and the desktops' 0.7 to 1.6 times: server hosts are not slower than
-desktops as a rule. What is slower on the datacenter cards at batch 1 is the GPU side: compiled SD 1.5 steps 1.23 to
-1.52 times the estimate's eager GPU time on four A100 machines and 1.60 to 1.85 on three H100s, where the GeForce
-cards' are 0.61 to 0.95. SERVER_HOST_FACTOR, fitted on fal-ai's A100, carries that shortfall as host work: about
-right on the A100 and too much on the H100, whose estimated GPU step is the shortest beside its host (stable-fast's
-H100 rows -34 and -27 %; a second H100 SXM machine, alexeigor/sd-benchmarks, ran the same eager step in 19 ms where
-the estimate takes 27). Not the cause of that GPU time (checked): the attention kernel's class on Hopper (torch 2.1's
-SDPA runs flash kernels on mma.sync; at stacks/attention.py's flash2 rate, 0.19 of the peak instead of 0.35, the H100
-step grows 1.4 of its missing 5.6 ms, and FLUX.1's held-out H100 rows go from +2, +7 and -2 % to +16, +21 and +11 %);
-GEMM tile and wave quantization (128 x 128 tiles over the SMs: 1.7 to 2.2 times the estimate's GEMM time at batch 2
-on the A100 and H100 and on the RTX 3090, 4080 and 4090 alike). DreamBooth at 1024 px (+52 %): the PR's script at its
-merge trains what the scenario plans; prior preservation, which would double the U-Net's batch (-22 %), is in the
-README recipe the PR added but not in its description's flags, and its author's own command five days later has none.
-onnxruntime's RTX 3060 rows (+19/+28/+29 %) are the README's torch lines; its CUDA execution provider ran other lines
-of that table, so what it runs does not bear on them.
+desktops as a rule (an upper bound on each host: a compiled step may still hold some host work, Inductor's wrapper
+and guards, which would move part of the GPU shortfall below back to the host). What is slower on the datacenter
+cards at batch 1 is the GPU side: compiled SD 1.5 steps 1.23 to 1.52 times the estimate's eager GPU time on four A100
+machines and 1.60 to 1.85 on three H100s, where the GeForce cards' are 0.61 to 0.95. SERVER_HOST_FACTOR, fitted on
+fal-ai's A100, carries that shortfall as host work: about right on the A100 and too much on the H100, whose estimated
+GPU step is the shortest beside its host (stable-fast's H100 rows -34 and -27 %; a second H100 SXM machine,
+alexeigor/sd-benchmarks, ran the same eager step in 19 ms where the estimate takes 27). Not the cause of that GPU
+time (checked): the attention kernel's class on Hopper (torch 2.1's SDPA runs flash kernels on mma.sync; at
+stacks/attention.py's flash2 rate, 0.19 of the peak instead of 0.35, the H100 step grows 1.4 of its missing 5.6 ms,
+and FLUX.1's held-out H100 rows go from +2, +7 and -2 % to +16, +21 and +11 %); GEMM tile and wave quantization (128
+x 128 tiles over the SMs: 1.7 to 2.2 times the estimate's GEMM time at batch 2 on the A100 and H100 and on the RTX
+3090, 4080 and 4090 alike). DreamBooth at 1024 px (+52 %): the PR's script at its merge trains what the scenario
+plans; prior preservation, which would double the U-Net's batch (-22 %), is in the README recipe the PR added but not
+in its description's flags, and its author's own command five days later has none. onnxruntime's RTX 3060 rows
+(+19/+28/+29 %) are the README's torch lines; its CUDA execution provider ran other lines of that table, so what it
+runs does not bear on them.
 """
 
 from __future__ import annotations
@@ -318,7 +320,9 @@ def host_reading() -> str:
     """What each :data:`HOST_PAIRS` machine's host spent per eager step, taking its compiled step as its GPU time and
     the estimate's own overlap of the two (speed/work.py smooth_max, p = HOST_GPU_OVERLAP_SHARPNESS), against the
     host work the estimate gives a desktop (the profile's ops and module calls at DISPATCH_OVERHEAD_S and
-    MODULE_CALL_OVERHEAD_S); and the compiled step against the estimate's eager GPU time."""
+    MODULE_CALL_OVERHEAD_S); and the compiled step against the estimate's eager GPU time. The host read so is an upper
+    bound: a compiled step's fused kernels take no longer than the eager ones, and it may still hold some host work
+    (Inductor's wrapper and guards)."""
     from gpuplan import overheads as oh
     from gpuplan.hardware import load_gpu
     from gpuplan.plan.modules import profiles
