@@ -116,11 +116,15 @@ time (checked): the attention kernel's class on Hopper (torch 2.1's SDPA runs fl
 stacks/attention.py's flash2 rate, 0.19 of the peak instead of 0.35, the H100 step grows 1.4 of its missing 5.6 ms,
 and FLUX.1's held-out H100 rows go from +2, +7 and -2 % to +16, +21 and +11 %); GEMM tile and wave quantization (128
 x 128 tiles over the SMs: 1.7 to 2.2 times the estimate's GEMM time at batch 2 on the A100 and H100 and on the RTX
-3090, 4080 and 4090 alike). DreamBooth at 1024 px (+52 %): the PR's script at its merge trains what the scenario
-plans; prior preservation, which would double the U-Net's batch (-22 %), is in the README recipe the PR added but not
-in its description's flags, and its author's own command five days later has none. onnxruntime's RTX 3060 rows
-(+19/+28/+29 %) are the README's torch lines; its CUDA execution provider ran other lines of that table, so what it
-runs does not bear on them.
+3090, 4080 and 4090 alike). A lead for that GPU time, not applied: the memory layout of the convolutions costs the
+A100 and not the RTX 4090: fal-ai's A100 80GB ran its compiled step in 26.1 ms with NCHW tensors and 20.4 ms
+channels-last (its README's 'compiled, NCHW channels last' row, 1.066 s a call), where alexeigor/sd-benchmarks'
+compiled NCHW step on an RTX 4090 (1.17 s a call: 22.3 ms) is diffusers' channels-last one (22.0 ms); the estimate
+times every convolution at its GEMM's rate in either layout, and one pair on one card does not set a rate. DreamBooth
+at 1024 px (+52 %): the PR's script at its merge trains what the scenario plans; prior preservation, which would
+double the U-Net's batch (-22 %), is in the README recipe the PR added but not in its description's flags, and its
+author's own command five days later has none. onnxruntime's RTX 3060 rows (+19/+28/+29 %) are the README's torch
+lines; its CUDA execution provider ran other lines of that table, so what it runs does not bear on them.
 """
 
 from __future__ import annotations
