@@ -955,7 +955,12 @@ MODULE_CALL_OVERHEAD_S = 5e-6
 # host work, and on A100s and an H100 with the same PyTorch that bound runs from a desktop's to 2.6 times it
 # (stable-fast's H100, 18.3 ms a step eager, 15.2 compiled; its A100 28.1 and 23.9 ms; fal-ai's A100 this 1.75;
 # diffusers' torch 2.0 benchmark's A100, 46.2 and 22.7 ms). None of these sources names its CPU, so no per-machine
-# rule can be read from them; the one fitted value stays, and held-out rows fall on both sides of it.
+# rule can be read from them; the one fitted value stays, and held-out rows fall on both sides of it. What the factor
+# carries (issue 34, session 10; bench/results/modules.md, "Host and GPU time of eager steps"): with each source's
+# compiled step as its GPU time and this module's overlap of the two (HOST_GPU_OVERLAP_SHARPNESS), the servers' hosts
+# come to at most 0.6 to 2.7 times a desktop's and the desktops' 0.7 to 1.6, while the compiled SD 1.5 steps are 1.2 to
+# 1.5 times the estimated eager GPU time on A100s and 1.6 to 1.85 on H100s (0.6 to 0.95 on GeForce cards): fitted on
+# an A100, the factor stands in for GPU time at batch 1 that the profile does not hold, a cause not yet found.
 SERVER_HOST_FACTOR = 1.75
 # The hosts those sources bound, as multiples of the desktop's per-op host work: from a desktop's (stable-fast's H100)
 # to 2.6 times it (diffusers' torch 2.0 benchmark's A100). A generation or inference plan on a datacenter card gives
