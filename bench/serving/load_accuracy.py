@@ -213,6 +213,19 @@ NOTES = """What the misses say, row by row:
   kernels (`MOE_KERNELS_PER_LAYER`) and the router stays 16-bit under FP8 (vLLM's `GateLinear`); and a decode
   step's MoE kernels are counted on the 23 expert layers only, not on all 52. This row: TTFT -31.9 % -> -30.8 %
   (1,061 ms), TPOT -21.0 % -> -20.3 % (48.7 ms), requests/s +27.6 % -> +26.4 % (19.5).
+  s10-vllmhost: the ~13 ms is the Mamba-2 state update's kernel. vLLM 0.12 runs `selective_state_update` (a Triton
+  kernel, one program per (sequence, head) and 4 rows of the 64 x 128 fp32 state) with the launch config its code
+  picks by dstate, `BLOCK_SIZE_M, num_warps = 4, 4` for dstate 128 on Hopper, until vLLM shipped tuned per-card
+  configs (PRs #43083 and #44251, taken as first released in 0.23.0). PR #44251 measured that heuristic on the H200
+  with fp32 states: 2,842 GB/s of state moved (4,096 and 8,192 states: 94.81 and 188.20 us), 59 % of the card's
+  4.8 TB/s, where gpuplan moved the state at its streaming rate (3,840 GB/s; the same table's tuned config, 3,763,
+  is the check that the later releases move it there). At ~1,000 decoding sequences the 99 GB of state a step moves
+  then take 34.7 ms, not 25.7 (overheads.VLLM_SSU_HEURISTIC_GBS; engines/vllm.py `measured_kernels`; the table's
+  rows from 32,768 states up, ~1 TB/s, would put the state alone above the measured TPOT, and are not taken). Read
+  from the PR's kernel table, not from this row: TTFT -30.8 % -> -24.4 % (1,160 ms), TPOT -20.3 % -> -6.0 % (57.4
+  ms), requests/s +26.4 % -> +7.5 % (16.6); no other row moved (none runs a Mamba-2 model on an H200 before 0.23).
+  What is left of the TTFT is the first wave's prompts, the FP8 prompt steps above (1.90x over BF16 in gpuplan,
+  1.40x measured on the H100).
 - **Offline at a large batch: Llama-3.1-405B FP8 on 8 H100s under vLLM 0.6.3 (dstack's `benchmark_throughput.py`
   runs, 15 rows, requests/s only).** Built as vLLM 0.6.3 runs them: the LLM class's V0 engine, `max_num_seqs`
   256, chunked prefill on past 32,768 tokens of context (512 tokens a step before 0.6.5), a prompt admitted only
