@@ -678,8 +678,8 @@ VLLM_MXFP4_MOE_LAYER_S = 51e-6
 #   Hopper ``BLOCK_SIZE_M, num_warps = 4, 4`` (read at commit 007ad216, which already holds PR #32873's January
 #   2026 Blackwell branch beside it; PR #44251 names the same pair as the H200's "Heuristic"). Its rate on the
 #   H200, GB/s of state moved (read and written back), from vLLM PR #44251 (Majid-Taheri, 2026-06-01, "H200 -
-#   cache_dtype=float32", Heur column, headdim 64, dstate 128, ngroups 8): 4,096 (sequence, head) states in 94.81 us and 8,192 in 188.20 us, 64 KiB each (64 x 128 fp32, read and
-#   written): 2,831 and 2,853 GB/s, their mean 2,842 (59 % of the card's 4.8 TB/s). The rows below 4,096 (512:
+#   cache_dtype=float32", Heur column, headdim 64, dstate 128, ngroups 8): 4,096 (sequence, head) states in
+#   94.81 us and 8,192 in 188.20 us, 64 KiB each (64 x 128 fp32, read and written): 2,831 and 2,853 GB/s, their mean 2,842 (59 % of the card's 4.8 TB/s). The rows below 4,096 (512:
 #   2,634) still pay the launch; the rows from 32,768 up run ~2.7x slower a state (1,067 GB/s at 32,768, 968 at
 #   131,072), which a serving run contradicts: the Nemotron-3-Nano recipe's 61 ms TPOT at ~1,000 sequences x 64
 #   heads (bench/data/serving_load_runs.csv) leaves no room for 99 GB of state at ~1 TB/s, so they are not taken.
