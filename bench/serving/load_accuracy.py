@@ -146,8 +146,9 @@ NOTES = """What the misses say, row by row:
   ms, below a rough count of gpuplan's GPU work for them (0.65 s with each prompt alone and 128 steps of all 100:
   an upper bound); a diagnosis, not a fit: the GPU idles most of the burst, and a slower GPU step is not the
   cause. (3) Async scheduling not overlapping (0.19 runs it by default): the synchronous loop gives the 16
-  requests/s row TPOT 2.37 ms (2.40 measured) but the burst 9.19 ms (5.71), and the vLLM blog's 0.19.1 gpt-oss rows
-  +7..+9 % (now -4..-5 %); not what 0.19 does. (4) The host itself: the V1 engine loop's constants (per step and
+  requests/s row TPOT 2.37 ms (2.40 measured) but the burst 9.19 ms (5.71); on the vLLM blog's 0.19.1 rows it takes
+  Llama's ITL -7 % / -19 % to -2 % / -12 % and gpt-oss's -4 % / -5 % to +9 % / +7 % (whose 51 us a MoE layer was read
+  from single-request sweeps with the loop overlapped): no release-wide reading. (4) The host itself: the V1 engine loop's constants (per step and
   per sequence) 2.7x as long give TPOT 2.33 ms at 16 requests/s and 6.99 ms (requests/s 98.7, median TTFT 1.99 s) in
   the burst: every host-side quantity of this source (its per-request TTFT excess too, ~2.1x) reads as a host ~2-3x
   slower than KubeCon's, which is a machine, not a release; no public run of that machine outside these rows sets it,
