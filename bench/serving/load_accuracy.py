@@ -148,9 +148,9 @@ NOTES = """What the misses say, row by row:
   cause. (3) Async scheduling not overlapping (0.19 runs it by default): the synchronous loop gives the 16
   requests/s row TPOT 2.37 ms (2.40 measured) but the burst 9.19 ms (5.71); on the vLLM blog's 0.19.1 rows it takes
   Llama's ITL -7 % / -19 % to -2 % / -12 % and gpt-oss's -4 % / -5 % to +9 % / +7 % (whose 51 us a MoE layer was read
-  from single-request sweeps with the loop overlapped): no release-wide reading. (4) The host itself: the V1 engine loop's constants (per step and
-  per sequence) 2.7x as long give TPOT 2.33 ms at 16 requests/s and 6.99 ms (requests/s 98.7, median TTFT 1.99 s) in
-  the burst: every host-side quantity of this source (its per-request TTFT excess too, ~2.1x) reads as a host ~2-3x
+  from single-request sweeps with the loop overlapped): no release-wide reading. (4) The host itself: the V1 engine
+  loop's constants (per step and per sequence) 2.7x as long give TPOT 2.33 ms at 16 requests/s and 6.99 ms
+  (requests/s 98.7, median TTFT 1.99 s) in the burst: every host-side quantity of this source (its per-request TTFT excess too, ~2.1x) reads as a host ~2-3x
   slower than KubeCon's, which is a machine, not a release; no public run of that machine outside these rows sets it,
   so nothing was changed.
 - **Two sources added, both vLLM's own publications, each with its setup stated.** The vLLM blog's FP8 KV-cache
