@@ -138,21 +138,20 @@ NOTES = """What the misses say, row by row:
   engine, not the stream. At 16 requests/s the server streams about 2,000 tokens a second, a small share of a
   core, and the TPOT miss is the step itself: 2.0 ms median ITL against gpuplan's 1.4 ms, the same host effect as
   tt340's (the engine loop constant was measured on KubeCon's H100 host).
-  Looked at again (2026-11-30, s10-vllmhost), for a cause by release; none found that these rows do not also
-  contradict. (1) The sampler: vLLM's sort-based top-k/top-p (PR #32558's table: 1.07 ms at 64 rows of a 131k
-  vocabulary) would cost this 152k-vocabulary model ~1 ms a step, but `vllm bench serve` sends temperature 0 when
-  none is given ("Default to greedy decoding", vllm/benchmarks/serve.py), and greedy requests skip it. (2) The GPU
-  step: the source's own nsys capture (H100_results.md, 100 prompts at --request-rate inf) puts all kernels at 284
-  ms, below a rough count of gpuplan's GPU work for them (0.65 s with each prompt alone and 128 steps of all 100:
-  an upper bound); a diagnosis, not a fit: the GPU idles most of the burst, and a slower GPU step is not the
-  cause. (3) Async scheduling not overlapping (0.19 runs it by default): the synchronous loop gives the 16
-  requests/s row TPOT 2.37 ms (2.40 measured) but the burst 9.19 ms (5.71); on the vLLM blog's 0.19.1 rows it takes
-  Llama's ITL -7 % / -19 % to -2 % / -12 % and gpt-oss's -4 % / -5 % to +9 % / +7 % (whose 51 us a MoE layer was read
-  from single-request sweeps with the loop overlapped): no release-wide reading. (4) The host itself: the V1 engine
-  loop's constants (per step and per sequence) 2.7x as long give TPOT 2.33 ms at 16 requests/s and 6.99 ms
-  (requests/s 98.7, median TTFT 1.99 s) in the burst: every host-side quantity of this source (its per-request TTFT excess too, ~2.1x) reads as a host ~2-3x
-  slower than KubeCon's, which is a machine, not a release; no public run of that machine outside these rows sets it,
-  so nothing was changed.
+  Looked at again (2026-11-30, s10-vllmhost), for a cause by release; none found that these rows do not also contradict.
+  (1) The sampler: vLLM's sort-based top-k/top-p (PR #32558's table: 1.07 ms at 64 rows of a 131k vocabulary) would cost
+  this 152k-vocabulary model ~1 ms a step, but `vllm bench serve` sends temperature 0 when none is given ("Default to
+  greedy decoding", vllm/benchmarks/serve.py), and greedy requests skip it. (2) The GPU step: the source's own nsys
+  capture (H100_results.md, 100 prompts at --request-rate inf) puts all kernels at 284 ms, below a rough count of
+  gpuplan's GPU work for them (0.65 s with each prompt alone and 128 steps of all 100: an upper bound); a diagnosis, not
+  a fit: the GPU idles most of the burst, and a slower GPU step is not the cause. (3) Async scheduling not overlapping
+  (0.19 runs it by default): the synchronous loop gives the 16 requests/s row TPOT 2.37 ms (2.40 measured) but the burst
+  9.19 ms (5.71); on the vLLM blog's 0.19.1 rows it takes Llama's ITL -7 % / -19 % to -2 % / -12 % and gpt-oss's -4 % /
+  -5 % to +9 % / +7 % (whose 51 us a MoE layer was read from single-request sweeps with the loop overlapped): no
+  release-wide reading. (4) The host itself: the V1 engine loop's constants (per step and per sequence) 2.7x as long
+  give TPOT 2.33 ms at 16 requests/s and 6.99 ms (requests/s 98.7, median TTFT 1.99 s) in the burst: every host-side
+  quantity of this source (its per-request TTFT excess too, ~2.1x) reads as a host ~2-3x slower than KubeCon's, which is
+  a machine, not a release; no public run of that machine outside these rows sets it, so nothing was changed.
 - **Two sources added, both vLLM's own publications, each with its setup stated.** The vLLM blog's FP8 KV-cache
   post (2026-04-22: one H100, v0.19.1, 150 requests at concurrency 8, ~20k prompt and ~2k output tokens): Llama-3.1-8B
   TTFT +6 % and +7 % (BF16 and FP8 KV), ITL -7 % and -19 %, requests/s +4 % and +14 %; gpt-oss-20b TTFT -21 % and
