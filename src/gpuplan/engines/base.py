@@ -85,9 +85,9 @@ class Timing:
     _kernels_per_layer`); ``fused_all_reduce``: each tensor-parallel all-reduce runs as one kernel with the residual
     add and RMSNorm after it (FlashInfer's one-shot all-reduce fusion, :data:`gpuplan.overheads.FUSED_ALL_REDUCE_S`),
     not a ring call plus the engine's own cost. ``launch_s`` and ``eager_prompts``: how a step without its CUDA
-    graph pays its launches (:meth:`gpuplan.speed.inference.StepTimer.launch_host_s`). ``fp8_kv_rate`` and
-    ``expert_layer_s``: decode costs that are not the bytes' rate (vLLM on Hopper and datacenter Blackwell:
-    :func:`gpuplan.engines.vllm.measured_kernels`)."""
+    graph pays its launches (:meth:`gpuplan.speed.inference.StepTimer.launch_host_s`). ``fp8_kv_rate``,
+    ``expert_layer_s`` and ``ssm_state_bps``: decode costs that are not the bytes' rate (vLLM on Hopper and
+    datacenter Blackwell: :func:`gpuplan.engines.vllm.measured_kernels`)."""
 
     eager: bool = False
     graphs: bool = False
@@ -112,6 +112,9 @@ class Timing:
     fp8_kv_rate: float = 1.0
     # GPU seconds per routed-expert layer and decode step beyond the experts' bytes (vLLM's MXFP4 MoE layers)
     expert_layer_s: float = 0.0
+    # bytes/s at which a decode step moves Mamba-2's SSM states (0: the streaming bandwidth; vLLM's Triton
+    # selective_state_update under its launch heuristic)
+    ssm_state_bps: float = 0.0
 
 
 class Engine:
