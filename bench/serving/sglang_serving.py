@@ -285,7 +285,9 @@ def main() -> None:
         "send the H200 DP-attention rows to +55..+225% (TPOT +59..+105% at 64-128 requests), so the H200 rows' "
         "prompts do not follow that TP 8 long-prompt rate, nor does SGLang 0.4.3's per-rank prefill budget "
         "under DP attention (chunked_prefill_size // 2 on each of the 8 ranks, server_args.py) bring them back: "
-        "simulated, TTFT rose further). "
+        "simulated, TTFT rose further). A check not replayed as a row: PR #2643's offline ShareGPT run with "
+        "--enable-dp-attention (0.4.1.post2, 5,000 prompts, 8 H200s) printed 2,673.55 output tokens/s; gpuplan's "
+        "replay gives 3,440 (+29%) with the early-release decode term and 4,161 (+56%) without it. "
         "InferenceX's run of SGLang 0.5.7 on 8x H200 (issue #870, 1,024/1,024) decodes within 1-9%. "
         "Before a small step read only the experts its tokens reach (StepTimer._linears_s), a serving step of a "
         "few sequences read all 256 experts: TPOT at 8 requests on the 0.5.7 run was +166%.", "",
