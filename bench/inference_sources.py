@@ -312,9 +312,14 @@ CAUSES = {
         "other A100 F16 prompt row is in the bench."),
     ("sglang_serving", "dstack"): (
         "DeepSeek-R1 on SGLang 0.4.3.post2 with DP attention (8x H200) and 0.4.2.post4 (8x MI300X), as dstack's "
-        "README states: prompts still 1.2-3x too fast after the absorbed MLA prefill of those releases, and decode "
-        "steps 1.3-2.8x too fast at 4-16 requests (closed loop in lockstep: the steps themselves); no public "
-        "number prices either (bench/results/sglang_serving.md). Shown, never fitted."),
+        "README states: prompts still 1.2-3x too fast after the absorbed MLA prefill of those releases (the triton "
+        "extend kernel's rate on 576-wide heads is unpublished; PR #3237's bench_one_batch total less its decode "
+        "steps puts 0.4.3's prefill on 8 MI300Xs ~2.8x gpuplan's; PR #3550's triton and FlashInfer-MLA runs put "
+        "the triton prompt attention at ~5.1x and the rest at ~1.8-1.9x, which fits the MI300X rows but overshoots the "
+        "H200 DP-attention ones 1.5-3x: derived, not fitted, not kept). Decode now within 11 % "
+        "median (30.9 % before): the first DeepSeek-V3 releases' fixed GPU time per MoE layer (engines/sglang.py "
+        "early_deepseek), fitted on the SGLang team's bench_one_batch steps (PRs #2643 and #3237), not on these "
+        "rows (bench/results/sglang_serving.md). Shown, never fitted."),
     ("sglang_serving", "ix3173"): "InferenceX DeepSeek-R1 TTFT under SGLang: helper s8-ttft's this session.",
     ("sglang_serving", "ix3318"): (
         "InferenceX DeepSeek-R1 TTFT under SGLang on MI325X: 0.44-0.71 s more on every request at 8k prompts, a "

@@ -145,6 +145,26 @@ def pct(pred: float, real: float) -> float:
     return 100 * (pred - real) / real
 
 
+def decode_step_rows() -> list[str]:
+    """bench/data/sglang_decode_steps.csv: the SGLang team's bench_one_batch decode steps of DeepSeek-V3 (the
+    model's forward and sampling alone under CUDA graphs: no scheduler, no HTTP) against gpuplan's step (its GPU
+    work, no host loop) at the run's middle context, input + output / 2. The fitted rows set
+    overheads.SGLANG_EARLY_DEEPSEEK_MOE_LAYER_S (engines/sglang.py ``early_deepseek``)."""
+    with (ROOT / "bench/data/sglang_decode_steps.csv").open(newline="") as f:
+        rows = list(csv.DictReader(f))
+    out = ["| run | role | release | GPUs | batch | published decode step | gpuplan | error |",
+           "|---|---|---|---|---:|---:|---:|---:|"]
+    for r in rows:
+        s = scenario_from({"task": "infer", "engine": "sglang", "model": r["model"], "gpu": r["gpu"],
+                           "tp": int(r["tp"]), "num_gpus": int(r["tp"]), "engine_version": r["sglang_version"]})
+        timer = step_timer(s, load_model(s.model), load_gpu(s.gpu))
+        parts = timer.decode_parts(int(r["batch"]), int(r["input"]) + int(r["output"]) // 2)
+        ours, real = 1e3 * sum(v for k, v in parts.items() if k != "host"), float(r["decode_ms"])
+        out.append(f"| {r['id']} | {r['role']} | {r['sglang_version']} | {r['tp']}x {r['gpu']} | {r['batch']} | "
+                   f"{real:.1f} ms | {ours:.1f} ms | {pct(ours, real):+.1f}% |")
+    return out
+
+
 def calibrate(rows: list[dict], max_requests: int) -> dict[str, float]:
     """The five SGLang host constants from the calibration rows, in turn, twice over (each moves the others a
     little; overheads.py says which row sets which)."""
@@ -248,18 +268,40 @@ def main() -> None:
         "of the multi-head FLOPs, timed at "
         "gpuplan's fused-attention rate; with DP attention all 128 heads of a prompt run on one GPU). Together "
         "(held-out medians, inference_sources.md): TTFT 74.6% -> 60.0%, TPOT 46.1% -> 31.4%, E2E 53.0% -> 35.3%. "
+        "Then (issue 31, session 10) the first DeepSeek-V3 releases' fixed GPU time per MoE layer and step "
+        "(engines/sglang.py early_deepseek, releases up to 0.4.3: 349 us on NVIDIA, 150 us on ROCm before the ROCm "
+        "share), fitted on the SGLang team's own bench_one_batch decode steps, not on these rows (the table at the "
+        "end): TPOT 30.9% -> 11.0%, E2E 34.7% -> 13.4%, TTFT 59.8% -> 59.0%. "
         "Left: prompts still 1.2-3x too fast (the triton extend kernel's rate on 576-wide heads, 32 x 64 tiles and "
-        "one stage on SM 9.x, is unpublished) and, since a closed loop of fixed lengths runs in lockstep (no "
-        "prompt inside a request's decode), decode steps themselves 1.3-2.8x too fast at 4-16 requests: 43 ms a "
-        "step for 4 sequences on the H200s. No cause for the decode gap was found in 0.4.3.post2's code that gpuplan "
-        "can price from a public number (bench/results/sglang_serving.md lists what was checked). "
+        "one stage on SM 9.x, is unpublished; PR #3237's total latency less its 255 decode steps puts that "
+        "release's prefill of 4 x 2,048 tokens on 8 MI300Xs, no prefix cache, at ~0.84 s, where gpuplan says 0.30 "
+        "s: derived, not fitted; and SGLang PR #3550 (2025-02-13, 8 H200s at TP 8, --disable-radix-cache, 60 "
+        "prompts of up to 32,000 tokens at 1 request/s: 10,526.88 total tokens/s with FlashInfer MLA, 2,679.07 "
+        "with the default triton backend, so 89.3 s and 350.7 s) puts, against gpuplan's serial prefill of that "
+        "workload (35.1 s of GEMMs and the rest, 54.3 s of attention with chunks after the first absorbed), the "
+        "release's non-attention prompt work at ~1.8-1.9x "
+        "gpuplan's and the triton backend's prompt attention at ~5.1x. "
+        "Tried on these rows, not kept: those two factors bring the MI300X TTFT from -62..-66% to -18..-28% but "
+        "send the H200 DP-attention rows to +55..+225% (TPOT +59..+105% at 64-128 requests), so the H200 rows' "
+        "prompts do not follow that TP 8 long-prompt rate, nor does SGLang 0.4.3's per-rank prefill budget "
+        "under DP attention (chunked_prefill_size // 2 on each of the 8 ranks, server_args.py) bring them back: "
+        "simulated, TTFT rose further). A check not replayed as a row: PR #2643's offline ShareGPT run with "
+        "--enable-dp-attention (0.4.1.post2, 5,000 prompts, 8 H200s) printed 2,673.55 output tokens/s; gpuplan's "
+        "replay gives 3,440 (+29%) with the early-release decode term and 4,161 (+56%) without it. "
         "InferenceX's run of SGLang 0.5.7 on 8x H200 (issue #870, 1,024/1,024) decodes within 1-9%. "
         "Before a small step read only the experts its tokens reach (StepTimer._linears_s), a serving step of a "
         "few sequences read all 256 experts: TPOT at 8 requests on the 0.5.7 run was +166%.", "",
-        "dstack's decode gap, what was checked (the 0.4.3.post2 and 0.4.2.post4 wheels from PyPI, read; a "
-        "diagnosis, nothing fitted): on the H200s measured TPOT less gpuplan's is nearly the same at every "
+        "dstack's decode gap, what was checked (the 0.4.3.post2 and 0.4.2.post4 wheels from PyPI, read): before "
+        "the early-release term, on the H200s measured TPOT less gpuplan's was nearly the same at every "
         "concurrency, 23-28 ms a step from 4 to 128 requests, so a per-step cost, not one per sequence or token; "
-        "on the MI300Xs 10-13 ms at 4-16 requests. Ruled out or too small: CUDA graphs are on "
+        "on the MI300Xs 10-13 ms at 4-16 requests. The SGLang team's bench_one_batch runs of the same era show the "
+        "same fixed cost in the model's forward alone (no scheduler, no HTTP, no client): 20.3, 20.4 and 16.2 ms "
+        "a step above gpuplan's at 1, 8 and 32 sequences on 8 H200s (0.4.1.post2), 14.8 ms at 4 on 8 MI300Xs "
+        "(0.4.3); that is what is now fitted, per MoE layer. What it is, read in the wheel: a layer of small "
+        "unfused kernels (input_to_float8 as torch ops before each absorbed bmm_fp8, DeepSeek's YaRN rotary in "
+        "native PyTorch, copies into the absorbed q and k, the shared experts apart, the triton MLA decode and "
+        "block-FP8 MoE GEMMs without split-K); no public profile times them one by one. Ruled out or too small: "
+        "CUDA graphs are on "
         "(cuda_graph_runner.py can_run under DP attention: every rank decoding or idle, the largest rank's batch "
         "within cuda_graph_max_bs 160; ForwardMode.is_cuda_graph includes IDLE, so idle ranks replay too); the "
         "overlap scheduler stays on (0.4.3.post2 does not turn it off for DP attention); the tuned triton MoE and"
@@ -267,15 +309,19 @@ def main() -> None:
         "shape); the two gloo CPU collectives per step (Scheduler.prepare_dp_attn_batch) run on the CPU beside "
         "the GPU; the lm_head replicated in bf16 under DP attention (1.85 GB a step, ~0.4 ms); an all-gather "
         "beside each MoE layer's all-reduce (~1 ms a step); the triton MLA decode kernel's small grid (1 x 8 x 8 "
-        "blocks, ~2 ms). None comes near 24 ms. Public single-request reports of that era agree the engine was that "
-        "slow but state too little to set a constant: SGLang issue #3196 (2025-01-28: one sequence \"order 13 "
+        "blocks, ~2 ms). None alone comes near 24 ms. Public single-request reports of that era agree: SGLang "
+        "issue #3196 (2025-01-28: one sequence \"order 13 "
         "tokens/sec\", TTFT \"order 2 seconds\", on 8x H200 or 8x MI300X) and vLLM issue #11539 (2025-01-10: "
-        "SGLang at one request about 26 tokens/s), 38-77 ms a token against gpuplan's 14-16 ms. Nor is it the "
+        "SGLang at one request about 26 tokens/s), 38-77 ms a token against gpuplan's 14-16 ms before the term "
+        "(34-36 now). Nor is it the "
         "box or the client: the same harness on the same H200s measured vLLM 0.7.4 (FlashMLA, TP 8; "
         "raw_data/online_results.csv, not a bench row) at 25.7 ms a token at 4 requests, where gpuplan's vLLM 0.7 "
-        "says 22.0 ms (-14%), while SGLang there took 43.1 ms against gpuplan's 16.6 (steps of 4 sequences at "
-        "3,600 tokens).", "",
-        *summary, "", *lines, "", *checks]) + "\n"
+        "says 22.0 ms (-14%), while SGLang there took 43.1 ms against gpuplan's 16.6 before the term and 36.6 "
+        "now (steps of 4 sequences at 3,600 tokens).", "",
+        *summary, "", *lines, "", *checks, "",
+        "Decode steps alone (bench/data/sglang_decode_steps.csv: the SGLang team's bench_one_batch runs of "
+        "DeepSeek-V3 on the first DeepSeek releases; fitted rows set SGLANG_EARLY_DEEPSEEK_MOE_LAYER_S, checks are "
+        "independent):", "", *decode_step_rows()]) + "\n"
     Path(args.out).write_text(text)
     print(text)
 

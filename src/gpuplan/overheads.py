@@ -730,6 +730,27 @@ SGLANG_ALL_REDUCE_S = 16.6e-6
 # shared experts. Counted on the stored snapshot sgl-project/sglang@00114aef (2025) on the H200 path (FlashInfer
 # MLA, Triton fused MoE); Blackwell's trtllm_mla and flashinfer_trtllm MoE fuse a few more, not counted.
 SGLANG_MLA_MOE_KERNELS_PER_LAYER = 16
+# SGLang's DeepSeek-V3/R1 decode up to 0.4.3 (the first DeepSeek-V3 releases, 0.4.1 to 0.4.3.post2) costs a fixed
+# GPU time per MoE layer and step beyond its bytes and gpuplan's kernel count, the same at 1, 8 and 32 sequences:
+# bench_one_batch, which times the model's forward and sampling alone under CUDA graphs (no scheduler, no HTTP), put
+# a decode step of DeepSeek-V3 FP8 at TP 8 at 33.0 ms for one sequence at ~256 tokens (sgl-project/sglang pull
+# request #2643, "chore: bump v0.4.1.post2", 2024-12-29: "batch 1, input 128, output 256: 30.29 token/s", on the 8
+# GPUs that hold the 671 GB checkpoint on one node, H200), where gpuplan's step without this cost is 12.76 ms:
+# (33.01 - 12.76) / 58 MoE layers = 349 us (fitted). The same PR's batch 8 and 32 (206.32 and 760.52 tokens/s:
+# 38.8 and 42.1 ms a step) are the checks. On ROCm (the step's GPU work times gpu_scale, engines/rocm.py) fitted
+# on pull request #3237 (2025-02-24, main after 0.4.3.post2, "Without Fusion": bench_one_batch --batch-size 4
+# --input 2048 --output 256 --tp 8, DeepSeek-V3 on MI300X, "Decode. median latency: 0.03850 s") against gpuplan's
+# 23.68 ms at 2,176 tokens: (38.50 - 23.68) / (58 x 1.7) = 150 us. What the time is, read in the 0.4.3.post2
+# wheel (models/deepseek_v2.py): a layer of small kernels that 0.5 fused or dropped: input_to_float8 as eight-odd
+# torch ops before each absorbed bmm_fp8 (fp8_utils.py), DeepSeek's YaRN rotary in native PyTorch
+# (rotary_embedding.py DeepseekScalingRotaryEmbedding.forward: index, repeat_interleave, stack, mul, add for q and
+# k), copies into q_input/k_input, the shared experts apart from the routed ones, the triton MLA decode kernel
+# (triton_backend.py: 0.4.x's only MLA decode backend on CUDA unless --enable-flashinfer-mla), and triton block-FP8
+# GEMMs without split-K for the experts. Not decomposed further: no public profile of those releases times them
+# one by one. Later releases (DeepGEMM, FA3 and FlashMLA backends, fused rotary and quantization) are timed
+# without it; none between 0.4.4 and 0.5 is measured here.
+SGLANG_EARLY_DEEPSEEK_UNTIL = (0, 4, 3)
+SGLANG_EARLY_DEEPSEEK_MOE_LAYER_S = {"NVIDIA": 349e-6, "AMD": 150e-6}
 # SGLang replays CUDA graphs for decode batches only (python/sglang/srt/model_executor/cuda_graph_runner.py
 # CudaGraphRunner.can_run: decode, idle and target-verify batches up to cuda_graph_max_bs); an extend (prefill) batch
 # runs model.forward eagerly (model_runner.py ModelRunner.forward_extend), each kernel launched from SGLang's Python
@@ -826,10 +847,10 @@ DECODE_BANDS: dict[tuple[str, str, str], tuple[float, float, int, str]] = {
     ("vllm", "MoE", "NVIDIA"): (-0.07, 0.04, 12, "Mixtral-8x7B, Qwen3-30B-A3B and Nemotron-3-Nano serving runs; no "
                                "DeepSeek or gpt-oss TPOT (bench/results/bands.md)"),
     ("sglang", "dense", "NVIDIA"): (-0.11, 0.02, 4, "Llama-3.1 8B and 70B, SGLang 0.3-0.4 (bench/results/bands.md)"),
-    ("sglang", "MoE", "NVIDIA"): (-0.32, 0.16, 39, "DeepSeek-R1 on 8 H200, B200 or B300: InferenceX's SGLang 0.5 runs "
-                                  "-10% to +19%, dstack's 0.4.3.post2 runs with DP attention -21% to -64% "
+    ("sglang", "MoE", "NVIDIA"): (-0.10, 0.16, 39, "DeepSeek-R1 on 8 H200, B200 or B300: InferenceX's SGLang 0.5 runs "
+                                  "-10% to +19%, dstack's 0.4.3.post2 runs with DP attention -6% to -17% "
                                   "(bench/results/bands.md)"),
-    ("sglang", "MoE", "AMD"): (-0.35, 0.19, 8, "DeepSeek-R1 on 8 MI300X (dstack, SGLang 0.4.2.post4: -25% to -44%) "
+    ("sglang", "MoE", "AMD"): (-0.19, 0.19, 8, "DeepSeek-R1 on 8 MI300X (dstack, SGLang 0.4.2.post4: -33% to +14%) "
                                "and 8 MI325X (InferenceX, 0.5.19: +18% and +21%) (bench/results/bands.md)"),
     ("trtllm", "dense", "NVIDIA"): (-0.12, 0.08, 164, "NVIDIA's trtllm-bench tables, Llama 3.x 8B-405B "
                                     "(bench/results/bands.md)"),

@@ -361,7 +361,7 @@ class Sglang(Engine):
         note = f"{TIMING}; {ABSORBED_NOTE}" if absorbed else TIMING
         return current_timing(s, m, gpu, loop=loop, note=note, graph_max_batch=d.cuda_graph_max_bs,
                               launch_s=oh.SGLANG_EAGER_LAUNCH_S, label=self.label, rocm_measured=True,
-                              **fused_kernels(s, m, gpu), **absorbed)
+                              **fused_kernels(s, m, gpu), **early_deepseek(s, m, gpu), **absorbed)
 
 
 def fused_kernels(s: Scenario, m: ModelSpec, gpu: GpuSpec) -> dict:
@@ -378,10 +378,26 @@ def fused_kernels(s: Scenario, m: ModelSpec, gpu: GpuSpec) -> dict:
     major = int(float(gpu.compute_capability or 0)) if gpu.vendor == "NVIDIA" else 0
     fused = (m.architecture in ALL_REDUCE_FUSION_ARCHS and major in (9, 10) and s.tp > 1 and s.num_nodes == 1
              and not s.attention_dp and s.moe_dispatch != "deepep")
-    deepseek = any(layer.attention == "mla" for layer in m.layers) and any(
-        lin.group == "shared_experts" for layer in m.layers for lin in layer.linears)
-    kernels = oh.SGLANG_MLA_MOE_KERNELS_PER_LAYER + (0 if fused else 2) if deepseek else 0
+    kernels = oh.SGLANG_MLA_MOE_KERNELS_PER_LAYER + (0 if fused else 2) if deepseek_layers(m) else 0
     return {"fused_all_reduce": fused, "layer_kernels": kernels}
+
+
+def deepseek_layers(m: ModelSpec) -> bool:
+    """Whether ``m`` has DeepSeek's decoder layer: MLA attention and MoE layers with shared experts."""
+    return any(layer.attention == "mla" for layer in m.layers) and any(
+        lin.group == "shared_experts" for layer in m.layers for lin in layer.linears)
+
+
+def early_deepseek(s: Scenario, m: ModelSpec, gpu: GpuSpec) -> dict:
+    """The fixed GPU time per MoE layer and decode step of SGLang's first DeepSeek-V3 releases (0.4.1 to 0.4.3,
+    ``s.engine_version`` named; a :class:`~gpuplan.engines.base.Timing` field): fitted per vendor on the SGLang
+    team's own ``bench_one_batch`` runs, one sequence on 8 H200s (0.4.1.post2) and 4 on 8 MI300Xs (0.4.3), where
+    the model's forward alone ran 20 and 15 ms a step slower than gpuplan's bytes and kernel count
+    (:data:`gpuplan.overheads.SGLANG_EARLY_DEEPSEEK_MOE_LAYER_S`: the small unfused kernels of that release's
+    ``models/deepseek_v2.py``)."""
+    early = s.engine_version and version_tuple(s.engine_version) <= oh.SGLANG_EARLY_DEEPSEEK_UNTIL
+    layer_s = oh.SGLANG_EARLY_DEEPSEEK_MOE_LAYER_S.get(gpu.vendor, 0.0)
+    return {"expert_layer_s": layer_s} if early and layer_s and deepseek_layers(m) else {}
 
 
 def absorbed_prefill(s: Scenario, m: ModelSpec) -> dict:

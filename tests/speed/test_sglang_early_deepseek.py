@@ -1,0 +1,69 @@
+"""SGLang's first DeepSeek-V3 releases (0.4.1 to 0.4.3) decode with a fixed GPU time per MoE layer and step beyond
+gpuplan's bytes and kernel count (engines/sglang.py ``early_deepseek``; overheads.SGLANG_EARLY_DEEPSEEK_MOE_LAYER_S),
+fitted per vendor on the SGLang team's bench_one_batch runs (the model's forward alone under CUDA graphs):
+
+- sgl-project/sglang PR #2643 (v0.4.1.post2, 8x H200, TP 8): batch 1 at 30.29 tokens/s (fitted), batch 8 at 206.32
+  and batch 32 at 760.52 (checks), input 128, output 256;
+- sgl-project/sglang PR #3237 (2025-02-24, 8x MI300X, TP 8, "Without Fusion"): batch 4, input 2048, output 256,
+  decode median latency 38.50 ms (fitted).
+
+The fitted arithmetic is written out: the step without the cost, plus 58 MoE layers x the constant (x 1.7, the
+ROCm build's share, on MI300X)."""
+
+from __future__ import annotations
+
+import pytest
+
+from gpuplan import overheads as oh
+from gpuplan.engines.sglang import early_deepseek
+from gpuplan.plan.resolve import resolve
+from gpuplan.scenario import scenario_from
+from gpuplan.speed.inference import step_timer
+
+V3 = dict(model="deepseek-v3", task="infer", engine="sglang", num_gpus=8, tp=8)
+MOE_LAYERS = 61 - 3  # DeepSeek-V3: first_k_dense_replace 3 of 61 layers
+
+
+def timer(**fields):
+    r = resolve(scenario_from({**V3, **fields}))
+    return step_timer(r.scenario, r.model, r.gpu)
+
+
+def step_ms(t, batch: int, context: int) -> float:
+    """bench_one_batch's decode latency: the forward alone, no host loop."""
+    return 1e3 * sum(v for k, v in t.decode_parts(batch, context).items() if k != "host")
+
+
+def test_the_h200_constant_is_pr2643s_batch_1_less_the_step_without_it():
+    early, later = timer(gpu="h200", engine_version="0.4.1.post2"), timer(gpu="h200", engine_version="0.5.0")
+    assert early.timing.expert_layer_s == oh.SGLANG_EARLY_DEEPSEEK_MOE_LAYER_S["NVIDIA"] == 349e-6
+    assert later.timing.expert_layer_s == 0.0
+    # 1 / 30.29 tokens/s = 33.01 ms; the step without the cost 12.76 ms; (33.01 - 12.76) / 58 = 349 us
+    assert step_ms(early, 1, 256) - 349e-3 * MOE_LAYERS == pytest.approx(12.76, abs=0.01)
+    assert step_ms(early, 1, 256) == pytest.approx(1e3 / 30.29, rel=0.002)
+
+
+def test_pr2643s_batch_8_and_32_are_checks_within_10_percent():
+    early = timer(gpu="h200", engine_version="0.4.1.post2")
+    assert step_ms(early, 8, 256) == pytest.approx(8e3 / 206.32, rel=0.01)  # 38.66 against 38.77 ms: -0.3%
+    assert step_ms(early, 32, 256) == pytest.approx(32e3 / 760.52, rel=0.10)  # 46.12 against 42.08 ms: +9.6%
+
+
+def test_the_mi300x_constant_is_pr3237s_decode_less_the_step_without_it_at_the_rocm_share():
+    early = timer(gpu="mi300x", engine_version="0.4.3")
+    assert early.timing.gpu_scale == pytest.approx(1.7)
+    assert early.timing.expert_layer_s == oh.SGLANG_EARLY_DEEPSEEK_MOE_LAYER_S["AMD"] == 150e-6
+    # (38.50 - 23.68) / (58 x 1.7) = 150 us
+    assert step_ms(early, 4, 2176) - 150e-3 * MOE_LAYERS * 1.7 == pytest.approx(23.68, abs=0.01)
+    assert step_ms(early, 4, 2176) == pytest.approx(38.50, rel=0.002)
+
+
+def test_only_named_early_releases_and_deepseek_layers_pay_it():
+    for version, pays in (("0.4.3.post2", True), ("0.4.2.post4", True), ("0.4.4", False), ("0.5.7", False),
+                          (None, False)):
+        r = resolve(scenario_from({**V3, "gpu": "h200", "engine_version": version}))
+        assert bool(early_deepseek(r.scenario, r.model, r.gpu)) is pays, version
+    llama = resolve(scenario_from(dict(V3, model="llama-3.1-70b", gpu="h200", engine_version="0.4.1")))
+    assert early_deepseek(llama.scenario, llama.model, llama.gpu) == {}
+    assert timer(gpu="h200", engine_version="0.4.3").decode_s(4, 1000) > \
+        timer(gpu="h200", engine_version="0.5.0").decode_s(4, 1000) + 58 * 349e-6 * 0.99
