@@ -85,7 +85,9 @@ class Timing:
     _kernels_per_layer`); ``fused_all_reduce``: each tensor-parallel all-reduce runs as one kernel with the residual
     add and RMSNorm after it (FlashInfer's one-shot all-reduce fusion, :data:`gpuplan.overheads.FUSED_ALL_REDUCE_S`),
     not a ring call plus the engine's own cost. ``launch_s`` and ``eager_prompts``: how a step without its CUDA
-    graph pays its launches (:meth:`gpuplan.speed.inference.StepTimer.launch_host_s`). ``fp8_kv_rate`` and
+    graph pays its launches (:meth:`gpuplan.speed.inference.StepTimer.launch_host_s`); ``prefill_graph_tokens`` and
+    ``prefill_graph_s``: prompt steps replayed as graphs instead, and what each adds
+    (:func:`gpuplan.engines.sglang.prefill_graphs`). ``fp8_kv_rate`` and
     ``expert_layer_s``: decode costs that are not the bytes' rate (vLLM on Hopper and datacenter Blackwell:
     :func:`gpuplan.engines.vllm.measured_kernels`)."""
 
@@ -112,6 +114,12 @@ class Timing:
     fp8_kv_rate: float = 1.0
     # GPU seconds per routed-expert layer and decode step beyond the experts' bytes (vLLM's MXFP4 MoE layers)
     expert_layer_s: float = 0.0
+    # the largest prompt step the engine replays as prefill CUDA graphs, which launches none of its kernels from the
+    # host (SGLang's piecewise graphs from 0.5.10); 0: none
+    prefill_graph_tokens: int = 0
+    # GPU seconds each such step adds whatever its size (SGLang 0.5.10-0.5.12's whole-pool cast: engines/sglang.py
+    # prefill_graphs)
+    prefill_graph_s: float = 0.0
 
 
 class Engine:
