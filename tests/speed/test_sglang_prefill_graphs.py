@@ -48,6 +48,8 @@ def test_b200_0512_with_an_fp8_pool_casts_the_whole_pool_every_graphed_prompt_st
     # every layer's pool tokens x 576 elements x 14.352 bytes at the B200's 7.7 TB/s
     assert t.timing.prefill_graph_s == pytest.approx(pool * 61 * 576 * 14.352 / 7.7e12, rel=1e-4)
     assert 0.12 < t.timing.prefill_graph_s < 0.15  # ~2.0M tokens of pool: ~134 ms a step, whatever the prompt
+    assert f"{t.timing.prefill_graph_s * 1e3:,.0f} ms" in t.timing.note and "whole fp8 KV pool" in t.timing.note
+    assert "whole fp8 KV pool" not in timer(gpu="h200").timing.note  # the plan says it only where it is paid
 
 
 def test_a_graphed_prompt_step_pays_the_cast_and_no_launches_a_longer_one_runs_eagerly():

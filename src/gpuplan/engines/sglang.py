@@ -235,6 +235,10 @@ TIMING = ("SGLang: GPU work timed as vLLM's (CUDA graphs, the same attention ker
           "(bench/results/sglang_serving.md: Llama-3.1/3.3 8B-405B dense runs, and DeepSeek-R1 on 8 H200, "
           "B200, B300, MI300X or MI325X)")
 
+POOL_CAST_NOTE = ("under its prefill CUDA graphs this release's trtllm_mla hands prompt steps of up to 2,048 tokens to "
+                  "FlashInfer's paged MLA, which casts the whole fp8 KV pool to bf16 on every such step "
+                  "({ms:,.0f} ms; PR #28053 turned it off after 0.5.12)")
+
 ABSORBED_NOTE = ("this release prefills MLA prompts absorbed once its radix cache holds a prefix (the BOS token is "
                  "one): about 3.4x the attention FLOPs, timed at the fused-attention rate, a lower bound")
 
@@ -366,11 +370,13 @@ class Sglang(Engine):
                         frontend_token_s=oh.SGLANG_FRONTEND_TOKEN_S, overlapped=overlap_schedule(s),
                         chunk_tokens=chunk_size(s, d) if s.chunked_prefill is not False else None,
                         all_reduce_s=oh.SGLANG_ALL_REDUCE_S)
-        absorbed = absorbed_prefill(s, m)
+        absorbed, graphs = absorbed_prefill(s, m), prefill_graphs(s, m, gpu, d)
         note = f"{TIMING}; {ABSORBED_NOTE}" if absorbed else TIMING
+        if graphs.get("prefill_graph_s"):
+            note += "; " + POOL_CAST_NOTE.format(ms=graphs["prefill_graph_s"] * 1e3)
         return current_timing(s, m, gpu, loop=loop, note=note, graph_max_batch=d.cuda_graph_max_bs,
                               launch_s=oh.SGLANG_EAGER_LAUNCH_S, label=self.label, rocm_measured=True,
-                              **fused_kernels(s, m, gpu), **absorbed, **prefill_graphs(s, m, gpu, d))
+                              **fused_kernels(s, m, gpu), **absorbed, **graphs)
 
 
 def fused_kernels(s: Scenario, m: ModelSpec, gpu: GpuSpec) -> dict:
