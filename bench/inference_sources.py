@@ -289,7 +289,10 @@ CAUSES = {
         "model (BF16 within 4 %). The recipe's --async-scheduling (opt-in on 0.12) is now run as recorded "
         "(scenario field async_scheduling): TTFT -23.3 % -> -31.9 %, TPOT +12.7 % -> -21.0 %; overlapped, gpuplan's "
         "decode step at ~1,000 sequences is its GPU work alone (41 ms), ~13 ms short of what the measured TPOT "
-        "needs (bench/results/load_accuracy.md)."),
+        "needs. That gap is the Mamba-2 state update: vLLM 0.12's Triton `selective_state_update` ran its "
+        "dstate-128 launch heuristic (BLOCK_SIZE_M 4, 4 warps), 2,842 GB/s on the H200 in vLLM PR #44251's table, "
+        "not the streaming rate (3,840) that its tuned configs of 0.23 reach: TTFT -30.8 % -> -24.4 %, TPOT "
+        "-20.3 % -> -6.0 %, requests/s +26.4 % -> +7.5 % (bench/results/load_accuracy.md)."),
     ("load_accuracy", "vllmblog"): (
         "gpt-oss-20b's TTFT under load (-21 % and -18 %): the prompt steps of the MXFP4 model on Hopper; its ITL "
         "(-19 % and -27 % before, now -4 % and -5 %) takes two decode costs from the same post's single-request "

@@ -102,3 +102,21 @@ def test_a_stated_expectation_is_shown_marked_and_a_not_comparable_row_is_in_no_
     assert totals["speed held-out: all"]["rows"] == len(held) - 1
     assert totals["speed held-out: encoder-decoders"]["rows"] == 1
     assert "speed held-out: all, measured figures only" not in totals  # no other stated row is left
+
+
+def test_the_host_of_an_eager_and_compiled_pair_is_the_estimates_overlap_solved_for_it():
+    """bench/modules.py host_reading (issue 34, session 10): stable-fast's H100 ran SD 1.5 at batch 1 at 54.5 it/s
+    eager and 66.0 compiled with CUDA graphs. Less the scheduler's 0.4 ms, steps of 1,000/54.5 - 0.4 = 17.949 ms and
+    1,000/66 - 0.4 = 14.752 ms; taking the compiled step as the GPU time, the estimate's overlap sqrt(host^2 + GPU^2)
+    = eager leaves a host of sqrt(17.949^2 - 14.752^2) = 10.224 ms, 0.70 of the 14.644 ms of host work the estimate
+    gives a desktop for the UNet's pass (1,617 ops x 7 us + 665 module calls x 5 us). The H100's compiled step is
+    1.60 times the estimate's eager GPU time (9.2 ms) where the RTX 4090's is 0.91."""
+    import modules
+
+    rows = [line.split(" | ") for line in modules.host_reading().splitlines()[2:]]
+    assert len(rows) == len(modules.HOST_PAIRS) == 15
+    h100 = next(r for r in rows if "stable-fast" in r[0] and r[0].endswith(", H100"))
+    assert h100[1:4] == ["H100 SXM5 80GB", "sd-1.5", "17.9"]
+    assert (h100[4], h100[5], h100[6], h100[7], h100[8]) == ("14.8", "9.2", "1.60", "10.2", "0.70 |")
+    rtx4090 = next(r for r in rows if r[0].endswith(", RTX 4090"))
+    assert rtx4090[6] == "0.91"

@@ -138,6 +138,20 @@ NOTES = """What the misses say, row by row:
   engine, not the stream. At 16 requests/s the server streams about 2,000 tokens a second, a small share of a
   core, and the TPOT miss is the step itself: 2.0 ms median ITL against gpuplan's 1.4 ms, the same host effect as
   tt340's (the engine loop constant was measured on KubeCon's H100 host).
+  Looked at again (2026-11-30, s10-vllmhost), for a cause by release; none found that these rows do not also contradict.
+  (1) The sampler: vLLM's sort-based top-k/top-p (PR #32558's table: 1.07 ms at 64 rows of a 131k vocabulary) would cost
+  this 152k-vocabulary model ~1 ms a step, but `vllm bench serve` sends temperature 0 when none is given ("Default to
+  greedy decoding", vllm/benchmarks/serve.py), and greedy requests skip it. (2) The GPU step: the source's own nsys
+  capture (H100_results.md, 100 prompts at --request-rate inf) puts all kernels at 284 ms, below a rough count of
+  gpuplan's GPU work for them (0.65 s with each prompt alone and 128 steps of all 100: an upper bound); a diagnosis, not
+  a fit: the GPU idles most of the burst, and a slower GPU step is not the cause. (3) Async scheduling not overlapping
+  (0.19 runs it by default): the synchronous loop gives the 16 requests/s row TPOT 2.37 ms (2.40 measured) but the burst
+  9.19 ms (5.71); on the vLLM blog's 0.19.1 rows it takes Llama's ITL -7 % / -19 % to -2 % / -12 % and gpt-oss's -4 % /
+  -5 % to +9 % / +7 % (whose 51 us a MoE layer was read from single-request sweeps with the loop overlapped): no
+  release-wide reading. (4) The host itself: the V1 engine loop's constants (per step and per sequence) 2.7x as long
+  give TPOT 2.33 ms at 16 requests/s and 6.99 ms (requests/s 98.7, median TTFT 1.99 s) in the burst: every host-side
+  quantity of this source (its per-request TTFT excess too, ~2.1x) reads as a host ~2-3x slower than KubeCon's, which is
+  a machine, not a release; no public run of that machine outside these rows sets it, so nothing was changed.
 - **Two sources added, both vLLM's own publications, each with its setup stated.** The vLLM blog's FP8 KV-cache
   post (2026-04-22: one H100, v0.19.1, 150 requests at concurrency 8, ~20k prompt and ~2k output tokens): Llama-3.1-8B
   TTFT +6 % and +7 % (BF16 and FP8 KV), ITL -7 % and -19 %, requests/s +4 % and +14 %; gpt-oss-20b TTFT -21 % and
@@ -213,6 +227,19 @@ NOTES = """What the misses say, row by row:
   kernels (`MOE_KERNELS_PER_LAYER`) and the router stays 16-bit under FP8 (vLLM's `GateLinear`); and a decode
   step's MoE kernels are counted on the 23 expert layers only, not on all 52. This row: TTFT -31.9 % -> -30.8 %
   (1,061 ms), TPOT -21.0 % -> -20.3 % (48.7 ms), requests/s +27.6 % -> +26.4 % (19.5).
+  s10-vllmhost: the ~13 ms is the Mamba-2 state update's kernel. vLLM 0.12 runs `selective_state_update` (a Triton
+  kernel, one program per (sequence, head) and 4 rows of the 64 x 128 fp32 state) with the launch config its code
+  picks by dstate, `BLOCK_SIZE_M, num_warps = 4, 4` for dstate 128 on Hopper, until vLLM shipped tuned per-card
+  configs (PRs #43083 and #44251, taken as first released in 0.23.0). PR #44251 measured that heuristic on the H200
+  with fp32 states: 2,842 GB/s of state moved (4,096 and 8,192 states: 94.81 and 188.20 us), 59 % of the card's
+  4.8 TB/s, where gpuplan moved the state at its streaming rate (3,840 GB/s; the same table's tuned config, 3,763,
+  is the check that the later releases move it there). At ~1,000 decoding sequences the 99 GB of state a step moves
+  then take 34.7 ms, not 25.7 (overheads.VLLM_SSU_HEURISTIC_GBS; engines/vllm.py `measured_kernels`; the table's
+  rows from 32,768 states up, ~1 TB/s, would put the state alone above the measured TPOT, and are not taken). Read
+  from the PR's kernel table, not from this row: TTFT -30.8 % -> -24.4 % (1,160 ms), TPOT -20.3 % -> -6.0 % (57.4
+  ms), requests/s +26.4 % -> +7.5 % (16.6); no other row moved (none runs a Mamba-2 model on an H200 before 0.23).
+  What is left of the TTFT is the first wave's prompts, the FP8 prompt steps above (1.90x over BF16 in gpuplan,
+  1.40x measured on the H100).
 - **Offline at a large batch: Llama-3.1-405B FP8 on 8 H100s under vLLM 0.6.3 (dstack's `benchmark_throughput.py`
   runs, 15 rows, requests/s only).** Built as vLLM 0.6.3 runs them: the LLM class's V0 engine, `max_num_seqs`
   256, chunked prefill on past 32,768 tokens of context (512 tokens a step before 0.6.5), a prompt admitted only

@@ -672,6 +672,25 @@ VLLM_FP8_KV_RATE = {("Hopper", (0, 19, 0)): {64: 0.5 / 0.80, 128: 0.5 / 0.54, 25
 #   share, the layer's chain of small kernels (router top-k and routing metadata, attention with sinks), not the
 #   experts' arithmetic.
 VLLM_MXFP4_MOE_LAYER_S = 51e-6
+# - Mamba-2's decode state update (vllm/model_executor/layers/mamba/ops/mamba_ssm.py ``selective_state_update``, a
+#   Triton kernel: each (sequence, head) program loads its headdim x dstate state, updates it and stores it back) ran,
+#   until vLLM shipped per-card launch configs, with the one its code picks by dstate: for dstate 128 on Hopper
+#   ``BLOCK_SIZE_M, num_warps = 4, 4`` (read at commit 007ad216, which already holds PR #32873's January 2026 Blackwell
+#   branch beside it; PR #44251 names the same pair as the H200's "Heuristic"). Its rate on the H200, GB/s of state
+#   moved (read and written back), from vLLM PR #44251 (Majid-Taheri, 2026-06-01, "H200 - cache_dtype=float32", Heur
+#   column, headdim 64, dstate 128, ngroups 8): 4,096 (sequence, head) states in 94.81 us and 8,192 in 188.20 us, 64 KiB
+#   each (64 x 128 fp32, read and written): 2,831 and 2,853 GB/s, their mean 2,842 (59 % of the card's 4.8 TB/s). The
+#   rows below 4,096 (512: 2,634) still pay the launch; the rows from 32,768 up run ~2.7x slower a state (1,067 GB/s at
+#   32,768, 968 at 131,072), which a serving run contradicts: the Nemotron-3-Nano recipe's 61 ms TPOT at ~1,000
+#   sequences x 64 heads (bench/data/serving_load_runs.csv) leaves no room for 99 GB of state at ~1 TB/s, so they are
+#   not taken. A check, not an input: the same table's tuned config moves 8,192 states in 142.70 us, 3,763 GB/s, 2 %
+#   below the H200's measured kernel bandwidth the rest of the decode step streams at (speed.gemm.streaming_bandwidth:
+#   3,840), so from the release that ships the card's tuned config the state moves at the streaming rate. The configs:
+#   PR #43083 (H100, B200, GB200; 2026-05-19) and PR #44251 (H200, RTX PRO 6000; opened 2026-06-01), taken as first
+#   released in 0.23.0 (its dependabot notes date it 2026-06-22; unchecked which of 0.22 / 0.23 holds them). Cards not
+#   measured under the heuristic keep the streaming rate.
+VLLM_SSU_HEURISTIC_GBS = {"nvidia-h200-sxm-141gb": (2831.0 + 2853.0) / 2}
+VLLM_SSU_TUNED_FROM = (0, 23, 0)
 # SGLang's host loop (engines/sglang.py Sglang.timing), fitted by `python bench/serving/sglang_serving.py
 # --calibrate` on the calibration rows of bench/data/sglang_serving.csv (SGLang v0.3.0's own benchmark against
 # vLLM 0.6.0, sgl-project/sglang benchmark/benchmark_vllm_060/README.md: Llama-3.1-8B-Instruct on one A100 80GB,
@@ -965,7 +984,12 @@ MODULE_CALL_OVERHEAD_S = 5e-6
 # host work, and on A100s and an H100 with the same PyTorch that bound runs from a desktop's to 2.6 times it
 # (stable-fast's H100, 18.3 ms a step eager, 15.2 compiled; its A100 28.1 and 23.9 ms; fal-ai's A100 this 1.75;
 # diffusers' torch 2.0 benchmark's A100, 46.2 and 22.7 ms). None of these sources names its CPU, so no per-machine
-# rule can be read from them; the one fitted value stays, and held-out rows fall on both sides of it.
+# rule can be read from them; the one fitted value stays, and held-out rows fall on both sides of it. What the factor
+# carries (issue 34, session 10; bench/results/modules.md, "Host and GPU time of eager steps"): with each source's
+# compiled step as its GPU time and this module's overlap of the two (HOST_GPU_OVERLAP_SHARPNESS), the servers' hosts
+# come to at most 0.6 to 2.7 times a desktop's and the desktops' 0.7 to 1.6, while the compiled SD 1.5 steps are 1.2 to
+# 1.5 times the estimated eager GPU time on A100s and 1.6 to 1.85 on H100s (0.6 to 0.95 on GeForce cards): fitted on
+# an A100, the factor stands in for GPU time at batch 1 that the profile does not hold, a cause not yet found.
 SERVER_HOST_FACTOR = 1.75
 # The hosts those sources bound, as multiples of the desktop's per-op host work: from a desktop's (stable-fast's H100)
 # to 2.6 times it (diffusers' torch 2.0 benchmark's A100). A generation or inference plan on a datacenter card gives

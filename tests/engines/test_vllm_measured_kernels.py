@@ -50,3 +50,57 @@ def test_only_where_the_sweeps_ran():
     assert _timer("openai/gpt-oss-20b", version="0.10.1").timing.expert_layer_s == 0.0
     assert _timer("nvidia/NVIDIA-Nemotron-3-Nano-30B-A3B-BF16", kv="fp8").timing.fp8_kv_rate == 1.0
     assert _timer("openai/gpt-oss-20b", version="0.12.0", kv="fp8").timing.fp8_kv_rate == pytest.approx(0.5 / 0.96)
+
+
+NANO = "nvidia/NVIDIA-Nemotron-3-Nano-30B-A3B-BF16"
+# vLLM PR #44251's H200 table (cache_dtype=float32, headdim 64, dstate 128): (sequence, head) states and microseconds
+# under the launch heuristic (BLOCK_SIZE_M 4, num_warps 4) and the tuned config; each state is 64 x 128 fp32, read
+# and written back: 65,536 bytes moved
+_STATE_BYTES = 64 * 128 * 4 * 2
+
+
+def test_ssm_state_rate_is_the_heuristic_row_of_pr44251():
+    """2,842 GB/s: the mean of 4,096 states in 94.81 us (2,831 GB/s) and 8,192 in 188.20 us (2,853)."""
+    from gpuplan import overheads as oh
+
+    rows = [4096 * _STATE_BYTES / 94.81e-6, 8192 * _STATE_BYTES / 188.20e-6]
+    assert rows[0] / 1e9 == pytest.approx(2831, abs=1) and rows[1] / 1e9 == pytest.approx(2853, abs=1)
+    assert oh.VLLM_SSU_HEURISTIC_GBS["nvidia-h200-sxm-141gb"] * 1e9 == pytest.approx(sum(rows) / 2, rel=1e-3)
+    timer = _timer(NANO, "h200", "0.12.0")
+    assert timer.timing.ssm_state_bps == pytest.approx(2842e9, rel=1e-3)
+
+
+def test_tuned_configs_move_the_state_at_the_streaming_rate():
+    """A check, not an input: the same table's tuned config moves 8,192 states in 142.70 us, 3,763 GB/s, 2 % below
+    the H200's measured streaming bandwidth (3,840 GB/s), which gpuplan takes from the release shipping it."""
+    from gpuplan.speed.gemm import streaming_bandwidth
+
+    tuned = 8192 * _STATE_BYTES / 142.70e-6
+    assert tuned / streaming_bandwidth(load_gpu("h200")) == pytest.approx(0.98, abs=0.005)
+    assert _timer(NANO, "h200", "0.23.0").timing.ssm_state_bps == 0.0
+
+
+def test_heuristic_state_update_prices_the_recipes_decode_step():
+    """Nemotron-3-Nano (23 Mamba-2 layers of 64 heads x 64 x 128 fp32: 48,234,496 bytes of SSM state a sequence) at
+    1,000 sequences: vLLM 0.12 moves 2 x 1,000 x 48.2 MB at 2,842 GB/s where 0.23 streams it at 3,840: +8.8 ms a
+    step, all of it in the cache term; the convolution windows and the attention layers' keys and values keep the
+    streaming rate."""
+    from gpuplan.speed.work import ssm_state_bytes
+
+    state = 23 * 64 * 64 * 128 * 4
+    assert ssm_state_bytes(load_model(NANO)) == state
+    old, new = _timer(NANO, "h200", "0.12.0"), _timer(NANO, "h200", "0.23.0")
+    extra = 2 * 1000 * state * (1 / 2842e9 - 1 / 3840e9)
+    assert extra * 1e3 == pytest.approx(8.83, abs=0.01)
+    assert (old.decode_parts(1000, 1536)["kv_cache"] - new.decode_parts(1000, 1536)["kv_cache"]) \
+        == pytest.approx(extra, rel=1e-3)
+    assert old.decode_parts(1000, 1536)["weights"] == new.decode_parts(1000, 1536)["weights"]
+
+
+def test_ssm_state_rate_only_where_measured():
+    """Attention-only models move no SSM state; the H100's heuristic rate was not measured (its tuned configs were,
+    PR #43083), so it keeps the streaming rate."""
+    llama = "meta-llama/Llama-3.1-8B"
+    old, new = (_timer(llama, "h200", v).decode_parts(64, 2048)["kv_cache"] for v in ("0.12.0", "0.23.0"))
+    assert old == new
+    assert _timer(NANO, "h100-sxm", "0.12.0").timing.ssm_state_bps == 0.0

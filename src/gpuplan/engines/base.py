@@ -87,8 +87,8 @@ class Timing:
     not a ring call plus the engine's own cost. ``launch_s`` and ``eager_prompts``: how a step without its CUDA
     graph pays its launches (:meth:`gpuplan.speed.inference.StepTimer.launch_host_s`); ``prefill_graph_tokens`` and
     ``prefill_graph_s``: prompt steps replayed as graphs instead, and what each adds
-    (:func:`gpuplan.engines.sglang.prefill_graphs`). ``fp8_kv_rate`` and
-    ``expert_layer_s``: decode costs that are not the bytes' rate (vLLM on Hopper and datacenter Blackwell:
+    (:func:`gpuplan.engines.sglang.prefill_graphs`). ``fp8_kv_rate``, ``expert_layer_s`` and ``ssm_state_bps``: decode
+    costs that are not the bytes' rate (vLLM on Hopper and datacenter Blackwell:
     :func:`gpuplan.engines.vllm.measured_kernels`)."""
 
     eager: bool = False
@@ -114,6 +114,9 @@ class Timing:
     fp8_kv_rate: float = 1.0
     # GPU seconds per routed-expert layer and decode step beyond the experts' bytes (vLLM's MXFP4 MoE layers)
     expert_layer_s: float = 0.0
+    # bytes/s at which a decode step moves Mamba-2's SSM states (0: the streaming bandwidth; vLLM's Triton
+    # selective_state_update under its launch heuristic)
+    ssm_state_bps: float = 0.0
     # the largest prompt step the engine replays as prefill CUDA graphs, which launches none of its kernels from the
     # host (SGLang's piecewise graphs from 0.5.10); 0: none
     prefill_graph_tokens: int = 0

@@ -782,8 +782,11 @@ def measured_kernels(s: Scenario, m: ModelSpec, gpu: GpuSpec) -> dict[str, float
     """vLLM's decode costs that are not the bytes' rate on Hopper and datacenter Blackwell (SM 10.x), from the vLLM
     blog's single-request sweeps (overheads.VLLM_FP8_KV_RATE, VLLM_MXFP4_MOE_LAYER_S): an fp8 KV cache read by
     FlashAttention-3 (Hopper) or FlashInfer (Blackwell), by head size (none measured: the bytes' rate; not for
-    hybrids, whose cache is mostly recurrent state their own kernels read), and gpt-oss's MXFP4 MoE layers (Hopper
-    from 0.11.1, the Triton backend: :func:`mxfp4_padding`; Blackwell's FlashInfer kernels)."""
+    hybrids, whose cache is mostly recurrent state their own kernels read), gpt-oss's MXFP4 MoE layers (Hopper
+    from 0.11.1, the Triton backend: :func:`mxfp4_padding`; Blackwell's FlashInfer kernels), and Mamba-2's SSM
+    state update under the launch heuristic of the releases before the per-card tuned configs
+    (:data:`~gpuplan.overheads.VLLM_SSU_HEURISTIC_GBS`: measured on the H200; the state's bytes do not depend on
+    the model's weights' format, so the rate applies to any Mamba-2 hybrid on that card)."""
     major = int((gpu.compute_capability or "0").split(".")[0])
     family = {9: "Hopper", 10: "Blackwell"}.get(major)
     if family is None:
@@ -795,6 +798,8 @@ def measured_kernels(s: Scenario, m: ModelSpec, gpu: GpuSpec) -> dict[str, float
         out["fp8_kv_rate"] = table.get(m.head_dim, 1.0)
     if weight_format(s, m)[0].name == "mxfp4" and (family == "Blackwell" or version >= (0, 11, 1)):
         out["expert_layer_s"] = oh.VLLM_MXFP4_MOE_LAYER_S
+    if version < oh.VLLM_SSU_TUNED_FROM and gpu.id in oh.VLLM_SSU_HEURISTIC_GBS:
+        out["ssm_state_bps"] = oh.VLLM_SSU_HEURISTIC_GBS[gpu.id] * 1e9
     return out
 
 

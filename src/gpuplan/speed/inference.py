@@ -53,6 +53,7 @@ from .work import (
     lm_head_s,
     recurrent_scans_s,
     smooth_max,
+    ssm_state_bytes,
 )
 
 
@@ -174,7 +175,11 @@ class StepTimer:
         kv = rank_batch * (kv_bytes_per_sequence(s, m, int(context), block=oh.VLLM_BLOCK_TOKENS)
                            + self._state_write_bytes) * gpu_share
         mla = mla_absorbed_s(self, rank_batch, context) * gpu_share if self.timing.graphs else 0.0
-        kv_s = max(kv / (self._stream_bps * self.timing.fp8_kv_rate), mla)
+        # Mamba-2's SSM states, read and written back, at the engine's state-update kernel's own rate where measured
+        ssm = 2 * rank_batch * ssm_state_bytes(m, tp=s.attention_tp) * gpu_share \
+            if self.timing.ssm_state_bps else 0.0
+        kv_s = max((kv - ssm) / (self._stream_bps * self.timing.fp8_kv_rate)
+                   + (ssm / self.timing.ssm_state_bps if ssm else 0.0), mla)
         kernels = self._kernels_per_layer() * m.num_layers * gpu_share * self._kernel_latency_s
         elementwise = self._elementwise_s(batch) * gpu_share
         if self.timing.gpu_scale != 1.0:  # an engine's ROCm build on AMD (engines.rocm)

@@ -327,6 +327,17 @@ def deltanet_backward_ratio(shape: dict[str, int]) -> float:
     return (16 * k * v + c * (16 * k + 10 * v)) / (6 * k * v + c * (6 * k + 4 * v) + c * c / 3)
 
 
+def ssm_state_bytes(m: ModelSpec, *, tp: int = 1) -> float:
+    """Bytes of one sequence's Mamba-2 SSM states on one GPU, every Mamba-2 mixer's ``heads x head_dim x d_state``
+    in fp32 (the state :func:`ssd_scan_s` takes; vLLM's ``mamba_ssm_cache_dtype`` for Nemotron-H), heads split over
+    ``tp``; the convolution windows beside them are not counted. 0 for models without Mamba-2 mixers."""
+    shape = mamba2_shape(m.config, m.hidden_size) if m.config else None
+    if not shape:
+        return 0.0
+    layers = sum(count for layer, count in m.layer_kinds() if layer.attention in ("mamba", "hybrid"))
+    return layers * shape["inner"] * shape["state"] * 4 / tp
+
+
 def recurrent_scans_s(m: ModelSpec, gpu: GpuSpec, seqs: float, seq: int, *, tp: int = 1) -> float:
     """Every recurrent mixer's forward over ``seqs`` sequences of ``seq`` new tokens: :func:`mamba_scans_s` and
     :func:`linear_scans_s`. llama.cpp (``ggml_ssm_scan``, its delta-net ops) and MLX run their own kernels for
