@@ -294,7 +294,14 @@ B200 at 64 requests (-53%: the queue above), H200's offset, now ~80-95 ms; MI325
 read; the cast is trtllm_mla's, on Blackwell).
 (11) TensorRT-LLM shows an EP 1 cost of its own (issue #5929, H200 FP8, one user: 165 ms at EP 1 against 124 at
 EP 8 for 1,600 tokens; bench/results/trtllm_serving.md), with other kernels and no Python-launched Triton: for
-H200 the EP 1 MoE stays a suspect, unpriced for want of a kernel profile."""
+H200 the EP 1 MoE stays a suspect, unpriced for want of a kernel profile.
+(12) MI325X's rows as launched: InferenceX's dsr1_fp8_mi325x.sh has passed --kv-cache-dtype fp8_e4m3 and
+--mem-fraction-static=0.8 since the file was added (8d81e0bf, 2026-02-19; unchanged through 1b234994, 2026-06-02,
+before the 2026-09-10 runs), while bench/data/sglang_serving.csv leaves both blank for ix3318 (a bf16 pool at SGLang's
+default fraction). Tried with both set and ROCM_DECODE_SLOWDOWN refitted on the same fit rows (1.70 -> 1.75): TTFT at
+4/8/16/32/64 requests -58/-45/-28/-16/-10% -> -57/-45/-26/-14/-8%, TPOT about as before: not the 0.44-0.71 s a
+request. Not applied here: it moves the ROCm share every AMD plan and band reads (and dstack's MI300X rows, another
+helper's this session); left for a change that refits it with the rows as launched."""
 FAMILIES = (("ix3173-", "H200 FP8 TP 8, SGLang 0.5.12"), ("ix3363-", "B200 FP8 TP 8, SGLang 0.5.12"),
             ("ix3183-r1fp4-b300-tp8", "B300 NVFP4 TP 8 EP 8, SGLang 0.5.12"),
             ("ix3183-r1fp4-b300-tp4", "B300 NVFP4 TP 4 EP 4, SGLang 0.5.12"),
