@@ -327,11 +327,13 @@ CAUSES = {
         "(64 requests -10 % -> +48 %), which the published means do not show; at the FP8 rate it falls further. No "
         "source read prices it (bench/results/moe_layout.md, notes 6-8)."),
     ("sglang_serving", "ix3363"): (
-        "InferenceX DeepSeek-R1 TTFT under SGLang on B200 (FP8, TP 8, EP 1): +82..+132 ms on the mean at 1-16 "
-        "requests, present with one request at an idle server, and a queue at 64; B300 at EP 4-8 (NVFP4) has "
-        "+15..+36 ms. Not the prompt's matmul rate (at the FP8 rate: -39 % -> -42 %); what the EP 1 families share "
-        "(256 expert groups of [32 x 7,168] x [7,168 x 512] per GPU for a 1k prompt) has no kernel profile "
-        "(bench/results/moe_layout.md, notes 1-8)."),
+        "InferenceX DeepSeek-R1 TTFT under SGLang 0.5.12 on B200 (FP8, TP 8, EP 1, fp8 pool): priced since session 10 "
+        "as SGLang runs it, its prompt steps of up to 2,048 tokens replayed as piecewise CUDA graphs (on by default "
+        "from 0.5.10) under which trtllm_mla falls back to FlashInfer's paged MLA and casts every layer's whole fp8 "
+        "pool to bf16, ~134 ms a step (engines/sglang.py prefill_graphs; priced from SGLang issue #35291's measured "
+        "cast; PR #28053 turned these graphs off for DeepSeek on trtllm_mla after 0.5.12): held-out median 38.6 % -> "
+        "12.8 %. Left: 64 requests (-53 %, a queue the simulation does not build) and 2 requests (+39 %) "
+        "(bench/results/moe_layout.md, notes 1-11)."),
     ("trtllm_serving", "i5929"): "trtllm-serve's B200 prompt steps: helper s8-trtllm's this session.",
 }
 

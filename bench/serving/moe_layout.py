@@ -125,8 +125,8 @@ attention, torch.compile, pipeline parallelism, an all-to-all MoE backend, LoRA,
 architectures), so B300's EP 8 and EP 4 runs prefill eagerly as modelled; H200's and B200's EP 1 runs may replay
 graphs up to the captured token counts: the 2026 trees' list (configs/model_config.py
 piecewise_cuda_graph_disabled_model_archs: DeepseekV32, Qwen3Next, GlmMoeDsa, BailingMoeV2_5, LLaDA) does not name
-DeepseekV3ForCausalLM (0.5.12's own tree not read). Modelling it would shorten their simulated prefill (58 ms of
-launches now) and widen the miss above, which is largest on those two families.
+DeepseekV3ForCausalLM (0.5.12's own tree not read). Modelled since session 10 (note 10 below): it shortens H200's
+prefill and, on B200, brings trtllm_mla's whole-pool cast.
 
 Looked at next (2026-11-29, later): (6) costs paid on first use of a shape (a JIT compile, an autotune, a config
 chosen by token count: Triton fused_moe's tuned configs keyed by M, DeepGEMM's JIT, which only the first rank on a
@@ -256,7 +256,52 @@ the families with the offset share beyond FP8 is EP 1: each GPU holds an eighth 
 GPU, where B300 at EP 8 runs 32 whole experts. gpuplan times the 256 groups as one grouped GEMM at its shape model's
 efficiency; no kernel profile of SGLang's EP 1 MoE at prefill (Triton fused_moe on H200, TensorRT-LLM's block-scale
 MoE on B200) was found to price the small tiles, and tenstorrent #356's H100 run (SGLang 180 ms against vLLM 56 ms
-for a 128-token prompt, same cards and model) points at a cost outside the GPU's matmuls. Nothing is built."""
+for a 128-token prompt, same cards and model) points at a cost outside the GPU's matmuls. Nothing is built.
+Looked at next (2026-11-30, s10). (9) The EP 1 experts' tile padding. The tuned Triton fused_moe config SGLang ships for
+this layer on H200 (layers/moe/fused_moe_triton/configs/triton_3_3_1/E=257,N=256,device_name=NVIDIA_H200,
+dtype=fp8_w8a8,block_shape=[128, 128].json, the newest Triton folder holding it; E=257: SGLang runs the shared expert
+as a 257th; which MoE runner 0.5.12 picks for block FP8 at TP 8 on Hopper was not read) takes the prompts of
+819-1,024 tokens at its key 1024: BLOCK_SIZE_M 64, and moe_align_block_size pads each expert's rows up to it, so a
+1k prompt's ~32 rows an expert fill half a tile. gpuplan's shape model already charges 32 rows at 3.99x their bare
+compute (1 + 68/32 + 132/7,168 + 218/256), where a 64-row tile with no row term costs 64/32 x 1.87 = 3.74x: the
+padding is priced (0.94x of it). Charged on top (64 rows at the model's own row term), a 1k prompt's experts go
+from 34.1 to 45.2 ms on 8 H200s and from 22.4 to 30.1 ms on 8 B200s (128-row tiles: 68.9 and 46.1): at most +11 ms
+a prefill on H200 against its +71..+141 ms offset, and nothing on B200 at 1k, whose prompt step was then bound by
+its 58.2 ms of launches over 38.4 ms of GPU work. At 8k tokens an expert gets 256 rows, whole tiles. Not the offset.
+(10) Built: SGLang's prefill graphs and the whole-pool cast they bring on Blackwell (engines/sglang.py
+prefill_graphs). SGLang v0.5.10's release notes: "Piecewise CUDA Graph Enabled by Default" (PR #16331, merged
+2026-03-02), so 0.5.12 replays a prompt step of up to 2,048 tokens (MLA; docs advanced_features/piecewise_cuda_graph)
+as graph pieces, except under expert parallelism or DP attention (the B300 EP 4/8 runs stay eager). Under such a graph
+SGLang runs MLA absorbed, and trtllm_mla (B200's --attention-backend) has no absorbed varlen kernel, so it hands the
+step to FlashInfer's paged MLA, which runs `get_key_buffer(layer.layer_id).to(q.dtype)`: with B200's --kv-cache-dtype
+fp8_e4m3, every layer's whole pool (2.05M tokens of 576 elements) cast to bf16, whatever the prompt (PRs #32782,
+#35807: "a full materialization of the entire allocated KV pool, once per layer, per forward"). PR #28053 (2026-06-12,
+"DSR1 + trtllm_mla attention backend fallbacks to FlashAttention under prefill cudagraphs, which regresses performance
+a lot") turned DeepSeek's prefill graphs off on trtllm_mla, after 0.5.12. Priced from issue #35291's measured cast
+(13.77 ms for a 131,072-token fp8 pool on 8 H200s: 14.35 bytes an element at the card's bandwidth,
+overheads.SGLANG_POOL_CAST_BYTES_PER_ELEMENT): 134 ms per graphed prompt step on 8 B200s, against the 58 ms of
+launches the graphs save. Nothing fitted on these rows. The cast is a near-constant per prompt step, present with one
+request at an idle server and absent at EP 4/8: the B200 offset's signature. Cross-check outside the bench (never
+fitted): PR #35807 measured the same fallback on Kimi-K2.6 NVFP4 with an fp8 pool, one request of 1k tokens, at 122.68
+-> 344.58 ms TTFT on 4 GB300s (+221.9 ms) and 44.50 -> 295.69 ms on 8 B200s (+251.2 ms, against its own fix, which
+also swaps the attention kernel); gpuplan's pools for Kimi-K2 there (SGLang's default memory fraction: 3,515,389 and
+2,558,845 tokens; the logs are not printed) give 221.6 and 167.6 ms of cast. B200 (ix3363) TTFT by concurrency
+1/2/4/8/16/32/64: -59/-34/-39/-43/-21/-18/-56% -> +13/+39/+18/+3/+3/-5/-53%, held-out median |error| 38.6% -> 12.8%;
+TPOT -10..0% -> -8..+7%. H200 (ix3173, flashinfer_mla, bf16 pool: no cast) loses its 1k prompt steps' launches: 1k
+TTFT -19..-36% -> -22..-40% (ix3173 median 20.4% -> 23.5%), its 8k rows (steps past 2,048 tokens) unchanged. The
+absorbed attention's extra FLOPs under the graphs (3.4x a prompt's multi-head ones, ~1 ms at 1k) are not timed. Left:
+B200 at 64 requests (-53%: the queue above), H200's offset, now ~80-95 ms; MI325X (ROCm's default for these graphs not
+read; the cast is trtllm_mla's, on Blackwell).
+(11) TensorRT-LLM shows an EP 1 cost of its own (issue #5929, H200 FP8, one user: 165 ms at EP 1 against 124 at
+EP 8 for 1,600 tokens; bench/results/trtllm_serving.md), with other kernels and no Python-launched Triton: for
+H200 the EP 1 MoE stays a suspect, unpriced for want of a kernel profile.
+(12) MI325X's rows as launched: InferenceX's dsr1_fp8_mi325x.sh has passed --kv-cache-dtype fp8_e4m3 and
+--mem-fraction-static=0.8 since the file was added (8d81e0bf, 2026-02-19; unchanged through 1b234994, 2026-06-02,
+before the 2026-09-10 runs), while bench/data/sglang_serving.csv leaves both blank for ix3318 (a bf16 pool at SGLang's
+default fraction). Tried with both set and ROCM_DECODE_SLOWDOWN refitted on the same fit rows (1.70 -> 1.75): TTFT at
+4/8/16/32/64 requests -58/-45/-28/-16/-10% -> -57/-45/-26/-14/-8%, TPOT about as before: not the 0.44-0.71 s a
+request. Not applied here: it moves the ROCm share every AMD plan and band reads (and dstack's MI300X rows, another
+helper's this session); left for a change that refits it with the rows as launched."""
 FAMILIES = (("ix3173-", "H200 FP8 TP 8, SGLang 0.5.12"), ("ix3363-", "B200 FP8 TP 8, SGLang 0.5.12"),
             ("ix3183-r1fp4-b300-tp8", "B300 NVFP4 TP 8 EP 8, SGLang 0.5.12"),
             ("ix3183-r1fp4-b300-tp4", "B300 NVFP4 TP 4 EP 4, SGLang 0.5.12"),

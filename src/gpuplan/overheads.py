@@ -758,8 +758,18 @@ SGLANG_EARLY_DEEPSEEK_MOE_LAYER_S = {"NVIDIA": 349e-6, "AMD": 150e-6}
 # floor. Host seconds per launched kernel, fitted last (`sglang_serving.py --calibrate`) on the median TTFT of
 # SGLang v0.3.0's Llama-3.1-70B on 4 H100s at 4 requests/s (the calibration row whose 80-layer prefill waits on its
 # launches; eager PyTorch's 18 us, EAGER_OP_OVERHEAD_S, left it 8% short). The 2026 releases' piecewise CUDA graphs for
-# prefill (on by default without expert parallelism) are not modelled.
+# prefill (on by default from 0.5.10 without expert parallelism) replay such steps instead: engines/sglang.py
+# prefill_graphs.
 SGLANG_EAGER_LAUNCH_S = 41.5e-6
+# What casting one fp8 element of SGLang's KV pool to bf16 costs, in bytes at the card's datasheet bandwidth
+# (engines/sglang.py prefill_graphs: the whole-pool cast of 0.5.10-0.5.12's trtllm_mla fallback). From the one run
+# that isolates the cast, SGLang issue #35291 (DeepSeek-R1 on 8 H200s, 4.8 TB/s; a 131,072-token fp8 pool; 61 MLA
+# layers of 512 + 64 elements a token): "13.77 ms of a 31.52 ms decode step", gone with a bf16 pool (its control
+# table); PR #35322 quotes it as the same `get_key_buffer(layer_id).to(q.dtype)` that flashinfer_mla's paged path
+# runs. 13.77e-3 s x 4.8e12 B/s / (61 x 131,072 x 576) = 14.35 bytes an element; read once and written twice, a
+# cast at full bandwidth would take 3, and SGLang PR #35807 calls it "a full-pool memory copy", so it scales with
+# the card's bandwidth.
+SGLANG_POOL_CAST_BYTES_PER_ELEMENT = 13.77e-3 * 4.8e12 / (61 * 131_072 * 576)
 # FlashInfer's all-reduce fusion (TensorRT-LLM's one-shot Lamport kernel: all-reduce, residual add and RMSNorm in one
 # kernel; SGLang's --enable-flashinfer-allreduce-fusion) on NVLink at decode sizes: 7.0 us at 6 tokens on 2 H100s
 # under CUDA graphs (flagos-ai/FlagGems-vllm pull request #773, table "vLLM CUDA", TRT-LLM one-shot, M=6), ~8 us

@@ -85,9 +85,11 @@ class Timing:
     _kernels_per_layer`); ``fused_all_reduce``: each tensor-parallel all-reduce runs as one kernel with the residual
     add and RMSNorm after it (FlashInfer's one-shot all-reduce fusion, :data:`gpuplan.overheads.FUSED_ALL_REDUCE_S`),
     not a ring call plus the engine's own cost. ``launch_s`` and ``eager_prompts``: how a step without its CUDA
-    graph pays its launches (:meth:`gpuplan.speed.inference.StepTimer.launch_host_s`). ``fp8_kv_rate``,
-    ``expert_layer_s`` and ``ssm_state_bps``: decode costs that are not the bytes' rate (vLLM on Hopper and
-    datacenter Blackwell: :func:`gpuplan.engines.vllm.measured_kernels`)."""
+    graph pays its launches (:meth:`gpuplan.speed.inference.StepTimer.launch_host_s`); ``prefill_graph_tokens`` and
+    ``prefill_graph_s``: prompt steps replayed as graphs instead, and what each adds
+    (:func:`gpuplan.engines.sglang.prefill_graphs`). ``fp8_kv_rate``, ``expert_layer_s`` and ``ssm_state_bps``: decode
+    costs that are not the bytes' rate (vLLM on Hopper and datacenter Blackwell:
+    :func:`gpuplan.engines.vllm.measured_kernels`)."""
 
     eager: bool = False
     graphs: bool = False
@@ -115,6 +117,12 @@ class Timing:
     # bytes/s at which a decode step moves Mamba-2's SSM states (0: the streaming bandwidth; vLLM's Triton
     # selective_state_update under its launch heuristic)
     ssm_state_bps: float = 0.0
+    # the largest prompt step the engine replays as prefill CUDA graphs, which launches none of its kernels from the
+    # host (SGLang's piecewise graphs from 0.5.10); 0: none
+    prefill_graph_tokens: int = 0
+    # GPU seconds each such step adds whatever its size (SGLang 0.5.10-0.5.12's whole-pool cast: engines/sglang.py
+    # prefill_graphs)
+    prefill_graph_s: float = 0.0
 
 
 class Engine:

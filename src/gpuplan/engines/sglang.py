@@ -76,6 +76,15 @@ FUSED_KERNELS_FROM = (0, 5, 0)
 # the last release whose default MLA backend (triton, everywhere) prefills absorbed once any prompt of the batch has a
 # cached prefix (absorbed_prefill); 0.4.5.post3 already picks FA3 on Hopper, which version_tuple does not tell apart
 ABSORBED_PREFILL_UNTIL = (0, 4, 5)
+# piecewise CUDA graphs for prefill, on by default (SGLang v0.5.10 release notes, "Piecewise CUDA Graph Enabled by
+# Default", PR #16331, merged 2026-03-02); MLA models capture prompt steps up to 2,048 tokens, others up to the chunk
+# (docs advanced_features/piecewise_cuda_graph: --piecewise-cuda-graph-max-tokens "Defaults to chunked_prefill_size
+# (non-MLA) or 2048 (MLA)")
+PREFILL_GRAPHS_FROM = (0, 5, 10)
+PREFILL_GRAPH_MLA_TOKENS = 2048
+# the first release after PR #28053 (merged 2026-06-12, "Disable dsr1 prefill cudagraphs by default"), which ends
+# DeepSeek's prefill graphs on trtllm_mla and with them the whole-pool cast (prefill_graphs)
+POOL_CAST_UNTIL = (0, 5, 13)
 ALL_REDUCE_FUSION_ARCHS = frozenset({"DeepseekV3ForCausalLM", "GptOssForCausalLM", "Glm4MoeForCausalLM",
                                      "Qwen3MoeForCausalLM"})
 
@@ -226,6 +235,10 @@ TIMING = ("SGLang: GPU work timed as vLLM's (CUDA graphs, the same attention ker
           "(bench/results/sglang_serving.md: Llama-3.1/3.3 8B-405B dense runs, and DeepSeek-R1 on 8 H200, "
           "B200, B300, MI300X or MI325X)")
 
+POOL_CAST_NOTE = ("under its prefill CUDA graphs this release's trtllm_mla hands prompt steps of up to 2,048 tokens to "
+                  "FlashInfer's paged MLA, which casts the whole fp8 KV pool to bf16 on every such step "
+                  "({ms:,.0f} ms; PR #28053 turned it off after 0.5.12)")
+
 ABSORBED_NOTE = ("this release prefills MLA prompts absorbed once its radix cache holds a prefix (the BOS token is "
                  "one): about 3.4x the attention FLOPs, timed at the fused-attention rate, a lower bound")
 
@@ -357,11 +370,13 @@ class Sglang(Engine):
                         frontend_token_s=oh.SGLANG_FRONTEND_TOKEN_S, overlapped=overlap_schedule(s),
                         chunk_tokens=chunk_size(s, d) if s.chunked_prefill is not False else None,
                         all_reduce_s=oh.SGLANG_ALL_REDUCE_S)
-        absorbed = absorbed_prefill(s, m)
+        absorbed, graphs = absorbed_prefill(s, m), prefill_graphs(s, m, gpu, d)
         note = f"{TIMING}; {ABSORBED_NOTE}" if absorbed else TIMING
+        if graphs.get("prefill_graph_s"):
+            note += "; " + POOL_CAST_NOTE.format(ms=graphs["prefill_graph_s"] * 1e3)
         return current_timing(s, m, gpu, loop=loop, note=note, graph_max_batch=d.cuda_graph_max_bs,
                               launch_s=oh.SGLANG_EAGER_LAUNCH_S, label=self.label, rocm_measured=True,
-                              **fused_kernels(s, m, gpu), **early_deepseek(s, m, gpu), **absorbed)
+                              **fused_kernels(s, m, gpu), **early_deepseek(s, m, gpu), **absorbed, **graphs)
 
 
 def fused_kernels(s: Scenario, m: ModelSpec, gpu: GpuSpec) -> dict:
@@ -398,6 +413,39 @@ def early_deepseek(s: Scenario, m: ModelSpec, gpu: GpuSpec) -> dict:
     early = s.engine_version and version_tuple(s.engine_version) <= oh.SGLANG_EARLY_DEEPSEEK_UNTIL
     layer_s = oh.SGLANG_EARLY_DEEPSEEK_MOE_LAYER_S.get(gpu.vendor, 0.0)
     return {"expert_layer_s": layer_s} if early and layer_s and deepseek_layers(m) else {}
+
+
+def prefill_graphs(s: Scenario, m: ModelSpec, gpu: GpuSpec, d: Defaults) -> dict:
+    """SGLang's piecewise CUDA graphs for prompt steps (:class:`~gpuplan.engines.base.Timing` fields), on by default
+    from 0.5.10 (:data:`PREFILL_GRAPHS_FROM`): a prompt step of up to :data:`PREFILL_GRAPH_MLA_TOKENS` tokens (MLA
+    models; others up to the chunk) replays graph pieces instead of launching its kernels from Python. Turned off
+    for expert parallelism, DP attention and pipeline parallelism (``server_args.py``
+    ``_handle_piecewise_cuda_graph``); not timed on ROCm, whose default was not read.
+
+    Under such a graph SGLang runs MLA absorbed (``attention_backend_handler.py``: ``AttnForwardMethod.MLA`` for a
+    captured extend), and ``trtllm_mla``, the default for DeepseekV3ForCausalLM on SM 10.x, has no absorbed varlen
+    kernel, so it hands the step to FlashInfer's paged MLA, which casts the layer's whole KV pool to the query's
+    dtype: ``self.token_to_kv_pool.get_key_buffer(layer.layer_id).to(q.dtype)`` (SGLang PRs #32782, #35807:
+    "a full materialization of the entire allocated KV pool, once per layer, per forward"). With an fp8 pool that is
+    a copy of every layer's ``pool tokens x (kv_lora_rank + rope)`` elements whatever the prompt, priced at
+    :data:`~gpuplan.overheads.SGLANG_POOL_CAST_BYTES_PER_ELEMENT` bytes each at the card's bandwidth; PR #28053
+    ("DSR1 + trtllm_mla attention backend fallbacks ... under prefill cudagraphs, which regresses performance a
+    lot", 2026-06-12) turned these graphs off for DeepSeek on ``trtllm_mla``, so releases from
+    :data:`POOL_CAST_UNTIL` pay none. (The absorbed attention's own extra FLOPs, ~3.4x a 2,048-token prompt's
+    multi-head ones, are not timed.)"""
+    version = version_tuple(s.engine_version or "0.5.3")
+    if (version < PREFILL_GRAPHS_FROM or gpu.vendor != "NVIDIA" or s.ep > 1 or s.attention_dp or s.pp > 1):
+        return {}
+    mla = [layer for layer in m.layers if layer.attention == "mla"]
+    tokens = PREFILL_GRAPH_MLA_TOKENS if mla else d.chunked_prefill_size
+    sm10 = int(float(gpu.compute_capability or 0)) == 10
+    if not (version < POOL_CAST_UNTIL and sm10 and m.architecture == "DeepseekV3ForCausalLM"
+            and kv_dtype_bytes(s) == 1):
+        return {"prefill_graph_tokens": tokens}
+    pool_tokens = startup_memory(s, m, gpu, mem_fraction_static=s.mem_fraction_static).kv_tokens
+    elements = pool_tokens * sum(layer.kv_dims for layer in mla)
+    return {"prefill_graph_tokens": tokens,
+            "prefill_graph_s": elements * oh.SGLANG_POOL_CAST_BYTES_PER_ELEMENT / (gpu.bandwidth_gbs * 1e9)}
 
 
 def absorbed_prefill(s: Scenario, m: ModelSpec) -> dict:

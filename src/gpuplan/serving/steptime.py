@@ -31,7 +31,9 @@ closed form of it::
 A step that holds a prompt, in an engine that runs such steps without a CUDA graph (TensorRT-LLM:
 :attr:`~gpuplan.engines.base.Timing.eager_prompts`), takes at least the host's time to launch its kernels
 (``StepTimer.launch_host_s``, the ``prompt_launch_s`` field); decode-only steps replay graphs. Steps past the
-engine's largest captured batch pay their launches inside ``dense(T)`` (``decode_parts``' ``kernel_launches``).
+engine's largest captured batch pay their launches inside ``dense(T)`` (``decode_parts``' ``kernel_launches``),
+except a prompt step the engine replays as prefill graphs (SGLang from 0.5.10: ``Timing.prefill_graph_tokens``),
+which pays none and adds ``Timing.prefill_graph_s`` (:func:`gpuplan.engines.sglang.prefill_graphs`).
 
 Outside the steps, each request pays ``request_s`` once before its first token (the API server: HTTP, tokenizing,
 handing the request to the engine core and streaming the token back): it adds to TTFT and end-to-end latency,
@@ -92,6 +94,11 @@ class StepModel:
     # host seconds to launch a step that holds a prompt, where the engine runs such steps without a CUDA graph
     # (Timing.eager_prompts: TensorRT-LLM); the step takes the longer of it and the GPU's work
     prompt_launch_s: float = 0.0
+    # a prompt step of up to prefill_graph_tokens replays prefill graphs (SGLang from 0.5.10): none of the launches
+    # dense_s holds (launch_s, the part of it each grid point's launches take) and prefill_graph_s more GPU time
+    launch_s: tuple[float, ...] = ()
+    prefill_graph_tokens: float = 0.0
+    prefill_graph_s: float = 0.0
     async_host: bool = False  # vLLM async scheduling: the host work overlaps the GPU's, the longer one shows
     calibration: Calibration = Calibration()
 
@@ -109,6 +116,8 @@ class StepModel:
         gpu = _interp(self.grid_tokens, self.dense_s, tokens) + _interp(self.grid_tokens, self.lm_head_s, rows) \
             + prefill_pairs * self.attention_s_per_pair + decode_context * self.kv_s_per_token \
             + prefill_tokens * self.scan_s_per_token + decode_seqs * self.state_s_per_seq
+        if prefill_tokens > 0 and tokens <= self.prefill_graph_tokens:  # replayed as prefill graphs
+            gpu += self.prefill_graph_s - _interp(self.grid_tokens, self.launch_s, tokens)
         c = self.calibration
         share = prefill_tokens / tokens
         gpu *= c.memory + (c.compute - c.memory) * share
@@ -147,7 +156,7 @@ def sample(timer: StepTimer, calibration: Calibration | None = None,
     """The closed form of ``timer`` (see the module docstring); ``timer_at(T)``, when given, times the dense work of
     ``T`` tokens (an engine whose GEMMs reach a share of the peak that depends on their rows)."""
     m, tp = timer.m, timer.s.tp
-    dense, heads = [], []
+    dense, heads, launches = [], [], []
     for t in GRID_TOKENS:
         at = timer_at(t) if timer_at else timer
         head = lm_head_s(m, at.gpu, at.dtype, t, tp=tp)
@@ -158,6 +167,7 @@ def sample(timer: StepTimer, calibration: Calibration | None = None,
         dense.append(max(dec_linears, pre_linears) + dec.get("kernel_latency", 0.0) + dec.get("elementwise", 0.0)
                      + dec.get("tensor_parallel", 0.0) + dec.get("cpu_layers", 0.0) + dec.get("kernel_launches", 0.0))
         heads.append(head)
+        launches.append(dec.get("kernel_launches", 0.0))
     a, b = _PAIRS_AT
     attn = (timer.prefill_parts(b).get("attention", 0.0) - timer.prefill_parts(a).get("attention", 0.0)) \
         / ((b * b - a * a) / 2)
@@ -171,8 +181,9 @@ def sample(timer: StepTimer, calibration: Calibration | None = None,
                      attention_s_per_pair=attn, kv_s_per_token=kv, scan_s_per_token=scan, state_s_per_seq=state,
                      step_host_s=2 * one - two, seq_host_s=two - one,
                      request_s=timer.request_s, frontend_s=timer.frontend[0], frontend_token_s=timer.frontend[1],
-                     prompt_launch_s=launch, async_host=timer.async_host,
-                     calibration=calibration or Calibration())
+                     prompt_launch_s=launch, async_host=timer.async_host, launch_s=tuple(launches),
+                     prefill_graph_tokens=float(timer.timing.prefill_graph_tokens),
+                     prefill_graph_s=timer.timing.prefill_graph_s, calibration=calibration or Calibration())
 
 
 def step_model(s: Scenario, m: ModelSpec, gpu: GpuSpec, network: Network | None = None,

@@ -130,6 +130,8 @@ class StepTimer:
                  "tensor_parallel": self._tp_s(tokens), "pipeline_across_nodes": self._node_hops_s(tokens)}
         if self.s.attention_dp:  # the MoE layout's gathers and dispatches (speed.experts)
             parts.update(layout_comms_s(self, tokens, seqs, decode=False))
+        if tokens <= self.timing.prefill_graph_tokens:  # a prompt step replayed as graphs (engines/sglang.py)
+            parts["kv_pool_cast"] = self.timing.prefill_graph_s
         parts["kernel_launches"] = self._launches_s(tokens, sum(parts.values()), prompt=True)
         host = self.host_s(prefill=True, seqs=seqs, tokens=tokens)
         parts["host"] = max(host - sum(parts.values()), 0.0) if self.async_host else host
@@ -388,8 +390,11 @@ class StepTimer:
         (:attr:`~gpuplan.engines.base.Timing.graph_max_batch`), or one holding a ``prompt`` where the engine
         captures decode-only steps (:attr:`~gpuplan.engines.base.Timing.eager_prompts`). The host launches each of
         the layers' kernels while the GPU runs the ones already launched, so only the launching longer than the
-        GPU's ``gpu_s`` shows (:meth:`launch_host_s`)."""
+        GPU's ``gpu_s`` shows (:meth:`launch_host_s`). A prompt step the engine replays as prefill graphs
+        (:attr:`~gpuplan.engines.base.Timing.prefill_graph_tokens`) launches none."""
         cap, t = self.timing.graph_max_batch, self.timing
+        if prompt and tokens <= t.prefill_graph_tokens:  # replayed as prefill graphs (Timing.prefill_graph_tokens)
+            return 0.0
         if not (t.graphs and ((prompt and t.eager_prompts) or (cap and tokens > cap))):
             return 0.0
         return max(self.launch_host_s() - gpu_s, 0.0)
