@@ -59,15 +59,17 @@ def test_a_training_estimate_loads_only_what_it_uses():
     by gpuplan.model.families), Megatron's layout, the serving engines' profiles and step times, TensorRT-LLM's
     offline run, the GGUF rules, not OpenSSL (hashlib, secrets) and not PyYAML (the bundled
     YAML is read through its JSON twins, gpuplan.datafiles): each was a few milliseconds of every fresh process
-    (bench/startup.py). The training recipe loads: it decides the plan's micro-batch x accumulation; the dataset
-    code does not, with no data named (nor statistics), nor the serving decode bands, nor the structures read off
-    transformers (Llama has a reader of its own)."""
+    (bench/startup.py). The published recipes' batch loads: it decides the plan's micro-batch x accumulation; the
+    recipe's records do not (a plan without data says no recipe), nor the dataset code, with no data named (nor
+    statistics), nor the serving decode bands, nor the structures read off transformers (Llama has a reader of its
+    own), nor the engines' pool and timing records, nor the records of models that are not decoders (a decoder's
+    plan catches NotADecoder, in gpuplan.model.kinds), nor the changes that would make a plan fit (it fits)."""
     code = ("import json, sys, gpuplan\n"
             "gpuplan.estimate({'model': 'llama-3.1-8b', 'task': 'train', 'method': 'qlora', 'gpu': 'rtx-4090'})\n"
             "print(json.dumps(sorted(sys.modules)))")
     loaded = set(json.loads(subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                                            check=True).stdout))
-    assert {"gpuplan.stacks.hf", "gpuplan.serving.load"} <= loaded  # the trace is real
+    assert {"gpuplan.stacks.hf", "gpuplan.serving.load", "gpuplan.plan.batch"} <= loaded  # the trace is real
     unused = {f"gpuplan.stacks.{m}" for m in ("torchtune", "torchtune_step", "torchtitan", "axolotl", "pytorch",
                                               "torchao_nf4", "megatron")} | {
         "gpuplan.serving.steptime", "gpuplan.serving.workload", "hashlib", "secrets", "gpuplan.plan.modules",
@@ -75,6 +77,7 @@ def test_a_training_estimate_loads_only_what_it_uses():
         "gpuplan.memory.modules", "gpuplan.memory.megatron", "gpuplan.speed.offline",
         "gpuplan.speed.inference", "yaml", "gpuplan.useryaml", "gpuplan.model.gguf", "gpuplan.model.diffusers",
         "gpuplan.model.encoders", "gpuplan.dataset", "statistics", "gpuplan.speed.bands", "gpuplan.model.structure",
+        "gpuplan.plan.recipe", "gpuplan.engines.records", "gpuplan.model.module", "gpuplan.plan.fixes",
         *(f"gpuplan.engines.{m}" for m in ("vllm", "sglang", "trtllm", "llama_cpp", "mlx"))}
     assert not loaded & unused, loaded & unused
 

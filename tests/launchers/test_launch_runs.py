@@ -25,7 +25,7 @@ import yaml
 from gpuplan.errors import GpuplanError
 from gpuplan.launchers import launch_files, launch_plan
 from gpuplan.launchers.settings import LaunchOptions
-from gpuplan.plan.recipe import MIN_STEPS
+from gpuplan.plan.batch import MIN_STEPS
 
 DATA = Path(__file__).parents[1] / "data"
 PRETRAIN = dict(model_size="3B", task="train", method="full", gpu="h100-sxm", num_gpus=16, seq_len=2048,

@@ -13,7 +13,7 @@ from conftest import require
 from gpuplan.errors import GpuplanError
 from gpuplan.model import diffusers, encoders, kinds
 from gpuplan.model.catalog import load_model
-from gpuplan.model.module import NotADecoder
+from gpuplan.model.kinds import NotADecoder
 from gpuplan.model.profile import Poly, lookup
 
 # Published totals the bundled counts must equal (the real classes give the same: test below): the UNets'

@@ -13,8 +13,8 @@ import pytest
 from gpuplan import estimate
 from gpuplan.hardware import load_gpu
 from gpuplan.model.catalog import bundled, load_model
-from gpuplan.plan.advice import candidate_fixes, smallest_combination
 from gpuplan.plan.capability import what_fits
+from gpuplan.plan.fixes import candidate_fixes, smallest_combination
 from gpuplan.scenario import Scenario
 
 OOM = dict(model="llama-3-8b", task="train", method="lora", gpu="a100-sxm4-40gb", micro_batch_size=8, seq_len=4096)
@@ -213,11 +213,11 @@ def _bisection(ok, hi: int) -> int | None:
 
 @pytest.mark.parametrize("shape", ["linear", "quadratic", "flat", "step", "refused above"])
 def test_the_steered_search_finds_what_bisection_finds(shape):
-    """The largest batch and context come from a bisection steered by the peaks (advice._largest): on peaks that
+    """The largest batch and context come from a bisection steered by the peaks (edge.largest): on peaks that
     grow in a line, a curve, not at all (an engine's preallocated pool, where the fit is decided by another count),
     in steps, or that are refused (inf) past a point, it finds bisection's answer for every edge, in at most four
     times bisection's probes, and on a line in at most five."""
-    from gpuplan.plan.advice import _largest
+    from gpuplan.plan.edge import largest
 
     peaks = {"linear": lambda n: 10 + 0.01 * n, "quadratic": lambda n: 10 + 1e-6 * n * n, "flat": lambda n: 20.0,
              "step": lambda n: 10 + 2 * (n // 100), "refused above": lambda n: 10 + 0.01 * n if n < 3000 else math.inf}
@@ -231,14 +231,14 @@ def test_the_steered_search_finds_what_bisection_finds(shape):
             probes.append(n)
             return fits(n), peaks[shape](n)
         capacity = peaks[shape](edge) + 1e-9 if math.isfinite(peaks[shape](edge)) else 40.0
-        assert _largest(at, hi, capacity) == _bisection(fits, hi) == edge
+        assert largest(at, hi, capacity) == _bisection(fits, hi) == edge
         assert len(set(probes)) == len(probes) and all(1 <= n <= hi for n in probes)
         assert len(probes) <= 4 * (math.ceil(math.log2(hi)) + 1)
         if shape == "linear":
             assert len(probes) <= 5, probes
         checked += 1
     assert checked == 12
-    assert _largest(lambda n: (False, 50.0), hi, 40.0) is None
+    assert largest(lambda n: (False, 50.0), hi, 40.0) is None
 
 
 def test_the_walk_finds_its_largest_batch_and_context_in_few_probes(monkeypatch):
@@ -248,11 +248,11 @@ def test_the_walk_finds_its_largest_batch_and_context_in_few_probes(monkeypatch)
     from gpuplan.plan import advice
 
     calls: list[int] = []
-    search = advice._largest
+    search = advice.largest
 
     def counted(at, hi, capacity):
         return search(lambda n: calls.append(n) or at(n), hi, capacity)
-    monkeypatch.setattr(advice, "_largest", counted)
+    monkeypatch.setattr(advice, "largest", counted)
     # micro-batch 1 as set: the walk at the recipe's layout (2 x 8 here) starts from another micro-batch
     memory = estimate(dict(model="llama-3.1-8b", task="train", method="qlora", gpu="rtx-4090",
                            micro_batch_size=1)).memory
@@ -280,7 +280,7 @@ def test_a_combination_says_its_speed_once():
     fix's measured cost, 'about the same step time', was taken for a cost besides speed."""
     from dataclasses import replace
 
-    from gpuplan.plan.advice import Fix, _apply, _combined_cost
+    from gpuplan.plan.fixes import Fix, _apply, _combined_cost
 
     s = Scenario(model="qwen3-0.6b", task="train", method="qlora", gpu="t4", seq_len=1024, stack="axolotl")
     m, gpu = load_model("qwen3-0.6b"), load_gpu("t4")

@@ -51,7 +51,7 @@ _HOMES = {
     "ModuleChoices": "..plan.module_searches",
     "Scenario": "..scenario", "load_scenario": "..scenario", "scenario_from": "..scenario",
     "describe": "..scenario.describe", "load_model": "..model.catalog",
-    "NotADecoder": "..model.module", "Workload": "..serving.workload",
+    "NotADecoder": "..model.kinds", "Workload": "..serving.workload",
     "lengths_words": "..serving.workload",
     "Deployment": "..plan.capacity",
     "Explanation": "..explain.formula", "FitGrid": "..explain.grid", "Export": "..explain.export",

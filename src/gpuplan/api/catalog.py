@@ -65,7 +65,7 @@ def model(name: str) -> dict[str, Any]:
     """One model's facts: parameters by part, layer kinds, KV bytes per token, weight sizes as shipped and at
     bf16 / int8 / int4, and how it was counted: ``gpuplan model``."""
     from ..model.catalog import load_model
-    from ..model.module import NotADecoder
+    from ..model.kinds import NotADecoder
     from ..model.report import model_facts, module_facts
 
     try:

@@ -82,7 +82,7 @@ def simulate_pipeline(scenario):
     tensors the way the scenario runs it, at its largest size, beside the plan's estimate: ``gpuplan simulate``
     of such a model (:func:`gpuplan.sim.module.simulate_pipeline`). A decoder LLM goes to :func:`simulate`."""
     from ..model.catalog import load_model
-    from ..model.module import NotADecoder
+    from ..model.kinds import NotADecoder
     from ..sim.module import simulate_pipeline as run
 
     s = scenario_of(scenario)

@@ -65,7 +65,7 @@ def launch(scenario: ScenarioLike, *, targets: Iterable[str] = (), folder: str |
 def _module_spec(model: str):
     """The module spec of a model that is not a decoder LLM (a diffusion pipeline...), or None."""
     from ..model.catalog import load_model
-    from ..model.module import NotADecoder
+    from ..model.kinds import NotADecoder
 
     try:
         load_model(model)

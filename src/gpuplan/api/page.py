@@ -32,7 +32,7 @@ def fit_grid(scenario: ScenarioLike, axis: str = "auto") -> FitGrid:
     from ..errors import GpuplanError
     from ..explain.grid import fit_grid as grid
     from ..model.catalog import load_model
-    from ..model.module import NotADecoder
+    from ..model.kinds import NotADecoder
 
     axis = arg.text(axis, "axis", choices=("auto", "quant", "method", "context"))
     s = scenario_of(scenario)

@@ -3,13 +3,16 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
+from typing import TYPE_CHECKING
 
-from ..model.module import ModuleSpec
 from ..plan.estimate import estimate as _estimate
 from ..plan.plan import Plan
 from ..scenario import Scenario
 from . import arguments as arg
 from .arguments import ScenarioLike, scenario_of
+
+if TYPE_CHECKING:
+    from ..model.module import ModuleSpec
 
 
 def estimate(scenario: ScenarioLike, *, advise: bool = True, module: str | None = None) -> Plan:

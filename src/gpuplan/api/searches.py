@@ -13,7 +13,7 @@ from ..errors import GpuplanError, UnknownNameError, renamed
 from ..hardware import resolve_gpu, short_id
 from ..market.cost import Cost
 from ..model.catalog import load_model
-from ..model.module import NotADecoder
+from ..model.kinds import NotADecoder
 from ..model.report import inexact_warning
 from ..plan.capability import FitRow
 from ..plan.module_searches import ModuleChoices

@@ -11,7 +11,7 @@ from pydantic import Field
 from ..engines import SIMULATED
 from ..errors import GpuplanError
 from ..model.catalog import load_model
-from ..model.module import NotADecoder
+from ..model.kinds import NotADecoder
 from ..plan.capacity import Deployment, shown
 from ..result import Answer
 from ..scenario import scenario_from

@@ -3,7 +3,8 @@ how it sizes its KV cache, from its own code per release, checked against public
 
 An :class:`Engine` (:mod:`.base`) answers for one engine: its name and label, the weights and KV dtypes it refuses,
 its memory at start-up and its KV pool, the prompt prefix it shares across requests, how its steps are timed, and
-the launch target that writes its command. Adding an engine is adding a module here and its entries below.
+the launch target that writes its command; the pool and the timing are records of :mod:`.records`. Adding an
+engine is adding a module here and its entries below.
 
 - :mod:`.transformers`: transformers' own ``generate`` (a cache grown per step, eager Python);
 - :mod:`.vllm`: vLLM's memory profiling, ``gpu_memory_utilization`` budget, paged KV blocks and scheduler limits;
@@ -21,7 +22,7 @@ import importlib
 from collections.abc import Iterator, Mapping
 from typing import TYPE_CHECKING
 
-from .base import Engine, HostLoop, KvPool, Timing
+from .base import Engine
 
 if TYPE_CHECKING:
     from ..scenario import Scenario
@@ -71,5 +72,4 @@ def engine_for(s: Scenario) -> Engine:
     return ENGINES[s.engine]
 
 
-__all__ = ["ENGINES", "OWN_SETTINGS", "REFUSES_FOREIGN", "SIMULATED", "Engine", "HostLoop", "KvPool", "Timing",
-           "engine_for"]
+__all__ = ["ENGINES", "OWN_SETTINGS", "REFUSES_FOREIGN", "SIMULATED", "Engine", "engine_for"]

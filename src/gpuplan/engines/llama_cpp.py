@@ -29,7 +29,8 @@ from ..model.spec import ModelSpec
 from ..result import MemoryReport
 from ..scenario import Scenario
 from ..tensors.breakdown import GIB, Estimate
-from .base import Engine, HostLoop, Timing
+from .base import Engine
+from .records import HostLoop, Timing
 
 # families whose windowed layers llama.cpp caches in a second, window-sized cache (llama_kv_cache_iswa; Llama 4's
 # chunked attention is its LLAMA_SWA_TYPE_CHUNKED)

@@ -28,7 +28,8 @@ from ..model.spec import ModelSpec
 from ..scenario import Scenario
 from ..tensors.breakdown import Estimate
 from ..tensors.kv import kv_bytes_per_sequence
-from .base import Engine, HostLoop, Timing
+from .base import Engine
+from .records import HostLoop, Timing
 from .transformers import prefill_working_set
 
 KV_STEP = 256  # KVCache.step

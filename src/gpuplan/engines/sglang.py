@@ -62,7 +62,8 @@ from ..tensors.kv import kv_dtype_bytes
 from ..tensors.layout import weights_per_gpu
 from ..tensors.state import weight_format
 from . import deepep
-from .base import Engine, HostLoop, KvPool, Timing
+from .base import Engine
+from .records import HostLoop, KvPool, Timing
 from .vllm import cuda_total_gib, current_timing, version_tuple
 
 HEURISTIC_FROM = (0, 5, 3)  # the first release with PR #10975's reserve (2025-10)
@@ -380,7 +381,7 @@ class Sglang(Engine):
 
 
 def fused_kernels(s: Scenario, m: ModelSpec, gpu: GpuSpec) -> dict:
-    """What SGLang 0.5 fuses (:class:`~gpuplan.engines.base.Timing` fields): its DeepSeek decode layer's own kernel
+    """What SGLang 0.5 fuses (:class:`~gpuplan.engines.records.Timing` fields): its DeepSeek decode layer's own kernel
     count (:data:`gpuplan.overheads.SGLANG_MLA_MOE_KERNELS_PER_LAYER`; the same model code on ROCm, whose share of
     the datasheet is measured against it, :mod:`.rocm`), and on NVIDIA cards FlashInfer's all-reduce + residual
     add + RMSNorm as one kernel, which ``server_args.py`` turns on by default for the architectures in
@@ -449,7 +450,7 @@ def prefill_graphs(s: Scenario, m: ModelSpec, gpu: GpuSpec, d: Defaults) -> dict
 
 
 def absorbed_prefill(s: Scenario, m: ModelSpec) -> dict:
-    """MLA prompts as SGLang up to 0.4.5 prefills them (a :class:`~gpuplan.engines.base.Timing` field): absorbed,
+    """MLA prompts as SGLang up to 0.4.5 prefills them (a :class:`~gpuplan.engines.records.Timing` field): absorbed,
     attending to the cached latent (``kv_lora_rank + rope`` wide scores, ``kv_lora_rank`` wide values per head),
     not as multi-head attention (``qk_nope + rope`` and ``v_head_dim``), for every prompt.
 

@@ -10,6 +10,7 @@ one token's temporaries and the layer whose cache ``torch.cat`` is growing).
 from __future__ import annotations
 
 import math
+from typing import TYPE_CHECKING
 
 from .. import overheads as oh
 from ..hardware import GpuSpec
@@ -20,7 +21,10 @@ from ..tensors import activations as act
 from ..tensors.breakdown import GIB, Estimate
 from ..tensors.kv import kv_bytes_per_sequence
 from ..tensors.state import attention_kernel
-from .base import Engine, Timing
+from .base import Engine
+
+if TYPE_CHECKING:
+    from .records import Timing
 
 # transformers runs every token through every expert in these families (Llama4TextMoe.forward repeats the hidden
 # states for all experts and batch-multiplies them: transformers models/llama4/modeling_llama4.py), so its MoE
@@ -141,6 +145,8 @@ class Transformers(Engine):
         return e
 
     def timing(self, s: Scenario, m: ModelSpec, gpu: GpuSpec) -> Timing:
+        from .records import Timing  # loaded for a serving plan: a training plan (transformers' default) never asks
+
         return Timing(eager=True)
 
 

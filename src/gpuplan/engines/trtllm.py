@@ -40,7 +40,8 @@ from ..tensors.breakdown import GIB, Estimate
 from ..tensors.kv import kv_bytes_per_sequence
 from ..tensors.layout import weights_per_gpu
 from ..tensors.state import weight_format
-from .base import Engine, HostLoop, KvPool, Timing
+from .base import Engine
+from .records import HostLoop, KvPool, Timing
 from .vllm import cuda_total_gib, current_timing, scheduler_limits
 
 FREE_GPU_MEMORY_FRACTION = 0.9  # KvCacheConfig.free_gpu_memory_fraction

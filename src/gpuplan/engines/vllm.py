@@ -63,7 +63,8 @@ from ..tensors.kv import kv_bytes_per_sequence
 from ..tensors.layout import replicated_attention_bytes, replicated_bytes
 from ..tensors.state import weight_format
 from . import deepep
-from .base import Engine, HostLoop, KvPool, Timing
+from .base import Engine
+from .records import HostLoop, KvPool, Timing
 from .rocm import gpu_scale, rocm_note
 
 CURRENT_VERSION = "0.33.0"
@@ -648,7 +649,7 @@ def scheduler_of(s: Scenario, mem: StartupMemory, *, chunked_prefill: bool | Non
                  blocks: int | None = None) -> dict:
     """The scheduler settings (the fields of :class:`gpuplan.serving.simulate.Scheduler`, which simulates it) of
     ``s``'s vLLM release over the KV pool and limits its startup ``mem`` gives (:func:`startup_memory`);
-    ``blocks``: the pool in 16-token blocks of requests (:attr:`gpuplan.engines.KvPool.sim_blocks`: hybrid models'
+    ``blocks``: the pool in 16-token blocks of requests (:attr:`.records.KvPool.sim_blocks`: hybrid models'
     sliding-window pages counted), by default its block ids; ``chunked_prefill``: by default the release's
     (:func:`scheduler_limits`: V1 always, V0 only past 32,768 tokens of context).
 
@@ -827,7 +828,7 @@ def current_timing(s: Scenario, m: ModelSpec, gpu: GpuSpec, *, current: bool = T
     piecewise CUDA graphs", else "Eager mode"; the batch padded to the next captured size adds rows to GEMMs that read
     their weights once anyway, and is not timed); ``graph_max_batch``: another engine's own cap; ``label``,
     ``rocm_measured``: the engine its ROCm note names, and whether its ROCm build was measured (SGLang's was,
-    :mod:`.rocm`). ``kernels``: another engine's :class:`~gpuplan.engines.base.Timing` fields (TensorRT-LLM's grouped
+    :mod:`.rocm`). ``kernels``: another engine's :class:`~gpuplan.engines.records.Timing` fields (TensorRT-LLM's grouped
     experts and context attention)."""
     v1 = current or version_tuple(s.engine_version) >= (0, 8, 0)
     limits = scheduler_limits(s, m, gpu, current=current)

@@ -24,7 +24,7 @@ from ..datafiles import read_yaml
 from ..errors import GpuplanError, UnknownNameError, did_you_mean, echo, normalize_name
 from ..userfiles import load_json, user_path
 from . import kinds
-from .module import NotADecoder
+from .kinds import NotADecoder
 from .spec import ModelSpec
 
 REPO_ID = re.compile(r"^[A-Za-z0-9][\w.-]*/[\w.-]+$")

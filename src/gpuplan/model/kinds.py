@@ -1,8 +1,9 @@
 """Which kind of model a model argument names, when it is not a decoder LLM: a diffusion pipeline or one of its
 denoisers, an encoder-decoder or an encoder (:mod:`.module`).
 
-Resolution, as :mod:`.catalog` resolves decoders (it asks here first, and raises
-:class:`~.module.NotADecoder` with what it found):
+Resolution, as :mod:`.catalog` resolves decoders (it asks here first, and raises :class:`NotADecoder` with what it
+found; the class is here, not beside :class:`~.module.ModuleSpec`, so that a decoder's plan, which catches it, does
+not make the modules' dataclasses):
 
 1. a bundled pipeline or model by repo id or alias (``sdxl``, ``flux-dev``, ``whisper-large-v3``);
 2. a local folder with a diffusers ``model_index.json`` (each component's ``<name>/config.json`` beside it), or a
@@ -19,11 +20,22 @@ from __future__ import annotations
 
 import re
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..errors import GpuplanError, normalize_name
 from .families import NOT_DECODERS, diffusers_class, is_encoder_family
-from .module import ModuleSpec
+
+if TYPE_CHECKING:
+    from .module import ModuleSpec  # made by the readers of such models (.diffusers, .encoders)
+
+
+class NotADecoder(GpuplanError):
+    """The model is not a decoder LLM: ``spec`` says what it is. Its message says which commands plan it."""
+
+    def __init__(self, spec: ModuleSpec):
+        self.spec = spec
+        super().__init__(f"{spec.describe()}: `gpuplan estimate`, `recommend`, `cost`, `simulate` and `model` plan "
+                         "it; this command plans decoder LLMs")
 
 
 def named(name: str) -> ModuleSpec | None:

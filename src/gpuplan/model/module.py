@@ -8,16 +8,15 @@ with (resolution, steps, guidance, text tokens; audio frames). The work and acti
 come from its profile (:mod:`.profile`). Your own ``nn.Module`` is kind ``module``: one component, which carries
 the profile its ``build()`` gave on fake tensors (:func:`gpuplan.sim.module.module_spec`).
 
-:class:`NotADecoder` is raised where a command that plans decoder LLMs meets one of these: it carries the spec, so
-the commands that plan them (``estimate``, ``simulate``, ``model``) take it, and the others say so in one sentence.
+:class:`~.kinds.NotADecoder` is raised where a command that plans decoder LLMs meets one of these: it carries the
+spec, so the commands that plan them (``estimate``, ``simulate``, ``model``) take it, and the others say so in one
+sentence.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
 from typing import Any
-
-from ..errors import GpuplanError
 
 KINDS = {"diffusion": "a diffusion pipeline", "encoder-decoder": "an encoder-decoder model",
          "encoder": "an encoder model", "module": "your own PyTorch module"}
@@ -68,12 +67,3 @@ class ModuleSpec:
 
     def describe(self) -> str:
         return f"{self.name} is {KINDS.get(self.kind, self.kind)} ({self.family})"
-
-
-class NotADecoder(GpuplanError):
-    """The model is not a decoder LLM: ``spec`` says what it is. Its message says which commands plan it."""
-
-    def __init__(self, spec: ModuleSpec):
-        self.spec = spec
-        super().__init__(f"{spec.describe()}: `gpuplan estimate`, `recommend`, `cost`, `simulate` and `model` plan "
-                         "it; this command plans decoder LLMs")

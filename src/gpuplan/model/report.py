@@ -5,11 +5,13 @@ Pure functions from objects to dicts of numbers and strings; nothing here prints
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from .module import ModuleSpec
 from .quant import make_format
 from .spec import ModelSpec
+
+if TYPE_CHECKING:
+    from .module import ModuleSpec
 
 GIB = 2**30
 

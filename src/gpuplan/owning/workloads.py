@@ -131,7 +131,7 @@ def _check_decoder(job: Job, s: Scenario) -> None:
     build's hours are priced from token rates, which such a job has none of. Any other problem of the model's name is
     said where the plan is built, as before."""
     from ..model.catalog import load_model
-    from ..model.module import NotADecoder
+    from ..model.kinds import NotADecoder
 
     try:
         load_model(s.model)

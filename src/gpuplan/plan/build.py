@@ -14,7 +14,7 @@ Read top to bottom, each stage once:
    ``rate_rps`` and its ``batch_size`` requests at once through it (:func:`serving_runs`, on the priced offer's
    links);
 4. **advice**: the largest batch and context that fit, and when it does not fit, the changes that would
-   (:mod:`.advice`, each a memory-only build);
+   (:mod:`.advice` and :mod:`.fixes`, each a memory-only build);
 5. the training **data** and the **recipe**, when the scenario names data or a pretraining run.
 """
 

@@ -5,7 +5,7 @@ The same functions as ``gpuplan estimate``: each model's scenario is the user's 
 on the cards named, with the card- and count-dependent defaults of :mod:`gpuplan.plan.resolve`. Several training
 GPUs try DDP, then ZeRO-2, then ZeRO-3 (the first that fits, unless a sharding was given). When the job does not fit
 as asked, the change that makes it fit on the same cards with the most room (a combination when no single one is
-enough, from :mod:`gpuplan.plan.advice`; CPU offload and another stack only when nothing else fits) is given, and
+enough, from :mod:`gpuplan.plan.fixes`; CPU offload and another stack only when nothing else fits) is given, and
 the batch and context are those with the change.
 """
 
@@ -19,7 +19,8 @@ from ..errors import GpuplanError
 from ..hardware import GpuSpec
 from ..model.catalog import bundled, load_model
 from ..scenario import Scenario, scenario_from
-from .advice import largest_fitting, suggestions
+from .advice import largest_fitting
+from .fixes import suggestions
 from .layout import with_layout
 from .plan import Plan, memory_plan
 from .resolve import resolve

@@ -26,7 +26,8 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from .. import overheads as oh
-from ..engines import SIMULATED, KvPool, engine_for
+from ..engines import SIMULATED, engine_for
+from ..engines.records import KvPool
 from ..errors import GpuplanError
 from ..hardware import GpuSpec, gpus
 from ..market.choice import matching
@@ -187,7 +188,7 @@ def _longest(w: Workload, m: ModelSpec) -> int:
 @dataclass(frozen=True)
 class ServingMemory:
     """What a setup's engine holds at start-up, as the search needs it: the setup's memory plan, its KV pool
-    (:class:`gpuplan.engines.KvPool`, the plan's) and the scheduler the simulation runs over it."""
+    (:class:`gpuplan.engines.records.KvPool`, the plan's) and the scheduler the simulation runs over it."""
 
     plan: Plan
     pool: KvPool

@@ -5,16 +5,18 @@ GPUs than one instance holds is placed on several (:func:`gpuplan.plan.nodes.on_
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..market.store import load_offers
-from ..model.module import ModuleSpec
 from ..scenario import Scenario, scenario_from
 from .build import build, offers_for
 from .nodes import on_nodes
 from .plan import Plan
 from .resolve import Resolved, ResolvedModule, resolve_any, resolve_module_scenario
 from .split import split_estimate
+
+if TYPE_CHECKING:
+    from ..model.module import ModuleSpec
 
 
 def estimate(scenario: Scenario | dict[str, Any], *, advise: bool = True, spec: ModuleSpec | None = None) -> Plan:

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from ..errors import GpuplanError
 from ..speed import speed_of
+from .batch import data_batch, kind_of, published
 from .plan import Plan, memory_plan
 from .resolve import Resolved, changed, resolve
 
@@ -76,10 +77,8 @@ def layout(s, m, gpu, global_batch: int, plans: dict | None = None, plan_at=plan
 
 
 def recipe_batch(s, m) -> int:
-    """The recipe's global batch in sequences (:func:`gpuplan.plan.recipe.published`), from the data's examples
-    where the scenario names data (:func:`gpuplan.plan.recipe.data_batch`), at most one epoch of its sequences."""
-    from .recipe import data_batch, kind_of, published
-
+    """The recipe's global batch in sequences (:func:`gpuplan.plan.batch.published`), from the data's examples
+    where the scenario names data (:func:`gpuplan.plan.batch.data_batch`), at most one epoch of its sequences."""
     data = None
     if s.dataset or s.samples:  # the scenario names data (gpuplan.dataset is read, and imported, only then)
         from ..dataset import profile

@@ -16,7 +16,6 @@ from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel, ConfigDict, PrivateAttr, computed_field, model_serializer
 
-from ..engines import KvPool
 from ..errors import GpuplanError
 from ..hardware import GpuSpec
 from ..market.cost import Cost, SpotPlan
@@ -35,6 +34,7 @@ from ..tensors.breakdown import Estimate
 from .resolve import Resolved, resolve
 
 if TYPE_CHECKING:
+    from ..engines.records import KvPool  # a serving plan's pool (its engine's profile makes it)
     from .recipe import Recipe  # made for a plan with data or a launch (gpuplan.plan.dataset_report)
 
 BY_DESIGN = "small by design: Unsloth's fused loss sizes its chunks to half of the memory left free"

@@ -447,7 +447,7 @@ def searched(s: Scenario, m: ModelSpec, c: Constraints, split: bool = False) -> 
 def _what_fits_owned(s: Scenario, m: ModelSpec, c: Constraints) -> list[str]:
     """For each owned card type that nothing fits: the change (a combination when no single one is enough) that
     makes the job fit on all of those cards, as ``estimate`` would advise it."""
-    from .advice import suggestions
+    from .fixes import suggestions
 
     out = []
     for gpu_id, count in c.have:
@@ -620,7 +620,7 @@ def _change_note(labels: list[str], given, scenario: Scenario, x: Setup, m: Mode
     """``unsloth: 87.4 -> 23.1 GiB, 33% faster steps (...)``: the row's device peak on its card against the scenario
     as given at the row's layout on the same card (the numbers ``estimate``'s suggestion prints), and the speed cost
     (the speed model's, on ``gpu``) of the variant's techniques or stack."""
-    from .advice import speed_change
+    from .fixes import speed_change
 
     if given is None or given[1] is None:
         return ""

@@ -22,15 +22,19 @@ The rules, in the order they are asked:
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from ..engines import ENGINES, OWN_SETTINGS, REFUSES_FOREIGN, SIMULATED, engine_for
 from ..errors import GpuplanError
 from ..hardware import GpuSpec
 from ..market.offers import NODE_GPUS, largest_node
-from ..model.module import ModuleSpec
 from ..model.spec import ModelSpec
 from ..scenario import INFER_ONLY, LOAD_FIELDS, TRAIN_ONLY, Scenario, stacks
 from ..scenario.fields import MODULE_FIELDS
 from ..stacks import STACKS
+
+if TYPE_CHECKING:
+    from ..model.module import ModuleSpec
 
 QLORA_BASES = ("nf4", "fp4", "gptq-int4", "awq-int4")  # the 4-bit bases QLoRA is estimated on
 

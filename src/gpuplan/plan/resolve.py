@@ -28,7 +28,7 @@ from ..engines import Engine, engine_for
 from ..errors import GpuplanError
 from ..hardware import GpuSpec, resolve_gpu
 from ..model.catalog import load_model
-from ..model.module import ModuleSpec, NotADecoder
+from ..model.kinds import NotADecoder
 from ..model.report import inexact_warning
 from ..model.spec import ModelSpec
 from ..scenario import Scenario
@@ -36,6 +36,7 @@ from ..scenario.stacks import defaults_in_force
 from .refusals import check, module_refusal
 
 if TYPE_CHECKING:
+    from ..model.module import ModuleSpec
     from ..scenario.modules import ModuleJob
 
 # the technique fields a module's plan reads, said when the stack chose them (scenario.stacks.defaults_in_force)
@@ -151,7 +152,7 @@ class ResolvedModule:
 
 def resolve_any(s: Scenario) -> Resolved | ResolvedModule:
     """``s`` resolved whatever its model is: a decoder LLM's :class:`Resolved` (:func:`resolve`), or, for a model
-    that is not one (the model's reader raises :class:`~gpuplan.model.module.NotADecoder`), the module's
+    that is not one (the model's reader raises :class:`~gpuplan.model.kinds.NotADecoder`), the module's
     (:func:`resolve_module_scenario`). ``estimate`` plans both; the searches plan decoder LLMs and let the
     sentence of NotADecoder say which commands plan the others."""
     try:

@@ -29,7 +29,7 @@ closed form of it::
   profile's host loop, fitted on its published runs), beside the GPU's step from v0.4 (its overlap scheduler).
 
 A step that holds a prompt, in an engine that runs such steps without a CUDA graph (TensorRT-LLM:
-:attr:`~gpuplan.engines.base.Timing.eager_prompts`), takes at least the host's time to launch its kernels
+:attr:`~gpuplan.engines.records.Timing.eager_prompts`), takes at least the host's time to launch its kernels
 (``StepTimer.launch_host_s``, the ``prompt_launch_s`` field); decode-only steps replay graphs. Steps past the
 engine's largest captured batch pay their launches inside ``dense(T)`` (``decode_parts``' ``kernel_launches``),
 except a prompt step the engine replays as prefill graphs (SGLang from 0.5.10: ``Timing.prefill_graph_tokens``),

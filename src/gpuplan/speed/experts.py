@@ -99,7 +99,7 @@ def experts_s(timer, tokens: float) -> float:
 
 def expanded_rows_s(timer, tokens: float) -> float:
     """The memory traffic of TensorRT-LLM's fused MoE beside its grouped GEMMs, for ``tokens`` tokens on the
-    busiest expert-parallel GPU (0 for engines without it, :attr:`gpuplan.engines.base.Timing.grouped_experts`). Its
+    busiest expert-parallel GPU (0 for engines without it, :attr:`gpuplan.engines.records.Timing.grouped_experts`). Its
     CUTLASS path (``cpp/tensorrt_llm/kernels/cutlass_kernels/moe_gemm/moe_kernels.cu``) copies each token's hidden
     state to one row per pick, in the first GEMM's input type (``expandInputRowsKernel``: a 16-bit read per token, a
     write of 1 byte per value for FP8, 0.5625 for NVFP4 with its block scales), and after the second GEMM reads

@@ -29,7 +29,8 @@ import math
 from dataclasses import dataclass
 
 from .. import overheads as oh
-from ..engines import Timing, engine_for
+from ..engines import engine_for
+from ..engines.records import Timing
 from ..hardware import GpuSpec, Network
 from ..memory import inference_memory
 from ..model import gguf
@@ -93,7 +94,7 @@ class StepTimer:
 
     @property
     def request_s(self) -> float:
-        """The engine's latency per request outside its steps (:attr:`~gpuplan.engines.base.HostLoop.request_s`:
+        """The engine's latency per request outside its steps (:attr:`~gpuplan.engines.records.HostLoop.request_s`:
         its API server's HTTP, tokenizing and streaming; 0 for engines timed without one): a user's TTFT and
         end-to-end latency add it once, but it overlaps other requests' steps, so no step or cycle holds it."""
         return self.timing.loop.request_s if self.timing.loop else 0.0
@@ -101,7 +102,7 @@ class StepTimer:
     @property
     def frontend(self) -> tuple[float, float]:
         """The part of :attr:`request_s` one process serves for one request at a time, and what that process spends
-        per output token streamed (:attr:`~gpuplan.engines.base.HostLoop.frontend_s`, ``frontend_token_s``)."""
+        per output token streamed (:attr:`~gpuplan.engines.records.HostLoop.frontend_s`, ``frontend_token_s``)."""
         loop = self.timing.loop
         return (loop.frontend_s, loop.frontend_token_s) if loop else (0.0, 0.0)
 
@@ -387,8 +388,8 @@ class StepTimer:
 
     def _launches_s(self, tokens: float, gpu_s: float, *, prompt: bool = False) -> float:
         """A step that runs without its CUDA graph: one of ``tokens`` past the engine's largest captured batch
-        (:attr:`~gpuplan.engines.base.Timing.graph_max_batch`), or one holding a ``prompt`` where the engine
-        captures decode-only steps (:attr:`~gpuplan.engines.base.Timing.eager_prompts`). The host launches each of
+        (:attr:`~gpuplan.engines.records.Timing.graph_max_batch`), or one holding a ``prompt`` where the engine
+        captures decode-only steps (:attr:`~gpuplan.engines.records.Timing.eager_prompts`). The host launches each of
         the layers' kernels while the GPU runs the ones already launched, so only the launching longer than the
         GPU's ``gpu_s`` shows (:meth:`launch_host_s`). A prompt step the engine replays as prefill graphs
         (:attr:`~gpuplan.engines.base.Timing.prefill_graph_tokens`) launches none."""
@@ -402,7 +403,7 @@ class StepTimer:
     def launch_host_s(self) -> float:
         """Host seconds to launch one eager step's kernels: ``(kernels per layer + 7) x layers`` (the layer's
         non-GEMM kernels, :meth:`_kernels_per_layer`, and its 7 linears), each at the engine's host time per launch
-        (:attr:`~gpuplan.engines.base.Timing.launch_s`: SGLang's and TensorRT-LLM's eager Python modules) or else
+        (:attr:`~gpuplan.engines.records.Timing.launch_s`: SGLang's and TensorRT-LLM's eager Python modules) or else
         the calibrated launched-kernel figure (:data:`~gpuplan.overheads.GEMM_KERNEL_LATENCY_S`, 5 us), a floor
         (vLLM's compiled graph costs little more)."""
         kernels = (self._kernels_per_layer() + 7) * self.m.num_layers * (1 - self.cpu_layer_share)
@@ -438,10 +439,10 @@ class StepTimer:
     def _tp_s(self, tokens: float) -> float:
         """Two all-reduces of ``tokens x hidden`` 16-bit activations per layer (Megatron row-parallel outputs),
         each paying the link's latency (and an engine's own cost per all-reduce,
-        :attr:`gpuplan.engines.HostLoop.all_reduce_s`): the per-layer floor of tensor parallelism at small batch. A
-        group wider than a node (SGLang's ``--tp 16 --nnodes 2``; two DGX Sparks at ``--tensor-parallel-size 2``)
-        all-reduces hierarchically, inside each node and then across the nodes over each GPU's share of the network
-        (:class:`~gpuplan.speed.comms.DataParallel`, NCCL's tree/ring over the rails)."""
+        :attr:`gpuplan.engines.records.HostLoop.all_reduce_s`): the per-layer floor of tensor parallelism at small
+        batch. A group wider than a node (SGLang's ``--tp 16 --nnodes 2``; two DGX Sparks at
+        ``--tensor-parallel-size 2``) all-reduces hierarchically, inside each node and then across the nodes over each
+        GPU's share of the network (:class:`~gpuplan.speed.comms.DataParallel`, NCCL's tree/ring over the rails)."""
         if self.s.tp <= 1 or self.s.attention_dp:  # attention data parallel: :func:`~.experts.layout_comms_s`
             return 0.0
         extra = self.timing.loop.all_reduce_s if self.timing.loop else 0.0
@@ -637,7 +638,7 @@ def inference_speed(s: Scenario, m: ModelSpec, gpu: GpuSpec, network: Network | 
 
 def decode_words(timer: StepTimer, label: str, batch: int, host_shown: float) -> str:
     """How a CUDA-graph engine runs a decode step of ``batch`` sequences, in words: whether the batch replays a
-    captured graph (:attr:`~gpuplan.engines.base.Timing.graph_max_batch`), whether its host loop hides behind the
+    captured graph (:attr:`~gpuplan.engines.records.Timing.graph_max_batch`), whether its host loop hides behind the
     GPU's step (vLLM's async scheduling from 0.14, SGLang's overlap scheduler from 0.4, TensorRT-LLM's overlap
     scheduler) and whose expert kernels it runs; and why two engines that do the same come out at the same speed."""
     t = timer.timing

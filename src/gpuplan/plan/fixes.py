@@ -1,0 +1,524 @@
+"""What to change when a scenario does not fit (the advice stage asks, :mod:`.advice`).
+
+Every fix is one change to the scenario from a single list (:func:`candidate_fixes`; a new technique is one more
+:class:`Fix` there), re-estimated with the same functions, with what it costs in speed. When no single fix is
+enough, :func:`smallest_combination` finds the fewest fixes that fit together, the gentlest first, keeping the GPUs
+the user named before adding more, and then the largest micro-batch and context that fit with them.
+
+For checkpointing and the training stacks' techniques (loss, activation offloading, compile, optimizer in
+backward, another stack) the speed cost is the speed model's: the ratio of the time per token with and without the
+change on the card (:func:`speed_change`). The other changes keep a rule of thumb with its source: 4-bit base
+weights dequantize on every matmul (QLoRA paper, section 4: slower than LoRA); ZeRO-3 all-gathers the weights twice
+per step (Rajbhandari et al. 2020, section 7); optimizer offload runs the step on the CPU (ZeRO-Offload, Ren et al.
+2021: 2-5x slower steps without overlap).
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+from dataclasses import dataclass, field, replace
+from typing import Any
+
+from ..engines import engine_for
+from ..errors import GpuplanError
+from ..hardware import GpuSpec
+from ..memory.host import host_need_gib, host_ram
+from ..model.checkpoints import published
+from ..model.spec import ModelSpec
+from ..result import Suggestion
+from ..scenario import Scenario
+from ..scenario.stacks import RECIPES, STACK_NAMES
+from ..speed import training_speed
+from ..speed.gemm import can_time
+from ..stacks import stack_for
+from .edge import fits_with, largest
+from .plan import memory_plan, probe
+from .refusals import refused
+from .resolve import resolve
+
+MAX_COMBINED = 4  # fixes in one combination
+MAX_TRIES = 400  # combinations evaluated at most (each is one memory estimate, ~0.2 ms)
+
+
+@dataclass(frozen=True, kw_only=True)
+class Fix:
+    """One change to a scenario. Fixes of the same ``group`` exclude each other in a combination.
+
+    ``slowdown``: the step-time multiplier it roughly costs (orders combinations, gentlest first; None: measured
+    by the speed model on the card, as ``cost`` "" is said); ``keeps_job``:
+    False for changes that alter the job itself (shorter sequences, fewer requests); ``more_gpus``: it needs
+    GPUs beyond those named.
+    """
+
+    label: str
+    change: dict[str, Any] = field(hash=False)
+    group: str
+    cost: str = ""  # "": the speed model says, on the card (checkpointing, the stacks' techniques)
+    slowdown: float | None = None  # None: the speed model's ratio on the card
+    keeps_job: bool = True
+    more_gpus: bool = False
+
+
+def candidate_fixes(s: Scenario, m: ModelSpec) -> list[Fix]:
+    """Every change that can lower the memory of ``s``, in one list: single suggestions and combinations both
+    come from here."""
+    return _training_fixes(s, m) if s.task == "train" else _serving_fixes(s, m)
+
+
+def _training_fixes(s: Scenario, m: ModelSpec) -> list[Fix]:
+    out: list[Fix] = []
+    if s.grad_checkpointing != "full":
+        out.append(Fix(label="enable gradient checkpointing", change={"grad_checkpointing": "full"},
+                       group="checkpointing"))
+    if s.micro_batch_size > 1:
+        steps = s.grad_accum_steps * s.micro_batch_size
+        out.append(Fix(label=f"micro-batch 1 x {steps} accumulation steps (same global batch)",
+                       change={"micro_batch_size": 1, "grad_accum_steps": steps},
+                       cost="same tokens per step, lower GPU utilization", group="micro-batch", slowdown=1.1))
+    if s.attention == "eager":
+        out.append(Fix(label="use sdpa attention", change={"attention": "sdpa"}, cost="faster, same result",
+                       group="attention", slowdown=0.9))
+    if s.optimizer in ("adamw", "lion", "sgd-momentum"):
+        out.append(Fix(label="8-bit AdamW (bitsandbytes)", change={"optimizer": "adamw-8bit"},
+                       cost="about the same speed", group="optimizer", slowdown=1.01))
+        out.append(Fix(label="paged 8-bit AdamW", change={"optimizer": "paged-adamw-8bit"},
+                       cost="about the same speed; pages states to CPU under pressure", group="optimizer",
+                       slowdown=1.02))
+    if s.method == "full":
+        out.append(Fix(label="LoRA instead of full fine-tuning", change={"method": "lora"},
+                       cost="about 1/3 less compute per step; trains adapters only", group="method", slowdown=1.05))
+    if s.method == "qlora" and s.qlora_fp32_upcast and (s.quant or "nf4") in ("nf4", "fp4"):
+        out.append(Fix(label="keep embeddings and norms in bf16 (no fp32 upcast by prepare_model_for_kbit_training)",
+                       change={"qlora_fp32_upcast": False}, cost="same speed; as Unsloth and torchtune run QLoRA",
+                       group="upcast", slowdown=1.0))
+    if s.method != "qlora":
+        out.append(Fix(label="QLoRA (4-bit base)", change={
+            "method": "qlora", "quant": None, "precision": "bf16-mixed" if s.precision == "fp32" else s.precision},
+            cost="slower than LoRA (dequantization on every matmul); small quality cost", group="method",
+            slowdown=1.5))
+        out.append(Fix(label="QLoRA with embeddings and norms in bf16 (as Unsloth and torchtune run it)", change={
+            "method": "qlora", "quant": None, "qlora_fp32_upcast": False,
+            "precision": "bf16-mixed" if s.precision == "fp32" else s.precision},
+            cost="slower than LoRA (dequantization on every matmul); small quality cost", group="method",
+            slowdown=1.5))
+    if s.world_size > 1 and s.resolved_sharding not in ("zero3",) and s.tp * s.pp == 1:
+        out.append(Fix(label=f"ZeRO-3 over your {s.world_size} GPUs", change={"sharding": "zero3"},
+                       cost="all-gathers weights each step: NVLink recommended", group="gpus", slowdown=1.2))
+    if s.offload == "none":
+        out.append(Fix(label="offload the optimizer to CPU", change={"offload": "optimizer"},
+                       cost="the step runs on the CPU: often 2-5x slower steps; needs CPU RAM", group="offload",
+                       slowdown=3.0))
+    if s.offload != "optimizer+params" and s.tp * s.pp == 1:  # on one GPU too (DeepSpeed ZeRO-Offload)
+        fsdp = RECIPES[s.stack].fsdp_only  # torchtune and torchtitan shard with FSDP2 only
+        out.append(Fix(label=f"offload optimizer and parameters to CPU ({'FSDP' if fsdp else 'ZeRO-3'} offload)",
+                       change={"offload": "optimizer+params", "sharding": "fsdp" if fsdp else "zero3"},
+                       cost="weights stream over PCIe every step: several times slower; needs CPU RAM",
+                       group="offload", slowdown=5.0))
+    for n in (2, 4, 8):
+        if n > s.num_gpus:
+            out.append(Fix(label=f"ZeRO-3 over {n} GPUs", change={"num_gpus": n, "sharding": "zero3", "tp": 1,
+                                                                  "pp": 1},
+                           cost="all-gathers weights each step: NVLink recommended", group="gpus", slowdown=1.2,
+                           more_gpus=True))
+    out += _stack_fixes(s)
+    if s.seq_len > 512:
+        out.append(Fix(label=f"shorter sequences ({s.seq_len // 2:,} tokens)", change={"seq_len": s.seq_len // 2},
+                       cost="less context per sample", group="length", keeps_job=False))
+    return out
+
+
+# fields of the stacks' own techniques (Liger's or torchtune's loss, compile, activation offload, optimizer in
+# backward): a combination using one is followed by the best combination without them
+STACK_FIELDS = {"loss", "compile", "activation_offload", "optimizer_in_backward"}
+
+
+def _stack_fixes(s: Scenario) -> list[Fix]:
+    """The training stacks' techniques (each kept only where the scenario's stack runs it), then the other
+    stacks themselves with their recipe defaults; their speed cost from :func:`speed_change`."""
+    options: list[tuple[str, dict[str, Any], str]] = []
+    if s.loss != "fused-linear":
+        options.append(("fused linear cross-entropy, no logits (Liger; Trainer use_liger_kernel=True)",
+                        {"loss": "fused-linear"}, "loss"))
+    if s.loss == "full":
+        options.append(("chunked cross-entropy (8 chunks)", {"loss": "chunked"}, "loss"))
+    if not s.activation_offload and s.grad_checkpointing != "none":
+        options.append(("offload checkpointed activations to CPU", {"activation_offload": True}, "activation offload"))
+    if not s.optimizer_in_backward and s.method == "full":
+        options.append((f"optimizer step in backward (grad accumulation 1, micro-batch x{s.grad_accum_steps})",
+                        {"optimizer_in_backward": True, "grad_accum_steps": 1,
+                         "micro_batch_size": s.micro_batch_size * s.grad_accum_steps}, "optimizer in backward"))
+    if not s.compile:
+        options.append(("torch.compile", {"compile": True}, "compile"))
+    if s.grad_checkpointing == "none":
+        options.append(("selective (per-op) checkpointing", {"grad_checkpointing": "selective"}, "checkpointing"))
+    for name in STACK_NAMES:
+        if name != s.stack:
+            options.append((f"switch to {RECIPES[name].title}, with its defaults", {"stack": name}, "stack"))
+    # only whether the stack runs it; the speed cost comes on the card (speed_change)
+    return [Fix(label=label, change=change, group=group) for label, change, group in options
+            if _apply(s, (Fix(label=label, change=change, group=group),)) is not None]
+
+
+def speed_change(s: Scenario, changed: Scenario, m: ModelSpec, gpu: GpuSpec, before=None) -> str:
+    """How a change of stack or technique changes the time per token on ``gpu``: the ratio of the speed model's
+    times with and without it (:func:`gpuplan.speed.training_speed`: recomputation's extra work as the stack's
+    checkpointing runs it, the PCIe time activation offloading leaves exposed, the stacks' published factors for
+    compile and fused kernels), with the parts of the step that moved most and the stack factor's source."""
+    return _speed_change(s, changed, m, gpu, before)[0]
+
+
+def _speed_change(s: Scenario, changed: Scenario, m: ModelSpec, gpu: GpuSpec, before=None) -> tuple[str, float]:
+    """(the words of :func:`speed_change`, time per token after / before); ``before``: ``s``'s speed if known."""
+    before = before or training_speed(s, m, gpu)
+    after = training_speed(changed, m, gpu)
+    ratio = before.tokens_per_s / after.tokens_per_s  # time per token, after over before
+    same_tokens = s.micro_batch_size * s.seq_len * s.grad_accum_steps == \
+        changed.micro_batch_size * changed.seq_len * changed.grad_accum_steps
+    unit = "steps" if same_tokens else "per token"
+    if abs(ratio - 1) < 0.005:
+        text = "about the same step time" if same_tokens else "about the same time per token"
+    else:
+        text = f"{abs(1 - ratio) * 100:.0f}% {'slower' if ratio > 1 else 'faster'} {unit}"
+    # each part's time per token, as a share of the time per token before the change
+    def shares(sp) -> dict[str, float]:
+        return {k: v / (sp.tokens_per_s * sp.step_time_s) * before.tokens_per_s for k, v in sp.parts_s.items()}
+
+    old, new = shares(before), shares(after)
+    moved = {k: new.get(k, 0.0) - old.get(k, 0.0) for k in {*old, *new}}
+    big = sorted((k for k in moved if abs(moved[k]) >= 0.01), key=lambda k: -abs(moved[k]))[:2]
+    why = [", ".join(f"{k.replace('_', ' ')} {moved[k]:+.0%}" for k in big)] if big else []
+    kernels_before, kernels_after = stack_for(s).kernels(s), stack_for(changed).kernels(changed)
+    if kernels_after.why and kernels_after != kernels_before:
+        why.append(kernels_after.text)
+    return (f"{text} ({'; '.join(why)})" if why else text), ratio
+
+
+def _serving_fixes(s: Scenario, m: ModelSpec) -> list[Fix]:
+    out: list[Fix] = []
+    engine = engine_for(s)
+    nvfp4 = published(m.name, "nvfp4")
+    if s.quant != "nvfp4" and nvfp4 and engine.refusal(s.model_copy(update={"quant": "nvfp4"}), m) is None:
+        out.append(Fix(label=f"NVIDIA's NVFP4 checkpoint ({nvfp4})", change={"quant": "nvfp4"},
+                       cost="4.5 bits per weight, published ready to load; fp4 tensor cores on Blackwell; small "
+                       "quality cost", group="weights", slowdown=0.95))
+    if (s.quant or "none") == "none" and engine.loads_quants:
+        # a checkpoint that ships quantized (MXFP4, FP8, AWQ/GPTQ) is re-quantized only from a converted copy
+        shipped = m.shipped_format()[0].name if m.quantization else None
+        re = f"re-quantize the {shipped} checkpoint to " if shipped else ""
+        convert = "; needs a converted checkpoint" if shipped else ""
+        out.append(Fix(label=f"{re}8-bit weights (int8)", change={"quant": "int8"},
+                       cost=f"LLM.int8 is slower than bf16; small quality cost{convert}", group="weights",
+                       slowdown=1.5))
+        out.append(Fix(label=f"{re}4-bit weights (AWQ)", change={"quant": "awq-int4"},
+                       cost=f"fast kernels; small quality cost{convert}", group="weights", slowdown=1.0))
+        if engine.fp8_weight_only:
+            out.append(Fix(label=f"{re}fp8 weights", change={"quant": "fp8"},
+                           cost=f"native on Ada/Hopper+, weight-only (Marlin) on Ampere; tiny quality cost{convert}",
+                           group="weights", slowdown=1.0))
+    if engine.budget_fix and (getattr(s, engine.budget_fix[0]) or 0.0) < engine.budget_fix[1]:
+        name, value, label, cost = engine.budget_fix
+        out.append(Fix(label=label, change={name: value}, cost=cost, group="budget", slowdown=1.0))
+    if s.kv_cache_dtype in ("auto", "fp16", "bf16") and "fp8" in engine.kv_dtypes:
+        out.append(Fix(label="fp8 KV cache", change={"kv_cache_dtype": "fp8"},
+                       cost="half the KV memory; tiny quality cost", group="kv", slowdown=1.0))
+    n = s.world_size
+    if not engine.tensor_parallel:  # llama.cpp splits by layer (or by row), never tensor parallel
+        out += [Fix(label=f"split the layers over {k} GPUs (llama.cpp --split-mode layer)", change={"num_gpus": k},
+                    cost="the GPUs run their layers in turn: more memory, not more speed per request",
+                    group="gpus", slowdown=1.0, more_gpus=True) for k in (2, 4, 8) if k > n]
+        if not s.cpu_layers:
+            out.append(Fix(label="let llama.cpp run the layers that do not fit from system RAM (--cpu-layers)",
+                           change={"cpu_layers": True}, cost="those layers run on the CPU at the RAM's speed: "
+                           "several times slower", group="offload", slowdown=3.0))
+    else:
+        if n > 1 and s.tp * s.pp == 1:
+            out.append(Fix(label=f"split the model over your {n} GPUs (tensor parallel {n})",
+                           change={"tp": n, "sharding": None}, cost="all-reduce per layer: NVLink recommended",
+                           group="gpus", slowdown=1.1))
+        for k in (2, 4, 8):
+            if k > n and m.num_heads % k == 0:
+                out.append(Fix(label=f"tensor parallel over {k} GPUs", change={"num_gpus": k, "tp": k, "pp": 1,
+                                                                               "sharding": None},
+                               cost="all-reduce per layer: NVLink recommended", group="gpus", slowdown=1.1,
+                               more_gpus=True))
+    if s.batch_size > 1:
+        out.append(Fix(label=f"batch {max(s.batch_size // 2, 1)}", change={"batch_size": max(s.batch_size // 2, 1)},
+                       cost="fewer concurrent requests", group="batch", keeps_job=False))
+    if s.prompt_tokens > 512:
+        out.append(Fix(label=f"shorter prompts ({s.prompt_tokens // 2:,} tokens)",
+                       change={"prompt_tokens": s.prompt_tokens // 2}, cost="less context", group="length",
+                       keeps_job=False))
+    return out
+
+
+def _apply(s: Scenario, fixes: tuple[Fix, ...]) -> Scenario | None:
+    """``s`` with the fixes' changes, validated again (the stack's defaults follow, e.g. QLoRA's recipe turns
+    checkpointing on; :meth:`Scenario.model_copy` validates one change once, though the advice asks of one fix
+    several times); None when the result is refused (the stack cannot run it)."""
+    change: dict[str, Any] = {}
+    for fix in fixes:
+        change.update(fix.change)
+    try:
+        changed = s.model_copy(update=change)
+    except GpuplanError:
+        return None
+    return None if refused(changed) else changed
+
+
+def _fits(s: Scenario | None, m: ModelSpec, gpu: GpuSpec) -> tuple[bool, float]:
+    return (False, math.inf) if s is None else probe(s, m)
+
+
+def _implied(s: Scenario, changed: Scenario, given: dict[str, Any]) -> dict[str, Any]:
+    """Fields a change moved without naming them (the stack's defaults following it)."""
+    return {k: getattr(changed, k) for k in type(s).model_fields if k not in given and k != "gpu"
+            and getattr(changed, k) != getattr(s, k)}
+
+
+def _with_implied(label: str, implied: dict[str, Any]) -> str:
+    if not implied:
+        return label
+    return f"{label} (and, as the stack's recipe then sets, " + ", ".join(
+        f"{k.replace('_', ' ')} {_value_words(v)}" for k, v in implied.items()) + ")"
+
+
+def _value_words(v: Any) -> str:
+    """A field's value as the fix's words: booleans lower-case, counts with thousands separators (a float that
+    holds a whole number, such as train tokens, as one: ``1,272,447``, not ``1272447.0``)."""
+    if isinstance(v, bool):
+        return str(v).lower()
+    if (isinstance(v, float) and v.is_integer()) or isinstance(v, int):
+        return f"{v:,.0f}"
+    return f"{v:,g}" if isinstance(v, float) else str(v)
+
+
+def on_card(s: Scenario, m: ModelSpec, gpu: GpuSpec, fixes: list[Fix]) -> list[Fix]:
+    """The fixes with their speed cost on ``gpu`` filled in where the speed model says it (training), and those
+    the stack refuses left out."""
+    out = []
+    before = None
+    for fix in fixes:
+        if fix.cost and fix.slowdown is not None:
+            out.append(fix)
+            continue
+        changed = _apply(s, (fix,))
+        if changed is None:
+            continue
+        if s.task == "train" and can_time(gpu):
+            before = before or training_speed(s, m, gpu)
+            text, ratio = _speed_change(s, changed, m, gpu, before)
+            fix = replace(fix, cost=fix.cost or text, slowdown=fix.slowdown if fix.slowdown is not None else ratio)
+        else:
+            fix = replace(fix, slowdown=1.0 if fix.slowdown is None else fix.slowdown)
+        out.append(fix)
+    return out
+
+
+def _more_host_ram(s: Scenario, gpu: GpuSpec, report) -> list[Suggestion]:
+    """When the GPU holds the job and only the host's RAM is short (offloaded states, CPU layers): a machine with
+    enough RAM, in steps of 64 GiB (none on a unified-memory computer, whose one pool cannot grow)."""
+    need, (ram, _) = host_need_gib(s, report.cpu_gib), host_ram(s, gpu)
+    if need <= ram or gpu.unified_memory or report.device_peak_gib > (report.capacity_gib or 0):
+        return []
+    size = math.ceil(need / 64) * 64
+    fields: dict[str, Any] = {"host_ram_gib": size}
+    also = ""
+    if report.offloaded_layers and not s.cpu_layers:  # llama.cpp's CPU layers fit only when asked for: without
+        fields["cpu_layers"] = True  # it, the RAM alone left "does not fit ... (--cpu-layers counts that as fitting)"
+        also = f" and llama.cpp's {report.offloaded_layers} layers there on the CPU (--cpu-layers)"
+    return [Suggestion(change=f"a machine with {size:,} GiB of RAM (host_ram_gib {size}){also}: it keeps "
+                       f"{need:,.1f} GiB there, the host has {ram:,.0f}", fields=fields,
+                       device_peak_gib=report.device_peak_gib, fits=True, cost="the same speed; more host RAM")]
+
+
+# A single fix that does not fit is listed when it lowers the peak by at least the 0.1 GiB its line shows (so its
+# two rounded numbers differ): "fp8 KV cache: 46.1 -> 46.1 GiB" for a 512-token prompt told the user nothing.
+SHOWN_SAVING_GIB = 0.1
+
+
+def suggestions(s: Scenario, m: ModelSpec, gpu: GpuSpec, report) -> list[Suggestion]:
+    """When ``s`` does not fit: a machine with enough RAM when only the host's RAM is short, the smallest
+    combination that fits (when no single fix does), then every single fix that lowers the device peak by what
+    its line shows (:data:`SHOWN_SAVING_GIB`), fitting ones first, on the GPUs named before more GPUs."""
+    fixes = on_card(s, m, gpu, candidate_fixes(s, m))
+    if engine_for(s).advised_by_pool:
+        return _vllm_suggestions(s, m, gpu, report, fixes)
+    singles: list[tuple[Fix, bool, float, dict[str, Any]]] = []
+    for fix in fixes:
+        changed = _apply(s, (fix,))
+        ok, peak = _fits(changed, m, gpu)
+        if changed is not None and (ok or peak <= report.device_peak_gib - SHOWN_SAVING_GIB):
+            singles.append((fix, ok, peak, _implied(s, changed, fix.change)))
+    # fitting fixes: in the user's stack, on the GPUs named, keeping the job, gentlest first (another stack after
+    # those); the others: the biggest saving first
+    singles.sort(key=lambda x: (not x[1], x[0].group == "stack", x[0].more_gpus, not x[0].keeps_job,
+                                x[0].slowdown if x[1] else x[2]))
+    found = [Suggestion(change=f"{fix.label if fix.group == 'stack' else _with_implied(fix.label, implied)}: "
+                        f"{report.device_peak_gib:.1f} -> {peak:.1f} GiB",
+                        fields={k: v for k, v in fix.change.items() if v is not None}, device_peak_gib=peak, fits=ok,
+                        cost=fix.cost) for fix, ok, peak, implied in singles]
+    in_stack = [ok for fix, ok, _, _ in singles if fix.keeps_job and not fix.more_gpus and fix.group != "stack"]
+    if not any(in_stack):
+        # every fix that keeps the job: one that saves nothing alone (QLoRA when activations dominate) may be the
+        # one a combination needs
+        pool = [fix for fix in fixes if fix.keeps_job]
+        combos = [smallest_combination(s, m, gpu, pool)]
+        if combos[0] is not None and set(combos[0].fields) & STACK_FIELDS:  # and the one with no extra library
+            combos.append(smallest_combination(s, m, gpu, [f for f in pool if not set(f.change) & STACK_FIELDS]))
+        found[:0] = [c for c in combos if c is not None]
+    return _more_host_ram(s, gpu, report) + found
+
+
+def _vllm_suggestions(s: Scenario, m: ModelSpec, gpu: GpuSpec, report, fixes: list[Fix]) -> list[Suggestion]:
+    """vLLM and SGLang take their budget whatever the job, so a change shows in the KV pool it leaves and the
+    requests that pool holds, not in the device peak: every single fix that grows the pool, fitting ones first (on
+    the GPUs named, keeping the job, gentlest), then the largest pool."""
+    def pool(r) -> tuple[float, int]:
+        return r.kv_cache_pool_gib or 0.0, r.max_concurrency or 0
+
+    before, held = pool(report)
+    found = []
+    for fix in fixes:
+        changed = _apply(s, (fix,))
+        if changed is None:
+            continue
+        try:
+            r = memory_plan(resolve(changed, m)).memory
+        except GpuplanError:
+            continue
+        gib, requests = pool(r)
+        if r.fits or gib > before + 1e-3 or requests > held:
+            found.append((fix, bool(r.fits), gib, requests, r.device_peak_gib, _implied(s, changed, fix.change),
+                          changed.prompt_tokens + changed.output_tokens))
+    found.sort(key=lambda x: (not x[1], x[0].more_gpus, not x[0].keeps_job, x[0].slowdown or 1.0 if x[1] else -x[2]))
+
+    def pool_change(gib: float) -> str:  # the same GiB can hold more tokens (fp8 KV): say so only when it grows
+        return f" (KV pool {before:.1f} -> {gib:.1f} GiB)" if gib > before + 0.05 else ""
+
+    def effect(requests: int, tokens: int, gib: float) -> str:  # a smaller batch leaves the pool as it was
+        if requests == held and gib <= before + 0.05:
+            return f"the pool's {held:,} requests of {tokens:,} tokens hold it"
+        return f"{held:,} -> {requests:,} concurrent requests of {tokens:,} tokens{pool_change(gib)}"
+
+    return [Suggestion(change=f"{_with_implied(fix.label, implied)}: {effect(requests, tokens, gib)}", fields={
+                           k: v for k, v in fix.change.items() if v is not None}, device_peak_gib=peak, fits=ok,
+                       cost=fix.cost) for fix, ok, gib, requests, peak, implied, tokens in found]
+
+
+def smallest_combination(s: Scenario, m: ModelSpec, gpu: GpuSpec, fixes: list[Fix]) -> Suggestion | None:
+    """The fewest fixes that fit together (one per group), gentlest on speed first; fixes on the GPUs named are
+    tried before those that add GPUs. With it, the largest micro-batch (keeping the global batch through
+    accumulation) or batch, and the longest context, that still fit."""
+    order = {f.label: i for i, f in enumerate(candidate_fixes(s, m))}
+    # a stack switch is a single suggestion of its own, not one of several changes made together
+    fixes = sorted(on_card(s, m, gpu, [f for f in fixes if f.group != "stack"]),
+                   key=lambda f: order.get(f.label, len(order)))
+    same = [f for f in fixes if not f.more_gpus]
+    best = None
+    for pool in (same, fixes):
+        if pool and _all_at_once(s, m, gpu, pool):  # hopeless when even every group's best fix together fails
+            best = _search(s, m, gpu, pool)
+            if best:
+                break
+    if best is None:
+        return None
+    combo, peak = best
+    fitted = _apply(s, combo)
+    max_batch, max_len = _room(s, fitted, m, gpu, combo)
+    parts = [f.label.split(" (")[0] if f.group != "micro-batch" else "micro-batch 1 with accumulation" for f in combo]
+    given: dict[str, Any] = {}
+    for f in combo:
+        given.update(f.change)
+    implied = _implied(s, fitted, given)
+    label = _with_implied(" + ".join(parts), implied)
+    room = []
+    if max_batch and max_batch > 1:
+        room.append(f"micro-batch up to {max_batch}" if s.task == "train" else f"batch up to {max_batch}")
+    if max_len:
+        room.append(f"{'seq_len' if s.task == 'train' else 'prompts'} up to {max_len:,} tokens")
+    fields: dict[str, Any] = {k: v for k, v in given.items() if v is not None}  # what follows from them re-derives
+    if max_batch and s.task == "train" and "micro_batch_size" in fields:  # exact global batch: a divisor of it
+        total = s.micro_batch_size * s.grad_accum_steps
+        fields.update(_accumulated(s, max(d for d in range(1, max_batch + 1) if total % d == 0)))
+    return Suggestion(change=f"{label}: {_peak(s, m, gpu):.1f} -> {peak:.1f} GiB"
+                      + (f"; with these, {' and '.join(room)} fit" if room else ""),
+                      fields=fields, device_peak_gib=peak, fits=True,
+                      cost=_combined_cost(s, fitted, m, gpu, combo), combination=True, max_batch_size=max_batch,
+                      max_seq_len=max_len)
+
+
+def _combined_cost(s: Scenario, fitted: Scenario, m: ModelSpec, gpu: GpuSpec, combo) -> str:
+    """What a combination costs: for training, the speed model's one figure for all the changes together (their
+    effects are not additive: checkpointing's recomputation and a fused loss overlap), then what the fixes say
+    besides speed; for serving, each fix's words."""
+    if s.task != "train":
+        return "; ".join(f.cost for f in combo if f.cost)
+    speed_words = ("slower", "faster", "speed", "step time", "time per token")  # every speed_change wording
+    others = [f.cost for f in combo if f.cost and not any(w in f.cost for w in speed_words)]
+    return "; ".join(dict.fromkeys([speed_change(s, fitted, m, gpu), *others]))
+
+
+def _peak(s: Scenario, m: ModelSpec, gpu: GpuSpec) -> float:
+    return probe(s, m)[1]
+
+
+def _all_at_once(s: Scenario, m: ModelSpec, gpu: GpuSpec, fixes: list[Fix]) -> bool:
+    """Whether the strongest fix of every group (the one whose single peak is lowest), all applied together, fits:
+    if not, no combination of fewer fixes will (a prune: every fix lowers memory or leaves it, given the others),
+    except a change of method or weight format (QLoRA's fp32 residual can exceed LoRA's activations), so those
+    groups are also tried as they are."""
+    strongest: dict[str, tuple[float, Fix]] = {}
+    for fix in fixes:
+        peak = _fits(_apply(s, (fix,)), m, gpu)[1]
+        if fix.group not in strongest or peak < strongest[fix.group][0]:
+            strongest[fix.group] = (peak, fix)
+    optional = [name for name in ("method", "weights") if name in strongest]
+    for keep in itertools.product((True, False), repeat=len(optional)):
+        skip = {name for name, kept in zip(optional, keep, strict=True) if not kept}
+        chosen = tuple(f for name, (_, f) in strongest.items() if name not in skip)
+        if _fits(_apply(s, chosen), m, gpu)[0]:
+            return True
+    return False
+
+
+def _search(s: Scenario, m: ModelSpec, gpu: GpuSpec, fixes: list[Fix]) -> tuple[tuple[Fix, ...], float] | None:
+    """The first fitting combination of 2..MAX_COMBINED fixes from distinct groups, by size then slowdown."""
+    tries = 0
+    for size in range(2, MAX_COMBINED + 1):
+        combos = [c for c in itertools.combinations(fixes, size) if len({f.group for f in c}) == size]
+        combos.sort(key=lambda c: (sum(f.more_gpus for f in c), math.prod(f.slowdown for f in c)))
+        for combo in combos:
+            tries += 1
+            if tries > MAX_TRIES:
+                return None
+            ok, peak = _fits(_apply(s, combo), m, gpu)
+            if ok:
+                return combo, peak
+    return None
+
+
+def _accumulated(s: Scenario, micro: int) -> dict[str, int]:
+    """Micro-batch ``micro`` with the accumulation that keeps the global batch (rounded up)."""
+    total = s.micro_batch_size * s.grad_accum_steps
+    return {"micro_batch_size": micro, "grad_accum_steps": max(math.ceil(total / micro), 1)}
+
+
+def _room(s: Scenario, fitted: Scenario, m: ModelSpec, gpu: GpuSpec, combo: tuple[Fix, ...]) \
+        -> tuple[int | None, int | None]:
+    """The largest micro-batch (up to the one asked for when the combination shrank it) and the longest context
+    that still fit with the combination."""
+    def fits(**change) -> tuple[bool, float]:
+        return fits_with(fitted, m, change)
+
+    usable = gpu.usable_gib
+    if s.task == "train":
+        shrunk = any(f.group == "micro-batch" for f in combo)
+        batch = largest(lambda n: fits(**_accumulated(s, n)), s.micro_batch_size, usable) if shrunk else \
+            largest(lambda n: fits(micro_batch_size=n), 4096, usable)
+        best = fitted.model_copy(update=_accumulated(s, batch)) if shrunk and batch else fitted
+        limit = max(m.max_context or 0, 131_072)
+        length = largest(lambda n: fits_with(best, m, {"seq_len": n}), limit, usable)
+        return batch, length
+    return (largest(lambda n: fits(batch_size=n), 4096, usable),
+            largest(lambda n: fits(prompt_tokens=n), max(m.max_context or 0, 131_072), usable))
