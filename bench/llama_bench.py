@@ -54,6 +54,8 @@ def predict(row: dict) -> float:
         fields.update(num_gpus=gpus, pp=gpus)
     if row["engine"] == "llama.cpp":
         fields.update(flash_attention=row["fa"] or "auto", ubatch_tokens=int(row["ubatch"] or 512))
+        if row.get("build"):  # the build's own CUDA/Metal prompt path (speed/ggml.py)
+            fields["engine_version"] = f"b{row['build']}"
     s = scenario_from(fields)
     timer = step_timer(s, load_model(s.model), load_gpu(s.gpu))
     test, _, depth = row["test"].partition("@d")  # llama-bench's depth notation: tokens already in the cache
@@ -164,11 +166,17 @@ SPLIT_NOTE = (
     "(speed/inference.py `_split_handoffs_s`): `ggml_backend_sched_compute_splits` copies the next split's input, "
     "the micro-batch's fp32 residual (512 x 4,096 x 4 B = 8 MiB), with the CUDA backend's `cpy_tensor_async` "
     "(`cudaMemcpyPeerAsync` on the source stream, an event the destination waits on; the host does not wait), "
-    "so 8 MiB over PCIe gen4 at 25.6 GB/s plus 20 us = 0.35 ms, 2.4 ms for the 7. Both rows stay +41 % and +44 % "
-    "(the eight-card row was +49 % when timed as one card): the miss is the A100's own F16 prompt, 41 ms in "
-    "gpuplan against 59 ms measured. With the rest as gpuplan times it, the March 2024 build's cuBLAS F16 GEMMs at "
-    "512 rows ran at ~45 % of the card's 312 TFLOP/s, where the GEMM model gives ~72 % (the RTX 4090's F16 row of "
-    "January 2024 is within 9 %); no other A100 F16 prompt row is in the table to place it, so nothing is refitted. "
+    "so 8 MiB over PCIe gen4 at 25.6 GB/s plus 20 us = 0.35 ms, 2.4 ms for the 7. The miss is the A100's own F16 "
+    "prompt: 49 ms in gpuplan against 59 ms measured (41 ms, +44 % and +41 %, before the rows ran their build's "
+    "path, speed/ggml.py: b2413 sends all 512 rows through the output matrix; cuBLAS's f16 output is converted "
+    "to f32 after every matmul; without flash attention KQ and KQV cover every cache cell, and the scores go "
+    "through memory between cuBLAS, the f16 -> f32 copy, the softmax and the second GEMM's f16 copy, 24 bytes a "
+    "score, 4.2 ms at pp512, because a layer's 34 MB of scores do not fit in one of the A100's two 20 MB L2 "
+    "halves; the RTX 4090's 72 MB holds them). The same table's one-card pp1024 ... pp8192 rows (held out too) "
+    "grow as measured: +22 % to +15 %, 5.1 ms more a micro-batch per 512 more cells in gpuplan against 5.4 to "
+    "6.0 ms. What is left, ~10 ms at every length, is GEMM time: cuBLAS's F16 GEMMs at 512 rows of that build "
+    "at ~55 % of 312 TFLOP/s against the GEMM model's ~72 %; no other A100 F16 prompt row places it, so nothing "
+    "is refitted. "
     "The closing note's '~2.9 ms a boundary' divided gpuplan's one-card time, not a measured one, by the "
     "boundaries. A recent build's split, PR #19378's 4x RTX 4090 (-sm layer, 3 boundaries), is held out too: "
     "Llama-3.1-70B Q4_K_M pp512 -19 % and tg128 -3 %, Qwen3-30B-A3B Q8_0 pp512 +7 %.", "",
