@@ -106,6 +106,14 @@ LLAMA_CPP_MMQ_TENSOR_CORES_BUILD = 3121
 LLAMA_CPP_OLD_MMQ_MAX_BATCH = 32
 LLAMA_CPP_LAST_ROW_OUTPUT_BUILD = 2540
 LLAMA_CPP_KQ_F32_BUILD = 3983
+# cuBLAS's CUBLAS_COMPUTE_16F GEMMs (f16 weights: ggml_cuda_op_mul_mat_cublas, and the batched KQV) on Ampere
+# (compute capability 8.0-8.7) at llama.cpp's shapes: the share of the GEMM model's rate they reach. Fitted by
+# `python bench/llama_bench.py --fit` on the one fitted Ampere F16 prompt of bench/data/llama-bench.csv (PR #3816's
+# RTX A6000 master column, Llama 7B F16 pp512, build b1431: +19 % at 1.0, 0.4 % at 0.75); PR #6017's A100 F16 rows
+# (GA100, b2413, pp512 to pp8192, one card and eight) are held out: +0.5 % median, +1.3 % worst. The same PR measured
+# COMPUTE_32F 5 % faster than 16F on the A6000: cuBLAS's 16F kernels are not Ampere's fast path. Ada (RTX 4090,
+# PR #4766's F16 row, -4 % at 1.0) keeps the model's rate.
+LLAMA_CPP_CUBLAS_F16_AMPERE_SHARE = 0.75
 # Without flash attention the cache is viewed over n_kv cells: the highest used cell padded to 32
 # (llama_kv_cache_get_padding: 256 with flash attention, 32 without).
 LLAMA_CPP_KV_PAD_NO_FA = 32

@@ -103,11 +103,20 @@ def cublas_s(gpu: GpuSpec, rows: float, k: float, n: float, *, count: float = 1,
     """cuBLAS's fp16-accumulate GEMM (``CUBLAS_COMPUTE_16F``) of ``[rows x k] @ [k x n]`` (``count`` of them in one
     batched call): the GEMM model's fp16 time (:func:`~.gemm.gemm_time_s`: the card's achievable rate, shape and
     traffic), its math at the fp16-accumulate rate where the card has a faster one (GeForce: twice the
-    fp32-accumulate rate PyTorch's GEMMs run at); ``f16_acc`` False: ``CUBLAS_COMPUTE_32F`` at that rate."""
+    fp32-accumulate rate PyTorch's GEMMs run at), on Ampere at the share of it llama-bench tables show
+    (:data:`~gpuplan.overheads.LLAMA_CPP_CUBLAS_F16_AMPERE_SHARE`); ``f16_acc`` False: ``CUBLAS_COMPUTE_32F``."""
     fast = gpu.dense_tflops.get("fp16_tensor_fp16acc")
     slow = gpu.peak_tflops("fp16")
     speedup = fast / slow if fast and slow and f16_acc else 1.0
+    if f16_acc and _ampere(gpu):  # cuBLAS's 16F kernels on Ampere (overheads.LLAMA_CPP_CUBLAS_F16_AMPERE_SHARE)
+        speedup *= oh.LLAMA_CPP_CUBLAS_F16_AMPERE_SHARE
     return gemm_time_s(gpu, "fp16", rows, k, n, count=count, kernels=1, latency_s=0.0) / speedup
+
+
+def _ampere(gpu: GpuSpec) -> bool:
+    """NVIDIA compute capability 8.0 to 8.7 (GA100, GA10x, Orin), not 8.9 (Ada)."""
+    cc = gpu.compute_capability or ""
+    return gpu.vendor == "NVIDIA" and cc.startswith("8.") and cc != "8.9"
 
 
 def metal_flops(gpu: GpuSpec, kind: str) -> float:
@@ -225,7 +234,7 @@ def scores_in_l2(gpu: GpuSpec, nbytes: float) -> bool:
     them: an L2 partition's share holds them (the A100's two 20 MB halves each cache what their SMs read, so the
     34 MB of Llama 7B's scores at pp512 go to memory; the RTX 4090's 72 MB keeps them). Evidence: PR #6017's A100
     F16 table adds 5.4 to 6.0 ms a micro-batch per 512 more cells (pp512 to pp8192: 4.2 ms of score traffic and
-    0.5 ms of GEMMs here), while the RTX 4090's F16 and Q4_0 prompts without flash attention (PRs #4766, #7676)
+    1.7 ms of GEMMs here), while the RTX 4090's F16 and Q4_0 prompts without flash attention (PRs #4766, #7676)
     are timed within 10 % without any. A card without an L2 size in the catalog is taken to hold them (no traffic
     counted, as for the Ada and Blackwell GeForce cards' 48 to 128 MB)."""
     if not gpu.l2_cache_mb:
