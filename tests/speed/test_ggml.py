@@ -33,7 +33,7 @@ def _held_out(bench, kind: str, test: str) -> list[float]:
     return [bench.err(r) for r in rows]
 
 
-@pytest.mark.parametrize(("kind", "test", "count", "limit"), [("cuda", "pp", 26, 0.15), ("cuda", "tg", 16, 0.15),
+@pytest.mark.parametrize(("kind", "test", "count", "limit"), [("cuda", "pp", 26, 0.15), ("cuda", "tg", 15, 0.15),
                                                               ("metal", "pp", 14, 0.15), ("metal", "tg", 15, 0.15)])
 def test_held_out_rows_within_the_issue_target(kind, test, count, limit):
     """Held-out llama-bench rows, median |error| under the issue's 15% (when written: CUDA prompts 9.6%, 10.2% with
@@ -41,7 +41,7 @@ def test_held_out_rows_within_the_issue_target(kind, test, count, limit):
     row (26.0% through the generic step model before its own path), Metal prompts 6.7%, Metal generation 3.8%,
     7.9% with XiongjieDai's Llama 3 rows; CUDA prompts were 36% before, the A100 +203%; 6.7% on 26 rows once each
     row ran its own build's path and cuBLAS's f16 GEMMs on Ampere took the share PR #3816's RTX A6000 row sets, with
-    PR #4766's Q8_0 and Q4_0 rows and PR #6017's one-card pp1024 ... pp8192; CUDA generation 9.8% with the A6000)."""
+    PR #4766's Q8_0 and Q4_0 rows and PR #6017's one-card pp1024 ... pp8192)."""
     errors = _held_out(_bench(), kind, test)
     assert len(errors) == count
     assert statistics.median(abs(e) for e in errors) < limit
