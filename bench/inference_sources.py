@@ -299,17 +299,6 @@ CAUSES = {
         "sweeps (engines/vllm.py `measured_kernels`: 51 us a MoE layer, fitted on the H100 and found again on the "
         "B200; FlashAttention-3's fp8 cache at 0.63 of the 16-bit rate for head_dim 64). Llama-3.1-8B's FP8 ITL -19 %: "
         "FP8 saves 2.25 ms a step at concurrency 8 where the single-request slopes give 3.4 ms."),
-    ("llama_bench", "pr6017"): (
-        "Two rows of one table: Llama 7B F16, pp512 (one micro-batch), on one A100 80GB PCIe (8,668 tokens/s) "
-        "and split by layers over eight (8,381). gpuplan is +44 % and +41 %: the miss is the card's own F16 "
-        "prompt time (41 ms against 59 ms measured: with the rest as gpuplan times it, cuBLAS's F16 GEMMs of "
-        "a March 2024 build at 512 rows ran at ~45 % of the A100's 312 TFLOP/s, gpuplan's GEMM model gives "
-        "~72 %), not the split. The 7 boundaries "
-        "cost 2.0 ms measured and 2.4 ms in gpuplan (speed/inference.py `_split_handoffs_s`: each micro-batch's "
-        "fp32 residual, 8 MiB, over PCIe gen4 plus 20 us; ggml's scheduler copies it with "
-        "`cudaMemcpyPeerAsync` and an event, no host wait). The closing note's '~2.9 ms a boundary' took "
-        "gpuplan's one-card time as the measured one. The A100's GEMM rate at 512 rows is not refitted: no "
-        "other A100 F16 prompt row is in the bench."),
     ("sglang_serving", "dstack"): (
         "DeepSeek-R1 on SGLang 0.4.3.post2 with DP attention (8x H200) and 0.4.2.post4 (8x MI300X), as dstack's "
         "README states: prompts still 1.2-3x too fast after the absorbed MLA prefill of those releases (the triton "

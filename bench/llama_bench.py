@@ -54,6 +54,8 @@ def predict(row: dict) -> float:
         fields.update(num_gpus=gpus, pp=gpus)
     if row["engine"] == "llama.cpp":
         fields.update(flash_attention=row["fa"] or "auto", ubatch_tokens=int(row["ubatch"] or 512))
+        if row.get("build"):  # the build's own CUDA/Metal prompt path (speed/ggml.py)
+            fields["engine_version"] = f"b{row['build']}"
     s = scenario_from(fields)
     timer = step_timer(s, load_model(s.model), load_gpu(s.gpu))
     test, _, depth = row["test"].partition("@d")  # llama-bench's depth notation: tokens already in the cache
@@ -99,16 +101,19 @@ def _best(rows: list[dict], grid: dict[str, tuple], score=median_abs) -> tuple:
 
 def fit(rows: list[dict]) -> None:
     """Grid-search the constants on the fitted rows, each group on its own rows: MMQ on the CUDA Q4_0 prompts,
+    cuBLAS's f16 GEMMs on Ampere on the CUDA F16 prompts,
     CUDA generation's bandwidth share, time per layer and MMVQ's rate on its 1-, 4- and 8-row steps (mean |error|:
     the median of four rows would leave one out), Metal's matmuls on its prompts, Metal's generation on its tg rows,
     MLX's time per layer on its tg rows."""
     fitted = [r for r in rows if r["role"] == "fitted"]
     pick = {"mmq": lambda r: backend(r) == "cuda" and r["quant"] != "none" and work(r) == "pp",
+            "cublas f16 ampere": lambda r: backend(r) == "cuda" and r["quant"] == "none" and work(r) == "pp",
             "cuda tg": lambda r: backend(r) == "cuda" and work(r) == "tg",
             "metal pp": lambda r: backend(r) == "metal" and r["test"].startswith("pp"),
             "metal tg": lambda r: backend(r) == "metal" and r["test"].startswith("tg"),
             "mlx tg": lambda r: backend(r) == "mlx" and r["test"].startswith("tg")}
     grids = {"mmq": {"LLAMA_CPP_MMQ_FLOP_PER_SM_CYCLE": tuple(range(600, 2601, 50))},
+             "cublas f16 ampere": {"LLAMA_CPP_CUBLAS_F16_AMPERE_SHARE": tuple(x / 100 for x in range(50, 101))},
              "cuda tg": {"LLAMA_CPP_CUDA_DECODE_BANDWIDTH_FRACTION": tuple(x / 100 for x in range(80, 101, 2)),
                          "LLAMA_CPP_CUDA_LAYER_S": tuple(x * 1e-6 for x in range(30, 151, 10)),
                          "LLAMA_CPP_MMVQ_FLOP_PER_SM_CYCLE": tuple(range(50, 121, 5))},
@@ -164,11 +169,17 @@ SPLIT_NOTE = (
     "(speed/inference.py `_split_handoffs_s`): `ggml_backend_sched_compute_splits` copies the next split's input, "
     "the micro-batch's fp32 residual (512 x 4,096 x 4 B = 8 MiB), with the CUDA backend's `cpy_tensor_async` "
     "(`cudaMemcpyPeerAsync` on the source stream, an event the destination waits on; the host does not wait), "
-    "so 8 MiB over PCIe gen4 at 25.6 GB/s plus 20 us = 0.35 ms, 2.4 ms for the 7. Both rows stay +41 % and +44 % "
-    "(the eight-card row was +49 % when timed as one card): the miss is the A100's own F16 prompt, 41 ms in "
-    "gpuplan against 59 ms measured. With the rest as gpuplan times it, the March 2024 build's cuBLAS F16 GEMMs at "
-    "512 rows ran at ~45 % of the card's 312 TFLOP/s, where the GEMM model gives ~72 % (the RTX 4090's F16 row of "
-    "January 2024 is within 9 %); no other A100 F16 prompt row is in the table to place it, so nothing is refitted. "
+    "so 8 MiB over PCIe gen4 at 25.6 GB/s plus 20 us = 0.35 ms, 2.4 ms for the 7. Both rows were +44 % and +41 % "
+    "(41 ms for the card's own F16 prompt against 59 ms measured) until the rows ran their build's path "
+    "(speed/ggml.py): b2413 sends all 512 rows through the output matrix; cuBLAS's f16 output is converted to "
+    "f32 after every matmul; without flash attention KQ and KQV cover every cache cell and the scores go through "
+    "memory between cuBLAS, the f16 -> f32 copy, the softmax and the second GEMM's f16 copy (24 bytes a score, "
+    "4.2 ms at pp512: a layer's 34 MB of scores do not fit in one of the A100's two 20 MB L2 halves; the RTX "
+    "4090's 72 MB holds them), which left +21 % and +19 %; and cuBLAS's COMPUTE_16F GEMMs on Ampere run at 0.75 "
+    "of the GEMM model's rate, a share fitted on one independent row, PR #3816's RTX A6000 F16 pp512 of October "
+    "2023 (+19 % at 1.0; the same PR measured COMPUTE_32F 5 % faster there). Held out, the A100 rows now land "
+    "at -1 % and +0 %, and the same table's one-card pp1024 ... pp8192 at +0 % to +1 % (5.5 ms more a "
+    "micro-batch per 512 more cells in gpuplan against 5.4 to 6.0 ms measured). "
     "The closing note's '~2.9 ms a boundary' divided gpuplan's one-card time, not a measured one, by the "
     "boundaries. A recent build's split, PR #19378's 4x RTX 4090 (-sm layer, 3 boundaries), is held out too: "
     "Llama-3.1-70B Q4_K_M pp512 -19 % and tg128 -3 %, Qwen3-30B-A3B Q8_0 pp512 +7 %.", "",

@@ -99,6 +99,10 @@ class GpuSpec:
     aliases: tuple[str, ...]
     sm_count: int | None = None  # streaming multiprocessors (compute units), where the catalog has them
     boost_clock_mhz: float | None = None  # rated boost clock, where the catalog has it
+    # the L2 cache in MB and the partitions it is split into, each caching the accesses of the SMs wired to it (the
+    # A100's two: data every SM reads is held in both, so one partition's share is what a kernel can count on)
+    l2_cache_mb: float | None = None
+    l2_partitions: int = 1
     # GPUs one NVLink switch fabric joins: 72 in GB200/GB300 NVL72 racks (across trays); 0: the node's own links
     nvlink_domain: int = 0
     # the power limit the card is run at where it is set below its TDP (Grand Teton's H100s: 500 W of 700 W)
@@ -184,7 +188,8 @@ def _spec(entry: dict[str, Any]) -> GpuSpec:
         pcie_generation=(entry.get("pcie") or {}).get("generation"), tdp_w=entry.get("tdp_w"),
         msrp_usd=entry.get("launch_msrp_usd"), compute_capability=entry.get("compute_capability"),
         aliases=tuple(str(a) for a in entry.get("aliases") or ()), sm_count=entry.get("sm_count"),
-        boost_clock_mhz=entry.get("boost_clock_mhz"), nvlink_domain=int(link.get("nvlink_domain") or 0),
+        boost_clock_mhz=entry.get("boost_clock_mhz"), l2_cache_mb=entry.get("l2_cache_mb"),
+        l2_partitions=int(entry.get("l2_partitions") or 1), nvlink_domain=int(link.get("nvlink_domain") or 0),
         power_limit_w=entry.get("power_limit_w"),
         msrp_date=str(entry["launch_msrp_date"]) if entry.get("launch_msrp_date") else None,
         slot_width=entry.get("slot_width"), unified_memory=bool(mem.get("unified")) or entry["vendor"] == "Apple",

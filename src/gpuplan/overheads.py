@@ -91,6 +91,32 @@ LLAMA_CPP_ACT_BYTES_PER_KV = 14
 LLAMA_CPP_ACT_BYTES_PER_MLP = 20
 # Volta runs MMQ below this many rows, dequantize + cuBLAS above (ggml/src/ggml-cuda/mmq.cuh MMQ_DP4A_MAX_BATCH_SIZE).
 LLAMA_CPP_MMQ_DP4A_MAX_BATCH = 64
+# llama.cpp builds (the release tag's number, ``b<N>``: the commit count on master) at which its CUDA prompt path
+# changed, read from the code at each merge (ggerganov/llama.cpp):
+# - b3121, PR #7676 (2024-06-10, "CUDA: use tensor cores for MMQ"): before it, a card with fast fp16 (Volta and later,
+#   P100) ran a quantized matmul of more than MMQ_MAX_BATCH_SIZE (32) rows as dequantize to f16 + cuBLAS
+#   (ggml-cuda.cu ggml_cuda_mul_mat at f30ea47a: ``use_mul_mat_q && (!fp16_performance_good || src1->ne[1] <=
+#   MMQ_MAX_BATCH_SIZE)``);
+# - b2540, PR #6122 (2024-03-26, "greatly reduce output buffer memory usage"): before it, build_llama multiplied every
+#   row of the micro-batch by the output matrix (no ``inp_out_ids``), not only the rows whose logits are kept;
+# - b3983, PR #10015 (2024-10-27, "switch KQ multiplication to F32 precision by default"): before it, KQ without flash
+#   attention ran at GGML_PREC_DEFAULT: cuBLAS wrote the scores in f16 and ``to_fp32_cuda`` converted them
+#   (ggml_cuda_mul_mat_batched_cublas); from it, cuBLAS writes f32 scores.
+LLAMA_CPP_MMQ_TENSOR_CORES_BUILD = 3121
+LLAMA_CPP_OLD_MMQ_MAX_BATCH = 32
+LLAMA_CPP_LAST_ROW_OUTPUT_BUILD = 2540
+LLAMA_CPP_KQ_F32_BUILD = 3983
+# cuBLAS's CUBLAS_COMPUTE_16F GEMMs (f16 weights: ggml_cuda_op_mul_mat_cublas, and the batched KQV) on Ampere
+# (compute capability 8.0-8.7) at llama.cpp's shapes: the share of the GEMM model's rate they reach. Fitted by
+# `python bench/llama_bench.py --fit` on the one fitted Ampere F16 prompt of bench/data/llama-bench.csv (PR #3816's
+# RTX A6000 master column, Llama 7B F16 pp512, build b1431: +19 % at 1.0, 0.4 % at 0.75); PR #6017's A100 F16 rows
+# (GA100, b2413, pp512 to pp8192, one card and eight) are held out: +0.5 % median, +1.3 % worst. The same PR measured
+# COMPUTE_32F 5 % faster than 16F on the A6000: cuBLAS's 16F kernels are not Ampere's fast path. Ada (RTX 4090,
+# PR #4766's F16 row, -4 % at 1.0) keeps the model's rate.
+LLAMA_CPP_CUBLAS_F16_AMPERE_SHARE = 0.75
+# Without flash attention the cache is viewed over n_kv cells: the highest used cell padded to 32
+# (llama_kv_cache_get_padding: 256 with flash attention, 32 without).
+LLAMA_CPP_KV_PAD_NO_FA = 32
 # Fitted by `python bench/llama_bench.py --fit` (grids, median |error|) on the fitted rows of bench/data/llama-bench.csv
 # only: MMQ on the Llama-2-7B Q4_0 prompts of the flagship GeForce card of each generation in llama.cpp's CUDA
 # scoreboard (RTX 3090, 4090, 5090: 7.5 %); every other card there is held out (bench/results/llama_bench.md).

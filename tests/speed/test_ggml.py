@@ -33,13 +33,15 @@ def _held_out(bench, kind: str, test: str) -> list[float]:
     return [bench.err(r) for r in rows]
 
 
-@pytest.mark.parametrize(("kind", "test", "count", "limit"), [("cuda", "pp", 20, 0.15), ("cuda", "tg", 15, 0.15),
+@pytest.mark.parametrize(("kind", "test", "count", "limit"), [("cuda", "pp", 26, 0.15), ("cuda", "tg", 15, 0.15),
                                                               ("metal", "pp", 14, 0.15), ("metal", "tg", 15, 0.15)])
 def test_held_out_rows_within_the_issue_target(kind, test, count, limit):
     """Held-out llama-bench rows, median |error| under the issue's 15% (when written: CUDA prompts 9.6%, 10.2% with
     PR #6017's one-card A100 row and PR #19378's 4x RTX 4090 split, CUDA generation 9.8%, 9.3% with the 70B split
     row (26.0% through the generic step model before its own path), Metal prompts 6.7%, Metal generation 3.8%,
-    7.9% with XiongjieDai's Llama 3 rows; CUDA prompts were 36% before, the A100 +203%)."""
+    7.9% with XiongjieDai's Llama 3 rows; CUDA prompts were 36% before, the A100 +203%; 6.7% on 26 rows once each
+    row ran its own build's path and cuBLAS's f16 GEMMs on Ampere took the share PR #3816's RTX A6000 row sets, with
+    PR #4766's Q8_0 and Q4_0 rows and PR #6017's one-card pp1024 ... pp8192)."""
     errors = _held_out(_bench(), kind, test)
     assert len(errors) == count
     assert statistics.median(abs(e) for e in errors) < limit
@@ -160,3 +162,116 @@ def test_layer_split_hands_the_fp32_residual_over_the_link_at_each_boundary():
     assert split.decode_parts(1, 64)["layer_split_handoffs"] == pytest.approx(7 * (20e-6 + 4096 * 4 / 25.6e9))
     assert "layer_split_handoffs" not in one.prefill_parts(512)
     assert split.prefill_s(512) - one.prefill_s(512) == pytest.approx(2.434e-3, rel=1e-3)
+
+
+def test_old_builds_ran_quantized_prompts_through_cublas():
+    """Before PR #7676 (b3121) ggml_cuda_mul_mat ran MMQ on a card with fast fp16 only up to MMQ_MAX_BATCH_SIZE (32)
+    rows (ggml-cuda.cu at f30ea47a: ``use_mul_mat_q && (!fp16_performance_good || src1->ne[1] <= 32)``), past that
+    dequantize to f16 + cuBLAS: an RTX 4090 at 512 rows, a V100 at 33; a GTX 1080 (6.1, slow fp16) kept MMQ."""
+    rtx4090, v100 = load_gpu("rtx-4090"), load_gpu("nvidia-v100-sxm2-32gb")
+    assert ggml.uses_mmq(rtx4090, 512) and ggml.uses_mmq(rtx4090, 512, 3121)
+    assert not ggml.uses_mmq(rtx4090, 512, 3120) and ggml.uses_mmq(rtx4090, 32, 1843)
+    assert not ggml.uses_mmq(v100, 33, 1843)
+    s = scenario_from({"task": "infer", "engine": "llama.cpp", "model": "meta-llama/Llama-2-7b-hf", "gpu": "rtx-4090",
+                       "engine_version": "b1843"})
+    assert ggml.build(s) == 1843
+    # PR #4766's RTX 4090 Q8_0 prompt (January 2024): 7,664 tokens/s; through MMQ gpuplan said 10,218 (+33 %)
+    old = _timer("meta-llama/Llama-2-7b-hf", "rtx-4090", "gguf-q8_0", flash_attention="off", engine_version="b1843")
+    new = _timer("meta-llama/Llama-2-7b-hf", "rtx-4090", "gguf-q8_0", flash_attention="off")
+    assert 512 / old.prefill_s(512) == pytest.approx(7664, rel=0.12)
+    assert 512 / new.prefill_s(512) > 1.3 * 512 / old.prefill_s(512)
+
+
+def test_cublas_converts_input_and_output_by_hand():
+    """A 512-row f16 matmul of Llama's 4,096 x 11,008 up projection on the A100 PCIe: cuBLAS's GemmEx time plus the
+    f32 input converted to f16 (4 bytes read, 2 written, 512 x 4,096) and its f16 output converted to f32 (2 read,
+    4 written, 512 x 11,008): 6 x 512 x 15,104 = 46.4 MB at the achievable bandwidth."""
+    a100 = load_gpu("a100-pcie-80gb")
+    t = ggml.matmul_s(a100, "cuda", "f16", 512, 4096 * 11008, 4096)
+    moved = 6 * 512 * (4096 + 11008) / (1935e9 * oh.BANDWIDTH_FRACTION)
+    assert t == pytest.approx(ggml.cublas_s(a100, 512, 4096, 11008) + moved)
+
+
+def test_attention_without_flash_attention_computes_every_cell():
+    """Without flash attention ggml multiplies the queries by every cell of the cache view (n_kv: the highest used
+    cell padded to 32) and masks in the softmax: Llama 7B at pp512 runs 2 x 2 x 32 heads x 512 x 512 x 128 FLOPs a
+    layer in two batched cuBLAS GEMMs per head, twice the causal half flash attention computes; on Metal the same
+    FLOPs at kernel_mul_mm's f16 rate. The RTX 4090's 72 MB L2 holds a layer's 32 x 512 x 512 x 4 B = 33.6 MB of
+    scores: no score traffic there."""
+    m, rtx4090, m2 = load_model("meta-llama/Llama-2-7b-hf"), load_gpu("rtx-4090"), load_gpu("apple-m2-ultra")
+    s = scenario_from({"task": "infer", "engine": "llama.cpp", "model": "meta-llama/Llama-2-7b-hf", "gpu": "rtx-4090"})
+    cuda = ggml.unfused_attention_s(s, m, rtx4090, "cuda", 512, 512)
+    # a current build: KQ at CUBLAS_COMPUTE_32F (GGML_PREC_F32 since PR #10015), half the 4090's f16-accumulate rate
+    kq = ggml.cublas_s(rtx4090, 512, 128, 512, count=32, f16_acc=False)
+    kqv = ggml.cublas_s(rtx4090, 512, 512, 128, count=32)
+    assert kq > ggml.cublas_s(rtx4090, 512, 128, 512, count=32)
+    assert cuda == pytest.approx(32 * (kq + kqv))
+    metal = ggml.unfused_attention_s(s, m, m2, "metal", 512, 512)
+    assert metal == pytest.approx(32 * 4 * 32 * 512 * 512 * 128 / ggml.metal_flops(m2, "f16"))
+    off = _timer("meta-llama/Llama-2-7b-hf", "rtx-4090", None, flash_attention="off").prefill_parts(512)
+    assert off["attention"] == pytest.approx(cuda)
+
+
+def test_scores_through_memory_where_one_l2_partition_cannot_hold_them():
+    """The A100's 40 MB L2 is two partitions, each caching what its SMs read: 20 MB holds no layer of Llama 7B's
+    33.6 MB of pp512 scores, so each score moves 24 bytes through memory in a build before PR #10015 (cuBLAS's f16
+    write 2, to_fp32 2 + 4, soft_max_ext 4 + 4, the second GEMM's f16 copy 4 + 2 and its read 2), 20 from it:
+    32 layers x 32 heads x 512 x 512 x 24 B = 6.44 GB at 80 % of 1,935 GB/s = 4.16 ms. PR #6017's own A100 table
+    (held out) grows 5.4 to 6.0 ms a micro-batch per 512 more cells; gpuplan's rows stay within 7 points of each
+    other from pp512 to pp8192."""
+    a100, rtx4090 = load_gpu("a100-pcie-80gb"), load_gpu("rtx-4090")
+    scores = 32 * 512 * 512 * 4.0
+    assert not ggml.scores_in_l2(a100, scores) and ggml.scores_in_l2(rtx4090, scores)
+    assert ggml.scores_in_l2(load_gpu("h100"), scores)  # no L2 size in the catalog: held (not counted)
+    assert (ggml.score_bytes(2413), ggml.score_bytes(3983), ggml.score_bytes(None)) == (24.0, 20.0, 20.0)
+    m = load_model("meta-llama/Llama-2-7b-hf")
+    s = scenario_from({"task": "infer", "engine": "llama.cpp", "model": "meta-llama/Llama-2-7b-hf",
+                       "gpu": "a100-pcie-80gb", "engine_version": "b2413"})
+    gemms = 32 * (ggml.cublas_s(a100, 512, 128, 512, count=32) + ggml.cublas_s(a100, 512, 512, 128, count=32))
+    traffic = 32 * 32 * 512 * 512 * 24 / (1935e9 * 0.80)
+    assert traffic == pytest.approx(4.16e-3, rel=0.01)
+    assert ggml.unfused_attention_s(s, m, a100, "cuda", 512, 512) == pytest.approx(gemms + traffic)
+    bench = _bench()
+    sweep = [bench.err(r) for r in bench.load_rows() if r["id"].startswith("pr6017-a100pcie-1gpu")]
+    assert len(sweep) == 5 and max(sweep) - min(sweep) < 0.05
+
+
+def test_cublas_f16_on_ampere_at_the_share_one_independent_row_sets():
+    """cuBLAS's COMPUTE_16F GEMMs on Ampere run at LLAMA_CPP_CUBLAS_F16_AMPERE_SHARE (0.75) of the GEMM model's rate,
+    fitted on PR #3816's RTX A6000 F16 pp512 alone (Oct 2023, b1431); Ada keeps the model's rate. Held out, PR
+    #6017's A100 PCIe F16 rows (GA100, Mar 2024, b2413: pp512 on one card and on eight, pp1024 ... pp8192) were
+    +44 % and +41 % before this work and land within 3 % each."""
+    a100, rtx4090 = load_gpu("a100-pcie-80gb"), load_gpu("rtx-4090")
+    from gpuplan.speed.gemm import gemm_time_s
+
+    model_s = gemm_time_s(a100, "fp16", 512, 4096, 4096, kernels=1, latency_s=0.0)
+    assert ggml.cublas_s(a100, 512, 4096, 4096) == pytest.approx(model_s / 0.75)
+    assert ggml.cublas_s(a100, 512, 4096, 4096, f16_acc=False) == pytest.approx(model_s)
+    ada_s = gemm_time_s(rtx4090, "fp16", 512, 4096, 4096, kernels=1, latency_s=0.0)
+    assert ggml.cublas_s(rtx4090, 512, 4096, 4096) == pytest.approx(ada_s / (330.3 / 165.2))
+    bench = _bench()
+    held = [bench.err(r) for r in bench.load_rows() if r["id"].startswith("pr6017-")]
+    assert len(held) == 6 and max(abs(e) for e in held) < 0.03
+    fitted = [r for r in bench.load_rows() if r["role"] == "fitted" and r["quant"] == "none"
+              and bench.backend(r) == "cuda"]
+    assert [r["id"] for r in fitted] == ["pr3816-a6000-f16-pp"]
+
+
+def test_old_builds_ran_every_row_through_the_output_matrix():
+    """Before PR #6122 (b2540) build_llama had no inp_out_ids: all 512 rows of PR #6017's micro-batch (b2413) went
+    through Llama 7B's f16 output matrix (4,096 x 32,000), 511 more than the one row whose logits are kept."""
+    m, a100 = load_model("meta-llama/Llama-2-7b-hf"), load_gpu("a100-pcie-80gb")
+    old = _timer("meta-llama/Llama-2-7b-hf", "a100-pcie-80gb", None, flash_attention="off", engine_version="b2413")
+    new = _timer("meta-llama/Llama-2-7b-hf", "a100-pcie-80gb", None, flash_attention="off", engine_version="b2540")
+    head = ggml.matmul_s(a100, "cuda", "f16", 511, 4096 * 32000, 4096, 2413)
+    assert ggml.output_rows_s(old.s, m, a100, "cuda", 511) == pytest.approx(head)
+    assert old.prefill_parts(512)["gemm"] - new.prefill_parts(512)["gemm"] == pytest.approx(head)
+
+
+def test_a_llama_cpp_build_is_no_vllm_version():
+    """``b<N>`` is a llama.cpp release tag; another engine refuses it in one sentence."""
+    from gpuplan.errors import GpuplanError
+
+    with pytest.raises(GpuplanError, match=r"llama\.cpp build"):
+        scenario_from({"task": "infer", "engine": "vllm", "model": "meta-llama/Llama-2-7b-hf", "gpu": "h100",
+                       "engine_version": "b2413"})

@@ -192,7 +192,9 @@ class Scenario(BaseModel):
     engine_version: str | None = Field(default=None, description="the engine release whose memory, scheduler and "
                                        "timing rules apply (vLLM 0.6.3 ... 0.33.0: V0 before 0.8, async scheduling "
                                        "from 0.14; SGLang 0.3 ... 0.5: the overlap scheduler from 0.4, DeepSeek's "
-                                       "fused kernels from 0.5); default: the current release")
+                                       "fused kernels from 0.5; llama.cpp b1843 ... as its release tag b<N>: "
+                                       "quantized prompts through dequantize + cuBLAS before b3121); default: the "
+                                       "current release")
     entry_point: Literal["serve", "offline"] = Field(
         default="serve", description="vLLM entry point: `vllm serve` or the offline LLM class (their defaults "
         "differ)")
@@ -354,6 +356,11 @@ class Scenario(BaseModel):
         if value is None:
             return None
         text = str(value).strip().lstrip("v")
+        if info.field_name == "engine_version" and re.fullmatch(r"b\d+", text):  # a llama.cpp release tag: b2413
+            if info.data.get("engine") not in (None, "llama.cpp"):
+                raise ValueError(f"engine_version {value!r} is a llama.cpp build (b<N>); {info.data['engine']} "
+                                 "takes a release number like 0.33.0")
+            return text
         # as `vllm --version` / pip print them (PEP 440): 0.10.1.1, 0.11.0rc2, 0.6.5.dev, 0.6.3.post1, +local
         if not re.fullmatch(r"\d+(\.\d+){1,3}((a|b|rc)\d*)?(\.?post\d*)?(\.?dev\d*)?(\+[\w.]+)?", text):
             example = {"transformers_version": "4.38.2 or 4.57", "torchtune_version": "0.1.1 or 0.6",

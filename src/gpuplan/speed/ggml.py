@@ -17,15 +17,17 @@ runs the whole graph once. Per micro-batch of ``u`` tokens (:func:`prefill_parts
   - CUDA, f16/bf16 weights (and quantized ones past MMQ): cuBLAS ``GemmEx`` with ``CUBLAS_COMPUTE_16F``
     (``ggml-cuda.cu`` ``ggml_cuda_op_mul_mat_cublas``: ``use_fp16`` for f16 and quantized weights at
     ``GGML_PREC_DEFAULT``): the GEMM model's fp16 time with its math at the fp16-accumulate rate, twice the
-    fp32-accumulate one on GeForce cards (:func:`cublas_s`); a dequantized weight is written and read again as f16
-    first.
+    fp32-accumulate one on GeForce cards (:func:`cublas_s`), its f16 output converted to f32; a dequantized weight
+    is written and read again as f16 first.
   - Metal: ``kernel_mul_mm`` (``ggml/src/ggml-metal``): simdgroup matrices on the shader ALUs, each block
     dequantized into threadgroup memory; a share of the GPU's FP32 rate (Apple's GPUs run FP16 at the same rate),
     lower for quantized weights than for f16 (``LLAMA_CPP_METAL_MATMUL_FRACTION``).
 
   Each is a roofline with the weight's bytes streamed once per micro-batch.
-- **attention**: the causal score and value matmuls at the card's attention efficiency (flash attention is on by
-  default where the backend has it: ``--flash-attn auto``);
+- **attention**: with flash attention (on by default where the backend has it: ``--flash-attn auto``), the causal
+  score and value matmuls at the card's attention efficiency; without it (``-fa 0``, and every build before
+  flash attention), ggml's own graph: KQ and KQV as batched GEMMs over every cache cell, and on CUDA the scores
+  through memory where the L2 cannot hold them (:func:`unfused_attention_s`);
 - **element-wise work**: ggml keeps activations in fp32 between kernels: the norms, rotary embedding, the KV
   cache copies in f16, residual adds and the gated activation, counted from the graph (``LLAMA_CPP_ACT_BYTES_*``),
   and on CUDA each matmul's input converted for its kernel (:func:`matmul_s`);
@@ -49,6 +51,11 @@ the layers. llama-bench samples nothing, so no host loop is added on top. Past 8
 step timer's generic path. A prompt run in micro-batches of at most 8 tokens (``-ub 1..8``) is the same step per
 micro-batch without the output matrix (only the last token's logits): JohannesGaessler's ``-ub 1, 4, 8`` prompt rows
 in llama.cpp PRs set the three constants (bench/data/llama-bench.csv).
+
+A scenario's ``engine_version`` ``b<N>`` (llama.cpp's release tag) times that build's prompt path where it differs
+from today's (:func:`build`): before b3121 quantized matmuls past 32 rows ran as dequantize + cuBLAS
+(:func:`uses_mmq`), before b2540 every row of a micro-batch went through the output matrix (:func:`output_rows_s`),
+before b3983 cuBLAS wrote the KQ scores in f16 (:func:`score_bytes`).
 """
 
 from __future__ import annotations
@@ -64,7 +71,7 @@ from ..scenario import Scenario
 from ..tensors.kv import kv_bytes_per_sequence
 from ..tensors.state import weight_format
 from .gemm import bandwidth, gemm_time_s
-from .work import attention_s, recurrent_scans_s, unread_expert_bytes
+from .work import attends, attention_s, layer_head_dim, recurrent_scans_s, unread_expert_bytes
 
 PLAIN = ("f32", "f16", "bf16")
 
@@ -92,14 +99,24 @@ def mmq_flops(gpu: GpuSpec, kind: str) -> float:
     return int8 * 1e12 * oh.LLAMA_CPP_MMQ_INT8_FRACTION * factor
 
 
-def cublas_s(gpu: GpuSpec, rows: float, k: float, n: float) -> float:
-    """cuBLAS's fp16-accumulate GEMM (``CUBLAS_COMPUTE_16F``) of ``[rows x k] @ [k x n]``: the GEMM model's fp16
-    time (:func:`~.gemm.gemm_time_s`: the card's achievable rate, shape and traffic), its math at the fp16-accumulate
-    rate where the card has a faster one (GeForce: twice the fp32-accumulate rate PyTorch's GEMMs run at)."""
+def cublas_s(gpu: GpuSpec, rows: float, k: float, n: float, *, count: float = 1, f16_acc: bool = True) -> float:
+    """cuBLAS's fp16-accumulate GEMM (``CUBLAS_COMPUTE_16F``) of ``[rows x k] @ [k x n]`` (``count`` of them in one
+    batched call): the GEMM model's fp16 time (:func:`~.gemm.gemm_time_s`: the card's achievable rate, shape and
+    traffic), its math at the fp16-accumulate rate where the card has a faster one (GeForce: twice the
+    fp32-accumulate rate PyTorch's GEMMs run at), on Ampere at the share of it llama-bench tables show
+    (:data:`~gpuplan.overheads.LLAMA_CPP_CUBLAS_F16_AMPERE_SHARE`); ``f16_acc`` False: ``CUBLAS_COMPUTE_32F``."""
     fast = gpu.dense_tflops.get("fp16_tensor_fp16acc")
     slow = gpu.peak_tflops("fp16")
-    speedup = fast / slow if fast and slow else 1.0
-    return gemm_time_s(gpu, "fp16", rows, k, n, latency_s=0.0) / speedup
+    speedup = fast / slow if fast and slow and f16_acc else 1.0
+    if f16_acc and _ampere(gpu):  # cuBLAS's 16F kernels on Ampere (overheads.LLAMA_CPP_CUBLAS_F16_AMPERE_SHARE)
+        speedup *= oh.LLAMA_CPP_CUBLAS_F16_AMPERE_SHARE
+    return gemm_time_s(gpu, "fp16", rows, k, n, count=count, kernels=1, latency_s=0.0) / speedup
+
+
+def _ampere(gpu: GpuSpec) -> bool:
+    """NVIDIA compute capability 8.0 to 8.7 (GA100, GA10x, Orin), not 8.9 (Ada)."""
+    cc = gpu.compute_capability or ""
+    return gpu.vendor == "NVIDIA" and cc.startswith("8.") and cc != "8.9"
 
 
 def metal_flops(gpu: GpuSpec, kind: str) -> float:
@@ -108,11 +125,22 @@ def metal_flops(gpu: GpuSpec, kind: str) -> float:
     return (gpu.peak_tflops("fp32") or 0.0) * 1e12 * share
 
 
-def uses_mmq(gpu: GpuSpec, rows: float) -> bool:
+def build(s: Scenario) -> int | None:
+    """The llama.cpp build ``s`` names (``engine_version`` ``b<N>``: the release tag, the commit count on master);
+    None: the current code."""
+    v = s.engine_version
+    return int(v[1:]) if v and v.startswith("b") else None
+
+
+def uses_mmq(gpu: GpuSpec, rows: float, build_no: int | None = None) -> bool:
     """Whether CUDA runs a quantized matmul of ``rows`` rows on MMQ (``ggml_cuda_should_use_mmq``): Turing and later
-    always (int8 MMA), Volta below 64 rows, Pascal always."""
+    always (int8 MMA), Volta below 64 rows, Pascal always. A build before PR #7676
+    (:data:`~gpuplan.overheads.LLAMA_CPP_MMQ_TENSOR_CORES_BUILD`) ran MMQ only up to 32 rows on a card with fast
+    fp16 (compute capability 6.0 and 7.0 on), dequantize + cuBLAS past that."""
     cc = gpu.compute_capability or "8.0"
     major, minor = (int(x) for x in cc.split(".")[:2])
+    if build_no is not None and build_no < oh.LLAMA_CPP_MMQ_TENSOR_CORES_BUILD:
+        return not (major >= 7 or (major, minor) == (6, 0)) or rows <= oh.LLAMA_CPP_OLD_MMQ_MAX_BATCH
     if (major, minor) >= (7, 5) or major < 7:
         return True
     return rows < oh.LLAMA_CPP_MMQ_DP4A_MAX_BATCH
@@ -123,21 +151,27 @@ def _roofline(compute: float, traffic: float) -> float:
     return (compute**p + traffic**p) ** (1 / p)
 
 
-def matmul_s(gpu: GpuSpec, backend: str, kind: str, rows: float, params: float, in_features: float) -> float:
+def matmul_s(gpu: GpuSpec, backend: str, kind: str, rows: float, params: float, in_features: float,
+             build_no: int | None = None) -> float:
     """One weight of ``params`` elements (``in_features`` inputs) of ggml type ``kind`` multiplied by ``rows``
     activation rows: a roofline of its math and the weight's bytes, plus the fp32 input's conversion (CUDA: each
     MMQ call quantizes its input to q8_1, 4 bytes read and 1.125 written per element; cuBLAS takes it as f16, 4
-    read and 2 written; Metal reads the fp32 input in the kernel)."""
+    read and 2 written; Metal reads the fp32 input in the kernel) and, for cuBLAS, its output's: ``GemmEx`` with
+    ``CUBLAS_COMPUTE_16F`` writes f16 into a pool buffer that ``to_fp32_cuda`` converts into the f32 result, 2
+    bytes read and 4 written per output element (``ggml_cuda_op_mul_mat_cublas`` at ggerganov/llama.cpp@f30ea47a,
+    March 2024, and at c392e509, February 2025; MMQ writes f32 itself). ``build_no``: the llama.cpp build
+    (:func:`uses_mmq`)."""
     per, size = gguf.BLOCKS[kind]
     weight = params * size / per
     bw = bandwidth(gpu)
     flops = 2 * rows * params
     if backend == "metal":
         return _roofline(flops / metal_flops(gpu, kind), weight / bw)
-    if kind not in PLAIN and uses_mmq(gpu, rows):
+    if kind not in PLAIN and uses_mmq(gpu, rows, build_no):
         return _roofline(flops / mmq_flops(gpu, kind), weight / bw) + rows * in_features * 5.125 / bw
     dequant = 0.0 if kind in PLAIN else (weight + 2 * params) / bw  # write the f16 copy cuBLAS then reads
-    return dequant + cublas_s(gpu, rows, in_features, params / in_features) + rows * in_features * 6.0 / bw
+    out_features = params / in_features
+    return dequant + cublas_s(gpu, rows, in_features, out_features) + rows * (in_features + out_features) * 6.0 / bw
 
 
 def linears_s(s: Scenario, m: ModelSpec, gpu: GpuSpec, backend: str, tokens: float) -> float:
@@ -152,8 +186,75 @@ def linears_s(s: Scenario, m: ModelSpec, gpu: GpuSpec, backend: str, tokens: flo
             k = layer.experts_per_token
             copies = lin.count * (1 - (1 - k / lin.count) ** tokens)
             rows = tokens * k / copies
-        total += copies * matmul_s(gpu, backend, kind, rows, lin.in_features * lin.out_features, lin.in_features)
+        total += copies * matmul_s(gpu, backend, kind, rows, lin.in_features * lin.out_features, lin.in_features,
+                                   build(s))
     return total
+
+
+def output_rows_s(s: Scenario, m: ModelSpec, gpu: GpuSpec, backend: str, rows: float) -> float:
+    """The output matrix over ``rows`` more rows than the sequences' last ones: a build before PR #6122
+    (:data:`~gpuplan.overheads.LLAMA_CPP_LAST_ROW_OUTPUT_BUILD`) multiplied every row of a micro-batch by it
+    (``build_llama`` had no ``inp_out_ids``), later builds only the rows whose logits are kept (0 here: the step
+    timer adds those)."""
+    b = build(s)
+    if b is None or b >= oh.LLAMA_CPP_LAST_ROW_OUTPUT_BUILD or rows <= 0:
+        return 0.0
+    file_type = ftype(s, m)
+    plain = gguf.FTYPES[file_type]  # an f16/bf16/f32 file keeps its output in that type (gguf.tensor_types)
+    kind = plain if plain in PLAIN else gguf.output_type(file_type, m.embedding_dim, m.family)
+    return matmul_s(gpu, backend, kind, rows, m.embedding_dim * m.vocab_size, m.embedding_dim, b)
+
+
+def unfused_attention_s(s: Scenario, m: ModelSpec, gpu: GpuSpec, backend: str, rows: int, keys: int) -> float:
+    """Attention without flash attention for a micro-batch of ``rows`` tokens over ``keys`` cache cells, as ggml
+    runs it (src/llama.cpp ``llm_build_kqv``): ``kq = mul_mat(k, q)`` over every cell of the view (no causal
+    skipping: the mask is added in ``soft_max_ext``), then ``kqv = mul_mat(v, kq)``: two batched GEMMs per head
+    (CUDA: ``ggml_cuda_mul_mat_batched_cublas`` on f16 copies of the inputs, KQ at :func:`kq_f16_scores`'s
+    precision, KQV at ``CUBLAS_COMPUTE_16F``; Metal: ``kernel_mul_mm`` at its f16 rate), and on CUDA the score
+    matrix's trips between those kernels (:func:`score_bytes` a score) where a layer's f32 scores do not fit in the
+    L2 a kernel can count on (:func:`scores_in_l2`)."""
+    gemm = scores = 0.0
+    for layer, count in m.layer_kinds():
+        if not attends(layer):
+            continue
+        d, heads = layer_head_dim(m, layer), m.num_heads
+        if backend == "metal":
+            gemm += count * 2 * 2 * heads * rows * keys * d / metal_flops(gpu, "f16")
+            continue
+        kq_f16 = kq_f16_scores(build(s))  # KQ at GGML_PREC_DEFAULT (CUBLAS_COMPUTE_16F) before PR #10015
+        gemm += count * (cublas_s(gpu, rows, d, keys, count=heads, f16_acc=kq_f16)
+                         + cublas_s(gpu, rows, keys, d, count=heads))
+        if not scores_in_l2(gpu, heads * rows * keys * 4.0):
+            scores += count * heads * rows * keys * score_bytes(build(s))
+    return gemm + scores / bandwidth(gpu)
+
+
+def scores_in_l2(gpu: GpuSpec, nbytes: float) -> bool:
+    """Whether one layer's ``nbytes`` of f32 scores stay in the card's L2 between the kernels that write and read
+    them: an L2 partition's share holds them (the A100's two 20 MB halves each cache what their SMs read, so the
+    34 MB of Llama 7B's scores at pp512 go to memory; the RTX 4090's 72 MB keeps them). Evidence: PR #6017's A100
+    F16 table adds 5.4 to 6.0 ms a micro-batch per 512 more cells (pp512 to pp8192: 4.2 ms of score traffic and
+    1.7 ms of GEMMs here), while the RTX 4090's F16 and Q4_0 prompts without flash attention (PRs #4766, #7676)
+    are timed within 10 % without any. A card without an L2 size in the catalog is taken to hold them (no traffic
+    counted, as for the Ada and Blackwell GeForce cards' 48 to 128 MB)."""
+    if not gpu.l2_cache_mb:
+        return True
+    return nbytes <= gpu.l2_cache_mb * 1e6 / gpu.l2_partitions
+
+
+def score_bytes(build_no: int | None) -> float:
+    """Bytes each attention score moves between CUDA kernels without flash attention: cuBLAS writes it (f16 before
+    PR #10015, :data:`~gpuplan.overheads.LLAMA_CPP_KQ_F32_BUILD`, which ``to_fp32_cuda`` then reads (2) and writes
+    in f32 (4); f32 from it: 4), ``soft_max_ext`` reads 4 and writes 4, ``mul_mat(v, kq)`` converts its f32 input
+    to f16 (reads 4, writes 2) and cuBLAS reads that copy (2): 24 bytes, 20 from b3983."""
+    return (2.0 + 6.0 if kq_f16_scores(build_no) else 4.0) + 8.0 + 6.0 + 2.0
+
+
+def kq_f16_scores(build_no: int | None) -> bool:
+    """Whether the build ran KQ at ``GGML_PREC_DEFAULT`` (cuBLAS ``CUBLAS_COMPUTE_16F`` into f16 scores): before
+    PR #10015 (:data:`~gpuplan.overheads.LLAMA_CPP_KQ_F32_BUILD`), which set ``GGML_PREC_F32`` on it
+    (``CUBLAS_COMPUTE_32F``, f32 scores)."""
+    return build_no is not None and build_no < oh.LLAMA_CPP_KQ_F32_BUILD
 
 
 def elementwise_s(m: ModelSpec, gpu: GpuSpec, tokens: float) -> float:
@@ -182,7 +283,14 @@ def prefill_parts(timer, tokens: int, *, context: int = 0, seqs: int = 1) -> dic
         u = min(ub, tokens - done)
         parts["gemm"] += linears_s(s, m, gpu, backend, u)
         per_seq = max(math.ceil(u / seqs), 1)
-        parts["attention"] += attention_s(m, gpu, "fp16", seqs, per_seq, kernel=timer.kernel, context=context + done)
+        parts["gemm"] += output_rows_s(s, m, gpu, backend, u if done + u < tokens else u - seqs)
+        if s.flash_attention == "off" and backend in ("cuda", "metal"):
+            pad = oh.LLAMA_CPP_KV_PAD_NO_FA
+            keys = math.ceil((context + done + u) / pad) * pad
+            parts["attention"] += unfused_attention_s(s, m, gpu, backend, u, keys)
+        else:
+            parts["attention"] += attention_s(m, gpu, "fp16", seqs, per_seq, kernel=timer.kernel,
+                                              context=context + done)
         parts["ssm_scan"] += recurrent_scans_s(m, gpu, seqs, per_seq)
         parts["elementwise"] += elementwise_s(m, gpu, u)
         parts["kernel_latency"] += oh.DECODE_KERNELS_PER_LAYER * m.num_layers * oh.GEMM_KERNEL_LATENCY_S
