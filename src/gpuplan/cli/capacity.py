@@ -9,7 +9,7 @@ from rich.table import Table
 from rich.text import Text
 
 from ..errors import GpuplanError
-from .app import BoolText, JsonFlag, app, boolean, out, print_json
+from .app import BoolText, JsonFlag, app, boolean, out, print_json, quant_help
 from .render import Column, FormatOption, bullet, err, num, resolve_format, show, usd
 
 # an MoE model's layout on each setup (issue 31): the options' types, kept out of the command's long signature
@@ -61,6 +61,7 @@ def capacity_cmd(
     shared_prefix: Annotated[int | None, typer.Option(help="Tokens every prompt shares (prefix cache).")] = None,
     gpus: Annotated[str | None, typer.Option(help="Only these GPUs, comma-separated.")] = None,
     max_gpus: Annotated[int, typer.Option(help="Largest tensor-parallel group.")] = 8,
+    quant: Annotated[str | None, typer.Option(help=quant_help() + " (every setup)", show_default=False)] = None,
     any_quant: Annotated[bool, typer.Option(help="Also try fp8 weights (where supported) and AWQ int4.")] = False,
     expert_parallel: ExpertParallel = False, attention_dp: AttentionDp = False,
     engine: Annotated[str, typer.Option(help="vllm, sglang or trtllm (its pool, scheduler and host loop).")] = "vllm",
@@ -98,7 +99,8 @@ def capacity_cmd(
     if plot:
         _plot_first(plot, batch)
     report = api.capacity(model, workload, engine=engine, gpus=(gpus or "").split(","), max_gpus=max_gpus, top=top,
-                          any_quant=any_quant, engine_version=engine_version, kv_cache_dtype=kv_cache_dtype,
+                          quant=quant, any_quant=any_quant, engine_version=engine_version,
+                          kv_cache_dtype=kv_cache_dtype,
                           chunked_prefill=chunked_prefill, async_scheduling=async_scheduling, calibration=calibration,
                           expert_parallel=expert_parallel, attention_dp=attention_dp, **dict(
                               rate_rps=rate, users=users, batch=batch, think_s=think_time, preset=preset,
