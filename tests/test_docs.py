@@ -6,6 +6,7 @@ number. The pages' examples run in tests/test_readme.py. The build is skipped on
 
 from __future__ import annotations
 
+import itertools
 import os
 import re
 import subprocess
@@ -109,7 +110,7 @@ def test_the_readme_draws_the_house_as_it_is():
         homes = [package / n.rstrip("/") for n in rooms if n.endswith("/")] + [package, package / "data"]
         for named in set(re.findall(r"[\w/]+\.(?:py|md|yaml|json)\b", words)) - {"config.json"}:  # (a model's)
             assert any((home / named).exists() for home in homes), f"{rooms}: {named} is not in its room"
-    assert all(min(a) >= max(b) for a, b in zip(drawn, drawn[1:], strict=False)), "rows out of the layers' order"
+    assert all(min(a) >= max(b) for a, b in itertools.pairwise(drawn)), "rows out of the layers' order"
     every = " ".join(" ".join(rooms) + " " + words for rooms, words in inside)
     missing = [r for r in RANK if r not in ("(api)", "__main__") and not re.search(rf"\b{r}(/|\.py)", every)]
     assert missing == [], f"rooms of the layers the README does not draw: {missing}"
