@@ -30,6 +30,18 @@ def require(module: str):
     return imported
 
 
+def step_timer_of(base: dict, **fields):
+    """The serving step timer (:func:`gpuplan.speed.inference.step_timer`) of scenario ``base`` with ``fields``
+    changed, resolved on its model and card as every plan is: the speed tests' ``timer``
+    (``functools.partial(step_timer_of, BASE)``)."""
+    from gpuplan.plan.resolve import resolve
+    from gpuplan.scenario import scenario_from
+    from gpuplan.speed.inference import step_timer
+
+    r = resolve(scenario_from({**base, **fields}))
+    return step_timer(r.scenario, r.model, r.gpu)
+
+
 @functools.cache
 def validated_versions() -> dict[str, str]:
     """constraints.txt as {canonical distribution name: the version the suite was validated with}."""

@@ -6,6 +6,7 @@ number. The pages' examples run in tests/test_readme.py. The build is skipped on
 
 from __future__ import annotations
 
+import itertools
 import os
 import re
 import subprocess
@@ -72,3 +73,47 @@ def test_every_cited_formulas_section_is_there():
     assert len(cited) >= 4
     missing = sorted((name, n) for name, n in cited if n not in numbers)
     assert missing == [], f"sections cited but not in docs/formulas.md: {missing}"
+
+
+def _layout_rows() -> list[tuple[str, list[str], str]]:
+    """The README's drawing of the house (the block under "## Layout"): (indent, the rooms a row names, its words)
+    for each row, a row's continuation lines joined to its words."""
+    text = (ROOT / "README.md").read_text(encoding="utf-8").split("## Layout", 1)[1]
+    block = text.split("```", 2)[1]
+    rows: list[tuple[str, list[str], str]] = []
+    for line in block.splitlines():
+        head = re.match(r"( ?( {2})?)(\S.*?)(\s{3,}|$)(.*)", line)
+        if not line.strip():
+            continue
+        if line.startswith(" " * 17) and rows:  # a continuation of the row above
+            rows[-1] = (rows[-1][0], rows[-1][1], rows[-1][2] + " " + line.strip())
+            continue
+        rows.append((head.group(1), head.group(3).split(), head.group(5)))
+    return rows
+
+
+def test_the_readme_draws_the_house_as_it_is():
+    """Every room the README's layout names exists, every room of the layers (tests/test_layers.py) is drawn, the
+    rooms go from the top floor down as the layers rank them, and every file a row's words name is in its room
+    (the package's root, or data/ beside it)."""
+    from test_layers import RANK
+
+    package = ROOT / "src" / "gpuplan"
+    rows = _layout_rows()
+    inside = [(rooms, words) for indent, rooms, words in rows if indent]
+    assert len(inside) >= 20
+    drawn: list[set[int]] = []
+    for rooms, words in inside:
+        for name in rooms:
+            assert (package / name).exists(), f"README names src/gpuplan/{name}, which is not there"
+        drawn.append({RANK["(api)" if n == "__init__.py" else n.rstrip("/").removesuffix(".py")] for n in rooms})
+        homes = [package / n.rstrip("/") for n in rooms if n.endswith("/")] + [package, package / "data"]
+        for named in set(re.findall(r"[\w/]+\.(?:py|md|yaml|json)\b", words)) - {"config.json"}:  # (a model's)
+            assert any((home / named).exists() for home in homes), f"{rooms}: {named} is not in its room"
+    assert all(min(a) >= max(b) for a, b in itertools.pairwise(drawn)), "rows out of the layers' order"
+    every = " ".join(" ".join(rooms) + " " + words for rooms, words in inside)
+    missing = [r for r in RANK if r not in ("(api)", "__main__") and not re.search(rf"\b{r}(/|\.py)", every)]
+    assert missing == [], f"rooms of the layers the README does not draw: {missing}"
+    for indent, rooms, _ in rows:
+        if not indent and rooms[0] != "src/gpuplan/":
+            assert (ROOT / rooms[0]).exists(), rooms[0]

@@ -158,16 +158,11 @@ def test_trtllm_backend_picks_the_runtime_and_the_launch_file_writes_it():
     from Python, tensorrt runs a built engine from the C++ runtime. Llama-3.1-8B on an H100 with a 128-token prompt:
     (14 - 7 + 7) x 32 = 448 launches at overheads.TRTLLM_EAGER_LAUNCH_S hold the PyTorch step; the TensorRT engine's
     step is the GPU's work alone. Decode steps (CUDA graphs) are the same in both."""
+    from conftest import step_timer_of
     from gpuplan import overheads as oh
     from gpuplan.launchers import launch_files, launch_plan
-    from gpuplan.plan.resolve import resolve
-    from gpuplan.speed.inference import step_timer
 
-    def timer(**fields):
-        r = resolve(scenario_from({**SERVE, **fields}))
-        return step_timer(r.scenario, r.model, r.gpu)
-
-    torch_flow, engine = timer(), timer(trtllm_backend="tensorrt")
+    torch_flow, engine = step_timer_of(SERVE), step_timer_of(SERVE, trtllm_backend="tensorrt")
     assert trtllm.backend(scenario_from(SERVE)) == "pytorch" and torch_flow.timing.eager_prompts
     assert not engine.timing.eager_prompts and engine.timing.launch_s == 0.0
     launched = torch_flow.prefill_parts(128)

@@ -127,6 +127,52 @@ def test_model_dtype_follows_the_memory_model(change, dtype, bf16, fp16):
     assert (t["dtype"], t["bf16"], t["fp16"]) == (dtype, bf16, fp16)
 
 
+# Llama-2-7B's config.json says torch_dtype float16 (src/gpuplan/data/models/meta-llama__Llama-2-7b-hf.json);
+# Llama-3.1-8B's says bfloat16
+FP16_CHECKPOINT = "meta-llama/Llama-2-7b-hf"
+
+
+@pytest.mark.parametrize("model, gpu, engine, precision, dtype, said", [
+    # vLLM's --dtype auto keeps a 16-bit checkpoint's dtype (vllm/config/model.py _resolve_auto_dtype): float16
+    (FP16_CHECKPOINT, "h100-sxm", "vllm", "fp16-true", "float16", "the checkpoint's weights are float16"),
+    (FP16_CHECKPOINT, "h100-sxm", "sglang", "fp16-true", "float16", "the checkpoint's weights are float16"),
+    (FP16_CHECKPOINT, "t4", "vllm", "fp16-true", "float16", "Tesla T4 has no bf16"),  # (two T4s: tp 2)
+    ("llama-3.2-1b", "h100-sxm", "vllm", "bf16-mixed", "bfloat16", None),  # a bf16 checkpoint stays bf16
+    ("llama-3.2-1b", "t4", "vllm", "fp16-true", "float16", "Tesla T4 has no bf16"),  # cast where bf16 cannot run
+])
+def test_a_served_checkpoint_runs_in_its_own_dtype(model, gpu, engine, precision, dtype, said):
+    """The plan's precision, the note saying why, and the engine's --dtype agree (issue 30): an fp16 checkpoint
+    is served in fp16 as the engines' ``--dtype auto`` serves it, not cast to bf16 on a card that has bf16."""
+    s = {"model": model, "task": "infer", "engine": engine, "gpu": gpu, "prompt_tokens": 1000, "output_tokens": 100,
+         **({"num_gpus": 2} if model == FP16_CHECKPOINT and gpu == "t4" else {})}
+    plan = launch_plan(s)
+    assert plan.scenario.precision == precision
+    notes = [n for n in plan.result.defaults if n.startswith(f"precision {precision}")]
+    assert [said in n for n in notes] == ([True] if said else [])
+    argv = command_of(files_of(s, [engine])[f"{engine}-serve.sh" if engine == "vllm" else "sglang-serve.sh"])
+    assert argv[argv.index("--dtype") + 1] == dtype
+    if gpu != "t4":  # a precision asked for is kept, and not said (a T4 refuses bf16)
+        given = launch_plan({**s, "precision": "bf16-true"})
+        assert given.scenario.precision == "bf16-true"
+        assert not [n for n in given.result.defaults if n.startswith("precision")]
+
+
+@pytest.mark.parametrize("gpu, method, precision, bf16, fp16", [("h100-sxm", "lora", "bf16-mixed", True, False),
+                                                                ("t4", "qlora", "fp16-mixed", False, True)])
+def test_an_fp16_checkpoint_trains_in_the_cards_16_bit_type(gpu, method, precision, bf16, fp16):
+    """Training is left to the stack: bf16 autocast where the card has bf16 (the norm on Ampere and later, the
+    float16 checkpoint loaded as bfloat16), fp16 where it has not; the plan, its assumption line and the trainer's
+    file say the same."""
+    s = {"model": FP16_CHECKPOINT, "task": "train", "method": method, "gpu": gpu, "seq_len": 1024,
+         "train_tokens": 1e6}
+    plan = launch_plan(s)
+    assert plan.scenario.precision == precision
+    assert any(f"precision {precision}" in line for line in (*plan.result.defaults, *plan.result.assumptions))
+    t = body(files_of(s, ["trainer"])["trainer.yaml"])
+    assert (t["dtype"], t["bf16"], t["fp16"]) == (precision[:4].replace("bf16", "bfloat16").replace("fp16", "float16"),
+                                                  bf16, fp16)
+
+
 def test_deepspeed_config_by_hand():
     """Llama-3.1-8B: hidden 4096, so reduce_bucket_size 4096^2, prefetch 0.9 x 4096^2, persistence 10 x 4096."""
     ds = json.loads(files_of(ZERO3)["ds_config.json"])

@@ -4,6 +4,7 @@ load found, the same plan ``estimate`` makes of that scenario."""
 
 from __future__ import annotations
 
+import json
 from types import SimpleNamespace
 
 import pytest
@@ -225,3 +226,35 @@ def test_a_trace_takes_a_path_and_no_other_lengths(tmp_path):
     for lengths in ({"prompt_tokens": 100}, {"output_tokens": 5}, {"preset": "chat"}):
         with pytest.raises(gpuplan.GpuplanError, match=r"^workload: a trace says its requests' lengths: drop the "):
             gpuplan.capacity("llama-3.2-1b", trace=str(trace), ttft_s=2, **lengths)
+
+
+def test_capacity_takes_the_weights_format_as_estimate_does():
+    """``capacity --quant`` (issue 30): the format goes through the one resolver into every setup's scenario, so
+    the row's KV pool and concurrency are estimate's for the same quantized scenario. Llama-3.1-8B in AWQ int4 on
+    one L4 under vLLM, 1,000 + 200 tokens a request. Hand arithmetic for the pool: the 4-bit weights free
+    (bf16 weights - AWQ weights) bytes, each token of KV cache takes 2 (K, V) x 32 layers x 8 KV heads x 128 dims
+    x 2 bytes = 131,072 bytes, so the pool grows by that many tokens (to a 16-token block)."""
+    pytest.importorskip("numpy")
+    from typer.testing import CliRunner
+
+    from gpuplan.cli import app as cli_app
+
+    lengths = {"prompt_tokens": 1000, "output_tokens": 200}
+    report = gpuplan.capacity("llama-3.1-8b", quant="awq-int4", gpus=["l4"], max_gpus=1, rate_rps=1, ttft_s=2.0,
+                              tpot_s=0.2, top=1, **lengths)
+    (row,) = report.deployments
+    assert row.quant == row.plan.setup.scenario.quant == "awq-int4"
+    scenario = {"model": "llama-3.1-8b", "task": "infer", "engine": "vllm", "gpu": "l4", **lengths}
+    quantized = gpuplan.estimate({**scenario, "quant": "awq-int4"}, advise=False)
+    assert row.kv_tokens == quantized.memory.max_context_tokens == quantized.pool.kv_tokens
+    assert row.max_concurrency == quantized.memory.max_concurrency == 88  # 106,512 tokens // 1,200, a whole block each
+    bf16 = gpuplan.estimate(scenario, advise=False)
+    freed = (bf16.memory.weights_gib - quantized.memory.weights_gib) * 2**30
+    assert row.kv_tokens - bf16.pool.kv_tokens == pytest.approx(freed / 131_072, abs=16)
+    # the command line's flag is the API's parameter: the same rows
+    out = CliRunner().invoke(cli_app, ["capacity", "--model", "llama-3.1-8b", "--quant", "awq-int4", "--gpus", "l4",
+                                       "--max-gpus", "1", "--rate", "1", "--ttft", "2", "--tpot", "0.2", "--top", "1",
+                                       "--prompt-tokens", "1000", "--output-tokens", "200", "--json"])
+    assert out.exit_code == 0, out.output
+    assert [(p["quant"], p["kv_tokens"], p["max_concurrency"]) for p in json.loads(out.output)["plans"]] == \
+        [("awq-int4", row.kv_tokens, row.max_concurrency)]

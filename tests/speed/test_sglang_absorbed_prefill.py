@@ -4,20 +4,20 @@ tokenizer's BOS token is enough): scores over the 576-wide latent and values ove
 
 from __future__ import annotations
 
+import functools
+
 import pytest
 
+from conftest import step_timer_of
 from gpuplan.engines.sglang import absorbed_prefill
 from gpuplan.plan.resolve import resolve
 from gpuplan.scenario import scenario_from
-from gpuplan.speed.inference import step_timer
 
 R1 = dict(model="deepseek-r1", task="infer", engine="sglang", gpu="h200", num_gpus=8, tp=8, batch_size=1,
           prompt_tokens=3200, output_tokens=800)
 
 
-def timer(**fields):
-    r = resolve(scenario_from({**R1, **fields}))
-    return step_timer(r.scenario, r.model, r.gpu)
+timer = functools.partial(step_timer_of, R1)
 
 
 def test_sglang_043_prompt_attention_costs_the_absorbed_flops():

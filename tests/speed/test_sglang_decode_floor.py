@@ -4,21 +4,19 @@ keep what they had."""
 
 from __future__ import annotations
 
+import functools
+
 import pytest
 
+from conftest import step_timer_of
 from gpuplan import overheads as oh
-from gpuplan.plan.resolve import resolve
-from gpuplan.scenario import scenario_from
 from gpuplan.speed.comms import all_reduce_s
-from gpuplan.speed.inference import step_timer
 
 R1 = dict(model="deepseek-r1", task="infer", engine="sglang", gpu="h200", num_gpus=8, tp=8, batch_size=4,
           prompt_tokens=1024, output_tokens=1024)
 
 
-def timer(**fields):
-    r = resolve(scenario_from({**R1, **fields}))
-    return step_timer(r.scenario, r.model, r.gpu)
+timer = functools.partial(step_timer_of, R1)
 
 
 def test_sglang_05_on_h200_fuses_the_all_reduce_and_counts_its_own_kernels():

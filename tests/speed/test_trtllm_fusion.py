@@ -5,22 +5,20 @@ unfused all-reduce and the generic count."""
 
 from __future__ import annotations
 
+import functools
+
 import pytest
 
+from conftest import step_timer_of
 from gpuplan import overheads as oh
 from gpuplan.engines import trtllm
-from gpuplan.plan.resolve import resolve
-from gpuplan.scenario import scenario_from
 from gpuplan.speed.comms import all_reduce_s
-from gpuplan.speed.inference import step_timer
 
 R1 = dict(model="deepseek-r1", task="infer", engine="trtllm", gpu="h200", num_gpus=8, tp=8, quant="fp8",
           batch_size=1, prompt_tokens=1600, output_tokens=600)
 
 
-def timer(**fields):
-    r = resolve(scenario_from({**R1, **fields}))
-    return step_timer(r.scenario, r.model, r.gpu)
+timer = functools.partial(step_timer_of, R1)
 
 
 @pytest.mark.parametrize("gpu, quant", [("h200", "fp8"), ("b200", "nvfp4"), ("b200", "fp8")])

@@ -35,3 +35,23 @@ def test_capacity_section_shows_the_api_rows(server, page):  # noqa: F811
     assert said[-1] == "note: " + report["notes"][0]
     # the section is the search's: the rest of the page answered and stays answered
     assert page.text_content("#verdict") != "estimating..."
+
+
+def test_the_forms_weights_format_is_the_searchs(server, page):  # noqa: F811
+    """The form's ``quant`` goes with the section's search (``capacity --quant``), as the plan above it has it:
+    Llama-3.1-8B in AWQ int4 on one L4, each row's pool and concurrency the API's for that format."""
+    fields = {"model": "llama-3.1-8b", "task": "infer", "prompt_tokens": "1000", "output_tokens": "200",
+              "gpu": "l4", "quant": "awq-int4"}
+    page.goto(server + "/?" + "&".join(f"{k}={v}" for k, v in fields.items()))
+    settle(page)
+    page.fill("#capacity-load", "1")
+    page.fill("#capacity-gpus", "l4")
+    page.fill("#capacity-max-gpus", "1")
+    page.click("#capacity-go")
+    page.wait_for_function("document.querySelector('#capacity-table').rows.length >= 2", timeout=60_000)
+    report = gpuplan.capacity("llama-3.1-8b", quant="awq-int4", rate_rps=1, prompt_tokens=1000, output_tokens=200,
+                              ttft_s=1, tpot_s=0.05, gpus=["l4"], max_gpus=1, top=4, time_limit_s=PAGE_SEARCH_S)
+    assert [p["quant"] for p in report.plans] == ["awq-int4"]
+    shown = page.eval_on_selector_all("#capacity-table tr", "rows => rows.slice(1).map((r) => [r.cells[0].textContent,"
+                                      " parseFloat(r.cells[1].dataset.value)])")
+    assert shown == [[("* " if p["pareto"] else "") + p["setup"], p["max_rate_rps"]] for p in report.plans]

@@ -43,7 +43,7 @@ def _decoder(model: str):
 
 def capacity(model: str, workload: str | Path | Mapping[str, Any] | None = None, *, engine: str = "vllm",
              gpus: Iterable[str] = (),
-             max_gpus: int = 8, any_quant: bool = False, engine_version: str | None = None,
+             max_gpus: int = 8, quant: str | None = None, any_quant: bool = False, engine_version: str | None = None,
              kv_cache_dtype: str | None = None, calibration: str | Path | None = None, top: int = 8,
              chunked_prefill: bool | None = None, async_scheduling: bool | None = None,
              expert_parallel: bool = False, attention_dp: bool = False,
@@ -57,9 +57,11 @@ def capacity(model: str, workload: str | Path | Mapping[str, Any] | None = None,
     which puts a closed loop in lockstep). ``batch`` instead of a rate or users: an offline job of that many requests
     queued at once, each setup's time and cost to run it (``estimate --batch-size``'s offline run). An MoE model may be
     laid out with ``expert_parallel`` (its experts over each setup's GPUs) and ``attention_dp`` (attention data parallel
-    over them). ``chunked_prefill``, ``async_scheduling``: the engine's switches (the scenario fields of those names;
-    None: its own default by release). ``time_limit_s``: the wall seconds all the simulations share (default 120; a
-    simulation cut short says so in its row's warnings). Needs numpy (the ``serving`` extra)."""
+    over them). ``quant``: the weights' format on every setup (the scenario field, as ``estimate`` takes it; None: the
+    checkpoint's own, and with ``any_quant`` fp8 and AWQ int4 tried too). ``chunked_prefill``, ``async_scheduling``: the
+    engine's switches (the scenario fields of those names; None: its own default by release). ``time_limit_s``: the wall
+    seconds all the simulations share (default 120; a simulation cut short says so in its row's warnings). Needs numpy
+    (the ``serving`` extra)."""
     try:
         import numpy  # noqa: F401
     except ImportError:
@@ -75,6 +77,7 @@ def capacity(model: str, workload: str | Path | Mapping[str, Any] | None = None,
     top = arg.count(top, "top", most=100)
     limit = arg.amount(time_limit_s, "time_limit_s", least=0.1, most=3600) if time_limit_s is not None else None
     any_quant = arg.flag(any_quant, "any_quant")
+    quant = arg.text(quant, "quant", optional=True)
     expert_parallel, attention_dp = arg.flag(expert_parallel, "expert_parallel"), arg.flag(attention_dp, "attention_dp")
     engine = arg.text(engine, "engine", choices=SIMULATED)
     engine_version = arg.text(engine_version, "engine_version", optional=True)
@@ -96,6 +99,7 @@ def capacity(model: str, workload: str | Path | Mapping[str, Any] | None = None,
         raise GpuplanError(f"a workload is a dict of its fields or the path of a YAML file, not "
                            f"{type(workload).__name__}")
     s = scenario_from({k: v for k, v in dict(model=model, task="infer", engine=engine, engine_version=engine_version,
+                                             quant=quant,
                                              kv_cache_dtype=kv_cache_dtype, attention_dp=attention_dp or None,
                                              chunked_prefill=chunked_prefill,
                                              async_scheduling=async_scheduling).items()

@@ -153,9 +153,7 @@ def scenario_options() -> list[inspect.Parameter]:
         if name == "lora_targets":
             helptext, metavar = "all-linear, or modules separated by commas: q_proj,v_proj", "TEXT"
         if name == "quant":
-            named = [q for q in api.quant_formats() if not q.startswith("gguf-")]
-            helptext = (f"weight format: {' | '.join(named)} | a GGUF type (q4_k_m, q8_0...); default: the "
-                        "checkpoint's own quantization_config")
+            helptext = quant_help()
         default = None if info.is_required() else info.default
         if info.is_required():
             helptext += " [required]"
@@ -169,6 +167,15 @@ def scenario_options() -> list[inspect.Parameter]:
                 help=helptext.strip(), metavar=metavar, show_default=False,
                 rich_help_panel="Scenario fields", **extra)]))
     return params
+
+
+def quant_help() -> str:
+    """``--quant``'s help: the weight formats a scenario's ``quant`` takes (estimate's field, capacity's flag)."""
+    from .. import api
+
+    named = [q for q in api.quant_formats() if not q.startswith("gguf-")]
+    return (f"weight format: {' | '.join(named)} | a GGUF type (q4_k_m, q8_0...); default: the checkpoint's own "
+            "quantization_config")
 
 
 # flags renamed with their fields (issue 30): still read, hidden from --help, said once on stderr

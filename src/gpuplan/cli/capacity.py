@@ -9,9 +9,11 @@ from rich.table import Table
 from rich.text import Text
 
 from ..errors import GpuplanError
-from .app import BoolText, JsonFlag, app, boolean, out, print_json
+from .app import BoolText, JsonFlag, app, boolean, out, print_json, quant_help
 from .render import Column, FormatOption, bullet, err, num, resolve_format, show, usd
 
+# the weights' format on every setup: estimate's --quant (the scenario field), one format for the whole search
+Quant = Annotated[str | None, typer.Option(help=quant_help() + " (every setup)", show_default=False)]
 # an MoE model's layout on each setup (issue 31): the options' types, kept out of the command's long signature
 ExpertParallel = Annotated[bool, typer.Option(
     help="MoE models: the experts spread over each setup's GPUs (ep = tp: SGLang --ep-size, vLLM "
@@ -60,7 +62,7 @@ def capacity_cmd(
     burstiness: Annotated[float | None, typer.Option(help="Gamma shape of arrivals (1 Poisson, <1 bursty).")] = None,
     shared_prefix: Annotated[int | None, typer.Option(help="Tokens every prompt shares (prefix cache).")] = None,
     gpus: Annotated[str | None, typer.Option(help="Only these GPUs, comma-separated.")] = None,
-    max_gpus: Annotated[int, typer.Option(help="Largest tensor-parallel group.")] = 8,
+    max_gpus: Annotated[int, typer.Option(help="Largest tensor-parallel group.")] = 8, quant: Quant = None,
     any_quant: Annotated[bool, typer.Option(help="Also try fp8 weights (where supported) and AWQ int4.")] = False,
     expert_parallel: ExpertParallel = False, attention_dp: AttentionDp = False,
     engine: Annotated[str, typer.Option(help="vllm, sglang or trtllm (its pool, scheduler and host loop).")] = "vllm",
@@ -100,7 +102,7 @@ def capacity_cmd(
     report = api.capacity(model, workload, engine=engine, gpus=(gpus or "").split(","), max_gpus=max_gpus, top=top,
                           any_quant=any_quant, engine_version=engine_version, kv_cache_dtype=kv_cache_dtype,
                           chunked_prefill=chunked_prefill, async_scheduling=async_scheduling, calibration=calibration,
-                          expert_parallel=expert_parallel, attention_dp=attention_dp, **dict(
+                          expert_parallel=expert_parallel, attention_dp=attention_dp, quant=quant, **dict(
                               rate_rps=rate, users=users, batch=batch, think_s=think_time, preset=preset,
                               prompt_tokens=prompt_tokens, output_tokens=output_tokens, length_spread=length_spread,
                               trace=trace, ttft_s=ttft, tpot_s=tpot, e2e_s=e2e, percentile=percentile,

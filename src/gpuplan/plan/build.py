@@ -65,9 +65,11 @@ def offers_for(r: Resolved | ResolvedModule, catalog: list[Offer]) -> Offers:
 def build(r: Resolved | ResolvedModule, offers: Offers | None = None, *, advise: bool = True, memory_only: bool = False,
           offer_label: str | None = None, base: Plan | None = None, speeds: dict | None = None,
           recipe: bool | None = None, simulate: bool = False, keep_micro_batch: bool = False,
-          layout: bool = True) -> Plan:
+          layout: bool = True, memory: tuple | None = None) -> Plan:
     """The plan of ``r`` priced on ``offers`` (the stages of the module docstring). A search passes the memory plan
-    it already made (``base``) and the speeds it timed on this card (``speeds``, by class of links); ``recipe``: the
+    it already made (``base``) and the speeds it timed on this card (``speeds``, by class of links), or the memory
+    of a layout it estimated once for every card (``memory``: :func:`.plan.card_memory`); ``memory_only``: the
+    first two stages alone (memory and verdict, at ``r``'s own layout), the searches' pruning rows; ``recipe``: the
     training recipe even without data (True: a plan to launch), with data only (None), or never (False: a
     search's row, whose recipe is made for the setup launched); ``simulate``: the serving runs (one plan's
     question, not a search's); ``keep_micro_batch``: a ranked setup's layout keeps its micro-batch; ``layout``
@@ -81,9 +83,9 @@ def build(r: Resolved | ResolvedModule, offers: Offers | None = None, *, advise:
     if layout and not memory_only:
         laid = with_layout(r, keep_micro_batch)
         if laid.scenario is not r.scenario:  # another layout: its own memory and speeds
-            base, speeds = None, None
+            base, speeds, memory = None, None, None
         r = laid
-    plan = base if base is not None else memory_plan(r)
+    plan = base if base is not None else memory_plan(r, memory)
     if memory_only:
         return plan
     s, m, gpu = r.scenario, r.model, r.gpu

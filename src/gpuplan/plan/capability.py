@@ -20,9 +20,10 @@ from ..hardware import GpuSpec
 from ..model.catalog import bundled, load_model
 from ..scenario import Scenario, scenario_from
 from .advice import largest_fitting
+from .build import build
 from .fixes import suggestions
 from .layout import with_layout
-from .plan import Plan, memory_plan
+from .plan import Plan
 from .resolve import resolve
 
 
@@ -69,7 +70,7 @@ def _row(template: dict[str, Any], repo: str, gpu: GpuSpec, count: int) -> FitRo
     tried: list[Plan] = []
     for layout in _layouts(base, count):
         try:
-            plan = memory_plan(resolve(base.model_copy(update=layout), m, gpu))
+            plan = build(resolve(base.model_copy(update=layout), m, gpu), memory_only=True)
         except GpuplanError as err:
             row.reason = str(err)
             continue
@@ -100,7 +101,7 @@ def _with_change(row: FitRow, plan: Plan) -> FitRow:
     fixes.sort(key=lambda x: ("offload" in x.fields or "activation_offload" in x.fields, "stack" in x.fields,
                               "method" in x.fields or "quant" in x.fields, x.device_peak_gib))
     best = fixes[0]
-    unlaid = memory_plan(resolve(s.model_copy(update=best.fields), m, gpu))
+    unlaid = build(resolve(s.model_copy(update=best.fields), m, gpu), memory_only=True)
     fixed = laid_out(unlaid)
     after = fixed.setup.scenario
     changed = unlaid.setup.scenario  # the change, said without the layout the recipe then takes
@@ -122,7 +123,7 @@ def laid_out(plan: Plan) -> Plan:
     """A training plan that fits at the recipe's micro-batch x accumulation, as ``estimate`` plans it (the builder
     takes it: :func:`gpuplan.plan.layout.with_layout`)."""
     r = with_layout(plan.setup)
-    return plan if r.scenario is plan.setup.scenario else memory_plan(r)
+    return plan if r.scenario is plan.setup.scenario else build(r, memory_only=True)
 
 
 def _changes_job(fields: dict[str, Any], s: Scenario) -> bool:

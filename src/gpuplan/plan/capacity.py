@@ -39,7 +39,7 @@ from ..serving.capacity import RatePoint, idle_latencies, max_rate, max_users, s
 from ..serving.steptime import Calibration, StepModel, step_model
 from ..serving.workload import Workload
 from .build import build
-from .plan import Plan, memory_plan
+from .plan import Plan
 from .refusals import engine_refusal, load_refusal, whole_prompts
 from .resolve import resolve
 
@@ -207,7 +207,7 @@ def engine_memory(sc: Scenario, m: ModelSpec, gpu: GpuSpec, longest: int) -> Ser
     ``GUARANTEED_NO_EVICT``)."""
     from ..serving.simulate import scheduler_for
 
-    plan = memory_plan(resolve(sc, m, gpu))
+    plan = build(resolve(sc, m, gpu), memory_only=True)
     engine = scheduler_for(plan.setup.scenario, plan.startup, plan.pool, longest)
     return None if engine is None else ServingMemory(plan=plan, pool=plan.pool, engine=engine)
 

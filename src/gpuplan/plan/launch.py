@@ -32,7 +32,7 @@ from ..scenario import Scenario
 from ..scenario.stacks import RECIPES
 from .build import Offers, build, offers_for
 from .nodes import on_nodes
-from .plan import Plan, memory_plan
+from .plan import Plan
 from .resolve import Resolved, changed, resolve
 
 
@@ -46,10 +46,10 @@ def runnable(s: Scenario, *, offer_label: str | None = None, owned_usd_per_hour:
     r = resolve(s)
     if owned_usd_per_hour is None and offer_label is None:
         r = on_nodes(r, catalog)
-    memory = memory_plan(r)
+    memory = build(r, memory_only=True)
     again = _model_len(r, memory)
     if again is not r:
-        r, memory = again, memory_plan(again)
+        r, memory = again, build(again, memory_only=True)
     _fits(memory)
     _within_engine_context(r, memory)
     if owned_usd_per_hour is not None:

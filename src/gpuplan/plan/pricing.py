@@ -22,7 +22,6 @@ from ..model.spec import ModelSpec
 from ..scenario import Scenario
 from .build import build, offers_for
 from .nodes import on_nodes
-from .plan import memory_plan
 from .refusals import scenario_load
 from .resolve import resolve
 
@@ -39,7 +38,7 @@ def compare(s: Scenario, m: ModelSpec, catalog: list[Offer]) -> list[Cost]:
         try:
             r = on_nodes(resolve(s.on_card(gpu_id) if s.gpu is None else s, m, gpu), catalog)
             offers = offers_for(r, catalog)
-            plan = memory_plan(r) if offers.candidates else None
+            plan = build(r, memory_only=True) if offers.candidates else None
         except GpuplanError:  # the card cannot run it (its precision, its kernels), or its GPUs make no nodes
             continue
         if plan is None or not plan.verdict.fits:

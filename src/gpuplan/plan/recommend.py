@@ -41,7 +41,7 @@ from ..stacks import STACKS, stack_for
 from .build import Offers, build, own_links
 from .layout import accumulation, recipe_batch
 from .layout import layout as recipe_layout
-from .plan import Plan, card_memory, memory_plan, probe
+from .plan import Plan, card_memory, probe
 from .pricing import left_out
 from .refusals import check, engine_refusal, not_a_module, scenario_load
 from .resolve import resolve, tensor_parallel_ok, within_context
@@ -458,7 +458,7 @@ def _what_fits_owned(s: Scenario, m: ModelSpec, c: Constraints) -> list[str]:
         else:
             layout.update(sharding=None, tp=1, pp=1)
         try:
-            plan = memory_plan(resolve(s.model_copy(update=layout), m))
+            plan = build(resolve(s.model_copy(update=layout), m), memory_only=True)
         except GpuplanError as err:
             out.append(f"your {count}x {short_id(gpu_id)}: {err}")
             continue
@@ -612,7 +612,7 @@ def _fitting(scenario: Scenario, m: ModelSpec, gpu: GpuSpec, shared, headroom: f
         r = resolve(scenario.on_card(gpu.id), m, gpu)
     except GpuplanError:  # the stack may refuse the card's precision (fp16 where it has no bf16)
         return None
-    plan = memory_plan(r, card_memory(r, shared))  # each report a plan's: what fits is the plan's verdict
+    plan = build(r, memory_only=True, memory=card_memory(r, shared))  # what fits is the plan's verdict
     return plan if plan.memory.fits and plan.memory.device_peak_gib <= room else None
 
 

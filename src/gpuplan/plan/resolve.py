@@ -57,6 +57,7 @@ class Resolved:
     gpu_note: str | None = None  # an ambiguous name's variant
     split_note: str | None = None  # the serving split
     length_note: str | None = None  # a default length shortened to the model's context
+    dtype_note: str | None = None  # a served checkpoint's own 16-bit dtype taken (:func:`served_dtype`)
     checked: tuple[str, ...] = ()  # the refusals' warnings
     chosen: tuple[str, ...] = ()  # defaults a run takes beyond an estimate's, with why (gpuplan.plan.launch)
     layout_why: str | None = None  # why the micro-batch x accumulation are the recipe's (gpuplan.plan.layout)
@@ -69,8 +70,8 @@ class Resolved:
     def defaults(self) -> tuple[str, ...]:
         """The defaults taken for this card and model, in words: the GPU name's variant, the model's notes, the
         card's precision, the serving split."""
-        said = (self.gpu_note, *self.model.notes, precision_note(self.scenario, self.gpu), self.split_note,
-                self.length_note, pretraining_note(self.scenario), *self.chosen, self.layout_note)
+        said = (self.gpu_note, *self.model.notes, precision_note(self.scenario, self.gpu), self.dtype_note,
+                self.split_note, self.length_note, pretraining_note(self.scenario), *self.chosen, self.layout_note)
         return tuple(n for n in said if n)
 
     @property
@@ -117,9 +118,10 @@ def resolve(s: Scenario, m: ModelSpec | None = None, gpu: GpuSpec | None = None)
         s = s.with_resolved({"gpu": gpu.id})
     gpu = wired(s, gpu)
     s, (said, shortened) = card_free(s, m)
+    s, dtype = served_dtype(s, m, gpu)
     warnings = check(s, m, gpu)
     return Resolved(scenario=s, model=m, gpu=gpu, gpu_note=note, split_note=said, length_note=shortened,
-                    checked=tuple(warnings))
+                    dtype_note=dtype, checked=tuple(warnings))
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -207,6 +209,23 @@ def card_free(s: Scenario, m: ModelSpec) -> tuple[Scenario, tuple[str | None, st
     return s, (said, shortened)
 
 
+def served_dtype(s: Scenario, m: ModelSpec, gpu: GpuSpec | None) -> tuple[Scenario, str | None]:
+    """A serving scenario that left its precision to the stack, on a float16 checkpoint: served in float16, as the
+    engines' ``--dtype auto`` serve it, and the note saying so (None: not taken). vLLM keeps a 16-bit config dtype
+    that the platform supports and only downcasts float32 (``vllm/config/model.py`` ``_resolve_auto_dtype``; fp16
+    is supported on every CUDA card), SGLang's model config does the same, and TensorRT-LLM and transformers
+    (``dtype="auto"``) load the checkpoint's dtype. A bfloat16 or float32 checkpoint keeps the stack's bf16 (fp16
+    where the card has no bf16: :func:`gpuplan.scenario.stacks.card_precision`); a card the catalog gives no fp16
+    rate (Gaudi) keeps bf16. Training is left as the stack sets it: bf16 autocast on a card with bf16 is the norm,
+    whatever dtype the checkpoint was saved in."""
+    if s.task != "infer" or m.dtype != "float16" or "precision" in s.model_fields_set or \
+            not s.precision.startswith("bf16") or (gpu is not None and gpu.peak_tflops("fp16") is None):
+        return s, None
+    return s.with_resolved({"precision": "fp16-true"}), (
+        "precision fp16-true: the checkpoint's weights are float16 (config.json torch_dtype), and the engine serves "
+        "them in float16 (vLLM's and SGLang's --dtype auto, not a cast to bf16; set precision to choose)")
+
+
 def precision_note(s: Scenario, gpu: GpuSpec | None) -> str | None:
     """The sentence for a precision the card chose (:func:`gpuplan.scenario.stacks.card_precision`)."""
     if gpu is None or "precision" in s.model_fields_set or gpu.supports_dtype("bf16") or \
@@ -277,5 +296,5 @@ def changed(r: Resolved, change: dict[str, Any], why: str | None, *, layout_why:
     a run takes: :mod:`gpuplan.plan.nodes`, :mod:`gpuplan.plan.launch`)."""
     again = resolve(r.scenario.model_copy(update=change), r.model)
     return Resolved(scenario=again.scenario, model=again.model, gpu=again.gpu, gpu_note=r.gpu_note,
-                    split_note=r.split_note, checked=again.checked,
+                    split_note=r.split_note, dtype_note=r.dtype_note or again.dtype_note, checked=again.checked,
                     chosen=(*r.chosen, *([why] if why else [])), layout_why=layout_why or r.layout_why)

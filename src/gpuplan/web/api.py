@@ -409,6 +409,8 @@ class CapacityRequest(RequestBody):
     percentile: Literal[50, 90, 95, 99] | None = None
     gpus: list[str] = Field(default=[], max_length=MAX_ITEMS, description="only these GPUs (ids or aliases)")
     max_gpus: int = Field(default=8, ge=1, le=8)
+    quant: str | None = Field(default=None, max_length=40, description="the weights' format on every setup (the "
+                              "scenario field); null: the checkpoint's own")
     any_quant: bool = False
     expert_parallel: bool = False
     attention_dp: bool = False

@@ -918,6 +918,7 @@ function capacityRequest() {
   }
   const gpus = $("#capacity-gpus").value.trim();
   if (gpus) body.gpus = gpus.split(",").map((x) => x.trim()).filter(Boolean);
+  if (s.quant) body.quant = s.quant;  // the form's weights on every setup, as the plan above has them
   if (s.ep > 1) body.expert_parallel = true;
   if (s.attention_dp) body.attention_dp = true;
   return body;
