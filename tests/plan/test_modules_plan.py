@@ -543,3 +543,26 @@ def test_launch_of_a_model_no_launcher_takes_is_one_sentence(flags, capsys):
     with pytest.raises(GpuplanError, match="writes files for decoder LLMs and diffusion pipelines"):
         gpuplan.launch({k.lstrip("-").replace("-", "_"): v for k, v in zip(flags[::2], flags[1::2], strict=True)},
                        folder="-")
+
+
+def test_a_combination_of_changes_names_only_what_it_applies_and_takes_the_fewest():
+    """FLUX.1-dev LoRA with kohya on a 16 GB card (walk s10): the combination read 'gradient checkpointing + 8-bit
+    AdamW + cached latents + text encoders not trained (frozen) + cached text embeddings + fp8 base weights + QLoRA
+    (NF4 base)', seven changes, where the later of each pair replaced the earlier (fp8 by NF4, frozen by cached) and
+    three were enough. Now one change of each group at most, the fewest that fit, and its peak is the plan's with
+    exactly its fields."""
+    p = plan(model="flux-dev", task="train", method="lora", stack="kohya", gpu="rtx-4060-ti-16gb")
+    combined = [x for x in p.suggestions if x.combination]
+    assert len(combined) == 1 and combined[0].fits
+    labels = combined[0].change.split(" + ")
+    assert not {"fp8 base weights", "QLoRA (NF4 base)"} <= set(labels)
+    assert not {"text encoders not trained (frozen)", "cached text embeddings"} <= set(labels)
+    assert len(labels) <= 3 and not any(x.fits for x in p.suggestions if not x.combination)
+    again = plan(**{"model": "flux-dev", "task": "train", "method": "lora", "stack": "kohya",
+                    "gpu": "rtx-4060-ti-16gb", **combined[0].fields})
+    assert again.memory.fits and again.memory.device_peak_gib == pytest.approx(combined[0].device_peak_gib)
+    flux = plan(model="flux-dev", task="infer", gpu="rtx-3060", batch_size=4, resolution="1024")
+    names = " ".join(x.change for x in flux.suggestions)  # (before: 'NF4 weights + fp8 weights + ...', 17.7 GiB)
+    assert "NF4 weights + fp8 weights" not in names and "model CPU offload + sequential" not in names
+    best_alone = min(x.device_peak_gib for x in flux.suggestions if not x.combination)
+    assert all(x.device_peak_gib < best_alone for x in flux.suggestions if x.combination)
