@@ -190,6 +190,21 @@ def test_estimate_capacity_and_the_page_say_one_sentence(fields, flags, sentence
         assert sentence in " ".join(text.split())
 
 
+def test_an_open_loop_past_what_the_setup_serves_says_its_queue_grows_and_one_below_does_not():
+    """Qwen3-30B-A3B on one H100 under vLLM, 2,000 + 300 tokens (walk s10): capacity serves 5.3 requests/s within
+    TTFT 2 s; at 12 requests/s the run completed 5.61 requests/s, TTFT median 43 s and growing with the run's length,
+    and nothing said so. The warning is capacity's queue test (serving.capacity.queue_grows) on the run."""
+    fields = {"model": "qwen3-30b", "task": "infer", "engine": "vllm", "gpu": "h100-sxm", "prompt_tokens": 2000,
+              "output_tokens": 300}
+    over = estimate({**fields, "rate_rps": 12}, advise=False)
+    assert over.load.request_throughput < 0.5 * 12
+    said = [w for w in over.load.warnings if "queue grows" in w]
+    assert len(said) == 1 and "12 requests/s" in said[0] and "gpuplan capacity --rate" in said[0]
+    under = estimate({**fields, "rate_rps": 4}, advise=False)
+    assert under.load.request_throughput == pytest.approx(4, rel=0.1)
+    assert not any("queue grows" in w for w in under.load.warnings)
+
+
 def test_users_set_the_batch_the_pool_is_judged_on():
     s = scenario_from({**BASE, "users": 48})
     assert s.batch_size == 48 and "batch_size" not in s.model_fields_set
