@@ -205,6 +205,17 @@ def test_an_open_loop_past_what_the_setup_serves_says_its_queue_grows_and_one_be
     assert not any("queue grows" in w for w in under.load.warnings)
 
 
+def test_a_rate_is_not_judged_as_one_concurrent_request_asked():
+    """``--rate 4`` sets no number of requests at once: the verdict read 'holds the 1 concurrent request asked (up
+    to 50)' over a run that kept 46 running. It says the pool's size and leaves the count to the run."""
+    plan = estimate({**BASE, "rate_rps": 4, "prompt_tokens": 2000, "output_tokens": 300}, advise=False)
+    sentence = plan.verdict.sentence
+    assert "asked" not in sentence and f"holds up to {plan.memory.max_concurrency:,} concurrent requests" in sentence
+    assert "the run at 4 requests/s" in sentence and plan.load.peak_running > 1
+    users = estimate({**BASE, "users": 8}, advise=False).verdict.sentence
+    assert "holds the 8 concurrent requests asked" in users
+
+
 def test_users_set_the_batch_the_pool_is_judged_on():
     s = scenario_from({**BASE, "users": 48})
     assert s.batch_size == 48 and "batch_size" not in s.model_fields_set
