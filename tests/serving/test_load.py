@@ -275,3 +275,16 @@ def test_the_searches_refuse_a_load_in_estimates_sentence(command, capsys):
 
     assert run([*command, "--task", "infer", "--users", "4", "--rate-rps", "2"]) == 2
     assert capsys.readouterr().err.strip() == "error: give users (a closed loop) or rate_rps (an open loop), not both"
+
+
+def test_one_request_running_or_finished_is_said_in_the_singular(capsys):
+    """Session 10's walk: `--rate 1e-300` (one arrival before the simulation's bound) read 'at most 1 requests
+    running at once' and 'count only the 1 requests that finished'."""
+    from gpuplan.cli import run
+
+    code = run(["estimate", "--model", "llama-3.1-8b", "--task", "infer", "--engine", "vllm", "--gpu", "l40s",
+                "--rate", "1e-300", "--num-requests", "20"])
+    out = capsys.readouterr()
+    text = " ".join((out.out + out.err).split())
+    assert code == 0 and "at most 1 request running at once" in text
+    assert "count only the 1 request that finished" in text

@@ -189,8 +189,8 @@ def summary(out, model: StepModel, s: Scenario, engine, offline: bool, prompt_d:
     duration = out.duration_s
     warnings = list(said)
     if out.stopped:
-        warnings.append(f"the simulation {out.stopped}: its figures count only the {out.completed:,} requests "
-                        "that finished")
+        warnings.append(f"the simulation {out.stopped}: its figures count only the {out.completed:,} "
+                        f"request{'s' if out.completed != 1 else ''} that finished")
     if out.refused:
         step = engine.max_num_batched_tokens
         budget = "" if engine.chunked_prefill else \
