@@ -288,3 +288,7 @@ def test_one_request_running_or_finished_is_said_in_the_singular(capsys):
     text = " ".join((out.out + out.err).split())
     assert code == 0 and "at most 1 request running at once" in text
     assert "count only the 1 request that finished" in text
+    code = run(["estimate", "--model", "llama-3.1-8b", "--task", "infer", "--engine", "vllm", "--gpu", "l40s",
+                "--users", "4", "--num-requests", "1"])
+    text = " ".join(capsys.readouterr().out.split())
+    assert code == 0 and "scheduler simulated over 1 request," in text

@@ -169,7 +169,8 @@ def render_load(run, s: dict) -> None:
     engine = api.engine_profile(run.engine).label
     load = (f"{run.max_concurrency:,} users (closed loop, think {run.think_time_s:g} s)" if run.mode == "closed loop"
             else f"{run.request_rate:g} requests/s (open loop, Poisson)")
-    bullet(f"serving {load}: {engine}'s scheduler simulated over {run.num_prompts:,} requests, {run.lengths}",
+    bullet(f"serving {load}: {engine}'s scheduler simulated over {run.num_prompts:,} "
+           f"request{'s' if run.num_prompts != 1 else ''}, {run.lengths}",
            prefix="", style="bold")
     bullet(f"request throughput {run.request_throughput:,.2f} req/s, output token throughput "
            f"{run.output_throughput:,.0f} tok/s, total token throughput {run.total_token_throughput:,.0f} tok/s "

@@ -655,7 +655,8 @@ function renderLoad(r) {
   if (run) {
     const load = run.mode === "closed loop" ? `${run.max_concurrency} users (closed loop, think ${run.think_time_s} s)`
       : `${run.request_rate} requests/s (open loop, Poisson)`;
-    $("#load-head").textContent = `${load}, ${run.num_prompts} requests, ${run.lengths}: ` +
+    $("#load-head").textContent = `${load}, ${run.num_prompts} request${run.num_prompts === 1 ? "" : "s"}, ` +
+      `${run.lengths}: ` +
       `${num(run.request_throughput, 2)} req/s, ${num(run.output_throughput, 0)} output tok/s, ` +
       `${num(run.total_token_throughput, 0)} total tok/s; at most ${run.peak_running} running at once, ` +
       `${run.preemptions} preempted`;
