@@ -113,6 +113,16 @@ def test_an_unknown_option_is_not_taken_for_the_argument(capsys):
     assert code == 2 and "takes it as its argument" not in err and "No such option: --foo" in err
 
 
+def test_an_unknown_option_is_offered_the_options_that_hold_its_words(capsys):
+    """Session 10's walk: `estimate --steps 2000` (a diffusion training's optimizer steps) read 'Possible options:
+    --ep, --tp, --users', Click's nearest spellings; the options that hold the word are the ones meant."""
+    code, _, err = cli(capsys, "estimate", "--model", "flux-dev", "--task", "train", "--steps", "2000")
+    assert code == 2 and "(Possible options: --grad-accum-steps, --inference-steps, --train-steps)" in err, err
+    assert "--ep" not in err and len(err.strip().splitlines()) == 1
+    code, _, err = cli(capsys, "model", "llama-3.1-8b", "--foo")  # no option holds 'foo': Click's own list stays
+    assert code == 2 and "No such option: --foo" in err
+
+
 def test_capacity_says_a_workload_file_s_model_is_not_read(capsys, tmp_path):
     """Session 9's walk: 'gpuplan capacity w.yaml' with 'model: qwen3-8b' in the file read 'name the model:
     --model llama-3.1-8b', as if none had been named."""

@@ -228,6 +228,18 @@ def test_multinode_and_visible_devices():
     assert body(torchrun["accelerate.yaml"])["gpu_ids"] == "2"
 
 
+def test_a_bucket_the_task_does_not_mount_is_said():
+    """Session 10's walk: `launch --bucket mybucket` of an on-demand training plan wrote a task without the bucket
+    and said nothing; a serving plan likewise. The task's header says why it is not mounted."""
+    text = files_of({**SMALL, "provider": "runpod"}, ["skypilot"], bucket="mybucket")["sky.yaml"]
+    assert "file_mounts" not in body(text) and "# --bucket mybucket is not mounted" in text
+    assert "plan runs on demand (--pricing spot" in text
+    served = files_of({**SERVE, "provider": "runpod"}, ["skypilot"], bucket="mybucket")["sky.yaml"]
+    assert "--bucket mybucket is not mounted" in served and "is a serving plan" in served
+    spot = files_of({**QLORA_SPOT, "provider": "aws"}, ["skypilot"], bucket="mybucket")["sky.yaml"]
+    assert "not mounted" not in spot and body(spot)["file_mounts"]["/checkpoints"]["name"] == "mybucket"
+
+
 def test_skypilot_task():
     """RunPod calls the H100 SXM ``H100-SXM`` (SkyPilot catalog v8); AWS is ``infra: aws/us-east-1``."""
     s = {**ZERO3, "gpu": "h100-sxm5", "provider": "runpod", "sharding": "zero3"}

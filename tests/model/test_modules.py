@@ -190,3 +190,17 @@ def test_a_profile_predicts_a_size_it_was_not_fitted_on():
     assert measured.other_bytes == round(profile.other_bytes.at(1, sizes))
     peak = max(measured.peaks.values())
     assert math.isclose(profile.activation_bytes("inference", 1, sizes), peak, rel_tol=MEMORY_TOLERANCE)
+
+
+def test_a_local_encoder_decoder_is_said_counted_by_transformers_at_its_own_release(tmp_path):
+    """A Whisper-medium folder (walk s10): its count came from transformers' WhisperForConditionalGeneration, and
+    the line said 'transformers 0.42.1', diffusers' release under transformers' name."""
+    require("transformers")
+    from importlib import metadata
+
+    config = {**json.loads(encoders.bundled_models()["openai/whisper-small"].read_text())["config"],
+              "d_model": 1024, "encoder_layers": 24, "decoder_layers": 24, "encoder_attention_heads": 16,
+              "decoder_attention_heads": 16, "encoder_ffn_dim": 4096, "decoder_ffn_dim": 4096, "num_hidden_layers": 24}
+    spec = encoders.model_spec("whisper-medium", config)
+    assert spec.params_total == 763_857_920  # openai/whisper-medium, WhisperForConditionalGeneration on meta
+    assert spec.counted_by == f"the real classes on the meta device (transformers {metadata.version('transformers')})"

@@ -543,3 +543,46 @@ def test_launch_of_a_model_no_launcher_takes_is_one_sentence(flags, capsys):
     with pytest.raises(GpuplanError, match="writes files for decoder LLMs and diffusion pipelines"):
         gpuplan.launch({k.lstrip("-").replace("-", "_"): v for k, v in zip(flags[::2], flags[1::2], strict=True)},
                        folder="-")
+
+
+def test_a_combination_of_changes_names_only_what_it_applies_and_takes_the_fewest():
+    """FLUX.1-dev LoRA with kohya on a 16 GB card (walk s10): the combination read 'gradient checkpointing + 8-bit
+    AdamW + cached latents + text encoders not trained (frozen) + cached text embeddings + fp8 base weights + QLoRA
+    (NF4 base)', seven changes, where the later of each pair replaced the earlier (fp8 by NF4, frozen by cached) and
+    three were enough. Now one change of each group at most, the fewest that fit, and its peak is the plan's with
+    exactly its fields."""
+    p = plan(model="flux-dev", task="train", method="lora", stack="kohya", gpu="rtx-4060-ti-16gb")
+    combined = [x for x in p.suggestions if x.combination]
+    assert len(combined) == 1 and combined[0].fits
+    labels = combined[0].change.split(" + ")
+    assert not {"fp8 base weights", "QLoRA (NF4 base)"} <= set(labels)
+    assert not {"text encoders not trained (frozen)", "cached text embeddings"} <= set(labels)
+    assert not any(x.fits for x in p.suggestions if not x.combination)
+    base = {"model": "flux-dev", "task": "train", "method": "lora", "stack": "kohya", "gpu": "rtx-4060-ti-16gb"}
+    again = plan(**{**base, **combined[0].fields})
+    assert again.memory.fits and again.memory.device_peak_gib == pytest.approx(combined[0].device_peak_gib)
+    for key in combined[0].fields:  # the fewest: without any one of its changes it does not fit
+        assert not plan(**{**base, **{k: v for k, v in combined[0].fields.items() if k != key}}).memory.fits, key
+    flux = plan(model="flux-dev", task="infer", gpu="rtx-3060", batch_size=4, resolution="1024")
+    names = " ".join(x.change for x in flux.suggestions)  # (before: 'NF4 weights + fp8 weights + ...', 17.7 GiB)
+    assert "NF4 weights + fp8 weights" not in names and "model CPU offload + sequential" not in names
+    best_alone = min(x.device_peak_gib for x in flux.suggestions if not x.combination)
+    assert all(x.device_peak_gib < best_alone for x in flux.suggestions if x.combination)
+
+
+def test_a_trainer_is_planned_and_advised_only_on_a_base_it_loads():
+    """Session 10's walk: FLUX.1-dev LoRA with kohya on a 16 GB card was advised 'QLoRA (NF4 base)', and its
+    combination took it, where `launch` refuses it (sd-scripts loads a 16-bit or --fp8_base base). The refusal is the
+    resolver's (scenario.modules.TRAINER_BASES), so estimate refuses it in one sentence and the advice, which
+    re-plans each change, offers only what the trainer runs: kohya's 16 GB recipe (fp8 base, checkpointing, 8-bit
+    AdamW, cached latents and text outputs) fits."""
+    with pytest.raises(GpuplanError, match=r"kohya's sd-scripts trains on a 16-bit or fp8 base, not NF4: set quant "
+                                           r"fp8, or stack simpletuner$"):
+        plan(model="flux-dev", task="train", method="qlora", stack="kohya", gpu="rtx-4090")
+    with pytest.raises(GpuplanError, match="ai-toolkit trains on a 16-bit or fp8 base, not int8"):
+        plan(model="flux-dev", task="train", method="lora", quant="int8", stack="ai-toolkit", gpu="rtx-4090")
+    assert plan(model="flux-dev", task="train", method="qlora", stack="simpletuner", gpu="rtx-4090").memory.fits
+    kohya = plan(model="flux-dev", task="train", method="lora", stack="kohya", gpu="rtx-4060-ti-16gb")
+    assert not any("NF4" in x.change for x in kohya.suggestions)
+    (combined,) = [x for x in kohya.suggestions if x.combination]
+    assert combined.fits and combined.fields["quant"] == "fp8" and "method" not in combined.fields

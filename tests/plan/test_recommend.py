@@ -544,3 +544,14 @@ def test_any_stack_change_note_reads_the_rows_card_as_estimate_does():
     assert not as_given.verdict.fits
     assert row.change.startswith(f"unsloth: {as_given.memory.device_peak_gib:.1f} -> {row.device_peak_gib:.1f} GiB, ")
     assert row.change in row.rationale and row.rationale.startswith("fits with ")
+
+
+def test_recommend_s_ttft_column_says_it_is_one_request_alone(capsys):
+    """Session 10's walk: `recommend --users 64` showed 'TTFT s 0.08' per setup, one request alone, while estimate
+    said 3.40 s for the last of the 64 and the simulated p99 3.3 s. The column is named as capacity names it."""
+    from gpuplan.cli import run
+
+    code = run(["recommend", "--model", "llama-3.1-8b", "--task", "infer", "--engine", "vllm", "--batch-size", "16",
+                "--gpus", "l40s", "--format", "plain"])
+    out = capsys.readouterr().out
+    assert code == 0 and "TTFT alone s" in out and "TTFT s" not in out

@@ -190,6 +190,32 @@ def test_estimate_capacity_and_the_page_say_one_sentence(fields, flags, sentence
         assert sentence in " ".join(text.split())
 
 
+def test_an_open_loop_past_what_the_setup_serves_says_its_queue_grows_and_one_below_does_not():
+    """Qwen3-30B-A3B on one H100 under vLLM, 2,000 + 300 tokens (walk s10): capacity serves 5.3 requests/s within
+    TTFT 2 s; at 12 requests/s the run completed 5.61 requests/s, TTFT median 43 s and growing with the run's length,
+    and nothing said so. The warning is capacity's queue test (serving.capacity.queue_grows) on the run."""
+    fields = {"model": "qwen3-30b", "task": "infer", "engine": "vllm", "gpu": "h100-sxm", "prompt_tokens": 2000,
+              "output_tokens": 300}
+    over = estimate({**fields, "rate_rps": 12}, advise=False)
+    assert over.load.request_throughput < 0.5 * 12
+    said = [w for w in over.load.warnings if "queue grows" in w]
+    assert len(said) == 1 and "12 requests/s" in said[0] and "gpuplan capacity --rate" in said[0]
+    under = estimate({**fields, "rate_rps": 4}, advise=False)
+    assert under.load.request_throughput == pytest.approx(4, rel=0.1)
+    assert not any("queue grows" in w for w in under.load.warnings)
+
+
+def test_a_rate_is_not_judged_as_one_concurrent_request_asked():
+    """``--rate 4`` sets no number of requests at once: the verdict read 'holds the 1 concurrent request asked (up
+    to 50)' over a run that kept 46 running. It says the pool's size and leaves the count to the run."""
+    plan = estimate({**BASE, "rate_rps": 4, "prompt_tokens": 2000, "output_tokens": 300}, advise=False)
+    sentence = plan.verdict.sentence
+    assert "asked" not in sentence and f"holds up to {plan.memory.max_concurrency:,} concurrent requests" in sentence
+    assert "the run at 4 requests/s" in sentence and plan.load.peak_running > 1
+    users = estimate({**BASE, "users": 8}, advise=False).verdict.sentence
+    assert "holds the 8 concurrent requests asked" in users
+
+
 def test_users_set_the_batch_the_pool_is_judged_on():
     s = scenario_from({**BASE, "users": 48})
     assert s.batch_size == 48 and "batch_size" not in s.model_fields_set
@@ -249,3 +275,20 @@ def test_the_searches_refuse_a_load_in_estimates_sentence(command, capsys):
 
     assert run([*command, "--task", "infer", "--users", "4", "--rate-rps", "2"]) == 2
     assert capsys.readouterr().err.strip() == "error: give users (a closed loop) or rate_rps (an open loop), not both"
+
+
+def test_one_request_running_or_finished_is_said_in_the_singular(capsys):
+    """Session 10's walk: `--rate 1e-300` (one arrival before the simulation's bound) read 'at most 1 requests
+    running at once' and 'count only the 1 requests that finished'."""
+    from gpuplan.cli import run
+
+    code = run(["estimate", "--model", "llama-3.1-8b", "--task", "infer", "--engine", "vllm", "--gpu", "l40s",
+                "--rate", "1e-300", "--num-requests", "20"])
+    out = capsys.readouterr()
+    text = " ".join((out.out + out.err).split())
+    assert code == 0 and "at most 1 request running at once" in text
+    assert "count only the 1 request that finished" in text
+    code = run(["estimate", "--model", "llama-3.1-8b", "--task", "infer", "--engine", "vllm", "--gpu", "l40s",
+                "--users", "4", "--num-requests", "1"])
+    text = " ".join(capsys.readouterr().out.split())
+    assert code == 0 and "scheduler simulated over 1 request," in text

@@ -51,6 +51,7 @@ def _run(args: list[str] | None) -> int:
         if type(e).__name__ == "NoArgsIsHelpError" and ctx is not None:  # `gpuplan` alone: the help
             err.print(ctx.get_help(), markup=False, highlight=False)
             return 0
+        _name_the_options_with_the_word(e, ctx)
         where = f" (see `{ctx.command_path} --help`)" if ctx is not None else ""
         err.print(error_line(e.format_message()) + _positional_hint(e, ctx) + where, markup=False,
                   highlight=False, soft_wrap=True)
@@ -59,6 +60,20 @@ def _run(args: list[str] | None) -> int:
         err.print("aborted", markup=False)
         return 130
     return code if isinstance(code, int) else 0
+
+
+def _name_the_options_with_the_word(e: ClickException, ctx) -> None:
+    """An unknown ``--steps`` is offered the options whose name holds its words (``--train-steps``,
+    ``--inference-steps``, ``--grad-accum-steps``), not Click's nearest spellings (difflib: ``--ep``, ``--tp``,
+    ``--users``, as near to ``--steps`` by its ratio); Click's are kept when no option holds the words."""
+    option = getattr(e, "option_name", None)
+    if ctx is None or not option or type(e).__name__ != "NoSuchOption" or not option.startswith("--"):
+        return
+    words = [w for w in option[2:].lower().split("-") if w]
+    named = sorted({name for param in ctx.command.params for name in getattr(param, "opts", ())
+                    if name.startswith("--") and words and all(w in name[2:].split("-") for w in words)})
+    if named:
+        e.possibilities = named  # type: ignore[misc]  (Click's own field, formatted by its format_message)
 
 
 def _positional_hint(e: ClickException, ctx) -> str:

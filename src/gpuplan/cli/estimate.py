@@ -169,11 +169,13 @@ def render_load(run, s: dict) -> None:
     engine = api.engine_profile(run.engine).label
     load = (f"{run.max_concurrency:,} users (closed loop, think {run.think_time_s:g} s)" if run.mode == "closed loop"
             else f"{run.request_rate:g} requests/s (open loop, Poisson)")
-    bullet(f"serving {load}: {engine}'s scheduler simulated over {run.num_prompts:,} requests, {run.lengths}",
+    bullet(f"serving {load}: {engine}'s scheduler simulated over {run.num_prompts:,} "
+           f"request{'s' if run.num_prompts != 1 else ''}, {run.lengths}",
            prefix="", style="bold")
     bullet(f"request throughput {run.request_throughput:,.2f} req/s, output token throughput "
            f"{run.output_throughput:,.0f} tok/s, total token throughput {run.total_token_throughput:,.0f} tok/s "
-           f"over {run.duration:,.1f} s; at most {run.peak_running:,} requests running at once (cap "
+           f"over {run.duration:,.1f} s; at most {run.peak_running:,} request{'s' if run.peak_running != 1 else ''} "
+           f"running at once (cap "
            f"{run.running_cap:,}), {run.preemptions:,} preempted", prefix="  ")
     table = Table(title_justify="left", box=None, padding=(0, 2))
     for col in ("ms", "mean", "median", "p90", "p99"):

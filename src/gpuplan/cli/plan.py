@@ -151,7 +151,7 @@ def _columns(s, train: bool) -> list[Column]:
             Column("speed", "tok/s", align="right", priority=2, raw="tokens_per_s")]
     if s.task == "infer":
         cols += [Column("tokens_per_s_per_user", "tok/s/user", fmt=num("{:,.1f}"), align="right", priority=1),
-                 Column("ttft_s", "TTFT s", fmt=num("{:,.2f}"), align="right", priority=3)]
+                 Column("ttft_s", "TTFT alone s", fmt=num("{:,.2f}"), align="right", priority=3)]
     if train:
         cols += [Column("hours", "hours", fmt=num("{:,.1f}"), align="right"),
                  Column("usd_total", "$", fmt=usd, align="right")]

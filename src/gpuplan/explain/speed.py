@@ -153,6 +153,10 @@ def inference_speed(x: Context) -> dict[str, Formula]:
             substituted=f"1 / {step * 1000:,.1f} ms = {1 / step if step > 0 else 0:,.1f} tokens/s")
     if sp.ttft_s is not None:
         out["speed.ttft_s"] = _ttft(sp, s.batch_size, bool(s.shared_prefix_tokens), acc, ttft)
+        if sp.ttft_burst_s is not None and s.batch_size > 1:  # the same formula, read at its second value
+            out["speed.ttft_burst_s"] = out["speed.ttft_s"].model_copy(update={
+                "label": f"time to first token, the last of {s.batch_size} arriving together",
+                "value": sp.ttft_burst_s})
     return out
 
 

@@ -233,11 +233,8 @@ def kohya_tables(plan: DiffusionLaunch, images: str) -> dict[str, dict[str, Any]
                              "network_train_unet_only": not encoders_trained(s)}
         if s.text_encoders == "trained-all":  # lora_sd3.py / lora_flux.py create_network: T5-XXL's LoRA too
             tables["network"]["network_args"] = ["train_t5xxl=True"]
-        if (s.quant or "") == "fp8":
+        if (s.quant or "") == "fp8":  # the only quantized base it loads (scenario.modules.TRAINER_BASES)
             tables["network"]["fp8_base"] = True
-        elif s.quant or s.method == "qlora":
-            raise GpuplanError("kohya's sd-scripts run a 16-bit or fp8 base (--fp8_base), not NF4: set quant fp8, "
-                               "or stack simpletuner or ai-toolkit")
     return tables
 
 
@@ -301,9 +298,7 @@ def _encoders_frozen(plan: DiffusionLaunch, trainer: str) -> None:
 def simpletuner_config(plan: DiffusionLaunch) -> dict[str, Any]:
     s, family = plan.scenario, plan.family
     _encoders_frozen(plan, "simpletuner")
-    quant = s.quant or ("nf4" if s.method == "qlora" else None)
-    if quant not in ST_PRECISION:
-        raise GpuplanError(f"SimpleTuner has no {quant} base: use quant fp8, nf4 or int8")
+    quant = s.quant or ("nf4" if s.method == "qlora" else None)  # one of ST_PRECISION's (TRAINER_BASES)
     config = {"--model_type": "full" if s.method == "full" else "lora", "--model_family": ST_FAMILY[family],
               "--pretrained_model_name_or_path": _repo(plan), "--output_dir": "output",
               "--train_batch_size": s.micro_batch_size, "--gradient_accumulation_steps": s.grad_accum_steps,
@@ -349,10 +344,7 @@ def ai_toolkit_config(plan: DiffusionLaunch, images: str) -> dict[str, Any]:
     if s.method == "full":
         raise GpuplanError("gpuplan writes ai-toolkit's LoRA jobs (its sd_trainer with a lora network): use "
                            "stack kohya or simpletuner for full fine-tuning")
-    quant = s.quant or ("nf4" if s.method == "qlora" else None)
-    if quant not in (None, "none", "fp8"):
-        raise GpuplanError("ai-toolkit quantizes the base to 8 bits (quantize: true, optimum-quanto qfloat8): set "
-                           "quant fp8, or leave it unset")
+    quant = s.quant or ("nf4" if s.method == "qlora" else None)  # None, none or fp8 (TRAINER_BASES)
     model: dict[str, Any] = {"name_or_path": _repo(plan), "quantize": quant == "fp8"}
     model.update({"sd": {}, "sdxl": {"is_xl": True}, "sd3": {"is_v3": True}, "flux": {"is_flux": True}}[family])
     train = {"batch_size": s.micro_batch_size, "steps": _steps(plan), "gradient_accumulation_steps": s.grad_accum_steps,

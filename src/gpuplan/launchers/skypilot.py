@@ -141,6 +141,10 @@ def notes(plan: LaunchPlan, opts: LaunchOptions) -> list[str]:
         out.append(f"the {role} {path} is copied to the same path on every node (file_mounts)")
     if plan.offer and not cloud(plan):
         out.append(f"{plan.offer.provider} is not a SkyPilot cloud: the task lets SkyPilot choose among your clouds")
+    if opts.bucket and not (plan.train and spot(plan)):  # (given, and not written into the task: say why)
+        out.append(f"--bucket {opts.bucket} is not mounted: it keeps a spot training run's checkpoints, and this "
+                   + ("is a serving plan" if not plan.train else "plan runs on demand (--pricing spot to run it on "
+                      "spot instances, checkpointing into the bucket)"))
     if plan.train and spot(plan) and not opts.bucket and runner(plan) is not torchtune:
         out.append("spot without --bucket: checkpoints stay on the node and are lost with it; pass --bucket NAME to "
                    "keep them in cloud storage")

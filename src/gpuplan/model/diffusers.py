@@ -125,7 +125,7 @@ def pipeline_spec(name: str, model_index: dict[str, Any], configs: dict[str, dic
     if not any(c.role == "denoiser" for c in components):
         raise GpuplanError(f"{name}: the pipeline ({pipeline}) has no denoiser gpuplan models ({', '.join(DENOISERS)})")
     return ModuleSpec(name=name, kind="diffusion", family=pipeline, components=tuple(components),
-                      defaults=defaults(pipeline, components), counted_by=counted_by or _counted_by(),
+                      defaults=defaults(pipeline, components), counted_by=counted_by or counted_by_library(),
                       notes=tuple(notes))
 
 
@@ -145,7 +145,7 @@ def component_spec(name: str, config: dict[str, Any]) -> ModuleSpec:
                 else "StableDiffusionPipeline", "SD3Transformer2DModel": "StableDiffusion3Pipeline",
                 "FluxTransformer2DModel": "FluxPipeline"}[cls]
     return ModuleSpec(name=name, kind="diffusion", family=cls, components=(component,),
-                      defaults=defaults(pipeline, [component]), counted_by=_counted_by(),
+                      defaults=defaults(pipeline, [component]), counted_by=counted_by_library(),
                       notes=(f"{name} is a {cls} alone: its pipeline's VAE and text encoders are not counted (their "
                              "latents and text embeddings count as cached); pass the pipeline's folder or repo id "
                              "to count them",))
@@ -189,14 +189,16 @@ def text_tokens(denoiser: Component, defaults: dict[str, Any]) -> int:
     return defaults.get("t5_tokens", 512)
 
 
-def _counted_by() -> str:
+def counted_by_library(library: str = "diffusers") -> str:
+    """Who counted a spec's parameters: ``library``'s real classes, at the release installed (a Whisper or a T5 is
+    counted by transformers, a pipeline by diffusers and the transformers of its text encoders)."""
     from importlib import metadata
 
     try:
-        version = metadata.version("diffusers")
+        version = metadata.version(library)
     except metadata.PackageNotFoundError:
         version = "?"
-    return f"the real classes on the meta device (diffusers {version})"
+    return f"the real classes on the meta device ({library} {version})"
 
 
 def read_pipeline_folder(folder: Path, name: str) -> ModuleSpec:

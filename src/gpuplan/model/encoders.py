@@ -93,7 +93,7 @@ def class_of(config: dict[str, Any]) -> str:
 
 def model_spec(name: str, config: dict[str, Any], *, params: int | None = None, counted_by: str = "") -> ModuleSpec:
     """The spec of an encoder-decoder or encoder: one component, the model, counted exactly."""
-    from .diffusers import _counted_by, count_params
+    from .diffusers import count_params, counted_by_library
 
     kind = FAMILIES[config["model_type"]][0]
     cls = class_of(config)
@@ -103,8 +103,7 @@ def model_spec(name: str, config: dict[str, Any], *, params: int | None = None, 
                           params=params if params is not None else count_params("transformers", cls, config),
                           dtype=str(config.get("torch_dtype") or config.get("dtype") or "float32"))
     return ModuleSpec(name=name, kind=kind, family=str(config["model_type"]), components=(component,),
-                      defaults=defaults(config), counted_by=counted_by or _counted_by().replace("diffusers",
-                                                                                                "transformers"),
+                      defaults=defaults(config), counted_by=counted_by or counted_by_library("transformers"),
                       notes=_tied_head_note(config))
 
 

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import itertools
 import math
+from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from typing import Any
 
@@ -484,15 +485,25 @@ def _all_at_once(s: Scenario, m: ModelSpec, gpu: GpuSpec, fixes: list[Fix]) -> b
 
 def _search(s: Scenario, m: ModelSpec, gpu: GpuSpec, fixes: list[Fix]) -> tuple[tuple[Fix, ...], float] | None:
     """The first fitting combination of 2..MAX_COMBINED fixes from distinct groups, by size then slowdown."""
+    return fewest(fixes, lambda combo: _fits(_apply(s, combo), m, gpu),
+                  order=lambda c: (sum(f.more_gpus for f in c), math.prod(f.slowdown for f in c)))
+
+
+def fewest(fixes: list[Fix], fits: Callable[[tuple[Fix, ...]], tuple[bool, float]], *,
+           order: Callable[[tuple[Fix, ...]], Any] | None = None) -> tuple[tuple[Fix, ...], float] | None:
+    """The first combination of 2..MAX_COMBINED ``fixes`` from distinct groups (fixes of one group are
+    alternatives: one of them at most) that ``fits``, by size, then by ``order`` (the fixes' own order without
+    one: gentlest first), with its peak in GiB; None when none does within MAX_TRIES."""
     tries = 0
     for size in range(2, MAX_COMBINED + 1):
         combos = [c for c in itertools.combinations(fixes, size) if len({f.group for f in c}) == size]
-        combos.sort(key=lambda c: (sum(f.more_gpus for f in c), math.prod(f.slowdown for f in c)))
+        if order is not None:
+            combos.sort(key=order)
         for combo in combos:
             tries += 1
             if tries > MAX_TRIES:
                 return None
-            ok, peak = _fits(_apply(s, combo), m, gpu)
+            ok, peak = fits(combo)
             if ok:
                 return combo, peak
     return None

@@ -15,6 +15,7 @@ and which numbers were simulated on fake tensors and which were modelled.
 from __future__ import annotations
 
 import functools
+import math
 from dataclasses import dataclass, replace
 from typing import Any
 
@@ -37,6 +38,7 @@ from ..scenario.fields import MODULE_FIELDS
 from ..scenario.modules import ModuleJob, encoders_trained, text_way, text_ways, trains_encoder
 from ..speed.breakdown import shares
 from ..speed.modules import ModuleSpeed, generation, host_range, model_step, train_step
+from .fixes import Fix, fewest
 from .plan import Plan, gpu_facts, verdict
 from .resolve import ResolvedModule, resolve_module_scenario
 
@@ -267,67 +269,93 @@ def largest_batch(s: Scenario, spec: ModuleSpec, gpu: GpuSpec, limit: int = 1024
     return low
 
 
-def _changes(s: Scenario, spec: ModuleSpec) -> list[tuple[str, dict[str, Any]]]:
-    """The changes people make to fit a diffusion or encoder-decoder job (each tried alone, then together)."""
-    out: list[tuple[str, dict[str, Any]]] = []
+def _changes(s: Scenario, spec: ModuleSpec) -> list[Fix]:
+    """The changes people make to fit a diffusion or encoder-decoder job, gentlest first; changes of one group are
+    alternatives (fp8 or NF4 base weights; text encoders frozen or their embeddings cached; model or sequential
+    offload), of which a combination takes one."""
+    out: list[Fix] = []
     if spec.kind == "module":  # its batch, sizes, checkpointing and weights are its build()'s own
-        return [("8-bit AdamW", {"optimizer": "adamw-8bit"})] if s.task == "train" and s.optimizer == "adamw" else []
+        return [Fix(label="8-bit AdamW", change={"optimizer": "adamw-8bit"}, group="optimizer")] \
+            if s.task == "train" and s.optimizer == "adamw" else []
     if s.attention == "eager":
-        out.append(("SDPA attention (or xformers)", {"attention": "sdpa"}))
-    if s.task == "train":
-        if s.grad_checkpointing == "none":
-            out.append(("gradient checkpointing", {"grad_checkpointing": "full"}))
-        if s.optimizer == "adamw":
-            out.append(("8-bit AdamW", {"optimizer": "adamw-8bit"}))
-        if spec.kind == "diffusion":
-            if not s.cache_latents and spec.role("vae"):
-                out.append(("cached latents", {"cache_latents": True}))
-            if s.text_encoders == "trained-all":
-                out.append(("T5 not trained (CLIP trained)", {"text_encoders": "trained"}))
-            if encoders_trained(s):
-                out.append(("text encoders not trained (frozen)", {"text_encoders": "frozen"}))
-            if s.text_encoders in ("frozen", "trained", "trained-all"):
-                out.append(("cached text embeddings", {"text_encoders": "cached"}))
-            if s.method == "lora" and not s.quant:
-                out.append(("fp8 base weights", {"quant": "fp8"}))
-                out.append(("QLoRA (NF4 base)", {"method": "qlora", "quant": "nf4"}))
-        if s.method == "full":
-            out.append(("LoRA instead of full fine-tuning", {"method": "lora"}))
-        if s.micro_batch_size > 1:
-            out.append(("micro-batch 1", {"micro_batch_size": 1}))
-    else:
-        if spec.kind == "diffusion" and s.cpu_offload == "none":
-            out.append(("model CPU offload", {"cpu_offload": "model"}))
-        if not s.quant:
-            out.append(("NF4 weights", {"quant": "nf4"}))
-            out.append(("fp8 weights", {"quant": "fp8"}))
-        if spec.kind == "diffusion" and s.cpu_offload != "sequential":
-            out.append(("sequential CPU offload", {"cpu_offload": "sequential"}))
-        if s.batch_size > 1:
-            out.append(("batch 1", {"batch_size": 1}))
+        out.append(Fix(label="SDPA attention (or xformers)", change={"attention": "sdpa"}, group="attention"))
+    if s.task != "train":
+        return out + _generation_changes(s, spec)
+    if s.grad_checkpointing == "none":
+        out.append(Fix(label="gradient checkpointing", change={"grad_checkpointing": "full"}, group="checkpointing"))
+    if s.optimizer == "adamw":
+        out.append(Fix(label="8-bit AdamW", change={"optimizer": "adamw-8bit"}, group="optimizer"))
+    if spec.kind == "diffusion":
+        if not s.cache_latents and spec.role("vae"):
+            out.append(Fix(label="cached latents", change={"cache_latents": True}, group="latents"))
+        if s.text_encoders == "trained-all":
+            out.append(Fix(label="T5 not trained (CLIP trained)", change={"text_encoders": "trained"}, group="text"))
+        if encoders_trained(s):
+            out.append(Fix(label="text encoders not trained (frozen)", change={"text_encoders": "frozen"},
+                           group="text"))
+        if s.text_encoders in ("frozen", "trained", "trained-all"):
+            out.append(Fix(label="cached text embeddings", change={"text_encoders": "cached"}, group="text"))
+        if s.method == "lora" and not s.quant:
+            out.append(Fix(label="fp8 base weights", change={"quant": "fp8"}, group="base"))
+            out.append(Fix(label="QLoRA (NF4 base)", change={"method": "qlora", "quant": "nf4"}, group="base"))
+    if s.method == "full":
+        out.append(Fix(label="LoRA instead of full fine-tuning", change={"method": "lora"}, group="method"))
+    if s.micro_batch_size > 1:
+        out.append(Fix(label="micro-batch 1", change={"micro_batch_size": 1}, group="batch"))
     return out
 
 
+def _generation_changes(s: Scenario, spec: ModuleSpec) -> list[Fix]:
+    """A generation's or an encoder's changes; a smaller batch is another job, offered alone."""
+    out: list[Fix] = []
+    if spec.kind == "diffusion" and s.cpu_offload == "none":
+        out.append(Fix(label="model CPU offload", change={"cpu_offload": "model"}, group="offload"))
+    if not s.quant:
+        out.append(Fix(label="NF4 weights", change={"quant": "nf4"}, group="weights"))
+        out.append(Fix(label="fp8 weights", change={"quant": "fp8"}, group="weights"))
+    if spec.kind == "diffusion" and s.cpu_offload != "sequential":
+        out.append(Fix(label="sequential CPU offload", change={"cpu_offload": "sequential"}, group="offload"))
+    if s.batch_size > 1:
+        out.append(Fix(label="batch 1", change={"batch_size": 1}, group="batch", keeps_job=False))
+    return out
+
+
+def _peak_with(s: Scenario, spec: ModuleSpec, gpu: GpuSpec, combo: tuple[Fix, ...]) -> tuple[bool, float]:
+    """Whether ``s`` with the changes of ``combo`` fits, and its device peak ((False, inf): refused)."""
+    change = {k: v for fix in combo for k, v in fix.change.items()}
+    try:
+        r = memory_only(s.model_copy(update=change), spec, gpu)
+    except GpuplanError:
+        return False, math.inf
+    return r.fits, r.device_peak_gib
+
+
 def fixes(s: Scenario, spec: ModuleSpec, gpu: GpuSpec, now: MemoryReport) -> list[Suggestion]:
-    """Each change alone, and when none fits, all of them together."""
-    out = []
-    changes = _changes(s, spec)
-    for label, update in changes:
-        try:
-            r = memory_only(s.model_copy(update=update), spec, gpu)
-        except GpuplanError:
-            continue
-        out.append(Suggestion(change=label, fields=update, device_peak_gib=r.device_peak_gib, fits=r.fits,
-                              cost=f"{now.device_peak_gib:.1f} -> {r.device_peak_gib:.1f} GiB"))
-    if changes and not any(x.fits for x in out):
-        together = {k: v for _, update in changes for k, v in update.items() if k not in ("batch_size",)}
-        try:
-            r = memory_only(s.model_copy(update=together), spec, gpu)
-            out.append(Suggestion(change=" + ".join(label for label, _ in changes), fields=together,
-                                  device_peak_gib=r.device_peak_gib, fits=r.fits, combination=True,
-                                  cost=f"{now.device_peak_gib:.1f} -> {r.device_peak_gib:.1f} GiB"))
-        except GpuplanError:
-            pass
+    """Each change alone; when none fits, the fewest that fit together, one of each group, gentlest first
+    (:func:`gpuplan.plan.fixes.fewest`, the search a decoder's advice makes); when no combination of those fits,
+    the strongest change of each group together, where it saves more than each change alone."""
+    out, peaks = [], {}
+    for fix in _changes(s, spec):
+        fits, peaks[fix] = _peak_with(s, spec, gpu, (fix,))
+        if math.isfinite(peaks[fix]):
+            out.append(Suggestion(change=fix.label, fields=fix.change, device_peak_gib=peaks[fix], fits=fits,
+                                  cost=f"{now.device_peak_gib:.1f} -> {peaks[fix]:.1f} GiB"))
+    tried = [f for f, peak in peaks.items() if math.isfinite(peak) and f.keeps_job]
+    if len(tried) > 1 and not any(x.fits for x in out):
+        found = fewest(tried, lambda combo: _peak_with(s, spec, gpu, combo))
+        if found is None:
+            strongest: dict[str, Fix] = {}
+            for f in tried:
+                if f.group not in strongest or peaks[f] < peaks[strongest[f.group]]:
+                    strongest[f.group] = f
+            combo = tuple(f for f in tried if strongest[f.group] is f)
+            fits, peak = _peak_with(s, spec, gpu, combo)
+        else:
+            (combo, peak), fits = found, True
+        if fits or peak < min(peaks[f] for f in tried):  # (changes can undo each other: say only a saving)
+            out.append(Suggestion(change=" + ".join(f.label for f in combo),
+                                  fields={k: v for f in combo for k, v in f.change.items()}, device_peak_gib=peak,
+                                  fits=fits, combination=True, cost=f"{now.device_peak_gib:.1f} -> {peak:.1f} GiB"))
     return sorted(out, key=lambda x: (not x.fits, x.device_peak_gib))
 
 

@@ -34,6 +34,23 @@ from .stacks import DIFFUSION_STACKS
 # projections; kohya networks.lora / lora_flux, SimpleTuner's "all" target, ai-toolkit: every linear of the blocks)
 LORA_DEFAULT = {"diffusers": "attention", "kohya": "all", "simpletuner": "all", "ai-toolkit": "all"}
 STORED = {None: "16bit", "none": "16bit"}
+# the quantized bases each trainer loads to train adapters (a trainer not named here: any the plan models):
+# kohya's sd-scripts --fp8_base (train_network.py; no 4-bit loading), SimpleTuner's --base_model_precision
+# (fp8-torchao, nf4-bnb, int8-quanto), ai-toolkit's quantize: true (optimum-quanto qfloat8); the launchers write
+# these flags (gpuplan.launchers.diffusion)
+TRAINER_BASES = {"kohya": ("fp8",), "simpletuner": ("fp8", "nf4", "int8"), "ai-toolkit": ("fp8",)}
+TRAINER_LABEL = {"kohya": "kohya's sd-scripts", "simpletuner": "SimpleTuner", "ai-toolkit": "ai-toolkit"}
+
+
+def _trainer_base(s: Scenario, weights: str | None) -> None:
+    """Refuse a quantized base the trainer cannot load (:data:`TRAINER_BASES`), naming the trainers that can."""
+    allowed = TRAINER_BASES.get(s.stack)
+    if weights in (None, "none", "16bit") or allowed is None or weights in allowed:
+        return
+    others = [k for k, v in TRAINER_BASES.items() if weights in v]
+    raise GpuplanError(f"{TRAINER_LABEL[s.stack]} trains on a 16-bit or {' or '.join(allowed)} base, not "
+                       f"{weights.upper() if weights == 'nf4' else weights}: set quant {allowed[0]}"
+                       + (f", or stack {' or '.join(others)}" if others else ""))
 # the roles of a CLIP text encoder's linears each trainer's LoRA preset adapts when it trains the text encoders
 # (gpuplan.model.diffusers.text_lora_role: attention = q, k, v and out projections; block = the MLP's fc1, fc2)
 TEXT_LORA_ROLES = {"attention": ("attention",), "all": ("attention", "block")}
@@ -200,6 +217,7 @@ def resolve_diffusion(s: Scenario, spec: ModuleSpec) -> ModuleJob:
         way += "-gc"
     if s.method == "qlora":
         weights = s.quant or "nf4"
+    _trainer_base(s, weights)
     if stack == "kohya" and weights == "fp8":
         weights = FP8_ALL
         notes.append("fp8 base: kohya's --fp8_base casts every weight to fp8, the norms and modulation too")

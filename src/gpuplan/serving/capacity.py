@@ -188,6 +188,16 @@ def queue_growth(out) -> float:
     return float(slope * (at[-1] - at[0]))
 
 
+def queue_grows(out) -> tuple[bool, float]:
+    """Whether an open-loop run's queue grows over its steady window (:func:`queue_growth` above
+    :data:`QUEUE_GROWTH_SHARE` of the requests judged, or 3): the rate is past what the engine serves, and each
+    request waits longer than the last. The test of every rate point (:func:`evaluate`) and of ``estimate --rate``'s
+    run (:func:`gpuplan.serving.load.summary`); with the growth, in requests."""
+    keep, _, _ = _judged(out)
+    growth = queue_growth(out)
+    return growth > max(3.0, QUEUE_GROWTH_SHARE * len(keep)), growth
+
+
 def _streamed_tpot(tpot, q: int) -> float | None:
     """The ``q``-th percentile TPOT of the requests that streamed more than one token, as ``vllm bench serve``
     reports it (vllm/benchmarks/serve.py ``calculate_metrics``: a request's TPOT joins ``tpots`` only when its
@@ -236,10 +246,8 @@ def evaluate(model: StepModel, engine, w: Workload, rate: float, saturated: floa
     out = _run(model, engine, w, arrivals(rate, n, w.burstiness, rng), prompt, output, deadline=deadline)
     point = _point(out, w, rate, n)
     point.stopped = out.stopped
-    keep, _, _ = _judged(out)
-    point.queue_growth = queue_growth(out)
-    point.stable = bool(point.queue_growth <= max(3.0, QUEUE_GROWTH_SHARE * len(keep))
-                        and (saturated is None or rate <= STABLE_LOAD * saturated))
+    grows, point.queue_growth = queue_grows(out)
+    point.stable = bool(not grows and (saturated is None or rate <= STABLE_LOAD * saturated))
     point.meets_slo = bool(point.meets_slo and point.stable)
     return point
 

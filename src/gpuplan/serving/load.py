@@ -159,6 +159,14 @@ def requests_of(s: Scenario, offline: bool) -> tuple[int, Lengths, Lengths]:
     return n, spread_lengths(s.prompt_tokens, spread, least), spread_lengths(max(s.output_tokens, 1), spread)
 
 
+def _falls_behind(out) -> bool:
+    """Whether an open-loop run's queue grows: the test capacity's rate points pass
+    (:func:`gpuplan.serving.capacity.queue_grows`)."""
+    from .capacity import queue_grows
+
+    return queue_grows(out)[0]
+
+
 def summary(out, model: StepModel, s: Scenario, engine, offline: bool, prompt_d: Lengths, output_d: Lengths,
             said: list[str]) -> LoadRun:
     """The run ``out`` of :func:`.simulate.simulate` as a benchmark client reports it (all completed requests)."""
@@ -181,8 +189,8 @@ def summary(out, model: StepModel, s: Scenario, engine, offline: bool, prompt_d:
     duration = out.duration_s
     warnings = list(said)
     if out.stopped:
-        warnings.append(f"the simulation {out.stopped}: its figures count only the {out.completed:,} requests "
-                        "that finished")
+        warnings.append(f"the simulation {out.stopped}: its figures count only the {out.completed:,} "
+                        f"request{'s' if out.completed != 1 else ''} that finished")
     if out.refused:
         step = engine.max_num_batched_tokens
         budget = "" if engine.chunked_prefill else \
@@ -190,6 +198,12 @@ def summary(out, model: StepModel, s: Scenario, engine, offline: bool, prompt_d:
         warnings.append(f"{out.refused:,} requests are longer than the engine's KV pool holds{budget}, and were "
                         "never admitted")
     mode = "offline" if offline else "closed loop" if s.users else "open loop"
+    if mode == "open loop" and out.completed and _falls_behind(out):
+        warnings.append(f"the queue grows at {s.rate_rps:,g} requests/s: the engine completed "
+                        f"{out.completed / duration:,.3g} requests/s, so each request waited longer than the last "
+                        f"(TTFT median {ttft['median'] / 1e3:,.1f} s, p99 {ttft['p99'] / 1e3:,.1f} s) and the "
+                        "figures grow with the run's length; `gpuplan capacity --rate` finds the rate this setup "
+                        "serves within your SLOs")
     return LoadRun(mode=mode, engine=s.engine, max_concurrency=None if offline else s.users,
                    think_time_s=0.0 if offline else s.think_time_s,
                    request_rate=None if offline or s.users else s.rate_rps,

@@ -541,7 +541,13 @@ function renderSpeedCost(r, explanation) {
     rows.push(numberRow("speed.flops_per_token", "FLOPs per token", num(sp.flops_per_token / 1e9, 1) + " GFLOP",
       sp.flops_per_token));
   } else {
-    rows.push(numberRow("speed.ttft_s", "time to first token", num(sp.ttft_s, 2) + " s", sp.ttft_s));
+    rows.push(numberRow("speed.ttft_s", "time to first token, one request alone", num(sp.ttft_s, 2) + " s",
+      sp.ttft_s));
+    const n = r.scenario.batch_size;
+    if (sp.ttft_burst_s !== null && sp.ttft_burst_s !== undefined && n > 1) {
+      rows.push(numberRow("speed.ttft_burst_s", `time to first token, the last of ${n} arriving together`,
+        num(sp.ttft_burst_s, 2) + " s", sp.ttft_burst_s));
+    }
     if (sp.streaming_tokens_per_s_per_user) {
       rows.push(numberRow("speed.streaming_tokens_per_s_per_user", "streaming tokens/s per user (1 / decode step)",
         rate(sp.streaming_tokens_per_s_per_user), sp.streaming_tokens_per_s_per_user));
@@ -649,7 +655,8 @@ function renderLoad(r) {
   if (run) {
     const load = run.mode === "closed loop" ? `${run.max_concurrency} users (closed loop, think ${run.think_time_s} s)`
       : `${run.request_rate} requests/s (open loop, Poisson)`;
-    $("#load-head").textContent = `${load}, ${run.num_prompts} requests, ${run.lengths}: ` +
+    $("#load-head").textContent = `${load}, ${run.num_prompts} request${run.num_prompts === 1 ? "" : "s"}, ` +
+      `${run.lengths}: ` +
       `${num(run.request_throughput, 2)} req/s, ${num(run.output_throughput, 0)} output tok/s, ` +
       `${num(run.total_token_throughput, 0)} total tok/s; at most ${run.peak_running} running at once, ` +
       `${run.preemptions} preempted`;
