@@ -962,8 +962,8 @@ TRTLLM_MOE_LAYER_STEP_S = 0.0
 # over one problem per local expert (cpp/tensorrt_llm/kernels/cutlass_kernels/fp8_blockscale_gemm/
 # fp8_blockscale_gemm_kernel.cuh fp8_grouped_gemm_run -> grouped_gemm_dispatch: GemmType::GroupedWithOffset,
 # num_problems = the experts on this GPU; the SwapAB variant below 32 rows an expert, i.e. at decode), and their
-# persistent scheduler finds a CTA's tile by walking the experts from the first, two __ldg of problem_m_offsets and a
-# division each (cpp/include/tensorrt_llm/deep_gemm/scheduler.cuh GroupedWithOffsetScheduler(SwapAB)::get_next_block;
+# persistent scheduler finds a CTA's tile by walking the experts from the first, two __ldg of problem_m_offsets and
+# the block count each (cpp/include/tensorrt_llm/deep_gemm/scheduler.cuh GroupedWithOffsetScheduler(SwapAB)::get_next_block;
 # the last call walks on to the last expert to return false): every call costs each CTA a walk over every local
 # expert, empty or not. Seconds per local expert and grouped-GEMM call (126 ns: about one L2 round trip). Fitted by
 # `python bench/serving/trtllm_serving.py --calibrate` on the calibration rows' ITL alone (issue #5929's H200 FP8 at
