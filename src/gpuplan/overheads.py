@@ -968,9 +968,9 @@ TRTLLM_MOE_LAYER_STEP_S = 0.0
 # every local expert, empty or not. Seconds per local expert and grouped-GEMM call (126 ns: about one L2 round
 # trip). Fitted by `python bench/serving/trtllm_serving.py --calibrate` on the calibration rows' ITL alone (issue
 # #5929's H200 FP8 at TP 8 without expert parallelism: 256 local experts, 13.78 and 14.53 ms a token); held out: the
-# same issue's H200 rows at EP 4 and 8 (64 and 32 local experts) and at 8 users. Blackwell's FP8 linears and MoE take other kernels
-# (fp8_swap_ab_gemm, TRTLLM-Gen; NVFP4's CUTLASS grouped GEMM), and issue #5929's B200 rows show no such step
-# (6.78 / 6.61 / 6.81 ms at EP 1 / 4 / 8).
+# same issue's H200 rows at EP 4 and 8 (64 and 32 local experts) and at 8 users. Blackwell's FP8 linears and MoE
+# take other kernels (fp8_swap_ab_gemm, TRTLLM-Gen; NVFP4's CUTLASS grouped GEMM), and issue #5929's B200 rows show
+# no such step (6.78 / 6.61 / 6.81 ms at EP 1 / 4 / 8).
 TRTLLM_HOPPER_GROUP_WALK_S = 1.26e-7
 
 # ---- profiled modules (speed/modules.py): diffusion denoisers, VAEs, text encoders, Whisper, T5 ----------------------
