@@ -59,8 +59,8 @@ NOTES = """Session 10 (s10-trt): what sets TensorRT-LLM's decode step on the B20
    holds, 256 (sliced) at TP 8 without EP, 64 at EP 4, 32 at EP 8. Fitted on the calibration rows' ITL alone (EP 1:
    13.78 and 14.53 ms measured, 10.19 and 10.66 before): 126 ns a local expert and call, about one L2 round trip, 3.7 ms
    a token at EP 1 (2 x 256 x 58 layers). Held out, the same issue's H200 rows at EP 4 and 8 move from -6..-10 % to
-   -6..+3 % and reproduce what the generic step could not: EP 1 is 2.8 ms a token slower than EP 8. At eight users
-   -16 / -4 / -8 % -> +4 / +2 / -6 %. The B200 rows take other kernels (NVFP4's CUTLASS grouped GEMM; Blackwell's FP8
+   -6..+3 % and reproduce what the generic step could not: EP 1 slower than EP 8, by 3.3 ms a token (2.8
+   measured). At eight users -16 / -4 / -8 % -> +4 / +2 / -6 %. The B200 rows take other kernels (NVFP4's CUTLASS grouped GEMM; Blackwell's FP8
    linears run `fp8_swap_ab_gemm`, `_torch/modules/linear.py` `FP8BlockScalesLinearMethod.apply` under `is_sm_100f()`)
    and show no such step (6.78 / 6.61 / 6.81 ms at EP 1 / 4 / 8): unchanged. A prompt's step pays the same walks
    among far larger GEMMs (+3 ms at 8,192 tokens and EP 1, through the step model's closed form), so the launch time
