@@ -54,20 +54,21 @@ NOTES = """Session 10 (s10-trt): what sets TensorRT-LLM's decode step on the B20
    (`cpp/tensorrt_llm/kernels/cutlass_kernels/fp8_blockscale_gemm/fp8_blockscale_gemm_kernel.cuh`
    `fp8_grouped_gemm_run` -> `grouped_gemm_dispatch`, `GemmType::GroupedWithOffset`, the SwapAB variant below 32 rows
    an expert), and their persistent scheduler finds each tile by walking the experts from the first, two `__ldg` of
-   `problem_m_offsets` each, on to the last before it returns false (`cpp/include/tensorrt_llm/deep_gemm/scheduler.cuh`
-   `GroupedWithOffsetScheduler(SwapAB)::get_next_block`): a fixed cost per call that grows with the experts a GPU
-   holds, 256 (sliced) at TP 8 without EP, 64 at EP 4, 32 at EP 8. Fitted on the calibration rows' ITL alone (EP 1:
-   13.78 and 14.53 ms measured, 10.19 and 10.66 before): 126 ns a local expert and call, about one L2 round trip, 3.7 ms
-   a token at EP 1 (2 x 256 x 58 layers). Held out, the same issue's H200 rows at EP 4 and 8 move from -6..-10 % to
-   -6..+3 % and reproduce what the generic step could not: EP 1 slower than EP 8, by 3.3 ms a token (2.8
-   measured). At eight users -16 / -4 / -8 % -> +4 / +2 / -6 %. The B200 rows take other kernels (NVFP4's CUTLASS
-   grouped GEMM; Blackwell's FP8 linears run `fp8_swap_ab_gemm`, `_torch/modules/linear.py`
-   `FP8BlockScalesLinearMethod.apply` under `is_sm_100f()`) and show no such step (6.78 / 6.61 / 6.81 ms at EP 1 / 4 / 8): unchanged. A prompt's step pays the same walks
-   among far larger GEMMs (+3 ms at 8,192 tokens and EP 1, through the step model's closed form), so the launch time
-   refitted on the calibration pair's TTFT intercept rises 49.7 -> 50.2 us (both fits together). Nothing else moves:
-   no other bench serves an FP8 block-scale MoE on Hopper under TensorRT-LLM (trtllm.py's MoE rows are per-tensor FP8
-   or NVFP4; MLPerf's Mixtral is per-tensor FP8), and SGLang and vLLM run their own MoE kernels. MoE serving TPOT,
-   pooled over every serving bench (bench/results/inference_sources.md): 10.1 % -> 8.9 %.
+   `problem_m_offsets` each, on to the last before it returns false
+   (`cpp/include/tensorrt_llm/deep_gemm/scheduler.cuh` `GroupedWithOffsetScheduler(SwapAB)::get_next_block`): a fixed
+   cost per call that grows with the experts a GPU holds, 256 (sliced) at TP 8 without EP, 64 at EP 4, 32 at EP 8.
+   Fitted on the calibration rows' ITL alone (EP 1: 13.78 and 14.53 ms measured, 10.19 and 10.66 before): 126 ns a
+   local expert and call, about one L2 round trip, 3.7 ms a token at EP 1 (2 x 256 x 58 layers). Held out, the same
+   issue's H200 rows at EP 4 and 8 move from -6..-10 % to -6..+3 % and reproduce what the generic step could not: EP
+   1 slower than EP 8, by 3.3 ms a token (2.8 measured). At eight users -16 / -4 / -8 % -> +4 / +2 / -6 %. The B200
+   rows take other kernels (NVFP4's CUTLASS grouped GEMM; Blackwell's FP8 linears run `fp8_swap_ab_gemm`,
+   `_torch/modules/linear.py` `FP8BlockScalesLinearMethod.apply` under `is_sm_100f()`) and show no such step (6.78 /
+   6.61 / 6.81 ms at EP 1 / 4 / 8): unchanged. A prompt's step pays the same walks among far larger GEMMs (+3 ms at
+   8,192 tokens and EP 1, through the step model's closed form), so the launch time refitted on the calibration
+   pair's TTFT intercept rises 49.7 -> 50.2 us (both fits together). Nothing else moves: no other bench serves an FP8
+   block-scale MoE on Hopper under TensorRT-LLM (trtllm.py's MoE rows are per-tensor FP8 or NVFP4; MLPerf's Mixtral
+   is per-tensor FP8), and SGLang and vLLM run their own MoE kernels. MoE serving TPOT, pooled over every serving
+   bench (bench/results/inference_sources.md): 10.1 % -> 8.9 %.
 
 What the B200 rows say, read this session (nothing else fitted):
 
