@@ -42,7 +42,74 @@ FLAT_REQUEST_S = 57.5e-3
 
 
 # What the rows say (read off the tables; kept with the report when it is regenerated).
-NOTES = """Session 9 (s9-nvfp4): NVIDIA's NVFP4 checkpoints priced as they ship, held-out medians:
+NOTES = """Session 10 (s10-trt): what sets TensorRT-LLM's decode step on the B200 and the H200, held-out medians:
+
+| change | TTFT | TPOT | i5929 TPOT | ix3317 TPOT |
+|---|---:|---:|---:|---:|
+| main at a31515b4 | 21.6% | 21.7% | 16.2% | 22.4% |
+| 1. Hopper's FP8 block-scale MoE walks its local experts; launch time refitted | 21.1% | 21.8% | 6.4% | 22.5% |
+
+1. `engines/trtllm.grouped_gemm_walk`, `overheads.TRTLLM_HOPPER_GROUP_WALK_S`: on Hopper, TensorRT-LLM's CUTLASS MoE
+   runs an FP8 block-scale checkpoint's two grouped GEMMs as DeepGEMM kernels over one problem per local expert
+   (`cpp/tensorrt_llm/kernels/cutlass_kernels/fp8_blockscale_gemm/fp8_blockscale_gemm_kernel.cuh`
+   `fp8_grouped_gemm_run` -> `grouped_gemm_dispatch`, `GemmType::GroupedWithOffset`, the SwapAB variant below 32 rows
+   an expert), and their persistent scheduler finds each tile by walking the experts from the first, two `__ldg` of
+   `problem_m_offsets` each, on to the last before it returns false
+   (`cpp/include/tensorrt_llm/deep_gemm/scheduler.cuh` `GroupedWithOffsetScheduler(SwapAB)::get_next_block`): a fixed
+   cost per call that grows with the experts a GPU holds, 256 (sliced) at TP 8 without EP, 64 at EP 4, 32 at EP 8.
+   Fitted on the calibration rows' ITL alone (EP 1: 13.78 and 14.53 ms measured, 10.19 and 10.66 before): 126 ns a
+   local expert and call, about one L2 round trip, 3.7 ms a token at EP 1 (2 x 256 x 58 layers). Held out, the same
+   issue's H200 rows at EP 4 and 8 move from -6..-10 % to -6..+3 % and reproduce what the generic step could not: EP
+   1 slower than EP 8, by 3.3 ms a token (2.8 measured). At eight users -16 / -4 / -8 % -> +4 / +2 / -6 %. The B200
+   rows take other kernels (NVFP4's CUTLASS grouped GEMM; Blackwell's FP8 linears run `fp8_swap_ab_gemm`,
+   `_torch/modules/linear.py` `FP8BlockScalesLinearMethod.apply` under `is_sm_100f()`) and show no such step (6.78 /
+   6.61 / 6.81 ms at EP 1 / 4 / 8): unchanged. A prompt's step pays the same walks among far larger GEMMs (+3 ms at
+   8,192 tokens and EP 1, through the step model's closed form), so the launch time refitted on the calibration
+   pair's TTFT intercept rises 49.7 -> 50.2 us (both fits together). Elsewhere only the launch time moves anything:
+   trtllm.py's MoE fitted rows 3.9 -> 4.0 % (held out 6.6 %, dense unchanged), one trtllm_capacity row 12.1 -> 12.0
+   %, TensorRT-LLM plans' TTFT +0.3..0.8 % (five goldens re-recorded); no other bench serves an FP8 block-scale MoE
+   on Hopper under TensorRT-LLM (trtllm.py's MoE rows are per-tensor FP8 or NVFP4; MLPerf's Mixtral is per-tensor
+   FP8), and SGLang and vLLM run their own MoE kernels. MoE serving TPOT, pooled over every serving bench
+   (bench/results/inference_sources.md): 10.1 % -> 8.9 %.
+
+What the B200 rows say, read this session (nothing else fitted):
+
+- **The step is per-layer fixed cost on both cards, and the B200's is about 0.6 of the H200's.** At one user the
+  weights' bytes are 0.9-1.3 ms of a token on either card; gpuplan's step is 61 x (31 non-GEMM kernels + 9 GEMMs)
+  at 3 us and two fused all-reduces, about 140 us a layer on both, which the H200 rows (with the walk) measure and the
+  B200 rows do not (88 us a layer at 6.35 ms a token, InferenceX's B200 FP8 about 110 us at 4 users). Counted from
+  TensorRT-LLM's code (`modeling_deepseekv3.py` `DeepseekV3DecoderLayer.forward_MoE`, `Deepseekv3MoE.forward` with
+  the shared expert on the aux stream, `Deepseekv3RoutingImpl.noaux_tc`, `attention.py`
+  `MLA.forward_absorption_generation` with the rope on the aux stream, the CUTLASS MoE runner), a decode layer
+  launches about 12-13 non-GEMM kernels on the critical path on Blackwell (one q/kv norm, the MLA kernel and its
+  reduction, the routing's sigmoid, `noaux_tc` and cast, the MoE's maps, strides, expansion, activation and
+  finalize, the shared + routed add) and 16-18 on Hopper (`fp8_quantize_1x128` before each FP8 block-scale linear,
+  `scale_1x128_kernel` before each grouped GEMM), against the generic 31 (vLLM's unfused count). Priced at 3 us, that
+  count (12 on Blackwell, 17 on Hopper) puts issue #5929's B200 rows within -5..+6 % but InferenceX's B200 FP8 at
+  -18..+2 % and the H200 rows at -20..-45 % (before item 1), and it contradicts NVIDIA's own B200 batch-1 runs
+  (checks table: gpuplan 10.63 -> 7.13 ms a token at EP 8 against 11.24 published, 10.28 -> 6.77 at EP 4 against
+  9.01): fused kernels last longer than the 3 us floor, and no source gives their durations. Not landed: the
+  count would move both cards without a duration for each kernel; a profile of one decode step (nsys) on each card
+  is what it needs.
+- **Issue #5929's B200 rows disagree with NVIDIA's own B200 figures.** Its release, v0.21.0rc2, predates CUDA graphs
+  by default: `PyTorchConfig.use_cuda_graph = False` until `Breaking change: perf: [TRTLLM-4662] Enable cuda graph by
+  default (#5480)`, merged to main on 2025-07-14 (c9e7f831dc), and trtllm-serve of that period sets no graph option
+  (`tensorrt_llm/commands/serve.py` `get_llm_args`). The issue states no `extra_llm_api_options`, so as written its
+  decode ran each kernel launched from Python. Priced with this bench's eager launch time (50.2 us, fitted on the
+  prompt's intercept) an eager decode step would take 61 x 38 x 50.2 us = 116 ms, against 6.6-14.5 ms measured: either
+  the rows ran CUDA graphs (the DeepSeek examples' `use_cuda_graph: true`) or the prompt intercept that fits the launch
+  time is not launch time. For the TTFT work (helper s10-ix), not changed here. And LLMPerf's token count: upstream
+  `token_benchmark_ray.py` counted output tokens with `hf-internal-testing/llama-tokenizer` until a later version took
+  the model's own (`get_tokenizer(model)`); which one the issue ran is not stated, and a Llama tokenizer on
+  DeepSeek-R1's output would count more tokens than were generated and shorten every row's ITL alike. NVIDIA's 111
+  TPS a user without MTP (EP 4, with PDL, `--vboost 4` and unreleased grouped GEMMs) is 9.0 ms a token; the issue's
+  B200 at EP 4 measures 6.6. The rows stay held out as they are.
+- **InferenceX's B200 FP8 (ix3317, +17..+27 %)** ran `moe_config.backend: TRTLLM` (TRTLLM-Gen: routing, permutation
+  and the first GEMM's activation fused into its kernels, `fused_moe_trtllm_gen.py`), which gpuplan's scenario cannot
+  say; NVIDIA's blog 1 puts the backend's gain at 253 -> 299 TPS a user with MTP 3 (with EP 2, a check, not a
+  factor). Left: a `moe_backend` setting priced from that kernel count needs the same kernel durations.
+
+Session 9 (s9-nvfp4): NVIDIA's NVFP4 checkpoints priced as they ship, held-out medians:
 
 | change | TTFT | TPOT |
 |---|---:|---:|
@@ -431,6 +498,29 @@ def calibrate(rows: list[dict], hi: float = 1e-3) -> float:
     return (lo + hi) / 2
 
 
+def calibrate_walk(rows: list[dict], hi: float = 1e-6) -> float:
+    """TRTLLM_HOPPER_GROUP_WALK_S: the seconds per local expert and grouped-GEMM call at which the calibration rows'
+    mean ITL error is zero, by bisection (the rows' ITL grows with it), every other constant held. Their single
+    requests' TTFT does not depend on it (a decode cost), so the launch time is fitted first."""
+    cal = [r for r in rows if r["role"] == "calibration"]
+    held = oh.TRTLLM_HOPPER_GROUP_WALK_S
+
+    def gap(walk_s: float) -> float:
+        oh.TRTLLM_HOPPER_GROUP_WALK_S = walk_s
+        try:
+            return statistics.mean(err(predict(r, oh.TRTLLM_EAGER_LAUNCH_S)[1], float(r["p50_itl_ms"])) for r in cal)
+        finally:
+            oh.TRTLLM_HOPPER_GROUP_WALK_S = held
+
+    lo = 0.0
+    if gap(lo) >= 0:
+        return lo
+    for _ in range(30):
+        mid = (lo + hi) / 2
+        lo, hi = (mid, hi) if gap(mid) < 0 else (lo, mid)
+    return (lo + hi) / 2
+
+
 def err(pred: float, meas: float) -> float:
     return pred / meas - 1
 
@@ -449,7 +539,10 @@ def report(rows: list[dict], seconds: float) -> str:
              "steps that hold a prompt run without a CUDA graph, each kernel launched at overheads."
              f"TRTLLM_EAGER_LAUNCH_S = {launch * 1e6:.1f} us of host time, fitted on the same calibration rows (H200 "
              "FP8 without expert parallelism, one request at 1,600 and 8,192 prompt tokens), and the server path "
-             f"per request is vLLM's {request * 1e3:.1f} ms, borrowed. ITL as the row's client prints it (`client` "
+             f"per request is vLLM's {request * 1e3:.1f} ms, borrowed. Decode steps of the H200 rows pay the FP8 "
+             "block-scale MoE's walk over its local experts, overheads.TRTLLM_HOPPER_GROUP_WALK_S = "
+             f"{oh.TRTLLM_HOPPER_GROUP_WALK_S * 1e9:.0f} ns an expert and grouped GEMM, fitted on the same rows' ITL. "
+             "ITL as the row's client prints it (`client` "
              "column: LLMPerf's is the request's latency per output token, TTFT included). error = (gpuplan - "
              "measured) / measured.", "",
              "| rows | n | TTFT median abs error, before | now | TPOT median abs error, before | now |",
@@ -482,12 +575,14 @@ def report(rows: list[dict], seconds: float) -> str:
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--out", type=Path, default=ROOT / "bench" / "results" / "trtllm_serving.md")
-    ap.add_argument("--calibrate", action="store_true", help="refit overheads.TRTLLM_EAGER_LAUNCH_S on the calibration "
-                    "rows and print it (copy it into src/gpuplan/overheads.py)")
+    ap.add_argument("--calibrate", action="store_true", help="refit overheads.TRTLLM_EAGER_LAUNCH_S and "
+                    "TRTLLM_HOPPER_GROUP_WALK_S on the calibration rows and print them (copy them into "
+                    "src/gpuplan/overheads.py)")
     args = ap.parse_args()
     rows = load_rows()
     if args.calibrate:
         print(f"TRTLLM_EAGER_LAUNCH_S = {calibrate(rows):.3g}")
+        print(f"TRTLLM_HOPPER_GROUP_WALK_S = {calibrate_walk(rows):.3g}")
         return
     t0 = time.perf_counter()
     text = report(rows, 0.0)

@@ -991,8 +991,10 @@ TRTLLM_REQUEST_S = VLLM_V1_REQUEST_S
 # when the fused MoE's expanded rows were priced (speed/experts.expanded_rows_s: the 8,192-token prompt's GPU work
 # grew more than the 1,600-token one's, so the intercept left to the launches grew): 43.9 -> 47.2 us; and when MLA's
 # prompt attention left the FP8-FMHA speed-up (engines/trtllm.Trtllm.timing: a BF16 MHA): 47.2 -> 48.9 us; and when
-# MLA's fused down-projection ran whole on every rank (tensors/layout.replicated, s8): 48.9 -> 49.7 us.
-TRTLLM_EAGER_LAUNCH_S = 49.7e-6
+# MLA's fused down-projection ran whole on every rank (tensors/layout.replicated, s8): 48.9 -> 49.7 us; and when
+# Hopper's FP8 block-scale MoE walked its local experts in every step (TRTLLM_HOPPER_GROUP_WALK_S, s10: the
+# 8,192-token prompt's step 3 ms longer, the intercept 1.3 ms shorter): 49.7 -> 50.2 us.
+TRTLLM_EAGER_LAUNCH_S = 50.2e-6
 # TensorRT-LLM's context attention against gpuplan's FlashAttention figure (ATTENTION_PEAK_FRACTION of the bf16 peak):
 # fitted at 1.5x. trtllm-bench builds FP8 and NVFP4 engines with FP8 context FMHA (tensorrt_llm/bench/build/build.py:
 # use_fp8_context_fmha = True "if NVFP4 or FP8 quantization is enabled"), whose peak is twice the bf16 one.
@@ -1012,6 +1014,21 @@ TRTLLM_CONTEXT_ATTENTION_SPEEDUP = 1.5
 TRTLLM_MOE_PREFILL_TOKEN_S = 80e-9
 TRTLLM_MOE_DECODE_TOKEN_S = 200e-9
 TRTLLM_MOE_LAYER_STEP_S = 0.0
+# TensorRT-LLM's FP8 block-scale MoE on Hopper (a model's own FP8 checkpoint with 128 x 128 weight blocks, as
+# DeepSeek-V3/R1 ship, served by the CUTLASS MoE backend): both grouped GEMMs of a MoE layer are DeepGEMM kernels
+# over one problem per local expert (cpp/tensorrt_llm/kernels/cutlass_kernels/fp8_blockscale_gemm/
+# fp8_blockscale_gemm_kernel.cuh fp8_grouped_gemm_run -> grouped_gemm_dispatch: GemmType::GroupedWithOffset,
+# num_problems = the experts on this GPU; the SwapAB variant below 32 rows an expert, i.e. at decode), and their
+# persistent scheduler finds a CTA's tile by walking the experts from the first, two __ldg of problem_m_offsets and
+# the block count each (cpp/include/tensorrt_llm/deep_gemm/scheduler.cuh GroupedWithOffsetScheduler(SwapAB)::
+# get_next_block; the last call walks on to the last expert to return false): every call costs each CTA a walk over
+# every local expert, empty or not. Seconds per local expert and grouped-GEMM call (126 ns: about one L2 round
+# trip). Fitted by `python bench/serving/trtllm_serving.py --calibrate` on the calibration rows' ITL alone (issue
+# #5929's H200 FP8 at TP 8 without expert parallelism: 256 local experts, 13.78 and 14.53 ms a token); held out: the
+# same issue's H200 rows at EP 4 and 8 (64 and 32 local experts) and at 8 users. Blackwell's FP8 linears and MoE
+# take other kernels (fp8_swap_ab_gemm, TRTLLM-Gen; NVFP4's CUTLASS grouped GEMM), and issue #5929's B200 rows show
+# no such step (6.78 / 6.61 / 6.81 ms at EP 1 / 4 / 8).
+TRTLLM_HOPPER_GROUP_WALK_S = 1.26e-7
 
 # ---- profiled modules (speed/modules.py): diffusion denoisers, VAEs, text encoders, Whisper, T5 ----------------------
 # Host work of an eager pass read off the module's own profile: every aten op the dispatcher runs (views included:

@@ -346,7 +346,8 @@ class Trtllm(Engine):
         return current_timing(s, m, gpu, loop=host_loop(s, m, gpu), graph_max_batch=0, grouped_experts=True,
                               context_attention_speedup=oh.TRTLLM_CONTEXT_ATTENTION_SPEEDUP if fp8_fmha else 1.0,
                               eager_prompts=eager, launch_s=oh.TRTLLM_EAGER_LAUNCH_S if eager else 0.0,
-                              note=TIMING if eager else TIMING_ENGINE, **fused_kernels(s, m, gpu))
+                              note=TIMING if eager else TIMING_ENGINE, **fused_kernels(s, m, gpu),
+                              **grouped_gemm_walk(s, m, gpu))
 
 
 # The two RMSNorms of a DeepSeek decoder layer that TensorRT-LLM runs inside its all-reduces (fused_kernels)
@@ -372,6 +373,34 @@ def fused_kernels(s: Scenario, m: ModelSpec, gpu: GpuSpec) -> dict:
         return {}
     generic = oh.DECODE_KERNELS_PER_LAYER - 7 + oh.MOE_KERNELS_PER_LAYER + oh.MLA_KERNELS_PER_LAYER
     return {"fused_all_reduce": True, "layer_kernels": generic - FUSED_NORMS_PER_LAYER}
+
+
+# The grouped GEMMs of a MoE layer (the gate+up and the down projections of the routed experts)
+GROUPED_GEMMS_PER_MOE_LAYER = 2
+
+
+def grouped_gemm_walk(s: Scenario, m: ModelSpec, gpu: GpuSpec) -> dict:
+    """What a decode step's MoE layer pays on Hopper where TensorRT-LLM serves a model's own FP8 block-scale
+    checkpoint (``Format.fp8_block``: DeepSeek-V3/R1's 128 x 128 weight blocks), as a :class:`~gpuplan.engines.base.
+    Timing` field: the CUTLASS MoE runs both grouped GEMMs as DeepGEMM ``GroupedWithOffset`` kernels over one problem
+    per local expert, whose scheduler walks every local expert on every call
+    (:data:`~gpuplan.overheads.TRTLLM_HOPPER_GROUP_WALK_S`), ``2 x experts / ep`` walks a layer: at TP 8 without
+    expert parallelism each GPU holds a slice of all 256 of DeepSeek-R1's experts, at EP 8 whole ones of 32. A
+    decode step's cost (``StepTimer.decode_parts``); the serving simulation's steps (:mod:`gpuplan.serving.steptime`)
+    carry it into those that hold a prompt too, where it is small beside their GEMMs. Blackwell, other formats
+    (NVFP4, per-tensor FP8) and dense models pay none."""
+    major = int(float(gpu.compute_capability or 0)) if gpu.vendor == "NVIDIA" else 0
+    if not (m.is_moe and major == 9 and fp8_block_served(s, m)):
+        return {}
+    local = m.num_experts / max(s.ep, 1)
+    return {"expert_layer_s": GROUPED_GEMMS_PER_MOE_LAYER * local * oh.TRTLLM_HOPPER_GROUP_WALK_S}
+
+
+def fp8_block_served(s: Scenario, m: ModelSpec) -> bool:
+    """Whether the weights served are the model's own FP8 block-scale checkpoint (its ``quantization_config``
+    ``weight_block_size``), as ``quant: fp8`` or the checkpoint's format: TensorRT-LLM loads it as
+    ``FP8_BLOCK_SCALES``."""
+    return s.quant in (None, "fp8") and m.shipped_format()[0].fp8_block is not None
 
 
 TIMING = ("TensorRT-LLM: its host loop's cost per step, per sequence and per request taken as vLLM's; a step holding "
