@@ -301,14 +301,14 @@ CAUSES = {
         "FP8 saves 2.25 ms a step at concurrency 8 where the single-request slopes give 3.4 ms."),
     ("sglang_serving", "dstack"): (
         "DeepSeek-R1 on SGLang 0.4.3.post2 with DP attention (8x H200) and 0.4.2.post4 (8x MI300X), as dstack's "
-        "README states: prompts still 1.2-3x too fast after the absorbed MLA prefill of those releases (the triton "
-        "extend kernel's rate on 576-wide heads is unpublished; PR #3237's bench_one_batch total less its decode "
-        "steps puts 0.4.3's prefill on 8 MI300Xs ~2.8x gpuplan's; PR #3550's triton and FlashInfer-MLA runs put "
-        "the triton prompt attention at ~5.1x and the rest at ~1.8-1.9x, which fits the MI300X rows but overshoots the "
-        "H200 DP-attention ones 1.5-3x: derived, not fitted, not kept). Decode now within 11 % "
-        "median (30.9 % before): the first DeepSeek-V3 releases' fixed GPU time per MoE layer (engines/sglang.py "
-        "early_deepseek), fitted on the SGLang team's bench_one_batch steps (PRs #2643 and #3237), not on these "
-        "rows (bench/results/sglang_serving.md). Shown, never fitted."),
+        "README states. Now modelled: a scheduler per DP rank, fed round robin, the ranks stepping together "
+        "(serving/simulate.py _Ranks; 0.4.3's halved chunk), the triton MLA decode streaming the latent cache once "
+        "per 16 heads (8 times a step under DP attention), and those releases' prompt path (x 1.12) and triton "
+        "prompt attention (x 4.24 the absorbed figure) fitted on SGLang PR #3550's two long-prompt runs "
+        "(FlashInfer MLA 89.26 s, triton 350.7 s), not on these rows: TTFT 59.0 % -> 37.0 %, TPOT 11.0 % -> "
+        "14.5 %, E2E 13.4 % -> 15.0 %. Prompts still 6-43 % too fast (3,200-token prompts, shorter than PR #3550's "
+        "1-32k; the fit assumes FlashInfer's prompt attention at gpuplan's multi-head figure), H200 decode 13-23 % "
+        "fast (bench/results/sglang_serving.md). Shown, never fitted."),
     ("sglang_serving", "ix3173"): "InferenceX DeepSeek-R1 TTFT under SGLang: helper s8-ttft's this session.",
     ("sglang_serving", "ix3318"): (
         "InferenceX DeepSeek-R1 TTFT under SGLang on MI325X: 0.44-0.71 s more on every request at 8k prompts, a "

@@ -777,6 +777,20 @@ SGLANG_MLA_MOE_KERNELS_PER_LAYER = 16
 # without it; none between 0.4.4 and 0.5 is measured here.
 SGLANG_EARLY_DEEPSEEK_UNTIL = (0, 4, 3)
 SGLANG_EARLY_DEEPSEEK_MOE_LAYER_S = {"NVIDIA": 349e-6, "AMD": 150e-6}
+# The same releases' DeepSeek prompts (engines/sglang.py early_deepseek), fitted on neither serving row but on SGLang
+# pull request #3550 (2025-02-13, "feat: support flashinfer mla attention for deepseek v3": DeepSeek-V3 at TP 8 on
+# the SGLang team's 8 H200s, --disable-radix-cache, bench_serving random 32,000 in / 100 out at range ratio 0, 60
+# prompts at 1 request/s, 936,860 input tokens): 89.26 s with --enable-flashinfer-mla, 350.7 s with the default
+# triton backend (10,526.88 and 2,679.07 total tokens/s); bench/data/sglang_prompt_runs.csv, replayed by
+# `sglang_serving.py --calibrate-prompts`. The two runs differ only in the prompt attention. With FlashInfer's taken
+# at gpuplan's multi-head figure (the assumption the fit rests on), the rest of the FlashInfer run's replay sets the
+# prompt path's GPU work other than attention at 1.12x gpuplan's (the unfused prompt path of those releases:
+# input_to_float8 torch ops, native YaRN rotary, shared experts apart, triton block-FP8 GEMMs), then the triton run's
+# sets the triton extend kernel's prompt attention at 4.24x gpuplan's absorbed figure (a prompt's first chunk, with
+# the radix cache off, multi-head at 320 / 1,088 of that). The triton backend is those releases' MLA default on
+# every card (ROCm has no other), so both apply on CUDA and ROCm alike.
+SGLANG_EARLY_PROMPT_SCALE = 1.12
+SGLANG_EARLY_TRITON_PROMPT_ATTENTION = 4.24
 # SGLang replays CUDA graphs for decode batches only (python/sglang/srt/model_executor/cuda_graph_runner.py
 # CudaGraphRunner.can_run: decode, idle and target-verify batches up to cuda_graph_max_bs); an extend (prefill) batch
 # runs model.forward eagerly (model_runner.py ModelRunner.forward_extend), each kernel launched from SGLang's Python
@@ -883,10 +897,10 @@ DECODE_BANDS: dict[tuple[str, str, str], tuple[float, float, int, str]] = {
     ("vllm", "MoE", "NVIDIA"): (-0.07, 0.04, 12, "Mixtral-8x7B, Qwen3-30B-A3B and Nemotron-3-Nano serving runs; no "
                                "DeepSeek or gpt-oss TPOT (bench/results/bands.md)"),
     ("sglang", "dense", "NVIDIA"): (-0.11, 0.02, 4, "Llama-3.1 8B and 70B, SGLang 0.3-0.4 (bench/results/bands.md)"),
-    ("sglang", "MoE", "NVIDIA"): (-0.10, 0.16, 39, "DeepSeek-R1 on 8 H200, B200 or B300: InferenceX's SGLang 0.5 runs "
-                                  "-10% to +19%, dstack's 0.4.3.post2 runs with DP attention -6% to -17% "
+    ("sglang", "MoE", "NVIDIA"): (-0.15, 0.16, 39, "DeepSeek-R1 on 8 H200, B200 or B300: InferenceX's SGLang 0.5 runs "
+                                  "-10% to +19%, dstack's 0.4.3.post2 runs with DP attention -13% to -24% "
                                   "(bench/results/bands.md)"),
-    ("sglang", "MoE", "AMD"): (-0.19, 0.19, 8, "DeepSeek-R1 on 8 MI300X (dstack, SGLang 0.4.2.post4: -33% to +14%) "
+    ("sglang", "MoE", "AMD"): (-0.14, 0.19, 8, "DeepSeek-R1 on 8 MI300X (dstack, SGLang 0.4.2.post4: -27% to +15%) "
                                "and 8 MI325X (InferenceX, 0.5.19: +18% and +21%) (bench/results/bands.md)"),
     ("trtllm", "dense", "NVIDIA"): (-0.12, 0.08, 164, "NVIDIA's trtllm-bench tables, Llama 3.x 8B-405B "
                                     "(bench/results/bands.md)"),

@@ -100,6 +100,12 @@ class Timing:
     fp8_kv_rate: float = 1.0
     # GPU seconds per routed-expert layer and decode step beyond the experts' bytes (vLLM's MXFP4 MoE layers)
     expert_layer_s: float = 0.0
+    # a prompt's GPU work other than attention over gpuplan's figure (SGLang's first DeepSeek releases: their
+    # unfused prompt path, engines/sglang.py early_deepseek); the step model scales the prompt tokens' share by it
+    prompt_scale: float = 1.0
+    # times a decode step streams each cached token (SGLang's triton MLA decode: once per block of 16 query heads,
+    # engines/sglang.py triton_mla_decode)
+    kv_reads: int = 1
     # bytes/s at which a decode step moves Mamba-2's SSM states (0: the streaming bandwidth; vLLM's Triton
     # selective_state_update under its launch heuristic)
     ssm_state_bps: float = 0.0

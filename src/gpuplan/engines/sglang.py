@@ -86,13 +86,20 @@ PREFILL_GRAPH_MLA_TOKENS = 2048
 # the first release after PR #28053 (merged 2026-06-12, "Disable dsr1 prefill cudagraphs by default"), which ends
 # DeepSeek's prefill graphs on trtllm_mla and with them the whole-pool cast (prefill_graphs)
 POOL_CAST_UNTIL = (0, 5, 13)
+# the last release read that halves chunked_prefill_size under --enable-dp-attention (chunk_size; 0.4.1.post2,
+# 0.4.2, 0.4.3.post2 all do), and the first that keeps the overlap scheduler on with it (overlap_schedule)
+DP_CHUNK_HALVED_UNTIL = (0, 4, 3)
+DP_OVERLAP_FROM = (0, 4, 2)
 ALL_REDUCE_FUSION_ARCHS = frozenset({"DeepseekV3ForCausalLM", "GptOssForCausalLM", "Glm4MoeForCausalLM",
                                      "Qwen3MoeForCausalLM"})
 
 
 def overlap_schedule(s: Scenario) -> bool:
-    """Whether SGLang (``s.engine_version``, default current) prepares the next batch while the GPU runs this one."""
-    return version_tuple(s.engine_version or "0.5.3") >= OVERLAP_FROM
+    """Whether SGLang (``s.engine_version``, default current) prepares the next batch while the GPU runs this one:
+    from 0.4.0, but not under DP attention before 0.4.2 (0.4.1.post2 ``server_args.py``: "Overlap scheduler is
+    disabled" with ``enable_dp_attention``; 0.4.2 dropped that line)."""
+    version = version_tuple(s.engine_version or "0.5.3")
+    return version >= OVERLAP_FROM and not (s.attention_dp and version < DP_OVERLAP_FROM)
 
 
 def cell_bytes(s: Scenario, m: ModelSpec) -> float:
@@ -151,8 +158,14 @@ def defaults(memory_mib: float, tp: int = 1, pp: int = 1, version: str | None = 
 
 def chunk_size(s: Scenario, d: Defaults) -> int:
     """``--chunked-prefill-size``: the card's default, or -1 (``ServerArgs``: "Setting this to -1 means disabling
-    chunked prefill") when the scenario turns chunked prefill off."""
-    return -1 if s.chunked_prefill is False else d.chunked_prefill_size
+    chunked prefill") when the scenario turns chunked prefill off. Under DP attention releases up to 0.4.3 halve it
+    on every rank (``server_args.py`` ``ServerArgs.__post_init__`` of 0.4.3.post2: ``self.chunked_prefill_size =
+    self.chunked_prefill_size // 2``, "to avoid MoE kernel issues": the MoE layers run the gathered tokens of every
+    rank)."""
+    if s.chunked_prefill is False:
+        return -1
+    halved = s.attention_dp and version_tuple(s.engine_version or "0.5.3") <= DP_CHUNK_HALVED_UNTIL
+    return d.chunked_prefill_size // 2 if halved else d.chunked_prefill_size
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -171,6 +184,7 @@ class StartupMemory:
     cuda_graph_max_bs: int = 0
     mixed_chunk: bool = False  # --enable-mixed-chunk: prompt chunks share a step with the decodes
     card_gib: float = 0.0  # what the card holds in all (cudaMemGetInfo's total): the start-up's and SGLang's
+    attention_ranks: int = 1  # DP attention ranks the figures above add up (:meth:`ranks`), each its own scheduler
 
     @property
     def reserve_gib(self) -> float:
@@ -178,10 +192,11 @@ class StartupMemory:
         return self.total_gib * (1 - self.mem_fraction_static)
 
     def ranks(self, n: int) -> StartupMemory:
-        """``n`` attention data-parallel ranks as one scheduler sees them: each DP worker schedules its own
-        requests, so the pools, running-request caps and chunk sizes add up."""
+        """``n`` attention data-parallel ranks of one copy: the pools, running-request caps and chunk sizes add up
+        (what the copy holds); each DP worker still schedules its own requests with one GPU's share
+        (:func:`scheduler_of`, ``attention_ranks``)."""
         return replace(self, kv_tokens=self.kv_tokens * n, max_running_requests=self.max_running_requests * n,
-                       chunked_prefill_size=self.chunked_prefill_size * n)
+                       chunked_prefill_size=self.chunked_prefill_size * n, attention_ranks=self.attention_ranks * n)
 
     def budget_gib(self, outside_gib: float) -> float:
         """The memory SGLang's allocator holds (weights, pool, reserve) beside ``outside_gib`` held outside it
@@ -267,11 +282,19 @@ def scheduler_of(sm: StartupMemory) -> dict:
     decode batch, so a prompt's chunks stall the running decodes (mixing them needs ``--enable-mixed-chunk``, off by
     default). With ``--chunked-prefill-size -1`` a prefill batch takes whole prompts up to ``max_prefill_tokens``
     (16,384), the first prompt of a batch whatever its length (``PrefillAdder.budget_state`` checks the budget before
-    adding it): the budget here is the larger of 16,384 and the context length, so a long prompt runs whole."""
+    adding it): the budget here is the larger of 16,384 and the context length, so a long prompt runs whole.
+
+    Under DP attention (``sm.attention_ranks`` > 1) these are one rank's: each DP worker is a scheduler of its own
+    over its GPU's pool, chunk and request cap (``managers/data_parallel_controller.py``
+    ``launch_dp_attention_schedulers``), fed round robin (``round_robin_scheduler``, the default
+    ``load_balance_method``), and the ranks step together (:class:`gpuplan.serving.simulate.Scheduler`
+    ``attention_ranks``)."""
+    n = max(sm.attention_ranks, 1)
     chunked = sm.chunked_prefill_size > 0
-    budget = sm.chunked_prefill_size if chunked else max(MAX_PREFILL_TOKENS, sm.context_len)
-    return dict(kv_blocks=sm.kv_tokens, block_tokens=1, max_num_seqs=sm.max_running_requests,
-                max_num_batched_tokens=budget, chunked_prefill=chunked, mixed_prefill=sm.mixed_chunk)
+    budget = sm.chunked_prefill_size // n if chunked else max(MAX_PREFILL_TOKENS, sm.context_len)
+    return dict(kv_blocks=sm.kv_tokens // n, block_tokens=1, max_num_seqs=sm.max_running_requests // n,
+                max_num_batched_tokens=budget, chunked_prefill=chunked, mixed_prefill=sm.mixed_chunk,
+                attention_ranks=n)
 
 
 class Sglang(Engine):
@@ -303,8 +326,8 @@ class Sglang(Engine):
 
     def scheduler_settings(self, s: Scenario, startup: StartupMemory, pool: KvPool, longest: int) -> dict | None:
         """Its scheduler's (:func:`scheduler_of`); none when one request of ``longest`` tokens does not fit its
-        token pool."""
-        return scheduler_of(startup) if startup.kv_tokens >= longest else None
+        token pool (one rank's, under DP attention)."""
+        return scheduler_of(startup) if startup.kv_tokens // max(startup.attention_ranks, 1) >= longest else None
 
     def refusal(self, s: Scenario, m: ModelSpec) -> str | None:
         if s.task == "infer" and s.kv_cache_dtype not in self.kv_dtypes:
@@ -377,7 +400,8 @@ class Sglang(Engine):
             note += "; " + POOL_CAST_NOTE.format(ms=graphs["prefill_graph_s"] * 1e3)
         return current_timing(s, m, gpu, loop=loop, note=note, graph_max_batch=d.cuda_graph_max_bs,
                               launch_s=oh.SGLANG_EAGER_LAUNCH_S, label=self.label, rocm_measured=True,
-                              **fused_kernels(s, m, gpu), **early_deepseek(s, m, gpu), **absorbed, **graphs)
+                              **fused_kernels(s, m, gpu), **(absorbed | early_deepseek(s, m, gpu)),
+                              **triton_mla_decode(s, m), **graphs)
 
 
 def fused_kernels(s: Scenario, m: ModelSpec, gpu: GpuSpec) -> dict:
@@ -405,15 +429,43 @@ def deepseek_layers(m: ModelSpec) -> bool:
 
 
 def early_deepseek(s: Scenario, m: ModelSpec, gpu: GpuSpec) -> dict:
-    """The fixed GPU time per MoE layer and decode step of SGLang's first DeepSeek-V3 releases (0.4.1 to 0.4.3,
-    ``s.engine_version`` named; a :class:`~gpuplan.engines.base.Timing` field): fitted per vendor on the SGLang
-    team's own ``bench_one_batch`` runs, one sequence on 8 H200s (0.4.1.post2) and 4 on 8 MI300Xs (0.4.3), where
-    the model's forward alone ran 20 and 15 ms a step slower than gpuplan's bytes and kernel count
-    (:data:`gpuplan.overheads.SGLANG_EARLY_DEEPSEEK_MOE_LAYER_S`: the small unfused kernels of that release's
-    ``models/deepseek_v2.py``)."""
+    """SGLang's first DeepSeek-V3 releases (0.4.1 to 0.4.3, ``s.engine_version`` named) as
+    :class:`~gpuplan.engines.base.Timing` fields, beside :func:`absorbed_prefill`'s attention:
+
+    - the fixed GPU time per MoE layer and decode step, fitted per vendor on the SGLang team's own
+      ``bench_one_batch`` runs, one sequence on 8 H200s (0.4.1.post2) and 4 on 8 MI300Xs (0.4.3), where the model's
+      forward alone ran 20 and 15 ms a step slower than gpuplan's bytes and kernel count
+      (:data:`gpuplan.overheads.SGLANG_EARLY_DEEPSEEK_MOE_LAYER_S`: the small unfused kernels of that release's
+      ``models/deepseek_v2.py``);
+    - a prompt's GPU work other than attention at :data:`~gpuplan.overheads.SGLANG_EARLY_PROMPT_SCALE` times
+      gpuplan's, and its attention (the triton extend kernel, those releases' default MLA backend) at
+      :data:`~gpuplan.overheads.SGLANG_EARLY_TRITON_PROMPT_ATTENTION` times gpuplan's absorbed figure: derived from
+      SGLang PR #3550's FlashInfer-MLA and triton runs of the same long-prompt workload (overheads.py)."""
     early = s.engine_version and version_tuple(s.engine_version) <= oh.SGLANG_EARLY_DEEPSEEK_UNTIL
     layer_s = oh.SGLANG_EARLY_DEEPSEEK_MOE_LAYER_S.get(gpu.vendor, 0.0)
-    return {"expert_layer_s": layer_s} if early and layer_s and deepseek_layers(m) else {}
+    if not (early and layer_s and deepseek_layers(m)):
+        return {}
+    absorbed = absorbed_prefill(s, m).get("context_attention_speedup", 1.0)
+    return {"expert_layer_s": layer_s, "prompt_scale": oh.SGLANG_EARLY_PROMPT_SCALE,
+            "context_attention_speedup": absorbed / oh.SGLANG_EARLY_TRITON_PROMPT_ATTENTION}
+
+
+# query heads one program of the triton MLA decode kernel takes (triton_ops/decode_attention.py
+# decode_attention_fwd_grouped of 0.4.3.post2: BLOCK_H = 16)
+TRITON_DECODE_BLOCK_H = 16
+
+
+def triton_mla_decode(s: Scenario, m: ModelSpec) -> dict:
+    """MLA decode as SGLang's triton backend runs it, the default up to 0.4.5 (a
+    :class:`~gpuplan.engines.base.Timing` field): ``_decode_grouped_att_m_fwd`` launches a grid of (batch,
+    ``cdiv(heads, BLOCK_H)``, KV splits) programs, each streaming the sequence's whole latent cache for its block of
+    16 query heads (SGLang 0.4.3.post2 ``layers/attention/triton_ops/decode_attention.py``). At TP 8 a GPU holds 16
+    of DeepSeek's 128 heads: one block, the cache read once; under DP attention every GPU holds all 128: 8 blocks,
+    the cache streamed 8 times a step (an upper bound where a small batch's cache stays in L2)."""
+    if not m.mla or version_tuple(s.engine_version) > ABSORBED_PREFILL_UNTIL:
+        return {}
+    blocks = -(-(m.num_heads // s.attention_tp) // TRITON_DECODE_BLOCK_H)
+    return {"kv_reads": blocks} if blocks > 1 else {}
 
 
 def prefill_graphs(s: Scenario, m: ModelSpec, gpu: GpuSpec, d: Defaults) -> dict:

@@ -39,6 +39,8 @@ the decodes wait; otherwise every running request decodes. Its radix cache match
 pages), where vLLM's prefix cache matches whole blocks. With ``--scheduler-recv-interval N`` (``recv_interval``) a
 busy scheduler reads new requests only every N decode steps and right after a prefill batch
 (:meth:`_Engine.receive`): a request sent meanwhile waits in ``inbox``, its latency counting from the send.
+Under SGLang's DP attention (``Scheduler.attention_ranks``) each rank is such a scheduler of its own, fed round robin,
+and the ranks step together (:class:`_Ranks`).
 """
 
 from __future__ import annotations
@@ -85,6 +87,9 @@ class Scheduler:
     # SGLang's --scheduler-recv-interval (1: every loop turn, its default): new requests are taken in only once
     # this many decode steps have run since the last take, or right after a prefill batch (_Engine.receive)
     recv_interval: int = 1
+    # SGLang's DP attention: this many ranks, each a scheduler of its own with the settings above (one GPU's pool,
+    # chunk and request cap), fed round robin and stepping together (:class:`_Ranks`)
+    attention_ranks: int = 1
 
 
 def vllm_scheduler(s, mem, *, chunked_prefill: bool | None = None, blocks: int | None = None) -> Scheduler:
@@ -214,7 +219,7 @@ def simulate(model: StepModel, engine: Scheduler, arrive: np.ndarray, prompt: np
     if not engine.prefix_cache:
         shared_prefix, prefix_hits = 0, None
     hit, shared_blocks = _cached_tokens(n, prompt, engine.block_tokens, shared_prefix, prefix_hits, cached_blocks)
-    st = _Engine(engine, prompt, output, hit, shared_blocks)
+    st = (_Ranks if engine.attention_ranks > 1 else _Engine)(engine, prompt, output, hit, shared_blocks)
     inbox = st.inbox if engine.recv_interval > 1 else st.waiting  # where sent requests wait to be taken in
     if inter_token_gaps:
         st.gaps = TokenGaps(n)
@@ -245,12 +250,12 @@ def simulate(model: StepModel, engine: Scheduler, arrive: np.ndarray, prompt: np
                 break
             t, busy = max(t, next_at), False
             continue
-        k, dt, last = _timed(model, st, step, next_at, t, st.steps_to_receive())
-        next_at = clients.streaming(t, k * len(step.idx) / dt if dt > 0 else 0.0)  # a token a step each, at most
+        k, dt, last = st.timed(model, step, next_at, t)
+        next_at = clients.streaming(t, k * step.seqs / dt if dt > 0 else 0.0)  # a token a step each, at most
         scheduled_at, busy = t + dt - last, True  # the last step's start
         t += dt
         steps += k
-        st.count_steps(step.n_pre, k)
+        st.count_steps(step, k)
         over = st.land(step, k, t, t - (k - 1) * last)
         if len(over):  # finished: their seats go back to the clients
             next_at = clients.replied(t, len(over))
@@ -281,6 +286,11 @@ class _Step:
     want: np.ndarray | None
     rem: np.ndarray | None
     blocked: bool
+
+    @property
+    def seqs(self) -> int:
+        """Requests the step holds."""
+        return len(self.idx)
 
 
 class _Engine:
@@ -330,13 +340,17 @@ class _Engine:
         """Decode steps until the scheduler next polls, when sent requests wait for it (None: no bound)."""
         return max(self.engine.recv_interval - self.recv_counter, 1) if self.inbox else None
 
-    def count_steps(self, prefill: int, k: int) -> None:
-        """Advance the poll counter (:meth:`receive`) by a step with ``prefill`` prompts (a poll is due next) or
-        ``k`` decode steps; each poll passed on the way, with nothing sent, zeroed it."""
+    def count_steps(self, step: _Step, k: int) -> None:
+        """Advance the poll counter (:meth:`receive`) by a step with prompts (a poll is due next) or ``k`` decode
+        steps; each poll passed on the way, with nothing sent, zeroed it."""
         interval = self.engine.recv_interval
         if interval > 1:
-            counter = interval if prefill else self.recv_counter + k
+            counter = interval if step.n_pre else self.recv_counter + k
             self.recv_counter = counter - (counter - 1) // interval * interval if counter > interval else counter
+
+    def timed(self, model: StepModel, step: _Step, next_at: float, t: float) -> tuple[int, float, float]:
+        """:func:`_timed` of ``step``, its decode runs cut at the scheduler's next poll."""
+        return _timed(model, self, step, next_at, t, self.steps_to_receive())
 
     def schedule(self) -> _Step | None:
         """This step's requests: the running ones in order, each taking its next prompt chunk or one decode token
@@ -441,6 +455,147 @@ class _Engine:
             self.ra = self.ra[np.isnan(self.finish[self.ra])] if batch is None else batch
             self.finished += len(over)
         return over
+
+
+class _Dispatch:
+    """SGLang's data-parallel controller in front of its DP attention ranks: each request it takes goes to the next
+    rank in turn (``managers/data_parallel_controller.py`` ``round_robin_scheduler``, the default
+    ``load_balance_method``), into that rank's ``queues`` entry."""
+
+    def __init__(self, queues: list[deque[int]]) -> None:
+        self.queues, self.turn = queues, 0
+
+    def append(self, r: int) -> None:
+        self.queues[self.turn].append(r)
+        self.turn = (self.turn + 1) % len(self.queues)
+
+    def __len__(self) -> int:
+        return sum(len(q) for q in self.queues)
+
+    def __bool__(self) -> bool:
+        return any(self.queues)
+
+
+@dataclass(slots=True)
+class _RankStep:
+    """One step of every DP attention rank that runs one (``parts``: each rank's engine and its step)."""
+
+    parts: list[tuple[_Engine, _Step]]
+
+    @property
+    def seqs(self) -> int:
+        return sum(len(s.idx) for _, s in self.parts)
+
+    @property
+    def n_pre(self) -> int:
+        return sum(s.n_pre for _, s in self.parts)
+
+
+class _Ranks:
+    """SGLang's DP attention ranks (``Scheduler.attention_ranks``), each a scheduler of its own (an :class:`_Engine`
+    over one GPU's pool, chunk and request cap: its own prefill-first choice, prompt chunks and decodes), fed round
+    robin by the controller (:class:`_Dispatch`), stepping together: every rank's forward gathers the tokens of all
+    ranks before each MLP and MoE layer (``models/deepseek_v2.py`` ``DeepseekV2DecoderLayer.forward``,
+    ``all_gather``), and a rank with nothing to run runs an idle batch beside the others
+    (``Scheduler.prepare_dp_attn_batch``: the ranks' token counts are all-gathered every turn, ``get_idle_batch``
+    when any rank has work). So a prompt on one rank stalls only that rank's decodes; the others decode in the same
+    step, which lasts as long as the busiest rank's attention and every rank's gathered tokens take
+    (:meth:`timed`). SGLang 0.4.3.post2, 0.4.x."""
+
+    def __init__(self, engine: Scheduler, prompt, output, hit, shared_blocks: int) -> None:
+        self.ranks = [_Engine(engine, prompt, output, hit, shared_blocks) for _ in range(engine.attention_ranks)]
+        first = self.ranks[0]
+        self.engine, self.prompt, self.output, self.too_big = engine, prompt, output, first.too_big
+        self.refused = int(first.too_big.sum())
+        self.waiting = _Dispatch([e.waiting for e in self.ranks])
+        self.inbox = _Dispatch([e.inbox for e in self.ranks])
+        self.peak = 0
+
+    @property
+    def finished(self) -> int:
+        return sum(e.finished for e in self.ranks) - (len(self.ranks) - 1) * self.refused
+
+    @property
+    def ra(self) -> np.ndarray:
+        return np.concatenate([e.ra for e in self.ranks])
+
+    @property
+    def gaps(self) -> TokenGaps | None:
+        return self.ranks[0].gaps
+
+    @gaps.setter
+    def gaps(self, gaps: TokenGaps) -> None:
+        for e in self.ranks:  # one record: a request runs on one rank
+            e.gaps = gaps
+
+    @property
+    def first(self) -> np.ndarray:
+        return _merged([e.first for e in self.ranks])
+
+    @property
+    def finish(self) -> np.ndarray:
+        return _merged([e.finish for e in self.ranks])
+
+    @property
+    def preempt(self) -> int:
+        return sum(e.preempt for e in self.ranks)
+
+    def receive(self) -> None:
+        for e in self.ranks:
+            if e.inbox:
+                e.receive()
+
+    def schedule(self) -> _RankStep | None:
+        """Every rank's step (:meth:`_Engine.schedule`); None when no rank can run one."""
+        parts = [(e, s) for e in self.ranks if (len(e.ra) or e.waiting) and (s := e.schedule()) is not None]
+        self.peak = max(self.peak, sum(len(e.ra) for e in self.ranks))
+        return _RankStep(parts) if parts else None
+
+    def timed(self, model: StepModel, step: _RankStep, next_at: float, t: float) -> tuple[int, float, float]:
+        """How long the ranks' step takes (as :func:`_timed`): every rank's tokens at once for the token-proportional
+        work (the MLP and MoE layers run the gathered tokens of all ranks), the busiest rank's prompt attention,
+        cache read and host work (each rank runs its own beside the others). A run of decode steps only when every
+        rank that runs decodes all its requests with nothing to admit; it ends when the first rank's does."""
+        works = [(_step_work(s.have, s.take, s.prefilling, s.n_pre, s.want), s) for _, s in step.parts]
+        pre_tok = sum(w[0] for w, _ in works)
+        pairs = max(w[1] for w, _ in works)
+        sampled = sum(w[2] + len(s.idx) - s.n_pre for w, s in works)
+        n_dec = float(sum(len(s.idx) - s.n_pre for _, s in works))
+        busiest = float(max(len(s.idx) for _, s in works))
+        dt1 = model.time(pre_tok, n_dec, max(w[3] for w, _ in works), pairs, float(step.n_pre), sampled,
+                         host_seqs=busiest)
+        decoding = all(not s.n_pre and (not e.waiting or s.blocked) and len(s.idx) == len(e.ra)
+                       for e, s in step.parts)
+        if not decoding:
+            return 1, dt1, dt1
+        k = min(_decode_run(s.rem, s.have, e.held[s.idx], e.free, e.bt) for e, s in step.parts)
+        polls = [c for e, _ in step.parts if (c := e.steps_to_receive()) is not None]
+        k = min([k, *polls])
+        if k == 1:
+            return 1, dt1, dt1
+        mid = max(w[3] + len(s.idx) * (k - 1) / 2 for w, s in works)
+        dt_mid = model.time(0.0, n_dec, mid, host_seqs=busiest)
+        if next_at < math.inf and not all(s.blocked for _, s in step.parts):
+            k = max(1, min(k, int((next_at - t) / dt_mid)))
+        for e, s in step.parts:
+            extra = np.maximum(-(-(s.have + k) // e.bt) + (s.have + 1) // -e.bt, 0)
+            e.held[s.idx] += extra
+            e.free -= int(_add(extra))
+        return k, dt1 + (k - 1) * dt_mid, dt_mid if k > 1 else dt1
+
+    def count_steps(self, step: _RankStep, k: int) -> None:
+        for e, s in step.parts:
+            e.count_steps(s, k)
+
+    def land(self, step: _RankStep, k: int, t: float, t_first: float | None = None) -> np.ndarray:
+        """Every rank's tokens land (:meth:`_Engine.land`); returns the finished requests."""
+        over = [e.land(s, k, t, t_first) for e, s in step.parts]
+        return np.concatenate(over) if len(over) > 1 else over[0]
+
+
+def _merged(per_rank: list[np.ndarray]) -> np.ndarray:
+    """Each request's time from the rank that ran it (nan on the others)."""
+    return np.fmin.reduce(np.stack(per_rank), axis=0)
 
 
 class TokenGaps:

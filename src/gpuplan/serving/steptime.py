@@ -100,30 +100,37 @@ class StepModel:
     prefill_graph_tokens: float = 0.0
     prefill_graph_s: float = 0.0
     async_host: bool = False  # vLLM async scheduling: the host work overlaps the GPU's, the longer one shows
+    # the engine's prompt work other than attention over gpuplan's (Timing.prompt_scale): the prompt tokens' share of
+    # the token-proportional work and the logits scaled by it
+    prompt_scale: float = 1.0
     calibration: Calibration = Calibration()
 
     def time(self, prefill_tokens: float, decode_seqs: float, decode_context: float, prefill_pairs: float = 0.0,
-             prefill_seqs: float | None = None, sampled: float | None = None) -> float:
+             prefill_seqs: float | None = None, sampled: float | None = None,
+             host_seqs: float | None = None) -> float:
         """Seconds for one step with ``prefill_tokens`` prompt tokens in ``prefill_seqs`` sequences (default:
         one if any), ``decode_seqs`` decoding sequences whose contexts total ``decode_context`` tokens,
         ``prefill_pairs`` (query, key) pairs of prompt attention, and ``sampled`` sequences producing a token
-        (default: every decode and every prompt chunk)."""
+        (default: every decode and every prompt chunk); ``host_seqs``: the sequences one scheduler handles, where
+        several run side by side (SGLang's DP attention ranks: the busiest one's), default all of them."""
         tokens = prefill_tokens + decode_seqs
         if tokens <= 0:
             return 0.0
         pseqs = (1.0 if prefill_tokens > 0 else 0.0) if prefill_seqs is None else prefill_seqs
         rows = decode_seqs + pseqs if sampled is None else sampled
-        gpu = _interp(self.grid_tokens, self.dense_s, tokens) + _interp(self.grid_tokens, self.lm_head_s, rows) \
+        share = prefill_tokens / tokens
+        dense = _interp(self.grid_tokens, self.dense_s, tokens) + _interp(self.grid_tokens, self.lm_head_s, rows)
+        gpu = dense * (1 + (self.prompt_scale - 1) * share) \
             + prefill_pairs * self.attention_s_per_pair + decode_context * self.kv_s_per_token \
             + prefill_tokens * self.scan_s_per_token + decode_seqs * self.state_s_per_seq
         if prefill_tokens > 0 and tokens <= self.prefill_graph_tokens:  # replayed as prefill graphs
             gpu += self.prefill_graph_s - _interp(self.grid_tokens, self.launch_s, tokens)
         c = self.calibration
-        share = prefill_tokens / tokens
         gpu *= c.memory + (c.compute - c.memory) * share
         if prefill_tokens > 0:  # an eager step: the GPU waits on the launches unless its work is longer
             gpu = max(gpu, self.prompt_launch_s * c.overhead)
-        host = (self.step_host_s + self.seq_host_s * (decode_seqs + pseqs)) * c.overhead
+        seqs = decode_seqs + pseqs if host_seqs is None else host_seqs
+        host = (self.step_host_s + self.seq_host_s * seqs) * c.overhead
         return max(gpu, host) if self.async_host else gpu + host
 
     def prefill_time(self, prompt_tokens: float) -> float:
@@ -183,7 +190,8 @@ def sample(timer: StepTimer, calibration: Calibration | None = None,
                      request_s=timer.request_s, frontend_s=timer.frontend[0], frontend_token_s=timer.frontend[1],
                      prompt_launch_s=launch, async_host=timer.async_host, launch_s=tuple(launches),
                      prefill_graph_tokens=float(timer.timing.prefill_graph_tokens),
-                     prefill_graph_s=timer.timing.prefill_graph_s, calibration=calibration or Calibration())
+                     prefill_graph_s=timer.timing.prefill_graph_s, prompt_scale=timer.timing.prompt_scale,
+                     calibration=calibration or Calibration())
 
 
 def step_model(s: Scenario, m: ModelSpec, gpu: GpuSpec, network: Network | None = None,

@@ -131,6 +131,8 @@ class StepTimer:
                  "tensor_parallel": self._tp_s(tokens), "pipeline_across_nodes": self._node_hops_s(tokens)}
         if self.s.attention_dp:  # the MoE layout's gathers and dispatches (speed.experts)
             parts.update(layout_comms_s(self, tokens, seqs, decode=False))
+        if self.timing.prompt_scale != 1.0:  # an engine's prompt path beyond gpuplan's figure, all but attention
+            parts["unfused_prompt"] = (self.timing.prompt_scale - 1) * (sum(parts.values()) - attention - scan)
         if tokens <= self.timing.prefill_graph_tokens:  # a prompt step replayed as graphs (engines/sglang.py)
             parts["kv_pool_cast"] = self.timing.prefill_graph_s
         parts["kernel_launches"] = self._launches_s(tokens, sum(parts.values()), prompt=True)
@@ -179,7 +181,7 @@ class StepTimer:
         # Mamba-2's SSM states, read and written back, at the engine's state-update kernel's own rate where measured
         ssm = 2 * rank_batch * ssm_state_bytes(m, tp=s.attention_tp) * gpu_share \
             if self.timing.ssm_state_bps else 0.0
-        kv_s = max((kv - ssm) / (self._stream_bps * self.timing.fp8_kv_rate)
+        kv_s = max((kv - ssm) * self.timing.kv_reads / (self._stream_bps * self.timing.fp8_kv_rate)
                    + (ssm / self.timing.ssm_state_bps if ssm else 0.0), mla)
         kernels = self._kernels_per_layer() * m.num_layers * gpu_share * self._kernel_latency_s
         elementwise = self._elementwise_s(batch) * gpu_share
