@@ -489,13 +489,7 @@ def calibrate(rows: list[dict], hi: float = 1e-3) -> float:
     def gap(launch_s: float) -> float:
         return intercept([(int(r["prompt_tokens"]), predict(r, launch_s)[0]) for r in cal])[0] - measured
 
-    lo = 0.0
-    if gap(lo) >= 0:
-        return lo
-    for _ in range(40):
-        mid = (lo + hi) / 2
-        lo, hi = (mid, hi) if gap(mid) < 0 else (lo, mid)
-    return (lo + hi) / 2
+    return zero_of(gap, hi, 40)
 
 
 def calibrate_walk(rows: list[dict], hi: float = 1e-6) -> float:
@@ -512,10 +506,16 @@ def calibrate_walk(rows: list[dict], hi: float = 1e-6) -> float:
         finally:
             oh.TRTLLM_HOPPER_GROUP_WALK_S = held
 
+    return zero_of(gap, hi, 30)
+
+
+def zero_of(gap, hi: float, steps: int) -> float:
+    """Where the rising ``gap`` crosses zero in [0, ``hi``], by ``steps`` bisections (0 when it is not below zero
+    there)."""
     lo = 0.0
     if gap(lo) >= 0:
         return lo
-    for _ in range(30):
+    for _ in range(steps):
         mid = (lo + hi) / 2
         lo, hi = (mid, hi) if gap(mid) < 0 else (lo, mid)
     return (lo + hi) / 2
