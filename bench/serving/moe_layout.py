@@ -297,11 +297,12 @@ EP 8 for 1,600 tokens; bench/results/trtllm_serving.md), with other kernels and 
 H200 the EP 1 MoE stays a suspect, unpriced for want of a kernel profile.
 (12) MI325X's rows as launched: InferenceX's dsr1_fp8_mi325x.sh has passed --kv-cache-dtype fp8_e4m3 and
 --mem-fraction-static=0.8 since the file was added (8d81e0bf, 2026-02-19; unchanged through 1b234994, 2026-06-02,
-before the 2026-09-10 runs), while bench/data/sglang_serving.csv leaves both blank for ix3318 (a bf16 pool at SGLang's
-default fraction). Tried with both set and ROCM_DECODE_SLOWDOWN refitted on the same fit rows (1.70 -> 1.75): TTFT at
-4/8/16/32/64 requests -58/-45/-28/-16/-10% -> -57/-45/-26/-14/-8%, TPOT about as before: not the 0.44-0.71 s a
-request. Not applied here: it moves the ROCm share every AMD plan and band reads (and dstack's MI300X rows, another
-helper's this session); left for a change that refits it with the rows as launched."""
+before the 2026-09-10 runs), where bench/data/sglang_serving.csv left both blank for ix3318 (a bf16 pool at SGLang's
+default fraction). Applied (session 10): the rows carry both, and ROCM_DECODE_SLOWDOWN is refitted on the same fit
+rows, 1.70 -> 1.75 (held-out AMD / NVIDIA TPOT ratio error 4.5% -> 1.5%; the MI300X constant of the first DeepSeek
+releases refitted with it on PR #3237, 150 -> 140 us). TTFT at 4/8/16/32/64 requests -57/-45/-27/-16/-9% ->
+-57/-44/-26/-14/-7%, TPOT +7/+18/+27/+21/+8% -> +7/+17/+24/+16/+1%: the launch flags are not the 0.44-0.71 s a
+request either."""
 FAMILIES = (("ix3173-", "H200 FP8 TP 8, SGLang 0.5.12"), ("ix3363-", "B200 FP8 TP 8, SGLang 0.5.12"),
             ("ix3183-r1fp4-b300-tp8", "B300 NVFP4 TP 8 EP 8, SGLang 0.5.12"),
             ("ix3183-r1fp4-b300-tp4", "B300 NVFP4 TP 4 EP 4, SGLang 0.5.12"),
