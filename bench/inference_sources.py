@@ -308,13 +308,16 @@ CAUSES = {
         "(FlashInfer MLA 89.26 s, triton 350.7 s), not on these rows: TTFT 59.0 % -> 37.0 %, TPOT 11.0 % -> "
         "14.5 %, E2E 13.4 % -> 15.0 %. Prompts still 6-43 % too fast (3,200-token prompts, shorter than PR #3550's "
         "1-32k; the fit assumes FlashInfer's prompt attention at gpuplan's multi-head figure), H200 decode 13-23 % "
-        "fast (bench/results/sglang_serving.md). Shown, never fitted."),
+        "fast (bench/results/sglang_serving.md). The ROCm share refitted on InferenceX's MI325X rows as launched "
+        "(1.70 -> 1.75, PR #3237's MI300X constant 150 -> 140 us with it): TTFT 37.0 % -> 36.6 %, TPOT 14.5 % -> "
+        "14.7 %, E2E 15.0 % -> 14.4 %. Shown, never fitted."),
     ("sglang_serving", "ix3173"): "InferenceX DeepSeek-R1 TTFT under SGLang: helper s8-ttft's this session.",
     ("sglang_serving", "ix3318"): (
         "InferenceX DeepSeek-R1 TTFT under SGLang on MI325X: 0.44-0.71 s more on every request at 8k prompts, a "
-        "cost off the engine's path: its prompt work at the decode's ROCm share (1.67) queues the later requests "
-        "(64 requests -10 % -> +48 %), which the published means do not show; at the FP8 rate it falls further. No "
-        "source read prices it (bench/results/moe_layout.md, notes 6-8)."),
+        "cost off the engine's path: its prompt work at the decode's ROCm share (1.75) queues the later requests "
+        "(up to +59 %), which the published means do not show; at the FP8 rate it falls further. The runs' own fp8 "
+        "pool and memory fraction 0.8, carried since session 10, moved it 30.4 % -> 29.4 %. No source read prices "
+        "it (bench/results/moe_layout.md, notes 6-8 and 12)."),
     ("sglang_serving", "ix3363"): (
         "InferenceX DeepSeek-R1 TTFT under SGLang 0.5.12 on B200 (FP8, TP 8, EP 1, fp8 pool): priced since session 10 "
         "as SGLang runs it, its prompt steps of up to 2,048 tokens replayed as piecewise CUDA graphs (on by default "

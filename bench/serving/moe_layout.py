@@ -297,11 +297,27 @@ EP 8 for 1,600 tokens; bench/results/trtllm_serving.md), with other kernels and 
 H200 the EP 1 MoE stays a suspect, unpriced for want of a kernel profile.
 (12) MI325X's rows as launched: InferenceX's dsr1_fp8_mi325x.sh has passed --kv-cache-dtype fp8_e4m3 and
 --mem-fraction-static=0.8 since the file was added (8d81e0bf, 2026-02-19; unchanged through 1b234994, 2026-06-02,
-before the 2026-09-10 runs), while bench/data/sglang_serving.csv leaves both blank for ix3318 (a bf16 pool at SGLang's
-default fraction). Tried with both set and ROCM_DECODE_SLOWDOWN refitted on the same fit rows (1.70 -> 1.75): TTFT at
-4/8/16/32/64 requests -58/-45/-28/-16/-10% -> -57/-45/-26/-14/-8%, TPOT about as before: not the 0.44-0.71 s a
-request. Not applied here: it moves the ROCm share every AMD plan and band reads (and dstack's MI300X rows, another
-helper's this session); left for a change that refits it with the rows as launched."""
+before the 2026-09-10 runs), where bench/data/sglang_serving.csv left both blank for ix3318 (a bf16 pool at SGLang's
+default fraction). Applied (session 10): the rows carry both, and ROCM_DECODE_SLOWDOWN is refitted on the same fit
+rows, 1.70 -> 1.75 (held-out AMD / NVIDIA TPOT ratio error 4.5% -> 1.5%; the MI300X constant of the first DeepSeek
+releases refitted with it on PR #3237, 150 -> 140 us). TTFT at 4/8/16/32/64 requests -57/-45/-27/-16/-9% ->
+-57/-44/-26/-14/-7%, TPOT +7/+18/+27/+21/+8% -> +7/+17/+24/+16/+1%: the launch flags are not the 0.44-0.71 s a
+request either. InferenceX pull request #2949 (2026-09-10, the move to the v0.5.19 image these rows ran): "launch
+flags and evals are unchanged".
+(13) Looked at next (session 10, s10-amd); nothing built. (a) The aiter backend's prompt path on gfx942
+(sgl-project/sglang layers/attention/aiter_backend.py, a 2026 snapshot, not 0.5.19's own tree): its asm FP8 MLA
+prefill (SGLANG_AITER_FP8_PREFILL_ATTN) is gfx95-only, so MI325X's prompts run aiter's 16-bit varlen attention; no
+per-request constant was found in the path read. (b) --max-prefill-tokens=131072 in dsr1_fp8_mi325x.sh: the
+simulated budget (the chunk, 131,072) is the one the MI325X ran. The NVIDIA scripts leave it at SGLang's default
+(16,384 in the releases read), which PrefillAdder.add_one_req applies beside the chunk ("input_tokens >
+rem_input_tokens" closes a non-empty batch), while serving/simulate.py budgets H200's and B200's prompt batches at
+their 32,768-token chunk: H200's 8k first wave at 4 requests runs as two batches of two, not one of four. Not
+replayed (the H200 rows are another helper's). (c) No public MI300X/MI325X DeepSeek-R1 prompt timing of a 0.5
+release was found to price MI325X's cost against (AMD's blogs give relative kernel gains only; PR #3237's 0.4.3
+MI300X prefill, ~0.84 s for 4 x 2,048 tokens against 0.38 s simulated, is another release and path). (d) For the
+EP 1 question of note (8): InferenceX pull request #3175 prints dsr1-fp8-b300-sglang (FP8, TP 8, EP 1, v0.5.12)
+mean TTFT, 1k/1k at 1/2/4/8 requests 70.9/117.3/128.9/146.1 ms and 8k/1k at 1 request 288.1 ms: FP8 at EP 1 on
+B300, the pair note (4) asked for; not yet replayed."""
 FAMILIES = (("ix3173-", "H200 FP8 TP 8, SGLang 0.5.12"), ("ix3363-", "B200 FP8 TP 8, SGLang 0.5.12"),
             ("ix3183-r1fp4-b300-tp8", "B300 NVFP4 TP 8 EP 8, SGLang 0.5.12"),
             ("ix3183-r1fp4-b300-tp4", "B300 NVFP4 TP 4 EP 4, SGLang 0.5.12"),

@@ -766,9 +766,10 @@ SGLANG_MLA_MOE_KERNELS_PER_LAYER = 16
 # 38.8 and 42.1 ms a step) are the checks. On ROCm (the step's GPU work times gpu_scale, engines/rocm.py) fitted
 # on pull request #3237 (2025-02-24, main after 0.4.3.post2, "Without Fusion": bench_one_batch --batch-size 4
 # --input 2048 --output 256 --tp 8, DeepSeek-V3 on MI300X, "Decode. median latency: 0.03850 s") against gpuplan's
-# 23.68 ms at 2,176 tokens: (38.50 - 23.68) / (58 x 1.7) = 150 us. What the time is, read in the 0.4.3.post2
-# wheel (models/deepseek_v2.py): a layer of small kernels that 0.5 fused or dropped: input_to_float8 as eight-odd
-# torch ops before each absorbed bmm_fp8 (fp8_utils.py), DeepSeek's YaRN rotary in native PyTorch
+# 24.27 ms at 2,176 tokens at the ROCm share 1.75: (38.50 - 24.27) / (58 x 1.75) = 140 us (150 us at the share 1.70).
+# What the time is, read in the 0.4.3.post2 wheel (models/deepseek_v2.py): a layer of small kernels that 0.5 fused
+# or dropped: input_to_float8 as eight-odd torch ops before each absorbed bmm_fp8 (fp8_utils.py), DeepSeek's YaRN
+# rotary in native PyTorch
 # (rotary_embedding.py DeepseekScalingRotaryEmbedding.forward: index, repeat_interleave, stack, mul, add for q and
 # k), copies into q_input/k_input, the shared experts apart from the routed ones, the triton MLA decode kernel
 # (triton_backend.py: 0.4.x's only MLA decode backend on CUDA unless --enable-flashinfer-mla), and triton block-FP8
@@ -776,7 +777,7 @@ SGLANG_MLA_MOE_KERNELS_PER_LAYER = 16
 # one by one. Later releases (DeepGEMM, FA3 and FlashMLA backends, fused rotary and quantization) are timed
 # without it; none between 0.4.4 and 0.5 is measured here.
 SGLANG_EARLY_DEEPSEEK_UNTIL = (0, 4, 3)
-SGLANG_EARLY_DEEPSEEK_MOE_LAYER_S = {"NVIDIA": 349e-6, "AMD": 150e-6}
+SGLANG_EARLY_DEEPSEEK_MOE_LAYER_S = {"NVIDIA": 349e-6, "AMD": 140e-6}
 # The same releases' DeepSeek prompts (engines/sglang.py early_deepseek), fitted on neither serving row but on SGLang
 # pull request #3550 (2025-02-13, "feat: support flashinfer mla attention for deepseek v3": DeepSeek-V3 at TP 8 on
 # the SGLang team's 8 H200s, --disable-radix-cache, bench_serving random 32,000 in / 100 out at range ratio 0, 60
@@ -847,11 +848,13 @@ INFINITY_FABRIC_EFFICIENCY = 0.75
 # InferenceX's DeepSeek-R1-0528 FP8 SGLang TP 8 runs, 8k/1k: MI325X (v0.5.19, SemiAnalysisAI/InferenceX PR #3318) at
 # concurrency 4, 16, 64 against H200 (v0.5.12, PR #3173) at the same concurrency, by bisection so that the median
 # error of the predicted AMD / NVIDIA TPOT ratio is zero (bench/serving/rocm_share.py; concurrency 8 and 32 held
-# out). MI325X's 6.0 TB/s against H200's 4.8 decoded 1.7x slower at 4 requests: 2.1x per byte of bandwidth.
+# out), each side replayed with its launch flags (MI325X: InferenceX's dsr1_fp8_mi325x.sh, --kv-cache-dtype fp8_e4m3
+# --mem-fraction-static 0.8). MI325X's 6.0 TB/s against H200's 4.8 decoded 1.7x slower at 4 requests: 2.1x per byte
+# of bandwidth. 1.70 (sessions 9-10) while the MI325X rows were replayed with a 16-bit pool at the default fraction;
 # 1.67 before session 9's step-model changes; 1.90 before the SGLang DeepSeek kernel count and fused all-reduce
-ROCM_DECODE_SLOWDOWN = 1.70
-# ... and about the largest held-out error of the AMD / NVIDIA TPOT ratio it gives, added to each side of an AMD
-# plan's band
+ROCM_DECODE_SLOWDOWN = 1.75
+# ... and about the largest error of the AMD / NVIDIA TPOT ratio it gives on the MI325X rows (fitted -11% at 64
+# requests; held out +0% and +3%), added to each side of an AMD plan's band
 ROCM_BAND = 0.11
 # Between nodes: Gbit/s per node. Defaults when the offer does not say: HGX/SXM nodes sold for multi-node run
 # one 200-400 Gb/s NIC per GPU (DGX A100: 8x 200 Gb/s HDR; DGX H100: 8x 400 Gb/s NDR); other cards get a
@@ -900,8 +903,8 @@ DECODE_BANDS: dict[tuple[str, str, str], tuple[float, float, int, str]] = {
     ("sglang", "MoE", "NVIDIA"): (-0.15, 0.16, 39, "DeepSeek-R1 on 8 H200, B200 or B300: InferenceX's SGLang 0.5 runs "
                                   "-10% to +19%, dstack's 0.4.3.post2 runs with DP attention -13% to -24% "
                                   "(bench/results/bands.md)"),
-    ("sglang", "MoE", "AMD"): (-0.14, 0.19, 8, "DeepSeek-R1 on 8 MI300X (dstack, SGLang 0.4.2.post4: -27% to +15%) "
-                               "and 8 MI325X (InferenceX, 0.5.19: +18% and +21%) (bench/results/bands.md)"),
+    ("sglang", "MoE", "AMD"): (-0.13, 0.16, 8, "DeepSeek-R1 on 8 MI300X (dstack, SGLang 0.4.2.post4: -26% to +15%) "
+                               "and 8 MI325X (InferenceX, 0.5.19: +17% and +16%) (bench/results/bands.md)"),
     ("trtllm", "dense", "NVIDIA"): (-0.12, 0.08, 164, "NVIDIA's trtllm-bench tables, Llama 3.x 8B-405B "
                                     "(bench/results/bands.md)"),
     ("trtllm", "MoE", "NVIDIA"): (-0.16, 0.09, 47, "NVIDIA's trtllm-bench tables on one GPU (GB200, H100, H200, "
