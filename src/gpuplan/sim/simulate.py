@@ -225,7 +225,7 @@ def sized_config(m: ModelSpec, kinds=None, counts: list[int] | None = None, *, d
         if text.get(key):
             text[key] = 0.0
     n = depth if depth is not None else (sum(counts) if counts else m.num_layers)
-    return cut_config(config, n)
+    return config if n == m.num_layers else cut_config(config, n)  # the whole model as its config says
 
 
 # ---- one run -------------------------------------------------------------------------------------------
