@@ -219,15 +219,17 @@ def _caches(model, cfg, text, blocks) -> tuple[list[dict[str, Any]], str | None]
     return out, None
 
 
-def new_cache(cfg):
+def new_cache(cfg, runs: list[int] | None = None):
     """transformers' ``DynamicCache`` for ``cfg`` that also knows its length when it holds no attention layer
     (a run of linear-attention or Mamba layers alone, which ``get_seq_length`` refuses): the caller adds the
     tokens of each forward to ``tokens``.
 
-    A looped model (layers ``loop_layer_index_start`` to ``loop_layer_index_end`` run ``loop_num_passes`` times,
-    Inkling 2 Loop in transformers 5.24) gets the cache layers of the extra passes here, built new as the first
-    ones are: its first forward would deep-copy them itself, which fake tensors cannot survive (the copy asks for
-    a real storage, fails, and leaves a tensor that crashes the garbage collector)."""
+    ``runs``: how many times the forward runs each decoder layer (:attr:`Layer.runs`). A looped model (Inkling 2
+    Loop's layers ``loop_layer_index_start`` to ``loop_layer_index_end`` run ``loop_num_passes`` times, Dory's
+    recurrent section ``n_recurrent_loops`` times, transformers 5.24) gets the cache layers of its extra passes
+    here, built new as the first ones are and appended pass after pass, as its forward would: its first forward
+    would otherwise deep-copy them itself, which fake tensors cannot survive (the copy asks for a real storage,
+    fails, and leaves a tensor that crashes the garbage collector)."""
     from transformers import DynamicCache
 
     class CountingCache(DynamicCache):
@@ -246,12 +248,18 @@ def new_cache(cfg):
                 return self.tokens + query_length, 0
 
     cache = CountingCache(config=cfg)
-    text = cfg.get_text_config() if hasattr(cfg, "get_text_config") else cfg
-    passes, start = getattr(text, "loop_num_passes", 1) or 1, getattr(text, "loop_layer_index_start", None)
-    if passes > 1 and start is not None and len(cache.layers) == text.num_hidden_layers:
-        for _ in range(passes - 1):
-            cache.layers += DynamicCache(config=cfg).layers[start:text.loop_layer_index_end]
+    if runs and len(cache.layers) == len(runs) and max(runs) > 1:
+        fresh = [DynamicCache(config=cfg).layers for _ in range(max(runs) - 1)]
+        cache.layers += [fresh[p - 2][k] for p in range(2, max(runs) + 1) for k in range(len(runs)) if runs[k] >= p]
     return cache
+
+
+def cache_keyword(model) -> str:
+    """The name the model's forward takes its cache by: ``cache`` since transformers 5.24 (models keep
+    ``past_key_values`` as a deprecated alias, and a model without the alias, Dory, ignores it)."""
+    import inspect
+
+    return "cache" if "cache" in inspect.signature(model.forward).parameters else "past_key_values"
 
 
 def _measure(model, cfg, blocks):
@@ -282,13 +290,13 @@ def _measure(model, cfg, blocks):
         with quiet():
             ids = torch.zeros((1, 2), dtype=torch.long, device="meta")
             with torch.enable_grad():
-                model(input_ids=ids, past_key_values=cache, use_cache=True)
+                model(input_ids=ids, use_cache=True, **{cache_keyword(model): cache})
             for handle in handles:
                 handle.remove()
             cache.tokens = 2
             first = [_cached_bytes(layer) // 2 for layer in cache.layers]
             with torch.no_grad():
-                model(input_ids=ids[:, :1], past_key_values=cache, use_cache=True)
+                model(input_ids=ids[:, :1], use_cache=True, **{cache_keyword(model): cache})
             cache.tokens = 3
             second = [_cached_bytes(layer) // 2 for layer in cache.layers]
     finally:
