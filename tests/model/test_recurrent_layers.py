@@ -137,3 +137,24 @@ def test_activations_are_kept_once_per_run_with_autograd(spec):
     per_set = stack.saved(spec.layers[0], spec, stack.setup(s, spec, False))
     assert per_set == act.saved_bytes(spec.layers[0], spec, stack.setup(s, spec, False)) > 0
     assert training_memory(s, spec).activations - training_memory(s, once).activations == pytest.approx(6 * per_set)
+
+
+@pytest.mark.parametrize("mode", ["per_loop", "last_loop"])
+def test_a_looped_model_caches_per_loop_as_its_mode_says(mode, tmp_path, monkeypatch):
+    """Dory (transformers 5.24, ``modeling_dory.py`` ``DoryModel.forward``, default config): 8 input layers, 20
+    recurrent layers run ``n_recurrent_loops`` = 2 times, 8 output layers. ``per_loop``: loop 1 writes to copies of
+    the recurrent cache layers appended after the model's 36 (36 + 20 = 56 cache layers, whatever their order);
+    ``last_loop``: the first loop reads the cache and only the last writes (36)."""
+    transformers = require("transformers")
+    from gpuplan.model.spec import ModelSpec
+
+    monkeypatch.setenv("GPUPLAN_CACHE_DIR", str(tmp_path))
+    config = transformers.AutoConfig.for_model("dory", recurrent_kv_cache_mode=mode).to_dict()
+    m = ModelSpec.from_config(config | {"model_type": "dory"}, name="dory")
+    assert [layer.runs for layer in m.layers] == [1] * 8 + [2] * 20 + [1] * 8
+    assert [layer.grad_runs for layer in m.layers] == [layer.runs for layer in m.layers] and m.exact
+    one = m.layers[0].kv_dims  # one cache layer: 2 x key-value heads x head_dim
+    assert one == 2 * config["num_key_value_heads"] * config["head_dim"]
+    assert [layer.kv_dims for layer in m.layers] == [one] * 8 + [one * (2 if mode == "per_loop" else 1)] * 20 + \
+        [one] * 8
+    assert sum(layer.kv_dims for layer in m.layers) == (56 if mode == "per_loop" else 36) * one
