@@ -246,8 +246,9 @@ def simulate_row(model_type: str, folder: Path | None = None, *, one_period: boo
     path = folder / f"{model_type}.json"
     path.write_text(json.dumps(default_config(model_type)))
     row = SimRow(model_type=model_type, outcome={}, peak_gib={})
-    layers = None
+    layers = whole = None
     try:
+        whole = load_model(str(path)).num_layers
         layers = plan(list(load_model(str(path)).layers))[0][0] if one_period else None
     except GpuplanError as err:
         row.outcome = dict.fromkeys(SIM_TASKS, str(err))
@@ -271,7 +272,8 @@ def simulate_row(model_type: str, folder: Path | None = None, *, one_period: boo
             cut = folder / f"{model_type}-{layers}.json"
             from gpuplan.sim.depth import cut_config
 
-            cut.write_text(json.dumps(cut_config(default_config(model_type), layers)))
+            config = default_config(model_type)  # the whole model's config when the run was whole
+            cut.write_text(json.dumps(config if layers == whole else cut_config(config, layers)))
             row.lora_params = (sim.params_trainable,
                                estimate({**scenario, "model": str(cut)}, advise=False).model.params_trainable)
     row.seconds = time.perf_counter() - started

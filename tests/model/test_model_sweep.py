@@ -99,12 +99,7 @@ def test_new_layer_kinds_are_read(rows):
 # transform; Gemma 4's per-layer embeddings go through per_layer_model_projection.
 OUTSIDE_LAYERS = {"bert", "camembert", "data2vec-text", "ernie", "roberta", "roberta-prelayernorm", "roc_bert",
                   "xlm-roberta", "xlm-roberta-xl", "modernbert-decoder", "xmod", "megatron-bert", "big_bird",
-                  "rembert", "roformer", "bert-generation", "electra", "gemma4", "gemma4_text",
-                  # two stacks of decoder layers (L_module, H_module) run in cycles: gpuplan reads the larger list
-                  # as the decoder layers and counts the other's 16 layers under 'other' (its trace says so), so
-                  # LoRA adapts half of what peft adapts; found when transformers 5.24 first ran its LoRA on fake
-                  # tensors (session 9), not yet modelled
-                  "hrm_text"}
+                  "rembert", "roformer", "bert-generation", "electra", "gemma4", "gemma4_text"}
 
 
 @pytest.fixture(scope="module")

@@ -6,9 +6,15 @@ The rules are those of :mod:`gpuplan.speed` and :mod:`gpuplan.market.cost`, writ
 from __future__ import annotations
 
 from .. import overheads as oh
-from ..speed import compute_dtype, matmul_params
+from ..speed import compute_dtype
 from ..speed.breakdown import Speed
-from ..speed.flops import active_params_of, attended_length
+from ..speed.flops import (
+    active_params_of,
+    attended_length,
+    attention_flops_per_token,
+    attention_forward_flops,
+    run_params,
+)
 from ..speed.gemm import peak_flops
 from ..stacks import Recompute, stack_for
 from .accuracy import Accuracy, price_accuracy, serving_accuracy, speed_accuracy
@@ -16,24 +22,27 @@ from .formula import Constant, Context, Formula, count
 
 
 def _flops_per_token(x: Context, recompute: bool = True, keys: int | None = None) -> tuple[float, str]:
-    """FLOPs per token with their formula in words; ``keys``: the length attention runs over (default seq_len)."""
+    """FLOPs per token with their formula in words; ``keys``: the length attention runs over (default seq_len).
+    The terms are :func:`gpuplan.speed.flops.training_flops_per_token`'s."""
     s, m = x.s, x.m
-    n = matmul_params(m)
+    n, n_back = run_params(m), run_params(m, grad=True)
     keys = keys or s.seq_len
-    attention = sum(12 * m.num_heads * m.head_dim * (min(keys, layer.window) if layer.window else keys)
-                    for layer in m.layers)
-    k = 6 if s.method == "full" else 4
-    dense, again = k * n, ""
+    attention = attention_flops_per_token(m, keys)
+    k = 4 if s.method == "full" else 2
+    dense = 2 * n + k * n_back
+    words = f"{k + 2} x N" if n == n_back else f"2 x N + {k} x N_backward"
+    again = ""
     rc = stack_for(s).recompute(s, m) if recompute else Recompute()
     if rc.selective:  # the matmuls the stack's per-op policy does not save
         re_run = active_params_of(m, rc.linears)
         dense += 2 * re_run
         again = f" + 2 x {count(re_run)} (matmuls re-run by {s.stack}'s per-op checkpointing)"
     elif rc.layers:
-        dense += 2 * n * rc.layers
-        attention *= (12 + 4 * rc.layers) / 12
+        dense += 2 * n_back * rc.layers
+        attention += rc.layers * attention_forward_flops(m, keys, grad=True)
         again = " + 2 x N (recompute)" if rc.layers == 1 else f" + 2 x N x {rc.layers:.3g} (recompute)"
-    return dense + attention, f"{k} x N{again} + attention, N = {count(n)}"
+    backward = "" if n == n_back else f", N_backward = {count(n_back)} (layer runs with autograd on)"
+    return dense + attention, f"{words}{again} + attention, N = {count(n)}{backward}"
 
 
 def _range(sp, kind: str) -> Constant:

@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from ..model.spec import ModelSpec
 from ..scenario import Scenario
 from ..speed import Speed
-from ..speed.flops import attention_flops_per_token, matmul_params, training_flops_per_token
+from ..speed.flops import attention_forward_flops, run_params, training_flops_per_token
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -53,7 +53,7 @@ def eval_tokens(s: Scenario) -> float:
 
 def forward_share(s: Scenario, m: ModelSpec) -> float:
     """The forward's FLOPs per token over the training step's (module docstring)."""
-    forward = 2 * matmul_params(m) + attention_flops_per_token(m, s.seq_len) / 3
+    forward = 2 * run_params(m) + attention_forward_flops(m, s.seq_len)
     return forward / training_flops_per_token(s, m)
 
 

@@ -256,7 +256,9 @@ def _check_targets(s: Scenario, m: ModelSpec) -> None:
 def _checkpointed(s: Scenario, m: ModelSpec, stack, setup, layers, saved, casts):
     """Per layer: bytes kept to the backward, autocast copies kept, and bytes a checkpointed layer recomputes
     (its saved set less what it kept). ``full`` keeps each layer's input; ``checkpoint_every`` N keeps the input
-    of one layer in N and everything of the others; ``selective`` is the stack's own policy."""
+    of one layer in N and everything of the others; ``selective`` is the stack's own policy. A layer run several
+    times with autograd on (:attr:`~gpuplan.model.layers.Layer.grad_runs`) keeps that many sets: transformers
+    checkpoints every call of a ``GradientCheckpointingLayer`` (``modeling_layers.py``)."""
     kept, kept_casts, recomputed = [], [], []
     for i, layer in enumerate(layers):
         if s.grad_checkpointing == "full" and (i + 1) % s.checkpoint_every == 0:
@@ -265,8 +267,8 @@ def _checkpointed(s: Scenario, m: ModelSpec, stack, setup, layers, saved, casts)
             keep, keep_cast = stack.selective(layer, m, setup), 0.0
         else:
             keep, keep_cast = saved[i], casts[i]
-        kept.append(keep)
-        kept_casts.append(keep_cast)
+        kept.append(keep * layer.grad_runs)  # each run with autograd on keeps its own (HRM-Text's cycles)
+        kept_casts.append(keep_cast)  # autocast casts a weight once per forward, however often it runs
         recomputed.append(saved[i] + casts[i] - keep if keep != saved[i] else 0.0)
     return kept, kept_casts, recomputed
 

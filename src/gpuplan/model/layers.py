@@ -80,6 +80,13 @@ class Layer:
     grouped-query attention; the latent for MLA), at most ``window`` tokens for sliding and chunked layers, plus
     ``state_elements`` fixed elements (convolution and recurrent states of linear-attention and state-space
     mixers) whatever the length.
+
+    A forward runs the layer ``runs`` times with its one set of weights, ``grad_runs`` of them with autograd on
+    (the others leave nothing for the backward): HRM-Text runs its low-level stack ``H_cycles x L_cycles`` times,
+    the last ``L_bp_cycles`` of each high-level cycle with gradients, and its high-level stack ``H_cycles`` times
+    (transformers ``modeling_hrm_text.py``, ``HrmTextModel.forward``). Each run caches its own keys and values
+    (one cache slot per run there): ``kv_dims`` and ``state_elements`` hold what all its runs cache together, the
+    FLOPs count every run and the parameters count the layer once.
     """
 
     attention: AttentionKind
@@ -92,6 +99,8 @@ class Layer:
     kv_dims: int
     state_elements: int = 0
     experts_per_token: int = 0
+    runs: int = 1
+    grad_runs: int = 1
 
     def __hash__(self) -> int:  # estimators key dicts by layer, once per layer of the model
         return self._hash

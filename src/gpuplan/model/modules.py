@@ -21,22 +21,28 @@ MLP_LEAVES = ("fc1", "fc2", "fc_in", "fc_out", "c_fc", "w1", "w2", "w3", "gate_p
 MLP_CLASS = re.compile(r"(MLP|Mlp|MoE|Moe|MoeBlock|FeedForward|Experts?)$")
 
 # ---- the decoder layers ----------------------------------------------------------------------------------
-def decoder_layers(model, n: int | None):
-    """The ``nn.ModuleList`` of decoder layers: of length ``num_hidden_layers`` when one is, the one holding the
-    most parameters (vision towers and MTP heads have their own lists)."""
+def decoder_layers(model, n: int | None) -> tuple[tuple[str, ...], list]:
+    """(names, layers) of the decoder layers: the ``nn.ModuleList`` of length ``num_hidden_layers`` when one is,
+    else the one holding the most parameters (vision towers and MTP heads have their own lists), together with
+    every other list of the same layer class (HRM-Text's two stacks, ``L_module.layers`` and ``H_module.layers``
+    of ``HrmTextDecoderLayer``: transformers ``modeling_hrm_text.py``, ``HrmTextModel.__init__``)."""
     import torch
 
-    best = None
+    best, lists = None, []
     for name, module in model.named_modules():
         if not isinstance(module, torch.nn.ModuleList) or not len(module) or is_tower(name):
             continue
+        lists.append((name, module))
         size = sum(p.numel() for p in module.parameters())
         rank = (len(module) == n, size)
         if best is None or rank > best[0]:
             best = (rank, name, module)
     if best is None:
         raise ValueError(f"{type(model).__name__} has no list of decoder layers to read")
-    return best[1], list(best[2])
+    cls = type(best[2][0])
+    chosen = [(name, module) for name, module in lists if name == best[1] or (
+        all(type(item) is cls for item in module) and not any(name.startswith(f"{c}.") for c, _ in lists if c != name))]
+    return tuple(name for name, _ in chosen), [block for _, module in chosen for block in module]
 
 
 def is_tower(path: str) -> bool:
@@ -195,7 +201,8 @@ def _embedding_dim(model) -> int:
     return int(emb.weight.shape[1]) if emb is not None and hasattr(emb, "weight") else 0
 
 
-def _top_level(model, text, layers: list[Layer], layers_name: str, hidden: int, top_k: int) -> dict[str, Any]:
+def _top_level(model, text, layers: list[Layer], layers_names: tuple[str, ...], hidden: int, top_k: int
+               ) -> dict[str, Any]:
     """Embeddings, head, final norms, towers and the rest: every parameter outside the decoder layers."""
     import torch
 
@@ -213,7 +220,7 @@ def _top_level(model, text, layers: list[Layer], layers_name: str, hidden: int, 
     norms = tower = positions = 0
     other_names: list[str] = []
     for module_name, module in model.named_modules():
-        if module_name == layers_name or module_name.startswith(layers_name + "."):
+        if any(module_name == name or module_name.startswith(name + ".") for name in layers_names):
             continue
         for pname, p in module.named_parameters(recurse=False):
             if id(p) in ids:
@@ -241,7 +248,7 @@ def _top_level(model, text, layers: list[Layer], layers_name: str, hidden: int, 
     head_dim = _int(_get(text, "head_dim")) or (hidden // heads if heads else 0)
     kv_layers = [lay for lay in layers if lay.kv_dims and lay.attention not in ("mla",)]
     kv_heads = _int(_get(text, "num_key_value_heads")) or (
-        kv_layers[0].kv_dims // (2 * head_dim) if kv_layers and head_dim else heads)
+        kv_layers[0].kv_dims // (2 * head_dim * kv_layers[0].runs) if kv_layers and head_dim else heads)
     moe_layers = [lay for lay in layers if lay.moe]
     experts = max((lin.count for lay in moe_layers for lin in lay.linears if lin.group == "experts"), default=0)
     arch: dict[str, Any] = dict(

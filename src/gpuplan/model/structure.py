@@ -23,7 +23,8 @@ from typing import Any
 
 from .layers import Layer, Linear
 
-FORMAT = 2  # 2: Gemma 4's top_k_experts read (traces of 1 left its experts per token at 0)
+FORMAT = 3  # 2: Gemma 4's top_k_experts read (traces of 1 left its experts per token at 0); 3: every stack of the
+#   decoder layer class read (HRM-Text's H_module was 'other'), with the runs of each layer per forward
 
 
 def config_key(config: dict[str, Any]) -> str:

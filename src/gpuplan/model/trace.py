@@ -121,7 +121,7 @@ def trace(config: dict[str, Any], progress: str | None = None) -> tuple[dict[str
     text = cfg.get_text_config(decoder=True)
     notes = [f"structure read off transformers {transformers.__version__} on the meta device"]
     try:
-        layers_name, blocks = decoder_layers(model, _get(text, "num_hidden_layers"))
+        layers_names, blocks = decoder_layers(model, _get(text, "num_hidden_layers"))
     except ValueError as err:
         raise TraceError(str(err)) from None
     hidden = _int(_get(text, "hidden_size")) or _embedding_dim(model)
@@ -133,12 +133,24 @@ def trace(config: dict[str, Any], progress: str | None = None) -> tuple[dict[str
                          f"of {', '.join(TOP_K_KEYS[:3])}...), so its active parameters cannot be counted")
     caches, problem = _caches(model, cfg, text, blocks)
     layers = [_layer(s, c, block) for s, c, block in zip(structures, caches, blocks, strict=True)]
-    arch = _top_level(model, text, layers, layers_name, hidden, top_k)
+    arch = _top_level(model, text, layers, layers_names, hidden, top_k)
     other = arch.pop("_other_names")
+    notes += _runs_note(layers)
     if arch["other_params"]:
         notes.append(f"{arch['other_params']:,} parameters outside the decoder layers, embeddings, head and towers "
                      f"({', '.join(other[:4])}) are counted under 'other'")
     return arch, notes, problem
+
+
+def _runs_note(layers: list[Layer]) -> list[str]:
+    """A note when the forward runs decoder layers more than once (:attr:`Layer.runs`), else none."""
+    runs: dict[tuple[int, int], int] = {}
+    for layer in layers:
+        runs[(layer.runs, layer.grad_runs)] = runs.get((layer.runs, layer.grad_runs), 0) + 1
+    if all(r == (1, 1) for r in runs):
+        return []
+    parts = [f"{n} layers {r} times ({g} with autograd)" for (r, g), n in runs.items()]
+    return [f"the forward runs {', '.join(parts)}: the cache and FLOPs count every run, parameters each layer once"]
 
 
 def _top_k(text, blocks) -> int:
@@ -160,47 +172,64 @@ KNOWN_CACHES = ("DynamicLayer", "DynamicSlidingWindowLayer", "DynamicIndexedLaye
 
 
 def _caches(model, cfg, text, blocks) -> tuple[list[dict[str, Any]], str | None]:
-    """Per layer: the transformers cache class, elements per token, fixed elements, window; measured by a
-    2-token prefill and a 1-token decode step on the meta device. The second value says why the sizes are not
-    exact, when they are not."""
+    """Per layer: the transformers cache class, elements per token and fixed elements (of all its runs, each
+    with its own cache layer where the cache has one per run), window, and how many times the prefill runs it
+    (``runs``; ``grad_runs`` of them with autograd on); measured by a 2-token prefill and a 1-token decode step
+    on the meta device. The second value says why the sizes are not exact, when they are not."""
     try:
-        first, second, layers = _measure(model, cfg)
+        first, second, layers, ran = _measure(model, cfg, blocks)
     except Exception as err:
         caches, problem = _declared_caches(text, blocks)
         why = f"a forward on the meta device failed ({type(err).__name__}: {_first_line(err)})"
         return caches, (f"cache sizes of its {problem} layers are estimated: {why}" if problem else None)
-    if len(layers) != len(blocks):
-        caches, problem = _declared_caches(text, blocks)
-        return caches, f"cache sizes are estimated: transformers' cache has {len(layers)} layers for " \
-            f"{len(blocks)} decoder layers"
-    types = _layer_types(text, len(blocks))
+    # a layer the prefill did not run (no hook fired) is counted once, as it was before runs were measured
+    runs = [sum(1 for b, _, _ in ran if b == k) or 1 for k in range(len(blocks))]
+    grad_runs = [sum(1 for b, g, _ in ran if b == k and g) if any(b == k for b, _, _ in ran) else 1
+                 for k in range(len(blocks))]
+    if len(layers) == len(blocks):
+        mine = [[k] for k in range(len(blocks))]  # one cache layer per decoder layer, however often it runs
+    else:  # a cache layer per run (HRM-Text, looped models): those each decoder layer's runs wrote
+        mine = [sorted({i for b, _, wrote in ran if b == k for i in wrote}) for k in range(len(blocks))]
+        owners = sorted(i for cache_layers in mine for i in cache_layers)
+        if owners != list(range(len(layers))) or not all(mine):
+            caches, problem = _declared_caches(text, blocks)
+            return [dict(c, runs=r, grad_runs=g, kv_dims=r * c["kv_dims"], state_elements=r * c["state_elements"])
+                    for c, r, g in zip(caches, runs, grad_runs, strict=True)], \
+                f"cache sizes are estimated: transformers' cache has {len(layers)} layers for {len(blocks)} " \
+                f"decoder layers run {len(ran)} times"
+    types = _layer_types(text, len(layers))
     out, odd = [], set()
-    for k, layer in enumerate(layers):
-        per_token = second[k] - first[k]
-        fixed = first[k] - 2 * per_token
+    for k, slots in enumerate(mine):
+        slot = slots[0]
+        layer = layers[slot]
+        per_token = sum(second[j] - first[j] for j in slots)  # every run's own cache layer
+        fixed = sum(first[j] for j in slots) - 2 * per_token
         window = getattr(layer, "sliding_window", None)
         name = type(layer).__name__
         if name not in KNOWN_CACHES:
             odd.add(name)
         elif not per_token and not fixed and name != "DummyLayer":
             odd.add(f"{name} left empty")
-        out.append(dict(cache=name, kv_dims=int(per_token), state_elements=int(fixed),
-                        window=int(window) if isinstance(window, int) else None, layer_type=types[k]))
+        out.append(dict(cache=name, kv_dims=int(per_token), state_elements=int(fixed), runs=runs[k],
+                        grad_runs=grad_runs[k], window=int(window) if isinstance(window, int) else None,
+                        layer_type=types[slot]))
     if odd:
         return out, (f"cache sizes measured over 3 tokens may not hold for long contexts ({', '.join(sorted(odd))}: "
                      "a state kept outside transformers' standard cache layers)")
     return out, None
 
 
-def new_cache(cfg):
+def new_cache(cfg, runs: list[int] | None = None):
     """transformers' ``DynamicCache`` for ``cfg`` that also knows its length when it holds no attention layer
     (a run of linear-attention or Mamba layers alone, which ``get_seq_length`` refuses): the caller adds the
     tokens of each forward to ``tokens``.
 
-    A looped model (layers ``loop_layer_index_start`` to ``loop_layer_index_end`` run ``loop_num_passes`` times,
-    Inkling 2 Loop in transformers 5.24) gets the cache layers of the extra passes here, built new as the first
-    ones are: its first forward would deep-copy them itself, which fake tensors cannot survive (the copy asks for
-    a real storage, fails, and leaves a tensor that crashes the garbage collector)."""
+    ``runs``: how many times the forward runs each decoder layer (:attr:`Layer.runs`). A looped model (Inkling 2
+    Loop's layers ``loop_layer_index_start`` to ``loop_layer_index_end`` run ``loop_num_passes`` times, Dory's
+    recurrent section ``n_recurrent_loops`` times, transformers 5.24) gets the cache layers of its extra passes
+    here, built new as the first ones are and appended pass after pass, as its forward would: its first forward
+    would otherwise deep-copy them itself, which fake tensors cannot survive (the copy asks for a real storage,
+    fails, and leaves a tensor that crashes the garbage collector)."""
     from transformers import DynamicCache
 
     class CountingCache(DynamicCache):
@@ -219,28 +248,61 @@ def new_cache(cfg):
                 return self.tokens + query_length, 0
 
     cache = CountingCache(config=cfg)
-    text = cfg.get_text_config() if hasattr(cfg, "get_text_config") else cfg
-    passes, start = getattr(text, "loop_num_passes", 1) or 1, getattr(text, "loop_layer_index_start", None)
-    if passes > 1 and start is not None and len(cache.layers) == text.num_hidden_layers:
-        for _ in range(passes - 1):
-            cache.layers += DynamicCache(config=cfg).layers[start:text.loop_layer_index_end]
+    if runs and len(cache.layers) == len(runs) and max(runs) > 1:
+        fresh = [DynamicCache(config=cfg).layers for _ in range(max(runs) - 1)]
+        cache.layers += [fresh[p - 2][k] for p in range(2, max(runs) + 1) for k in range(len(runs)) if runs[k] >= p]
     return cache
 
 
-def _measure(model, cfg):
-    """Cached elements (at 2 bytes each) per layer after a 2-token prefill, then after one decode step."""
+def cache_keyword(model) -> str:
+    """The name the model's forward takes its cache by: ``cache`` since transformers 5.24 (models keep
+    ``past_key_values`` as a deprecated alias, and a model without the alias, Dory, ignores it)."""
+    import inspect
+
+    return "cache" if "cache" in inspect.signature(model.forward).parameters else "past_key_values"
+
+
+def _measure(model, cfg, blocks):
+    """Cached elements (at 2 bytes each) per cache layer after a 2-token prefill, then after one decode step; and
+    the decoder layers the prefill ran, in order (their indices in ``blocks``), each with whether autograd was on
+    and the cache layers it wrote. Autograd is on around the prefill with every parameter frozen, so nothing is
+    recorded and a layer runs with it off only where the model's own forward turns it off (HRM-Text's early
+    low-level cycles run under ``torch.no_grad()``: transformers ``modeling_hrm_text.py``, ``HrmTextModel.forward``).
+    """
     import torch
 
-    with quiet(), torch.no_grad():
-        cache = new_cache(cfg)
-        ids = torch.zeros((1, 2), dtype=torch.long, device="meta")
-        model(input_ids=ids, past_key_values=cache, use_cache=True)
-        cache.tokens = 2
-        first = [_cached_bytes(layer) // 2 for layer in cache.layers]
-        model(input_ids=ids[:, :1], past_key_values=cache, use_cache=True)
-        cache.tokens = 3
-        second = [_cached_bytes(layer) // 2 for layer in cache.layers]
-    return first, second, list(cache.layers)
+    runs: list[tuple[int, bool, list[int]]] = []
+    index = {id(block): k for k, block in enumerate(blocks)}
+    cache = new_cache(cfg)
+    before: list[int] = []
+
+    def pre(block, *_):
+        before[:] = [_cached_bytes(layer) for layer in cache.layers]
+
+    def post(block, *_):
+        after = [_cached_bytes(layer) for layer in cache.layers]
+        wrote = [i for i, size in enumerate(after) if size != (before[i] if i < len(before) else 0)]
+        runs.append((index[id(block)], torch.is_grad_enabled(), wrote))
+
+    model.requires_grad_(False)
+    handles = [h for block in blocks for h in (block.register_forward_pre_hook(pre), block.register_forward_hook(post))]
+    try:
+        with quiet():
+            ids = torch.zeros((1, 2), dtype=torch.long, device="meta")
+            with torch.enable_grad():
+                model(input_ids=ids, use_cache=True, **{cache_keyword(model): cache})
+            for handle in handles:
+                handle.remove()
+            cache.tokens = 2
+            first = [_cached_bytes(layer) // 2 for layer in cache.layers]
+            with torch.no_grad():
+                model(input_ids=ids[:, :1], use_cache=True, **{cache_keyword(model): cache})
+            cache.tokens = 3
+            second = [_cached_bytes(layer) // 2 for layer in cache.layers]
+    finally:
+        for handle in handles:
+            handle.remove()
+    return first, second, list(cache.layers), runs
 
 
 def cache_layer_tensors(layer):
@@ -307,7 +369,7 @@ def _declared_caches(text, blocks) -> tuple[list[dict[str, Any]], str | None]:
         window = _get(text, "sliding_window") if "sliding" in layer_type else (
             _get(text, "attention_chunk_size") if layer_type == "chunked_attention" else None)
         out.append(dict(cache=layer_type, kv_dims=kv_dims, state_elements=state, window=window,
-                        layer_type=layer_type))
+                        layer_type=layer_type, runs=1, grad_runs=1))
     return out, ", ".join(sorted(estimated)) or None
 
 
@@ -364,4 +426,5 @@ def _layer(structure: dict[str, Any], cache: dict[str, Any], block) -> Layer:
     return Layer(attention=kind, window=window, moe=structure["moe"], linears=linears,
                  norm_params=structure["norm_params"], attention_extra=structure["attention_extra"],
                  mlp_extra=structure["mlp_extra"], kv_dims=cache["kv_dims"], state_elements=max(state, 0),
-                 experts_per_token=structure["experts_per_token"])
+                 experts_per_token=structure["experts_per_token"], runs=cache["runs"],
+                 grad_runs=cache["grad_runs"])

@@ -40,8 +40,11 @@ def period(layers: list[Any]) -> tuple[int, int]:
 def plan(layers: list[Any], *, min_layers: int = 2) -> tuple[list[int], int]:
     """(depths to simulate, periods to extrapolate over): two depths one period apart, each ending with the
     full model's remainder, and the number of periods the second adds up to the full depth; or the full depth
-    alone when it is that short."""
+    alone when it is that short, or when the forward runs a layer more than once (HRM-Text's recurrent stacks:
+    its first layers are no model of their own)."""
     n = len(layers)
+    if any(getattr(layer, "runs", 1) > 1 for layer in layers):
+        return [n], 0
     prefix, step = period(layers)
     periods, rest = divmod(n - prefix, step)
     base = max(1, math.ceil(min_layers / step))

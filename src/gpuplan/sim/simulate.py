@@ -41,7 +41,7 @@ from ..errors import GpuplanError
 from ..model.catalog import load_model
 from ..model.modules import decoder_layers, is_tower
 from ..model.spec import ModelSpec
-from ..model.trace import cache_layer_tensors, instantiate, new_cache, quiet
+from ..model.trace import cache_keyword, cache_layer_tensors, instantiate, new_cache, quiet
 from ..plan.refusals import scenario_refusal
 from ..scenario import Scenario, scenario_from
 from ..tensors.state import PEFT_MAMBA_REFUSED, PEFT_MAMBA_TYPES
@@ -225,7 +225,7 @@ def sized_config(m: ModelSpec, kinds=None, counts: list[int] | None = None, *, d
         if text.get(key):
             text[key] = 0.0
     n = depth if depth is not None else (sum(counts) if counts else m.num_layers)
-    return cut_config(config, n)
+    return config if n == m.num_layers else cut_config(config, n)  # the whole model as its config says
 
 
 # ---- one run -------------------------------------------------------------------------------------------
@@ -637,10 +637,12 @@ def generate_steps(s: Scenario, m: ModelSpec, model, tracker, device: str = "cpu
     keep = {"logits_to_keep": 1} if "logits_to_keep" in inspect.signature(model.forward).parameters else {}
     torch.set_grad_enabled(False)
     tracker.phase = "prefill"
-    cache = new_cache(model.config)  # DynamicCache, which also knows its length with linear-attention layers only
+    # DynamicCache, which also knows its length with linear-attention layers only; a layer per run of each layer
+    cache = new_cache(model.config, [layer.runs for layer in m.layers])
     _label_cache_writes(cache, tracker)
     ids = torch.randint(0, min(m.vocab_size, SAFE_IDS), (s.batch_size, s.prompt_tokens), device=device)
-    out = forward(model, input_ids=ids, past_key_values=cache, use_cache=True, **keep)
+    keep[cache_keyword(model)] = cache
+    out = forward(model, input_ids=ids, use_cache=True, **keep)
     cache.tokens = s.prompt_tokens
     next_ids = ids[:, -1:]  # a view: no allocation
     last = s.output_tokens - 1
@@ -666,7 +668,7 @@ def generate_steps(s: Scenario, m: ModelSpec, model, tracker, device: str = "cpu
             tracker.phase = "decode"
             if step - done > 1:
                 ids = _fill(cache, tracker, ids, step - done - 1)
-            out = forward(model, input_ids=next_ids, past_key_values=cache, use_cache=True, **keep)
+            out = forward(model, input_ids=next_ids, use_cache=True, **keep)
             cache.tokens += 1
             done = step
         logits = out.logits[:, -1, :].to(dtype=torch.float32, copy=True)

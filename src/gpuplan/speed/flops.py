@@ -1,13 +1,14 @@
 """FLOPs per token (PaLM, Chowdhery et al. 2022, appendix B) and the compute dtype a scenario runs in.
 
 Training FLOPs per token: ``6·N + 12·L·a·d·s`` where ``N`` counts the parameters a token multiplies (active
-parameters without the input embedding lookup) and the second term is attention's score and value matmuls over
-``s`` keys (a sliding window caps ``s``). Recomputation adds the forward work the stack's checkpointing runs
-again (:meth:`~gpuplan.stacks.Stack.recompute`): full checkpointing one forward (``+2·N + 4·L·a·d·s``,
-i.e. 8/6; Chen et al. 2016), of the checkpointed share of the layers with ``checkpoint_every``; torchtitan's and
-torchtune's per-op selective policy the forward of the matmuls it does not save (every second one: ``+2·N_re``)
-and no attention (its output is on the save list). LoRA/QLoRA skip the weight gradients of the frozen base: the
-backward is ``2·N`` instead of ``4·N`` (Hu et al. 2021: "no gradients for most parameters"), so ``4·N``.
+parameters without the input embedding lookup) and the second term is attention's score and value matmuls over ``s``
+keys (a sliding window caps ``s``). A layer a forward runs more than once (HRM-Text's recurrent stacks) counts
+``2·N`` and ``4·a·d·s`` per run and its backward per run with autograd on. Recomputation adds the forward work the
+stack's checkpointing runs again (:meth:`~gpuplan.stacks.Stack.recompute`): full checkpointing one forward (``+2·N +
+4·L·a·d·s``, i.e. 8/6; Chen et al. 2016), of the checkpointed share of the layers with ``checkpoint_every``;
+torchtitan's and torchtune's per-op selective policy the forward of the matmuls it does not save (every second one:
+``+2·N_re``) and no attention (its output is on the save list). LoRA/QLoRA skip the weight gradients of the frozen
+base: the backward is ``2·N`` instead of ``4·N`` (Hu et al. 2021: "no gradients for most parameters"), so ``4·N``.
 """
 
 from __future__ import annotations
@@ -27,38 +28,57 @@ def matmul_params(m: ModelSpec) -> int:
     return m.params_active - lookup - m.position_params - m.vision_params
 
 
-def attention_flops_per_token(m: ModelSpec, seq: int) -> float:
-    """Forward + backward attention FLOPs per token: ``12 · a · d · s_eff`` summed over layers."""
+def run_params(m: ModelSpec, *, grad: bool = False) -> int:
+    """Parameters a token multiplies over one forward: :func:`matmul_params` with each decoder layer's counted once
+    per run (:attr:`~gpuplan.model.layers.Layer.runs`; ``grad``: per run the backward goes through, ``grad_runs``).
+    Equal to :func:`matmul_params` for a model that runs each layer once."""
+    extra = sum(count * ((layer.grad_runs if grad else layer.runs) - 1) * layer.params_active
+                for layer, count in m.layer_kinds())
+    return matmul_params(m) + extra
+
+
+def attention_forward_flops(m: ModelSpec, seq: int, *, grad: bool = False) -> float:
+    """Forward attention FLOPs per token: ``4 · a · d · s_eff`` per layer run (scores and values; ``grad``: over
+    the runs the backward goes through)."""
     total = 0.0
-    for layer in m.layers:
+    for layer, count in m.layer_kinds():
         keys = min(seq, layer.window) if layer.window else seq
-        total += 12 * m.num_heads * m.head_dim * keys
+        total += 4 * m.num_heads * m.head_dim * keys * count * (layer.grad_runs if grad else layer.runs)
     return total
 
 
+def attention_flops_per_token(m: ModelSpec, seq: int) -> float:
+    """Forward + backward attention FLOPs per token: ``12 · a · d · s_eff`` summed over layers (the backward twice
+    the forward, over the runs it goes through)."""
+    return attention_forward_flops(m, seq) + 2 * attention_forward_flops(m, seq, grad=True)
+
+
 def active_params_of(m: ModelSpec, chosen: Mapping[Layer, frozenset[str]]) -> float:
-    """Parameters a token multiplies in the linears named per layer kind (routed experts: ``k`` of them)."""
+    """Parameters a token multiplies in the linears named per layer kind (routed experts: ``k`` of them), over
+    the layer runs the backward goes through (those a checkpointed layer runs again)."""
     total = 0.0
     for layer, count in m.layer_kinds():
         for lin in layer.linears:
             if lin.name in chosen.get(layer, frozenset()):
                 routed = lin.group == "experts" and lin.count > 1
-                total += count * lin.weight_params * (layer.experts_per_token / lin.count if routed else 1)
+                total += count * layer.grad_runs * lin.weight_params * (
+                    layer.experts_per_token / lin.count if routed else 1)
     return total
 
 
 def training_flops_per_token(s: Scenario, m: ModelSpec, *, recompute: bool = True) -> float:
     """FLOPs a training step spends per token (module docstring); ``recompute`` False: the model's own, without
-    what checkpointing runs again (MFU's numerator)."""
-    n = matmul_params(m)
+    what checkpointing runs again (MFU's numerator). A layer run with autograd off has no backward and is not
+    checkpointed (HRM-Text's early low-level cycles)."""
+    forward, backward = run_params(m), run_params(m, grad=True)
     attention = attention_flops_per_token(m, s.seq_len)
-    dense = 6 * n if s.method == "full" else 4 * n
+    dense = 2 * forward + (4 if s.method == "full" else 2) * backward
     rc = stack_for(s).recompute(s, m) if recompute else Recompute()
     if rc.selective:
         dense += 2 * active_params_of(m, rc.linears)
     else:
-        dense += 2 * n * rc.layers
-        attention *= (12 + 4 * rc.layers) / 12
+        dense += 2 * backward * rc.layers
+        attention += rc.layers * attention_forward_flops(m, s.seq_len, grad=True)
     return dense + attention
 
 

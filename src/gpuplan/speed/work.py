@@ -11,6 +11,9 @@ Forward GEMMs use the shapes of the model's linears (``[tokens x in] @ [in x out
 - attention: ``4·a·d`` FLOPs per (query, key) pair forward, causal kernels skip the masked half, the
   backward does 2.5x the forward (FlashAttention-2: 5 matmuls to 2);
 - element-wise: bytes per token per layer from :mod:`gpuplan.overheads`, backward twice the forward.
+
+A layer the forward runs more than once (:attr:`~gpuplan.model.layers.Layer.runs`: HRM-Text's recurrent stacks)
+does its work, and reads its weights, once per run.
 """
 
 from __future__ import annotations
@@ -109,7 +112,7 @@ def linears_s(m: ModelSpec, gpu: GpuSpec, dtype: str, tokens: float, *, tp: int 
         for lin in layer.linears:
             if chosen is None or lin.name in chosen:
                 split = 1 if whole and replicated(layer, lin) else tp
-                total += count * _linear_s(gpu, dtype, layer, lin, tokens, split, act_bytes, weight_bytes)
+                total += count * layer.runs * _linear_s(gpu, dtype, layer, lin, tokens, split, act_bytes, weight_bytes)
     return total * layers
 
 
@@ -133,7 +136,7 @@ def lora_s(m: ModelSpec, gpu: GpuSpec, tokens: float, rank: int, targets: frozen
                 out = lin.out_features / tp
                 traffic = tokens * (out * bytes_per_output
                                     + (lin.in_features * oh.LORA_DROPOUT_BYTES_PER_INPUT if dropout else 0))
-                total += count * (gemm_time_s(gpu, "bf16", tokens, lin.in_features, rank)
+                total += count * layer.runs * (gemm_time_s(gpu, "bf16", tokens, lin.in_features, rank)
                                   + gemm_time_s(gpu, "bf16", tokens, rank, out) + traffic / bandwidth(gpu))
     return total * layers
 
@@ -165,10 +168,11 @@ def attention_s(m: ModelSpec, gpu: GpuSpec, dtype: str, seqs: float, seq: int, *
             keys = min(keys, layer.window)
         d = layer_head_dim(m, layer)
         if kernel == "eager":
-            total += count * (2 * gemm_time_s(gpu, dtype, seq, d, keys, count=seqs * heads, kernels=2)
+            total += count * layer.runs * (2 * gemm_time_s(gpu, dtype, seq, d, keys, count=seqs * heads, kernels=2)
                               + seqs * heads * seq * keys * oh.EAGER_SCORE_BYTES / bandwidth(gpu))
         else:  # causal: query i sees context + i keys (capped by the window)
-            flops += count * seqs * 4 * heads * d * seq * (keys if masked else min(context + (seq + 1) / 2, keys))
+            flops += count * layer.runs * seqs * 4 * heads * d * seq * (
+                keys if masked else min(context + (seq + 1) / 2, keys))
     if windowed and masked_windows and kernel == "sdpa":  # the memory-efficient kernel reading an additive mask
         fraction = attention_fraction(gpu) * oh.MASKED_ATTENTION_FACTOR
     else:
@@ -393,7 +397,7 @@ def elementwise_s(m: ModelSpec, gpu: GpuSpec, tokens: float, *, tp: int = 1, lay
     ``per_element`` bytes per hidden and per MLP element per layer, by default what unfused PyTorch modules move
     (:func:`eager_elementwise_bytes`)."""
     hidden, mlp = per_element or eager_elementwise_bytes(m)
-    per_token = sum(count * (hidden * m.hidden_size + mlp * mlp_width(m, layer, tp))
+    per_token = sum(count * layer.runs * (hidden * m.hidden_size + mlp * mlp_width(m, layer, tp))
                     for layer, count in m.layer_kinds())
     return layers * tokens * per_token / bandwidth(gpu)
 
@@ -436,7 +440,7 @@ def unread_expert_bytes(rows, tokens: float) -> float:
 def expert_loop_s(m: ModelSpec, tokens: float, *, layers: float = 1.0) -> float:
     """Host time of transformers' Python loop over the experts a pass of ``tokens`` tokens hits
     (:data:`~gpuplan.overheads.TRANSFORMERS_EXPERT_LOOP_S` per expert and layer)."""
-    return layers * sum(count * experts_hit(layer, tokens) for layer, count in m.layer_kinds()) \
+    return layers * sum(count * layer.runs * experts_hit(layer, tokens) for layer, count in m.layer_kinds()) \
         * oh.TRANSFORMERS_EXPERT_LOOP_S
 
 
