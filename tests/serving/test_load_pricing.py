@@ -1,0 +1,81 @@
+"""A plan with a load run (``--users`` or ``--rate``) is priced at the tokens that run served per second
+(gpuplan.plan.build.priced_on_load), and every face shows that price: the CLI table and ``--json``, the Python API
+and the page's ``/api/estimate``. Before (walk s10), ``estimate --rate 4`` of Llama-3.1-8B on an H100 under vLLM
+quoted $2.32 per million output tokens from its decode step at batch 1 (155 tokens/s) while its own run served
+759 tokens/s ($0.47)."""
+
+import json
+
+import pytest
+
+pytest.importorskip("numpy")
+
+from typer.testing import CliRunner
+
+from gpuplan import estimate
+from gpuplan.cli import app as cli_app
+
+runner = CliRunner()
+RATE = {"model": "llama-3.1-8b", "task": "infer", "engine": "vllm", "gpu": "h100-sxm", "rate_rps": 4,
+        "prompt_tokens": 1000, "output_tokens": 200}
+
+
+def test_a_rate_is_priced_at_the_tokens_its_run_served_by_hand():
+    """At 4 requests/s of 200 output tokens on average, an engine that keeps up serves 4 x 200 = 800 output
+    tokens/s (within a few percent over a finite run of Poisson arrivals that starts idle and drains).
+    The instance's $/h over an hour of those tokens is the price: $/h / (tokens/s x 3,600) x 1e6."""
+    plan = estimate(RATE, advise=False)
+    run, cost = plan.load, plan.cost
+    served = run.total_output_tokens / run.duration  # what the run served per second
+    assert plan.priced_tokens_per_s == pytest.approx(served) == pytest.approx(run.output_throughput)
+    assert served == pytest.approx(4 * 200, rel=0.1)  # Poisson arrivals of 1,000 requests: +-3% on the rate
+    assert cost.usd_per_million_tokens == pytest.approx(cost.usd_per_hour / (served * 3600) * 1e6)
+    # an hour at $1.29 (hyperbolic's H100, bundled catalog) over 800 tokens/s x 3,600 s = 2.88 M tokens: $0.448/M
+    hand = cost.usd_per_hour / (4 * 200 * 3600) * 1e6
+    assert cost.usd_per_million_tokens == pytest.approx(hand, rel=0.15)
+    # the decode step at batch 1 (what it was priced at before) serves a fifth of that, at five times the price
+    step = plan.speed.tokens_per_s
+    assert step < served / 3
+    assert plan.priced[0].cost.usd_per_million_tokens == pytest.approx(cost.usd_per_hour / (step * 3600) * 1e6)
+    said = [a for a in plan.assumptions if a.startswith("cost: priced at the")]
+    assert len(said) == 1 and f"{served:,.0f} output tokens/s the simulated run at 4 requests/s served" in said[0]
+    assert f"${cost.usd_per_million_tokens:,.2f} per million output tokens" in said[0]
+
+
+def test_users_are_priced_at_their_runs_tokens():
+    """A closed loop of 16 users: the price reads the run's output tokens/s, not the decode step at 16."""
+    plan = estimate({**RATE, "rate_rps": None, "users": 16, "num_requests": 160}, advise=False)
+    served = plan.load.total_output_tokens / plan.load.duration
+    assert plan.priced_tokens_per_s == pytest.approx(served)
+    assert plan.cost.usd_per_million_tokens == pytest.approx(plan.cost.usd_per_hour / (served * 3600) * 1e6)
+    assert any("the simulated run at 16 users served" in a for a in plan.assumptions)
+
+
+def test_a_plan_without_a_load_keeps_its_speeds_price_and_says_nothing_of_it():
+    plan = estimate({**RATE, "rate_rps": None, "batch_size": 8}, advise=False)
+    assert plan.load is None and plan.priced_tokens_per_s is None
+    assert "priced_tokens_per_s" not in plan.to_dict()
+    assert plan.cost.usd_per_million_tokens == pytest.approx(
+        plan.cost.usd_per_hour / (plan.speed.tokens_per_s * 3600) * 1e6)
+    assert not any(a.startswith("cost: priced at the") for a in plan.assumptions)
+
+
+def test_cli_table_json_api_and_page_show_the_served_price():
+    pytest.importorskip("fastapi")
+    from fastapi.testclient import TestClient
+
+    from gpuplan.web.app import create_app
+
+    args = ["estimate", "--model", "llama-3.1-8b", "--task", "infer", "--engine", "vllm", "--gpu", "h100-sxm",
+            "--rate", "4", "--prompt-tokens", "1000", "--output-tokens", "200"]
+    api = estimate(RATE).to_dict()
+    cli = json.loads(runner.invoke(cli_app, [*args, "--json"]).stdout)
+    page = TestClient(create_app(), base_url="http://127.0.0.1").post("/api/estimate", json=RATE).json()
+    for face in (cli, page):
+        assert face["cost"] == api["cost"] and face["priced_tokens_per_s"] == api["priced_tokens_per_s"]
+        assert face["load"]["output_throughput"] == api["load"]["output_throughput"]
+    served, usd = api["priced_tokens_per_s"], api["cost"]["usd_per_million_tokens"]
+    table = " ".join(runner.invoke(cli_app, args, env={"COLUMNS": "200"}).stdout.split())
+    assert f"speed: {served:,.0f} output tokens/s served at 4 requests/s" in table
+    assert f"${usd:,.2f} per million output tokens" in table
+    assert f"decode step at 1 request at once: {api['speed']['tokens_per_s']:,.0f} output tokens/s" in table
