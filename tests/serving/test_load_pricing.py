@@ -79,3 +79,34 @@ def test_cli_table_json_api_and_page_show_the_served_price():
     assert f"speed: {served:,.0f} output tokens/s served at 4 requests/s" in table
     assert f"${usd:,.2f} per million output tokens" in table
     assert f"decode step at 1 request at once: {api['speed']['tokens_per_s']:,.0f} output tokens/s" in table
+
+
+def test_capacity_and_estimate_agree_at_the_same_rate_and_say_what_each_prices():
+    """capacity prices a replica at the highest rate it serves within the SLOs (req/s x mean output tokens);
+    estimate at that rate prices the tokens its run served: the same figure but for the run's idle start and drain
+    (1,000 Poisson arrivals over ~40 s, then the last requests' lives), which only estimate counts."""
+    from gpuplan.api import capacity
+
+    report = capacity("llama-3.1-8b", engine="vllm", gpus=["h100-sxm"], max_gpus=1, rate_rps=4, prompt_tokens=1000,
+                      output_tokens=200, ttft_s=1, tpot_s=0.05, top=1)
+    row = report.deployments[0]
+    assert row.output_tokens_per_s == pytest.approx(row.max_rate_rps * 200)
+    assert row.usd_per_million_output == pytest.approx(row.usd_per_hour / (row.max_rate_rps * 200 * 3600) * 1e6)
+    assert any("price each replica at the highest rate it serves within the SLOs" in n for n in report.notes)
+    plan = estimate({**RATE, "rate_rps": round(row.max_rate_rps, 2)}, advise=False)
+    assert plan.cost.usd_per_hour == pytest.approx(row.usd_per_hour)
+    assert plan.priced_tokens_per_s < row.output_tokens_per_s  # the idle start and the drain
+    assert plan.cost.usd_per_million_tokens == pytest.approx(row.usd_per_million_output, rel=0.15)
+
+
+def test_recommend_with_a_load_says_its_rows_are_priced_at_the_decode_step():
+    from gpuplan.api import recommend
+
+    searched = {k: v for k, v in RATE.items() if k != "gpu"}
+    rec = recommend(searched, gpus=["h100-sxm"], top=1)
+    note = [n for n in rec.notes if n.startswith("$/M tok prices each setup at its decode step")]
+    assert len(note) == 1 and "`gpuplan estimate --rate 4`" in note[0]
+    row = rec.setups[0]
+    assert row.usd_per_million_tokens == pytest.approx(row.usd_per_hour / (row.tokens_per_s * 3600) * 1e6)
+    unloaded = recommend({**searched, "rate_rps": None}, gpus=["h100-sxm"], top=1)
+    assert not any(n.startswith("$/M tok prices each setup") for n in unloaded.notes)
