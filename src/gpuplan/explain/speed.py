@@ -196,6 +196,13 @@ def cost(x: Context) -> dict[str, Formula]:
             formula="$/M tokens = $/h x spot overhead / (tokens/s x 3600) x 10^6"
                     + (" (tokens/s: the output tokens/s the simulated run at the load served)" if served else ""),
             substituted=f"{per_hour:,.2f} x {overhead:.2f} / ({tps:,.0f} x 3600) x 1e6 = ${per_m:,.3f}")
+    run = getattr(x.r, "load", None)
+    if served and run is not None:
+        out["load.output_throughput"] = Formula(
+            label="output tokens/s served", value=served, unit="tok/s", computed=run.total_output_tokens / run.duration,
+            formula="output tokens/s served = the run's output tokens / its duration, first request sent to last "
+                    "token (vllm bench serve's output_throughput; gpuplan/serving/load.py summary)",
+            substituted=f"{run.total_output_tokens:,} / {run.duration:,.1f} s = {served:,.0f} tok/s")
     if s.task == "train" and s.train_tokens and tps:
         hours = s.train_tokens / tps / 3600
         out["cost.hours"] = Formula(
