@@ -110,3 +110,24 @@ def test_recommend_with_a_load_says_its_rows_are_priced_at_the_decode_step():
     assert row.usd_per_million_tokens == pytest.approx(row.usd_per_hour / (row.tokens_per_s * 3600) * 1e6)
     unloaded = recommend({**searched, "rate_rps": None}, gpus=["h100-sxm"], top=1)
     assert not any(n.startswith("$/M tok prices each setup") for n in unloaded.notes)
+
+
+def test_a_rate_just_past_saturation_says_its_queue_grows_as_capacity_judges_it():
+    """Llama-3.1-8B on one H100, 1,000 + 200 tokens: capacity serves 25.66 requests/s with no SLO (97% of its
+    saturated run, 26.45). At 26.5 the 1,000-request run's queue climbs by ~54 over a window of 700, under the
+    growth test's 70, and nothing was said; the saturated run capacity uses now decides it. At 20 the queue does
+    not climb and no saturation run is made."""
+    from gpuplan.serving import load
+
+    over = estimate({**RATE, "rate_rps": 26.5}, advise=False)
+    said = [w for w in over.load.warnings if "queue grows at 26.5 requests/s" in w]
+    assert len(said) == 1 and "a steady rate stays under 97% of that" in said[0]
+    calls = []
+    real = load._saturated
+    try:
+        load._saturated = lambda *a: calls.append(real(*a)) or calls[-1]
+        under = estimate({**RATE, "rate_rps": 20}, advise=False)
+    finally:
+        load._saturated = real
+    assert not any("queue grows" in w for w in under.load.warnings)
+    assert calls == [None]  # asked, and no second simulation made: the queue held
