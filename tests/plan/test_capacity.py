@@ -121,7 +121,8 @@ def test_every_gpu_named_has_a_row_or_says_why():
     rows = capacity(s, m, w, gpu_ids=named, max_gpus=1, simulate_top=1, notes=notes)
     assert len(rows) == 1 and rows[0].gpu_id in named[:2]
     other = next(g for g in named[:2] if g != rows[0].gpu_id)
-    assert len(notes) == 3, notes
+    assert len(notes) == 4, notes
+    assert notes[3].startswith("$/M out and $/M in price each replica at the highest rate it serves within the SLOs")
     assert notes[0].endswith(f"ranked below the 1 setups simulated (the cheapest per request first): raise --top, "
                              f"or give --gpus {other} alone")
     assert notes[1] == ("Instinct MI300X: not simulated (capacity simulates NVIDIA GPUs only; `gpuplan estimate "
@@ -166,7 +167,8 @@ def test_a_prompt_only_trace_has_no_tpot_and_says_why(tmp_path):
     (row,) = capacity(s, m, w, gpu_ids=("nvidia-l40s",), max_gpus=1, simulate_top=1, notes=notes)
     assert row.ttft_s > 0 and row.max_rate_rps > 1
     assert row.tpot_s is None and row.streaming_tokens_per_s_per_user is None
-    assert len(notes) == 1 and notes[0].startswith("TPOT n/a: no request of the workload streams a second token")
+    assert len(notes) == 2 and notes[1].startswith("TPOT n/a: no request of the workload streams a second token")
+    assert notes[0].startswith("$/M out and $/M in price each replica at the highest rate")
 
 
 def test_the_tpot_percentile_is_over_the_requests_that_stream():

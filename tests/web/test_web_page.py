@@ -494,3 +494,21 @@ def test_on_a_wide_screen_the_form_stays_beside_the_results(server, page):
     settle(page)
     form, verdict = page.locator("#scenario").bounding_box(), page.locator("#verdict").bounding_box()
     assert form["x"] + form["width"] <= verdict["x"] and not page.is_visible("a.to-form")
+
+
+def test_a_load_is_priced_on_the_page_at_what_its_run_served(server, page):
+    """``--rate 4`` on the page: the headline is the run's output tokens/s, the $/M reads it, as the CLI and the
+    API (tests/serving/test_load_pricing.py); the decode step at batch 1 stays beside it."""
+    require("numpy")
+    fields = {"model": "llama-3.1-8b", "task": "infer", "engine": "vllm", "gpu": "h100-sxm", "prompt_tokens": 1000,
+              "output_tokens": 200, "rate_rps": 4}
+    page.goto(server + "/?" + "&".join(f"{k}={v}" for k, v in fields.items()))  # (the load fields fold away)
+    settle(page)
+    r = gpuplan.estimate(fields)
+    served = 'details[data-key="load.output_throughput"]'
+    assert value(page, served + " .value") == pytest.approx(r.load.output_throughput)
+    assert value(page, 'details[data-key="cost.usd_per_million_tokens"] .value') == pytest.approx(
+        r.cost.usd_per_million_tokens)
+    assert value(page, 'details[data-key="speed.tokens_per_s"] .value') == pytest.approx(r.speed.tokens_per_s)
+    page.click(served + " summary")
+    assert f"{r.load.total_output_tokens:,} / {r.load.duration:,.1f} s" in page.text_content(served + " .formula")

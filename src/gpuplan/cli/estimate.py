@@ -132,6 +132,12 @@ def _speed(result, s: dict) -> None:
     else:
         per_user, rate = sp.tokens_per_s_per_sequence, sp.requests_per_s
         streaming = sp.streaming_tokens_per_s_per_user
+        run = result.load
+        if run is not None and run.output_throughput:  # the headline is what the run at the load served
+            bullet(f"{head}: {_rate(run.output_throughput)} output tokens/s served at {_load_words(run)}, "
+                   f"{run.request_throughput:,.3g} requests/s (the simulated run below"
+                   + ("; the cost is priced on it)" if result.cost else ")"), prefix="")
+            head = f"  decode step at {s['batch_size']:,} request{'s' if s['batch_size'] != 1 else ''} at once"
         line = (f"{head}: {_rate(sp.tokens_per_s)} output tokens/s in all{likely}"
                 + (f", {rate:,.3g} requests/s" if rate else "")
                 + (f"; each user streams {_rate(streaming)} tokens/s (decode step, TPOT {1e3 * sp.step_time_s:,.1f}"
@@ -161,6 +167,11 @@ def _speed(result, s: dict) -> None:
     if shares:
         bullet(("step" if s["task"] == "train" else "decode step") + ": " + ", ".join(
             f"{k.replace('_', ' ')} {pct}%" for k, pct in shares), prefix="  ", style="dim")
+
+
+def _load_words(run) -> str:
+    """The load of a run in a few words: "32 users" or "4 requests/s"."""
+    return f"{run.max_concurrency:,} users" if run.mode == "closed loop" else f"{run.request_rate:g} requests/s"
 
 
 def render_load(run, s: dict) -> None:

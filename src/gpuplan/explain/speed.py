@@ -188,7 +188,8 @@ def _ttft(sp: Speed, batch: int, shared: bool, acc: Accuracy, note: str) -> Form
 def cost(x: Context) -> dict[str, Formula]:
     s, c, sp = x.s, x.r.cost, x.r.speed
     per_hour, rented = c.usd_per_hour, c.num_gpus
-    tps = sp.tokens_per_s or 0.0
+    served = getattr(x.r, "priced_tokens_per_s", None)  # a load run's tokens/s (gpuplan.plan.build.priced_on_load)
+    tps = served or sp.tokens_per_s or 0.0
     acc = price_accuracy()
     overhead = c.spot.overhead if c.spot else 1.0
     price = Constant(name=c.offer, value=f"${per_hour / rented:,.3f} per GPU-hour, {c.price_age_days} days old",
@@ -201,8 +202,16 @@ def cost(x: Context) -> dict[str, Formula]:
         per_m = per_hour * overhead / (tps * 3600) * 1e6
         out["cost.usd_per_million_tokens"] = Formula(
             label="$ per million tokens", value=c.usd_per_million_tokens, unit="$", computed=per_m, accuracy=acc,
-            formula="$/M tokens = $/h x spot overhead / (tokens/s x 3600) x 10^6",
+            formula="$/M tokens = $/h x spot overhead / (tokens/s x 3600) x 10^6"
+                    + (" (tokens/s: the output tokens/s the simulated run at the load served)" if served else ""),
             substituted=f"{per_hour:,.2f} x {overhead:.2f} / ({tps:,.0f} x 3600) x 1e6 = ${per_m:,.3f}")
+    run = getattr(x.r, "load", None)
+    if served and run is not None:
+        out["load.output_throughput"] = Formula(
+            label="output tokens/s served", value=served, unit="tok/s", computed=run.total_output_tokens / run.duration,
+            formula="output tokens/s served = the run's output tokens / its duration, first request sent to last "
+                    "token (vllm bench serve's output_throughput; gpuplan/serving/load.py summary)",
+            substituted=f"{run.total_output_tokens:,} / {run.duration:,.1f} s = {served:,.0f} tok/s")
     if s.task == "train" and s.train_tokens and tps:
         hours = s.train_tokens / tps / 3600
         out["cost.hours"] = Formula(

@@ -12,7 +12,7 @@ Read top to bottom, each stage once:
    offer a ranked row named); a job that does not fit is timed, not priced;
 3. **serving runs** (``simulate``): a serving plan on an engine whose scheduler is simulated runs its ``users`` or
    ``rate_rps`` and its ``batch_size`` requests at once through it (:func:`serving_runs`, on the priced offer's
-   links);
+   links); a plan with a load run is priced at the tokens/s that run served (:func:`priced_on_load`);
 4. **advice**: the largest batch and context that fit, and when it does not fit, the changes that would
    (:mod:`.advice` and :mod:`.fixes`, each a memory-only build);
 5. the training **data** and the **recipe**, when the scenario names data or a pretraining run.
@@ -108,7 +108,7 @@ def build(r: Resolved | ResolvedModule, offers: Offers | None = None, *, advise:
         plan = plan.said(warnings=(f"no speed or cost: {gpu.name} has no dense 16-bit matrix rate in the GPU "
                                    "catalog",))
     if simulate and plan.speed is not None and s.task == "infer":
-        plan = serving_runs(r, plan)
+        plan = priced_on_load(serving_runs(r, plan))
     if gpu is not None and advise:
         plan = plan.said(**advice(r, plan))
     if s.task == "train" and recipe is not False and layout and \
@@ -160,6 +160,27 @@ def serving_runs(r: Resolved, plan: Plan) -> Plan:
     warned = ("no simulated run: the engine's KV pool cannot hold one request of the longest length",) \
         if asked and "load" not in runs else ()
     return plan.said(warnings=warned, **runs)
+
+
+def priced_on_load(plan: Plan) -> Plan:
+    """``plan`` priced at the output tokens/s its load run served (``users`` or ``rate_rps``: the run's
+    ``output_throughput``, :func:`gpuplan.serving.load.summary`) where it has one: the instance's $/h over the
+    tokens an hour of that run serves, ``usd_per_hour / (output_throughput x 3600) x 1e6`` per million output
+    tokens, as ``capacity`` prices its rows from its simulation (:func:`gpuplan.plan.capacity._row`). Before, a
+    loaded plan was priced at its decode step's tokens/s at ``batch_size`` (1 for a rate): an 8B model at 4
+    requests/s on an H100 quoted $2.32 per million at 155 tokens/s while its own run served 759. The assumption
+    says which throughput the price reads; a plan without a load run keeps its speed's."""
+    run, cost = plan.load, plan.cost
+    if run is None or cost is None or not run.output_throughput:
+        return plan
+    served = run.output_throughput
+    usd = cost.usd_per_hour / (served * 3600) * 1e6
+    load = (f"{run.max_concurrency:,} users" if run.mode == "closed loop" else f"{run.request_rate:,g} requests/s")
+    said = (f"cost: priced at the {served:,.0f} output tokens/s the simulated run at {load} served, not the decode "
+            f"step's {plan.speed.tokens_per_s:,.0f} at {plan.setup.scenario.batch_size:,} request"
+            f"{'s' if plan.setup.scenario.batch_size != 1 else ''} at once: ${cost.usd_per_hour:,.2f}/h / "
+            f"({served:,.0f} x 3,600 s) = ${usd:,.2f} per million output tokens",)
+    return plan.said(said, cost=replace(cost, usd_per_million_tokens=usd), priced_tokens_per_s=served)
 
 
 def unpriced_spot(plan: Plan):

@@ -275,8 +275,23 @@ def capacity(s: Scenario, m: ModelSpec, w: Workload, *, gpu_ids: tuple[str, ...]
     plans.sort(key=_rank)
     _mark_pareto(plans)
     if notes is not None:
-        notes += _left_out(gpu_ids, simulated, candidates, chosen, late_alone, max_gpus) + _unstreamed(plans)
+        notes += _left_out(gpu_ids, simulated, candidates, chosen, late_alone, max_gpus) + _priced_at(w, plans) + \
+            _unstreamed(plans)
     return plans
+
+
+def _priced_at(w: Workload, plans: list[Deployment]) -> list[str]:
+    """What a row's $ per million tokens reads (:func:`_row`): one replica at the highest load it serves within the
+    SLOs (its req/s x the mean lengths), not at the target; ``estimate`` prices one setup at the load asked, from
+    the tokens its simulated run served (:func:`gpuplan.plan.build.priced_on_load`). At the same rate the two agree
+    but for the run's idle start and drain, which ``estimate`` counts and a steady rate does not."""
+    if w.batch or not any(p.usd_per_million_output for p in plans):
+        return []
+    load = "most users" if w.users else "highest rate"
+    flag = "--users N" if w.users else "--rate R"
+    return [f"$/M out and $/M in price each replica at the {load} it serves within the SLOs (req/s x the mean "
+            f"tokens), not at the target; `gpuplan estimate {flag}` prices one setup at the load asked, from what its "
+            "simulated run served"]
 
 
 def _unstreamed(plans: list[Deployment]) -> list[str]:

@@ -83,6 +83,9 @@ class Plan(Answer):
     # its batch_size requests queued at once (waves, preemptions); None where not simulated
     load: LoadRun | None = None
     offline: LoadRun | None = None
+    # the output tokens/s the cost is priced at where it is not the speed's: the load run's, served at the
+    # scenario's users or rate (gpuplan.plan.build.priced_on_load); None: priced at speed.tokens_per_s
+    priced_tokens_per_s: float | None = None
     _setup: Resolved | None = PrivateAttr(default=None)
     # what the builder's stages assumed and warned of beyond the resolver's: (assumptions, warnings)
     _said: tuple[tuple[str, ...], tuple[str, ...]] = PrivateAttr(default=((), ()))
@@ -192,7 +195,7 @@ class Plan(Answer):
     def _in_order(self, handler) -> dict[str, Any]:
         """The scenario, its line and its defaults first, as they are said."""
         data = handler(self)
-        for key in ("load", "offline"):  # sections of serving plans the scheduler simulation ran
+        for key in ("load", "offline", "priced_tokens_per_s"):  # sections of serving plans the simulation ran
             if data.get(key) is None:
                 data.pop(key, None)
         if data.get("speed") and data["speed"].get("band") is None:  # (a serving speed's words on its range)

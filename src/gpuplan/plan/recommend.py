@@ -393,7 +393,7 @@ def recommend(s: Scenario, m: ModelSpec, c: Constraints, explain: bool = True) -
         result.fewest = min(setups, key=lambda x: (x.num_gpus, _key(x, c.objective)), default=None)
         if result.fewest is not None:
             result.fewest_line = fewest_line(s, m, result.fewest, c.deadline_hours)
-    result.notes = _price_notes(s, c, all_offers, cards)
+    result.notes = _price_notes(s, c, all_offers, cards) + _load_note(s)
     if shipped and c.any_quant and s.task == "infer" and s.quant is None:
         result.notes.append(f"the checkpoint ships as {shipped}: rows serve it as shipped (and with an fp8 KV "
                             "cache); re-quantizing it (--quant awq-int4, fp8, int8) needs a converted checkpoint "
@@ -476,6 +476,18 @@ def _what_fits_owned(s: Scenario, m: ModelSpec, c: Constraints) -> list[str]:
             out.append(f"{where}: nothing fits, even with every change on these cards "
                        f"({report.device_peak_gib:.1f} of {gpu.usable_gib:.1f} GiB per card as asked)")
     return out
+
+
+def _load_note(s: Scenario) -> list[str]:
+    """What the rows' price reads when a load is asked (``users`` or ``rate_rps``): each setup's decode step at its
+    batch, not a simulated run of the load (a run per setup is ``capacity``'s search, and ``estimate``'s plan is
+    priced on its own run, :func:`gpuplan.plan.build.priced_on_load`), so the two can differ."""
+    if s.task != "infer" or not (s.users or s.rate_rps):
+        return []
+    load = f"--users {s.users:,}" if s.users else f"--rate {s.rate_rps:,g}"
+    return [f"$/M tok prices each setup at its decode step at {s.batch_size:,} request"
+            f"{'s' if s.batch_size != 1 else ''} at once, not at a simulated run of {load}: `gpuplan estimate "
+            f"{load}` on a setup prices what its run serves, and `gpuplan capacity {load}` ranks setups on runs"]
 
 
 def _price_notes(s: Scenario, c: Constraints, all_offers: list[Offer], cards: dict) -> list[str]:

@@ -133,7 +133,27 @@ def run_load(s: Scenario, m: ModelSpec, gpu: GpuSpec, engine: Scheduler, network
     send = arrivals(s.rate_rps, n, 1.0, rng) if not offline and not s.users else np.zeros(n)
     out = simulate(model, engine, send, prompt, output, s.shared_prefix_tokens, users=closed,
                    think_s=s.think_time_s if closed else 0.0, rng=rng, inter_token_gaps=True, users_wait=True)
-    return summary(out, model, s, engine, offline, prompt_d, output_d, list(said))
+    saturated = _saturated(s, model, engine, out, prompt_d, output_d) if not offline and not s.users else None
+    return summary(out, model, s, engine, offline, prompt_d, output_d, list(said), saturated)
+
+
+def _saturated(s: Scenario, model: StepModel, engine: Scheduler, out, prompt_d: Lengths, output_d: Lengths
+               ) -> float | None:
+    """Requests/s the engine completes saturated, where an open-loop run's queue climbed over its steady window at
+    all (else None: a run whose queue held or shrank is not near it, and no second simulation is run): capacity's
+    saturated run (:func:`gpuplan.serving.capacity.saturated_rps`, a closed loop of twice the closed-form batch),
+    against which capacity judges a rate a steady state only up to :data:`~.capacity.STABLE_LOAD` of it. A 1,000-
+    request run at a rate a few percent past saturation climbs by less than the growth test's share (Llama-3.1-8B on
+    an H100, 1,000 + 200 tokens, 26.5 requests/s: +54 requests over a window of 700, under the 70 the test asks)."""
+    from .capacity import queue_growth, saturated_rps, saturation_rate
+    from .workload import Workload
+
+    if queue_growth(out) <= 0:
+        return None
+    w = Workload(prompt=prompt_d, output=output_d, shared_prefix_tokens=s.shared_prefix_tokens, rate_rps=s.rate_rps)
+    _, batch = saturation_rate(model, w, engine.kv_blocks * engine.block_tokens, engine.max_num_seqs,
+                               engine.max_num_batched_tokens, engine.mixed_prefill)
+    return saturated_rps(model, engine, w, batch).requests_per_s or None
 
 
 def longest_request(s: Scenario, m: ModelSpec, offline: bool = False) -> int:
@@ -168,8 +188,9 @@ def _falls_behind(out) -> bool:
 
 
 def summary(out, model: StepModel, s: Scenario, engine, offline: bool, prompt_d: Lengths, output_d: Lengths,
-            said: list[str]) -> LoadRun:
-    """The run ``out`` of :func:`.simulate.simulate` as a benchmark client reports it (all completed requests)."""
+            said: list[str], saturated: float | None = None) -> LoadRun:
+    """The run ``out`` of :func:`.simulate.simulate` as a benchmark client reports it (all completed requests);
+    ``saturated``: the requests/s the engine completes saturated, where measured (:func:`_saturated`)."""
     import numpy as np
 
     from .workload import lengths_words
@@ -198,10 +219,15 @@ def summary(out, model: StepModel, s: Scenario, engine, offline: bool, prompt_d:
         warnings.append(f"{out.refused:,} requests are longer than the engine's KV pool holds{budget}, and were "
                         "never admitted")
     mode = "offline" if offline else "closed loop" if s.users else "open loop"
-    if mode == "open loop" and out.completed and _falls_behind(out):
+    from .capacity import STABLE_LOAD
+
+    past = saturated is not None and s.rate_rps > STABLE_LOAD * saturated  # capacity's steady-state bound
+    if mode == "open loop" and out.completed and (_falls_behind(out) or past):
+        most = (f" (at most {saturated:,.3g} saturated, and a steady rate stays under {STABLE_LOAD:.0%} of that, "
+                "as capacity judges its rates)" if past else "")
         warnings.append(f"the queue grows at {s.rate_rps:,g} requests/s: the engine completed "
-                        f"{out.completed / duration:,.3g} requests/s, so each request waited longer than the last "
-                        f"(TTFT median {ttft['median'] / 1e3:,.1f} s, p99 {ttft['p99'] / 1e3:,.1f} s) and the "
+                        f"{out.completed / duration:,.3g} requests/s{most}, so each request waited longer than the "
+                        f"last (TTFT median {ttft['median'] / 1e3:,.1f} s, p99 {ttft['p99'] / 1e3:,.1f} s) and the "
                         "figures grow with the run's length; `gpuplan capacity --rate` finds the rate this setup "
                         "serves within your SLOs")
     return LoadRun(mode=mode, engine=s.engine, max_concurrency=None if offline else s.users,

@@ -533,7 +533,14 @@ function renderSpeedCost(r, explanation) {
   }
   const train = r.scenario.task === "train";
   const range = sp.tokens_per_s_high ? ` (${rate(sp.tokens_per_s_low)} to ${rate(sp.tokens_per_s_high)})` : "";
-  rows.push(numberRow("speed.tokens_per_s", train ? "training tokens/s" : "output tokens/s (all sequences)",
+  const run = r.load;
+  if (run && run.output_throughput) {  // the headline of a plan with a load run: what that run served
+    const load = run.mode === "closed loop" ? `${num(run.max_concurrency, 0)} users` : `${run.request_rate} requests/s`;
+    rows.push(numberRow("load.output_throughput", `output tokens/s served at ${load} (the simulated run` +
+      (c ? "; the cost is priced on it)" : ")"), rate(run.output_throughput), run.output_throughput));
+  }
+  rows.push(numberRow("speed.tokens_per_s", train ? "training tokens/s" : run && run.output_throughput ?
+    `output tokens/s of the decode step at ${r.scenario.batch_size} at once` : "output tokens/s (all sequences)",
     rate(sp.tokens_per_s) + range, sp.tokens_per_s));
   rows.push(numberRow("speed.step_time_s", train ? "optimizer step" : "decode step",
     train ? num(sp.step_time_s, 2) + " s" : num(sp.step_time_s * 1000, 1) + " ms", sp.step_time_s));
@@ -568,7 +575,9 @@ function renderSpeedCost(r, explanation) {
     rows.push(numberRow("cost.usd_per_hour", "$ per hour", usd(c.usd_per_hour), c.usd_per_hour));
     if (c.usd_per_million_tokens !== null) {
       rows.push(numberRow("cost.usd_per_million_tokens", train ? "$ per million training tokens" :
-        "$ per million output tokens", usd(c.usd_per_million_tokens), c.usd_per_million_tokens));
+        r.priced_tokens_per_s ? `$ per million output tokens (at the ${rate(r.priced_tokens_per_s)} tokens/s ` +
+        "the simulated run served)" : "$ per million output tokens", usd(c.usd_per_million_tokens),
+        c.usd_per_million_tokens));
     }
     if (train && r.scenario.train_tokens) {
       rows.push(numberRow("cost.hours", "hours", num(c.hours, 1) + " h", c.hours));
