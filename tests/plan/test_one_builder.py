@@ -84,8 +84,10 @@ def test_a_second_direct_caller_fails_the_first_stage_test():
 
 
 def test_only_the_builder_times_and_prices_a_plan():
-    # speed and cost are set on a plan by the builder (a llama.cpp split composes the builder's device plans)
-    assert sorted(set(CALLS["said(speed/cost)"])) == ["plan/build.py:build", "plan/split.py:split_estimate"]
+    # speed and cost are set on a plan by the builder and its cost stage's helper (a loaded plan priced at what its
+    # run served); a llama.cpp split composes the builder's device plans
+    assert sorted(set(CALLS["said(speed/cost)"])) == ["plan/build.py:build", "plan/build.py:priced_on_load",
+                                                       "plan/split.py:split_estimate"]
 
 
 def test_a_module_plan_is_made_by_build_module_which_build_calls():
