@@ -408,7 +408,7 @@ def test_capacity_cli_json(tmp_path):
         r = CliRunner().invoke(app, ["capacity", str(wl), "--model", "llama-3.1-8b", "--gpus", "l40s", "--max-gpus",
                                      "1", "--users", "8", "--format", "plain",
                                      *(("--think-time", think) if think else ())])
-        head = " ".join(r.output.split("SLO")[0].split())
+        head = " ".join(r.output.split("SLO p95")[0].split())  # the workload line, up to its SLOs
         assert r.exit_code == 0 and head.endswith(f"8 users (closed loop, think {think or 0} s"
                                                   + (": each user sends the next request the moment a reply ends, a "
                                                      "stress test; people chatting pause between turns: try "

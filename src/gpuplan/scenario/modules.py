@@ -37,7 +37,7 @@ STORED = {None: "16bit", "none": "16bit"}
 # the quantized bases each trainer loads to train adapters (a trainer not named here: any the plan models):
 # kohya's sd-scripts --fp8_base (train_network.py; no 4-bit loading), SimpleTuner's --base_model_precision
 # (fp8-torchao, nf4-bnb, int8-quanto), ai-toolkit's quantize: true (optimum-quanto qfloat8); the launchers write
-# these flags (gpuplan.launchers.diffusion)
+# these flags (launchers/diffusion.py)
 TRAINER_BASES = {"kohya": ("fp8",), "simpletuner": ("fp8", "nf4", "int8"), "ai-toolkit": ("fp8",)}
 TRAINER_LABEL = {"kohya": "kohya's sd-scripts", "simpletuner": "SimpleTuner", "ai-toolkit": "ai-toolkit"}
 
