@@ -63,7 +63,8 @@ def test_a_training_estimate_loads_only_what_it_uses():
     recipe's records do not (a plan without data says no recipe), nor the dataset code, with no data named (nor
     statistics), nor the serving decode bands, nor the structures read off transformers (Llama has a reader of its
     own), nor the engines' pool and timing records, nor the records of models that are not decoders (a decoder's
-    plan catches NotADecoder, in gpuplan.model.kinds), nor the changes that would make a plan fit (it fits)."""
+    plan catches NotADecoder, in gpuplan.model.kinds), nor the changes that would make a plan fit (it fits), nor the
+    "utf-8-sig" codec (gpuplan.userfiles drops a byte-order mark itself)."""
     code = ("import json, sys, gpuplan\n"
             "gpuplan.estimate({'model': 'llama-3.1-8b', 'task': 'train', 'method': 'qlora', 'gpu': 'rtx-4090'})\n"
             "print(json.dumps(sorted(sys.modules)))")
@@ -78,6 +79,7 @@ def test_a_training_estimate_loads_only_what_it_uses():
         "gpuplan.speed.inference", "yaml", "gpuplan.useryaml", "gpuplan.model.gguf", "gpuplan.model.diffusers",
         "gpuplan.model.encoders", "gpuplan.dataset", "statistics", "gpuplan.speed.bands", "gpuplan.model.structure",
         "gpuplan.plan.recipe", "gpuplan.engines.records", "gpuplan.model.module", "gpuplan.plan.fixes",
+        "encodings.utf_8_sig",
         *(f"gpuplan.engines.{m}" for m in ("vllm", "sglang", "trtllm", "llama_cpp", "mlx"))}
     assert not loaded & unused, loaded & unused
 

@@ -118,6 +118,9 @@ def test_a_byte_order_mark_is_read_and_other_encodings_are_named(tmp_path):
     with pytest.raises(GpuplanError) as err:
         uf.read_mapping(latin, "scenario")
     assert str(err.value) == f"{latin} is not UTF-8 text (byte 0xe9 at position 10): save the scenario file as UTF-8"
+    latin.write_bytes(b"\xef\xbb\xbf" + "model: café\n".encode("latin-1"))  # the byte and its place in the file
+    with pytest.raises(GpuplanError, match=r"byte 0xe9 at position 13\)"):
+        uf.read_mapping(latin, "scenario")
     binary = tmp_path / "x.json"
     binary.write_bytes(b"\x89PNG\r\n\x1a\n\x00\x00")
     with pytest.raises(GpuplanError, match=r"x\.json is not benchmark result text: it holds a NUL byte"):

@@ -128,14 +128,15 @@ def bounded(message: str) -> str:
     return message if len(message) <= MESSAGE_LIMIT else message[: MESSAGE_LIMIT - 3] + "..."
 
 
-# a quoted value (opened after a space or bracket, not an apostrophe inside a word) longer than ECHO_LIMIT
-_LONG_QUOTE = re.compile(r"""(?<![\w'"])(['"])((?:\\.|(?!\1).){""" + str(ECHO_LIMIT + 1) + r""",})\1(?!\w)""")
+# a quoted value (opened after a space or bracket, not an apostrophe inside a word) longer than ECHO_LIMIT; compiled
+# on the first message cut (re caches it), as _CONTROL below: 0.13 ms a process that says nothing
+_LONG_QUOTE = r"""(?<![\w'"])(['"])((?:\\.|(?!\1).){""" + str(ECHO_LIMIT + 1) + r""",})\1(?!\w)"""
 
 
 def cut_echoes(message: str) -> str:
     """``message`` with every quoted value longer than :data:`ECHO_LIMIT` cut as :func:`echo` cuts it: the
     CLI's last line of defence for messages it did not build (click's "Invalid value for ...")."""
-    return _LONG_QUOTE.sub(lambda m: m[1] + m[2][: ECHO_LIMIT - 3] + "..." + m[1], message)
+    return re.sub(_LONG_QUOTE, lambda m: m[1] + m[2][: ECHO_LIMIT - 3] + "..." + m[1], message)
 
 
 def normalize_name(name: str) -> str:

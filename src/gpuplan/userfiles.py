@@ -27,6 +27,7 @@ disk, a read-only folder or ``/proc`` give one sentence and leave nothing behind
 
 from __future__ import annotations
 
+import codecs
 import contextlib
 import csv
 import json
@@ -115,10 +116,14 @@ def _decode(data: bytes, p: Path, what: str, line: int | None = None) -> str:
     if nul >= 0:
         raise GpuplanError(f"{where} is not {what} text: it holds a NUL byte (position {nul:,}), as binary and "
                            "UTF-16 files do; save it as UTF-8 text")
+    # a byte-order mark opens the file, not its text (dropped here, not by the "utf-8-sig" codec: its module is
+    # 0.2 ms of every process that reads the bundled offers)
+    text = data.removeprefix(codecs.BOM_UTF8) if not line or line == 1 else data
     try:
-        return data.decode("utf-8-sig" if not line or line == 1 else "utf-8")
+        return text.decode("utf-8")
     except UnicodeDecodeError as err:
-        raise GpuplanError(f"{where} is not UTF-8 text (byte 0x{data[err.start]:02x} at position {err.start:,}): "
+        at = err.start + len(data) - len(text)  # in the file, the mark counted
+        raise GpuplanError(f"{where} is not UTF-8 text (byte 0x{data[at]:02x} at position {at:,}): "
                            f"save the {what} file as UTF-8") from None
 
 

@@ -37,7 +37,7 @@ from ..userfiles import read_mapping
 from .offers import Offer, check_spot_below_on_demand, price_origin, read_offers, write_offers  # noqa: F401
 
 MAX_PRICE_AGE_DAYS = 90
-_NAME = re.compile(r"[a-z0-9][a-z0-9_-]{0,79}")  # a refresh's file name in the cache (refresh_name)
+_NAME = r"[a-z0-9][a-z0-9_-]{0,79}"  # a refresh's file name in the cache (refresh_name); compiled on a save
 BUNDLED = "bundled data/offers.csv"
 
 
@@ -122,7 +122,7 @@ def save_refresh(name: str, source: str, origin: str, offers: list[Offer], now: 
     and the old CSV put back if the note cannot be. ``name`` must be a :func:`refresh_name`."""
     if not offers:
         raise GpuplanError(f"{source} gave no offer for a GPU of the catalog; nothing was written")
-    if not _NAME.fullmatch(name):
+    if not re.fullmatch(_NAME, name):
         raise GpuplanError(f"the cache name {echo(name)} is not a plain name (lowercase letters, digits, _ and -)")
     folder = offers_dir()
     path = folder / f"{name}.csv"

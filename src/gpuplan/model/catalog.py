@@ -92,12 +92,12 @@ def base_repo(name: str) -> str | None:
     return _base_names().get(_untuned(name))
 
 
-_NUMBER = re.compile(r"\d+(?:\.\d+)*")
+_NUMBER = r"\d+(?:\.\d+)*"  # compiled when a name is not known (re caches it)
 
 
 def _numbers(name: str) -> list[str]:
     """The numbers in a model name, dots dropped (``Qwen2.5-7B-Instruct-1M`` -> ``['25', '7', '1']``)."""
-    return [n.replace(".", "") for n in _NUMBER.findall(name)]
+    return [n.replace(".", "") for n in re.findall(_NUMBER, name)]
 
 
 def suggestable(name: str, known: list[str]) -> list[str]:
