@@ -789,8 +789,15 @@ SGLANG_EARLY_DEEPSEEK_MOE_LAYER_S = {"NVIDIA": 349e-6, "AMD": 140e-6}
 # input_to_float8 torch ops, native YaRN rotary, shared experts apart, triton block-FP8 GEMMs), then the triton run's
 # sets the triton extend kernel's prompt attention at 4.24x gpuplan's absorbed figure (a prompt's first chunk, with
 # the radix cache off, multi-head at 320 / 1,088 of that). The triton backend is those releases' MLA default on
-# every card (ROCm has no other), so both apply on CUDA and ROCm alike.
-SGLANG_EARLY_PROMPT_SCALE = 1.12
+# every card (ROCm has no other), so the attention factor applies on CUDA and ROCm alike. The rest of the prompt path
+# is fitted per vendor, as the decode's layer cost above: on ROCm on the same pull request #3237 run that sets the
+# AMD decode constant (bench/data/sglang_prefill_batches.csv: bench_one_batch's total 10.656 s less its 255 decode
+# steps at the median 38.50 ms puts the prefill of 4 x 2,048 tokens, one extend batch without a radix cache, so
+# multi-head, on 8 MI300Xs at 0.838 s; the fused-decode run of the same comment gives 0.838 s too), where gpuplan's
+# at the CUDA build's 1.12 says 0.430 s: the ROCm build's prompt path (its triton block-FP8 GEMMs and fused MoE,
+# RCCL's all-reduces) at 2.34x gpuplan's MI300X figure, timed from the card's measured matmul rate (the decode's
+# ROCm share, engines/rocm.py, is not applied to prompts). Refit with `sglang_serving.py --calibrate-prompts`.
+SGLANG_EARLY_PROMPT_SCALE = {"NVIDIA": 1.12, "AMD": 2.34}
 SGLANG_EARLY_TRITON_PROMPT_ATTENTION = 4.24
 # SGLang replays CUDA graphs for decode batches only (python/sglang/srt/model_executor/cuda_graph_runner.py
 # CudaGraphRunner.can_run: decode, idle and target-verify batches up to cuda_graph_max_bs); an extend (prefill) batch
@@ -903,7 +910,7 @@ DECODE_BANDS: dict[tuple[str, str, str], tuple[float, float, int, str]] = {
     ("sglang", "MoE", "NVIDIA"): (-0.15, 0.16, 39, "DeepSeek-R1 on 8 H200, B200 or B300: InferenceX's SGLang 0.5 runs "
                                   "-10% to +19%, dstack's 0.4.3.post2 runs with DP attention -13% to -24% "
                                   "(bench/results/bands.md)"),
-    ("sglang", "MoE", "AMD"): (-0.13, 0.16, 8, "DeepSeek-R1 on 8 MI300X (dstack, SGLang 0.4.2.post4: -26% to +15%) "
+    ("sglang", "MoE", "AMD"): (-0.04, 0.16, 8, "DeepSeek-R1 on 8 MI300X (dstack, SGLang 0.4.2.post4: -17% to +16%) "
                                "and 8 MI325X (InferenceX, 0.5.19: +17% and +16%) (bench/results/bands.md)"),
     ("trtllm", "dense", "NVIDIA"): (-0.12, 0.08, 164, "NVIDIA's trtllm-bench tables, Llama 3.x 8B-405B "
                                     "(bench/results/bands.md)"),

@@ -438,15 +438,17 @@ def early_deepseek(s: Scenario, m: ModelSpec, gpu: GpuSpec) -> dict:
       (:data:`gpuplan.overheads.SGLANG_EARLY_DEEPSEEK_MOE_LAYER_S`: the small unfused kernels of that release's
       ``models/deepseek_v2.py``);
     - a prompt's GPU work other than attention at :data:`~gpuplan.overheads.SGLANG_EARLY_PROMPT_SCALE` times
-      gpuplan's, and its attention (the triton extend kernel, those releases' default MLA backend) at
-      :data:`~gpuplan.overheads.SGLANG_EARLY_TRITON_PROMPT_ATTENTION` times gpuplan's absorbed figure: derived from
-      SGLang PR #3550's FlashInfer-MLA and triton runs of the same long-prompt workload (overheads.py)."""
+      gpuplan's, fitted per vendor (NVIDIA on SGLang PR #3550's FlashInfer-MLA run of a long-prompt workload on 8
+      H200s, AMD on PR #3237's ``bench_one_batch`` prefill of 4 x 2,048 tokens on 8 MI300Xs), and its attention
+      (the triton extend kernel, those releases' default MLA backend on every card) at
+      :data:`~gpuplan.overheads.SGLANG_EARLY_TRITON_PROMPT_ATTENTION` times gpuplan's absorbed figure, from PR
+      #3550's triton run of the same workload (overheads.py)."""
     early = s.engine_version and version_tuple(s.engine_version) <= oh.SGLANG_EARLY_DEEPSEEK_UNTIL
     layer_s = oh.SGLANG_EARLY_DEEPSEEK_MOE_LAYER_S.get(gpu.vendor, 0.0)
     if not (early and layer_s and deepseek_layers(m)):
         return {}
     absorbed = absorbed_prefill(s, m).get("context_attention_speedup", 1.0)
-    return {"expert_layer_s": layer_s, "prompt_scale": oh.SGLANG_EARLY_PROMPT_SCALE,
+    return {"expert_layer_s": layer_s, "prompt_scale": oh.SGLANG_EARLY_PROMPT_SCALE[gpu.vendor],
             "context_attention_speedup": absorbed / oh.SGLANG_EARLY_TRITON_PROMPT_ATTENTION}
 
 
