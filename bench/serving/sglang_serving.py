@@ -101,8 +101,11 @@ def run(row: dict, max_requests: int, *, before: bool = False, version: str | No
     sm = sglang.startup_memory(s, m, gpu, mem_fraction_static=s.mem_fraction_static)
     if row["max_total_tokens"]:
         sm = dataclasses.replace(sm, kv_tokens=min(sm.kv_tokens, int(row["max_total_tokens"])))
-    if row.get("chunked_prefill_size"):  # the run's --chunked-prefill-size (and --max-prefill-tokens, the same)
-        sm = dataclasses.replace(sm, chunked_prefill_size=int(row["chunked_prefill_size"]))
+    if row.get("chunked_prefill_size"):  # the run's --chunked-prefill-size, and its --max-prefill-tokens: InferenceX's
+        # scripts pass the same (dsr1_fp8_h200.sh, dsr1_fp8_b200.sh at TP 8: 32,768; dsr1_fp8_mi325x.sh: 131,072) or
+        # leave SGLang's 16,384 beside a 16,384 chunk (dsr1_fp4_b300.sh)
+        chunk = int(row["chunked_prefill_size"])
+        sm = dataclasses.replace(sm, chunked_prefill_size=chunk, max_prefill_tokens=chunk)
     if s.attention_ranks > 1 and not before:  # DP attention: a scheduler per rank, as the plan gives them (issue 31)
         sm = sm.ranks(s.attention_ranks)
     engine = dataclasses.replace(sglang_scheduler(sm), recv_interval=int(row.get("scheduler_recv_interval") or 1))
@@ -403,8 +406,8 @@ def main() -> None:
         "early_deepseek), fitted on neither serving row but on SGLang PR #3550's two long-prompt runs (the table "
         "at the end: 8 H200s at TP 8, radix cache off, 60 prompts of 1-32,000 tokens at 1 request/s, 89.26 s with "
         "FlashInfer MLA, 350.7 s with the default triton backend): with FlashInfer's prompt attention at "
-        "gpuplan's multi-head figure, the rest of the prompt path 1.12x gpuplan's, and the triton prompt attention "
-        "4.24x gpuplan's absorbed figure. The closed-form factors an earlier pass took from the same runs (~1.85x "
+        "gpuplan's multi-head figure, the rest of the prompt path 1.11x gpuplan's, and the triton prompt attention "
+        "4.22x gpuplan's absorbed figure. The closed-form factors an earlier pass took from the same runs (~1.85x "
         "and ~5.1x, against a serial sum of the prompts' work) replay that very run 42% slow (498.8 s against "
         "350.7 s: the serial sum charged the run's idle gaps at 1 request/s to the prompt work), so they are not "
         "used. Together, dstack's held-out medians (inference_sources.md): TTFT 59.0% -> 37.0%, TPOT 11.0% -> "
@@ -412,11 +415,16 @@ def main() -> None:
         "which was taken as CUDA's: the rest of the prompt path (all but attention) fitted per vendor, on AMD on "
         "SGLang PR #3237's bench_one_batch run on 8 MI300Xs, the run that already sets the AMD decode constant "
         "(bench/data/sglang_prefill_batches.csv: its total 10.656 s less 255 decode steps at the median 38.50 ms "
-        "puts the prefill of 4 x 2,048 tokens at 0.838 s, where gpuplan said 0.430 s): 2.34x gpuplan's MI300X "
-        "figure against CUDA's 1.12 (the table at the end). The MI300X rows' TTFT, held out, -35..-43% -> "
+        "puts the prefill of 4 x 2,048 tokens at 0.838 s, where gpuplan said 0.427 s): 2.35x gpuplan's MI300X "
+        "figure against CUDA's 1.11 (the table at the end). The MI300X rows' TTFT, held out, -35..-43% -> "
         "-8..+5% at every concurrency (their queue is made of prompt steps: from 16 requests 71-92% of the "
-        "simulated TTFT is the wait for the prompts ahead), TPOT +11/+15/+7/+4/-7/-26% -> +12/+16/+9/+8/+1/-17%. "
-        "dstack's held-out medians: TTFT 36.6% -> 6.8%, TPOT 14.7% -> 15.2%, E2E 14.4% -> 13.3%. Left: the H200 "
+        "simulated TTFT is the wait for the prompts ahead), TPOT +11/+15/+7/+4/-7/-26% -> +12/+16/+9/+8/+1/-16%. "
+        "Beside it, SGLang's --max-prefill-tokens (16,384 by default; PrefillAdder.add_one_req up to 0.5.12 closes "
+        "a batch at a prompt as long as what the batch leaves of it, serving/simulate.py _closes_prefill_batch): it "
+        "binds on no dstack row (each rank's chunk, 4,096 under DP attention and 8,192 on the MI300Xs, fills first) "
+        "but on PR #3550's 1-32,000-token prompts, so both PR #3550 constants were refitted with it, 1.12 -> 1.11 "
+        "and 4.24 -> 4.22. dstack's held-out medians: TTFT 36.6% -> 7.0%, TPOT 14.7% -> 15.2%, E2E 14.4% -> 13.3%. "
+        "Left: the H200 "
         "decode 13-23% fast, more at 64-128 requests (the ranks' prompts, each a slow "
         "eager step for all 8 ranks, are simulated in lockstep where the real ranks' arrivals drift apart), and "
         "the H200 TTFT from 16 requests (-26..-38%): there the wait for prompts ahead is 37-72% of the simulated "
