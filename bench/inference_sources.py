@@ -321,12 +321,13 @@ CAUSES = {
         "simulated. Where the time is: at 4 requests the simulated 445 ms is 68 ms waiting for a prompt step, 370 ms "
         "of prompt step and 7 ms outside the engine, against 1,025 ms published; the excess falls as the load "
         "grows, +580/+456/+303/+195/+142 ms at 4/8/16/32/64 requests. Read against the TPOT, not in the engine's "
-        "steps: every prompt step x 2.5 (what 4 requests need) sends 16-64 to +78..+125 %; a fixed 0.2-0.58 s per "
-        "prompt step, or 0.8 s + 0.3x, fits the TTFT only with TPOT +23..+59 % (each such step stalls the running "
-        "decodes). Nor a constant per request outside them: 0.58 s brings 4 requests to 0 % and 16-64 to "
-        "+23..+28 %, the simulated queue (c64's first wave of 131,072-token steps, ~4.9 s each, is 1.2 s of its "
-        "mean) growing faster than the published. No source read prices it (bench/results/moe_layout.md, notes "
-        "6-8, 12-13)."),
+        "steps: every prompt step x 2.5 (what 4 requests need) sends 16-64 to +78..+125 %; 0.58 s more a prompt "
+        "step brings 4 requests to +6 % with TPOT +35..+59 % at 8-64, and 0.8 s + 0.3x fits the TTFT (-9..+8 %) "
+        "with TPOT +35..+57 % at 8-64 (each such step stalls the running decodes). Nor a constant per request outside "
+        "them: 0.58 s brings 4 requests to 0 % and 16-64 to +23..+28 %, the simulated queue growing faster than "
+        "the published (at 64 requests the first wave, 64 "
+        "prompts in 131,072-token steps, averages 12.7 s: 1.3 s of the 1.8 s mean). No source read prices it "
+        "(bench/results/moe_layout.md, notes 6-8, 12-13)."),
     ("sglang_serving", "ix3363"): (
         "InferenceX DeepSeek-R1 TTFT under SGLang 0.5.12 on B200 (FP8, TP 8, EP 1, fp8 pool): priced since session 10 "
         "as SGLang runs it, its prompt steps of up to 2,048 tokens replayed as piecewise CUDA graphs (on by default "
