@@ -35,10 +35,11 @@ part: the network, the client). A burst therefore reaches the engine spread out,
 SGLang's scheduler (:func:`sglang_scheduler`) runs in the same loop with ``mixed_prefill`` off
 (``python/sglang/srt/managers/scheduler.py`` ``get_next_batch_to_run``): whenever a prefill batch forms (a chunked
 prompt continues, or the first waiting request fits a seat and the free pool) the step holds prompt tokens alone and
-the decodes wait; otherwise every running request decodes. Its radix cache matches token by token (one-token
-pages), where vLLM's prefix cache matches whole blocks. With ``--scheduler-recv-interval N`` (``recv_interval``) a
-busy scheduler reads new requests only every N decode steps and right after a prefill batch
-(:meth:`_Engine.receive`): a request sent meanwhile waits in ``inbox``, its latency counting from the send.
+the decodes wait; otherwise every running request decodes. A prefill batch takes prompts within the chunk and, beside
+it, ``--max-prefill-tokens`` as the release applies it (:func:`_closes_prefill_batch`). Its radix cache matches
+token by token (one-token pages), where vLLM's prefix cache matches whole blocks. With ``--scheduler-recv-interval
+N`` (``recv_interval``) a busy scheduler reads new requests only every N decode steps and right after a prefill
+batch (:meth:`_Engine.receive`): a request sent meanwhile waits in ``inbox``, its latency counting from the send.
 Under SGLang's DP attention (``Scheduler.attention_ranks``) each rank is such a scheduler of its own, fed round robin,
 and the ranks step together (:class:`_Ranks`).
 """
