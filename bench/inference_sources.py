@@ -301,23 +301,33 @@ CAUSES = {
         "FP8 saves 2.25 ms a step at concurrency 8 where the single-request slopes give 3.4 ms."),
     ("sglang_serving", "dstack"): (
         "DeepSeek-R1 on SGLang 0.4.3.post2 with DP attention (8x H200) and 0.4.2.post4 (8x MI300X), as dstack's "
-        "README states. Now modelled: a scheduler per DP rank, fed round robin, the ranks stepping together "
+        "README states. Modelled: a scheduler per DP rank, fed round robin, the ranks stepping together "
         "(serving/simulate.py _Ranks; 0.4.3's halved chunk), the triton MLA decode streaming the latent cache once "
-        "per 16 heads (8 times a step under DP attention), and those releases' prompt path (x 1.12) and triton "
-        "prompt attention (x 4.24 the absorbed figure) fitted on SGLang PR #3550's two long-prompt runs "
-        "(FlashInfer MLA 89.26 s, triton 350.7 s), not on these rows: TTFT 59.0 % -> 37.0 %, TPOT 11.0 % -> "
-        "14.5 %, E2E 13.4 % -> 15.0 %. Prompts still 6-43 % too fast (3,200-token prompts, shorter than PR #3550's "
-        "1-32k; the fit assumes FlashInfer's prompt attention at gpuplan's multi-head figure), H200 decode 13-23 % "
-        "fast (bench/results/sglang_serving.md). The ROCm share refitted on InferenceX's MI325X rows as launched "
-        "(1.70 -> 1.75, PR #3237's MI300X constant 150 -> 140 us with it): TTFT 37.0 % -> 36.6 %, TPOT 14.5 % -> "
-        "14.7 %, E2E 15.0 % -> 14.4 %. Shown, never fitted."),
+        "per 16 heads, the triton prompt attention (x 4.22 the absorbed figure) and the rest of the prompt path per "
+        "vendor (x 1.11 on CUDA from SGLang PR #3550's runs; x 2.35 on ROCm from PR #3237's bench_one_batch prefill "
+        "on 8 MI300Xs, 0.838 s for 4 x 2,048 tokens where gpuplan said 0.427 s; session 11), none fitted on these "
+        "rows: TTFT 36.6 % -> 7.0 % (MI300X -35..-43 % -> -8..+5 %), TPOT 14.7 % -> 15.2 %, E2E 14.4 % -> 13.3 %. "
+        "SGLang's max_prefill_tokens (16,384; PrefillAdder.add_one_req up to 0.5.12 closes a batch at a prompt as long "
+        "as what is left of it; now simulated, serving/simulate.py _closes_prefill_batch, which refitted PR #3550's "
+        "constants 1.12 -> 1.11 and 4.24 -> 4.22) does not bind here: each rank's chunk (4,096 under DP attention, "
+        "8,192 on the MI300Xs) fills first, and the pool reserve (new_token_ratio) is far from one rank's pool (385k "
+        "tokens, <= 64k used). Left: H200 from 16 requests (-26..-38 %), a wait for the prompt steps ahead; a slower "
+        "decode does not move it, and the time missing grows with the ranks prefilling in one step "
+        "(bench/results/sglang_serving.md). Shown, never fitted."),
     ("sglang_serving", "ix3173"): "InferenceX DeepSeek-R1 TTFT under SGLang: helper s8-ttft's this session.",
     ("sglang_serving", "ix3318"): (
-        "InferenceX DeepSeek-R1 TTFT under SGLang on MI325X: 0.44-0.71 s more on every request at 8k prompts, a "
-        "cost off the engine's path: its prompt work at the decode's ROCm share (1.75) queues the later requests "
-        "(up to +59 %), which the published means do not show; at the FP8 rate it falls further. The runs' own fp8 "
-        "pool and memory fraction 0.8, carried since session 10, moved it 30.4 % -> 29.4 %. No source read prices "
-        "it (bench/results/moe_layout.md, notes 6-8 and 12)."),
+        "InferenceX DeepSeek-R1 TTFT under SGLang 0.5.19 on MI325X (8k prompts, means). Not SGLang's prefill cap: "
+        "dsr1_fp8_mi325x.sh passes --max-prefill-tokens=131072 with --chunked-prefill-size=131072, the budget "
+        "simulated. Where the time is: at 4 requests the simulated 445 ms is 68 ms waiting for a prompt step, 370 ms "
+        "of prompt step and 7 ms outside the engine, against 1,025 ms published; the excess falls as the load "
+        "grows, +580/+456/+303/+195/+142 ms at 4/8/16/32/64 requests. Read against the TPOT, not in the engine's "
+        "steps: every prompt step x 2.5 (what 4 requests need) sends 16-64 to +78..+125 %; 0.58 s more a prompt "
+        "step brings 4 requests to +6 % with TPOT +35..+59 % at 8-64, and 0.8 s + 0.3x fits the TTFT (-9..+8 %) "
+        "with TPOT +35..+57 % at 8-64 (each such step stalls the running decodes). Nor a constant per request outside "
+        "them: 0.58 s brings 4 requests to 0 % and 16-64 to +23..+28 %, the simulated queue growing faster than "
+        "the published (at 64 requests the first wave, 64 "
+        "prompts in 131,072-token steps, averages 12.7 s: 1.3 s of the 1.8 s mean). No source read prices it "
+        "(bench/results/moe_layout.md, notes 6-8, 12-13)."),
     ("sglang_serving", "ix3363"): (
         "InferenceX DeepSeek-R1 TTFT under SGLang 0.5.12 on B200 (FP8, TP 8, EP 1, fp8 pool): priced since session 10 "
         "as SGLang runs it, its prompt steps of up to 2,048 tokens replayed as piecewise CUDA graphs (on by default "

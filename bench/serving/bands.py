@@ -14,7 +14,7 @@ CUDA kernels; Apple: Metal; AMD: ROCm builds), each row scored once:
   bench/throughput.py's held-out decode rows served by vLLM (Qwen2.5 docs: one request's output tokens/s);
 - SGLang: bench/serving/sglang_serving.py's online rows with a TPOT whose role holds them out: ``check`` (dense),
   ``moe`` (DeepSeek-R1 from InferenceX and dstack: shown, never fitted; dstack's runs of 0.4.3.post2 (H200, DP
-  attention) and 0.4.2.post4 (MI300X) decode 13-24 % slower and -27 to +15 % off what gpuplan says and are kept,
+  attention) and 0.4.2.post4 (MI300X) decode 13-24 % slower and -17 to +16 % off what gpuplan says and are kept,
   since their role holds them out like the rest) and
   ``rocm-check`` (MI325X at 8 and 32 requests; the ``rocm-fit`` rows set overheads.ROCM_DECODE_SLOWDOWN and are
   left out);

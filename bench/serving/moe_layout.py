@@ -307,17 +307,20 @@ flags and evals are unchanged".
 (13) Looked at next (session 10, s10-amd); nothing built. (a) The aiter backend's prompt path on gfx942
 (sgl-project/sglang layers/attention/aiter_backend.py, a 2026 snapshot, not 0.5.19's own tree): its asm FP8 MLA
 prefill (SGLANG_AITER_FP8_PREFILL_ATTN) is gfx95-only, so MI325X's prompts run aiter's 16-bit varlen attention; no
-per-request constant was found in the path read. (b) --max-prefill-tokens=131072 in dsr1_fp8_mi325x.sh: the
-simulated budget (the chunk, 131,072) is the one the MI325X ran. The NVIDIA scripts leave it at SGLang's default
-(16,384 in the releases read), which PrefillAdder.add_one_req applies beside the chunk ("input_tokens >
-rem_input_tokens" closes a non-empty batch), while serving/simulate.py budgets H200's and B200's prompt batches at
-their 32,768-token chunk: H200's 8k first wave at 4 requests runs as two batches of two, not one of four. Not
-replayed (the H200 rows are another helper's). (c) No public MI300X/MI325X DeepSeek-R1 prompt timing of a 0.5
-release was found to price MI325X's cost against (AMD's blogs give relative kernel gains only; PR #3237's 0.4.3
-MI300X prefill, ~0.84 s for 4 x 2,048 tokens against 0.38 s simulated, is another release and path). (d) For the
-EP 1 question of note (8): InferenceX pull request #3175 prints dsr1-fp8-b300-sglang (FP8, TP 8, EP 1, v0.5.12)
-mean TTFT, 1k/1k at 1/2/4/8 requests 70.9/117.3/128.9/146.1 ms and 8k/1k at 1 request 288.1 ms: FP8 at EP 1 on
-B300, the pair note (4) asked for; not yet replayed."""
+per-request constant was found in the path read. (b) --max-prefill-tokens: dsr1_fp8_mi325x.sh passes 131072 beside
+its 131,072-token chunk, dsr1_fp8_h200.sh and dsr1_fp8_b200.sh (TP 8) pass 32768 beside their 32,768 chunk, and
+dsr1_fp4_b300.sh leaves SGLang's 16,384 beside a 16,384 chunk (InferenceX at 843c6254, 2026-08-22; an earlier
+reading here had the NVIDIA scripts at the default). Modelled since session 11 (serving/simulate.py
+_closes_prefill_batch): up to 0.5.12.post1 PrefillAdder.add_one_req refuses a prompt at least as long as what the
+batch leaves of max_prefill_tokens once the batch holds one, so with the cap at the chunk no prompt joins a batch as
+a piece of it (from 0.5.13, with chunking, the batch closes after the prompt that uses the cap up). H200 8k TTFT at
+8/16/32/64 requests +4/-2/-3/-32% -> +3/-4/-5/-33%; MI325X unchanged. (c) No public MI300X/MI325X DeepSeek-R1 prompt
+timing of a 0.5 release was found to price MI325X's cost against (AMD's blogs give relative kernel gains only; PR
+#3237's 0.4.3 MI300X prefill, 0.838 s for 4 x 2,048 tokens, is another release and path: since session 11 it sets
+the first DeepSeek releases' ROCm prompt path, overheads.SGLANG_EARLY_PROMPT_SCALE).
+(d) For the EP 1 question of note (8): InferenceX pull request #3175 prints dsr1-fp8-b300-sglang (FP8, TP 8, EP 1,
+v0.5.12) mean TTFT, 1k/1k at 1/2/4/8 requests 70.9/117.3/128.9/146.1 ms and 8k/1k at 1 request 288.1 ms: FP8 at EP 1
+on B300, the pair note (4) asked for; not yet replayed."""
 FAMILIES = (("ix3173-", "H200 FP8 TP 8, SGLang 0.5.12"), ("ix3363-", "B200 FP8 TP 8, SGLang 0.5.12"),
             ("ix3183-r1fp4-b300-tp8", "B300 NVFP4 TP 8 EP 8, SGLang 0.5.12"),
             ("ix3183-r1fp4-b300-tp4", "B300 NVFP4 TP 4 EP 4, SGLang 0.5.12"),

@@ -101,8 +101,11 @@ def run(row: dict, max_requests: int, *, before: bool = False, version: str | No
     sm = sglang.startup_memory(s, m, gpu, mem_fraction_static=s.mem_fraction_static)
     if row["max_total_tokens"]:
         sm = dataclasses.replace(sm, kv_tokens=min(sm.kv_tokens, int(row["max_total_tokens"])))
-    if row.get("chunked_prefill_size"):  # the run's --chunked-prefill-size (and --max-prefill-tokens, the same)
-        sm = dataclasses.replace(sm, chunked_prefill_size=int(row["chunked_prefill_size"]))
+    if row.get("chunked_prefill_size"):  # the run's --chunked-prefill-size, and its --max-prefill-tokens: InferenceX's
+        # scripts pass the same (dsr1_fp8_h200.sh, dsr1_fp8_b200.sh at TP 8: 32,768; dsr1_fp8_mi325x.sh: 131,072) or
+        # leave SGLang's 16,384 beside a 16,384 chunk (dsr1_fp4_b300.sh)
+        chunk = int(row["chunked_prefill_size"])
+        sm = dataclasses.replace(sm, chunked_prefill_size=chunk, max_prefill_tokens=chunk)
     if s.attention_ranks > 1 and not before:  # DP attention: a scheduler per rank, as the plan gives them (issue 31)
         sm = sm.ranks(s.attention_ranks)
     engine = dataclasses.replace(sglang_scheduler(sm), recv_interval=int(row.get("scheduler_recv_interval") or 1))
@@ -205,18 +208,66 @@ def prompt_runs() -> list[dict]:
         return list(csv.DictReader(f))
 
 
-def calibrate_prompts() -> dict[str, float]:
-    """SGLANG_EARLY_PROMPT_SCALE from PR #3550's FlashInfer run (its attention at gpuplan's multi-head figure, so
-    the rest of its duration is the prompt path), then SGLANG_EARLY_TRITON_PROMPT_ATTENTION from its triton run
-    (the same workload, only the attention backend differs): each by 20 halvings to its published duration."""
+PREFILL_BATCHES = ROOT / "bench/data/sglang_prefill_batches.csv"
+
+
+def prefill_batches() -> list[dict]:
+    with PREFILL_BATCHES.open(newline="") as f:
+        return list(csv.DictReader(f))
+
+
+def published_prefill_s(r: dict) -> float:
+    """A ``bench_one_batch`` run's prefill: its total latency less its decode steps at their median (bench_one_batch
+    times one extend batch of ``batch`` prompts, then ``output - 1`` decode steps)."""
+    return float(r["total_s"]) - (int(r["output"]) - 1) * float(r["decode_median_s"])
+
+
+def prefill_batch_s(r: dict) -> float:
+    """gpuplan's step for a bench_one_batch prefill (bench/data/sglang_prefill_batches.csv): ``batch`` prompts of
+    ``input`` tokens in one extend batch, the step model the serving replays use. bench_one_batch runs no radix
+    cache, so the prompts have no prefix and those releases run them multi-head (``DeepseekV2AttentionMLA.forward``),
+    on the same triton extend kernel: 320 / 1,088 of the absorbed figure (as :func:`prompt_run_s`'s first chunks)."""
+    s, m, gpu = setup({"model": r["model"], "gpu": r["gpu"], "tp": r["tp"], "sglang_version": r["sglang_version"],
+                       "mem_fraction_static": ""})
+    model = sample(step_timer(s, m, gpu))
+    multi_head = sglang.absorbed_prefill(s, m)["context_attention_speedup"]
+    model = dataclasses.replace(model, attention_s_per_pair=model.attention_s_per_pair * multi_head)
+    n, tokens = int(r["batch"]), int(r["input"])
+    return model.time(n * tokens, 0, 0, n * tokens * tokens / 2, n)
+
+
+def calibrate_prompts() -> dict[str, object]:
+    """SGLANG_EARLY_PROMPT_SCALE (NVIDIA) from PR #3550's FlashInfer run (its attention at gpuplan's multi-head
+    figure, so the rest of its duration is the prompt path), then SGLANG_EARLY_TRITON_PROMPT_ATTENTION from its triton
+    run (the same workload, only the attention backend differs), then SGLANG_EARLY_PROMPT_SCALE (AMD) from PR
+    #3237's fitted bench_one_batch prefill on MI300X: each by 20 halvings to its published figure."""
     runs = {r["attention_backend"]: r for r in prompt_runs()}
-    for name, backend, lo, hi in (("SGLANG_EARLY_PROMPT_SCALE", "flashinfer", 0.5, 5.0),
-                                  ("SGLANG_EARLY_TRITON_PROMPT_ATTENTION", "triton", 0.5, 10.0)):
-        r = runs[backend]
+    rocm = next(r for r in prefill_batches() if r["role"] == "fitted")
+    fits = ((("SGLANG_EARLY_PROMPT_SCALE", "NVIDIA"), 0.5, 5.0, lambda: prompt_run_s(runs["flashinfer"]),
+             float(runs["flashinfer"]["duration_s"])),
+            (("SGLANG_EARLY_TRITON_PROMPT_ATTENTION", None), 0.5, 10.0, lambda: prompt_run_s(runs["triton"]),
+             float(runs["triton"]["duration_s"])),
+            (("SGLANG_EARLY_PROMPT_SCALE", "AMD"), 0.5, 10.0, lambda: prefill_batch_s(rocm), published_prefill_s(rocm)))
+    for (name, key), lo, hi, ours, real in fits:
         for _ in range(20):
-            setattr(oh, name, (lo + hi) / 2)
-            lo, hi = (lo, getattr(oh, name)) if prompt_run_s(r) > float(r["duration_s"]) else (getattr(oh, name), hi)
+            mid = (lo + hi) / 2
+            if key is None:
+                setattr(oh, name, mid)
+            else:
+                getattr(oh, name)[key] = mid
+            lo, hi = (lo, mid) if ours() > real else (mid, hi)
     return {k: getattr(oh, k) for k in ("SGLANG_EARLY_PROMPT_SCALE", "SGLANG_EARLY_TRITON_PROMPT_ATTENTION")}
+
+
+def prefill_batch_rows() -> list[str]:
+    """The table of the bench_one_batch prefills against gpuplan's step (:func:`prefill_batch_s`)."""
+    out = ["| run | role | release | GPUs | batch | published prefill | gpuplan | error |",
+           "|---|---|---|---|---:|---:|---:|---:|"]
+    for r in prefill_batches():
+        ours, real = prefill_batch_s(r), published_prefill_s(r)
+        out.append(f"| {r['id']} | {r['role']} | {r['sglang_version']} | {r['tp']}x {r['gpu']} | {r['batch']} x "
+                   f"{int(r['input']):,} | {1e3 * real:.0f} ms | {1e3 * ours:.0f} ms | {pct(ours, real):+.1f}% |")
+    return out
 
 
 def prompt_run_rows() -> list[str]:
@@ -355,18 +406,33 @@ def main() -> None:
         "early_deepseek), fitted on neither serving row but on SGLang PR #3550's two long-prompt runs (the table "
         "at the end: 8 H200s at TP 8, radix cache off, 60 prompts of 1-32,000 tokens at 1 request/s, 89.26 s with "
         "FlashInfer MLA, 350.7 s with the default triton backend): with FlashInfer's prompt attention at "
-        "gpuplan's multi-head figure, the rest of the prompt path 1.12x gpuplan's, and the triton prompt attention "
-        "4.24x gpuplan's absorbed figure. The closed-form factors an earlier pass took from the same runs (~1.85x "
+        "gpuplan's multi-head figure, the rest of the prompt path 1.11x gpuplan's, and the triton prompt attention "
+        "4.22x gpuplan's absorbed figure. The closed-form factors an earlier pass took from the same runs (~1.85x "
         "and ~5.1x, against a serial sum of the prompts' work) replay that very run 42% slow (498.8 s against "
         "350.7 s: the serial sum charged the run's idle gaps at 1 request/s to the prompt work), so they are not "
         "used. Together, dstack's held-out medians (inference_sources.md): TTFT 59.0% -> 37.0%, TPOT 11.0% -> "
-        "14.5%, E2E 13.4% -> 15.0%. Left: prompts still 6-43% too fast (the 3,200-token prompts, shorter than "
-        "PR #3550's, may run the triton kernel at a lower rate still; MI300X's ROCm prompt path is taken as "
-        "CUDA's), and the H200 decode 13-23% fast, more at 64-128 requests (the ranks' prompts, each a slow "
-        "eager step for all 8 ranks, are simulated in lockstep where the real ranks' arrivals drift apart). "
-        "A check not replayed as a row: PR #3237's total latency less its 255 decode steps puts 0.4.3's prefill "
-        "of 4 x 2,048 tokens on 8 MI300Xs, no prefix cache, at ~0.84 s; gpuplan now says 0.38 s (0.30 s before "
-        "the prompt costs). A check not replayed as a row, and worse now: PR #2643's offline ShareGPT run with "
+        "14.5%, E2E 13.4% -> 15.0%. Then (issue 31, session 11) the ROCm build's prompt path of those releases, "
+        "which was taken as CUDA's: the rest of the prompt path (all but attention) fitted per vendor, on AMD on "
+        "SGLang PR #3237's bench_one_batch run on 8 MI300Xs, the run that already sets the AMD decode constant "
+        "(bench/data/sglang_prefill_batches.csv: its total 10.656 s less 255 decode steps at the median 38.50 ms "
+        "puts the prefill of 4 x 2,048 tokens at 0.838 s, where gpuplan said 0.427 s): 2.35x gpuplan's MI300X "
+        "figure against CUDA's 1.11 (the table at the end). The MI300X rows' TTFT, held out, -35..-43% -> "
+        "-8..+5% at every concurrency (their queue is made of prompt steps: from 16 requests 71-92% of the "
+        "simulated TTFT is the wait for the prompts ahead), TPOT +11/+15/+7/+4/-7/-26% -> +12/+16/+9/+8/+1/-16%. "
+        "Beside it, SGLang's --max-prefill-tokens (16,384 by default; PrefillAdder.add_one_req up to 0.5.12 closes "
+        "a batch at a prompt as long as what the batch leaves of it, serving/simulate.py _closes_prefill_batch): it "
+        "binds on no dstack row (each rank's chunk, 4,096 under DP attention and 8,192 on the MI300Xs, fills first) "
+        "but on PR #3550's 1-32,000-token prompts, so both PR #3550 constants were refitted with it, 1.12 -> 1.11 "
+        "and 4.24 -> 4.22. dstack's held-out medians: TTFT 36.6% -> 7.0%, TPOT 14.7% -> 15.2%, E2E 14.4% -> 13.3%. "
+        "Left: the H200 "
+        "decode 13-23% fast, more at 64-128 requests (the ranks' prompts, each a slow "
+        "eager step for all 8 ranks, are simulated in lockstep where the real ranks' arrivals drift apart), and "
+        "the H200 TTFT from 16 requests (-26..-38%): there the wait for prompts ahead is 37-72% of the simulated "
+        "TTFT and a slower decode does not move it (every decode step 1.15x or 1.3x: TTFT unchanged to 1%), while "
+        "prompt steps 1.5x as long bring 32-128 requests to -2..-7% but 4 and 8 to +26/+41%: the time missing "
+        "grows with the number of ranks prefilling in one step (at 128 requests the simulated prompt steps gather "
+        "~30,000 tokens of 7-8 ranks, at 4 requests ~6,400 of 2), not with one rank's prompt. "
+        "A check not replayed as a row, and worse now: PR #2643's offline ShareGPT run with "
         "--enable-dp-attention (0.4.1.post2, which also turns the overlap scheduler off under DP attention, "
         "modelled; 5,000 prompts, 8 H200s) printed 2,673.55 output tokens/s; gpuplan's replay with a scheduler "
         "per rank gives 5,353 (+100%), where one merged scheduler over one GPU's pool (this bench until now) gave "
@@ -411,7 +477,11 @@ def main() -> None:
         "with FlashInfer MLA and with the default triton backend; both fitted, in turn, by "
         "`sglang_serving.py --calibrate-prompts`: SGLANG_EARLY_PROMPT_SCALE, then "
         "SGLANG_EARLY_TRITON_PROMPT_ATTENTION; the FlashInfer run's attention at gpuplan's multi-head figure is an "
-        "assumption; durations scaled to the published input tokens):", "", *prompt_run_rows()]) + "\n"
+        "assumption; durations scaled to the published input tokens):", "", *prompt_run_rows(), "",
+        "Prefill batches (bench/data/sglang_prefill_batches.csv: SGLang PR #3237's bench_one_batch runs of "
+        "DeepSeek-V3 on 8 MI300Xs, one extend batch without a radix cache, its total latency less its decode steps; "
+        "the fitted row sets SGLANG_EARLY_PROMPT_SCALE's AMD entry by `sglang_serving.py --calibrate-prompts`, the "
+        "other reads the same prefill through another decode):", "", *prefill_batch_rows()]) + "\n"
     Path(args.out).write_text(text)
     print(text)
 

@@ -785,13 +785,20 @@ SGLANG_EARLY_DEEPSEEK_MOE_LAYER_S = {"NVIDIA": 349e-6, "AMD": 140e-6}
 # triton backend (10,526.88 and 2,679.07 total tokens/s); bench/data/sglang_prompt_runs.csv, replayed by
 # `sglang_serving.py --calibrate-prompts`. The two runs differ only in the prompt attention. With FlashInfer's taken
 # at gpuplan's multi-head figure (the assumption the fit rests on), the rest of the FlashInfer run's replay sets the
-# prompt path's GPU work other than attention at 1.12x gpuplan's (the unfused prompt path of those releases:
+# prompt path's GPU work other than attention at 1.11x gpuplan's (the unfused prompt path of those releases:
 # input_to_float8 torch ops, native YaRN rotary, shared experts apart, triton block-FP8 GEMMs), then the triton run's
-# sets the triton extend kernel's prompt attention at 4.24x gpuplan's absorbed figure (a prompt's first chunk, with
+# sets the triton extend kernel's prompt attention at 4.22x gpuplan's absorbed figure (a prompt's first chunk, with
 # the radix cache off, multi-head at 320 / 1,088 of that). The triton backend is those releases' MLA default on
-# every card (ROCm has no other), so both apply on CUDA and ROCm alike.
-SGLANG_EARLY_PROMPT_SCALE = 1.12
-SGLANG_EARLY_TRITON_PROMPT_ATTENTION = 4.24
+# every card (ROCm has no other), so the attention factor applies on CUDA and ROCm alike. The rest of the prompt path
+# is fitted per vendor, as the decode's layer cost above: on ROCm on the same pull request #3237 run that sets the
+# AMD decode constant (bench/data/sglang_prefill_batches.csv: bench_one_batch's total 10.656 s less its 255 decode
+# steps at the median 38.50 ms puts the prefill of 4 x 2,048 tokens, one extend batch without a radix cache, so
+# multi-head, on 8 MI300Xs at 0.838 s; the fused-decode run of the same comment gives 0.838 s too), where gpuplan's
+# at the CUDA build's 1.11 says 0.427 s: the ROCm build's prompt path (its triton block-FP8 GEMMs and fused MoE,
+# RCCL's all-reduces) at 2.35x gpuplan's MI300X figure, timed from the card's measured matmul rate (the decode's
+# ROCm share, engines/rocm.py, is not applied to prompts). Refit with `sglang_serving.py --calibrate-prompts`.
+SGLANG_EARLY_PROMPT_SCALE = {"NVIDIA": 1.11, "AMD": 2.35}
+SGLANG_EARLY_TRITON_PROMPT_ATTENTION = 4.22
 # SGLang replays CUDA graphs for decode batches only (python/sglang/srt/model_executor/cuda_graph_runner.py
 # CudaGraphRunner.can_run: decode, idle and target-verify batches up to cuda_graph_max_bs); an extend (prefill) batch
 # runs model.forward eagerly (model_runner.py ModelRunner.forward_extend), each kernel launched from SGLang's Python
@@ -903,7 +910,7 @@ DECODE_BANDS: dict[tuple[str, str, str], tuple[float, float, int, str]] = {
     ("sglang", "MoE", "NVIDIA"): (-0.15, 0.16, 39, "DeepSeek-R1 on 8 H200, B200 or B300: InferenceX's SGLang 0.5 runs "
                                   "-10% to +19%, dstack's 0.4.3.post2 runs with DP attention -13% to -24% "
                                   "(bench/results/bands.md)"),
-    ("sglang", "MoE", "AMD"): (-0.13, 0.16, 8, "DeepSeek-R1 on 8 MI300X (dstack, SGLang 0.4.2.post4: -26% to +15%) "
+    ("sglang", "MoE", "AMD"): (-0.04, 0.16, 8, "DeepSeek-R1 on 8 MI300X (dstack, SGLang 0.4.2.post4: -17% to +16%) "
                                "and 8 MI325X (InferenceX, 0.5.19: +17% and +16%) (bench/results/bands.md)"),
     ("trtllm", "dense", "NVIDIA"): (-0.12, 0.08, 164, "NVIDIA's trtllm-bench tables, Llama 3.x 8B-405B "
                                     "(bench/results/bands.md)"),

@@ -123,6 +123,7 @@ def test_sglang_off_writes_minus_one_and_prefills_whole_prompts():
     sched = sglang_scheduler(sm)
     assert sm.chunked_prefill_size == -1 and sched.chunked_prefill is False
     assert sched.max_num_batched_tokens == max(sglang.MAX_PREFILL_TOKENS, 32_768) == 32_768
+    assert sched.max_prefill_tokens == 16_384 and not sched.prefill_cap_takes_last  # the others: PrefillAdder's cap
     default = sglang.startup_memory(scenario_from(s), M, H100)
     assert default.chunked_prefill_size == 8192 and sglang_scheduler(default).chunked_prefill is True
 

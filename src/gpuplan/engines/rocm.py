@@ -9,8 +9,10 @@ measured to predicted decode time on MI325X over the same ratio on H200 (bench/s
 bench/results/rocm_share.md) is :data:`gpuplan.overheads.ROCM_DECODE_SLOWDOWN` on the fitted rows; its held-out
 rows check it. It scales the decode step's GPU work (weight and KV streaming, kernel latency, element-wise work);
 prefill is timed from the card's measured matmul rate (:data:`gpuplan.overheads.MATMUL_PEAK_FRACTION`: MI300X's
-MAMF under ROCm) and is not scaled again. vLLM's ROCm build has no such runs in the bench: it takes SGLang's
-figure, said as borrowed; models other than DeepSeek-R1 (dense ones included) take it unmeasured, said so.
+MAMF under ROCm) and is not scaled by it (SGLang's first DeepSeek releases carry a prompt factor of their own per
+vendor, measured on MI300X: :func:`gpuplan.engines.sglang.early_deepseek`). vLLM's ROCm build has no such runs in
+the bench: it takes SGLang's figure, said as borrowed; models other than DeepSeek-R1 (dense ones included) take it
+unmeasured, said so.
 """
 
 from __future__ import annotations

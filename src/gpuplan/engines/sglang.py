@@ -90,6 +90,12 @@ POOL_CAST_UNTIL = (0, 5, 13)
 # 0.4.2, 0.4.3.post2 all do), and the first that keeps the overlap scheduler on with it (overlap_schedule)
 DP_CHUNK_HALVED_UNTIL = (0, 4, 3)
 DP_OVERLAP_FROM = (0, 4, 2)
+# ServerArgs.max_prefill_tokens' default: the prompt tokens one prefill batch takes (PrefillAdder's rem_input_tokens;
+# the scheduler's log prints it), and the first release whose PrefillAdder.add_one_req applies it only without chunked
+# prefill (0.5.13: with chunking the batch closes once its prompt tokens reach it, budget_state; 0.4.x to 0.5.12.post1,
+# read in the wheels, close it at a prompt as long as what is left of it)
+MAX_PREFILL_TOKENS = 16_384
+PREFILL_CAP_TAKES_LAST_FROM = (0, 5, 13)
 ALL_REDUCE_FUSION_ARCHS = frozenset({"DeepseekV3ForCausalLM", "GptOssForCausalLM", "Glm4MoeForCausalLM",
                                      "Qwen3MoeForCausalLM"})
 
@@ -185,6 +191,8 @@ class StartupMemory:
     mixed_chunk: bool = False  # --enable-mixed-chunk: prompt chunks share a step with the decodes
     card_gib: float = 0.0  # what the card holds in all (cudaMemGetInfo's total): the start-up's and SGLang's
     attention_ranks: int = 1  # DP attention ranks the figures above add up (:meth:`ranks`), each its own scheduler
+    max_prefill_tokens: int = MAX_PREFILL_TOKENS  # the log's max_prefill_tokens (one rank's under DP attention)
+    prefill_cap_takes_last: bool = False  # the release's rule for it (PREFILL_CAP_TAKES_LAST_FROM, scheduler_of)
 
     @property
     def reserve_gib(self) -> float:
@@ -225,7 +233,9 @@ def startup_memory(s: Scenario, m: ModelSpec, gpu: GpuSpec, *, mem_fraction_stat
     return StartupMemory(total_gib=total, weights_gib=weights, available_gib=available, mem_fraction_static=mfs,
                          kv_tokens=tokens, kv_pool_gib=tokens * cell / GIB, chunked_prefill_size=chunk_size(s, d),
                          max_running_requests=max_running_requests(tokens, context), context_len=context,
-                         cuda_graph_max_bs=d.cuda_graph_max_bs, card_gib=max(card, total))
+                         cuda_graph_max_bs=d.cuda_graph_max_bs, card_gib=max(card, total),
+                         prefill_cap_takes_last=version_tuple(s.engine_version or "0.5.3")
+                         >= PREFILL_CAP_TAKES_LAST_FROM)
 
 
 # ---- the engine profile ----------------------------------------------------------------------------
@@ -269,20 +279,20 @@ def _engine_dict(s: Scenario, sm: StartupMemory) -> dict:
             "mixed_chunk": sm.mixed_chunk, "radix_cache": True, "overlap_schedule": overlap_schedule(s)}
 
 
-# SGLang's ServerArgs.max_prefill_tokens default: the tokens of one prefill batch when prompts are not chunked
-MAX_PREFILL_TOKENS = 16_384
-
 
 def scheduler_of(sm: StartupMemory) -> dict:
     """The settings of SGLang's scheduler (:class:`gpuplan.serving.simulate.Scheduler`) over its startup memory ``sm``
     (:func:`startup_memory`): the token pool in one-token pages (``page_size`` 1, the default until 2026),
     ``chunked_prefill_size`` as a prefill batch's token budget (``PrefillAdder``: each admitted prompt takes its tokens
-    out of ``rem_chunk_tokens``, a longer one is chunked and closes the batch), ``max_running_requests`` as the batch
+    out of ``rem_chunk_tokens``, a longer one is chunked and closes the batch) beside ``max_prefill_tokens`` (its
+    ``rem_input_tokens``: up to 0.5.12 a prompt at least as long as what the batch leaves of it closes a batch that
+    holds a prompt already; from 0.5.13, with chunking, the batch closes once its prompt tokens reach it,
+    :class:`gpuplan.serving.simulate.Scheduler` ``prefill_cap_takes_last``), ``max_running_requests`` as the batch
     cap, and prefill first: ``Scheduler.get_next_batch_to_run`` runs a new prefill batch whenever one forms, else the
     decode batch, so a prompt's chunks stall the running decodes (mixing them needs ``--enable-mixed-chunk``, off by
-    default). With ``--chunked-prefill-size -1`` a prefill batch takes whole prompts up to ``max_prefill_tokens``
-    (16,384), the first prompt of a batch whatever its length (``PrefillAdder.budget_state`` checks the budget before
-    adding it): the budget here is the larger of 16,384 and the context length, so a long prompt runs whole.
+    default). With ``--chunked-prefill-size -1`` the first prompt of a batch runs whole whatever its length (the
+    budget here is the larger of ``max_prefill_tokens`` and the context length) and ``max_prefill_tokens`` admits the
+    others.
 
     Under DP attention (``sm.attention_ranks`` > 1) these are one rank's: each DP worker is a scheduler of its own
     over its GPU's pool, chunk and request cap (``managers/data_parallel_controller.py``
@@ -291,10 +301,11 @@ def scheduler_of(sm: StartupMemory) -> dict:
     ``attention_ranks``)."""
     n = max(sm.attention_ranks, 1)
     chunked = sm.chunked_prefill_size > 0
-    budget = sm.chunked_prefill_size // n if chunked else max(MAX_PREFILL_TOKENS, sm.context_len)
+    budget = sm.chunked_prefill_size // n if chunked else max(sm.max_prefill_tokens, sm.context_len)
     return dict(kv_blocks=sm.kv_tokens // n, block_tokens=1, max_num_seqs=sm.max_running_requests // n,
                 max_num_batched_tokens=budget, chunked_prefill=chunked, mixed_prefill=sm.mixed_chunk,
-                attention_ranks=n)
+                attention_ranks=n, max_prefill_tokens=sm.max_prefill_tokens,
+                prefill_cap_takes_last=sm.prefill_cap_takes_last)
 
 
 class Sglang(Engine):
@@ -438,15 +449,17 @@ def early_deepseek(s: Scenario, m: ModelSpec, gpu: GpuSpec) -> dict:
       (:data:`gpuplan.overheads.SGLANG_EARLY_DEEPSEEK_MOE_LAYER_S`: the small unfused kernels of that release's
       ``models/deepseek_v2.py``);
     - a prompt's GPU work other than attention at :data:`~gpuplan.overheads.SGLANG_EARLY_PROMPT_SCALE` times
-      gpuplan's, and its attention (the triton extend kernel, those releases' default MLA backend) at
-      :data:`~gpuplan.overheads.SGLANG_EARLY_TRITON_PROMPT_ATTENTION` times gpuplan's absorbed figure: derived from
-      SGLang PR #3550's FlashInfer-MLA and triton runs of the same long-prompt workload (overheads.py)."""
+      gpuplan's, fitted per vendor (NVIDIA on SGLang PR #3550's FlashInfer-MLA run of a long-prompt workload on 8
+      H200s, AMD on PR #3237's ``bench_one_batch`` prefill of 4 x 2,048 tokens on 8 MI300Xs), and its attention
+      (the triton extend kernel, those releases' default MLA backend on every card) at
+      :data:`~gpuplan.overheads.SGLANG_EARLY_TRITON_PROMPT_ATTENTION` times gpuplan's absorbed figure, from PR
+      #3550's triton run of the same workload (overheads.py)."""
     early = s.engine_version and version_tuple(s.engine_version) <= oh.SGLANG_EARLY_DEEPSEEK_UNTIL
     layer_s = oh.SGLANG_EARLY_DEEPSEEK_MOE_LAYER_S.get(gpu.vendor, 0.0)
     if not (early and layer_s and deepseek_layers(m)):
         return {}
     absorbed = absorbed_prefill(s, m).get("context_attention_speedup", 1.0)
-    return {"expert_layer_s": layer_s, "prompt_scale": oh.SGLANG_EARLY_PROMPT_SCALE,
+    return {"expert_layer_s": layer_s, "prompt_scale": oh.SGLANG_EARLY_PROMPT_SCALE[gpu.vendor],
             "context_attention_speedup": absorbed / oh.SGLANG_EARLY_TRITON_PROMPT_ATTENTION}
 
 

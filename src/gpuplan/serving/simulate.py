@@ -35,10 +35,11 @@ part: the network, the client). A burst therefore reaches the engine spread out,
 SGLang's scheduler (:func:`sglang_scheduler`) runs in the same loop with ``mixed_prefill`` off
 (``python/sglang/srt/managers/scheduler.py`` ``get_next_batch_to_run``): whenever a prefill batch forms (a chunked
 prompt continues, or the first waiting request fits a seat and the free pool) the step holds prompt tokens alone and
-the decodes wait; otherwise every running request decodes. Its radix cache matches token by token (one-token
-pages), where vLLM's prefix cache matches whole blocks. With ``--scheduler-recv-interval N`` (``recv_interval``) a
-busy scheduler reads new requests only every N decode steps and right after a prefill batch
-(:meth:`_Engine.receive`): a request sent meanwhile waits in ``inbox``, its latency counting from the send.
+the decodes wait; otherwise every running request decodes. A prefill batch takes prompts within the chunk and, beside
+it, ``--max-prefill-tokens`` as the release applies it (:func:`_closes_prefill_batch`). Its radix cache matches
+token by token (one-token pages), where vLLM's prefix cache matches whole blocks. With ``--scheduler-recv-interval
+N`` (``recv_interval``) a busy scheduler reads new requests only every N decode steps and right after a prefill
+batch (:meth:`_Engine.receive`): a request sent meanwhile waits in ``inbox``, its latency counting from the send.
 Under SGLang's DP attention (``Scheduler.attention_ranks``) each rank is such a scheduler of its own, fed round robin,
 and the ranks step together (:class:`_Ranks`).
 """
@@ -90,6 +91,10 @@ class Scheduler:
     # SGLang's DP attention: this many ranks, each a scheduler of its own with the settings above (one GPU's pool,
     # chunk and request cap), fed round robin and stepping together (:class:`_Ranks`)
     attention_ranks: int = 1
+    # SGLang's --max-prefill-tokens beside the chunk (0: none, vLLM and TensorRT-LLM), and its release's rule for it
+    # (:func:`_closes_prefill_batch`)
+    max_prefill_tokens: int = 0
+    prefill_cap_takes_last: bool = False
 
 
 def vllm_scheduler(s, mem, *, chunked_prefill: bool | None = None, blocks: int | None = None) -> Scheduler:
@@ -393,7 +398,8 @@ class _Engine:
         admitted: list[int] = []
         takes: list[int] = []
         if self.waiting and budget > 0 and (engine.mixed_prefill or prefill_only):
-            budget = _admit_waiting(self, budget, admitted, takes)
+            prompts_in = first is None or (pending is not None and bool(pending[:first].any()))
+            budget = _admit_waiting(self, budget, admitted, takes, prompts_in and run_idx is not None)
             if admitted:
                 self.ra = np.concatenate((self.ra, np.asarray(admitted, dtype=np.int64)))
                 self.prompting += len(admitted)
@@ -873,18 +879,24 @@ def _prompt_chunks(have, left, pending, ra, held, budget: int, free: int, bt: in
     return None if total > free else (idx, takes, int(_add(takes)), need, total)
 
 
-def _admit_waiting(st: _Engine, budget: int, admitted: list[int], takes: list[int]) -> int:
+def _admit_waiting(st: _Engine, budget: int, admitted: list[int], takes: list[int], prompts_in: bool = False) -> int:
     """Admit waiting requests in arrival order while the step's token budget, ``max_num_seqs`` and the free
     blocks allow: a prompt takes what the budget leaves (chunked prefill) or waits until it fits whole; from vLLM
     0.19 its whole known sequence must fit the free blocks; under TensorRT-LLM's ``GUARANTEED_NO_EVICT`` its whole
-    sequence with its output, beside what the running requests still need to finish (``owed``). Appends them and
-    their tokens to ``admitted`` and ``takes``; returns the budget left."""
+    sequence with its output, beside what the running requests still need to finish (``owed``); under SGLang's
+    ``max_prefill_tokens`` while :func:`_closes_prefill_batch` lets it (``prompts_in``: the step holds a prompt
+    chunk already). Appends them and their tokens to ``admitted`` and ``takes``; returns the budget left."""
     engine, waiting, done, target, held = st.engine, st.waiting, st.done, st.target, st.held
     bt, seats = engine.block_tokens, engine.max_num_seqs - len(st.ra)
     owed = _blocks_to_finish(st, st.ra) if engine.reserve_to_completion and waiting else 0
+    # what the batch leaves of max_prefill_tokens: SGLang takes the batch's tokens out of both alike
+    cap_left = budget - (engine.max_num_batched_tokens - engine.max_prefill_tokens)
     while waiting and budget > 0 and len(admitted) < seats:
         r = waiting[0]
         have, want, has = int(done[r]), int(target[r]), int(held[r])
+        if engine.max_prefill_tokens and _closes_prefill_batch(engine, want - have, cap_left,
+                                                                prompts_in or bool(admitted)):
+            break
         take = min(want - have, budget)
         if not engine.chunked_prefill and take < want - have:
             break
@@ -903,7 +915,22 @@ def _admit_waiting(st: _Engine, budget: int, admitted: list[int], takes: list[in
         admitted.append(r)
         takes.append(take)
         budget -= take
+        cap_left -= take
     return budget
+
+
+def _closes_prefill_batch(engine: Scheduler, prompt: int, cap_left: int, started: bool) -> bool:
+    """Whether SGLang's ``--max-prefill-tokens`` closes the prefill batch before a waiting prompt of ``prompt``
+    tokens, ``cap_left`` being what the batch leaves of it (``python/sglang/srt/managers/schedule_policy.py``
+    ``PrefillAdder``: ``rem_input_tokens``, taken down by every prompt and chunk the batch holds). Up to 0.5.12.post1,
+    and without chunked prefill in every release, ``add_one_req`` refuses a prompt at least as long as
+    ``rem_input_tokens`` once the batch holds one (``started``; the first prompt runs whatever its length; 0.4.x
+    tests ``>``, 0.5 ``>=``). From 0.5.13 with chunked prefill that test is gone: ``budget_state`` closes the batch
+    after the prompt that brings ``rem_input_tokens`` to 0, which is taken whole or up to the chunk (read in the
+    0.4.2.post4, 0.4.3.post2, 0.5.12, 0.5.12.post1, 0.5.13 and 0.5.19 wheels)."""
+    if engine.prefill_cap_takes_last and engine.chunked_prefill:
+        return cap_left <= 0
+    return started and prompt >= cap_left
 
 
 def _blocks_to_finish(st: _Engine, idx) -> int:
