@@ -723,10 +723,13 @@ VLLM_SSU_TUNED_FROM = (0, 23, 0)
 # ShareGPT), in turn: per step from the median TPOT at 4 requests/s less the simulated GPU work, per scheduled
 # sequence from the offline (all requests at once) output throughput, per request from the median TTFT at 4
 # requests/s. The other rows check them. v0.3.0 had no overlap scheduler, so these are the loop's full costs.
-# Refitted with SGLANG_EAGER_LAUNCH_S (2026-11-29: request 8.24 -> 8.13 ms, all-reduce 18.7 -> 16.6 us).
+# Refitted with SGLANG_EAGER_LAUNCH_S (2026-11-29: request 8.24 -> 8.13 ms, all-reduce 18.7 -> 16.6 us); and when the
+# step model took an eager step's launches whole past the decode graphs' cap (serving/steptime.py StepModel._launches,
+# 2026-11-30: they were interpolated between its grid's points, so a 300-token prompt step got part of them):
+# request 8.13 -> 8.24 ms, all-reduce 16.6 -> 16.4 us, eager launch 41.5 -> 36.6 us; step and sequence unchanged.
 SGLANG_STEP_OVERHEAD_S = 1.28e-3
 SGLANG_HOST_S_PER_SEQ = 22.0e-6
-SGLANG_REQUEST_S = 8.13e-3
+SGLANG_REQUEST_S = 8.24e-3
 # Of that, the serial part and what the TokenizerManager spends per streamed token (serving/simulate.py
 # _Frontend): SGLang's HTTP server and its TokenizerManager are one asyncio process
 # (python/sglang/srt/managers/tokenizer_manager.py: generate_request -> _tokenize_one_request, the tokenizer
@@ -741,7 +744,7 @@ SGLANG_FRONTEND_TOKEN_S = VLLM_V1_FRONTEND_TOKEN_S
 # the same README's Llama-3.1-70B on 4 H100s at 4 requests/s (its decode steps ran ~15% longer than the step model
 # of vLLM's current engine, whose TP 4 rows of bench/serving/serving_cases.yaml it matches; the H200 rows of
 # another source and release, 0.4.1, show the same gap and check it).
-SGLANG_ALL_REDUCE_S = 16.6e-6
+SGLANG_ALL_REDUCE_S = 16.4e-6
 # SGLang 0.5's DeepSeek-V3/R1 decode layer on CUDA under CUDA graphs, counted from sgl-project/sglang
 # python/sglang/srt/models/deepseek_v2.py (DeepseekV2AttentionMLA.forward_absorb_prepare and forward_absorb_core,
 # DeepseekV2MoE.forward_normal; the fused MoE's fused_experts_impl), GEMMs apart (each linear, the router's and
@@ -801,7 +804,7 @@ SGLANG_EARLY_TRITON_PROMPT_ATTENTION = 4.24
 # launches; eager PyTorch's 18 us, EAGER_OP_OVERHEAD_S, left it 8% short). The 2026 releases' piecewise CUDA graphs for
 # prefill (on by default from 0.5.10 without expert parallelism) replay such steps instead: engines/sglang.py
 # prefill_graphs.
-SGLANG_EAGER_LAUNCH_S = 41.5e-6
+SGLANG_EAGER_LAUNCH_S = 36.6e-6
 # What casting one fp8 element of SGLang's KV pool to bf16 costs, in bytes at the card's datasheet bandwidth
 # (engines/sglang.py prefill_graphs: the whole-pool cast of 0.5.10-0.5.12's trtllm_mla fallback). From the one run
 # that isolates the cast, SGLang issue #35291 (DeepSeek-R1 on 8 H200s, 4.8 TB/s; a 131,072-token fp8 pool; 61 MLA
