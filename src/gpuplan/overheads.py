@@ -674,6 +674,22 @@ VLLM_V1_FRONTEND_TOKEN_S = (15.7e-3 - VLLM_V1_FRONTEND_S) / 202
 # the piecewise FX graph (the mode 0.11 made the default): 0.40 ms / 28 = 14.3 us. The V1 host constants above
 # were fitted on 0.11 and 0.15 runs, which decode under full graphs.
 VLLM_PIECEWISE_GRAPH_LAYER_S = 14.3e-6
+# vLLM V1 replays a step as a CUDA graph only up to its largest capture size in tokens (engines/vllm.py
+# capture_sizes: 512 by default); a larger step (a prompt chunk beside the running decodes) runs the compiled model
+# without a graph (vllm/v1/worker/gpu_model_runner.py: the cudagraph dispatcher returns CUDAGraphMode.NONE past
+# max_cudagraph_capture_size; vllm/compilation/piecewise_backend.py runs the general-shape Inductor graph), each
+# kernel launched from Python: the Inductor wrapper's Triton launchers, cuBLASLt picking and encoding each GEMM for
+# the step's row count, and vLLM's custom ops (attention, the cache write, rotary). Host seconds per launched
+# kernel: eager PyTorch's per-op figure (EAGER_OP_OVERHEAD_S), not the 5 us floor of a kernel launched from C++
+# (GEMM_KERNEL_LATENCY_S). It equals the compiled graphs' host figure of the training stacks (EAGER_OPS_PER_LAYER x
+# HOST_OPS_FACTOR["compile"] x EAGER_OP_OVERHEAD_S = 252 us a layer, against 14 kernels x 18 us); borrowed, not
+# fitted. Checks: the one public trace of such steps, kvcached's nsys capture of vLLM 0.19.0 on an H100
+# (ovg-project/kvcached@4a8176e benchmarks/bench_layout/nsys_runs/layout_true.sqlite: Qwen3-0.6B, 350 kernels a
+# step launched at a median 34 us apart, 19-27 ms a step for 1,000-8,000 tokens whose kernels take 4-21 ms), on a
+# host whose decode loop and request path run about 2x gpuplan's V1 figures (bench/results/load_accuracy.md); and
+# KubeCon's held-out 0.11 stages (bench/serving/serving_cases.yaml, Llama-3.1-8B, mixed steps of 400-700 tokens),
+# unchanged at this figure, which put more than ~22 us above their measured TPOT.
+VLLM_EAGER_LAUNCH_S = EAGER_OP_OVERHEAD_S
 # vLLM's decode on Hopper and datacenter Blackwell (SM 10.x): two costs that are not the bytes' rate, from the
 # single-request sweeps of the vLLM blog "The State of FP8 KV-Cache and Attention Quantization in vLLM"
 # (vllm-project/vllm-project.github.io _posts/2026-04-22-fp8-kvcache.md, "Single Request Benchmarking" and

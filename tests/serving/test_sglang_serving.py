@@ -290,7 +290,8 @@ def test_an_sglang_prefill_waits_on_its_python_launches():
     """SGLang runs a prefill batch eagerly (CUDA graphs replay decode batches only): each of the 16 + 7 kernels of
     its DeepSeek layer (all-reduces fused on Blackwell) is launched from Python at 36.6 us (fitted on SGLang
     v0.3.0's 70B TTFT), 61 layers: 51.3 ms, longer than 8 B300s' GPU work for a 920-token NVFP4 prompt, so the
-    prefill takes the launches' time. vLLM's timing keeps the 5 us launched-kernel floor."""
+    prefill takes the launches' time. vLLM launches its own past its largest captured batch (1,024 tokens on a
+    B300) at 18 us (VLLM_EAGER_LAUNCH_S); a 920-token prompt replays its graph."""
     from gpuplan.speed.inference import step_timer
 
     s = scenario_from({"task": "infer", "engine": "sglang", "model": "deepseek-r1", "gpu": "b300", "tp": 8,
@@ -302,4 +303,5 @@ def test_an_sglang_prefill_waits_on_its_python_launches():
     assert parts["kernel_launches"] > 0
     assert sum(v for k, v in parts.items() if k != "host") == pytest.approx(launches)
     vllm_timer = step_timer(s.model_copy(update={"engine": "vllm"}), load_model(s.model), load_gpu(s.gpu))
-    assert vllm_timer.timing.launch_s == 0.0
+    assert vllm_timer.timing.launch_s == oh.VLLM_EAGER_LAUNCH_S == 18e-6
+    assert "kernel_launches" not in vllm_timer.prefill_parts(920)
