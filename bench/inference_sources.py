@@ -268,19 +268,20 @@ def goal_lines(rows: list[Scored], table: dict[Key, dict]) -> list[str]:
 # long form and every locator); keyed by (bench, source).
 CAUSES = {
     ("load_accuracy", "kvcached"): (
-        "vLLM 0.19's one API-server process admits a burst serially (bench/results/load_accuracy.md: HTTP, "
-        "tokenizing and the hand-off to the engine core on one asyncio loop, `vllm/v1/engine/async_llm.py` "
-        "`AsyncLLM.add_request`, which also detokenizes and streams every running request). gpuplan now queues "
-        "requests through that process (serving/simulate.py `_Frontend`: 1 ms serial each, 72.8 us a streamed "
-        "token, from vLLM's code and PR #12287's API-server-bound run): the burst row's TTFT -88 % -> -34 %, "
-        "requests/s +135 % -> +25 %; TPOT +160 % -> -57 %. Clients paced by that process (each token seen once "
-        "streamed, in the order emitted: helper s9-lag, kept off main on branch s9-lag-paced) moved the burst's TTFT "
-        "-34 % -> -14 % and requests/s +25 % -> +4 % but not TPOT (-60 %): the same process admits the requests, so "
-        "the engine never emits much more than it streams and the lag stays near constant; it also sent the Nemotron "
-        "recipe's TTFT -30 % -> +178 % (vLLM 0.7's 72.8 us a token is too slow for 0.12). The TPOT miss is the "
-        "engine's step on this host and how many requests the shared process lets into the engine (a 1.3x slower "
-        "step flips the burst to all 500 admitted at once); "
-        "at 16 requests/s, TPOT -40 %: the engine loop on that host."),
+        "TPOT now within the limit (48.3 % -> 18.5 %): vLLM 0.19's steps past its largest CUDA graph (512 tokens: a "
+        "512-token prompt beside the running decodes) run the compiled model without a graph, every kernel launched "
+        "from Python (`gpu_model_runner.py`, CUDAGraphMode.NONE; the source's own nsys trace, kvcached@4a8176e: 350 "
+        "kernels a median 34 us apart, 19-27 ms a step); gpuplan interpolated those launches between its step grid's "
+        "points and priced them at the 5 us C++ floor. A step past the cap now takes the longer of its GPU work and "
+        "its launches (serving/steptime.py `StepModel._launches`), vLLM's at eager PyTorch's 18 us a kernel "
+        "(overheads.VLLM_EAGER_LAUNCH_S, borrowed; KubeCon's held-out stages bound it above). What stays above, "
+        "TTFT (-42 % burst, -33 % at 16 requests/s), is this host's Python at ~1.4-2x gpuplan's figures "
+        "(bench/results/load_accuracy.md): at 16/s the request path outside the engine (~20 ms against 14.7) and the "
+        "eager step (12.7 ms at the p99 ITL against 7.06); in the burst the API server's serial work per request (1 "
+        "ms, the split of vLLM 0.7's PR #12287 run, about half this host's). vLLM 0.19's tokenizer hands a burst to "
+        "the engine in batches of up to 32 (`AsyncMicrobatchTokenizer`): built, it gives the burst's ITL as measured "
+        "(median 4.49 against 4.51 ms, p99 21 against 26) but serves the burst in 2.8 s against 5.4 (TTFT -64 %), so "
+        "it was not kept; no public run of a 0.19 API server at its limit outside these rows sets the serial part."),
     ("load_accuracy", "recipes"): (
         "The Nemotron-3-Nano recipe (FP8, one H200, 1,024 users): Mamba-2 layers are no longer timed as attention "
         "and add their chunked scan from mamba_ssm's kernels; decode reads and writes each sequence's recurrent "

@@ -79,9 +79,10 @@ NOTES = """What the misses say, row by row:
   vLLM's code does not set it (HTTP parsing, tokenizing, the ZMQ hand-off to the engine core and the first
   streamed chunk are Python on the host's CPU). A same-host value would need a public single-request run outside
   the held-out rows; none with its host stated was found.
-- **vLLM, 500 requests at once through the API server (kvcached offline): TTFT -34 %, throughput +25 %, TPOT -57 %
-  (before the frontend queue, scored as an offline batch: -88 %, +135 %, +160 %); and kvcached at 16 requests/s: TPOT
-  -40 %.** What the source states (ovg-project/kvcached@751b1813acaf, "perf test on H100"): `run_sweep.sh` starts
+- **vLLM, 500 requests at once through the API server (kvcached offline): TTFT -42 %, throughput +29 %, TPOT +2 %
+  (before the frontend queue, scored as an offline batch: -88 %, +135 %, +160 %; before the eager steps, last
+  paragraph: -34 %, +25 %, -57 %); and kvcached at 16 requests/s: TTFT -33 %, TPOT -35 % (-46 %, -40 %).** What the
+  source states (ovg-project/kvcached@751b1813acaf, "perf test on H100"): `run_sweep.sh` starts
   `vllm serve Qwen/Qwen3-0.6B --gpu-memory-utilization 0.5 --max-model-len 2048` on one GPU of a multi-GPU host
   (`CUDA_VISIBLE_DEVICES=1`), sends 100 warm-up prompts at the run's rate, then three seeds of `vllm bench serve
   --backend vllm` (random 512/128, 500 prompts); the three seeds agree (median TTFT 2.83-2.97 s, 92.6-97.0 requests/s
@@ -152,6 +153,49 @@ NOTES = """What the misses say, row by row:
   give TPOT 2.33 ms at 16 requests/s and 6.99 ms (requests/s 98.7, median TTFT 1.99 s) in the burst: every host-side
   quantity of this source (its per-request TTFT excess too, ~2.1x) reads as a host ~2-3x slower than KubeCon's, which is
   a machine, not a release; no public run of that machine outside these rows sets it, so nothing was changed.
+  Found (2026-11-30, s11-kvcached): the steps that hold a prompt run without a CUDA graph, and gpuplan priced them
+  as graphs. vLLM 0.19 replays a step as a graph only up to its largest capture size, 512 tokens here
+  (`vllm/config/vllm.py` `_set_cudagraph_sizes`: min(2 x max_num_seqs, 512)); a 512-token prompt beside the running
+  decodes is past it and runs the compiled model with `CUDAGraphMode.NONE` (`vllm/v1/worker/gpu_model_runner.py`),
+  every kernel launched from Python. The source's own nsys trace shows it (kvcached@4a8176e
+  `benchmarks/bench_layout/nsys_runs/layout_true.sqlite`, vLLM 0.19.0 on this H100, 100 prompts at an infinite rate,
+  kvcached's allocator on, which the README's H100 table finds as fast as plain vLLM): each step that holds prompts
+  launches 350 kernels a median 34 us apart and takes 19-27 ms of the host whatever its size (1,000-8,000 tokens,
+  4-21 ms of kernels), each decode-only step replays one graph in 1.3-1.7 ms of host beside 2.5-4.1 ms of kernels
+  (44-100 sequences). gpuplan had both wrong: the step model interpolated the launches between its grid's points
+  (512 and 1,024 tokens), so a 517-token step got 1 % of them, and vLLM's launches were the 5 us floor of a kernel
+  launched from C++ (1.96 ms, below the 2.3 ms of GPU work: hidden). Now a step past the cap takes the longer of its
+  GPU work and its launches from its first token (serving/steptime.py `StepModel._launches`), and vLLM launches at
+  eager PyTorch's 18 us a kernel (overheads.VLLM_EAGER_LAUNCH_S = EAGER_OP_OVERHEAD_S, borrowed: 7.06 ms a step for
+  this model), not fitted on these rows; the trace's 34 us is this host's (its decode loop and request path run ~2x
+  gpuplan's figures, above), and KubeCon's held-out 0.11 stages (Llama-3.1-8B, mixed steps of 400-700 tokens) bound
+  it from above: unchanged at 18 us, TPOT +1 % -> +37 % at 41.5 us. The cliff moved SGLang's decode steps past
+  cuda_graph_max_bs too; its host constants were refitted (`sglang_serving.py --calibrate`: 41.5 -> 36.6 us a
+  launch, request 8.13 -> 8.24 ms, all-reduce 16.6 -> 16.4 us). This source: TPOT 48.3 % -> 18.5 % (burst -57 % ->
+  +2 %, 16 requests/s -40 % -> -35 %), TTFT 40.2 % -> 37.3 % (-34 % -> -42 %, -46 % -> -33 %), requests/s 16.5 % ->
+  18.9 % (+25 % -> +29 %, -9 % -> -9 %); no other vLLM line moved (bench/results/inference_sources.md).
+  What is left, and why it stays: (a) at 16 requests/s, TPOT -35 %: the decode-only step, 2.03 ms median ITL against
+  gpuplan's 1.45 (1.42 ms of GPU work, kernel floor and weights, beside 0.87 ms of host), is this host's engine loop
+  (the trace's 1.3-1.7 ms of host per graph step under nsys, plus the loop outside `execute_model`); and the eager
+  step, 12.7 ms at the p99 ITL against gpuplan's 7.06 (the trace's 34 us a launch against 18). TTFT -33 %: 24.1 ms
+  = 14.7 ms outside the engine (VLLM_V1_REQUEST_S, KubeCon's cluster) + the eager prompt step + the step it waits
+  behind; measured 36.0, whose part outside the engine is ~20 ms once its 12.7 ms step is taken out. Both are this
+  host's Python at about 1.4-2x KubeCon's, a machine, with no public run of it outside these rows. (b) The burst's
+  TTFT -42 % and requests/s +29 %: gpuplan serves the 500 in 4.2 s, vLLM in 5.4 s. Its TPOT lands
+  (+2 %), but for a reason to name: gpuplan's steps each take one or two new prompts as the frontend hands them over
+  one at a time, nearly every step eager at 7.06 ms (median ITL 7.04 ms against 4.51 measured), and the TPOT moves
+  steeply with the launch figure (3.56 ms at 12 us, 8.91 at 24 us). vLLM's engine gets the prompts in clumps: the
+  trace's steps hold 1-17 prompts each (16-17 at the 8,192-token budget), with runs of decode-only graph steps
+  between. The clumps are vLLM 0.19's tokenizer: the OpenAI server tokenizes through `AsyncMicrobatchTokenizer`
+  (`vllm/utils/async_utils.py`: up to 32 prompts a call, a 2 ms window, one thread), so a burst's requests reach
+  `AsyncLLM.add_request` by the batch. Built and measured, not kept (2026-11-30): `_Frontend` handing its requests
+  over in batches of up to 32 gives the burst's ITL as measured (median 4.49 ms against 4.51, mean 5.64 against
+  6.02, p99 21.2 against 26.1) and TPOT 5.84 ms (+2 %) whatever the launch figure (5, 18 or 41.5 us), but the
+  process, rarely streaming during 20 ms prompt steps, admits faster and the burst is served in 2.8 s: TTFT -64 %,
+  requests/s +95 %. So
+  the burst's miss is the API server's serial work per request: 1 ms (the split of vLLM 0.7's PR #12287 run, not a
+  measurement) is about half this host's, the same ~2x as its engine loop; set from these rows it would be a fit,
+  and no public run of a 0.19 API server at its limit outside them was found.
 - **Two sources added, both vLLM's own publications, each with its setup stated.** The vLLM blog's FP8 KV-cache
   post (2026-04-22: one H100, v0.19.1, 150 requests at concurrency 8, ~20k prompt and ~2k output tokens): Llama-3.1-8B
   TTFT +6 % and +7 % (BF16 and FP8 KV), ITL -7 % and -19 %, requests/s +4 % and +14 %; gpt-oss-20b TTFT -21 % and

@@ -64,7 +64,8 @@ concurrencies: B300 TP 8 from 1 to 2 requests +28 ms measured, +29 simulated; fr
 card's default, 8,192-16,384), and --mem-fraction-static and --kv-cache-dtype as launched on H200 and B200: the first
 wave's prompts go in fewer, larger batches. (3) a prefill batch runs without CUDA graphs, each kernel launched from
 SGLang's Python (overheads.SGLANG_EAGER_LAUNCH_S, 41.5 us, fitted with the other SGLang host constants on the v0.3.0
-70B calibration row's TTFT; it was the 5 us launched-kernel floor): 23 kernels x 61 layers = 58 ms, longer than the
+70B calibration row's TTFT, 36.6 us since their refit with the step model's cliff of 2026-11-30; it was the 5 us
+launched-kernel floor): 23 kernels x 61 layers = 58 ms (51 ms at 36.6 us), longer than the
 GPU work of a 1k prompt on 8 B300s (16-29 ms) or 8 B200s (38 ms), so TP 4 and TP 8 come out alike, as measured (B300
 at 1 request: 77 and 76 ms measured, 59 and 56 simulated). The same refit brought SGLang's dense check rows from
 7.6% to 4.4% median error (bench/results/sglang_serving.md). Median |TTFT error| over the 32 rows 62.6% -> 28.5%;
@@ -236,12 +237,12 @@ launch latency (scheduler_output_processor_mixin.py stream_output_generation; --
 MI325X reads the same way, larger: its later requests imply 757-1,012 ms against 307-368 ms simulated.
 (5) The eager floor, the one part with a measurement outside these rows. SGLang pull request #12160 (2025-10-26)
 logged a "forward cost" of 82.6 ms for a DeepSeek-V3 prefill of 1 new token run eagerly, and 23.1 ms with a CUDA
-graph. gpuplan counts 58 ms of launches (23 kernels x 61 layers x 41.5 us), and it prices a prompt step of up to
-cuda_graph_max_bs tokens as a graph replay, which SGLang never does for an extend batch (its decode graphs replay
-decode batches only: cuda_graph_runner.py CudaGraphRunner.can_run). With every prompt step at least 82.6 ms (the
-placement table's last line): held-out TTFT 27.0% and TPOT 8.3%; the B300 rows come to -6..+19% at 1-16 requests,
-while H200 1k and B200 stay at -27..-46%. Not adopted: making every SGLang prompt step eager moved the dense check
-rows from 4.4% to 6.0% (note 10 above), and the pull request names neither its GPUs nor its release.
+graph. gpuplan counts 58 ms of launches (23 kernels x 61 layers x 41.5 us; 51 ms at 36.6 us), and it prices a
+prompt step of up to cuda_graph_max_bs tokens as a graph replay, which SGLang never does for an extend batch (its
+decode graphs replay decode batches only: cuda_graph_runner.py CudaGraphRunner.can_run). With every prompt step at
+least 82.6 ms (the placement table's last line): held-out TTFT 27.0% and TPOT 8.3%; the B300 rows come to -6..+19%
+at 1-16 requests, while H200 1k and B200 stay at -27..-46%. Not adopted: making every SGLang prompt step eager moved
+the dense check rows from 4.4% to 6.0% (note 10 above), and the pull request names neither its GPUs nor its release.
 Looked at next (2026-11-29, s9; the last table). (6) The prompt's matmul rate. The FP8 rows are timed at the 16-bit
 rate over 1-byte weights (their quant is the checkpoint's own). SGLang runs DeepSeek's block-FP8 GEMMs on FP8 tensor
 cores: DeepGEMM on H200; on B200 dsr1_fp8_b200.sh sets SGL_ENABLE_JIT_DEEPGEMM=false and

@@ -360,7 +360,8 @@ What the rows say:
   backend runs it (`ScheduledRequests.can_run_cuda_graph`): 38 kernels a layer x 61 layers launched at 48.9 us
   (`overheads.TRTLLM_EAGER_LAUNCH_S`, the value that brings the pair's intercept to 79 ms) take 113 ms, longer
   than the GPU's work for 1,600 tokens (so that point sits at 128 ms) and shorter than for 8,192. The per-launch
-  figure lands near SGLang's 41.5 us, fitted on other runs (41.8 us in session 6, before items 1, 3 and 4).
+  figure lands near SGLang's 41.5 us, fitted on other runs (41.8 us in session 6, before items 1, 3 and 4; 36.6 us
+  since SGLang's refit of 2026-11-30).
 - **Held out.** The H200 at expert parallelism 4 and 8 measure 77 and 69 ms of fixed part: gpuplan 92 and 93 now,
   74 with the flat constant, 36 with vLLM's figure alone. The B200 box measures 104-106 ms: 118-126 now, 68 with the
   flat constant, because its faster GPU leaves the launches showing at both lengths (its slope collapses to 1-6 ms

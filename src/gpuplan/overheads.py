@@ -674,6 +674,22 @@ VLLM_V1_FRONTEND_TOKEN_S = (15.7e-3 - VLLM_V1_FRONTEND_S) / 202
 # the piecewise FX graph (the mode 0.11 made the default): 0.40 ms / 28 = 14.3 us. The V1 host constants above
 # were fitted on 0.11 and 0.15 runs, which decode under full graphs.
 VLLM_PIECEWISE_GRAPH_LAYER_S = 14.3e-6
+# vLLM V1 replays a step as a CUDA graph only up to its largest capture size in tokens (engines/vllm.py
+# capture_sizes: 512 by default); a larger step (a prompt chunk beside the running decodes) runs the compiled model
+# without a graph (vllm/v1/worker/gpu_model_runner.py: the cudagraph dispatcher returns CUDAGraphMode.NONE past
+# max_cudagraph_capture_size; vllm/compilation/piecewise_backend.py runs the general-shape Inductor graph), each
+# kernel launched from Python: the Inductor wrapper's Triton launchers, cuBLASLt picking and encoding each GEMM for
+# the step's row count, and vLLM's custom ops (attention, the cache write, rotary). Host seconds per launched
+# kernel: eager PyTorch's per-op figure (EAGER_OP_OVERHEAD_S), not the 5 us floor of a kernel launched from C++
+# (GEMM_KERNEL_LATENCY_S). It equals the compiled graphs' host figure of the training stacks (EAGER_OPS_PER_LAYER x
+# HOST_OPS_FACTOR["compile"] x EAGER_OP_OVERHEAD_S = 252 us a layer, against 14 kernels x 18 us); borrowed, not
+# fitted. Checks: the one public trace of such steps, kvcached's nsys capture of vLLM 0.19.0 on an H100
+# (ovg-project/kvcached@4a8176e benchmarks/bench_layout/nsys_runs/layout_true.sqlite: Qwen3-0.6B, 350 kernels a
+# step launched at a median 34 us apart, 19-27 ms a step for 1,000-8,000 tokens whose kernels take 4-21 ms), on a
+# host whose decode loop and request path run about 2x gpuplan's V1 figures (bench/results/load_accuracy.md); and
+# KubeCon's held-out 0.11 stages (bench/serving/serving_cases.yaml, Llama-3.1-8B, mixed steps of 400-700 tokens),
+# unchanged at this figure, which put more than ~22 us above their measured TPOT.
+VLLM_EAGER_LAUNCH_S = EAGER_OP_OVERHEAD_S
 # vLLM's decode on Hopper and datacenter Blackwell (SM 10.x): two costs that are not the bytes' rate, from the
 # single-request sweeps of the vLLM blog "The State of FP8 KV-Cache and Attention Quantization in vLLM"
 # (vllm-project/vllm-project.github.io _posts/2026-04-22-fp8-kvcache.md, "Single Request Benchmarking" and
@@ -723,10 +739,13 @@ VLLM_SSU_TUNED_FROM = (0, 23, 0)
 # ShareGPT), in turn: per step from the median TPOT at 4 requests/s less the simulated GPU work, per scheduled
 # sequence from the offline (all requests at once) output throughput, per request from the median TTFT at 4
 # requests/s. The other rows check them. v0.3.0 had no overlap scheduler, so these are the loop's full costs.
-# Refitted with SGLANG_EAGER_LAUNCH_S (2026-11-29: request 8.24 -> 8.13 ms, all-reduce 18.7 -> 16.6 us).
+# Refitted with SGLANG_EAGER_LAUNCH_S (2026-11-29: request 8.24 -> 8.13 ms, all-reduce 18.7 -> 16.6 us); and when the
+# step model took an eager step's launches whole past the decode graphs' cap (serving/steptime.py StepModel._launches,
+# 2026-11-30: they were interpolated between its grid's points, so a 300-token prompt step got part of them):
+# request 8.13 -> 8.24 ms, all-reduce 16.6 -> 16.4 us, eager launch 41.5 -> 36.6 us; step and sequence unchanged.
 SGLANG_STEP_OVERHEAD_S = 1.28e-3
 SGLANG_HOST_S_PER_SEQ = 22.0e-6
-SGLANG_REQUEST_S = 8.13e-3
+SGLANG_REQUEST_S = 8.24e-3
 # Of that, the serial part and what the TokenizerManager spends per streamed token (serving/simulate.py
 # _Frontend): SGLang's HTTP server and its TokenizerManager are one asyncio process
 # (python/sglang/srt/managers/tokenizer_manager.py: generate_request -> _tokenize_one_request, the tokenizer
@@ -741,7 +760,7 @@ SGLANG_FRONTEND_TOKEN_S = VLLM_V1_FRONTEND_TOKEN_S
 # the same README's Llama-3.1-70B on 4 H100s at 4 requests/s (its decode steps ran ~15% longer than the step model
 # of vLLM's current engine, whose TP 4 rows of bench/serving/serving_cases.yaml it matches; the H200 rows of
 # another source and release, 0.4.1, show the same gap and check it).
-SGLANG_ALL_REDUCE_S = 16.6e-6
+SGLANG_ALL_REDUCE_S = 16.4e-6
 # SGLang 0.5's DeepSeek-V3/R1 decode layer on CUDA under CUDA graphs, counted from sgl-project/sglang
 # python/sglang/srt/models/deepseek_v2.py (DeepseekV2AttentionMLA.forward_absorb_prepare and forward_absorb_core,
 # DeepseekV2MoE.forward_normal; the fused MoE's fused_experts_impl), GEMMs apart (each linear, the router's and
@@ -808,7 +827,7 @@ SGLANG_EARLY_TRITON_PROMPT_ATTENTION = 4.22
 # launches; eager PyTorch's 18 us, EAGER_OP_OVERHEAD_S, left it 8% short). The 2026 releases' piecewise CUDA graphs for
 # prefill (on by default from 0.5.10 without expert parallelism) replay such steps instead: engines/sglang.py
 # prefill_graphs.
-SGLANG_EAGER_LAUNCH_S = 41.5e-6
+SGLANG_EAGER_LAUNCH_S = 36.6e-6
 # What casting one fp8 element of SGLang's KV pool to bf16 costs, in bytes at the card's datasheet bandwidth
 # (engines/sglang.py prefill_graphs: the whole-pool cast of 0.5.10-0.5.12's trtllm_mla fallback). From the one run
 # that isolates the cast, SGLang issue #35291 (DeepSeek-R1 on 8 H200s, 4.8 TB/s; a 131,072-token fp8 pool; 61 MLA

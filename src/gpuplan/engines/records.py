@@ -91,7 +91,8 @@ class Timing:
     note: str = ""
     gpu_scale: float = 1.0  # the decode step's GPU work over the CUDA-calibrated time (ROCm builds: .rocm)
     # host seconds per kernel a step launches outside a CUDA graph (0: the launched-kernel floor,
-    # overheads.GEMM_KERNEL_LATENCY_S); SGLang and TensorRT-LLM launch them from their eager Python modules
+    # overheads.GEMM_KERNEL_LATENCY_S); SGLang and TensorRT-LLM launch them from their eager Python modules, vLLM V1
+    # from its compiled model's Python wrapper (overheads.VLLM_EAGER_LAUNCH_S)
     launch_s: float = 0.0
     # a step that holds a prompt runs without a CUDA graph whatever its size, decode-only steps replay one
     # (TensorRT-LLM's PyTorch backend: ScheduledRequests.can_run_cuda_graph)

@@ -826,7 +826,9 @@ def current_timing(s: Scenario, m: ModelSpec, gpu: GpuSpec, *, current: bool = T
     to the largest default capture size in tokens (:func:`capture_sizes`) replays a CUDA graph, a larger one runs
     eagerly (``vllm/v1/worker/gpu_model_runner.py``: ``num_scheduled_tokens <= self.cudagraph_batch_sizes[-1]`` "Use
     piecewise CUDA graphs", else "Eager mode"; the batch padded to the next captured size adds rows to GEMMs that read
-    their weights once anyway, and is not timed); ``graph_max_batch``: another engine's own cap; ``label``,
+    their weights once anyway, and is not timed), its kernels launched from Python at
+    :data:`~gpuplan.overheads.VLLM_EAGER_LAUNCH_S` each (another engine's ``launch_s`` its own); ``graph_max_batch``:
+    another engine's own cap; ``label``,
     ``rocm_measured``: the engine its ROCm note names, and whether its ROCm build was measured (SGLang's was,
     :mod:`.rocm`). ``kernels``: another engine's :class:`~gpuplan.engines.records.Timing` fields (TensorRT-LLM's grouped
     experts and context attention)."""
@@ -843,6 +845,8 @@ def current_timing(s: Scenario, m: ModelSpec, gpu: GpuSpec, *, current: bool = T
     if graph_max_batch is None:
         graph_max_batch = capture_sizes(limits.max_num_seqs, gpu)[-1] if v1 else 0
     rocm = rocm_note(label, gpu, measured=rocm_measured)
+    if v1:  # a step past the largest capture size: the compiled model's kernels launched from Python
+        kernels = {"launch_s": oh.VLLM_EAGER_LAUNCH_S, **kernels}
     return Timing(graphs=v1, packed_linears=True, streaming_bandwidth=True, loop=loop,
                   note="; ".join(x for x in (note, rocm) if x), graph_max_batch=graph_max_batch,
                   gpu_scale=gpu_scale(gpu), **kernels)

@@ -28,12 +28,15 @@ closed form of it::
   GPU's step, so the step takes the longer of the two (``max(gpu, host)``). SGLang: its own loop (its engine
   profile's host loop, fitted on its published runs), beside the GPU's step from v0.4 (its overlap scheduler).
 
-A step that holds a prompt, in an engine that runs such steps without a CUDA graph (TensorRT-LLM:
-:attr:`~gpuplan.engines.records.Timing.eager_prompts`), takes at least the host's time to launch its kernels
-(``StepTimer.launch_host_s``, the ``prompt_launch_s`` field); decode-only steps replay graphs. Steps past the
-engine's largest captured batch pay their launches inside ``dense(T)`` (``decode_parts``' ``kernel_launches``),
-except a prompt step the engine replays as prefill graphs (SGLang from 0.5.10: ``Timing.prefill_graph_tokens``),
-which pays none and adds ``Timing.prefill_graph_s`` (:func:`gpuplan.engines.sglang.prefill_graphs`).
+A step that runs without a CUDA graph takes at least the host's time to launch its kernels one by one
+(``StepTimer.launch_host_s``), the GPU running each as it comes: ``step = max(gpu, launches)``. Two kinds of step do:
+one of more tokens than the engine's largest captured batch (``graph_max_tokens``; vLLM V1's dispatch,
+``vllm/v1/worker/gpu_model_runner.py``: a batch past ``max_cudagraph_capture_size`` runs with ``CUDAGraphMode.NONE``,
+the compiled model without a graph), a cliff at that size, not a slope between the grid's points; and, in an engine
+that runs every step holding a prompt without a graph (TensorRT-LLM: :attr:`~gpuplan.engines.records.Timing.
+eager_prompts`), each such step (``prompt_launch_s``); decode-only steps up to the cap replay graphs. A prompt step the
+engine replays as prefill graphs (SGLang from 0.5.10: ``Timing.prefill_graph_tokens``) launches none and adds
+``Timing.prefill_graph_s`` (:func:`gpuplan.engines.sglang.prefill_graphs`).
 
 Outside the steps, each request pays ``request_s`` once before its first token (the API server: HTTP, tokenizing,
 handing the request to the engine core and streaming the token back): it adds to TTFT and end-to-end latency,
@@ -94,9 +97,12 @@ class StepModel:
     # host seconds to launch a step that holds a prompt, where the engine runs such steps without a CUDA graph
     # (Timing.eager_prompts: TensorRT-LLM); the step takes the longer of it and the GPU's work
     prompt_launch_s: float = 0.0
-    # a prompt step of up to prefill_graph_tokens replays prefill graphs (SGLang from 0.5.10): none of the launches
-    # dense_s holds (launch_s, the part of it each grid point's launches take) and prefill_graph_s more GPU time
-    launch_s: tuple[float, ...] = ()
+    # a step of more tokens than graph_max_tokens (the largest captured batch, on each attention rank; 0: no cap)
+    # runs without its graph: the longer of its GPU work and eager_launch_s (StepTimer.launch_host_s)
+    graph_max_tokens: float = 0.0
+    eager_launch_s: float = 0.0
+    # a prompt step of up to prefill_graph_tokens replays prefill graphs (SGLang from 0.5.10): no launches, and
+    # prefill_graph_s more GPU time
     prefill_graph_tokens: float = 0.0
     prefill_graph_s: float = 0.0
     async_host: bool = False  # vLLM async scheduling: the host work overlaps the GPU's, the longer one shows
@@ -123,15 +129,23 @@ class StepModel:
         gpu = dense * (1 + (self.prompt_scale - 1) * share) \
             + prefill_pairs * self.attention_s_per_pair + decode_context * self.kv_s_per_token \
             + prefill_tokens * self.scan_s_per_token + decode_seqs * self.state_s_per_seq
-        if prefill_tokens > 0 and tokens <= self.prefill_graph_tokens:  # replayed as prefill graphs
-            gpu += self.prefill_graph_s - _interp(self.grid_tokens, self.launch_s, tokens)
+        graphed = prefill_tokens > 0 and tokens <= self.prefill_graph_tokens  # replayed as prefill graphs
+        if graphed:
+            gpu += self.prefill_graph_s
         c = self.calibration
         gpu *= c.memory + (c.compute - c.memory) * share
-        if prefill_tokens > 0:  # an eager step: the GPU waits on the launches unless its work is longer
-            gpu = max(gpu, self.prompt_launch_s * c.overhead)
+        gpu = max(gpu, self._launches(prefill_tokens, tokens, graphed) * c.overhead)
         seqs = decode_seqs + pseqs if host_seqs is None else host_seqs
         host = (self.step_host_s + self.seq_host_s * seqs) * c.overhead
         return max(gpu, host) if self.async_host else gpu + host
+
+    def _launches(self, prefill_tokens: float, tokens: float, graphed: bool) -> float:
+        """Host seconds to launch the step's kernels one by one where it runs without a CUDA graph (0: it replays
+        one): past the largest captured batch, or holding a prompt in an engine that runs those eagerly; an eager
+        step's GPU waits on them unless its own work is longer."""
+        prompt = self.prompt_launch_s if prefill_tokens > 0 and not graphed else 0.0
+        past = self.graph_max_tokens and tokens > self.graph_max_tokens and not graphed
+        return max(prompt, self.eager_launch_s) if past else prompt
 
     def prefill_time(self, prompt_tokens: float) -> float:
         """One prompt alone (its time to first token on an idle engine, chunking aside)."""
@@ -163,7 +177,7 @@ def sample(timer: StepTimer, calibration: Calibration | None = None,
     """The closed form of ``timer`` (see the module docstring); ``timer_at(T)``, when given, times the dense work of
     ``T`` tokens (an engine whose GEMMs reach a share of the peak that depends on their rows)."""
     m, tp = timer.m, timer.s.tp
-    dense, heads, launches = [], [], []
+    dense, heads = [], []
     for t in GRID_TOKENS:
         at = timer_at(t) if timer_at else timer
         head = lm_head_s(m, at.gpu, at.dtype, t, tp=tp)
@@ -172,9 +186,8 @@ def sample(timer: StepTimer, calibration: Calibration | None = None,
         dec_linears = dec.get("weights", 0.0) - head
         pre_linears = pre.get("gemm", 0.0) - lm_head_s(m, at.gpu, at.dtype, 1, tp=tp)
         dense.append(max(dec_linears, pre_linears) + dec.get("kernel_latency", 0.0) + dec.get("elementwise", 0.0)
-                     + dec.get("tensor_parallel", 0.0) + dec.get("cpu_layers", 0.0) + dec.get("kernel_launches", 0.0))
+                     + dec.get("tensor_parallel", 0.0) + dec.get("cpu_layers", 0.0))
         heads.append(head)
-        launches.append(dec.get("kernel_launches", 0.0))
     a, b = _PAIRS_AT
     attn = (timer.prefill_parts(b).get("attention", 0.0) - timer.prefill_parts(a).get("attention", 0.0)) \
         / ((b * b - a * a) / 2)
@@ -183,14 +196,17 @@ def sample(timer: StepTimer, calibration: Calibration | None = None,
     state = timer.decode_parts(1, 0).get("kv_cache", 0.0)
     kv = (timer.decode_parts(1, context).get("kv_cache", 0.0) - state) / context
     one, two = timer.host_s(prefill=False, seqs=1), timer.host_s(prefill=False, seqs=2)
-    launch = timer.launch_host_s() if timer.timing.eager_prompts and timer.timing.graphs else 0.0
+    timing = timer.timing
+    launch = timer.launch_host_s() if timing.graphs else 0.0
+    cap = timing.graph_max_batch * max(timer.s.attention_ranks, 1) if timing.graphs else 0
     return StepModel(grid_tokens=tuple(float(t) for t in GRID_TOKENS), dense_s=tuple(dense), lm_head_s=tuple(heads),
                      attention_s_per_pair=attn, kv_s_per_token=kv, scan_s_per_token=scan, state_s_per_seq=state,
                      step_host_s=2 * one - two, seq_host_s=two - one,
                      request_s=timer.request_s, frontend_s=timer.frontend[0], frontend_token_s=timer.frontend[1],
-                     prompt_launch_s=launch, async_host=timer.async_host, launch_s=tuple(launches),
-                     prefill_graph_tokens=float(timer.timing.prefill_graph_tokens),
-                     prefill_graph_s=timer.timing.prefill_graph_s, prompt_scale=timer.timing.prompt_scale,
+                     prompt_launch_s=launch if timing.eager_prompts else 0.0, graph_max_tokens=float(cap),
+                     eager_launch_s=launch, async_host=timer.async_host,
+                     prefill_graph_tokens=float(timing.prefill_graph_tokens),
+                     prefill_graph_s=timing.prefill_graph_s, prompt_scale=timing.prompt_scale,
                      calibration=calibration or Calibration())
 
 

@@ -405,9 +405,9 @@ class StepTimer:
     def launch_host_s(self) -> float:
         """Host seconds to launch one eager step's kernels: ``(kernels per layer + 7) x layers`` (the layer's
         non-GEMM kernels, :meth:`_kernels_per_layer`, and its 7 linears), each at the engine's host time per launch
-        (:attr:`~gpuplan.engines.records.Timing.launch_s`: SGLang's and TensorRT-LLM's eager Python modules) or else
-        the calibrated launched-kernel figure (:data:`~gpuplan.overheads.GEMM_KERNEL_LATENCY_S`, 5 us), a floor
-        (vLLM's compiled graph costs little more)."""
+        (:attr:`~gpuplan.engines.records.Timing.launch_s`: SGLang's and TensorRT-LLM's eager Python modules, vLLM
+        V1's compiled model run without its graph, :data:`~gpuplan.overheads.VLLM_EAGER_LAUNCH_S`) or else the
+        calibrated launched-kernel figure (:data:`~gpuplan.overheads.GEMM_KERNEL_LATENCY_S`, 5 us), a floor."""
         kernels = (self._kernels_per_layer() + 7) * self.m.num_layers * (1 - self.cpu_layer_share)
         return kernels * (self.timing.launch_s or oh.GEMM_KERNEL_LATENCY_S)
 
