@@ -333,13 +333,14 @@ rules out (note (9) and the placement table). The script also polls amd-smi ever
 start_gpu_monitor; nvidia-smi on the NVIDIA runs). (c) The published curve read by itself: mean TTFT at 8 requests
 is 4's (1,026.7 against 1,025.5 ms) though the first wave doubles (8 prompts of ~7,400 tokens in one 131,072-token
 step where 4 were), and gpuplan's rises 125 ms from 4 to 8; at 64 requests MI325X's TTFT is below H200's (1,918
-against 2,246 ms, where its 1-16 request TTFT is 2.4-2.8x). So the rows read as a prompt path cheaper than gpuplan's
-plus a wait of about 0.6 s on each request that neither holds the engine nor queues: the table below (a diagnostic
-whose two sizes are read off these five rows, so not adopted; the ROCm share not refitted) puts prompt work x 0.7
-and 0.6 s on each request's own path at -10..+5% on all five TTFT rows, where the same 0.6 s on the one frontend
-process (serial, as SGLang's TokenizerManager would add it) queues to +67..+79% at 32-64 requests: whatever the wait
-is, it runs beside other requests' waits, not one at a time. No source found gives either number: the aiter FP8
-prompt path's rate on gfx942 (note (13c)) or a ~0.6 s per-request wait in SGLang 0.5.19's ROCm path or the client."""
+against 2,246 ms, where at 4/8/16 requests it is 2.7/2.1/1.7x H200's). So the rows read as a prompt path cheaper
+than gpuplan's plus a wait of about 0.6 s on each request that neither holds the engine nor queues: the table below
+(a diagnostic whose two sizes are read off these five rows, so not adopted; the ROCm share not refitted) puts prompt
+work x 0.7 and 0.6 s on each request's own path at -10..+5% on all five TTFT rows, where the same 0.6 s on the one
+frontend process (serial, as SGLang's TokenizerManager would add it) queues to +67..+79% at 32-64 requests: whatever
+the wait is, it runs beside other requests' waits, not one at a time. No source found gives either number: the aiter
+FP8 prompt path's rate on gfx942 (note (13c)) or a ~0.6 s per-request wait in SGLang 0.5.19's ROCm path or the
+client."""
 FAMILIES = (("ix3173-", "H200 FP8 TP 8, SGLang 0.5.12"), ("ix3363-", "B200 FP8 TP 8, SGLang 0.5.12"),
             ("ix3183-r1fp4-b300-tp8", "B300 NVFP4 TP 8 EP 8, SGLang 0.5.12"),
             ("ix3183-r1fp4-b300-tp4", "B300 NVFP4 TP 4 EP 4, SGLang 0.5.12"),
