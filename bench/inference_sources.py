@@ -327,8 +327,12 @@ CAUSES = {
         "with TPOT +35..+57 % at 8-64 (each such step stalls the running decodes). Nor a constant per request outside "
         "them: 0.58 s brings 4 requests to 0 % and 16-64 to +23..+28 %, the simulated queue growing faster than "
         "the published (at 64 requests the first wave, 64 "
-        "prompts in 131,072-token steps, averages 12.7 s: 1.3 s of the 1.8 s mean). No source read prices it "
-        "(bench/results/moe_layout.md, notes 6-8, 12-13)."),
+        "prompts in 131,072-token steps, averages 12.7 s: 1.3 s of the 1.8 s mean). The client and flags as the runs "
+        "ran them are as simulated (InferenceX at 843c6254). The rows read as a cheaper prompt path plus ~0.6 s on "
+        "each request that neither holds the engine nor queues: the published TTFT at 8 requests equals 4's though "
+        "the first wave doubles; prompt work x 0.7 with 0.6 s on each request's own path gives -10..+5 % on all five "
+        "rows, the same 0.6 s on the one frontend process +67..+79 % at 32-64 (a diagnostic read off these rows, not "
+        "adopted). No source read gives either (bench/results/moe_layout.md, notes 6-8, 12-14)."),
     ("sglang_serving", "ix3363"): (
         "InferenceX DeepSeek-R1 TTFT under SGLang 0.5.12 on B200 (FP8, TP 8, EP 1, fp8 pool): priced since session 10 "
         "as SGLang runs it, its prompt steps of up to 2,048 tokens replayed as piecewise CUDA graphs (on by default "

@@ -321,7 +321,27 @@ timing of a 0.5 release was found to price MI325X's cost against (AMD's blogs gi
 the first DeepSeek releases' ROCm prompt path, overheads.SGLANG_EARLY_PROMPT_SCALE).
 (d) For the EP 1 question of note (8): InferenceX pull request #3175 prints dsr1-fp8-b300-sglang (FP8, TP 8, EP 1,
 v0.5.12) mean TTFT, 1k/1k at 1/2/4/8 requests 70.9/117.3/128.9/146.1 ms and 8k/1k at 1 request 288.1 ms: FP8 at EP 1
-on B300, the pair note (4) asked for; not yet replayed."""
+on B300, the pair note (4) asked for; not yet replayed.
+(14) Looked at next (session 11, s11-ix); nothing built. (a) The client as these runs ran it: InferenceX at 843c6254
+(2026-08-22, the newest commit before the 2026-09-10 runs) has utils/bench_serving/benchmark_serving.py as of #1705
+(2026-06-11, which only drops saved fields), benchmark_lib.sh run_benchmark_serving passes --request-rate inf,
+--ignore-eos, --num-warmups 2c and --percentile-metrics, dsr1_fp8_mi325x.sh --backend vllm (the OpenAI completions
+request), --num-prompts 10c and --random-range-ratio 0.8 (sample_random_requests: lengths uniform in [int(0.8 N),
+N]): all as simulated. (b) The AMD runner (runners/launch_mi325x-amds.sh) sets
+TRITON_CACHE_DIR=/tmp/triton-cache-$JOB_ID, so each point compiles its Triton kernels afresh, the warm-up only for
+the first prompt's shape; any compile runs on the scheduler's thread and stalls the running decodes, which the TPOT
+rules out (note (9) and the placement table). The script also polls amd-smi every second (benchmark_lib.sh
+start_gpu_monitor; nvidia-smi on the NVIDIA runs). (c) The published curve read by itself: mean TTFT at 8 requests
+is 4's (1,026.7 against 1,025.5 ms) though the first wave doubles (8 prompts of ~7,400 tokens in one 131,072-token
+step where 4 were), and gpuplan's rises 125 ms from 4 to 8; at 64 requests MI325X's TTFT is below H200's (1,918
+against 2,246 ms, where at 4/8/16 requests it is 2.7/2.1/1.7x H200's). So the rows read as a prompt path cheaper
+than gpuplan's plus a wait of about 0.6 s on each request that neither holds the engine nor queues: the table below
+(a diagnostic whose two sizes are read off these five rows, so not adopted; the ROCm share not refitted) puts prompt
+work x 0.7 and 0.6 s on each request's own path at -10..+5% on all five TTFT rows, where the same 0.6 s on the one
+frontend process (serial, as SGLang's TokenizerManager would add it) queues to +67..+79% at 32-64 requests: whatever
+the wait is, it runs beside other requests' waits, not one at a time. No source found gives either number: the aiter
+FP8 prompt path's rate on gfx942 (note (13c)) or a ~0.6 s per-request wait in SGLang 0.5.19's ROCm path or the
+client."""
 FAMILIES = (("ix3173-", "H200 FP8 TP 8, SGLang 0.5.12"), ("ix3363-", "B200 FP8 TP 8, SGLang 0.5.12"),
             ("ix3183-r1fp4-b300-tp8", "B300 NVFP4 TP 8 EP 8, SGLang 0.5.12"),
             ("ix3183-r1fp4-b300-tp4", "B300 NVFP4 TP 4 EP 4, SGLang 0.5.12"),
@@ -457,6 +477,37 @@ RATE_FAMILIES = (("ix3173-r1-h200-1k", "H200 1k"), ("ix3173-r1-h200-8k", "H200 8
                  ("ix3318-", "MI325X 8k"))
 
 
+# note (14c)'s diagnostic sizes: read off the MI325X rows, not a source (so not adopted)
+AMD_PROMPT_K, AMD_WAIT_S = 0.7, 0.6
+
+
+def amd_split_lines(rows: list[dict], max_requests: int) -> list[str]:
+    """Note (14c)'s diagnostic (not adopted: its sizes are read off these rows): MI325X's prompt work scaled
+    (``Calibration.compute``: the prompt tokens' share of each step) and a wait added on each request's own path
+    (``request_s``), beside each other or on the one frontend process (``frontend_s``: serial, serving/simulate.py
+    ``_Frontend``). Signed TTFT and TPOT errors at 4/8/16/32/64 requests."""
+    def way(k: float, wait_s: float, serial: bool):
+        return lambda m: dataclasses.replace(
+            m, calibration=dataclasses.replace(m.calibration, compute=m.calibration.compute * k),
+            request_s=m.request_s + wait_s, frontend_s=m.frontend_s + (wait_s if serial else 0.0))
+    ways = (("as modelled", None), (f"+{AMD_WAIT_S} s on each request's path", way(1.0, AMD_WAIT_S, False)),
+            (f"prompt work x {AMD_PROMPT_K}, +{AMD_WAIT_S} s on each request's path",
+             way(AMD_PROMPT_K, AMD_WAIT_S, False)),
+            (f"prompt work x {AMD_PROMPT_K}, +{AMD_WAIT_S} s on the frontend process (serial)",
+             way(AMD_PROMPT_K, AMD_WAIT_S, True)))
+    lines = ["", "| MI325X split (diagnostic, not adopted) | TTFT error at 4/8/16/32/64 requests | TPOT error |",
+             "|---|---|---|"]
+    amd = [r for r in rows if r["id"].startswith("ix3318-")]
+    assert len(amd) == 5, "the MI325X rows"
+    for label, reshape in ways:
+        got = [(r, bench.run(r, max_requests, reshape=reshape)) for r in amd]
+        ttft = "/".join(f"{bench.pct(p['median_ttft_ms'], float(r['median_ttft_ms'])):+.0f}" for r, p in got)
+        tpot = "/".join(f"{bench.pct(p['median_tpot_ms'], float(r['median_tpot_ms'])):+.0f}" for r, p in got)
+        lines.append(f"| {label} | {ttft} % | {tpot} % |")
+    return lines
+
+
+
 def rate_lines(rows: list[dict], max_requests: int) -> list[str]:
     """Two prompt-rate diagnostics (session 9, not adopted): the FP8 rows' GEMMs at the FP8 rate rather than the
     16-bit rate they are timed at now (their ``quant`` is the checkpoint's, so the matmuls take the 16-bit rate over
@@ -527,7 +578,7 @@ def main() -> None:
                    f"{statistics.median(held['tpot']):.1f}% |")
     text = "\n".join(lines + summary) + "\n\n" + NOTES + "\n" + "\n".join(waves) + "\n\n" + WAVE_NOTES + "\n"
     extra = factor_lines(results) + outside_lines(rows, args.max_requests) + placement_lines(rows, args.max_requests) \
-        + rate_lines(rows, args.max_requests)
+        + rate_lines(rows, args.max_requests) + amd_split_lines(rows, args.max_requests)
     text += "\n" + FACTOR_NOTES + "\n" + "\n".join(extra) + "\n"
     Path(args.out).write_text(text)
     print(text)
