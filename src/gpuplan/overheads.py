@@ -291,6 +291,9 @@ MATMUL_PEAK_FRACTION = {
     # clock near 1 GHz under tensor work, far below the 1,590 MHz boost the datasheet rates; Tesla V100-SXM2-16GB
     # 94.84 of 125. (Issue 34: they had the NVIDIA default, 0.80, and T4 0.93 of it for its power cap.)
     "nvidia-t4": 0.645, "nvidia-v100-sxm2-16gb": 0.759,
+    # RTX 3060 12GB: 25.47 of 25.5 TFLOPS bf16, posted as the database's issue 131 (torch 2.7.0+cu128, a physical
+    # machine; 24.80 fp16); it had the NVIDIA default, 0.80 (issue 34, session 11).
+    "nvidia-geforce-rtx-3060-12gb": 0.999,
 }
 # The clock a card held by a low power cap keeps in continuous tensor work, as a share of what it holds in the short
 # loops above (speed/gemm.py continuous_clock_factor): the power management lowers the clock once the card has run
@@ -337,6 +340,18 @@ GEMM_SHAPE_N = 218.0
 # Qwen-1's fitted fine-tuning rows 12.7 % against 14 %).
 GEMM_SHAPE_REFERENCE_FLOPS_PER_SM = 989.4e12 / 132
 GEMM_SHAPE_SM_EXPONENT = 1.0
+# No card pays less of those costs than the A100 (the A100 SXM's 312 TFLOPS over 108 SMs against the H200's per-SM
+# rate: 0.385): the law above is calibrated from the A100 up, and below it its extrapolation (GeForce SMs: 0.12 to
+# 0.17, V100 and T4 0.21 and 0.22) is contradicted by the cards' own rates per size, posted to the database
+# MATMUL_PEAK_FRACTION reads (zzc0721/torch-performance-test-data issues 131, 55, 171, 114 and 132: bf16 torch.matmul
+# of 1,024^3 to 10,240^3 on an RTX 3060, 3060 Ti, 3070, 3080 and 3080 Ti; fitted together, each card's best-shape rate
+# free, they pay 0.48 of the H200's costs on their products of 150 us or more and 0.86 with the 1,024^3 ones; the
+# RTX 3060's 2,048^3 reaches 0.93 of its best where the law gives 0.98). The floor is the A100's, the least share the
+# fitted rows hold, not those postings' (more): a higher one moves llm-foundry's fitted A100 rows (0.48: 3.9 to 4.5 %
+# median error). Issue 20's ceiling flagged the extrapolation (tests/speed/test_speed_ceiling.py: with the RTX 3060's
+# measured rate, an Unsloth LoRA step of Llama-3.1-8B at 512 tokens implied 0.83 of the datasheet on its linear
+# layers alone, its 512-row products at 0.96 of it; 0.79 with this floor). Issue 34, session 11.
+GEMM_SHAPE_SCALE_FLOOR = 0.385
 # Below the fitted range of M (512+ tokens) the M term stops growing at the tensor cores' smallest tile: an MMA
 # instruction covers 16 rows (mma.m16n8k16, PTX ISA), so a decode GEMV of 1-16 rows costs what 16 rows do in
 # compute (its time is the weights' bytes anyway).
@@ -1098,6 +1113,20 @@ MODULE_CALL_OVERHEAD_S = 5e-6
 # 1.5 times the estimated eager GPU time on A100s and 1.6 to 1.85 on H100s (0.6 to 0.95 on GeForce cards): fitted on
 # an A100, the factor stands in for GPU time at batch 1 that the profile does not hold, a cause not yet found.
 SERVER_HOST_FACTOR = 1.75
+# The host of an H100 or H200 SXM5 board (HGX/DGX H100 and H200) is of that board's server generation, not the A100's:
+# HGX H100/H200 servers carry Sapphire Rapids Xeons (MLPerf system descriptions: mlcommons/inference_results_v4.1
+# closed/NVIDIA/systems/H200-SXM-141GBx8_TRT_MaxQ.json, Xeon Platinum 8480C; inference_results_v3.1 closed/Dell/
+# systems/XE9680_H100_SXM_80GBx8_TRT.json, Xeon Platinum 8470), the A100 SXM4 servers Zen 2 and Zen 3 EPYCs (DGX A100:
+# EPYC 7742; mlcommons/training_results_v1.0 Inspur/systems/nf5488a5_pytorch.json: EPYC 7713), and DGX H100's move to
+# Intel was reported as made for single-thread speed, which eager PyTorch's one dispatching thread runs on. The eager
+# SD 1.5 and SDXL steps of stable-fast's H100 SXM machine read 1.05 and 1.10 times a desktop's host work beside this
+# module's GPU time, where the six A100 steps read 1.27 to 2.87 (bench/results/modules.md, "Host and GPU time of eager
+# steps", last column; issue 34, session 11). Fitted on the one eager H100 SXM call that is no stable-fast row,
+# alexeigor/sd-benchmarks README.md at 27fd06c, 'H100-SXM, 80GB', 'PT2.0,fp16': 1.00 s for SD 1.5 (bench/modules.py
+# sd15-h100-alexeigor, fit); held out: stable-fast's H100 SD 1.5 and SDXL rows (-34 and -27 % at SERVER_HOST_FACTOR,
+# -7 and -3 % at this), the FLUX.1 H100 rows. PCIe Hopper cards go into any server (alexeigor's H100 PCIe machine
+# reads 1.67) and keep SERVER_HOST_FACTOR, as do Grace's GH200 and Blackwell, which no source here measures.
+HOPPER_SXM_HOST_FACTOR = 1.16
 # The hosts those sources bound, as multiples of the desktop's per-op host work: from a desktop's (stable-fast's H100)
 # to 2.6 times it (diffusers' torch 2.0 benchmark's A100). A generation or inference plan on a datacenter card gives
 # its likely range at both ends (plan/modules.py), where its steps are host-bound, beside MODULE_SPEED_SPREAD.
@@ -1158,7 +1187,7 @@ SCHEDULER_STEP_S = 0.4e-3
 # January 2023 tutorial, each the first of its pipeline, are held out (bench/modules.py sd15-t4-colab-fp32, -fp16).
 FIRST_CALL_SETUP_S = 0.64
 FIRST_CALL_SETUP_RANGE = (0.09, 1.53)
-# The range said around a profiled module's speed (samples/s): issue 34's goal, which 40 of the 48 held-out speeds of
-# bench/results/modules.md meet (median error 15 %; the misses, each with its cause where found, are said there); a
+# The range said around a profiled module's speed (samples/s): issue 34's goal, which 45 of the 49 held-out speeds of
+# bench/results/modules.md meet (median error 12 %; the misses, each with its cause where found, are said there); a
 # generation or inference plan on a datacenter card widens it to the server hosts measured (SERVER_HOST_RANGE).
 MODULE_SPEED_SPREAD = (-0.25, 0.25)

@@ -274,9 +274,11 @@ def test_kohya_lora_trains_t5_with_train_t5xxl():
     assert adapter in (pytest.approx(2), pytest.approx(4))
     trained = both.memory.other["text_encoder_2 (T5EncoderModel, LoRA trained)"] * GIB
     assert trained == pytest.approx(frozen + adapter * t5)
-    # frozen: one forward; LoRA-trained and checkpointed: forward, forward again, input gradients
+    # frozen: one forward; LoRA-trained and checkpointed: forward, forward again, input gradients (the backward's
+    # GEMMs twice a forward's, the adapters' own products): 3.8 times on an A100's server host, 4.2 on an H100 SXM5's
+    # (HOPPER_SXM_HOST_FACTOR), whose lighter host hides less of the forward's GPU time
     added = both.work.parts_s["text encoders (LoRA trained)"] - clip.work.parts_s["text encoders (LoRA trained)"]
-    assert 2.5 < added / clip.work.parts_s["text encoders"] < 4
+    assert 2.5 < added / clip.work.parts_s["text encoders"] < 4.5
     _, prof = _profile("flux-dev", "text_encoder_2")
     assert {"train-lora-all", "train-lora-all-gc"} <= set(prof.memory)
     gc = prof.activation_bytes("train-lora-all-gc", 1, (512,))

@@ -15,7 +15,7 @@ from gpuplan.hardware import Network, load_gpu
 from gpuplan.model.catalog import load_model
 from gpuplan.scenario import scenario_from
 from gpuplan.speed import speed_of
-from gpuplan.speed.gemm import gemm_efficiency, gemm_time_s, matmul_fraction, power_limit_factor
+from gpuplan.speed.gemm import gemm_efficiency, gemm_time_s, matmul_fraction, power_limit_factor, shape_scale
 from gpuplan.speed.work import attention_s
 
 TITAN_CARD = load_gpu("nvidia-h100-sxm5-96gb")
@@ -171,3 +171,25 @@ def test_geforce_ampere_softmax_weighs_what_adas_does():
     rtx, l40s = load_gpu("rtx-4090"), load_gpu("l40s")
     assert attention_share(rtx, 128) == pytest.approx(0.38, rel=1e-9)
     assert attention_share(l40s, 128) == pytest.approx(0.38 * 1.078 / 1.154, rel=0.02)
+
+
+def test_the_rtx_3060_at_its_posted_matmul_rate_and_its_thin_products_at_the_a100s_shape_share():
+    """The RTX 3060 12GB's best bf16 torch.matmul, 25.47 of its 25.5 TFLOPS datasheet (zzc0721/torch-performance-test-
+    data issue 131; the NVIDIA default 0.80 before, issue 34). Its thin products pay the A100's share of the H200's
+    shape costs, not the 0.122 its SMs' rate gives (25.5 / 28 SMs over 989.4 / 132 TFLOPS): the A100 SXM's 312 / 108
+    over the same, 0.3854 (overheads.GEMM_SHAPE_SCALE_FLOOR). A 2,048^3 product then takes 2 x 2048^3 x (1 + 0.385
+    x (68 + 132 + 218) / 2048) / (25.5e12 x 0.999) s, 22.67 TFLOPS: 0.925 of the best shape, where the card's own
+    posting reads 23.69 / 25.47 = 0.930 (the per-SM law alone gave 0.976); the A100 and H100 keep their law's share."""
+    gpu = load_gpu("rtx-3060")
+    assert oh.MATMUL_PEAK_FRACTION[gpu.id] * 25.5 == pytest.approx(25.47, rel=1e-3)
+    law = gpu.peak_tflops("bf16") * 1e12 / gpu.sm_count / oh.GEMM_SHAPE_REFERENCE_FLOPS_PER_SM
+    assert law == pytest.approx(0.1216, rel=1e-3)  # 25.5 TFLOPS over 28 SMs, the catalog's
+    assert shape_scale(gpu) == oh.GEMM_SHAPE_SCALE_FLOOR == pytest.approx((312e12 / 108) / (989.4e12 / 132), abs=5e-4)
+    n = 2048
+    shape = 1 + 0.385 * (68 + 132 + 218) / n
+    expected = 2 * n**3 * shape / (25.5e12 * 0.999)
+    compute_only = gemm_time_s(gpu, "bf16", n, n, n, latency_s=0.0, bandwidth_bps=1e30)
+    assert compute_only == pytest.approx(expected, rel=1e-3)
+    assert 2 * n**3 / expected / 25.47e12 == pytest.approx(23.69 / 25.47, abs=0.01)
+    assert shape_scale(load_gpu("a100-sxm4-80gb")) == pytest.approx(0.3854, abs=1e-4)
+    assert shape_scale(load_gpu("h100-sxm")) == 1.0

@@ -100,12 +100,14 @@ def streaming_bandwidth(gpu: GpuSpec) -> float:
 def shape_scale(gpu: GpuSpec) -> float:
     """How much of the H200's thin-shape cost a card pays: a tile's fixed work (prologue, epilogue, the last partial
     wave) against its compute scales with what one SM multiplies per second, so a card whose SMs are slower than the
-    H200's (A100: 2.9 against 7.5 dense bf16 TFLOPS per SM) pays that share of it (1 where the SM count is not known
-    or the card's SMs are faster)."""
+    H200's (A100: 2.9 against 7.5 dense bf16 TFLOPS per SM) pays that share of it, and none less than the A100's
+    (:data:`~gpuplan.overheads.GEMM_SHAPE_SCALE_FLOOR`: GeForce cards' own rates per size show more); 1 where the SM
+    count is not known or the card's SMs are faster."""
     peak = peak_flops(gpu, "bf16")
     if not gpu.sm_count or not peak:
         return 1.0
-    return min(1.0, peak / gpu.sm_count / oh.GEMM_SHAPE_REFERENCE_FLOPS_PER_SM) ** oh.GEMM_SHAPE_SM_EXPONENT
+    law = min(1.0, peak / gpu.sm_count / oh.GEMM_SHAPE_REFERENCE_FLOPS_PER_SM) ** oh.GEMM_SHAPE_SM_EXPONENT
+    return max(oh.GEMM_SHAPE_SCALE_FLOOR, law)
 
 
 _RATES: dict[tuple[int, str], tuple[GpuSpec, tuple[float, float, float]]] = {}

@@ -206,8 +206,13 @@ def forward(p: Profile, gpu: GpuSpec, batch: int, sizes: tuple[float, ...], run:
 def host_scale(gpu: GpuSpec) -> float:
     """How much longer eager PyTorch's per-op host work takes on the host the card sits in than on the desktop CPU
     :data:`~gpuplan.overheads.DISPATCH_OVERHEAD_S` was fitted on: a datacenter card's server
-    (:data:`~gpuplan.overheads.SERVER_HOST_FACTOR`)."""
-    return oh.SERVER_HOST_FACTOR if gpu.segment == "datacenter" else 1.0
+    (:data:`~gpuplan.overheads.SERVER_HOST_FACTOR`), an H100 or H200 SXM5 board's server of its own generation
+    (:data:`~gpuplan.overheads.HOPPER_SXM_HOST_FACTOR`)."""
+    if gpu.segment != "datacenter":
+        return 1.0
+    if gpu.generation == "Hopper" and gpu.form_factor.startswith("SXM"):
+        return oh.HOPPER_SXM_HOST_FACTOR
+    return oh.SERVER_HOST_FACTOR
 
 
 def _eager(gpu: GpuSpec, run: Run, op: Op, d: tuple[float, ...], factor: int) -> float:
