@@ -14,6 +14,7 @@ import json
 import pytest
 
 from conftest import require
+from sampling import part_of
 
 pytestmark = [pytest.mark.sim, pytest.mark.slow]
 TOKENS = 32_768
@@ -45,7 +46,10 @@ def compare(model: str, layers: int | None, folder):
     return sim, mem, cache
 
 
-@pytest.mark.parametrize("model, layers", [("qwen3.5-27b", 4), ("llama-4-scout", 4)])
+# Qwen3.5's Gated DeltaNet runs transformers' reference chunk loop at 32k tokens (about a minute on fake tensors):
+# every other day or seed (tests/sampling.py), Llama 4 Scout every run
+@pytest.mark.parametrize("model, layers", part_of([("qwen3.5-27b", 4), ("llama-4-scout", 4)], 2,
+                                                  always=[("llama-4-scout", 4)]))
 def test_inference_at_32k_within_5_percent_of_the_simulation(tmp_path, model, layers):
     sim, mem, cache = compare(model, layers, tmp_path)
     allocated = mem.allocated_peak_gib - mem.other.get("cuBLAS workspace", 0.0)  # CUDA only: not simulated

@@ -5,7 +5,11 @@ sweep; bench/results/architectures.md its full, extrapolated run).
 The architectures are swept once per session, over two processes (the CI machine's two cores). A run sweeps one
 part of them in turn (:data:`PARTS`; tests/sampling.py: every architecture over that many days or seeds,
 ``GPUPLAN_SWEEP=all`` for every one at once), plus the architectures the layer-kind checks name; the counts the
-whole sweep must reach are asked of a part in proportion, with a margin for the parts' unequal mixes."""
+whole sweep must reach are asked of a part in proportion, with a margin for the parts' unequal mixes. Simulating
+(a fake-tensor forward and backward for three tasks) costs about ten times the count, and a few looped or
+recurrent models (xLSTM, hrm_text, Inkling 2 Loop) a minute each: a run simulates a quarter of its part
+(:data:`SIM_PARTS`), so that every architecture is simulated over 16 days or seeds; ``GPUPLAN_SWEEP=all``
+simulates them all."""
 
 from __future__ import annotations
 
@@ -25,6 +29,7 @@ import architectures as sweep  # noqa: E402
 from sampling import part_of  # noqa: E402
 
 PARTS = 4
+SIM_PARTS = 16  # a multiple of PARTS: part_of(types, SIM_PARTS) lies inside the round's part_of(types, PARTS)
 NAMED = ("llama4_text", "qwen3_next", "falcon_h1", "nemotron_h", "deepseek_v3")  # test_new_layer_kinds_are_read
 
 
@@ -102,10 +107,17 @@ OUTSIDE_LAYERS = {"bert", "camembert", "data2vec-text", "ernie", "roberta", "rob
                   "rembert", "roformer", "bert-generation", "electra", "gemma4", "gemma4_text"}
 
 
+def simulated_share() -> float:
+    """The share of this run's part that it simulates (1 on a full run)."""
+    types = sweep.causal_lm_types()
+    return len(part_of(types, SIM_PARTS)) / len(part_of(types, PARTS))
+
+
 @pytest.fixture(scope="module")
 def sims(rows):
     require("peft")
-    return sweep.simulate_sweep(sweep.distinct(rows), one_period=True, workers=2)
+    chosen = set(part_of(sweep.causal_lm_types(), SIM_PARTS))
+    return sweep.simulate_sweep([t for t in sweep.distinct(rows) if t in chosen], one_period=True, workers=2)
 
 
 def test_simulate_runs_or_says_why_on_every_architecture(rows, sims):
@@ -116,14 +128,18 @@ def test_simulate_runs_or_says_why_on_every_architecture(rows, sims):
             assert outcome == "ok" or (outcome and "\n" not in outcome and "Traceback" not in outcome), (
                 r.model_type, task, outcome)
     # encoder and encoder-decoder families are planned by their own profiles (or refused by name), not simulated
-    # as decoders: each says so in its one sentence, and the share that must run is taken over the decoders
+    # as decoders: each says so in its one sentence, and the share that must run is taken over the decoders (with
+    # share()'s margin when a run simulates 7 to 12 of them); the share refused is read over the part's structures
     refused = [r for r in sims if r.not_decoder]
     assert all("not a decoder LLM" in o or "plans decoder LLMs" in o for r in refused for o in r.outcome.values())
     decoders = [r for r in sims if not r.not_decoder]
-    assert len(refused) <= 0.15 * len(sims), [r.model_type for r in refused]
     ran = {task: sum(r.outcome[task] == "ok" for r in decoders) for task in sweep.SIM_TASKS}
-    assert min(ran.values()) >= 0.85 * len(decoders), ran
-    assert len(sims) >= share(rows, len(sweep.causal_lm_types()), 130)  # distinct structures among those swept
+    floor = 0.85 if simulated_share() == 1 else 0.85 * 0.75
+    assert min(ran.values()) >= floor * len(decoders), ran
+    distinct = sweep.distinct(rows)
+    not_decoders = [t for t in distinct if sweep.not_a_decoder(sweep.default_config(t) or {})]
+    assert len(not_decoders) <= 0.15 * len(distinct), not_decoders
+    assert len(sims) >= share(rows, len(sweep.causal_lm_types()), 130) * simulated_share()  # distinct structures
 
 
 def test_lora_parameters_equal_peft_count(sims):
