@@ -8,8 +8,8 @@ import json
 import pytest
 
 from conftest import require
-from sampling import part_of
 from gpuplan.model.catalog import bundled, load_model
+from sampling import part_of
 
 pytestmark = pytest.mark.sim
 
