@@ -167,8 +167,10 @@ def _top_k(text, blocks) -> int:
 
 
 # ---- the cache of each layer -----------------------------------------------------------------------------
+# xLSTMCache (transformers 5.24 modeling_xlstm.py): its states are allocated once, in its __init__, at their size
 KNOWN_CACHES = ("DynamicLayer", "DynamicSlidingWindowLayer", "DynamicIndexedLayer", "LinearAttentionLayer",
-                "LinearAttentionAndFullAttentionLayer", "LinearAttentionAndSlidingWindowAttentionLayer", "DummyLayer")
+                "LinearAttentionAndFullAttentionLayer", "LinearAttentionAndSlidingWindowAttentionLayer", "DummyLayer",
+                "xLSTMCache")
 
 
 def _caches(model, cfg, text, blocks) -> tuple[list[dict[str, Any]], str | None]:
@@ -177,7 +179,7 @@ def _caches(model, cfg, text, blocks) -> tuple[list[dict[str, Any]], str | None]
     (``runs``; ``grad_runs`` of them with autograd on); measured by a 2-token prefill and a 1-token decode step
     on the meta device. The second value says why the sizes are not exact, when they are not."""
     try:
-        first, second, layers, ran = _measure(model, cfg, blocks)
+        first, second, layers, names, ran = _measure(model, cfg, blocks)
     except Exception as err:
         caches, problem = _declared_caches(text, blocks)
         why = f"a forward on the meta device failed ({type(err).__name__}: {_first_line(err)})"
@@ -186,18 +188,18 @@ def _caches(model, cfg, text, blocks) -> tuple[list[dict[str, Any]], str | None]
     runs = [sum(1 for b, _, _ in ran if b == k) or 1 for k in range(len(blocks))]
     grad_runs = [sum(1 for b, g, _ in ran if b == k and g) if any(b == k for b, _, _ in ran) else 1
                  for k in range(len(blocks))]
-    if len(layers) == len(blocks):
+    if len(names) == len(blocks):
         mine = [[k] for k in range(len(blocks))]  # one cache layer per decoder layer, however often it runs
     else:  # a cache layer per run (HRM-Text, looped models): those each decoder layer's runs wrote
         mine = [sorted({i for b, _, wrote in ran if b == k for i in wrote}) for k in range(len(blocks))]
         owners = sorted(i for cache_layers in mine for i in cache_layers)
-        if owners != list(range(len(layers))) or not all(mine):
+        if owners != list(range(len(names))) or not all(mine):
             caches, problem = _declared_caches(text, blocks)
             return [dict(c, runs=r, grad_runs=g, kv_dims=r * c["kv_dims"], state_elements=r * c["state_elements"])
                     for c, r, g in zip(caches, runs, grad_runs, strict=True)], \
-                f"cache sizes are estimated: transformers' cache has {len(layers)} layers for {len(blocks)} " \
+                f"cache sizes are estimated: transformers' cache has {len(names)} layers for {len(blocks)} " \
                 f"decoder layers run {len(ran)} times"
-    types = _layer_types(text, len(layers))
+    types = _layer_types(text, len(names))
     out, odd = [], set()
     for k, slots in enumerate(mine):
         slot = slots[0]
@@ -205,7 +207,7 @@ def _caches(model, cfg, text, blocks) -> tuple[list[dict[str, Any]], str | None]
         per_token = sum(second[j] - first[j] for j in slots)  # every run's own cache layer
         fixed = sum(first[j] for j in slots) - 2 * per_token
         window = getattr(layer, "sliding_window", None)
-        name = type(layer).__name__
+        name = names[slot]
         if name not in KNOWN_CACHES:
             odd.add(name)
         elif not per_token and not fixed and name != "DummyLayer":
@@ -262,47 +264,83 @@ def cache_keyword(model) -> str:
     return "cache" if "cache" in inspect.signature(model.forward).parameters else "past_key_values"
 
 
+def own_cache(model) -> bool:
+    """Whether the model's forward takes a cache class of its own, not one of transformers' ``Cache`` (xLSTM's
+    ``xLSTMCache``, ``cache: xLSTMCache | None`` in transformers 5.24 ``modeling_xlstm.py``, ``xLSTMModel.forward``,
+    reads ``cache.rnn_state[layer_idx]``, which a ``DynamicCache`` does not have): its forward then builds it."""
+    import inspect
+    import typing
+
+    from transformers import Cache
+
+    param = inspect.signature(model.forward).parameters.get(cache_keyword(model))
+    annotation = param.annotation if param is not None else inspect.Parameter.empty
+    classes = [a for a in (typing.get_args(annotation) or (annotation,)) if isinstance(a, type)]
+    return any(c.__name__.endswith("Cache") for c in classes) and not any(issubclass(c, Cache) for c in classes)
+
+
+def cache_layers(cache, n: int) -> list:
+    """The per-layer parts of a cache: transformers' ``cache.layers``; for a cache class of a model's own, its
+    public dict or list with one entry per decoder layer (``xLSTMCache.rnn_state``: ``{layer: (C, n, m)}``, the
+    matrix memory, normalizer and max state of each mLSTM layer, fixed in size)."""
+    if isinstance(getattr(cache, "layers", None), list):
+        return cache.layers
+    for name, value in vars(cache).items():
+        if not name.startswith("_") and isinstance(value, (dict, list)) and len(value) == n:
+            return list(value.values()) if isinstance(value, dict) else list(value)
+    raise ValueError(f"{type(cache).__name__} holds no list of {n} layers")
+
+
 def _measure(model, cfg, blocks):
-    """Cached elements (at 2 bytes each) per cache layer after a 2-token prefill, then after one decode step; and
-    the decoder layers the prefill ran, in order (their indices in ``blocks``), each with whether autograd was on
-    and the cache layers it wrote. Autograd is on around the prefill with every parameter frozen, so nothing is
-    recorded and a layer runs with it off only where the model's own forward turns it off (HRM-Text's early
-    low-level cycles run under ``torch.no_grad()``: transformers ``modeling_hrm_text.py``, ``HrmTextModel.forward``).
-    """
+    """Cached elements (at 2 bytes each) per cache layer after a 2-token prefill, then after one decode step; the
+    cache layers (:func:`cache_layers`) and their class names; and the decoder layers the prefill ran, in order (their indices in
+    ``blocks``), each with whether autograd was on and the cache layers it wrote. Autograd is on around the prefill
+    with every parameter frozen, so nothing is recorded and a layer runs with it off only where the model's own
+    forward turns it off (HRM-Text's early low-level cycles run under ``torch.no_grad()``: transformers
+    ``modeling_hrm_text.py``, ``HrmTextModel.forward``). A model with a cache class of its own (:func:`own_cache`)
+    builds it in the prefill, which then records no writes (its layers hold one cache entry each)."""
     import torch
 
     runs: list[tuple[int, bool, list[int]]] = []
     index = {id(block): k for k, block in enumerate(blocks)}
-    cache = new_cache(cfg)
+    cache = None if own_cache(model) else new_cache(cfg)
     before: list[int] = []
 
+    def sizes() -> list[int]:
+        return [_cached_bytes(layer) for layer in cache.layers] if cache is not None else []
+
     def pre(block, *_):
-        before[:] = [_cached_bytes(layer) for layer in cache.layers]
+        before[:] = sizes()
 
     def post(block, *_):
-        after = [_cached_bytes(layer) for layer in cache.layers]
-        wrote = [i for i, size in enumerate(after) if size != (before[i] if i < len(before) else 0)]
+        wrote = [i for i, size in enumerate(sizes()) if size != (before[i] if i < len(before) else 0)]
         runs.append((index[id(block)], torch.is_grad_enabled(), wrote))
 
     model.requires_grad_(False)
     handles = [h for block in blocks for h in (block.register_forward_pre_hook(pre), block.register_forward_hook(post))]
+    keyword = cache_keyword(model)
     try:
         with quiet():
             ids = torch.zeros((1, 2), dtype=torch.long, device="meta")
             with torch.enable_grad():
-                model(input_ids=ids, use_cache=True, **{cache_keyword(model): cache})
+                out = model(input_ids=ids, use_cache=True, **({keyword: cache} if cache is not None else {}))
             for handle in handles:
                 handle.remove()
+            if cache is None:
+                cache = getattr(out, keyword, None) or getattr(out, "past_key_values", None)
+            layers = cache_layers(cache, len(blocks))
             cache.tokens = 2
-            first = [_cached_bytes(layer) // 2 for layer in cache.layers]
+            first = [_cached_bytes(layer) // 2 for layer in layers]
             with torch.no_grad():
-                model(input_ids=ids[:, :1], use_cache=True, **{cache_keyword(model): cache})
+                model(input_ids=ids[:, :1], use_cache=True, **{keyword: cache})
             cache.tokens = 3
-            second = [_cached_bytes(layer) // 2 for layer in cache.layers]
+            second = [_cached_bytes(layer) // 2 for layer in layers]
     finally:
         for handle in handles:
             handle.remove()
-    return first, second, list(cache.layers), runs
+    names = [type(layer).__name__ for layer in layers] if layers is getattr(cache, "layers", None) else \
+        [type(cache).__name__] * len(layers)
+    return first, second, list(layers), names, runs
 
 
 def cache_layer_tensors(layer):
@@ -322,6 +360,9 @@ def cache_layer_tensors(layer):
             for v in value:
                 yield from visit(v)
 
+    if isinstance(layer, (dict, list, tuple)):  # an entry of a model's own cache class (:func:`cache_layers`)
+        yield from visit(layer)
+        return
     for name, value in vars(layer).items():
         if not name.startswith("_"):
             yield from visit(value)

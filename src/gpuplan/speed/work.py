@@ -26,7 +26,7 @@ from contextvars import ContextVar
 from .. import overheads as oh
 from ..hardware import GpuSpec
 from ..model.conventions import deltanet_shape, mamba2_shape
-from ..model.layers import Layer, Linear
+from ..model.layers import Layer, Linear, attends
 from ..model.spec import ModelSpec
 from ..tensors.layout import replicated
 from .gemm import bandwidth, continuous_clock_factor, gemm_time_s, peak_flops, power_limit_factor
@@ -154,7 +154,7 @@ def attention_s(m: ModelSpec, gpu: GpuSpec, dtype: str, seqs: float, seq: int, *
     the square, masked or not, in every layer. Under fp8 linears attention stays at the 16-bit rate unless
     ``fp8_kernel`` (Transformer Engine's fp8 fused attention, cuDNN's fp8 flash kernel) runs its matmuls in fp8.
     ``backend``: the fused kernel's class (:mod:`gpuplan.stacks.attention`), timed at :func:`attention_fraction`;
-    None: the generation's own kernel. Layers that do not attend (:func:`attends`) add none (a serving step
+    None: the generation's own kernel. Layers that do not attend (:func:`~gpuplan.model.layers.attends`) add none (a serving step
     times Mamba-2's scan and the linear mixers apart: :func:`mamba_scans_s`, :func:`linear_scans_s`)."""
     heads = max(m.num_heads / tp, 1)
     windowed = any(layer.window for layer in m.layers)
@@ -181,17 +181,6 @@ def attention_s(m: ModelSpec, gpu: GpuSpec, dtype: str, seqs: float, seq: int, *
     total += flops / (peak_flops(gpu, rate_dtype) * fraction * power_limit_factor(gpu)
                       * continuous_clock_factor(gpu, rate_dtype))
     return layers * total
-
-
-def attends(layer: Layer) -> bool:
-    """Whether a layer's token mixer computes attention scores: not a Mamba layer, nor a layer of kind ``none``
-    without a query projection (an MLP-only layer: Nemotron-H's expert layers, ``E`` in ``hybrid_override_pattern``,
-    whose mixer is NemotronHMoE alone in transformers' modeling_nemotron_h.py); a ``none`` layer that reuses
-    another layer's keys and values (Gemma 4's) keeps its ``q_proj`` and attends. Linear-attention (Gated DeltaNet)
-    and short-convolution mixers do not: :func:`linear_scans_s` times them."""
-    if layer.attention in ("mamba", "linear", "conv"):
-        return False
-    return layer.attention != "none" or any(lin.name == "q_proj" for lin in layer.linears)
 
 
 @_shared
