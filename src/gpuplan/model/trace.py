@@ -180,10 +180,12 @@ def _caches(model, cfg, text, blocks) -> tuple[list[dict[str, Any]], str | None]
     on the meta device. The second value says why the sizes are not exact, when they are not."""
     try:
         first, second, layers, names, ran = _measure(model, cfg, blocks)
-    except Exception as err:
+    except Exception as err:  # nothing measured: which layers run, how often, with a backward, keep a cache
         caches, problem = _declared_caches(text, blocks)
-        why = f"a forward on the meta device failed ({type(err).__name__}: {_first_line(err)})"
-        return caches, (f"cache sizes of its {problem} layers are estimated: {why}" if problem else None)
+        estimated = f"; cache sizes of its {problem} layers are estimated" if problem else ""
+        return caches, (f"the runs and caches of its layers are not measured, as a forward on the meta device failed "
+                        f"({type(err).__name__}: {_first_line(err)}): each layer is counted as run once per token, "
+                        f"with a backward, keeping the keys and values its projections make{estimated}")
     # a layer the prefill did not run (no hook fired) is counted once, as it was before runs were measured
     runs = [sum(1 for b, _, _ in ran if b == k) or 1 for k in range(len(blocks))]
     grad_runs = [sum(1 for b, g, _ in ran if b == k and g) if any(b == k for b, _, _ in ran) else 1
@@ -256,6 +258,21 @@ def new_cache(cfg, runs: list[int] | None = None):
     return cache
 
 
+# Multimodal classes whose forward fails on text-only input, run through the text model their forward calls when
+# there are no images (the same tensors: the embedding lookup, the decoder, the head and the loss move inside it):
+# transformers 5.24.0's Llama4ForConditionalGeneration builds its output from ``outputs.image_outputs``, a field its
+# text model's output does not have (AttributeError on every call without images, return_dict=False included).
+TEXT_FORWARD = {"Llama4ForConditionalGeneration": "language_model"}
+
+
+def forward(model, **inputs):
+    """``model(**inputs)``, or its text model's forward for the classes of :data:`TEXT_FORWARD` (peft's LoRA
+    layers sit in the modules, so a wrapped model adapts the same way): the meta prefill's and simulate's."""
+    base = model.get_base_model() if hasattr(model, "get_base_model") else model
+    text = TEXT_FORWARD.get(type(base).__name__)
+    return getattr(base, text)(**inputs) if text else model(**inputs)
+
+
 def cache_keyword(model) -> str:
     """The name the model's forward takes its cache by: ``cache`` since transformers 5.24 (models keep
     ``past_key_values`` as a deprecated alias, and a model without the alias, Dory, ignores it)."""
@@ -293,12 +310,13 @@ def cache_layers(cache, n: int) -> list:
 
 def _measure(model, cfg, blocks):
     """Cached elements (at 2 bytes each) per cache layer after a 2-token prefill, then after one decode step; the
-    cache layers (:func:`cache_layers`) and their class names; and the decoder layers the prefill ran, in order (their indices in
-    ``blocks``), each with whether autograd was on and the cache layers it wrote. Autograd is on around the prefill
-    with every parameter frozen, so nothing is recorded and a layer runs with it off only where the model's own
-    forward turns it off (HRM-Text's early low-level cycles run under ``torch.no_grad()``: transformers
-    ``modeling_hrm_text.py``, ``HrmTextModel.forward``). A model with a cache class of its own (:func:`own_cache`)
-    builds it in the prefill, which then records no writes (its layers hold one cache entry each)."""
+    cache layers (:func:`cache_layers`) and their class names; and the decoder layers the prefill ran, in order
+    (their indices in ``blocks``), each with whether autograd was on and the cache layers it wrote. Autograd is on
+    around the prefill with every parameter frozen, so nothing is recorded and a layer runs with it off only where
+    the model's own forward turns it off (HRM-Text's early low-level cycles run under ``torch.no_grad()``:
+    transformers ``modeling_hrm_text.py``, ``HrmTextModel.forward``). A model with a cache class of its own
+    (:func:`own_cache`) builds it in the prefill, which then records no writes (its layers hold one cache entry
+    each). Multimodal classes run their text model (:func:`forward`)."""
     import torch
 
     runs: list[tuple[int, bool, list[int]]] = []
@@ -323,7 +341,7 @@ def _measure(model, cfg, blocks):
         with quiet():
             ids = torch.zeros((1, 2), dtype=torch.long, device="meta")
             with torch.enable_grad():
-                out = model(input_ids=ids, use_cache=True, **({keyword: cache} if cache is not None else {}))
+                out = forward(model, input_ids=ids, use_cache=True, **({keyword: cache} if cache is not None else {}))
             for handle in handles:
                 handle.remove()
             if cache is None:
@@ -332,7 +350,7 @@ def _measure(model, cfg, blocks):
             cache.tokens = 2
             first = [_cached_bytes(layer) // 2 for layer in layers]
             with torch.no_grad():
-                model(input_ids=ids[:, :1], use_cache=True, **{keyword: cache})
+                forward(model, input_ids=ids[:, :1], use_cache=True, **{keyword: cache})
             cache.tokens = 3
             second = [_cached_bytes(layer) // 2 for layer in layers]
     finally:

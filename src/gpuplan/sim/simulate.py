@@ -41,7 +41,7 @@ from ..errors import GpuplanError
 from ..model.catalog import load_model
 from ..model.modules import decoder_layers, is_tower
 from ..model.spec import ModelSpec
-from ..model.trace import cache_keyword, cache_layer_tensors, instantiate, new_cache, own_cache, quiet
+from ..model.trace import cache_keyword, cache_layer_tensors, forward, instantiate, new_cache, own_cache, quiet
 from ..plan.refusals import scenario_refusal
 from ..scenario import Scenario, scenario_from
 from ..tensors.state import PEFT_MAMBA_REFUSED, PEFT_MAMBA_TYPES
@@ -604,21 +604,6 @@ def train_steps(s: Scenario, m: ModelSpec, model, tracker, notes: list[str], dev
         tracker.phase = "zero_grad"
         opt.zero_grad(set_to_none=True)
     return tokens
-
-
-# Multimodal classes whose forward fails on text-only input, run through the text model their forward calls when
-# there are no images (the same tensors: the embedding lookup, the decoder, the head and the loss move inside it):
-# transformers 5.24.0's Llama4ForConditionalGeneration builds its output from ``outputs.image_outputs``, a field its
-# text model's output does not have (AttributeError on every call without images, return_dict=False included).
-TEXT_FORWARD = {"Llama4ForConditionalGeneration": "language_model"}
-
-
-def forward(model, **inputs):
-    """``model(**inputs)``, or its text model's forward for the classes of :data:`TEXT_FORWARD` (peft's LoRA
-    layers sit in the modules, so a wrapped model adapts the same way)."""
-    base = model.get_base_model() if hasattr(model, "get_base_model") else model
-    text = TEXT_FORWARD.get(type(base).__name__)
-    return getattr(base, text)(**inputs) if text else model(**inputs)
 
 
 def generate_steps(s: Scenario, m: ModelSpec, model, tracker, device: str = "cpu", *, every_step: bool = False,
