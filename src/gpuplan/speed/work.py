@@ -137,9 +137,9 @@ def lora_s(m: ModelSpec, gpu: GpuSpec, tokens: float, rank: int, targets: frozen
            layers: float = 1.0, dropout: bool = False, bytes_per_output: float = oh.LORA_BYTES_PER_OUTPUT,
            grad: bool = False) -> float:
     """peft's adapter path forward, per adapted linear (``grad``: over the runs with autograd on, :func:`runs`):
-    ``x @ A`` then ``(xA) @ B``, scaled and added to the base output (peft ``lora.Linear.forward``): tiny in FLOPs, but each re-reads the input and writes the
-    output, the scale and the add move the output again, and a dropout (``lora_dropout > 0``) copies the
-    input with its mask (memory- and latency-bound)."""
+    ``x @ A`` then ``(xA) @ B``, scaled and added to the base output (peft ``lora.Linear.forward``): tiny in FLOPs,
+    but each re-reads the input and writes the output, the scale and the add move the output again, and a dropout
+    (``lora_dropout > 0``) copies the input with its mask (memory- and latency-bound)."""
     total = 0.0
     for layer, count in m.layer_kinds():
         for lin in layer.linears:
@@ -157,16 +157,18 @@ def attention_s(m: ModelSpec, gpu: GpuSpec, dtype: str, seqs: float, seq: int, *
                 layers: float = 1.0, context: int = 0, masked_windows: bool = False,
                 fp8_kernel: bool = False, backend: str | None = None, grad: bool = False) -> float:
     """Attention score and value matmuls forward for ``seqs`` sequences of ``seq`` new tokens after ``context``
-    cached ones (``grad``: over the runs with autograd on, :func:`runs`). Flash/SDPA kernels skip the causal mask's upper half and run at the generation's attention
-    efficiency; eager attention computes every score as batched GEMMs (``[s x d] @ [d x s]`` and back, per
-    head) and moves the score matrix through memory (~:data:`~gpuplan.overheads.EAGER_SCORE_BYTES` per score).
+    cached ones (``grad``: over the runs with autograd on, :func:`runs`). Flash/SDPA kernels skip the causal mask's
+    upper half and run at the generation's attention efficiency; eager attention computes every score as batched
+    GEMMs (``[s x d] @ [d x s]`` and back, per head) and moves the score matrix through memory
+    (~:data:`~gpuplan.overheads.EAGER_SCORE_BYTES` per score).
     ``masked_windows``: transformers' SDPA path passes a sliding window as an explicit mask (Gemma-2/3, Mistral),
     and the model's full-attention layers get one too: the memory-efficient kernel then computes every score of
     the square, masked or not, in every layer. Under fp8 linears attention stays at the 16-bit rate unless
     ``fp8_kernel`` (Transformer Engine's fp8 fused attention, cuDNN's fp8 flash kernel) runs its matmuls in fp8.
     ``backend``: the fused kernel's class (:mod:`gpuplan.stacks.attention`), timed at :func:`attention_fraction`;
-    None: the generation's own kernel. Layers that do not attend (:func:`~gpuplan.model.layers.attends`) add none (a serving step
-    times Mamba-2's scan and the linear mixers apart: :func:`mamba_scans_s`, :func:`linear_scans_s`)."""
+    None: the generation's own kernel. Layers that do not attend (:func:`~gpuplan.model.layers.attends`) add none
+    (a serving step times Mamba-2's scan and the linear mixers apart: :func:`mamba_scans_s`, :func:`linear_scans_s`).
+    """
     heads = max(m.num_heads / tp, 1)
     windowed = any(layer.window for layer in m.layers)
     total = flops = 0.0
@@ -179,8 +181,9 @@ def attention_s(m: ModelSpec, gpu: GpuSpec, dtype: str, seqs: float, seq: int, *
             keys = min(keys, layer.window)
         d = layer_head_dim(m, layer)
         if kernel == "eager":
-            total += count * runs(layer, grad) * (2 * gemm_time_s(gpu, dtype, seq, d, keys, count=seqs * heads, kernels=2)
-                              + seqs * heads * seq * keys * oh.EAGER_SCORE_BYTES / bandwidth(gpu))
+            total += count * runs(layer, grad) * (
+                2 * gemm_time_s(gpu, dtype, seq, d, keys, count=seqs * heads, kernels=2)
+                + seqs * heads * seq * keys * oh.EAGER_SCORE_BYTES / bandwidth(gpu))
         else:  # causal: query i sees context + i keys (capped by the window)
             flops += count * runs(layer, grad) * seqs * 4 * heads * d * seq * (
                 keys if masked else min(context + (seq + 1) / 2, keys))
