@@ -158,3 +158,33 @@ def test_a_looped_model_caches_per_loop_as_its_mode_says(mode, tmp_path, monkeyp
     assert [layer.kv_dims for layer in m.layers] == [one] * 8 + [one * (2 if mode == "per_loop" else 1)] * 20 + \
         [one] * 8
     assert sum(layer.kv_dims for layer in m.layers) == (56 if mode == "per_loop" else 36) * one
+
+
+def test_the_backward_is_timed_over_the_runs_with_autograd(spec):
+    """transformers' HRM-Text is not a one-step gradient: ``HrmTextModel.forward`` runs the last
+    ``L_bp_cycles_padded[h]`` low-level runs of cycle ``h`` and every high-level run with autograd on (z_H is not
+    detached between cycles). Counted on the real tiny model: a full backward hook on each decoder layer fires
+    3, 3, 2, 2 times, the spec's ``grad_runs``. The training step times the linears' forward over every run (16
+    layer runs) and their backward over those 10 (before: 16, an upper bound): full fine-tuning's GEMMs are
+    ``F + 2 x (10/16) F + 3 x head``, the four layers being alike."""
+    torch = require("torch")
+    from gpuplan.hardware import load_gpu
+    from gpuplan.scenario import scenario_from
+    from gpuplan.speed.training import _micro_work
+    from gpuplan.speed.work import linears_s, lm_head_s
+    from gpuplan.stacks import stack_for
+
+    model = _model().train()
+    fired: dict[int, int] = {}
+    blocks = [*model.model.L_module.layers, *model.model.H_module.layers]
+    for k, block in enumerate(blocks):
+        block.register_full_backward_hook(lambda *_, k=k: fired.__setitem__(k, fired.get(k, 0) + 1))
+    model(input_ids=torch.zeros((1, 8), dtype=torch.long), use_cache=False).logits.float().sum().backward()
+    assert [fired[k] for k in range(4)] == [layer.grad_runs for layer in spec.layers] == [3, 3, 2, 2]
+    s = scenario_from({"model": "llama-3.2-1b", "task": "train", "method": "full", "seq_len": 8,
+                       "micro_batch_size": 1, "grad_checkpointing": "none"})
+    gpu = load_gpu("H100")
+    forward = linears_s(spec, gpu, "bf16", 8)
+    assert linears_s(spec, gpu, "bf16", 8, grad=True) == pytest.approx(10 / 16 * forward)
+    work = _micro_work(s, spec, gpu, "bf16", 8, stack_for(s).kernels(s), [])
+    assert work.gemm == pytest.approx(forward + 2 * 10 / 16 * forward + 3 * lm_head_s(spec, gpu, "bf16", 8))

@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING
 
 from .. import overheads as oh
 from ..hardware import GpuSpec
+from ..model.layers import attends
 from ..model.quant import Format
 from ..model.spec import ModelSpec
 from ..scenario import Scenario
@@ -38,8 +39,8 @@ def prefill_working_set(s: Scenario, m: ModelSpec, tokens: int, seqs: int) -> fl
     layer the same for each of the ``k`` experts a token visits (the families of :data:`DENSE_DISPATCH_MOE` hold,
     for every expert, a copy of the tokens, gate_up, act(gate) and their product: ``E·(4·i + h)``); Gated
     DeltaNet's reference implementation its fp32 copies (overheads.py); eager attention holds the fp32 softmax of
-    ``seqs·heads·s²`` scores, SDPA over a model with sliding windows the boolean window mask (``s²`` bytes) and
-    its additive copy per sequence."""
+    ``seqs·heads·s²`` scores (none in a model without an attending layer: xLSTM, Mamba), SDPA over a model with
+    sliding windows the boolean window mask (``s²`` bytes) and its additive copy per sequence."""
     c = s.compute_bytes
     t = s.tp
     i = max((lin.in_features for layer in m.layers for lin in layer.linears
@@ -59,7 +60,7 @@ def prefill_working_set(s: Scenario, m: ModelSpec, tokens: int, seqs: int) -> fl
     values = max((lin.in_features for layer, _ in m.layer_kinds() if layer.attention == "linear"
                   for lin in layer.linears if lin.name == "out_proj"), default=0) / t
     attn = max(attn, 4 * tokens * oh.REFERENCE_DELTANET_FP32_COPIES * values)
-    if attention_kernel(s, m) == "eager":
+    if attention_kernel(s, m) == "eager" and any(attends(layer) for layer in m.layers):  # no scores without attention
         seq = tokens // max(seqs, 1)
         attn += (4 + 2 * c) * seqs * heads * seq * seq
     elif any(layer.window for layer in m.layers):
@@ -110,8 +111,9 @@ class Transformers(Engine):
         return None
 
     def attention_notes(self, s: Scenario, m: ModelSpec) -> list[str]:
-        """A family without SDPA support runs eager attention, whatever ``attention`` asks."""
-        if attention_kernel(s, m) == s.attention:
+        """A family without SDPA support runs eager attention, whatever ``attention`` asks (said where a layer
+        attends)."""
+        if attention_kernel(s, m) == s.attention or not any(attends(layer) for layer in m.layers):
             return []
         return [f"{m.family} runs eager attention in transformers (no SDPA support): the s x s scores are "
                 "materialized; attention flash (FlashAttention-2) avoids them"]

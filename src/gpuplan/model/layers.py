@@ -142,3 +142,14 @@ class Layer:
         ``+moe`` for expert layers."""
         label = f"{self.attention}({self.window})" if self.attention in WINDOWED and self.window else self.attention
         return label + ("+moe" if self.moe else "")
+
+
+def attends(layer: Layer) -> bool:
+    """Whether a layer's token mixer computes attention scores: not a Mamba layer, nor a layer of kind ``none``
+    without a query projection (an MLP-only layer: Nemotron-H's expert layers, ``E`` in ``hybrid_override_pattern``,
+    whose mixer is NemotronHMoE alone in transformers' modeling_nemotron_h.py); a ``none`` layer that reuses
+    another layer's keys and values (Gemma 4's) keeps its ``q_proj`` and attends. Linear-attention (Gated DeltaNet,
+    xLSTM's mLSTM) and short-convolution mixers do not: :func:`gpuplan.speed.work.linear_scans_s` times them."""
+    if layer.attention in ("mamba", "linear", "conv"):
+        return False
+    return layer.attention != "none" or any(lin.name == "q_proj" for lin in layer.linears)

@@ -23,8 +23,9 @@ from typing import Any
 
 from .layers import Layer, Linear
 
-FORMAT = 3  # 2: Gemma 4's top_k_experts read (traces of 1 left its experts per token at 0); 3: every stack of the
-#   decoder layer class read (HRM-Text's H_module was 'other'), with the runs of each layer per forward
+FORMAT = 4  # 2: Gemma 4's top_k_experts read (traces of 1 left its experts per token at 0); 3: every stack of the
+#   decoder layer class read (HRM-Text's H_module was 'other'), with the runs of each layer per forward; 4: a cache
+#   class of the model's own measured (xLSTM's was read as full attention), a failed prefill said (not exact)
 
 
 def config_key(config: dict[str, Any]) -> str:

@@ -167,8 +167,10 @@ def _top_k(text, blocks) -> int:
 
 
 # ---- the cache of each layer -----------------------------------------------------------------------------
+# xLSTMCache (transformers 5.24 modeling_xlstm.py): its states are allocated once, in its __init__, at their size
 KNOWN_CACHES = ("DynamicLayer", "DynamicSlidingWindowLayer", "DynamicIndexedLayer", "LinearAttentionLayer",
-                "LinearAttentionAndFullAttentionLayer", "LinearAttentionAndSlidingWindowAttentionLayer", "DummyLayer")
+                "LinearAttentionAndFullAttentionLayer", "LinearAttentionAndSlidingWindowAttentionLayer", "DummyLayer",
+                "xLSTMCache")
 
 
 def _caches(model, cfg, text, blocks) -> tuple[list[dict[str, Any]], str | None]:
@@ -177,27 +179,29 @@ def _caches(model, cfg, text, blocks) -> tuple[list[dict[str, Any]], str | None]
     (``runs``; ``grad_runs`` of them with autograd on); measured by a 2-token prefill and a 1-token decode step
     on the meta device. The second value says why the sizes are not exact, when they are not."""
     try:
-        first, second, layers, ran = _measure(model, cfg, blocks)
-    except Exception as err:
+        first, second, layers, names, ran = _measure(model, cfg, blocks)
+    except Exception as err:  # nothing measured: which layers run, how often, with a backward, keep a cache
         caches, problem = _declared_caches(text, blocks)
-        why = f"a forward on the meta device failed ({type(err).__name__}: {_first_line(err)})"
-        return caches, (f"cache sizes of its {problem} layers are estimated: {why}" if problem else None)
+        estimated = f"; cache sizes of its {problem} layers are estimated" if problem else ""
+        return caches, (f"the runs and caches of its layers are not measured, as a forward on the meta device failed "
+                        f"({type(err).__name__}: {_first_line(err)}): each layer is counted as run once per token, "
+                        f"with a backward, keeping the keys and values its projections make{estimated}")
     # a layer the prefill did not run (no hook fired) is counted once, as it was before runs were measured
     runs = [sum(1 for b, _, _ in ran if b == k) or 1 for k in range(len(blocks))]
     grad_runs = [sum(1 for b, g, _ in ran if b == k and g) if any(b == k for b, _, _ in ran) else 1
                  for k in range(len(blocks))]
-    if len(layers) == len(blocks):
+    if len(names) == len(blocks):
         mine = [[k] for k in range(len(blocks))]  # one cache layer per decoder layer, however often it runs
     else:  # a cache layer per run (HRM-Text, looped models): those each decoder layer's runs wrote
         mine = [sorted({i for b, _, wrote in ran if b == k for i in wrote}) for k in range(len(blocks))]
         owners = sorted(i for cache_layers in mine for i in cache_layers)
-        if owners != list(range(len(layers))) or not all(mine):
+        if owners != list(range(len(names))) or not all(mine):
             caches, problem = _declared_caches(text, blocks)
             return [dict(c, runs=r, grad_runs=g, kv_dims=r * c["kv_dims"], state_elements=r * c["state_elements"])
                     for c, r, g in zip(caches, runs, grad_runs, strict=True)], \
-                f"cache sizes are estimated: transformers' cache has {len(layers)} layers for {len(blocks)} " \
+                f"cache sizes are estimated: transformers' cache has {len(names)} layers for {len(blocks)} " \
                 f"decoder layers run {len(ran)} times"
-    types = _layer_types(text, len(layers))
+    types = _layer_types(text, len(names))
     out, odd = [], set()
     for k, slots in enumerate(mine):
         slot = slots[0]
@@ -205,7 +209,7 @@ def _caches(model, cfg, text, blocks) -> tuple[list[dict[str, Any]], str | None]
         per_token = sum(second[j] - first[j] for j in slots)  # every run's own cache layer
         fixed = sum(first[j] for j in slots) - 2 * per_token
         window = getattr(layer, "sliding_window", None)
-        name = type(layer).__name__
+        name = names[slot]
         if name not in KNOWN_CACHES:
             odd.add(name)
         elif not per_token and not fixed and name != "DummyLayer":
@@ -254,6 +258,21 @@ def new_cache(cfg, runs: list[int] | None = None):
     return cache
 
 
+# Multimodal classes whose forward fails on text-only input, run through the text model their forward calls when
+# there are no images (the same tensors: the embedding lookup, the decoder, the head and the loss move inside it):
+# transformers 5.24.0's Llama4ForConditionalGeneration builds its output from ``outputs.image_outputs``, a field its
+# text model's output does not have (AttributeError on every call without images, return_dict=False included).
+TEXT_FORWARD = {"Llama4ForConditionalGeneration": "language_model"}
+
+
+def forward(model, **inputs):
+    """``model(**inputs)``, or its text model's forward for the classes of :data:`TEXT_FORWARD` (peft's LoRA
+    layers sit in the modules, so a wrapped model adapts the same way): the meta prefill's and simulate's."""
+    base = model.get_base_model() if hasattr(model, "get_base_model") else model
+    text = TEXT_FORWARD.get(type(base).__name__)
+    return getattr(base, text)(**inputs) if text else model(**inputs)
+
+
 def cache_keyword(model) -> str:
     """The name the model's forward takes its cache by: ``cache`` since transformers 5.24 (models keep
     ``past_key_values`` as a deprecated alias, and a model without the alias, Dory, ignores it)."""
@@ -262,47 +281,84 @@ def cache_keyword(model) -> str:
     return "cache" if "cache" in inspect.signature(model.forward).parameters else "past_key_values"
 
 
+def own_cache(model) -> bool:
+    """Whether the model's forward takes a cache class of its own, not one of transformers' ``Cache`` (xLSTM's
+    ``xLSTMCache``, ``cache: xLSTMCache | None`` in transformers 5.24 ``modeling_xlstm.py``, ``xLSTMModel.forward``,
+    reads ``cache.rnn_state[layer_idx]``, which a ``DynamicCache`` does not have): its forward then builds it."""
+    import inspect
+    import typing
+
+    from transformers import Cache
+
+    param = inspect.signature(model.forward).parameters.get(cache_keyword(model))
+    annotation = param.annotation if param is not None else inspect.Parameter.empty
+    classes = [a for a in (typing.get_args(annotation) or (annotation,)) if isinstance(a, type)]
+    return any(c.__name__.endswith("Cache") for c in classes) and not any(issubclass(c, Cache) for c in classes)
+
+
+def cache_layers(cache, n: int) -> list:
+    """The per-layer parts of a cache: transformers' ``cache.layers``; for a cache class of a model's own, its
+    public dict or list with one entry per decoder layer (``xLSTMCache.rnn_state``: ``{layer: (C, n, m)}``, the
+    matrix memory, normalizer and max state of each mLSTM layer, fixed in size)."""
+    if isinstance(getattr(cache, "layers", None), list):
+        return cache.layers
+    for name, value in vars(cache).items():
+        if not name.startswith("_") and isinstance(value, (dict, list)) and len(value) == n:
+            return list(value.values()) if isinstance(value, dict) else list(value)
+    raise ValueError(f"{type(cache).__name__} holds no list of {n} layers")
+
+
 def _measure(model, cfg, blocks):
-    """Cached elements (at 2 bytes each) per cache layer after a 2-token prefill, then after one decode step; and
-    the decoder layers the prefill ran, in order (their indices in ``blocks``), each with whether autograd was on
-    and the cache layers it wrote. Autograd is on around the prefill with every parameter frozen, so nothing is
-    recorded and a layer runs with it off only where the model's own forward turns it off (HRM-Text's early
-    low-level cycles run under ``torch.no_grad()``: transformers ``modeling_hrm_text.py``, ``HrmTextModel.forward``).
-    """
+    """Cached elements (at 2 bytes each) per cache layer after a 2-token prefill, then after one decode step; the
+    cache layers (:func:`cache_layers`) and their class names; and the decoder layers the prefill ran, in order
+    (their indices in ``blocks``), each with whether autograd was on and the cache layers it wrote. Autograd is on
+    around the prefill with every parameter frozen, so nothing is recorded and a layer runs with it off only where
+    the model's own forward turns it off (HRM-Text's early low-level cycles run under ``torch.no_grad()``:
+    transformers ``modeling_hrm_text.py``, ``HrmTextModel.forward``). A model with a cache class of its own
+    (:func:`own_cache`) builds it in the prefill, which then records no writes (its layers hold one cache entry
+    each). Multimodal classes run their text model (:func:`forward`)."""
     import torch
 
     runs: list[tuple[int, bool, list[int]]] = []
     index = {id(block): k for k, block in enumerate(blocks)}
-    cache = new_cache(cfg)
+    cache = None if own_cache(model) else new_cache(cfg)
     before: list[int] = []
 
+    def sizes() -> list[int]:
+        return [_cached_bytes(layer) for layer in cache.layers] if cache is not None else []
+
     def pre(block, *_):
-        before[:] = [_cached_bytes(layer) for layer in cache.layers]
+        before[:] = sizes()
 
     def post(block, *_):
-        after = [_cached_bytes(layer) for layer in cache.layers]
-        wrote = [i for i, size in enumerate(after) if size != (before[i] if i < len(before) else 0)]
+        wrote = [i for i, size in enumerate(sizes()) if size != (before[i] if i < len(before) else 0)]
         runs.append((index[id(block)], torch.is_grad_enabled(), wrote))
 
     model.requires_grad_(False)
     handles = [h for block in blocks for h in (block.register_forward_pre_hook(pre), block.register_forward_hook(post))]
+    keyword = cache_keyword(model)
     try:
         with quiet():
             ids = torch.zeros((1, 2), dtype=torch.long, device="meta")
             with torch.enable_grad():
-                model(input_ids=ids, use_cache=True, **{cache_keyword(model): cache})
+                out = forward(model, input_ids=ids, use_cache=True, **({keyword: cache} if cache is not None else {}))
             for handle in handles:
                 handle.remove()
+            if cache is None:
+                cache = getattr(out, keyword, None) or getattr(out, "past_key_values", None)
+            layers = cache_layers(cache, len(blocks))
             cache.tokens = 2
-            first = [_cached_bytes(layer) // 2 for layer in cache.layers]
+            first = [_cached_bytes(layer) // 2 for layer in layers]
             with torch.no_grad():
-                model(input_ids=ids[:, :1], use_cache=True, **{cache_keyword(model): cache})
+                forward(model, input_ids=ids[:, :1], use_cache=True, **{keyword: cache})
             cache.tokens = 3
-            second = [_cached_bytes(layer) // 2 for layer in cache.layers]
+            second = [_cached_bytes(layer) // 2 for layer in layers]
     finally:
         for handle in handles:
             handle.remove()
-    return first, second, list(cache.layers), runs
+    names = [type(layer).__name__ for layer in layers] if layers is getattr(cache, "layers", None) else \
+        [type(cache).__name__] * len(layers)
+    return first, second, list(layers), names, runs
 
 
 def cache_layer_tensors(layer):
@@ -322,6 +378,9 @@ def cache_layer_tensors(layer):
             for v in value:
                 yield from visit(v)
 
+    if isinstance(layer, (dict, list, tuple)):  # an entry of a model's own cache class (:func:`cache_layers`)
+        yield from visit(layer)
+        return
     for name, value in vars(layer).items():
         if not name.startswith("_"):
             yield from visit(value)

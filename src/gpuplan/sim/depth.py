@@ -17,7 +17,8 @@ from __future__ import annotations
 import math
 from typing import Any
 
-LAYER_KEYS = ("num_hidden_layers", "n_layer", "num_layers", "decoder_layers")
+# xLSTM builds num_blocks blocks and its cache num_hidden_layers states (transformers 5.24 modeling_xlstm.py): both cut
+LAYER_KEYS = ("num_hidden_layers", "n_layer", "num_layers", "decoder_layers", "num_blocks")
 INDEX_LISTS = ("mlp_only_layers", "moe_layers", "full_attn_idxs", "attn_layer_indices", "swa_layers")
 PER_LAYER_WORDS = ("layer", "pattern", "types", "block", "modes")  # lists with one entry per layer
 PER_LAYER_SIZES = ("intermediate_size", "num_query_heads", "num_kv_heads", "num_key_value_heads", "head_dim")

@@ -41,7 +41,7 @@ from ..errors import GpuplanError
 from ..model.catalog import load_model
 from ..model.modules import decoder_layers, is_tower
 from ..model.spec import ModelSpec
-from ..model.trace import cache_keyword, cache_layer_tensors, instantiate, new_cache, quiet
+from ..model.trace import cache_keyword, cache_layer_tensors, forward, instantiate, new_cache, own_cache, quiet
 from ..plan.refusals import scenario_refusal
 from ..scenario import Scenario, scenario_from
 from ..tensors.state import PEFT_MAMBA_REFUSED, PEFT_MAMBA_TYPES
@@ -606,21 +606,6 @@ def train_steps(s: Scenario, m: ModelSpec, model, tracker, notes: list[str], dev
     return tokens
 
 
-# Multimodal classes whose forward fails on text-only input, run through the text model their forward calls when
-# there are no images (the same tensors: the embedding lookup, the decoder, the head and the loss move inside it):
-# transformers 5.24.0's Llama4ForConditionalGeneration builds its output from ``outputs.image_outputs``, a field its
-# text model's output does not have (AttributeError on every call without images, return_dict=False included).
-TEXT_FORWARD = {"Llama4ForConditionalGeneration": "language_model"}
-
-
-def forward(model, **inputs):
-    """``model(**inputs)``, or its text model's forward for the classes of :data:`TEXT_FORWARD` (peft's LoRA
-    layers sit in the modules, so a wrapped model adapts the same way)."""
-    base = model.get_base_model() if hasattr(model, "get_base_model") else model
-    text = TEXT_FORWARD.get(type(base).__name__)
-    return getattr(base, text)(**inputs) if text else model(**inputs)
-
-
 def generate_steps(s: Scenario, m: ModelSpec, model, tracker, device: str = "cpu", *, every_step: bool = False,
                    notes: list[str] | None = None) -> int:
     """``generate``'s loop: prefill keeping the last position's logits (``logits_to_keep=1``), the fp32 copy of
@@ -637,12 +622,16 @@ def generate_steps(s: Scenario, m: ModelSpec, model, tracker, device: str = "cpu
     keep = {"logits_to_keep": 1} if "logits_to_keep" in inspect.signature(model.forward).parameters else {}
     torch.set_grad_enabled(False)
     tracker.phase = "prefill"
-    # DynamicCache, which also knows its length with linear-attention layers only; a layer per run of each layer
-    cache = new_cache(model.config, [layer.runs for layer in m.layers])
-    _label_cache_writes(cache, tracker)
+    # DynamicCache, which also knows its length with linear-attention layers only; a layer per run of each layer;
+    # a model with a cache class of its own (xLSTM's xLSTMCache) builds it in the prefill
+    cache = None if own_cache(model) else new_cache(model.config, [layer.runs for layer in m.layers])
     ids = torch.randint(0, min(m.vocab_size, SAFE_IDS), (s.batch_size, s.prompt_tokens), device=device)
-    keep[cache_keyword(model)] = cache
+    if cache is not None:
+        _label_cache_writes(cache, tracker)
+        keep[cache_keyword(model)] = cache
     out = forward(model, input_ids=ids, use_cache=True, **keep)
+    if cache is None:
+        cache = keep[cache_keyword(model)] = getattr(out, cache_keyword(model))
     cache.tokens = s.prompt_tokens
     next_ids = ids[:, -1:]  # a view: no allocation
     last = s.output_tokens - 1
@@ -700,11 +689,17 @@ def _unfillable(cache) -> str | None:
     from ..model.trace import KNOWN_CACHES
 
     fillable = {*KNOWN_CACHES, *COMPRESSED_CACHES}
-    odd = sorted({type(layer).__name__ for layer in getattr(cache, "layers", [None])} - fillable)
+    odd = sorted({type(layer).__name__ for layer in _layers(cache)} - fillable)
     return f"the cache holds {', '.join(odd)}, which gpuplan cannot fill without the model" if odd else None
 
 
 COMPRESSED_CACHES = ("DeepseekV4HCACache", "DeepseekV4CSACache")  # filled by _fill_compressed
+
+
+def _layers(cache) -> list:
+    """transformers' cache layers; a cache class of a model's own (:func:`~gpuplan.model.trace.own_cache`:
+    xLSTM's, whose states keep their size: nothing to fill) stands for itself, its states its public tensors."""
+    return cache.layers if isinstance(getattr(cache, "layers", None), list) else [cache]
 
 
 def _fill(cache, tracker, ids, tokens: int):
@@ -727,7 +722,7 @@ def _fill(cache, tracker, ids, tokens: int):
         for n in (tokens - 1, 1):
             if n < 1:
                 continue
-            for layer in cache.layers:
+            for layer in _layers(cache):
                 keys = getattr(layer, "keys", None)
                 if isinstance(keys, torch.Tensor) and keys.numel():
                     layer.update(chunk(keys, -2, n), chunk(layer.values, -2, n))
@@ -801,6 +796,6 @@ def _label_cache_writes(cache, tracker) -> None:
 def _relabel_cache(cache, tracker) -> None:
     """Every tensor a cache layer holds: keys and values, MLA latents, indexer keys, convolution and recurrent
     states."""
-    for layer in getattr(cache, "layers", []):
+    for layer in _layers(cache):
         for tensor in cache_layer_tensors(layer):
             tracker.relabel(tensor, "kv_cache")

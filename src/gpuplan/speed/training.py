@@ -81,6 +81,7 @@ from .work import (
     lm_head_s,
     lora_s,
     loss_s,
+    runs,
     scans_training_s,
     smooth_max,
 )
@@ -221,7 +222,9 @@ def training_speed(s: Scenario, m: ModelSpec, gpu: GpuSpec, network: Network | N
 def _micro_work(s: Scenario, m: ModelSpec, gpu: GpuSpec, dtype: str, tokens: int, kern, assumptions: list[str]
                 ) -> _Micro:
     """The GPU work of one micro-step: the linears' GEMMs (forward, activation and weight gradients, what the
-    checkpointing runs again), the head, adapters, attention, element-wise ops and loss, dequantization and casts."""
+    checkpointing runs again), the head, adapters, attention, element-wise ops and loss, dequantization and casts.
+    The forward does each layer's work once per run, the backward and the re-runs once per run with autograd on
+    (:func:`~gpuplan.speed.work.runs`: HRM-Text's early low-level cycles run under ``torch.no_grad()``)."""
     tp, share, full = s.tp, 1 / s.pp, s.method == "full"  # each pipeline stage holds 1/pp of the layers
     rc = stack_for(s).recompute(s, m)
     kernel = attention_kernel(s, m)
@@ -230,35 +233,39 @@ def _micro_work(s: Scenario, m: ModelSpec, gpu: GpuSpec, dtype: str, tokens: int
     whole = stack_for(s).replicated_on_all_tokens  # MLA's down-projections on every token (layout.replicated)
     forward = linears_s(m, gpu, dtype, tokens, tp=tp, layers=share, act_bytes=act_bytes, weight_bytes=act_bytes,
                         whole=whole)
+    # the backward and the checkpointing's re-runs go through the layer runs with autograd on (work.runs)
+    grad = linears_s(m, gpu, dtype, tokens, tp=tp, layers=share, act_bytes=act_bytes, weight_bytes=act_bytes,
+                     whole=whole, grad=True)
     # recomputation (the stack's checkpointing, its Recompute): the re-run linears' GEMMs; a selective policy
     # keeps attention's output and re-runs the element-wise ops and adapters, full checkpointing all of a layer
     if rc.attention:  # Megatron's core_attn recompute: attention's forward again, no linears
         again, attention_again, rest_again = 0.0, 1.0, 0.0
     elif rc.selective:
         again = linears_s(m, gpu, dtype, tokens, tp=tp, layers=share, act_bytes=act_bytes, weight_bytes=act_bytes,
-                          per_layer=rc.linears, whole=whole)
+                          per_layer=rc.linears, whole=whole, grad=True)
         attention_again, rest_again = 0.0, 1.0
     else:
-        again = forward * rc.layers
+        again = grad * rc.layers
         attention_again = rest_again = rc.layers
     head = lm_head_s(m, gpu, "bf16" if dtype in ("fp8", "fp4") else dtype, tokens, tp=tp) * share
     targets = lora_targets(s, m) if not full else frozenset()
-    lora = lora_s(m, gpu, tokens, s.lora_rank, targets, tp=tp, layers=share,
-                  dropout=s.lora_dropout > 0 and kern.lora_dropout,
-                  bytes_per_output=kern.lora_bytes_per_output) * (3 + rest_again) if targets else 0.0
+    lora = sum(lora_s(m, gpu, tokens, s.lora_rank, targets, tp=tp, layers=share,
+                      dropout=s.lora_dropout > 0 and kern.lora_dropout, bytes_per_output=kern.lora_bytes_per_output,
+                      grad=g) * n for g, n in ((False, 1), (True, 2 + rest_again))) if targets else 0.0
     # under CP each rank's queries meet every key of the sequence: 1/cp of the sequence's attention work
     passes = 1 + attention_again + (oh.ATTENTION_BACKWARD_FLOP_RATIO if kernel != "eager" else 2)
-    attention = attention_s(m, gpu, "fp8" if dtype == "fp4" else dtype, s.micro_batch_size, s.seq_len,
-                            fp8_kernel=bool(s.fp8_attention), backend=kern.attention,
-                            kernel=kernel, tp=tp, layers=share, masked_windows=True) / s.cp * passes
-    elementwise = elementwise_s(m, gpu, tokens, tp=tp, layers=share,
-                                per_element=oh.FUSED_ELEMENTWISE_BYTES if kern.fused_elementwise else None) \
-        * (1 + rest_again + oh.ELEMENTWISE_BACKWARD_RATIO)
+    attention = sum(attention_s(m, gpu, "fp8" if dtype == "fp4" else dtype, s.micro_batch_size, s.seq_len,
+                                fp8_kernel=bool(s.fp8_attention), backend=kern.attention, kernel=kernel, tp=tp,
+                                layers=share, masked_windows=True, grad=g) * n
+                    for g, n in ((False, 1), (True, passes - 1))) / s.cp
+    per_element = oh.FUSED_ELEMENTWISE_BYTES if kern.fused_elementwise else None
+    elementwise = sum(elementwise_s(m, gpu, tokens, tp=tp, layers=share, per_element=per_element, grad=g) * n
+                      for g, n in ((False, 1), (True, rest_again + oh.ELEMENTWISE_BACKWARD_RATIO)))
     if _fp32_upcast(s, kern):  # the residual stream and the ops between the linears in fp32
         elementwise *= oh.FP32_UPCAST_ELEMENTWISE_FACTOR
     elementwise += loss_s(m, gpu, tokens, tp=tp, bytes_per_logit=kern.loss_bytes_per_logit) * share
     scan = scans_training_s(m, gpu, s.micro_batch_size, s.seq_len, tp=tp, again=attention_again) / s.cp * share
-    return _Micro(gemm=forward * (2 + full) + again + head * (2 + full), lora=lora, attention=attention,
+    return _Micro(gemm=forward + grad * (1 + full) + again + head * (2 + full), lora=lora, attention=attention,
                   elementwise=elementwise, scan=scan,
                   extra=_dequant_and_casts_s(s, m, gpu, dtype, tokens, rc, kern, assumptions),
                   recompute=again / forward if forward else rc.layers, rest_again=rest_again,
@@ -359,9 +366,11 @@ def _host_s(s: Scenario, m: ModelSpec, tokens: int, kern, rest_again: float) -> 
     layers_here = m.num_layers * share
     targets = lora_targets(s, m) if s.method != "full" else frozenset()
     n_lora = len({lin.name for layer, _ in m.layer_kinds() for lin in layer.linears if lin.name in targets})
-    ops = eager_ops_per_layer(n_lora) * layers_here
-    host = kern.host_ops * (ops * oh.EAGER_OP_OVERHEAD_S * (1 + rest_again)
-                            + ops * oh.BACKWARD_OPS_RATIO * oh.AUTOGRAD_OP_OVERHEAD_S)
+    # the forward's ops once per layer run, the backward's and the re-run's per run with autograd on (work.runs)
+    ops, grad_ops = (eager_ops_per_layer(n_lora) * share * sum(c * runs(layer, g) for layer, c in m.layer_kinds())
+                     for g in (False, True))
+    host = kern.host_ops * (ops * oh.EAGER_OP_OVERHEAD_S + grad_ops * oh.EAGER_OP_OVERHEAD_S * rest_again
+                            + grad_ops * oh.BACKWARD_OPS_RATIO * oh.AUTOGRAD_OP_OVERHEAD_S)
     if s.method == "qlora" and kern.dequant_host_ops:  # bitsandbytes' Python per 4-bit linear and pass
         again = _dequant_again_share(s, m, stack_for(s).recompute(s, m))
         modules = sum(c * lin.count for lin, c in _quantized_linears(s, m)) * share

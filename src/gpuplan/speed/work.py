@@ -13,7 +13,7 @@ Forward GEMMs use the shapes of the model's linears (``[tokens x in] @ [in x out
 - element-wise: bytes per token per layer from :mod:`gpuplan.overheads`, backward twice the forward.
 
 A layer the forward runs more than once (:attr:`~gpuplan.model.layers.Layer.runs`: HRM-Text's recurrent stacks)
-does its work, and reads its weights, once per run.
+does its work, and reads its weights, once per run; a backward once per run with autograd on (``grad=True``).
 """
 
 from __future__ import annotations
@@ -26,7 +26,7 @@ from contextvars import ContextVar
 from .. import overheads as oh
 from ..hardware import GpuSpec
 from ..model.conventions import deltanet_shape, mamba2_shape
-from ..model.layers import Layer, Linear
+from ..model.layers import Layer, Linear, attends
 from ..model.spec import ModelSpec
 from ..tensors.layout import replicated
 from .gemm import bandwidth, continuous_clock_factor, gemm_time_s, peak_flops, power_limit_factor
@@ -82,6 +82,13 @@ def _key(fn, m, gpu, args: tuple, kwargs: dict) -> tuple | None:
         return None
 
 
+def runs(layer: Layer, grad: bool = False) -> int:
+    """The times a forward runs ``layer`` (:attr:`~gpuplan.model.layers.Layer.runs`), or (``grad``) the runs with
+    autograd on, which alone a backward and checkpointing go through (``grad_runs``: HRM-Text runs the earlier
+    low-level cycles under ``torch.no_grad()``, transformers ``modeling_hrm_text.py``, ``HrmTextModel.forward``)."""
+    return layer.grad_runs if grad else layer.runs
+
+
 def _tokens_per_matrix(layer: Layer, lin: Linear, tokens: float) -> float:
     """Tokens each copy of ``lin`` multiplies: routed experts share the batch ``k`` of ``count`` ways."""
     if lin.group == "experts" and lin.count > 1:
@@ -100,9 +107,11 @@ def _linear_s(gpu: GpuSpec, dtype: str, layer: Layer, lin: Linear, tokens: float
 @_shared
 def linears_s(m: ModelSpec, gpu: GpuSpec, dtype: str, tokens: float, *, tp: int = 1, layers: float = 1.0,
               targets: frozenset[str] | None = None, act_bytes: float = 2.0, weight_bytes: float = 2.0,
-              per_layer: Mapping[Layer, frozenset[str]] | None = None, whole: bool = False) -> float:
+              per_layer: Mapping[Layer, frozenset[str]] | None = None, whole: bool = False, grad: bool = False
+              ) -> float:
     """One forward pass of every decoder linear (or only those named in ``targets``, or in ``per_layer`` for each
-    layer kind), for ``tokens`` tokens, over the share ``layers`` of the model this GPU holds (``1/pp``). ``whole``:
+    layer kind), for ``tokens`` tokens, over the share ``layers`` of the model this GPU holds (``1/pp``); ``grad``:
+    over the runs with autograd on only (:func:`runs`), those a backward and checkpointing go through. ``whole``:
     the :func:`~gpuplan.tensors.layout.replicated` linears run unsplit on all ``tokens`` (torchtitan's
     ``NoParallel`` down-projections); otherwise every linear's work is split ``tp`` ways (Megatron-Core's
     sequence-parallel ranks multiply ``tokens / tp`` rows by the whole down-projection: the same FLOPs)."""
@@ -112,7 +121,8 @@ def linears_s(m: ModelSpec, gpu: GpuSpec, dtype: str, tokens: float, *, tp: int 
         for lin in layer.linears:
             if chosen is None or lin.name in chosen:
                 split = 1 if whole and replicated(layer, lin) else tp
-                total += count * layer.runs * _linear_s(gpu, dtype, layer, lin, tokens, split, act_bytes, weight_bytes)
+                total += count * runs(layer, grad) * _linear_s(gpu, dtype, layer, lin, tokens, split, act_bytes,
+                                                               weight_bytes)
     return total * layers
 
 
@@ -124,11 +134,12 @@ def lm_head_s(m: ModelSpec, gpu: GpuSpec, dtype: str, tokens: float, *, tp: int 
 
 @_shared
 def lora_s(m: ModelSpec, gpu: GpuSpec, tokens: float, rank: int, targets: frozenset[str], *, tp: int = 1,
-           layers: float = 1.0, dropout: bool = False, bytes_per_output: float = oh.LORA_BYTES_PER_OUTPUT) -> float:
-    """peft's adapter path forward, per adapted linear: ``x @ A`` then ``(xA) @ B``, scaled and added to the
-    base output (peft ``lora.Linear.forward``): tiny in FLOPs, but each re-reads the input and writes the
-    output, the scale and the add move the output again, and a dropout (``lora_dropout > 0``) copies the
-    input with its mask (memory- and latency-bound)."""
+           layers: float = 1.0, dropout: bool = False, bytes_per_output: float = oh.LORA_BYTES_PER_OUTPUT,
+           grad: bool = False) -> float:
+    """peft's adapter path forward, per adapted linear (``grad``: over the runs with autograd on, :func:`runs`):
+    ``x @ A`` then ``(xA) @ B``, scaled and added to the base output (peft ``lora.Linear.forward``): tiny in FLOPs,
+    but each re-reads the input and writes the output, the scale and the add move the output again, and a dropout
+    (``lora_dropout > 0``) copies the input with its mask (memory- and latency-bound)."""
     total = 0.0
     for layer, count in m.layer_kinds():
         for lin in layer.linears:
@@ -136,7 +147,7 @@ def lora_s(m: ModelSpec, gpu: GpuSpec, tokens: float, rank: int, targets: frozen
                 out = lin.out_features / tp
                 traffic = tokens * (out * bytes_per_output
                                     + (lin.in_features * oh.LORA_DROPOUT_BYTES_PER_INPUT if dropout else 0))
-                total += count * layer.runs * (gemm_time_s(gpu, "bf16", tokens, lin.in_features, rank)
+                total += count * runs(layer, grad) * (gemm_time_s(gpu, "bf16", tokens, lin.in_features, rank)
                                   + gemm_time_s(gpu, "bf16", tokens, rank, out) + traffic / bandwidth(gpu))
     return total * layers
 
@@ -144,18 +155,20 @@ def lora_s(m: ModelSpec, gpu: GpuSpec, tokens: float, rank: int, targets: frozen
 @_shared
 def attention_s(m: ModelSpec, gpu: GpuSpec, dtype: str, seqs: float, seq: int, *, kernel: str, tp: int = 1,
                 layers: float = 1.0, context: int = 0, masked_windows: bool = False,
-                fp8_kernel: bool = False, backend: str | None = None) -> float:
+                fp8_kernel: bool = False, backend: str | None = None, grad: bool = False) -> float:
     """Attention score and value matmuls forward for ``seqs`` sequences of ``seq`` new tokens after ``context``
-    cached ones. Flash/SDPA kernels skip the causal mask's upper half and run at the generation's attention
-    efficiency; eager attention computes every score as batched GEMMs (``[s x d] @ [d x s]`` and back, per
-    head) and moves the score matrix through memory (~:data:`~gpuplan.overheads.EAGER_SCORE_BYTES` per score).
+    cached ones (``grad``: over the runs with autograd on, :func:`runs`). Flash/SDPA kernels skip the causal mask's
+    upper half and run at the generation's attention efficiency; eager attention computes every score as batched
+    GEMMs (``[s x d] @ [d x s]`` and back, per head) and moves the score matrix through memory
+    (~:data:`~gpuplan.overheads.EAGER_SCORE_BYTES` per score).
     ``masked_windows``: transformers' SDPA path passes a sliding window as an explicit mask (Gemma-2/3, Mistral),
     and the model's full-attention layers get one too: the memory-efficient kernel then computes every score of
     the square, masked or not, in every layer. Under fp8 linears attention stays at the 16-bit rate unless
     ``fp8_kernel`` (Transformer Engine's fp8 fused attention, cuDNN's fp8 flash kernel) runs its matmuls in fp8.
     ``backend``: the fused kernel's class (:mod:`gpuplan.stacks.attention`), timed at :func:`attention_fraction`;
-    None: the generation's own kernel. Layers that do not attend (:func:`attends`) add none (a serving step
-    times Mamba-2's scan and the linear mixers apart: :func:`mamba_scans_s`, :func:`linear_scans_s`)."""
+    None: the generation's own kernel. Layers that do not attend (:func:`~gpuplan.model.layers.attends`) add none
+    (a serving step times Mamba-2's scan and the linear mixers apart: :func:`mamba_scans_s`, :func:`linear_scans_s`).
+    """
     heads = max(m.num_heads / tp, 1)
     windowed = any(layer.window for layer in m.layers)
     total = flops = 0.0
@@ -168,10 +181,11 @@ def attention_s(m: ModelSpec, gpu: GpuSpec, dtype: str, seqs: float, seq: int, *
             keys = min(keys, layer.window)
         d = layer_head_dim(m, layer)
         if kernel == "eager":
-            total += count * layer.runs * (2 * gemm_time_s(gpu, dtype, seq, d, keys, count=seqs * heads, kernels=2)
-                              + seqs * heads * seq * keys * oh.EAGER_SCORE_BYTES / bandwidth(gpu))
+            total += count * runs(layer, grad) * (
+                2 * gemm_time_s(gpu, dtype, seq, d, keys, count=seqs * heads, kernels=2)
+                + seqs * heads * seq * keys * oh.EAGER_SCORE_BYTES / bandwidth(gpu))
         else:  # causal: query i sees context + i keys (capped by the window)
-            flops += count * layer.runs * seqs * 4 * heads * d * seq * (
+            flops += count * runs(layer, grad) * seqs * 4 * heads * d * seq * (
                 keys if masked else min(context + (seq + 1) / 2, keys))
     if windowed and masked_windows and kernel == "sdpa":  # the memory-efficient kernel reading an additive mask
         fraction = attention_fraction(gpu) * oh.MASKED_ATTENTION_FACTOR
@@ -181,17 +195,6 @@ def attention_s(m: ModelSpec, gpu: GpuSpec, dtype: str, seqs: float, seq: int, *
     total += flops / (peak_flops(gpu, rate_dtype) * fraction * power_limit_factor(gpu)
                       * continuous_clock_factor(gpu, rate_dtype))
     return layers * total
-
-
-def attends(layer: Layer) -> bool:
-    """Whether a layer's token mixer computes attention scores: not a Mamba layer, nor a layer of kind ``none``
-    without a query projection (an MLP-only layer: Nemotron-H's expert layers, ``E`` in ``hybrid_override_pattern``,
-    whose mixer is NemotronHMoE alone in transformers' modeling_nemotron_h.py); a ``none`` layer that reuses
-    another layer's keys and values (Gemma 4's) keeps its ``q_proj`` and attends. Linear-attention (Gated DeltaNet)
-    and short-convolution mixers do not: :func:`linear_scans_s` times them."""
-    if layer.attention in ("mamba", "linear", "conv"):
-        return False
-    return layer.attention != "none" or any(lin.name == "q_proj" for lin in layer.linears)
 
 
 @_shared
@@ -392,12 +395,13 @@ def mlp_width(m: ModelSpec, layer: Layer, tp: int) -> float:
 
 @_shared
 def elementwise_s(m: ModelSpec, gpu: GpuSpec, tokens: float, *, tp: int = 1, layers: float = 1.0,
-                  per_element: tuple[float, float] | None = None) -> float:
-    """Memory-bound element-wise traffic of one forward pass (norms, residuals, rotary, activations):
+                  per_element: tuple[float, float] | None = None, grad: bool = False) -> float:
+    """Memory-bound element-wise traffic of one forward pass (``grad``: of the runs with autograd on, :func:`runs`;
+    norms, residuals, rotary, activations):
     ``per_element`` bytes per hidden and per MLP element per layer, by default what unfused PyTorch modules move
     (:func:`eager_elementwise_bytes`)."""
     hidden, mlp = per_element or eager_elementwise_bytes(m)
-    per_token = sum(count * layer.runs * (hidden * m.hidden_size + mlp * mlp_width(m, layer, tp))
+    per_token = sum(count * runs(layer, grad) * (hidden * m.hidden_size + mlp * mlp_width(m, layer, tp))
                     for layer, count in m.layer_kinds())
     return layers * tokens * per_token / bandwidth(gpu)
 
