@@ -5,6 +5,7 @@ the test in one line (``GPUPLAN_ANY_VERSIONS=1``, as .ci/newest sets, runs the c
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import importlib
 import os
@@ -128,6 +129,21 @@ def _isolated_user_dirs(tmp_path_factory):
             os.environ.pop(k, None)
         else:
             os.environ[k] = v
+
+
+@contextlib.contextmanager
+def fresh_structures(folder: Path):
+    """``GPUPLAN_CACHE_DIR`` pointed at an empty ``folder`` for the block (for module-scoped fixtures, which cannot
+    take ``monkeypatch``): every model structure read inside it is traced afresh."""
+    saved = os.environ.get("GPUPLAN_CACHE_DIR")
+    os.environ["GPUPLAN_CACHE_DIR"] = str(folder)
+    try:
+        yield folder
+    finally:
+        if saved is None:
+            os.environ.pop("GPUPLAN_CACHE_DIR")
+        else:
+            os.environ["GPUPLAN_CACHE_DIR"] = saved
 
 
 def read_trainer(folder: Path, monkeypatch, world_size: int):

@@ -19,7 +19,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import require
+from conftest import fresh_structures, require
 
 pytestmark = [pytest.mark.sim, pytest.mark.slow]
 ROOT = Path(__file__).resolve().parents[2]
@@ -42,17 +42,8 @@ def share(rows: list, whole: int, count: int, margin: float = 0.75) -> float:
 @pytest.fixture(scope="module")
 def rows(tmp_path_factory):
     require("transformers")
-    import os
-
-    saved = os.environ.get("GPUPLAN_CACHE_DIR")
-    os.environ["GPUPLAN_CACHE_DIR"] = str(tmp_path_factory.mktemp("structures"))  # every structure traced afresh
-    try:
+    with fresh_structures(tmp_path_factory.mktemp("structures")):
         yield sweep.sweep(core=True, workers=2, types=part_of(sweep.causal_lm_types(), PARTS, always=NAMED))
-    finally:
-        if saved is None:
-            os.environ.pop("GPUPLAN_CACHE_DIR")
-        else:
-            os.environ["GPUPLAN_CACHE_DIR"] = saved
 
 
 def readme_misses() -> set[str]:

@@ -17,7 +17,7 @@ import json
 
 import pytest
 
-from conftest import require
+from conftest import fresh_structures, require
 
 pytestmark = pytest.mark.sim
 
@@ -33,19 +33,10 @@ Z_L_INIT = 64  # the frozen low-level initial state, counted under 'other' (and 
 @pytest.fixture(scope="module")
 def spec(tmp_path_factory):
     require("transformers")
-    import os
-
     from gpuplan.model.spec import ModelSpec
 
-    saved = os.environ.get("GPUPLAN_CACHE_DIR")
-    os.environ["GPUPLAN_CACHE_DIR"] = str(tmp_path_factory.mktemp("structures"))
-    try:
+    with fresh_structures(tmp_path_factory.mktemp("structures")):
         yield ModelSpec.from_config(TINY, name="tiny-hrm")
-    finally:
-        if saved is None:
-            os.environ.pop("GPUPLAN_CACHE_DIR")
-        else:
-            os.environ["GPUPLAN_CACHE_DIR"] = saved
 
 
 def _model(**kwargs):

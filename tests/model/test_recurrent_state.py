@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import pytest
 
-from conftest import require
+from conftest import fresh_structures, require
 
 pytestmark = pytest.mark.sim
 
@@ -24,19 +24,10 @@ STATE = 2 * (32 * 64 + 32 + 1)  # C, n and m of one layer: 4,162 elements
 @pytest.fixture(scope="module")
 def spec(tmp_path_factory):
     require("transformers")
-    import os
-
     from gpuplan.model.spec import ModelSpec
 
-    saved = os.environ.get("GPUPLAN_CACHE_DIR")
-    os.environ["GPUPLAN_CACHE_DIR"] = str(tmp_path_factory.mktemp("structures"))
-    try:
+    with fresh_structures(tmp_path_factory.mktemp("structures")):
         yield ModelSpec.from_config(TINY, name="tiny-xlstm")
-    finally:
-        if saved is None:
-            os.environ.pop("GPUPLAN_CACHE_DIR")
-        else:
-            os.environ["GPUPLAN_CACHE_DIR"] = saved
 
 
 def _state_elements(cache) -> list[int]:
