@@ -55,3 +55,17 @@ def test_kubecons_host_leaves_a_llama_8b_mixed_step_on_its_gpu_work():
     graphs = dataclasses.replace(model, eager_launch_s=0.0)
     step = (408, 200, 200 * 300, 2 * 204 * 102, 2)  # two 204-token prompts beside 200 decodes
     assert graphs.time(*step) > model.eager_launch_s and model.time(*step) == graphs.time(*step)
+
+
+def test_enforce_eager_launches_every_step():
+    """vLLM's --enforce-eager captures no graph (``vllm/config/vllm.py``: ``if self.model_config.enforce_eager:
+    compilation_config.cudagraph_mode = CUDAGraphMode.NONE``), so every step, a decode of one sequence too, launches
+    its kernels one by one: 14 x 28 x 18 us = 7.056 ms, against Qwen3-0.6B's ~1.4 ms decode step with graphs. The
+    estimate once kept the graph's speed whatever the flag (715 tokens/s at batch 1 on an H100, both ways)."""
+    eager = step_model(scenario(enforce_eager=True), QWEN, H100)
+    graphs = step_model(scenario(), QWEN, H100)
+    assert graphs.time(0, 1, 600) < 2e-3  # replays its graph
+    assert eager.time(0, 1, 600) == pytest.approx(max(graphs.time(0, 1, 600), 7.056e-3))
+    assert eager.time(512, 0, 0, 512 * 256) == pytest.approx(7.056e-3)  # a prompt step at the cap: eager too
+    timer = step_timer(scenario(enforce_eager=True), QWEN, H100)
+    assert timer.decode_s(1, 600) >= 7.056e-3 > step_timer(scenario(), QWEN, H100).decode_s(1, 600)

@@ -70,9 +70,9 @@ class Timing:
     decoder layer as the engine launches them (0: the generic count, :meth:`gpuplan.speed.inference.StepTimer.
     _kernels_per_layer`); ``fused_all_reduce``: each tensor-parallel all-reduce runs as one kernel with the residual
     add and RMSNorm after it (FlashInfer's one-shot all-reduce fusion, :data:`gpuplan.overheads.FUSED_ALL_REDUCE_S`),
-    not a ring call plus the engine's own cost. ``launch_s`` and ``eager_prompts``: how a step without its CUDA
-    graph pays its launches (:meth:`gpuplan.speed.inference.StepTimer.launch_host_s`); ``prefill_graph_tokens`` and
-    ``prefill_graph_s``: prompt steps replayed as graphs instead, and what each adds
+    not a ring call plus the engine's own cost. ``launch_s``, ``eager_prompts`` and ``eager_steps``: how a step
+    without its CUDA graph pays its launches (:meth:`gpuplan.speed.inference.StepTimer.launch_host_s`);
+    ``prefill_graph_tokens`` and ``prefill_graph_s``: prompt steps replayed as graphs instead, and what each adds
     (:func:`gpuplan.engines.sglang.prefill_graphs`). ``fp8_kv_rate``, ``expert_layer_s`` and ``ssm_state_bps``: decode
     costs that are not the bytes' rate (vLLM on Hopper and datacenter Blackwell:
     :func:`gpuplan.engines.vllm.measured_kernels`)."""
@@ -97,6 +97,9 @@ class Timing:
     # a step that holds a prompt runs without a CUDA graph whatever its size, decode-only steps replay one
     # (TensorRT-LLM's PyTorch backend: ScheduledRequests.can_run_cuda_graph)
     eager_prompts: bool = False
+    # every step runs without a CUDA graph, a decode of one sequence too (vLLM --enforce-eager: vllm/config/vllm.py
+    # sets cudagraph_mode NONE): each launches its kernels at launch_s
+    eager_steps: bool = False
     # an fp8 KV cache read at this share of the 16-bit cache's rate at decode (vLLM: FlashAttention-3, FlashInfer)
     fp8_kv_rate: float = 1.0
     # GPU seconds per routed-expert layer and decode step beyond the experts' bytes (vLLM's MXFP4 MoE layers)

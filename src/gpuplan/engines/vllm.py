@@ -567,7 +567,7 @@ def startup_memory(s: Scenario, m: ModelSpec, gpu: GpuSpec, total_gib: float | N
         f"{lim.max_model_len:,}, block size {oh.VLLM_BLOCK_TOKENS}, gpu_memory_utilization "
         f"{s.gpu_memory_utilization} of {total / GIB:.2f} GiB; "
         + ("CUDA-graph estimate taken from the KV budget" if r.cudagraphs_in_budget else
-           "CUDA graphs outside the KV budget"))
+           "no CUDA graphs (--enforce-eager)" if s.enforce_eager else "CUDA graphs outside the KV budget"))
     return out
 
 
@@ -776,7 +776,7 @@ class Vllm(Engine):
         return "vLLM before 0.8 caches prefixes only with --enable-prefix-caching"
 
     def timing(self, s: Scenario, m: ModelSpec, gpu: GpuSpec) -> Timing:
-        return current_timing(s, m, gpu, current=False, **measured_kernels(s, m, gpu))
+        return current_timing(s, m, gpu, current=False, eager_steps=s.enforce_eager, **measured_kernels(s, m, gpu))
 
 
 def measured_kernels(s: Scenario, m: ModelSpec, gpu: GpuSpec) -> dict[str, float]:

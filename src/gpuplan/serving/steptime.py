@@ -101,6 +101,7 @@ class StepModel:
     # runs without its graph: the longer of its GPU work and eager_launch_s (StepTimer.launch_host_s)
     graph_max_tokens: float = 0.0
     eager_launch_s: float = 0.0
+    eager_steps: bool = False  # no graph captured (Timing.eager_steps: vLLM --enforce-eager): every step launches
     # a prompt step of up to prefill_graph_tokens replays prefill graphs (SGLang from 0.5.10): no launches, and
     # prefill_graph_s more GPU time
     prefill_graph_tokens: float = 0.0
@@ -141,10 +142,11 @@ class StepModel:
 
     def _launches(self, prefill_tokens: float, tokens: float, graphed: bool) -> float:
         """Host seconds to launch the step's kernels one by one where it runs without a CUDA graph (0: it replays
-        one): past the largest captured batch, or holding a prompt in an engine that runs those eagerly; an eager
-        step's GPU waits on them unless its own work is longer."""
+        one): past the largest captured batch, holding a prompt in an engine that runs those eagerly, or any step in
+        an engine that captured none (``eager_steps``); an eager step's GPU waits on them unless its own work is
+        longer."""
         prompt = self.prompt_launch_s if prefill_tokens > 0 and not graphed else 0.0
-        past = self.graph_max_tokens and tokens > self.graph_max_tokens and not graphed
+        past = self.eager_steps or (self.graph_max_tokens and tokens > self.graph_max_tokens and not graphed)
         return max(prompt, self.eager_launch_s) if past else prompt
 
     def prefill_time(self, prompt_tokens: float) -> float:
@@ -204,7 +206,7 @@ def sample(timer: StepTimer, calibration: Calibration | None = None,
                      step_host_s=2 * one - two, seq_host_s=two - one,
                      request_s=timer.request_s, frontend_s=timer.frontend[0], frontend_token_s=timer.frontend[1],
                      prompt_launch_s=launch if timing.eager_prompts else 0.0, graph_max_tokens=float(cap),
-                     eager_launch_s=launch, async_host=timer.async_host,
+                     eager_launch_s=launch, eager_steps=timing.eager_steps, async_host=timer.async_host,
                      prefill_graph_tokens=float(timing.prefill_graph_tokens),
                      prefill_graph_s=timing.prefill_graph_s, prompt_scale=timing.prompt_scale,
                      calibration=calibration or Calibration())

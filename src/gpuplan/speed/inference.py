@@ -390,15 +390,16 @@ class StepTimer:
 
     def _launches_s(self, tokens: float, gpu_s: float, *, prompt: bool = False) -> float:
         """A step that runs without its CUDA graph: one of ``tokens`` past the engine's largest captured batch
-        (:attr:`~gpuplan.engines.records.Timing.graph_max_batch`), or one holding a ``prompt`` where the engine
-        captures decode-only steps (:attr:`~gpuplan.engines.records.Timing.eager_prompts`). The host launches each of
-        the layers' kernels while the GPU runs the ones already launched, so only the launching longer than the
-        GPU's ``gpu_s`` shows (:meth:`launch_host_s`). A prompt step the engine replays as prefill graphs
-        (:attr:`~gpuplan.engines.base.Timing.prefill_graph_tokens`) launches none."""
+        (:attr:`~gpuplan.engines.records.Timing.graph_max_batch`), one holding a ``prompt`` where the engine
+        captures decode-only steps (:attr:`~gpuplan.engines.records.Timing.eager_prompts`), or any step where it
+        captures none (:attr:`~gpuplan.engines.records.Timing.eager_steps`: vLLM ``--enforce-eager``). The host
+        launches each of the layers' kernels while the GPU runs the ones already launched, so only the launching
+        longer than the GPU's ``gpu_s`` shows (:meth:`launch_host_s`). A prompt step the engine replays as prefill
+        graphs (:attr:`~gpuplan.engines.base.Timing.prefill_graph_tokens`) launches none."""
         cap, t = self.timing.graph_max_batch, self.timing
         if prompt and tokens <= t.prefill_graph_tokens:  # replayed as prefill graphs (Timing.prefill_graph_tokens)
             return 0.0
-        if not (t.graphs and ((prompt and t.eager_prompts) or (cap and tokens > cap))):
+        if not (t.graphs and (t.eager_steps or (prompt and t.eager_prompts) or (cap and tokens > cap))):
             return 0.0
         return max(self.launch_host_s() - gpu_s, 0.0)
 
@@ -645,7 +646,9 @@ def decode_words(timer: StepTimer, label: str, batch: int, host_shown: float) ->
     scheduler) and whose expert kernels it runs; and why two engines that do the same come out at the same speed."""
     t = timer.timing
     cap = t.graph_max_batch
-    if not cap or batch <= cap:
+    if t.eager_steps:
+        graph = "launches its kernels one by one (--enforce-eager: no CUDA graph)"
+    elif not cap or batch <= cap:
         graph = "replays a CUDA graph" + (f" (its largest captured batch is {cap:,})" if cap else "")
     else:
         shown = timer.decode_parts(batch, 0).get("kernel_launches", 0.0)
