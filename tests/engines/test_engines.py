@@ -32,7 +32,7 @@ def test_each_engines_own_settings_are_scenario_fields_that_default_to_unset():
     profile) are scenario fields; a refused one defaults to None (given at all is given to the wrong engine)."""
     assert set(HOMES) >= set(OWN_SETTINGS) >= REFUSES_FOREIGN
     fields = [field for names in OWN_SETTINGS.values() for field in names]
-    assert len(fields) == len(set(fields)) == 7 and set(fields) <= set(Scenario.model_fields)
+    assert len(fields) == len(set(fields)) == 8 and set(fields) <= set(Scenario.model_fields)
     assert all(Scenario.model_fields[f].default is None for name in REFUSES_FOREIGN for f in OWN_SETTINGS[name])
 
 
@@ -71,3 +71,14 @@ def test_another_engines_setting_is_said():
                     advise=False)
     assert any("gpu_memory_utilization is vllm's setting and changes nothing when serving with sglang" in w
                for w in plan.warnings)
+
+
+def test_enforce_eager_under_another_engine_is_said():
+    """vLLM's --enforce-eager priced on SGLang's plan without a word (s11-fuzz's walk): SGLang's own switch is
+    --disable-cuda-graph, which gpuplan does not read, so the flag is said to change nothing."""
+    plan = estimate({"model": "llama-3.1-8b", "task": "infer", "engine": "sglang", "enforce_eager": True},
+                    advise=False)
+    assert any("enforce_eager is vllm's setting and changes nothing when serving with sglang" in w
+               for w in plan.warnings)
+    vllm = estimate({"model": "llama-3.1-8b", "task": "infer", "engine": "vllm", "enforce_eager": True}, advise=False)
+    assert not any("enforce_eager is vllm's setting" in w for w in vllm.warnings)
