@@ -173,6 +173,7 @@ TINY_MOE = {**TINY, "model_type": "mixtral", "architectures": ["MixtralForCausal
 
 
 @pytest.mark.sim
+@pytest.mark.sampled(3)  # each layout spawns tp x pp x ep gloo ranks (13-44 s): one a run, all three in three rounds
 @pytest.mark.parametrize("tp, pp, ep", [(2, 2, 1), (2, 1, 2), (1, 2, 4)])
 def test_parameters_per_rank_equal_megatron_cores_own_model(tp, pp, ep, tmp_path):
     """Megatron-Core's GPTModel built on the meta device on tp x pp x ep gloo ranks (tests/data/megatron_build.py,
@@ -211,6 +212,7 @@ TINY_MLA = {"model_type": "deepseek_v3", "architectures": ["DeepseekV3ForCausalL
 
 
 @pytest.mark.sim
+@pytest.mark.sampled(2)  # gloo ranks again: one layout a run
 @pytest.mark.parametrize("tp, pp", [(2, 1), (2, 2)])
 def test_mla_down_projections_whole_on_every_megatron_rank(tp, pp):
     """Megatron-Core's own MLASelfAttention (tests/data/megatron_build.py ``mla``: the local spec with Transformer
