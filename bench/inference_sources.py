@@ -281,7 +281,11 @@ CAUSES = {
         "ms, the split of vLLM 0.7's PR #12287 run, about half this host's). vLLM 0.19's tokenizer hands a burst to "
         "the engine in batches of up to 32 (`AsyncMicrobatchTokenizer`): built, it gives the burst's ITL as measured "
         "(median 4.49 against 4.51 ms, p99 21 against 26) but serves the burst in 2.8 s against 5.4 (TTFT -64 %), so "
-        "it was not kept; no public run of a 0.19 API server at its limit outside these rows sets the serial part."),
+        "it was not kept; no public run of a 0.19 API server at its limit outside these rows sets the serial part. "
+        "Read again (s12-ttft), nothing changed: the client (`vllm bench serve`: an unlimited connector, TTFT at the "
+        "first SSE message), the tokenizer's 2 ms batching window (in every calibration release too, so inside "
+        "VLLM_V1_REQUEST_S already), and the engine core's one thread (an eager step's launches after its host work: "
+        "tried, 16/s TTFT -33 % -> -31 % but burst TPOT +2 % -> +87 %, not kept)."),
     ("load_accuracy", "recipes"): (
         "The Nemotron-3-Nano recipe (FP8, one H200, 1,024 users): Mamba-2 layers are no longer timed as attention "
         "and add their chunked scan from mamba_ssm's kernels; decode reads and writes each sequence's recurrent "
@@ -332,7 +336,9 @@ CAUSES = {
         "each request that neither holds the engine nor queues: the published TTFT at 8 requests equals 4's though "
         "the first wave doubles; prompt work x 0.7 with 0.6 s on each request's own path gives -10..+5 % on all five "
         "rows, the same 0.6 s on the one frontend process +67..+79 % at 32-64 (a diagnostic read off these rows, not "
-        "adopted). No source read gives either (bench/results/moe_layout.md, notes 6-8, 12-14)."),
+        "adopted). No source read gives either (bench/results/moe_layout.md, notes 6-8, 12-15; s12-ttft read the "
+        "client's tokenizer repair of InferenceX #937, whose absence read 3x on TTFT, as present for these runs, and "
+        "SGLang's completions stream as sending the first token at once)."),
     ("sglang_serving", "ix3363"): (
         "InferenceX DeepSeek-R1 TTFT under SGLang 0.5.12 on B200 (FP8, TP 8, EP 1, fp8 pool): priced since session 10 "
         "as SGLang runs it, its prompt steps of up to 2,048 tokens replayed as piecewise CUDA graphs (on by default "

@@ -196,6 +196,26 @@ NOTES = """What the misses say, row by row:
   the burst's miss is the API server's serial work per request: 1 ms (the split of vLLM 0.7's PR #12287 run, not a
   measurement) is about half this host's, the same ~2x as its engine loop; set from these rows it would be a fit,
   and no public run of a 0.19 API server at its limit outside them was found.
+  Looked at again (2026-11-30, s12-ttft), for a mechanism in vLLM's code or the source's setup; none found, nothing
+  changed. (1) The client: `vllm bench serve` (vllm/benchmarks/serve.py `benchmark()` and
+  lib/endpoint_request_func.py `async_request_openai_completions`, a 2026 tree) shares one aiohttp session whose
+  connector is limited to `max_concurrency or 0` (unlimited here), starts each TTFT clock just before its POST and
+  stops it at the first SSE message with `choices`, empty text included: nothing in the client holds the burst's
+  requests or their first tokens. (2) The tokenizer's batching window (vllm/utils/async_utils.py
+  `AsyncMicrobatchTokenizer`, batch_wait_timeout_s 0.002; vLLM PR #19334 of June 2025, removed by PR #45759 in June
+  2026 for this cost): a lone request waits up to 2 ms for company before it is tokenized. It was there in every
+  release the calibration rows ran (0.11, 0.15), so it is inside VLLM_V1_REQUEST_S already; adding it would count it
+  twice. (3) The engine core's one thread: under async scheduling a step past the graph cap launches its kernels
+  from the thread that also schedules and prepares the next step (EngineCore.step_with_batch_queue; the worker runs
+  in-process), so an eager step's launches and its host work add rather than overlap. Tried in StepModel.time (the
+  longer of the GPU's work and host + launches): the 16 requests/s row's TTFT -33 % -> -31 %, but the burst's TPOT
+  +2 % -> +87 % (gpuplan's burst steps take one or two prompts each, nearly every step eager, where the trace shows
+  clumps of up to 17), so it was not kept; it would also move SGLang's fitted host constants (its overlap thread
+  shares the GIL). (4) Public runs of a recent API server at its limit: vLLM PR #17546 (API-server scale-out, 2 A100s,
+  ShareGPT) and issue #30084 (0.11.2, DP 8 reaching ~4x DP 1, its numbers in an image) give totals over mixed output
+  lengths, not the serial part per request. What these two rows read as stays this host's Python (34 us a launch in
+  the source's trace against 18; ~20 ms outside the engine against 14.7), and a host's CPU is not an input of
+  gpuplan.
 - **Two sources added, both vLLM's own publications, each with its setup stated.** The vLLM blog's FP8 KV-cache
   post (2026-04-22: one H100, v0.19.1, 150 requests at concurrency 8, ~20k prompt and ~2k output tokens): Llama-3.1-8B
   TTFT +6 % and +7 % (BF16 and FP8 KV), ITL -7 % and -19 %, requests/s +4 % and +14 %; gpt-oss-20b TTFT -21 % and

@@ -341,7 +341,23 @@ work x 0.7 and 0.6 s on each request's own path at -10..+5% on all five TTFT row
 frontend process (serial, as SGLang's TokenizerManager would add it) queues to +67..+79% at 32-64 requests: whatever
 the wait is, it runs beside other requests' waits, not one at a time. No source found gives either number: the aiter
 FP8 prompt path's rate on gfx942 (note (13c)) or a ~0.6 s per-request wait in SGLang 0.5.19's ROCm path or the
-client."""
+client.
+(15) Looked at next (session 12, s12-ttft); nothing built. (a) The client's tokenizer against the server's: InferenceX
+pull request #937 (2026-03-24) found transformers 5 rebuilding DeepSeek-R1's ByteLevel pre-tokenizer as Metaspace in
+the client, so a 7,140-token client prompt reached the SGLang server as 35,921 tokens and TTFT read 3x (1,394
+against 482 ms), near MI325X's 2.3x at 4 requests (though longer prompts would also stall the decodes). These
+runs' client has the repair SGLang's server
+applies (utils/bench_serving/backend_request_func.py _fix_tokenizer_for_sglang, resolving hub ids since #1381;
+benchmark_serving.py _load_tokenizer takes that get_tokenizer first, in the main process and the prompt workers;
+unchanged through 843c6254), so the prompts reached the server at the client's lengths, as simulated; only the runs'
+server logs (each prefill batch's #new-token) could show otherwise, and none is published. (b) SGLang's completions
+stream (entrypoints/openai/serving_completions.py _handle_streaming_request and _generate_completion_stream, a 2026
+tree) sends the first chunk whatever its text and holds the HTTP 200 only until it exists: no first token is held
+back. (c) The client opens an aiohttp session and connection per request on the same node (backend_request_func.py):
+milliseconds. (d) InferenceX pull request #2949 (2026-09-10), which moved this recipe to the v0.5.19 image: "launch
+flags and evals are unchanged". What would place the ~0.6 s is one ~7,400-token DeepSeek-R1 prompt timed alone on
+gfx942 under SGLang 0.5 (InferenceX runs MI325X and MI300X from 4 requests up only: configs/amd-master.yaml
+conc-start 4) or the runs' server logs; neither is published."""
 FAMILIES = (("ix3173-", "H200 FP8 TP 8, SGLang 0.5.12"), ("ix3363-", "B200 FP8 TP 8, SGLang 0.5.12"),
             ("ix3183-r1fp4-b300-tp8", "B300 NVFP4 TP 8 EP 8, SGLang 0.5.12"),
             ("ix3183-r1fp4-b300-tp4", "B300 NVFP4 TP 4 EP 4, SGLang 0.5.12"),
