@@ -45,8 +45,9 @@ FLAT_REQUEST_S = 57.5e-3
 NOTES = """Session 12 (s12-trt): B200 decode read again against the sources' own setups; nothing landed, every number
 above as it was (held-out TTFT 21.1 %, TPOT 21.8 %; i5929 TPOT 6.4 % median, ix3317 22.5 %).
 
-- **Issue #5929 ran options it does not publish.** Its release predates CUDA graphs by default (session 10 below),
-  and NVIDIA's MTP blog measures the same min-latency case 7.22x slower without them
+- **Issue #5929 ran options it does not publish.** Its release (v0.21.0rc2, built before the issue's 2025-07-10)
+  predates CUDA graphs by default (#5480, merged 2025-07-14: session 10 below), and NVIDIA's MTP blog measures the
+  same min-latency case 7.22x slower without them
   (`docs/source/blogs/tech_blog/blog2_DeepSeek_R1_MTP_Implementation_and_Optimization.md`, "Evaluation": "CUDA graph
   can achieve a 7.22x average speedup"). At 6.6-14.5 ms a token every row ran graphs, so every row ran an
   `extra_llm_api_options` file the issue does not show. The case's reading "trtllm-serve's defaults" is therefore not
