@@ -68,18 +68,19 @@ above as it was (held-out TTFT 21.1 %, TPOT 21.8 %; i5929 TPOT 6.4 % median, ix3
   21 % slow (10.05 against ~8.3 ms, blog 1's EP 2 run with MTP 3 at 2.82 tokens and 1.24 steps). The calibration
   pair (issue #5929's H200 at EP 1) fits the walk constant on rows whose options are unknown. What the Blackwell layer
   costs kernel by kernel still needs a profile; a count without durations moves both cards (session 10).
-- **InferenceX's B200 FP8 (ix3317) ran without MTP and with the TRTLLM-Gen MoE** (`dsr1_fp8_b200_trt.sh@8eec0d4e`:
-  no `speculative_config`, `moe_config.backend: TRTLLM`, `TLLM_OVERRIDE_LAYER_NUM=61`; PR #3317's table is this
-  script's, not the `_mtp` one). Counted from TensorRT-LLM's code, that MoE is one op of seven kernels at decode:
-  `fp8_quantize_1x128` before it (`fused_moe_trtllm_gen.py` `quantize_input`), `routingMainKernel` and
-  `routingIndicesClusterKernel` (`blockScaleMoe/RoutingDeepSeek.cu` `run`: one cluster at 1,024 tokens or fewer),
-  PermuteGemm1, the DeepSeek-FP8 activation ("We do not fuse activation with FC1 for DeepSeek FP8"), Gemm2 and
-  finalize (`blockScaleMoe/runner.cu` `MoE::Runner::run`), every one launched with PDL (`mUsePdl = true`). Tried: the
-  layer 3 kernels shorter than the generic count (the CUTLASS path's separate `noaux_tc`, expert maps and row
-  expansion against the op's routing): TPOT +25 / +17 / +22 / +27 / +21 % -> +19 / +12 / +18 / +23 / +15 %, TTFT -21
-  / -15 / -14 / -19 / -26 % -> -27 / -20 / -20 / -23 / -26 % (the eager prompt step launches fewer kernels). Not
-  landed: the CUTLASS path's count on Blackwell, the baseline the delta needs, is not the generic one either (session
-  10 counts 12-13 non-GEMM kernels), and TTFT gets worse.
+- **InferenceX's B200 FP8 (ix3317) ran without MTP and with the TRTLLM-Gen MoE** (`dsr1_fp8_b200_trt.sh@8eec0d4e`: no
+  `speculative_config`, `moe_config.backend: TRTLLM`, `TLLM_OVERRIDE_LAYER_NUM=61`). PR #3317's points are that
+  config's, `dsr1-fp8-b200-trt` (`.github/configs/nvidia-master.yaml@8eec0d4e`: TP 4 at 8-16 users only there; its twin
+  `dsr1-fp8-b200-trt-mtp` runs TP 8 with `spec-decoding: mtp`). Counted from TensorRT-LLM's code, that MoE is one op of
+  seven kernels at decode: `fp8_quantize_1x128` before it (`fused_moe_trtllm_gen.py` `quantize_input`),
+  `routingMainKernel` and `routingIndicesClusterKernel` (`blockScaleMoe/RoutingDeepSeek.cu` `run`: one cluster at 1,024
+  tokens or fewer), PermuteGemm1, the DeepSeek-FP8 activation ("We do not fuse activation with FC1 for DeepSeek FP8"),
+  Gemm2 and finalize (`blockScaleMoe/runner.cu` `MoE::Runner::run`), every one launched with PDL (`mUsePdl = true`).
+  Tried: the layer 3 kernels shorter than the generic count (the CUTLASS path's separate `noaux_tc`, expert maps and row
+  expansion against the op's routing): TPOT +25 / +17 / +22 / +27 / +21 % -> +19 / +12 / +18 / +23 / +15 %, TTFT -21 /
+  -15 / -14 / -19 / -26 % -> -27 / -20 / -20 / -23 / -26 % (the eager prompt step launches fewer kernels). Not landed:
+  the CUTLASS path's count on Blackwell, the baseline the delta needs, is not the generic one either (session 10 counts
+  12-13 non-GEMM kernels), and TTFT gets worse.
 - **PDL.** TensorRT-LLM launches its kernels as programmatic dependents by default at SM 90 and newer
   (`cpp/tensorrt_llm/common/envUtils.cpp` `getEnvEnablePDL`: `enablePDL = true` unless `TRTLLM_ENABLE_PDL=0`);
   blog 1 (spring 2025) still had to set `TRTLLM_ENABLE_PDL=1` and measured +3 % (168 -> 173 TPS a user, with MTP).
