@@ -42,7 +42,55 @@ FLAT_REQUEST_S = 57.5e-3
 
 
 # What the rows say (read off the tables; kept with the report when it is regenerated).
-NOTES = """Session 10 (s10-trt): what sets TensorRT-LLM's decode step on the B200 and the H200, held-out medians:
+NOTES = """Session 12 (s12-trt): B200 decode read again against the sources' own setups; nothing landed, every number
+above as it was (held-out TTFT 21.1 %, TPOT 21.8 %; i5929 TPOT 6.4 % median, ix3317 22.5 %).
+
+- **Issue #5929 ran options it does not publish.** Its release (v0.21.0rc2, built before the issue's 2025-07-10)
+  predates CUDA graphs by default (#5480, merged 2025-07-14: session 10 below), and NVIDIA's MTP blog measures the
+  same min-latency case 7.22x slower without them
+  (`docs/source/blogs/tech_blog/blog2_DeepSeek_R1_MTP_Implementation_and_Optimization.md`, "Evaluation": "CUDA graph
+  can achieve a 7.22x average speedup"). At 6.6-14.5 ms a token every row ran graphs, so every row ran an
+  `extra_llm_api_options` file the issue does not show. The case's reading "trtllm-serve's defaults" is therefore not
+  the published setup, and what else that file set (MTP, attention DP, `moe_backend`) is open: no source says.
+- **Both of its cards are faster than NVIDIA's own figures without MTP, by the same share.** Its TPOT at one user
+  (LLMPerf's ITL less the TTFT's share: `(ITL x 600 - TTFT) / 599`) is 6.35-6.53 ms on the B200 and 10.60-10.81 ms on
+  the H200 with EP. NVIDIA's B200 without MTP, after its kernel work and `--vboost 4`, is 111 TPS a user, 9.0 ms
+  (blog 1 "Autoregressive MTP Layers"); its H200 at TP 8 EP 4 with MTP 3 is 158 TPS a user, 6.32 ms
+  (`Best_perf_practice_on_DeepSeek-R1_in_TensorRT-LLM.md` "H200 min-latency"), which at blog 1's MTP-3 step (2.82
+  tokens a step at 1.24 times the plain step: 2.82 x 111 / 253) is about 14.4 ms without MTP. The issue is 28 %
+  under the first and 26 % under the second. Blog 1's MTP 1 (1.92 tokens a step, 198 TPS, a step 1.08 times the plain
+  one) is the size of that gap; but MTP on both cards puts gpuplan's H200 rows at EP 4 and 8 42-46 % fast
+  (11.1 x 1.08 / 1.92 = 6.2 ms against 10.8), and MTP on the B200 alone (-11..-12 %) has no source. Not changed.
+- **The robust miss is the ratio of the two cards.** The B200's step over the H200's at one user and EP 4: 0.61 in
+  the issue, 0.58 in NVIDIA's MTP-3 pair (3.64 / 6.32 ms, the published checks), 0.94 in gpuplan (10.4 / 11.1 ms;
+  10.05 / 10.98 on the checks' setups without MTP). gpuplan prices both cards' layers with the same 31 non-GEMM
+  kernels at 3 us; against NVIDIA's own figures its H200 is about 24 % fast (10.98 against ~14.4 ms) and its B200
+  21 % slow (10.05 against ~8.3 ms, blog 1's EP 2 run with MTP 3 at 2.82 tokens and 1.24 steps). The calibration
+  pair (issue #5929's H200 at EP 1) fits the walk constant on rows whose options are unknown. What the Blackwell layer
+  costs kernel by kernel still needs a profile; a count without durations moves both cards (session 10).
+- **InferenceX's B200 FP8 (ix3317) ran without MTP and with the TRTLLM-Gen MoE** (`dsr1_fp8_b200_trt.sh@8eec0d4e`: no
+  `speculative_config`, `moe_config.backend: TRTLLM`, `TLLM_OVERRIDE_LAYER_NUM=61`). PR #3317's points are that
+  config's, `dsr1-fp8-b200-trt` (`.github/configs/nvidia-master.yaml@8eec0d4e`: TP 4 at 8-16 users only there; its twin
+  `dsr1-fp8-b200-trt-mtp` runs TP 8 with `spec-decoding: mtp`). Counted from TensorRT-LLM's code, that MoE is one op of
+  seven kernels at decode: `fp8_quantize_1x128` before it (`fused_moe_trtllm_gen.py` `quantize_input`),
+  `routingMainKernel` and `routingIndicesClusterKernel` (`blockScaleMoe/RoutingDeepSeek.cu` `run`: one cluster at 1,024
+  tokens or fewer), PermuteGemm1, the DeepSeek-FP8 activation ("We do not fuse activation with FC1 for DeepSeek FP8"),
+  Gemm2 and finalize (`blockScaleMoe/runner.cu` `MoE::Runner::run`), every one launched with PDL (`mUsePdl = true`).
+  Tried: the layer 3 kernels shorter than the generic count (the CUTLASS path's separate `noaux_tc`, expert maps and row
+  expansion against the op's routing): TPOT +25 / +17 / +22 / +27 / +21 % -> +19 / +12 / +18 / +23 / +15 %, TTFT -21 /
+  -15 / -14 / -19 / -26 % -> -27 / -20 / -20 / -23 / -26 % (the eager prompt step launches fewer kernels). Not landed:
+  the CUTLASS path's count on Blackwell, the baseline the delta needs, is not the generic one either (session 10 counts
+  12-13 non-GEMM kernels), and TTFT gets worse.
+- **PDL.** TensorRT-LLM launches its kernels as programmatic dependents by default at SM 90 and newer
+  (`cpp/tensorrt_llm/common/envUtils.cpp` `getEnvEnablePDL`: `enablePDL = true` unless `TRTLLM_ENABLE_PDL=0`);
+  blog 1 (spring 2025) still had to set `TRTLLM_ENABLE_PDL=1` and measured +3 % (168 -> 173 TPS a user, with MTP).
+  Which release turned it on was not found, and no source gives the per-kernel time it saves: not priced.
+- **First tokens and `stream_interval`.** InferenceX sets `stream_interval: 10`; TensorRT-LLM streams a request's
+  first token whatever the interval (`_torch/pyexecutor/py_executor.py` `_handle_responses`: `py_decoding_iter == 1
+  or is_finished or py_decoding_iter % stream_interval == 0`, and `_handle_first_token_response` under the overlap
+  scheduler), so its TTFT (-14..-26 %) is not held back by it.
+
+Session 10 (s10-trt): what sets TensorRT-LLM's decode step on the B200 and the H200, held-out medians:
 
 | change | TTFT | TPOT | i5929 TPOT | ix3317 TPOT |
 |---|---:|---:|---:|---:|
