@@ -160,6 +160,21 @@ rows 2 to 9 points closer, the Colab T4 calls -22/-11 to -17/-2 %; DreamBooth at
 bench/throughput.py Answer.AI's RTX 4090 rows go from 12.9 / 7.4 % to 13.8 / 8.3 % median error (fitted / held
 out), the rest unchanged. A floor at the postings' 0.48 would move llm-foundry's fitted A100 rows (3.9 to 4.5 %).
 The torch 2.0 A100 rows (+45/+32/+44 %) and DreamBooth at 1024 px are unchanged in cause (their notes).
+
+Session 12 (issue 34's four remaining speed misses): no estimate moved, so held-out speed stays 45 of 49 within 25 %
+(median 12 %) and memory 25 of 25 within 15 %. Each miss was read again against its source and the engines' code,
+and what was found is in the rows' notes; none gave a mechanism with a source that sizes it, so nothing was fitted.
+The torch 2.0 A100 rows: the source names no more of the machine than 'the 40 GB version' (form, clocks and host
+unknown), and its own other columns split the gap at batch 4 and 16 (1.45 and 1.46 times the estimated GPU time):
+torch 2.0.0's cost on sm80 in the kernels compile leaves to cuDNN, cuBLAS and SDPA (10 and 51 ms a step, the torch
+nightly column; the other four cards move -2 to +3 %), eager element-wise and normalization work 1.46 to 1.59 times
+the modelled bytes on this card (eager minus compiled; 0.79 to 1.29 on the other four), and GEMMs, convolutions and
+attention within the model (the compiled nightly step 0.97 and 0.95 of the estimated GPU time); batch 1 is this
+host's (2.7 times a desktop's per-op work). DreamBooth at 1024 px: the attention kernels of that run are named from
+xformers' code of its date (v0.0.16rc425): CUTLASS forwards (fewer than 60 batch x heads put cutlassF before
+FlashAttention), FlashAttention v1 backward on the 40-wide heads and CUTLASS backward on the 80- and 160-wide ones,
+where the estimate takes FlashAttention-2's rate for 1.50 of its 2.57 s step; no timing of those kernels of that
+release on a GeForce Ampere card was found to set their rate.
 """
 
 from __future__ import annotations
