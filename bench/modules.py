@@ -170,7 +170,10 @@ torch 2.0.0's cost on sm80 in the kernels compile leaves to cuDNN, cuBLAS and SD
 nightly column; the other four cards move -2 to +3 %), eager element-wise and normalization work 1.46 to 1.59 times
 the modelled bytes on this card (eager minus compiled; 0.79 to 1.29 on the other four), and GEMMs, convolutions and
 attention within the model (the compiled nightly step 0.97 and 0.95 of the estimated GPU time); batch 1 is this
-host's (2.7 times a desktop's per-op work). DreamBooth at 1024 px: the attention kernels of that run are named from
+host's (2.7 times a desktop's per-op work). A lead for the element-wise excess, not applied: across the five cards it
+follows the FP32 rate per byte of bandwidth (A100 12.5 FLOP/B, T4 about 14.5 at its capped clock, V100 17.4, RTX 3090
+38, RTX 4090 82), as kernels bound by their per-element math (Welford statistics, exponentials, erf) would be; the
+profiles keep element-wise bytes as one sum and no source counts those kernels' instructions. DreamBooth at 1024 px: the attention kernels of that run are named from
 xformers' code of its date (v0.0.16rc425): CUTLASS forwards (fewer than 60 batch x heads put cutlassF before
 FlashAttention), FlashAttention v1 backward on the 40-wide heads and CUTLASS backward on the 80- and 160-wide ones,
 where the estimate takes FlashAttention-2's rate for 1.50 of its 2.57 s step; no timing of those kernels of that
