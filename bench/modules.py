@@ -19,8 +19,7 @@ source states as an expectation rather than timing it is marked "stated, not mea
 in its group's numbers, and a "measured figures only" line leaves it out. A row whose figure was set by costs that
 today's setup no longer has is marked "not comparable" with its reason (``not_comparable`` in the cases file:
 whisper-small-v100, whose December 2022 libraries read its features back about 10 times slower than today's,
-measured; the torch 2.0 benchmark's A100 rows at batch 4 and 16, whose machine ran the same code 12 and 16 % faster
-on the torch nightly of May 2023, the source's next column): it stays in the table with its error, under its own line, and out of the goal lines. Each row's note
+measured): it stays in the table with its error, under its own line, and out of the goal lines. Each row's note
 (under Sources) gives the setup as read from its source and, where the estimate misses, the cause found or that the
 source does not show one; no row was moved between the splits.
 
@@ -162,21 +161,16 @@ bench/throughput.py Answer.AI's RTX 4090 rows go from 12.9 / 7.4 % to 13.8 / 8.3
 out), the rest unchanged. A floor at the postings' 0.48 would move llm-foundry's fitted A100 rows (3.9 to 4.5 %).
 The torch 2.0 A100 rows (+45/+32/+44 %) and DreamBooth at 1024 px are unchanged in cause (their notes).
 
-Session 12 (issue 34's four remaining speed misses): no estimate moved; held-out speed 45 of 49 within 25 % (median
-12 %) to 45 of 47 (median 11 %), the torch 2.0 A100 rows at batch 4 and 16 (+32 and +44 %) marked not comparable
-(below); memory 25 of 25 within 15 %. Each miss was read again against its source and the engines' code, and what
-was found is in the rows' notes; none gave a mechanism with a source that sizes it, so nothing was fitted.
+Session 12 (issue 34's four remaining speed misses): no estimate moved, so held-out speed stays 45 of 49 within 25 %
+(median 12 %) and memory 25 of 25 within 15 %. Each miss was read again against its source and the engines' code,
+and what was found is in the rows' notes; none gave a mechanism with a source that sizes it, so nothing was fitted.
 The torch 2.0 A100 rows: the source names no more of the machine than 'the 40 GB version' (form, clocks and host
 unknown), and its own other columns split the gap at batch 4 and 16 (1.45 and 1.46 times the estimated GPU time):
 torch 2.0.0's cost on sm80 in the kernels compile leaves to cuDNN, cuBLAS and SDPA (10 and 51 ms a step, the torch
 nightly column; the other four cards move -2 to +3 %), eager element-wise and normalization work 1.46 to 1.59 times
 the modelled bytes on this card (eager minus compiled; 0.79 to 1.29 on the other four), and GEMMs, convolutions and
 attention within the model (the compiled nightly step 0.97 and 0.95 of the estimated GPU time); batch 1 is this
-host's (2.7 times a desktop's per-op work). The first part is a cost of torch 2.0.0 that the same machine and code
-did not have on the torch nightly of May 2023 (12 and 16 % less time a step, where the other four cards moved -2 to
-+3 %), so the batch-4 and batch-16 rows are marked not comparable with that reason, as whisper-small-v100 is for its
-libraries of the time: against the nightly's figures (13.12 and 3.6 it/s) the estimate reads +17 and +22 %. Batch 1
-stays in the goal line, a miss at either column (+45 and +36 %), its host's. A lead for the element-wise excess, not applied: across the five cards it
+host's (2.7 times a desktop's per-op work). A lead for the element-wise excess, not applied: across the five cards it
 follows the FP32 rate per byte of bandwidth (A100 12.5 FLOP/B, T4 about 14.5 at its capped clock, V100 17.4, RTX 3090
 38, RTX 4090 82), as kernels bound by their per-element math (Welford statistics, exponentials, erf) would be; the
 profiles keep element-wise bytes as one sum and no source counts those kernels' instructions. DreamBooth at 1024 px: the attention kernels of that run are named from

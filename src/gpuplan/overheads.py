@@ -1187,8 +1187,7 @@ SCHEDULER_STEP_S = 0.4e-3
 # January 2023 tutorial, each the first of its pipeline, are held out (bench/modules.py sd15-t4-colab-fp32, -fp16).
 FIRST_CALL_SETUP_S = 0.64
 FIRST_CALL_SETUP_RANGE = (0.09, 1.53)
-# The range said around a profiled module's speed (samples/s): issue 34's goal, which 45 of the 47 held-out speeds of
-# bench/results/modules.md meet (median error 11 %; the misses, each with its cause where found, and the rows set
-# apart as not comparable, each with its measured reason, are said there); a
+# The range said around a profiled module's speed (samples/s): issue 34's goal, which 45 of the 49 held-out speeds of
+# bench/results/modules.md meet (median error 12 %; the misses, each with its cause where found, are said there); a
 # generation or inference plan on a datacenter card widens it to the server hosts measured (SERVER_HOST_RANGE).
 MODULE_SPEED_SPREAD = (-0.25, 0.25)
