@@ -124,3 +124,67 @@ def test_the_host_of_an_eager_and_compiled_pair_is_the_estimates_overlap_solved_
     assert a100[9] == "2.30 |"
     rtx4090 = next(r for r in rows if r[0].endswith(", RTX 4090"))
     assert rtx4090[6] == "0.88"
+
+
+SILU_SM80 = """
+        Function : silu
+        /*0000*/                   IMAD.MOV.U32 R1, RZ, RZ, c[0x0][0x28] ;
+        /*0010*/                   S2R R0, SR_CTAID.X ;
+        /*0020*/                   IMAD.MOV.U32 R5, RZ, RZ, 0x2 ;
+        /*0030*/                   ULDC.64 UR4, c[0x0][0x118] ;
+        /*0040*/                   S2R R3, SR_TID.X ;
+        /*0050*/                   IMAD R0, R0, c[0x0][0x0], R3 ;
+        /*0060*/                   IMAD.WIDE R2, R0, R5, c[0x0][0x160] ;
+        /*0070*/                   LDG.E.U16 R2, [R2.64] ;
+        /*0080*/                   IMAD.MOV.U32 R5, RZ, RZ, 0x3bbb989d ;
+        /*0090*/                   BSSY B0, 0x200 ;
+        /*00a0*/                   IMAD.MOV.U32 R6, RZ, RZ, 0x437c0000 ;
+        /*00b0*/                   HADD2.F32 R4, -RZ, R2.H0_H0 ;
+        /*00c0*/                   FFMA.SAT R5, -R4, R5, 0.5 ;
+        /*00d0*/                   FFMA.RM R5, R5, R6, 12582913 ;
+        /*00e0*/                   FADD R7, R5.reuse, -12583039 ;
+        /*00f0*/                   IMAD.SHL.U32 R5, R5, 0x800000, RZ ;
+        /*0100*/                   FFMA R7, -R4, 1.4426950216293334961, -R7 ;
+        /*0110*/                   FFMA R7, -R4, 1.925963033500011079e-08, R7 ;
+        /*0120*/                   MUFU.EX2 R6, R7 ;
+        /*0130*/                   FFMA R5, R5, R6, 1 ;
+        /*0140*/                   MUFU.RCP R2, R5 ;
+        /*0150*/                   FCHK P0, R4, R5 ;
+        /*0160*/                   FFMA R3, -R5, R2, 1 ;
+        /*0170*/                   FFMA R3, R2, R3, R2 ;
+        /*0180*/                   FFMA R2, R4, R3, RZ ;
+        /*0190*/                   FFMA R6, -R5, R2, R4 ;
+        /*01a0*/                   FFMA R2, R3, R6, R2 ;
+        /*01b0*/              @!P0 BRA 0x1f0 ;
+        /*01c0*/                   MOV R2, 0x1e0 ;
+        /*01d0*/                   CALL.REL.NOINC 0x260 ;
+        /*01e0*/                   IMAD.MOV.U32 R2, RZ, RZ, R4 ;
+        /*01f0*/                   BSYNC B0 ;
+        /*0200*/                   F2FP.PACK_AB R2, RZ, R2 ;
+        /*0210*/                   IMAD.MOV.U32 R3, RZ, RZ, 0x2 ;
+        /*0220*/                   PRMT R4, R2, 0x7610, R4 ;
+        /*0230*/                   IMAD.WIDE R2, R0, R3, c[0x0][0x168] ;
+        /*0240*/                   STG.E.U16 [R2.64], R4 ;
+        /*0250*/                   EXIT ;
+        /*0260*/                   SHF.R.U32.HI R6, RZ, 0x17, R5.reuse ;
+"""
+
+
+def test_elementwise_kernels_math_is_counted_from_their_sass_and_binds_no_kernel_on_the_a100():
+    """bench/elementwise_math.py (issue 34, session 12). SiLU compiled for sm_80 (nvcc 13.0, cuobjdump 13.2): its
+    fast path runs 38 instructions to EXIT less the division's slow-path call (MOV, CALL, IMAD.MOV) = 35; FMA pipe:
+    5 IMAD.MOV + IMAD + 2 IMAD.WIDE + IMAD.SHL + HADD2 + FFMA.SAT + FFMA.RM + FADD + 8 FFMA + FCHK + F2FP = 23; XU:
+    MUFU.EX2, MUFU.RCP = 2; ALU: PRMT = 1. GroupNorm's Welford step on an A100 40GB: its busiest pipe is the FMA
+    pipe, 15 x 2 = 30 cycles per 32 elements per partition: 30 / (4 x 32 x 108 SMs x 1.41 GHz) = 1.539 ps per
+    element, against 2 bytes / (1,555 GB/s x 0.80) = 1.608 ps: 0.957, the highest of the kernels, so no kernel is
+    math-bound on any of the five cards and max(bytes, math) leaves SD 1.5's UNet at 1.00."""
+    import elementwise_math as em
+
+    ops = em._executed(em._instructions(SILU_SM80)["silu"], loop=False)
+    assert em._pipes(ops) == (23, 1, 2, 35) == em.RECORDED["sm_80"]["silu"]
+    assert abs(em.math_ratio("a100-sxm4-40gb", "sm_80", "group_norm_stats", em.RECORDED) - 0.957) < 0.001
+    ratios = [em.math_ratio(c, a, k, em.RECORDED) for c, a in em.CARDS for k in em.BYTES]
+    assert max(ratios) == em.math_ratio("a100-sxm4-40gb", "sm_80", "group_norm_stats", em.RECORDED) < 1
+    for card, arch in em.CARDS:
+        bounded, summed = em.unet_factors(card, arch, em.RECORDED)
+        assert abs(bounded - 1) < 1e-12 and 1.1 < summed < 1.42
