@@ -207,7 +207,8 @@ def megatron_lm(row):
     """Narayanan et al. SC'21, Table 1: GPT models with TP x PP x DP on Selene, run by Megatron-LM (stack megatron)
     with the settings of the authors' examples/sc21/run_table_1.sh and CONFIG.sh: fp16 with loss scaling, full
     recomputation (--checkpoint-activations), Adam, the row's micro-batch and virtual stages, no sequence parallelism
-    or distributed optimizer (both came later), Megatron's fused softmax over eager attention matmuls."""
+    or distributed optimizer (both came later), Megatron's fused softmax over eager attention matmuls, and the tensor-
+    parallel all-reduces of ``mpu/mappings.py`` in line with the compute (``tp_overlap: none``)."""
     h = int(re.search(r"h=(\d+)", row["model"]).group(1))
     par = row["parallelism"]
     tp, pp, dp = (int(re.search(rf"{k}(\d+)", par).group(1)) for k in ("TP", "PP", "DP"))
@@ -219,11 +220,13 @@ def megatron_lm(row):
     scenario = dict(model=f"bench/models/{MEGATRON_GPT[h]}.json", task="train", stack="megatron", method="full",
                     precision="fp16-mixed", optimizer="adamw", micro_batch_size=mbs, seq_len=2048,
                     grad_accum_steps=gbs // (dp * mbs), grad_checkpointing="full", attention="eager",
-                    sharding="ddp", tp=tp, pp=pp, vpp=vpp, gpu=GPUS[row["gpu"]], **_nodes(n))
+                    sharding="ddp", tp=tp, pp=pp, vpp=vpp, gpu=GPUS[row["gpu"]], **_nodes(n),
+                    **({"tp_overlap": "none"} if tp > 1 else {}))
     return dict(scenario=scenario, assumptions=f"examples/sc21/run_table_1.sh: micro-batch {mbs}, so "
                 f"{gbs // (dp * mbs)} micro-batches per step" + (f", {per_virtual} layer(s) per virtual stage "
                 f"({vpp} virtual stages)" if per_virtual else ", no interleaving") + f"; --DDP-impl {ddp}; fp16, "
-                "full recomputation; achieved TFLOP/s count the recompute (paper Eq. 3)"), None
+                "full recomputation; TP all-reduces waited for (tp_overlap none: --async-tensor-model-parallel-allreduce came "
+                "in later); achieved TFLOP/s count the recompute (paper Eq. 3)"), None
 
 
 NEMO_MODELS = {"GPT3-175B": "bench/models/gpt3-175b.json", "LLAMA2-7B": "llama-2-7b", "LLAMA2-13B": "llama-2-13b",
@@ -233,6 +236,9 @@ NEMO_MODELS = {"GPT3-175B": "bench/models/gpt3-175b.json", "LLAMA2-7B": "llama-2
 # and TP communication overlap are those of examples/peft/llama/h100/{13b_1node,70b_2node}.sh (the table gives
 # none); the pre-training rows' VP is the table's own
 NEMO_FINETUNE_VP = {("LLAMA2-13B", "TP1 PP4"): 10, ("LLAMA2-70B", "TP4 PP4"): 20}
+# ... and 70b_2node.sh runs Transformer Engine's userbuffers (peft.model.ub_tp_comm_overlap=true); the pre-training
+# configs (conf/training/gpt3/175b.yaml) leave ub_tp_comm_overlap False
+NEMO_USERBUFFERS = {("LLAMA2-70B", "TP4 PP4")}
 # SQuAD v1.1 as NeMo's packed fine-tuning data: 87,599 training records (the dataset card); their length in Llama-2
 # tokens with NeMo's prompt template, mean and longest, is a rough transcription (not published with the table)
 SQUAD_RECORDS, SQUAD_MEAN_TOKENS, SQUAD_MAX_TOKENS = 87_599, 200, 1_024
@@ -268,10 +274,15 @@ def nemo(row):
                     grad_accum_steps=max(gbs // (dp * mbs), 1), grad_checkpointing="none",
                     sharding="ddp" if lora else "zero1" if dp > 1 else "single", tp=tp, pp=pp,
                     **({"vpp": vp} if vp > 1 else {}), gpu=GPUS[row["gpu"]], **_nodes(n))
+    if row["workload"] != "pretrain" and (row["model"], f"TP{tp} PP{pp}") in NEMO_USERBUFFERS:
+        scenario["tp_overlap"] = "userbuffers"
     notes = ["NeMo 1 with Megatron-Core (mcore_gpt: stack megatron), NeMo-Framework-Launcher@24.07's configs",
              "no activation recompute (activations_checkpoint_granularity null)"]
     notes.append("fused_adam, no distributed optimizer (examples/peft/llama/h100/*_lora.sh)" if lora else
                  "distributed_fused_adam = ZeRO-1, overlapped grad and param sync")
+    if scenario.get("tp_overlap"):
+        notes.append("TP communication overlapped with the GEMMs by userbuffers (ub_tp_comm_overlap, "
+                     "examples/peft/llama/h100/70b_2node.sh)")
     if vp > 1:
         notes.append(f"{vp} virtual pipeline stages" + ("" if "VP" in par else
                                                         " (examples/peft/llama/h100, not in the table)"))
