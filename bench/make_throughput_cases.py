@@ -195,30 +195,69 @@ def answerai(row):
 
 MEGATRON_GPT = {3072: "megatron-gpt-3.6b", 8192: "megatron-gpt-39.1b", 16384: "megatron-gpt-310b",
                 20480: "megatron-gpt-530b"}
+# The authors' own Table 1 launch settings (NVIDIA/Megatron-LM@de7dc40f examples/sc21/run_table_1.sh, "scripts for
+# sc21"): by hidden size, the micro-batch (--micro-batch-size), the layers per virtual pipeline stage
+# (--num-layers-per-virtual-pipeline-stage; None: no interleaving) and --DDP-impl (torch: PyTorch DDP, its bucketed
+# all-reduce behind the backward; local: Megatron's own, one all-reduce of the gradient buffer after it)
+MEGATRON_SC21 = {3072: (16, None, "torch"), 8192: (4, None, "local"), 16384: (1, 3, "local"),
+                 20480: (1, 1, "local")}
 
 
 def megatron_lm(row):
-    """Narayanan et al. SC'21, Table 1: GPT models with TP x PP x DP, interleaved 1F1B, full recomputation."""
+    """Narayanan et al. SC'21, Table 1: GPT models with TP x PP x DP on Selene, run by Megatron-LM (stack megatron)
+    with the settings of the authors' examples/sc21/run_table_1.sh and CONFIG.sh: fp16 with loss scaling, full
+    recomputation (--checkpoint-activations), Adam, the row's micro-batch and virtual stages, no sequence parallelism
+    or distributed optimizer (both came later), Megatron's fused softmax over eager attention matmuls, and the tensor-
+    parallel all-reduces of ``mpu/mappings.py`` in line with the compute (``tp_overlap: none``)."""
     h = int(re.search(r"h=(\d+)", row["model"]).group(1))
     par = row["parallelism"]
     tp, pp, dp = (int(re.search(rf"{k}(\d+)", par).group(1)) for k in ("TP", "PP", "DP"))
     gbs = int(re.search(r"global batch (\d+)", par).group(1))
+    layers = int(re.search(r"L=(\d+)", row["model"]).group(1))
+    mbs, per_virtual, ddp = MEGATRON_SC21[h]
+    vpp = layers // pp // per_virtual if per_virtual else 1
     n = int(row["n_gpus"])
-    scenario = dict(model=f"bench/models/{MEGATRON_GPT[h]}.json", task="train", method="full",
-                    precision="fp16-mixed", optimizer="adamw", micro_batch_size=1, seq_len=2048,
-                    grad_accum_steps=gbs // dp, grad_checkpointing="full", attention="eager", sharding="ddp",
-                    tp=tp, pp=pp, gpu=GPUS[row["gpu"]], **_nodes(n))
-    return dict(scenario=scenario, assumptions=f"micro-batch not in the table: 1 assumed, so {gbs // dp} "
-                "micro-batches per step; interleaved schedule not a field; achieved TFLOP/s count the recompute "
+    scenario = dict(model=f"bench/models/{MEGATRON_GPT[h]}.json", task="train", stack="megatron", method="full",
+                    precision="fp16-mixed", optimizer="adamw", micro_batch_size=mbs, seq_len=2048,
+                    grad_accum_steps=gbs // (dp * mbs), grad_checkpointing="full", attention="eager",
+                    sharding="ddp", tp=tp, pp=pp, vpp=vpp, gpu=GPUS[row["gpu"]], **_nodes(n),
+                    **({"tp_overlap": "none"} if tp > 1 else {}))
+    return dict(scenario=scenario, assumptions=f"examples/sc21/run_table_1.sh: micro-batch {mbs}, so "
+                f"{gbs // (dp * mbs)} micro-batches per step" + (f", {per_virtual} layer(s) per virtual stage "
+                f"({vpp} virtual stages)" if per_virtual else ", no interleaving") + f"; --DDP-impl {ddp}; fp16, "
+                "full recomputation; TP all-reduces waited for (tp_overlap none: "
+                "--async-tensor-model-parallel-allreduce came in later); achieved TFLOP/s count the recompute "
                 "(paper Eq. 3)"), None
 
 
 NEMO_MODELS = {"GPT3-175B": "bench/models/gpt3-175b.json", "LLAMA2-7B": "llama-2-7b", "LLAMA2-13B": "llama-2-13b",
                "LLAMA2-70B": "llama-2-70b"}
+# NeMo-Framework-Launcher@24.07 (the release that ran the 24.07 container; its examples/README.md: "These scripts
+# run a recommended config", the tables beside them): the fine-tuning rows' virtual stages, sequence parallelism
+# and TP communication overlap are those of examples/peft/llama/h100/{13b_1node,70b_2node}.sh (the table gives
+# none); the pre-training rows' VP is the table's own
+NEMO_FINETUNE_VP = {("LLAMA2-13B", "TP1 PP4"): 10, ("LLAMA2-70B", "TP4 PP4"): 20}
+# ... and 70b_2node.sh runs Transformer Engine's userbuffers (peft.model.ub_tp_comm_overlap=true); the pre-training
+# configs (conf/training/gpt3/175b.yaml) leave ub_tp_comm_overlap False
+NEMO_USERBUFFERS = {("LLAMA2-70B", "TP4 PP4")}
+# SQuAD v1.1 as NeMo's packed fine-tuning data: 87,599 training records (the dataset card); their length in Llama-2
+# tokens with NeMo's prompt template, mean and longest, is assumed (a paragraph of some 120 words with its question
+# and answer; not published with the table): a mean of 150 to 400 tokens moves the fine-tuning rows by under 2.5 %
+SQUAD_RECORDS, SQUAD_MEAN_TOKENS, SQUAD_MAX_TOKENS = 87_599, 200, 1_024
 
 
 def nemo(row):
-    """NVIDIA NeMo 24.07 performance summary: fp8 (Transformer Engine), distributed Adam, DGX-H100."""
+    """NVIDIA NeMo 24.07 performance summary: NeMo 1's Megatron-Core GPT model (``mcore_gpt``, stack megatron),
+    fp8 through Transformer Engine, DGX-H100, as NeMo-Framework-Launcher@24.07 runs it:
+
+    - pre-training (``conf/training/gpt3/175b.yaml``, ``llama/llama2_13b.yaml``): ``distributed_fused_adam`` with
+      overlapped grad sync and param sync (ZeRO-1), no activation recompute (``activations_checkpoint_granularity:
+      null``), sequence parallelism with TP (175B), interleaved pipeline with the table's VP;
+    - fine-tuning (``conf/peft/llama/sft.yaml`` and ``examples/peft/llama/h100``): SFT with ``distributed_fused_adam``,
+      LoRA with ``fused_adam`` (no distributed optimizer: DDP of the adapters), rank 32 on the fused QKV (NeMo's
+      LoRA default), fp8 weights (``fp8_params``), no recompute; SQuAD packed into 4,096-token rows whose attention
+      runs per record (``packed_sequence``: Transformer Engine's variable-length kernels, "attention values between
+      sequences are never calculated", NeMo docs features/optimizations/sequence_packing.rst)."""
     model = NEMO_MODELS.get(row["model"])
     if model is None:
         return None, f"{row['model']}: architecture not transcribed (no config in bench/models)"
@@ -229,20 +268,36 @@ def nemo(row):
     dp = int(m.group(1)) if (m := re.search(r"DP=(\d+)", par)) else n // (tp * pp)
     gbs = int(re.search(r"GBS=(\d+)", par).group(1))
     mbs = int(row["micro_batch"])
-    scenario = dict(model=model, task="train", precision="fp8-mixed", optimizer="adamw", micro_batch_size=mbs,
-                    seq_len=int(row["seq_len"].split()[0]), grad_accum_steps=max(gbs // (dp * mbs), 1),
-                    attention="flash", sharding="zero1" if dp > 1 else "single", tp=tp, pp=pp,
-                    gpu=GPUS[row["gpu"]], **_nodes(n))
-    notes = ["distributed Adam = ZeRO-1", "activation recompute not stated: none assumed"]
-    if "VP" in par and not re.search(r"VP1\b", par):
-        notes.append("virtual pipeline (interleaved) stages not a field")
-    if row["workload"] == "LoRA":
+    vp = int(m.group(1)) if (m := re.search(r"VP(\d+)", par)) else \
+        NEMO_FINETUNE_VP.get((row["model"], f"TP{tp} PP{pp}"), 1)
+    lora = row["workload"] == "LoRA"
+    scenario = dict(model=model, task="train", stack="megatron", precision="fp8-mixed", optimizer="adamw",
+                    micro_batch_size=mbs, seq_len=int(row["seq_len"].split()[0]),
+                    grad_accum_steps=max(gbs // (dp * mbs), 1), grad_checkpointing="none",
+                    sharding="ddp" if lora else "zero1" if dp > 1 else "single", tp=tp, pp=pp,
+                    **({"vpp": vp} if vp > 1 else {}), gpu=GPUS[row["gpu"]], **_nodes(n))
+    if row["workload"] != "pretrain" and (row["model"], f"TP{tp} PP{pp}") in NEMO_USERBUFFERS:
+        scenario["tp_overlap"] = "userbuffers"
+    notes = ["NeMo 1 with Megatron-Core (mcore_gpt: stack megatron), NeMo-Framework-Launcher@24.07's configs",
+             "no activation recompute (activations_checkpoint_granularity null)"]
+    notes.append("fused_adam, no distributed optimizer (examples/peft/llama/h100/*_lora.sh)" if lora else
+                 "distributed_fused_adam = ZeRO-1, overlapped grad and param sync")
+    if scenario.get("tp_overlap"):
+        notes.append("TP communication overlapped with the GEMMs by userbuffers (ub_tp_comm_overlap, "
+                     "examples/peft/llama/h100/70b_2node.sh)")
+    if vp > 1:
+        notes.append(f"{vp} virtual pipeline stages" + ("" if "VP" in par else
+                                                        " (examples/peft/llama/h100, not in the table)"))
+    if lora:
         scenario.update(method="lora", lora_rank=32, lora_targets=["q_proj", "k_proj", "v_proj"])
-        notes.append("NeMo LoRA defaults assumed: rank 32 on the fused QKV projection")
+        notes.append("NeMo LoRA defaults: rank 32 on the fused QKV projection")
     else:
         scenario["method"] = "full"
     if "packed" in row["seq_len"]:
-        notes.append("packed SQuAD (fixed length)")
+        scenario.update(samples=SQUAD_RECORDS, mean_tokens=SQUAD_MEAN_TOKENS, max_tokens=SQUAD_MAX_TOKENS,
+                        packing="bfd")
+        notes.append(f"packed SQuAD v1.1 ({SQUAD_RECORDS:,} records of ~{SQUAD_MEAN_TOKENS} tokens, assumed) in "
+                     "4,096-token rows, attention per record")
     return dict(scenario=scenario, assumptions="; ".join(notes)), None
 
 

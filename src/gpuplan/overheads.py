@@ -590,7 +590,8 @@ FP32_UPCAST_ELEMENTWISE_FACTOR = 2.0
 FP32_UPCAST_CAST_BYTES = 6
 
 # Pipeline parallelism: Megatron's 1F1B bubble (Narayanan et al. SC'21, section 2.2.1): (p-1)/m of the ideal
-# time for m micro-batches, divided by v with the interleaved schedule (not a scenario field: v=1).
+# time for m micro-batches, divided by v with the interleaved schedule (vpp), each micro-step at the pace of the
+# slowest stage (speed/training.py pipeline_stages: the last holds the output layer and the loss).
 # transformers' device_map="auto" places layers on GPUs one after another: one GPU works at a time.
 
 # Inference. Decode and prefill on CUDA-graph engines (vLLM) pay a per-kernel floor: a decoder layer runs ~14
@@ -922,7 +923,9 @@ DP_OVERLAP = 0.8
 # -2.9 %, M2001 (HF blog, granite-7B over 4 A100s) unchanged at +7.5 % (its gathers are 1 % of the step). Long
 # micro-steps still hide the gathers (Qwen2.5-32B at 8k tokens over 8 A100s: 0.24 s per gather, 2.9 s forward).
 ZERO3_GATHER_OVERLAP = 0.1
-TP_OVERLAP = 0.5  # NeMo overlaps TP communication with GEMMs (userbuffers); Megatron 2021 did not
+# Share of TP's collectives hidden behind compute for stacks without a tp_overlap setting (Stack.tp_overlap: the
+# megatron stack hides them as its tp_overlap says, speed/training.py _Comms.tensor_parallel_s)
+TP_OVERLAP = 0.5
 MULTINODE_STRAGGLER = 0.97  # cross-node jitter: the slowest rank sets the step
 
 # Uncertainty: the range of the true rate around the estimate, the 10th-90th percentile of measured / estimated - 1

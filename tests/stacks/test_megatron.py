@@ -467,3 +467,25 @@ def test_mlperf_405b_h100_layout_fits():
     said = " ".join(plan.assumptions)
     assert "second stage, 16 layers" in said and "x 8.62 in flight" in said
     assert plan.memory.fits and 70 < plan.memory.device_peak_gib < 79.6
+
+
+def test_launch_megatron_tp_overlap():
+    """tp_overlap userbuffers launches with Megatron-LM's --tp-comm-overlap (accepted by its captured parser); none
+    (2021's Megatron-LM) and NeMo's recipe without MegatronCommOverlapCallback are refused in one sentence."""
+    from gpuplan.launchers import launch_files, launch_plan
+
+    fields = {**BASE, "gpu": "h100-sxm", "num_gpus": 8, "tp": 4, "seq_len": 8192, "precision": "fp8-mixed"}
+    _, argv = _megatron_argv({**fields, "tp_overlap": "userbuffers"})
+    assert _captured_parser().parse_args(argv).tp_comm_overlap
+    _, argv = _megatron_argv(fields)
+    assert not _captured_parser().parse_args(argv).tp_comm_overlap
+    with pytest.raises(GpuplanError, match="tp_overlap none is Megatron-LM of 2021"):
+        launch_files(launch_plan({**fields, "tp_overlap": "none"}), ["megatron"])
+    with pytest.raises(GpuplanError, match="without its MegatronCommOverlapCallback"):
+        launch_files(launch_plan({**fields, "tp_overlap": "userbuffers"}), ["nemo"])
+
+
+def test_tp_overlap_is_a_megatron_setting():
+    with pytest.raises(GpuplanError, match="tp_overlap=none is a Megatron-Core training setting"):
+        estimate({"model": "llama-3.1-8b", "task": "train", "stack": "torchtitan", "num_gpus": 8, "tp": 2,
+                  "tp_overlap": "none"}, advise=False)

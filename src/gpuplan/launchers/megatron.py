@@ -51,6 +51,9 @@ def applies(plan: LaunchPlan) -> str | None:
     if stores:  # TransformerConfig fields (fp8_dot_product_attention, activation_func_fp8_input_store) without a flag
         return (f"Megatron-LM's pretrain_gpt.py has no argument for {' or '.join(stores)} (TransformerConfig "
                 "fp8_dot_product_attention / activation_func_fp8_input_store): drop them, or launch --target nemo")
+    if s.tp_overlap == "none":
+        return ("tp_overlap none is Megatron-LM of 2021, which waited for every tensor-parallel all-reduce; today's "
+                "runs the backward's behind its GEMMs: drop tp_overlap, or set it to userbuffers")
     if m.family not in LLAMA_LIKE or m.mla:
         return (f"gpuplan writes Megatron-LM arguments for Llama-style models ({', '.join(LLAMA_LIKE)}), not "
                 f"{m.family}")
@@ -89,6 +92,8 @@ def parallel_args(plan: LaunchPlan) -> list[str]:
         argv += ["--expert-model-parallel-size", str(s.ep), "--expert-tensor-parallel-size", "1"]
     if s.tp > 1:
         argv.append("--sequence-parallel")
+    if s.tp > 1 and s.tp_overlap == "userbuffers":  # Transformer Engine's userbuffers (the estimate's tp_overlap)
+        argv.append("--tp-comm-overlap")
     if s.resolved_sharding == "zero1":
         argv += ["--use-distributed-optimizer", "--overlap-grad-reduce", "--overlap-param-gather"]
     return [*argv, "--accumulate-allreduce-grads-in-fp32"]

@@ -63,6 +63,9 @@ def applies(plan: LaunchPlan) -> str | None:
         return f"NeMo has no recipe for {m.name} among the models gpuplan knows (see launchers/nemo.py RECIPES)"
     if s.method not in ("full", "lora"):
         return f"NeMo's recipes train all weights or LoRA adapters over a 16-bit or fp8 base, not {s.method}"
+    if s.tp_overlap not in (None, "backward"):
+        return (f"gpuplan writes NeMo's recipe without its MegatronCommOverlapCallback, so tp_overlap {s.tp_overlap} "
+                "would not run: drop tp_overlap (userbuffers: launch --target megatron, which sets --tp-comm-overlap)")
     if (s.precision, s.fp8_recipe) not in PRECISION:
         return f"NeMo's recipes have no precision plugin for {s.precision}"
     if s.method == "lora":

@@ -252,6 +252,12 @@ class Scenario(BaseModel):
     fp8_recipe: Literal["delayed", "current"] | None = Field(
         default=None, description="Transformer Engine fp8 scaling with precision fp8-mixed (stack megatron): "
         "delayed (amax history) or current (per-tensor, this step's amax) (default: delayed)")
+    tp_overlap: Literal["none", "backward", "userbuffers"] | None = Field(
+        default=None, exclude_if=lambda v: v is None, description="stack megatron, with tp: what hides tensor "
+        "parallelism's collectives: backward (Megatron-Core's and Transformer Engine's linears run the backward's "
+        "all-gathers and reduce-scatters behind their gradient GEMMs; the forward's wait), userbuffers "
+        "(--tp-comm-overlap, Transformer Engine's userbuffers: the forward's too, pipelined with their GEMMs) or none "
+        "(every collective waits: Megatron-LM in 2021) (default: backward)")
     cuda_graphs: bool | None = Field(
         default=None, description="Megatron-Core CUDA graphs (enable_cuda_graph, cuda_graph_scope full_iteration; "
         "stack megatron): each step replays its captured kernels, no per-kernel host launches (default: false)")
@@ -701,7 +707,7 @@ TRAIN_ONLY = frozenset({"method", "tf32", "optimizer", "optimizer_impl", "lora_r
                         "optimizer_in_backward", "adapter_dtype", "checkpoint_every", "transformers_version",
                         "torchtune_version", "torch_version",
                         "dataset", "tokenizer", "samples", "mean_tokens", "max_tokens", "epochs", "packing",
-                        "cp", "vpp", "fp8_recipe", "cuda_graphs", "fp8_attention",
+                        "cp", "vpp", "fp8_recipe", "tp_overlap", "cuda_graphs", "fp8_attention",
                         "fp8_activation_store", "eval_interval", "eval_tokens", "save_interval"})
 # fields that lay out training over GPUs: the web form and the list of defaults leave them out of serving
 READ_BACK = "read_back"  # the validation context of a scenario an answer carries (:func:`read_back`)

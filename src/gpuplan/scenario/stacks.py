@@ -57,7 +57,7 @@ SCALE_STACKS = ("megatron",)
 # stacks that train diffusion models (gpuplan.plan.modules): the denoiser's LoRA, DreamBooth or full fine-tuning
 DIFFUSION_STACKS = ("diffusers", "kohya", "simpletuner", "ai-toolkit")
 # the fields only Megatron-Core's parallelism and Transformer Engine's fp8 take
-MEGATRON_FIELDS = ("cp", "ep", "vpp", "fp8_recipe")
+MEGATRON_FIELDS = ("cp", "ep", "vpp", "fp8_recipe", "tp_overlap")
 # Technique fields whose ``None`` means "the stack's default"; resolved on every scenario.
 TECHNIQUES = ("precision", "grad_checkpointing", "qlora_fp32_upcast", "loss", "loss_chunks", "activation_offload",
               "compile", "optimizer_in_backward", "adapter_dtype")

@@ -156,6 +156,53 @@ class _Micro:
         return self.gemm + self.lora + self.attention + self.elementwise + self.extra + self.scan
 
 
+@dataclass(frozen=True)
+class Stage:
+    """One pipeline rank's part of the model: ``layers``, its share of the decoder layers; ``head``, 1 where it
+    holds the output layer and the loss (the last stage), else 0."""
+
+    layers: float
+    head: float
+
+
+def pipeline_stages(s: Scenario, m: ModelSpec) -> list[Stage]:
+    """The ranks that may pace the pipeline: the whole model without one; else the first stage, a middle one and
+    the last, which holds the output layer and the loss beside its layers. Layers per stage as Megatron-Core builds
+    them (:func:`gpuplan.stacks.megatron.stage_layers`: ``ceil(L/p)``, or ``(L+2)/p`` less the embedding on the
+    first stage and the loss on the last where the chunks divide ``L + 2``)."""
+    if s.pp == 1:
+        return [Stage(1.0, 1.0)]
+    from ..stacks.megatron import stage_layers
+
+    L = m.num_layers
+    shapes = [(True, False), (False, False), (False, True)] if s.pp > 2 else [(True, False), (False, True)]
+    return [Stage(stage_layers(s, m, first=first, last=last) / L, float(last)) for first, last in shapes]
+
+
+def _pacing_stage(s: Scenario, m: ModelSpec, gpu: GpuSpec, dtype: str, tokens: int, kern, comm: _Comms,
+                  assumptions: list[str]) -> tuple[Stage, _Micro, float, bool]:
+    """The stage whose micro-step (GPU and host work, tensor-parallel collectives) is the longest, its work and its
+    host time: in a 1F1B schedule's steady state every rank runs one forward and one backward per micro-batch, each
+    waiting for its neighbour's, so the slowest rank sets the pace (Narayanan et al. 2021, section 2.2: the
+    schedule's time per micro-batch is the stage's ``t_f + t_b``; Megatron-Core's
+    ``account_for_loss_in_pipeline_split`` counts the loss as a layer to even the last stage out)."""
+    best = None
+    for stage in pipeline_stages(s, m):
+        notes: list[str] = []
+        work = _micro_work(s, m, gpu, dtype, tokens, kern, notes, stage)
+        host, zero3 = _host_s(s, m, tokens, kern, work.rest_again, stage)
+        busy = smooth_max(work.gpu_busy, 0.0 if s.cuda_graphs else host, oh.HOST_GPU_OVERLAP_SHARPNESS)
+        time = busy + comm.tensor_parallel_s(tokens, stage, work)
+        if best is None or time > best[0]:
+            best = (time, stage, work, host, zero3, notes)
+    _, stage, work, host, zero3, notes = best
+    assumptions.extend(notes)
+    if s.pp > 1:
+        assumptions.append(f"pipeline paced by its slowest stage: {stage.layers * m.num_layers:.0f} of "
+                           f"{m.num_layers} layers" + (" with the output layer and the loss" if stage.head else ""))
+    return stage, work, host, zero3
+
+
 def training_speed(s: Scenario, m: ModelSpec, gpu: GpuSpec, network: Network | None = None) -> Speed:
     """Step time and tokens/s of ``s`` on ``gpu`` over ``network`` (see the module docstring): one micro-step's
     GPU work and host work, its communication, then the step's accumulation, synchronization, optimizer and
@@ -165,8 +212,8 @@ def training_speed(s: Scenario, m: ModelSpec, gpu: GpuSpec, network: Network | N
     tokens = s.micro_batch_size * s.seq_len // s.cp  # context parallel: each rank runs seq_len / cp tokens
     assumptions: list[str] = []
     kern = stack_for(s).kernels(s)
-    work = _micro_work(s, m, gpu, dtype, tokens, kern, assumptions)
-    host, deepspeed_zero3 = _host_s(s, m, tokens, kern, work.rest_again)
+    comm = _Comms(s, m, gpu, network, assumptions)
+    stage, work, host, deepspeed_zero3 = _pacing_stage(s, m, gpu, dtype, tokens, kern, comm, assumptions)
     if s.cuda_graphs:  # the step replays captured kernels: no per-kernel host launches
         host = 0.0
         assumptions.append("CUDA graphs (Megatron-Core enable_cuda_graph, full iteration): the step's kernels are "
@@ -180,9 +227,8 @@ def training_speed(s: Scenario, m: ModelSpec, gpu: GpuSpec, network: Network | N
                            f"{attention_fraction(gpu):.2f} for cuDNN's fused attention (SDPA in torch 2.5.0, 2.9 and "
                            "from 2.11; Transformer Engine)")
     forward_time = busy / (3 + work.recompute)  # forward share of the micro-step; the backward is about twice it
-    comm = _Comms(s, m, gpu, network, assumptions)
-    cp_comm = comm.context_parallel_s(tokens, work)
-    tp_comm = comm.tensor_parallel_s(tokens)
+    cp_comm = comm.context_parallel_s(tokens, work, stage)
+    tp_comm = comm.tensor_parallel_s(tokens, stage, work)
     gather, reduce, sync = comm.data_parallel_s(forward_time, 2 * forward_time)
     offload, activations_offload = _offload_s(s, m, forward_time, 2 * forward_time, comm, assumptions)
     micro = busy + tp_comm + cp_comm + gather + reduce + offload + activations_offload
@@ -219,13 +265,13 @@ def training_speed(s: Scenario, m: ModelSpec, gpu: GpuSpec, network: Network | N
     return speed.with_range("train", *widen)
 
 
-def _micro_work(s: Scenario, m: ModelSpec, gpu: GpuSpec, dtype: str, tokens: int, kern, assumptions: list[str]
-                ) -> _Micro:
+def _micro_work(s: Scenario, m: ModelSpec, gpu: GpuSpec, dtype: str, tokens: int, kern, assumptions: list[str],
+                stage: Stage) -> _Micro:
     """The GPU work of one micro-step: the linears' GEMMs (forward, activation and weight gradients, what the
     checkpointing runs again), the head, adapters, attention, element-wise ops and loss, dequantization and casts.
     The forward does each layer's work once per run, the backward and the re-runs once per run with autograd on
     (:func:`~gpuplan.speed.work.runs`: HRM-Text's early low-level cycles run under ``torch.no_grad()``)."""
-    tp, share, full = s.tp, 1 / s.pp, s.method == "full"  # each pipeline stage holds 1/pp of the layers
+    tp, share, full = s.tp, stage.layers, s.method == "full"  # the layers of this pipeline stage
     rc = stack_for(s).recompute(s, m)
     kernel = attention_kernel(s, m)
     act_bytes = oh.NVFP4_BYTES if dtype == "fp4" else 1.0 if dtype == "fp8" else \
@@ -247,7 +293,7 @@ def _micro_work(s: Scenario, m: ModelSpec, gpu: GpuSpec, dtype: str, tokens: int
     else:
         again = grad * rc.layers
         attention_again = rest_again = rc.layers
-    head = lm_head_s(m, gpu, "bf16" if dtype in ("fp8", "fp4") else dtype, tokens, tp=tp) * share
+    head = lm_head_s(m, gpu, "bf16" if dtype in ("fp8", "fp4") else dtype, tokens, tp=tp) * stage.head
     targets = lora_targets(s, m) if not full else frozenset()
     lora = sum(lora_s(m, gpu, tokens, s.lora_rank, targets, tp=tp, layers=share,
                       dropout=s.lora_dropout > 0 and kern.lora_dropout, bytes_per_output=kern.lora_bytes_per_output,
@@ -263,19 +309,19 @@ def _micro_work(s: Scenario, m: ModelSpec, gpu: GpuSpec, dtype: str, tokens: int
                       for g, n in ((False, 1), (True, rest_again + oh.ELEMENTWISE_BACKWARD_RATIO)))
     if _fp32_upcast(s, kern):  # the residual stream and the ops between the linears in fp32
         elementwise *= oh.FP32_UPCAST_ELEMENTWISE_FACTOR
-    elementwise += loss_s(m, gpu, tokens, tp=tp, bytes_per_logit=kern.loss_bytes_per_logit) * share
+    elementwise += loss_s(m, gpu, tokens, tp=tp, bytes_per_logit=kern.loss_bytes_per_logit) * stage.head
     scan = scans_training_s(m, gpu, s.micro_batch_size, s.seq_len, tp=tp, again=attention_again) / s.cp * share
     return _Micro(gemm=forward + grad * (1 + full) + again + head * (2 + full), lora=lora, attention=attention,
                   elementwise=elementwise, scan=scan,
-                  extra=_dequant_and_casts_s(s, m, gpu, dtype, tokens, rc, kern, assumptions),
+                  extra=_dequant_and_casts_s(s, m, gpu, dtype, tokens, rc, kern, assumptions, share),
                   recompute=again / forward if forward else rc.layers, rest_again=rest_again,
                   attention_passes=passes)
 
 
 def _dequant_and_casts_s(s: Scenario, m: ModelSpec, gpu: GpuSpec, dtype: str, tokens: int, rc, kern,
-                         assumptions: list[str]) -> float:
+                         assumptions: list[str], layers: float) -> float:
     """QLoRA dequantizes every 4-bit weight on each pass that multiplies by it (:func:`_dequant_pass_s`); fp8 casts
-    the linears' inputs."""
+    the linears' inputs of the stage's ``layers`` (share of the model's)."""
     extra = 0.0
     if s.method == "qlora":
         again_share = _dequant_again_share(s, m, rc)
@@ -293,7 +339,7 @@ def _dequant_and_casts_s(s: Scenario, m: ModelSpec, gpu: GpuSpec, dtype: str, to
     if dtype == "fp8" and stack_for(s).torchao_float8:  # torchao's Float8Linear, compiled (.float8)
         # the per-op policy keeps no fp8 tensor: its backward casts every input again
         again = 1.0 if rc.selective else rc.layers
-        cast = torchao_cast_bytes(m, tokens, tp=s.tp, layers=1 / s.pp, again=again, fp8_weights=_fp8_gather(s))
+        cast = torchao_cast_bytes(m, tokens, tp=s.tp, layers=layers, again=again, fp8_weights=_fp8_gather(s))
         extra += cast / bandwidth(gpu)
         assumptions.append(f"torchao float8 linears (tensorwise, compiled): {cast / 2**30:.1f} GiB of casts per "
                            "micro-step; attention, norms and the output layer stay bf16")
@@ -303,7 +349,7 @@ def _dequant_and_casts_s(s: Scenario, m: ModelSpec, gpu: GpuSpec, dtype: str, to
         again_share = rc.layers if not rc.selective else tokens * sum(
             c * sum(lin.in_features for lin in layer.linears if lin.name in rc.linears[layer])
             for layer, c in m.layer_kinds()) / max(cast, 1)
-        extra += cast * (1 / s.pp) / s.tp * 3 / bandwidth(gpu) * (2 + again_share + (s.method == "full"))
+        extra += cast * layers / s.tp * 3 / bandwidth(gpu) * (2 + again_share + (s.method == "full"))
         assumptions.append(f"{dtype} on the linear layers only; attention (unless fp8_attention), norms and the "
                            "loss stay 16-bit")
     return extra
@@ -359,10 +405,10 @@ def _dequant_pass_s(s: Scenario, m: ModelSpec, gpu: GpuSpec, kern) -> float:
     return max(memory, issue) + modules * oh.BNB_DEQUANT_KERNELS * oh.GEMM_KERNEL_LATENCY_S
 
 
-def _host_s(s: Scenario, m: ModelSpec, tokens: int, kern, rest_again: float) -> tuple[float, bool]:
-    """The host's work of one micro-step in eager PyTorch (kernel launches, autograd, transformers' expert loop,
-    DeepSpeed ZeRO-3's module hooks), and whether those hooks run."""
-    share = 1 / s.pp
+def _host_s(s: Scenario, m: ModelSpec, tokens: int, kern, rest_again: float, stage: Stage) -> tuple[float, bool]:
+    """The host's work of one micro-step of a pipeline ``stage`` in eager PyTorch (kernel launches, autograd,
+    transformers' expert loop, DeepSpeed ZeRO-3's module hooks), and whether those hooks run."""
+    share = stage.layers
     layers_here = m.num_layers * share
     targets = lora_targets(s, m) if s.method != "full" else frozenset()
     n_lora = len({lin.name for layer, _ in m.layer_kinds() for lin in layer.linears if lin.name in targets})
@@ -414,30 +460,44 @@ class _Comms:
     def all_reduce_s(self, nbytes: float) -> float:
         return self.hier.all_reduce_s(nbytes) if self.hier else group_all_reduce_s(nbytes, self.ranks, *self.levels)
 
-    def context_parallel_s(self, tokens: int, work: _Micro) -> float:
+    def context_parallel_s(self, tokens: int, work: _Micro, stage: Stage) -> float:
         """Ring attention (TE p2p): cp-1 steps pass this rank's K and V chunk, overlapped with attention."""
         s, m, cp = self.s, self.m, self.s.cp
         if cp <= 1:
             return 0.0
         ring = self.intra if s.tp * cp <= max(s.num_gpus, self.gpu.nvlink_domain) else self.dp_link
         kv = 2 * tokens * 2 * max(m.num_kv_heads // s.tp, 1) * m.head_dim  # K and V of b·s/cp tokens, bf16
-        step_s = (cp - 1) * (kv / ring.bytes_per_s + ring.latency_s) * (m.num_layers * (1 / s.pp))
+        step_s = (cp - 1) * (kv / ring.bytes_per_s + ring.latency_s) * (m.num_layers * stage.layers)
         attn_fwd = work.attention / (work.attention_passes + 1)
         # forward passes K, V; the backward passes K, V and their gradients (twice the bytes)
         self.assumptions.append(f"context parallel {cp}: ring attention passes {(cp - 1)} K/V chunks of "
                                 f"{kv / 2**20:.1f} MiB per layer over {ring.label}, behind the attention it overlaps")
         return max(0.0, step_s - attn_fwd) + max(0.0, 2 * step_s - attn_fwd * oh.ATTENTION_BACKWARD_FLOP_RATIO)
 
-    def tensor_parallel_s(self, tokens: int) -> float:
-        """A re-run layer repeats its forward's 2 collectives; the per-op policy saves the reduce-scatters."""
+    def tensor_parallel_s(self, tokens: int, stage: Stage, work: _Micro) -> float:
+        """The part of the stage's tensor-parallel collectives no GEMM hides: 2 all-reduces' worth per layer in the
+        forward (sequence parallelism's all-gather and reduce-scatter move the same bytes), 2 in the backward, and a
+        re-run layer repeats its forward's (the per-op policy saves the reduce-scatters). By the stack's
+        :meth:`~gpuplan.stacks.Stack.tp_overlap`: ``none`` hides none; ``backward`` hides the backward's behind
+        the gradient GEMMs; ``userbuffers`` hides all of them behind the GEMMs they are pipelined with; a stack
+        not modelled by setting hides :data:`~gpuplan.overheads.TP_OVERLAP` of them."""
         s, m = self.s, self.m
         if s.tp <= 1:
             return 0.0
         rc = stack_for(s).recompute(s, m)
-        tp_again = 2 * (0.5 if rc.selective else rc.layers)
-        layers_here = m.num_layers * (1 / s.pp)
-        return layers_here * (4 + tp_again) * all_reduce_s(tokens * m.hidden_size * 2, s.tp, self.intra) \
-            * (1 - oh.TP_OVERLAP)
+        # Megatron's core_attn recompute re-runs attention alone, inside the layer's TP region: no collective
+        tp_again = 0.0 if rc.attention else 2 * (0.5 if rc.selective else rc.layers)
+        one = m.num_layers * stage.layers * all_reduce_s(tokens * m.hidden_size * 2, s.tp, self.intra)
+        forward, backward = (2 + tp_again) * one, 2 * one
+        gemm_backward = work.gemm * 2 / (3 + work.recompute)  # the backward's share of the GEMMs
+        overlap = stack_for(s).tp_overlap(s)
+        if overlap is None:
+            return (forward + backward) * (1 - oh.TP_OVERLAP)
+        if overlap == "none":
+            return forward + backward
+        if overlap == "backward":
+            return forward + max(0.0, backward - gemm_backward)
+        return max(0.0, forward + backward - work.gemm)
 
     def replicated_grads_s(self) -> float:
         """Megatron-Core sums the fp32 gradients of the weights every rank holds whole under sequence parallelism

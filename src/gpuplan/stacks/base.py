@@ -223,6 +223,12 @@ class Stack:
 
         return kernels(self.name, s, fused_stack=s.tp > 1 or s.precision.startswith(("fp8", "fp4")))
 
+    def tp_overlap(self, s: Scenario) -> str | None:
+        """What hides this stack's tensor-parallel collectives (``none``, ``backward``, ``userbuffers``: the
+        scenario field ``tp_overlap``); None: not modelled by setting, a fixed share of them hidden
+        (:data:`~gpuplan.overheads.TP_OVERLAP`)."""
+        return None
+
     def notes(self, s: Scenario) -> list[str]:
         return []
 

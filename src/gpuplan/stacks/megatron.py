@@ -286,6 +286,15 @@ class Megatron(Stack):
             return Recompute(linears={layer: frozenset() for layer, _ in m.layer_kinds()}, attention=True)
         return Recompute()
 
+    def tp_overlap(self, s: Scenario) -> str:
+        """``backward`` unless the scenario says: Megatron-Core's linears (Transformer Engine's ``Linear`` and
+        ``LayerNormLinear``; ``megatron/core/tensor_parallel/layers.py``
+        ``LinearWithGradAccumulationAndAsyncCommunication``) issue the backward's all-gather of the input and
+        reduce-scatter of its gradient asynchronously and run the gradient GEMMs meanwhile, while the forward waits
+        for its collectives unless ``tp_comm_overlap`` sets up Transformer Engine's userbuffers (``userbuffers``);
+        Megatron-LM before its ``--async-tensor-model-parallel-allreduce`` (2021) waited for every one (``none``)."""
+        return s.tp_overlap or "backward"
+
     def extras(self, s: Scenario, m: ModelSpec, shard: float) -> dict[str, float]:
         return {"cuBLAS workspace": oh.CUBLAS_WORKSPACE_GIB * oh.GIB}
 
