@@ -78,6 +78,7 @@ def test_preemption_in_closed_form_keeps_the_rule_one_request_at_a_time():
         st.output = prompt + generated + 5
         st.owed = st.output - generated
         st.prompting = int(np.count_nonzero(st.done[st.ra] < st.target[st.ra]))
+        st.engine = sim.Scheduler(kv_blocks=free, block_tokens=bt)  # (no SGLang reserve: vLLM's rule)
         have = st.done[st.ra]
         held_ra = st.held[st.ra]
         _, take, _, need, _ = sim._running_tokens(have, st.target[st.ra] - have, held_ra, budget, bt)

@@ -37,7 +37,9 @@ on the CPU while the GPU runs batch N. ``schedule_policy`` is simulated as ``fcf
 ``lpm`` orders the queue by cached prefix length, which is arrival order when every prompt shares one prefix.
 Not modelled: the admission reserve for the running requests' remaining output (``new_token_ratio``, 0.7 decaying
 to about 0.1, scaled by ``schedule_conservativeness``; the simulation admits by the prompt's tokens and retracts the
-newest request when the pool runs out, as SGLang does) and the page sizes above 1 of 2026 releases. Decode batches
+newest request when the pool runs out, as SGLang does: the rule is in the simulation, ``Scheduler.reserve_ratio``,
+but not switched on here until the host constants fitted on saturated runs are refitted with it, issue 31) and the
+page sizes above 1 of 2026 releases. Decode batches
 past ``cuda_graph_max_bs``, and prefill batches, run without CUDA graphs, each kernel launched from Python
 (:meth:`Sglang.timing`, :data:`~gpuplan.overheads.SGLANG_EAGER_LAUNCH_S`). ``--scheduler-recv-interval`` (new
 requests read every N decode steps) is simulated when a run sets it (``Scheduler.recv_interval``); the default, 1,
