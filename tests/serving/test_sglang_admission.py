@@ -3,13 +3,16 @@ add_one_req refuses a prompt when its whole uncached prompt plus its output clip
 least rem_total_tokens, the free pool less each running request's clipped remaining output x new_token_ratio;
 scheduler.py decays new_token_ratio every decode step and resets it when idle). Counted by hand on a step model
 whose every step takes 10 ms: a pool of 1,000 one-token pages, a 200-token prefill chunk, prefill first, two
-requests of a 100-token prompt and a 600-token output sent at once. (SGLang's profile does not switch the reserve
-on yet: engines/sglang.py's module docstring.)"""
+requests of a 100-token prompt and a 600-token output sent at once. SGLang's profile sets the reserve by release
+(engines/sglang.py new_token_ratios, read in the 0.3.0 to 0.5.19 wheels)."""
 
 from __future__ import annotations
 
 import numpy as np
+import pytest
 
+from gpuplan.engines import sglang
+from gpuplan.scenario import scenario_from
 from gpuplan.serving.simulate import Scheduler, simulate
 from gpuplan.serving.steptime import StepModel
 
@@ -43,3 +46,23 @@ def test_the_decaying_ratio_admits_the_second_prompt_once_the_reserve_shrinks():
     856 - 0.28 x 555 = 700.6 (> 700): admitted after 10 + 44 x 10 = 450 ms, first token at 460 ms. The ratio is
     by then too low: the pool runs out later and one request is retracted, as SGLang's would be."""
     assert _run(reserve_ratio=0.5, reserve_ratio_min=0.0, reserve_decay_steps=100) == (1, [10.0, 460.0])
+
+
+def test_sglangs_releases_set_the_reserve_they_ship():
+    """new_token_ratio as each release sets it: 0.3.0 (global_config.py) 0.7 falling by 0.001 a step to
+    base_min_new_token_ratio 0.1, 600 steps; from 0.3.5 (SGLANG_INIT_NEW_TOKEN_RATIO 0.7, SGLANG_MIN_NEW_TOKEN_RATIO_
+    FACTOR 0.14, 600 decay steps) 0.7 to 0.7 x 0.14 = 0.098; --enable-dp-attention scales schedule_conservativeness
+    by 0.3: 0.21 to 0.21 x 0.14 = 0.0294. scheduler_of hands them to the simulation."""
+    def ratios(**fields):
+        s = scenario_from({"task": "infer", "engine": "sglang", "model": "llama-3.1-8b", "gpu": "h100-sxm", **fields})
+        return sglang.new_token_ratios(s)
+
+    assert ratios(engine_version="0.3.0") == (0.7, 0.1)
+    assert ratios(engine_version="0.3.5.post2") == ratios(engine_version="0.5.12") == (0.7, 0.7 * 0.14)
+    assert ratios(engine_version="0.4.3.post2", attention_dp=True, tp=8, num_gpus=8) == pytest.approx((0.21, 0.0294))
+    sm = sglang.StartupMemory(total_gib=70, weights_gib=16, available_gib=54, mem_fraction_static=0.88, kv_tokens=1000,
+                              kv_pool_gib=1, chunked_prefill_size=8192, max_running_requests=2048, context_len=8192,
+                              new_token_ratio=0.21, min_new_token_ratio=0.0294)
+    settings = sglang.scheduler_of(sm)
+    assert (settings["reserve_ratio"], settings["reserve_ratio_min"], settings["reserve_decay_steps"]) == (0.21, 0.0294,
+                                                                                                          600)
