@@ -305,7 +305,7 @@ CAUSES = {
         "README states. Modelled: a scheduler per DP rank, fed round robin, the ranks stepping together "
         "(serving/simulate.py _Ranks; 0.4.3's halved chunk), the triton MLA decode streaming the latent cache once "
         "per 16 heads, the triton prompt attention (x 5.09 the absorbed figure) and the rest of the prompt path per "
-        "vendor (x 1.62 on CUDA from SGLang PR #3550's runs; x 2.29 on ROCm from PR #3237's bench_one_batch prefill "
+        "vendor (x 1.63 on CUDA from SGLang PR #3550's runs; x 2.29 on ROCm from PR #3237's bench_one_batch prefill "
         "on 8 MI300Xs, 0.838 s for 4 x 2,048 tokens where gpuplan said 0.427 s; session 11), none fitted on these "
         "rows: TTFT 36.6 % -> 7.0 % (MI300X -35..-43 % -> -8..+5 %), TPOT 14.7 % -> 15.2 %, E2E 14.4 % -> 13.3 %. "
         "SGLang's max_prefill_tokens (16,384; PrefillAdder.add_one_req up to 0.5.12 closes a batch at a prompt as long "
@@ -314,7 +314,7 @@ CAUSES = {
         "8,192 on the MI300Xs) fills first, and the pool reserve (new_token_ratio) is far from one rank's pool (385k "
         "tokens, <= 64k used). Session 12 (issue 31): SGLang's admission reserve switched on and the host and PR #3550 "
         "constants refitted with it (PR #3550's replay had retracted and recomputed requests 35 times; the prompt path "
-        "1.11 -> 1.62, triton 4.22 -> 5.09): TTFT 7.3 % -> 5.7 %, TPOT 15.2 % -> 13.0 %, E2E 13.3 % -> 11.5 %; "
+        "1.11 -> 1.63, triton 4.22 -> 5.09): TTFT 7.3 % -> 5.8 %, TPOT 15.2 % -> 12.9 %, E2E 13.3 % -> 11.5 %; "
         "the H200 "
         "from 32 requests -13..-17 % (was -26..-38 % from 16), at 8 requests +22 %. Shown, never fitted."),
     ("sglang_serving", "ix3173"): "InferenceX DeepSeek-R1 TTFT under SGLang: helper s8-ttft's this session.",

@@ -828,7 +828,7 @@ SGLANG_EARLY_DEEPSEEK_MOE_LAYER_S = {"NVIDIA": 353e-6, "AMD": 138e-6}
 # triton backend (10,526.88 and 2,679.07 total tokens/s); bench/data/sglang_prompt_runs.csv, replayed by
 # `sglang_serving.py --calibrate-prompts`. The two runs differ only in the prompt attention. With FlashInfer's taken
 # at gpuplan's multi-head figure (the assumption the fit rests on), the rest of the FlashInfer run's replay sets the
-# prompt path's GPU work other than attention at 1.62x gpuplan's (the unfused prompt path of those releases:
+# prompt path's GPU work other than attention at 1.63x gpuplan's (the unfused prompt path of those releases:
 # input_to_float8 torch ops, native YaRN rotary, shared experts apart, triton block-FP8 GEMMs), then the triton run's
 # sets the triton extend kernel's prompt attention at 5.09x gpuplan's absorbed figure (a prompt's first chunk, with
 # the radix cache off, multi-head at 320 / 1,088 of that). The triton backend is those releases' MLA default on
@@ -842,10 +842,12 @@ SGLANG_EARLY_DEEPSEEK_MOE_LAYER_S = {"NVIDIA": 353e-6, "AMD": 138e-6}
 # ROCm share, engines/rocm.py, is not applied to prompts). Refit with `sglang_serving.py --calibrate-prompts`.
 # Refitted when SGLang's admission reserve was switched on (issue 31, 2026-11-30: engines/sglang.py new_token_ratios):
 # the replay of PR #3550's FlashInfer run had retracted requests 35 times on the way and recomputed them (394.8 s of the
-# FlashInfer run at 1.11), which SGLang, whose PrefillAdder reserves the running outputs, does not; without that
-# recompute the prompt path's own cost is higher: 1.11 -> 1.62, triton 4.22 -> 5.09, AMD 2.35 -> 2.29 (its
+# FlashInfer run at 1.11), which SGLang does not: those runs' requests (bench_serving's ignore_eos, the radix cache
+# off) are admitted only when every running output fits whole (PrefillAdder.add_one_req_ignore_eos, serving/simulate.py
+# _fits_to_finish); without that recompute the prompt path's own cost is higher: 1.11 -> 1.63, triton 4.22 -> 5.09,
+# AMD 2.35 -> 2.29 (its
 # bench_one_batch step moves with the refitted host constants, the ROCm share 1.77 and the AMD layer constant).
-SGLANG_EARLY_PROMPT_SCALE = {"NVIDIA": 1.62, "AMD": 2.29}
+SGLANG_EARLY_PROMPT_SCALE = {"NVIDIA": 1.63, "AMD": 2.29}
 SGLANG_EARLY_TRITON_PROMPT_ATTENTION = 5.09
 # SGLang replays CUDA graphs for decode batches only (python/sglang/srt/model_executor/cuda_graph_runner.py
 # CudaGraphRunner.can_run: decode, idle and target-verify batches up to cuda_graph_max_bs); an extend (prefill) batch

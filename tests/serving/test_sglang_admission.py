@@ -20,8 +20,8 @@ FLAT = StepModel(grid_tokens=(1.0, 2.0), dense_s=(0.010, 0.010), lm_head_s=(0.0,
                  kv_s_per_token=0.0, step_host_s=0.0, seq_host_s=0.0)
 
 
-def _run(**reserve):
-    engine = Scheduler(kv_blocks=1_000, block_tokens=1, max_num_batched_tokens=200, mixed_prefill=False, **reserve)
+def _run(pool: int = 1_000, **reserve):
+    engine = Scheduler(kv_blocks=pool, block_tokens=1, max_num_batched_tokens=200, mixed_prefill=False, **reserve)
     out = simulate(FLAT, engine, np.zeros(2), np.full(2, 100), np.full(2, 600))
     return out.preemptions, [round(1e3 * x, 6) for x in out.ttft_s]
 
@@ -46,6 +46,17 @@ def test_the_decaying_ratio_admits_the_second_prompt_once_the_reserve_shrinks():
     856 - 0.28 x 555 = 700.6 (> 700): admitted after 10 + 44 x 10 = 450 ms, first token at 460 ms. The ratio is
     by then too low: the pool runs out later and one request is retracted, as SGLang's would be."""
     assert _run(reserve_ratio=0.5, reserve_ratio_min=0.0, reserve_decay_steps=100) == (1, [10.0, 460.0])
+
+
+def test_ignore_eos_without_the_radix_cache_reserves_every_output_whole():
+    """add_one_req_ignore_eos (0.3.5 to 0.4.x): sorted by the output they owe, the requests running when the i-th
+    finishes take the next one's tokens_left each. The first prompt: 1,000 - 100 - 600 x 1 = 300 > 0, admitted;
+    the second beside it: (1,000 - 100) - 100 - 600 x 2 = -400, refused, and while the first runs its own
+    600 x 2 stays the first term (the next one's, the second's whole output): it waits until the first finishes,
+    first token at 6,010 ms as under a fixed reserve. A pool of 1,500 holds both: 1,400 - 100 - 1,200 = 100 and
+    1,400 - 100 + 100 - 600 = 800, both admitted at once, and nothing is retracted."""
+    assert _run(reserve_whole_outputs=True) == (0, [10.0, 6010.0])
+    assert _run(1_500, reserve_whole_outputs=True) == (0, [10.0, 10.0])
 
 
 def test_sglangs_releases_set_the_reserve_they_ship():

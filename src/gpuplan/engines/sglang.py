@@ -38,11 +38,12 @@ on the CPU while the GPU runs batch N. ``schedule_policy`` is simulated as ``fcf
 A prompt is admitted only when its whole uncached prompt and its output (clipped to 4,096) fit what the pool
 leaves once each running request's remaining output x ``new_token_ratio`` is reserved (``PrefillAdder.add_one_req``;
 :func:`new_token_ratios`: 0.7 decaying over 600 decode steps to 0.098, x 0.3 under DP attention;
-``Scheduler.reserve_ratio``); when the pool still runs out the newest request is retracted, as SGLang does. Not
-modelled: ``add_one_req_ignore_eos``, which from 0.3.5 replaces that rule when the radix cache is off
-(``--disable-radix-cache``) and the request sets ``ignore_eos`` (bench_serving's default): there each
-``ignore_eos`` request's remaining output is reserved whole, and a prompt is admitted when the running requests,
-freed as they finish, leave room at every step; and the page sizes above 1 of 2026 releases. Decode batches
+``Scheduler.reserve_ratio``); when the pool still runs out the newest request is retracted, as SGLang does. From
+0.3.5, with the radix cache off (``--disable-radix-cache``) and requests that set ``ignore_eos`` (bench_serving's
+default), ``add_one_req_ignore_eos`` replaces that rule: every remaining output is reserved whole, and a prompt is
+admitted when the running requests, freed as they finish, leave room at every step (``Scheduler.
+reserve_whole_outputs``, which the bench sets for the runs launched so; gpuplan's plans keep the radix cache on).
+Not modelled: the page sizes above 1 of 2026 releases. Decode batches
 past ``cuda_graph_max_bs``, and prefill batches, run without CUDA graphs, each kernel launched from Python
 (:meth:`Sglang.timing`, :data:`~gpuplan.overheads.SGLANG_EAGER_LAUNCH_S`). ``--scheduler-recv-interval`` (new
 requests read every N decode steps) is simulated when a run sets it (``Scheduler.recv_interval``); the default, 1,

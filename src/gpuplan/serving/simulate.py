@@ -103,6 +103,9 @@ class Scheduler:
     reserve_ratio_min: float = 0.0
     reserve_decay_steps: int = 600
     output_clip: int = 4096
+    # SGLang's rule for ignore_eos requests when the radix cache is off (:func:`_fits_to_finish`), in place of the
+    # reserve above: every remaining output reserved whole, the running requests freed as they finish
+    reserve_whole_outputs: bool = False
 
 
 def vllm_scheduler(s, mem, *, chunked_prefill: bool | None = None, blocks: int | None = None) -> Scheduler:
@@ -686,7 +689,7 @@ def _timed(model: StepModel, st: _Engine, step: _Step, next_at: float, t: float,
         k = _decode_run(step.rem, have, st.held[idx], st.free, st.bt)
         if cap is not None:
             k = min(k, cap)
-        if k > 1 and st.waiting and st.ratio > st.engine.reserve_ratio_min:
+        if k > 1 and st.waiting and st.ratio > st.engine.reserve_ratio_min and not st.engine.reserve_whole_outputs:
             k = _steps_to_room(st, k)
     if k == 1:
         return 1, dt1, dt1
@@ -927,7 +930,10 @@ def _admit_waiting(st: _Engine, budget: int, admitted: list[int], takes: list[in
             owed += whole - need
         elif max(need, whole) + engine.admit_watermark_blocks > st.free:
             break
-        if engine.reserve_ratio:
+        if engine.reserve_whole_outputs:
+            if not _fits_to_finish(st, r, admitted):
+                break
+        elif engine.reserve_ratio:
             out = min(int(st.owed[r]), engine.output_clip)
             if want - have + out >= room:
                 break
@@ -1033,9 +1039,34 @@ def _prefill_ready(st: _Engine) -> bool:
     bt = engine.block_tokens
     need = -(-(have + take) // bt) - has
     whole = -(-want // bt) - has if engine.reserve_full_sequence else need
-    if engine.reserve_ratio and want - have + min(int(st.owed[r]), engine.output_clip) >= _output_room(st):
+    if engine.reserve_whole_outputs:
+        if not _fits_to_finish(st, r, []):
+            return False
+    elif engine.reserve_ratio and want - have + min(int(st.owed[r]), engine.output_clip) >= _output_room(st):
         return False
     return max(need, whole) + engine.admit_watermark_blocks <= st.free
+
+
+def _fits_to_finish(st: _Engine, r: int, admitted: list[int]) -> bool:
+    """SGLang's admission of an ``ignore_eos`` request with the radix cache off (sgl-project/sglang
+    ``python/sglang/srt/managers/schedule_policy.py`` ``PrefillAdder.add_one_req_ignore_eos``, 0.3.5 to 0.4.3.post2
+    read; ``add_one_req`` hands such requests to it): each running request, each one admitted to this batch and
+    ``r`` owe their whole remaining output (``tokens_left``, new_token_ratio 1.0 for ``ignore_eos``) and hold their
+    prompt and generated tokens (``tokens_occupied``); sorted by what they owe, the ``bs`` requests still running
+    when the i-th finishes take the next one's ``tokens_left`` each (``decode_steps``), which the free pool less
+    ``r``'s prompt (``cur_rem_tokens - len(origin_input_ids)``) plus what the ones before have freed must exceed.
+    (0.5 takes the i-th's own ``tokens_left`` and keeps one token a request back; not simulated.)"""
+    idx = np.concatenate([st.ra, np.asarray(admitted, dtype=st.ra.dtype), [r]])
+    left = st.owed[idx]
+    keep = left > 0
+    idx, left = idx[keep], left[keep]
+    order = np.argsort(left, kind="stable")
+    left = left[order].astype(np.int64)
+    occupied = (st.prompt[idx] + st.output[idx] - st.owed[idx])[order].astype(np.int64)
+    freed = np.concatenate([[0], np.cumsum(occupied)[:-1]])
+    steps = np.concatenate([left[1:], left[-1:]])
+    bs = len(left) - np.arange(len(left))
+    return bool(np.all(st.free - int(st.prompt[r]) + freed - steps * bs > 0))
 
 
 def _output_room(st: _Engine) -> float:
