@@ -296,9 +296,10 @@ def prompt_run_rows() -> list[str]:
     return out
 
 
-def calibrate(rows: list[dict], max_requests: int) -> dict[str, float]:
+def calibrate(rows: list[dict], max_requests: int, seq_s: float | None = None) -> dict[str, float]:
     """The five SGLang host constants from the calibration rows, in turn, twice over (each moves the others a
-    little; overheads.py says which row sets which)."""
+    little; overheads.py says which row sets which); with ``seq_s`` the per-sequence cost is held there (a sourced
+    value) and the other four are fitted around it."""
     online = next(r for r in rows if r["role"] == "calibration" and r["regime"] == "online")
     offline = next(r for r in rows if r["role"] == "calibration" and r["regime"] == "offline")
     tp = next(r for r in rows if r["role"] == "calibration" and int(r["tp"]) > 1)
@@ -307,7 +308,11 @@ def calibrate(rows: list[dict], max_requests: int) -> dict[str, float]:
         for _ in range(3):  # the TPOT gap per step; the per-sequence term moves with it
             gap = float(online["median_tpot_ms"]) / 1e3 - run(online, max_requests)["median_tpot_ms"] / 1e3
             oh.SGLANG_STEP_OVERHEAD_S = max(oh.SGLANG_STEP_OVERHEAD_S + gap, 0.0)
-            _bisect("SGLANG_HOST_S_PER_SEQ", 0.0, 400e-6, offline, "output_tokens_per_s", max_requests, rising=False)
+            if seq_s is None:
+                _bisect("SGLANG_HOST_S_PER_SEQ", 0.0, 400e-6, offline, "output_tokens_per_s", max_requests,
+                        rising=False)
+            else:
+                oh.SGLANG_HOST_S_PER_SEQ = seq_s
         oh.SGLANG_REQUEST_S = max(float(online["median_ttft_ms"]) / 1e3 - run(online, max_requests)["median_ttft_ms"]
                                   / 1e3, 0.0)
         # the all-reduce cost from the TP row's TPOT (TP 1 rows do not see it), the eager launch from its TTFT
@@ -333,15 +338,20 @@ def main() -> None:
     ap.add_argument("--max-requests", type=int, default=3000)
     ap.add_argument("--calibrate", action="store_true", help="refit the SGLang host constants from the calibration "
                     "rows and print them (copy them into src/gpuplan/overheads.py)")
+    ap.add_argument("--hold-seq-us", type=float, help="with --calibrate: hold SGLANG_HOST_S_PER_SEQ at this many "
+                    "microseconds (a sourced value) and fit the other four around it")
     ap.add_argument("--calibrate-prompts", action="store_true", help="refit the early releases' DeepSeek prompt "
                     "costs from SGLang PR #3550's runs and print them (copy them into src/gpuplan/overheads.py)")
     args = ap.parse_args()
+    if args.hold_seq_us is not None and not (args.calibrate and args.hold_seq_us >= 0):
+        ap.error("--hold-seq-us needs --calibrate and a value of 0 or more")
     if args.calibrate_prompts:
         print(calibrate_prompts())
         return
     rows = load_rows()
     if args.calibrate:
-        for name, value in calibrate(rows, args.max_requests).items():
+        for name, value in calibrate(rows, args.max_requests,
+                                               None if args.hold_seq_us is None else args.hold_seq_us * 1e-6).items():
             print(f"{name} = {value:.3g}")
         return
     t0 = time.perf_counter()
