@@ -308,17 +308,19 @@ CAUSES = {
         "DeepSeek-R1 on SGLang 0.4.3.post2 with DP attention (8x H200) and 0.4.2.post4 (8x MI300X), as dstack's "
         "README states. Modelled: a scheduler per DP rank, fed round robin, the ranks stepping together "
         "(serving/simulate.py _Ranks; 0.4.3's halved chunk), the triton MLA decode streaming the latent cache once "
-        "per 16 heads, the triton prompt attention (x 4.22 the absorbed figure) and the rest of the prompt path per "
-        "vendor (x 1.11 on CUDA from SGLang PR #3550's runs; x 2.35 on ROCm from PR #3237's bench_one_batch prefill "
+        "per 16 heads, the triton prompt attention (x 5.09 the absorbed figure) and the rest of the prompt path per "
+        "vendor (x 1.63 on CUDA from SGLang PR #3550's runs; x 2.29 on ROCm from PR #3237's bench_one_batch prefill "
         "on 8 MI300Xs, 0.838 s for 4 x 2,048 tokens where gpuplan said 0.427 s; session 11), none fitted on these "
         "rows: TTFT 36.6 % -> 7.0 % (MI300X -35..-43 % -> -8..+5 %), TPOT 14.7 % -> 15.2 %, E2E 14.4 % -> 13.3 %. "
         "SGLang's max_prefill_tokens (16,384; PrefillAdder.add_one_req up to 0.5.12 closes a batch at a prompt as long "
         "as what is left of it; now simulated, serving/simulate.py _closes_prefill_batch, which refitted PR #3550's "
         "constants 1.12 -> 1.11 and 4.24 -> 4.22) does not bind here: each rank's chunk (4,096 under DP attention, "
         "8,192 on the MI300Xs) fills first, and the pool reserve (new_token_ratio) is far from one rank's pool (385k "
-        "tokens, <= 64k used). Left: H200 from 16 requests (-26..-38 %), a wait for the prompt steps ahead; a slower "
-        "decode does not move it, and the time missing grows with the ranks prefilling in one step "
-        "(bench/results/sglang_serving.md). Shown, never fitted."),
+        "tokens, <= 64k used). Session 12 (issue 31): SGLang's admission reserve switched on and the host and PR #3550 "
+        "constants refitted with it (PR #3550's replay had retracted and recomputed requests 35 times; the prompt path "
+        "1.11 -> 1.63, triton 4.22 -> 5.09): TTFT 7.3 % -> 5.8 %, TPOT 15.2 % -> 12.9 %, E2E 13.3 % -> 11.5 %; "
+        "the H200 "
+        "from 32 requests -13..-17 % (was -26..-38 % from 16), at 8 requests +22 %. Shown, never fitted."),
     ("sglang_serving", "ix3173"): "InferenceX DeepSeek-R1 TTFT under SGLang: helper s8-ttft's this session.",
     ("sglang_serving", "ix3318"): (
         "InferenceX DeepSeek-R1 TTFT under SGLang 0.5.19 on MI325X (8k prompts, means). Not SGLang's prefill cap: "

@@ -759,9 +759,15 @@ VLLM_SSU_TUNED_FROM = (0, 23, 0)
 # step model took an eager step's launches whole past the decode graphs' cap (serving/steptime.py StepModel._launches,
 # 2026-11-30: they were interpolated between its grid's points, so a 300-token prompt step got part of them):
 # request 8.13 -> 8.24 ms, all-reduce 16.6 -> 16.4 us, eager launch 41.5 -> 36.6 us; step and sequence unchanged.
-SGLANG_STEP_OVERHEAD_S = 1.28e-3
-SGLANG_HOST_S_PER_SEQ = 22.0e-6
-SGLANG_REQUEST_S = 8.24e-3
+# Refitted when SGLang's admission reserve was switched on (issue 31, 2026-11-30: engines/sglang.py
+# new_token_ratios; the fit run to a fixed point, three passes within 1%): the offline calibration run had been
+# simulated retracting and recomputing requests, which SGLang's PrefillAdder (the running outputs reserved at
+# new_token_ratio) does not do; its batches are smaller now, so the per-sequence cost it leaves is larger: step
+# 1.28 -> 0.949 ms, sequence 22.0 -> 54.6 us, request 8.24 -> 8.48 ms, all-reduce 16.4 -> 14.8 us, eager launch
+# 36.6 -> 36.9 us.
+SGLANG_STEP_OVERHEAD_S = 0.949e-3
+SGLANG_HOST_S_PER_SEQ = 54.6e-6
+SGLANG_REQUEST_S = 8.48e-3
 # Of that, the serial part and what the TokenizerManager spends per streamed token (serving/simulate.py
 # _Frontend): SGLang's HTTP server and its TokenizerManager are one asyncio process
 # (python/sglang/srt/managers/tokenizer_manager.py: generate_request -> _tokenize_one_request, the tokenizer
@@ -776,7 +782,7 @@ SGLANG_FRONTEND_TOKEN_S = VLLM_V1_FRONTEND_TOKEN_S
 # the same README's Llama-3.1-70B on 4 H100s at 4 requests/s (its decode steps ran ~15% longer than the step model
 # of vLLM's current engine, whose TP 4 rows of bench/serving/serving_cases.yaml it matches; the H200 rows of
 # another source and release, 0.4.1, show the same gap and check it).
-SGLANG_ALL_REDUCE_S = 16.4e-6
+SGLANG_ALL_REDUCE_S = 14.8e-6
 # SGLang 0.5's DeepSeek-V3/R1 decode layer on CUDA under CUDA graphs, counted from sgl-project/sglang
 # python/sglang/srt/models/deepseek_v2.py (DeepseekV2AttentionMLA.forward_absorb_prepare and forward_absorb_core,
 # DeepseekV2MoE.forward_normal; the fused MoE's fused_experts_impl), GEMMs apart (each linear, the router's and
@@ -812,7 +818,10 @@ SGLANG_MLA_MOE_KERNELS_PER_LAYER = 16
 # one by one. Later releases (DeepGEMM, FA3 and FlashMLA backends, fused rotary and quantization) are timed
 # without it; none between 0.4.4 and 0.5 is measured here.
 SGLANG_EARLY_DEEPSEEK_UNTIL = (0, 4, 3)
-SGLANG_EARLY_DEEPSEEK_MOE_LAYER_S = {"NVIDIA": 349e-6, "AMD": 140e-6}
+# Refitted with the admission reserve's host refit (issue 31, 2026-11-30: all-reduce 16.4 -> 14.8 us takes the
+# batch-1 step without it to 12.54 ms: (33.01 - 12.54) / 58 = 353 us) and the ROCm share it moved (1.75 -> 1.77:
+# (38.50 - 24.29) / (58 x 1.77) = 138 us).
+SGLANG_EARLY_DEEPSEEK_MOE_LAYER_S = {"NVIDIA": 353e-6, "AMD": 138e-6}
 # The same releases' DeepSeek prompts (engines/sglang.py early_deepseek), fitted on neither serving row but on SGLang
 # pull request #3550 (2025-02-13, "feat: support flashinfer mla attention for deepseek v3": DeepSeek-V3 at TP 8 on
 # the SGLang team's 8 H200s, --disable-radix-cache, bench_serving random 32,000 in / 100 out at range ratio 0, 60
@@ -820,9 +829,9 @@ SGLANG_EARLY_DEEPSEEK_MOE_LAYER_S = {"NVIDIA": 349e-6, "AMD": 140e-6}
 # triton backend (10,526.88 and 2,679.07 total tokens/s); bench/data/sglang_prompt_runs.csv, replayed by
 # `sglang_serving.py --calibrate-prompts`. The two runs differ only in the prompt attention. With FlashInfer's taken
 # at gpuplan's multi-head figure (the assumption the fit rests on), the rest of the FlashInfer run's replay sets the
-# prompt path's GPU work other than attention at 1.11x gpuplan's (the unfused prompt path of those releases:
+# prompt path's GPU work other than attention at 1.63x gpuplan's (the unfused prompt path of those releases:
 # input_to_float8 torch ops, native YaRN rotary, shared experts apart, triton block-FP8 GEMMs), then the triton run's
-# sets the triton extend kernel's prompt attention at 4.22x gpuplan's absorbed figure (a prompt's first chunk, with
+# sets the triton extend kernel's prompt attention at 5.09x gpuplan's absorbed figure (a prompt's first chunk, with
 # the radix cache off, multi-head at 320 / 1,088 of that). The triton backend is those releases' MLA default on
 # every card (ROCm has no other), so the attention factor applies on CUDA and ROCm alike. The rest of the prompt path
 # is fitted per vendor, as the decode's layer cost above: on ROCm on the same pull request #3237 run that sets the
@@ -830,10 +839,17 @@ SGLANG_EARLY_DEEPSEEK_MOE_LAYER_S = {"NVIDIA": 349e-6, "AMD": 140e-6}
 # steps at the median 38.50 ms puts the prefill of 4 x 2,048 tokens, one extend batch without a radix cache, so
 # multi-head, on 8 MI300Xs at 0.838 s; the fused-decode run of the same comment gives 0.838 s too), where gpuplan's
 # at the CUDA build's 1.11 says 0.427 s: the ROCm build's prompt path (its triton block-FP8 GEMMs and fused MoE,
-# RCCL's all-reduces) at 2.35x gpuplan's MI300X figure, timed from the card's measured matmul rate (the decode's
+# RCCL's all-reduces) at 2.29x gpuplan's MI300X figure, timed from the card's measured matmul rate (the decode's
 # ROCm share, engines/rocm.py, is not applied to prompts). Refit with `sglang_serving.py --calibrate-prompts`.
-SGLANG_EARLY_PROMPT_SCALE = {"NVIDIA": 1.11, "AMD": 2.35}
-SGLANG_EARLY_TRITON_PROMPT_ATTENTION = 4.22
+# Refitted when SGLang's admission reserve was switched on (issue 31, 2026-11-30: engines/sglang.py new_token_ratios):
+# the replay of PR #3550's FlashInfer run had retracted requests 35 times on the way and recomputed them (394.8 s of the
+# FlashInfer run at 1.11), which SGLang does not: those runs' requests (bench_serving's ignore_eos, the radix cache
+# off) are admitted only when every running output fits whole (PrefillAdder.add_one_req_ignore_eos, serving/simulate.py
+# _fits_to_finish); without that recompute the prompt path's own cost is higher: 1.11 -> 1.63, triton 4.22 -> 5.09,
+# AMD 2.35 -> 2.29 (its
+# bench_one_batch step moves with the refitted host constants, the ROCm share 1.77 and the AMD layer constant).
+SGLANG_EARLY_PROMPT_SCALE = {"NVIDIA": 1.63, "AMD": 2.29}
+SGLANG_EARLY_TRITON_PROMPT_ATTENTION = 5.09
 # SGLang replays CUDA graphs for decode batches only (python/sglang/srt/model_executor/cuda_graph_runner.py
 # CudaGraphRunner.can_run: decode, idle and target-verify batches up to cuda_graph_max_bs); an extend (prefill) batch
 # runs model.forward eagerly (model_runner.py ModelRunner.forward_extend), each kernel launched from SGLang's Python
@@ -843,7 +859,7 @@ SGLANG_EARLY_TRITON_PROMPT_ATTENTION = 4.22
 # launches; eager PyTorch's 18 us, EAGER_OP_OVERHEAD_S, left it 8% short). The 2026 releases' piecewise CUDA graphs for
 # prefill (on by default from 0.5.10 without expert parallelism) replay such steps instead: engines/sglang.py
 # prefill_graphs.
-SGLANG_EAGER_LAUNCH_S = 36.6e-6
+SGLANG_EAGER_LAUNCH_S = 36.9e-6
 # What casting one fp8 element of SGLang's KV pool to bf16 costs, in bytes at the card's datasheet bandwidth
 # (engines/sglang.py prefill_graphs: the whole-pool cast of 0.5.10-0.5.12's trtllm_mla fallback). From the one run
 # that isolates the cast, SGLang issue #35291 (DeepSeek-R1 on 8 H200s, 4.8 TB/s; a 131,072-token fp8 pool; 61 MLA
@@ -892,11 +908,12 @@ INFINITY_FABRIC_EFFICIENCY = 0.75
 # error of the predicted AMD / NVIDIA TPOT ratio is zero (bench/serving/rocm_share.py; concurrency 8 and 32 held
 # out), each side replayed with its launch flags (MI325X: InferenceX's dsr1_fp8_mi325x.sh, --kv-cache-dtype fp8_e4m3
 # --mem-fraction-static 0.8). MI325X's 6.0 TB/s against H200's 4.8 decoded 1.7x slower at 4 requests: 2.1x per byte
-# of bandwidth. 1.70 (sessions 9-10) while the MI325X rows were replayed with a 16-bit pool at the default fraction;
+# of bandwidth. 1.75 until SGLang's admission reserve and the host refit with it (issue 31, session 12); 1.70
+# (sessions 9-10) while the MI325X rows were replayed with a 16-bit pool at the default fraction;
 # 1.67 before session 9's step-model changes; 1.90 before the SGLang DeepSeek kernel count and fused all-reduce
-ROCM_DECODE_SLOWDOWN = 1.75
-# ... and about the largest error of the AMD / NVIDIA TPOT ratio it gives on the MI325X rows (fitted -11% at 64
-# requests; held out +0% and +3%), added to each side of an AMD plan's band
+ROCM_DECODE_SLOWDOWN = 1.77
+# ... and about the largest error of the AMD / NVIDIA TPOT ratio it gives on the MI325X rows (fitted -10% at 64
+# requests; held out +0% and +4%), added to each side of an AMD plan's band
 ROCM_BAND = 0.11
 # Between nodes: Gbit/s per node. Defaults when the offer does not say: HGX/SXM nodes sold for multi-node run
 # one 200-400 Gb/s NIC per GPU (DGX A100: 8x 200 Gb/s HDR; DGX H100: 8x 400 Gb/s NDR); other cards get a
@@ -943,11 +960,11 @@ DECODE_BANDS: dict[tuple[str, str, str], tuple[float, float, int, str]] = {
                                  "Qwen3 0.6B/1.7B serving and decode runs (bench/results/bands.md)"),
     ("vllm", "MoE", "NVIDIA"): (-0.07, 0.04, 12, "Mixtral-8x7B, Qwen3-30B-A3B and Nemotron-3-Nano serving runs; no "
                                "DeepSeek or gpt-oss TPOT (bench/results/bands.md)"),
-    ("sglang", "dense", "NVIDIA"): (-0.11, 0.02, 4, "Llama-3.1 8B and 70B, SGLang 0.3-0.4 (bench/results/bands.md)"),
-    ("sglang", "MoE", "NVIDIA"): (-0.15, 0.16, 39, "DeepSeek-R1 on 8 H200, B200 or B300: InferenceX's SGLang 0.5 runs "
-                                  "-10% to +19%, dstack's 0.4.3.post2 runs with DP attention -13% to -24% "
+    ("sglang", "dense", "NVIDIA"): (-0.09, 0.02, 4, "Llama-3.1 8B and 70B, SGLang 0.3-0.4 (bench/results/bands.md)"),
+    ("sglang", "MoE", "NVIDIA"): (-0.13, 0.16, 39, "DeepSeek-R1 on 8 H200, B200 or B300: InferenceX's SGLang 0.5 runs "
+                                  "-10% to +19%, dstack's 0.4.3.post2 runs with DP attention -12% to -17% "
                                   "(bench/results/bands.md)"),
-    ("sglang", "MoE", "AMD"): (-0.04, 0.16, 8, "DeepSeek-R1 on 8 MI300X (dstack, SGLang 0.4.2.post4: -17% to +16%) "
+    ("sglang", "MoE", "AMD"): (-0.03, 0.16, 8, "DeepSeek-R1 on 8 MI300X (dstack, SGLang 0.4.2.post4: -15% to +16%) "
                                "and 8 MI325X (InferenceX, 0.5.19: +17% and +16%) (bench/results/bands.md)"),
     ("trtllm", "dense", "NVIDIA"): (-0.12, 0.08, 164, "NVIDIA's trtllm-bench tables, Llama 3.x 8B-405B "
                                     "(bench/results/bands.md)"),

@@ -35,9 +35,15 @@ cached one skip its prefill; ``page_size`` 1), and from v0.4.0 (the "zero-overhe
 v0.4 release post of 2024-12-04; ``--disable-overlap-schedule``) the overlap scheduler, which prepares batch N+1
 on the CPU while the GPU runs batch N. ``schedule_policy`` is simulated as ``fcfs`` (the launch file sets it):
 ``lpm`` orders the queue by cached prefix length, which is arrival order when every prompt shares one prefix.
-Not modelled: the admission reserve for the running requests' remaining output (``new_token_ratio``, 0.7 decaying
-to about 0.1, scaled by ``schedule_conservativeness``; the simulation admits by the prompt's tokens and retracts the
-newest request when the pool runs out, as SGLang does) and the page sizes above 1 of 2026 releases. Decode batches
+A prompt is admitted only when its whole uncached prompt and its output (clipped to 4,096) fit what the pool
+leaves once each running request's remaining output x ``new_token_ratio`` is reserved (``PrefillAdder.add_one_req``;
+:func:`new_token_ratios`: 0.7 decaying over 600 decode steps to 0.098, x 0.3 under DP attention;
+``Scheduler.reserve_ratio``); when the pool still runs out the newest request is retracted, as SGLang does. From
+0.3.5, with the radix cache off (``--disable-radix-cache``) and requests that set ``ignore_eos`` (bench_serving's
+default), ``add_one_req_ignore_eos`` replaces that rule: every remaining output is reserved whole, and a prompt is
+admitted when the running requests, freed as they finish, leave room at every step (``Scheduler.
+reserve_whole_outputs``, which the bench sets for the runs launched so; gpuplan's plans keep the radix cache on).
+Not modelled: the page sizes above 1 of 2026 releases. Decode batches
 past ``cuda_graph_max_bs``, and prefill batches, run without CUDA graphs, each kernel launched from Python
 (:meth:`Sglang.timing`, :data:`~gpuplan.overheads.SGLANG_EAGER_LAUNCH_S`). ``--scheduler-recv-interval`` (new
 requests read every N decode steps) is simulated when a run sets it (``Scheduler.recv_interval``); the default, 1,
@@ -96,6 +102,19 @@ DP_OVERLAP_FROM = (0, 4, 2)
 # read in the wheels, close it at a prompt as long as what is left of it)
 MAX_PREFILL_TOKENS = 16_384
 PREFILL_CAP_TAKES_LAST_FROM = (0, 5, 13)
+# new_token_ratio, the share of the running requests' remaining output PrefillAdder reserves:
+# SGLANG_INIT_NEW_TOKEN_RATIO 0.7 x schedule_conservativeness (1.0; x 0.3 under --enable-dp-attention, server_args.py
+# of 0.4.1 to 0.5.19), falling over SGLANG_NEW_TOKEN_RATIO_DECAY_STEPS (600) decode steps to
+# SGLANG_MIN_NEW_TOKEN_RATIO_FACTOR (0.14) of it (global_config.py 0.3.5 to 0.4.x, environ.py 0.5.x); releases
+# before MIN_RATIO_FACTOR_FROM (0.3.0 to 0.3.4.post2 read) fall by new_token_ratio_decay 0.001 a step to
+# base_min_new_token_ratio 0.1 x schedule_conservativeness, from init_new_token_ratio 0.7 unscaled
+# (global_config.py, managers/tp_worker.py): 600 steps from 0.7 to 0.1
+NEW_TOKEN_RATIO = 0.7
+MIN_NEW_TOKEN_RATIO_FACTOR = 0.14
+EARLY_MIN_NEW_TOKEN_RATIO = 0.1
+NEW_TOKEN_RATIO_DECAY_STEPS = 600
+DP_CONSERVATIVENESS = 0.3
+MIN_RATIO_FACTOR_FROM = (0, 3, 5)
 ALL_REDUCE_FUSION_ARCHS = frozenset({"DeepseekV3ForCausalLM", "GptOssForCausalLM", "Glm4MoeForCausalLM",
                                      "Qwen3MoeForCausalLM"})
 
@@ -162,6 +181,17 @@ def defaults(memory_mib: float, tp: int = 1, pp: int = 1, version: str | None = 
                     mem_fraction_static=round((memory_mib - reserve) / memory_mib, 3))
 
 
+def new_token_ratios(s: Scenario) -> tuple[float, float]:
+    """``init_new_token_ratio`` and ``min_new_token_ratio`` of ``s``'s release (``Scheduler.__init__``, sgl-project/
+    sglang ``python/sglang/srt/managers/scheduler.py``; ``tp_worker.py`` before 0.3.5): 0.7 x
+    ``schedule_conservativeness`` falling to 0.14 of it, where ``--enable-dp-attention`` scales the conservativeness
+    by 0.3 (``ServerArgs``); 0.7 falling to 0.1 before 0.3.5 (the constants above)."""
+    if version_tuple(s.engine_version or "0.5.3") < MIN_RATIO_FACTOR_FROM:
+        return NEW_TOKEN_RATIO, EARLY_MIN_NEW_TOKEN_RATIO
+    init = NEW_TOKEN_RATIO * (DP_CONSERVATIVENESS if s.attention_dp else 1.0)
+    return init, init * MIN_NEW_TOKEN_RATIO_FACTOR
+
+
 def chunk_size(s: Scenario, d: Defaults) -> int:
     """``--chunked-prefill-size``: the card's default, or -1 (``ServerArgs``: "Setting this to -1 means disabling
     chunked prefill") when the scenario turns chunked prefill off. Under DP attention releases up to 0.4.3 halve it
@@ -193,6 +223,8 @@ class StartupMemory:
     attention_ranks: int = 1  # DP attention ranks the figures above add up (:meth:`ranks`), each its own scheduler
     max_prefill_tokens: int = MAX_PREFILL_TOKENS  # the log's max_prefill_tokens (one rank's under DP attention)
     prefill_cap_takes_last: bool = False  # the release's rule for it (PREFILL_CAP_TAKES_LAST_FROM, scheduler_of)
+    new_token_ratio: float = NEW_TOKEN_RATIO  # init_new_token_ratio and min_new_token_ratio (:func:`new_token_ratios`)
+    min_new_token_ratio: float = NEW_TOKEN_RATIO * MIN_NEW_TOKEN_RATIO_FACTOR
 
     @property
     def reserve_gib(self) -> float:
@@ -230,10 +262,12 @@ def startup_memory(s: Scenario, m: ModelSpec, gpu: GpuSpec, *, mem_fraction_stat
     cell = cell_bytes(s, m)
     tokens = kv_tokens(available, total, mfs, cell)
     context = s.max_model_len or m.max_context or (s.prompt_tokens + s.output_tokens)
+    ratio, floor = new_token_ratios(s)
     return StartupMemory(total_gib=total, weights_gib=weights, available_gib=available, mem_fraction_static=mfs,
                          kv_tokens=tokens, kv_pool_gib=tokens * cell / GIB, chunked_prefill_size=chunk_size(s, d),
                          max_running_requests=max_running_requests(tokens, context), context_len=context,
                          cuda_graph_max_bs=d.cuda_graph_max_bs, card_gib=max(card, total),
+                         new_token_ratio=ratio, min_new_token_ratio=floor,
                          prefill_cap_takes_last=version_tuple(s.engine_version or "0.5.3")
                          >= PREFILL_CAP_TAKES_LAST_FROM)
 
@@ -298,14 +332,16 @@ def scheduler_of(sm: StartupMemory) -> dict:
     over its GPU's pool, chunk and request cap (``managers/data_parallel_controller.py``
     ``launch_dp_attention_schedulers``), fed round robin (``round_robin_scheduler``, the default
     ``load_balance_method``), and the ranks step together (:class:`gpuplan.serving.simulate.Scheduler`
-    ``attention_ranks``)."""
+    ``attention_ranks``). The admission reserve (``PrefillAdder.rem_total_tokens``) starts at ``new_token_ratio``
+    and falls to ``min_new_token_ratio`` (:func:`new_token_ratios`) over 600 decode steps."""
     n = max(sm.attention_ranks, 1)
     chunked = sm.chunked_prefill_size > 0
     budget = sm.chunked_prefill_size // n if chunked else max(sm.max_prefill_tokens, sm.context_len)
     return dict(kv_blocks=sm.kv_tokens // n, block_tokens=1, max_num_seqs=sm.max_running_requests // n,
                 max_num_batched_tokens=budget, chunked_prefill=chunked, mixed_prefill=sm.mixed_chunk,
                 attention_ranks=n, max_prefill_tokens=sm.max_prefill_tokens,
-                prefill_cap_takes_last=sm.prefill_cap_takes_last)
+                prefill_cap_takes_last=sm.prefill_cap_takes_last, reserve_ratio=sm.new_token_ratio,
+                reserve_ratio_min=sm.min_new_token_ratio, reserve_decay_steps=NEW_TOKEN_RATIO_DECAY_STEPS)
 
 
 class Sglang(Engine):

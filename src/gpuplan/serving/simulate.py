@@ -95,6 +95,17 @@ class Scheduler:
     # (:func:`_closes_prefill_batch`)
     max_prefill_tokens: int = 0
     prefill_cap_takes_last: bool = False
+    # SGLang's admission reserve (:func:`_output_room`): the running requests' remaining outputs (clipped to
+    # ``output_clip`` tokens) times ``new_token_ratio``, which starts at ``reserve_ratio`` (0: no reserve, vLLM and
+    # TensorRT-LLM), falls by ``(reserve_ratio - reserve_ratio_min) / reserve_decay_steps`` every decode step and
+    # is raised again by a retraction
+    reserve_ratio: float = 0.0
+    reserve_ratio_min: float = 0.0
+    reserve_decay_steps: int = 600
+    output_clip: int = 4096
+    # SGLang's rule for ignore_eos requests when the radix cache is off (:func:`_fits_to_finish`), in place of the
+    # reserve above: every remaining output reserved whole, the running requests freed as they finish
+    reserve_whole_outputs: bool = False
 
 
 def vllm_scheduler(s, mem, *, chunked_prefill: bool | None = None, blocks: int | None = None) -> Scheduler:
@@ -321,6 +332,7 @@ class _Engine:
         self.recv_counter = 0  # decode steps since the scheduler last polled (recv_interval: a poll is due)
         self.prompting = 0  # running requests with prompt tokens left (chunked prompts mid-way, or just admitted)
         self.preempt = 0
+        self.ratio = engine.reserve_ratio  # SGLang's new_token_ratio (:func:`_output_room`)
         self.gaps: TokenGaps | None = None  # the inter-token gaps, when kept
         self.peak = 0  # the most requests running at once
         self.too_big = np.ceil((prompt + output) / bt) > engine.kv_blocks
@@ -349,6 +361,10 @@ class _Engine:
         """Advance the poll counter (:meth:`receive`) by a step with prompts (a poll is due next) or ``k`` decode
         steps; each poll passed on the way, with nothing sent, zeroed it."""
         interval = self.engine.recv_interval
+        if self.ratio and not step.n_pre:  # SGLang's new_token_ratio decays each decode step
+            e = self.engine
+            decay = (e.reserve_ratio - e.reserve_ratio_min) / e.reserve_decay_steps
+            self.ratio = max(self.ratio - k * decay, e.reserve_ratio_min)
         if interval > 1:
             counter = interval if step.n_pre else self.recv_counter + k
             self.recv_counter = counter - (counter - 1) // interval * interval if counter > interval else counter
@@ -364,6 +380,8 @@ class _Engine:
         admitted (:func:`_admit_waiting`). None when nothing can run."""
         engine, ra, held = self.engine, self.ra, self.held
         budget = engine.max_num_batched_tokens
+        if not len(ra) and engine.reserve_ratio:  # SGLang idle: self_check_during_idle resets new_token_ratio
+            self.ratio = engine.reserve_ratio
         run_idx = run_take = left = pending = None
         first = 0  # the running requests scheduled are the first ``first`` ones, in order (None: others)
         if len(ra):
@@ -671,6 +689,8 @@ def _timed(model: StepModel, st: _Engine, step: _Step, next_at: float, t: float,
         k = _decode_run(step.rem, have, st.held[idx], st.free, st.bt)
         if cap is not None:
             k = min(k, cap)
+        if k > 1 and st.waiting and st.ratio > st.engine.reserve_ratio_min and not st.engine.reserve_whole_outputs:
+            k = _steps_to_room(st, k)
     if k == 1:
         return 1, dt1, dt1
     dt_mid = model.time(0.0, float(len(idx)), ctx + len(idx) * (k - 1) / 2)
@@ -891,6 +911,7 @@ def _admit_waiting(st: _Engine, budget: int, admitted: list[int], takes: list[in
     owed = _blocks_to_finish(st, st.ra) if engine.reserve_to_completion and waiting else 0
     # what the batch leaves of max_prefill_tokens: SGLang takes the batch's tokens out of both alike
     cap_left = budget - (engine.max_num_batched_tokens - engine.max_prefill_tokens)
+    room = _output_room(st) if engine.reserve_ratio else 0.0
     while waiting and budget > 0 and len(admitted) < seats:
         r = waiting[0]
         have, want, has = int(done[r]), int(target[r]), int(held[r])
@@ -909,6 +930,14 @@ def _admit_waiting(st: _Engine, budget: int, admitted: list[int], takes: list[in
             owed += whole - need
         elif max(need, whole) + engine.admit_watermark_blocks > st.free:
             break
+        if engine.reserve_whole_outputs:
+            if not _fits_to_finish(st, r, admitted):
+                break
+        elif engine.reserve_ratio:
+            out = min(int(st.owed[r]), engine.output_clip)
+            if want - have + out >= room:
+                break
+            room -= take + (out if take == want - have else 0)
         waiting.popleft()
         st.free -= need
         held[r] += need
@@ -1010,7 +1039,80 @@ def _prefill_ready(st: _Engine) -> bool:
     bt = engine.block_tokens
     need = -(-(have + take) // bt) - has
     whole = -(-want // bt) - has if engine.reserve_full_sequence else need
+    if engine.reserve_whole_outputs:
+        if not _fits_to_finish(st, r, []):
+            return False
+    elif engine.reserve_ratio and want - have + min(int(st.owed[r]), engine.output_clip) >= _output_room(st):
+        return False
     return max(need, whole) + engine.admit_watermark_blocks <= st.free
+
+
+def _fits_to_finish(st: _Engine, r: int, admitted: list[int]) -> bool:
+    """SGLang's admission of an ``ignore_eos`` request with the radix cache off (sgl-project/sglang
+    ``python/sglang/srt/managers/schedule_policy.py`` ``PrefillAdder.add_one_req_ignore_eos``, 0.3.5 to 0.4.3.post2
+    read; ``add_one_req`` hands such requests to it): each running request, each one admitted to this batch and
+    ``r`` owe their whole remaining output (``tokens_left``, new_token_ratio 1.0 for ``ignore_eos``) and hold their
+    prompt and generated tokens (``tokens_occupied``); sorted by what they owe, the ``bs`` requests still running
+    when the i-th finishes take the next one's ``tokens_left`` each (``decode_steps``), which the free pool less
+    ``r``'s prompt (``cur_rem_tokens - len(origin_input_ids)``) plus what the ones before have freed must exceed.
+    (0.5 takes the i-th's own ``tokens_left`` and keeps one token a request back; not simulated.)"""
+    idx = np.concatenate([st.ra, np.asarray(admitted, dtype=st.ra.dtype), [r]])
+    left = st.owed[idx]
+    keep = left > 0
+    idx, left = idx[keep], left[keep]
+    order = np.argsort(left, kind="stable")
+    left = left[order].astype(np.int64)
+    occupied = (st.prompt[idx] + st.output[idx] - st.owed[idx])[order].astype(np.int64)
+    freed = np.concatenate([[0], np.cumsum(occupied)[:-1]])
+    steps = np.concatenate([left[1:], left[-1:]])
+    bs = len(left) - np.arange(len(left))
+    return bool(np.all(st.free - int(st.prompt[r]) + freed - steps * bs > 0))
+
+
+def _output_room(st: _Engine) -> float:
+    """What SGLang's admission leaves of the free pool (sgl-project/sglang
+    ``python/sglang/srt/managers/schedule_policy.py`` ``PrefillAdder.rem_total_tokens``): the free tokens less each
+    running request's remaining output, clipped to ``CLIP_MAX_NEW_TOKENS`` (4,096) and times ``new_token_ratio``
+    (``_get_running_request_total_token_offset``). ``PrefillAdder.add_one_req`` admits a waiting prompt only when
+    its whole uncached prompt plus its clipped output is less than that (``total_tokens >= rem_total_tokens``:
+    ``NO_TOKEN``), and takes each admitted prompt's tokens (with its clipped output, once whole) out of it
+    (``_update_prefill_budget``). ``new_token_ratio`` (``scheduler.py``: ``init_new_token_ratio`` 0.7 x
+    ``schedule_conservativeness``, ``min_new_token_ratio`` 0.14 of it, ``new_token_ratio_decay`` over 600 decode
+    steps) falls each decode step (``update_running_batch``), is reset when the scheduler idles
+    (``self_check_during_idle``) and raised by a retraction (``ScheduleBatch.retract_decode``, :func:`_retracted`).
+    The radix cache's evictable tokens are not counted (the simulation keeps only the shared prefix)."""
+    ra, clip = st.ra, st.engine.output_clip
+    owed = int(_add(np.minimum(st.owed[ra], clip))) if len(ra) else 0
+    return st.free - owed * st.ratio
+
+
+def _steps_to_room(st: _Engine, k: int) -> int:
+    """The decode steps, at most ``k``, after which the first waiting request fits :func:`_output_room` as
+    ``new_token_ratio`` decays (each step the running requests take a token each and owe one less, and the ratio
+    falls by its decay), so that a decode run stops where SGLang's scheduler would admit it; ``k`` if it never does
+    within them (or the batch is full)."""
+    e, ra, r = st.engine, st.ra, st.waiting[0]
+    if len(ra) >= e.max_num_seqs:
+        return k
+    need = int(st.target[r] - st.done[r]) + min(int(st.owed[r]), e.output_clip)
+    owed = np.minimum(st.owed[ra], e.output_clip)
+    falling = int(np.count_nonzero(st.owed[ra] <= e.output_clip))  # clipped outputs stay at the clip
+    j = np.arange(1, k + 1)
+    ratio = np.maximum(st.ratio - j * (e.reserve_ratio - e.reserve_ratio_min) / e.reserve_decay_steps,
+                       e.reserve_ratio_min)
+    # (the first step's blocks are taken already, its token not yet emitted)
+    room = st.free - len(ra) * (j - 1) - ratio * (int(_add(owed)) - falling * j)
+    fits = np.flatnonzero(need < room)
+    return max(int(fits[0]) + 1, 1) if len(fits) else k
+
+
+def _retracted(st: _Engine) -> None:
+    """SGLang's ``new_token_ratio`` after a retraction (``ScheduleBatch.retract_decode``, sgl-project/sglang
+    ``python/sglang/srt/managers/schedule_batch.py``): the running requests' decoded tokens plus
+    ``RETRACT_DECODE_STEPS`` (20) each, over their ``max_new_tokens`` (+1), at most 1."""
+    ra, out = st.ra, st.output[st.ra]
+    decoded = int(_add(out - st.owed[ra])) if len(ra) else 0
+    st.ratio = min(1.0, (decoded + 20 * len(ra)) / (int(_add(out)) + 1 if len(ra) else 1))
 
 
 def _next_user(arrive: np.ndarray, ready: list[float], nxt: int) -> None:
@@ -1055,6 +1157,8 @@ def _schedule_with_preemption(st: _Engine, budget: int, take, need, held_ra) -> 
         st.waiting.extendleft(gone[::-1].tolist())
         st.ra = ra[:cut]
         st.preempt += len(gone)
+        if st.engine.reserve_ratio:
+            _retracted(st)
     if served:
         st.free -= int(s[served - 1])
         held[ra[:served]] = held_ra[:served] + need[:served]
