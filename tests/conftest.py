@@ -1,7 +1,12 @@
 """Shared fixtures. Tests marked ``sim`` need torch + transformers: on CI (``CI`` set) a missing install is
 an error, not a skip, so the oracle tests cannot silently stop running. A library a test compares against (through
 :func:`require`) must be the release constraints.txt pins, the one the suite was validated with; any other fails
-the test in one line (``GPUPLAN_ANY_VERSIONS=1``, as .ci/newest sets, runs the comparisons anyway)."""
+the test in one line (``GPUPLAN_ANY_VERSIONS=1``, as .ci/newest sets, runs the comparisons anyway).
+
+The suite runs on two processes (pytest-xdist, pyproject.toml's addopts ``-n 2 --dist loadgroup``; ``-n 0`` runs it
+in this one, for ``--pdb``): every worker collects the same tests (one sampling round, fixed by the controller), the
+tests that share a fixture their module makes once run in one worker (:func:`_group`), and each worker computes on
+one thread, so that the two never contend for the two cores."""
 
 from __future__ import annotations
 
@@ -19,6 +24,8 @@ from packaging.version import Version
 
 import sampling
 
+if os.environ.get("PYTEST_XDIST_WORKER"):  # before torch is imported: its thread pool reads it once
+    os.environ.setdefault("OMP_NUM_THREADS", "1")
 CONSTRAINTS = Path(__file__).resolve().parents[1] / "constraints.txt"
 
 
@@ -72,6 +79,13 @@ def check_version(distribution: str) -> None:
                     "(python .ci/lock)", pytrace=False)
 
 
+def pytest_configure(config):
+    """Fix this run's sampling round (tests/sampling.py) before pytest-xdist starts its workers, which inherit the
+    environment: every worker then samples the same tests, as xdist requires, also when the run crosses midnight."""
+    if not hasattr(config, "workerinput"):  # the controller, or a run in one process
+        os.environ.setdefault("GPUPLAN_SWEEP_SEED", str(sampling.sweep_round()))
+
+
 def pytest_report_header(config):
     return sampling.header()
 
@@ -80,6 +94,7 @@ def pytest_terminal_summary(terminalreporter):  # also under -q, which leaves th
     terminalreporter.write_line(sampling.header())
 
 
+@pytest.hookimpl(tryfirst=True)  # before pytest-xdist's own, which names the group in the test id
 def pytest_collection_modifyitems(config, items):
     try:
         import torch
@@ -91,6 +106,7 @@ def pytest_collection_modifyitems(config, items):
         if "gpu" in item.keywords and not has_cuda:
             item.add_marker(pytest.mark.skip(reason="needs a CUDA GPU"))
     _sample(config, items)
+    _group(items)
 
 
 def _sample(config, items):
@@ -116,6 +132,21 @@ def _sample(config, items):
         items[:] = [item for item in items if item.nodeid not in dropped]
 
 
+def _group(items):
+    """Under ``--dist loadgroup`` the two workers take the tests one by one, except the tests of one group, which
+    one worker runs: a test that takes a fixture its test module defines with a wider scope than the test (the
+    architecture sweep, a server, a browser, a virtual environment) joins that module's group, so that the fixture
+    is made once. A test marked ``xdist_group`` itself keeps its group."""
+    for item in items:
+        if item.get_closest_marker("xdist_group") is not None:
+            continue
+        info = getattr(item, "_fixtureinfo", None)
+        shared = {d.baseid for defs in (info.name2fixturedefs.values() if info else ()) for d in defs
+                  if d.scope != "function" and d.baseid.endswith(".py")}
+        if shared:
+            item.add_marker(pytest.mark.xdist_group(min(shared)))
+
+
 @pytest.fixture(autouse=True, scope="session")
 def _isolated_user_dirs(tmp_path_factory):
     """Tests never read or write the developer's own cache or configuration (refreshed prices, discounts)."""
@@ -129,6 +160,25 @@ def _isolated_user_dirs(tmp_path_factory):
             os.environ.pop(k, None)
         else:
             os.environ[k] = v
+
+
+@contextlib.contextmanager
+def one_at_a_time(lock: Path):
+    """Hold the file ``lock`` for the block (created if missing), so that the workers of a run (pytest-xdist) or two
+    runs making the same install in the user's cache take turns: the second finds it made. Without ``fcntl``
+    (Windows) the block runs unguarded."""
+    try:
+        import fcntl
+    except ImportError:
+        yield
+        return
+    lock.parent.mkdir(parents=True, exist_ok=True)
+    with lock.open("a") as handle:
+        fcntl.flock(handle, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(handle, fcntl.LOCK_UN)
 
 
 @contextlib.contextmanager

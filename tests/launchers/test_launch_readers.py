@@ -28,7 +28,7 @@ import pytest
 import yaml
 
 import gpuplan
-from conftest import read_trainer, require
+from conftest import one_at_a_time, read_trainer, require
 from gpuplan.launchers import launch_files, launch_plan, write
 from gpuplan.launchers.settings import LaunchOptions
 
@@ -291,14 +291,15 @@ def sky_python() -> str:
     root = Path(os.environ.get("GPUPLAN_TEST_CACHE", Path.home() / ".cache" / "gpuplan-tests"))
     venv = root / f"skypilot-{SKY_VERSION}"
     python = venv / "bin" / "python"
-    if not (venv / "ok").is_file():
-        root.mkdir(parents=True, exist_ok=True)
-        subprocess.run([sys.executable, "-m", "venv", "--clear", str(venv)], check=True, timeout=120)
-        proc = subprocess.run([str(python), "-m", "pip", "install", "-q", f"skypilot=={SKY_VERSION}"],
-                              capture_output=True, text=True, timeout=900)
-        if proc.returncode:
-            pytest.skip(f"{SKY_REASON}; installing it in its own environment failed: {proc.stderr.strip()[-300:]}")
-        (venv / "ok").write_text(SKY_VERSION)
+    with one_at_a_time(root / f"skypilot-{SKY_VERSION}.lock"):  # another worker may be making it
+        if not (venv / "ok").is_file():
+            subprocess.run([sys.executable, "-m", "venv", "--clear", str(venv)], check=True, timeout=120)
+            proc = subprocess.run([str(python), "-m", "pip", "install", "-q", f"skypilot=={SKY_VERSION}"],
+                                  capture_output=True, text=True, timeout=900)
+            if proc.returncode:
+                pytest.skip(f"{SKY_REASON}; installing it in its own environment failed: "
+                            f"{proc.stderr.strip()[-300:]}")
+            (venv / "ok").write_text(SKY_VERSION)
     return str(python)
 
 

@@ -29,7 +29,7 @@ import pytest
 from test_launch_readers import OPTIM, argv_of, sky_python, sky_read  # noqa: F401 (sky_python: a fixture)
 
 import gpuplan
-from conftest import require
+from conftest import one_at_a_time, require
 from gpuplan.launchers import launch_files, launch_plan, write
 from gpuplan.launchers import torchtitan as titan
 from gpuplan.launchers.settings import AXOLOTL_VERSION, UNSLOTH_VERSION, LaunchOptions
@@ -41,13 +41,16 @@ def cached_packages(name: str, requirements: list[str]) -> Path:
     when the install fails (PyPI out of reach)."""
     root = Path(os.environ.get("GPUPLAN_TEST_CACHE", Path.home() / ".cache" / "gpuplan-tests"))
     target = root / name
-    if not (target / "ok").is_file():
-        target.mkdir(parents=True, exist_ok=True)
-        proc = subprocess.run([sys.executable, "-m", "pip", "install", "-q", "--no-deps", "--upgrade", "--target",
-                               str(target), *requirements], capture_output=True, text=True, timeout=900)
-        if proc.returncode:
-            pytest.skip(f"cannot install {' '.join(requirements)} for the child process: {proc.stderr.strip()[-300:]}")
-        (target / "ok").write_text(" ".join(requirements))
+    with one_at_a_time(root / f"{name}.lock"):  # another worker may be installing it
+        if not (target / "ok").is_file():
+            target.mkdir(parents=True, exist_ok=True)
+            proc = subprocess.run([sys.executable, "-m", "pip", "install", "-q", "--no-deps", "--upgrade",
+                                   "--target", str(target), *requirements], capture_output=True, text=True,
+                                  timeout=900)
+            if proc.returncode:
+                pytest.skip(f"cannot install {' '.join(requirements)} for the child process: "
+                            f"{proc.stderr.strip()[-300:]}")
+            (target / "ok").write_text(" ".join(requirements))
     return target
 
 

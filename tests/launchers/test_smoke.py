@@ -21,6 +21,8 @@ from gpuplan.scenario import scenario_from
 
 pytest.importorskip("trl")
 pytest.importorskip("deepspeed")
+# one worker runs them in turn (pytest-xdist): accelerate's processes on one machine meet on port 29500
+pytestmark = pytest.mark.xdist_group("smoke")
 BASE = dict(model="qwen2.5-0.5b", task="train", method="full", gpu="l40s")
 
 
