@@ -38,6 +38,20 @@ def require(module: str):
     return imported
 
 
+def asked(client, path: str, body: dict, bound_s: float = 60.0):
+    """``client.post(path, json=body)`` asked as the web page asks: while the server answers 503 with a Retry-After
+    (a reader or worker process started cold past the 10 s deadline, as on a loaded machine or beside another xdist
+    worker), ask again after it, up to ``bound_s`` (the readers' own 60 s bound); any other answer is returned."""
+    import time
+
+    deadline = time.monotonic() + bound_s
+    while True:
+        r = client.post(path, json=body)
+        if r.status_code != 503 or "retry-after" not in r.headers or time.monotonic() > deadline:
+            return r
+        time.sleep(float(r.headers["retry-after"]))
+
+
 def step_timer_of(base: dict, **fields):
     """The serving step timer (:func:`gpuplan.speed.inference.step_timer`) of scenario ``base`` with ``fields``
     changed, resolved on its model and card as every plan is: the speed tests' ``timer``

@@ -7,11 +7,10 @@ sentence."""
 from __future__ import annotations
 
 import json
-import time
 
 import pytest
 
-from conftest import require
+from conftest import asked, require
 
 require("fastapi")
 require("httpx")
@@ -39,18 +38,6 @@ def upload(client, name: str, data: bytes, kind: str = "config"):
                        headers={"content-type": "application/octet-stream"})
 
 
-def estimate(client, body: dict):
-    """``/api/estimate`` asked as the page asks it: while the server answers 503 with "reading goes on" (a config
-    read past the 10 s deadline, as on a busy machine: the model's class is built on the meta device), ask again
-    after its Retry-After, up to the reader's 60 s bound."""
-    deadline = time.monotonic() + 60
-    while True:
-        r = client.post("/api/estimate", json=body)
-        if r.status_code != 503 or "reading goes on" not in r.text or time.monotonic() > deadline:
-            return r
-        time.sleep(float(r.headers.get("retry-after", 1)))
-
-
 @pytest.fixture(scope="module")
 def client():
     return TestClient(create_app(), base_url="http://127.0.0.1")
@@ -64,7 +51,7 @@ def test_an_uploaded_config_gives_the_cli_plan(client, tmp_path):
     assert r.status_code == 200, r.text
     ref = r.json()["ref"]
     assert ref.startswith("upload:") and ref.endswith("/config.json") and r.json()["name"] == "config.json"
-    web = estimate(client, {**SCENARIO, "model": ref})
+    web = asked(client, "/api/estimate", {**SCENARIO, "model": ref})
     assert web.status_code == 200, web.text
     plan = web.json()
     assert plan["model"]["params_total"] == PARAMS == 400_332_288
@@ -127,6 +114,6 @@ def test_remote_code_in_a_config_is_data(client):
     evil = {**CONFIG, "auto_map": {"AutoModelForCausalLM": "modeling_evil.EvilForCausalLM"},
             "model_type": "evil-llama"}
     ref = upload(client, "config.json", json.dumps(evil).encode()).json()["ref"]
-    r = estimate(client, {**SCENARIO, "model": ref})
+    r = asked(client, "/api/estimate", {**SCENARIO, "model": ref})
     assert r.status_code == 200, r.text
     assert r.json()["model"]["params_total"] == PARAMS

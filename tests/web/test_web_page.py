@@ -93,6 +93,7 @@ def page(browser):
     # the page's CSP forbids eval; Playwright's wait_for_function needs it in the test only
     context = browser.new_context(viewport={"width": 1360, "height": 1000}, bypass_csp=True)
     page = context.new_page()
+    page.set_default_timeout(60_000)  # a loaded machine (CI's two xdist workers) answers slower; a hang still fails
     errors: list[str] = []
     page.on("pageerror", lambda e: errors.append(str(e)))
     yield page
@@ -101,7 +102,7 @@ def page(browser):
 
 
 def settle(page) -> None:
-    page.wait_for_function(SETTLED, timeout=30_000)
+    page.wait_for_function(SETTLED, timeout=60_000)
 
 
 def fill(page, values: dict) -> None:
@@ -218,7 +219,7 @@ def test_nothing_is_fetched_from_elsewhere(server, page):
     page.goto(server + "/")
     settle(page)
     page.goto(server + "/docs")
-    page.wait_for_selector(".swagger-ui .info", timeout=30_000)
+    page.wait_for_selector(".swagger-ui .info", timeout=60_000)
     assert "gpuplan" in page.text_content(".swagger-ui .info")
     page.goto(server + "/accuracy#accuracy-against-published-measurements")
     assert page.locator("#accuracy-against-published-measurements").count() == 1
@@ -466,6 +467,7 @@ def test_on_a_phone_the_verdict_comes_first(server, browser):
     context = browser.new_context(viewport=PHONE, is_mobile=True, has_touch=True, device_scale_factor=3,
                                   bypass_csp=True)
     page = context.new_page()
+    page.set_default_timeout(60_000)  # a loaded machine (CI's two xdist workers) answers slower; a hang still fails
     errors: list[str] = []
     page.on("pageerror", lambda e: errors.append(str(e)))
     fields = {"model": "qwen3-8b", "task": "train", "method": "qlora", "gpu": "rtx-4090"}
