@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import math
+import sys
 
 import pytest
 
@@ -204,3 +205,63 @@ def test_a_local_encoder_decoder_is_said_counted_by_transformers_at_its_own_rele
     spec = encoders.model_spec("whisper-medium", config)
     assert spec.params_total == 763_857_920  # openai/whisper-medium, WhisperForConditionalGeneration on meta
     assert spec.counted_by == f"the real classes on the meta device (transformers {metadata.version('transformers')})"
+
+
+# ---- a pipeline folder of any shape (session 12's fuzzing: diffusers configs were read by no validator) ----------
+SD15 = "stable-diffusion-v1-5/stable-diffusion-v1-5"
+
+
+def write_pipeline(root, index: dict | None = None, **configs: dict):
+    """SD 1.5's bundled pipeline as a local folder (``model_index.json`` and each ``<name>/config.json``), with
+    ``index`` entries and component config keys changed."""
+    data = json.loads(diffusers.bundled_pipelines()[SD15].read_text(encoding="utf-8"))
+    folder = root / "pipe"
+    folder.mkdir()
+    (folder / "model_index.json").write_text(json.dumps({**data["model_index"], **(index or {})}))
+    for name, config in data["configs"].items():
+        (folder / name).mkdir()
+        (folder / name / "config.json").write_text(json.dumps({**config, **configs.get(name, {})}))
+    return folder
+
+
+def refusal(folder) -> str:
+    with pytest.raises(GpuplanError) as err:
+        load_model(str(folder))
+    assert not isinstance(err.value, NotADecoder), err.value.spec
+    message = str(err.value)
+    assert message and "\n" not in message
+    return message
+
+
+@pytest.mark.parametrize("index, said", [
+    ({"unet": [1, 2]}, "'unet' must be [library, class name]"),  # AttributeError: 'int' has no endswith
+    ({"unet": [None, "UNet2DConditionModel"]}, "must be [library, class name]"),  # import_module(None)
+    ({"unet": ["diffusers", ["UNet2DConditionModel"]]}, "must be [library, class name]"),
+    ({"_class_name": ["x"]}, "_class_name must be the pipeline's class name"),  # TypeError: unhashable list
+    ({"../vae": ["diffusers", "AutoencoderKL"]}, "a component's name is a plain name"),  # read ../vae/config.json
+])
+def test_a_model_index_entry_of_another_shape_is_refused_in_one_sentence(tmp_path, index, said):
+    """Each of these ended in a traceback (or read a config.json outside the pipeline's folder), for `gpuplan
+    model`, `estimate` and the page alike: ``gpuplan model ./pipe`` with model_index.json's ``"unet": [1, 2]``."""
+    assert said in refusal(write_pipeline(tmp_path, index))
+
+
+def test_a_class_from_another_library_is_refused_and_that_library_is_not_imported(tmp_path, monkeypatch):
+    """``"unet": ["this", "UNet2DConditionModel"]`` imported the module ``this`` (any module a config named, with
+    what its import does) before saying it had no such class."""
+    monkeypatch.delitem(sys.modules, "this", raising=False)
+    message = refusal(write_pipeline(tmp_path, {"unet": ["this", "UNet2DConditionModel"]}))
+    assert "UNet2DConditionModel is a diffusers class" in message and "this" not in sys.modules
+    other = tmp_path / "other"
+    other.mkdir()
+    message = refusal(write_pipeline(other, {"text_encoder": ["diffusers", "CLIPTextModel"]}))
+    assert "CLIPTextModel is a transformers class" in message
+
+
+def test_a_bad_pipeline_folder_is_exit_2_on_the_command_line(tmp_path, capsys):
+    from gpuplan.cli import run
+
+    folder = write_pipeline(tmp_path, {"unet": [1, 2]})
+    assert run(["estimate", "--model", str(folder), "--task", "infer", "--gpu", "l4"]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("error: ") and err.count("\n") == 1 and "Traceback" not in err

@@ -22,12 +22,13 @@ from __future__ import annotations
 import contextlib
 import json
 import math
+import re
 from functools import cache
 from importlib import resources
 from pathlib import Path
 from typing import Any
 
-from ..errors import GpuplanError, normalize_name
+from ..errors import GpuplanError, echo, normalize_name
 from .families import diffusers_class
 from .module import Component, ModuleSpec
 
@@ -85,16 +86,42 @@ def refuse_class(cls: str, where: str) -> GpuplanError:
 
 
 def role_of(library: str, cls: str, where: str) -> str:
-    if cls in DENOISERS:
-        return "denoiser"
-    if cls in VAES:
-        return "vae"
-    if cls in TEXT_ENCODERS:
-        return "text_encoder"
+    """A component's role by its class, from the library that defines it: diffusers' denoisers and VAEs,
+    transformers' text encoders. A class named with another library is refused, so that no module a config names
+    is imported but these two (diffusers' ``pipeline_loading_utils.LOADABLE_CLASSES`` loads each from its own)."""
+    roles = {**dict.fromkeys(DENOISERS, ("denoiser", "diffusers")), **dict.fromkeys(VAES, ("vae", "diffusers")),
+             **dict.fromkeys(TEXT_ENCODERS, ("text_encoder", "transformers"))}
+    if cls in roles:
+        role, home = roles[cls]
+        if library != home:
+            raise GpuplanError(f"{where} names {cls} from the library {echo(library)}, but {cls} is a {home} "
+                               f"class: write [\"{home}\", \"{cls}\"] in model_index.json")
+        return role
     if library == "transformers":
         raise GpuplanError(f"{where} uses the transformers class {cls} as a text encoder, which gpuplan does not "
                            f"model (it knows {', '.join(TEXT_ENCODERS)})")
     raise refuse_class(cls, where)
+
+
+# a component's key in model_index.json is an attribute of the pipeline and the name of its folder
+COMPONENT_KEY = re.compile(r"[A-Za-z_][A-Za-z0-9_]{0,99}")
+
+
+def component_entry(name: str, key: Any, entry: Any) -> tuple[str, str] | None:
+    """``model_index.json``'s entry for ``key`` as (library, class), None where it names no component (a
+    ``_`` key, a value that is no pair, a component left out as ``[null, null]``); a pair that is not two names,
+    or a key that is no plain name (it is a folder: ``../x`` would climb out of the pipeline's), is refused."""
+    if not isinstance(key, str) or key.startswith("_") or not isinstance(entry, list):
+        return None
+    if len(entry) == 2 and entry[1] is None:
+        return None
+    if len(entry) != 2 or not all(isinstance(x, str) and x.strip() for x in entry):
+        raise GpuplanError(f"{name}: model_index.json's {echo(key)} must be [library, class name], as "
+                           f"[\"diffusers\", \"AutoencoderKL\"], got {echo(entry)}")
+    if not COMPONENT_KEY.fullmatch(key):
+        raise GpuplanError(f"{name}: model_index.json names a component {echo(key)}; a component's name is a plain "
+                           "name (letters, digits, _), the folder of its config.json beside model_index.json")
+    return entry[0], entry[1]
 
 
 def pipeline_spec(name: str, model_index: dict[str, Any], configs: dict[str, dict[str, Any]], *,
@@ -102,11 +129,15 @@ def pipeline_spec(name: str, model_index: dict[str, Any], configs: dict[str, dic
     """The spec of a pipeline: its model components (tokenizers, schedulers and feature extractors hold no
     weights; a safety checker is left out, with a note), counted exactly."""
     pipeline = model_index.get("_class_name") or "pipeline"
+    if not isinstance(pipeline, str):
+        raise GpuplanError(f"{name}: model_index.json's _class_name must be the pipeline's class name, as "
+                           f"\"StableDiffusionPipeline\", got {echo(pipeline)}")
     components, notes = [], []
     for key, entry in model_index.items():
-        if key.startswith("_") or not isinstance(entry, list) or len(entry) != 2 or entry[1] is None:
+        pair = component_entry(name, key, entry)
+        if pair is None:
             continue
-        library, cls = entry
+        library, cls = pair
         if cls.endswith(("Tokenizer", "TokenizerFast", "Scheduler", "ImageProcessor", "FeatureExtractor")):
             continue
         if key in ("safety_checker", "feature_extractor", "image_encoder"):
@@ -206,9 +237,8 @@ def read_pipeline_folder(folder: Path, name: str) -> ModuleSpec:
     index = read_json(folder / "model_index.json")
     configs = {}
     for key, entry in index.items():
-        path = folder / key / "config.json"
-        if not key.startswith("_") and isinstance(entry, list) and path.is_file():
-            configs[key] = read_json(path)
+        if component_entry(name, key, entry) is not None and (folder / key / "config.json").is_file():
+            configs[key] = read_json(folder / key / "config.json")
     return pipeline_spec(name, index, configs)
 
 
