@@ -258,6 +258,19 @@ def test_a_class_from_another_library_is_refused_and_that_library_is_not_importe
     assert "CLIPTextModel is a transformers class" in message
 
 
+@pytest.mark.parametrize("component, change, library", [
+    ("unet", {"block_out_channels": [-320, 640, 1280, 1280]}, "diffusers"),  # RuntimeError: negative dimension
+    ("unet", {"attention_head_dim": 0}, "diffusers"),  # ZeroDivisionError in diffusers' Attention
+    ("unet", {"block_out_channels": [10**9] * 4}, "diffusers"),  # RuntimeError: storage size overflowed
+    ("text_encoder", {"hidden_size": -4}, "transformers"),
+])
+def test_a_config_its_class_cannot_be_built_from_is_refused_in_one_sentence(tmp_path, component, change, library):
+    require("diffusers")
+    require("transformers")
+    message = refusal(write_pipeline(tmp_path, **{component: change}))
+    assert f"{library} " in message and "cannot build the" in message and f"pipe's {component}/config.json" in message
+
+
 def test_a_bad_pipeline_folder_is_exit_2_on_the_command_line(tmp_path, capsys):
     from gpuplan.cli import run
 

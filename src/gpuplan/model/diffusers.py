@@ -150,7 +150,7 @@ def pipeline_spec(name: str, model_index: dict[str, Any], configs: dict[str, dic
         config = configs[key]
         count = (params or {}).get(key)
         if count is None:
-            count = count_params(library, cls, config)
+            count = count_params(library, cls, config, where=f"{name}'s {key}/config.json")
         components.append(Component(name=key, role=role, library=library, cls=cls, config=config, params=count,
                                     dtype=str(config.get("torch_dtype") or "float32")))
     if not any(c.role == "denoiser" for c in components):
@@ -171,7 +171,7 @@ def component_spec(name: str, config: dict[str, Any]) -> ModuleSpec:
     key = "transformer" if cls != "UNet2DConditionModel" else "unet"
     known = bundled_count(config)
     component = Component(name=key, role=role, library="diffusers", cls=cls, config=config,
-                          params=known if known is not None else count_params("diffusers", cls, config))
+                          params=known if known is not None else count_params("diffusers", cls, config, where=name))
     pipeline = {"UNet2DConditionModel": "StableDiffusionXLPipeline" if config.get("addition_embed_type") == "text_time"
                 else "StableDiffusionPipeline", "SD3Transformer2DModel": "StableDiffusion3Pipeline",
                 "FluxTransformer2DModel": "FluxPipeline"}[cls]
@@ -271,8 +271,10 @@ def library(name: str):
                            f"'gpuplan[{extra}]' (torch first: pip install torch==2.13.0)") from None
 
 
-def build(library_name: str, cls: str, config: dict[str, Any], dtype: str = "bfloat16"):
-    """The component's real class built from its config on the meta device, in ``dtype``."""
+def build(library_name: str, cls: str, config: dict[str, Any], dtype: str = "bfloat16", where: str = "the config"):
+    """The component's real class built from its config on the meta device, in ``dtype``; a config the class
+    cannot be built from (a negative or zero size, a wrong type: whatever the library raises) is refused in one
+    sentence naming ``where``, as :func:`gpuplan.model.trace.build` words a decoder's."""
     import torch
 
     from .record import silent_stderr
@@ -283,17 +285,23 @@ def build(library_name: str, cls: str, config: dict[str, Any], dtype: str = "bfl
     if not known:
         raise GpuplanError(f"{library_name} has no class {cls} (the config names it): upgrade {library_name}, or "
                            "pass a config of a class it has")
-    with silent_stderr(), torch.device("meta"):
-        if library_name == "diffusers":
-            module = getattr(lib, cls).from_config({k: v for k, v in config.items() if k != "_class_name"})
-        else:
-            clean = {k: v for k, v in config.items() if k not in ("architectures", "torch_dtype", "dtype")}
-            module = getattr(lib, cls)(lib.AutoConfig.for_model(**clean))
-        return module.to(getattr(torch, dtype))
+    try:
+        with silent_stderr(), torch.device("meta"):
+            if library_name == "diffusers":
+                module = getattr(lib, cls).from_config({k: v for k, v in config.items() if k != "_class_name"})
+            else:
+                clean = {k: v for k, v in config.items() if k not in ("architectures", "torch_dtype", "dtype")}
+                module = getattr(lib, cls)(lib.AutoConfig.for_model(**clean))
+            return module.to(getattr(torch, dtype))
+    except Exception as err:  # the library's own checks and arithmetic on the config's values, in one sentence
+        lines = str(err).strip().splitlines()
+        raise GpuplanError(f"{library_name} {getattr(lib, '__version__', '?')} cannot build the {cls} of {where} "
+                           f"({type(err).__name__}: {(lines[0] if lines else '')[:200]}); fix the config's sizes "
+                           "or pass the model's original config") from None
 
 
-def count_params(library_name: str, cls: str, config: dict[str, Any]) -> int:
-    return sum(p.numel() for p in build(library_name, cls, config).parameters())
+def count_params(library_name: str, cls: str, config: dict[str, Any], where: str = "the config") -> int:
+    return sum(p.numel() for p in build(library_name, cls, config, where=where).parameters())
 
 
 # ---- what to record -----------------------------------------------------------------------------------------------

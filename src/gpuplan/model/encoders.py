@@ -99,8 +99,9 @@ def model_spec(name: str, config: dict[str, Any], *, params: int | None = None, 
     cls = class_of(config)
     if params is None:
         params = bundled_count(config)
-    component = Component(name="model", role="model", library="transformers", cls=cls, config=config,
-                          params=params if params is not None else count_params("transformers", cls, config),
+    if params is None:
+        params = count_params("transformers", cls, config, where=name)
+    component = Component(name="model", role="model", library="transformers", cls=cls, config=config, params=params,
                           dtype=str(config.get("torch_dtype") or config.get("dtype") or "float32"))
     return ModuleSpec(name=name, kind=kind, family=str(config["model_type"]), components=(component,),
                       defaults=defaults(config), counted_by=counted_by or counted_by_library("transformers"),
