@@ -258,6 +258,16 @@ def test_a_class_from_another_library_is_refused_and_that_library_is_not_importe
     assert "CLIPTextModel is a transformers class" in message
 
 
+@pytest.mark.parametrize("size", [-8, 64.5, [64, 96], 10**12, "64", 0])
+def test_a_sample_size_the_pipeline_cannot_make_is_refused(tmp_path, size):
+    """A UNet's sample_size x 8 is the pipeline's default resolution, which every plan then took: -8 planned
+    images of -64 pixels (a plan that "fits"), 10**12 a plan of 2e20 GiB, 64.5 was cut to 64, a list raised
+    TypeError. The scenario's own resolution takes sides of 64-8192 pixels; the default now must too."""
+    require("diffusers")
+    message = refusal(write_pipeline(tmp_path, unet={"sample_size": size}))
+    assert "sample_size" in message and "64-8192 pixels" in message
+
+
 @pytest.mark.parametrize("component, change, library", [
     ("unet", {"block_out_channels": [-320, 640, 1280, 1280]}, "diffusers"),  # RuntimeError: negative dimension
     ("unet", {"attention_head_dim": 0}, "diffusers"),  # ZeroDivisionError in diffusers' Attention

@@ -48,6 +48,9 @@ PIPELINES = {
     "FluxPipeline": {"steps": 28, "cfg": False, "t5_tokens": 512},
 }
 CLIP_TOKENS = 77
+# an image side the plans take (pixels; the scenario's resolution and a pipeline's default alike): latents are 8x
+# smaller and the transformers cut them into 2x2 patches, so a side is a multiple of 16
+SIDE_PIXELS, SIDE_STEP = (64, 8192), 16
 
 
 def _data() -> Path:
@@ -200,15 +203,28 @@ def defaults(pipeline: str, components) -> dict[str, Any]:
     embedding is schnell: 4 steps, 256 T5 tokens; the resolution is the denoiser's ``sample_size`` x 8)."""
     den = next(c for c in components if c.role == "denoiser")
     out = dict(PIPELINES.get(pipeline, {"steps": 50, "cfg": True}))
-    if den.cls == "FluxTransformer2DModel":
-        resolution = 1024
-        if not den.config.get("guidance_embeds", True):
-            out.update(steps=4, t5_tokens=256)
-    else:
-        resolution = 8 * int(den.config.get("sample_size") or 128)
-    out["resolution"] = resolution
+    if den.cls == "FluxTransformer2DModel" and not den.config.get("guidance_embeds", True):
+        out.update(steps=4, t5_tokens=256)
+    out["resolution"] = default_resolution(den)
     out["text_tokens"] = text_tokens(den, out)
     return out
+
+
+def default_resolution(den: Component) -> int:
+    """The image side a pipeline makes by default: FLUX.1's 1024 (``FluxPipeline.__call__``: ``height = height or
+    self.default_sample_size * self.vae_scale_factor``, 128 x 8); the others' denoiser ``sample_size`` x 8
+    (``StableDiffusionPipeline.__call__``: ``self.unet.config.sample_size * self.vae_scale_factor``), 128 when the
+    config has none. A sample_size that is no whole number, or gives a side the plans do not take
+    (:data:`SIDE_PIXELS`, :data:`SIDE_STEP`), is refused: it would be the resolution of every plan."""
+    if den.cls == "FluxTransformer2DModel":
+        return 1024
+    size = den.config.get("sample_size", 128)
+    low, high = SIDE_PIXELS
+    if isinstance(size, bool) or not isinstance(size, int) or not (low <= 8 * size <= high) or (8 * size) % SIDE_STEP:
+        raise GpuplanError(f"the {den.cls}'s sample_size {echo(size)} is not a latent side the pipeline can make "
+                           f"(a whole number of {low // 8}-{high // 8}, even: images of {low}-{high} pixels, 8x its "
+                           "sample_size); fix the config")
+    return 8 * size
 
 
 def text_tokens(denoiser: Component, defaults: dict[str, Any]) -> int:
