@@ -28,7 +28,7 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
-from ..errors import GpuplanError, echo, normalize_name
+from ..errors import GpuplanError, echo, echo_value, normalize_name
 from .families import diffusers_class
 from .module import Component, ModuleSpec
 
@@ -221,9 +221,9 @@ def default_resolution(den: Component) -> int:
     size = den.config.get("sample_size", 128)
     low, high = SIDE_PIXELS
     if isinstance(size, bool) or not isinstance(size, int) or not (low <= 8 * size <= high) or (8 * size) % SIDE_STEP:
-        raise GpuplanError(f"the {den.cls}'s sample_size {echo(size)} is not a latent side the pipeline can make "
-                           f"(a whole number of {low // 8}-{high // 8}, even: images of {low}-{high} pixels, 8x its "
-                           "sample_size); fix the config")
+        raise GpuplanError(f"the {den.name} ({den.cls})'s sample_size {echo_value(size)} is not a latent side the "
+                           f"pipeline can make (a whole number of {low // 8}-{high // 8}, even: images of {low}-{high} "
+                           "pixels, 8x its sample_size); fix the config")
     return 8 * size
 
 
@@ -310,10 +310,10 @@ def build(library_name: str, cls: str, config: dict[str, Any], dtype: str = "bfl
                 module = getattr(lib, cls)(lib.AutoConfig.for_model(**clean))
             return module.to(getattr(torch, dtype))
     except Exception as err:  # the library's own checks and arithmetic on the config's values, in one sentence
-        lines = str(err).strip().splitlines()
+        said = " ".join(line.strip() for line in str(err).splitlines() if line.strip())  # pydantic's: two lines
         raise GpuplanError(f"{library_name} {getattr(lib, '__version__', '?')} cannot build the {cls} of {where} "
-                           f"({type(err).__name__}: {(lines[0] if lines else '')[:200]}); fix the config's sizes "
-                           "or pass the model's original config") from None
+                           f"({type(err).__name__}: {said[:240]}); fix the config's sizes or pass the model's "
+                           "original config") from None
 
 
 def count_params(library_name: str, cls: str, config: dict[str, Any], where: str = "the config") -> int:
