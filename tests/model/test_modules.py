@@ -288,3 +288,40 @@ def test_a_bad_pipeline_folder_is_exit_2_on_the_command_line(tmp_path, capsys):
     assert run(["estimate", "--model", str(folder), "--task", "infer", "--gpu", "l4"]) == 2
     err = capsys.readouterr().err
     assert err.startswith("error: ") and err.count("\n") == 1 and "Traceback" not in err
+
+
+def write_encoder(root, repo: str, **changes):
+    config = {**json.loads(encoders.bundled_models()[repo].read_text(encoding="utf-8"))["config"], **changes}
+    path = root / "config.json"
+    path.write_text(json.dumps(config))
+    return path
+
+
+@pytest.mark.parametrize("repo, change, said", [
+    ("openai/whisper-small", {"max_source_positions": 0}, "max_source_positions must be between 1"),  # 0 frames
+    ("openai/whisper-small", {"num_mel_bins": 0}, "num_mel_bins must be between 1"),
+    ("google/flan-t5-base", {"d_model": 0}, "d_model must be between 1"),  # counted as 768 parameters
+    ("google/flan-t5-base", {"num_heads": 0}, "num_heads must be between 1"),
+    ("google/flan-t5-base", {"vocab_size": "32128"}, "vocab_size must be a number, got '32128'; write it without"),
+    ("facebook/bart-large", {"max_position_embeddings": 10**12}, "max_position_embeddings must be between 1"),
+    ("google/vit-base-patch16-224", {"patch_size": 1000}, "patch_size 1000 is larger than image_size 224"),
+    ("google/vit-base-patch16-224", {"image_size": [224, 160]}, "gpuplan models square images"),
+    ("openai/clip-vit-large-patch14", {"vision_config": {"image_size": -1}}, "(vision_config): image_size must be"),
+])
+def test_an_encoder_config_is_checked_at_the_door_as_a_decoder_s_is(tmp_path, repo, change, said):
+    """Session 12's fuzzing: an encoder's or encoder-decoder's config went to transformers unchecked, and what
+    transformers built was planned: Whisper with max_source_positions 0 (no audio frames), a T5 of d_model 0 counted
+    as 768 parameters, a ViT whose one patch is larger than its image (no patch at all); a ViT's square
+    ``image_size`` written as [224, 224] was a TypeError in defaults(). The decoder's checks (model/validate.py)
+    now read them too, with their families' own sizes (validate.ENCODER_POSITIVE)."""
+    with pytest.raises(GpuplanError) as err:
+        load_model(str(write_encoder(tmp_path, repo, **change)))
+    assert not isinstance(err.value, NotADecoder), err.value.spec
+    assert said in str(err.value) and "\n" not in str(err.value)
+
+
+def test_a_square_image_size_as_a_pair_is_read_as_its_side(tmp_path):
+    with pytest.raises(NotADecoder) as found:
+        load_model(str(write_encoder(tmp_path, "google/vit-base-patch16-224", image_size=[224, 224])))
+    assert found.value.spec.defaults == {"image_size": 224, "patch_size": 16}
+    assert found.value.spec.params_total == encoders.bundled_model("google/vit-base-patch16-224").params_total
