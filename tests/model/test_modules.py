@@ -325,3 +325,24 @@ def test_a_square_image_size_as_a_pair_is_read_as_its_side(tmp_path):
         load_model(str(write_encoder(tmp_path, "google/vit-base-patch16-224", image_size=[224, 224])))
     assert found.value.spec.defaults == {"image_size": 224, "patch_size": 16}
     assert found.value.spec.params_total == encoders.bundled_model("google/vit-base-patch16-224").params_total
+
+
+def test_a_bundled_pipeline_copied_into_a_folder_is_counted_without_diffusers(tmp_path, monkeypatch):
+    """A local copy of SD 1.5 (a snapshot's folder) was counted again by diffusers on the meta device: 7 s, and a
+    refusal without the diffusion extra; each component equal to a bundled one (of the same class) now takes its
+    bundled count, as a bare denoiser's config already did."""
+    monkeypatch.setitem(sys.modules, "diffusers", None)  # `import diffusers` raises ImportError
+    with pytest.raises(NotADecoder) as found:
+        load_model(str(write_pipeline(tmp_path)))
+    spec, bundled = found.value.spec, diffusers.bundled_pipeline(SD15)
+    assert {c.name: c.params for c in spec.components} == {c.name: c.params for c in bundled.components}
+    assert spec.params_total == 1_066_235_307
+
+
+def test_a_bundled_count_is_taken_only_for_the_same_class():
+    """SDXL's second text encoder's config built as CLIPTextModel (no projection) is not CLIPTextModelWithProjection's
+    bundled count."""
+    data = json.loads(diffusers.bundled_pipelines()["stabilityai/stable-diffusion-xl-base-1.0"].read_text())
+    config = data["configs"]["text_encoder_2"]
+    assert diffusers.bundled_count(config, "CLIPTextModelWithProjection") == 694_659_840
+    assert diffusers.bundled_count(config, "CLIPTextModel") is None

@@ -152,6 +152,8 @@ def pipeline_spec(name: str, model_index: dict[str, Any], configs: dict[str, dic
         role = role_of(library, cls, f"{name}'s {key}")
         config = configs[key]
         count = (params or {}).get(key)
+        if count is None:  # a bundled pipeline's component copied into a folder: its count, without diffusers
+            count = bundled_count(config, cls)
         if count is None:
             count = count_params(library, cls, config, where=f"{name}'s {key}/config.json")
         components.append(Component(name=key, role=role, library=library, cls=cls, config=config, params=count,
@@ -185,15 +187,18 @@ def component_spec(name: str, config: dict[str, Any]) -> ModuleSpec:
                              "to count them",))
 
 
-def bundled_count(config: dict[str, Any]) -> int | None:
-    """The bundled count of a component whose config equals one of the bundled pipelines' (``_`` keys aside)."""
+def bundled_count(config: dict[str, Any], cls: str | None = None) -> int | None:
+    """The bundled count of a component whose config equals one of the bundled pipelines' (``_`` keys aside), of
+    class ``cls`` when given (a text encoder's config names none: CLIP-G's is built as CLIPTextModelWithProjection,
+    whose projection another class would not count)."""
     def clean(c):
         return {k: v for k, v in c.items() if not k.startswith("_") or k == "_class_name"}
 
     for path in bundled_pipelines().values():
         data = json.loads(path.read_text(encoding="utf-8"))
         for key, other in data["configs"].items():
-            if clean(other) == clean(config) and key in (data.get("params") or {}):
+            same = cls is None or data["model_index"].get(key, [None, None])[1] == cls
+            if same and clean(other) == clean(config) and key in (data.get("params") or {}):
                 return data["params"][key]
     return None
 
