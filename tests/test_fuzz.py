@@ -340,6 +340,72 @@ def test_any_config_json_is_read_or_refused_in_a_sentence(tmp_path_factory, chan
         assert str(err) and "\n" not in str(err).strip()
 
 
+# ---- pipeline folders and encoder configs (session 12: read by no validator before) ---------------------------------
+ENCODERS = ["openai/whisper-small", "google/flan-t5-base", "google/vit-base-patch16-224", "facebook/bart-large"]
+ENCODER_KEYS = ["d_model", "encoder_layers", "decoder_layers", "max_source_positions", "max_target_positions",
+                "num_mel_bins", "vocab_size", "num_heads", "d_kv", "d_ff", "num_layers", "image_size", "patch_size",
+                "hidden_size", "num_attention_heads", "num_hidden_layers", "max_position_embeddings", "model_type",
+                "architectures", "torch_dtype", "encoder_attention_heads", "num_channels"]
+NAMES = st.sampled_from(["diffusers", "transformers", "this", "UNet2DConditionModel", "AutoencoderKL", "CLIPTextModel",
+                         "AutoencoderTiny", "PNDMScheduler", "", "../x"])
+INDEX_VALUES = st.one_of(JSON_VALUES, st.lists(NAMES, min_size=2, max_size=2), st.lists(NAMES, max_size=3))
+PIPELINE_KEYS = {"unet": ["sample_size", "block_out_channels", "attention_head_dim", "in_channels",
+                          "cross_attention_dim", "layers_per_block", "_class_name"],
+                 "vae": ["latent_channels", "block_out_channels", "down_block_types", "_class_name"],
+                 "text_encoder": ["hidden_size", "num_attention_heads", "num_hidden_layers", "vocab_size"]}
+
+
+def spec_or_refusal(path: Path):
+    """The module ``path`` holds, counted (never planned: a config not bundled is recorded on fake tensors, minutes),
+    or None when it is refused in one sentence; nothing else may come out."""
+    from gpuplan.model.kinds import NotADecoder
+
+    try:
+        gpuplan.load_model(str(path))
+    except NotADecoder as found:
+        return found.spec
+    except GpuplanError as err:
+        assert str(err) and "\n" not in str(err).strip(), str(err)
+        return None
+    pytest.fail(f"{path} was read as a decoder LLM")
+
+
+@fuzz_settings(30)
+@given(st.sampled_from(ENCODERS), st.dictionaries(st.sampled_from(ENCODER_KEYS), CONFIG_VALUES, min_size=1,
+                                                  max_size=2))
+def test_any_encoder_config_is_counted_or_refused_in_a_sentence(tmp_path_factory, repo, changes):
+    from gpuplan.model import encoders
+
+    config = {**json.loads(encoders.bundled_models()[repo].read_text(encoding="utf-8"))["config"], **changes}
+    path = tmp_path_factory.mktemp("enc") / "config.json"
+    path.write_text(json.dumps(config, allow_nan=True))
+    spec = spec_or_refusal(path)
+    if spec is not None:
+        assert spec.params_total > 0 and all(isinstance(v, int) and v > 0 for v in spec.defaults.values()), spec
+
+
+@fuzz_settings(12)
+@given(st.dictionaries(st.sampled_from(["unet", "vae", "text_encoder", "_class_name", "scheduler", "../vae"]),
+                       INDEX_VALUES, max_size=2),
+       st.sampled_from([(c, k) for c, keys in PIPELINE_KEYS.items() for k in keys]), CONFIG_VALUES)
+def test_any_pipeline_folder_is_counted_or_refused_in_a_sentence(tmp_path_factory, index, where, value):
+    """SD 1.5's bundled pipeline as a folder, with model_index.json entries and one component's key changed."""
+    from gpuplan.model import diffusers
+
+    data = json.loads(diffusers.bundled_pipelines()["stable-diffusion-v1-5/stable-diffusion-v1-5"].read_text())
+    folder = tmp_path_factory.mktemp("pipe")
+    (folder / "model_index.json").write_text(json.dumps({**data["model_index"], **index}, allow_nan=True))
+    for name, config in data["configs"].items():
+        (folder / name).mkdir()
+        changed = {**config, where[1]: value} if name == where[0] else config
+        (folder / name / "config.json").write_text(json.dumps(changed, allow_nan=True))
+    spec = spec_or_refusal(folder)
+    if spec is not None:
+        side = spec.defaults["resolution"]
+        assert spec.params_total > 0 and 64 <= side <= 8192 and side % 16 == 0, spec.defaults
+        assert all(c.params > 0 for c in spec.components), spec.components
+
+
 def answer(args: list[str]):
     """The JSON a valid command prints; it must succeed and pass the oracle."""
     code, out, err, exc = runner.cli_in_process([*args, "--json"])

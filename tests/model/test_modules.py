@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import math
+import sys
 
 import pytest
 
@@ -204,3 +205,144 @@ def test_a_local_encoder_decoder_is_said_counted_by_transformers_at_its_own_rele
     spec = encoders.model_spec("whisper-medium", config)
     assert spec.params_total == 763_857_920  # openai/whisper-medium, WhisperForConditionalGeneration on meta
     assert spec.counted_by == f"the real classes on the meta device (transformers {metadata.version('transformers')})"
+
+
+# ---- a pipeline folder of any shape (session 12's fuzzing: diffusers configs were read by no validator) ----------
+SD15 = "stable-diffusion-v1-5/stable-diffusion-v1-5"
+
+
+def write_pipeline(root, index: dict | None = None, **configs: dict):
+    """SD 1.5's bundled pipeline as a local folder (``model_index.json`` and each ``<name>/config.json``), with
+    ``index`` entries and component config keys changed."""
+    data = json.loads(diffusers.bundled_pipelines()[SD15].read_text(encoding="utf-8"))
+    folder = root / "pipe"
+    folder.mkdir()
+    (folder / "model_index.json").write_text(json.dumps({**data["model_index"], **(index or {})}))
+    for name, config in data["configs"].items():
+        (folder / name).mkdir()
+        (folder / name / "config.json").write_text(json.dumps({**config, **configs.get(name, {})}))
+    return folder
+
+
+def refusal(folder) -> str:
+    with pytest.raises(GpuplanError) as err:
+        load_model(str(folder))
+    assert not isinstance(err.value, NotADecoder), err.value.spec
+    message = str(err.value)
+    assert message and "\n" not in message
+    return message
+
+
+@pytest.mark.parametrize("index, said", [
+    ({"unet": [1, 2]}, "'unet' must be [library, class name]"),  # AttributeError: 'int' has no endswith
+    ({"unet": [None, "UNet2DConditionModel"]}, "must be [library, class name]"),  # import_module(None)
+    ({"unet": ["diffusers", ["UNet2DConditionModel"]]}, "must be [library, class name]"),
+    ({"_class_name": ["x"]}, "_class_name must be the pipeline's class name"),  # TypeError: unhashable list
+    ({"../vae": ["diffusers", "AutoencoderKL"]}, "a component's name is a plain name"),  # read ../vae/config.json
+])
+def test_a_model_index_entry_of_another_shape_is_refused_in_one_sentence(tmp_path, index, said):
+    """Each of these ended in a traceback (or read a config.json outside the pipeline's folder), for `gpuplan
+    model`, `estimate` and the page alike: ``gpuplan model ./pipe`` with model_index.json's ``"unet": [1, 2]``."""
+    assert said in refusal(write_pipeline(tmp_path, index))
+
+
+def test_a_class_from_another_library_is_refused_and_that_library_is_not_imported(tmp_path, monkeypatch):
+    """``"unet": ["this", "UNet2DConditionModel"]`` imported the module ``this`` (any module a config named, with
+    what its import does) before saying it had no such class."""
+    monkeypatch.delitem(sys.modules, "this", raising=False)
+    message = refusal(write_pipeline(tmp_path, {"unet": ["this", "UNet2DConditionModel"]}))
+    assert "UNet2DConditionModel is a diffusers class" in message and "this" not in sys.modules
+    other = tmp_path / "other"
+    other.mkdir()
+    message = refusal(write_pipeline(other, {"text_encoder": ["diffusers", "CLIPTextModel"]}))
+    assert "CLIPTextModel is a transformers class" in message
+
+
+@pytest.mark.parametrize("size", [-8, 64.5, [64, 96], 10**12, "64", 0])
+def test_a_sample_size_the_pipeline_cannot_make_is_refused(tmp_path, size):
+    """A UNet's sample_size x 8 is the pipeline's default resolution, which every plan then took: -8 planned
+    images of -64 pixels (a plan that "fits"), 10**12 a plan of 2e20 GiB, 64.5 was cut to 64, a list raised
+    TypeError. The scenario's own resolution takes sides of 64-8192 pixels; the default now must too."""
+    require("diffusers")
+    message = refusal(write_pipeline(tmp_path, unet={"sample_size": size}))
+    assert "sample_size" in message and "64-8192 pixels" in message
+
+
+@pytest.mark.parametrize("component, change, library", [
+    ("unet", {"block_out_channels": [-320, 640, 1280, 1280]}, "diffusers"),  # RuntimeError: negative dimension
+    ("unet", {"attention_head_dim": 0}, "diffusers"),  # ZeroDivisionError in diffusers' Attention
+    ("unet", {"block_out_channels": [10**9] * 4}, "diffusers"),  # RuntimeError: storage size overflowed
+    ("text_encoder", {"hidden_size": -4}, "transformers"),
+])
+def test_a_config_its_class_cannot_be_built_from_is_refused_in_one_sentence(tmp_path, component, change, library):
+    require("diffusers")
+    require("transformers")
+    message = refusal(write_pipeline(tmp_path, **{component: change}))
+    assert f"{library} " in message and "cannot build the" in message and f"pipe's {component}/config.json" in message
+
+
+def test_a_bad_pipeline_folder_is_exit_2_on_the_command_line(tmp_path, capsys):
+    from gpuplan.cli import run
+
+    folder = write_pipeline(tmp_path, {"unet": [1, 2]})
+    assert run(["estimate", "--model", str(folder), "--task", "infer", "--gpu", "l4"]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("error: ") and err.count("\n") == 1 and "Traceback" not in err
+
+
+def write_encoder(root, repo: str, **changes):
+    config = {**json.loads(encoders.bundled_models()[repo].read_text(encoding="utf-8"))["config"], **changes}
+    path = root / "config.json"
+    path.write_text(json.dumps(config))
+    return path
+
+
+@pytest.mark.parametrize("repo, change, said", [
+    ("openai/whisper-small", {"max_source_positions": 0}, "max_source_positions must be between 1"),  # 0 frames
+    ("openai/whisper-small", {"num_mel_bins": 0}, "num_mel_bins must be between 1"),
+    ("google/flan-t5-base", {"d_model": 0}, "d_model must be between 1"),  # counted as 768 parameters
+    ("google/flan-t5-base", {"num_heads": 0}, "num_heads must be between 1"),
+    ("google/flan-t5-base", {"vocab_size": "32128"}, "vocab_size must be a number, got '32128'; write it without"),
+    ("facebook/bart-large", {"max_position_embeddings": 10**12}, "max_position_embeddings must be between 1"),
+    ("google/vit-base-patch16-224", {"patch_size": 1000}, "patch_size 1000 is larger than image_size 224"),
+    ("google/vit-base-patch16-224", {"image_size": [224, 160]}, "gpuplan models square images"),
+    ("openai/clip-vit-large-patch14", {"vision_config": {"image_size": -1}}, "(vision_config): image_size must be"),
+])
+def test_an_encoder_config_is_checked_at_the_door_as_a_decoder_s_is(tmp_path, repo, change, said):
+    """Session 12's fuzzing: an encoder's or encoder-decoder's config went to transformers unchecked, and what
+    transformers built was planned: Whisper with max_source_positions 0 (no audio frames), a T5 of d_model 0 counted
+    as 768 parameters, a ViT whose one patch is larger than its image (no patch at all); a ViT's square
+    ``image_size`` written as [224, 224] was a TypeError in defaults(). The decoder's checks (model/validate.py)
+    now read them too, with their families' own sizes (validate.ENCODER_POSITIVE)."""
+    with pytest.raises(GpuplanError) as err:
+        load_model(str(write_encoder(tmp_path, repo, **change)))
+    assert not isinstance(err.value, NotADecoder), err.value.spec
+    assert said in str(err.value) and "\n" not in str(err.value)
+
+
+def test_a_square_image_size_as_a_pair_is_read_as_its_side(tmp_path):
+    with pytest.raises(NotADecoder) as found:
+        load_model(str(write_encoder(tmp_path, "google/vit-base-patch16-224", image_size=[224, 224])))
+    assert found.value.spec.defaults == {"image_size": 224, "patch_size": 16}
+    assert found.value.spec.params_total == encoders.bundled_model("google/vit-base-patch16-224").params_total
+
+
+def test_a_bundled_pipeline_copied_into_a_folder_is_counted_without_diffusers(tmp_path, monkeypatch):
+    """A local copy of SD 1.5 (a snapshot's folder) was counted again by diffusers on the meta device: 7 s, and a
+    refusal without the diffusion extra; each component equal to a bundled one (of the same class) now takes its
+    bundled count, as a bare denoiser's config already did."""
+    monkeypatch.setitem(sys.modules, "diffusers", None)  # `import diffusers` raises ImportError
+    with pytest.raises(NotADecoder) as found:
+        load_model(str(write_pipeline(tmp_path)))
+    spec, bundled = found.value.spec, diffusers.bundled_pipeline(SD15)
+    assert {c.name: c.params for c in spec.components} == {c.name: c.params for c in bundled.components}
+    assert spec.params_total == 1_066_235_307
+
+
+def test_a_bundled_count_is_taken_only_for_the_same_class():
+    """SDXL's second text encoder's config built as CLIPTextModel (no projection) is not CLIPTextModelWithProjection's
+    bundled count."""
+    data = json.loads(diffusers.bundled_pipelines()["stabilityai/stable-diffusion-xl-base-1.0"].read_text())
+    config = data["configs"]["text_encoder_2"]
+    assert diffusers.bundled_count(config, "CLIPTextModelWithProjection") == 694_659_840
+    assert diffusers.bundled_count(config, "CLIPTextModel") is None

@@ -22,12 +22,13 @@ from __future__ import annotations
 import contextlib
 import json
 import math
+import re
 from functools import cache
 from importlib import resources
 from pathlib import Path
 from typing import Any
 
-from ..errors import GpuplanError, normalize_name
+from ..errors import GpuplanError, echo, echo_value, normalize_name
 from .families import diffusers_class
 from .module import Component, ModuleSpec
 
@@ -47,6 +48,9 @@ PIPELINES = {
     "FluxPipeline": {"steps": 28, "cfg": False, "t5_tokens": 512},
 }
 CLIP_TOKENS = 77
+# an image side the plans take (pixels; the scenario's resolution and a pipeline's default alike): latents are 8x
+# smaller and the transformers cut them into 2x2 patches, so a side is a multiple of 16
+SIDE_PIXELS, SIDE_STEP = (64, 8192), 16
 
 
 def _data() -> Path:
@@ -85,16 +89,42 @@ def refuse_class(cls: str, where: str) -> GpuplanError:
 
 
 def role_of(library: str, cls: str, where: str) -> str:
-    if cls in DENOISERS:
-        return "denoiser"
-    if cls in VAES:
-        return "vae"
-    if cls in TEXT_ENCODERS:
-        return "text_encoder"
+    """A component's role by its class, from the library that defines it: diffusers' denoisers and VAEs,
+    transformers' text encoders. A class named with another library is refused, so that no module a config names
+    is imported but these two (diffusers' ``pipeline_loading_utils.LOADABLE_CLASSES`` loads each from its own)."""
+    roles = {**dict.fromkeys(DENOISERS, ("denoiser", "diffusers")), **dict.fromkeys(VAES, ("vae", "diffusers")),
+             **dict.fromkeys(TEXT_ENCODERS, ("text_encoder", "transformers"))}
+    if cls in roles:
+        role, home = roles[cls]
+        if library != home:
+            raise GpuplanError(f"{where} names {cls} from the library {echo(library)}, but {cls} is a {home} "
+                               f"class: write [\"{home}\", \"{cls}\"] in model_index.json")
+        return role
     if library == "transformers":
         raise GpuplanError(f"{where} uses the transformers class {cls} as a text encoder, which gpuplan does not "
                            f"model (it knows {', '.join(TEXT_ENCODERS)})")
     raise refuse_class(cls, where)
+
+
+# a component's key in model_index.json is an attribute of the pipeline and the name of its folder
+COMPONENT_KEY = re.compile(r"[A-Za-z_][A-Za-z0-9_]{0,99}")
+
+
+def component_entry(name: str, key: Any, entry: Any) -> tuple[str, str] | None:
+    """``model_index.json``'s entry for ``key`` as (library, class), None where it names no component (a
+    ``_`` key, a value that is no pair, a component left out as ``[null, null]``); a pair that is not two names,
+    or a key that is no plain name (it is a folder: ``../x`` would climb out of the pipeline's), is refused."""
+    if not isinstance(key, str) or key.startswith("_") or not isinstance(entry, list):
+        return None
+    if len(entry) == 2 and entry[1] is None:
+        return None
+    if len(entry) != 2 or not all(isinstance(x, str) and x.strip() for x in entry):
+        raise GpuplanError(f"{name}: model_index.json's {echo(key)} must be [library, class name], as "
+                           f"[\"diffusers\", \"AutoencoderKL\"], got {echo(entry)}")
+    if not COMPONENT_KEY.fullmatch(key):
+        raise GpuplanError(f"{name}: model_index.json names a component {echo(key)}; a component's name is a plain "
+                           "name (letters, digits, _), the folder of its config.json beside model_index.json")
+    return entry[0], entry[1]
 
 
 def pipeline_spec(name: str, model_index: dict[str, Any], configs: dict[str, dict[str, Any]], *,
@@ -102,11 +132,15 @@ def pipeline_spec(name: str, model_index: dict[str, Any], configs: dict[str, dic
     """The spec of a pipeline: its model components (tokenizers, schedulers and feature extractors hold no
     weights; a safety checker is left out, with a note), counted exactly."""
     pipeline = model_index.get("_class_name") or "pipeline"
+    if not isinstance(pipeline, str):
+        raise GpuplanError(f"{name}: model_index.json's _class_name must be the pipeline's class name, as "
+                           f"\"StableDiffusionPipeline\", got {echo(pipeline)}")
     components, notes = [], []
     for key, entry in model_index.items():
-        if key.startswith("_") or not isinstance(entry, list) or len(entry) != 2 or entry[1] is None:
+        pair = component_entry(name, key, entry)
+        if pair is None:
             continue
-        library, cls = entry
+        library, cls = pair
         if cls.endswith(("Tokenizer", "TokenizerFast", "Scheduler", "ImageProcessor", "FeatureExtractor")):
             continue
         if key in ("safety_checker", "feature_extractor", "image_encoder"):
@@ -118,8 +152,10 @@ def pipeline_spec(name: str, model_index: dict[str, Any], configs: dict[str, dic
         role = role_of(library, cls, f"{name}'s {key}")
         config = configs[key]
         count = (params or {}).get(key)
+        if count is None:  # a bundled pipeline's component copied into a folder: its count, without diffusers
+            count = bundled_count(config, cls)
         if count is None:
-            count = count_params(library, cls, config)
+            count = count_params(library, cls, config, where=f"{name}'s {key}/config.json")
         components.append(Component(name=key, role=role, library=library, cls=cls, config=config, params=count,
                                     dtype=str(config.get("torch_dtype") or "float32")))
     if not any(c.role == "denoiser" for c in components):
@@ -140,7 +176,7 @@ def component_spec(name: str, config: dict[str, Any]) -> ModuleSpec:
     key = "transformer" if cls != "UNet2DConditionModel" else "unet"
     known = bundled_count(config)
     component = Component(name=key, role=role, library="diffusers", cls=cls, config=config,
-                          params=known if known is not None else count_params("diffusers", cls, config))
+                          params=known if known is not None else count_params("diffusers", cls, config, where=name))
     pipeline = {"UNet2DConditionModel": "StableDiffusionXLPipeline" if config.get("addition_embed_type") == "text_time"
                 else "StableDiffusionPipeline", "SD3Transformer2DModel": "StableDiffusion3Pipeline",
                 "FluxTransformer2DModel": "FluxPipeline"}[cls]
@@ -151,15 +187,18 @@ def component_spec(name: str, config: dict[str, Any]) -> ModuleSpec:
                              "to count them",))
 
 
-def bundled_count(config: dict[str, Any]) -> int | None:
-    """The bundled count of a component whose config equals one of the bundled pipelines' (``_`` keys aside)."""
+def bundled_count(config: dict[str, Any], cls: str | None = None) -> int | None:
+    """The bundled count of a component whose config equals one of the bundled pipelines' (``_`` keys aside), of
+    class ``cls`` when given (a text encoder's config names none: CLIP-G's is built as CLIPTextModelWithProjection,
+    whose projection another class would not count)."""
     def clean(c):
         return {k: v for k, v in c.items() if not k.startswith("_") or k == "_class_name"}
 
     for path in bundled_pipelines().values():
         data = json.loads(path.read_text(encoding="utf-8"))
         for key, other in data["configs"].items():
-            if clean(other) == clean(config) and key in (data.get("params") or {}):
+            same = cls is None or data["model_index"].get(key, [None, None])[1] == cls
+            if same and clean(other) == clean(config) and key in (data.get("params") or {}):
                 return data["params"][key]
     return None
 
@@ -169,15 +208,28 @@ def defaults(pipeline: str, components) -> dict[str, Any]:
     embedding is schnell: 4 steps, 256 T5 tokens; the resolution is the denoiser's ``sample_size`` x 8)."""
     den = next(c for c in components if c.role == "denoiser")
     out = dict(PIPELINES.get(pipeline, {"steps": 50, "cfg": True}))
-    if den.cls == "FluxTransformer2DModel":
-        resolution = 1024
-        if not den.config.get("guidance_embeds", True):
-            out.update(steps=4, t5_tokens=256)
-    else:
-        resolution = 8 * int(den.config.get("sample_size") or 128)
-    out["resolution"] = resolution
+    if den.cls == "FluxTransformer2DModel" and not den.config.get("guidance_embeds", True):
+        out.update(steps=4, t5_tokens=256)
+    out["resolution"] = default_resolution(den)
     out["text_tokens"] = text_tokens(den, out)
     return out
+
+
+def default_resolution(den: Component) -> int:
+    """The image side a pipeline makes by default: FLUX.1's 1024 (``FluxPipeline.__call__``: ``height = height or
+    self.default_sample_size * self.vae_scale_factor``, 128 x 8); the others' denoiser ``sample_size`` x 8
+    (``StableDiffusionPipeline.__call__``: ``self.unet.config.sample_size * self.vae_scale_factor``), 128 when the
+    config has none. A sample_size that is no whole number, or gives a side the plans do not take
+    (:data:`SIDE_PIXELS`, :data:`SIDE_STEP`), is refused: it would be the resolution of every plan."""
+    if den.cls == "FluxTransformer2DModel":
+        return 1024
+    size = den.config.get("sample_size", 128)
+    low, high = SIDE_PIXELS
+    if isinstance(size, bool) or not isinstance(size, int) or not (low <= 8 * size <= high) or (8 * size) % SIDE_STEP:
+        raise GpuplanError(f"the {den.name} ({den.cls})'s sample_size {echo_value(size)} is not a latent side the "
+                           f"pipeline can make (a whole number of {low // 8}-{high // 8}, even: images of {low}-{high} "
+                           "pixels, 8x its sample_size); fix the config")
+    return 8 * size
 
 
 def text_tokens(denoiser: Component, defaults: dict[str, Any]) -> int:
@@ -206,9 +258,8 @@ def read_pipeline_folder(folder: Path, name: str) -> ModuleSpec:
     index = read_json(folder / "model_index.json")
     configs = {}
     for key, entry in index.items():
-        path = folder / key / "config.json"
-        if not key.startswith("_") and isinstance(entry, list) and path.is_file():
-            configs[key] = read_json(path)
+        if component_entry(name, key, entry) is not None and (folder / key / "config.json").is_file():
+            configs[key] = read_json(folder / key / "config.json")
     return pipeline_spec(name, index, configs)
 
 
@@ -241,8 +292,10 @@ def library(name: str):
                            f"'gpuplan[{extra}]' (torch first: pip install torch==2.13.0)") from None
 
 
-def build(library_name: str, cls: str, config: dict[str, Any], dtype: str = "bfloat16"):
-    """The component's real class built from its config on the meta device, in ``dtype``."""
+def build(library_name: str, cls: str, config: dict[str, Any], dtype: str = "bfloat16", where: str = "the config"):
+    """The component's real class built from its config on the meta device, in ``dtype``; a config the class
+    cannot be built from (a negative or zero size, a wrong type: whatever the library raises) is refused in one
+    sentence naming ``where``, as :func:`gpuplan.model.trace.build` words a decoder's."""
     import torch
 
     from .record import silent_stderr
@@ -253,17 +306,23 @@ def build(library_name: str, cls: str, config: dict[str, Any], dtype: str = "bfl
     if not known:
         raise GpuplanError(f"{library_name} has no class {cls} (the config names it): upgrade {library_name}, or "
                            "pass a config of a class it has")
-    with silent_stderr(), torch.device("meta"):
-        if library_name == "diffusers":
-            module = getattr(lib, cls).from_config({k: v for k, v in config.items() if k != "_class_name"})
-        else:
-            clean = {k: v for k, v in config.items() if k not in ("architectures", "torch_dtype", "dtype")}
-            module = getattr(lib, cls)(lib.AutoConfig.for_model(**clean))
-        return module.to(getattr(torch, dtype))
+    try:
+        with silent_stderr(), torch.device("meta"):
+            if library_name == "diffusers":
+                module = getattr(lib, cls).from_config({k: v for k, v in config.items() if k != "_class_name"})
+            else:
+                clean = {k: v for k, v in config.items() if k not in ("architectures", "torch_dtype", "dtype")}
+                module = getattr(lib, cls)(lib.AutoConfig.for_model(**clean))
+            return module.to(getattr(torch, dtype))
+    except Exception as err:  # the library's own checks and arithmetic on the config's values, in one sentence
+        said = " ".join(line.strip() for line in str(err).splitlines() if line.strip())  # pydantic's: two lines
+        raise GpuplanError(f"{library_name} {getattr(lib, '__version__', '?')} cannot build the {cls} of {where} "
+                           f"({type(err).__name__}: {said[:240]}); fix the config's sizes or pass the model's "
+                           "original config") from None
 
 
-def count_params(library_name: str, cls: str, config: dict[str, Any]) -> int:
-    return sum(p.numel() for p in build(library_name, cls, config).parameters())
+def count_params(library_name: str, cls: str, config: dict[str, Any], where: str = "the config") -> int:
+    return sum(p.numel() for p in build(library_name, cls, config, where=where).parameters())
 
 
 # ---- what to record -----------------------------------------------------------------------------------------------

@@ -27,9 +27,12 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
-from ..errors import GpuplanError, normalize_name
+from ..errors import GpuplanError, echo_value, normalize_name
 from .families import FAMILIES
 from .module import Component, ModuleSpec
+
+# the families whose config is the vision tower itself (CLIP's and SigLIP's hold it in vision_config)
+VISION_TOWERS = ("vit", "clip_vision_model", "siglip_vision_model")
 
 # tensors of one value per pair of tokens, so profiles of degree 2 in the tokens: T5's relative position bias (heads x
 # query x key, added to every score), BART's 4-D attention masks (batch x 1 x query x key, built by transformers'
@@ -94,16 +97,19 @@ def class_of(config: dict[str, Any]) -> str:
 def model_spec(name: str, config: dict[str, Any], *, params: int | None = None, counted_by: str = "") -> ModuleSpec:
     """The spec of an encoder-decoder or encoder: one component, the model, counted exactly."""
     from .diffusers import count_params, counted_by_library
+    from .validate import ENCODER_POSITIVE, checked_config
 
+    config = checked_config(config, name, vision=config["model_type"] in VISION_TOWERS, positive=ENCODER_POSITIVE)
     kind = FAMILIES[config["model_type"]][0]
     cls = class_of(config)
     if params is None:
         params = bundled_count(config)
-    component = Component(name="model", role="model", library="transformers", cls=cls, config=config,
-                          params=params if params is not None else count_params("transformers", cls, config),
+    if params is None:
+        params = count_params("transformers", cls, config, where=name)
+    component = Component(name="model", role="model", library="transformers", cls=cls, config=config, params=params,
                           dtype=str(config.get("torch_dtype") or config.get("dtype") or "float32"))
     return ModuleSpec(name=name, kind=kind, family=str(config["model_type"]), components=(component,),
-                      defaults=defaults(config), counted_by=counted_by or counted_by_library("transformers"),
+                      defaults=defaults(config, name), counted_by=counted_by or counted_by_library("transformers"),
                       notes=_tied_head_note(config))
 
 
@@ -118,7 +124,7 @@ def _tied_head_note(config: dict[str, Any]) -> tuple[str, ...]:
             f"4 this config built a separate head of {head:,} more parameters",)
 
 
-def defaults(config: dict[str, Any]) -> dict[str, Any]:
+def defaults(config: dict[str, Any], where: str = "config.json") -> dict[str, Any]:
     """What one sample holds when the scenario does not say: Whisper's 1,500 encoder frames (a 30 s window) and
     up to 448 transcript tokens; the longest sources and targets the position tables allow (T5: none, 512 taken)."""
     family = config["model_type"]
@@ -128,9 +134,30 @@ def defaults(config: dict[str, Any]) -> dict[str, Any]:
     if family in ("bart", "mbart"):
         return {"encoder_tokens_max": int(config.get("max_position_embeddings", 1024))}
     if family in ("vit", "clip_vision_model", "siglip_vision_model", "clip", "siglip"):
-        vision = config.get("vision_config") or config
-        return {"image_size": int(vision.get("image_size", 224)), "patch_size": int(vision.get("patch_size", 16))}
+        size, patch = image_sides(config, where)
+        return {"image_size": size, "patch_size": patch}
     return {}
+
+
+def image_sides(config: dict[str, Any], where: str) -> tuple[int, int]:
+    """The side of the square image a vision tower takes and of its patches (``image_size``, ``patch_size``; 224 and
+    16 when unset, as ViTConfig's defaults), checked: [height, width] only when square, as the profiles record
+    square images, and a patch no larger than the image (``ViTPatchEmbeddings``: (image_size // patch_size)^2
+    patches; a larger patch leaves none)."""
+    vision = config.get("vision_config") or config
+    sides = []
+    for key, default in (("image_size", 224), ("patch_size", 16)):
+        value = vision.get(key, default)
+        if isinstance(value, list) and len(value) == 2 and value[0] == value[1]:
+            value = value[0]
+        if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+            raise GpuplanError(f"{where}: {key} {echo_value(value)} is not one side of a square in pixels; gpuplan "
+                               "models square images (give one whole number)")
+        sides.append(value)
+    if sides[1] > sides[0]:
+        raise GpuplanError(f"{where}: patch_size {sides[1]} is larger than image_size {sides[0]}, which leaves no "
+                           "patch; fix one of them")
+    return sides[0], sides[1]
 
 
 def model_part(spec: ModuleSpec, c: Component):
@@ -199,7 +226,7 @@ def _inputs(spec: ModuleSpec, c: Component, batch: int, sizes: tuple[int, ...]):
         return (), {"input_ids": torch.randint(0, 1000, (batch, sizes[0])),
                     "decoder_input_ids": torch.randint(0, 1000, (batch, sizes[1]))}
     vision = cfg.get("vision_config") or cfg
-    size = int(vision.get("image_size", 224))
+    size = spec.defaults["image_size"]
     pixels = torch.randn(batch, int(vision.get("num_channels", 3)), size, size, dtype=torch.bfloat16)
     if family in ("clip", "siglip"):
         text = cfg.get("text_config") or {}

@@ -142,7 +142,7 @@ def from_hub(repo_id: str, fetch) -> ModuleSpec | None:
     index = diffusers.read_json(Path(index_path))
     configs: dict[str, dict[str, Any]] = {}
     for key, entry in index.items():
-        if key.startswith("_") or not isinstance(entry, list) or len(entry) != 2 or entry[1] is None:
+        if diffusers.component_entry(repo_id, key, entry) is None:
             continue
         found = fetch(repo_id, f"{key}/config.json")
         if found is not None:

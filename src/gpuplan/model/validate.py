@@ -31,6 +31,14 @@ POSITIVE = (
     "moe_num_experts", "padded_vocab_size", "moe_k", "moe_topk", "num_experts_per_token", "interleave_moe_layer_step",
     "moe_layer_interval", "attn_layer_period", "full_attention_interval", "no_rope_layer_interval",
 )
+# The sizes of the encoder and encoder-decoder families (model/encoders.py: Whisper's positions, mel bins and layers,
+# T5's heads and feed-forward, BART's layers and heads) that are >= 1: a config of one is checked with these too
+# (session 12's fuzzing: T5 with d_model 0 was counted as 768 parameters, Whisper with max_source_positions 0 planned)
+ENCODER_POSITIVE = (
+    "max_source_positions", "max_target_positions", "num_mel_bins", "encoder_layers", "decoder_layers",
+    "num_decoder_layers", "encoder_attention_heads", "decoder_attention_heads", "encoder_ffn_dim", "decoder_ffn_dim",
+    "num_heads", "d_kv", "d_ff",
+)
 # Sizes and counts that may be 0 in released configs: 0 means "none" or "derive it" (Qwen3-Coder's
 # shared_expert_intermediate_size 0: no shared expert; head_dim 0: hidden_size / heads; q_lora_rank 0: no
 # query compression).
@@ -54,8 +62,10 @@ BUILT = {"num_hidden_layers": 10_000, "n_layer": 10_000, "num_layers": 10_000, "
          "num_experts": 65_536, "n_routed_experts": 65_536, "n_shared_experts": 65_536}
 
 
-def checked_config(config: dict[str, Any], where: str = "config.json", *, vision: bool = False) -> dict[str, Any]:
-    """``config`` with integral floats (4096.0) made ints; raises :class:`GpuplanError` on the first bad value."""
+def checked_config(config: dict[str, Any], where: str = "config.json", *, vision: bool = False,
+                   positive: tuple[str, ...] = ()) -> dict[str, Any]:
+    """``config`` with integral floats (4096.0) made ints; raises :class:`GpuplanError` on the first bad value;
+    ``positive`` names more keys that must be >= 1 (:data:`ENCODER_POSITIVE`), here and in the nested configs."""
     out = dict(config)
     for key in MAPPINGS:
         if out.get(key) is not None and not isinstance(out[key], dict):
@@ -69,8 +79,8 @@ def checked_config(config: dict[str, Any], where: str = "config.json", *, vision
             raise GpuplanError(f"{where}: {key} must be a JSON list, got {type(out[key]).__name__}")
     if out.get("layer_types") and not all(isinstance(t, str) for t in out["layer_types"]):
         raise GpuplanError(f"{where}: layer_types must list layer kinds as text (full_attention, sliding_attention)")
-    for key in (*POSITIVE, *NON_NEGATIVE):
-        value, least, most = out.get(key), 1 if key in POSITIVE else 0, BUILT.get(key, LARGEST)
+    for key in (*POSITIVE, *positive, *NON_NEGATIVE):
+        value, least, most = out.get(key), 1 if key in POSITIVE or key in positive else 0, BUILT.get(key, LARGEST)
         if isinstance(value, list) and value and (key in PER_ENTRY or (vision and key in PER_ENTRY_VISION)):
             out[key] = [_whole(v, key, where, least, most) for v in value]
         elif value is not None:
@@ -90,7 +100,7 @@ def checked_config(config: dict[str, Any], where: str = "config.json", *, vision
                            f"{key} must not exceed the expert count")
     for key in ("text_config", "vision_config"):
         if isinstance(out.get(key), dict):
-            out[key] = checked_config(out[key], f"{where} ({key})", vision=key == "vision_config")
+            out[key] = checked_config(out[key], f"{where} ({key})", vision=key == "vision_config", positive=positive)
     _check_quantization(out.get("quantization_config"), where)
     return out
 

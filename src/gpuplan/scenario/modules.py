@@ -24,6 +24,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..errors import GpuplanError
+from ..model.diffusers import SIDE_PIXELS, SIDE_STEP
 from ..model.families import FAMILIES
 from ..model.module import ModuleSpec
 from ..model.profile import FP8_ALL
@@ -146,9 +147,10 @@ def parse_resolution(text: str) -> list[tuple[int, int]]:
                                "separated by commas (1024x1024,1216x832)")
         w = int(match[1])
         h = int(match[2] or match[1])
-        if not (64 <= w <= 8192 and 64 <= h <= 8192) or w % 16 or h % 16:
-            raise GpuplanError(f"resolution {part}: each side must be 64-8192 pixels and a multiple of 16 (latents are "
-                               "8x smaller, and transformers cut them into 2x2 patches)")
+        (low, high), step = SIDE_PIXELS, SIDE_STEP
+        if not (low <= w <= high and low <= h <= high) or w % step or h % step:
+            raise GpuplanError(f"resolution {part}: each side must be {low}-{high} pixels and a multiple of {step} "
+                               "(latents are 8x smaller, and transformers cut them into 2x2 patches)")
         out.append((w, h))
     return out
 
