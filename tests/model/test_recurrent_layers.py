@@ -161,7 +161,7 @@ def test_the_backward_is_timed_over_the_runs_with_autograd(spec):
     torch = require("torch")
     from gpuplan.hardware import load_gpu
     from gpuplan.scenario import scenario_from
-    from gpuplan.speed.training import _micro_work
+    from gpuplan.speed.training import Stage, _micro_work
     from gpuplan.speed.work import linears_s, lm_head_s
     from gpuplan.stacks import stack_for
 
@@ -177,5 +177,5 @@ def test_the_backward_is_timed_over_the_runs_with_autograd(spec):
     gpu = load_gpu("H100")
     forward = linears_s(spec, gpu, "bf16", 8)
     assert linears_s(spec, gpu, "bf16", 8, grad=True) == pytest.approx(10 / 16 * forward)
-    work = _micro_work(s, spec, gpu, "bf16", 8, stack_for(s).kernels(s), [])
+    work = _micro_work(s, spec, gpu, "bf16", 8, stack_for(s).kernels(s), [], Stage(1.0, 1.0))  # no pipeline
     assert work.gemm == pytest.approx(forward + 2 * 10 / 16 * forward + 3 * lm_head_s(spec, gpu, "bf16", 8))
