@@ -48,3 +48,17 @@ def is_encoder_family(config: dict[str, Any]) -> bool:
     """Whether a config is of an encoder or encoder-decoder family modelled here (:data:`FAMILIES`)."""
     family = config.get("model_type")
     return isinstance(family, str) and family in FAMILIES
+
+
+def family_named(config: dict[str, Any]) -> str | None:
+    """The modelled encoder family whose class a config without a ``model_type`` names in ``architectures``
+    (``WhisperForConditionalGeneration`` -> whisper: each class of :data:`FAMILIES` is its family's name, its
+    underscores dropped, and what follows), None when it names none or has a ``model_type``. Only such a config
+    asks: transformers reads none without its ``model_type`` (``AutoConfig.from_pretrained``)."""
+    named = config.get("architectures")
+    if isinstance(config.get("model_type"), str) or not isinstance(named, list):
+        return None
+    classes = [a.lower() for a in named if isinstance(a, str)]
+    found = [f for f in FAMILIES if any(c.startswith(f.replace("_", "")) for c in classes)]
+    return max(found, key=len) if found else None  # mt5 before t5: the longest name that fits
+

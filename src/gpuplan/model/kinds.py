@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ..errors import GpuplanError, normalize_name
-from .families import NOT_DECODERS, diffusers_class, is_encoder_family
+from .families import NOT_DECODERS, diffusers_class, family_named, is_encoder_family
 
 if TYPE_CHECKING:
     from .module import ModuleSpec  # made by the readers of such models (.diffusers, .encoders)
@@ -117,6 +117,11 @@ def of_config(config: Any, name: str) -> ModuleSpec | None:
         from .diffusers import component_spec
 
         return component_spec(name, config)
+    unnamed = family_named(config)
+    if unnamed:
+        raise GpuplanError(f"{name}: config.json names no model_type, and its architectures name a {unnamed} class; "
+                           f"gpuplan reads an encoder or encoder-decoder by its model_type (add \"model_type\": "
+                           f"\"{unnamed}\", as transformers' config of that class writes it)")
     named = config.get("architectures")  # its shape is checked where the decoder is read (model/validate.py)
     head = next((a for a in named if isinstance(a, str) and NOT_DECODER_HEAD.search(a)), None) \
         if isinstance(named, list) else None
