@@ -126,18 +126,21 @@ def test_an_encoder_or_encoder_decoder_family_is_refused(tmp_path, config):
                                            ("google/vit-base-patch16-224", "vit"),
                                            ("openai/clip-vit-large-patch14", "clip")])
 def test_an_encoder_config_without_its_model_type_is_refused_not_read_as_a_decoder(tmp_path, repo, family):
-    """The fuzzer (tests/test_fuzz.py, s12): Whisper-small's config with ``model_type: null`` was read by the
-    decoder's conventions and planned. Its architectures name the family; transformers reads no config without its
+    """The fuzzer (tests/test_fuzz.py, s12): Whisper-small's config with ``model_type`` null or empty was read by
+    the decoder's conventions and planned. Its architectures name the family; transformers reads no config without its
     model_type, so neither does gpuplan: one sentence naming the family to write."""
     from gpuplan.model import encoders
 
-    config = {**json.loads(encoders.bundled_models()[repo].read_text(encoding="utf-8"))["config"], "model_type": None}
-    path = tmp_path / "config.json"
-    path.write_text(json.dumps(config))
-    with pytest.raises(GpuplanError) as err:
-        load_model(str(path))
-    assert f'names no model_type, and its architectures name a {family} class' in str(err.value)
-    assert f'"model_type": "{family}"' in str(err.value) and "\n" not in str(err.value)
+    config = json.loads(encoders.bundled_models()[repo].read_text(encoding="utf-8"))["config"]
+    for k, (given, said) in enumerate(((None, "no model_type"), ("", "no model_type"), ([], "no model_type"),
+                                       ("llama", "model_type 'llama'"))):
+        path = tmp_path / str(k) / "config.json"
+        path.parent.mkdir()
+        path.write_text(json.dumps({**config, "model_type": given}))
+        with pytest.raises(GpuplanError) as err:
+            load_model(str(path))
+        assert f"names {said}, and its architectures name a {family} class" in str(err.value)
+        assert f'"model_type": "{family}"' in str(err.value) and "\n" not in str(err.value)
 
 
 def test_a_bare_denoiser_config_is_the_bundled_one_when_it_is(tmp_path):

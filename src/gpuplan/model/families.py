@@ -51,14 +51,14 @@ def is_encoder_family(config: dict[str, Any]) -> bool:
 
 
 def family_named(config: dict[str, Any]) -> str | None:
-    """The modelled encoder family whose class a config without a ``model_type`` names in ``architectures``
-    (``WhisperForConditionalGeneration`` -> whisper: each class of :data:`FAMILIES` is its family's name, its
-    underscores dropped, and what follows), None when it names none or has a ``model_type``. Only such a config
-    asks: transformers reads none without its ``model_type`` (``AutoConfig.from_pretrained``)."""
+    """The modelled encoder family whose class a config names in ``architectures`` (``WhisperForConditionalGeneration``
+    -> whisper: each family's classes start with its name, underscores dropped) where its ``model_type`` names no
+    modelled family (missing, empty, or another's), else None: such a config is refused, not read as a decoder
+    (transformers reads no config without its ``model_type``: ``AutoConfig.from_pretrained``)."""
     named = config.get("architectures")
-    if isinstance(config.get("model_type"), str) or not isinstance(named, list):
+    given = config.get("model_type")
+    if (isinstance(given, str) and given in FAMILIES) or not isinstance(named, list):
         return None
     classes = [a.lower() for a in named if isinstance(a, str)]
     found = [f for f in FAMILIES if any(c.startswith(f.replace("_", "")) for c in classes)]
     return max(found, key=len) if found else None  # mt5 before t5: the longest name that fits
-

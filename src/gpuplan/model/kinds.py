@@ -119,9 +119,11 @@ def of_config(config: Any, name: str) -> ModuleSpec | None:
         return component_spec(name, config)
     unnamed = family_named(config)
     if unnamed:
-        raise GpuplanError(f"{name}: config.json names no model_type, and its architectures name a {unnamed} class; "
-                           f"gpuplan reads an encoder or encoder-decoder by its model_type (add \"model_type\": "
-                           f"\"{unnamed}\", as transformers' config of that class writes it)")
+        given = config.get("model_type")
+        said = f"model_type {given!r}" if isinstance(given, str) and given else "no model_type"
+        raise GpuplanError(f"{name}: config.json names {said}, and its architectures name a {unnamed} class; "
+                           f"gpuplan reads an encoder or encoder-decoder by its model_type (write \"model_type\": "
+                           f"\"{unnamed}\", as transformers' config of that class does)")
     named = config.get("architectures")  # its shape is checked where the decoder is read (model/validate.py)
     head = next((a for a in named if isinstance(a, str) and NOT_DECODER_HEAD.search(a)), None) \
         if isinstance(named, list) else None
