@@ -180,11 +180,11 @@ def pipeline_stages(s: Scenario, m: ModelSpec) -> list[Stage]:
 
 
 def _pacing_stage(s: Scenario, m: ModelSpec, gpu: GpuSpec, dtype: str, tokens: int, kern, comm: _Comms,
-                  assumptions: list[str]) -> tuple[Stage, _Micro, float, bool]:
-    """The stage whose micro-step (GPU and host work, tensor-parallel collectives) is the longest, its work and its
-    host time: in a 1F1B schedule's steady state every rank runs one forward and one backward per micro-batch, each
-    waiting for its neighbour's, so the slowest rank sets the pace (Narayanan et al. 2021, section 2.2: the
-    schedule's time per micro-batch is the stage's ``t_f + t_b``; Megatron-Core's
+                  assumptions: list[str]) -> tuple[Stage, _Micro, float, bool, float]:
+    """The stage whose micro-step (GPU and host work, tensor-parallel collectives) is the longest, its work, its
+    host time and its tensor-parallel time: in a 1F1B schedule's steady state every rank runs one forward and one
+    backward per micro-batch, each waiting for its neighbour's, so the slowest rank sets the pace (Narayanan et al.
+    2021, section 2.2: the schedule's time per micro-batch is the stage's ``t_f + t_b``; Megatron-Core's
     ``account_for_loss_in_pipeline_split`` counts the loss as a layer to even the last stage out)."""
     best = None
     for stage in pipeline_stages(s, m):
@@ -192,15 +192,15 @@ def _pacing_stage(s: Scenario, m: ModelSpec, gpu: GpuSpec, dtype: str, tokens: i
         work = _micro_work(s, m, gpu, dtype, tokens, kern, notes, stage)
         host, zero3 = _host_s(s, m, tokens, kern, work.rest_again, stage)
         busy = smooth_max(work.gpu_busy, 0.0 if s.cuda_graphs else host, oh.HOST_GPU_OVERLAP_SHARPNESS)
-        time = busy + comm.tensor_parallel_s(tokens, stage, work)
-        if best is None or time > best[0]:
-            best = (time, stage, work, host, zero3, notes)
-    _, stage, work, host, zero3, notes = best
+        tp = comm.tensor_parallel_s(tokens, stage, work)
+        if best is None or busy + tp > best[0]:
+            best = (busy + tp, stage, work, host, zero3, notes, tp)
+    _, stage, work, host, zero3, notes, tp = best
     assumptions.extend(notes)
     if s.pp > 1:
         assumptions.append(f"pipeline paced by its slowest stage: {stage.layers * m.num_layers:.0f} of "
                            f"{m.num_layers} layers" + (" with the output layer and the loss" if stage.head else ""))
-    return stage, work, host, zero3
+    return stage, work, host, zero3, tp
 
 
 def training_speed(s: Scenario, m: ModelSpec, gpu: GpuSpec, network: Network | None = None) -> Speed:
@@ -213,7 +213,7 @@ def training_speed(s: Scenario, m: ModelSpec, gpu: GpuSpec, network: Network | N
     assumptions: list[str] = []
     kern = stack_for(s).kernels(s)
     comm = _Comms(s, m, gpu, network, assumptions)
-    stage, work, host, deepspeed_zero3 = _pacing_stage(s, m, gpu, dtype, tokens, kern, comm, assumptions)
+    stage, work, host, deepspeed_zero3, tp_comm = _pacing_stage(s, m, gpu, dtype, tokens, kern, comm, assumptions)
     if s.cuda_graphs:  # the step replays captured kernels: no per-kernel host launches
         host = 0.0
         assumptions.append("CUDA graphs (Megatron-Core enable_cuda_graph, full iteration): the step's kernels are "
@@ -228,7 +228,6 @@ def training_speed(s: Scenario, m: ModelSpec, gpu: GpuSpec, network: Network | N
                            "from 2.11; Transformer Engine)")
     forward_time = busy / (3 + work.recompute)  # forward share of the micro-step; the backward is about twice it
     cp_comm = comm.context_parallel_s(tokens, work, stage)
-    tp_comm = comm.tensor_parallel_s(tokens, stage, work)
     gather, reduce, sync = comm.data_parallel_s(forward_time, 2 * forward_time)
     offload, activations_offload = _offload_s(s, m, forward_time, 2 * forward_time, comm, assumptions)
     micro = busy + tp_comm + cp_comm + gather + reduce + offload + activations_offload
