@@ -9,7 +9,8 @@ parallel layout comes from the launch configuration the system's README names
 ``config_common.sh`` and the other ``config_*.sh`` it sources): TP, PP, virtual stages, CP, micro-batch, fp8 or
 fp4, activation recompute (``ACT_CKPT_GRANULARITY`` / ``RECOMPUTE_GRANULARITY``; the benchmarks' NeMo configs
 default to none), CUDA graphs, fp8 attention and the fp8 store of the MLP activation's input
-(``MCORE_CUDA_GRAPH`` / ``LAYER_CUDA_GRAPH``, ``FP8_DPA``, ``FP8_ACT`` / ``FP8_ACTIVATION``), and for fp4 the steps
+(``MCORE_CUDA_GRAPH`` / ``LAYER_CUDA_GRAPH``, ``FP8_DPA``, ``FP8_ACT`` / ``FP8_ACTIVATION``), tensor-parallel
+communication overlapped by userbuffers (``TP_COMM_OVERLAP``, where TP > 1), and for fp4 the steps
 before fp8 "healing" (``HEALING_ITER``). A row is the median of the successful runs (MLPerf scores the mean of the runs
 less the fastest and slowest; the median is close and needs no rule per benchmark).
 
@@ -34,7 +35,7 @@ GPUS = {"H100": "h100-sxm", "H200": "h200-sxm", "B200": "b200", "GB200": "gb200"
 COLUMNS = ["id", "round", "system", "benchmark", "model", "accelerator", "gpu", "n_gpus", "nodes", "tp", "pp", "vpp",
            "cp", "micro_batch", "global_batch", "seq_len", "precision", "recompute", "runs", "time_to_train_min",
            "samples_to_converge", "evals", "eval_samples", "cuda_graphs", "fp8_attention", "fp8_activation_store",
-           "healing_iter", "commit",
+           "tp_overlap", "healing_iter", "commit",
            "source_locator"]
 
 
@@ -163,6 +164,9 @@ def rows(round_: str, clone: str) -> list[dict]:
                 # activation_func_fp8_input_store: FP8_ACT (v5.x), FP8_ACTIVATION (v4.x; v4.0's config names it
                 # fp8_activation_input_store)
                 "fp8_activation_store": int(truthy(cfg.get("FP8_ACT")) or truthy(cfg.get("FP8_ACTIVATION"))),
+                # TP_COMM_OVERLAP -> NeMo's ub_tp_comm_overlap: Transformer Engine's userbuffers pipeline every
+                # tensor-parallel collective with the GEMM beside it (gpuplan tp_overlap userbuffers)
+                "tp_overlap": "userbuffers" if truthy(cfg.get("TP_COMM_OVERLAP")) and int(tp) > 1 else "",
                 # NVIDIA's fp4 LoRA recipe trains HEALING_ITER steps in NVFP4, then heals in fp8 (HEALING_PRECISION)
                 "healing_iter": int(cfg.get("HEALING_ITER", "0")) if fp4 else 0,
                 "commit": commit,

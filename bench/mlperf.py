@@ -6,8 +6,8 @@ Each row is a whole job: the samples its runs trained to reach the benchmark's t
 stages, CP, micro and global batch, fp8, its activation recompute), plus its evaluation passes (the log's
 ``eval_start`` count x ``eval_samples`` sequences, each a forward: :func:`gpuplan.market.job.forward_share`; every
 data-parallel rank runs whole micro-batches, so a pass takes ``ceil(eval_samples / (dp x mbs))`` rounds), with the
-CUDA graphs, fp8 attention and fp8 store of the MLP activation's input its configuration sets
-(``MCORE_CUDA_GRAPH`` / ``LAYER_CUDA_GRAPH``, ``FP8_DPA``, ``FP8_ACT``).
+CUDA graphs, fp8 attention, fp8 store of the MLP activation's input and userbuffers TP overlap its configuration sets
+(``MCORE_CUDA_GRAPH`` / ``LAYER_CUDA_GRAPH``, ``FP8_DPA``, ``FP8_ACT``, ``TP_COMM_OVERLAP``).
 Error = (estimate - measured) / measured. The memory estimate must fit the card too (the job ran). No constant of
 gpuplan was fitted on these rows: every row is held out. fp4 rows train in NVFP4 (precision fp4-mixed), the LoRA ones
 for their ``healing_iter`` steps and in fp8 after (NVIDIA's "FP4 -> FP8 healing"). Rows gpuplan cannot express are
@@ -53,6 +53,7 @@ def scenario(row: dict) -> dict:
             "precision": f"{row['precision']}-mixed", "train_tokens": float(row["samples_to_converge"]) * seq,
             "grad_checkpointing": row["recompute"], "cuda_graphs": row["cuda_graphs"] == "1",
             "fp8_attention": row["fp8_attention"] == "1", "fp8_activation_store": row["fp8_activation_store"] == "1",
+            **({"tp_overlap": row["tp_overlap"]} if row["tp_overlap"] else {}),
             **(LORA if row["benchmark"] == "llama2_70b_lora" else {})}
 
 

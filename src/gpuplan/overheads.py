@@ -356,6 +356,34 @@ GEMM_SHAPE_SCALE_FLOOR = 0.385
 # instruction covers 16 rows (mma.m16n8k16, PTX ISA), so a decode GEMV of 1-16 rows costs what 16 rows do in
 # compute (its time is the weights' bytes anyway).
 MMA_TILE_M = 16
+# fp8 GEMMs with a split accumulator (speed/gemm.py accumulation_share). Hopper's fp8 tensor-core MMA keeps its
+# running sum in fewer bits than fp32, so a GEMM that must be exact to fp32 adds each partial sum into an fp32
+# accumulator every few K steps, outside the tensor cores ("promotion"; DeepSeek-V3 report, section 3.3.2), and runs
+# slower than one left in the tensor cores ("fast accumulation"). Both training stacks run the forward GEMM fast and
+# the two backward GEMMs split: Transformer Engine (transformer_engine/pytorch/module/base.py: _2X_ACC_FPROP = False,
+# _2X_ACC_DGRAD = True, _2X_ACC_WGRAD = True, the use_split_accumulator of every fp8 gemm call; Megatron-Core and NeMo
+# run its Linear modules) and torchao's Float8Linear (torchao/float8/config.py: gemm_config_output
+# use_fast_accum=True, grad_input and grad_weight left at False; pytorch/ao issue #2377: fast accumulation "can lead
+# to a 1.1x to 1.2x speedup"). The share is the card's fp8 Maximum Achievable Matmul FLOPS over its bf16 one, each as
+# a share of its datasheet peak (stas00/ml-engineering compute/accelerator/README.md @744d01e, "Maximum Achievable
+# Matmul FLOPS comparison table", BF16 and FP8 float8_e4m3fn; mamf-finder.py times torch._scaled_mm at its default
+# use_fast_accum=False, the split accumulator): H100 SXM 70.9 / 80.3 % = 0.883, H200 SXM 73.4 / 80.3 % ("H200 is the
+# same" in bf16) = 0.914, GH200 77.6 / 83.8 % = 0.926; Blackwell's tensor memory accumulates in fp32: B200
+# 76.3 / 77.6 % = 0.983, B300 74.5 / 78.6 % = 0.948, GB200 72.3 / 72.9 % = 0.992. Fast accumulation keeps the bf16
+# share: tile-ai/tilelang's fp8 products of 8192 x 8192 x K on an H800 (benchmark/matmul_fp8/README.md @9fcebdcf,
+# fp32 register accumulation, no promotion) reach 1,523 TFLOPS at K = 16,384, 77.0 % of 1,979 against the bf16 MAMF's
+# 80.3 %. Checks in tests/speed/test_fp8_gemm.py: those products at K >= 4,096 (its kernel, not persistent, pays its
+# epilogue apart below that) and deepseek-ai/DeepGEMM's block-scaled fp8 products with promotion on an H800 (README.md
+# @a6d97a1, "Normal GEMMs for dense models", M = 4,096); pytorch/ao PR #2185's Float8Linear timings, use_fast_accum on
+# all three GEMMs, sit at a median 1.00 of the fast rate (tests/speed/test_float8.py). Cards without a row take their
+# generation's median, other generations 1 (no measurement); the H100 SXM5 96GB (the same GH100) takes the H100 SXM's.
+# Checked, not fitted, on NeMo's, torchtitan's and MLPerf's fp8 training rows (bench/results/accuracy.md, mlperf.md).
+FP8_SPLIT_ACCUMULATOR_SHARE = {
+    "nvidia-h100-sxm5-80gb": 0.883, "nvidia-h100-sxm5-96gb": 0.883, "nvidia-h200-sxm-141gb": 0.914,
+    "nvidia-h200-nvl-141gb": 0.914, "nvidia-gh200-144gb": 0.926, "nvidia-gh200-96gb": 0.926,
+    "nvidia-b200": 0.983, "nvidia-b300": 0.948, "nvidia-gb200": 0.992,
+}
+FP8_SPLIT_ACCUMULATOR_SHARE_BY_GENERATION = {"Hopper": 0.914, "Blackwell": 0.983}
 # A card run at a power limit below its TDP (GpuSpec.power_limit_w) sustains (limit / TDP) ** POWER_CAP_EXPONENT
 # of its tensor rate (speed/gemm.py power_limit_factor): dynamic power ~ C V^2 f with the voltage rising with the
 # clock, held to about the square of the clock by the leakage and memory power that do not scale. Grand Teton's

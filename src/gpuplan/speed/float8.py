@@ -1,4 +1,9 @@
-"""The memory traffic of torchao's float8 training as torchtitan runs it (``precision: fp8-mixed``): every decoder
+"""The memory traffic of fp8 training's casts, by the library that runs them: torchao (torchtitan) and Transformer
+Engine (Megatron-Core, NeMo). The GEMMs themselves are :func:`~gpuplan.speed.gemm.gemm_time_s`'s, one mechanism for
+both (fast accumulation in the forward, a split accumulator in the backward: :func:`~gpuplan.speed.gemm.
+accumulation_share`).
+
+torchao's float8 training as torchtitan runs it (``precision: fp8-mixed``): every decoder
 linear swapped for ``Float8Linear`` with dynamic tensorwise scaling (torchtitan ``float8.py`` ``Float8Handler``; the
 output head is left in bf16, ``module_filter_fn``), compiled, its weights gathered in float8 by FSDP2
 (``enable_fsdp_float8_all_gather`` and ``precompute_float8_dynamic_scale_for_fsdp``, the launch torchtitan's
@@ -27,6 +32,10 @@ from __future__ import annotations
 
 from .. import overheads as oh
 from ..model.spec import ModelSpec
+from ..tensors.activations import INPUT_OF
+
+# The inputs a norm writes (Transformer Engine's LayerNormLinear casts them to fp8 in the norm's own kernel)
+NORMED_INPUTS = frozenset({"attn_in", "mlp_in", "q_latent", "kv_latent"})
 
 
 def torchao_cast_bytes(m: ModelSpec, tokens: float, *, tp: int = 1, layers: float = 1.0, again: float = 0.0,
@@ -45,4 +54,48 @@ def torchao_cast_bytes(m: ModelSpec, tokens: float, *, tp: int = 1, layers: floa
             else:
                 forward, backward = b["fused amax"] * x + b["own amax"] * w, b["fused amax"] * dy
             total += count * ((1 + again) * forward + backward)
+    return total * layers / tp
+
+
+def te_cast_bytes(m: ModelSpec, tokens: float, *, tp: int = 1, layers: float = 1.0, again: float = 0.0,
+                  weight_grads: bool = True) -> float:
+    """Bytes one micro-step of ``tokens`` tokens moves casting to and between fp8 (1 B an element) and bf16 in
+    Transformer Engine's linears as Megatron-Core builds them
+    (``TELayerNormColumnParallelLinear`` for the projections that read a norm, ``TERowParallelLinear`` for the output
+    projections; Transformer Engine 1.x ``pytorch/module/layernorm_linear.py`` and ``linear.py``), on one rank
+    holding the share ``layers`` of the decoder, with ``again`` of the forward's casts re-run by checkpointing:
+
+    - an input a norm writes (``attn_in``, ``mlp_in``, MLA's latents; once for the q, k, v or gate and up
+      projections that share it): the norm kernel writes it in fp8 (``layernorm_fwd_fp8``, no pass of its own), the
+      backward transposes it for wgrad (``tex.fp8_transpose(ln_out_total)``: 2 B per element) over the
+      sequence-parallel gather (all ``tokens`` rows on every rank);
+    - any other input (attention's output, the MLP's activation, an expert's tokens): read in bf16 and written in
+      both layouts (``fp8_cast_transpose_fused``: 4 B), its ``1/tp`` shard, in every forward and re-run; without
+      weight gradients only the row-major copy (3 B);
+    - every grad_output: cast and transposed the same way in the backward (``fp8_cast_transpose_bgrad_fused``),
+      ``1/tp`` of it (without weight gradients, cast only);
+    - the weights: none per micro-step (fp8 primary weights, ``fp8_param_gather``; or the cast kept over a step's
+      micro-batches, ``is_first_microbatch``). Routers stay bf16.
+
+    Left out: sequence parallelism's gathered grad_output of the row-parallel projections is cast on each rank's
+    shard and transposed after the gather (about ``tp`` times the ``1/tp`` share above for their transposes), and
+    the amax reductions and scale updates (a few small kernels per step)."""
+    total = 0.0
+    for layer, count in m.layer_kinds():
+        forward = backward = 0.0
+        seen: set[tuple[str, str]] = set()
+        for lin in layer.linears:
+            if lin.group == "router":
+                continue
+            routed = lin.group == "experts" and lin.count > 1
+            rows = tokens * (layer.experts_per_token if routed else lin.count)
+            key = (INPUT_OF.get(lin.name, lin.name), lin.group)
+            if key not in seen:  # the projections that share an input cast it once
+                seen.add(key)
+                if key[0] in NORMED_INPUTS and not routed:
+                    backward += 2 * tokens * lin.in_features * tp * weight_grads
+                else:
+                    forward += (3 + weight_grads) * rows * lin.in_features
+            backward += (3 + weight_grads) * rows * lin.out_features
+        total += count * ((1 + again) * forward + backward)
     return total * layers / tp

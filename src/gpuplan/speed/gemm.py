@@ -8,11 +8,15 @@ For ``[M x K] @ [K x N]`` (``M`` tokens in the micro-step, ``K`` input width, ``
   measured; power-capped cards lower), ``a`` what the shapes of LLM layers reach of that best (cuBLAS tile, wave
   and prologue costs that thin operands pay more of): both fitted on a real card's matmul rates
   (``bench/data/gpu-measurements/gemm-h200-2026-11-27.json``: torch.matmul bf16 on an H200, 49 LLM shapes);
-- traffic: ``(M·K + M·N)·a + K·N·w`` bytes (``a``, ``w`` bytes per activation and weight element) at the
-  achievable bandwidth;
+- traffic: ``M·K·a + K·N·w + M·N·o`` bytes (``a``, ``w``, ``o`` bytes per input activation, weight and output
+  element: an fp8 GEMM reads 1-byte operands and writes a bf16 output) at the achievable bandwidth;
 - time: ``(compute^p + traffic^p)^(1/p) + latency``: the roofline of Williams et al. (2009) with a smooth
   corner (``p`` = :data:`~gpuplan.overheads.GEMM_ROOFLINE_SHARPNESS`), plus the launch/ramp/tail latency that
   dominates small kernels.
+
+An fp8 GEMM that adds its partial sums into fp32 outside the tensor cores (the split accumulator Transformer Engine
+and torchao use for the two backward GEMMs) runs at :func:`accumulation_share` of that rate; one left to the tensor
+cores' own accumulator (the forward's fast accumulation) at the bf16-calibrated share of its 2x peak.
 
 The achieved fraction of peak therefore rises with ``M``: a 256-token micro-batch through a 2048-wide layer
 reaches a fraction of what 8k tokens do, and a card whose peak FLOPS are high for its bandwidth (L40S,
@@ -110,33 +114,52 @@ def shape_scale(gpu: GpuSpec) -> float:
     return max(oh.GEMM_SHAPE_SCALE_FLOOR, law)
 
 
-_RATES: dict[tuple[int, str], tuple[GpuSpec, tuple[float, float, float]]] = {}
+def accumulation_share(gpu: GpuSpec, dtype: str, split_accumulator: bool) -> float:
+    """Share of the fast-accumulating rate an fp8 GEMM keeps with a split accumulator (its partial sums added into
+    fp32 every few K steps outside the tensor cores: Transformer Engine's ``use_split_accumulator``, on for dgrad and
+    wgrad, ``transformer_engine/pytorch/module/base.py`` ``_2X_ACC_DGRAD``/``_2X_ACC_WGRAD``; torchao's
+    ``use_fast_accum=False`` for grad_input and grad_weight, ``torchao/float8/config.py``): the card's fp8 over its
+    bf16 Maximum Achievable Matmul FLOPS share (:data:`~gpuplan.overheads.FP8_SPLIT_ACCUMULATOR_SHARE`: H100 SXM
+    0.709 / 0.803 = 0.883), its generation's where the card has no row; 1 for other dtypes and fast accumulation."""
+    if dtype != "fp8" or not split_accumulator:
+        return 1.0
+    return oh.FP8_SPLIT_ACCUMULATOR_SHARE.get(gpu.id, oh.FP8_SPLIT_ACCUMULATOR_SHARE_BY_GENERATION.get(
+        gpu.generation, 1.0))
 
 
-def _card_rates(gpu: GpuSpec, dtype: str) -> tuple[float, float, float]:
-    """The card's part of every GEMM's time, worked out once per card and dtype (a search times hundreds of
-    thousands of GEMMs): achievable FLOP/s at the best shape, :func:`shape_scale` and :func:`bandwidth`."""
-    held = _RATES.get((id(gpu), dtype))
+_RATES: dict[tuple[int, str, bool], tuple[GpuSpec, tuple[float, float, float]]] = {}
+
+
+def _card_rates(gpu: GpuSpec, dtype: str, split_accumulator: bool = False) -> tuple[float, float, float]:
+    """The card's part of every GEMM's time, worked out once per card, dtype and accumulation (a search times
+    hundreds of thousands of GEMMs): achievable FLOP/s at the best shape, :func:`shape_scale` and
+    :func:`bandwidth`."""
+    key = (id(gpu), dtype, split_accumulator)
+    held = _RATES.get(key)
     if held is None or held[0] is not gpu:  # the id of a card that is gone may be reused
         _require_rate(gpu)
-        rate = peak_flops(gpu, dtype) * matmul_fraction(gpu, dtype) * oh.GEMM_SHAPE_ASYMPTOTE.get(gpu.id, 1.0)
-        held = _RATES[(id(gpu), dtype)] = (gpu, (rate, shape_scale(gpu), bandwidth(gpu)))
+        rate = peak_flops(gpu, dtype) * matmul_fraction(gpu, dtype) * oh.GEMM_SHAPE_ASYMPTOTE.get(gpu.id, 1.0) \
+            * accumulation_share(gpu, dtype, split_accumulator)
+        held = _RATES[key] = (gpu, (rate, shape_scale(gpu), bandwidth(gpu)))
     return held[1]
 
 
 def gemm_time_s(gpu: GpuSpec, dtype: str, m: float, k: float, n: float, *, count: float = 1,
-                act_bytes: float = 2.0, weight_bytes: float = 2.0, kernels: float | None = None,
-                latency_s: float | None = None, bandwidth_bps: float | None = None) -> float:
+                act_bytes: float = 2.0, weight_bytes: float = 2.0, out_bytes: float | None = None,
+                kernels: float | None = None, latency_s: float | None = None, bandwidth_bps: float | None = None,
+                split_accumulator: bool = False) -> float:
     """Seconds for ``count`` GEMMs of ``[m x k] @ [k x n]`` in ``dtype`` on ``gpu`` (see the module docstring),
     launched as ``kernels`` kernels (default ``count``; a grouped MoE kernel runs every expert in one) of
     ``latency_s`` fixed time each (default :data:`~gpuplan.overheads.GEMM_KERNEL_LATENCY_S`), moving their bytes
-    at ``bandwidth_bps`` (default :func:`bandwidth`)."""
+    at ``bandwidth_bps`` (default :func:`bandwidth`); the output ``out_bytes`` per element (default ``act_bytes``);
+    ``split_accumulator``: an fp8 GEMM's partial sums promoted to fp32 (:func:`accumulation_share`)."""
     if m <= 0 or count <= 0:
         return 0.0
-    rate, scale, card_bandwidth = _card_rates(gpu, dtype)
+    rate, scale, card_bandwidth = _card_rates(gpu, dtype, split_accumulator)
     shape = 1 + scale * (oh.GEMM_SHAPE_M / max(m, oh.MMA_TILE_M) + oh.GEMM_SHAPE_K / k + oh.GEMM_SHAPE_N / n)
     compute = 2 * m * k * n * shape / rate
-    traffic = ((m * k + m * n) * act_bytes + k * n * weight_bytes) / (bandwidth_bps or card_bandwidth)
+    out = act_bytes if out_bytes is None else out_bytes
+    traffic = (m * k * act_bytes + m * n * out + k * n * weight_bytes) / (bandwidth_bps or card_bandwidth)
     p = oh.GEMM_ROOFLINE_SHARPNESS
     kernels = count if kernels is None else kernels
     latency = oh.GEMM_KERNEL_LATENCY_S if latency_s is None else latency_s

@@ -6,9 +6,11 @@ One optimizer step is ``grad_accum_steps`` micro-steps plus the step's own fixed
   input gradient, weight gradient for trained weights), peft's adapter GEMMs, attention, element-wise traffic,
   the loss, QLoRA's dequantization of every 4-bit weight each time a pass uses it (bitsandbytes' three kernels per
   linear, the NF4 decode bound by the instructions it issues or by the memory it moves; AutoGPTQ memory-bound) and,
-  under peft's prepare_model_for_kbit_training, fp32 activations and the casts around each 4-bit linear, fp8 casts of
-  the linears' inputs (fp8 runs the linears only: attention and the rest stay 16-bit; torchtitan's torchao casts
-  input, weight and grad_output as :mod:`.float8` counts); and what the stack's
+  under peft's prepare_model_for_kbit_training, fp32 activations and the casts around each 4-bit linear, fp8 casts
+  (fp8 runs the linears only: attention and the rest stay 16-bit; torchtitan's torchao and Megatron's Transformer
+  Engine each cast input, grad_output and weight as :mod:`.float8` counts them; the backward's two fp8 GEMMs at the
+  split accumulator's share, :func:`~.gemm.accumulation_share`); under Transformer Engine's userbuffers each forward
+  linear as ``tp`` GEMMs of one rank's rows (:func:`_userbuffers_chunks`); and what the stack's
   checkpointing runs again (:meth:`~gpuplan.stacks.Stack.recompute`): the whole forward of the
   checkpointed layers under ``full`` (one layer in ``checkpoint_every``), under torchtitan's and torchtune's
   per-op ``selective`` policy the matmuls it does not save (every second one) and every element-wise op, not
@@ -68,7 +70,7 @@ from .comms import (
     intra_node_link,
     slowest_link,
 )
-from .float8 import torchao_cast_bytes
+from .float8 import te_cast_bytes, torchao_cast_bytes
 from .flops import compute_dtype, training_flops_per_token
 from .gemm import bandwidth, peak_flops
 from .work import (
@@ -276,21 +278,24 @@ def _micro_work(s: Scenario, m: ModelSpec, gpu: GpuSpec, dtype: str, tokens: int
     act_bytes = oh.NVFP4_BYTES if dtype == "fp4" else 1.0 if dtype == "fp8" else \
         (4.0 if dtype in ("tf32", "fp32") else 2.0)
     whole = stack_for(s).replicated_on_all_tokens  # MLA's down-projections on every token (layout.replicated)
-    forward = linears_s(m, gpu, dtype, tokens, tp=tp, layers=share, act_bytes=act_bytes, weight_bytes=act_bytes,
-                        whole=whole)
+    # fp8 and NVFP4 GEMMs read low-precision operands and write bf16 outputs; an fp8 backward's two GEMMs promote
+    # their sums to fp32 (gemm.accumulation_share), the forward's and its re-run's accumulate fast
+    io = {"tp": tp, "layers": share, "act_bytes": act_bytes, "weight_bytes": act_bytes, "whole": whole,
+          "out_bytes": 2.0 if dtype in ("fp8", "fp4") else None}
+    chunks = _userbuffers_chunks(s)
+    forward = chunks * linears_s(m, gpu, dtype, tokens / chunks, **io)
     # the backward and the checkpointing's re-runs go through the layer runs with autograd on (work.runs)
-    grad = linears_s(m, gpu, dtype, tokens, tp=tp, layers=share, act_bytes=act_bytes, weight_bytes=act_bytes,
-                     whole=whole, grad=True)
+    rerun = chunks * linears_s(m, gpu, dtype, tokens / chunks, grad=True, **io)
+    grad = linears_s(m, gpu, dtype, tokens, grad=True, split_accumulator=dtype == "fp8", **io)
     # recomputation (the stack's checkpointing, its Recompute): the re-run linears' GEMMs; a selective policy
     # keeps attention's output and re-runs the element-wise ops and adapters, full checkpointing all of a layer
     if rc.attention:  # Megatron's core_attn recompute: attention's forward again, no linears
         again, attention_again, rest_again = 0.0, 1.0, 0.0
     elif rc.selective:
-        again = linears_s(m, gpu, dtype, tokens, tp=tp, layers=share, act_bytes=act_bytes, weight_bytes=act_bytes,
-                          per_layer=rc.linears, whole=whole, grad=True)
+        again = chunks * linears_s(m, gpu, dtype, tokens / chunks, per_layer=rc.linears, grad=True, **io)
         attention_again, rest_again = 0.0, 1.0
     else:
-        again = grad * rc.layers
+        again = rerun * rc.layers
         attention_again = rest_again = rc.layers
     head = lm_head_s(m, gpu, "bf16" if dtype in ("fp8", "fp4") else dtype, tokens, tp=tp) * stage.head
     targets = lora_targets(s, m) if not full else frozenset()
@@ -315,6 +320,18 @@ def _micro_work(s: Scenario, m: ModelSpec, gpu: GpuSpec, dtype: str, tokens: int
                   extra=_dequant_and_casts_s(s, m, gpu, dtype, tokens, rc, kern, assumptions, share),
                   recompute=again / forward if forward else rc.layers, rest_again=rest_again,
                   attention_passes=passes)
+
+
+def _userbuffers_chunks(s: Scenario) -> int:
+    """How many GEMMs each forward linear runs as under Transformer Engine's userbuffers (``tp_overlap``
+    ``userbuffers``): its ring exchange multiplies the rows of one tensor-parallel rank at a time while it passes the
+    next rank's to its neighbour, ``tp`` GEMMs of ``tokens / tp`` rows each (transformer_engine/common/
+    comm_gemm_overlap/comm_gemm_overlap.cpp ``CommOverlapP2PBase::split_overlap_ag``: a GEMM per chunk of
+    ``_ubufs[0].size(0)`` rows; the reduce-scatter after the row-parallel linears likewise, NVIDIA's MLPerf
+    ``tp_overlap/h100tp8mbs1.yaml``: ``proj_fprop``/``fc2_fprop`` ``ring_exchange``); 1 otherwise. The backward's
+    dgrad and wgrad of the column-parallel linears overlap in ``bulk`` (whole GEMMs); the ring-exchanged dgrad of
+    the row-parallel ones is left whole here."""
+    return s.tp if s.tp > 1 and stack_for(s).tp_overlap(s) == "userbuffers" else 1
 
 
 def _dequant_and_casts_s(s: Scenario, m: ModelSpec, gpu: GpuSpec, dtype: str, tokens: int, rc, kern,
@@ -342,16 +359,28 @@ def _dequant_and_casts_s(s: Scenario, m: ModelSpec, gpu: GpuSpec, dtype: str, to
         extra += cast / bandwidth(gpu)
         assumptions.append(f"torchao float8 linears (tensorwise, compiled): {cast / 2**30:.1f} GiB of casts per "
                            "micro-step; attention, norms and the output layer stay bf16")
-    elif dtype in ("fp8", "fp4"):  # Transformer Engine casts the linears' inputs to fp8 (NVFP4) each pass
-        inputs = {layer: sum(lin.in_features for lin in layer.linears) for layer, _ in m.layer_kinds()}
-        cast = tokens * sum(c * inputs[layer] for layer, c in m.layer_kinds())
-        again_share = rc.layers if not rc.selective else tokens * sum(
-            c * sum(lin.in_features for lin in layer.linears if lin.name in rc.linears[layer])
-            for layer, c in m.layer_kinds()) / max(cast, 1)
-        extra += cast * layers / s.tp * 3 / bandwidth(gpu) * (2 + again_share + (s.method == "full"))
-        assumptions.append(f"{dtype} on the linear layers only; attention (unless fp8_attention), norms and the "
-                           "loss stay 16-bit")
+    elif dtype == "fp8":  # Transformer Engine's casts in its linears, counted from its code (.float8)
+        again = rc.layers if not rc.selective else _selective_cast_share(m, rc)
+        cast = te_cast_bytes(m, tokens, tp=s.tp, layers=layers, again=again, weight_grads=s.method == "full")
+        extra += cast / bandwidth(gpu)
+        assumptions.append(f"fp8 on the linear layers only ({cast / 2**30:.1f} GiB of Transformer Engine casts per "
+                           "micro-step); attention (unless fp8_attention), norms and the loss stay 16-bit")
+    elif dtype == "fp4":  # NVFP4: 3 B per linear input element and pass (its quantizer's Hadamard transforms and
+        # stochastic rounding are not a plain byte stream: not counted from Transformer Engine's code here)
+        width = tokens * sum(c * sum(lin.in_features for lin in layer.linears) for layer, c in m.layer_kinds())
+        again = rc.layers if not rc.selective else _selective_cast_share(m, rc)
+        extra += width * layers / s.tp * 3 / bandwidth(gpu) * (2 + again + (s.method == "full"))
+        assumptions.append("fp4 on the linear layers only; attention (unless fp8_attention), norms and the loss stay "
+                           "16-bit")
     return extra
+
+
+def _selective_cast_share(m: ModelSpec, rc) -> float:
+    """The share of the linears' input width a selective recomputation multiplies again (its re-run's casts)."""
+    width = sum(c * sum(lin.in_features for lin in layer.linears) for layer, c in m.layer_kinds())
+    again = sum(c * sum(lin.in_features for lin in layer.linears if lin.name in rc.linears[layer])
+                for layer, c in m.layer_kinds())
+    return again / max(width, 1)
 
 
 def _fp32_upcast(s: Scenario, kern) -> bool:

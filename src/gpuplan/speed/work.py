@@ -97,24 +97,26 @@ def _tokens_per_matrix(layer: Layer, lin: Linear, tokens: float) -> float:
 
 
 def _linear_s(gpu: GpuSpec, dtype: str, layer: Layer, lin: Linear, tokens: float, tp: int, act_bytes: float,
-              weight_bytes: float) -> float:
+              weight_bytes: float, out_bytes: float | None = None, split_accumulator: bool = False) -> float:
     m = _tokens_per_matrix(layer, lin, tokens)
     n = lin.out_features / tp if lin.group != "router" else lin.out_features
     return gemm_time_s(gpu, dtype, m, lin.in_features, n, count=lin.count, act_bytes=act_bytes,
-                       weight_bytes=weight_bytes, kernels=1)
+                       weight_bytes=weight_bytes, out_bytes=out_bytes, kernels=1,
+                       split_accumulator=split_accumulator)
 
 
 @_shared
 def linears_s(m: ModelSpec, gpu: GpuSpec, dtype: str, tokens: float, *, tp: int = 1, layers: float = 1.0,
               targets: frozenset[str] | None = None, act_bytes: float = 2.0, weight_bytes: float = 2.0,
-              per_layer: Mapping[Layer, frozenset[str]] | None = None, whole: bool = False, grad: bool = False
-              ) -> float:
+              per_layer: Mapping[Layer, frozenset[str]] | None = None, whole: bool = False, grad: bool = False,
+              out_bytes: float | None = None, split_accumulator: bool = False) -> float:
     """One forward pass of every decoder linear (or only those named in ``targets``, or in ``per_layer`` for each
     layer kind), for ``tokens`` tokens, over the share ``layers`` of the model this GPU holds (``1/pp``); ``grad``:
     over the runs with autograd on only (:func:`runs`), those a backward and checkpointing go through. ``whole``:
     the :func:`~gpuplan.tensors.layout.replicated` linears run unsplit on all ``tokens`` (torchtitan's
     ``NoParallel`` down-projections); otherwise every linear's work is split ``tp`` ways (Megatron-Core's
-    sequence-parallel ranks multiply ``tokens / tp`` rows by the whole down-projection: the same FLOPs)."""
+    sequence-parallel ranks multiply ``tokens / tp`` rows by the whole down-projection: the same FLOPs).
+    ``out_bytes`` and ``split_accumulator`` as :func:`~.gemm.gemm_time_s` takes them (an fp8 backward's GEMMs)."""
     total = 0.0
     for layer, count in m.layer_kinds():
         chosen = per_layer.get(layer, frozenset()) if per_layer is not None else targets
@@ -122,7 +124,7 @@ def linears_s(m: ModelSpec, gpu: GpuSpec, dtype: str, tokens: float, *, tp: int 
             if chosen is None or lin.name in chosen:
                 split = 1 if whole and replicated(layer, lin) else tp
                 total += count * runs(layer, grad) * _linear_s(gpu, dtype, layer, lin, tokens, split, act_bytes,
-                                                               weight_bytes)
+                                                               weight_bytes, out_bytes, split_accumulator)
     return total * layers
 
 
