@@ -392,7 +392,11 @@ NOTES = """What the misses say, row by row:
   what SGLang's releases of the same weeks show (engines/sglang.py early_deepseek: their prompt path 1.63x
   gpuplan's, fitted on SGLang's own runs); vLLM 0.7's DeepSeek prompt path (Triton block-FP8 GEMMs and fused MoE,
   MLA's up-projection) has no public profile outside these rows, and SGLang's factor was fitted on another
-  engine, so nothing was borrowed.
+  engine, so nothing was borrowed. As a diagnostic only (not kept): that factor (overheads.SGLANG_EARLY_PROMPT_SCALE,
+  1.63 on NVIDIA, 2.29 on AMD) on these rows' prompts gives TTFT -7/-2/+0/-13/-26/-74 % on the H200 and
+  +10/+9/-30/-11/+17/+3 % on the MI300X (median 10.5 %), TPOT median 18.5 %, requests/s 26 %: the two engines'
+  DeepSeek prompts of those weeks cost alike, which a shared reading of their kernels (both ran DeepSeek's experts
+  in the Triton fused MoE with block-FP8 weights) would have to establish before one constant serves both.
   (2) GPUStack's performance lab (`gpustack`; gpustack/gpustack@47277d79f4a5 docs/performance-lab/*: vLLM v0.11.0
   baselines served with no flags, `vllm bench serve` random 4,000/200 and 2,000/100, 500 prompts sent at once):
   8 rows. TTFT median 25.5 %, TPOT 19.4 %, requests/s 27.7 %, every row gpuplan fast. The 8-GPU rows (DeepSeek-R1-0528
