@@ -422,7 +422,11 @@ NOTES = """What the misses say, row by row:
   reports (concurrency 1 only, same client); InferenceX's gpt-oss H100 sweep (TPOT only in the thread);
   inference-atlas (DGX Spark with MTP speculative decoding); LambdaLabsML/vllm-benchmark (ShareGPT bursts on
   0.6.0 with multi-step scheduling); vLLM #13412 (V0, --num-scheduler-steps 10); blog posts whose tables are
-  images (vLLM on MI300X) or lie past the stored page's start.
+  images (vLLM on MI300X) or lie past the stored page's start; dstack's TensorRT-LLM rows in the same
+  online_results.csv as the dstackr1 rows (trtllm-serve's PyTorch backend at a pre-release commit of 0.17,
+  9b931c0f, --ep_size 4: an experimental flow of that release, where gpuplan times its TensorRT engine; probed, TTFT
+  -62..-93 %, TPOT -43..-76 % at 4-128 users); GPUStack's Qwen3.5 pages (guidellm through GPUStack's own deployment,
+  card count not stated).
 """
 
 
