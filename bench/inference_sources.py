@@ -267,6 +267,24 @@ def goal_lines(rows: list[Scored], table: dict[Key, dict]) -> list[str]:
 # Why each source above the limit misses, read from the rows and the engines' code (the benches' own notes hold the
 # long form and every locator); keyed by (bench, source).
 CAUSES = {
+    ("load_accuracy", "dstackr1"): (
+        "dstack's vLLM 0.7 runs of DeepSeek-R1 at 4-128 users (8 H200s, 8 MI300Xs; added 2026-11-30 as a test of "
+        "generalisation, held out). TTFT 68.9 % -> 50.3 %: V0 never chunks an MLA model's prompts by default (vLLM "
+        "PR #12642 forced it off in 0.7.1-0.7.3; after PR #12639 `_set_default_args_v0`: \"Chunked prefill not "
+        "supported for Multimodal or MLA in V0\"), where gpuplan chunked the H200's at 2,048 tokens "
+        "(engines/vllm.py `scheduler_limits`). Left: one 3,200-token prompt alone takes 0.97 s on the H200 and 1.29 "
+        "s on the MI300X, gpuplan 0.58 and 0.65, and those prompt steps stall the decodes at higher concurrency "
+        "(TPOT -8..-43 %, requests/s +20..+110 %); SGLang's releases of the same weeks show the same kind of "
+        "prompt path (engines/sglang.py early_deepseek, fitted on SGLang's own runs, not borrowed here); no public "
+        "profile of vLLM 0.7's DeepSeek prefill outside these rows prices it (bench/results/load_accuracy.md)."),
+    ("load_accuracy", "gpustack"): (
+        "GPUStack's performance lab, vLLM 0.11.0 with no flags, bursts of 500 prompts of 4,000 or 2,000 tokens "
+        "(added 2026-11-30, held out). The 8-GPU rows land (TTFT -27..+1 %); the misses above 25 % are Qwen3-14B on "
+        "one H100 (TPOT -44/-46 %, requests/s +68/+81 %), where the same harness on one A100 gives -17/-22 %: that "
+        "card took prompts at about 250 TFLOPS of work, half what the vLLM blog's H100 reached (TTFT +6/+7 % "
+        "there), while its decode matches gpuplan (the lab's Qwen3-8B latency page: TPOT 7.40 ms, gpuplan 7.45): a "
+        "compute-limited card, not vLLM's scheduler; a card's clocks are not an input (bench/results/"
+        "load_accuracy.md)."),
     ("load_accuracy", "kvcached"): (
         "TPOT now within the limit (48.3 % -> 18.5 %): vLLM 0.19's steps past its largest CUDA graph (512 tokens: a "
         "512-token prompt beside the running decodes) run the compiled model without a graph, every kernel launched "

@@ -372,12 +372,61 @@ NOTES = """What the misses say, row by row:
   (kvcached's 500, the Nemotron recipe's first 1,024), which gpuplan now admits one at a time but faster than
   kvcached's host did; dstack's 32,784-token prompts
   (+18..+27 %), whose pool gpuplan puts 6 % above the 91,680 tokens the source states.
+- **Two sources added for generalisation (2026-11-30, s13-fresh), held out, nothing fitted on them.**
+  (1) dstack's vLLM runs of DeepSeek-R1 (`dstackr1`), beside its SGLang runs already in sglang_serving.csv
+  (dstackai/benchmarks@7f37e6697725 Deepseek-R1/raw_data/online_results.csv: random 3,200/800, 500 prompts, 4-128
+  concurrent; 8 H200s on vLLM 0.7.4.dev181 with FlashMLA at TP 8, 8 MI300Xs on 0.7.3.dev138 ROCm at TP 8 and
+  max-model-len 32,768). On the H200 the measured TTFT grows with the concurrency (0.97 s at 4, 1.77 at 8, 3.39 at
+  16, 7.69 at 32, 14.4 at 64): each wave's prompts are prefilled whole, together, at 13-15k tokens a second. gpuplan
+  chunked them at 2,048 tokens (V0's default past 32,768 tokens of context), which spreads the closed loop's
+  arrivals: 0.30-0.52 s at every concurrency, TTFT -70..-99 %. Read in vLLM's code: V0 never chunks an MLA model's
+  prompts by default (0.7.1-0.7.3: PR #12642's `VllmConfig.__post_init__`, "MLA is enabled; forcing chunked
+  prefill and prefix caching to be disabled", whatever the flag; after PR #12639 `EngineArgs._set_default_args_v0`,
+  "Chunked prefill not supported for Multimodal or MLA in V0"); now so in engines/vllm.py `scheduler_limits`.
+  H200 TTFT -70/-83/-91/-95/-97/-99 % -> -41/-38/-37/-45/-53/-84 % at 4-128, TPOT -13/-17/-37/-23/-18/+6 % ->
+  -16/-21/-43/-34/-31/-8 %, requests/s +19/+27/+69/+53/+55/+129 % -> +20/+29/+72/+55/+57/+110 %; the MI300X rows (max-model-len 32,768: not
+  chunked before either) do not move: TTFT -47..-68 %, TPOT -8..-26 %, requests/s +20..+37 %. The source: TTFT
+  68.9 % -> 50.3 %, TPOT 17.4 % -> 19.5 %, requests/s 33.5 %. What is left is the prompt itself, on both cards:
+  at 4 users, one 3,200-token prompt alone, 0.97 s measured against gpuplan's 0.58 s on the H200, 1.29 against
+  0.65 on the MI300X, and the longer prompt steps stall the decodes of the higher concurrencies (TPOT). That is
+  what SGLang's releases of the same weeks show (engines/sglang.py early_deepseek: their prompt path 1.63x
+  gpuplan's, fitted on SGLang's own runs); vLLM 0.7's DeepSeek prompt path (Triton block-FP8 GEMMs and fused MoE,
+  MLA's up-projection) has no public profile outside these rows, and SGLang's factor was fitted on another
+  engine, so nothing was borrowed. As a diagnostic only (not kept): that factor (overheads.SGLANG_EARLY_PROMPT_SCALE,
+  1.63 on NVIDIA, 2.29 on AMD) on these rows' prompts gives TTFT -7/-2/+0/-13/-26/-74 % on the H200 and
+  +10/+9/-30/-11/+17/+3 % on the MI300X (median 10.5 %), TPOT median 18.5 %, requests/s 26 %: the two engines'
+  DeepSeek prompts of those weeks cost alike, which a shared reading of their kernels (both ran DeepSeek's experts
+  in the Triton fused MoE with block-FP8 weights) would have to establish before one constant serves both.
+  (2) GPUStack's performance lab (`gpustack`; gpustack/gpustack@47277d79f4a5 docs/performance-lab/*: vLLM v0.11.0
+  baselines served with no flags, `vllm bench serve` random 4,000/200 and 2,000/100, 500 prompts sent at once):
+  8 rows. TTFT median 25.5 %, TPOT 19.4 %, requests/s 27.7 %, every row gpuplan fast. The 8-GPU rows (DeepSeek-R1-0528
+  on H200s, Qwen3-235B on H100s) land at TTFT -27..+1 %, TPOT -16..-8 %, requests/s +0..+26 %; Qwen3-235B on 8 A100s
+  -36 %, -33 %, +49 %; Qwen3-14B on one A100 -16/-24 %, -17/-22 %, +17/+30 %. Qwen3-14B on one H100: TTFT -40/-46 %,
+  TPOT -44/-46 %, requests/s +68/+81 %. That card computes prompts at about half the rate of the vLLM blog's
+  H100 (its rows above, TTFT +6/+7 %): the 4,000-token run took 8.8k prompt tokens a second, about 250 TFLOPS of
+  prompt work (2 x 13.2 B matmul FLOPs a token and the causal attention) spread over the whole run, where the blog's
+  Llama-3.1-8B prefilled 20k-token prompts at 530 or more (TTFT 0.76 s at concurrency 8); the same page's SGLang and
+  TensorRT-LLM runs of the ShareGPT set are within 27 % of vLLM's; and its decode is not slow (GPUStack's Qwen3-8B latency
+  page on the same kind of card, ShareGPT at concurrency 4: TPOT 7.40 ms, gpuplan 7.45 with the set's mean lengths;
+  not a row, its lengths vary).
+  A compute-limited card (clocks or power) beside a full-bandwidth one reads so; a card's clocks are not an input
+  of gpuplan. Left out before scoring: the 128/4 and 32,000/100 runs (3 output gaps; one request at a time),
+  gpt-oss's (outputs stopped at 53-67 % of the tokens asked; the 120b page's serving line has no -tp for its two
+  cards), GLM-4.5-Air's (its A100 and H100 pages print the same numbers); and, once scored (gpuplan warned that the
+  engine would not start), Qwen3-32B on one A100 or H100 (TTFT -21..+265 %): `vllm
+  serve Qwen/Qwen3-32B` at the model's context (40,960 tokens) needs 61.0 GiB of bf16 weights and 10.0 GiB of KV
+  cache for one request, more than 0.9 x 79.2 GiB leaves with any forward pass's temporaries, so vLLM 0.11 could
+  not have started as stated, yet the page's 32,000-token prompts ran: a flag the page does not show.
 - **Looked at and left out** (setup not stated in full, or a feature gpuplan does not model): vLLM recipes whose
   card is ambiguous ("8xH200 (or H20)", "80G*1 GPU") or on H20 (not in the catalog); tt-inference-server's other GPU
   reports (concurrency 1 only, same client); InferenceX's gpt-oss H100 sweep (TPOT only in the thread);
   inference-atlas (DGX Spark with MTP speculative decoding); LambdaLabsML/vllm-benchmark (ShareGPT bursts on
   0.6.0 with multi-step scheduling); vLLM #13412 (V0, --num-scheduler-steps 10); blog posts whose tables are
-  images (vLLM on MI300X) or lie past the stored page's start.
+  images (vLLM on MI300X) or lie past the stored page's start; dstack's TensorRT-LLM rows in the same
+  online_results.csv as the dstackr1 rows (trtllm-serve's PyTorch backend at a pre-release commit of 0.17,
+  9b931c0f, --ep_size 4: an experimental flow of that release, where gpuplan times its TensorRT engine; probed, TTFT
+  -62..-93 %, TPOT -43..-76 % at 4-128 users); GPUStack's Qwen3.5 pages (guidellm through GPUStack's own deployment,
+  card count not stated).
 """
 
 

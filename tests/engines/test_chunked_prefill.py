@@ -53,6 +53,27 @@ def test_v0_on_below_32k_chunks_512_tokens():
     assert vllm.scheduler_limits(scenario_from({**V0, "max_model_len": 16_384}), M, H100).chunked_prefill is False
 
 
+def test_v0_never_chunks_an_mla_model_by_default():
+    """DeepSeek-R1 (MLA, 163,840 tokens of context) under V0: chunked prefill stays off where Llama's turns on past
+    32,768 tokens (vLLM PR #12642 forced it off in 0.7.1-0.7.3 whatever the flag; ``_set_default_args_v0`` after PR
+    #12639: "Chunked prefill not supported for Multimodal or MLA in V0"), so a step takes a whole prompt,
+    ``max(max_model_len, 2048)`` tokens; asked for, 0.7.4 chunks at 2,048 (0.6.5+), 0.7.3 still does not."""
+    r1, h200 = load_model("deepseek-r1"), load_gpu("h200")
+    base = {"model": "deepseek-r1", "task": "infer", "engine": "vllm", "gpu": "h200", "tp": 8, "num_gpus": 8,
+            "prompt_tokens": 3200, "output_tokens": 800}
+    assert r1.mla is not None and r1.scaled_context > 32_768
+    for version in ("0.7.3", "0.7.4"):
+        lim = vllm.scheduler_limits(scenario_from({**base, "engine_version": version}), r1, h200)
+        assert (lim.chunked_prefill, lim.max_num_batched_tokens) == (False, r1.scaled_context)
+    asked = {**base, "chunked_prefill": True}
+    lim = vllm.scheduler_limits(scenario_from({**asked, "engine_version": "0.7.4"}), r1, h200)
+    assert (lim.chunked_prefill, lim.max_num_batched_tokens) == (True, 2048)
+    assert vllm.scheduler_limits(scenario_from({**asked, "engine_version": "0.7.3"}), r1, h200).chunked_prefill is False
+    # a model without MLA at the same context still chunks by default (V0's long-context rule)
+    llama = scenario_from({**V0, "max_model_len": 163_840, "engine_version": "0.7.4"})
+    assert vllm.scheduler_limits(llama, M, H100).chunked_prefill is True
+
+
 def test_v1_off_takes_the_whole_context_per_step():
     """V1 (0.33, `vllm serve` on an H100: 8,192 tokens a step) without chunked prefill: a step holds a whole
     prompt, ``max(max_model_len, 2048)`` = 32,768 tokens, and the forward of those tokens outgrows the sampler."""

@@ -266,7 +266,11 @@ def scheduler_limits(s: Scenario, m: ModelSpec, gpu: GpuSpec | None, *, current:
     release's with ``current``: an engine timed as vLLM's current one). Chunked prefill is the user's
     (``s.chunked_prefill``) or the release's default: V0 turns it on only past 32,768 tokens of context
     (``vllm/engine/arg_utils.py`` ``EngineArgs.create_engine_config``, ``use_long_context``, when
-    ``--enable-chunked-prefill`` is left unset), V1 always. Turned off, a step must take a whole prompt, so the
+    ``--enable-chunked-prefill`` is left unset) and never for an MLA model (DeepSeek-V2/V3/R1: from 0.7.1 vLLM PR
+    #12642's ``VllmConfig.__post_init__`` forces it off, "MLA is enabled; forcing chunked prefill and prefix caching
+    to be disabled", whatever the flag, through 0.7.3; after PR #12639 V0's default stays off,
+    ``_set_default_args_v0``: "Chunked prefill not supported for Multimodal or MLA in V0"), V1 always. Turned off,
+    a step must take a whole prompt, so the
     token budget (and the profiling run) becomes ``max(max_model_len, 2048)`` in either engine (V0's
     ``SchedulerConfig.__post_init__``; V1's ``SchedulerConfig``: "If max_model_len is too short, use 2048 as the
     default value for higher throughput")."""
@@ -277,7 +281,9 @@ def scheduler_limits(s: Scenario, m: ModelSpec, gpu: GpuSpec | None, *, current:
     total = cuda_total_gib(gpu) if gpu else 0.0
     big = gpu is not None and total >= 70 and "a100" not in gpu.id
     if v < (0, 8, 0):  # V0: SchedulerConfig.__post_init__ (vllm/config.py)
-        chunked = max_len > 32_768 if s.chunked_prefill is None else s.chunked_prefill
+        mla = m.mla is not None
+        chunked = max_len > 32_768 and not mla if s.chunked_prefill is None else s.chunked_prefill
+        chunked = chunked and not (mla and (0, 7, 1) <= v < (0, 7, 4))
         tokens, seqs = (_v0_chunked_tokens(v) if chunked else max(max_len, 2048)), 256
     else:
         chunked = s.chunked_prefill is not False
