@@ -233,7 +233,7 @@ NOTES = """What the misses say, row by row:
   merged, as they are when the API-server process is busy (vLLM's `RequestOutputCollector` merges a request's outputs
   while its stream is behind); every host-side figure here is ~1.4-1.8x gpuplan's (median ITL 2.03 against 1.45 ms,
   the eager step 12.7 against 7.06, ~20 ms outside the engine against 14.7, inside KubeCon's 21-23): the host.
-  (4) GPUStack's Qwen3-8B page (gpustack/gpustack@47277d79f4a5 docs/performance-lab/qwen3-8b/h100-latency.md: one
+  (4) GPUStack's Qwen3-8B page (gpustack/gpustack@1dbc3b8130da docs/performance-lab/qwen3-8b/h100-latency.md: one
   H100, `vllm bench serve --backend openai-chat`, ShareGPT, 100 prompts at concurrency 4; not a row: ShareGPT's
   lengths are not the spread gpuplan draws) runs three engines on one host and client. Median TTFT: vLLM 0.11.0
   60.3 ms (gpuplan 25.7 with the set's mean lengths, 233 and 221, spread 0.5), SGLang 0.5.3.post3 27.3 (38.2),
@@ -241,17 +241,18 @@ NOTES = """What the misses say, row by row:
   9.3 / 14.8 / 25.4); median TPOT 7.40 / 7.14 / 7.58 (7.45 / 6.73 / 6.81). The host is not slow (SGLang is faster
   than gpuplan, TensorRT-LLM's Python server lands with the same 14.7 ms), and vLLM's engine keeps gpuplan's pace
   (TPOT +1 %); but vLLM's mean ITL is 7.78 ms against a mean TPOT of 7.38, 5 % fewer chunks than tokens: streams
-  merged behind a busy API-server process, ~4 tokens (~30 ms) at each of the 100 arrivals, as its p99 ITL (41 ms
-  against a 7.4 ms step) and its TTFT (+35 ms) say. That is ~30 ms of serial work per chat request in that 0.11 API
-  server, which 0.11's code (above) does not show and which PR #54628 and ray-project/ray#59681 (vLLM 0.22 `vllm
-  serve`, streaming chat at concurrency 1: TTFT p50 16.9 ms with the engine, Qwen2.5-0.5B on an RTX 5050) do not see
-  on their hosts; release-to-release reports of the kind stay open without a cause (vLLM #21983: 0.9.2 -> 0.10.0,
-  TTFT +33..97 % at batch 1; #32494: 0.9 -> 0.13). KubeCon's 0.11 server took 170 requests/s through one API-server
-  process (3 ms of serial work already put that held-out stage at +1,318 %, above), so 30 ms is no property of 0.11's
-  completions path; whether it is of 0.11's chat path on any host, no public run outside the held-out rows says.
-  GPUStack's burst rows (500 prompts at once, 1.2-11.4 requests/s) are held by the engine's prompt rate, not by
-  admission: with the serial part at 30 ms (overheads.VLLM_V1_FRONTEND_S, a diagnostic, not kept) they move by under
-  1 % (the most moved, Qwen3-14B on one H100 at 2,000 tokens: TTFT 26.49 -> 26.65 s, requests/s unchanged).
+  merged behind a busy API-server process, ~1,100 tokens over the 100 arrivals, ~4 on each of the three other
+  streams (~28 ms at 7.4 ms a token) at each, as its p99 ITL (41 ms against a 7.4 ms step) and its TTFT (+35 ms)
+  say. That is ~30 ms of serial work per chat request in that 0.11 API server, which 0.11's code (above) does not
+  show and which PR #54628 and ray-project/ray#59681 (vLLM 0.22 `vllm serve`, streaming chat at concurrency 1: TTFT
+  p50 16.9 ms with the engine, Qwen2.5-0.5B on an RTX 5050) do not see on their hosts; release-to-release reports
+  of the kind stay open without a cause (vLLM #21983: 0.9.2 -> 0.10.0, TTFT +33..97 % at batch 1; #32494: 0.9 ->
+  0.13). KubeCon's 0.11 server took 170 requests/s through one API-server process (3 ms of serial work already put
+  that held-out stage at +1,318 %, above), so 30 ms is no property of 0.11's completions path; whether it is of
+  0.11's chat path on any host, no public run outside the held-out rows says. GPUStack's burst rows (500 prompts at
+  once, 1.2-11.4 requests/s) are held by the engine's prompt rate, not by admission: with the serial part at 30 ms
+  (overheads.VLLM_V1_FRONTEND_S, a diagnostic, not kept) they move by under 1 % (the most moved, Qwen3-14B on one
+  H100 at 2,000 tokens: TTFT 26.49 -> 26.65 s, requests/s unchanged).
 - **Two sources added, both vLLM's own publications, each with its setup stated.** The vLLM blog's FP8 KV-cache
   post (2026-04-22: one H100, v0.19.1, 150 requests at concurrency 8, ~20k prompt and ~2k output tokens): Llama-3.1-8B
   TTFT +6 % and +7 % (BF16 and FP8 KV), ITL -7 % and -19 %, requests/s +4 % and +14 %; gpt-oss-20b TTFT -21 % and
