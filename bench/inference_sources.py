@@ -284,7 +284,11 @@ CAUSES = {
         "card took prompts at about 250 TFLOPS of work, half what the vLLM blog's H100 reached (TTFT +6/+7 % "
         "there), while its decode matches gpuplan (the lab's Qwen3-8B latency page: TPOT 7.40 ms, gpuplan 7.45): a "
         "compute-limited card, not vLLM's scheduler; a card's clocks are not an input (bench/results/"
-        "load_accuracy.md)."),
+        "load_accuracy.md). The lab's Qwen3-8B page (not a row) has vLLM's TTFT at concurrency 4 at 60.3 ms against "
+        "gpuplan's 25.7, where SGLang and TensorRT-LLM on the same host and client land at +40 % and +13 %: its mean "
+        "ITL above its mean TPOT (7.78 against 7.38 ms) puts ~30 ms a request in that vLLM 0.11 API server, a cost "
+        "vLLM's code does not show and no run outside the held-out rows measures; these burst rows are held by the "
+        "prompt rate, not by admission (30 ms of serial work moves them under 1 %)."),
     ("load_accuracy", "kvcached"): (
         "TPOT now within the limit (48.3 % -> 18.5 %): vLLM 0.19's steps past its largest CUDA graph (512 tokens: a "
         "512-token prompt beside the running decodes) run the compiled model without a graph, every kernel launched "
@@ -303,7 +307,12 @@ CAUSES = {
         "Read again (s12-ttft), nothing changed: the client (`vllm bench serve`: an unlimited connector, TTFT at the "
         "first SSE message), the tokenizer's 2 ms batching window (in every calibration release too, so inside "
         "VLLM_V1_REQUEST_S already), and the engine core's one thread (an eager step's launches after its host work: "
-        "tried, 16/s TTFT -33 % -> -31 % but burst TPOT +2 % -> +87 %, not kept)."),
+        "tried, 16/s TTFT -33 % -> -31 % but burst TPOT +2 % -> +87 %, not kept). Read again (s13-vhost), nothing "
+        "changed: every calibration row, tt340's and these go through /v1/completions, and vLLM PR #54628 measures "
+        "the part outside the engine through the chat endpoint within the spread of the completions one (11.0-12.2 "
+        "against 8.4-12.0 ms); it does not grow with the prompt across the calibration rows (6-15 ms at ~590 tokens, "
+        "21-23 at 204); and this source's mean ITL equals its mean TPOT (2.40 against 2.39 ms), so its API server "
+        "held no streams back: the host."),
     ("load_accuracy", "recipes"): (
         "The Nemotron-3-Nano recipe (FP8, one H200, 1,024 users): Mamba-2 layers are no longer timed as attention "
         "and add their chunked scan from mamba_ssm's kernels; decode reads and writes each sequence's recurrent "
