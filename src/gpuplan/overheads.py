@@ -314,6 +314,12 @@ CONTINUOUS_CLOCK_FACTOR = {"nvidia-t4": 24.0 / 41.93}
 # to 0.83-0.89.
 MATMUL_PEAK_FRACTION_SUSTAINED = 1.0
 MATMUL_PEAK_FRACTION_DEFAULT = 0.80  # NVIDIA cards without a MAMF row: the H100/A100 range
+# GeForce cards without a posted rate: every GeForce card posted above reaches its datasheet in a short loop (RTX
+# 3060 0.999, RTX 4090 1.008, RTX 3090 1.079, RTX 5090 1.141; GPU Boost holds the clock above the rated boost), so an
+# unposted one takes the lowest of them, not the data-center cards' 0.80 (issue 34, session 13: the RTX 3090 Ti,
+# GA102 like the 3090 with 84 SMs at 1,860 MHz against 82 at 1,695, was planned 11 % slower than the 3090 where
+# diffusers' March 2023 torch 2.0 benchmark ran it 9 to 10 % faster at every batch, bench/modules.py sd14-*-mar23-*).
+MATMUL_PEAK_FRACTION_GEFORCE = 0.999
 MATMUL_PEAK_FRACTION_OTHER_VENDOR = 0.60  # MI300X's figure for other vendors' software stacks
 # Peak TFLOPS per watt above which a card cannot hold its boost clock under dense tensor work; its sustained
 # rate is scaled by (POWER_CAPPED_TFLOPS_PER_W / its ratio) ** POWER_CAP_EXPONENT. H100 SXM: 989/700 = 1.41,
