@@ -208,12 +208,12 @@ of those months are 10 to 35 % faster than the May one, and the estimate is -21 
 the goal line, their notes say so; nothing was fitted. New rows that missed: the RTX 3090 Ti's calls (+16, +28, +34
 %), planned slower than the RTX 3090's where that table ran them 9 to 10 % faster: a GeForce card without a posted
 matmul rate had the data-center cards' 0.80; it now takes the least share the posted GeForce cards reach
-(overheads.MATMUL_PEAK_FRACTION_GEFORCE, 0.999: RTX 3060 0.999, 4090 1.008, 3090 1.079, 5090 1.141), +4, +13 and +19
-% (kohya's RTX 3090 Ti LoRA +16 to +21 %, stable-fast's RTX 4080 rows -24 and -19 to -18 and -8 %, llama_bench's
+(overheads.MATMUL_PEAK_FRACTION_GEFORCE, 0.999: RTX 3060 0.999, 4090 1.008, 3090 1.079, 5090 1.141), +4, +13 and
++19 % (kohya's RTX 3090 Ti LoRA +16 to +21 %, stable-fast's RTX 4080 rows -24 and -19 to -18 and -8 %, llama_bench's
 unposted GeForce pp rows 0 to 1 point closer). The A10's calls (-28 %, a 150 W GA102 planned faster than the RTX
 3090): no A10 matmul rate is posted (an A10G's 69.47 TFLOPS would give -15 and -14 %), left as misses. SDXL at batch
 4 on a Colab A100 (Hugging Face's 'Exploring simple optimizations for SDXL'): the calls kept on the card are -12 %
-(SDPA) and -5 % (eager attention), the offloaded ones -36 % (model) and -77 % (sequential), where accelerate's hooks
+(SDPA) and -5 % (eager attention), the offloaded ones -35 % (model) and -77 % (sequential), where accelerate's hooks
 copy each tensor from pageable memory at 1.5 to 3 GB/s and the plan moves them at the pinned PCIe rate (diffusers
 pull request 2269 and issue 2266 read 4.7 and 5.2 GB/s on other machines); their allocated peaks, the VAE's fp32
 decode of four 1024 px images, are +27 to +47 %: the plan applies InvokeAI's reserved-level decode factor (2.10) at

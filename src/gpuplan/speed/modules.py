@@ -541,13 +541,17 @@ def generation(s, job, main: Profile, parts: dict[str, Profile], gpu: GpuSpec, h
 
 
 def _offload_bytes(job, main: Profile) -> float:
-    """Bytes moved to the card per call: every model once (model offload), the denoiser's every step too
-    (sequential offload)."""
+    """Bytes moved between the card and the host per call. Model offload: every model onto the card and back once
+    (diffusers' enable_model_cpu_offload hooks each model with accelerate's cpu_offload_with_hook, whose
+    prev_module_hook moves the model before it back to the CPU, and maybe_free_model_hooks offloads the rest at
+    the call's end: huggingface/diffusers src/diffusers/pipelines/pipeline_utils.py). Sequential offload: every
+    model onto the card once and the denoiser's weights at every step too, none back (accelerate's cpu_offload
+    keeps the CPU copy and drops the card's after each module runs)."""
     if job.offload == "none":
         return 0.0
     weights = sum(c.params for c in job.spec.components) * (4 if job.dtype == "fp32" else 2)
     if job.offload == "model":
-        return weights
+        return 2 * weights
     return weights + job.spec.main.params * (4 if job.dtype == "fp32" else 2) * job.steps
 
 
