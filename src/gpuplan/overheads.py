@@ -902,6 +902,15 @@ CPU_BANDWIDTH_FRACTION = 0.6
 # NCCL routes through host memory (SHM transport), at about half the PCIe rate and higher latency.
 PCIE_X16_GBS = {3: 16.0, 4: 32.0, 5: 64.0, 6: 128.0}
 PCIE_EFFICIENCY = 0.8
+# diffusers' CPU offload (enable_model_cpu_offload, enable_sequential_cpu_offload) copies through accelerate's hooks,
+# tensor by tensor, from pageable host memory (accelerate keeps the CPU copies in an ordinary state dict, not pinned),
+# synchronously before each model or module runs: far below the link's pinned rate. Measured pair: diffusers issue
+# 2266 (an RTX 3060, SD 1.5 in fp16, diffusers 0.12.1, torch 1.13.1): sequential offload took generation 'from 6
+# it/s to 2', each step then copying the UNet's 859.5M fp16 weights (1.719 GB) onto the card, 1/2 - 1/6 = 0.333 s:
+# 5.16 GB/s. Fitted there (bench/modules.py sd15-3060-sequential-offload); diffusers pull request 2269's SD 1.5 run
+# reads 4.7 GB/s (21.42 s a call offloaded against 3.18 s, 50 UNet copies; its card not stated). Hosts differ: a Colab
+# A100 40GB's SDXL calls read 2.3 (sequential) and 3.0 GB/s (model offload), held out.
+OFFLOAD_COPY_BYTES_PER_S = 1.719e9 / (1 / 2 - 1 / 6)
 PCIE_NO_P2P_FACTOR = 0.5
 NVLINK_EFFICIENCY = 0.8  # NCCL bus bandwidth of all-reduce on NVLink reaches ~80 % of the link (nccl-tests)
 # AMD Instinct's xGMI links: ~48 of 64 GB/s per link and direction usable after CRC and protocol overhead (AMD ROCm
