@@ -1203,6 +1203,13 @@ BNB_LOAD_CACHE_FRACTION = 0.129
 # bench/modules.py row; the FLUX.1 rows on an H100 (peak 4.5-5.2 GiB above what loading reserved, in every storage
 # format) check it.
 VAE_DECODE_WORKING_FACTOR = 2.10
+# What of that a decode holds allocated (torch.cuda.max_memory_allocated): the rest is blocks the caching allocator
+# keeps reserved between its differently sized activations. InvokeAI pull 7674 set the factor above on reserved memory
+# ('based on experimentally-observed reserved memory (not just allocated)'); InvokeAI pull 9305 measured both for a
+# decode under PyTorch's default allocator (Qwen-Image's VAE on an RTX 4090, torch 2.7.1, fp16): 4.369 GiB allocated
+# of 5.254 reserved at 1024 x 1024, 0.832 (0.81 to 0.82 at 1,280 to 2,048 px). Not fitted on a bench row: SDXL's
+# batch-4 decodes on a Colab A100 (bench/modules.py sdxl-a100-colab-*) check it, allocated.
+VAE_DECODE_ALLOCATED_SHARE = 4.369 / 5.254
 # An AdamW step over fp32 master weights, gradients and two moments, each read and written (16 B read + 16 B
 # written per parameter: torch's fused AdamW), for diffusion and encoder-decoder full fine-tuning.
 OPTIMIZER_BYTES_PER_PARAM = 32
