@@ -314,6 +314,12 @@ CONTINUOUS_CLOCK_FACTOR = {"nvidia-t4": 24.0 / 41.93}
 # to 0.83-0.89.
 MATMUL_PEAK_FRACTION_SUSTAINED = 1.0
 MATMUL_PEAK_FRACTION_DEFAULT = 0.80  # NVIDIA cards without a MAMF row: the H100/A100 range
+# GeForce cards without a posted rate: every GeForce card posted above reaches its datasheet in a short loop (RTX
+# 3060 0.999, RTX 4090 1.008, RTX 3090 1.079, RTX 5090 1.141; GPU Boost holds the clock above the rated boost), so an
+# unposted one takes the lowest of them, not the data-center cards' 0.80 (issue 34, session 13: the RTX 3090 Ti,
+# GA102 like the 3090 with 84 SMs at 1,860 MHz against 82 at 1,695, was planned 11 % slower than the 3090 where
+# diffusers' March 2023 torch 2.0 benchmark ran it 9 to 10 % faster at every batch, bench/modules.py sd14-*-mar23-*).
+MATMUL_PEAK_FRACTION_GEFORCE = 0.999
 MATMUL_PEAK_FRACTION_OTHER_VENDOR = 0.60  # MI300X's figure for other vendors' software stacks
 # Peak TFLOPS per watt above which a card cannot hold its boost clock under dense tensor work; its sustained
 # rate is scaled by (POWER_CAPPED_TFLOPS_PER_W / its ratio) ** POWER_CAP_EXPONENT. H100 SXM: 989/700 = 1.41,
@@ -924,6 +930,15 @@ CPU_BANDWIDTH_FRACTION = 0.6
 # NCCL routes through host memory (SHM transport), at about half the PCIe rate and higher latency.
 PCIE_X16_GBS = {3: 16.0, 4: 32.0, 5: 64.0, 6: 128.0}
 PCIE_EFFICIENCY = 0.8
+# diffusers' CPU offload (enable_model_cpu_offload, enable_sequential_cpu_offload) copies through accelerate's hooks,
+# tensor by tensor, from pageable host memory (accelerate keeps the CPU copies in an ordinary state dict, not pinned),
+# synchronously before each model or module runs: far below the link's pinned rate. Measured pair: diffusers issue
+# 2266 (an RTX 3060, SD 1.5 in fp16, diffusers 0.12.1, torch 1.13.1): sequential offload took generation 'from 6
+# it/s to 2', each step then copying the UNet's 859.5M fp16 weights (1.719 GB) onto the card, 1/2 - 1/6 = 0.333 s:
+# 5.16 GB/s. Fitted there (bench/modules.py sd15-3060-sequential-offload); diffusers pull request 2269's SD 1.5 run
+# reads 4.7 GB/s (21.42 s a call offloaded against 3.18 s, 50 UNet copies; its card not stated). Hosts differ: a Colab
+# A100 40GB's SDXL calls read 2.3 (sequential) and 3.0 GB/s (model offload), held out.
+OFFLOAD_COPY_BYTES_PER_S = 1.719e9 / (1 / 2 - 1 / 6)
 PCIE_NO_P2P_FACTOR = 0.5
 NVLINK_EFFICIENCY = 0.8  # NCCL bus bandwidth of all-reduce on NVLink reaches ~80 % of the link (nccl-tests)
 # AMD Instinct's xGMI links: ~48 of 64 GB/s per link and direction usable after CRC and protocol overhead (AMD ROCm
@@ -1220,6 +1235,13 @@ BNB_LOAD_CACHE_FRACTION = 0.129
 # bench/modules.py row; the FLUX.1 rows on an H100 (peak 4.5-5.2 GiB above what loading reserved, in every storage
 # format) check it.
 VAE_DECODE_WORKING_FACTOR = 2.10
+# What of that a decode holds allocated (torch.cuda.max_memory_allocated): the rest is blocks the caching allocator
+# keeps reserved between its differently sized activations. InvokeAI pull 7674 set the factor above on reserved memory
+# ('based on experimentally-observed reserved memory (not just allocated)'); InvokeAI pull 9305 measured both for a
+# decode under PyTorch's default allocator (Qwen-Image's VAE on an RTX 4090, torch 2.7.1, fp16): 4.369 GiB allocated
+# of 5.254 reserved at 1024 x 1024, 0.832 (0.81 to 0.82 at 1,280 to 2,048 px). Not fitted on a bench row: SDXL's
+# batch-4 decodes on a Colab A100 (bench/modules.py sdxl-a100-colab-*) check it, allocated.
+VAE_DECODE_ALLOCATED_SHARE = 4.369 / 5.254
 # An AdamW step over fp32 master weights, gradients and two moments, each read and written (16 B read + 16 B
 # written per parameter: torch's fused AdamW), for diffusion and encoder-decoder full fine-tuning.
 OPTIMIZER_BYTES_PER_PARAM = 32

@@ -55,11 +55,17 @@ def matmul_fraction(gpu: GpuSpec, dtype: str = "bf16") -> float:
     datasheet itself in a sustained run: :data:`~gpuplan.overheads.MATMUL_PEAK_FRACTION_SUSTAINED`) at the clock a
     power-capped card keeps in continuous work (:func:`continuous_clock_factor`), else the vendor's default,
     lowered for cards whose datasheet TFLOPS per watt exceed what their power cap sustains, and for a card run below
-    its TDP (:func:`power_limit_factor`)."""
+    its TDP (:func:`power_limit_factor`). A GeForce card's default is what the GeForce cards measured reach
+    (:data:`~gpuplan.overheads.MATMUL_PEAK_FRACTION_GEFORCE`), not the data-center cards' range."""
     if gpu.id in oh.MATMUL_PEAK_FRACTION:
         return (min(oh.MATMUL_PEAK_FRACTION[gpu.id], oh.MATMUL_PEAK_FRACTION_SUSTAINED) * power_limit_factor(gpu)
                 * continuous_clock_factor(gpu, dtype))
-    base = oh.MATMUL_PEAK_FRACTION_DEFAULT if gpu.vendor == "NVIDIA" else oh.MATMUL_PEAK_FRACTION_OTHER_VENDOR
+    if gpu.vendor != "NVIDIA":
+        base = oh.MATMUL_PEAK_FRACTION_OTHER_VENDOR
+    elif gpu.segment == "consumer":
+        base = oh.MATMUL_PEAK_FRACTION_GEFORCE
+    else:
+        base = oh.MATMUL_PEAK_FRACTION_DEFAULT
     peak = gpu.peak_tflops("bf16") or gpu.peak_tflops("fp16") or 0.0
     per_watt = peak / gpu.tdp_w if gpu.tdp_w else 0.0
     if per_watt > oh.POWER_CAPPED_TFLOPS_PER_W:
