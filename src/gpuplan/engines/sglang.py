@@ -70,7 +70,7 @@ from ..tensors.state import weight_format
 from . import deepep
 from .base import Engine
 from .records import HostLoop, KvPool, Timing
-from .vllm import cuda_total_gib, current_timing, version_tuple
+from .vllm import block_fp8_kernels, cuda_total_gib, current_timing, version_tuple
 
 HEURISTIC_FROM = (0, 5, 3)  # the first release with PR #10975's reserve (2025-10)
 EARLY_MEM_FRACTION_BY_TP = ((16, 0.79), (8, 0.81), (4, 0.85), (2, 0.87))  # before HEURISTIC_FROM; TP 1: 0.88
@@ -448,7 +448,7 @@ class Sglang(Engine):
         return current_timing(s, m, gpu, loop=loop, note=note, graph_max_batch=d.cuda_graph_max_bs,
                               launch_s=oh.SGLANG_EAGER_LAUNCH_S, label=self.label, rocm_measured=True,
                               **fused_kernels(s, m, gpu), **(absorbed | early_deepseek(s, m, gpu)),
-                              **triton_mla_decode(s, m), **graphs)
+                              **triton_mla_decode(s, m), **block_fp8_kernels(s, m, "sglang"), **graphs)
 
 
 def fused_kernels(s: Scenario, m: ModelSpec, gpu: GpuSpec) -> dict:
