@@ -1018,16 +1018,16 @@ DECODE_BANDS: dict[tuple[str, str, str], tuple[float, float, int, str]] = {
     ("vllm", "dense", "NVIDIA"): (-0.17, 0.12, 41, "Llama-2 7B/70B, CodeLlama-34B, Llama-3.1-8B, Qwen2.5 1.5B-72B and "
                                  "Qwen3 0.6B-14B serving and decode runs; bursts of 500 long prompts on one H100 "
                                  "decode up to 46% slower (bench/results/bands.md)"),
-    ("vllm", "MoE", "NVIDIA"): (-0.33, 0.03, 22, "Mixtral-8x7B, Qwen3-30B-A3B, Qwen3-235B-A22B, Nemotron-3-Nano and "
-                               "DeepSeek-R1 serving runs; DeepSeek-R1 under vLLM 0.7 decodes 8-43% slower "
+    ("vllm", "MoE", "NVIDIA"): (-0.32, 0.03, 22, "Mixtral-8x7B, Qwen3-30B-A3B, Qwen3-235B-A22B, Nemotron-3-Nano and "
+                               "DeepSeek-R1 serving runs; DeepSeek-R1 under vLLM 0.7 decodes up to 42% slower "
                                "(bench/results/bands.md)"),
-    ("vllm", "MoE", "AMD"): (-0.25, 0.00, 6, "DeepSeek-R1 on 8 MI300X under vLLM 0.7.3's ROCm build (dstack): "
-                             "-26% to -8% (bench/results/bands.md)"),
+    ("vllm", "MoE", "AMD"): (-0.24, 0.00, 6, "DeepSeek-R1 on 8 MI300X under vLLM 0.7.3's ROCm build (dstack): "
+                             "-26% to -4% (bench/results/bands.md)"),
     ("sglang", "dense", "NVIDIA"): (-0.09, 0.02, 4, "Llama-3.1 8B and 70B, SGLang 0.3-0.4 (bench/results/bands.md)"),
-    ("sglang", "MoE", "NVIDIA"): (-0.13, 0.16, 39, "DeepSeek-R1 on 8 H200, B200 or B300: InferenceX's SGLang 0.5 runs "
-                                  "-10% to +19%, dstack's 0.4.3.post2 runs with DP attention -12% to -17% "
+    ("sglang", "MoE", "NVIDIA"): (-0.11, 0.16, 39, "DeepSeek-R1 on 8 H200, B200 or B300: InferenceX's SGLang 0.5 runs "
+                                  "-10% to +19%, dstack's 0.4.3.post2 runs with DP attention -10% to -17% "
                                   "(bench/results/bands.md)"),
-    ("sglang", "MoE", "AMD"): (-0.03, 0.16, 8, "DeepSeek-R1 on 8 MI300X (dstack, SGLang 0.4.2.post4: -15% to +16%) "
+    ("sglang", "MoE", "AMD"): (-0.01, 0.17, 8, "DeepSeek-R1 on 8 MI300X (dstack, SGLang 0.4.2.post4: -13% to +17%) "
                                "and 8 MI325X (InferenceX, 0.5.19: +17% and +16%) (bench/results/bands.md)"),
     ("trtllm", "dense", "NVIDIA"): (-0.12, 0.08, 164, "NVIDIA's trtllm-bench tables, Llama 3.x 8B-405B "
                                     "(bench/results/bands.md)"),
