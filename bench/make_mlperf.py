@@ -3,7 +3,8 @@ bench/data/mlperf-training.csv: one row per submitted system, from the round's o
 
 For each ``NVIDIA/results/<system>/<benchmark>/result_*.txt`` (MLLOG lines): the time to train of each run
 (``run_stop`` - ``run_start``, ms), the samples it trained (``run_stop``'s ``samples_count``), its evaluation passes
-(``eval_start`` lines) and their size (``eval_samples``), the global batch, and from ``:::SYSJSON`` the GPUs. The
+(``eval_start`` lines), their size (``eval_samples``) and the minutes they took, the step pace the run logged
+(:func:`log_facts`), the global batch, and from ``:::SYSJSON`` the GPUs. The
 parallel layout comes from the launch configuration the system's README names
 (``NVIDIA/benchmarks/<benchmark>/implementations/<system>/README-<system>.md`` -> ``config_*.sh``, with the
 ``config_common.sh`` and the other ``config_*.sh`` it sources): TP, PP, virtual stages, CP, micro-batch, fp8 or
@@ -35,8 +36,7 @@ GPUS = {"H100": "h100-sxm", "H200": "h200-sxm", "B200": "b200", "GB200": "gb200"
 COLUMNS = ["id", "round", "system", "benchmark", "model", "accelerator", "gpu", "n_gpus", "nodes", "tp", "pp", "vpp",
            "cp", "micro_batch", "global_batch", "seq_len", "precision", "recompute", "runs", "time_to_train_min",
            "samples_to_converge", "evals", "eval_samples", "cuda_graphs", "fp8_attention", "fp8_activation_store",
-           "tp_overlap", "healing_iter", "commit",
-           "source_locator"]
+           "tp_overlap", "healing_iter", "logged_step_s", "logged_eval_min", "commit", "source_locator"]
 
 
 def gpu_id(accelerator: str) -> str:
@@ -91,30 +91,55 @@ def layout(clone: str, benchmark: str, system: str, files: set[str]) -> tuple[di
     return values, path
 
 
+def log_facts(lines: list[str]) -> dict:
+    """One run's facts from its MLLOG lines: start and stop (ms), samples trained, evaluation passes and the seconds
+    they took (``eval_start`` to ``eval_stop``), the logged step pace (s), the status, batch and platform.
+
+    The pace is the median of the run's ``tracked_stats``: ``train_step_time`` (s per step; NVIDIA's v5.x
+    ``mlperf_common`` callbacks), else ``throughput`` (samples/s over the timed training batches: v4.x
+    ``custom_callbacks.py`` ``Timer``, ``on_train_batch_start`` to ``on_train_batch_end``; a step is
+    ``global_batch_size`` samples)."""
+    facts: dict = {"evals": 0, "eval_s": 0.0, "sysjson": {}}
+    steps, rates, opened = [], [], None
+    for line in lines:
+        if line.startswith(":::SYSJSON"):
+            facts["sysjson"] = json.loads(line.split(" ", 1)[1])
+        if ":::MLLOG" not in line:
+            continue
+        rec = json.loads(line.split(":::MLLOG", 1)[1])
+        key, value = rec["key"], rec["value"]
+        if key == "run_start":
+            facts["start"] = rec["time_ms"]
+        elif key == "run_stop":
+            facts["stop"], facts["samples"] = rec["time_ms"], rec["metadata"].get("samples_count")
+            facts["status"] = rec["metadata"].get("status")
+        elif key == "eval_start":
+            facts["evals"] += 1
+            opened = rec["time_ms"]
+        elif key == "eval_stop" and opened is not None:
+            facts["eval_s"] += (rec["time_ms"] - opened) / 1000
+            opened = None
+        elif key == "tracked_stats" and isinstance(value, dict):
+            if value.get("train_step_time"):
+                steps.append(float(value["train_step_time"]))
+            elif value.get("throughput"):
+                rates.append(float(value["throughput"]))
+        elif key in ("global_batch_size", "eval_samples", "submission_platform"):
+            facts[key] = value
+    if steps:
+        facts["step_s"] = statistics.median(steps)
+    elif rates and facts.get("global_batch_size"):
+        facts["step_s"] = facts["global_batch_size"] / statistics.median(rates)
+    return facts
+
+
 def runs(clone: str, paths: list[str]) -> list[dict]:
     out = []
     for path in paths:
-        start = stop = samples = None
-        evals, facts, sysjson = 0, {}, {}
-        for line in git(clone, "show", f"HEAD:{path}").splitlines():
-            if line.startswith(":::SYSJSON"):
-                sysjson = json.loads(line.split(" ", 1)[1])
-            if ":::MLLOG" not in line:
-                continue
-            rec = json.loads(line.split(":::MLLOG", 1)[1])
-            key = rec["key"]
-            if key == "run_start":
-                start = rec["time_ms"]
-            elif key == "run_stop":
-                stop, samples = rec["time_ms"], rec["metadata"].get("samples_count")
-                facts["status"] = rec["metadata"].get("status")
-            elif key == "eval_start":
-                evals += 1
-            elif key in ("global_batch_size", "eval_samples", "submission_platform"):
-                facts[key] = rec["value"]
+        facts = log_facts(git(clone, "show", f"HEAD:{path}").splitlines())
+        start, stop, samples = facts.pop("start", None), facts.pop("stop", None), facts.pop("samples", None)
         if start and stop and facts.get("status") == "success" and samples:
-            out.append({"minutes": (stop - start) / 60000, "samples": samples, "evals": evals, **facts,
-                        "sysjson": sysjson})
+            out.append({"minutes": (stop - start) / 60000, "samples": samples, **facts})
     return out
 
 
@@ -132,6 +157,7 @@ def rows(round_: str, clone: str) -> list[dict]:
             if not found or not done:
                 continue
             cfg, config_path = found
+            paced = [r for r in done if "step_s" in r]
             sj = done[0]["sysjson"] or json.loads(git(clone, "show", f"HEAD:NVIDIA/systems/{system}.json"))
             accel = sj.get("accelerator_model_name", "").replace("NVIDIA ", "")
             nodes, per_node = int(sj.get("number_of_nodes", 1)), int(sj.get("accelerators_per_node", 8))
@@ -169,6 +195,9 @@ def rows(round_: str, clone: str) -> list[dict]:
                 "tp_overlap": "userbuffers" if truthy(cfg.get("TP_COMM_OVERLAP")) and int(tp) > 1 else "",
                 # NVIDIA's fp4 LoRA recipe trains HEALING_ITER steps in NVFP4, then heals in fp8 (HEALING_PRECISION)
                 "healing_iter": int(cfg.get("HEALING_ITER", "0")) if fp4 else 0,
+                # what the runs logged: their step pace (log_facts) and the minutes their evaluations took
+                "logged_step_s": round(statistics.median(r["step_s"] for r in paced), 4) if paced else "",
+                "logged_eval_min": round(statistics.median(r["eval_s"] for r in done) / 60, 3),
                 "commit": commit,
                 "source_locator": f"mlcommons/training_results_v{round_}@{commit[:8]} NVIDIA/results/{system}/"
                                   f"{benchmark}/result_*.txt; {config_path}"})

@@ -8,7 +8,9 @@ stages, CP, micro and global batch, fp8, its activation recompute), plus its eva
 data-parallel rank runs whole micro-batches, so a pass takes ``ceil(eval_samples / (dp x mbs))`` rounds), with the
 CUDA graphs, fp8 attention, fp8 store of the MLP activation's input and userbuffers TP overlap its configuration sets
 (``MCORE_CUDA_GRAPH`` / ``LAYER_CUDA_GRAPH``, ``FP8_DPA``, ``FP8_ACT``, ``TP_COMM_OVERLAP``).
-Error = (estimate - measured) / measured. The memory estimate must fit the card too (the job ran). No constant of
+Error = (estimate - measured) / measured. Beside it, gpuplan's step against the pace the log states, and the
+measured time split as the log states it (steps at that pace, evaluations, the rest): :func:`paced`. The memory
+estimate must fit the card too (the job ran). No constant of
 gpuplan was fitted on these rows: every row is held out. fp4 rows train in NVFP4 (precision fp4-mixed), the LoRA ones
 for their ``healing_iter`` steps and in fp8 after (NVIDIA's "FP4 -> FP8 healing"). Rows gpuplan cannot express are
 listed with the reason.
@@ -94,12 +96,27 @@ def run(rows: list[dict]) -> tuple[list[dict], list[dict]]:
         measured = float(row["time_to_train_min"])
         scored.append({**row, "estimated_min": minutes, "eval_min": eval_s / 60,
                        "error_pct": 100 * (minutes - measured) / measured,
-                       "device_gib": memory.device_peak_gib, "fits": memory.fits})
+                       "device_gib": memory.device_peak_gib, "fits": memory.fits, **paced(row, speed.step_time_s)})
     return scored, skipped
 
 
-def _median_abs(rows: list[dict]) -> float | None:
-    return statistics.median(abs(r["error_pct"]) for r in rows) if rows else None
+def paced(row: dict, step_s: float) -> dict:
+    """gpuplan's step against the pace the runs logged (``logged_step_s``, bench/make_mlperf.py ``log_facts``), and
+    the measured time to train split as the log states it: the steps to the target at that pace, the evaluations'
+    logged minutes, and the rest (neither a timed step nor an evaluation: the first evaluation's start, slower first
+    steps). Empty where the log states no pace. NVFP4 rows: gpuplan's NVFP4 step against the whole run's pace."""
+    if not row.get("logged_step_s"):
+        return {}
+    logged = float(row["logged_step_s"])
+    steps_min = int(row["samples_to_converge"]) / int(row["global_batch"]) * logged / 60
+    evals_min = float(row["logged_eval_min"])
+    return {"step_s": step_s, "step_error_pct": 100 * (step_s - logged) / logged, "logged_steps_min": steps_min,
+            "logged_rest_min": float(row["time_to_train_min"]) - steps_min - evals_min}
+
+
+def _median_abs(rows: list[dict], key: str = "error_pct") -> float | None:
+    rows = [r for r in rows if key in r]
+    return statistics.median(abs(r[key]) for r in rows) if rows else None
 
 
 def report(scored: list[dict], skipped: list[dict]) -> str:
@@ -109,20 +126,30 @@ def report(scored: list[dict], skipped: list[dict]) -> str:
              "median of each system's runs; error = (estimate - measured) / measured. Source: "
              "bench/data/mlperf-training.csv (`python bench/make_mlperf.py`); no gpuplan constant was fitted on "
              "these rows (all held out). Memory: the device peak gpuplan predicts per GPU (the job ran, so it must "
-             "fit).", "",
+             "fit). Step: gpuplan's step time against the pace the runs logged (the median of their `tracked_stats`: "
+             "`train_step_time`, or v4.x's timed `throughput` in samples/s); log split: the measured minutes as "
+             "steps to the target at that pace + the logged evaluations + the rest (neither: the first "
+             "evaluation's start, slower first steps).", "",
              "| id | round | system | benchmark | GPUs | TP/PP/VP/CP | GBS | measured min | gpuplan min (eval) | "
-             "error % | GiB/GPU fits |", "|---|---|---|---|---|---|---|---:|---:|---:|---|"]
+             "error % | step s gpuplan / log (error %) | log split: steps + evals + rest min | GiB/GPU fits |",
+             "|---|---|---|---|---|---|---|---:|---:|---:|---:|---:|---|"]
     for r in scored:
+        step = f"{r['step_s']:.3f} / {float(r['logged_step_s']):.3f} ({r['step_error_pct']:+.1f})" \
+            if "step_s" in r else "-"
+        split = f"{r['logged_steps_min']:.2f} + {float(r['logged_eval_min']):.2f} + {r['logged_rest_min']:.2f}" \
+            if "step_s" in r else "-"
         lines.append(f"| {r['id']} | v{r['round']} | {r['system']} | {r['benchmark']} | {r['n_gpus']}x {r['gpu']} | "
                      f"{r['tp']}/{r['pp']}/{r['vpp']}/{r['cp']} | {r['global_batch']} | "
                      f"{float(r['time_to_train_min']):.2f} | {r['estimated_min']:.2f} ({r['eval_min']:.2f}) | "
-                     f"{r['error_pct']:+.1f} | {r['device_gib']:.1f} {'yes' if r['fits'] else 'NO'} |")
-    lines += ["", "| benchmark | rows | median abs error % | within 15 % | memory fits |", "|---|---:|---:|---:|---:|"]
+                     f"{r['error_pct']:+.1f} | {step} | {split} | {r['device_gib']:.1f} "
+                     f"{'yes' if r['fits'] else 'NO'} |")
+    lines += ["", "| benchmark | rows | median abs error % | median abs step error % | within 15 % | memory fits |",
+              "|---|---:|---:|---:|---:|---:|"]
     groups: dict[str, list[dict]] = {}
     for r in scored:
         groups.setdefault(r["benchmark"], []).append(r)
     for name, rows in [*groups.items(), ("all", scored)]:
-        lines.append(f"| {name} | {len(rows)} | {_median_abs(rows):.1f} | "
+        lines.append(f"| {name} | {len(rows)} | {_median_abs(rows):.1f} | {_median_abs(rows, 'step_error_pct'):.1f} | "
                      f"{sum(abs(r['error_pct']) <= 15 for r in rows)} | {sum(bool(r['fits']) for r in rows)} |")
     lines += ["", "Not expressed:", ""]
     lines += [f"- {r['id']} v{r['round']} {r['system']} {r['benchmark']}: {r['why']}" for r in skipped]

@@ -216,6 +216,43 @@ NOTES = """What the misses say, row by row:
   lengths, not the serial part per request. What these two rows read as stays this host's Python (34 us a launch in
   the source's trace against 18; ~20 ms outside the engine against 14.7), and a host's CPU is not an input of
   gpuplan.
+  Looked at again (2026-11-30, s13-vhost), for a cost per request that the endpoint, the prompt or the release sets,
+  with GPUStack's Qwen3-8B latency page beside these rows; none found in vLLM's code, nothing changed. (1) The
+  endpoint: the calibration rows (inference-perf, `api: type: completion`), tt340's and these rows (`--backend vllm`)
+  all go through `/v1/completions`. vLLM PR #54628 (0.28.1rc1, Qwen2.5-0.5B, random 512/128 at concurrency 8, two
+  rounds, the client's TTFT less vLLM's own `time_to_first_token` metric) puts the part outside the engine at 8.4 and
+  12.0 ms through `/v1/completions`, 12.2 and 11.0 through `/v1/chat/completions`, 10.5 through `/v1/responses`: the
+  endpoint moves it less than two rounds of one endpoint differ. In 0.11's chat path (serving_chat.py
+  `chat_completion_stream_generator`) the role-only chunk is written when the first output arrives, with the first
+  token, and `vllm bench serve` (`async_request_openai_chat_completions`) stops TTFT at it; the template's content
+  format and the processor's template are looked up once (PRs #20065 and #25341, both before 0.11.0); one template
+  rendering and one tokenizer call remain per request. (2) The prompt: the calibration rows' part outside the engine
+  does not grow with it (inference-sim's 589-593 tokens: 6.0-14.9 ms; KubeCon's 204: 20.8-23.1; tt340's 128: 6-9;
+  these rows' 512: ~20), so a tokenizer cost per token is not what spreads it. (3) This source's own statistics: its
+  mean ITL equals its mean TPOT (2.40 against 2.39 ms at 16 requests/s), so no stream's chunks were held back and
+  merged, as they are when the API-server process is busy (vLLM's `RequestOutputCollector` merges a request's outputs
+  while its stream is behind); every host-side figure here is ~1.4-1.8x gpuplan's (median ITL 2.03 against 1.45 ms,
+  the eager step 12.7 against 7.06, ~20 ms outside the engine against 14.7, inside KubeCon's 21-23): the host.
+  (4) GPUStack's Qwen3-8B page (gpustack/gpustack@1dbc3b8130da docs/performance-lab/qwen3-8b/h100-latency.md: one
+  H100, `vllm bench serve --backend openai-chat`, ShareGPT, 100 prompts at concurrency 4; not a row: ShareGPT's
+  lengths are not the spread gpuplan draws) runs three engines on one host and client. Median TTFT: vLLM 0.11.0
+  60.3 ms (gpuplan 25.7 with the set's mean lengths, 233 and 221, spread 0.5), SGLang 0.5.3.post3 27.3 (38.2),
+  TensorRT-LLM 1.2.0rc1 45.5 (51.5, whose request cost is VLLM_V1_REQUEST_S); p99 ITL 41.0 / 11.5 / 24.4 ms (gpuplan
+  9.3 / 14.8 / 25.4); median TPOT 7.40 / 7.14 / 7.58 (7.45 / 6.73 / 6.81). The host is not slow (SGLang is faster
+  than gpuplan, TensorRT-LLM's Python server lands with the same 14.7 ms), and vLLM's engine keeps gpuplan's pace
+  (TPOT +1 %); but vLLM's mean ITL is 7.78 ms against a mean TPOT of 7.38, 5 % fewer chunks than tokens: streams
+  merged behind a busy API-server process, ~1,100 tokens over the 100 arrivals, ~4 on each of the three other
+  streams (~28 ms at 7.4 ms a token) at each, as its p99 ITL (41 ms against a 7.4 ms step) and its TTFT (+35 ms)
+  say. That is ~30 ms of serial work per chat request in that 0.11 API server, which 0.11's code (above) does not
+  show and which PR #54628 and ray-project/ray#59681 (vLLM 0.22 `vllm serve`, streaming chat at concurrency 1: TTFT
+  p50 16.9 ms with the engine, Qwen2.5-0.5B on an RTX 5050) do not see on their hosts; release-to-release reports
+  of the kind stay open without a cause (vLLM #21983: 0.9.2 -> 0.10.0, TTFT +33..97 % at batch 1; #32494: 0.9 ->
+  0.13). KubeCon's 0.11 server took 170 requests/s through one API-server process (3 ms of serial work already put
+  that held-out stage at +1,318 %, above), so 30 ms is no property of 0.11's completions path; whether it is of
+  0.11's chat path on any host, no public run outside the held-out rows says. GPUStack's burst rows (500 prompts at
+  once, 1.2-11.4 requests/s) are held by the engine's prompt rate, not by admission: with the serial part at 30 ms
+  (overheads.VLLM_V1_FRONTEND_S, a diagnostic, not kept) they move by under 1 % (the most moved, Qwen3-14B on one
+  H100 at 2,000 tokens: TTFT 26.49 -> 26.65 s, requests/s unchanged).
 - **Two sources added, both vLLM's own publications, each with its setup stated.** The vLLM blog's FP8 KV-cache
   post (2026-04-22: one H100, v0.19.1, 150 requests at concurrency 8, ~20k prompt and ~2k output tokens): Llama-3.1-8B
   TTFT +6 % and +7 % (BF16 and FP8 KV), ITL -7 % and -19 %, requests/s +4 % and +14 %; gpt-oss-20b TTFT -21 % and
