@@ -503,8 +503,8 @@ def main() -> None:
         "linears as bf16 GEMMs); refitted with `--calibrate-prompts`: prompt path 1.63 -> 1.03 on NVIDIA (the "
         "kernels were its excess), 2.29 -> 1.62 on AMD, triton prompt attention 5.09 unchanged. dstack's held-out "
         "medians TTFT 5.8% -> 5.2%, TPOT 12.9% -> 11.9%, E2E 11.5% -> 10.0% (H200 TTFT at 4 and 8 requests +6/+22% -> "
-        "+12/+32%, at 16-128 -3/-17/-15/-13% -> +5/-8/-5/-3%); PR #2643's batch-32 check +9.6% -> +11.2%; vLLM 0.7 runs "
-        "the same kernels (load_accuracy.md, dstackr1).", "",
+        "+12/+32%, at 16-128 -3/-17/-15/-13% -> +5/-8/-5/-3%); PR #2643's batch-32 check +9.6% -> +11.2%; vLLM 0.7 "
+        "runs the same kernels (load_accuracy.md, dstackr1).", "",
         "dstack's decode gap, what was checked (the 0.4.3.post2 and 0.4.2.post4 wheels from PyPI, read): before "
         "the early-release term, on the H200s measured TPOT less gpuplan's was nearly the same at every "
         "concurrency, 23-28 ms a step from 4 to 128 requests, so a per-step cost, not one per sequence or token; "

@@ -397,9 +397,11 @@ FP8_SPLIT_ACCUMULATOR_SHARE_BY_GENERATION = {"Hopper": 0.914, "Blackwell": 0.983
 # where gpuplan's fast rate says 1,044 us: 1,044.0 / 4,067.3 = 0.257. Checks (tests/speed/test_block_fp8.py): the
 # same table's other large rows timed at 0.83-0.96 of their published time (m = 2,048 at k = 7,168: 0.955; n =
 # 32,768, k = 512 at m = 4,096 / 2,048 / 1,024: 0.93 / 0.89 / 0.83), and vLLM PR #23280's H100 rows (N = 2,112,
-# K = 7,168, Triton with tuned configs, September 2025: 367-407 TFLOPS at M = 1,024-8,192) at 0.87-0.88 of theirs. vLLM 0.7's CUDA build runs its dense linears through its own
-# CUTLASS block-FP8 kernel instead (apply_w8a8_block_fp8_linear, cutlass_block_fp8_supported), timed alike: PR
-# #23280's "w8a8-block-fp8-cutlass" column sits within 0.9-1.2x of the Triton one at those shapes. DeepGEMM (the
+# K = 7,168, Triton with tuned configs, September 2025: 367-407 TFLOPS at M = 1,024-8,192) at 0.87-0.88 of theirs.
+# At 8-256 rows the published kernel is slower still than this share (64 us for 64 x 1,536 x 24,576 where it says
+# 34: a fixed cost of its default configuration), not modelled. vLLM 0.7's CUDA build runs its dense linears through
+# its own CUTLASS block-FP8 kernel instead (apply_w8a8_block_fp8_linear, cutlass_block_fp8_supported), timed alike:
+# PR #23280's "w8a8-block-fp8-cutlass" column sits within 0.9-1.2x of the Triton one at those shapes. DeepGEMM (the
 # same table: 1,354 us, 0.77 of the fast rate) replaced both in later releases. The ROCm build runs the same Triton
 # source; no MI300X timing of it is published, so its share of the MI300X's rate is assumed the same.
 BLOCK_FP8_KERNEL_SHARE = 1044.0 / 4067.3

@@ -484,7 +484,8 @@ def early_deepseek(s: Scenario, m: ModelSpec, gpu: GpuSpec) -> dict:
       forward alone ran 20 and 15 ms a step slower than gpuplan's bytes and kernel count
       (:data:`gpuplan.overheads.SGLANG_EARLY_DEEPSEEK_MOE_LAYER_S`: the small unfused kernels of that release's
       ``models/deepseek_v2.py``);
-    - a prompt's GPU work other than attention at :data:`~gpuplan.overheads.SGLANG_EARLY_PROMPT_SCALE` times
+    - a prompt's GPU work other than attention (its block-FP8 GEMMs already at their Triton kernels' share,
+      :func:`~gpuplan.engines.vllm.block_fp8_kernels`) at :data:`~gpuplan.overheads.SGLANG_EARLY_PROMPT_SCALE` times
       gpuplan's, fitted per vendor (NVIDIA on SGLang PR #3550's FlashInfer-MLA run of a long-prompt workload on 8
       H200s, AMD on PR #3237's ``bench_one_batch`` prefill of 4 x 2,048 tokens on 8 MI300Xs), and its attention
       (the triton extend kernel, those releases' default MLA backend on every card) at
