@@ -390,6 +390,33 @@ FP8_SPLIT_ACCUMULATOR_SHARE = {
     "nvidia-b200": 0.983, "nvidia-b300": 0.948, "nvidia-gb200": 0.992,
 }
 FP8_SPLIT_ACCUMULATOR_SHARE_BY_GENERATION = {"Hopper": 0.914, "Blackwell": 0.983}
+# Block-scaled fp8 GEMMs (DeepSeek-V3's checkpoint: 128 x 128 weight blocks, 1 x 128 activation groups) as the first
+# DeepSeek-V3 releases of SGLang and vLLM ran them (engines/vllm.py block_fp8_kernels): Triton's
+# w8a8_block_fp8_matmul (vLLM model_executor/layers/quantization/utils/fp8_utils.py of v0.7.3, SGLang's copy in
+# srt/layers/quantization/fp8_kernel.py; the ROCm build's linears) multiplies each 128-deep K slice with tl.dot and
+# adds it into an fp32 register accumulator scaled by both blocks' scales ("accumulator += tl.dot(a, b) * a_s[:, None]
+# * b_s[None, :]"), without Hopper's warp-specialized pipelines; the experts' Triton fused_moe kernel with
+# use_fp8_w8a8 and a block_shape runs the same loop. Share of gpuplan's fast-accumulating fp8 rate (speed/gemm.py
+# gemm_time_s) such a kernel keeps, fitted on one published timing: sgl-project/sglang PR #3893 (2025-02-26,
+# benchmark/kernels/deepseek/benchmark_deepgemm_fp8_gemm.py, one H200, the tp=1 table's SGLang column: Triton's
+# kernel as SGLang 0.4.3 shipped it) puts m = 4,096, n = 24,576, k = 7,168 at 4,067.3 us (355 TFLOPS of 1,979),
+# where gpuplan's fast rate says 1,044 us: 1,044.0 / 4,067.3 = 0.257. Checks (tests/speed/test_block_fp8.py): the
+# same table's other large rows timed at 0.83-0.96 of their published time (m = 2,048 at k = 7,168: 0.955; n =
+# 32,768, k = 512 at m = 4,096 / 2,048 / 1,024: 0.93 / 0.89 / 0.83), and vLLM PR #23280's H100 rows (N = 2,112,
+# K = 7,168, Triton with tuned configs, September 2025: 367-407 TFLOPS at M = 1,024-8,192) at 0.87-0.88 of theirs.
+# At 8-256 rows the published kernel is slower still than this share (64 us for 64 x 1,536 x 24,576 where it says
+# 34: a fixed cost of its default configuration), not modelled. vLLM 0.7's CUDA build runs its dense linears through
+# its own CUTLASS block-FP8 kernel instead (apply_w8a8_block_fp8_linear, cutlass_block_fp8_supported), timed alike:
+# PR #23280's "w8a8-block-fp8-cutlass" column sits within 0.9-1.2x of the Triton one at those shapes. DeepGEMM (the
+# same table: 1,354 us, 0.77 of the fast rate) replaced both in later releases. The ROCm build runs the same Triton
+# source; no MI300X timing of it is published, so its share of the MI300X's rate is assumed the same.
+BLOCK_FP8_KERNEL_SHARE = 1044.0 / 4067.3
+# The releases that ran them, the last per engine: SGLang up to 0.4.3.post2 (the range of SGLANG_EARLY_DEEPSEEK_UNTIL;
+# sgl-kernel's CUTLASS block-FP8 GEMM followed, then DeepGEMM by default from sgl-project/sglang PR #5628,
+# 2025-04-22: none of those releases is timed with this share), vLLM's 0.7 releases (the ones the bench's rows ran;
+# later releases moved the linears to DeepGEMM and upstream CUTLASS, vLLM PRs #19085 and #23280, and tuned the
+# experts' Triton configs: not timed with this share).
+BLOCK_FP8_KERNELS_UNTIL = {"sglang": (0, 4, 3), "vllm": (0, 7, 99)}
 # A card run at a power limit below its TDP (GpuSpec.power_limit_w) sustains (limit / TDP) ** POWER_CAP_EXPONENT
 # of its tensor rate (speed/gemm.py power_limit_factor): dynamic power ~ C V^2 f with the voltage rising with the
 # clock, held to about the square of the clock by the leakage and memory power that do not scale. Grand Teton's
@@ -882,7 +909,13 @@ SGLANG_EARLY_DEEPSEEK_MOE_LAYER_S = {"NVIDIA": 353e-6, "AMD": 138e-6}
 # _fits_to_finish); without that recompute the prompt path's own cost is higher: 1.11 -> 1.63, triton 4.22 -> 5.09,
 # AMD 2.35 -> 2.29 (its
 # bench_one_batch step moves with the refitted host constants, the ROCm share 1.77 and the AMD layer constant).
-SGLANG_EARLY_PROMPT_SCALE = {"NVIDIA": 1.63, "AMD": 2.29}
+# Refitted when those releases' block-FP8 GEMM kernels were timed at their measured rate (issue 31, 2026-11-30:
+# BLOCK_FP8_KERNEL_SHARE, the linears and experts as fp8 GEMMs at 0.257 of the fast fp8 rate where gpuplan had timed
+# them as bf16 ones): NVIDIA 1.63 -> 1.03, the prompt path's excess explained by the GEMM kernels (what is left, 3 %,
+# the unfused quantization, rotary and shared-expert ops above); AMD 2.29 -> 1.62 (the ROCm build's Triton share of
+# the MI300X's fp8 rate is assumed, not measured, and RCCL's all-reduces are not the CUDA build's); triton prompt
+# attention unchanged (5.09). vLLM 0.7 runs the same kernels (engines/vllm.py block_fp8_kernels) and takes no factor.
+SGLANG_EARLY_PROMPT_SCALE = {"NVIDIA": 1.03, "AMD": 1.62}
 SGLANG_EARLY_TRITON_PROMPT_ATTENTION = 5.09
 # SGLang replays CUDA graphs for decode batches only (python/sglang/srt/model_executor/cuda_graph_runner.py
 # CudaGraphRunner.can_run: decode, idle and target-verify batches up to cuda_graph_max_bs); an extend (prefill) batch
@@ -1002,16 +1035,16 @@ DECODE_BANDS: dict[tuple[str, str, str], tuple[float, float, int, str]] = {
     ("vllm", "dense", "NVIDIA"): (-0.17, 0.12, 41, "Llama-2 7B/70B, CodeLlama-34B, Llama-3.1-8B, Qwen2.5 1.5B-72B and "
                                  "Qwen3 0.6B-14B serving and decode runs; bursts of 500 long prompts on one H100 "
                                  "decode up to 46% slower (bench/results/bands.md)"),
-    ("vllm", "MoE", "NVIDIA"): (-0.33, 0.03, 22, "Mixtral-8x7B, Qwen3-30B-A3B, Qwen3-235B-A22B, Nemotron-3-Nano and "
-                               "DeepSeek-R1 serving runs; DeepSeek-R1 under vLLM 0.7 decodes 8-43% slower "
+    ("vllm", "MoE", "NVIDIA"): (-0.32, 0.03, 22, "Mixtral-8x7B, Qwen3-30B-A3B, Qwen3-235B-A22B, Nemotron-3-Nano and "
+                               "DeepSeek-R1 serving runs; DeepSeek-R1 under vLLM 0.7 decodes up to 42% slower "
                                "(bench/results/bands.md)"),
-    ("vllm", "MoE", "AMD"): (-0.25, 0.00, 6, "DeepSeek-R1 on 8 MI300X under vLLM 0.7.3's ROCm build (dstack): "
-                             "-26% to -8% (bench/results/bands.md)"),
+    ("vllm", "MoE", "AMD"): (-0.24, 0.00, 6, "DeepSeek-R1 on 8 MI300X under vLLM 0.7.3's ROCm build (dstack): "
+                             "-26% to -4% (bench/results/bands.md)"),
     ("sglang", "dense", "NVIDIA"): (-0.09, 0.02, 4, "Llama-3.1 8B and 70B, SGLang 0.3-0.4 (bench/results/bands.md)"),
-    ("sglang", "MoE", "NVIDIA"): (-0.13, 0.16, 39, "DeepSeek-R1 on 8 H200, B200 or B300: InferenceX's SGLang 0.5 runs "
-                                  "-10% to +19%, dstack's 0.4.3.post2 runs with DP attention -12% to -17% "
+    ("sglang", "MoE", "NVIDIA"): (-0.11, 0.16, 39, "DeepSeek-R1 on 8 H200, B200 or B300: InferenceX's SGLang 0.5 runs "
+                                  "-10% to +19%, dstack's 0.4.3.post2 runs with DP attention -10% to -17% "
                                   "(bench/results/bands.md)"),
-    ("sglang", "MoE", "AMD"): (-0.03, 0.16, 8, "DeepSeek-R1 on 8 MI300X (dstack, SGLang 0.4.2.post4: -15% to +16%) "
+    ("sglang", "MoE", "AMD"): (-0.01, 0.17, 8, "DeepSeek-R1 on 8 MI300X (dstack, SGLang 0.4.2.post4: -13% to +17%) "
                                "and 8 MI325X (InferenceX, 0.5.19: +17% and +16%) (bench/results/bands.md)"),
     ("trtllm", "dense", "NVIDIA"): (-0.12, 0.08, 164, "NVIDIA's trtllm-bench tables, Llama 3.x 8B-405B "
                                     "(bench/results/bands.md)"),
