@@ -421,9 +421,10 @@ NOTES = """What the misses say, row by row:
   prefill and prefix caching to be disabled", whatever the flag; after PR #12639 `EngineArgs._set_default_args_v0`,
   "Chunked prefill not supported for Multimodal or MLA in V0"); now so in engines/vllm.py `scheduler_limits`.
   H200 TTFT -70/-83/-91/-95/-97/-99 % -> -41/-38/-37/-45/-53/-84 % at 4-128, TPOT -13/-17/-37/-23/-18/+6 % ->
-  -16/-21/-43/-34/-31/-8 %, requests/s +19/+27/+69/+53/+55/+129 % -> +20/+29/+72/+55/+57/+110 %; the MI300X rows (max-model-len 32,768: not
-  chunked before either) do not move: TTFT -47..-68 %, TPOT -8..-26 %, requests/s +20..+37 %. The source: TTFT
-  68.9 % -> 50.3 %, TPOT 17.4 % -> 19.5 %, requests/s 33.5 %. What was left was the prompt itself, on both cards:
+  -16/-21/-43/-34/-31/-8 %, requests/s +19/+27/+69/+53/+55/+129 % -> +20/+29/+72/+55/+57/+110 %; the MI300X
+  rows (max-model-len 32,768: not chunked before either) do not move: TTFT -47..-68 %, TPOT -8..-26 %,
+  requests/s +20..+37 %. The source: TTFT 68.9 % -> 50.3 %, TPOT 17.4 % -> 19.5 %, requests/s 33.5 %. What was left
+  was the prompt itself, on both cards:
   at 4 users, one 3,200-token prompt alone, 0.97 s measured against gpuplan's 0.58 s on the H200, 1.29 against
   0.65 on the MI300X, and the longer prompt steps stall the decodes of the higher concurrencies (TPOT). Read in both
   engines' code of those weeks (vLLM v0.7.3 `fp8_utils.py` apply_w8a8_block_fp8_linear and fused_moe; SGLang 0.4.3's
@@ -449,9 +450,9 @@ NOTES = """What the misses say, row by row:
   H100 (its rows above, TTFT +6/+7 %): the 4,000-token run took 8.8k prompt tokens a second, about 250 TFLOPS of
   prompt work (2 x 13.2 B matmul FLOPs a token and the causal attention) spread over the whole run, where the blog's
   Llama-3.1-8B prefilled 20k-token prompts at 530 or more (TTFT 0.76 s at concurrency 8); the same page's SGLang and
-  TensorRT-LLM runs of the ShareGPT set are within 27 % of vLLM's; and its decode is not slow (GPUStack's Qwen3-8B latency
-  page on the same kind of card, ShareGPT at concurrency 4: TPOT 7.40 ms, gpuplan 7.45 with the set's mean lengths;
-  not a row, its lengths vary).
+  TensorRT-LLM runs of the ShareGPT set are within 27 % of vLLM's; and its decode is not slow (GPUStack's Qwen3-8B
+  latency page on the same kind of card, ShareGPT at concurrency 4: TPOT 7.40 ms, gpuplan 7.45 with the set's
+  mean lengths; not a row, its lengths vary).
   A compute-limited card (clocks or power) beside a full-bandwidth one reads so; a card's clocks are not an input
   of gpuplan. Left out before scoring: the 128/4 and 32,000/100 runs (3 output gaps; one request at a time),
   gpt-oss's (outputs stopped at 53-67 % of the tokens asked; the 120b page's serving line has no -tp for its two
