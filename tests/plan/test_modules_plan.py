@@ -212,6 +212,9 @@ def test_a_recording_says_its_seconds_and_windows_as_numbers_are_written():
     short = plan(**base, audio_seconds=12.5)
     assert "transcribe 12.5 s of audio, 1 window of 30 s" in short.resolved
     assert any(n.startswith("12.5 s of audio: 1 window of 30 s") for n in short.defaults), short.defaults
+    # s13 walk: batch 8 on a recording of one window ran 1 per pass, unsaid
+    assert any(n.endswith("1 per pass (batch 8 asked: the recording has no more)") for n in short.defaults)
+    assert not any("asked" in n for n in plan(**base, audio_seconds=3600).defaults)
 
 
 def test_whisper_training_reads_its_log_mel_batches_on_the_cpu_between_steps():
