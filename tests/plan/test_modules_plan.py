@@ -207,6 +207,26 @@ def test_a_recording_is_cut_into_the_pipelines_windows_and_timed_pass_by_pass():
     assert plan(**base, audio_seconds=51).work.samples_per_step == 3  # 30 s, then 20 s and 1 s more
 
 
+def test_a_recordings_largest_batch_is_the_windows_per_pass_that_fit():
+    """s13 walk: Whisper-large-v3 on a T4 with a 30 s or 600 s recording said 'largest batch that fits: 2,047': a
+    recording's pass holds min(batch, windows), so every larger batch was the same pass and fitted, and the
+    bisection ran past its 1,024 limit. The search is of windows per pass, as without a recording: 37. Each window
+    holds at least its cross-attention keys and values, 32 decoder layers x 2 x 1,500 frames x 1,280 x 2 B =
+    0.229 GiB, so no more than (15.00 usable - the peak at 1) / 0.229 + 1 windows fit."""
+    from gpuplan.plan.modules import largest_batch
+
+    base = dict(model="whisper-large-v3", task="infer", gpu="t4", batch_size=16)
+    plain = plan(**base).memory.max_batch_size
+    assert [plan(**base, audio_seconds=a).memory.max_batch_size for a in (30, 600)] == [plain, plain]
+    cross = 32 * 2 * 1500 * 1280 * 2 / GIB
+    one = plan(**{**base, "batch_size": 1}).memory.device_peak_gib
+    assert 1 < plain <= (15.00 - one) / cross + 1
+    assert plan(**{**base, "batch_size": plain}).memory.fits
+    assert not plan(**{**base, "batch_size": plain + 1}).memory.fits
+    setup = plan(**base).module
+    assert largest_batch(setup.scenario, setup.job.spec, setup.gpu, limit=8) == 8  # was 15: past the limit
+
+
 def test_a_recording_says_its_seconds_and_windows_as_numbers_are_written():
     """'transcribe 3600 s of audio, 180 windows' beside '1,500 encoder frames'; '12.5 s of audio, 1 windows'."""
     base = dict(model="whisper-large-v3", task="infer", gpu="l4", output_tokens=110, batch_size=8)
@@ -214,6 +234,9 @@ def test_a_recording_says_its_seconds_and_windows_as_numbers_are_written():
     short = plan(**base, audio_seconds=12.5)
     assert "transcribe 12.5 s of audio, 1 window of 30 s" in short.resolved
     assert any(n.startswith("12.5 s of audio: 1 window of 30 s") for n in short.defaults), short.defaults
+    # s13 walk: batch 8 on a recording of one window ran 1 per pass, unsaid
+    assert any(n.endswith("1 per pass (batch 8 asked: the recording has no more)") for n in short.defaults)
+    assert not any("asked" in n for n in plan(**base, audio_seconds=3600).defaults)
 
 
 def test_whisper_training_reads_its_log_mel_batches_on_the_cpu_between_steps():

@@ -221,10 +221,13 @@ class StepTimer:
         return {k: v for k, v in parts.items() if v > 0}
 
     def _cpu_layers_s(self, batch: int, context: float) -> float:
-        """llama.cpp's layers held in system RAM, run by the CPU: their weights and cache at its bandwidth."""
+        """llama.cpp's layers held in system RAM, run by the CPU: the weights the step reads (an MoE's routed
+        experts only where its tokens reach them: :func:`.ggml.layers_read_share`) and their cache at its
+        bandwidth."""
         cpu_bw = oh.CPU_MEMORY_GBS * 1e9 * oh.CPU_BANDWIDTH_FRACTION
         cpu_kv = batch * kv_bytes_per_sequence(self.s, self.m, int(context)) * self.cpu_layer_share
-        return (self._layer_weight_bytes() * self.cpu_layer_share + cpu_kv) / cpu_bw
+        read = self._layer_weight_bytes() * self.cpu_layer_share * ggml.layers_read_share(self.s, self.m, batch)
+        return (read + cpu_kv) / cpu_bw
 
     def _ggml_cuda_decode_parts(self, batch: int, context: float) -> dict[str, float]:
         """llama.cpp's CUDA decode of at most ``MMVQ_MAX_BATCH_SIZE`` sequences (:func:`.ggml.cuda_decode_parts`:
