@@ -5,8 +5,9 @@ against torchtune's README 'Optimization flags' rows (bench/measured-stacks.csv 
 import pytest
 
 from gpuplan import load_model
-from gpuplan.hardware import load_gpu
+from gpuplan.hardware import Network, load_gpu
 from gpuplan.scenario import scenario_from
+from gpuplan.speed import speed_of
 from gpuplan.speed import training as t
 from gpuplan.speed.gemm import bandwidth
 from gpuplan.stacks import stack_for
@@ -40,9 +41,6 @@ def test_torchao_dequant_pass_by_hand():
 def test_qlora_tracks_lora_on_torchtune_flags_rows():
     """The README's compiled QLoRA row ran 2 % slower than its LoRA twin (8,035 vs 8,210 tokens/s); the estimate's
     QLoRA / LoRA ratio lands within 1 % of that (AutoGPTQ's rate put it at 0.908)."""
-    from gpuplan.speed import speed_of
-    from gpuplan.hardware import Network
-
     rates = {}
     for method in ("lora", "qlora"):
         s = scenario_from(dict(model="llama-3.2-3b", task="train", stack="torchtune", method=method, lora_rank=64,
