@@ -600,12 +600,23 @@ GRAD_CLIP_GRAD_PASSES = 3
 # PyTorch's CPU Adam; the absolute rate is an assumption, said in the output).
 CPU_ADAM_PARAMS_PER_S = 1.0e9
 # QLoRA's dequantization, by the library that runs it (speed/training.py _dequant_and_casts_s).
-# AutoGPTQ (and torchtune's NF4 through torchao, assumed alike): the 4-bit weight dequantized to 16 bits before a
+# AutoGPTQ: the 4-bit weight dequantized to 16 bits before a
 # plain matmul, 4.5 bytes per parameter (read 0.5 B of codes + scales, write 2 B, read 2 B in the GEMM) at ~20 % of
 # the bandwidth (small strided blocks, separate kernels): calibrated on Qwen-1's GPTQ QLoRA rows (all of them, before
 # the held-out split existed).
 QLORA_DEQUANT_BYTES_PER_PARAM = 4.5
 QLORA_DEQUANT_BANDWIDTH_FRACTION = 0.2
+# torchtune's NF4 base (torchao NF4Tensor, counted from pytorch/ao v0.6.1 torchao/dtypes/nf4tensor.py
+# get_original_weight, which LinearNF4's forward and backward call through ``weight.to(dtype)``), in bytes per
+# parameter at the card's bandwidth, the GEMM's 2 B read of the 16-bit weight included. Eager, one kernel each: the
+# two nibble shifts/masks of the 0.5 B codes (1 B each), their casts to int64 (4.5 B each), the two table lookups
+# (``nf4[value]``: 8 B of index read, 2 B written per half: 5 B each), the scalers expanded and flattened twice (1 B
+# each), the two scalings (3 B each) and the interleaving ``torch.stack`` (4 B): 33 B, 2 more in the GEMM, 14 kernels
+# with the three of ``dequantize_scalers`` (on 1/64 of the elements). Compiled (torchtune's ``compile`` compiles
+# each layer; NF4Tensor traces through ``__tensor_flatten__``): one fused kernel reads the codes and scalers and
+# writes the weight, 0.5 + 1/64 + 2 B, then the GEMM's 2 B.
+TORCHAO_NF4_DEQUANT_BYTES_PER_PARAM = {"eager": 33 + 2, "compiled": 0.5 + 1 / 64 + 2 + 2}
+TORCHAO_NF4_DEQUANT_KERNELS = {"eager": 14, "compiled": 1}
 # bitsandbytes NF4 (transformers + peft, Answer.AI's fsdp_qlora, Unsloth), counted from bitsandbytes 0.43-0.45
 # (functional.dequantize_4bit, autograd._functions.MatMul4Bit): every forward, recomputation and backward of a 4-bit
 # linear dequantizes its whole weight to a fresh 16-bit tensor, then runs a plain matmul; the backward does it again
