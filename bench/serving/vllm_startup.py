@@ -72,7 +72,9 @@ min_block_size``, vllm#40691), so a sliding-window layer counts every token: gpt
 (2) the A100 runs log "Using FlashInfer for top-p & top-k sampling", whose sampler keeps ~14 B per logit (counted
 from the code) where the sort keeps 38.9: a scenario input (``flashinfer_sampler``), not a version rule, since
 vllm#23278 sorted at the same 0.10.1. Their pools before -> after: -18.7 / -3.9 / -4.0 / -3.4% -> -0.7 / -0.2 / -1.2
-/ -0.7%. PCIe datacenter KV tokens median 3.6% -> 1.0% (n 3 -> 7); datacenter SXM pool median 0.4% (n 14), the
+/ -0.7%. Check rows' KV tokens median |error| with the new rows, the code before -> after: PCIe datacenter 4.1% ->
+1.0% (n 7, worst +70.6% -> -12.4%), datacenter SXM 1.8% -> 1.7% (n 2), workstation 1.8%, consumer 4.3% (unchanged);
+all 3.7% -> 1.8% (n 14). Datacenter SXM pool median 0.4% (n 14), the
 H100 rows within 0.7% but one: llm-d-benchmark's gpt-oss-120b on one H100 started with 3.33 GiB where gpuplan's
 pool is empty (its gpt-oss-20b twin, same vocabulary, matches at -0.0%, so its ~7.4 GiB sampler peak should leave the
 120b none: open, the source gives no peak of its own)."""
