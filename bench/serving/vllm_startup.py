@@ -77,7 +77,12 @@ vllm#23278 sorted at the same 0.10.1. Their pools before -> after: -18.7 / -3.9 
 all 3.7% -> 1.8% (n 14). Datacenter SXM pool median 0.4% (n 14), the
 H100 rows within 0.7% but one: llm-d-benchmark's gpt-oss-120b on one H100 started with 3.33 GiB where gpuplan's
 pool is empty (its gpt-oss-20b twin, same vocabulary, matches at -0.0%, so its ~7.4 GiB sampler peak should leave the
-120b none: open, the source gives no peak of its own)."""
+120b none: open, the source gives no peak of its own).
+A 14th row is the FlashInfer input's control: the same cluster's A100 40GB pair at the same 0.10.1 logs "FlashInfer
+is not available. Falling back to the PyTorch-native implementation", is scored with the sort and lands at -3.5%;
+its 0.42 GiB gap, like the -1.2% of the 80 GB TP 2 row, is V1's NVLink TP non-torch figure (0.55 GiB against 0.13)
+taken for an A100 PCIe whose runs had no P2P (the logs: "lacks GPU P2P capability", "spans across nodes"): open,
+gpuplan has no input for a bridged or unbridged PCIe pair."""
 
 
 def card_class(gpu: str) -> str:
