@@ -272,11 +272,13 @@ CAUSES = {
         "generalisation, held out). TTFT 68.9 % -> 50.3 %: V0 never chunks an MLA model's prompts by default (vLLM "
         "PR #12642 forced it off in 0.7.1-0.7.3; after PR #12639 `_set_default_args_v0`: \"Chunked prefill not "
         "supported for Multimodal or MLA in V0\"), where gpuplan chunked the H200's at 2,048 tokens "
-        "(engines/vllm.py `scheduler_limits`). Left: one 3,200-token prompt alone takes 0.97 s on the H200 and 1.29 "
-        "s on the MI300X, gpuplan 0.58 and 0.65, and those prompt steps stall the decodes at higher concurrency "
-        "(TPOT -8..-43 %, requests/s +20..+110 %); SGLang's releases of the same weeks show the same kind of "
-        "prompt path (engines/sglang.py early_deepseek, fitted on SGLang's own runs, not borrowed here); no public "
-        "profile of vLLM 0.7's DeepSeek prefill outside these rows prices it (bench/results/load_accuracy.md)."),
+        "(engines/vllm.py `scheduler_limits`). Then 50.3 % -> 31.5 % (session 13): DeepSeek's block-FP8 linears and "
+        "experts ran through Triton's block-scaled kernels in vLLM 0.7 and SGLang 0.4.3 alike (vLLM's CUDA linears "
+        "through its CUTLASS block kernel), at 0.257 of the fast fp8 rate on SGLang PR #3893's H200 timing "
+        "(overheads.BLOCK_FP8_KERNEL_SHARE), where gpuplan had timed them as bf16 GEMMs; one 3,200-token prompt "
+        "0.58 -> 0.85 s on the H200 (0.97 measured), 0.65 -> 0.87 s on the MI300X (1.29). Left: the MI300X's "
+        "prompts (TTFT -29..-58 %; the ROCm build's Triton share is assumed the H200's) and the H200's decodes at "
+        "16-64 users (TPOT -27..-42 %) (bench/results/load_accuracy.md)."),
     ("load_accuracy", "gpustack"): (
         "GPUStack's performance lab, vLLM 0.11.0 with no flags, bursts of 500 prompts of 4,000 or 2,000 tokens "
         "(added 2026-11-30, held out). The 8-GPU rows land (TTFT -27..+1 %); the misses above 25 % are Qwen3-14B on "
@@ -347,7 +349,11 @@ CAUSES = {
         "constants refitted with it (PR #3550's replay had retracted and recomputed requests 35 times; the prompt path "
         "1.11 -> 1.63, triton 4.22 -> 5.09): TTFT 7.3 % -> 5.8 %, TPOT 15.2 % -> 12.9 %, E2E 13.3 % -> 11.5 %; "
         "the H200 "
-        "from 32 requests -13..-17 % (was -26..-38 % from 16), at 8 requests +22 %. Shown, never fitted."),
+        "from 32 requests -13..-17 % (was -26..-38 % from 16), at 8 requests +22 %. Session 13: those releases' "
+        "block-FP8 GEMMs at their measured rate (overheads.BLOCK_FP8_KERNEL_SHARE) and PR #3550's and PR #3237's "
+        "prompt factors refitted with it (CUDA 1.63 -> 1.03, ROCm 2.29 -> 1.62): TTFT 5.8 % -> 5.2 %, TPOT 12.9 % -> "
+        "11.9 %, E2E 11.5 % -> 10.0 %; the H200 at 4 and 8 requests +12/+32 %, from 16 -8..+5 %. Shown, never "
+        "fitted."),
     ("sglang_serving", "ix3173"): "InferenceX DeepSeek-R1 TTFT under SGLang: helper s8-ttft's this session.",
     ("sglang_serving", "ix3318"): (
         "InferenceX DeepSeek-R1 TTFT under SGLang 0.5.19 on MI325X (8k prompts, means). Not SGLang's prefill cap: "

@@ -153,6 +153,8 @@ def peft_metamath(row):
         return None, "IA3 / prefix tuning / VeRA / OSF are not gpuplan methods"
     if "incl_eval" in row["metric"]:
         return None, "peak includes evaluation with generation (not a training step)"
+    if "use_dora" in row["notes"]:
+        return None, "DoRA (peft's use_dora: the weight's column norms each step) is not a gpuplan method"
     # the data as gpuplan's shorthand: MetaMathQA's 395,000 records filtered to the 93.8 % that fit 768 tokens
     # (data.py CHAR_LIMIT), mean ~210 tokens (the row's notes), up to 768; run.py's BucketIterator sorts buckets of
     # 20 batches by length (modelled as the Trainer's group_by_length, 50 batches)
@@ -218,19 +220,10 @@ def torchtune(row):
                      "linears, here all of them); " + ("torchao 0.1 NF4 (torchtune 0.1, the tutorial's release), "
                                                        "which quantizes each weight whole at model init"
                                                        if v01 else "torchao NF4"))
-    if row["source"].startswith("torchtune README (optimization flags"):
-        # Llama-3.2-3B full_single_device (fused AdamW), batch 2, packed to 4096 from the '+Packed' row on,
-        # torch.compile and chunked cross-entropy on from their rows on; 'Peak Memory Active' (active bytes ~
-        # allocated blocks, below reserved).
-        scenario.update(optimizer_impl="fused", gpu="a100-sxm4-80gb", compile=True, loss="chunked")
-        notes.append("packed to 4096 (fixed length); torch.compile (layers and loss) and CEWithChunkedOutputLoss "
-                     "(8 chunks) on from their rows on; peak *active* bytes compared with allocated; A100 taken as "
-                     "80GB")
-    else:
-        # 2024-04 configs: torch.optim.AdamW without fused, torch.nn.CrossEntropyLoss on the fp32 logits
-        scenario.update(optimizer_impl="foreach", loss="full")
-        notes.append("alpaca-cleaned padded per batch, max_seq_len 512 (dataset default then); AdamW foreach; "
-                     "loss on the full fp32 logits (CrossEntropyLoss; chunked CE came in 2024-08)")
+    # 2024-04 configs: torch.optim.AdamW without fused, torch.nn.CrossEntropyLoss on the fp32 logits
+    scenario.update(optimizer_impl="foreach", loss="full")
+    notes.append("alpaca-cleaned padded per batch, max_seq_len 512 (dataset default then); AdamW foreach; "
+                 "loss on the full fp32 logits (CrossEntropyLoss; chunked CE came in 2024-08)")
     if "4090" in row["gpu"]:
         scenario["gpu"] = "rtx-4090"
     n = int(row["n_gpus"] or 1)
@@ -260,6 +253,56 @@ def torchtune(row):
                      "reserved), compared as allocated")
         return dict(scenario=scenario, level="allocated", assumptions="; ".join(notes), fixed_length=packed), None
     return dict(scenario=scenario, assumptions="; ".join(notes), fixed_length=packed), None
+
+
+# torchtune README 'Optimization flags' (pytorch/torchtune@1814feb1, 2024-11-18): each technique added on top of the
+# ones above it; LoRA and QLoRA take all of them but the optimizer in backward and 8-bit AdamW
+FLAGS = ("Baseline", "+ Packed Dataset", "+ Compile", "+ Chunked Cross Entropy", "+ Activation Checkpointing",
+         "+ Fuse optimizer step into backward", "+ Activation Offloading", "+ 8-bit AdamW", "LoRA", "QLoRA")
+
+
+def torchtune_flags(row):
+    """torchtune README 'Optimization flags': Llama 3.2 3B, batch 2, max sequence length 4096, bf16, A100 (80GB
+    taken), recipe full_finetune_single_device with torch AdamW (fused taken) and the techniques applied in
+    :data:`FLAGS` order; LoRA and QLoRA: the llama3_2/3B_{lora,qlora}_single_device configs of 1814feb1 (r=64 on
+    q_proj, v_proj, output_proj and the MLP; AdamW fused) with the reproduce command's flags (packed, compile,
+    chunked loss, checkpointing, activation offloading, batch 2, no accumulation). 'Peak Memory Active' (active
+    bytes are allocated blocks) compared with allocated."""
+    tech = re.match(r"Technique: ([^;]+);", row["notes"]).group(1)
+    k = FLAGS.index(tech)
+    if k == 0:
+        return None, ("baseline: alpaca unpacked, padded per batch up to 4,096 tokens; the longest batch of the "
+                      "measured epoch (and the mean length behind its tokens/s) is not stated")
+    scenario = dict(model="llama-3.2-3b", task="train", stack="torchtune", micro_batch_size=2, seq_len=4096,
+                    grad_checkpointing="full" if k >= 4 else "none", precision="bf16-true", attention="sdpa",
+                    optimizer="adamw-8bit" if k == 7 else "adamw")
+    notes = ["packed to 4096 (fixed length)"]
+    if 5 <= k <= 7:
+        scenario["optimizer_in_backward"] = True
+        notes.insert(0, "optimizer step fused into backward (optimizer_in_bwd)")
+    if k != 7:
+        scenario["optimizer_impl"] = "fused"
+    scenario.update(gpu="a100-sxm4-80gb", compile=k >= 2, loss="chunked" if k >= 3 else "full")
+    if k >= 6:
+        scenario["activation_offload"] = True
+        notes.append("activation offloading (OffloadActivations)")
+    if k >= 8:
+        scenario.update(method=tech.lower(), lora_rank=64,
+                        lora_targets=["q_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj"])
+        notes.append("r=64 on q, v, output_proj and the MLP (config); AdamW fused (config), no optimizer in backward")
+    notes.append("torch.compile (layers and loss) and CEWithChunkedOutputLoss (8 chunks) on from their rows on; "
+                 "peak *active* bytes compared with allocated; A100 taken as 80GB")
+    case = dict(scenario=scenario, level="allocated")
+    if k == 7:
+        # which 8-bit AdamW is not named: the memory tutorial offers torchao's AdamW8bit and bnb's PagedAdamW8bit;
+        # the paged one keeps its states in CUDA managed memory, outside torch's counters (10.0 GiB estimated that
+        # way, against 17.6), so the states were tracked: read off the row, it is calibration, not counted
+        case["calibration"] = True
+        notes.append("8-bit AdamW not named: a tracked 8-bit state (torchao AdamW8bit, the tutorial's first "
+                     "suggestion) as adamw-8bit, inferred from the measured level, since bnb PagedAdamW8bit's "
+                     "managed-memory states are outside torch's counters (calibration row, not counted)")
+    case["assumptions"] = "; ".join(notes)
+    return case, None
 
 
 def torchtune_llama31(row):
@@ -454,7 +497,7 @@ RULES = {
     "Qwen (v1) README KV-cache profiling": qwen1_kv,
     "huggingface/peft MetaMathQA method-comparison benchmark": peft_metamath,
     "torchtune README (2024-04 memory table)": torchtune,
-    "torchtune README (optimization flags table)": torchtune,
+    "torchtune README (optimization flags table)": torchtune_flags,
     "torchtune docs Llama3 tutorial": torchtune,
     "torchtune docs QLoRA tutorial": torchtune,
     "torchtune README (Llama 3.1 memory table)": torchtune_llama31,

@@ -1,5 +1,5 @@
-"""Turn the throughput rows of bench/data/measured-public.csv (bench/data/SOURCES.md) into scenarios for the speed
-estimator.
+"""Turn the throughput rows of bench/data/measured-public.csv (bench/data/SOURCES.md), its companion files there and
+bench/measured-stacks.csv into scenarios for the speed estimator.
 
     python bench/make_throughput_cases.py [--csv PATH]   # writes bench/throughput_cases.yaml
 
@@ -193,6 +193,38 @@ def answerai(row):
     return case, None
 
 
+def torchtune_flags(row):
+    """torchtune README 'Optimization flags' (Llama 3.2 3B on an A100, 80GB taken): bench/make_cases.py's rule; the
+    recipe logs tokens_per_second_per_gpu as the label tokens (labels != ignore_index: the pack's padding left out)
+    over the step time."""
+    case, why = mc.torchtune_flags(row)
+    if case is None:
+        return None, why
+    case["scenario"]["gpu"] = "nvidia-a100-sxm4-80gb"
+    case["assumptions"] += "; tokens/s = label tokens (padding left out) / step time, taken as all tokens"
+    return case, None
+
+
+def torchtune_llama31(row):
+    """torchtune README 'Memory and training speed' (2024-09-24): bench/make_cases.py's rule on the row's card;
+    'Tokens/sec' is torchtune's tokens_per_second_per_gpu (tokens.numel() / step time), over one full epoch."""
+    if "A6000" in row["gpu"]:
+        # 4,699 tokens/s of 8B LoRA is 4 x 7.5e9 x 4,699 = 141 TFLOP/s of linears alone without checkpointing
+        # (with it, 6 x: 211), against the card's 154.8 TFLOP/s dense bf16
+        return None, ("RTX A6000 rows: the setting that ran is not the config's (the memory rows match only with "
+                      "checkpointing off and are calibration), and the LoRA row's rate would need 91 % of the card's "
+                      "dense bf16 peak for its linears alone even without checkpointing")
+    if row["gpu"].startswith("RTX 4090") and "PagedAdamW8bit" in row["optimizer"]:
+        return None, ("8B full on a 24 GB 4090 with bnb PagedAdamW8bit: 18.9 GiB allocated plus 7.5 GiB of paged "
+                      "8-bit states exceed the card, so the driver migrates managed pages over PCIe every step; "
+                      "gpuplan does not model that traffic")
+    case, why = mc.torchtune_llama31(row)
+    if case is None:
+        return None, why
+    case["assumptions"] += "; tokens/s per GPU = every token of the packed batch / step time, over one epoch"
+    return case, None
+
+
 MEGATRON_GPT = {3072: "megatron-gpt-3.6b", 8192: "megatron-gpt-39.1b", 16384: "megatron-gpt-310b",
                 20480: "megatron-gpt-530b"}
 # The authors' own Table 1 launch settings (NVIDIA/Megatron-LM@de7dc40f examples/sc21/run_table_1.sh, "scripts for
@@ -371,6 +403,8 @@ RULES = {
     "fms-fsdp README throughput table": fms_fsdp,
     "Llama 3 paper Table 4 (Dubey et al. 2024)": llama3_table4,
     "Answer.AI fsdp_qlora benchmarks (Mar 2024)": answerai,
+    "torchtune README (optimization flags table)": torchtune_flags,
+    "torchtune README (Llama 3.1 memory table)": torchtune_llama31,
 }
 SKIP = {
     "layer_fwd_bwd_time_ms": "time of one transformer layer, not a whole-model scenario",
@@ -415,7 +449,7 @@ TORCHTITAN_CSV = HERE / "data" / "measured-torchtitan-public.csv"
 def build(csv_path: Path) -> dict:
     cases, skipped = [], []
     rows = [*csv.DictReader(csv_path.open(encoding="utf-8")),
-            *(row for extra in (SHARDED_CSV, ANSWERAI_CSV, TORCHTITAN_CSV)
+            *(row for extra in (SHARDED_CSV, ANSWERAI_CSV, TORCHTITAN_CSV, mc.EXTRA_CSV)
               for row in csv.DictReader(extra.open(encoding="utf-8")))]
     for row in rows:
         if row["metric"] not in THROUGHPUT_METRICS:

@@ -219,6 +219,17 @@ def test_a_card_named_by_its_words_in_another_order_is_found_and_said(name, gpu_
     assert gpu.id == gpu_id and note in said
 
 
+@pytest.mark.parametrize("name", ["rtx-4070", "RTX 4060", "geforce 4070 super", "rx 7900"])
+def test_a_card_of_another_tier_is_not_taken_for_the_one_asked(name):
+    """s13 walk: `--gpu rtx-4070` was taken as the RTX 4070 Ti SUPER ("the one card whose name has those words"),
+    16 GB at 672 GB/s where a 4070 has 12 GB at 504 GB/s, and `launch` wrote its files for it without the note.
+    A card whose name adds Ti, SUPER, XT or XTX is another card: the name is unknown (exit 2, 'did you mean')."""
+    with pytest.raises(UnknownNameError):
+        resolve_gpu(name)
+    assert resolve_gpu("4070 ti super")[0].id == "nvidia-geforce-rtx-4070-ti-super"
+    assert resolve_gpu("7900 xtx")[0].id == "amd-radeon-rx-7900-xtx"
+
+
 @pytest.mark.parametrize("name", ["nvidia rtx", "M3 Max 30-core", "rtx a6000 ada", "Blackwell"])
 def test_words_without_a_model_number_or_in_no_name_stay_unknown(name):
     with pytest.raises(UnknownNameError):

@@ -421,19 +421,26 @@ NOTES = """What the misses say, row by row:
   prefill and prefix caching to be disabled", whatever the flag; after PR #12639 `EngineArgs._set_default_args_v0`,
   "Chunked prefill not supported for Multimodal or MLA in V0"); now so in engines/vllm.py `scheduler_limits`.
   H200 TTFT -70/-83/-91/-95/-97/-99 % -> -41/-38/-37/-45/-53/-84 % at 4-128, TPOT -13/-17/-37/-23/-18/+6 % ->
-  -16/-21/-43/-34/-31/-8 %, requests/s +19/+27/+69/+53/+55/+129 % -> +20/+29/+72/+55/+57/+110 %; the MI300X rows (max-model-len 32,768: not
-  chunked before either) do not move: TTFT -47..-68 %, TPOT -8..-26 %, requests/s +20..+37 %. The source: TTFT
-  68.9 % -> 50.3 %, TPOT 17.4 % -> 19.5 %, requests/s 33.5 %. What is left is the prompt itself, on both cards:
+  -16/-21/-43/-34/-31/-8 %, requests/s +19/+27/+69/+53/+55/+129 % -> +20/+29/+72/+55/+57/+110 %; the MI300X
+  rows (max-model-len 32,768: not chunked before either) do not move: TTFT -47..-68 %, TPOT -8..-26 %,
+  requests/s +20..+37 %. The source: TTFT 68.9 % -> 50.3 %, TPOT 17.4 % -> 19.5 %, requests/s 33.5 %. What was left
+  was the prompt itself, on both cards:
   at 4 users, one 3,200-token prompt alone, 0.97 s measured against gpuplan's 0.58 s on the H200, 1.29 against
-  0.65 on the MI300X, and the longer prompt steps stall the decodes of the higher concurrencies (TPOT). That is
-  what SGLang's releases of the same weeks show (engines/sglang.py early_deepseek: their prompt path 1.63x
-  gpuplan's, fitted on SGLang's own runs); vLLM 0.7's DeepSeek prompt path (Triton block-FP8 GEMMs and fused MoE,
-  MLA's up-projection) has no public profile outside these rows, and SGLang's factor was fitted on another
-  engine, so nothing was borrowed. As a diagnostic only (not kept): that factor (overheads.SGLANG_EARLY_PROMPT_SCALE,
-  1.63 on NVIDIA, 2.29 on AMD) on these rows' prompts gives TTFT -7/-2/+0/-13/-26/-74 % on the H200 and
-  +10/+9/-30/-11/+17/+3 % on the MI300X (median 10.5 %), TPOT median 18.5 %, requests/s 26 %: the two engines'
-  DeepSeek prompts of those weeks cost alike, which a shared reading of their kernels (both ran DeepSeek's experts
-  in the Triton fused MoE with block-FP8 weights) would have to establish before one constant serves both.
+  0.65 on the MI300X, and the longer prompt steps stall the decodes of the higher concurrencies (TPOT). Read in both
+  engines' code of those weeks (vLLM v0.7.3 `fp8_utils.py` apply_w8a8_block_fp8_linear and fused_moe; SGLang 0.4.3's
+  copies): DeepSeek's block-FP8 linears and experts ran through Triton's block-scaled kernels (vLLM's CUDA linears
+  through its CUTLASS block kernel, timed alike), at a quarter of the fp8 rate gpuplan gave an fp8 GEMM, where gpuplan
+  had timed the checkpoint's GEMMs as bf16 ones; SGLang PR #3893's H200 timing of that kernel sets the share
+  (overheads.BLOCK_FP8_KERNEL_SHARE, 0.257; engines/vllm.py block_fp8_kernels for vLLM 0.7 and SGLang <= 0.4.3), fitted
+  on no serving row. With it: one prompt 0.85 s on the H200 (0.97 measured), 0.87 on the MI300X (1.29); H200 TTFT
+  -41/-38/-37/-45/-53/-84 % -> -13/-8/-6/-18/-30/-76 % at 4-128, TPOT -16/-21/-43/-34/-31/-8 % ->
+  -15/-21/-42/-32/-27/+3 %, requests/s +20/+29/+72/+55/+57/+110 % -> +18/+25/+63/+43/+41/+80 %; MI300X TTFT
+  -50/-51/-68/-60/-47/-54 % -> -33/-34/-58/-46/-29/-38 %, TPOT -26/-23/-16/-9/-8/-18 % -> -26/-23/-14/-6/-4/-12 %,
+  requests/s +37/+33/+27/+20/+21/+34 % -> +36/+31/+23/+14/+13/+21 %. The source: TTFT 50.3 % -> 31.5 %, TPOT 19.5 %
+  -> 18.1 %, requests/s 33.5 % -> 27.8 %. SGLang's early prompt factor, refitted on its own runs with the same
+  kernels timed so, falls from 1.63 to 1.03 on NVIDIA (the GEMM kernels were its excess) and from 2.29 to 1.62 on AMD:
+  the MI300X's remaining prompt gap (its Triton share is assumed the H200's, not measured) is what these rows still
+  show, together with the H200's TPOT at 16-64 users.
   (2) GPUStack's performance lab (`gpustack`; gpustack/gpustack@47277d79f4a5 docs/performance-lab/*: vLLM v0.11.0
   baselines served with no flags, `vllm bench serve` random 4,000/200 and 2,000/100, 500 prompts sent at once):
   8 rows. TTFT median 25.5 %, TPOT 19.4 %, requests/s 27.7 %, every row gpuplan fast. The 8-GPU rows (DeepSeek-R1-0528
@@ -443,9 +450,9 @@ NOTES = """What the misses say, row by row:
   H100 (its rows above, TTFT +6/+7 %): the 4,000-token run took 8.8k prompt tokens a second, about 250 TFLOPS of
   prompt work (2 x 13.2 B matmul FLOPs a token and the causal attention) spread over the whole run, where the blog's
   Llama-3.1-8B prefilled 20k-token prompts at 530 or more (TTFT 0.76 s at concurrency 8); the same page's SGLang and
-  TensorRT-LLM runs of the ShareGPT set are within 27 % of vLLM's; and its decode is not slow (GPUStack's Qwen3-8B latency
-  page on the same kind of card, ShareGPT at concurrency 4: TPOT 7.40 ms, gpuplan 7.45 with the set's mean lengths;
-  not a row, its lengths vary).
+  TensorRT-LLM runs of the ShareGPT set are within 27 % of vLLM's; and its decode is not slow (GPUStack's Qwen3-8B
+  latency page on the same kind of card, ShareGPT at concurrency 4: TPOT 7.40 ms, gpuplan 7.45 with the set's
+  mean lengths; not a row, its lengths vary).
   A compute-limited card (clocks or power) beside a full-bandwidth one reads so; a card's clocks are not an input
   of gpuplan. Left out before scoring: the 128/4 and 32,000/100 runs (3 output gaps; one request at a time),
   gpt-oss's (outputs stopped at 53-67 % of the tokens asked; the 120b page's serving line has no -tp for its two

@@ -497,6 +497,14 @@ def main() -> None:
         "_fits_to_finish, WHOLE_OUTPUT_RUNS above): replayed so, nothing is retracted, and their throughput rises "
         "(offline 1024/1024 +22% -> +27%, 4096/2048 +49% -> +51%; PR #3550's prompt path 1.62 -> 1.63): the gap is "
         "not admission.", "",
+        "Then (issue 31, session 13) those releases' block-FP8 GEMMs at their measured rate "
+        "(overheads.BLOCK_FP8_KERNEL_SHARE: SGLang 0.4.3's Triton w8a8_block_fp8_matmul and block-FP8 fused MoE at "
+        "0.257 of the fast fp8 rate, from SGLang PR #3893's H200 timing, where gpuplan had timed DeepSeek's fp8 "
+        "linears as bf16 GEMMs); refitted with `--calibrate-prompts`: prompt path 1.63 -> 1.03 on NVIDIA (the "
+        "kernels were its excess), 2.29 -> 1.62 on AMD, triton prompt attention 5.09 unchanged. dstack's held-out "
+        "medians TTFT 5.8% -> 5.2%, TPOT 12.9% -> 11.9%, E2E 11.5% -> 10.0% (H200 TTFT at 4 and 8 requests +6/+22% -> "
+        "+12/+32%, at 16-128 -3/-17/-15/-13% -> +5/-8/-5/-3%); PR #2643's batch-32 check +9.6% -> +11.2%; vLLM 0.7 "
+        "runs the same kernels (load_accuracy.md, dstackr1).", "",
         "dstack's decode gap, what was checked (the 0.4.3.post2 and 0.4.2.post4 wheels from PyPI, read): before "
         "the early-release term, on the H200s measured TPOT less gpuplan's was nearly the same at every "
         "concurrency, 23-28 ms a step from 4 to 128 requests, so a per-step cost, not one per sequence or token; "

@@ -271,14 +271,21 @@ def _words(text: str) -> set[str]:
     return set(re.findall(r"[a-z0-9]+", text.lower()))
 
 
+# words that name another card of the same number: an RTX 4070 is not the 4070 Ti SUPER (12 GB at 504 GB/s against
+# 16 GB at 672 GB/s), a 4060 not the 4060 Ti 16GB, an RX 7900 XT not the XTX
+TIER_WORDS = frozenset({"ti", "super", "xt", "xtx"})
+
+
 def _by_words(name: str) -> tuple[str, ...]:
     """The cards whose name, id or an alias holds every word of ``name``, in any order ("Tesla V100", "A100 40GB
-    PCIe" for "A100 PCIe 40GB"); a name without a model number (a word with a digit: "rtx", "nvidia") means none."""
+    PCIe" for "A100 PCIe 40GB"), and no tier word (:data:`TIER_WORDS`) more: those are other cards; a name without a
+    model number (a word with a digit: "rtx", "nvidia") means none."""
     words = _words(name)
     if not any(re.search(r"\d", w) for w in words):
         return ()
     return tuple(sorted(spec.id for spec in gpus().values()
-                        if any(words <= _words(n) for n in (spec.name, spec.id, *spec.aliases))))
+                        if any(words <= _words(n) and not TIER_WORDS & (_words(n) - words)
+                               for n in (spec.name, spec.id, *spec.aliases))))
 
 
 def load_gpu(name: str) -> GpuSpec:

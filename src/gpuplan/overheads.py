@@ -321,6 +321,12 @@ CONTINUOUS_CLOCK_FACTOR = {"nvidia-t4": 24.0 / 41.93}
 # to 0.83-0.89.
 MATMUL_PEAK_FRACTION_SUSTAINED = 1.0
 MATMUL_PEAK_FRACTION_DEFAULT = 0.80  # NVIDIA cards without a MAMF row: the H100/A100 range
+# GeForce cards without a posted rate: every GeForce card posted above reaches its datasheet in a short loop (RTX
+# 3060 0.999, RTX 4090 1.008, RTX 3090 1.079, RTX 5090 1.141; GPU Boost holds the clock above the rated boost), so an
+# unposted one takes the lowest of them, not the data-center cards' 0.80 (issue 34, session 13: the RTX 3090 Ti,
+# GA102 like the 3090 with 84 SMs at 1,860 MHz against 82 at 1,695, was planned 11 % slower than the 3090 where
+# diffusers' March 2023 torch 2.0 benchmark ran it 9 to 10 % faster at every batch, bench/modules.py sd14-*-mar23-*).
+MATMUL_PEAK_FRACTION_GEFORCE = 0.999
 MATMUL_PEAK_FRACTION_OTHER_VENDOR = 0.60  # MI300X's figure for other vendors' software stacks
 # Peak TFLOPS per watt above which a card cannot hold its boost clock under dense tensor work; its sustained
 # rate is scaled by (POWER_CAPPED_TFLOPS_PER_W / its ratio) ** POWER_CAP_EXPONENT. H100 SXM: 989/700 = 1.41,
@@ -391,6 +397,33 @@ FP8_SPLIT_ACCUMULATOR_SHARE = {
     "nvidia-b200": 0.983, "nvidia-b300": 0.948, "nvidia-gb200": 0.992,
 }
 FP8_SPLIT_ACCUMULATOR_SHARE_BY_GENERATION = {"Hopper": 0.914, "Blackwell": 0.983}
+# Block-scaled fp8 GEMMs (DeepSeek-V3's checkpoint: 128 x 128 weight blocks, 1 x 128 activation groups) as the first
+# DeepSeek-V3 releases of SGLang and vLLM ran them (engines/vllm.py block_fp8_kernels): Triton's
+# w8a8_block_fp8_matmul (vLLM model_executor/layers/quantization/utils/fp8_utils.py of v0.7.3, SGLang's copy in
+# srt/layers/quantization/fp8_kernel.py; the ROCm build's linears) multiplies each 128-deep K slice with tl.dot and
+# adds it into an fp32 register accumulator scaled by both blocks' scales ("accumulator += tl.dot(a, b) * a_s[:, None]
+# * b_s[None, :]"), without Hopper's warp-specialized pipelines; the experts' Triton fused_moe kernel with
+# use_fp8_w8a8 and a block_shape runs the same loop. Share of gpuplan's fast-accumulating fp8 rate (speed/gemm.py
+# gemm_time_s) such a kernel keeps, fitted on one published timing: sgl-project/sglang PR #3893 (2025-02-26,
+# benchmark/kernels/deepseek/benchmark_deepgemm_fp8_gemm.py, one H200, the tp=1 table's SGLang column: Triton's
+# kernel as SGLang 0.4.3 shipped it) puts m = 4,096, n = 24,576, k = 7,168 at 4,067.3 us (355 TFLOPS of 1,979),
+# where gpuplan's fast rate says 1,044 us: 1,044.0 / 4,067.3 = 0.257. Checks (tests/speed/test_block_fp8.py): the
+# same table's other large rows timed at 0.83-0.96 of their published time (m = 2,048 at k = 7,168: 0.955; n =
+# 32,768, k = 512 at m = 4,096 / 2,048 / 1,024: 0.93 / 0.89 / 0.83), and vLLM PR #23280's H100 rows (N = 2,112,
+# K = 7,168, Triton with tuned configs, September 2025: 367-407 TFLOPS at M = 1,024-8,192) at 0.87-0.88 of theirs.
+# At 8-256 rows the published kernel is slower still than this share (64 us for 64 x 1,536 x 24,576 where it says
+# 34: a fixed cost of its default configuration), not modelled. vLLM 0.7's CUDA build runs its dense linears through
+# its own CUTLASS block-FP8 kernel instead (apply_w8a8_block_fp8_linear, cutlass_block_fp8_supported), timed alike:
+# PR #23280's "w8a8-block-fp8-cutlass" column sits within 0.9-1.2x of the Triton one at those shapes. DeepGEMM (the
+# same table: 1,354 us, 0.77 of the fast rate) replaced both in later releases. The ROCm build runs the same Triton
+# source; no MI300X timing of it is published, so its share of the MI300X's rate is assumed the same.
+BLOCK_FP8_KERNEL_SHARE = 1044.0 / 4067.3
+# The releases that ran them, the last per engine: SGLang up to 0.4.3.post2 (the range of SGLANG_EARLY_DEEPSEEK_UNTIL;
+# sgl-kernel's CUTLASS block-FP8 GEMM followed, then DeepGEMM by default from sgl-project/sglang PR #5628,
+# 2025-04-22: none of those releases is timed with this share), vLLM's 0.7 releases (the ones the bench's rows ran;
+# later releases moved the linears to DeepGEMM and upstream CUTLASS, vLLM PRs #19085 and #23280, and tuned the
+# experts' Triton configs: not timed with this share).
+BLOCK_FP8_KERNELS_UNTIL = {"sglang": (0, 4, 3), "vllm": (0, 7, 99)}
 # A card run at a power limit below its TDP (GpuSpec.power_limit_w) sustains (limit / TDP) ** POWER_CAP_EXPONENT
 # of its tensor rate (speed/gemm.py power_limit_factor): dynamic power ~ C V^2 f with the voltage rising with the
 # clock, held to about the square of the clock by the leakage and memory power that do not scale. Grand Teton's
@@ -574,12 +607,23 @@ GRAD_CLIP_GRAD_PASSES = 3
 # PyTorch's CPU Adam; the absolute rate is an assumption, said in the output).
 CPU_ADAM_PARAMS_PER_S = 1.0e9
 # QLoRA's dequantization, by the library that runs it (speed/training.py _dequant_and_casts_s).
-# AutoGPTQ (and torchtune's NF4 through torchao, assumed alike): the 4-bit weight dequantized to 16 bits before a
+# AutoGPTQ: the 4-bit weight dequantized to 16 bits before a
 # plain matmul, 4.5 bytes per parameter (read 0.5 B of codes + scales, write 2 B, read 2 B in the GEMM) at ~20 % of
 # the bandwidth (small strided blocks, separate kernels): calibrated on Qwen-1's GPTQ QLoRA rows (all of them, before
 # the held-out split existed).
 QLORA_DEQUANT_BYTES_PER_PARAM = 4.5
 QLORA_DEQUANT_BANDWIDTH_FRACTION = 0.2
+# torchtune's NF4 base (torchao NF4Tensor, counted from pytorch/ao v0.6.1 torchao/dtypes/nf4tensor.py
+# get_original_weight, which LinearNF4's forward and backward call through ``weight.to(dtype)``), in bytes per
+# parameter at the card's bandwidth, the GEMM's 2 B read of the 16-bit weight included. Eager, one kernel each: the
+# two nibble shifts/masks of the 0.5 B codes (1 B each), their casts to int64 (4.5 B each), the two table lookups
+# (``nf4[value]``: 8 B of index read, 2 B written per half: 5 B each), the scalers expanded and flattened twice (1 B
+# each), the two scalings (3 B each) and the interleaving ``torch.stack`` (4 B): 33 B, 2 more in the GEMM, 14 kernels
+# with the three of ``dequantize_scalers`` (on 1/64 of the elements). Compiled (torchtune's ``compile`` compiles
+# each layer; NF4Tensor traces through ``__tensor_flatten__``): one fused kernel reads the codes and scalers and
+# writes the weight, 0.5 + 1/64 + 2 B, then the GEMM's 2 B.
+TORCHAO_NF4_DEQUANT_BYTES_PER_PARAM = {"eager": 33 + 2, "compiled": 0.5 + 1 / 64 + 2 + 2}
+TORCHAO_NF4_DEQUANT_KERNELS = {"eager": 14, "compiled": 1}
 # bitsandbytes NF4 (transformers + peft, Answer.AI's fsdp_qlora, Unsloth), counted from bitsandbytes 0.43-0.45
 # (functional.dequantize_4bit, autograd._functions.MatMul4Bit): every forward, recomputation and backward of a 4-bit
 # linear dequantizes its whole weight to a fresh 16-bit tensor, then runs a plain matmul; the backward does it again
@@ -883,7 +927,13 @@ SGLANG_EARLY_DEEPSEEK_MOE_LAYER_S = {"NVIDIA": 353e-6, "AMD": 138e-6}
 # _fits_to_finish); without that recompute the prompt path's own cost is higher: 1.11 -> 1.63, triton 4.22 -> 5.09,
 # AMD 2.35 -> 2.29 (its
 # bench_one_batch step moves with the refitted host constants, the ROCm share 1.77 and the AMD layer constant).
-SGLANG_EARLY_PROMPT_SCALE = {"NVIDIA": 1.63, "AMD": 2.29}
+# Refitted when those releases' block-FP8 GEMM kernels were timed at their measured rate (issue 31, 2026-11-30:
+# BLOCK_FP8_KERNEL_SHARE, the linears and experts as fp8 GEMMs at 0.257 of the fast fp8 rate where gpuplan had timed
+# them as bf16 ones): NVIDIA 1.63 -> 1.03, the prompt path's excess explained by the GEMM kernels (what is left, 3 %,
+# the unfused quantization, rotary and shared-expert ops above); AMD 2.29 -> 1.62 (the ROCm build's Triton share of
+# the MI300X's fp8 rate is assumed, not measured, and RCCL's all-reduces are not the CUDA build's); triton prompt
+# attention unchanged (5.09). vLLM 0.7 runs the same kernels (engines/vllm.py block_fp8_kernels) and takes no factor.
+SGLANG_EARLY_PROMPT_SCALE = {"NVIDIA": 1.03, "AMD": 1.62}
 SGLANG_EARLY_TRITON_PROMPT_ATTENTION = 5.09
 # SGLang replays CUDA graphs for decode batches only (python/sglang/srt/model_executor/cuda_graph_runner.py
 # CudaGraphRunner.can_run: decode, idle and target-verify batches up to cuda_graph_max_bs); an extend (prefill) batch
@@ -931,6 +981,15 @@ CPU_BANDWIDTH_FRACTION = 0.6
 # NCCL routes through host memory (SHM transport), at about half the PCIe rate and higher latency.
 PCIE_X16_GBS = {3: 16.0, 4: 32.0, 5: 64.0, 6: 128.0}
 PCIE_EFFICIENCY = 0.8
+# diffusers' CPU offload (enable_model_cpu_offload, enable_sequential_cpu_offload) copies through accelerate's hooks,
+# tensor by tensor, from pageable host memory (accelerate keeps the CPU copies in an ordinary state dict, not pinned),
+# synchronously before each model or module runs: far below the link's pinned rate. Measured pair: diffusers issue
+# 2266 (an RTX 3060, SD 1.5 in fp16, diffusers 0.12.1, torch 1.13.1): sequential offload took generation 'from 6
+# it/s to 2', each step then copying the UNet's 859.5M fp16 weights (1.719 GB) onto the card, 1/2 - 1/6 = 0.333 s:
+# 5.16 GB/s. Fitted there (bench/modules.py sd15-3060-sequential-offload); diffusers pull request 2269's SD 1.5 run
+# reads 4.7 GB/s (21.42 s a call offloaded against 3.18 s, 50 UNet copies; its card not stated). Hosts differ: a Colab
+# A100 40GB's SDXL calls read 2.3 (sequential) and 3.0 GB/s (model offload), held out.
+OFFLOAD_COPY_BYTES_PER_S = 1.719e9 / (1 / 2 - 1 / 6)
 PCIE_NO_P2P_FACTOR = 0.5
 NVLINK_EFFICIENCY = 0.8  # NCCL bus bandwidth of all-reduce on NVLink reaches ~80 % of the link (nccl-tests)
 # AMD Instinct's xGMI links: ~48 of 64 GB/s per link and direction usable after CRC and protocol overhead (AMD ROCm
@@ -994,16 +1053,16 @@ DECODE_BANDS: dict[tuple[str, str, str], tuple[float, float, int, str]] = {
     ("vllm", "dense", "NVIDIA"): (-0.17, 0.12, 41, "Llama-2 7B/70B, CodeLlama-34B, Llama-3.1-8B, Qwen2.5 1.5B-72B and "
                                  "Qwen3 0.6B-14B serving and decode runs; bursts of 500 long prompts on one H100 "
                                  "decode up to 46% slower (bench/results/bands.md)"),
-    ("vllm", "MoE", "NVIDIA"): (-0.33, 0.03, 22, "Mixtral-8x7B, Qwen3-30B-A3B, Qwen3-235B-A22B, Nemotron-3-Nano and "
-                               "DeepSeek-R1 serving runs; DeepSeek-R1 under vLLM 0.7 decodes 8-43% slower "
+    ("vllm", "MoE", "NVIDIA"): (-0.32, 0.03, 22, "Mixtral-8x7B, Qwen3-30B-A3B, Qwen3-235B-A22B, Nemotron-3-Nano and "
+                               "DeepSeek-R1 serving runs; DeepSeek-R1 under vLLM 0.7 decodes up to 42% slower "
                                "(bench/results/bands.md)"),
-    ("vllm", "MoE", "AMD"): (-0.25, 0.00, 6, "DeepSeek-R1 on 8 MI300X under vLLM 0.7.3's ROCm build (dstack): "
-                             "-26% to -8% (bench/results/bands.md)"),
+    ("vllm", "MoE", "AMD"): (-0.24, 0.00, 6, "DeepSeek-R1 on 8 MI300X under vLLM 0.7.3's ROCm build (dstack): "
+                             "-26% to -4% (bench/results/bands.md)"),
     ("sglang", "dense", "NVIDIA"): (-0.09, 0.02, 4, "Llama-3.1 8B and 70B, SGLang 0.3-0.4 (bench/results/bands.md)"),
-    ("sglang", "MoE", "NVIDIA"): (-0.13, 0.16, 39, "DeepSeek-R1 on 8 H200, B200 or B300: InferenceX's SGLang 0.5 runs "
-                                  "-10% to +19%, dstack's 0.4.3.post2 runs with DP attention -12% to -17% "
+    ("sglang", "MoE", "NVIDIA"): (-0.11, 0.16, 39, "DeepSeek-R1 on 8 H200, B200 or B300: InferenceX's SGLang 0.5 runs "
+                                  "-10% to +19%, dstack's 0.4.3.post2 runs with DP attention -10% to -17% "
                                   "(bench/results/bands.md)"),
-    ("sglang", "MoE", "AMD"): (-0.03, 0.16, 8, "DeepSeek-R1 on 8 MI300X (dstack, SGLang 0.4.2.post4: -15% to +16%) "
+    ("sglang", "MoE", "AMD"): (-0.01, 0.17, 8, "DeepSeek-R1 on 8 MI300X (dstack, SGLang 0.4.2.post4: -13% to +17%) "
                                "and 8 MI325X (InferenceX, 0.5.19: +17% and +16%) (bench/results/bands.md)"),
     ("trtllm", "dense", "NVIDIA"): (-0.12, 0.08, 164, "NVIDIA's trtllm-bench tables, Llama 3.x 8B-405B "
                                     "(bench/results/bands.md)"),
@@ -1227,6 +1286,13 @@ BNB_LOAD_CACHE_FRACTION = 0.129
 # bench/modules.py row; the FLUX.1 rows on an H100 (peak 4.5-5.2 GiB above what loading reserved, in every storage
 # format) check it.
 VAE_DECODE_WORKING_FACTOR = 2.10
+# What of that a decode holds allocated (torch.cuda.max_memory_allocated): the rest is blocks the caching allocator
+# keeps reserved between its differently sized activations. InvokeAI pull 7674 set the factor above on reserved memory
+# ('based on experimentally-observed reserved memory (not just allocated)'); InvokeAI pull 9305 measured both for a
+# decode under PyTorch's default allocator (Qwen-Image's VAE on an RTX 4090, torch 2.7.1, fp16): 4.369 GiB allocated
+# of 5.254 reserved at 1024 x 1024, 0.832 (0.81 to 0.82 at 1,280 to 2,048 px). Not fitted on a bench row: SDXL's
+# batch-4 decodes on a Colab A100 (bench/modules.py sdxl-a100-colab-*) check it, allocated.
+VAE_DECODE_ALLOCATED_SHARE = 4.369 / 5.254
 # An AdamW step over fp32 master weights, gradients and two moments, each read and written (16 B read + 16 B
 # written per parameter: torch's fused AdamW), for diffusion and encoder-decoder full fine-tuning.
 OPTIMIZER_BYTES_PER_PARAM = 32

@@ -79,3 +79,22 @@ def test_the_split_takes_the_command_line_s_words():
                        ({"num_gpus": 3}, "drop num_gpus"), ({"tensor_split": [1, -1]}, "positive share")):
         with pytest.raises(GpuplanError, match=words):
             gpuplan.estimate({**PAIR, **bad})
+
+
+def test_an_uneven_split_over_one_kind_of_card_is_priced_like_the_even_one():
+    """s13 walk: Qwen3-30B-A3B at Q4_K_M over two 4090s with --tensor-split 3,1 was not priced, and said "no price
+    for GeForce RTX 4090: no on-demand offer in force" (its devices' plans were built without offers) and "no offer
+    rents a mixed pair" (the pair is not mixed). Both cards are 4090s: the split is priced on the same 2x offer as
+    the even split, at its own speed, so $ per hour is the same and $ per million tokens is hour / tokens."""
+    job = {"model": "qwen3-30b-a3b", "task": "infer", "engine": "llama.cpp", "quant": "gguf-q4_k_m",
+           "gpu": "rtx-4090", "num_gpus": 2}
+    even, uneven = gpuplan.estimate(job, advise=False), gpuplan.estimate({**job, "tensor_split": [3, 1]})
+    assert uneven.cost is not None and uneven.cost.offer == even.cost.offer
+    assert uneven.cost.usd_per_hour == pytest.approx(even.cost.usd_per_hour)
+    assert uneven.cost.usd_per_million_tokens == pytest.approx(
+        uneven.cost.usd_per_hour / (3600 * uneven.speed.tokens_per_s) * 1e6, rel=0.01)
+    assert not any("no price" in w or "mixed pair" in w for w in uneven.warnings)
+    mixed = gpuplan.estimate(PAIR, advise=False)
+    assert mixed.cost is None and mixed.warnings.count(
+        "no offer rents a mixed pair of cards: not priced (owning them: gpuplan buy)") == 1
+    assert not any(w.startswith("no price for") for w in mixed.warnings)

@@ -145,6 +145,22 @@ def test_build_checks_8x5090():
     assert all(c.source for c in checks.values() if c.status in ("warn", "fail"))
 
 
+def test_the_circuits_are_the_electricity_regions_own():
+    """s13 walk: `buy 2x4090 --region de` checked a US 15 A, 120 V circuit. A European region's is a 230 V socket
+    circuit behind 16 A whose sockets carry 10 A continuously (elektrofachkraft.de): 10 x 230 = 2,300 W. Eight
+    5090s and their host draw 5,900 W: 5,900 / 2,300 -> 3 circuits there, 5,900 / (0.8 x 1,800) -> 5 in the US."""
+    assert [electricity_price(r).circuit for r in ("de", "eu", "hu", "us", "us-ca")] == \
+        ["europe", "europe", "europe", "us", "us"]
+    assert electricity_price(usd_per_kwh=0.3).circuit == "us"
+    b = make_build("rtx-5090", 8, host_usd=6000)
+    here = {c.name: c for c in build_checks(b, [], "europe")}["circuits"]
+    assert here.line.startswith("5,900 W continuous needs 3 circuit(s) of 2,300 W: a European 230 V, 16 A")
+    assert here.status == "warn" and "elektrofachkraft.de" in here.source and "three-phase" in here.line
+    small = {c.name: c for c in build_checks(make_build("rtx-4090", 2), [], "europe")}["circuits"]
+    assert small.status == "ok" and small.line.startswith("1,350 W continuous needs 1 circuit(s) of 2,300 W")
+    assert {c.name: c for c in build_checks(b, [])}["circuits"].line.startswith("5,900 W continuous needs 5 ")
+
+
 def test_build_checks_that_fail():
     three_slot = {c.name: c for c in build_checks(make_build("rtx-4090", 4, host="epyc-4gpu"), [])}
     assert three_slot["slot width"].status == "fail"  # 3-slot cards in single-pitch slots 1, 4 and 7: 3 fit of 4

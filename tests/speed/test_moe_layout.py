@@ -121,7 +121,10 @@ def test_the_rocm_builds_decode_at_the_measured_share():
     assert "ROCm" in amd.timing.note and timer(**R1).timing.gpu_scale == 1.0
     nvidia, rocm = gpuplan.estimate({**R1, "gpu": "h200", "engine": "vllm"}), gpuplan.estimate(
         {**R1, "gpu": "mi300x", "engine": "vllm"})
-    assert "ROCm build's measured share" in rocm.speed.band and rocm.speed.spread_pct > nvidia.speed.spread_pct + 10
+    # the band each card's vendor measured: dstack's DeepSeek-R1 rows on 8 MI300X (vLLM 0.7.3's ROCm build) give AMD
+    # its own held-out band (-26% to -4%, bench/results/bands.md), not NVIDIA's widened
+    assert "on AMD cards (ROCm): 6 held-out rows" in rocm.speed.band and "NVIDIA" in nvidia.speed.band
+    assert rocm.speed.spread_pct != nvidia.speed.spread_pct
 
 
 def test_the_first_fix_for_4_b200_is_nvidias_nvfp4_checkpoint():

@@ -269,6 +269,12 @@ def test_hub_ids_need_the_hub_flag():
 def test_foreign_host_headers_are_refused():
     page = TestClient(create_app(), base_url="http://evil.example")
     assert page.get("/").status_code == 400
+    # s13 walk: a TestClient's own host got Starlette's bare "Invalid host header"; the sentence says what to send
+    refused = TestClient(create_app()).get("/api/gpus")
+    assert refused.status_code == 400 and refused.json()["detail"].startswith(
+        "this server answers requests addressed to 127.0.0.1, localhost, ::1, [::1], not 'testserver'")
+    assert "base_url='http://127.0.0.1'" in refused.json()["detail"]
+    assert TestClient(create_app(), base_url="http://[::1]:8000").get("/api/gpus").status_code == 200
     assert TestClient(create_app(host="0.0.0.0"), base_url="http://192.168.1.7").get("/").status_code == 200
 
 

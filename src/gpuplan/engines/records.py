@@ -107,6 +107,9 @@ class Timing:
     # a prompt's GPU work other than attention over gpuplan's figure (SGLang's first DeepSeek releases: their
     # unfused prompt path, engines/sglang.py early_deepseek); the step model scales the prompt tokens' share by it
     prompt_scale: float = 1.0
+    # share of gpuplan's fast-accumulating fp8 GEMM rate the engine's block-scaled fp8 linears and experts reach (the
+    # first DeepSeek-V3 releases' Triton / CUTLASS block-FP8 kernels: engines/vllm.py block_fp8_kernels)
+    block_fp8_share: float = 1.0
     # times a decode step streams each cached token (SGLang's triton MLA decode: once per block of 16 query heads,
     # engines/sglang.py triton_mla_decode)
     kv_reads: int = 1

@@ -70,7 +70,7 @@ from ..tensors.state import weight_format
 from . import deepep
 from .base import Engine
 from .records import HostLoop, KvPool, Timing
-from .vllm import cuda_total_gib, current_timing, version_tuple
+from .vllm import block_fp8_kernels, cuda_total_gib, current_timing, version_tuple
 
 HEURISTIC_FROM = (0, 5, 3)  # the first release with PR #10975's reserve (2025-10)
 EARLY_MEM_FRACTION_BY_TP = ((16, 0.79), (8, 0.81), (4, 0.85), (2, 0.87))  # before HEURISTIC_FROM; TP 1: 0.88
@@ -448,7 +448,7 @@ class Sglang(Engine):
         return current_timing(s, m, gpu, loop=loop, note=note, graph_max_batch=d.cuda_graph_max_bs,
                               launch_s=oh.SGLANG_EAGER_LAUNCH_S, label=self.label, rocm_measured=True,
                               **fused_kernels(s, m, gpu), **(absorbed | early_deepseek(s, m, gpu)),
-                              **triton_mla_decode(s, m), **graphs)
+                              **triton_mla_decode(s, m), **block_fp8_kernels(s, m, "sglang"), **graphs)
 
 
 def fused_kernels(s: Scenario, m: ModelSpec, gpu: GpuSpec) -> dict:
@@ -484,7 +484,8 @@ def early_deepseek(s: Scenario, m: ModelSpec, gpu: GpuSpec) -> dict:
       forward alone ran 20 and 15 ms a step slower than gpuplan's bytes and kernel count
       (:data:`gpuplan.overheads.SGLANG_EARLY_DEEPSEEK_MOE_LAYER_S`: the small unfused kernels of that release's
       ``models/deepseek_v2.py``);
-    - a prompt's GPU work other than attention at :data:`~gpuplan.overheads.SGLANG_EARLY_PROMPT_SCALE` times
+    - a prompt's GPU work other than attention (its block-FP8 GEMMs already at their Triton kernels' share,
+      :func:`~gpuplan.engines.vllm.block_fp8_kernels`) at :data:`~gpuplan.overheads.SGLANG_EARLY_PROMPT_SCALE` times
       gpuplan's, fitted per vendor (NVIDIA on SGLang PR #3550's FlashInfer-MLA run of a long-prompt workload on 8
       H200s, AMD on PR #3237's ``bench_one_batch`` prefill of 4 x 2,048 tokens on 8 MI300Xs), and its attention
       (the triton extend kernel, those releases' default MLA backend on every card) at

@@ -806,7 +806,23 @@ class Vllm(Engine):
         return "vLLM before 0.8 caches prefixes only with --enable-prefix-caching"
 
     def timing(self, s: Scenario, m: ModelSpec, gpu: GpuSpec) -> Timing:
-        return current_timing(s, m, gpu, current=False, eager_steps=s.enforce_eager, **measured_kernels(s, m, gpu))
+        return current_timing(s, m, gpu, current=False, eager_steps=s.enforce_eager, **measured_kernels(s, m, gpu),
+                              **block_fp8_kernels(s, m, "vllm"))
+
+
+def block_fp8_kernels(s: Scenario, m: ModelSpec, engine: str) -> dict[str, float]:
+    """A :class:`~gpuplan.engines.records.Timing` field for a block-scaled fp8 checkpoint (``weight_block_size``:
+    DeepSeek-V3/R1's) served by the first DeepSeek-V3 releases of ``engine`` (up to
+    :data:`~gpuplan.overheads.BLOCK_FP8_KERNELS_UNTIL`): their linears and experts at
+    :data:`~gpuplan.overheads.BLOCK_FP8_KERNEL_SHARE` of the fast fp8 rate (Triton's ``w8a8_block_fp8_matmul`` and
+    ``fused_moe`` with ``block_shape``, vLLM 0.7's CUTLASS block-FP8 linears on CUDA: vLLM
+    ``model_executor/layers/quantization/utils/fp8_utils.py`` ``apply_w8a8_block_fp8_linear`` of v0.7.3). Other
+    releases, checkpoints and formats: none."""
+    fmt = weight_format(s, m)[0]
+    early = s.engine_version and version_tuple(s.engine_version) <= oh.BLOCK_FP8_KERNELS_UNTIL[engine]
+    if fmt.name != "fp8" or not fmt.fp8_block or not early:
+        return {}
+    return {"block_fp8_share": oh.BLOCK_FP8_KERNEL_SHARE}
 
 
 def measured_kernels(s: Scenario, m: ModelSpec, gpu: GpuSpec) -> dict[str, float]:

@@ -47,12 +47,7 @@ def module_memory(plan: ModulePlan) -> dict[str, Formula]:
     x = SimpleNamespace(s=s, r=plan, gpu=gpu)  # what the decoder's level formulas read of a plan
     numbers["memory.allocated_peak_gib"] = mf.allocated(x)
     slack = oh.ALLOCATOR_SLACK_TRAIN if train else oh.ALLOCATOR_SLACK_INFER
-    reserved = mem.allocated_peak_gib * (1 + slack)
-    numbers["memory.reserved_peak_gib"] = Formula(
-        label="reserved peak", value=mem.reserved_peak_gib, unit="GiB", computed=reserved,
-        formula="reserved = allocated x (1 + allocator slack) (= torch.cuda.max_memory_reserved)",
-        substituted=f"{mem.allocated_peak_gib:,.2f} x {1 + slack:g} = {reserved:,.2f} GiB",
-        constants=[Constant(name="allocator slack", value=f"{slack:.0%}", source="overheads.ALLOCATOR_SLACK_*")])
+    numbers["memory.reserved_peak_gib"] = _reserved(mem, slack)
     numbers["memory.device_peak_gib"] = mf.device(x)
     if gpu is not None and mem.capacity_gib is not None:
         numbers["memory.capacity_gib"] = mf.capacity(x)
@@ -73,6 +68,24 @@ def _stored(main: Profile, params: int, job: ModuleJob) -> tuple[float, str]:
     return stored, (f"{count(params)} parameters, linears and convolutions in {storage_format(job.weights)}, the "
                     f"rest in {job.dtype}: {stored / GIB:,.2f} GiB")
 
+
+
+def _reserved(mem, slack: float) -> Formula:
+    """reserved = allocated x (1 + slack), and where a VAE decode is the peak the blocks it holds reserved beyond its
+    allocations (the decode's working memory times 1 - :data:`~gpuplan.overheads.VAE_DECODE_ALLOCATED_SHARE`, with
+    the slack): memory/modules.py generation_memory."""
+    reserved = mem.allocated_peak_gib * (1 + slack) + mem.cached_gib
+    formula = "reserved = allocated x (1 + allocator slack)"
+    sub = f"{mem.allocated_peak_gib:,.2f} x {1 + slack:g}"
+    constants = [Constant(name="allocator slack", value=f"{slack:.0%}", source="overheads.ALLOCATOR_SLACK_*")]
+    if mem.cached_gib > 0.0005:
+        formula += " + the blocks the VAE decode holds reserved between its activations"
+        sub += f" + {mem.cached_gib:,.2f}"
+        constants.append(Constant(name="VAE decode allocated share", value=f"{oh.VAE_DECODE_ALLOCATED_SHARE:.3f}",
+                                  source="overheads.VAE_DECODE_ALLOCATED_SHARE (InvokeAI pull 9305's decodes)"))
+    return Formula(label="reserved peak", value=mem.reserved_peak_gib, unit="GiB", computed=reserved,
+                   formula=formula + " (= torch.cuda.max_memory_reserved)",
+                   substituted=f"{sub} = {reserved:,.2f} GiB", constants=constants)
 
 def _weights(s, job: ModuleJob, main: Profile, parts: dict[str, Profile], plan: ModulePlan) -> Formula:
     c = job.spec.main
@@ -200,7 +213,8 @@ def _activations(job: ModuleJob, main: Profile, parts: dict[str, Profile], plan:
     decode = ""
     if "VAE decode" in mem.phases_gib:
         decode = (f"; VAE decode: the VAE's recorded activation peak x {oh.VAE_DECODE_WORKING_FACTOR:g}, what a "
-                  "decode holds on CUDA beyond its tensors (cuDNN workspaces, allocator blocks)")
+                  "decode reserves on CUDA beyond its tensors (cuDNN workspaces, allocator blocks), "
+                  f"x {oh.VAE_DECODE_ALLOCATED_SHARE:.3f} of it allocated")
         constants.append(Constant(name="VAE decode working factor", value=f"{oh.VAE_DECODE_WORKING_FACTOR:g}",
                                   source="overheads.VAE_DECODE_WORKING_FACTOR (InvokeAI's measured decodes)"))
     return Formula(label="activations", value=mem.activations_gib, unit="GiB", computed=computed,

@@ -293,8 +293,9 @@ def eager_scores(p: Profile, batch: int, sizes: tuple[int, ...], dtype: str, sav
 
 
 def vae_decode_bytes(job: ModuleJob, vae: Profile, sizes: tuple[float, ...]) -> float:
-    """The VAE decode's working memory: the recorded activation peak in the VAE's dtype, times what a decode holds
-    on CUDA beyond its tensors (:data:`~gpuplan.overheads.VAE_DECODE_WORKING_FACTOR`)."""
+    """The VAE decode's working memory as the allocator reserves it: the recorded activation peak in the VAE's
+    dtype, times what a decode reserves on CUDA beyond its tensors (:data:`~gpuplan.overheads.
+    VAE_DECODE_WORKING_FACTOR`); :data:`~gpuplan.overheads.VAE_DECODE_ALLOCATED_SHARE` of it is allocated."""
     traced = vae.activation_bytes("inference", job.samples_per_step, (sizes[0], _edge(job))) * BYTES[job.vae_dtype] / 2
     return traced * oh.VAE_DECODE_WORKING_FACTOR
 
@@ -327,9 +328,12 @@ def generation_memory(s: Scenario, job: ModuleJob, main: Profile, parts: dict[st
     vae = job.spec.role("vae")
     if vae:
         resident["vae"] = component_bytes(vae[0], job.dtype)
-        phases["VAE decode"] = vae_decode_bytes(job, parts["vae-decode"], sizes)
+        decode = vae_decode_bytes(job, parts["vae-decode"], sizes)
+        phases["VAE decode"] = decode * oh.VAE_DECODE_ALLOCATED_SHARE
         if job.vae_dtype != job.dtype:  # upcast for the decode: an fp32 copy of its weights
             phases["VAE decode"] += component_bytes(vae[0], job.vae_dtype)
+    else:
+        decode = 0.0
     cache = 0.0
     if job.weights in ("nf4", "fp4", "int8"):  # quantized as they loaded: freed 16-bit blocks stay reserved
         quantized = den.params + sum(te.params for te in job.spec.role("text_encoder") if te.cls == "T5EncoderModel")
@@ -355,6 +359,8 @@ def generation_memory(s: Scenario, job: ModuleJob, main: Profile, parts: dict[st
                              f"of the pipeline on the card at a time ({who} at the peak)")
     if cache:
         e.other["bitsandbytes' load cache (16-bit blocks freed while quantizing)"] = cache
+    if e.peak_phase == "VAE decode":  # the rest of what the decode reserves: blocks between its activations
+        e.fragmentation = decode * (1 - oh.VAE_DECODE_ALLOCATED_SHARE) * (1 + e.slack)
     e.phases = {k: v / GIB for k, v in phases.items()}
     return e
 
@@ -395,7 +401,7 @@ def report(s: Scenario, e: Estimate, gpu: GpuSpec | None) -> MemoryReport:
         activations_gib=e.activations / GIB, kv_cache_gib=0.0, other_gib=sum(other.values()), other=other,
         allocated_peak_gib=e.allocated / GIB, reserved_peak_gib=e.reserved / GIB, device_peak_gib=e.device / GIB,
         device_overheads={k: v / GIB for k, v in e.outside_allocator.items()}, capacity_gib=capacity,
-        peak_phase=e.peak_phase, phases_gib=e.phases, cpu_gib=e.cpu / GIB)
+        peak_phase=e.peak_phase, phases_gib=e.phases, cpu_gib=e.cpu / GIB, cached_gib=e.fragmentation / GIB)
     if capacity is not None:
         out.fits = out.device_peak_gib <= capacity
         out.headroom_gib = capacity - out.device_peak_gib

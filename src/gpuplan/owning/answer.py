@@ -70,7 +70,8 @@ def answer_build(build: Build, w: Workloads, terms: Terms, rentals: list[RentalA
     o = own(build, plans, w.years, terms.electricity, pue=terms.pue, off_when_idle=terms.off_when_idle,
             maintenance_usd_per_year=terms.maintenance_usd_per_year,
             space_usd_per_month=terms.space_usd_per_month)
-    return build_answer(build, plans, o, build_checks(build, plans), rentals, jobs_per_horizon(w))
+    return build_answer(build, plans, o, build_checks(build, plans, terms.electricity.circuit), rentals,
+                        jobs_per_horizon(w))
 
 
 def notes_for(build: Build, terms: Terms, answer: BuildAnswer) -> list[str]:
@@ -142,7 +143,7 @@ def hours_report(build: Build, busy_hours: float, terms: Terms) -> BuyReport:
                          usd_per_hour=offer.usd_per_gpu_hour * build.count, usd_per_year=per_year,
                          usd_per_year_low=per_year)
         rentals.append(rental_answer(build.label, "on_demand", [rented]))
-    answer = build_answer(build, [use], o, build_checks(build, []), rentals, 0.0)
+    answer = build_answer(build, [use], o, build_checks(build, [], terms.electricity.circuit), rentals, 0.0)
     report = BuyReport(years=terms.years, builds=[answer], rentals=rentals, verdict=_verdict(answer),
                        notes=notes_for(build, terms, answer))
     if offer is None:

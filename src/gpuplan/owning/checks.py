@@ -30,7 +30,7 @@ class Check(BaseModel):
     source: str = ""
 
 
-def _power(b: Build, gpu: GpuSpec) -> list[Check]:
+def _power(b: Build, gpu: GpuSpec, circuit: str = "us") -> list[Check]:
     p = power()
     cards = b.count * float(gpu.power_limit_w or gpu.tdp_w or 0.0)
     sustained = cards + b.host_busy_w
@@ -47,12 +47,12 @@ def _power(b: Build, gpu: GpuSpec) -> list[Check]:
             f"sustained; the cards' 3x spikes need {psu:,.0f} W of ATX 3.x supply (it carries 2x its rating for "
             f"100 us){verdict}")
     out = [Check(name="power supply", status=status, line=line, source=source)]
-    circuit = p["circuit_w"] * p["circuit_continuous_share"]
-    circuits = math.ceil(sustained / circuit)
+    c = p["circuits"][circuit]
+    watts = c["w"] * c["continuous_share"]
+    circuits = math.ceil(sustained / watts)
     out.append(Check(name="circuits", status="warn" if circuits > 1 else "ok",
-                     line=f"{sustained:,.0f} W continuous needs {circuits} circuit(s) of {circuit:,.0f} W: "
-                     f"{p['circuit_note']}" + ("; or a 240 V circuit" if circuits > 1 else ""),
-                     source="National Electrical Code 210.19(A)(1), 210.20(A): continuous loads at 125 %"))
+                     line=f"{sustained:,.0f} W continuous needs {circuits} circuit(s) of {watts:,.0f} W: "
+                     f"{c['note']}" + (f"; {c['larger']}" if circuits > 1 else ""), source=c["source"]))
     return out
 
 
@@ -163,10 +163,12 @@ def _display(p: JobPlan) -> Check:
                                                                              ": run headless, or use other cards"))
 
 
-def build_checks(b: Build, plans: list[JobPlan]) -> list[Check]:
+def build_checks(b: Build, plans: list[JobPlan], circuit: str = "us") -> list[Check]:
+    """The build's checks (module docstring); ``circuit``: the household circuit of the owner's electricity region
+    (data/owning.yaml ``power.circuits``)."""
     gpu = gpus()[b.gpu_id]
     draw = b.count * float(gpu.tdp_w or 0.0) + b.host_busy_w
-    checks = _power(b, gpu) if not b.whole_computer else [
+    checks = _power(b, gpu, circuit) if not b.whole_computer else [
         Check(name="power supply", status="ok", line=f"a whole computer with its own supply ({draw:,.0f} W at work"
               + (", the chip's TDP)" if gpu.tdp_w else ")"), source="gpus.yaml tdp_w" if gpu.tdp_w else b.notes[0])]
     checks += _slots(b, gpu)

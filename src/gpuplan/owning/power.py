@@ -24,6 +24,7 @@ class Electricity(BaseModel):
     usd_per_kwh: float
     label: str
     source: str = ""
+    circuit: str = "us"  # the household circuit of the region (data/owning.yaml power.circuits): the build's checks
 
 
 def electricity_price(region: str | None = None, sector: str = "residential",
@@ -44,6 +45,7 @@ def electricity_price(region: str | None = None, sector: str = "residential",
         raise GpuplanError(f"unknown electricity region {name!r}" + (f"; did you mean {' or '.join(close)}?" if close
                            else f"; choose one of {', '.join(facts['regions'])} or give --usd-per-kwh"))
     r = facts["regions"][name]
+    circuit = r.get("circuit", "us")
     chosen = sector if r.get(sector) is not None or r.get(f"{sector}_eur") is not None else "residential"
     note = "" if chosen == sector else f" (no {sector} figure for {name}: residential)"
     source = Source(r["url"], r.get("where", "")).line()
@@ -52,9 +54,10 @@ def electricity_price(region: str | None = None, sector: str = "residential",
         usd = r[f"{chosen}_eur"] * fx["value"]
         return Electricity(usd_per_kwh=usd, label=f"${usd:.3f}/kWh: {name} {chosen} {r['year']}, EUR "
                            f"{r[chosen + '_eur']:.4f} at {fx['value']} USD/EUR ({fx['date']}){note}",
-                           source=f"{source}; {Source(fx['url'], fx['where']).line()}")
+                           source=f"{source}; {Source(fx['url'], fx['where']).line()}", circuit=circuit)
     usd = float(r[chosen])
-    return Electricity(usd_per_kwh=usd, label=f"${usd:.3f}/kWh: {name} {chosen} {r['year']}{note}", source=source)
+    return Electricity(usd_per_kwh=usd, label=f"${usd:.3f}/kWh: {name} {chosen} {r['year']}{note}", source=source,
+                       circuit=circuit)
 
 
 def card_idle_w(gpu: GpuSpec) -> tuple[float, str]:

@@ -74,8 +74,10 @@ def build(r: Resolved | ResolvedModule, offers: Offers | None = None, *, advise:
     search's row, whose recipe is made for the setup launched); ``simulate``: the serving runs (one plan's
     question, not a search's); ``keep_micro_batch``: a ranked setup's layout keeps its micro-batch; ``layout``
     False: a search's row, at the layout the search ranked (recommend's, decided by :func:`.layout.layout`), and
-    without a recipe. A model that is not a decoder LLM (``r`` a :class:`ResolvedModule`) runs the same stages on
-    its recorded profiles (:func:`gpuplan.plan.modules.build_module`)."""
+    without a recipe. Without ``offers`` the plan is timed and not priced, and says nothing of prices (the caller
+    prices it: a llama.cpp split's devices, :mod:`.split`). A model that is not a decoder LLM (``r`` a
+    :class:`ResolvedModule`) runs the same stages on its recorded profiles
+    (:func:`gpuplan.plan.modules.build_module`)."""
     if isinstance(r, ResolvedModule):
         from .modules import build_module  # the module plans' readers and timings load for a module's plan only
 
@@ -89,7 +91,7 @@ def build(r: Resolved | ResolvedModule, offers: Offers | None = None, *, advise:
     if memory_only:
         return plan
     s, m, gpu = r.scenario, r.model, r.gpu
-    offers = offers or Offers()
+    asked, offers = offers is not None, offers or Offers()  # no offers given: timed, its price the caller's to find
     if gpu is not None and gpu.peak_tflops("fp16"):  # speed always (what it would run at); cost for a job that fits
         priced = price_offers(s, m, gpu, plan.model.params_trainable, offers, speeds={} if speeds is None else speeds)
         chosen = choose(priced, offer_label)
@@ -97,7 +99,7 @@ def build(r: Resolved | ResolvedModule, offers: Offers | None = None, *, advise:
             chosen = owned(s, m, gpu, plan.model.params_trainable)
         speed, said = (chosen.speed, chosen.said) if chosen else timed(s, m, gpu, None)
         cost = chosen.cost if chosen and plan.verdict.fits is not False else None
-        warned = price_warnings(r, chosen, offers) if plan.verdict.fits is not False else []
+        warned = price_warnings(r, chosen, offers) if plan.verdict.fits is not False and asked else []
         if cost is not None and cost.pricing == "owned":
             said = (*said, power_words(gpu, cost))
         plan = plan.said(said, tuple(warned), speed=speed, cost=cost)

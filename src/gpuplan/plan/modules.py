@@ -249,8 +249,12 @@ def memory_only(s: Scenario, spec: ModuleSpec, gpu: GpuSpec) -> MemoryReport:
 
 
 def largest_batch(s: Scenario, spec: ModuleSpec, gpu: GpuSpec, limit: int = 1024) -> int | None:
-    """The largest (micro-)batch that fits the card, by bisection on the memory alone."""
+    """The largest (micro-)batch that fits the card, by bisection on the memory alone, up to ``limit``. A Whisper
+    recording's pass holds at most its windows (``batch = min(batch, windows)``: a longer batch is the same pass), so
+    its batch is searched as windows per pass, on the scenario without the recording's length."""
     field = "micro_batch_size" if s.task == "train" else "batch_size"
+    if s.audio_seconds is not None and s.task != "train":
+        s = s.model_copy(update={"audio_seconds": None})
 
     def fits(n: int) -> bool:
         try:
@@ -263,6 +267,8 @@ def largest_batch(s: Scenario, spec: ModuleSpec, gpu: GpuSpec, limit: int = 1024
     low, high = 1, 2
     while high <= limit and fits(high):
         low, high = high, high * 2
+    if high > limit:  # every batch up to the limit fits: none above it was tried
+        return low
     while high - low > 1:
         mid = (low + high) // 2
         low, high = (mid, high) if fits(mid) else (low, mid)

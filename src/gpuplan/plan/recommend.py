@@ -263,10 +263,10 @@ def _variants(s: Scenario, c: Constraints, shipped: str | None = None) -> list[t
             out.append(([*label, "gradient checkpointing", "8-bit AdamW"],
                         {**base, "grad_checkpointing": "full", "optimizer": "paged-adamw-8bit"}))
         out += _own_switches(s, label, base)
-        if method == "qlora":
-            out.append(([*label, "gradient checkpointing", "bf16 embeddings"],
-                        {**base, "grad_checkpointing": "full", "optimizer": "paged-adamw-8bit",
-                         "qlora_fp32_upcast": False}))
+        if method == "qlora":  # the QLoRA recipe's paged 8-bit AdamW where the optimizer is AdamW, said as a technique
+            paged = {"optimizer": "paged-adamw-8bit"} if s.optimizer == "adamw" else {}
+            out.append(([*label, "gradient checkpointing", "8-bit AdamW", "bf16 embeddings"],
+                        {**base, "grad_checkpointing": "full", **paged, "qlora_fp32_upcast": False}))
         if c.any_stack:  # every other stack with its recipe defaults, and with activation offloading
             for name in STACK_NAMES:
                 if name == s.stack:
@@ -521,6 +521,7 @@ def _search(s: Scenario, m: ModelSpec, c: Constraints, offers: list[Offer], card
         if effect in tried:  # e.g. "gradient checkpointing" when the scenario has it on already
             continue
         tried.add(effect)
+        labels = _said(labels, effect)
         for layout in _layouts(s, m, c, change.get("stack", s.stack), split):
             try:  # a stack refuses what it cannot run (torchtune with ZeRO, Unsloth over FSDP...)
                 scenario = s.model_copy(update={**change, **layout, "gpu": None})
@@ -549,6 +550,18 @@ def _search(s: Scenario, m: ModelSpec, c: Constraints, offers: list[Offer], card
                     pending.update({id(x): (labels, as_given.get(key), scenario, gpu) for x in priced})
                 setups += priced
     return evaluated, fitting, setups, pending
+
+
+# the scenario field each technique's word changes: a word is said only where its field changes
+TECHNIQUE_FIELDS = {"gradient checkpointing": "grad_checkpointing", "8-bit AdamW": "optimizer",
+                    "bf16 embeddings": "qlora_fp32_upcast", "fp8 KV cache": "kv_cache_dtype"}
+
+
+def _said(labels: list[str], effect: frozenset) -> list[str]:
+    """The words of a variant's techniques less those whose field the scenario has already (QLoRA's
+    "gradient checkpointing" where the stack's recipe turned it on: the row changed nothing there)."""
+    changed = {k for k, _ in effect}
+    return [w for w in labels if TECHNIQUE_FIELDS.get(w, "") in changed or w not in TECHNIQUE_FIELDS]
 
 
 def _free(s: Scenario, scenario: Scenario) -> bool:

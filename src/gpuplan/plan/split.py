@@ -8,7 +8,8 @@ llama.cpp splits by the devices' free memory when ``--tensor-split`` is not give
 headroom), with every device in ``memory.engine["devices"]``. A layer split runs the devices one after another for
 each token, so a step is each device's step weighted by its share of the layers: ``step = sum(share_i x step_i)``,
 and tokens/s ``1 / sum(share_i / tokens_per_s_i)`` (each device timed as if it held the whole model, its host loop
-counted once). No offer rents a mixed pair: the plan is not priced.
+counted once). A split over one kind of card (``tensor_split`` alone) is priced on that card's offers, as
+``build`` prices a plan, at the composed speed; no offer rents a mixed pair, so a split over mixed cards is not.
 """
 
 from __future__ import annotations
@@ -16,11 +17,13 @@ from __future__ import annotations
 from dataclasses import replace
 
 from ..hardware import GpuSpec, resolve_gpu, short_id
+from ..market.cost import Cost
+from ..market.store import load_offers
 from ..result import GpuFacts
 from ..scenario import Scenario
 from ..speed.breakdown import Speed
 from .advice import largest_fitting
-from .build import build
+from .build import build, choose, links_that_matter, offers_for, price_offers, price_warnings
 from .plan import Plan, Verdict
 from .resolve import resolve
 
@@ -90,6 +93,21 @@ def _limits(plans: list[Plan]) -> tuple[int | None, int | None]:
     return (min(batches) if all(batches) else None), (min(lengths) if all(lengths) else None)
 
 
+def _priced(s: Scenario, device: Plan, speed: Speed | None, fits: bool) -> tuple[Cost | None, tuple[str, ...]]:
+    """The cost of a split over one kind of card: the composed ``speed`` on every offer of that card that holds the
+    scenario's GPUs (:func:`.build.price_offers`, each class of links given that speed), the cheapest chosen, and
+    what its price needs said; none for mixed cards, which no offer rents."""
+    if s.extra_gpus:
+        return None, ("no offer rents a mixed pair of cards: not priced (owning them: gpuplan buy)",)
+    if speed is None or not fits:
+        return None, ()
+    r = device.setup
+    offers = offers_for(r, load_offers())
+    speeds = {links_that_matter(r.scenario, r.gpu, o.network): (speed, ()) for o in offers.candidates}
+    chosen = choose(price_offers(r.scenario, r.model, r.gpu, device.model.params_trainable, offers, speeds=speeds))
+    return (chosen.cost if chosen else None), tuple(price_warnings(r, chosen, offers))
+
+
 def split_estimate(s: Scenario) -> Plan:
     """The plan of a llama.cpp split over the devices of ``s`` (module docstring): each device a plan of its own
     (unpriced, unadvised), composed."""
@@ -109,11 +127,11 @@ def split_estimate(s: Scenario) -> Plan:
     how = "as given" if s.tensor_split else "by each card's memory, llama.cpp's default"
     over = tuple(f"{r['name']} is over by {r['device_peak_gib'] - r['usable_gib']:,.1f} GiB: give it a smaller share "
                  "(tensor_split), or a smaller quantization" for r in rows if not r["fits"])
-    card, base = cards[fullest], plans[0]
+    card, base, speed = cards[fullest], plans[0], _speed(plans, shares)
+    cost, priced = _priced(s, base, speed, fits)
     plan = base.said(("a layer split runs the devices in turn: each step is every device's step weighted by its "
-                      "share of the layers (plan/split.py)",),
-                     (*over, "no offer rents a mixed pair of cards: not priced (owning them: gpuplan buy)"),
-                     memory=memory, speed=_speed(plans, shares), cost=None, suggestions=(),
+                      "share of the layers (plan/split.py)",), (*over, *priced),
+                     memory=memory, speed=speed, cost=cost, suggestions=(),
                      verdict=_verdict(cards, plans[fullest], card, fits),
                      gpu=GpuFacts(id=card.id, name=card.name, memory_gib=card.memory_gib, usable_gib=card.usable_gib,
                                   architecture=card.architecture))

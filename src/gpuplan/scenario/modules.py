@@ -486,9 +486,10 @@ def audio_windows(s: Scenario, spec: ModuleSpec) -> tuple[int, list[str]]:
     step = WHISPER_WINDOW_S - 2 * WHISPER_STRIDE_S
     windows = 1 if seconds <= WHISPER_WINDOW_S else 1 + math.ceil((seconds - WHISPER_WINDOW_S) / step)
     cut = f"{windows:,} window{'s' if windows != 1 else ''}"
+    over = f" (batch {s.batch_size:,} asked: the recording has no more)" if s.batch_size > windows else ""
     return windows, [f"{seconds:,g} s of audio: {cut} of {WHISPER_WINDOW_S:.0f} s ({frames} each; "
                      f"transformers' pipeline: {WHISPER_STRIDE_S:.0f} s overlap on each side, {step:.0f} s new "
-                     f"per window after the first), {min(s.batch_size, windows)} per pass"]
+                     f"per window after the first), {min(s.batch_size, windows)} per pass{over}"]
 
 
 def _variables(spec: ModuleSpec) -> tuple[str, ...]:

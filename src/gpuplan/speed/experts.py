@@ -93,7 +93,8 @@ def experts_s(timer, tokens: float) -> float:
             w = 2.0 if lin.kept(timer.skip) else timer.weight_bytes_per_param
             total += count * gemm_time_s(timer.gpu, timer.linear_dtype(lin), picks / touched, lin.in_features,
                                          lin.out_features / moe_tp, count=touched, kernels=1, weight_bytes=w,
-                                         latency_s=timer._kernel_latency_s, bandwidth_bps=timer._stream_bps)
+                                         latency_s=timer._kernel_latency_s, bandwidth_bps=timer._stream_bps,
+                                         kernel_share=timer.kernel_share(lin))
     return total
 
 

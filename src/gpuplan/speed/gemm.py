@@ -16,7 +16,9 @@ For ``[M x K] @ [K x N]`` (``M`` tokens in the micro-step, ``K`` input width, ``
 
 An fp8 GEMM that adds its partial sums into fp32 outside the tensor cores (the split accumulator Transformer Engine
 and torchao use for the two backward GEMMs) runs at :func:`accumulation_share` of that rate; one left to the tensor
-cores' own accumulator (the forward's fast accumulation) at the bf16-calibrated share of its 2x peak.
+cores' own accumulator (the forward's fast accumulation) at the bf16-calibrated share of its 2x peak; one run by an
+engine's block-scaled fp8 kernel of early 2025 (Triton's ``w8a8_block_fp8_matmul`` and ``fused_moe``) at the share of
+that rate the kernel was measured at (``kernel_share``).
 
 The achieved fraction of peak therefore rises with ``M``: a 256-token micro-batch through a 2048-wide layer
 reaches a fraction of what 8k tokens do, and a card whose peak FLOPS are high for its bandwidth (L40S,
@@ -55,11 +57,17 @@ def matmul_fraction(gpu: GpuSpec, dtype: str = "bf16") -> float:
     datasheet itself in a sustained run: :data:`~gpuplan.overheads.MATMUL_PEAK_FRACTION_SUSTAINED`) at the clock a
     power-capped card keeps in continuous work (:func:`continuous_clock_factor`), else the vendor's default,
     lowered for cards whose datasheet TFLOPS per watt exceed what their power cap sustains, and for a card run below
-    its TDP (:func:`power_limit_factor`)."""
+    its TDP (:func:`power_limit_factor`). A GeForce card's default is what the GeForce cards measured reach
+    (:data:`~gpuplan.overheads.MATMUL_PEAK_FRACTION_GEFORCE`), not the data-center cards' range."""
     if gpu.id in oh.MATMUL_PEAK_FRACTION:
         return (min(oh.MATMUL_PEAK_FRACTION[gpu.id], oh.MATMUL_PEAK_FRACTION_SUSTAINED) * power_limit_factor(gpu)
                 * continuous_clock_factor(gpu, dtype))
-    base = oh.MATMUL_PEAK_FRACTION_DEFAULT if gpu.vendor == "NVIDIA" else oh.MATMUL_PEAK_FRACTION_OTHER_VENDOR
+    if gpu.vendor != "NVIDIA":
+        base = oh.MATMUL_PEAK_FRACTION_OTHER_VENDOR
+    elif gpu.segment == "consumer":
+        base = oh.MATMUL_PEAK_FRACTION_GEFORCE
+    else:
+        base = oh.MATMUL_PEAK_FRACTION_DEFAULT
     peak = gpu.peak_tflops("bf16") or gpu.peak_tflops("fp16") or 0.0
     per_watt = peak / gpu.tdp_w if gpu.tdp_w else 0.0
     if per_watt > oh.POWER_CAPPED_TFLOPS_PER_W:
@@ -147,17 +155,19 @@ def _card_rates(gpu: GpuSpec, dtype: str, split_accumulator: bool = False) -> tu
 def gemm_time_s(gpu: GpuSpec, dtype: str, m: float, k: float, n: float, *, count: float = 1,
                 act_bytes: float = 2.0, weight_bytes: float = 2.0, out_bytes: float | None = None,
                 kernels: float | None = None, latency_s: float | None = None, bandwidth_bps: float | None = None,
-                split_accumulator: bool = False) -> float:
+                split_accumulator: bool = False, kernel_share: float = 1.0) -> float:
     """Seconds for ``count`` GEMMs of ``[m x k] @ [k x n]`` in ``dtype`` on ``gpu`` (see the module docstring),
     launched as ``kernels`` kernels (default ``count``; a grouped MoE kernel runs every expert in one) of
     ``latency_s`` fixed time each (default :data:`~gpuplan.overheads.GEMM_KERNEL_LATENCY_S`), moving their bytes
     at ``bandwidth_bps`` (default :func:`bandwidth`); the output ``out_bytes`` per element (default ``act_bytes``);
-    ``split_accumulator``: an fp8 GEMM's partial sums promoted to fp32 (:func:`accumulation_share`)."""
+    ``split_accumulator``: an fp8 GEMM's partial sums promoted to fp32 (:func:`accumulation_share`);
+    ``kernel_share``: the share of that rate the engine's own kernel reaches (an early block-scaled fp8 kernel:
+    :data:`~gpuplan.overheads.BLOCK_FP8_KERNEL_SHARE`)."""
     if m <= 0 or count <= 0:
         return 0.0
     rate, scale, card_bandwidth = _card_rates(gpu, dtype, split_accumulator)
     shape = 1 + scale * (oh.GEMM_SHAPE_M / max(m, oh.MMA_TILE_M) + oh.GEMM_SHAPE_K / k + oh.GEMM_SHAPE_N / n)
-    compute = 2 * m * k * n * shape / rate
+    compute = 2 * m * k * n * shape / (rate * kernel_share)
     out = act_bytes if out_bytes is None else out_bytes
     traffic = (m * k * act_bytes + m * n * out + k * n * weight_bytes) / (bandwidth_bps or card_bandwidth)
     p = oh.GEMM_ROOFLINE_SHARPNESS

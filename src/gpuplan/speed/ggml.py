@@ -311,6 +311,16 @@ def streamed_bytes(s: Scenario, m: ModelSpec, tokens: float = 1, *, head: bool =
     return sum(v for k, v in parts.items() if k not in ("embeddings", "lm_head", "vision")) + head - unread
 
 
+def layers_read_share(s: Scenario, m: ModelSpec, tokens: float) -> float:
+    """The share of the decoder layers' GGUF bytes a step of ``tokens`` sequences reads (:func:`streamed_bytes`
+    without the head, over every layer's bytes): 1 for a dense model; for an MoE, the routed experts the tokens do
+    not reach stay unread wherever the layer runs, on the GPU or on the CPU (ggml-cpu's
+    ``ggml_compute_forward_mul_mat_id`` multiplies the rows of the picked experts only)."""
+    parts = gguf.weight_bytes(m, ftype(s, m))
+    layers = sum(v for k, v in parts.items() if k not in ("embeddings", "lm_head", "vision"))
+    return streamed_bytes(s, m, tokens, head=False) / layers if layers else 1.0
+
+
 def metal_decode_parts(s: Scenario, m: ModelSpec, gpu: GpuSpec, batch: int, context: float, *, weight_bytes: float,
                        bandwidth_fraction: float, layer_s: float) -> dict[str, float]:
     """One token generation step on Apple silicon: ``weight_bytes`` (and the KV cache) streamed once at

@@ -90,7 +90,19 @@ class StepTimer:
         and router GEMMs in bf16, TensorRT-LLM tech blog 1, "Precision Strategy")."""
         if lin.kept(self.skip) and self.dtype in ("fp8", "fp4"):
             return "bf16" if self.gpu.supports_dtype("bf16") else "fp16"
-        return self.dtype
+        return "fp8" if self._block_fp8(lin) else self.dtype
+
+    def _block_fp8(self, lin) -> bool:
+        """Whether ``lin`` runs through the engine's block-scaled fp8 kernels (w8a8: the checkpoint's fp8 weights
+        and the activations quantized per group of 128, :attr:`~gpuplan.engines.records.Timing.block_fp8_share`):
+        every linear the checkpoint stores in fp8 but the router's."""
+        return (self.timing.block_fp8_share != 1.0 and not lin.kept(self.skip) and lin.group != "router"
+                and self.gpu.supports_dtype("fp8"))
+
+    def kernel_share(self, lin) -> float:
+        """The share of the fp8 GEMM rate ``lin``'s kernel reaches: the engine's block-scaled fp8 kernels'
+        (:attr:`~gpuplan.engines.records.Timing.block_fp8_share`), else 1."""
+        return self.timing.block_fp8_share if self._block_fp8(lin) else 1.0
 
     @property
     def request_s(self) -> float:
@@ -209,10 +221,13 @@ class StepTimer:
         return {k: v for k, v in parts.items() if v > 0}
 
     def _cpu_layers_s(self, batch: int, context: float) -> float:
-        """llama.cpp's layers held in system RAM, run by the CPU: their weights and cache at its bandwidth."""
+        """llama.cpp's layers held in system RAM, run by the CPU: the weights the step reads (an MoE's routed
+        experts only where its tokens reach them: :func:`.ggml.layers_read_share`) and their cache at its
+        bandwidth."""
         cpu_bw = oh.CPU_MEMORY_GBS * 1e9 * oh.CPU_BANDWIDTH_FRACTION
         cpu_kv = batch * kv_bytes_per_sequence(self.s, self.m, int(context)) * self.cpu_layer_share
-        return (self._layer_weight_bytes() * self.cpu_layer_share + cpu_kv) / cpu_bw
+        read = self._layer_weight_bytes() * self.cpu_layer_share * ggml.layers_read_share(self.s, self.m, batch)
+        return (read + cpu_kv) / cpu_bw
 
     def _ggml_cuda_decode_parts(self, batch: int, context: float) -> dict[str, float]:
         """llama.cpp's CUDA decode of at most ``MMVQ_MAX_BATCH_SIZE`` sequences (:func:`.ggml.cuda_decode_parts`:
@@ -311,16 +326,19 @@ class StepTimer:
                     touched = e * (1 - (1 - k / e) ** tokens)
                     total += count * gemm_time_s(gpu, self.linear_dtype(lin), tokens * k / touched, lin.in_features,
                                                  lin.out_features / tp, count=touched, weight_bytes=w, kernels=1,
-                                                 latency_s=latency, bandwidth_bps=bps)
+                                                 latency_s=latency, bandwidth_bps=bps,
+                                                 kernel_share=self.kernel_share(lin))
                 elif lin.group == "attention":
                     split = 1 if replicated(layer, lin) else self.s.attention_tp
                     total += count * gemm_time_s(gpu, self.linear_dtype(lin), attention_rows, lin.in_features,
                                                  lin.out_features / split, weight_bytes=w,
-                                                 latency_s=latency, bandwidth_bps=bps)
+                                                 latency_s=latency, bandwidth_bps=bps,
+                                                 kernel_share=self.kernel_share(lin))
                 else:
                     n = lin.out_features / tp if lin.group != "router" else lin.out_features
                     total += count * gemm_time_s(gpu, self.linear_dtype(lin), tokens, lin.in_features, n,
-                                                 weight_bytes=w, latency_s=latency, bandwidth_bps=bps)
+                                                 weight_bytes=w, latency_s=latency, bandwidth_bps=bps,
+                                                 kernel_share=self.kernel_share(lin))
         return total
 
     def _packed_followers(self, layer) -> frozenset[str]:

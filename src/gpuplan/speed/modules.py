@@ -333,10 +333,12 @@ def optimizer_s(gpu: GpuSpec, trainable: int, bytes_per_param: float) -> float:
     return trainable * bytes_per_param / bandwidth(gpu)
 
 
-def transfer_s(nbytes: float, gpu: GpuSpec) -> float:
-    """Copying ``nbytes`` between pinned CPU memory and the card over its PCIe link."""
+def offload_copy_s(nbytes: float, gpu: GpuSpec) -> float:
+    """Copying ``nbytes`` between the host and the card as diffusers' CPU offload does, through accelerate's hooks
+    from pageable memory (:data:`~gpuplan.overheads.OFFLOAD_COPY_BYTES_PER_S`), at most the link's pinned rate."""
     gen = gpu.pcie_generation or 4
-    return nbytes / (oh.PCIE_X16_GBS.get(gen, 32.0) * 1e9 * oh.PCIE_EFFICIENCY)
+    link = oh.PCIE_X16_GBS.get(gen, 32.0) * 1e9 * oh.PCIE_EFFICIENCY
+    return nbytes / min(oh.OFFLOAD_COPY_BYTES_PER_S, link)
 
 
 # ---- jobs ---------------------------------------------------------------------------------------------------------
@@ -512,9 +514,10 @@ def host_range(gpu: GpuSpec) -> tuple[float, float] | None:
 
 def generation(s, job, main: Profile, parts: dict[str, Profile], gpu: GpuSpec, host: float = 1.0) -> ModuleSpeed:
     """One pipeline call: the prompt through each text encoder, ``steps`` denoiser passes (the batch doubled by
-    classifier-free guidance), the latents through the VAE decoder, and what offloading moves over PCIe: each model
-    once per call (model offload) or the denoiser's weights every step (sequential offload). ``host`` scales the
-    denoiser's host work (:func:`host_range`)."""
+    classifier-free guidance), the latents through the VAE decoder, and what offloading copies (:func:`_offload_bytes`
+    at :func:`offload_copy_s`): each model onto the card and back once per call (model offload) or the denoiser's
+    weights before every step (sequential offload, in the step's it/s). ``host`` scales the denoiser's host work
+    (:func:`host_range`)."""
     run = _run(job, s)
     run = replace(run, host_factor=run.host_factor * host)
     sizes = job.shapes[0]
@@ -522,6 +525,7 @@ def generation(s, job, main: Profile, parts: dict[str, Profile], gpu: GpuSpec, h
     den = forward(main, gpu, job.batch, sizes, run)
     step = den.total_s + oh.SCHEDULER_STEP_S
     parts_s = {"denoise": step * job.steps}
+    once, each_step = _offload_bytes(job)
     for te in job.spec.role("text_encoder"):
         tokens = (job.t5_tokens,) if te.cls == "T5EncoderModel" else ()
         parts_s["text encoders"] = parts_s.get("text encoders", 0.0) + forward(
@@ -529,26 +533,34 @@ def generation(s, job, main: Profile, parts: dict[str, Profile], gpu: GpuSpec, h
     if job.spec.role("vae"):
         parts_s["VAE decode"] = forward(parts["vae-decode"], gpu, job.samples_per_step, (sizes[0], w // 8 + h // 8),
                                         Run(dtype=job.vae_dtype)).total_s
-    moved = _offload_bytes(job, main)
-    if moved:
-        parts_s["CPU offload transfers"] = transfer_s(moved, gpu)
+    if once or each_step:
+        parts_s["CPU offload transfers"] = offload_copy_s(once + each_step * job.steps, gpu)
     call = sum(parts_s.values())
     dense = peak_flops(gpu, _rate_dtype(job.dtype))
-    out = _speed(step, job.samples_per_step / call, parts_s, den.flops, dense, "infer")
+    # a step's it/s holds the denoiser's copy sequential offload makes before it runs
+    out = _speed(step + offload_copy_s(each_step, gpu), job.samples_per_step / call, parts_s, den.flops, dense,
+                 "infer")
     return ModuleSpeed(**{**out.__dict__, "image_s": call, "images_per_hour": 3600 * job.samples_per_step / call,
                           "first_call_s": call + oh.FIRST_CALL_SETUP_S,
                           "first_call_range_s": tuple(call + x for x in oh.FIRST_CALL_SETUP_RANGE)})
 
 
-def _offload_bytes(job, main: Profile) -> float:
-    """Bytes moved to the card per call: every model once (model offload), the denoiser's every step too
-    (sequential offload)."""
+def _offload_bytes(job) -> tuple[float, float]:
+    """Bytes moved between the card and the host per call, and per denoising step. Model offload: every model onto
+    the card and back once a call (diffusers' enable_model_cpu_offload hooks each model with accelerate's
+    cpu_offload_with_hook, whose prev_module_hook moves the model before it back to the CPU, and
+    maybe_free_model_hooks offloads the rest at the call's end: huggingface/diffusers
+    src/diffusers/pipelines/pipeline_utils.py). Sequential offload: the text encoders and the VAE onto the card once,
+    the denoiser's weights at every step, none back (accelerate's cpu_offload keeps the CPU copy and drops the card's
+    after each module runs)."""
     if job.offload == "none":
-        return 0.0
-    weights = sum(c.params for c in job.spec.components) * (4 if job.dtype == "fp32" else 2)
+        return 0.0, 0.0
+    width = 4 if job.dtype == "fp32" else 2
+    weights = sum(c.params for c in job.spec.components) * width
     if job.offload == "model":
-        return weights
-    return weights + job.spec.main.params * (4 if job.dtype == "fp32" else 2) * job.steps
+        return 2 * weights, 0.0
+    denoiser = job.spec.main.params * width
+    return weights - denoiser, denoiser
 
 
 def model_step(s, job, main: Profile, gpu: GpuSpec, host: float = 1.0) -> ModuleSpeed:

@@ -343,7 +343,8 @@ def _dequant_and_casts_s(s: Scenario, m: ModelSpec, gpu: GpuSpec, dtype: str, to
         again_share = _dequant_again_share(s, m, rc)
         per_pass = _dequant_pass_s(s, m, gpu, kern)
         extra += per_pass * (2 + again_share)
-        how = "bitsandbytes' kernels, 3 per linear" if kern.dequant == "bnb" else "memory-bound"
+        how = {"bnb": "bitsandbytes' kernels, 3 per linear", "eager": "torchao NF4, 14 eager kernels per linear",
+               "compiled": "torchao NF4, one compiled kernel per linear"}.get(kern.dequant, "memory-bound")
         assumptions.append(f"QLoRA dequantizes the 4-bit base on each of {2 + again_share:.3g} passes per "
                            f"micro-step ({per_pass * 1e3:.1f} ms each, {how})")
         if _fp32_upcast(s, kern):
@@ -420,16 +421,21 @@ def _dequant_pass_s(s: Scenario, m: ModelSpec, gpu: GpuSpec, kern) -> float:
     bitsandbytes (``kern.dequant == "bnb"``): per linear module, its three kernels'
     :data:`~gpuplan.overheads.BNB_DEQUANT_BYTES_PER_PARAM` at the card's bandwidth or the NF4 kernel's instruction
     rate (:data:`~gpuplan.overheads.BNB_NF4_VALUES_PER_SM_CYCLE` per SM and cycle at the boost clock), whichever is
-    slower, plus each kernel's fixed GPU cost. Otherwise (AutoGPTQ, torchao): the calibrated memory-bound rate."""
+    slower, plus each kernel's fixed GPU cost. torchao's NF4Tensor (``kern.dequant`` "eager" or "compiled"): the
+    bytes counted from its ``get_original_weight`` (:data:`~gpuplan.overheads.TORCHAO_NF4_DEQUANT_BYTES_PER_PARAM`)
+    at the card's bandwidth, plus each kernel's fixed cost. Otherwise (AutoGPTQ): the calibrated memory-bound rate."""
     share = 1 / (s.tp * s.pp)
     lins = _quantized_linears(s, m)
     params = sum(c * lin.weight_params for lin, c in lins) * share
+    modules = sum(c * lin.count for lin, c in lins) / s.pp  # each tensor-parallel rank launches its shards' kernels
+    if kern.dequant in oh.TORCHAO_NF4_DEQUANT_BYTES_PER_PARAM:
+        return (params * oh.TORCHAO_NF4_DEQUANT_BYTES_PER_PARAM[kern.dequant] / bandwidth(gpu)
+                + modules * oh.TORCHAO_NF4_DEQUANT_KERNELS[kern.dequant] * oh.GEMM_KERNEL_LATENCY_S)
     if kern.dequant != "bnb":
         return params * oh.QLORA_DEQUANT_BYTES_PER_PARAM / (bandwidth(gpu) * oh.QLORA_DEQUANT_BANDWIDTH_FRACTION)
     memory = params * oh.BNB_DEQUANT_BYTES_PER_PARAM / bandwidth(gpu)
     issue = params / (gpu.sm_count * gpu.boost_clock_mhz * 1e6 * oh.BNB_NF4_VALUES_PER_SM_CYCLE) \
         if gpu.sm_count and gpu.boost_clock_mhz else 0.0
-    modules = sum(c * lin.count for lin, c in lins) / s.pp  # each tensor-parallel rank launches its shards' kernels
     return max(memory, issue) + modules * oh.BNB_DEQUANT_KERNELS * oh.GEMM_KERNEL_LATENCY_S
 
 

@@ -39,7 +39,9 @@ class Kernels:
     loss_bytes_per_logit: float = oh.LOSS_BYTES_PER_LOGIT
     lora_bytes_per_output: float = oh.LORA_BYTES_PER_OUTPUT
     lora_dropout: bool = True  # whether a lora_dropout > 0 runs (Unsloth drops it)
-    dequant: str = "generic"  # QLoRA's dequantization: "bnb" (bitsandbytes' kernels) or "generic" (AutoGPTQ-like)
+    # QLoRA's dequantization: "bnb" (bitsandbytes' kernels), "eager" / "compiled" (torchao's NF4Tensor, by
+    # overheads.TORCHAO_NF4_DEQUANT_BYTES_PER_PARAM) or "generic" (AutoGPTQ's)
+    dequant: str = "generic"
     dequant_host_ops: float = 0.0  # eager ops of host work per dequantization (overheads.DEQUANT_HOST_OPS)
     linear_4bit_host_ops: float = 0.0  # per 4-bit linear forward around it (overheads.BNB_LINEAR_HOST_OPS)
     host_ops: float = 1.0  # share of eager PyTorch's per-op host cost that remains
@@ -64,6 +66,8 @@ def kernels(stack: str, s: Scenario, *, fused_stack: bool = False, te_attention:
                                                                                        "unsloth")
     dequant, dequant_ops, linear_ops = ("bnb", oh.DEQUANT_HOST_OPS["bnb"], oh.BNB_LINEAR_HOST_OPS) if bnb \
         else ("generic", 0.0, 0.0)
+    if s.method == "qlora" and stack == "torchtune" and (s.quant or "nf4") == "nf4":
+        dequant = "compiled" if s.compile else "eager"
     liger = s.loss == "fused-linear" and stack in ("hf", "axolotl", "pytorch")
     if stack == "unsloth":
         fused = True

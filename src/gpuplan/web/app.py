@@ -22,13 +22,12 @@ from fastapi.openapi.utils import get_openapi
 from fastapi.responses import FileResponse, HTMLResponse, JSONResponse
 from fastapi.staticfiles import StaticFiles
 from fastapi_offline import FastAPIOffline
-from starlette.middleware.trustedhost import TrustedHostMiddleware
 
 from .. import api as gpuplan_api
 from .._version import __version__
 from ..errors import GpuplanError
 from . import api
-from .guard import BoundedBody
+from .guard import BoundedBody, LocalHosts
 from .uploads import Store
 from .work import Pools
 
@@ -64,7 +63,7 @@ def create_app(*, hub: bool = False, host: str = "127.0.0.1") -> FastAPI:
     app.add_exception_handler(RequestValidationError, _invalid_request)
     app.add_middleware(BoundedBody)
     if host not in ("0.0.0.0", "::", ""):
-        app.add_middleware(TrustedHostMiddleware, allowed_hosts=[*LOCAL_HOSTS, host.strip("[]")])
+        app.add_middleware(LocalHosts, hosts=(*LOCAL_HOSTS, host.strip("[]")))
 
     @app.get("/", include_in_schema=False)
     async def page() -> FileResponse:

@@ -181,6 +181,35 @@ def _unbounded(body: bytes) -> str | None:
     return None
 
 
+def host_named(header: str) -> str:
+    """The host a Host header names, without its port (``[::1]:8000`` -> ``[::1]``, ``localhost:80`` ->
+    ``localhost``)."""
+    header = header.strip().lower()
+    if header.startswith("["):
+        return header[: header.find("]") + 1] if "]" in header else header
+    return header.split(":")[0]
+
+
+class LocalHosts:
+    """ASGI middleware: refuse a request whose Host header names another machine than the one the server binds
+    (400, one sentence saying which hosts it answers to): a page of another site that renames itself to this
+    address (DNS rebinding) gets nothing. Starlette's TrustedHostMiddleware does the same check, answering only
+    "Invalid host header", which left a TestClient's user (its host is ``testserver``) with nothing to change."""
+
+    def __init__(self, app, hosts: tuple[str, ...]):
+        self.app, self.hosts = app, tuple(dict.fromkeys(h.lower() for h in hosts))
+
+    async def __call__(self, scope, receive, send):
+        if scope["type"] not in ("http", "websocket"):
+            return await self.app(scope, receive, send)
+        host = host_named(dict(scope["headers"]).get(b"host", b"").decode("latin-1"))
+        if host in self.hosts or host.strip("[]") in self.hosts:
+            return await self.app(scope, receive, send)
+        return await _reply(send, 400, f"this server answers requests addressed to {', '.join(self.hosts)}, not "
+                            f"{echo(host[:60]) if host else 'no host'} (a guard against DNS rebinding; `gpuplan "
+                            "serve --host` binds another address; a TestClient needs base_url='http://127.0.0.1')")
+
+
 async def _reply(send, status: int, detail: str) -> None:
     body = json.dumps({"detail": detail}).encode()
     await send({"type": "http.response.start", "status": status,
