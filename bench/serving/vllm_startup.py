@@ -61,7 +61,28 @@ Session 8: before 0.6.5 on Hopper, V0's non-torch memory is at least the H100 fi
 GiB at TP 1, 3.58 at TP 2), since 0.6.3's and 0.6.4's accounting count at least what 0.6.5's does
 (engines/vllm.py `_hopper`); the RTX 3090's 0.35 stays on other cards. The row above goes +50.8% -> +31.7%
 (23,168 blocks); about 5.4 GiB per GPU of that build at 1,024 sequences is still in none of gpuplan's parts.
-dstack's pool falls to 97k tokens, 6% above the 91,680 its source states."""
+dstack's pool falls to 97k tokens, 6% above the 91,680 its source states.
+
+Session 13 (s13-kvfresh), a held-out set of 13 logs found after the constants were set: vLLM-benchmarking's A100
+runs (0.10.1: Qwen2-7B at 0.25 / 0.5 / TP 2, gpt-oss-120b TP 4) and llm-d-benchmark's H100 runs (0.14-0.15:
+Llama-3.1-8B, Qwen3-0.6B at 16k and 32k, gpt-oss-20b and -120b, Llama-3.3-70B FP8 at TP 1 and 2, Qwen3-32B at TP 1
+and 2). Two rules from vLLM's code, none fitted to them: (1) up to 0.19 "GPU KV cache size" is the pool's block ids
+shared evenly over the KV-cache groups times the block size (``num_blocks // len(kv_cache_groups) *
+min_block_size``, vllm#40691), so a sliding-window layer counts every token: gpt-oss-120b TP 4 +70.6% -> -0.7%;
+(2) the A100 runs log "Using FlashInfer for top-p & top-k sampling", whose sampler keeps ~14 B per logit (counted
+from the code) where the sort keeps 38.9: a scenario input (``flashinfer_sampler``), not a version rule, since
+vllm#23278 sorted at the same 0.10.1. Their pools before -> after: -18.7 / -3.9 / -4.0 / -3.4% -> -0.7 / -0.2 / -1.2
+/ -0.7%. Check rows' KV tokens median |error| with the new rows, the code before -> after: PCIe datacenter 4.1% ->
+1.0% (n 7, worst +70.6% -> -12.4%), datacenter SXM 1.8% -> 1.7% (n 2), workstation 1.8%, consumer 4.3% (unchanged);
+all 3.7% -> 1.8% (n 14). Datacenter SXM pool median 0.4% (n 14), the
+H100 rows within 0.7% but one: llm-d-benchmark's gpt-oss-120b on one H100 started with 3.33 GiB where gpuplan's
+pool is empty (its gpt-oss-20b twin, same vocabulary, matches at -0.0%, so its ~7.4 GiB sampler peak should leave the
+120b none: open, the source gives no peak of its own).
+A 14th row is the FlashInfer input's control: the same cluster's A100 40GB pair at the same 0.10.1 logs "FlashInfer
+is not available. Falling back to the PyTorch-native implementation", is scored with the sort and lands at -3.5%;
+its 0.42 GiB gap, like the -1.2% of the 80 GB TP 2 row, is V1's NVLink TP non-torch figure (0.55 GiB against 0.13)
+taken for an A100 PCIe whose runs had no P2P (the logs: "lacks GPU P2P capability", "spans across nodes"): open,
+gpuplan has no input for a bridged or unbridged PCIe pair."""
 
 
 def card_class(gpu: str) -> str:

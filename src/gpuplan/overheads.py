@@ -229,6 +229,13 @@ VLLM_FWD_MLP_BYTES = 6
 # is small (LLMServingSim's RTX 4090 and RTX PRO 6000 runs at 256 and 128 sequences); at 1,024 it is the 15.2
 # bytes per element these constants replace.
 VLLM_SAMPLER_BYTES = 14.37
+# FlashInfer's sampler in V1's dummy sampler run (top-k = vocab - 1, top-p 0.9: ``_dummy_sampler_run``), counted
+# from the code, not fitted: the model's bf16 logits the runner holds (2 B), the sampler's fp32 copy
+# (``Sampler.forward``: ``logits.to(torch.float32)``, 4 B), then FlashInfer's ``top_k_top_p_sampling_from_logits``
+# (``topk_topp_sampler.py`` ``flashinfer_sample``) masks a copy (``top_k_mask_logits``, 4 B) and takes its softmax
+# (4 B) before sampling: 14 B per row x vocab entry, where the sort path keeps 38.9 (VLLM_SAMPLER_EARLY_BYTES).
+# Checks, not inputs: vLLM-benchmarking's 0.10.1 A100 logs (Qwen2-7B at 0.25 / 0.5 / TP 2, gpt-oss-120b TP 4).
+VLLM_FLASHINFER_SAMPLER_BYTES = 14.0
 VLLM_SAMPLER_FIXED_GIB = 0.133
 # Up to 0.16 the same llm-d-planner runs (8,192 batched tokens, 1,024 sequences) give 4.86 bytes per batched token
 # x vocab entry, which is 4.86 x 8,192 / 1,024 = 38.9 bytes per sampled row x vocab entry: V1's dummy run hands

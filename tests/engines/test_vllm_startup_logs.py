@@ -157,3 +157,46 @@ def test_v0_chunked_prefill_took_512_tokens_before_0_6_5():
     _, later = engine(model="llama-3.1-8b", gpu="rtx-3090", engine_version="0.6.5", gpu_memory_utilization=0.9,
                       max_model_len=35000)
     assert later["max_num_batched_tokens"] == 2048
+
+
+def test_logged_kv_tokens_count_every_layer_up_to_0_19():
+    """vLLM <= 0.19 prints ``num_blocks // len(kv_cache_groups) * block_size`` (vllm#40691 quotes 0.19.0's
+    ``_report_kv_cache_config``): gpt-oss-120b (18 full + 18 sliding-window layers, 2 groups) at TP 4 holds 2 KV
+    heads x 64 dims x K and V x 2 B = 512 B per layer-token per rank, so a block id (one 16-token page in each of
+    the 18 tensors the groups share) is 18 x 16 x 512 B = 147,456 B and the line is pool / 147,456 // 2 x 16 =
+    pool / 18,432 B: the pool over all 36 layers. vllm-benchmarking's 0.10.1 log (A100, 0.8, 16,384) prints
+    2,640,144 tokens for 45.32 GiB (45.32 GiB / 18,432 B = 2,640,000). From 0.20 the line is concurrency x
+    max_model_len, where a sliding layer takes only ``window - 1 + max_num_batched_tokens`` of a request's tokens."""
+    kw = dict(model="gpt-oss-120b", gpu="a100-pcie-80gb", gpu_memory_utilization=0.8, max_model_len=16384, tp=4,
+              num_gpus=4, flashinfer_sampler=True)
+    _, old = engine(engine_version="0.10.1", **kw)
+    assert old["kv_cache_tokens"] == old["num_gpu_blocks"] // 2 * 16
+    assert old["kv_cache_tokens"] == pytest.approx(old["available_kv_cache_gib"] * GIB / 18_432, abs=32)
+    assert old["kv_cache_tokens"] == pytest.approx(2_640_144, rel=0.01)
+    _, new = engine(engine_version="0.20.0", **{**kw, "max_num_batched_tokens": 2048})
+    # a request of 16,384 tokens takes 1,024 blocks in the full group and ceil((128 - 1 + 2,048) / 16) = 136 in
+    # the sliding one
+    assert new["kv_cache_tokens"] == int(new["num_gpu_blocks"] / (1024 + 136) * 16384)
+    assert new["max_concurrency_at_max_model_len"] == pytest.approx(new["num_gpu_blocks"] / 1160, abs=0.01)
+
+
+def test_flashinfer_sampler_keeps_14_bytes_a_logit():
+    """vLLM-benchmarking's A100 log (vLLM 0.10.1, Qwen2-7B-Instruct = qwen2.5-7b's shapes, 0.25 of 79.25 GiB,
+    16,384 max_model_len, 2,048 batched tokens, 256 sequences) says 'Using FlashInfer for top-p & top-k sampling',
+    'Model loading took 14.2488 GiB', 'Available KV cache memory: 5.01 GiB', 'GPU KV cache size: 93,872 tokens'.
+    The dummy sampler run over 256 rows x 152,064 vocabulary entries keeps bf16 logits + an fp32 copy + FlashInfer's
+    masked copy + its softmax = 2 + 4 + 4 + 4 = 14 B each: 0.508 GiB, where the sort keeps 38.9 B (1.41 GiB) and
+    gpuplan's pool came out 18.7 % short."""
+    kw = dict(model="qwen2.5-7b", gpu="a100-pcie-80gb", engine_version="0.10.1", gpu_memory_utilization=0.25,
+              max_model_len=16384)
+    _, kernel = engine(flashinfer_sampler=True, **kw)
+    _, sort = engine(**kw)
+    assert kernel["sampler_peak_gib"] == pytest.approx(14 * 256 * 152_064 / GIB, rel=1e-9)
+    assert sort["sampler_peak_gib"] == pytest.approx(4.86 * 8192 / 1024 * 256 * 152_064 / GIB, rel=1e-9)
+    assert kernel["available_kv_cache_gib"] - sort["available_kv_cache_gib"] == pytest.approx(0.90, abs=0.01)
+    assert kernel["available_kv_cache_gib"] == pytest.approx(5.01, rel=0.01)
+    assert kernel["kv_cache_tokens"] == pytest.approx(93_872, rel=0.01)
+    # before 0.9 (0.8's logits over every batched token) the input changes nothing
+    _, early = engine(flashinfer_sampler=True, **{**kw, "engine_version": "0.8.5"})
+    _, early_sort = engine(**{**kw, "engine_version": "0.8.5"})
+    assert early["available_kv_cache_gib"] == early_sort["available_kv_cache_gib"]

@@ -102,10 +102,12 @@ class Rules:
 def rules(s: Scenario, gpu: GpuSpec | None = None) -> Rules:
     v = version_tuple(s.engine_version)
     text = s.engine_version or CURRENT_VERSION
+    flashinfer = bool(s.flashinfer_sampler) and v >= (0, 9, 0)  # 0.8's logits over every token: its own rule
+    sort_bytes = oh.VLLM_SAMPLER_EARLY_BYTES if v < (0, 17, 0) else oh.VLLM_SAMPLER_BYTES
     return Rules(version=text, engine="v0" if v < (0, 8, 0) else "v1",
                  logits_all_tokens=(0, 8, 0) <= v < (0, 9, 0),
-                 sampler_bytes=oh.VLLM_SAMPLER_EARLY_BYTES if v < (0, 17, 0) else oh.VLLM_SAMPLER_BYTES,
-                 sampler_fixed=0.0 if v < (0, 17, 0) else oh.VLLM_SAMPLER_FIXED_GIB * GIB,
+                 sampler_bytes=oh.VLLM_FLASHINFER_SAMPLER_BYTES if flashinfer else sort_bytes,
+                 sampler_fixed=0.0 if v < (0, 17, 0) or flashinfer else oh.VLLM_SAMPLER_FIXED_GIB * GIB,
                  v0_hidden_bytes=oh.VLLM_V0_EARLY_FWD_HIDDEN_BYTES if v < (0, 6, 5) else oh.VLLM_FWD_HIDDEN_BYTES,
                  v0_logits_only=v < (0, 6, 5),
                  cudagraphs_in_budget=v >= (0, 21, 0) and not s.enforce_eager, non_torch_gib=_non_torch_gib(v, s, gpu))
@@ -489,18 +491,39 @@ def kv_geometry(s: Scenario, m: ModelSpec, stage: Stage, lim: Limits, max_len: i
     return block_bytes, per_request(lim)
 
 
-def _kv_groups(s: Scenario, m: ModelSpec, stage: Stage) -> tuple[float, Callable[[Limits], int]]:
-    """:func:`kv_geometry` in two steps: the block bytes, and the block ids one request takes under given limits
-    (the binary search of :func:`max_model_len_that_fits` asks the second for many lengths)."""
-    block = attention_block_tokens(s, m, stage.layers)
+def _group_shares(stage: Stage) -> tuple[int, list[tuple[int, Layer]]]:
+    """(layers per KV-cache group, [(groups of one kind, a layer of that kind)]): layers of one kind (attention,
+    window) split into groups of the smallest kind's count (``_get_kv_cache_groups_uniform_page_size``)."""
     kinds: dict[tuple, list[Layer]] = {}
     for layer in stage.layers:  # a layer with neither attention nor a recurrent state (Nemotron-H's MoE and MLP
         # layers) has no KV-cache spec: the model runner's ``get_kv_cache_spec`` walks attention and Mamba modules
         if layer.kv_dims or layer.state_elements:
             kinds.setdefault((layer.attention, layer.window), []).append(layer)
     group = min(len(v) for v in kinds.values())
+    return group, [(math.ceil(len(layers) / group), layers[0]) for layers in kinds.values()]
+
+
+def logged_kv_tokens(s: Scenario, m: ModelSpec, stage: Stage, blocks: int, concurrency: float, max_model_len: int
+                     ) -> int:
+    """vLLM's "GPU KV cache size: N tokens". Up to 0.19 it is the pool's block ids shared out evenly over the
+    KV-cache groups, times the smallest block size (``vllm/v1/core/kv_cache_utils.py`` ``_report_kv_cache_config``:
+    ``num_blocks // len(kv_cache_groups) * min_block_size``, quoted from 0.19.0 in vllm#40691; V0 printed its
+    blocks times the block size), so a sliding-window layer counts as holding every token: vllm-benchmarking's
+    gpt-oss-120b log (0.10.1, TP 4, 45.32 GiB) prints 2,640,144 tokens, the pool over all 36 layers' bytes. Later
+    releases print ``max_concurrency * max_model_len`` (the code vllm#51041 quotes, 2026-08; the change is put at
+    0.20, unpinned), which counts a sliding window's blocks only up to the window."""
+    if version_tuple(s.engine_version) >= (0, 20, 0):
+        return int(concurrency * max_model_len)
+    groups = sum(n for n, _ in _group_shares(stage)[1])
+    return blocks // groups * attention_block_tokens(s, m, stage.layers)
+
+
+def _kv_groups(s: Scenario, m: ModelSpec, stage: Stage) -> tuple[float, Callable[[Limits], int]]:
+    """:func:`kv_geometry` in two steps: the block bytes, and the block ids one request takes under given limits
+    (the binary search of :func:`max_model_len_that_fits` asks the second for many lengths)."""
+    block = attention_block_tokens(s, m, stage.layers)
+    group, shares = _group_shares(stage)
     page = max(layer_page_bytes(s, m, layer, block) for layer in dict.fromkeys(stage.layers))  # distinct layers
-    shares = [(math.ceil(len(layers) / group), layers[0]) for layers in kinds.values()]
 
     def per_request(lim: Limits) -> int:
         return sum(n * _layer_blocks(layer, lim, block) for n, layer in shares)
@@ -565,7 +588,8 @@ def startup_memory(s: Scenario, m: ModelSpec, gpu: GpuSpec, total_gib: float | N
     out = StartupMemory(rules=r, limits=lim, requested=requested, weights=first[1], activation=first[4],
                         forward_peak=first[2], sampler_peak=first[3], non_torch=r.non_torch_gib * GIB,
                         cuda_graphs=first[5], kv_pool=max(first[6], 0.0), num_blocks=blocks,
-                        kv_tokens=int(concurrency * lim.max_model_len), max_concurrency=concurrency,
+                        kv_tokens=logged_kv_tokens(s, m, first[0], blocks, concurrency, lim.max_model_len),
+                        max_concurrency=concurrency,
                         max_model_len_fit=fit)
     out.assumptions.append(
         f"{r.label}: max_num_batched_tokens {lim.max_num_batched_tokens:,}, max_num_seqs {lim.max_num_seqs}"

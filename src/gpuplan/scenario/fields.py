@@ -209,6 +209,11 @@ class Scenario(BaseModel):
         "N+1 while the GPU runs step N, so the host's work per step hides behind the GPU's up to its length; "
         "default: the release's own (on from 0.14 without pipeline parallelism, off before; the flag came in "
         "0.10)")
+    flashinfer_sampler: bool | None = Field(
+        default=None, description="vLLM V1's top-k/top-p sampler is FlashInfer's kernel (its log says 'Using "
+        "FlashInfer for top-p & top-k sampling': V1 took it whenever FlashInfer was importable from 0.9 to 0.11.0, "
+        "and with VLLM_USE_FLASHINFER_SAMPLER=1 after) rather than PyTorch's sort; it sets the profiling run's "
+        "sampler peak, so the KV pool; default: the sort")
     ubatch_tokens: int | None = Field(default=None, ge=1, le=1_000_000,
                                       description="llama.cpp --ubatch-size (default 512)")
     flash_attention: Literal["auto", "on", "off"] = Field(
@@ -738,7 +743,7 @@ INFER_ONLY = frozenset({"batch_size", "prompt_tokens", "output_tokens", "shared_
                         "engine", *LOAD_FIELDS,
                         "mem_fraction_static", "gpu_memory_utilization", "max_num_batched_tokens", "max_num_seqs",
                         "max_model_len", "engine_version", "entry_point", "enforce_eager", "chunked_prefill",
-                        "async_scheduling", "ubatch_tokens",
+                        "async_scheduling", "flashinfer_sampler", "ubatch_tokens",
                         "free_gpu_memory_fraction", "tokens_per_block", "capacity_scheduler_policy",
                         "trtllm_backend", "flash_attention", "cpu_layers", "extra_gpus", "tensor_split", "attention_dp",
                         "moe_dispatch"})
