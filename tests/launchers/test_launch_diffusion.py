@@ -189,8 +189,11 @@ def test_ai_toolkit_yaml_has_the_example_configs_layout(tmp_path):
     (["--model", "sdxl", "--resolution", "1024,1216x832", "--target", "diffusers"], "aspect buckets"),
     (["--model", "sdxl", "--target", "vllm"], "does not apply to a diffusion model"),
     (["--model", "sdxl", "--target", "kohyaa"], "did you mean kohya"),
-    (["--model", "sdxl", "--stack", "kohya", "--target", "simpletuner"], "use --target kohya or diffusers"),
-    (["--model", "flux-dev", "--stack", "kohya", "--target", "ai-toolkit"], "not FLUX"),
+    (["--model", "sdxl", "--stack", "kohya", "--target", "simpletuner"],
+     "--target simpletuner writes stack simpletuner's files, and --stack kohya plans stack kohya: drop --stack or "
+     "pick --target kohya"),
+    (["--model", "sdxl", "--target", "kohya,diffusers"], "launch them one at a time"),
+    (["--model", "flux-dev", "--target", "ai-toolkit", "--text-encoders", "trained"], "not FLUX"),
     (["--model", "sdxl", "--stack", "simpletuner", "--text-encoders", "trained"], "leaves them frozen"),
     (["--model", "flux-dev", "--method", "full", "--stack", "kohya", "--text-encoders", "trained"],
      "flux_train.py trains neither"),
@@ -222,17 +225,20 @@ def pipeline_folder(folder: Path, name: str) -> Path:
 
 
 def write_named(folder: Path, name: str, via: str, monkeypatch) -> Path:
+    """Each trainer's files (its target sets the plan's stack) for a pipeline folder called ``name``, in a folder
+    per trainer."""
     fields = {"model": str(pipeline_folder(folder, name)), "task": "train", "method": "lora", "gpu": "a100-80gb",
               "resolution": "512"}
     out = folder / "out" / name
-    if via == "cli":
-        scenario = folder / f"{name}.yaml"
-        scenario.write_text(yaml.safe_dump(fields, allow_unicode=True), encoding="utf-8")
-        args = ["launch", str(scenario), "--target", "all", "-o", str(out)]
-        monkeypatch.setattr(sys, "argv", ["gpuplan", *args])
-        assert run(args) == 0
-    else:
-        gpuplan.launch(fields, targets=["all"], folder=out, command=f"{hostile.COMMAND} {name}")
+    for trainer in ("diffusers", "kohya", "simpletuner", "ai-toolkit"):
+        if via == "cli":
+            scenario = folder / f"{name}.yaml"
+            scenario.write_text(yaml.safe_dump(fields, allow_unicode=True), encoding="utf-8")
+            args = ["launch", str(scenario), "--target", trainer, "-o", str(out / trainer)]
+            monkeypatch.setattr(sys, "argv", ["gpuplan", *args])
+            assert run(args) == 0
+        else:
+            gpuplan.launch(fields, targets=[trainer], folder=out / trainer, command=f"{hostile.COMMAND} {name}")
     return out
 
 
@@ -248,9 +254,9 @@ def test_a_hostile_pipeline_folder_name_stays_data(via, tmp_path, monkeypatch):
         stub.chmod(0o755)
     bad, plain = write_named(tmp_path, hostile.HOSTILE, via, monkeypatch), write_named(tmp_path, hostile.PLAIN, via,
                                                                                         monkeypatch)
-    names = sorted(p.name for p in bad.iterdir())
-    assert names == ["ai-toolkit.yaml", "config.json", "diffusers-train.sh", "kohya-train.sh", "kohya.toml",
-                     "multidatabackend.json", "plan.json"]
+    names = sorted(str(p.relative_to(bad)) for p in bad.rglob("*") if p.is_file())
+    assert {Path(n).name for n in names} == {"ai-toolkit.yaml", "config.json", "diffusers-train.sh", "kohya-train.sh",
+                                             "kohya.toml", "multidatabackend.json", "plan.json"}
     carried = set()
     for name in names:
         got, want = hostile.reading(bad / name, kit), hostile.reading(plain / name, kit)
@@ -258,7 +264,7 @@ def test_a_hostile_pipeline_folder_name_stays_data(via, tmp_path, monkeypatch):
         assert hostile.without_headers(got) == want, name
         if hostile.carries(got):
             carried.add(name)
-    assert {"ai-toolkit.yaml", "config.json", "diffusers-train.sh"} <= carried
+    assert {"ai-toolkit/ai-toolkit.yaml", "simpletuner/config.json", "diffusers/diffusers-train.sh"} <= carried
     assert not [p for p in tmp_path.rglob("*") if p.name == "PWNED"]
 
 

@@ -42,7 +42,7 @@ def launch(scenario: ScenarioLike, *, targets: Iterable[str] = (), folder: str |
     arguments, torchtune, torchtitan, Axolotl, Unsloth, vllm serve: every target that applies, or ``targets``)
     into ``folder`` (``-``: make them, write nothing; their text is the answer's ``printed``): ``gpuplan
     launch``. ``dataset``: the data the files train on (default: the scenario's own, else TRL's example)."""
-    from ..launchers import check_target_names, launch_plan
+    from ..launchers import check_target_names, launch_plan, with_target_stack
 
     targets, folder = check_launch(targets, folder)
     force = arg.flag(force, "force")
@@ -58,6 +58,7 @@ def launch(scenario: ScenarioLike, *, targets: Iterable[str] = (), folder: str |
     if spec is not None:  # a diffusion pipeline: its trainers' files (launchers/diffusion.py)
         return _write_diffusion(s, spec, targets, folder, force, command, dataset)
     check_target_names(targets)  # a diffusion trainer named for a decoder LLM
+    s = with_target_stack(s, targets)  # the plan's stack is the one whose files the targets write
     plan = launch_plan(s, command=command, visible_devices=visible_devices)
     return write_plan(plan, targets, options, folder, force)
 
@@ -78,16 +79,18 @@ def _module_spec(model: str):
 
 def _write_diffusion(s, spec, targets: list[str], folder: str | Path, force: bool, command: str,
                      dataset: str | None) -> LaunchReport:
-    """The diffusion trainers' files of a diffusion training plan (``diffusers``, ``kohya``, ``simpletuner``,
-    ``ai-toolkit``; by default the plan's stack's), written or, with folder ``-``, made only."""
-    from ..launchers import write
-    from ..launchers.diffusion import diffusion_launch, files
+    """The files of a diffusion training plan's trainer (``diffusers``, ``kohya``, ``simpletuner``, ``ai-toolkit``:
+    the plan's stack, which a trainer named sets), written or, with folder ``-``, made only."""
+    from ..launchers import with_target_stack, write
+    from ..launchers.diffusion import diffusion_launch, files, named
     from ..plan.estimate import estimate
 
+    s = with_target_stack(s, named(targets))
     plan = diffusion_launch(s, spec, estimate(s, advise=False), command)
-    chosen = files(plan, targets, dataset)
+    chosen = files(plan, dataset)
     paths = [Path(f.name) for f in chosen] if folder == "-" else write(chosen, folder, force=force)
-    said = {"header": plan.header(), "train": True, "spot": False, "owned": False, "again": command}
+    said = {"header": plan.header(), "notes": plan.result.defaults, "train": True, "spot": False, "owned": False,
+            "again": command}
     return LaunchReport(folder=str(folder), setup=plan.setup_label, predicted=plan.predictions(),
                         scenario=plan.scenario.model_dump(mode="json", exclude_unset=True),
                         files=[LaunchFileInfo(path=str(p), target=f.target, read_by=f.reader)
@@ -101,14 +104,14 @@ def smoke(scenario: ScenarioLike, *, folder: str | Path, targets: Iterable[str] 
     one :class:`~gpuplan.launchers.smoke.SmokeRun` per target; for a serving plan, llama-server started on a tiny GGUF
     and asked for one completion (:mod:`gpuplan.launchers.smoke_serve`, one
     :class:`~gpuplan.launchers.smoke_serve.ServeRun`)."""
-    from ..launchers import check_target_names
+    from ..launchers import check_target_names, with_target_stack
     from ..launchers.files import output_folder
     from ..launchers.smoke import smoke as run
     from ..launchers.smoke_serve import smoke_serving
 
     names = [n for text in targets for n in str(text).split(",") if n.strip()]
     check_target_names(names)
-    s = scenario_of(scenario)
+    s = with_target_stack(scenario_of(scenario), names)
     if s.task != "train":
         return smoke_serving(s, output_folder(folder))
     return run(s, output_folder(folder), names or None)
@@ -170,8 +173,8 @@ def write_plan(plan, targets: list[str], options, folder: str | Path, force: boo
 
     files = launch_files(plan, targets, options)
     paths = [Path(f.name) for f in files] if folder == "-" else write(files, folder, force=force)
-    said = {"header": plan.header(), "train": plan.train, "spot": plan.spot is not None, "owned": plan.owned,
-            "again": plan.launch_command()}
+    said = {"header": plan.header(), "notes": plan.result.defaults, "train": plan.train, "spot": plan.spot is not None,
+            "owned": plan.owned, "again": plan.launch_command()}
     return LaunchReport(folder=str(folder), setup=plan.setup_label, predicted=plan.predictions(),
                         scenario=plan.scenario.model_dump(mode="json", exclude_unset=True),
                         files=[LaunchFileInfo(path=str(p), target=f.target, read_by=f.reader)

@@ -15,7 +15,7 @@ from rich.text import Text
 from .. import api
 from ..errors import GpuplanError, no_control
 from .app import overrides, print_json, scenario_command
-from .render import out
+from .render import bullet, out
 
 DEFAULT_DIR = "gpuplan-launch"
 
@@ -150,7 +150,7 @@ def parse_devices(text: str | None, num_gpus: int) -> tuple[int, ...] | None:
 
 def show_launch(report, output: str, as_json: bool) -> None:
     """The files written (or, with ``-o -``, printed; with ``--json`` too, each file's text in the JSON), then
-    what every file opens with and the next step."""
+    the resolver's notes, what every file opens with and the next step."""
     from pathlib import Path
 
     if output == "-" and as_json:  # the files' text in the JSON, for scripts that asked for JSON
@@ -172,6 +172,8 @@ def show_launch(report, output: str, as_json: bool) -> None:
     for f in report.files:
         table.add_row(Path(f.path).name, f.target, f.read_by)
     out.print(table)
+    for note in report.said["notes"]:  # the resolver's, as `estimate` says them (an h100 taken as the SXM5...)
+        bullet(note, prefix="note: ", style="yellow")
     for line in report.said["header"][2:]:
         out.print(Text(line, style="dim"), highlight=False)
     names = {Path(f.path).name for f in report.files}
@@ -196,7 +198,8 @@ def launch_params() -> list[inspect.Parameter]:
             text="skypilot, accelerate, deepspeed, torchrun, trainer, torchtune, torchtitan, axolotl, unsloth, "
                  "megatron, nemo, vllm, sglang, trtllm, llama.cpp; for a diffusion model diffusers, kohya, "
                  "simpletuner, ai-toolkit; or all (repeatable or comma-separated; default: every target that "
-                 "applies, the scenario's stack for a diffusion model)", metavar="TARGET"),
+                 "applies, the scenario's stack for a diffusion model). A stack's own target plans that stack "
+                 "when --stack is not set", metavar="TARGET"),
         opt("output", str, DEFAULT_DIR, "--output", "-o", text="Folder to write into; - prints the files.",
             metavar="DIR"),
         opt("force", bool, False, "--force", text="Overwrite files already in the folder."),

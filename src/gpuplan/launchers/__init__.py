@@ -21,6 +21,7 @@ from types import ModuleType
 
 from ..engines import engine_for
 from ..errors import GpuplanError, did_you_mean
+from ..scenario import Scenario, scenario_from
 from . import (
     accelerate,
     axolotl,
@@ -38,6 +39,7 @@ from . import (
     unsloth,
     vllm,
 )
+from .diffusion import NAMES as DIFFUSION_TARGETS
 from .files import LaunchFile, output_folder, write
 from .plan import LaunchPlan, launch_plan
 from .settings import LaunchOptions
@@ -46,6 +48,38 @@ TARGETS: dict[str, ModuleType] = {m.NAME: m for m in (trainer, deepspeed, accele
                                                        axolotl, unsloth, megatron, nemo, vllm, sglang, trtllm,
                                                        llama_cpp, skypilot)}
 PLAN_FILE = "plan.json"
+# the stack whose files each target writes (the others, skypilot and the serving engines', follow the plan's)
+STACK_OF: dict[str, str] = {"trainer": "hf", "deepspeed": "hf", "accelerate": "hf", "torchrun": "hf",
+                            "torchtune": "torchtune", "torchtitan": "torchtitan", "axolotl": "axolotl",
+                            "unsloth": "unsloth", "megatron": "megatron", "nemo": "megatron",
+                            **{name: name for name in DIFFUSION_TARGETS}}
+
+
+def with_target_stack(s: Scenario, names) -> Scenario:
+    """``s`` planned on the stack whose files the named targets write (:data:`STACK_OF`), so the plan every file's
+    header predicts is the one the files run: a scenario that names no stack takes the targets' (its defaults
+    rebuilt for it, as a ``--stack`` would set them); one whose stack they contradict, or targets of two stacks, are
+    refused in one sentence."""
+    implied = {}
+    for name in names or ():
+        key = name.strip().lower()
+        if key in STACK_OF:
+            implied.setdefault(STACK_OF[key], key)
+    if not implied:
+        return s
+    if len(implied) > 1:
+        (a, sa), (b, sb) = [(t, st) for st, t in implied.items()][:2]
+        raise GpuplanError(f"--target {a} writes stack {sa}'s files and --target {b} stack {sb}'s, each from its own "
+                           "plan: launch them one at a time")
+    stack, target = next(iter(implied.items()))
+    if "stack" not in s.model_fields_set:
+        return scenario_from({**{k: getattr(s, k) for k in s.model_fields_set}, "stack": stack})
+    if s.stack != stack:
+        mine = next((t for t, st in STACK_OF.items() if st == s.stack), None)
+        raise GpuplanError(f"--target {target} writes stack {stack}'s files, and --stack {s.stack} plans stack "
+                           f"{s.stack}: drop --stack" + (f" or pick --target {mine}" if mine else
+                                                         f" (stack {s.stack} has no launch files)"))
+    return s
 
 
 def targets_for(plan: LaunchPlan, names: list[str] | None = None) -> list[str]:
@@ -101,5 +135,5 @@ def launch_files(plan: LaunchPlan, names: list[str] | None = None,
     return files
 
 
-__all__ = ["TARGETS", "LaunchFile", "LaunchOptions", "LaunchPlan", "check_target_names", "launch_files",
-           "launch_plan", "output_folder", "targets_for", "write"]
+__all__ = ["STACK_OF", "TARGETS", "LaunchFile", "LaunchOptions", "LaunchPlan", "check_target_names", "launch_files",
+           "launch_plan", "output_folder", "targets_for", "with_target_stack", "write"]

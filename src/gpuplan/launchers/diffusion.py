@@ -26,7 +26,7 @@ from .. import clock
 from .._version import __version__
 from ..errors import GpuplanError
 from ..scenario import Scenario
-from ..scenario.modules import TEXT_REFUSALS, encoders_trained, parse_resolution, pipeline_family
+from ..scenario.modules import encoders_trained, parse_resolution, pipeline_family
 from .files import LaunchFile, command_text, comment, toml_text, yaml_text
 
 NAMES = ("diffusers", "kohya", "simpletuner", "ai-toolkit")
@@ -88,24 +88,21 @@ def result_scenario(result, s: Scenario) -> Scenario:
     return scenario_from({**given, "stack": result.scenario["stack"]})
 
 
-def targets(plan: DiffusionLaunch, names: list[str] | None) -> list[str]:
-    chosen = [n.strip().lower() for text in names or () for n in text.split(",") if n.strip()] or \
-        [plan.scenario.stack]
-    if "all" in chosen:
-        chosen = list(NAMES)
+def named(names: list[str] | None) -> list[str]:
+    """The trainers named, each checked to be a diffusion trainer (or ``all``) before the plan is made: a trainer
+    named sets the plan's stack (:func:`gpuplan.launchers.with_target_stack`), and the files are that stack's."""
+    chosen = [n.strip().lower() for text in names or () for n in text.split(",") if n.strip()]
     for name in chosen:
-        if name not in NAMES:
+        if name not in NAMES and name != "all":
             raise GpuplanError(f"--target {name} does not apply to a diffusion model: choose from {', '.join(NAMES)}")
     return list(dict.fromkeys(chosen))
 
 
-def files(plan: DiffusionLaunch, names: list[str] | None, dataset: str | None = None) -> list[LaunchFile]:
-    """The files of the chosen trainers (the scenario's stack by default), and ``plan.json``."""
+def files(plan: DiffusionLaunch, dataset: str | None = None) -> list[LaunchFile]:
+    """The files of the plan's stack's trainer, and ``plan.json``."""
     images = dataset or "images"
-    out: list[LaunchFile] = []
-    for name in targets(plan, names):
-        out += {"diffusers": diffusers_files, "kohya": kohya_files, "simpletuner": simpletuner_files,
-                "ai-toolkit": ai_toolkit_files}[name](plan, images)
+    out = {"diffusers": diffusers_files, "kohya": kohya_files, "simpletuner": simpletuner_files,
+           "ai-toolkit": ai_toolkit_files}[plan.scenario.stack](plan, images)
     summary = {"written_by": plan.header()[0], "setup": plan.setup_label, "predicted": plan.predictions(),
                "scenario": plan.result.scenario, "files": {f.name: f.reader for f in out}}
     out.append(LaunchFile(name="plan.json", target="plan", text=json.dumps(summary, indent=2, default=str) + "\n",
@@ -287,17 +284,8 @@ ST_OPTIMIZERS = {"adamw": "adamw_bf16", "adamw-8bit": "bnb-adamw8bit", "paged-ad
 ST_PRECISION = {None: "no_change", "none": "no_change", "fp8": "fp8-torchao", "nf4": "nf4-bnb", "int8": "int8-quanto"}
 
 
-def _encoders_frozen(plan: DiffusionLaunch, trainer: str) -> None:
-    """Refuses to write a trainer's files that would not train the text encoders the plan trains, in the sentence
-    that says what the trainer trains (:data:`~gpuplan.scenario.modules.TEXT_REFUSALS`)."""
-    if encoders_trained(plan.scenario):
-        raise GpuplanError(f"this plan trains the text encoders, and {TEXT_REFUSALS[trainer]}: use --target "
-                           "kohya or diffusers, or set text_encoders cached")
-
-
 def simpletuner_config(plan: DiffusionLaunch) -> dict[str, Any]:
     s, family = plan.scenario, plan.family
-    _encoders_frozen(plan, "simpletuner")
     quant = s.quant or ("nf4" if s.method == "qlora" else None)  # one of ST_PRECISION's (TRAINER_BASES)
     config = {"--model_type": "full" if s.method == "full" else "lora", "--model_family": ST_FAMILY[family],
               "--pretrained_model_name_or_path": _repo(plan), "--output_dir": "output",
@@ -339,8 +327,6 @@ AT_OPTIMIZERS = {"adamw": "adamw", "adamw-8bit": "adamw8bit", "paged-adamw-8bit"
 def ai_toolkit_config(plan: DiffusionLaunch, images: str) -> dict[str, Any]:
     s, family = plan.scenario, plan.family
     train_te = encoders_trained(s)
-    if train_te and (family not in ("sd", "sdxl") or s.method == "full"):
-        _encoders_frozen(plan, "ai-toolkit")
     if s.method == "full":
         raise GpuplanError("gpuplan writes ai-toolkit's LoRA jobs (its sd_trainer with a lora network): use "
                            "stack kohya or simpletuner for full fine-tuning")
