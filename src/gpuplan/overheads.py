@@ -411,12 +411,24 @@ FP8_SPLIT_ACCUMULATOR_SHARE_BY_GENERATION = {"Hopper": 0.914, "Blackwell": 0.983
 # same table's other large rows timed at 0.83-0.96 of their published time (m = 2,048 at k = 7,168: 0.955; n =
 # 32,768, k = 512 at m = 4,096 / 2,048 / 1,024: 0.93 / 0.89 / 0.83), and vLLM PR #23280's H100 rows (N = 2,112,
 # K = 7,168, Triton with tuned configs, September 2025: 367-407 TFLOPS at M = 1,024-8,192) at 0.87-0.88 of theirs.
-# At 8-256 rows the published kernel is slower still than this share (64 us for 64 x 1,536 x 24,576 where it says
-# 34: a fixed cost of its default configuration), not modelled. vLLM 0.7's CUDA build runs its dense linears through
-# its own CUTLASS block-FP8 kernel instead (apply_w8a8_block_fp8_linear, cutlass_block_fp8_supported), timed alike:
-# PR #23280's "w8a8-block-fp8-cutlass" column sits within 0.9-1.2x of the Triton one at those shapes. DeepGEMM (the
-# same table: 1,354 us, 0.77 of the fast rate) replaced both in later releases. The ROCm build runs the same Triton
-# source; no MI300X timing of it is published, so its share of the MI300X's rate is assumed the same.
+# Small M (decode), looked at and not modelled (2026-11-30, s13-smallm). PR #3893's rows below 1,024 are not the
+# kernel's time: its script timed each call with triton.testing.do_bench (no CUDA graph) on fresh clones of the weights
+# and scales (y_fp8.clone(): 64 x 1,536 x 24,576's 64.3 us moves 2 x 37.7 MB in the clone, ~20 us at 3.84 TB/s, where
+# gpuplan gives the GEMM 33.5 us), and the tiny tp=16 row (8 x 512 x 2,048) takes 19.9 us, a host floor. The one
+# graph-captured small-M table is vLLM PR #23280's H100 (benchmarks/kernels/bench_block_fp8_gemm.py, do_bench_cudagraph;
+# a later Triton with tuned configs, BLOCK_SIZE_M 16 to M = 64): N = 2,112, K = 7,168 at 23.3 us for M = 1 and 16, 30.4
+# at 64, 32.8 at 128, 35.3 at 256 where the share gives 10.7 / 12.7 / 16.0 / 21.1 / 31.6 (gpuplan over published
+# 0.46-0.89; from M = 512 up 1.04-1.14): an excess there, ~0.42 us per 128-deep K step of each kernel. Tried as a
+# per-kernel floor (0.416 us x ceil(K / 128), fitted on those two rows; not kept): dstackr1's H200 TPOT at 4-128 users
+# -15/-21/-42/-32/-27/+3 % -> +14/+3/-27/-19/-18/+11 %, MI300X -26/-23/-14/-6/-4/-12 % -> +4/+4/+9/+15/+11/-2 %
+# (load_accuracy's MoE TPOT median 10.0 -> 7.8 %): it adds ~7.6 ms a step at every concurrency (the dense linears; the
+# grouped experts never reach it), where the measured TPOT steps +18 ms from 8 to 16 users and +2 ms from 16 to 32; the
+# gap's shape is not a per-kernel floor, and no timing of the early kernels themselves (default configs, vLLM 0.7's
+# CUTLASS linears) at small M is published to set one. vLLM 0.7's CUDA build runs its dense linears through its own
+# CUTLASS block-FP8 kernel instead (apply_w8a8_block_fp8_linear, cutlass_block_fp8_supported), timed alike: PR #23280's
+# "w8a8-block-fp8-cutlass" column sits within 0.9-1.2x of the Triton one at those shapes. DeepGEMM (the same table:
+# 1,354 us, 0.77 of the fast rate) replaced both in later releases. The ROCm build runs the same Triton source; no
+# MI300X timing of it is published, so its share of the MI300X's rate is assumed the same.
 BLOCK_FP8_KERNEL_SHARE = 1044.0 / 4067.3
 # The releases that ran them, the last per engine: SGLang up to 0.4.3.post2 (the range of SGLANG_EARLY_DEEPSEEK_UNTIL;
 # sgl-kernel's CUTLASS block-FP8 GEMM followed, then DeepGEMM by default from sgl-project/sglang PR #5628,
