@@ -55,6 +55,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from ..engines import engine_for
+from ..errors import GpuplanError
 from ..hardware import GpuSpec, Network
 from ..model.spec import ModelSpec
 from ..scenario import Scenario
@@ -219,8 +220,13 @@ def step_model(s: Scenario, m: ModelSpec, gpu: GpuSpec, network: Network | None 
     An engine whose profile says so (``Engine.gemm_share_by_rows``: TensorRT-LLM) has its FP8 (W8A8) and NVFP4
     (W4A4) GEMMs of ``T`` rows timed at the share of the peak they reach (:func:`gpuplan.speed.offline.trtllm_gpu`,
     :data:`~gpuplan.overheads.TRTLLM_GEMM_PEAK_SHARE`: fitted on the H100 and B200 rows of NVIDIA's performance
-    overview), as the offline model times them: one GEMM, one price."""
+    overview), as the offline model times them: one GEMM, one price. Speculative decoding is refused: the simulated
+    scheduler's steps yield one token a sequence."""
     timer = step_timer(s, m, gpu, network)
+    if timer.draft is not None:  # a step that yields a tokens a sequence, which the scheduler's steps do not hold
+        raise GpuplanError(f"the serving simulation (users, rate_rps, capacity) runs steps of one token a sequence, "
+                           f"not speculative ones: drop speculative_method {s.speculative_method} for the load, or "
+                           "drop the load (estimate times the speculative step at batch_size)")
     if not engine_for(s).gemm_share_by_rows or timer.dtype not in ("fp8", "fp4"):
         return sample(timer, calibration)
     from ..speed.offline import trtllm_gpu
