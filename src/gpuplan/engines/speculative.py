@@ -100,8 +100,8 @@ def refusal(s: Scenario, m: ModelSpec) -> str | None:
     it is read, :func:`_draft_model`)."""
     method = s.speculative_method
     if s.engine not in ENGINE_METHODS:
-        return (f"speculative decoding is modelled on engines vllm, sglang and trtllm: set engine vllm, sglang or "
-                f"trtllm, or drop speculative_method")
+        return ("speculative decoding is modelled on engines vllm, sglang and trtllm: set engine vllm, sglang or "
+                "trtllm, or drop speculative_method")
     if method not in ENGINE_METHODS[s.engine]:
         return f"{s.engine} does not run speculative_method {method}: use one of {', '.join(ENGINE_METHODS[s.engine])}"
     if s.pp > 1:

@@ -29,7 +29,8 @@ SCRIPT = "sglang-serve.sh"
 POOL = "KV pool (SGLang's token pool)"  # the header's pool line names it as vLLM's does, then as SGLang does
 DTYPE = {"bf16": "bfloat16", "fp16": "float16", "fp32": "float32"}
 KV_CACHE_DTYPE = {"auto": "auto", "fp16": "auto", "bf16": "auto", "fp8": "fp8_e4m3"}
-# speculative_method -> SGLang's --speculative-algorithm (python/sglang/srt/speculative/spec_info.py SpeculativeAlgorithm)
+# speculative_method -> SGLang's --speculative-algorithm (python/sglang/srt/speculative/spec_info.py
+# SpeculativeAlgorithm)
 SPECULATIVE_ALGORITHM = {"eagle": "EAGLE", "eagle3": "EAGLE3", "mtp": "NEXTN", "draft": "STANDALONE", "ngram": "NGRAM"}
 QUANTIZATION = {"fp8": "fp8", "awq-int4": "awq", "gptq-int4": "gptq", "gptq-int8": "gptq", "mxfp4": "mxfp4",
                 "nvfp4": "modelopt_fp4"}

@@ -10,7 +10,8 @@ predicted KV pool, else the longest that fits (:func:`gpuplan.launchers.plan.lau
 to start otherwise). A copy over several nodes runs the same script on each (``NODE_RANK``, ``MASTER_ADDR``): vLLM's
 multiprocessing executor across nodes, ``--nnodes``, ``--node-rank``, ``--master-addr``, ``--master-port`` and
 ``--headless`` on every node but the first (vLLM's multi-node serving without Ray, its parser's ``nnodes``,
-``node_rank``, ``master_addr``, ``headless``). A speculative plan writes ``--speculative-config`` (:func:`speculative_flag`). Option names and choices are those of vLLM 0.32's and 0.33's parsers
+``node_rank``, ``master_addr``, ``headless``). A speculative plan writes ``--speculative-config``
+(:func:`speculative_flag`). Option names and choices are those of vLLM 0.32's and 0.33's parsers
 (``make_arg_parser`` in ``vllm/entrypoints/launchers/cli_args.py``, in 0.33 ``entrypoints/common/cli_args.py``;
 ``vllm/config/cache.py`` ``CacheDType``; ``vllm/model_executor/layers/quantization`` ``QuantizationMethods``; captured
 in tests/data/vllm).

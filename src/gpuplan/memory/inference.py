@@ -64,7 +64,8 @@ def draft_words(draft: speculative.Draft) -> str:
     """What the engine holds for its speculative decoding, in words."""
     held = {"ngram": "no draft weights or KV cache (prompt lookup on the CPU)",
             "mtp": f"the checkpoint's {len(draft.layers)} MTP layer(s), their KV cache in the same pool",
-            "draft": f"the draft model's {len(draft.layers)} layers, embeddings and head, its KV cache in the same pool"}
+            "draft": f"the draft model's {len(draft.layers)} layers, embeddings and head, its KV cache in the same "
+                     "pool"}
     return (f"speculative decoding ({draft.method}, {draft.tokens} tokens a step): "
             + held.get(draft.method, "one EAGLE head layer of the model's shape"
                        + (" and its own lm_head" if draft.own_params else "") + ", its KV cache in the same pool"))

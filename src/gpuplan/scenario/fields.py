@@ -615,8 +615,8 @@ def _speculation(s: Scenario) -> None:
     """The speculative-decoding fields belong together: tokens, an acceptance length or a draft model only with a
     method, of a serving plan; a draft model for method draft (required) or an EAGLE head (its id, optional); the
     draft tokens default to :data:`~gpuplan.overheads.SPECULATIVE_TOKENS` and the acceptance length to the published
-    figure at that depth (:data:`~gpuplan.overheads.ACCEPTANCE_LENGTH`), else must be given. What the model and the engine cannot run is
-    refused when it is resolved (:func:`gpuplan.engines.speculative.refusal`)."""
+    figure at that depth (:data:`~gpuplan.overheads.ACCEPTANCE_LENGTH`), else must be given. What the model and the
+    engine cannot run is refused when it is resolved (:func:`gpuplan.engines.speculative.refusal`)."""
     given = [f for f in ("speculative_tokens", "acceptance_length", "draft_model") if getattr(s, f) is not None]
     if s.speculative_method == "none":
         if given:

@@ -603,7 +603,8 @@ def serving_rates(timer: StepTimer, *, concurrency: int, prompt_tokens: int, out
     ``output_tokens`` iterations the engine decodes the batch at the mean context (``prompt + output/2``) and
     prefills ``concurrency`` new prompts: requests/s = ``concurrency / cycle``, each user's tokens/s =
     ``output / cycle``. With speculative decoding a step yields ``a`` tokens a sequence (the acceptance length), so
-    the cycle holds ``output / a`` of them (:meth:`StepTimer.step_parts`). Transformers' static batching is the same cycle with every prompt prefilled at once.
+    the cycle holds ``output / a`` of them (:meth:`StepTimer.step_parts`). Transformers' static batching is the same
+    cycle with every prompt prefilled at once.
     """
     decode = sum(timer.step_parts(concurrency, prompt_tokens + output_tokens / 2).values())
     prefill = timer.burst_ttft_s(prompt_tokens, concurrency) if concurrency > 1 else timer.ttft_s(prompt_tokens)
