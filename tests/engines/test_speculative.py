@@ -124,7 +124,8 @@ def test_the_estimate_streams_acceptance_over_the_step():
 
 @pytest.mark.parametrize(("extra", "words"), [
     (dict(speculative_method="mtp"), "Llama-3.1-8B's config has no MTP layers"),
-    (dict(speculative_method="eagle3", acceptance_length=2.5, engine="transformers"), "engines vllm, sglang and trtllm"),
+    (dict(speculative_method="eagle3", acceptance_length=2.5, engine="transformers"),
+     "engines vllm, sglang and trtllm"),
     (dict(speculative_method="eagle", acceptance_length=2.5, engine="trtllm"), "trtllm does not run"),
     (dict(speculative_method="eagle3"), "no published acceptance length for speculative_method eagle3 with 3"),
     (dict(speculative_method="eagle3", acceptance_length=4.5), "more than the 4 tokens a step with 3"),
