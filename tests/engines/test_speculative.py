@@ -25,6 +25,7 @@ from gpuplan.hardware import load_gpu
 from gpuplan.launchers import launch_files, launch_plan
 from gpuplan.model.catalog import load_model
 from gpuplan.scenario import scenario_from
+from gpuplan.serving.steptime import step_model
 from gpuplan.speed.inference import step_timer
 from gpuplan.tensors.kv import kv_bytes_per_sequence
 
@@ -133,12 +134,28 @@ def test_the_estimate_streams_acceptance_over_the_step():
     (dict(speculative_method="mtp", draft_model="x/y"), "drop draft_model"),
     (dict(speculative_tokens=3), "describe speculative decoding: set speculative_method"),
     (dict(speculative_method="draft", acceptance_length=2.0, draft_model="qwen2.5-0.5b"), "vocabulary of 151,936"),
-    (dict(speculative_method="eagle3", acceptance_length=2.5, users=4), "runs steps of one token a sequence"),
     (dict(speculative_method="eagle3", acceptance_length=2.5, num_gpus=2, pp=2), "one pipeline stage"),
 ])
 def test_refusals_are_one_sentence(extra, words):
     with pytest.raises(GpuplanError, match=words):
         estimate({**LLAMA, **extra}, advise=False)
+
+
+def test_the_simulated_load_runs_speculative_steps():
+    """The scheduler's step model prices the same speculative step as the estimate (StepModel.time against
+    StepTimer.step_parts at a grid point: 8 sequences), and a simulated user's TPOT is the step over the 3.0 tokens it
+    yields (one user of 1,024 + 256 tokens: 7.40 ms / 3.0 = 2.47 ms, the sim's steps growing with the context);
+    at 64 users the gain in throughput is smaller than at one (the verify's 256 rows are no longer free)."""
+    m, gpu = load_model("llama-3.1-8b"), load_gpu("h100-sxm")
+    s = scenario_from(EAGLE3)
+    assert step_model(s, m, gpu).time(0, 8, 8 * 1152) == pytest.approx(sum(step_timer(s, m, gpu).step_parts(8,
+                                                                                                         1152).values()))
+    runs = {(spec, users): estimate({**(EAGLE3 if spec else LLAMA), "users": users, "length_spread": 0.0},
+                                    advise=False).load for spec in (False, True) for users in (1, 64)}
+    assert runs[True, 1].median_tpot_ms == pytest.approx(7.40 / 3.0, rel=0.03)
+    gain_1 = runs[True, 1].output_throughput / runs[False, 1].output_throughput
+    gain_64 = runs[True, 64].output_throughput / runs[False, 64].output_throughput
+    assert gain_1 > gain_64 > 1
 
 
 def test_the_cli_refuses_with_exit_2_and_no_traceback():

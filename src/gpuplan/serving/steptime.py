@@ -51,11 +51,11 @@ shares), ``overhead`` the host terms.
 from __future__ import annotations
 
 import bisect
+import dataclasses
 from collections.abc import Callable
 from dataclasses import dataclass
 
 from ..engines import engine_for
-from ..errors import GpuplanError
 from ..hardware import GpuSpec, Network
 from ..model.spec import ModelSpec
 from ..scenario import Scenario
@@ -108,6 +108,15 @@ class StepModel:
     prefill_graph_tokens: float = 0.0
     prefill_graph_s: float = 0.0
     async_host: bool = False  # vLLM async scheduling: the host work overlaps the GPU's, the longer one shows
+    # speculative decoding (gpuplan.engines.speculative): each decoding sequence runs spec_queries query rows in the
+    # verify; the draft's first pass runs over the step's rows, its other draft_passes - 1 over one row a decoding
+    # sequence (draft_pass_s: one pass over grid_tokens rows), each reading its own cache (draft_kv_s_per_token a
+    # context token); a step yields tokens_per_step tokens a decoding sequence (the acceptance length)
+    spec_queries: float = 1.0
+    tokens_per_step: float = 1.0
+    draft_passes: int = 0
+    draft_pass_s: tuple[float, ...] = ()
+    draft_kv_s_per_token: float = 0.0
     # the engine's prompt work other than attention over gpuplan's (Timing.prompt_scale): the prompt tokens' share of
     # the token-proportional work and the logits scaled by it
     prompt_scale: float = 1.0
@@ -121,16 +130,19 @@ class StepModel:
         ``prefill_pairs`` (query, key) pairs of prompt attention, and ``sampled`` sequences producing a token
         (default: every decode and every prompt chunk); ``host_seqs``: the sequences one scheduler handles, where
         several run side by side (SGLang's DP attention ranks: the busiest one's), default all of them."""
-        tokens = prefill_tokens + decode_seqs
+        verify = decode_seqs * self.spec_queries  # the decodes' query rows (more than one each: speculation)
+        tokens = prefill_tokens + verify
         if tokens <= 0:
             return 0.0
         pseqs = (1.0 if prefill_tokens > 0 else 0.0) if prefill_seqs is None else prefill_seqs
-        rows = decode_seqs + pseqs if sampled is None else sampled
+        rows = (decode_seqs + pseqs if sampled is None else sampled) + verify - decode_seqs
         share = prefill_tokens / tokens
         dense = _interp(self.grid_tokens, self.dense_s, tokens) + _interp(self.grid_tokens, self.lm_head_s, rows)
         gpu = dense * (1 + (self.prompt_scale - 1) * share) \
             + prefill_pairs * self.attention_s_per_pair + decode_context * self.kv_s_per_token \
             + prefill_tokens * self.scan_s_per_token + decode_seqs * self.state_s_per_seq
+        if self.draft_passes:
+            gpu += self._draft(tokens, decode_seqs, decode_context)
         graphed = prefill_tokens > 0 and tokens <= self.prefill_graph_tokens  # replayed as prefill graphs
         if graphed:
             gpu += self.prefill_graph_s
@@ -140,6 +152,13 @@ class StepModel:
         seqs = decode_seqs + pseqs if host_seqs is None else host_seqs
         host = (self.step_host_s + self.seq_host_s * seqs) * c.overhead
         return max(gpu, host) if self.async_host else gpu + host
+
+    def _draft(self, rows: float, decode_seqs: float, decode_context: float) -> float:
+        """The draft's GPU seconds in a step of ``rows`` rows (:meth:`gpuplan.speed.inference.StepTimer.draft_s`):
+        its first pass over them, its other passes over one row a decoding sequence, each reading its cache."""
+        return (_interp(self.grid_tokens, self.draft_pass_s, rows)
+                + (self.draft_passes - 1) * _interp(self.grid_tokens, self.draft_pass_s, decode_seqs)
+                + self.draft_passes * decode_context * self.draft_kv_s_per_token)
 
     def _launches(self, prefill_tokens: float, tokens: float, graphed: bool) -> float:
         """Host seconds to launch the step's kernels one by one where it runs without a CUDA graph (0: it replays
@@ -202,7 +221,7 @@ def sample(timer: StepTimer, calibration: Calibration | None = None,
     timing = timer.timing
     launch = timer.launch_host_s() if timing.graphs else 0.0
     cap = timing.graph_max_batch * max(timer.s.attention_ranks, 1) if timing.graphs else 0
-    return StepModel(grid_tokens=tuple(float(t) for t in GRID_TOKENS), dense_s=tuple(dense), lm_head_s=tuple(heads),
+    model = StepModel(grid_tokens=tuple(float(t) for t in GRID_TOKENS), dense_s=tuple(dense), lm_head_s=tuple(heads),
                      attention_s_per_pair=attn, kv_s_per_token=kv, scan_s_per_token=scan, state_s_per_seq=state,
                      step_host_s=2 * one - two, seq_host_s=two - one,
                      request_s=timer.request_s, frontend_s=timer.frontend[0], frontend_token_s=timer.frontend[1],
@@ -211,6 +230,23 @@ def sample(timer: StepTimer, calibration: Calibration | None = None,
                      prefill_graph_tokens=float(timing.prefill_graph_tokens),
                      prefill_graph_s=timing.prefill_graph_s, prompt_scale=timing.prompt_scale,
                      calibration=calibration or Calibration())
+    return with_draft(model, timer) if timer.draft else model
+
+
+def with_draft(model: StepModel, timer: StepTimer) -> StepModel:
+    """``model`` with the timer's speculative decoding (:meth:`StepTimer.step_parts`): the verify's query rows, the
+    draft's passes sampled on the grid (GPU work only: the host loop runs once a step), the tokens a step yields."""
+    d, dt = timer.draft, timer.draft_timer
+    if dt is None:  # drafted on the CPU (n-gram): the verify alone
+        return dataclasses.replace(model, spec_queries=float(d.queries), tokens_per_step=d.acceptance)
+
+    def gpu(parts: dict[str, float]) -> float:
+        return sum(v for k, v in parts.items() if k != "host")
+
+    passes = tuple(gpu(dt.decode_parts(t, 0)) for t in GRID_TOKENS)
+    kv = (dt.decode_parts(1, 1024).get("kv_cache", 0.0) - dt.decode_parts(1, 0).get("kv_cache", 0.0)) / 1024
+    return dataclasses.replace(model, spec_queries=float(d.queries), tokens_per_step=d.acceptance,
+                               draft_passes=d.tokens, draft_pass_s=passes, draft_kv_s_per_token=kv)
 
 
 def step_model(s: Scenario, m: ModelSpec, gpu: GpuSpec, network: Network | None = None,
@@ -220,13 +256,8 @@ def step_model(s: Scenario, m: ModelSpec, gpu: GpuSpec, network: Network | None 
     An engine whose profile says so (``Engine.gemm_share_by_rows``: TensorRT-LLM) has its FP8 (W8A8) and NVFP4
     (W4A4) GEMMs of ``T`` rows timed at the share of the peak they reach (:func:`gpuplan.speed.offline.trtllm_gpu`,
     :data:`~gpuplan.overheads.TRTLLM_GEMM_PEAK_SHARE`: fitted on the H100 and B200 rows of NVIDIA's performance
-    overview), as the offline model times them: one GEMM, one price. Speculative decoding is refused: the simulated
-    scheduler's steps yield one token a sequence."""
+    overview), as the offline model times them: one GEMM, one price."""
     timer = step_timer(s, m, gpu, network)
-    if timer.draft is not None:  # a step that yields a tokens a sequence, which the scheduler's steps do not hold
-        raise GpuplanError(f"the serving simulation (users, rate_rps, capacity) runs steps of one token a sequence, "
-                           f"not speculative ones: drop speculative_method {s.speculative_method} for the load, or "
-                           "drop the load (estimate times the speculative step at batch_size)")
     if not engine_for(s).gemm_share_by_rows or timer.dtype not in ("fp8", "fp4"):
         return sample(timer, calibration)
     from ..speed.offline import trtllm_gpu
