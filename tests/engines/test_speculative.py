@@ -66,6 +66,23 @@ def test_the_draft_takes_its_weights_and_kv_from_vllms_pool():
     assert spec.max_context_tokens == pytest.approx(by_hand, rel=5e-4) and spec.max_context_tokens < by_hand
 
 
+def test_sglang_holds_the_draft_worker_out_of_its_reserve():
+    """SGLang (ServerArgs._handle_gpu_memory_settings, ModelRunner.init_memory_pool): the reserve grows by 2 GiB
+    (mem_fraction_static 0.835 -> 0.810 on an H100's 81,510 MiB: (81,510 - 13,440 - 2,048) / 81,510), the target's
+    pool gains max_running_requests x (2k + 1) + 100 = 2,048 x 7 + 100 = 14,436 tokens, and the draft worker holds the
+    head's 849,362,944 bytes and 4,096 bytes a token of the same pool out of the reserve: 849,362,944 + 413,784 x
+    4,096 = 2,544,222,208 bytes. n-gram grows the pool by the headroom alone."""
+    plain = estimate({**LLAMA, "engine": "sglang"}, advise=False).memory
+    spec = estimate({**EAGLE3, "engine": "sglang"}, advise=False).memory
+    ngram = estimate({**LLAMA, "engine": "sglang", "speculative_method": "ngram", "acceptance_length": 1.5},
+                     advise=False).memory
+    assert (plain.engine["mem_fraction_static"], spec.engine["mem_fraction_static"]) == (0.835, 0.81)
+    assert ngram.max_context_tokens - plain.max_context_tokens == 2_048 * 7 + 100 == 14_436
+    assert spec.max_context_tokens == 413_784
+    assert spec.other["SGLang draft worker (its weights and token pool)"] == pytest.approx(
+        (849_362_944 + 413_784 * 4_096) / 2**30, rel=1e-9)
+
+
 def test_mtp_adds_deepseeks_mtp_layer_an_moe_layer_with_eh_proj():
     """DeepSeek-V3's config has num_nextn_predict_layers 1: the MTP module is one more MoE decoder layer (the last
     layer's kind) plus eh_proj [2 x 7,168 -> 7,168] = 102,760,448 and two norms of 7,168; its embeddings and head are

@@ -17,16 +17,20 @@ length* ``a`` tokens per sequence and step (``1 <= a <= k + 1``). What each engi
   tokens per sequence replays the full CUDA graphs captured for uniform decode batches of that query length.
 - SGLang (``--speculative-algorithm EAGLE | EAGLE3 | NEXTN | STANDALONE | NGRAM``, ``--speculative-num-steps k``,
   ``--speculative-eagle-topk 1``, ``--speculative-num-draft-tokens k + 1``: a chain; gpuplan models chains, not
-  trees): a draft worker with its own token pool of the target's size (the draft's KV per token beside the
-  target's, from the same ``mem_fraction_static``), its draft steps and the verify under CUDA graphs
-  (``EAGLEDraftCudaGraphRunner``, the target's runner at ``num_draft_tokens`` tokens per sequence).
+  trees): a draft worker with its own weights and token pool, of the target's tokens plus a headroom for the
+  draft and verify tokens in flight (``ModelRunner.init_memory_pool``: ``draft_runner_cache_size``, which the
+  target's pool takes too), allocated after the target's out of the reserve, which ``ServerArgs`` grows by 2 GiB
+  for EAGLE and MTP and 6 GiB for a draft model (:func:`gpuplan.engines.sglang.draft_bytes`); its draft steps and
+  the verify run under CUDA graphs (``EAGLEDraftCudaGraphRunner``, the target's runner at ``num_draft_tokens``
+  tokens per sequence).
 - TensorRT-LLM (``speculative_config: {decoding_type: MTP, num_nextn_predict_layers: k}`` in the options file;
   ``Eagle3``, ``NGram``, ``DraftTarget``): DeepSeek's MTP layers drafted autoregressively (tech blog 2, "MTP
   Eagle"), their KV in the same paged pool (the MTP layers count among the pool's layers).
 
 So for every engine: the draft's decoder layers add their weights and their KV cache per token to the model the
-engine holds (:func:`served_model`), and a step's time is ``k`` draft passes plus one verify pass of ``k + 1`` query
-tokens per sequence, both priced by the roofline the plain decode step uses (:mod:`gpuplan.speed.inference`).
+engine holds (:func:`served_model`: in vLLM's and TensorRT-LLM's one pool; SGLang's beside it), and a step's time is ``k`` draft passes plus one verify pass of ``k + 1`` query
+tokens per sequence, both priced by the roofline the plain decode step uses (:meth:`gpuplan.speed.inference.
+StepTimer.step_parts`; the scheduler's step model samples the same, :func:`gpuplan.serving.steptime.with_draft`).
 No published speed-up multiplies anything: the acceptance length is the only input, and a speed-up is a check
 (``bench/serving/speculative.py``).
 """

@@ -21,12 +21,14 @@ from ..tensors.state import weight_format
 
 def inference_memory(s: Scenario, m: ModelSpec, capacity_gib: float | None, gpu: GpuSpec | None = None) -> Estimate:
     """The weights in their storage format over ``tp x pp`` GPUs, completed by the engine's profile. With speculative
-    decoding the engine holds the draft's layers and their KV cache beside the model's
-    (:func:`gpuplan.engines.speculative.served_model`)."""
+    decoding the engine holds the draft's layers and their KV cache beside the model's in its one pool
+    (:func:`gpuplan.engines.speculative.served_model`), or apart where its profile says so
+    (:attr:`~gpuplan.engines.base.Engine.draft_in_pool`: SGLang)."""
     e = Estimate(slack=oh.ALLOCATOR_SLACK_INFER)
     engine = engine_for(s)
     draft = speculative.draft_of(s, m)
-    m = speculative.served_model(m, draft)
+    if engine.draft_in_pool:
+        m = speculative.served_model(m, draft)
     e.assumptions += engine.attention_notes(s, m)
     fmt, skip = weight_format(s, m)
     e.weights = weights_per_gpu(s, m, fmt, skip)
@@ -63,9 +65,8 @@ def attention_ranks(s: Scenario, e: Estimate) -> Estimate:
 def draft_words(draft: speculative.Draft) -> str:
     """What the engine holds for its speculative decoding, in words."""
     held = {"ngram": "no draft weights or KV cache (prompt lookup on the CPU)",
-            "mtp": f"the checkpoint's {len(draft.layers)} MTP layer(s), their KV cache in the same pool",
-            "draft": f"the draft model's {len(draft.layers)} layers, embeddings and head, its KV cache in the same "
-                     "pool"}
+            "mtp": f"the checkpoint's {len(draft.layers)} MTP layer(s) and their KV cache",
+            "draft": f"the draft model's {len(draft.layers)} layers, embeddings and head, and its KV cache"}
     return (f"speculative decoding ({draft.method}, {draft.tokens} tokens a step): "
             + held.get(draft.method, "one EAGLE head layer of the model's shape"
-                       + (" and its own lm_head" if draft.own_params else "") + ", its KV cache in the same pool"))
+                       + (" and its own lm_head" if draft.own_params else "") + ", and its KV cache"))

@@ -42,8 +42,12 @@ Outside the steps, each request pays ``request_s`` once before its first token (
 handing the request to the engine core and streaming the token back): it adds to TTFT and end-to-end latency,
 not to the time per output token.
 
-So a pure decode step equals ``StepTimer.decode_s`` and a lone prompt ``StepTimer.prefill_s`` plus the kernel
-floor (tests/serving/test_serving.py checks both). ``Calibration`` scales the model per deployment (:mod:`.calibrate`):
+With speculative decoding (:func:`with_draft`) each decoding sequence counts ``k + 1`` rows in the token-proportional
+work and the logits, and the draft's passes add their GPU time (:meth:`StepModel._draft`); a step yields the
+acceptance length's tokens a sequence (``tokens_per_step``: :func:`gpuplan.serving.simulate.output_steps`).
+
+So a pure decode step equals ``StepTimer.decode_s`` (with speculation ``StepTimer.step_parts``) and a lone prompt
+``StepTimer.prefill_s`` plus the kernel floor (tests/serving/test_serving.py checks both). ``Calibration`` scales the model per deployment (:mod:`.calibrate`):
 ``compute`` the GPU time of prompt tokens, ``memory`` that of decodes (a mixed step blends them by its token
 shares), ``overhead`` the host terms.
 """
