@@ -47,8 +47,8 @@ work and the logits, and the draft's passes add their GPU time (:meth:`StepModel
 acceptance length's tokens a sequence (``tokens_per_step``: :func:`gpuplan.serving.simulate.output_steps`).
 
 So a pure decode step equals ``StepTimer.decode_s`` (with speculation ``StepTimer.step_parts``) and a lone prompt
-``StepTimer.prefill_s`` plus the kernel floor (tests/serving/test_serving.py checks both). ``Calibration`` scales the model per deployment (:mod:`.calibrate`):
-``compute`` the GPU time of prompt tokens, ``memory`` that of decodes (a mixed step blends them by its token
+``StepTimer.prefill_s`` plus the kernel floor (tests/serving/test_serving.py checks both). ``Calibration`` scales
+the model per deployment (:mod:`.calibrate`): ``compute`` the GPU time of prompt tokens, ``memory`` that of decodes (a mixed step blends them by its token
 shares), ``overhead`` the host terms.
 """
 
