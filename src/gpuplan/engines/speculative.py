@@ -29,8 +29,9 @@ length* ``a`` tokens per sequence and step (``1 <= a <= k + 1``). What each engi
 
 So for every engine: the draft's decoder layers add their weights and their KV cache per token to the model the
 engine holds (:func:`served_model`: in vLLM's and TensorRT-LLM's one pool; SGLang's beside it), and a step's time
-is ``k`` draft passes plus one verify pass of ``k + 1`` query tokens per sequence, both priced by the roofline the plain decode step uses (:meth:`gpuplan.speed.inference.
-StepTimer.step_parts`; the scheduler's step model samples the same, :func:`gpuplan.serving.steptime.with_draft`).
+is ``k`` draft passes plus one verify pass of ``k + 1`` query tokens per sequence, both priced by the roofline the
+plain decode step uses (:meth:`gpuplan.speed.inference.StepTimer.step_parts`; the scheduler's step model samples the
+same, :func:`gpuplan.serving.steptime.with_draft`).
 No published speed-up multiplies anything: the acceptance length is the only input, and a speed-up is a check
 (``bench/serving/speculative.py``).
 """

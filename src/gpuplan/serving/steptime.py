@@ -48,8 +48,8 @@ acceptance length's tokens a sequence (``tokens_per_step``: :func:`gpuplan.servi
 
 So a pure decode step equals ``StepTimer.decode_s`` (with speculation ``StepTimer.step_parts``) and a lone prompt
 ``StepTimer.prefill_s`` plus the kernel floor (tests/serving/test_serving.py checks both). ``Calibration`` scales
-the model per deployment (:mod:`.calibrate`): ``compute`` the GPU time of prompt tokens, ``memory`` that of decodes (a mixed step blends them by its token
-shares), ``overhead`` the host terms.
+the model per deployment (:mod:`.calibrate`): ``compute`` the GPU time of prompt tokens, ``memory`` that of decodes
+(a mixed step blends them by its token shares), ``overhead`` the host terms.
 """
 
 from __future__ import annotations
