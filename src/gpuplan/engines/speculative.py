@@ -183,8 +183,9 @@ def served_model(m: ModelSpec, draft: Draft | None) -> ModelSpec:
     """The model an engine holds with ``draft`` beside ``m``: the draft's layers after the target's (their weights,
     and their keys and values per token: in vLLM's and TensorRT-LLM's one pool; SGLang takes the difference for its
     draft worker, :func:`gpuplan.engines.sglang.draft_bytes`) and its own parameters as ``other_params``. Without a
-    draft, ``m``. A draft model's layers split their KV heads over TP as the target's do (:func:`gpuplan.tensors.kv.layer_cache_bytes` reads the
-    target's head count): exact at one GPU, approximate where the two models' KV heads differ."""
+    draft, ``m``. A draft model's layers split their KV heads over TP as the target's do
+    (:func:`gpuplan.tensors.kv.layer_cache_bytes` reads the target's head count): exact at one GPU, approximate where
+    the two models' KV heads differ."""
     if draft is None or not (draft.layers or draft.own_params):
         return m
     return dataclasses.replace(m, layers=(*m.layers, *draft.layers), other_params=m.other_params + draft.own_params)
