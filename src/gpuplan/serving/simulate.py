@@ -235,8 +235,7 @@ def simulate(model: StepModel, engine: Scheduler, arrive: np.ndarray, prompt: np
     if not engine.prefix_cache:
         shared_prefix, prefix_hits = 0, None
     hit, shared_blocks = _cached_tokens(n, prompt, engine.block_tokens, shared_prefix, prefix_hits, cached_blocks)
-    st = (_Ranks if engine.attention_ranks > 1 else _Engine)(engine, prompt, output_steps(model, output), hit,
-                                                             shared_blocks)
+    st = _state(engine, model, prompt, output, hit, shared_blocks)
     inbox = st.inbox if engine.recv_interval > 1 else st.waiting  # where sent requests wait to be taken in
     if inter_token_gaps:
         st.gaps = TokenGaps(n)
@@ -268,7 +267,6 @@ def simulate(model: StepModel, engine: Scheduler, arrive: np.ndarray, prompt: np
             t, busy = max(t, next_at), False
             continue
         k, dt, last = st.timed(model, step, next_at, t)
-        # a step's tokens each (the acceptance length with speculative decoding), at most
         next_at = clients.streaming(t, model.tokens_per_step * k * step.seqs / dt if dt > 0 else 0.0)
         scheduled_at, busy = t + dt - last, True  # the last step's start
         t += dt
@@ -278,6 +276,13 @@ def simulate(model: StepModel, engine: Scheduler, arrive: np.ndarray, prompt: np
         if len(over):  # finished: their seats go back to the clients
             next_at = clients.replied(t, len(over))
     return _outcome(model, st, clients.sent, stopped, events, steps, output)
+
+
+def _state(engine: Scheduler, model: StepModel, prompt, output, hit, shared_blocks: int) -> _Engine | _Ranks:
+    """The engine's state: one scheduler, or one per attention data-parallel rank (SGLang's DP workers), each
+    request's output as the steps it takes (:func:`output_steps`: a step yields ``model.tokens_per_step`` tokens)."""
+    kind = _Ranks if engine.attention_ranks > 1 else _Engine
+    return kind(engine, prompt, output_steps(model, output), hit, shared_blocks)
 
 
 def output_steps(model: StepModel, output: np.ndarray) -> np.ndarray:
