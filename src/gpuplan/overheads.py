@@ -1328,3 +1328,16 @@ FIRST_CALL_SETUP_RANGE = (0.09, 1.53)
 # bench/results/modules.md meet (median error 12 %; the misses, each with its cause where found, are said there); a
 # generation or inference plan on a datacenter card widens it to the server hosts measured (SERVER_HOST_RANGE).
 MODULE_SPEED_SPREAD = (-0.25, 0.25)
+# Speculative decoding (gpuplan.engines.speculative). Draft tokens a step proposes when the scenario does not say:
+# SGLang's DeepSeek recipe's chain (docs/basic_usage/deepseek.md "Multi-token Prediction": --speculative-num-steps 3
+# --speculative-eagle-topk 1 --speculative-num-draft-tokens 4) and TensorRT-LLM's best MTP depth on DeepSeek-R1
+# (tech blog 1, "Autoregressive MTP Layers": "3x MTP layers configuration demonstrates optimal performance").
+SPECULATIVE_TOKENS = 3
+# Mean acceptance length (tokens a verify step yields per sequence, the target's own included) by method and draft
+# tokens, where a source publishes one; at other depths the scenario gives acceptance_length. mtp: DeepSeek-R1 (FP4)
+# on 8 B200 under TensorRT-LLM, ISL 1,024 / OSL 2,048, greedy: NVIDIA/TensorRT-LLM docs/source/blogs/tech_blog/
+# blog1_Pushing_Latency_Boundaries_Optimizing_DeepSeek-R1_Performance_on_NVIDIA_B200_GPUs.md, "Autoregressive MTP
+# Layers" ("Acceptance Rate" 1.92 / 2.58 / 2.82 / 2.99 / 3.01 for MTP 1-5). An input of the speed model, not a
+# speed-up: the TPS/User column beside it is the check (bench/serving/speculative.py).
+ACCEPTANCE_LENGTH = {("mtp", 1): 1.92, ("mtp", 2): 2.58, ("mtp", 3): 2.82, ("mtp", 4): 2.99, ("mtp", 5): 3.01}
+ACCEPTANCE_SOURCE = {"mtp": "DeepSeek-R1's MTP under TensorRT-LLM, tech blog 1 'Autoregressive MTP Layers'"}

@@ -117,6 +117,15 @@ def _rate(x: float) -> str:
     return f"{x:,.0f}" if x >= 10 else f"{x:.2g}"
 
 
+
+def _tpot(s: dict, sp, streaming: float) -> str:
+    """The decode step and the time per output token it gives: the same without speculative decoding; with it, a
+    step yields the acceptance length's tokens (the plan's scenario says how many)."""
+    if not s.get("speculative_method") or s["speculative_method"] == "none":
+        return f"decode step, TPOT {1e3 * sp.step_time_s:,.1f} ms"
+    return (f"decode step {1e3 * sp.step_time_s:,.1f} ms yielding {s['acceptance_length']:g} tokens a sequence, TPOT "
+            f"{1e3 / streaming:,.1f} ms")
+
 def _speed(result, s: dict) -> None:
     sp = result.speed
     if not sp:
@@ -140,8 +149,8 @@ def _speed(result, s: dict) -> None:
             head = f"  decode step at {s['batch_size']:,} request{'s' if s['batch_size'] != 1 else ''} at once"
         line = (f"{head}: {_rate(sp.tokens_per_s)} output tokens/s in all{likely}"
                 + (f", {rate:,.3g} requests/s" if rate else "")
-                + (f"; each user streams {_rate(streaming)} tokens/s (decode step, TPOT {1e3 * sp.step_time_s:,.1f}"
-                   f" ms, {sp.bound}-bound)" if streaming else
+                + (f"; each user streams {_rate(streaming)} tokens/s ({_tpot(s, sp, streaming)}, {sp.bound}-bound)"
+                   if streaming else
                    f"; decode step {1e3 * sp.step_time_s:,.1f} ms ({sp.bound}-bound)")
                 + (f", {per_user:,.1f} tokens/s averaged over a whole request with the other users' prompts "
                    "prefilled in between" if per_user and s["batch_size"] > 1 else ""))

@@ -91,6 +91,10 @@ class Engine:
     # how its MoE layers send tokens to their experts unless moe_dispatch is set: SGLang and vLLM gather and
     # reduce-scatter ("allgather")
     moe_dispatch = "allgather"
+    # a speculative draft's layers take their KV cache from the engine's one pool, sized with them (vLLM's KV cache
+    # spec lists every attention layer, TensorRT-LLM's pool counts the MTP layers); False: the engine holds the draft
+    # apart and says how in its memory (SGLang: a draft pool of the target's tokens, out of its reserve)
+    draft_in_pool = True
     # it runs on Apple silicon's GPU (Metal: llama.cpp, MLX; transformers through PyTorch's MPS backend)
     metal = False
     # where a simulated run's numbers come from, as the capacity table's note says it ("From a simulation of ...")

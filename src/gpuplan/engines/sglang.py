@@ -67,12 +67,15 @@ from ..tensors.breakdown import GIB, Estimate, desktop_gib, device_overheads
 from ..tensors.kv import kv_dtype_bytes
 from ..tensors.layout import weights_per_gpu
 from ..tensors.state import weight_format
-from . import deepep
+from . import deepep, speculative
 from .base import Engine
 from .records import HostLoop, KvPool, Timing
 from .vllm import block_fp8_kernels, cuda_total_gib, current_timing, version_tuple
 
 HEURISTIC_FROM = (0, 5, 3)  # the first release with PR #10975's reserve (2025-10)
+# the reserve's growth for a speculative draft (ServerArgs._handle_gpu_memory_settings: STANDALONE 6 GiB, every
+# algorithm but NGRAM 2 GiB), by gpuplan's speculative_method
+DRAFT_RESERVE_MIB = {"eagle": 2 * 1024, "eagle3": 2 * 1024, "mtp": 2 * 1024, "draft": 6 * 1024}
 EARLY_MEM_FRACTION_BY_TP = ((16, 0.79), (8, 0.81), (4, 0.85), (2, 0.87))  # before HEURISTIC_FROM; TP 1: 0.88
 OVERLAP_FROM = (0, 4, 0)  # the overlap ("zero-overhead") scheduler, on by default
 SCHEDULE_POLICY = "fcfs"  # as simulated (see the module docstring)
@@ -155,9 +158,12 @@ class Defaults:
     mem_fraction_static: float
 
 
-def defaults(memory_mib: float, tp: int = 1, pp: int = 1, version: str | None = None) -> Defaults:
+def defaults(memory_mib: float, tp: int = 1, pp: int = 1, version: str | None = None,
+             speculative: str = "none") -> Defaults:
     """The server defaults a card of ``memory_mib`` (what ``nvidia-smi`` reports) gets (see the module
-    docstring; ``_handle_gpu_memory_settings``)."""
+    docstring; ``_handle_gpu_memory_settings``): with speculative decoding the reserve grows by 2 GiB for an EAGLE
+    head or MTP layers and 6 GiB for a draft model ("eagle draft models and cuda graphs", "standalone draft model
+    and cuda graphs"; none for n-gram), which holds the draft (:func:`draft_bytes`)."""
     gib = 1024
     if version_tuple(version or "0.5.3") < HEURISTIC_FROM:
         small = memory_mib < 25_000
@@ -177,6 +183,7 @@ def defaults(memory_mib: float, tp: int = 1, pp: int = 1, version: str | None = 
     reserve = 512 + max(chunk, 2048) * 1.5 + bs * 2 + tp * pp / 8 * 1024
     if memory_mib > 60 * gib:
         reserve = max(reserve, 10 * gib)
+    reserve += DRAFT_RESERVE_MIB.get(speculative, 0)
     return Defaults(chunked_prefill_size=chunk, cuda_graph_max_bs=bs,
                     mem_fraction_static=round((memory_mib - reserve) / memory_mib, 3))
 
@@ -252,7 +259,7 @@ def startup_memory(s: Scenario, m: ModelSpec, gpu: GpuSpec, *, mem_fraction_stat
     ``total_gib``: the free memory at start if known (the log's first "avail mem"); else the card's
     ``cudaMemGetInfo`` total less the CUDA context and torch's start-up
     (:data:`~gpuplan.overheads.SGLANG_START_GIB`) and a desktop on the card (``s.display``)."""
-    d = defaults(gpu.usable_gib * 1024, s.tp, s.pp, s.engine_version)
+    d = defaults(gpu.usable_gib * 1024, s.tp, s.pp, s.engine_version, s.speculative_method)
     mfs = mem_fraction_static or d.mem_fraction_static
     card = cuda_total_gib(gpu)
     total = total_gib if total_gib is not None else card - oh.SGLANG_START_GIB - desktop_gib(s, gpu.memory_gib)
@@ -263,13 +270,40 @@ def startup_memory(s: Scenario, m: ModelSpec, gpu: GpuSpec, *, mem_fraction_stat
     tokens = kv_tokens(available, total, mfs, cell)
     context = s.max_model_len or m.max_context or (s.prompt_tokens + s.output_tokens)
     ratio, floor = new_token_ratios(s)
+    running = max_running_requests(tokens, context)
+    tokens += speculative_headroom(s, running)
     return StartupMemory(total_gib=total, weights_gib=weights, available_gib=available, mem_fraction_static=mfs,
                          kv_tokens=tokens, kv_pool_gib=tokens * cell / GIB, chunked_prefill_size=chunk_size(s, d),
-                         max_running_requests=max_running_requests(tokens, context), context_len=context,
+                         max_running_requests=running, context_len=context,
                          cuda_graph_max_bs=d.cuda_graph_max_bs, card_gib=max(card, total),
                          new_token_ratio=ratio, min_new_token_ratio=floor,
                          prefill_cap_takes_last=version_tuple(s.engine_version or "0.5.3")
                          >= PREFILL_CAP_TAKES_LAST_FROM)
+
+
+def speculative_headroom(s: Scenario, running: int) -> int:
+    """Tokens SGLang adds to the profiled pool under speculative decoding (``ModelRunner.init_memory_pool``: "both
+    verify and draft tokens can be concurrently allocated", ``draft_runner_cache_size = max_total_num_tokens +
+    max_num_reqs x speculative_num_steps x speculative_eagle_topk + max_num_reqs x speculative_num_draft_tokens +
+    100``, which the target's pool takes too), for gpuplan's chain of ``k`` steps, top-1, ``k + 1`` draft tokens."""
+    if s.speculative_method == "none":
+        return 0
+    k = s.speculative_tokens
+    return running * (k + k + 1) + 100
+
+
+def draft_bytes(s: Scenario, m: ModelSpec, tokens: int) -> float:
+    """What SGLang's draft worker holds on one GPU beside the target's pool, out of the reserve
+    (:func:`defaults` grows it for that): the draft's weights (an EAGLE head, the MTP layers, a draft model:
+    :mod:`.speculative`) and its own pool of the target's ``tokens`` (``draft_runner_cache_size``) at its layers'
+    bytes a token. 0 without a draft model (n-gram, or no speculation)."""
+    draft = speculative.draft_of(s, m)
+    if draft is None or not draft.layers:
+        return 0.0
+    served = speculative.served_model(m, draft)
+    fmt, skip = weight_format(s, m)
+    weights = weights_per_gpu(s, served, fmt, skip) - weights_per_gpu(s, m, fmt, skip)
+    return weights + tokens * (cell_bytes(s, served) - cell_bytes(s, m))
 
 
 # ---- the engine profile ----------------------------------------------------------------------------
@@ -369,6 +403,7 @@ class Sglang(Engine):
                   "same speed; less room for activations and CUDA graphs")
     launch_target = "sglang"
     cache_words = "radix cache"
+    draft_in_pool = False  # its draft worker holds its own pool of the target's tokens (draft_bytes)
     no_chunked_prefill = None
 
     def scheduler_settings(self, s: Scenario, startup: StartupMemory, pool: KvPool, longest: int) -> dict | None:
@@ -401,13 +436,17 @@ class Sglang(Engine):
         # weights beyond the card leave no reserve (the load fails), not a negative one
         reserve = max(budget - sm.weights_gib - sm.kv_pool_gib, 0.0) * GIB
         buffers = deepep.buffer_bytes(s, m)  # allocated after the pool, out of the reserve (engines/deepep.py)
-        e.other["SGLang reserve (activations, CUDA graphs)"] = max(reserve - buffers, 0.0)
-        e.preallocated = budget * GIB + max(buffers - reserve, 0.0)
+        draft = draft_bytes(s, m, sm.kv_tokens)  # the draft worker's weights and pool, out of the reserve too
+        e.other["SGLang reserve (activations, CUDA graphs)"] = max(reserve - buffers - draft, 0.0)
+        e.preallocated = budget * GIB + max(buffers + draft - reserve, 0.0)
+        if draft:
+            e.other["SGLang draft worker (its weights and token pool)"] = draft
         if buffers:
             e.other[deepep.label(s)] = buffers
-            if buffers > reserve:
-                e.warnings.append(f"DeepEP's buffers ({buffers / GIB:.2f} GiB) exceed what mem_fraction_static "
-                                  f"leaves beside the pool ({reserve / GIB:.2f} GiB): lower --mem-fraction-static")
+        if buffers + draft > reserve:
+            e.warnings.append(f"{' and '.join(x for x, b in (('DeepEP buffers', buffers), ('the draft', draft)) if b)}"
+                              f" ({(buffers + draft) / GIB:.2f} GiB) exceed what mem_fraction_static leaves beside "
+                              f"the pool ({reserve / GIB:.2f} GiB): lower --mem-fraction-static")
         kv = pool(s, sm)
         e.extra.update(max_concurrency=kv.max_concurrency, max_context_tokens=kv.kv_tokens,
                        kv_cache_pool_gib=sm.kv_pool_gib, engine=_engine_dict(s, sm), kv_pool=kv, startup=sm)

@@ -15,8 +15,9 @@ The remaining ``1 - fraction`` of the free memory holds CUDA graphs, the runtime
 ``max_num_seqs`` and ``max_num_batched_tokens`` set them. The KV cache is paged in blocks of ``tokens_per_block``
 tokens (``--kv_cache_config tokens_per_block``), fp8 with ``kv_cache_dtype fp8`` (one byte per element).
 Weights are stored as the scenario's quantization (``fp8``: one byte; ``nvfp4``: 4.5 bits, see
-:mod:`gpuplan.model.quant`). Not modelled: KV-cache reuse across requests, the host (secondary) pool, speculative
-decoding's draft weights, attention data parallelism.
+:mod:`gpuplan.model.quant`). Speculative decoding's draft (MTP layers, an EAGLE-3 head, a draft model) holds its
+weights beside the model's and its cache in the same pool (:mod:`.speculative`). Not modelled: KV-cache reuse across
+requests, the host (secondary) pool, attention data parallelism.
 
 ``trtllm-bench throughput`` (the offline runs of NVIDIA's performance overview) picks ``max_batch_size`` and
 ``max_num_tokens`` itself when not given (:func:`bench_settings`), gives the KV cache 0.95 of the free memory in

@@ -142,24 +142,32 @@ def inference_speed(x: Context) -> dict[str, Formula]:
                                 source="data/gpus.yaml")]),
     }
     b, o = s.batch_size, max(s.output_tokens, 1)
+    a = s.acceptance_length if s.speculative_method != "none" else 1.0  # tokens a step yields a sequence
+    steps = o / a
     latency = sp.request_latency_s or 0.0
     server = sp.request_overhead_s or 0.0  # in the TTFTs, not in the cycle: it overlaps other requests' steps
-    prefill = sp.ttft_burst_s - server if b > 1 and sp.ttft_burst_s is not None else latency - o * step
-    cycle = o * step + prefill
+    prefill = sp.ttft_burst_s - server if b > 1 and sp.ttft_burst_s is not None else latency - steps * step
+    cycle = steps * step + prefill
+    per_step = f" / {a:g} tokens a step" if a != 1 else ""
     out["speed.tokens_per_s"] = Formula(
         label="output tokens/s", value=(sp.tokens_per_s or 0.0), unit="tokens/s", accuracy=acc,
         computed=b * o / cycle if cycle > 0 else None,
         formula="tokens/s = sequences x output tokens / cycle, cycle = output tokens x decode step + the prefill of "
-                "the next prompts (continuous batching, as vLLM and TGI serve)",
-        substituted=f"{b} x {o:,} / ({o:,} x {step * 1000:,.1f} ms + {prefill:,.3f} s) = "
+                "the next prompts (continuous batching, as vLLM and TGI serve)" + (
+                    "; with speculative decoding a step yields the acceptance length's tokens a sequence, so the "
+                    "cycle holds output tokens / acceptance length steps" if a != 1 else ""),
+        substituted=f"{b} x {o:,} / ({o:,}{per_step} x {step * 1000:,.1f} ms + {prefill:,.3f} s) = "
                     f"{b * o / cycle if cycle > 0 else 0:,.1f} tokens/s", constants=[_range(sp, "decode")])
     if sp.streaming_tokens_per_s_per_user:
         out["speed.streaming_tokens_per_s_per_user"] = Formula(
             label="streaming tokens/s per user", value=sp.streaming_tokens_per_s_per_user, unit="tokens/s",
-            accuracy=acc, computed=1 / step if step > 0 else None,
-            formula="streaming speed = 1 / decode step: the tokens each user sees per second while the batch "
-                    "decodes (vLLM's inter-token latency); other users' prompts prefilled in between add stalls",
-            substituted=f"1 / {step * 1000:,.1f} ms = {1 / step if step > 0 else 0:,.1f} tokens/s")
+            accuracy=acc, computed=a / step if step > 0 else None,
+            formula=("streaming speed = 1 / decode step" if a == 1 else
+                     "streaming speed = acceptance length / decode step (speculative decoding)")
+            + ": the tokens each user sees per second while the batch decodes (vLLM's inter-token latency); other "
+              "users' prompts prefilled in between add stalls",
+            substituted=(f"{a:g} / " if a != 1 else "1 / ") + f"{step * 1000:,.1f} ms = "
+                        f"{a / step if step > 0 else 0:,.1f} tokens/s")
     if sp.ttft_s is not None:
         out["speed.ttft_s"] = _ttft(sp, s.batch_size, bool(s.shared_prefix_tokens), acc, ttft)
         if sp.ttft_burst_s is not None and s.batch_size > 1:  # the same formula, read at its second value

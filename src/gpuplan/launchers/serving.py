@@ -1,9 +1,11 @@
 """What the serving targets (vLLM, SGLang, TensorRT-LLM) write alike: the quantization to ask the engine for, the
-line that states the predicted KV pool, and the note that a re-quantized plan needs a converted checkpoint."""
+line that states the predicted KV pool, the note that a re-quantized plan needs a converted checkpoint, and the draft
+a speculative plan loads."""
 
 from __future__ import annotations
 
 from ..engines import engine_for
+from ..errors import GpuplanError
 from ..model.checkpoints import published
 from .plan import LaunchPlan
 
@@ -35,3 +37,14 @@ def converted_note(plan: LaunchPlan, flag: str) -> list[str]:
     if ready and plan.model_ref == ready:
         return [f"{flag}: the command loads {ready}, the {q} checkpoint of {plan.model.name} that its publisher ships"]
     return [f"{flag} needs a checkpoint quantized that way: replace {plan.model.name} with its {q} version"]
+
+
+def draft_to_load(plan: LaunchPlan) -> str | None:
+    """The draft checkpoint a speculative plan's engine loads (``draft_model``: an EAGLE head's id or a draft model),
+    None for MTP (the checkpoint's own layers) and n-gram (none); refused for an EAGLE plan that names no head
+    (every engine loads the head from its own checkpoint)."""
+    s = plan.scenario
+    if s.speculative_method in ("eagle", "eagle3") and s.draft_model is None:
+        raise GpuplanError(f"speculative_method {s.speculative_method} loads an EAGLE head trained for "
+                           f"{plan.model.name}: give its Hugging Face id as draft_model")
+    return s.draft_model if s.speculative_method in ("eagle", "eagle3", "draft") else None

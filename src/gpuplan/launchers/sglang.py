@@ -10,7 +10,8 @@ defaults and stay on (no ``--disable-radix-cache``, ``--disable-overlap-schedule
 off (prefill batches run apart from decodes, as simulated). Option names are those of SGLang's ``ServerArgs``
 (``python/sglang/srt/server_args.py`` ``add_cli_args``). A copy over several nodes runs the same script on each
 (``NODE_RANK``, ``MASTER_ADDR``) with ``--nnodes``, ``--node-rank`` and ``--dist-init-addr`` (SGLang's multi-node
-serving: ``ServerArgs.nnodes``, ``node_rank``, ``dist_init_addr``).
+serving: ``ServerArgs.nnodes``, ``node_rank``, ``dist_init_addr``). A speculative plan writes its chain
+(:func:`speculative_flags`).
 """
 
 from __future__ import annotations
@@ -19,7 +20,7 @@ from ..engines import engine_for
 from ..speed.experts import moe_dispatch
 from .files import LaunchFile, Raw, shell_text
 from .plan import LaunchPlan
-from .serving import converted_note, pool_line, quant_to_ask
+from .serving import converted_note, draft_to_load, pool_line, quant_to_ask
 from .settings import LaunchOptions
 
 NAME = "sglang"
@@ -28,6 +29,9 @@ SCRIPT = "sglang-serve.sh"
 POOL = "KV pool (SGLang's token pool)"  # the header's pool line names it as vLLM's does, then as SGLang does
 DTYPE = {"bf16": "bfloat16", "fp16": "float16", "fp32": "float32"}
 KV_CACHE_DTYPE = {"auto": "auto", "fp16": "auto", "bf16": "auto", "fp8": "fp8_e4m3"}
+# speculative_method -> SGLang's --speculative-algorithm (python/sglang/srt/speculative/spec_info.py
+# SpeculativeAlgorithm)
+SPECULATIVE_ALGORITHM = {"eagle": "EAGLE", "eagle3": "EAGLE3", "mtp": "NEXTN", "draft": "STANDALONE", "ngram": "NGRAM"}
 QUANTIZATION = {"fp8": "fp8", "awq-int4": "awq", "gptq-int4": "gptq", "gptq-int8": "gptq", "mxfp4": "mxfp4",
                 "nvfp4": "modelopt_fp4"}
 
@@ -64,7 +68,22 @@ def command(plan: LaunchPlan, opts: LaunchOptions) -> list[str]:
              "--kv-cache-dtype", KV_CACHE_DTYPE[s.kv_cache_dtype]]
     if quant_to_ask(plan) is not None:
         argv += ["--quantization", QUANTIZATION[quant_to_ask(plan)]]
-    return [*argv, "--port", str(opts.port)]
+    return [*argv, *speculative_flags(plan), "--port", str(opts.port)]
+
+
+def speculative_flags(plan: LaunchPlan) -> list[str]:
+    """SGLang's speculative decoding as gpuplan times it, a chain of ``k`` draft tokens (``ServerArgs``:
+    ``--speculative-algorithm`` EAGLE, EAGLE3, NEXTN (MTP), STANDALONE (a draft model) or NGRAM,
+    ``--speculative-num-steps k``, ``--speculative-eagle-topk 1``, ``--speculative-num-draft-tokens k + 1``, and
+    ``--speculative-draft-model-path`` for a head or draft model, :func:`~.serving.draft_to_load`)."""
+    s = plan.scenario
+    if s.speculative_method == "none":
+        return []
+    argv = ["--speculative-algorithm", SPECULATIVE_ALGORITHM[s.speculative_method]]
+    if draft_to_load(plan):
+        argv += ["--speculative-draft-model-path", draft_to_load(plan)]
+    return [*argv, "--speculative-num-steps", str(s.speculative_tokens), "--speculative-eagle-topk", "1",
+            "--speculative-num-draft-tokens", str(s.speculative_tokens + 1)]
 
 
 def moe_layout(s) -> list[str]:

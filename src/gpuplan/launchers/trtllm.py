@@ -6,7 +6,8 @@ left to TensorRT-LLM's defaults: ``--backend`` (``pytorch`` unless the plan sets
 ``--kv_cache_free_gpu_memory_fraction``;
 the KV cache's dtype and block size go in the ``--config`` YAML (``kv_cache_config``: ``dtype``,
 ``tokens_per_block``), and a ``capacity_scheduler_policy`` the plan was given as ``scheduler_config`` (top-level
-``LlmArgs`` key, the enum's name: ``MAX_UTILIZATION``, as TensorRT-LLM's own example configs write it). Option
+``LlmArgs`` key, the enum's name: ``MAX_UTILIZATION``, as TensorRT-LLM's own example configs write it), and a
+speculative plan's ``speculative_config`` (:func:`speculative_config`). Option
 names are those of ``trtllm-serve``'s click command (``tensorrt_llm/commands/serve.py``; transcribed in
 tests/data/trtllm, since TensorRT-LLM does not install without CUDA). An fp8 or nvfp4 plan needs a checkpoint
 quantized that way (NVIDIA ModelOpt): TensorRT-LLM reads the format from the checkpoint.
@@ -18,12 +19,14 @@ from ..engines import engine_for
 from ..engines import trtllm as trtllm_engine
 from .files import LaunchFile, shell_text, yaml_text
 from .plan import LaunchPlan
-from .serving import pool_line
+from .serving import draft_to_load, pool_line
 from .settings import LaunchOptions
 
 NAME = "trtllm"
 SCRIPT = "trtllm-serve.sh"
 CONFIG = "trtllm-config.yaml"
+# speculative_method -> TensorRT-LLM's speculative_config decoding_type (tensorrt_llm/llmapi/llm_args.py; MTP apart)
+DECODING_TYPE = {"eagle3": "Eagle3", "ngram": "NGram", "draft": "DraftTarget"}
 KV_DTYPE = {"auto": "auto", "fp16": "auto", "bf16": "auto", "fp8": "fp8"}
 
 
@@ -61,6 +64,21 @@ def config(plan: LaunchPlan) -> dict:
         out["enable_attention_dp"] = True
     if s.capacity_scheduler_policy:
         out["scheduler_config"] = {"capacity_scheduler_policy": s.capacity_scheduler_policy.upper()}
+    if s.speculative_method != "none":
+        out["speculative_config"] = speculative_config(plan)
+    return out
+
+
+def speculative_config(plan: LaunchPlan) -> dict:
+    """The ``speculative_config`` of the options file (``LlmArgs``' decoding configs by ``decoding_type``: ``MTP``
+    with ``num_nextn_predict_layers`` (DeepSeek's MTP layers run ``k`` times, tech blog 2 "MTP Eagle"), ``Eagle3``,
+    ``NGram`` and ``DraftTarget`` with ``max_draft_len`` and, for a head or draft model, ``speculative_model``)."""
+    s = plan.scenario
+    if s.speculative_method == "mtp":
+        return {"decoding_type": "MTP", "num_nextn_predict_layers": s.speculative_tokens}
+    out = {"decoding_type": DECODING_TYPE[s.speculative_method], "max_draft_len": s.speculative_tokens}
+    if draft_to_load(plan):
+        out["speculative_model"] = draft_to_load(plan)
     return out
 
 

@@ -10,7 +10,8 @@ predicted KV pool, else the longest that fits (:func:`gpuplan.launchers.plan.lau
 to start otherwise). A copy over several nodes runs the same script on each (``NODE_RANK``, ``MASTER_ADDR``): vLLM's
 multiprocessing executor across nodes, ``--nnodes``, ``--node-rank``, ``--master-addr``, ``--master-port`` and
 ``--headless`` on every node but the first (vLLM's multi-node serving without Ray, its parser's ``nnodes``,
-``node_rank``, ``master_addr``, ``headless``). Option names and choices are those of vLLM 0.32's and 0.33's parsers
+``node_rank``, ``master_addr``, ``headless``). A speculative plan writes ``--speculative-config``
+(:func:`speculative_flag`). Option names and choices are those of vLLM 0.32's and 0.33's parsers
 (``make_arg_parser`` in ``vllm/entrypoints/launchers/cli_args.py``, in 0.33 ``entrypoints/common/cli_args.py``;
 ``vllm/config/cache.py`` ``CacheDType``; ``vllm/model_executor/layers/quantization`` ``QuantizationMethods``; captured
 in tests/data/vllm).
@@ -18,13 +19,15 @@ in tests/data/vllm).
 
 from __future__ import annotations
 
+import json
+
 from ..engines import engine_for
 from ..engines.vllm import version_tuple
 from ..errors import GpuplanError
 from ..speed.experts import moe_dispatch
 from .files import LaunchFile, Raw, shell_text
 from .plan import LaunchPlan
-from .serving import converted_note, pool_line, quant_to_ask
+from .serving import converted_note, draft_to_load, pool_line, quant_to_ask
 from .settings import LaunchOptions
 
 NAME = "vllm"
@@ -35,6 +38,8 @@ KV_CACHE_DTYPE = {"auto": "auto", "fp16": "float16", "bf16": "bfloat16", "fp8": 
 QUANTIZATION = {"fp8": "fp8", "awq-int4": "awq", "gptq-int4": "gptq", "gptq-int8": "gptq", "mxfp4": "mxfp4",
                 "nvfp4": "modelopt_fp4",
                 "int8": "int8_per_channel_weight_only"}  # online int8 weight-only; AWQ/GPTQ need such a checkpoint
+# speculative_method -> vLLM's SpeculativeConfig method (vllm/config/speculative.py SpeculativeMethod)
+SPECULATIVE_METHOD = {"eagle": "eagle", "eagle3": "eagle3", "mtp": "mtp", "ngram": "ngram", "draft": "draft_model"}
 
 
 def applies(plan: LaunchPlan) -> str | None:
@@ -106,7 +111,22 @@ def command(plan: LaunchPlan, opts: LaunchOptions, *, multinode_env: bool = Fals
         argv += ["--quantization", QUANTIZATION[quant_to_ask(plan)]]
     if s.enforce_eager:
         argv.append("--enforce-eager")
-    return [*argv, *chunked_prefill_flag(s), *async_scheduling_flag(s), "--port", str(opts.port)]
+    return [*argv, *chunked_prefill_flag(s), *async_scheduling_flag(s), *speculative_flag(plan), "--port",
+            str(opts.port)]
+
+
+def speculative_flag(plan: LaunchPlan) -> list[str]:
+    """``--speculative-config`` as JSON (one shell word, quoted by the script): vLLM's ``SpeculativeConfig`` fields
+    ``method`` (its choices: ``eagle``, ``eagle3``, ``mtp``, ``ngram``, ``draft_model``; tests/data/vllm), ``model``
+    (the head or draft model, :func:`~.serving.draft_to_load`) and ``num_speculative_tokens``."""
+    s = plan.scenario
+    if s.speculative_method == "none":
+        return []
+    config = {"method": SPECULATIVE_METHOD[s.speculative_method]}
+    if draft_to_load(plan):
+        config["model"] = draft_to_load(plan)
+    config["num_speculative_tokens"] = s.speculative_tokens
+    return ["--speculative-config", json.dumps(config)]
 
 
 def chunked_prefill_flag(s) -> list[str]:

@@ -14,7 +14,8 @@ The rules, in the order they are asked:
   the layers;
 - offloading, and a full fine-tune of frozen quantized weights;
 - the serving engine: training on transformers only, another engine's settings, what it does not load (its
-  profile's :meth:`~gpuplan.engines.Engine.refusal`), a max_model_len shorter than one request;
+  profile's :meth:`~gpuplan.engines.Engine.refusal`), speculative decoding it does not run on the model
+  (:func:`gpuplan.engines.speculative.refusal`), a max_model_len shorter than one request;
 - the card: what the engine does not run on it (:meth:`~gpuplan.engines.Engine.card_refusal`), dtypes without
   tensor cores;
 - the context: a learned position table the sequence runs past.
@@ -24,7 +25,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from ..engines import ENGINES, OWN_SETTINGS, REFUSES_FOREIGN, SIMULATED, engine_for
+from ..engines import ENGINES, OWN_SETTINGS, REFUSES_FOREIGN, SIMULATED, engine_for, speculative
 from ..errors import GpuplanError
 from ..hardware import GpuSpec
 from ..market.offers import NODE_GPUS, largest_node
@@ -343,7 +344,8 @@ def _engine(s: Scenario, m: ModelSpec) -> list[str]:
         raise GpuplanError(f"full fine-tuning updates every weight, and {s.quant} weights take no gradients (they "
                            "are loaded frozen): train LoRA or QLoRA on them, or drop quant")
     engine = engine_for(s)
-    why = engine_refusal(s, m) or _moe_layout(s, m)
+    why = engine_refusal(s, m) or _moe_layout(s, m) or (speculative.refusal(s, m) if s.task == "infer" and
+                                                        s.speculative_method != "none" else None)
     if why:
         raise GpuplanError(why)
     why = engine.chunked_prefill_refusal(s) or engine.async_scheduling_refusal(s) if s.task == "infer" else None

@@ -189,6 +189,26 @@ class Scenario(BaseModel):
         "from the C++ runtime, as MLPerf's submissions do")
     max_model_len: int | None = Field(default=None, ge=16, le=10_000_000,
                                       description="vLLM --max-model-len; default: the model's context")
+    speculative_method: Literal["none", "ngram", "draft", "eagle", "eagle3", "mtp"] = Field(
+        default="none", exclude_if=lambda v: v == "none",  # said when set: other scenarios read as they did
+        description="speculative decoding (engine vllm, sglang or trtllm): ngram (prompt lookup on the CPU), draft "
+        "(a smaller model, draft_model), eagle / eagle3 (an EAGLE head: one decoder layer of the model's shape), mtp "
+        "(the checkpoint's MTP layers, DeepSeek-V3/R1); each step drafts speculative_tokens tokens, then the model "
+        "verifies them at once and keeps acceptance_length tokens a sequence on average")
+    speculative_tokens: int | None = Field(default=None, ge=1, le=16, exclude_if=lambda v: v is None,
+                                           description="with speculative_method: tokens drafted per step (vLLM "
+                                           "num_speculative_tokens, SGLang --speculative-num-steps, TensorRT-LLM "
+                                           "max_draft_len); default 3")
+    acceptance_length: float | None = Field(
+        default=None, ge=1.0, le=17.0, exclude_if=lambda v: v is None, description="with speculative_method: mean "
+        "tokens a verify step yields per sequence, the model's own included (vLLM's 'Mean acceptance length', "
+        "SGLang's accept length); default: the published figure for the method and speculative_tokens (mtp: "
+        "TensorRT-LLM's DeepSeek-R1 1.92 / 2.58 / 2.82 / 2.99 / 3.01 at 1-5 tokens), else required")
+    draft_model: str | None = Field(default=None, exclude_if=lambda v: v is None, description="with "
+                                    "speculative_method draft: the draft model (a bundled name, a Hugging Face id "
+                                    "or a config.json), sharing the model's vocabulary; with eagle or eagle3: the "
+                                    "head's Hugging Face id, which the launch files load (its size is taken from "
+                                    "the model's shape)")
     engine_version: str | None = Field(default=None, description="the engine release whose memory, scheduler and "
                                        "timing rules apply (vLLM 0.6.3 ... 0.33.0: V0 before 0.8, async scheduling "
                                        "from 0.14; SGLang 0.3 ... 0.5: the overlap scheduler from 0.4, DeepSeek's "
@@ -458,6 +478,7 @@ class Scenario(BaseModel):
                              f"{self.precision} (16-bit precisions already run at the 16-bit rate)")
         if self.shared_prefix_tokens and self.task == "train":
             raise ValueError("shared_prefix_tokens is the start every serving prompt shares: drop it for training")
+        _speculation(self)
         if self.shared_prefix_tokens >= self.prompt_tokens:
             raise ValueError(f"shared_prefix_tokens ({self.shared_prefix_tokens:,}) must be below prompt_tokens "
                              f"({self.prompt_tokens:,}): the shared start is part of each prompt, which ends with "
@@ -593,6 +614,37 @@ class Scenario(BaseModel):
 TORCHTITAN_TAKES = {"optimizer": ("adamw",), "precision": ("bf16-mixed", "fp8-mixed", "fp32"),
                     "loss": ("full", "chunked"), "sharding": ("single", "ddp", "fsdp", "fsdp2"),
                     "activation_offload": (False,), "offload": ("none", "optimizer+params")}
+
+
+def _speculation(s: Scenario) -> None:
+    """The speculative-decoding fields belong together: tokens, an acceptance length or a draft model only with a
+    method, of a serving plan; a draft model for method draft (required) or an EAGLE head (its id, optional); the
+    draft tokens default to :data:`~gpuplan.overheads.SPECULATIVE_TOKENS` and the acceptance length to the published
+    figure at that depth (:data:`~gpuplan.overheads.ACCEPTANCE_LENGTH`), else must be given. What the model and the
+    engine cannot run is refused when it is resolved (:func:`gpuplan.engines.speculative.refusal`)."""
+    given = [f for f in ("speculative_tokens", "acceptance_length", "draft_model") if getattr(s, f) is not None]
+    if s.speculative_method == "none":
+        if given:
+            raise ValueError(f"{', '.join(given)} describe speculative decoding: set speculative_method, or drop them")
+        return
+    if s.task == "train":
+        raise ValueError("speculative_method is how a serving engine decodes: drop it for training")
+    if s.speculative_method == "draft" and s.draft_model is None:
+        raise ValueError("speculative_method draft runs a smaller model as the draft: name it in draft_model")
+    if s.speculative_method in ("ngram", "mtp") and s.draft_model is not None:
+        how = "with the checkpoint's MTP layers" if s.speculative_method == "mtp" else "by prompt lookup"
+        raise ValueError(f"speculative_method {s.speculative_method} drafts {how}, not with a model of its own: drop "
+                         "draft_model")
+    k = s.speculative_tokens or oh.SPECULATIVE_TOKENS
+    published = oh.ACCEPTANCE_LENGTH.get((s.speculative_method, k))
+    if s.acceptance_length is None and published is None:
+        raise ValueError(f"no published acceptance length for speculative_method {s.speculative_method} with {k} "
+                         "speculative tokens: give acceptance_length (the mean tokens a step yields, as the engine's "
+                         "spec-decode metrics report it)")
+    if s.acceptance_length is not None and s.acceptance_length > k + 1:
+        raise ValueError(f"acceptance_length {s.acceptance_length:g} is more than the {k + 1} tokens a step with {k} "
+                         "speculative tokens verifies: lower it, or raise speculative_tokens")
+    _fill(s, {"speculative_tokens": k, "acceptance_length": s.acceptance_length or published})
 
 
 def _pretraining_stack(s: Scenario) -> dict[str, Any]:
@@ -746,7 +798,8 @@ INFER_ONLY = frozenset({"batch_size", "prompt_tokens", "output_tokens", "shared_
                         "async_scheduling", "flashinfer_sampler", "ubatch_tokens",
                         "free_gpu_memory_fraction", "tokens_per_block", "capacity_scheduler_policy",
                         "trtllm_backend", "flash_attention", "cpu_layers", "extra_gpus", "tensor_split", "attention_dp",
-                        "moe_dispatch"})
+                        "moe_dispatch", "speculative_method", "speculative_tokens", "acceptance_length",
+                        "draft_model"})
 
 
 def scenario_from(data: dict[str, Any] | Scenario) -> Scenario:

@@ -235,7 +235,7 @@ def simulate(model: StepModel, engine: Scheduler, arrive: np.ndarray, prompt: np
     if not engine.prefix_cache:
         shared_prefix, prefix_hits = 0, None
     hit, shared_blocks = _cached_tokens(n, prompt, engine.block_tokens, shared_prefix, prefix_hits, cached_blocks)
-    st = (_Ranks if engine.attention_ranks > 1 else _Engine)(engine, prompt, output, hit, shared_blocks)
+    st = _state(engine, model, prompt, output, hit, shared_blocks)
     inbox = st.inbox if engine.recv_interval > 1 else st.waiting  # where sent requests wait to be taken in
     if inter_token_gaps:
         st.gaps = TokenGaps(n)
@@ -267,7 +267,7 @@ def simulate(model: StepModel, engine: Scheduler, arrive: np.ndarray, prompt: np
             t, busy = max(t, next_at), False
             continue
         k, dt, last = st.timed(model, step, next_at, t)
-        next_at = clients.streaming(t, k * step.seqs / dt if dt > 0 else 0.0)  # a token a step each, at most
+        next_at = clients.streaming(t, model.tokens_per_step * k * step.seqs / dt if dt > 0 else 0.0)
         scheduled_at, busy = t + dt - last, True  # the last step's start
         t += dt
         steps += k
@@ -275,7 +275,24 @@ def simulate(model: StepModel, engine: Scheduler, arrive: np.ndarray, prompt: np
         over = st.land(step, k, t, t - (k - 1) * last)
         if len(over):  # finished: their seats go back to the clients
             next_at = clients.replied(t, len(over))
-    return _outcome(model, st, clients.sent, stopped, events, steps)
+    return _outcome(model, st, clients.sent, stopped, events, steps, output)
+
+
+def _state(engine: Scheduler, model: StepModel, prompt, output, hit, shared_blocks: int) -> _Engine | _Ranks:
+    """The engine's state: one scheduler, or one per attention data-parallel rank (SGLang's DP workers), each
+    request's output as the steps it takes (:func:`output_steps`: a step yields ``model.tokens_per_step`` tokens)."""
+    kind = _Ranks if engine.attention_ranks > 1 else _Engine
+    return kind(engine, prompt, output_steps(model, output), hit, shared_blocks)
+
+
+def output_steps(model: StepModel, output: np.ndarray) -> np.ndarray:
+    """The decode steps each request's output takes: one token a step, or with speculative decoding the first token
+    from the prompt's step and then :attr:`~.steptime.StepModel.tokens_per_step` a step (the acceptance length, its
+    mean: ``1 + ceil((output - 1) / a)``). The scheduler runs requests in steps (a request's cache grows by one token
+    a step in its blocks, so with speculation it holds ``1 / a`` of its output's cache: optimistic where the pool
+    binds); the latencies count the output's tokens (:func:`_outcome`)."""
+    a = model.tokens_per_step
+    return output if a == 1 else 1 + np.ceil((output - 1) / a).astype(np.int64)
 
 
 def _bound_hit(steps: int, max_steps: int, events: int, max_events: int, deadline: float) -> str:
@@ -1004,10 +1021,12 @@ def _decode_run(rem, have, held, free: int, bt: int) -> int:
     return k
 
 
-def _outcome(model: StepModel, st: _Engine, sent, stopped: str, events: int, steps: int) -> Outcome:
+def _outcome(model: StepModel, st: _Engine, sent, stopped: str, events: int, steps: int,
+             output: np.ndarray) -> Outcome:
     """The latencies of the completed requests (a request's first token and last token plus the model's
-    per-request latency outside the engine, from its send), the tokens served and the time it took."""
-    finish, first, output = st.finish, st.first, st.output
+    per-request latency outside the engine, from its send), the ``output`` tokens served (each request's, whatever
+    steps they took: :func:`output_steps`) and the time it took."""
+    finish, first = st.finish, st.first
     ok = ~np.isnan(finish)
     after = model.request_s - model.frontend_s  # the frontend's serial part is in first and finish already
     ttft = first[ok] - sent[ok] + after

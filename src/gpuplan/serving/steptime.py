@@ -42,15 +42,20 @@ Outside the steps, each request pays ``request_s`` once before its first token (
 handing the request to the engine core and streaming the token back): it adds to TTFT and end-to-end latency,
 not to the time per output token.
 
-So a pure decode step equals ``StepTimer.decode_s`` and a lone prompt ``StepTimer.prefill_s`` plus the kernel
-floor (tests/serving/test_serving.py checks both). ``Calibration`` scales the model per deployment (:mod:`.calibrate`):
-``compute`` the GPU time of prompt tokens, ``memory`` that of decodes (a mixed step blends them by its token
-shares), ``overhead`` the host terms.
+With speculative decoding (:func:`with_draft`) each decoding sequence counts ``k + 1`` rows in the token-proportional
+work and the logits, and the draft's passes add their GPU time (:meth:`StepModel._draft`); a step yields the
+acceptance length's tokens a sequence (``tokens_per_step``: :func:`gpuplan.serving.simulate.output_steps`).
+
+So a pure decode step equals ``StepTimer.decode_s`` (with speculation ``StepTimer.step_parts``) and a lone prompt
+``StepTimer.prefill_s`` plus the kernel floor (tests/serving/test_serving.py checks both). ``Calibration`` scales
+the model per deployment (:mod:`.calibrate`): ``compute`` the GPU time of prompt tokens, ``memory`` that of decodes
+(a mixed step blends them by its token shares), ``overhead`` the host terms.
 """
 
 from __future__ import annotations
 
 import bisect
+import dataclasses
 from collections.abc import Callable
 from dataclasses import dataclass
 
@@ -107,6 +112,15 @@ class StepModel:
     prefill_graph_tokens: float = 0.0
     prefill_graph_s: float = 0.0
     async_host: bool = False  # vLLM async scheduling: the host work overlaps the GPU's, the longer one shows
+    # speculative decoding (gpuplan.engines.speculative): each decoding sequence runs spec_queries query rows in the
+    # verify; the draft's first pass runs over the step's rows, its other draft_passes - 1 over one row a decoding
+    # sequence (draft_pass_s: one pass over grid_tokens rows), each reading its own cache (draft_kv_s_per_token a
+    # context token); a step yields tokens_per_step tokens a decoding sequence (the acceptance length)
+    spec_queries: float = 1.0
+    tokens_per_step: float = 1.0
+    draft_passes: int = 0
+    draft_pass_s: tuple[float, ...] = ()
+    draft_kv_s_per_token: float = 0.0
     # the engine's prompt work other than attention over gpuplan's (Timing.prompt_scale): the prompt tokens' share of
     # the token-proportional work and the logits scaled by it
     prompt_scale: float = 1.0
@@ -120,16 +134,19 @@ class StepModel:
         ``prefill_pairs`` (query, key) pairs of prompt attention, and ``sampled`` sequences producing a token
         (default: every decode and every prompt chunk); ``host_seqs``: the sequences one scheduler handles, where
         several run side by side (SGLang's DP attention ranks: the busiest one's), default all of them."""
-        tokens = prefill_tokens + decode_seqs
+        verify = decode_seqs * self.spec_queries  # the decodes' query rows (more than one each: speculation)
+        tokens = prefill_tokens + verify
         if tokens <= 0:
             return 0.0
         pseqs = (1.0 if prefill_tokens > 0 else 0.0) if prefill_seqs is None else prefill_seqs
-        rows = decode_seqs + pseqs if sampled is None else sampled
+        rows = (decode_seqs + pseqs if sampled is None else sampled) + verify - decode_seqs
         share = prefill_tokens / tokens
         dense = _interp(self.grid_tokens, self.dense_s, tokens) + _interp(self.grid_tokens, self.lm_head_s, rows)
         gpu = dense * (1 + (self.prompt_scale - 1) * share) \
             + prefill_pairs * self.attention_s_per_pair + decode_context * self.kv_s_per_token \
             + prefill_tokens * self.scan_s_per_token + decode_seqs * self.state_s_per_seq
+        if self.draft_passes:
+            gpu += self._draft(tokens, decode_seqs, decode_context)
         graphed = prefill_tokens > 0 and tokens <= self.prefill_graph_tokens  # replayed as prefill graphs
         if graphed:
             gpu += self.prefill_graph_s
@@ -139,6 +156,13 @@ class StepModel:
         seqs = decode_seqs + pseqs if host_seqs is None else host_seqs
         host = (self.step_host_s + self.seq_host_s * seqs) * c.overhead
         return max(gpu, host) if self.async_host else gpu + host
+
+    def _draft(self, rows: float, decode_seqs: float, decode_context: float) -> float:
+        """The draft's GPU seconds in a step of ``rows`` rows (:meth:`gpuplan.speed.inference.StepTimer.draft_s`):
+        its first pass over them, its other passes over one row a decoding sequence, each reading its cache."""
+        return (_interp(self.grid_tokens, self.draft_pass_s, rows)
+                + (self.draft_passes - 1) * _interp(self.grid_tokens, self.draft_pass_s, decode_seqs)
+                + self.draft_passes * decode_context * self.draft_kv_s_per_token)
 
     def _launches(self, prefill_tokens: float, tokens: float, graphed: bool) -> float:
         """Host seconds to launch the step's kernels one by one where it runs without a CUDA graph (0: it replays
@@ -201,7 +225,7 @@ def sample(timer: StepTimer, calibration: Calibration | None = None,
     timing = timer.timing
     launch = timer.launch_host_s() if timing.graphs else 0.0
     cap = timing.graph_max_batch * max(timer.s.attention_ranks, 1) if timing.graphs else 0
-    return StepModel(grid_tokens=tuple(float(t) for t in GRID_TOKENS), dense_s=tuple(dense), lm_head_s=tuple(heads),
+    model = StepModel(grid_tokens=tuple(float(t) for t in GRID_TOKENS), dense_s=tuple(dense), lm_head_s=tuple(heads),
                      attention_s_per_pair=attn, kv_s_per_token=kv, scan_s_per_token=scan, state_s_per_seq=state,
                      step_host_s=2 * one - two, seq_host_s=two - one,
                      request_s=timer.request_s, frontend_s=timer.frontend[0], frontend_token_s=timer.frontend[1],
@@ -210,6 +234,23 @@ def sample(timer: StepTimer, calibration: Calibration | None = None,
                      prefill_graph_tokens=float(timing.prefill_graph_tokens),
                      prefill_graph_s=timing.prefill_graph_s, prompt_scale=timing.prompt_scale,
                      calibration=calibration or Calibration())
+    return with_draft(model, timer) if timer.draft else model
+
+
+def with_draft(model: StepModel, timer: StepTimer) -> StepModel:
+    """``model`` with the timer's speculative decoding (:meth:`StepTimer.step_parts`): the verify's query rows, the
+    draft's passes sampled on the grid (GPU work only: the host loop runs once a step), the tokens a step yields."""
+    d, dt = timer.draft, timer.draft_timer
+    if dt is None:  # drafted on the CPU (n-gram): the verify alone
+        return dataclasses.replace(model, spec_queries=float(d.queries), tokens_per_step=d.acceptance)
+
+    def gpu(parts: dict[str, float]) -> float:
+        return sum(v for k, v in parts.items() if k != "host")
+
+    passes = tuple(gpu(dt.decode_parts(t, 0)) for t in GRID_TOKENS)
+    kv = (dt.decode_parts(1, 1024).get("kv_cache", 0.0) - dt.decode_parts(1, 0).get("kv_cache", 0.0)) / 1024
+    return dataclasses.replace(model, spec_queries=float(d.queries), tokens_per_step=d.acceptance,
+                               draft_passes=d.tokens, draft_pass_s=passes, draft_kv_s_per_token=kv)
 
 
 def step_model(s: Scenario, m: ModelSpec, gpu: GpuSpec, network: Network | None = None,

@@ -29,8 +29,9 @@ import math
 from dataclasses import dataclass
 
 from .. import overheads as oh
-from ..engines import engine_for
+from ..engines import engine_for, speculative
 from ..engines.records import Timing
+from ..engines.speculative import Draft
 from ..hardware import GpuSpec, Network
 from ..memory import inference_memory
 from ..model import gguf
@@ -76,6 +77,8 @@ class StepTimer:
     # speed/offline.py); False: the bandwidth / datasheet-peak roofline the vLLM calibration used
     grouped_experts: bool = False
     cached_prefix: int = 0  # shared-prefix tokens later requests find cached (the engine's prefix cache)
+    draft: Draft | None = None  # speculative decoding's draft (gpuplan.engines.speculative), None without
+    draft_timer: StepTimer | None = None  # times one pass of the draft's own layers (None: drafted on the CPU)
     inter: Link | None = None  # a copy of the model across nodes: each GPU's share of the node's network
 
     @property
@@ -167,9 +170,14 @@ class StepTimer:
         return sum(self.prefill_parts(tokens, context=context, seqs=seqs).values())
 
     # ---- decode -----------------------------------------------------------------------------------------
-    def decode_parts(self, batch: int, context: float) -> dict[str, float]:
-        """Seconds by kind of work of one decode step of ``batch`` sequences of ``context`` tokens each."""
+    def decode_parts(self, batch: int, context: float, *, queries: int = 1) -> dict[str, float]:
+        """Seconds by kind of work of one decode step of ``batch`` sequences of ``context`` tokens each, each with
+        ``queries`` new tokens (more than one: the verify step of speculative decoding, :meth:`step_parts`): every
+        linear, the logits, element-wise work and collectives run ``batch x queries`` rows; the cache is read once
+        per sequence (the attention kernel runs a sequence's queries over its keys together) and the host handles
+        ``batch`` sequences."""
         s, m, gpu, tp = self.s, self.m, self.gpu, self.s.tp
+        rows = batch * queries
         if self.timing.kernels in ("ggml-metal", "mlx"):  # Apple silicon: the unified memory's bandwidth, per layer
             parts = mlx.decode_parts(self, batch, context) if self.timing.kernels == "mlx" else \
                 ggml.metal_decode_parts(s, m, gpu, batch, context, weight_bytes=ggml.streamed_bytes(s, m, batch),
@@ -180,23 +188,23 @@ class StepTimer:
         if self.timing.kernels == "ggml-cuda" and batch <= oh.LLAMA_CPP_MMVQ_MAX_BATCH:
             return self._ggml_cuda_decode_parts(batch, context)
         gpu_share = 1 - self.cpu_layer_share
-        weights = (self._linears_s(batch, dense_only=True) + self._experts_decode_s(batch)
+        weights = (self._linears_s(rows, dense_only=True) + self._experts_decode_s(rows)
                    + self.timing.expert_layer_s * sum(n for layer, n in m.layer_kinds() if layer.moe)) * gpu_share
-        weights += lm_head_s(m, gpu, self.other_dtype, batch, tp=tp)
+        weights += lm_head_s(m, gpu, self.other_dtype, rows, tp=tp)
         # the cache read in whole 16-token pages, as the kernels the vLLM calibration timed read it; under
         # attention data parallelism the busiest rank's sequences; the serving engines' absorbed MLA decode
         # (FlashMLA and its kin) at its compute floor where all heads of a GPU make it compute-bound
         rank_batch = rank_share(batch, s.attention_ranks)
         kv = rank_batch * (kv_bytes_per_sequence(s, m, int(context), block=oh.VLLM_BLOCK_TOKENS)
                            + self._state_write_bytes) * gpu_share
-        mla = mla_absorbed_s(self, rank_batch, context) * gpu_share if self.timing.graphs else 0.0
+        mla = mla_absorbed_s(self, rank_batch * queries, context) * gpu_share if self.timing.graphs else 0.0
         # Mamba-2's SSM states, read and written back, at the engine's state-update kernel's own rate where measured
         ssm = 2 * rank_batch * ssm_state_bytes(m, tp=s.attention_tp) * gpu_share \
             if self.timing.ssm_state_bps else 0.0
         kv_s = max((kv - ssm) * self.timing.kv_reads / (self._stream_bps * self.timing.fp8_kv_rate)
                    + (ssm / self.timing.ssm_state_bps if ssm else 0.0), mla)
         kernels = self._kernels_per_layer() * m.num_layers * gpu_share * self._kernel_latency_s
-        elementwise = self._elementwise_s(batch) * gpu_share
+        elementwise = self._elementwise_s(rows) * gpu_share
         if self.timing.gpu_scale != 1.0:  # an engine's ROCm build on AMD (engines.rocm)
             weights, kv_s, kernels, elementwise = (x * self.timing.gpu_scale for x in (weights, kv_s, kernels,
                                                                                        elementwise))
@@ -206,12 +214,13 @@ class StepTimer:
             parts["cpu_layers"] = self._cpu_layers_s(batch, context)
         # each attention data-parallel rank runs its own scheduler (SGLang's DP workers, vLLM's engine cores)
         host = self.host_s(prefill=False, context=context, seqs=rank_batch)
-        parts["tensor_parallel"] = self._tp_s(batch)
-        parts["pipeline_across_nodes"] = self._node_hops_s(batch)
-        parts["layer_split_handoffs"] = self._split_handoffs_s(batch)
+        parts["tensor_parallel"] = self._tp_s(rows)
+        parts["pipeline_across_nodes"] = self._node_hops_s(rows)
+        parts["layer_split_handoffs"] = self._split_handoffs_s(rows)
         if s.attention_dp:
-            parts.update(layout_comms_s(self, batch, batch, decode=True))
-        parts["kernel_launches"] = self._launches_s(rank_batch, gpu_s + parts["tensor_parallel"])  # each rank's graph
+            parts.update(layout_comms_s(self, rows, rows, decode=True))
+        parts["kernel_launches"] = self._launches_s(rank_batch * queries,  # each rank's graph, captured by tokens
+                                                    gpu_s + parts["tensor_parallel"])
         if self.timing.eager:  # the GPU waits on Python unless its kernels are longer
             parts["host"] = smooth_max(gpu_s, host, oh.HOST_GPU_OVERLAP_SHARPNESS) - gpu_s
         elif self.async_host:  # async scheduling: only the host work the GPU step does not cover shows
@@ -254,6 +263,36 @@ class StepTimer:
     def decode_s(self, batch: int, context: float) -> float:
         """Seconds of one decode step of ``batch`` sequences holding ``context`` tokens each."""
         return sum(self.decode_parts(batch, context).values())
+
+    # ---- the engine's step: plain, or speculative ------------------------------------------------------
+    def step_parts(self, batch: int, context: float) -> dict[str, float]:
+        """Seconds by kind of work of the decode step the engine runs for ``batch`` sequences of ``context`` tokens:
+        the plain step (:meth:`decode_parts`, one token a sequence), or with speculative decoding
+        (:mod:`gpuplan.engines.speculative`) the verify step of ``k + 1`` queries a sequence and, as ``draft``, the
+        draft's ``k`` passes (:meth:`draft_s`); it yields :attr:`tokens_per_step` tokens a sequence."""
+        if self.draft is None:
+            return self.decode_parts(batch, context)
+        parts = self.decode_parts(batch, context, queries=self.draft.queries)
+        parts["draft"] = self.draft_s(batch, context)
+        return {k: v for k, v in parts.items() if v > 0}
+
+    @property
+    def tokens_per_step(self) -> float:
+        """Tokens a decode step yields per sequence: 1, or the draft's mean acceptance length."""
+        return self.draft.acceptance if self.draft else 1.0
+
+    def draft_s(self, batch: int, context: float) -> float:
+        """The draft's GPU seconds in one step (vLLM ``EagleProposer.propose``, SGLang's draft steps): a first pass
+        over the ``k + 1`` tokens a sequence the verify step ran, then ``k - 1`` passes of one token a sequence, each
+        a decode step of the draft's own layers (:attr:`draft_timer`: an EAGLE head's one layer and the logits of its
+        vocabulary, the MTP layers, a draft model) over its cache of ``context`` tokens, under the engine's CUDA
+        graphs; the engine's host loop runs once a step (the target's). 0 for a draft drafted on the CPU (n-gram)."""
+        if self.draft_timer is None:
+            return 0.0
+        first = self.draft_timer.decode_parts(batch, context, queries=self.draft.queries)
+        rest = self.draft_timer.decode_parts(batch, context)
+        return (sum(first.values()) - first.get("host", 0.0)
+                + (self.draft.tokens - 1) * (sum(rest.values()) - rest.get("host", 0.0)))
 
     # ---- time to first token -----------------------------------------------------------------------------
     def ttft_s(self, prompt_tokens: int) -> float:
@@ -543,10 +582,15 @@ def step_timer(s: Scenario, m: ModelSpec, gpu: GpuSpec, network: Network | None 
         cpu_share = e.extra.get("offloaded_layers", 0) / m.num_layers
     inter = inter_node_link(gpu, network, s.num_gpus) if s.num_nodes > 1 else None
     timing = engine.timing(s, m, gpu)
+    draft = speculative.draft_of(s, m) if s.task == "infer" else None
+    plain = s.with_resolved({"speculative_method": "none", "speculative_tokens": None, "acceptance_length": None,
+                             "draft_model": None}) if draft else s
+    draft_timer = step_timer(plain, draft.model, gpu, network) if draft and draft.model else None
     return StepTimer(s=s, m=m, gpu=gpu, link=intra_node_link(gpu, network), dtype=dtype,
                      weight_bytes_per_param=per_param, skip=skip, kernel=engine_attention(s, m, timing),
                      cpu_layer_share=cpu_share, timing=timing, grouped_experts=timing.grouped_experts,
-                     cached_prefix=engine.cached_prefix_tokens(s, m), inter=inter)
+                     cached_prefix=engine.cached_prefix_tokens(s, m), inter=inter, draft=draft,
+                     draft_timer=draft_timer)
 
 
 def engine_attention(s: Scenario, m: ModelSpec, timing: Timing) -> str:
@@ -576,11 +620,13 @@ def serving_rates(timer: StepTimer, *, concurrency: int, prompt_tokens: int, out
     replaced by a new one whose prompt is prefilled between decode iterations. Per cycle of
     ``output_tokens`` iterations the engine decodes the batch at the mean context (``prompt + output/2``) and
     prefills ``concurrency`` new prompts: requests/s = ``concurrency / cycle``, each user's tokens/s =
-    ``output / cycle``. Transformers' static batching is the same cycle with every prompt prefilled at once.
+    ``output / cycle``. With speculative decoding a step yields ``a`` tokens a sequence (the acceptance length), so
+    the cycle holds ``output / a`` of them (:meth:`StepTimer.step_parts`). Transformers' static batching is the same
+    cycle with every prompt prefilled at once.
     """
-    decode = timer.decode_s(concurrency, prompt_tokens + output_tokens / 2)
+    decode = sum(timer.step_parts(concurrency, prompt_tokens + output_tokens / 2).values())
     prefill = timer.burst_ttft_s(prompt_tokens, concurrency) if concurrency > 1 else timer.ttft_s(prompt_tokens)
-    cycle = output_tokens * decode + prefill
+    cycle = output_tokens / timer.tokens_per_step * decode + prefill
     return ServingRates(concurrency=concurrency, requests_per_s=concurrency / cycle,
                         output_tokens_per_s=concurrency * output_tokens / cycle,
                         tokens_per_s_per_user=output_tokens / cycle, request_latency_s=cycle, decode_step_s=decode)
@@ -603,8 +649,9 @@ def inference_speed(s: Scenario, m: ModelSpec, gpu: GpuSpec, network: Network | 
     timer = step_timer(s, m, gpu, network)
     b, p, o = s.batch_size, s.prompt_tokens, s.output_tokens
     context = p + o / 2
-    parts = timer.decode_parts(b, context)
+    parts = timer.step_parts(b, context)
     step = sum(parts.values())
+    per_step = timer.tokens_per_step
     rates = serving_rates(timer, concurrency=b, prompt_tokens=p, output_tokens=max(o, 1))
     prefill = timer.burst_ttft_s(p, b)
     overhead = timer.request_s  # a user's TTFT: the engine's prefill, then its API server's path (not in the cycle)
@@ -620,7 +667,7 @@ def inference_speed(s: Scenario, m: ModelSpec, gpu: GpuSpec, network: Network | 
     speed = Speed(tokens_per_s=rates.output_tokens_per_s, step_time_s=step, bound=bound, parts_s=parts,
                   compute_s=prefill, communication_s=comms, ttft_s=single, ttft_burst_s=burst,
                   request_overhead_s=overhead, tokens_per_s_per_sequence=rates.tokens_per_s_per_user,
-                  streaming_tokens_per_s_per_user=1 / step if step > 0 else None,
+                  streaming_tokens_per_s_per_user=per_step / step if step > 0 else None,
                   request_latency_s=rates.request_latency_s, requests_per_s=rates.requests_per_s)
     shares = ", ".join(f"{k.replace('_', ' ')} {1e3 * v:.2f} ms" for k, v in
                        sorted(parts.items(), key=lambda kv: -kv[1])[:4])
@@ -630,7 +677,10 @@ def inference_speed(s: Scenario, m: ModelSpec, gpu: GpuSpec, network: Network | 
                                  "prefill samples (vLLM's SamplingParams takes max_tokens of at least 1), so the "
                                  "output tokens/s are the requests/s")
     speed.assumptions.append(f"decode step of {b} sequence(s) at {context:,.0f} tokens of context: {shares}; "
-                             f"{_weights_read(m, b)} and the whole KV cache read once per step")
+                             f"{_weights_read(m, b * (timer.draft.queries if timer.draft else 1))} and the whole KV "
+                             "cache read once per step")
+    if timer.draft:
+        speed.assumptions.append(speculation_words(timer, b, context))
     speed.assumptions.append(f"time to first token {single:.2f} s for one {p:,}-token prompt alone, "
                              f"{burst:.2f} s for the last of {b} arriving together"
                              + (f", each with {1e3 * overhead:.1f} ms per request outside the engine's steps "
@@ -655,6 +705,20 @@ def inference_speed(s: Scenario, m: ModelSpec, gpu: GpuSpec, network: Network | 
     if gpu.vendor != "NVIDIA":
         widen.append("other vendor")
     return banded(speed, engine.name, m, widen, maker=gpu.vendor, rocm=timer.timing.gpu_scale != 1.0)
+
+
+def speculation_words(timer: StepTimer, batch: int, context: float) -> str:
+    """A speculative step of ``batch`` sequences in words: its verify and draft times against the plain step's, the
+    tokens it yields, and the speed-up that comes out (a result, not an input)."""
+    d = timer.draft
+    plain = timer.decode_s(batch, context)
+    parts = timer.step_parts(batch, context)
+    step, draft = sum(parts.values()), parts.get("draft", 0.0)
+    return (f"speculative decoding ({d.method}, {d.tokens} draft tokens): each step verifies {d.queries} tokens a "
+            f"sequence ({1e3 * (step - draft):.2f} ms) after the draft's {d.tokens} pass(es) ({1e3 * draft:.2f} ms) "
+            f"and yields {d.acceptance:g} tokens a sequence on average ({d.acceptance_source}); the plain step takes "
+            f"{1e3 * plain:.2f} ms, so {d.acceptance * plain / step:.2f}x the tokens per second at {batch:,} "
+            "sequence(s) (the gain shrinks as the batch makes the verify step compute-bound)")
 
 
 def decode_words(timer: StepTimer, label: str, batch: int, host_shown: float) -> str:

@@ -44,7 +44,7 @@ import math
 from dataclasses import dataclass
 
 from .. import overheads as oh
-from ..engines import trtllm
+from ..engines import speculative, trtllm
 from ..hardware import GpuSpec, Network
 from ..model.spec import ModelSpec
 from ..scenario import Scenario
@@ -121,9 +121,11 @@ def decode_step_s(timer: StepTimer, batch: int, context: float) -> float:
     """One decode iteration under TensorRT-LLM: the step timer's GPU work (weights, the FP8 KV cache read, kernel
     latencies, TP all-reduces) and the fused MoE's dispatch (:func:`moe_dispatch_s`), its vLLM engine loop left out
     (TensorRT-LLM's overlap scheduler hides the executor's host work behind the GPU's step; a fitted per-request host
-    cost came out at zero on the dense rows)."""
-    parts = timer.decode_parts(batch, context)
-    return sum(v for k, v in parts.items() if k != "host") + moe_dispatch_s(timer.m, batch, decode=True,
+    cost came out at zero on the dense rows). With speculative decoding, the verify step of ``k + 1`` tokens a
+    sequence and the draft's passes (:meth:`~gpuplan.speed.inference.StepTimer.step_parts`)."""
+    parts = timer.step_parts(batch, context)
+    rows = batch * (timer.draft.queries if timer.draft else 1)
+    return sum(v for k, v in parts.items() if k != "host") + moe_dispatch_s(timer.m, rows, decode=True,
                                                                                 dtype=timer.dtype)
 
 
@@ -146,18 +148,21 @@ def offline_throughput(s: Scenario, m: ModelSpec, gpu: GpuSpec, network: Network
     kv_requests = sm.max_concurrency(held_tokens(s))
     conc = max(min(kv_requests, batch), 1)
     per_iteration = max(tokens // isl, 1)  # whole prompts per context iteration
+    draft = speculative.draft_of(s, m)
+    queries, per_step = (draft.queries, draft.acceptance) if draft else (1, 1.0)
 
     def timer(rows: float) -> StepTimer:
         return step_timer(s, m, trtllm_gpu(gpu, rows), network)  # grouped experts: Trtllm.timing
 
     def cycle(n: int) -> tuple[float, float, float]:
-        """(decode step, prefill, cycle) seconds of a wave of ``n`` requests."""
-        decode = decode_step_s(timer(n), n, isl + osl / 2)
+        """(decode step, prefill, cycle) seconds of a wave of ``n`` requests; a decode step yields ``per_step``
+        tokens a request (the acceptance length, with speculative decoding)."""
+        decode = decode_step_s(timer(n * queries), n, isl + osl / 2)
         full, rest = divmod(n, per_iteration)
         rows = per_iteration * isl
         prefill = full * prefill_s(timer(rows), rows, per_iteration) if full else 0.0
         prefill += prefill_s(timer(rest * isl), rest * isl, rest) if rest else 0.0
-        return decode, prefill, osl * decode + prefill
+        return decode, prefill, osl / per_step * decode + prefill
 
     decode, prefill, steady = cycle(conc)
     rate, waves = conc / steady, 0.0

@@ -1,0 +1,191 @@
+"""Speculative decoding: the draft a serving engine runs beside the model it serves, and what it proposes.
+
+A step with speculation drafts ``k`` tokens per sequence (``speculative_tokens``), then runs the target once over the
+``k + 1`` positions of each sequence (the last accepted token and the ``k`` drafts: the verify step) and keeps the
+drafts up to the first one the target rejects, plus the target's own next token: on average the *acceptance
+length* ``a`` tokens per sequence and step (``1 <= a <= k + 1``). What each engine runs (read from their code):
+
+- vLLM V1 (``--speculative-config '{"method": ..., "num_speculative_tokens": k}'``; ``vllm/config/speculative.py``
+  ``SpeculativeConfig``, ``vllm/v1/spec_decode/``): ``eagle`` / ``eagle3`` heads and ``mtp`` layers run in the
+  engine step after the verify (``EagleProposer.propose``: a first pass over the step's tokens, then ``k - 1``
+  passes of one token per sequence, each replaying a CUDA graph); the draft's attention layers take their pages from
+  the one KV pool the target's layers share (the KV cache spec lists every attention layer of the forward context,
+  the draft's among them); the draft shares the target's embeddings and lm_head unless it owns its own
+  (``vllm/v1/worker/gpu/spec_decode/eagle/utils.py`` ``load_eagle_model``: shared when the draft has none or an
+  equal copy; MTP's ``shared_head.head`` too). ``ngram`` proposes on the CPU from the prompt (no draft weights, no
+  draft KV); ``draft_model`` runs a second, smaller model the same way as a head. The verify batch of ``k + 1``
+  tokens per sequence replays the full CUDA graphs captured for uniform decode batches of that query length.
+- SGLang (``--speculative-algorithm EAGLE | EAGLE3 | NEXTN | STANDALONE | NGRAM``, ``--speculative-num-steps k``,
+  ``--speculative-eagle-topk 1``, ``--speculative-num-draft-tokens k + 1``: a chain; gpuplan models chains, not
+  trees): a draft worker with its own weights and token pool, of the target's tokens plus a headroom for the
+  draft and verify tokens in flight (``ModelRunner.init_memory_pool``: ``draft_runner_cache_size``, which the
+  target's pool takes too), allocated after the target's out of the reserve, which ``ServerArgs`` grows by 2 GiB
+  for EAGLE and MTP and 6 GiB for a draft model (:func:`gpuplan.engines.sglang.draft_bytes`); its draft steps and
+  the verify run under CUDA graphs (``EAGLEDraftCudaGraphRunner``, the target's runner at ``num_draft_tokens``
+  tokens per sequence).
+- TensorRT-LLM (``speculative_config: {decoding_type: MTP, num_nextn_predict_layers: k}`` in the options file;
+  ``Eagle3``, ``NGram``, ``DraftTarget``): DeepSeek's MTP layers drafted autoregressively (tech blog 2, "MTP
+  Eagle"), their KV in the same paged pool (the MTP layers count among the pool's layers).
+
+So for every engine: the draft's decoder layers add their weights and their KV cache per token to the model the
+engine holds (:func:`served_model`: in vLLM's and TensorRT-LLM's one pool; SGLang's beside it), and a step's time
+is ``k`` draft passes plus one verify pass of ``k + 1`` query tokens per sequence, both priced by the roofline the
+plain decode step uses (:meth:`gpuplan.speed.inference.StepTimer.step_parts`; the scheduler's step model samples the
+same, :func:`gpuplan.serving.steptime.with_draft`).
+No published speed-up multiplies anything: the acceptance length is the only input, and a speed-up is a check
+(``bench/serving/speculative.py``).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass
+
+from .. import overheads as oh
+from ..errors import GpuplanError
+from ..model.layers import Layer, Linear
+from ..model.spec import ModelSpec
+from ..scenario import Scenario
+
+# The engines that run speculative decoding as gpuplan models it (their launch files write it), by method
+ENGINE_METHODS = {"vllm": ("ngram", "draft", "eagle", "eagle3", "mtp"), "sglang": ("ngram", "draft", "eagle", "eagle3",
+                  "mtp"), "trtllm": ("ngram", "draft", "eagle3", "mtp")}
+# EAGLE-3's own lm_head over a reduced vocabulary: the reference heads' draft_vocab_size (SafeAILab/EAGLE
+# eagle/traineagle3/config.json "draft_vocab_size": 32000; yuhuili/EAGLE3-LLaMA3.1-Instruct-8B config.json)
+EAGLE3_DRAFT_VOCAB = 32_000
+
+
+@dataclass(frozen=True, kw_only=True)
+class Draft:
+    """What a plan's speculative decoding runs: ``method``, ``tokens`` drafted per step, ``acceptance`` tokens yielded
+    per verify step, the draft's decoder ``layers`` (their weights and KV cache join the target's,
+    :func:`served_model`), ``own_params`` the draft holds beyond them (an EAGLE-3 head's lm_head, a draft model's
+    embeddings and head) and ``model``, whose decode step times one draft pass (None: drafted on the CPU)."""
+
+    method: str
+    tokens: int
+    acceptance: float
+    acceptance_source: str
+    layers: tuple[Layer, ...] = ()
+    own_params: int = 0
+    model: ModelSpec | None = None
+
+    @property
+    def queries(self) -> int:
+        """Query tokens per sequence in the verify step: the last accepted token and the ``tokens`` drafts."""
+        return self.tokens + 1
+
+
+def draft_of(s: Scenario, m: ModelSpec) -> Draft | None:
+    """The draft of ``s`` on target ``m`` (None without speculation), refused in one sentence
+    (:class:`GpuplanError`) where it cannot run: see :func:`refusal`."""
+    if s.speculative_method == "none":
+        return None
+    why = refusal(s, m)
+    if why:
+        raise GpuplanError(why)
+    k, a, method = s.speculative_tokens, s.acceptance_length, s.speculative_method  # filled by the scenario
+    published = oh.ACCEPTANCE_LENGTH.get((method, k))
+    source = oh.ACCEPTANCE_SOURCE[method] if a == published else "acceptance_length as given"
+    if method == "ngram":
+        return Draft(method=method, tokens=k, acceptance=a, acceptance_source=source)
+    if method == "draft":
+        return _draft_model(s, m, k, a, source)
+    layers, own = (_mtp_layers(m), 0) if method == "mtp" else _eagle_layer(m, method)
+    head = dataclasses.replace(m, layers=layers, vision_params=0, other_params=0,
+                               vocab_size=EAGLE3_DRAFT_VOCAB if method == "eagle3" else m.vocab_size)
+    return Draft(method=method, tokens=k, acceptance=a, acceptance_source=source, layers=layers, own_params=own,
+                 model=head)
+
+
+def refusal(s: Scenario, m: ModelSpec) -> str | None:
+    """Why speculation ``s`` cannot run on ``m``: an engine that does not run the method, MTP on a model whose
+    config has no MTP layers, an EAGLE head on a model with no dense layer to shape it by (the scenario's own rules,
+    :func:`gpuplan.scenario.fields._speculation`, come first; a draft model of another vocabulary is refused where
+    it is read, :func:`_draft_model`)."""
+    method = s.speculative_method
+    if s.engine not in ENGINE_METHODS:
+        return ("speculative decoding is modelled on engines vllm, sglang and trtllm: set engine vllm, sglang or "
+                "trtllm, or drop speculative_method")
+    if method not in ENGINE_METHODS[s.engine]:
+        return f"{s.engine} does not run speculative_method {method}: use one of {', '.join(ENGINE_METHODS[s.engine])}"
+    if s.pp > 1:
+        return "speculative decoding is modelled on one pipeline stage: set pp 1 (tensor parallelism instead)"
+    if method == "mtp" and not mtp_layers(m):
+        return (f"{m.name}'s config has no MTP layers (num_nextn_predict_layers): use speculative_method eagle3 "
+                "with a head trained for it, ngram or draft")
+    if method in ("eagle", "eagle3") and _dense_layer(m) is None:
+        return (f"an EAGLE head is modelled as one dense decoder layer of {m.name}'s shape, and {m.name} has none: "
+                "use speculative_method mtp, ngram or draft")
+    return None
+
+
+def mtp_layers(m: ModelSpec) -> int:
+    """The MTP layers ``m``'s checkpoint holds beside its decoder (``num_nextn_predict_layers``: DeepSeek-V3/R1,
+    GLM-4.5, MiMo), which transformers does not build (so ``other_params`` does not count them)."""
+    text = m.config.get("text_config") or m.config
+    n = text.get("num_nextn_predict_layers") or m.config.get("num_nextn_predict_layers") or 0
+    return int(n) if isinstance(n, int) else 0
+
+
+def _mtp_layers(m: ModelSpec) -> tuple[Layer, ...]:
+    """DeepSeek's MTP module (DeepSeek-V3 report, section 2.2; vLLM ``deepseek_mtp.py``
+    ``DeepSeekMultiTokenPredictorLayer``): a decoder layer of the last layer's kind (MoE in DeepSeek-V3), plus
+    ``eh_proj`` ``[2h -> h]`` over the concatenated embedding and hidden state and its two norms (enorm, hnorm);
+    the embeddings and head are the target's (shared, :mod:`module docstring <.speculative>`)."""
+    h = m.hidden_size
+    last = m.layers[-1]
+    layer = dataclasses.replace(last, linears=(*last.linears, Linear(name="eh_proj", in_features=2 * h,
+                                                                      out_features=h, group="attention")),
+                                norm_params=last.norm_params + 2 * h)
+    return (layer,) * mtp_layers(m)
+
+
+def _dense_layer(m: ModelSpec) -> Layer | None:
+    """The first dense attention layer of ``m`` (the shape an EAGLE head's one layer takes)."""
+    return next((layer for layer in m.layers if not layer.moe and layer.kv_dims), None)
+
+
+def _eagle_layer(m: ModelSpec, method: str) -> tuple[tuple[Layer, ...], int]:
+    """An EAGLE head: one decoder layer of the target's dense shape and ``fc`` fusing features into the hidden size
+    (EAGLE-1/2: ``[2h -> h]`` over the token embedding and the target's last hidden state, SafeAILab/EAGLE
+    ``eagle/model/cnets1.py``; EAGLE-3: ``[3h -> h]`` over three of the target's layers' hidden states, and its
+    attention's q, k, v read ``2h`` (the embedding beside the fused state), ``eagle/model/cnets.py``
+    ``LlamaDecoderLayeremb``), with EAGLE-3's own lm_head of :data:`EAGLE3_DRAFT_VOCAB` rows."""
+    h, base = m.hidden_size, _dense_layer(m)
+    widen = method == "eagle3"
+    linears = tuple(dataclasses.replace(lin, in_features=2 * h) if widen and lin.name in ("q_proj", "k_proj",
+                                                                                          "v_proj") else lin
+                    for lin in base.linears)
+    fc = Linear(name="fc", in_features=(3 if widen else 2) * h, out_features=h, group="attention")
+    layer = dataclasses.replace(base, linears=(*linears, fc))
+    return (layer,), EAGLE3_DRAFT_VOCAB * h if widen else 0
+
+
+def _draft_model(s: Scenario, m: ModelSpec, k: int, a: float, source: str) -> Draft:
+    """A second, smaller model as the draft (vLLM ``method: draft_model``, SGLang ``STANDALONE``, TensorRT-LLM
+    ``DraftTarget``): its layers, and its embeddings, final norm and head beside them. It proposes token ids the
+    target verifies, so the two must share a vocabulary."""
+    from ..model import load_model
+
+    d = load_model(s.draft_model)
+    if d.vocab_size != m.vocab_size:
+        raise GpuplanError(f"draft_model {s.draft_model} has a vocabulary of {d.vocab_size:,} tokens and {m.name} "
+                           f"{m.vocab_size:,}: the draft proposes the target's token ids, so pick a draft of the same "
+                           "tokenizer")
+    parts = d.params_breakdown()
+    own = parts["embeddings"] + parts["lm_head"] + d.final_norm_params
+    return Draft(method="draft", tokens=k, acceptance=a, acceptance_source=source, layers=d.layers, own_params=own,
+                 model=d)
+
+
+def served_model(m: ModelSpec, draft: Draft | None) -> ModelSpec:
+    """The model an engine holds with ``draft`` beside ``m``: the draft's layers after the target's (their weights,
+    and their keys and values per token: in vLLM's and TensorRT-LLM's one pool; SGLang takes the difference for its
+    draft worker, :func:`gpuplan.engines.sglang.draft_bytes`) and its own parameters as ``other_params``. Without a
+    draft, ``m``. A draft model's layers split their KV heads over TP as the target's do
+    (:func:`gpuplan.tensors.kv.layer_cache_bytes` reads the target's head count): exact at one GPU, approximate where
+    the two models' KV heads differ."""
+    if draft is None or not (draft.layers or draft.own_params):
+        return m
+    return dataclasses.replace(m, layers=(*m.layers, *draft.layers), other_params=m.other_params + draft.own_params)
