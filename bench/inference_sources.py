@@ -19,7 +19,9 @@ call, with that bench's split (fitted rows set a constant; held-out rows are ind
 - bench/llama_bench.py ``err`` (llama.cpp and MLX on llama-bench tables; ``fitted`` rows set constants): prompt
   processing and generation tokens/s;
 - bench/throughput.py ``run`` (one request's decode tokens/s; ``held_out`` is its fixed split);
-- bench/serving/vllm_startup.py ``score`` (vLLM's startup logs; ``calibration`` fitted): KV tokens.
+- bench/serving/vllm_startup.py ``score`` (vLLM's startup logs; ``calibration`` fitted): KV tokens;
+- bench/serving/speculative.py ``run`` (one request at a time with and without speculative decoding; every row held
+  out): TPS per user.
 
 A row's source is the part of its id before the first dash (a source's rows share a client, a host and prompts),
 the MLPerf round, NVIDIA's table, or the throughput case's publication. error = (gpuplan - published) / published.
@@ -49,6 +51,7 @@ sys.path.insert(0, str(HERE / "serving"))
 import load_accuracy  # noqa: E402
 import serving_accuracy  # noqa: E402
 import sglang_serving  # noqa: E402
+import speculative  # noqa: E402
 import trtllm_serving  # noqa: E402
 import vllm_startup  # noqa: E402
 
@@ -191,9 +194,17 @@ def startup_rows() -> list[Scored]:
             for r in vllm_startup.score(cases) if r["role"] != "excluded" and r["errors"]["KV tokens"] is not None]
 
 
+def speculative_rows() -> list[Scored]:
+    """One request's TPS per user with and without speculative decoding (speculative.csv), as speculative.py scores
+    them; every row held out."""
+    return [Scored("speculative", _id_source(r["id"]), r["engine"], _cls(r["model"]), "TPS/user", False, r["error"],
+                   r["id"]) for r in speculative.run()]
+
+
 def every_row(max_requests: int) -> list[Scored]:
     return (serving_rows(max_requests) + load_rows() + sglang_rows(max_requests) + trtllm_serving_rows()
-            + trtllm_rows() + mlperf_rows() + llama_bench_rows() + decode_rows() + startup_rows())
+            + trtllm_rows() + mlperf_rows() + llama_bench_rows() + decode_rows() + startup_rows()
+            + speculative_rows())
 
 
 Key = tuple[str, str, str, str, str]  # bench, source, engine, class, quantity
