@@ -42,7 +42,7 @@ def launch(scenario: ScenarioLike, *, targets: Iterable[str] = (), folder: str |
     arguments, torchtune, torchtitan, Axolotl, Unsloth, vllm serve: every target that applies, or ``targets``)
     into ``folder`` (``-``: make them, write nothing; their text is the answer's ``printed``): ``gpuplan
     launch``. ``dataset``: the data the files train on (default: the scenario's own, else TRL's example)."""
-    from ..launchers import check_target_names, launch_plan, with_target_stack
+    from ..launchers import check_target_names, launch_plan, with_targets
 
     targets, folder = check_launch(targets, folder)
     force = arg.flag(force, "force")
@@ -58,7 +58,7 @@ def launch(scenario: ScenarioLike, *, targets: Iterable[str] = (), folder: str |
     if spec is not None:  # a diffusion pipeline: its trainers' files (launchers/diffusion.py)
         return _write_diffusion(s, spec, targets, folder, force, command, dataset)
     check_target_names(targets)  # a diffusion trainer named for a decoder LLM
-    s = with_target_stack(s, targets)  # the plan's stack is the one whose files the targets write
+    s = with_targets(s, targets)  # the plan's stack and engine are the ones whose files the targets write
     plan = launch_plan(s, command=command, visible_devices=visible_devices)
     return write_plan(plan, targets, options, folder, force)
 
@@ -81,11 +81,11 @@ def _write_diffusion(s, spec, targets: list[str], folder: str | Path, force: boo
                      dataset: str | None) -> LaunchReport:
     """The files of a diffusion training plan's trainer (``diffusers``, ``kohya``, ``simpletuner``, ``ai-toolkit``:
     the plan's stack, which a trainer named sets), written or, with folder ``-``, made only."""
-    from ..launchers import with_target_stack, write
+    from ..launchers import with_targets, write
     from ..launchers.diffusion import diffusion_launch, files, named
     from ..plan.estimate import estimate
 
-    s = with_target_stack(s, named(targets))
+    s = with_targets(s, named(targets))
     plan = diffusion_launch(s, spec, estimate(s, advise=False), command)
     chosen = files(plan, dataset)
     paths = [Path(f.name) for f in chosen] if folder == "-" else write(chosen, folder, force=force)
@@ -104,14 +104,14 @@ def smoke(scenario: ScenarioLike, *, folder: str | Path, targets: Iterable[str] 
     one :class:`~gpuplan.launchers.smoke.SmokeRun` per target; for a serving plan, llama-server started on a tiny GGUF
     and asked for one completion (:mod:`gpuplan.launchers.smoke_serve`, one
     :class:`~gpuplan.launchers.smoke_serve.ServeRun`)."""
-    from ..launchers import check_target_names, with_target_stack
+    from ..launchers import check_target_names, with_targets
     from ..launchers.files import output_folder
     from ..launchers.smoke import smoke as run
     from ..launchers.smoke_serve import smoke_serving
 
     names = [n for text in targets for n in str(text).split(",") if n.strip()]
     check_target_names(names)
-    s = with_target_stack(scenario_of(scenario), names)
+    s = with_targets(scenario_of(scenario), names)
     if s.task != "train":
         return smoke_serving(s, output_folder(folder))
     return run(s, output_folder(folder), names or None)

@@ -199,7 +199,7 @@ def launch_params() -> list[inspect.Parameter]:
                  "megatron, nemo, vllm, sglang, trtllm, llama.cpp; for a diffusion model diffusers, kohya, "
                  "simpletuner, ai-toolkit; or all (repeatable or comma-separated; default: every target that "
                  "applies, the scenario's stack for a diffusion model). A stack's own target plans that stack "
-                 "when --stack is not set", metavar="TARGET"),
+                 "when --stack is not set, a serving engine's that engine when --engine is not", metavar="TARGET"),
         opt("output", str, DEFAULT_DIR, "--output", "-o", text="Folder to write into; - prints the files.",
             metavar="DIR"),
         opt("force", bool, False, "--force", text="Overwrite files already in the folder."),

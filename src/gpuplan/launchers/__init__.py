@@ -19,7 +19,7 @@ from __future__ import annotations
 import json
 from types import ModuleType
 
-from ..engines import engine_for
+from ..engines import ENGINES, engine_for
 from ..errors import GpuplanError, did_you_mean
 from ..scenario import Scenario, scenario_from
 from . import (
@@ -55,30 +55,48 @@ STACK_OF: dict[str, str] = {"trainer": "hf", "deepspeed": "hf", "accelerate": "h
                             **{name: name for name in DIFFUSION_TARGETS}}
 
 
-def with_target_stack(s: Scenario, names) -> Scenario:
-    """``s`` planned on the stack whose files the named targets write (:data:`STACK_OF`), so the plan every file's
-    header predicts is the one the files run: a scenario that names no stack takes the targets' (its defaults
-    rebuilt for it, as a ``--stack`` would set them); one whose stack they contradict, or targets of two stacks, are
-    refused in one sentence."""
-    implied = {}
-    for name in names or ():
-        key = name.strip().lower()
-        if key in STACK_OF:
-            implied.setdefault(STACK_OF[key], key)
+def engine_of() -> dict[str, str]:
+    """The engine whose command each serving target writes: the inverse of the engines' own
+    :attr:`~gpuplan.engines.base.Engine.launch_target` (``vllm``, ``sglang``, ``trtllm``, ``llama.cpp``); skypilot
+    and the training targets name none."""
+    return {profile.launch_target: name for name, profile in ENGINES.items() if profile.launch_target}
+
+
+def with_targets(s: Scenario, names) -> Scenario:
+    """``s`` planned on the stack (:data:`STACK_OF`) and, for a serving plan, the engine (:func:`engine_of`) whose
+    files the named targets write, so the plan every file's header predicts is the one the files run: a scenario
+    that names no stack (engine) takes the targets' (its defaults rebuilt for it, as ``--stack`` or ``--engine``
+    would set them); one that names another, or targets of two, are refused in one sentence. A training plan's
+    engine is not set: the serving targets refuse a training plan themselves."""
+    keys = [name.strip().lower() for name in names or ()]
+    if not keys:
+        return s
+    s = _implied(s, keys, "stack", STACK_OF)
+    return s if s.task == "train" else _implied(s, keys, "engine", engine_of())
+
+
+def _implied(s: Scenario, keys: list[str], field: str, of: dict[str, str]) -> Scenario:
+    """``s`` with the ``field`` (stack or engine) that the targets ``keys`` imply through ``of`` (target -> value),
+    set when ``s`` names none; a contradiction is one sentence (:func:`with_targets`)."""
+    implied: dict[str, str] = {}
+    for key in keys:
+        if key in of:
+            implied.setdefault(of[key], key)
     if not implied:
         return s
     if len(implied) > 1:
-        (a, sa), (b, sb) = [(t, st) for st, t in implied.items()][:2]
-        raise GpuplanError(f"--target {a} writes stack {sa}'s files and --target {b} stack {sb}'s, each from its own "
-                           "plan: launch them one at a time")
-    stack, target = next(iter(implied.items()))
-    if "stack" not in s.model_fields_set:
-        return scenario_from({**{k: getattr(s, k) for k in s.model_fields_set}, "stack": stack})
-    if s.stack != stack:
-        mine = next((t for t, st in STACK_OF.items() if st == s.stack), None)
-        raise GpuplanError(f"--target {target} writes stack {stack}'s files, and --stack {s.stack} plans stack "
-                           f"{s.stack}: drop --stack" + (f" or pick --target {mine}" if mine else
-                                                         f" (stack {s.stack} has no launch files)"))
+        (a, va), (b, vb) = [(t, v) for v, t in implied.items()][:2]
+        raise GpuplanError(f"--target {a} writes {field} {va}'s files and --target {b} {field} {vb}'s, each from its "
+                           "own plan: launch them one at a time")
+    value, target = next(iter(implied.items()))
+    given = getattr(s, field)
+    if field not in s.model_fields_set:
+        return scenario_from({**{k: getattr(s, k) for k in s.model_fields_set}, field: value})
+    if given != value:
+        mine = next((t for t, v in of.items() if v == given), None)
+        raise GpuplanError(f"--target {target} writes {field} {value}'s files, and --{field} {given} plans {field} "
+                           f"{given}: drop --{field}" + (f" or pick --target {mine}" if mine else
+                                                         f" ({field} {given} has no launch files)"))
     return s
 
 
@@ -135,5 +153,5 @@ def launch_files(plan: LaunchPlan, names: list[str] | None = None,
     return files
 
 
-__all__ = ["STACK_OF", "TARGETS", "LaunchFile", "LaunchOptions", "LaunchPlan", "check_target_names", "launch_files",
-           "launch_plan", "output_folder", "targets_for", "with_target_stack", "write"]
+__all__ = ["STACK_OF", "TARGETS", "LaunchFile", "LaunchOptions", "LaunchPlan", "check_target_names", "engine_of",
+           "launch_files", "launch_plan", "output_folder", "targets_for", "with_targets", "write"]

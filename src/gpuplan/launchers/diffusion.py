@@ -90,7 +90,7 @@ def result_scenario(result, s: Scenario) -> Scenario:
 
 def named(names: list[str] | None) -> list[str]:
     """The trainers named, each checked to be a diffusion trainer (or ``all``) before the plan is made: a trainer
-    named sets the plan's stack (:func:`gpuplan.launchers.with_target_stack`), and the files are that stack's."""
+    named sets the plan's stack (:func:`gpuplan.launchers.with_targets`), and the files are that stack's."""
     chosen = [n.strip().lower() for text in names or () for n in text.split(",") if n.strip()]
     for name in chosen:
         if name not in NAMES and name != "all":
