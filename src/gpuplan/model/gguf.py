@@ -46,6 +46,7 @@ class Checkpoint(Protocol):
     projection_params: int
     layers: list[Layer]
     lm_head: Any
+    quantization: dict[str, Any] | None
 
     @property
     def is_moe(self) -> bool: ...
@@ -115,9 +116,13 @@ def output_type(ftype: str, ncols: int, family: str) -> str:
 
 
 def token_embedding_type(ftype: str) -> str:
-    """``token_embd.weight`` when the output is a tensor of its own."""
+    """``token_embd.weight`` when the output is a tensor of its own (MXFP4_MOE: Q8_0, as every tensor but the
+    3-D expert stacks; ggml-org's gpt-oss-20b and -120b GGUFs weigh 11.27 and 59.02 GiB in llama-bench's size
+    column, ggml-org/llama.cpp PRs #16991 and #19922, which these rules give to the hundredth)."""
     if ftype in PURE:
         return FTYPES[ftype]
+    if ftype == "mxfp4_moe":
+        return "q8_0"
     if ftype in ("iq2_xxs", "iq2_xs", "iq1_s", "iq1_m"):
         return "q2_k"
     if ftype in ("iq2_s", "iq2_m", "iq3_xxs"):
@@ -244,13 +249,23 @@ def tensor_types(m: Checkpoint, ftype: str) -> list[tuple[str, int, Linear, str]
                 out.append((cat, i, lin, "f32"))
                 continue
             if FTYPES[ftype] in ("f32", "f16", "bf16"):
-                kind = FTYPES[ftype]
+                kind = converted_type(m, lin, FTYPES[ftype])
             else:
                 kind = fallback(layer_type(ftype, cat, i, rules, i_wv=i_wv, n_wv=n_wv), lin.in_features)
             if cat in ("attn_v", "attn_qkv", "attn_kv_b"):
                 i_wv += 1
             out.append((cat, i, lin, kind))
     return out
+
+
+def converted_type(m: Checkpoint, lin: Linear, plain: str) -> str:
+    """The type ``convert_hf_to_gguf.py`` writes one linear in when its output type is ``plain`` (f32/f16/bf16):
+    ``plain``, but the routed experts of a checkpoint shipped in MXFP4 (``quant_method: mxfp4``, gpt-oss) are copied
+    as they are, GGML_TYPE_MXFP4 blocks of 32 E2M1 values and one E8M0 scale, 17 bytes (ggml-org/llama.cpp
+    ``conversion/gpt_oss.py`` ``GptOssModel.repack_mxfp4``: ``raw_dtype=gguf.GGMLQuantizationType.MXFP4``; the
+    attention, router, embeddings and output follow the output type)."""
+    method = str((m.quantization or {}).get("quant_method", "")).lower()
+    return "mxfp4" if method == "mxfp4" and lin.group == "experts" else plain
 
 
 def _embedding_type(m: Checkpoint, ftype: str) -> str:

@@ -78,7 +78,10 @@ PLAIN = ("f32", "f16", "bf16")
 
 def ftype(s: Scenario, m: ModelSpec) -> str:
     """The GGUF file type of ``s``: its ``gguf-<ftype>`` quant, else an f16 file (``convert_hf_to_gguf.py``'s
-    default output type)."""
+    default output type), which keeps a natively MXFP4 checkpoint's experts in MXFP4 (:func:`gguf.converted_type`:
+    the types the memory counts too). MXFP4 weights run CUDA's MMQ (``mmq.cu`` ``mul_mat_q_case<GGML_TYPE_MXFP4>``)
+    and MMVQ (``vec_dot_mxfp4_q8_1``) at :data:`~gpuplan.overheads.LLAMA_CPP_MMQ_TYPE_FACTOR_DEFAULT` (no
+    like-for-like table read)."""
     fmt, _ = weight_format(s, m)
     return fmt.name[5:] if fmt.name.startswith("gguf-") else "f16"
 
