@@ -320,9 +320,12 @@ def test_launch_32b_zero3(tmp_path, monkeypatch):
 
 def test_peft_variable_length_rows_within_ten_percent():
     """The public accuracy table's variable-length peft rows (MetaMathQA, mean ~210 of up to 768 tokens, bucketed):
-    with the data modelled, the mean reserved memory over steps is within 10 % (it was +59 % at the 768-token
-    maximum); the throughput row is within 10 % too (+184 % at the maximum, +63 % with the data modelled, -2 % with
-    clipping's and foreach AdamW's per-step passes counted: tests/speed/test_peft_metamathqa.py)."""
+    with the data modelled, the mean reserved memory over steps is within 10 % on the first two (it was +59 % at the
+    768-token maximum); their throughput row is within 10 % too (+184 % at the maximum, +63 % with the data modelled,
+    -2 % with clipping's and foreach AdamW's per-step passes counted: tests/speed/test_peft_metamathqa.py). The rows
+    added later (S ids, held out: other methods of the same benchmark) stay within the held-out limits, memory 15 %
+    (S0068, LoRA r10 on the MLP, +11 %) and speed 25 % (the four LoRA runs, -18 to -19 %: fixed costs per step at
+    ~840 tokens a step, not modelled)."""
     bench = Path(__file__).resolve().parents[2] / "bench"
     sys.path.insert(0, str(bench))
     import accuracy
@@ -330,11 +333,15 @@ def test_peft_variable_length_rows_within_ten_percent():
 
     memory = [c for c in accuracy.load_cases(bench / "accuracy_cases.yaml") if "peft" in c["source"]]
     scored, _, rejected = accuracy.run(memory)
-    assert not rejected and len(scored) == 2
-    assert all(abs(c["error_pct"]) <= 10 for c in scored), [(c["id"], c["error_pct"]) for c in scored]
+    first = {c["id"]: c["error_pct"] for c in scored if c["id"].startswith("M")}
+    assert not rejected and len(first) == 2 and len(scored) >= 5
+    assert all(abs(e) <= 10 for e in first.values()), first
+    assert all(abs(c["error_pct"]) <= 15 for c in scored), [(c["id"], c["error_pct"]) for c in scored]
     speed = [c for c in accuracy.load_cases(bench / "throughput_cases.yaml") if "peft" in c["source"]]
     scored, _ = throughput.run(speed)
-    assert len(scored) == 1 and abs(scored[0]["error_pct"]) <= 10
+    first = [c for c in scored if c["id"].startswith("M")]
+    assert len(first) == 1 and abs(first[0]["error_pct"]) <= 10
+    assert len(scored) >= 5 and all(abs(c["error_pct"]) <= 25 for c in scored)
 
 
 def test_a_huge_file_is_sampled_and_says_so(tmp_path, tokenizer, monkeypatch):
