@@ -1085,6 +1085,9 @@ DECODE_BANDS: dict[tuple[str, str, str], tuple[float, float, int, str]] = {
     ("llama.cpp", "dense", "NVIDIA"): (-0.10, 0.14, 15, "llama-bench generation of Llama-2-7B (Q4_0, Q8_0, F16) on 12 "
                                        "CUDA cards and of Llama-3.1-70B Q4_K_M split over 4 RTX 4090s "
                                        "(bench/results/llama_bench.md)"),
+    ("llama.cpp", "MoE", "NVIDIA"): (0.00, 0.15, 2, "llama-bench generation of gpt-oss-20b (MXFP4 experts) on an RTX "
+                                     "PRO 6000 Blackwell, llama.cpp PR #16991: measured 14-16% faster than gpuplan "
+                                     "(bench/results/llama_bench.md)"),
     ("llama.cpp", "dense", "Apple"): (-0.25, 0.07, 15, "llama-bench generation of Llama 2 7B and Llama 3 3B-70B on "
                                       "M1-M4 Macs; one source's M1 Max runs 30-40% slower than gpuplan says "
                                       "(bench/results/llama_bench.md)"),

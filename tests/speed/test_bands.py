@@ -46,7 +46,7 @@ def test_model_classes():
 
 @pytest.mark.parametrize("engine, model, calibrated", [
     ("vllm", "llama-3.1-8b", True), ("sglang", "llama-3.1-8b", True), ("sglang", "qwen3-30b-a3b", True),
-    ("llama.cpp", "llama-3.1-8b", True), ("llama.cpp", "qwen3-30b-a3b", False), ("vllm", "qwen3-30b-a3b", True),
+    ("llama.cpp", "llama-3.1-8b", True), ("llama.cpp", "qwen3-30b-a3b", True), ("vllm", "qwen3-30b-a3b", True),
     ("vllm", "Qwen/Qwen3.5-27B", False)])
 def test_a_plans_range_is_its_pairs_band_or_says_uncalibrated(engine, model, calibrated):
     plan = estimate({"model": model, "task": "infer", "engine": engine, "gpu": "h100-sxm", "batch_size": 8},
