@@ -236,7 +236,7 @@ Session 14 (issue 34's seven remaining misses), held-out numbers against the goa
 | SDXL offloaded on a Colab A100 (model, sequential) | -21, -47 % | -9, -19 % | |
 
 Built, first: the A10's posted matmul rate, 56 TFLOPS bf16 of its 125 (chsasank/device-benchmarks README.md, pull
-request 6; the same table's RTX 3060, RTX 4090 and A100 PCIe read 0.93 to 1.02 of the rates MATMUL_PEAK_FRACTION
+request 6; the same table's RTX 3060, RTX 4090 and A100 PCIe read 0.92 to 1.02 of the rates MATMUL_PEAK_FRACTION
 already holds for them), where it had the data-center default less its power cap (0.78): 0.448, not fitted on these
 rows. Second: offload's pageable copies run at the host's speed. The CUDA driver copies pageable memory with the CPU
 into a pinned staging buffer before the DMA (NVIDIA developer blog, 'How to Optimize Data Transfers in CUDA C/C++'),

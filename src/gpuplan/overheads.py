@@ -303,7 +303,7 @@ MATMUL_PEAK_FRACTION = {
     "nvidia-geforce-rtx-3060-12gb": 0.999,
     # A10 24GB (150 W, GA102 at the professional cards' full fp32-accumulate tensor rate, 125 TFLOPS): 56 TFLOPS bf16
     # (54 fp16), chsasank/device-benchmarks README.md (pull request 6, 02b8262, 2024-02-22; benchmark.py: torch.matmul
-    # of square sizes 256 to 6,888, the best size). The same table's cards that the rows above also post read 0.93 to
+    # of square sizes 256 to 6,888, the best size). The same table's cards that the rows above also post read 0.92 to
     # 1.02 of them (RTX 3060 26, RTX 4090 168 bf16, the A100 PCIe 237 against its MAMF 256). It had the NVIDIA
     # default, 0.80 less its power cap (0.78): the 150 W cap holds it far below its boost clock under tensor work, as
     # the T4's 70 W does. Issue 34, session 14: diffusers' March 2023 A10 calls -28 % to -4 and -3 %.
