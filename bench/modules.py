@@ -251,7 +251,11 @@ sizes a workspace by the largest free cached block only on the benchmark path (C
 cudnn.benchmark on), which the notebook does not turn on; the row stays a miss, its cause not shown by the source.
 DreamBooth at 1024 px (+56 %) and the May 2023 A100 rows (+45/+32/+44 %) are unchanged (their notes). No new rows:
 the Flux.1-dev LoRA postings read (sd-scripts pull request 1374's A6000 table, kohya_ss issue 2701's RTX 3090 at
-1.09 s/it) do not give their resolution, caching and checkpointing, which a scenario needs.
+1.09 s/it) do not give their resolution, caching and checkpointing, which a scenario needs. A Whisper lead, not
+added: Vaibhavs10/fast-whisper-finetuning Whisper_w_PEFT.ipynb (April 2023, a Colab T4) kept its trainer output, 100
+steps of peft's int8 LoRA setup (whisper-large-v2, r=32 on q_proj and v_proj, batch 8, fp16) and one loss-only
+evaluation of 2,947 test clips (369 forward passes at batch 8) in 3,515.6 s (train_runtime); the evaluation is most
+of that time, and gpuplan plans no loss-only evaluation pass to count it with.
 """
 
 from __future__ import annotations
