@@ -225,6 +225,37 @@ reserved-level decode factor (2.10) as allocated; InvokeAI's own allocated and r
 FLUX.1's rows unchanged): +6 and +7 % offloaded, +28 % with the pipeline on the card, where the run's decode
 allocated 1.26 times its recorded tensors against 1.64 offloaded (cuDNN's workspace grows with the free memory),
 which no source sizes. DreamBooth at 1024 px on an RTX 3060 is unchanged (+56 %, session 12's note).
+
+Session 14 (issue 34's seven remaining misses), held-out numbers against the goals:
+
+| held out | start of session 14 | now | goal |
+|---|---|---|---|
+| memory within 15 % | 27 of 28 | 27 of 28 | all |
+| speed within 25 % | 65 of 72, median 13 % | 68 of 72, median 12 % | all |
+| the A10's calls (batch 4, 16) | -28, -28 % | -4, -3 % | |
+| SDXL offloaded on a Colab A100 (model, sequential) | -21, -47 % | -9, -19 % | |
+
+Built, first: the A10's posted matmul rate, 56 TFLOPS bf16 of its 125 (chsasank/device-benchmarks README.md, pull
+request 6; the same table's RTX 3060, RTX 4090 and A100 PCIe read 0.92 to 1.02 of the rates MATMUL_PEAK_FRACTION
+already holds for them), where it had the data-center default less its power cap (0.78): 0.448, not fitted on these
+rows. Second: offload's pageable copies run at the host's speed. The CUDA driver copies pageable memory with the CPU
+into a pinned staging buffer before the DMA (NVIDIA developer blog, 'How to Optimize Data Transfers in CUDA C/C++'),
+one thread, so a datacenter card's server copies at the desktop's 5.16 GB/s over its host factor (speed/modules.py
+offload_copy_s: SERVER_HOST_FACTOR 1.75, fitted on fal-ai's eager SD 1.5 calls), 2.95 GB/s on the A100, where the
+model-offload row's own reading is 3.0. What the sequential row still lacks is accelerate's: from 0.21.0 (July
+2023) set_module_tensor_to_device ends with torch.cuda.empty_cache(), which AlignDevicesHook calls for every weight
+before and after each leaf module runs, so each tensor's memory goes back to the driver and is allocated again at
+every step; diffusers issue 2266's RTX 3060 run (February 2023) predates it, and no source times it per tensor.
+Checked and not upheld: the memory miss's attribution to cuDNN workspaces that grow with the free memory. PyTorch
+sizes a workspace by the largest free cached block only on the benchmark path (Conv_v8.cpp generate_and_filter_plans,
+cudnn.benchmark on), which the notebook does not turn on; the row stays a miss, its cause not shown by the source.
+DreamBooth at 1024 px (+56 %) and the May 2023 A100 rows (+45/+32/+44 %) are unchanged (their notes). No new rows:
+the Flux.1-dev LoRA postings read (sd-scripts pull request 1374's A6000 table, kohya_ss issue 2701's RTX 3090 at
+1.09 s/it) do not give their resolution, caching and checkpointing, which a scenario needs. A Whisper lead, not
+added: Vaibhavs10/fast-whisper-finetuning Whisper_w_PEFT.ipynb (April 2023, a Colab T4) kept its trainer output, 100
+steps of peft's int8 LoRA setup (whisper-large-v2, r=32 on q_proj and v_proj, batch 8, fp16) and one loss-only
+evaluation of 2,947 test clips (369 forward passes at batch 8) in 3,515.6 s (train_runtime); the evaluation is most
+of that time, and gpuplan plans no loss-only evaluation pass to count it with.
 """
 
 from __future__ import annotations

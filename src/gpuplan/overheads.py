@@ -301,6 +301,13 @@ MATMUL_PEAK_FRACTION = {
     # RTX 3060 12GB: 25.47 of 25.5 TFLOPS bf16, posted as the database's issue 131 (torch 2.7.0+cu128, a physical
     # machine; 24.80 fp16); it had the NVIDIA default, 0.80 (issue 34, session 11).
     "nvidia-geforce-rtx-3060-12gb": 0.999,
+    # A10 24GB (150 W, GA102 at the professional cards' full fp32-accumulate tensor rate, 125 TFLOPS): 56 TFLOPS bf16
+    # (54 fp16), chsasank/device-benchmarks README.md (pull request 6, 02b8262, 2024-02-22; benchmark.py: torch.matmul
+    # of square sizes 256 to 6,888, the best size). The same table's cards that the rows above also post read 0.92 to
+    # 1.02 of them (RTX 3060 26, RTX 4090 168 bf16, the A100 PCIe 237 against its MAMF 256). It had the NVIDIA
+    # default, 0.80 less its power cap (0.78): the 150 W cap holds it far below its boost clock under tensor work, as
+    # the T4's 70 W does. Issue 34, session 14: diffusers' March 2023 A10 calls -28 % to -4 and -3 %.
+    "nvidia-a10": 56.0 / 125.0,
 }
 # The clock a card held by a low power cap keeps in continuous tensor work, as a share of what it holds in the short
 # loops above (speed/gemm.py continuous_clock_factor): the power management lowers the clock once the card has run
@@ -999,8 +1006,13 @@ PCIE_EFFICIENCY = 0.8
 # 2266 (an RTX 3060, SD 1.5 in fp16, diffusers 0.12.1, torch 1.13.1): sequential offload took generation 'from 6
 # it/s to 2', each step then copying the UNet's 859.5M fp16 weights (1.719 GB) onto the card, 1/2 - 1/6 = 0.333 s:
 # 5.16 GB/s. Fitted there (bench/modules.py sd15-3060-sequential-offload); diffusers pull request 2269's SD 1.5 run
-# reads 4.7 GB/s (21.42 s a call offloaded against 3.18 s, 50 UNet copies; its card not stated). Hosts differ: a Colab
-# A100 40GB's SDXL calls read 2.3 (sequential) and 3.0 GB/s (model offload), held out.
+# reads 4.7 GB/s (21.42 s a call offloaded against 3.18 s, 50 UNet copies; its card not stated). A desktop's rate: the
+# driver copies pageable memory with the CPU into a pinned staging buffer first (NVIDIA developer blog, 'How to
+# Optimize Data Transfers in CUDA C/C++'), so a datacenter card's server copies at this over its host factor
+# (speed/modules.py offload_copy_s, host_scale: an A100's 2.95 GB/s). Held out: a Colab A100 40GB's SDXL calls read
+# 3.0 GB/s with model offload and 2.3 with sequential offload (issue 34, session 14: -21 to -9 % and -47 to -19 %),
+# whose accelerate (0.21.0 and later) also empties PyTorch's CUDA cache at every tensor it moves, which no source
+# times.
 OFFLOAD_COPY_BYTES_PER_S = 1.719e9 / (1 / 2 - 1 / 6)
 PCIE_NO_P2P_FACTOR = 0.5
 NVLINK_EFFICIENCY = 0.8  # NCCL bus bandwidth of all-reduce on NVLink reaches ~80 % of the link (nccl-tests)

@@ -118,6 +118,24 @@ def test_model_cpu_offload_moves_every_model_onto_the_card_and_back_each_call():
     assert sequential.step_s == pytest.approx(p.work.step_s + unet / rate, rel=1e-3)
 
 
+def test_a_servers_host_copies_pageable_memory_at_its_own_speed():
+    """The CUDA driver copies pageable memory by first copying it with the CPU into a pinned staging buffer (NVIDIA
+    developer blog, 'How to Optimize Data Transfers in CUDA C/C++'), one thread, so offload's copies run at the
+    host's speed: on an A100's server at 5.157 / 1.75 = 2.95 GB/s (SERVER_HOST_FACTOR, fitted on fal-ai's eager SD
+    1.5 calls, not on a copy). Checked against Hugging Face's SDXL post (simple_sdxl_optimizations.md, a Colab A100
+    40GB, batch 4 at 1024 px, 25 steps): model offload ran 16.08 s a call against 11.41 s kept on the card, 4.67 s
+    for two copies of the 6.94 GB of weights, 2.97 GB/s."""
+    base = dict(model="sdxl", task="infer", gpu="a100-sxm4-40gb", resolution="1024", inference_steps=25,
+                batch_size=4, precision="fp16-true")
+    p = plan(**base)
+    weights = (p.memory.weights_gib + sum(v for k, v in p.memory.other.items() if "weights" in k)) * 2**30
+    model = plan(**base, cpu_offload="model").work
+    rate = 1.719e9 / (1 / 2 - 1 / 6) / 1.75
+    assert model.parts_s["CPU offload transfers"] == pytest.approx(2 * weights / rate, rel=1e-6)
+    assert 2 * weights / model.parts_s["CPU offload transfers"] == pytest.approx(2 * 6.94e9 / (16.082 - 11.413),
+                                                                               rel=0.02)
+
+
 def test_a_vae_decode_holds_its_measured_working_memory_beyond_its_traced_tensors():
     """FLUX.1-dev's 1024 px peak is its VAE decode: the decoder's tensors recorded on fake tensors (1.50 GiB in bf16),
     times what InvokeAI measured a decode of that decoder to reserve on CUDA over them (overheads

@@ -335,10 +335,12 @@ def optimizer_s(gpu: GpuSpec, trainable: int, bytes_per_param: float) -> float:
 
 def offload_copy_s(nbytes: float, gpu: GpuSpec) -> float:
     """Copying ``nbytes`` between the host and the card as diffusers' CPU offload does, through accelerate's hooks
-    from pageable memory (:data:`~gpuplan.overheads.OFFLOAD_COPY_BYTES_PER_S`), at most the link's pinned rate."""
+    from pageable memory (:data:`~gpuplan.overheads.OFFLOAD_COPY_BYTES_PER_S`, a desktop's), at most the link's pinned
+    rate. The CUDA driver stages a pageable copy through a pinned buffer with the CPU, one thread, so the copy runs at
+    the host's speed: a datacenter card's server copies :func:`host_scale` times slower, as it dispatches."""
     gen = gpu.pcie_generation or 4
     link = oh.PCIE_X16_GBS.get(gen, 32.0) * 1e9 * oh.PCIE_EFFICIENCY
-    return nbytes / min(oh.OFFLOAD_COPY_BYTES_PER_S, link)
+    return nbytes / min(oh.OFFLOAD_COPY_BYTES_PER_S / host_scale(gpu), link)
 
 
 # ---- jobs ---------------------------------------------------------------------------------------------------------
