@@ -367,8 +367,11 @@ against gpuplan's timing of these rows' linears (the 16-bit rate over fp8 weight
 and a slower prompt path queues the later requests (note (7)): not the gap. The first DeepSeek releases' Triton
 kernels on gfx942 were slower still (overheads.ROCM_BLOCK_FP8_KERNEL_SHARE, 0.143, fitted on SGLang PR #3237's MI300X
 prefill; vLLM 0.7.3's MI300X rows, load_accuracy.md dstackr1, are its test), but 0.5.19 does not run them. AITER's
-fused MoE and its MHA varlen prompt attention were not scored against a published time (AMD's blogs give "3X" and
-"14X" over earlier kernels, relative only)."""
+fused MoE: its tuned tables (aiter/configs/tuned_fmoe.csv and model_configs/a8w8_blockscale_tuned_fmoe_ds_v3.csv,
+2025-08 to 2026-05) time DeepSeek's TP 8 expert shape (7,168 x 256, 256-257 experts, top 8-9) on 80- and 256-CU
+cards only, none on a 304-CU MI300X or MI325X (their 304-CU rows are EP 8's 33 experts of 2,048); its MHA varlen
+prompt attention: no published gfx942 time either (AMD's blogs give "3X" and "14X" over earlier kernels, relative
+only). Nothing there to price these rows' experts or attention against."""
 FAMILIES = (("ix3173-", "H200 FP8 TP 8, SGLang 0.5.12"), ("ix3363-", "B200 FP8 TP 8, SGLang 0.5.12"),
             ("ix3183-r1fp4-b300-tp8", "B300 NVFP4 TP 8 EP 8, SGLang 0.5.12"),
             ("ix3183-r1fp4-b300-tp4", "B300 NVFP4 TP 4 EP 4, SGLang 0.5.12"),
