@@ -41,6 +41,7 @@ def rocm_note(engine_label: str, gpu: GpuSpec, *, measured: bool) -> str:
         return ""
     where = ("measured on InferenceX's SGLang runs of DeepSeek-R1 on MI325X against H200 (bench/results/"
              "rocm_share.md; other models take the same figure, unmeasured)" if measured else
-             "borrowed from SGLang's ROCm runs of DeepSeek-R1 (no vLLM ROCm run is in the bench)")
+             "borrowed from SGLang's ROCm runs of DeepSeek-R1 (vLLM's own, dstack's 0.7.3 runs on MI300X, are held "
+             "out)")
     return (f"{engine_label} on ROCm ({gpu.name}): decode GPU work {oh.ROCM_DECODE_SLOWDOWN:.2f}x the CUDA build's on "
             f"the same datasheet, {where}")
