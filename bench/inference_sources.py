@@ -287,9 +287,15 @@ CAUSES = {
         "experts ran through Triton's block-scaled kernels in vLLM 0.7 and SGLang 0.4.3 alike (vLLM's CUDA linears "
         "through its CUTLASS block kernel), at 0.257 of the fast fp8 rate on SGLang PR #3893's H200 timing "
         "(overheads.BLOCK_FP8_KERNEL_SHARE), where gpuplan had timed them as bf16 GEMMs; one 3,200-token prompt "
-        "0.58 -> 0.85 s on the H200 (0.97 measured), 0.65 -> 0.87 s on the MI300X (1.29). Left: the MI300X's "
-        "prompts (TTFT -29..-58 %; the ROCm build's Triton share is assumed the H200's) and the H200's decodes at "
-        "16-64 users (TPOT -27..-42 %) (bench/results/load_accuracy.md)."),
+        "0.58 -> 0.85 s on the H200 (0.97 measured), 0.65 -> 0.87 s on the MI300X (1.29). Then 31.5 % -> 10.7 % "
+        "(session 14): the MI300X rows ran the same Triton kernels compiled for gfx942 (ROCm/vllm at 21f6ca217, "
+        "MI300X-tuned configs), at a share of their own, 0.143 of the fast fp8 rate "
+        "(overheads.ROCM_BLOCK_FP8_KERNEL_SHARE, engines/rocm.py block_fp8_share), fitted on SGLang PR #3237's "
+        "MI300X prefill (where SGLang's AMD prompt factor 1.62 had stood) and checked against AITER's first CK "
+        "block-scale GEMM timed on MI300X in the same weeks (median 1.01 of its times); MI300X TTFT "
+        "-33/-34/-58/-46/-29/-38 % -> -1/-2/-37/-20/+5/-8 %, TPOT -26..-4 % -> -26..+3 %, requests/s +13..+36 % -> "
+        "-0..+33 %; the H200 rows do not move. Left: the H200's decodes at 16-64 users (TPOT -27..-42 %) and its "
+        "requests/s (+18..+80 %), the MI300X at 16 users (TTFT -37 %) (bench/results/load_accuracy.md)."),
     ("load_accuracy", "gpustack"): (
         "GPUStack's performance lab, vLLM 0.11.0 with no flags, bursts of 500 prompts of 4,000 or 2,000 tokens "
         "(added 2026-11-30, held out). The 8-GPU rows land (TTFT -27..+1 %); the misses above 25 % are Qwen3-14B on "
@@ -363,8 +369,11 @@ CAUSES = {
         "from 32 requests -13..-17 % (was -26..-38 % from 16), at 8 requests +22 %. Session 13: those releases' "
         "block-FP8 GEMMs at their measured rate (overheads.BLOCK_FP8_KERNEL_SHARE) and PR #3550's and PR #3237's "
         "prompt factors refitted with it (CUDA 1.63 -> 1.03, ROCm 2.29 -> 1.62): TTFT 5.8 % -> 5.2 %, TPOT 12.9 % -> "
-        "11.9 %, E2E 11.5 % -> 10.0 %; the H200 at 4 and 8 requests +12/+32 %, from 16 -8..+5 %. Shown, never "
-        "fitted."),
+        "11.9 %, E2E 11.5 % -> 10.0 %; the H200 at 4 and 8 requests +12/+32 %, from 16 -8..+5 %. Session 14: the "
+        "MI300X's Triton kernels at their gfx942 share (0.143, fitted on PR #3237's prefill, where the ROCm prompt "
+        "factor 1.62 stood; the rest of the prompt path at the CUDA factor 1.03): TTFT 5.2 % unchanged, TPOT 11.9 % "
+        "-> 12.1 %, E2E 10.0 % -> 10.6 % (MI300X TPOT +12/+17/+12/+11/+4/-13 % -> +12/+18/+15/+14/+7/-10 %). "
+        "Shown, never fitted."),
     ("sglang_serving", "ix3173"): "InferenceX DeepSeek-R1 TTFT under SGLang: helper s8-ttft's this session.",
     ("sglang_serving", "ix3318"): (
         "InferenceX DeepSeek-R1 TTFT under SGLang 0.5.19 on MI325X (8k prompts, means). Not SGLang's prefill cap: "
@@ -384,7 +393,10 @@ CAUSES = {
         "rows, the same 0.6 s on the one frontend process +67..+79 % at 32-64 (a diagnostic read off these rows, not "
         "adopted). No source read gives either (bench/results/moe_layout.md, notes 6-8, 12-15; s12-ttft read the "
         "client's tokenizer repair of InferenceX #937, whose absence read 3x on TTFT, as present for these runs, and "
-        "SGLang's completions stream as sending the first token at once)."),
+        "SGLang's completions stream as sending the first token at once). Nor the linears' rate (session 14): 0.5.19 "
+        "runs AITER's CK block-scale GEMM on gfx942, whose published MI300X times (ROCm/aiter PR #365) gpuplan's "
+        "16-bit timing of these linears reads at a median 0.88: ~30 ms of the ~580 ms at 4 requests (moe_layout.md "
+        "note 16)."),
     ("sglang_serving", "ix3363"): (
         "InferenceX DeepSeek-R1 TTFT under SGLang 0.5.12 on B200 (FP8, TP 8, EP 1, fp8 pool): priced since session 10 "
         "as SGLang runs it, its prompt steps of up to 2,048 tokens replayed as piecewise CUDA graphs (on by default "

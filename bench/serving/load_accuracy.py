@@ -439,8 +439,22 @@ NOTES = """What the misses say, row by row:
   requests/s +37/+33/+27/+20/+21/+34 % -> +36/+31/+23/+14/+13/+21 %. The source: TTFT 50.3 % -> 31.5 %, TPOT 19.5 %
   -> 18.1 %, requests/s 33.5 % -> 27.8 %. SGLang's early prompt factor, refitted on its own runs with the same
   kernels timed so, falls from 1.63 to 1.03 on NVIDIA (the GEMM kernels were its excess) and from 2.29 to 1.62 on AMD:
-  the MI300X's remaining prompt gap (its Triton share is assumed the H200's, not measured) is what these rows still
-  show, together with the H200's TPOT at 16-64 users.
+  the MI300X's remaining prompt gap (its Triton share was assumed the H200's, not measured) was what these rows
+  still showed, together with the H200's TPOT at 16-64 users. Then (session 14) that share on gfx942: the MI300X rows
+  ran ROCm/vllm at 21f6ca217 (the image's commit), whose apply_w8a8_block_fp8_linear takes Triton's
+  w8a8_block_fp8_matmul on ROCm and whose fused_moe runs the Triton block-scaled kernel, each with MI300X-tuned
+  configs (ROCm/vllm PR #433), as SGLang 0.4.3 did with its own; prompt attention through ROCm's flash_attn varlen
+  (CK), the value head padded to 192 (MLACommonImpl._forward_prefill_flash: 8 ms of the 0.22 s prompt, not the
+  gap). The share those kernels reach there (overheads.ROCM_BLOCK_FP8_KERNEL_SHARE, 0.143, engines/rocm.py
+  block_fp8_share) is now fitted on SGLang PR #3237's MI300X prefill, where the AMD prompt factor 1.62 stood (the
+  rest of SGLang's prompt path now at its CUDA factor, 1.03), and checked against AITER's first CK block-scale GEMM
+  timed on MI300X in the same weeks (ROCm/aiter PR #156: the share times its 45 prompt-sized DeepSeek rows at a
+  median 1.01 of their times); fitted on no row here. One wave of 4 prompts 0.87 -> 1.28 s (1.29 measured); MI300X
+  TTFT -33/-34/-58/-46/-29/-38 % -> -1/-2/-37/-20/+5/-8 % at 4-128, TPOT -26/-23/-14/-6/-4/-12 % ->
+  -26/-22/-10/+0/+3/-1 %, requests/s +36/+31/+23/+14/+13/+21 % -> +33/+26/+14/+4/-0/+3 %; the H200 rows do not move.
+  The source: TTFT 31.5 % -> 10.7 %, TPOT 18.1 % (the H200's), requests/s 27.8 % -> 25.3 %. Left on the MI300X: 16
+  users (TTFT -37 %: the measured TTFT doubles from 8 users, 2.5 -> 4.9 s, gpuplan's grows 2.5 -> 3.1 s) and TPOT at
+  4-8 users (-26/-22 %: the decode, at the ROCm share SGLang's MI325X runs set, borrowed for vLLM).
   (2) GPUStack's performance lab (`gpustack`; gpustack/gpustack@47277d79f4a5 docs/performance-lab/*: vLLM v0.11.0
   baselines served with no flags, `vllm bench serve` random 4,000/200 and 2,000/100, 500 prompts sent at once):
   8 rows. TTFT median 25.5 %, TPOT 19.4 %, requests/s 27.7 %, every row gpuplan fast. The 8-GPU rows (DeepSeek-R1-0528

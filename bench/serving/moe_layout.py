@@ -357,7 +357,21 @@ back. (c) The client opens an aiohttp session and connection per request on the 
 milliseconds. (d) InferenceX pull request #2949 (2026-09-10), which moved this recipe to the v0.5.19 image: "launch
 flags and evals are unchanged". What would place the ~0.6 s is one ~7,400-token DeepSeek-R1 prompt timed alone on
 gfx942 under SGLang 0.5 (InferenceX runs MI325X and MI300X from 4 requests up only: configs/amd-master.yaml
-conc-start 4) or the runs' server logs; neither is published."""
+conc-start 4) or the runs' server logs; neither is published.
+(16) Looked at next (session 14, s14-rocm); nothing built for these rows. What SGLang 0.5's ROCm build runs for
+DeepSeek's block-FP8 linears on gfx942 is AITER's CK gemm_a8w8_blockscale (SGLANG_USE_AITER=1; sgl-project/sglang PR
+#14043 keeps MI300X-class cards on it, the Triton variant for gfx950 only), and its tuner's published times on a
+304-CU card (ROCm/aiter PR #365, 2025-05-01, unchanged through 2026; bench/data/aiter_blockscale_gemm.csv) read
+against gpuplan's timing of these rows' linears (the 16-bit rate over fp8 weights) at 0.73-1.10, median 0.88
+(tests/speed/test_rocm_block_fp8.py): gpuplan's GEMMs are ~12 % fast, ~30 ms of the ~580 ms missing at 4 requests,
+and a slower prompt path queues the later requests (note (7)): not the gap. The first DeepSeek releases' Triton
+kernels on gfx942 were slower still (overheads.ROCM_BLOCK_FP8_KERNEL_SHARE, 0.143, fitted on SGLang PR #3237's MI300X
+prefill; vLLM 0.7.3's MI300X rows, load_accuracy.md dstackr1, are its test), but 0.5.19 does not run them. AITER's
+fused MoE: its tuned tables (aiter/configs/tuned_fmoe.csv and model_configs/a8w8_blockscale_tuned_fmoe_ds_v3.csv,
+2025-08 to 2026-05) time DeepSeek's TP 8 expert shape (7,168 x 256, 256-257 experts, top 8-9) on 80- and 256-CU
+cards only, none on a 304-CU MI300X or MI325X (their 304-CU rows are EP 8's 33 experts of 2,048); its MHA varlen
+prompt attention: no published gfx942 time either (AMD's blogs give "3X" and "14X" over earlier kernels, relative
+only). Nothing there to price these rows' experts or attention against."""
 FAMILIES = (("ix3173-", "H200 FP8 TP 8, SGLang 0.5.12"), ("ix3363-", "B200 FP8 TP 8, SGLang 0.5.12"),
             ("ix3183-r1fp4-b300-tp8", "B300 NVFP4 TP 8 EP 8, SGLang 0.5.12"),
             ("ix3183-r1fp4-b300-tp4", "B300 NVFP4 TP 4 EP 4, SGLang 0.5.12"),

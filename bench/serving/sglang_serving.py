@@ -3,6 +3,7 @@
     python bench/serving/sglang_serving.py [--out bench/results/sglang_serving.md] [--max-requests 3000]
     python bench/serving/sglang_serving.py --calibrate     # refit the five SGLang constants
     python bench/serving/sglang_serving.py --calibrate-prompts   # refit the early DeepSeek releases' prompt costs
+                                                                 # and the gfx942 block-FP8 share
 
 For each run: SGLang's token pool for the setup (engines/sglang.py), its scheduler (serving/simulate.py
 ``sglang_scheduler``: prefill batches before decodes, chunked_prefill_size, max_running_requests) and the step
@@ -254,24 +255,23 @@ def prefill_batch_s(r: dict) -> float:
 def calibrate_prompts() -> dict[str, object]:
     """SGLANG_EARLY_PROMPT_SCALE (NVIDIA) from PR #3550's FlashInfer run (its attention at gpuplan's multi-head
     figure, so the rest of its duration is the prompt path), then SGLANG_EARLY_TRITON_PROMPT_ATTENTION from its triton
-    run (the same workload, only the attention backend differs), then SGLANG_EARLY_PROMPT_SCALE (AMD) from PR
-    #3237's fitted bench_one_batch prefill on MI300X: each by 20 halvings to its published figure."""
+    run (the same workload, only the attention backend differs), then ROCM_BLOCK_FP8_KERNEL_SHARE (the gfx942 Triton
+    block-FP8 kernels' share of the fp8 rate; a higher share, a shorter prefill) from PR #3237's fitted
+    bench_one_batch prefill on MI300X: each by 20 halvings to its published figure."""
     runs = {r["attention_backend"]: r for r in prompt_runs()}
     rocm = next(r for r in prefill_batches() if r["role"] == "fitted")
-    fits = ((("SGLANG_EARLY_PROMPT_SCALE", "NVIDIA"), 0.5, 5.0, lambda: prompt_run_s(runs["flashinfer"]),
-             float(runs["flashinfer"]["duration_s"])),
-            (("SGLANG_EARLY_TRITON_PROMPT_ATTENTION", None), 0.5, 10.0, lambda: prompt_run_s(runs["triton"]),
-             float(runs["triton"]["duration_s"])),
-            (("SGLANG_EARLY_PROMPT_SCALE", "AMD"), 0.5, 10.0, lambda: prefill_batch_s(rocm), published_prefill_s(rocm)))
-    for (name, key), lo, hi, ours, real in fits:
+    fits = (("SGLANG_EARLY_PROMPT_SCALE", 0.5, 5.0, lambda: prompt_run_s(runs["flashinfer"]),
+             float(runs["flashinfer"]["duration_s"]), True),
+            ("SGLANG_EARLY_TRITON_PROMPT_ATTENTION", 0.5, 10.0, lambda: prompt_run_s(runs["triton"]),
+             float(runs["triton"]["duration_s"]), True),
+            ("ROCM_BLOCK_FP8_KERNEL_SHARE", 0.02, 1.0, lambda: prefill_batch_s(rocm), published_prefill_s(rocm), False))
+    for name, lo, hi, ours, real, rising in fits:
         for _ in range(20):
             mid = (lo + hi) / 2
-            if key is None:
-                setattr(oh, name, mid)
-            else:
-                getattr(oh, name)[key] = mid
-            lo, hi = (lo, mid) if ours() > real else (mid, hi)
-    return {k: getattr(oh, k) for k in ("SGLANG_EARLY_PROMPT_SCALE", "SGLANG_EARLY_TRITON_PROMPT_ATTENTION")}
+            setattr(oh, name, mid)
+            lo, hi = (lo, mid) if (ours() > real) == rising else (mid, hi)
+    return {k: getattr(oh, k) for k in ("SGLANG_EARLY_PROMPT_SCALE", "SGLANG_EARLY_TRITON_PROMPT_ATTENTION",
+                                        "ROCM_BLOCK_FP8_KERNEL_SHARE")}
 
 
 def prefill_batch_rows() -> list[str]:
@@ -505,6 +505,18 @@ def main() -> None:
         "medians TTFT 5.8% -> 5.2%, TPOT 12.9% -> 11.9%, E2E 11.5% -> 10.0% (H200 TTFT at 4 and 8 requests +6/+22% -> "
         "+12/+32%, at 16-128 -3/-17/-15/-13% -> +5/-8/-5/-3%); PR #2643's batch-32 check +9.6% -> +11.2%; vLLM 0.7 "
         "runs the same kernels (load_accuracy.md, dstackr1).", "",
+        "Then (issue 31, session 14) those kernels on gfx942 at a share of their own "
+        "(overheads.ROCM_BLOCK_FP8_KERNEL_SHARE, engines/rocm.py block_fp8_share): the H200's 0.257 had been assumed "
+        "on the MI300X, and the AMD prompt factor (1.62) stood on top of it, fitted on PR #3237's prefill. That same "
+        "prefill now sets the kernels' share, 0.143, with the rest of the prompt path at the CUDA factor (1.03: the "
+        "same Python code on both vendors); `--calibrate-prompts` fits it. Checked, never fitted, against AITER's "
+        "first CK block-scale GEMM timed on MI300X in the same weeks (ROCm/aiter PR #156, 2025-02-27; "
+        "bench/data/aiter_blockscale_gemm.csv): the share times its 45 prompt-sized DeepSeek rows at 0.72-1.35 of "
+        "their published times, median 1.01 (the H200's share 0.56), and AMD's blog of 2025-03-21 puts AITER's GEMM at "
+        "'up to 2X' what it replaced. The AMD decode constant moves with it, 138 -> 137 us. dstack's MI300X rows "
+        "(0.4.2.post4, held out): TTFT within a point, TPOT +12/+17/+12/+11/+4/-13% -> +12/+18/+15/+14/+7/-10% (the "
+        "decode's GEMMs of 16-64 rows at the lower share); vLLM 0.7.3's ROCm rows, which run the same kernels, are "
+        "the test (load_accuracy.md, dstackr1: MI300X TTFT -33..-58% -> -37..+5%).", "",
         "dstack's decode gap, what was checked (the 0.4.3.post2 and 0.4.2.post4 wheels from PyPI, read): before "
         "the early-release term, on the H200s measured TPOT less gpuplan's was nearly the same at every "
         "concurrency, 23-28 ms a step from 4 to 128 requests, so a per-step cost, not one per sequence or token; "
@@ -543,7 +555,7 @@ def main() -> None:
         "assumption; durations scaled to the published input tokens):", "", *prompt_run_rows(), "",
         "Prefill batches (bench/data/sglang_prefill_batches.csv: SGLang PR #3237's bench_one_batch runs of "
         "DeepSeek-V3 on 8 MI300Xs, one extend batch without a radix cache, its total latency less its decode steps; "
-        "the fitted row sets SGLANG_EARLY_PROMPT_SCALE's AMD entry by `sglang_serving.py --calibrate-prompts`, the "
+        "the fitted row sets overheads.ROCM_BLOCK_FP8_KERNEL_SHARE by `sglang_serving.py --calibrate-prompts`, the "
         "other reads the same prefill through another decode):", "", *prefill_batch_rows()]) + "\n"
     Path(args.out).write_text(text)
     print(text)

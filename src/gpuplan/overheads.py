@@ -434,8 +434,8 @@ FP8_SPLIT_ACCUMULATOR_SHARE_BY_GENERATION = {"Hopper": 0.914, "Blackwell": 0.983
 # CUTLASS linears) at small M is published to set one. vLLM 0.7's CUDA build runs its dense linears through its own
 # CUTLASS block-FP8 kernel instead (apply_w8a8_block_fp8_linear, cutlass_block_fp8_supported), timed alike: PR #23280's
 # "w8a8-block-fp8-cutlass" column sits within 0.9-1.2x of the Triton one at those shapes. DeepGEMM (the same table:
-# 1,354 us, 0.77 of the fast rate) replaced both in later releases. The ROCm build runs the same Triton source; no
-# MI300X timing of it is published, so its share of the MI300X's rate is assumed the same.
+# 1,354 us, 0.77 of the fast rate) replaced both in later releases. The ROCm builds run the same Triton source
+# compiled for gfx942, at a share of their own (ROCM_BLOCK_FP8_KERNEL_SHARE below).
 BLOCK_FP8_KERNEL_SHARE = 1044.0 / 4067.3
 # The releases that ran them, the last per engine: SGLang up to 0.4.3.post2 (the range of SGLANG_EARLY_DEEPSEEK_UNTIL;
 # sgl-kernel's CUTLASS block-FP8 GEMM followed, then DeepGEMM by default from sgl-project/sglang PR #5628,
@@ -443,6 +443,24 @@ BLOCK_FP8_KERNEL_SHARE = 1044.0 / 4067.3
 # later releases moved the linears to DeepGEMM and upstream CUTLASS, vLLM PRs #19085 and #23280, and tuned the
 # experts' Triton configs: not timed with this share).
 BLOCK_FP8_KERNELS_UNTIL = {"sglang": (0, 4, 3), "vllm": (0, 7, 99)}
+# The same releases' ROCm builds on AMD Instinct (engines/rocm.py block_fp8_share): Triton's w8a8_block_fp8_matmul and
+# block-scaled fused_moe compiled for gfx942, each engine with its own MI300X-tuned configs of the same tiles (64 x
+# 128 x 128, 4 warps, at prompt-sized M: SGLang 0.4.3's srt/layers/quantization/configs/*AMD_Instinct_MI300X*; ROCm/vllm
+# at 21f6ca217, the rocm/vllm-dev:vllm-ds3-staging-0217 image of dstack's MI300X runs, where ROCm/vllm PR #433 added
+# them and apply_w8a8_block_fp8_linear takes the Triton kernel on ROCm). Share of the fast fp8 rate, fitted
+# (`sglang_serving.py --calibrate-prompts`) on the one published timing of those kernels at work on gfx942: SGLang PR
+# #3237's bench_one_batch prefill of 4 x 2,048 tokens of DeepSeek-V3 on 8 MI300Xs (0.838 s: its total 10.656 s less
+# 255 decode steps at 38.50 ms; bench/data/sglang_prefill_batches.csv), the rest of SGLang 0.4.3's prompt path at its
+# CUDA factor (SGLANG_EARLY_PROMPT_SCALE: the same Python code on both vendors). Until issue 31's session 14 the
+# H200's 0.257 was assumed here and SGLang's AMD prompt path carried a factor of its own, 1.62, fitted on the same run.
+# Check (tests/speed/test_rocm_block_fp8.py, never fitted): AITER's first CK block-scale GEMM, tuned on MI300X for
+# DeepSeek-R1's TP 8 shapes in the same weeks (ROCm/aiter PR #156, 2025-02-27, bench/data/aiter_blockscale_gemm.csv:
+# 4,096 x 4,608 x 7,168 in 1,172 us, 231 TFLOPS), which AMD's blog of 2025-03-21 puts at "up to 2X" what it replaced:
+# this share times its 45 prompt-sized rows at 0.72-1.35 of their published times, median 1.01 (the H200's 0.56).
+# Held out: dstack's vLLM 0.7.3 rows on 8 MI300Xs (load_accuracy dstackr1: TTFT -33/-34/-58/-46/-29/-38 % ->
+# -1/-2/-37/-20/+5/-8 % at 4-128 users, TPOT -26..-4 % -> -26..+3 %) and its SGLang 0.4.2.post4 rows (TTFT within a
+# point, TPOT +4..+17 % -> +7..+18 %, -13 % -> -10 % at 128: sglang_serving.md).
+ROCM_BLOCK_FP8_KERNEL_SHARE = 0.143
 # A card run at a power limit below its TDP (GpuSpec.power_limit_w) sustains (limit / TDP) ** POWER_CAP_EXPONENT
 # of its tensor rate (speed/gemm.py power_limit_factor): dynamic power ~ C V^2 f with the voltage rising with the
 # clock, held to about the square of the clock by the leakage and memory power that do not scale. Grand Teton's
@@ -918,8 +936,9 @@ SGLANG_MLA_MOE_KERNELS_PER_LAYER = 16
 SGLANG_EARLY_DEEPSEEK_UNTIL = (0, 4, 3)
 # Refitted with the admission reserve's host refit (issue 31, 2026-11-30: all-reduce 16.4 -> 14.8 us takes the
 # batch-1 step without it to 12.54 ms: (33.01 - 12.54) / 58 = 353 us) and the ROCm share it moved (1.75 -> 1.77:
-# (38.50 - 24.29) / (58 x 1.77) = 138 us).
-SGLANG_EARLY_DEEPSEEK_MOE_LAYER_S = {"NVIDIA": 353e-6, "AMD": 138e-6}
+# (38.50 - 24.29) / (58 x 1.77) = 138 us); with the gfx942 Triton kernels at their own share
+# (ROCM_BLOCK_FP8_KERNEL_SHARE, session 14) the step without it is 24.46 ms: (38.50 - 24.46) / (58 x 1.77) = 137 us.
+SGLANG_EARLY_DEEPSEEK_MOE_LAYER_S = {"NVIDIA": 353e-6, "AMD": 137e-6}
 # The same releases' DeepSeek prompts (engines/sglang.py early_deepseek), fitted on neither serving row but on SGLang
 # pull request #3550 (2025-02-13, "feat: support flashinfer mla attention for deepseek v3": DeepSeek-V3 at TP 8 on
 # the SGLang team's 8 H200s, --disable-radix-cache, bench_serving random 32,000 in / 100 out at range ratio 0, 60
@@ -949,10 +968,12 @@ SGLANG_EARLY_DEEPSEEK_MOE_LAYER_S = {"NVIDIA": 353e-6, "AMD": 138e-6}
 # Refitted when those releases' block-FP8 GEMM kernels were timed at their measured rate (issue 31, 2026-11-30:
 # BLOCK_FP8_KERNEL_SHARE, the linears and experts as fp8 GEMMs at 0.257 of the fast fp8 rate where gpuplan had timed
 # them as bf16 ones): NVIDIA 1.63 -> 1.03, the prompt path's excess explained by the GEMM kernels (what is left, 3 %,
-# the unfused quantization, rotary and shared-expert ops above); AMD 2.29 -> 1.62 (the ROCm build's Triton share of
-# the MI300X's fp8 rate is assumed, not measured, and RCCL's all-reduces are not the CUDA build's); triton prompt
-# attention unchanged (5.09). vLLM 0.7 runs the same kernels (engines/vllm.py block_fp8_kernels) and takes no factor.
-SGLANG_EARLY_PROMPT_SCALE = {"NVIDIA": 1.03, "AMD": 1.62}
+# the unfused quantization, rotary and shared-expert ops above); AMD 2.29 -> 1.62 (with the H200's Triton share
+# assumed on the MI300X); triton prompt attention unchanged (5.09). vLLM 0.7 runs the same kernels (engines/vllm.py
+# block_fp8_kernels) and takes no factor. One factor for both vendors since issue 31's session 14: PR #3237's MI300X
+# prefill now sets the gfx942 Triton kernels' share (ROCM_BLOCK_FP8_KERNEL_SHARE, 0.143), the rest of the prompt path
+# at this factor (the same Python code on both), where an AMD factor of 1.62 stood on top of the H200's share.
+SGLANG_EARLY_PROMPT_SCALE = 1.03
 SGLANG_EARLY_TRITON_PROMPT_ATTENTION = 5.09
 # SGLang replays CUDA graphs for decode batches only (python/sglang/srt/model_executor/cuda_graph_runner.py
 # CudaGraphRunner.can_run: decode, idle and target-verify batches up to cuda_graph_max_bs); an extend (prefill) batch
@@ -1080,13 +1101,13 @@ DECODE_BANDS: dict[tuple[str, str, str], tuple[float, float, int, str]] = {
     ("vllm", "MoE", "NVIDIA"): (-0.32, 0.03, 22, "Mixtral-8x7B, Qwen3-30B-A3B, Qwen3-235B-A22B, Nemotron-3-Nano and "
                                "DeepSeek-R1 serving runs; DeepSeek-R1 under vLLM 0.7 decodes up to 42% slower "
                                "(bench/results/bands.md)"),
-    ("vllm", "MoE", "AMD"): (-0.24, 0.00, 6, "DeepSeek-R1 on 8 MI300X under vLLM 0.7.3's ROCm build (dstack): "
-                             "-26% to -4% (bench/results/bands.md)"),
+    ("vllm", "MoE", "AMD"): (-0.24, 0.02, 6, "DeepSeek-R1 on 8 MI300X under vLLM 0.7.3's ROCm build (dstack): "
+                             "-26% to +3% (bench/results/bands.md)"),
     ("sglang", "dense", "NVIDIA"): (-0.09, 0.02, 4, "Llama-3.1 8B and 70B, SGLang 0.3-0.4 (bench/results/bands.md)"),
     ("sglang", "MoE", "NVIDIA"): (-0.11, 0.16, 39, "DeepSeek-R1 on 8 H200, B200 or B300: InferenceX's SGLang 0.5 runs "
                                   "-10% to +19%, dstack's 0.4.3.post2 runs with DP attention -10% to -17% "
                                   "(bench/results/bands.md)"),
-    ("sglang", "MoE", "AMD"): (-0.01, 0.17, 8, "DeepSeek-R1 on 8 MI300X (dstack, SGLang 0.4.2.post4: -13% to +17%) "
+    ("sglang", "MoE", "AMD"): (0.00, 0.17, 8, "DeepSeek-R1 on 8 MI300X (dstack, SGLang 0.4.2.post4: -10% to +18%) "
                                "and 8 MI325X (InferenceX, 0.5.19: +17% and +16%) (bench/results/bands.md)"),
     ("trtllm", "dense", "NVIDIA"): (-0.12, 0.08, 164, "NVIDIA's trtllm-bench tables, Llama 3.x 8B-405B "
                                     "(bench/results/bands.md)"),

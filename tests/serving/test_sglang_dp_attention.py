@@ -120,7 +120,7 @@ def test_the_early_prompt_costs_replay_pr3550s_two_runs():
     / 2,679.07 tokens/s = 350.7 s). Both within 2 % of what they were fitted on. 1.11 and 4.22 until SGLang's
     admission reserve was switched on (issue 31): the replay then stopped retracting and recomputing requests; 1.63
     until the block-FP8 kernels were timed at their measured rate (overheads.BLOCK_FP8_KERNEL_SHARE)."""
-    assert (oh.SGLANG_EARLY_PROMPT_SCALE["NVIDIA"], oh.SGLANG_EARLY_TRITON_PROMPT_ATTENTION) == (1.03, 5.09)
+    assert (oh.SGLANG_EARLY_PROMPT_SCALE, oh.SGLANG_EARLY_TRITON_PROMPT_ATTENTION) == (1.03, 5.09)
     assert _pr3550_s("flashinfer") == pytest.approx(89.26, rel=0.02)
     assert _pr3550_s("triton") == pytest.approx(350.7, rel=0.02)
 
@@ -138,10 +138,12 @@ def _pr3237_prefill_s() -> float:
 def test_the_rocm_prompt_path_replays_pr3237s_prefill():
     """Fitted (sglang_serving.py --calibrate-prompts) on PR #3237's 'Without Fusion' run: bench_one_batch's total
     10.656 s less 255 decode steps at the median 38.50 ms leaves 0.838 s for the prefill; the fused-decode run of the
-    same comment leaves 9.970 - 255 x 0.03581 = 0.838 s too. At the CUDA build's 1.11 gpuplan said 0.427 s. 2.35 until
-    the admission reserve's refit (host constants, ROCm share 1.77, AMD layer constant 138 us: issue 31), 2.29 until
-    the block-FP8 kernels were timed at their measured rate (overheads.BLOCK_FP8_KERNEL_SHARE)."""
-    assert oh.SGLANG_EARLY_PROMPT_SCALE["AMD"] == 1.62
+    same comment leaves 9.970 - 255 x 0.03581 = 0.838 s too. At the CUDA build's 1.11 gpuplan said 0.427 s. What is
+    fitted: the gfx942 Triton block-FP8 kernels' share of the fast fp8 rate (overheads.ROCM_BLOCK_FP8_KERNEL_SHARE),
+    the rest of the prompt path at the CUDA build's factor (the same Python code on both vendors). Until issue 31's
+    session 14 an AMD prompt factor of its own was fitted there instead (2.35, 2.29, then 1.62 with the H200's
+    share)."""
+    assert (oh.ROCM_BLOCK_FP8_KERNEL_SHARE, oh.SGLANG_EARLY_PROMPT_SCALE) == (0.143, 1.03)
     assert _pr3237_prefill_s() == pytest.approx(10.656 - 255 * 0.03850, rel=0.01)
     assert _pr3237_prefill_s() == pytest.approx(9.970 - 255 * 0.03581, rel=0.01)
 
@@ -154,9 +156,10 @@ def test_the_early_prompt_costs_are_timed_where_those_releases_run():
     later = step_timer(*resolved(engine_version="0.5.7"))
     assert early.timing.prompt_scale == 1.03 and later.timing.prompt_scale == 1.0
     assert early.timing.block_fp8_share == pytest.approx(0.2567, abs=1e-4) and later.timing.block_fp8_share == 1.0
-    # the ROCm build's prompt path: its own factor on AMD cards (PR #3237), the same triton attention factor
+    # the ROCm build's prompt path: the same factor and triton attention factor, its Triton block-FP8 kernels at their
+    # gfx942 share (PR #3237)
     rocm = step_timer(*resolved(engine_version="0.4.2.post4", gpu="mi300x"))
-    assert rocm.timing.prompt_scale == 1.62
+    assert (rocm.timing.prompt_scale, rocm.timing.block_fp8_share) == (1.03, 0.143)
     assert rocm.timing.context_attention_speedup == pytest.approx(320 / 1088 / 5.09)
     assert early.timing.context_attention_speedup == pytest.approx(320 / 1088 / 5.09)
     parts = early.prefill_parts(3200)

@@ -9,10 +9,11 @@ measured to predicted decode time on MI325X over the same ratio on H200 (bench/s
 bench/results/rocm_share.md) is :data:`gpuplan.overheads.ROCM_DECODE_SLOWDOWN` on the fitted rows; its held-out
 rows check it. It scales the decode step's GPU work (weight and KV streaming, kernel latency, element-wise work);
 prefill is timed from the card's measured matmul rate (:data:`gpuplan.overheads.MATMUL_PEAK_FRACTION`: MI300X's
-MAMF under ROCm) and is not scaled by it (SGLang's first DeepSeek releases carry a prompt factor of their own per
-vendor, measured on MI300X: :func:`gpuplan.engines.sglang.early_deepseek`). vLLM's ROCm build has no such runs in
-the bench: it takes SGLang's figure, said as borrowed; models other than DeepSeek-R1 (dense ones included) take it
-unmeasured, said so.
+MAMF under ROCm) and is not scaled by it. The first DeepSeek-V3 releases (vLLM 0.7, SGLang up to 0.4.3) ran
+DeepSeek's block-FP8 linears and experts through Triton kernels, which reach a smaller share of the fp8 rate on
+gfx942 than on the H200: :func:`block_fp8_share`, measured on SGLang PR #3237's MI300X prefill. vLLM's ROCm build
+has no decode runs of its own in the fit: it takes SGLang's figure, said as borrowed; models other than DeepSeek-R1
+(dense ones included) take it unmeasured, said so.
 """
 
 from __future__ import annotations
@@ -26,12 +27,21 @@ def gpu_scale(gpu: GpuSpec) -> float:
     return oh.ROCM_DECODE_SLOWDOWN if gpu.vendor == "AMD" else 1.0
 
 
+def block_fp8_share(gpu: GpuSpec) -> float:
+    """The share of the fast fp8 rate the first DeepSeek-V3 releases' block-FP8 kernels reach on ``gpu``
+    (:func:`gpuplan.engines.vllm.block_fp8_kernels`): Triton's ``w8a8_block_fp8_matmul`` and block-scaled
+    ``fused_moe`` compiled for gfx942 on AMD (:data:`gpuplan.overheads.ROCM_BLOCK_FP8_KERNEL_SHARE`, measured on
+    SGLang PR #3237's MI300X prefill), else the H200's (:data:`gpuplan.overheads.BLOCK_FP8_KERNEL_SHARE`)."""
+    return oh.ROCM_BLOCK_FP8_KERNEL_SHARE if gpu.vendor == "AMD" else oh.BLOCK_FP8_KERNEL_SHARE
+
+
 def rocm_note(engine_label: str, gpu: GpuSpec, *, measured: bool) -> str:
     """The sentence that says how the engine's ROCm build is timed on ``gpu`` ("" off AMD)."""
     if gpu.vendor != "AMD":
         return ""
     where = ("measured on InferenceX's SGLang runs of DeepSeek-R1 on MI325X against H200 (bench/results/"
              "rocm_share.md; other models take the same figure, unmeasured)" if measured else
-             "borrowed from SGLang's ROCm runs of DeepSeek-R1 (no vLLM ROCm run is in the bench)")
+             "borrowed from SGLang's ROCm runs of DeepSeek-R1 (vLLM's own, dstack's 0.7.3 runs on MI300X, are held "
+             "out)")
     return (f"{engine_label} on ROCm ({gpu.name}): decode GPU work {oh.ROCM_DECODE_SLOWDOWN:.2f}x the CUDA build's on "
             f"the same datasheet, {where}")

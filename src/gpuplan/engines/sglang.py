@@ -487,7 +487,7 @@ class Sglang(Engine):
         return current_timing(s, m, gpu, loop=loop, note=note, graph_max_batch=d.cuda_graph_max_bs,
                               launch_s=oh.SGLANG_EAGER_LAUNCH_S, label=self.label, rocm_measured=True,
                               **fused_kernels(s, m, gpu), **(absorbed | early_deepseek(s, m, gpu)),
-                              **triton_mla_decode(s, m), **block_fp8_kernels(s, m, "sglang"), **graphs)
+                              **triton_mla_decode(s, m), **block_fp8_kernels(s, m, gpu, "sglang"), **graphs)
 
 
 def fused_kernels(s: Scenario, m: ModelSpec, gpu: GpuSpec) -> dict:
@@ -524,9 +524,10 @@ def early_deepseek(s: Scenario, m: ModelSpec, gpu: GpuSpec) -> dict:
       (:data:`gpuplan.overheads.SGLANG_EARLY_DEEPSEEK_MOE_LAYER_S`: the small unfused kernels of that release's
       ``models/deepseek_v2.py``);
     - a prompt's GPU work other than attention (its block-FP8 GEMMs already at their Triton kernels' share,
-      :func:`~gpuplan.engines.vllm.block_fp8_kernels`) at :data:`~gpuplan.overheads.SGLANG_EARLY_PROMPT_SCALE` times
-      gpuplan's, fitted per vendor (NVIDIA on SGLang PR #3550's FlashInfer-MLA run of a long-prompt workload on 8
-      H200s, AMD on PR #3237's ``bench_one_batch`` prefill of 4 x 2,048 tokens on 8 MI300Xs), and its attention
+      :func:`~gpuplan.engines.vllm.block_fp8_kernels`, on AMD the gfx942 share fitted on PR #3237's
+      ``bench_one_batch`` prefill of 4 x 2,048 tokens on 8 MI300Xs) at
+      :data:`~gpuplan.overheads.SGLANG_EARLY_PROMPT_SCALE` times gpuplan's on both vendors (fitted on SGLang PR
+      #3550's FlashInfer-MLA run of a long-prompt workload on 8 H200s), and its attention
       (the triton extend kernel, those releases' default MLA backend on every card) at
       :data:`~gpuplan.overheads.SGLANG_EARLY_TRITON_PROMPT_ATTENTION` times gpuplan's absorbed figure, from PR
       #3550's triton run of the same workload (overheads.py)."""
@@ -535,7 +536,7 @@ def early_deepseek(s: Scenario, m: ModelSpec, gpu: GpuSpec) -> dict:
     if not (early and layer_s and deepseek_layers(m)):
         return {}
     absorbed = absorbed_prefill(s, m).get("context_attention_speedup", 1.0)
-    return {"expert_layer_s": layer_s, "prompt_scale": oh.SGLANG_EARLY_PROMPT_SCALE[gpu.vendor],
+    return {"expert_layer_s": layer_s, "prompt_scale": oh.SGLANG_EARLY_PROMPT_SCALE,
             "context_attention_speedup": absorbed / oh.SGLANG_EARLY_TRITON_PROMPT_ATTENTION}
 
 

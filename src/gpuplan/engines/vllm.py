@@ -65,7 +65,7 @@ from ..tensors.state import weight_format
 from . import deepep
 from .base import Engine
 from .records import HostLoop, KvPool, Timing
-from .rocm import gpu_scale, rocm_note
+from .rocm import block_fp8_share, gpu_scale, rocm_note
 
 CURRENT_VERSION = "0.33.0"
 
@@ -807,22 +807,23 @@ class Vllm(Engine):
 
     def timing(self, s: Scenario, m: ModelSpec, gpu: GpuSpec) -> Timing:
         return current_timing(s, m, gpu, current=False, eager_steps=s.enforce_eager, **measured_kernels(s, m, gpu),
-                              **block_fp8_kernels(s, m, "vllm"))
+                              **block_fp8_kernels(s, m, gpu, "vllm"))
 
 
-def block_fp8_kernels(s: Scenario, m: ModelSpec, engine: str) -> dict[str, float]:
+def block_fp8_kernels(s: Scenario, m: ModelSpec, gpu: GpuSpec, engine: str) -> dict[str, float]:
     """A :class:`~gpuplan.engines.records.Timing` field for a block-scaled fp8 checkpoint (``weight_block_size``:
     DeepSeek-V3/R1's) served by the first DeepSeek-V3 releases of ``engine`` (up to
     :data:`~gpuplan.overheads.BLOCK_FP8_KERNELS_UNTIL`): their linears and experts at
     :data:`~gpuplan.overheads.BLOCK_FP8_KERNEL_SHARE` of the fast fp8 rate (Triton's ``w8a8_block_fp8_matmul`` and
     ``fused_moe`` with ``block_shape``, vLLM 0.7's CUTLASS block-FP8 linears on CUDA: vLLM
-    ``model_executor/layers/quantization/utils/fp8_utils.py`` ``apply_w8a8_block_fp8_linear`` of v0.7.3). Other
+    ``model_executor/layers/quantization/utils/fp8_utils.py`` ``apply_w8a8_block_fp8_linear`` of v0.7.3); on AMD
+    cards the same Triton kernels compiled for gfx942, at their own share (:func:`.rocm.block_fp8_share`). Other
     releases, checkpoints and formats: none."""
     fmt = weight_format(s, m)[0]
     early = s.engine_version and version_tuple(s.engine_version) <= oh.BLOCK_FP8_KERNELS_UNTIL[engine]
     if fmt.name != "fp8" or not fmt.fp8_block or not early:
         return {}
-    return {"block_fp8_share": oh.BLOCK_FP8_KERNEL_SHARE}
+    return {"block_fp8_share": block_fp8_share(gpu)}
 
 
 def measured_kernels(s: Scenario, m: ModelSpec, gpu: GpuSpec) -> dict[str, float]:
