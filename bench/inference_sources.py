@@ -289,7 +289,11 @@ CAUSES = {
         "(overheads.BLOCK_FP8_KERNEL_SHARE), where gpuplan had timed them as bf16 GEMMs; one 3,200-token prompt "
         "0.58 -> 0.85 s on the H200 (0.97 measured), 0.65 -> 0.87 s on the MI300X (1.29). Left: the MI300X's "
         "prompts (TTFT -29..-58 %; the ROCm build's Triton share is assumed the H200's) and the H200's decodes at "
-        "16-64 users (TPOT -27..-42 %) (bench/results/load_accuracy.md)."),
+        "16-64 users (TPOT -27..-42 %), read again in session 14: the decode step itself (median ITL = median "
+        "TPOT, no prompt inside a wave's decodes), +3.9/+6.5/+20.7/+17.6/+20.7 ms over gpuplan's at 4-64 users, a "
+        "cost that appears between 8 and 16 sequences and then stays; not found in vLLM 0.7's code (CUDA graphs, "
+        "the fused MoE's H200 table, which SGLang 0.4.3 shares without the jump, FlashMLA, absorbed projections) "
+        "(bench/results/load_accuracy.md)."),
     ("load_accuracy", "gpustack"): (
         "GPUStack's performance lab, vLLM 0.11.0 with no flags, bursts of 500 prompts of 4,000 or 2,000 tokens "
         "(added 2026-11-30, held out). The 8-GPU rows land (TTFT -27..+1 %); the misses above 25 % are Qwen3-14B on "

@@ -441,6 +441,42 @@ NOTES = """What the misses say, row by row:
   kernels timed so, falls from 1.63 to 1.03 on NVIDIA (the GEMM kernels were its excess) and from 2.29 to 1.62 on AMD:
   the MI300X's remaining prompt gap (its Triton share is assumed the H200's, not measured) is what these rows still
   show, together with the H200's TPOT at 16-64 users.
+  That TPOT, read again (s14-r1decode, 2026-11-30; nothing changed): it is the decode step itself. The source's median
+  ITL equals its median TPOT at every concurrency (25.7/31.3/49.7/52.0/63.2 ms at 4/8/16/32/64) and its mean ITL is
+  within 0.2 ms of the median at 16 and 32: each wave of users is prefilled together, then decodes 799 steps with no
+  prompt among them (TTFT + 799 x TPOT = users / requests/s within 3 %), as gpuplan simulates it (TTFT -6 % at 16).
+  Against gpuplan's step at 3,600 tokens of context (21.8/24.8/29.0/34.4/42.5 ms) the measured step is
+  +3.9/+6.5/+20.7/+17.6/+20.7 ms: a cost that appears between 8 and 16 sequences (measured +18.4 ms from 8 to 16, +2.2
+  from 16 to 32) and then stays, neither per sequence nor per expert touched. Read in vLLM 0.7.3's wheel and the
+  FlashMLA backend of the nightly that ran (vllm/attention/backends/flashmla.py), nothing switches there: (a) CUDA
+  graphs: V0 captures 1, 2, 4, 8, 16, 24 ... 256 sequences (config.py `VllmConfig._set_cudagraph_sizes`) and replays one
+  for every decode-only step of up to 8,192 tokens of context (worker/model_runner.py `_use_captured_graph`;
+  FlashMLAState captures its tile-scheduler metadata); (b) the fused MoE's H200 table (fused_moe/configs/E=256,N=256,
+  device_name=NVIDIA_H200,dtype=fp8_w8a8,block_shape=[128,128].json, nearest M key) does change at key 16
+  (BLOCK_SIZE_M 16, N 256, K 64 where 8 and 24-32 take 64/128/128; vLLM PR #28992 retuned that table for DeepSeek at
+  batch 16 in 2025-11), but SGLang 0.4.3.post2 ships the same table entry for entry and the same Triton kernel, and
+  its runs on the same 8 H200s (sglang_serving.csv; DP attention: the MoE runs the 16 gathered rows) step 43.5 ->
+  50.9 -> 61.2 ms at 8/16/32 users, no jump at 16, while 32 and 64 users here (ordinary keys) carry the same excess;
+  (c) FlashMLA at TP 8 pads 16 heads to its 64-row tile, 4x the FLOPs: 0.74 ms at 16 users beside the latent cache's
+  1.05 ms read, memory-bound at every concurrency; (d) MLA's absorbed projections (VLLM_MLA_PERFORM_MATRIX_ABSORPTION,
+  materialized until vLLM PR #14770 of 2025-03-13, after both builds): ~3.0 GB more fp8 weights a step per GPU than
+  the projections gpuplan times, ~0.7 ms at every concurrency, and PR #14770's own runs found the materialized path
+  no slower at short context: not added. One difference of the two engines' fused MoE does line up, a lead, not a
+  term: vLLM 0.7.3's `invoke_fused_moe_kernel` trims its grid only while the batch is below BLOCK_SIZE_M ("optimize
+  for small batch_size": EM = M x top_k x BLOCK_SIZE_M, 32 and 64 row blocks at 4 and 8 users) and from 16 users
+  launches every padded row block (M x 8 + 256 x (BLOCK_SIZE_M - 1) rows: 248-260 blocks, nearly all returning at
+  once), as SGLang 0.4.3.post2 does at every batch, whose early-release MoE layer gpuplan prices at 353 us
+  (overheads.SGLANG_EARLY_DEEPSEEK_MOE_LAYER_S, fitted on SGLang's bench_one_batch: 20.5 ms a step) against the
+  17.6-20.7 ms here; but by an estimate of an empty block's launch and return (~1.5 us, 3-4 resident on each SM) those
+  blocks cost 1.5-4.4 ms a step, not ~15, and no public timing of them exists. Tried, not kept: the touched experts'
+  padded tiles (each expert's rows padded to BLOCK_SIZE_M) computed at the block-FP8 share and added to the experts'
+  read (as the larger of the two they move nothing: 1.39 us an expert and layer beside a 1.3-2.6 us read): H200 TPOT
+  -15/-21/-42/-32/-27/+3 % -> -6/-6/-25/-9/-1/+30 %, MI300X -26/-23/-14/-6/-4/-12 % -> -19/-11/+7/+24/+28/+16 %;
+  adding rather than overlapping is a choice fitted to these rows, it misses the step at 16, overshoots 128 users and
+  the MI300X, and SGLang's runs of the same kernel (gpuplan within -10..-17 % at every concurrency with a constant
+  per-layer term) show no excess growing with the experts touched. Held-out medians unchanged: dstackr1 TTFT 31.5 %,
+  TPOT 18.1 %, requests/s 27.8 %; MoE serving TPOT 10.4 % (inference_sources.md). What would settle it: a profile of
+  that nightly's decode step at 8 and at 16 sequences on 8 H200s.
   (2) GPUStack's performance lab (`gpustack`; gpustack/gpustack@47277d79f4a5 docs/performance-lab/*: vLLM v0.11.0
   baselines served with no flags, `vllm bench serve` random 4,000/200 and 2,000/100, 500 prompts sent at once):
   8 rows. TTFT median 25.5 %, TPOT 19.4 %, requests/s 27.7 %, every row gpuplan fast. The 8-GPU rows (DeepSeek-R1-0528
