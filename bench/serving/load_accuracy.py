@@ -477,6 +477,22 @@ NOTES = """What the misses say, row by row:
   per-layer term) show no excess growing with the experts touched. Held-out medians unchanged: dstackr1 TTFT 31.5 %,
   TPOT 18.1 %, requests/s 27.8 %; MoE serving TPOT 10.4 % (inference_sources.md). What would settle it: a profile of
   that nightly's decode step at 8 and at 16 sequences on 8 H200s.
+  Adopted beside it, from the same code (memory, not the step): vLLM 0.7's MLA backend materializes the absorbed
+  decode matrices at load and keeps the projections for prompts (vllm/attention/backends/mla/utils.py
+  `process_weights_after_loading` of v0.7.3, VLLM_MLA_PERFORM_MATRIX_ABSORPTION on by default, from vLLM PR #12528 in
+  0.7.1 until PR #14770 for 0.8.0: "it reduces memory usage"): W_Q_UK and W_UV_O requantized to fp8 blocks, W_QR and
+  the dequantized kv_b_proj in bf16, 78.7 MB a layer and 4.47 GiB a GPU at TP 8 (engines/vllm.py
+  `absorbed_mla_bytes`): weights 79.1 -> 83.6 GiB a GPU, the H200's pool 29.5 -> 25.0 GiB (450,176 -> 381,888
+  tokens, 112 -> 95 requests of 4,000), the MI300X's 85.8 -> 81.3 GiB. The step is not changed: PR #14770's own runs
+  found the path without the materialized matrices no faster at short context, though it reads ~3 GB a step less.
+  Only the H200 at 128 users moves (the others never fill the pool): TTFT -76 % -> -79 %, TPOT +3 % -> -12 %,
+  requests/s +80 % -> +76 %. Its TPOT was close only because gpuplan's larger pool ran all 128 (48 preemptions) in
+  steps as slow as the measured ones at 64; the source's 128-user run completes requests no faster than its 64-user
+  one (0.93 against 0.95 a second, TPOT 66.9 against 64.4 ms, TTFT 82.8 s), as if its pool held about 64 of them,
+  not 95. What else that build's memory held (NCCL's NVLink SHARP buffers, which gpuplan counts only before 0.6.5,
+  where vllm#9699 measured them) no public log of these releases found with a locator sets: left. The source's
+  medians do not move (TTFT 31.5 %, TPOT 18.1 %, requests/s 27.8 %); the MoE serving TPOT
+  median moves 10.4 % -> 10.9 % (inference_sources.md).
   (2) GPUStack's performance lab (`gpustack`; gpustack/gpustack@47277d79f4a5 docs/performance-lab/*: vLLM v0.11.0
   baselines served with no flags, `vllm bench serve` random 4,000/200 and 2,000/100, 500 prompts sent at once):
   8 rows. TTFT median 25.5 %, TPOT 19.4 %, requests/s 27.7 %, every row gpuplan fast. The 8-GPU rows (DeepSeek-R1-0528
