@@ -295,7 +295,12 @@ CAUSES = {
         "block-scale GEMM timed on MI300X in the same weeks (median 1.01 of its times); MI300X TTFT "
         "-33/-34/-58/-46/-29/-38 % -> -1/-2/-37/-20/+5/-8 %, TPOT -26..-4 % -> -26..+3 %, requests/s +13..+36 % -> "
         "-0..+33 %; the H200 rows do not move. Left: the H200's decodes at 16-64 users (TPOT -27..-42 %) and its "
-        "requests/s (+18..+80 %), the MI300X at 16 users (TTFT -37 %) (bench/results/load_accuracy.md)."),
+        "requests/s (+18..+80 %), the MI300X at 16 users (TTFT -37 %). The H200's decodes, "
+        "read again in session 14: the decode step itself (median ITL = median "
+        "TPOT, no prompt inside a wave's decodes), +3.9/+6.5/+20.7/+17.6/+20.7 ms over gpuplan's at 4-64 users, a "
+        "cost that appears between 8 and 16 sequences and then stays; not found in vLLM 0.7's code (CUDA graphs, "
+        "the fused MoE's H200 table, which SGLang 0.4.3 shares without the jump, FlashMLA, absorbed projections) "
+        "(bench/results/load_accuracy.md)."),
     ("load_accuracy", "gpustack"): (
         "GPUStack's performance lab, vLLM 0.11.0 with no flags, bursts of 500 prompts of 4,000 or 2,000 tokens "
         "(added 2026-11-30, held out). The 8-GPU rows land (TTFT -27..+1 %); the misses above 25 % are Qwen3-14B on "

@@ -455,6 +455,58 @@ NOTES = """What the misses say, row by row:
   The source: TTFT 31.5 % -> 10.7 %, TPOT 18.1 % (the H200's), requests/s 27.8 % -> 25.3 %. Left on the MI300X: 16
   users (TTFT -37 %: the measured TTFT doubles from 8 users, 2.5 -> 4.9 s, gpuplan's grows 2.5 -> 3.1 s) and TPOT at
   4-8 users (-26/-22 %: the decode, at the ROCm share SGLang's MI325X runs set, borrowed for vLLM).
+  That TPOT, read again (s14-r1decode, 2026-11-30; nothing changed): it is the decode step itself. The source's median
+  ITL equals its median TPOT at every concurrency (25.7/31.3/49.7/52.0/63.2 ms at 4/8/16/32/64) and its mean ITL is
+  within 0.2 ms of the median at 16 and 32: each wave of users is prefilled together, then decodes 799 steps with no
+  prompt among them (TTFT + 799 x TPOT = users / requests/s within 3 %), as gpuplan simulates it (TTFT -6 % at 16).
+  Against gpuplan's step at 3,600 tokens of context (21.8/24.8/29.0/34.4/42.5 ms) the measured step is
+  +3.9/+6.5/+20.7/+17.6/+20.7 ms: a cost that appears between 8 and 16 sequences (measured +18.4 ms from 8 to 16, +2.2
+  from 16 to 32) and then stays, neither per sequence nor per expert touched. Read in vLLM 0.7.3's wheel and the
+  FlashMLA backend of the nightly that ran (vllm/attention/backends/flashmla.py), nothing switches there: (a) CUDA
+  graphs: V0 captures 1, 2, 4, 8, 16, 24 ... 256 sequences (config.py `VllmConfig._set_cudagraph_sizes`) and replays one
+  for every decode-only step of up to 8,192 tokens of context (worker/model_runner.py `_use_captured_graph`;
+  FlashMLAState captures its tile-scheduler metadata); (b) the fused MoE's H200 table (fused_moe/configs/E=256,N=256,
+  device_name=NVIDIA_H200,dtype=fp8_w8a8,block_shape=[128,128].json, nearest M key) does change at key 16
+  (BLOCK_SIZE_M 16, N 256, K 64 where 8 and 24-32 take 64/128/128; vLLM PR #28992 retuned that table for DeepSeek at
+  batch 16 in 2025-11), but SGLang 0.4.3.post2 ships the same table entry for entry and the same Triton kernel, and
+  its runs on the same 8 H200s (sglang_serving.csv; DP attention: the MoE runs the 16 gathered rows) step 43.5 ->
+  50.9 -> 61.2 ms at 8/16/32 users, no jump at 16, while 32 and 64 users here (ordinary keys) carry the same excess;
+  (c) FlashMLA at TP 8 pads 16 heads to its 64-row tile, 4x the FLOPs: 0.74 ms at 16 users beside the latent cache's
+  1.05 ms read, memory-bound at every concurrency; (d) MLA's absorbed projections (VLLM_MLA_PERFORM_MATRIX_ABSORPTION,
+  materialized until vLLM PR #14770 of 2025-03-13, after both builds): ~3.0 GB more fp8 weights a step per GPU than
+  the projections gpuplan times, ~0.7 ms at every concurrency, and PR #14770's own runs found the materialized path
+  no slower at short context: not added. One difference of the two engines' fused MoE does line up, a lead, not a
+  term: vLLM 0.7.3's `invoke_fused_moe_kernel` trims its grid only while the batch is below BLOCK_SIZE_M ("optimize
+  for small batch_size": EM = M x top_k x BLOCK_SIZE_M, 32 and 64 row blocks at 4 and 8 users) and from 16 users
+  launches every padded row block (M x 8 + 256 x (BLOCK_SIZE_M - 1) rows: 248-260 blocks, nearly all returning at
+  once), as SGLang 0.4.3.post2 does at every batch, whose early-release MoE layer gpuplan prices at 353 us
+  (overheads.SGLANG_EARLY_DEEPSEEK_MOE_LAYER_S, fitted on SGLang's bench_one_batch: 20.5 ms a step) against the
+  17.6-20.7 ms here; but by an estimate of an empty block's launch and return (~1.5 us, 3-4 resident on each SM) those
+  blocks cost 1.5-4.4 ms a step, not ~15, and no public timing of them exists. Tried, not kept: the touched experts'
+  padded tiles (each expert's rows padded to BLOCK_SIZE_M) computed at the block-FP8 share and added to the experts'
+  read (as the larger of the two they move nothing: 1.39 us an expert and layer beside a 1.3-2.6 us read): H200 TPOT
+  -15/-21/-42/-32/-27/+3 % -> -6/-6/-25/-9/-1/+30 %, MI300X -26/-23/-14/-6/-4/-12 % -> -19/-11/+7/+24/+28/+16 %;
+  adding rather than overlapping is a choice fitted to these rows, it misses the step at 16, overshoots 128 users and
+  the MI300X, and SGLang's runs of the same kernel (gpuplan within -10..-17 % at every concurrency with a constant
+  per-layer term) show no excess growing with the experts touched. Held-out medians unchanged by it: dstackr1
+  TTFT 10.7 %, TPOT 18.1 %, requests/s 25.3 %; MoE serving TPOT 9.6 % (inference_sources.md). What would settle
+  it: a profile of that nightly's decode step at 8 and at 16 sequences on 8 H200s.
+  Adopted beside it, from the same code (memory, not the step): vLLM 0.7's MLA backend materializes the absorbed
+  decode matrices at load and keeps the projections for prompts (vllm/attention/backends/mla/utils.py
+  `process_weights_after_loading` of v0.7.3, VLLM_MLA_PERFORM_MATRIX_ABSORPTION on by default, from vLLM PR #12528 in
+  0.7.1 until PR #14770 for 0.8.0: "it reduces memory usage"): W_Q_UK and W_UV_O requantized to fp8 blocks, W_QR and
+  the dequantized kv_b_proj in bf16, 78.7 MB a layer and 4.47 GiB a GPU at TP 8 (engines/vllm.py
+  `absorbed_mla_bytes`): weights 79.1 -> 83.6 GiB a GPU, the H200's pool 29.5 -> 25.0 GiB (450,176 -> 381,888
+  tokens, 112 -> 95 requests of 4,000), the MI300X's 85.8 -> 81.3 GiB. The step is not changed: PR #14770's own runs
+  found the path without the materialized matrices no faster at short context, though it reads ~3 GB a step less.
+  Only the H200 at 128 users moves (the others never fill the pool): TTFT -76 % -> -79 %, TPOT +3 % -> -12 %,
+  requests/s +80 % -> +76 %. Its TPOT was close only because gpuplan's larger pool ran all 128 (48 preemptions) in
+  steps as slow as the measured ones at 64; the source's 128-user run completes requests no faster than its 64-user
+  one (0.93 against 0.95 a second, TPOT 66.9 against 64.4 ms, TTFT 82.8 s), as if its pool held about 64 of them,
+  not 95. What else that build's memory held (NCCL's NVLink SHARP buffers, which gpuplan counts only before 0.6.5,
+  where vllm#9699 measured them) no public log of these releases found with a locator sets: left. The source's
+  medians do not move (TTFT 10.7 %, TPOT 18.1 %, requests/s 25.3 %); the MoE serving TPOT
+  median moves 9.6 % -> 10.1 % (inference_sources.md): a correct pool, kept.
   (2) GPUStack's performance lab (`gpustack`; gpustack/gpustack@47277d79f4a5 docs/performance-lab/*: vLLM v0.11.0
   baselines served with no flags, `vllm bench serve` random 4,000/200 and 2,000/100, 500 prompts sent at once):
   8 rows. TTFT median 25.5 %, TPOT 19.4 %, requests/s 27.7 %, every row gpuplan fast. The 8-GPU rows (DeepSeek-R1-0528

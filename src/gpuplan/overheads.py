@@ -461,6 +461,12 @@ BLOCK_FP8_KERNELS_UNTIL = {"sglang": (0, 4, 3), "vllm": (0, 7, 99)}
 # -1/-2/-37/-20/+5/-8 % at 4-128 users, TPOT -26..-4 % -> -26..+3 %) and its SGLang 0.4.2.post4 rows (TTFT within a
 # point, TPOT +4..+17 % -> +7..+18 %, -13 % -> -10 % at 128: sglang_serving.md).
 ROCM_BLOCK_FP8_KERNEL_SHARE = 0.143
+# vLLM releases whose V0 MLA backend materializes the absorbed decode matrices (W_Q_UK, W_UV_O) beside the checkpoint's
+# projections (engines/vllm.py absorbed_mla_bytes): from vLLM PR #12528 (2025-01-31, "[Attention] MLA decode
+# optimizations", in 0.7.1; VLLM_MLA_PERFORM_MATRIX_ABSORPTION, on by default) until vLLM PR #14770 ("[Attention] MLA
+# get rid of materialization", 2025-03, in 0.8.0: "it reduces memory usage ... without it the weight
+# materialization eats up too much of the GPU memory"), [first, end).
+VLLM_MLA_ABSORPTION = ((0, 7, 1), (0, 8, 0))
 # A card run at a power limit below its TDP (GpuSpec.power_limit_w) sustains (limit / TDP) ** POWER_CAP_EXPONENT
 # of its tensor rate (speed/gemm.py power_limit_factor): dynamic power ~ C V^2 f with the voltage rising with the
 # clock, held to about the square of the clock by the leakage and memory power that do not scale. Grand Teton's

@@ -341,7 +341,35 @@ def stage_weights(s: Scenario, m: ModelSpec, stage: Stage, gpu: GpuSpec | None) 
     if stage.last:
         total += head + norm_bytes
     return (total / s.tp + replicated_attention_bytes(s, parts, len(stage.layers) / m.num_layers)
-            + replicated_bytes(s, stage.layers, fmt, skip))
+            + replicated_bytes(s, stage.layers, fmt, skip) + absorbed_mla_bytes(s, m, stage.layers, fmt))
+
+
+def absorbed_mla_bytes(s: Scenario, m: ModelSpec, layers, fmt: Format) -> float:
+    """Bytes one GPU holds beside an MLA model's weights in the releases whose MLA backend materializes the decode
+    path's absorbed matrices at load (:data:`~gpuplan.overheads.VLLM_MLA_ABSORPTION`: vLLM 0.7.1 to 0.7.x,
+    ``vllm/attention/backends/mla/utils.py`` ``MLACommonImpl.process_weights_after_loading`` of v0.7.3, with
+    ``VLLM_MLA_PERFORM_MATRIX_ABSORPTION`` on by default) while keeping the projections for prompts, per MLA layer
+    and this GPU's ``heads / tp`` heads: ``W_Q_UK`` (q_lora_rank, or the hidden size without one, x heads x
+    kv_lora_rank) and ``W_UV_O`` (heads x kv_lora_rank x hidden), requantized to the checkpoint's fp8 blocks
+    (``scaled_quantize``) when it is fp8, else in the 16-bit dtype; ``W_QR`` (q_lora_rank x heads x rope dims) in
+    16 bits; and, for a quantized checkpoint, ``kv_b_proj`` dequantized to 16 bits (``get_and_maybe_dequant_weights``,
+    whose ``W_UK`` and ``W_UV`` views the backend keeps). 0 for other releases and models."""
+    mla = m.mla
+    lo, hi = oh.VLLM_MLA_ABSORPTION
+    if not mla or not lo <= version_tuple(s.engine_version) < hi:
+        return 0.0
+    heads, hidden, latent = m.num_heads / s.tp, m.hidden_size, mla["kv_lora_rank"]
+    q_in = mla.get("q_lora_rank") or hidden
+    bi, bo = fmt.fp8_block or (1, 1)
+
+    def absorbed(i: float, o: float) -> float:  # requantized to the checkpoint's fp8 blocks, else 16-bit
+        return i * o + 4 * math.ceil(i / bi) * math.ceil(o / bo) if fmt.name == "fp8" else i * o * fmt.high_bytes
+
+    per = absorbed(q_in, heads * latent) + absorbed(heads * latent, hidden) \
+        + q_in * heads * mla["qk_rope_head_dim"] * fmt.high_bytes
+    if fmt.name != "none":
+        per += latent * heads * (mla["qk_nope_head_dim"] + mla["v_head_dim"]) * fmt.high_bytes
+    return per * sum(1 for layer in layers if layer.attention == "mla")
 
 
 def mxfp4_padding(m: ModelSpec, tp: int, gpu: GpuSpec | None, version: str | None = None) -> float:

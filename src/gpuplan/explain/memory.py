@@ -102,7 +102,7 @@ def weights(x: Context) -> Formula:
 def _vllm_weights(x: Context) -> Formula | None:
     """vLLM's first pipeline stage, whose budget the plan shows: its layers, the embedding, the head where it is
     also the last, over TP, MXFP4 experts padded for the kernel (engines/vllm.py ``stage_weights``)."""
-    from ..engines.vllm import mxfp4_padding, stage_weights, stages
+    from ..engines.vllm import absorbed_mla_bytes, mxfp4_padding, stage_weights, stages
 
     s, m = x.s, x.m
     if x.gpu is None or not x.r.memory.engine:
@@ -115,10 +115,15 @@ def _vllm_weights(x: Context) -> Formula | None:
     pad = mxfp4_padding(m, s.tp, x.gpu, s.engine_version) if fmt.name == "mxfp4" else 1.0
     if pad != 1.0:
         held.append(f"MXFP4 experts padded x {pad:.4f} for the kernel")
+    absorbed = absorbed_mla_bytes(s, m, first.layers, fmt) / GIB
+    if absorbed:
+        held.append(f"+ {absorbed:,.2f} GiB of MLA's absorbed decode matrices (vLLM 0.7)")
     return Formula(label="weights", value=x.r.memory.weights_gib, unit="GiB",
                    formula="W = the first pipeline stage's weights in the storage format (its layers, the "
                            "embedding; the output head on the last stage) / TP, + MLA's down-projections (and, "
-                           "under attention data parallelism, the attention) whole on every GPU",
+                           "under attention data parallelism, the attention) whole on every GPU, + the absorbed "
+                           "decode matrices vLLM 0.7's MLA backend materializes (engines/vllm.py "
+                           "absorbed_mla_bytes)",
                    substituted=f"{', '.join(held)}, in {fmt.name}, / TP {s.tp} = {computed:,.2f} GiB",
                    computed=computed, constants=[Constant(name="layers per stage", value="L // PP, the remainder "
                                                           "to the stages before the last",
