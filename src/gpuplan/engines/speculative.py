@@ -53,6 +53,16 @@ ENGINE_METHODS = {"vllm": ("ngram", "draft", "eagle", "eagle3", "mtp"), "sglang"
 # EAGLE-3's own lm_head over a reduced vocabulary: the reference heads' draft_vocab_size (SafeAILab/EAGLE
 # eagle/traineagle3/config.json "draft_vocab_size": 32000; yuhuili/EAGLE3-LLaMA3.1-Instruct-8B config.json)
 EAGLE3_DRAFT_VOCAB = 32_000
+# vLLM's proposer before 0.9.0, counted in its code (April 2025, vllm v1/worker/gpu_model_runner.py's EAGLE branch
+# and v1/spec_decode/eagle.py EagleProposer): the PyTorch ops a step runs around the draft's passes, between the
+# verify's sampled-token .tolist() and the drafts' .tolist(), with three .item() syncs among them, so the GPU waits
+# on each (30: the two torch.tensor uploads of the next and rejected tokens; prepare_inputs' two subtractions,
+# empty_like, cumsum, store, .item(), empty and Triton kernel; four gathers by token_indices; propose's
+# subtraction, empty_like, two stores, gather and add, two max().item(), a subtraction with max().item(), the
+# gathers of the last hidden state and position, and the two torch.stack and .tolist()), and the ops each pass
+# after the first runs beside the head's layers (11: positions += 1, seq_lens += 1, //, view, gather, view, *, %,
+# +, the logits' lm_head and argmax), none synchronizing within the loop
+PROPOSER_OPS = {"vllm-eager": (30, 11)}
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -69,6 +79,10 @@ class Draft:
     layers: tuple[Layer, ...] = ()
     own_params: int = 0
     model: ModelSpec | None = None
+    quant: str | None = None  # the format the draft's weights are served in, where not the target's (draft_quant)
+    eager: bool = False  # its passes launch their kernels from Python, no CUDA graph (eager_draft)
+    # the proposer's own PyTorch ops beside the draft's layers, a step (between syncs) and a pass (PROPOSER_OPS)
+    proposer_ops: tuple[int, int] = (0, 0)
 
     @property
     def queries(self) -> int:
@@ -95,7 +109,35 @@ def draft_of(s: Scenario, m: ModelSpec) -> Draft | None:
     head = dataclasses.replace(m, layers=layers, vision_params=0, other_params=0,
                                vocab_size=EAGLE3_DRAFT_VOCAB if method == "eagle3" else m.vocab_size)
     return Draft(method=method, tokens=k, acceptance=a, acceptance_source=source, layers=layers, own_params=own,
-                 model=head)
+                 model=head, quant=draft_quant(s, m, method), eager=eager_draft(s),
+                 proposer_ops=PROPOSER_OPS["vllm-eager"] if eager_draft(s) else (0, 0))
+
+
+def draft_quant(s: Scenario, m: ModelSpec, method: str) -> str | None:
+    """``"none"`` where the checkpoint served leaves its MTP layers unquantized, else None (the target's format).
+    DeepSeek stores its MTP module as the decoder layer after the last (``model.layers.61`` in DeepSeek-R1), and
+    NVIDIA's NVFP4 checkpoints list it among ``exclude_modules`` (``model.layers.61*``: Model Optimizer
+    ``examples/deepseek/ptq.py`` appends it, :mod:`gpuplan.model.checkpoints`), so TensorRT-LLM runs it in bf16 beside
+    the NVFP4 decoder (tech blog 1, "Precision Strategy": "3x MTP Layers | bf16")."""
+    if method != "mtp" or not s.quant:
+        return None
+    from ..model.checkpoints import excluded_modules
+
+    mtp = f"layers.{m.num_layers}"
+    named = any(p.rstrip("*").rstrip(".").endswith(mtp) for p in excluded_modules(m.name, s.quant) or ())
+    return "none" if named else None
+
+
+def eager_draft(s: Scenario) -> bool:
+    """Whether the engine runs the draft's passes without CUDA graphs: vLLM before 0.9.0, whose V1 EAGLE head ran
+    as a plain module (vllm ``v1/worker/gpu_model_runner.py`` of April 2025: "the eagle head does not use cuda graph";
+    ``@support_torch_compile`` and its graph capture came with vllm-project/vllm pull request #17211, "Apply
+    torch.compile & cudagraph to EAGLE", first released in 0.9.0). SGLang replays its draft steps as one CUDA graph
+    (``EAGLEDraftCudaGraphRunner``) and TensorRT-LLM its MTP layers inside the target's (``MTPWorker`` runs in the
+    model's forward)."""
+    from .vllm import version_tuple
+
+    return s.engine == "vllm" and version_tuple(s.engine_version) < (0, 9, 0)
 
 
 def refusal(s: Scenario, m: ModelSpec) -> str | None:
