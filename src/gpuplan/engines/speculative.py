@@ -31,7 +31,10 @@ So for every engine: the draft's decoder layers add their weights and their KV c
 engine holds (:func:`served_model`: in vLLM's and TensorRT-LLM's one pool; SGLang's beside it), and a step's time
 is ``k`` draft passes plus one verify pass of ``k + 1`` query tokens per sequence, both priced by the roofline the
 plain decode step uses (:meth:`gpuplan.speed.inference.StepTimer.step_parts`; the scheduler's step model samples the
-same, :func:`gpuplan.serving.steptime.with_draft`).
+same, :func:`gpuplan.serving.steptime.with_draft`), the draft's in the format the checkpoint serves it in
+(:func:`draft_quant`), with the host work the engine's proposer runs around its passes (:func:`proposer`: vLLM's, by
+release) and, for SGLang, its host loop out of the overlap scheduler under speculation
+(:func:`gpuplan.engines.sglang.overlap_schedule`).
 No published speed-up multiplies anything: the acceptance length is the only input, and a speed-up is a check
 (``bench/serving/speculative.py``).
 """
@@ -43,6 +46,7 @@ from dataclasses import dataclass
 
 from .. import overheads as oh
 from ..errors import GpuplanError
+from ..model.checkpoints import excluded_modules
 from ..model.layers import Layer, Linear
 from ..model.spec import ModelSpec
 from ..scenario import Scenario
@@ -53,16 +57,24 @@ ENGINE_METHODS = {"vllm": ("ngram", "draft", "eagle", "eagle3", "mtp"), "sglang"
 # EAGLE-3's own lm_head over a reduced vocabulary: the reference heads' draft_vocab_size (SafeAILab/EAGLE
 # eagle/traineagle3/config.json "draft_vocab_size": 32000; yuhuili/EAGLE3-LLaMA3.1-Instruct-8B config.json)
 EAGLE3_DRAFT_VOCAB = 32_000
-# vLLM's proposer before 0.9.0, counted in its code (April 2025, vllm v1/worker/gpu_model_runner.py's EAGLE branch
-# and v1/spec_decode/eagle.py EagleProposer): the PyTorch ops a step runs around the draft's passes, between the
-# verify's sampled-token .tolist() and the drafts' .tolist(), with three .item() syncs among them, so the GPU waits
-# on each (30: the two torch.tensor uploads of the next and rejected tokens; prepare_inputs' two subtractions,
-# empty_like, cumsum, store, .item(), empty and Triton kernel; four gathers by token_indices; propose's
-# subtraction, empty_like, two stores, gather and add, two max().item(), a subtraction with max().item(), the
-# gathers of the last hidden state and position, and the two torch.stack and .tolist()), and the ops each pass
-# after the first runs beside the head's layers (11: positions += 1, seq_lens += 1, //, view, gather, view, *, %,
-# +, the logits' lm_head and argmax), none synchronizing within the loop
-PROPOSER_OPS = {"vllm-eager": (30, 11)}
+# vLLM's EAGLE proposer by the first release of each of its forms: whether the draft's passes run without CUDA graphs,
+# and the PyTorch ops it runs on the host a step (between the syncs that drain the GPU) and a pass after the first,
+# counted in its code. Before 0.9.0 (April 2025: v1/worker/gpu_model_runner.py's EAGLE branch and
+# v1/spec_decode/eagle.py EagleProposer): the head a plain module ("the eagle head does not use cuda graph"); a step's
+# 30 ops between the verify's sampled-token .tolist() and the drafts' .tolist(), three .item() syncs among them (two
+# torch.tensor uploads of the next and rejected tokens; prepare_inputs' two subtractions, empty_like, cumsum, store,
+# .item(), empty and Triton kernel; four gathers by token_indices; propose's subtraction, empty_like, two stores,
+# gather and add, two max().item(), a subtraction with max().item(), the gathers of the last hidden state and
+# position, torch.stack and .tolist()); 11 a pass (positions += 1, seq_lens += 1, //, view, gather, view, *, %, +,
+# the logits' lm_head and argmax). From 0.9.0 (vllm-project/vllm pull request #17211, "Apply torch.compile &
+# cudagraph to EAGLE", and #17504 for EAGLE-3): the head replays piecewise CUDA graphs; the July 2025 proposer adds
+# the int32 cast, the clamp to max_model_len (>=, torch.where, two masked_fill_), the three copies into the graph's
+# input buffers and two slices, 21 ops a pass, and the step 32 (the uploads, prepare_inputs' five ops and kernel,
+# the four gathers, propose's eight ops and three syncs, two buffer copies, the first pass's lm_head, argmax and
+# three gathers, torch.stack and .tolist()). From 0.11.0 (pull request #24539, "Efficient padded speculation", the
+# default: "free of GPU->CPU sync during the EAGLE drafting phase") the proposer's ops queue behind the GPU's work and
+# are not charged (an optimistic end: a step whose host work outlasts its GPU's is not seen).
+PROPOSER_FORMS = (((0, 9, 0), True, (30, 11)), ((0, 11, 0), False, (32, 21)))
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -80,8 +92,8 @@ class Draft:
     own_params: int = 0
     model: ModelSpec | None = None
     quant: str | None = None  # the format the draft's weights are served in, where not the target's (draft_quant)
-    eager: bool = False  # its passes launch their kernels from Python, no CUDA graph (eager_draft)
-    # the proposer's own PyTorch ops beside the draft's layers, a step (between syncs) and a pass (PROPOSER_OPS)
+    eager: bool = False  # its passes launch their kernels from Python, no CUDA graph (proposer)
+    # the proposer's own PyTorch ops beside the draft's layers, a step (between syncs) and a pass (PROPOSER_FORMS)
     proposer_ops: tuple[int, int] = (0, 0)
 
     @property
@@ -109,8 +121,7 @@ def draft_of(s: Scenario, m: ModelSpec) -> Draft | None:
     head = dataclasses.replace(m, layers=layers, vision_params=0, other_params=0,
                                vocab_size=EAGLE3_DRAFT_VOCAB if method == "eagle3" else m.vocab_size)
     return Draft(method=method, tokens=k, acceptance=a, acceptance_source=source, layers=layers, own_params=own,
-                 model=head, quant=draft_quant(s, m, method), eager=eager_draft(s),
-                 proposer_ops=PROPOSER_OPS["vllm-eager"] if eager_draft(s) else (0, 0))
+                 model=head, quant=draft_quant(s, m, method), **proposer(s))
 
 
 def draft_quant(s: Scenario, m: ModelSpec, method: str) -> str | None:
@@ -121,23 +132,24 @@ def draft_quant(s: Scenario, m: ModelSpec, method: str) -> str | None:
     the NVFP4 decoder (tech blog 1, "Precision Strategy": "3x MTP Layers | bf16")."""
     if method != "mtp" or not s.quant:
         return None
-    from ..model.checkpoints import excluded_modules
-
     mtp = f"layers.{m.num_layers}"
     named = any(p.rstrip("*").rstrip(".").endswith(mtp) for p in excluded_modules(m.name, s.quant) or ())
     return "none" if named else None
 
 
-def eager_draft(s: Scenario) -> bool:
-    """Whether the engine runs the draft's passes without CUDA graphs: vLLM before 0.9.0, whose V1 EAGLE head ran
-    as a plain module (vllm ``v1/worker/gpu_model_runner.py`` of April 2025: "the eagle head does not use cuda graph";
-    ``@support_torch_compile`` and its graph capture came with vllm-project/vllm pull request #17211, "Apply
-    torch.compile & cudagraph to EAGLE", first released in 0.9.0). SGLang replays its draft steps as one CUDA graph
-    (``EAGLEDraftCudaGraphRunner``) and TensorRT-LLM its MTP layers inside the target's (``MTPWorker`` runs in the
-    model's forward)."""
-    from .vllm import version_tuple
+def proposer(s: Scenario) -> dict:
+    """How the engine runs the draft's passes: ``eager`` (no CUDA graphs) and the ``proposer_ops`` it runs on the host
+    a step and a pass (:data:`PROPOSER_FORMS`: vLLM by release). SGLang replays its draft steps as one CUDA graph
+    (``EAGLEDraftCudaGraphRunner`` captures the loop of ``draft_forward`` with its top-k selection) and TensorRT-LLM its
+    MTP layers inside the target's graph (``MTPWorker`` runs in the model's forward, its input updates on the
+    device): no host ops a pass."""
+    if s.engine != "vllm":
+        return {}
+    from .vllm import version_tuple  # loaded for vLLM's plans only (tests/test_import.py)
 
-    return s.engine == "vllm" and version_tuple(s.engine_version) < (0, 9, 0)
+    version = version_tuple(s.engine_version)
+    form = next((f for f in PROPOSER_FORMS if version < f[0]), None)
+    return {"eager": form[1], "proposer_ops": form[2]} if form else {}
 
 
 def refusal(s: Scenario, m: ModelSpec) -> str | None:

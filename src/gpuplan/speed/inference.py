@@ -289,7 +289,7 @@ class StepTimer:
         tokens; the engine's host loop runs once a step (the target's). Where the engine runs the passes eagerly
         (:attr:`~gpuplan.engines.speculative.Draft.eager`) each takes the longer of its GPU work and its host's
         launches (the layers' kernels and the proposer's ops a pass), and the proposer's ops between syncs a step
-        add in full (:data:`~gpuplan.engines.speculative.PROPOSER_OPS`). 0 for a draft drafted on the CPU (n-gram)."""
+        add in full (:data:`~gpuplan.engines.speculative.PROPOSER_FORMS`). 0 for a draft drafted on the CPU (n-gram)."""
         if self.draft_timer is None:
             return 0.0
         d, timer = self.draft, self.draft_timer
@@ -299,17 +299,18 @@ class StepTimer:
         return sum(n * max(draft_gpu_s(p), pass_host) for p, n in passes) + step_host
 
     def draft_host_s(self) -> tuple[float, float]:
-        """The host's seconds of the draft, a pass and a step: where the engine runs the passes eagerly
-        (:attr:`~gpuplan.engines.speculative.Draft.eager`) a pass launches the draft's layers' kernels
-        (:meth:`launch_host_s`) and the proposer's ops a pass, and a step runs the proposer's ops between syncs
+        """The host's seconds of the draft, a pass and a step: a pass launches the proposer's ops a pass and, where the
+        engine runs it eagerly (:attr:`~gpuplan.engines.speculative.Draft.eager`), the draft's layers' kernels
+        (:meth:`launch_host_s`); a step runs the proposer's ops between its syncs
         (:attr:`~gpuplan.engines.speculative.Draft.proposer_ops`), each at the engine's host time per launch; (0, 0)
-        where the passes replay CUDA graphs."""
+        where the engine's drafting runs no host ops (its passes inside CUDA graphs)."""
         d, timer = self.draft, self.draft_timer
-        if timer is None or not d.eager:
+        if timer is None:
             return 0.0, 0.0
         per_op = timer.timing.launch_s or oh.GEMM_KERNEL_LATENCY_S
         step_ops, pass_ops = d.proposer_ops
-        return timer.launch_host_s() + pass_ops * per_op, step_ops * per_op
+        layers = timer.launch_host_s() if d.eager else 0.0
+        return (layers + pass_ops * per_op if layers or pass_ops else 0.0), step_ops * per_op
 
     # ---- time to first token -----------------------------------------------------------------------------
     def ttft_s(self, prompt_tokens: int) -> float:
