@@ -4,6 +4,7 @@ out of the decode roofline, the refusals, the launch options, and the published 
 
 from __future__ import annotations
 
+import dataclasses
 import importlib.util
 import json
 import os
@@ -284,6 +285,10 @@ def test_mtp_runs_in_bf16_beside_nvidias_nvfp4_decoder():
     t = step_timer(s, m, b200)
     assert (t.weight_bytes_per_param, t.draft_timer.weight_bytes_per_param) == (pytest.approx(0.5625, rel=1e-5), 2.0)
     assert speculative.draft_of(scenario_from(dict(fp4, quant="fp8", gpu="h200")), m).quant is None
+    shipped = dataclasses.replace(m, quantization={"quant_method": "modelopt", "quant_algo": "NVFP4",
+                                                   "exclude_modules": ["lm_head", "model.layers.61*"]})
+    assert speculative.draft_quant(scenario_from(dict(fp4, quant=None)), shipped, "mtp") == "none"
+    assert speculative.draft_quant(scenario_from(dict(fp4, quant=None)), m, "mtp") is None  # DeepSeek's own FP8
 
 
 @pytest.mark.parametrize("version, eager, ops", [("0.8.4", True, (30, 11)), ("0.10.2", False, (32, 21)),

@@ -130,11 +130,16 @@ def draft_quant(s: Scenario, m: ModelSpec, method: str) -> str | None:
     NVIDIA's NVFP4 checkpoints list it among ``exclude_modules`` (``model.layers.61*``: Model Optimizer
     ``examples/deepseek/ptq.py`` appends it, :mod:`gpuplan.model.checkpoints`), so TensorRT-LLM runs it in bf16 beside
     the NVFP4 decoder (tech blog 1, "Precision Strategy": "3x MTP Layers | bf16")."""
-    if method != "mtp" or not s.quant:
+    if method != "mtp":
         return None
+    if s.quant:
+        patterns = excluded_modules(m.name, s.quant) or ()
+    else:  # the checkpoint as shipped: its own list (modelopt's ignore / exclude_modules, modules_to_not_convert)
+        q = m.quantization or {}
+        patterns = (q.get("ignore") or q.get("exclude_modules") or (q.get("quantization") or {}).get("exclude_modules")
+                    or q.get("modules_to_not_convert") or ())
     mtp = f"layers.{m.num_layers}"
-    named = any(p.rstrip("*").rstrip(".").endswith(mtp) for p in excluded_modules(m.name, s.quant) or ())
-    return "none" if named else None
+    return "none" if any(p.rstrip("*").rstrip(".").endswith(mtp) for p in patterns) else None
 
 
 def proposer(s: Scenario) -> dict:
