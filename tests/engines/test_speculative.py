@@ -287,8 +287,9 @@ def test_mtp_runs_in_bf16_beside_nvidias_nvfp4_decoder():
     assert speculative.draft_of(scenario_from(dict(fp4, quant="fp8", gpu="h200")), m).quant is None
     shipped = dataclasses.replace(m, quantization={"quant_method": "modelopt", "quant_algo": "NVFP4",
                                                    "exclude_modules": ["lm_head", "model.layers.61*"]})
-    assert speculative.draft_quant(scenario_from(dict(fp4, quant=None)), shipped, "mtp") == "none"
-    assert speculative.draft_quant(scenario_from(dict(fp4, quant=None)), m, "mtp") is None  # DeepSeek's own FP8
+    layers = speculative.draft_of(s, m).layers
+    assert speculative.draft_quant(scenario_from(dict(fp4, quant=None)), shipped, layers) == "none"
+    assert speculative.draft_quant(scenario_from(dict(fp4, quant=None)), m, layers) is None  # DeepSeek's own FP8
 
 
 @pytest.mark.parametrize("version, eager, ops", [("0.8.4", True, (30, 11)), ("0.10.2", False, (32, 21)),
@@ -347,3 +348,26 @@ def test_vllms_july_2025_eagle_rows_within_their_held_out_errors():
         e1, e3 = lines[f"v20780-e1-k{k}"], lines[f"v20780-e3-k{k}"]
         assert abs(e1["error"]) < 0.04 and 0 < e1["speedup_error"] < 0.11
         assert 0.1 < e3["error"] < 0.45
+
+
+def test_nvidias_nvfp4_checkpoint_holds_its_mtp_layer_in_bf16():
+    """model.layers.61* in NVIDIA's exclude_modules keeps every group of the MTP layer at 16 bits in the served model
+    (the target's 61 layers are untouched: skip stays attention and router). Its routed experts (3 x 3,758,096,384
+    weights) and shared expert (3 x 14,680,064) then take 2 bytes a weight where NVFP4 takes 9 per 16 (and 4 per
+    tensor): 11,318,329,344 weights over the 8 GPUs of TP 8 / EP 4, 2,033,762,301 bytes (1.89 GiB) more on each, by
+    hand, than in NVFP4 (the attention and router were in bf16 already)."""
+    from gpuplan.tensors.layout import weights_per_gpu
+    from gpuplan.tensors.state import weight_format
+
+    m = load_model("deepseek-r1")
+    s = scenario_from(dict(model="deepseek-r1", task="infer", engine="trtllm", gpu="b200", num_gpus=8, tp=8, ep=4,
+                           quant="nvfp4", speculative_method="mtp"))
+    served = speculative.served_model(m, speculative.draft_of(s, m))
+    assert weight_format(s, m)[1] == ("attention", "router")
+    fmt, skip = weight_format(s, served)
+    assert fmt.name == "nvfp4" and skip == ("attention", "router", "experts@61", "mlp@61", "shared_experts@61")
+    fp4 = sum(w // 16 * 9 + 4 for w in [3_758_096_384] * 3 + [14_680_064] * 3)
+    by_hand = (2 * 11_318_329_344 - fp4) / 8
+    assert by_hand == pytest.approx(2_033_762_301, abs=1)
+    extra = weights_per_gpu(s, served, fmt, skip) - weights_per_gpu(s, served, fmt, ("attention", "router"))
+    assert extra == pytest.approx(by_hand, rel=1e-6)

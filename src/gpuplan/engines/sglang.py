@@ -308,9 +308,8 @@ def draft_bytes(s: Scenario, m: ModelSpec, tokens: int) -> float:
     draft = speculative.draft_of(s, m)
     if draft is None or not draft.layers:
         return 0.0
-    served = speculative.served_model(m, draft)
-    fmt, skip = weight_format(s, m)
-    weights = weights_per_gpu(s, served, fmt, skip) - weights_per_gpu(s, m, fmt, skip)
+    served = speculative.served_model(m, draft)  # in its own format: layers the checkpoint leaves unquantized kept
+    weights = weights_per_gpu(s, served, *weight_format(s, served)) - weights_per_gpu(s, m, *weight_format(s, m))
     return weights + tokens * (cell_bytes(s, served) - cell_bytes(s, m))
 
 

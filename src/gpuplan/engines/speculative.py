@@ -46,10 +46,10 @@ from dataclasses import dataclass
 
 from .. import overheads as oh
 from ..errors import GpuplanError
-from ..model.checkpoints import excluded_modules
 from ..model.layers import Layer, Linear
 from ..model.spec import ModelSpec
 from ..scenario import Scenario
+from ..tensors.state import weight_format
 
 # The engines that run speculative decoding as gpuplan models it (their launch files write it), by method
 ENGINE_METHODS = {"vllm": ("ngram", "draft", "eagle", "eagle3", "mtp"), "sglang": ("ngram", "draft", "eagle", "eagle3",
@@ -121,25 +121,23 @@ def draft_of(s: Scenario, m: ModelSpec) -> Draft | None:
     head = dataclasses.replace(m, layers=layers, vision_params=0, other_params=0,
                                vocab_size=EAGLE3_DRAFT_VOCAB if method == "eagle3" else m.vocab_size)
     return Draft(method=method, tokens=k, acceptance=a, acceptance_source=source, layers=layers, own_params=own,
-                 model=head, quant=draft_quant(s, m, method), **proposer(s))
+                 model=head, quant=draft_quant(s, m, layers), **proposer(s))
 
 
-def draft_quant(s: Scenario, m: ModelSpec, method: str) -> str | None:
-    """``"none"`` where the checkpoint served leaves its MTP layers unquantized, else None (the target's format).
-    DeepSeek stores its MTP module as the decoder layer after the last (``model.layers.61`` in DeepSeek-R1), and
-    NVIDIA's NVFP4 checkpoints list it among ``exclude_modules`` (``model.layers.61*``: Model Optimizer
-    ``examples/deepseek/ptq.py`` appends it, :mod:`gpuplan.model.checkpoints`), so TensorRT-LLM runs it in bf16 beside
-    the NVFP4 decoder (tech blog 1, "Precision Strategy": "3x MTP Layers | bf16")."""
-    if method != "mtp":
-        return None
-    if s.quant:
-        patterns = excluded_modules(m.name, s.quant) or ()
-    else:  # the checkpoint as shipped: its own list (modelopt's ignore / exclude_modules, modules_to_not_convert)
-        q = m.quantization or {}
-        patterns = (q.get("ignore") or q.get("exclude_modules") or (q.get("quantization") or {}).get("exclude_modules")
-                    or q.get("modules_to_not_convert") or ())
-    mtp = f"layers.{m.num_layers}"
-    return "none" if any(p.rstrip("*").rstrip(".").endswith(mtp) for p in patterns) else None
+def draft_quant(s: Scenario, m: ModelSpec, layers: tuple[Layer, ...]) -> str | None:
+    """``"none"`` where the checkpoint served leaves the draft's ``layers`` unquantized, else None (the target's
+    format): every group of each draft layer kept at 16 bits in the served model's format
+    (:func:`gpuplan.tensors.state.weight_format` of :func:`served_model`). DeepSeek stores its MTP module as the
+    decoder layer after the last (``model.layers.61`` in DeepSeek-R1), and NVIDIA's NVFP4 checkpoints list it among
+    ``exclude_modules`` (``model.layers.61*``: Model Optimizer ``examples/deepseek/ptq.py`` appends it,
+    :mod:`gpuplan.model.checkpoints`), so TensorRT-LLM runs it in bf16 beside the NVFP4 decoder (tech blog 1,
+    "Precision Strategy": "3x MTP Layers | bf16")."""
+    served = dataclasses.replace(m, layers=(*m.layers, *layers))
+    fmt, skip = weight_format(s, served)
+    whole = {entry for entry in skip if "@" not in entry}
+    kept = all(lin.group in whole or f"{lin.group}@{len(m.layers) + i}" in skip
+               for i, layer in enumerate(layers) for lin in layer.linears)
+    return "none" if layers and fmt.name != "none" and kept else None
 
 
 def proposer(s: Scenario) -> dict:
