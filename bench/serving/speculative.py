@@ -116,7 +116,7 @@ def summary(lines: list[dict]) -> list[str]:
     for words, group in groups:
         med, n, med_ratio, n_ratio = medians(group)
         ratio = f", {med_ratio:.1%} on the speed-up ({n_ratio} rows)" if n_ratio else ""
-        out.append(f"- {words}: median |error| {med:.1%} on tokens a second a user ({n} rows){ratio}")
+        out.append(f"- {words}: median |error| {med:.1%} on tokens a second a user ({n} row{'s' * (n != 1)}){ratio}")
     return out
 
 
