@@ -21,7 +21,7 @@ call, with that bench's split (fitted rows set a constant; held-out rows are ind
 - bench/throughput.py ``run`` (one request's decode tokens/s; ``held_out`` is its fixed split);
 - bench/serving/vllm_startup.py ``score`` (vLLM's startup logs; ``calibration`` fitted): KV tokens;
 - bench/serving/speculative.py ``run`` (one request at a time with and without speculative decoding; every row held
-  out): TPS per user.
+  out): TPS per user, or 1 / TPOT where the source gives TPOT.
 
 A row's source is the part of its id before the first dash (a source's rows share a client, a host and prompts),
 the MLPerf round, NVIDIA's table, or the throughput case's publication. error = (gpuplan - published) / published.
@@ -195,10 +195,11 @@ def startup_rows() -> list[Scored]:
 
 
 def speculative_rows() -> list[Scored]:
-    """One request's TPS per user with and without speculative decoding (speculative.csv), as speculative.py scores
-    them; every row held out."""
-    return [Scored("speculative", _id_source(r["id"]), r["engine"], _cls(r["model"]), "TPS/user", False, r["error"],
-                   r["id"]) for r in speculative.run()]
+    """One request's TPS per user (or 1 / TPOT) with and without speculative decoding (speculative.csv), as
+    speculative.py scores them; every row held out."""
+    return [Scored("speculative", _id_source(r["id"]), r["engine"], _cls(r["model"]),
+                   "1/TPOT" if r["metric"] == "tpot_ms" else "TPS/user", False, r["error"], r["id"])
+            for r in speculative.run()]
 
 
 def every_row(max_requests: int) -> list[Scored]:

@@ -99,6 +99,12 @@ POOL_CAST_UNTIL = (0, 5, 13)
 # 0.4.2, 0.4.3.post2 all do), and the first that keeps the overlap scheduler on with it (overlap_schedule)
 DP_CHUNK_HALVED_UNTIL = (0, 4, 3)
 DP_OVERLAP_FROM = (0, 4, 2)
+# the first release that keeps the overlap scheduler on with speculative decoding (EAGLE, EAGLE3, NEXTN, STANDALONE
+# chains: "spec v2"): environ.py's SGLANG_ENABLE_SPEC_V2 defaults to True in 0.5.11 (sglang PR #21062, "Use spec v2 by
+# default"), False in 0.5.9 and 0.5.10, whose server_args.py sets disable_overlap_schedule with speculation ("Overlap
+# scheduler is disabled when spec v2 is off"; read in the wheels); NGRAM never keeps it ("The overlap scheduler and
+# mixed chunked prefill are disabled because of using ngram speculative decoding", 0.5.11)
+SPEC_OVERLAP_FROM = (0, 5, 11)
 # ServerArgs.max_prefill_tokens' default: the prompt tokens one prefill batch takes (PrefillAdder's rem_input_tokens;
 # the scheduler's log prints it), and the first release whose PrefillAdder.add_one_req applies it only without chunked
 # prefill (0.5.13: with chunking the batch closes once its prompt tokens reach it, budget_state; 0.4.x to 0.5.12.post1,
@@ -125,9 +131,11 @@ ALL_REDUCE_FUSION_ARCHS = frozenset({"DeepseekV3ForCausalLM", "GptOssForCausalLM
 def overlap_schedule(s: Scenario) -> bool:
     """Whether SGLang (``s.engine_version``, default current) prepares the next batch while the GPU runs this one:
     from 0.4.0, but not under DP attention before 0.4.2 (0.4.1.post2 ``server_args.py``: "Overlap scheduler is
-    disabled" with ``enable_dp_attention``; 0.4.2 dropped that line)."""
+    disabled" with ``enable_dp_attention``; 0.4.2 dropped that line), nor with speculative decoding before
+    :data:`SPEC_OVERLAP_FROM` or by n-gram."""
     version = version_tuple(s.engine_version or "0.5.3")
-    return version >= OVERLAP_FROM and not (s.attention_dp and version < DP_OVERLAP_FROM)
+    speculating = s.speculative_method != "none" and (s.speculative_method == "ngram" or version < SPEC_OVERLAP_FROM)
+    return version >= OVERLAP_FROM and not (s.attention_dp and version < DP_OVERLAP_FROM) and not speculating
 
 
 def cell_bytes(s: Scenario, m: ModelSpec) -> float:
@@ -300,9 +308,8 @@ def draft_bytes(s: Scenario, m: ModelSpec, tokens: int) -> float:
     draft = speculative.draft_of(s, m)
     if draft is None or not draft.layers:
         return 0.0
-    served = speculative.served_model(m, draft)
-    fmt, skip = weight_format(s, m)
-    weights = weights_per_gpu(s, served, fmt, skip) - weights_per_gpu(s, m, fmt, skip)
+    served = speculative.served_model(m, draft)  # in its own format: layers the checkpoint leaves unquantized kept
+    weights = weights_per_gpu(s, served, *weight_format(s, served)) - weights_per_gpu(s, m, *weight_format(s, m))
     return weights + tokens * (cell_bytes(s, served) - cell_bytes(s, m))
 
 

@@ -31,7 +31,10 @@ So for every engine: the draft's decoder layers add their weights and their KV c
 engine holds (:func:`served_model`: in vLLM's and TensorRT-LLM's one pool; SGLang's beside it), and a step's time
 is ``k`` draft passes plus one verify pass of ``k + 1`` query tokens per sequence, both priced by the roofline the
 plain decode step uses (:meth:`gpuplan.speed.inference.StepTimer.step_parts`; the scheduler's step model samples the
-same, :func:`gpuplan.serving.steptime.with_draft`).
+same, :func:`gpuplan.serving.steptime.with_draft`), the draft's in the format the checkpoint serves it in
+(:func:`draft_quant`), with the host work the engine's proposer runs around its passes (:func:`proposer`: vLLM's, by
+release) and, for SGLang, its host loop out of the overlap scheduler under speculation
+(:func:`gpuplan.engines.sglang.overlap_schedule`).
 No published speed-up multiplies anything: the acceptance length is the only input, and a speed-up is a check
 (``bench/serving/speculative.py``).
 """
@@ -46,6 +49,7 @@ from ..errors import GpuplanError
 from ..model.layers import Layer, Linear
 from ..model.spec import ModelSpec
 from ..scenario import Scenario
+from ..tensors.state import weight_format
 
 # The engines that run speculative decoding as gpuplan models it (their launch files write it), by method
 ENGINE_METHODS = {"vllm": ("ngram", "draft", "eagle", "eagle3", "mtp"), "sglang": ("ngram", "draft", "eagle", "eagle3",
@@ -53,6 +57,24 @@ ENGINE_METHODS = {"vllm": ("ngram", "draft", "eagle", "eagle3", "mtp"), "sglang"
 # EAGLE-3's own lm_head over a reduced vocabulary: the reference heads' draft_vocab_size (SafeAILab/EAGLE
 # eagle/traineagle3/config.json "draft_vocab_size": 32000; yuhuili/EAGLE3-LLaMA3.1-Instruct-8B config.json)
 EAGLE3_DRAFT_VOCAB = 32_000
+# vLLM's EAGLE proposer by the first release of each of its forms: whether the draft's passes run without CUDA graphs,
+# and the PyTorch ops it runs on the host a step (between the syncs that drain the GPU) and a pass after the first,
+# counted in its code. Before 0.9.0 (April 2025: v1/worker/gpu_model_runner.py's EAGLE branch and
+# v1/spec_decode/eagle.py EagleProposer): the head a plain module ("the eagle head does not use cuda graph"); a step's
+# 30 ops between the verify's sampled-token .tolist() and the drafts' .tolist(), three .item() syncs among them (two
+# torch.tensor uploads of the next and rejected tokens; prepare_inputs' two subtractions, empty_like, cumsum, store,
+# .item(), empty and Triton kernel; four gathers by token_indices; propose's subtraction, empty_like, two stores,
+# gather and add, two max().item(), a subtraction with max().item(), the gathers of the last hidden state and
+# position, torch.stack and .tolist()); 11 a pass (positions += 1, seq_lens += 1, //, view, gather, view, *, %, +,
+# the logits' lm_head and argmax). From 0.9.0 (vllm-project/vllm pull request #17211, "Apply torch.compile &
+# cudagraph to EAGLE", and #17504 for EAGLE-3): the head replays piecewise CUDA graphs; the July 2025 proposer adds
+# the int32 cast, the clamp to max_model_len (>=, torch.where, two masked_fill_), the three copies into the graph's
+# input buffers and two slices, 21 ops a pass, and the step 32 (the uploads, prepare_inputs' five ops and kernel,
+# the four gathers, propose's eight ops and three syncs, two buffer copies, the first pass's lm_head, argmax and
+# three gathers, torch.stack and .tolist()). From 0.11.0 (pull request #24539, "Efficient padded speculation", the
+# default: "free of GPU->CPU sync during the EAGLE drafting phase") the proposer's ops queue behind the GPU's work and
+# are not charged (an optimistic end: a step whose host work outlasts its GPU's is not seen).
+PROPOSER_FORMS = (((0, 9, 0), True, (30, 11)), ((0, 11, 0), False, (32, 21)))
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -69,6 +91,10 @@ class Draft:
     layers: tuple[Layer, ...] = ()
     own_params: int = 0
     model: ModelSpec | None = None
+    quant: str | None = None  # the format the draft's weights are served in, where not the target's (draft_quant)
+    eager: bool = False  # its passes launch their kernels from Python, no CUDA graph (proposer)
+    # the proposer's own PyTorch ops beside the draft's layers, a step (between syncs) and a pass (PROPOSER_FORMS)
+    proposer_ops: tuple[int, int] = (0, 0)
 
     @property
     def queries(self) -> int:
@@ -95,7 +121,38 @@ def draft_of(s: Scenario, m: ModelSpec) -> Draft | None:
     head = dataclasses.replace(m, layers=layers, vision_params=0, other_params=0,
                                vocab_size=EAGLE3_DRAFT_VOCAB if method == "eagle3" else m.vocab_size)
     return Draft(method=method, tokens=k, acceptance=a, acceptance_source=source, layers=layers, own_params=own,
-                 model=head)
+                 model=head, quant=draft_quant(s, m, layers), **proposer(s))
+
+
+def draft_quant(s: Scenario, m: ModelSpec, layers: tuple[Layer, ...]) -> str | None:
+    """``"none"`` where the checkpoint served leaves the draft's ``layers`` unquantized, else None (the target's
+    format): every group of each draft layer kept at 16 bits in the served model's format
+    (:func:`gpuplan.tensors.state.weight_format` of :func:`served_model`). DeepSeek stores its MTP module as the
+    decoder layer after the last (``model.layers.61`` in DeepSeek-R1), and NVIDIA's NVFP4 checkpoints list it among
+    ``exclude_modules`` (``model.layers.61*``: Model Optimizer ``examples/deepseek/ptq.py`` appends it,
+    :mod:`gpuplan.model.checkpoints`), so TensorRT-LLM runs it in bf16 beside the NVFP4 decoder (tech blog 1,
+    "Precision Strategy": "3x MTP Layers | bf16")."""
+    served = dataclasses.replace(m, layers=(*m.layers, *layers))
+    fmt, skip = weight_format(s, served)
+    whole = {entry for entry in skip if "@" not in entry}
+    kept = all(lin.group in whole or f"{lin.group}@{len(m.layers) + i}" in skip
+               for i, layer in enumerate(layers) for lin in layer.linears)
+    return "none" if layers and fmt.name != "none" and kept else None
+
+
+def proposer(s: Scenario) -> dict:
+    """How the engine runs the draft's passes: ``eager`` (no CUDA graphs) and the ``proposer_ops`` it runs on the host
+    a step and a pass (:data:`PROPOSER_FORMS`: vLLM by release). SGLang replays its draft steps as one CUDA graph
+    (``EAGLEDraftCudaGraphRunner`` captures the loop of ``draft_forward`` with its top-k selection) and TensorRT-LLM its
+    MTP layers inside the target's graph (``MTPWorker`` runs in the model's forward, its input updates on the
+    device): no host ops a pass."""
+    if s.engine != "vllm":
+        return {}
+    from .vllm import version_tuple  # loaded for vLLM's plans only (tests/test_import.py)
+
+    version = version_tuple(s.engine_version)
+    form = next((f for f in PROPOSER_FORMS if version < f[0]), None)
+    return {"eager": form[1], "proposer_ops": form[2]} if form else {}
 
 
 def refusal(s: Scenario, m: ModelSpec) -> str | None:

@@ -113,6 +113,12 @@ def rules(s: Scenario, gpu: GpuSpec | None = None) -> Rules:
                  cudagraphs_in_budget=v >= (0, 21, 0) and not s.enforce_eager, non_torch_gib=_non_torch_gib(v, s, gpu))
 
 
+# the speculative methods vLLM's default async scheduling takes (0.14.0's release notes: it "Excludes some
+# not-yet-supported configurations: ... non-MTP/Eagle spec decoding"; vLLM PR #31998, "Enable async scheduling by
+# default with spec decoding": "disabled implicitly for non-EAGLE/MTP types")
+ASYNC_SPECULATION = ("none", "eagle", "eagle3", "mtp")
+
+
 def async_scheduling(s: Scenario) -> bool:
     """Whether the engine core schedules step N+1 while the GPU runs step N (``--async-scheduling``,
     ``SchedulerConfig.async_scheduling``; ``vllm/v1/core/sched/async_scheduler.py`` ``AsyncScheduler`` and
@@ -121,10 +127,11 @@ def async_scheduling(s: Scenario) -> bool:
     notes: "Async scheduling is now enabled by default ... Excludes some not-yet-supported configurations:
     pipeline parallel, CPU backend, non-MTP/Eagle spec decoding"), off before (an experimental opt-in, vLLM PR
     #19970, opened 2025-06-23; taken as first released in 0.10.0 of July 2025, an assumption: neither release's
-    parser was read). The engine's host work per step then overlaps the GPU's."""
+    parser was read). The engine's host work per step then overlaps the GPU's; with speculative decoding only by
+    EAGLE heads and MTP (:data:`ASYNC_SPECULATION`)."""
     if s.async_scheduling is not None:
         return s.async_scheduling
-    return version_tuple(s.engine_version) >= (0, 14, 0) and s.pp == 1
+    return version_tuple(s.engine_version) >= (0, 14, 0) and s.pp == 1 and s.speculative_method in ASYNC_SPECULATION
 
 
 def async_refusal(s: Scenario) -> str | None:

@@ -232,13 +232,17 @@ def excluded_groups(patterns: list[str], num_layers: int | None = None,
     whole when they cover all ``num_layers`` layers, or all the layers that hold it (``group_layers``: a checkpoint
     that lists every layer's modules one by one);
     where they cover only some, each such layer's group is ``group@i`` (Meta's Llama-3.1-405B-FP8: ``mlp@0``,
-    ``mlp@125``), which no whole-group test matches: its bytes are counted in
+    ``mlp@125``; a path naming a whole layer, NVIDIA's NVFP4 DeepSeek-R1's ``model.layers.61*``, its MTP layer, keeps
+    every group of it), which no whole-group test matches: its bytes are counted in
     :meth:`gpuplan.model.spec.ModelSpec.weight_bytes`, its GEMMs are timed at the format of the rest."""
     whole, per_layer = set(), {}
     for pattern in patterns:
         parts = [p.rstrip("*") for p in pattern.split(".")]
         key = _pattern_key(parts)
         if key is None:
+            whole_layer = len(parts) > 1 and parts[-2] == "layers" and parts[-1].isdigit()
+            if linears and whole_layer and (num_layers is None or int(parts[-1]) < num_layers):  # one the model has
+                per_layer.setdefault(int(parts[-1]), set()).update(linears)
             continue
         group, _, name = key.partition(".")
         key = key if name and linears is not None and name in linears.get(group, ()) else group

@@ -63,7 +63,7 @@ from ..engines import engine_for
 from ..hardware import GpuSpec, Network
 from ..model.spec import ModelSpec
 from ..scenario import Scenario
-from ..speed.inference import StepTimer, step_timer
+from ..speed.inference import StepTimer, draft_gpu_s, step_timer
 from ..speed.work import lm_head_s
 
 # Tokens per step at which the timer is sampled (doubling; beyond the last point the time grows linearly).
@@ -121,6 +121,8 @@ class StepModel:
     draft_passes: int = 0
     draft_pass_s: tuple[float, ...] = ()
     draft_kv_s_per_token: float = 0.0
+    draft_pass_host_s: float = 0.0  # an eager draft pass's host launches, the floor of its time (draft_host_s)
+    draft_step_host_s: float = 0.0  # the proposer's host ops between syncs, once a step
     # the engine's prompt work other than attention over gpuplan's (Timing.prompt_scale): the prompt tokens' share of
     # the token-proportional work and the logits scaled by it
     prompt_scale: float = 1.0
@@ -160,9 +162,10 @@ class StepModel:
     def _draft(self, rows: float, decode_seqs: float, decode_context: float) -> float:
         """The draft's GPU seconds in a step of ``rows`` rows (:meth:`gpuplan.speed.inference.StepTimer.draft_s`):
         its first pass over them, its other passes over one row a decoding sequence, each reading its cache."""
-        return (_interp(self.grid_tokens, self.draft_pass_s, rows)
-                + (self.draft_passes - 1) * _interp(self.grid_tokens, self.draft_pass_s, decode_seqs)
-                + self.draft_passes * decode_context * self.draft_kv_s_per_token)
+        kv = decode_context * self.draft_kv_s_per_token
+        first = max(_interp(self.grid_tokens, self.draft_pass_s, rows) + kv, self.draft_pass_host_s)
+        rest = max(_interp(self.grid_tokens, self.draft_pass_s, decode_seqs) + kv, self.draft_pass_host_s)
+        return first + (self.draft_passes - 1) * rest + self.draft_step_host_s
 
     def _launches(self, prefill_tokens: float, tokens: float, graphed: bool) -> float:
         """Host seconds to launch the step's kernels one by one where it runs without a CUDA graph (0: it replays
@@ -244,13 +247,12 @@ def with_draft(model: StepModel, timer: StepTimer) -> StepModel:
     if dt is None:  # drafted on the CPU (n-gram): the verify alone
         return dataclasses.replace(model, spec_queries=float(d.queries), tokens_per_step=d.acceptance)
 
-    def gpu(parts: dict[str, float]) -> float:
-        return sum(v for k, v in parts.items() if k != "host")
-
-    passes = tuple(gpu(dt.decode_parts(t, 0)) for t in GRID_TOKENS)
+    passes = tuple(draft_gpu_s(dt.decode_parts(t, 0)) for t in GRID_TOKENS)
     kv = (dt.decode_parts(1, 1024).get("kv_cache", 0.0) - dt.decode_parts(1, 0).get("kv_cache", 0.0)) / 1024
+    pass_host, step_host = timer.draft_host_s()
     return dataclasses.replace(model, spec_queries=float(d.queries), tokens_per_step=d.acceptance,
-                               draft_passes=d.tokens, draft_pass_s=passes, draft_kv_s_per_token=kv)
+                               draft_passes=d.tokens, draft_pass_s=passes, draft_kv_s_per_token=kv,
+                               draft_pass_host_s=pass_host, draft_step_host_s=step_host)
 
 
 def step_model(s: Scenario, m: ModelSpec, gpu: GpuSpec, network: Network | None = None,

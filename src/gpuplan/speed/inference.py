@@ -282,17 +282,35 @@ class StepTimer:
         return self.draft.acceptance if self.draft else 1.0
 
     def draft_s(self, batch: int, context: float) -> float:
-        """The draft's GPU seconds in one step (vLLM ``EagleProposer.propose``, SGLang's draft steps): a first pass
-        over the ``k + 1`` tokens a sequence the verify step ran, then ``k - 1`` passes of one token a sequence, each
-        a decode step of the draft's own layers (:attr:`draft_timer`: an EAGLE head's one layer and the logits of its
-        vocabulary, the MTP layers, a draft model) over its cache of ``context`` tokens, under the engine's CUDA
-        graphs; the engine's host loop runs once a step (the target's). 0 for a draft drafted on the CPU (n-gram)."""
+        """The draft's seconds in one step (vLLM ``EagleProposer.propose``, SGLang's draft steps, TensorRT-LLM's
+        ``MTPWorker``): a first pass over the ``k + 1`` tokens a sequence the verify step ran, then ``k - 1`` passes of
+        one token a sequence, each a decode step of the draft's own layers (:attr:`draft_timer`: an EAGLE head's one
+        layer and the logits of its vocabulary, the MTP layers, a draft model) over its cache of ``context``
+        tokens; the engine's host loop runs once a step (the target's). Where the engine runs the passes eagerly
+        (:attr:`~gpuplan.engines.speculative.Draft.eager`) each takes the longer of its GPU work and its host's
+        launches (the layers' kernels and the proposer's ops a pass), and the proposer's ops between syncs a step
+        add in full (:data:`~gpuplan.engines.speculative.PROPOSER_FORMS`). 0 for a draft drafted on the CPU (n-gram)."""
         if self.draft_timer is None:
             return 0.0
-        first = self.draft_timer.decode_parts(batch, context, queries=self.draft.queries)
-        rest = self.draft_timer.decode_parts(batch, context)
-        return (sum(first.values()) - first.get("host", 0.0)
-                + (self.draft.tokens - 1) * (sum(rest.values()) - rest.get("host", 0.0)))
+        d, timer = self.draft, self.draft_timer
+        pass_host, step_host = self.draft_host_s()
+        passes = ((timer.decode_parts(batch, context, queries=d.queries), 1),
+                  (timer.decode_parts(batch, context), d.tokens - 1))
+        return sum(n * max(draft_gpu_s(p), pass_host) for p, n in passes) + step_host
+
+    def draft_host_s(self) -> tuple[float, float]:
+        """The host's seconds of the draft, a pass and a step: a pass launches the proposer's ops a pass and, where the
+        engine runs it eagerly (:attr:`~gpuplan.engines.speculative.Draft.eager`), the draft's layers' kernels
+        (:meth:`launch_host_s`); a step runs the proposer's ops between its syncs
+        (:attr:`~gpuplan.engines.speculative.Draft.proposer_ops`), each at the engine's host time per launch; (0, 0)
+        where the engine's drafting runs no host ops (its passes inside CUDA graphs)."""
+        d, timer = self.draft, self.draft_timer
+        if timer is None:
+            return 0.0, 0.0
+        per_op = timer.timing.launch_s or oh.GEMM_KERNEL_LATENCY_S
+        step_ops, pass_ops = d.proposer_ops
+        layers = timer.launch_host_s() if d.eager else 0.0
+        return (layers + pass_ops * per_op if layers or pass_ops else 0.0), step_ops * per_op
 
     # ---- time to first token -----------------------------------------------------------------------------
     def ttft_s(self, prompt_tokens: int) -> float:
@@ -585,12 +603,29 @@ def step_timer(s: Scenario, m: ModelSpec, gpu: GpuSpec, network: Network | None 
     draft = speculative.draft_of(s, m) if s.task == "infer" else None
     plain = s.with_resolved({"speculative_method": "none", "speculative_tokens": None, "acceptance_length": None,
                              "draft_model": None}) if draft else s
-    draft_timer = step_timer(plain, draft.model, gpu, network) if draft and draft.model else None
+    draft_timer = step_timer(draft_scenario(plain, draft), draft.model, gpu, network) if draft and draft.model \
+        else None
     return StepTimer(s=s, m=m, gpu=gpu, link=intra_node_link(gpu, network), dtype=dtype,
                      weight_bytes_per_param=per_param, skip=skip, kernel=engine_attention(s, m, timing),
                      cpu_layer_share=cpu_share, timing=timing, grouped_experts=timing.grouped_experts,
                      cached_prefix=engine.cached_prefix_tokens(s, m), inter=inter, draft=draft,
                      draft_timer=draft_timer)
+
+
+def draft_gpu_s(parts: dict[str, float]) -> float:
+    """The GPU's seconds of one draft pass from its :meth:`StepTimer.decode_parts`: all but the host loop (the
+    target's, once a step) and the launches (the draft's host time, :meth:`StepTimer.draft_host_s`)."""
+    return sum(v for k, v in parts.items() if k not in ("host", "kernel_launches"))
+
+
+def draft_scenario(plain: Scenario, draft: Draft) -> Scenario:
+    """The scenario one pass of ``draft`` is timed under: the plain one, with the draft's own served format
+    (:attr:`~gpuplan.engines.speculative.Draft.quant`) and, where the engine runs it without CUDA graphs
+    (:attr:`~gpuplan.engines.speculative.Draft.eager`), as vLLM's ``--enforce-eager`` step."""
+    changes = {"quant": draft.quant} if draft.quant else {}
+    if draft.eager:
+        changes["enforce_eager"] = True
+    return plain.with_resolved(changes) if changes else plain
 
 
 def engine_attention(s: Scenario, m: ModelSpec, timing: Timing) -> str:
