@@ -166,20 +166,20 @@ MOE_NOTE = (
     "## Mixture-of-experts models", "",
     "Held-out MoE rows (pr15525-*, pr15631-*, pr16649-*, pr16991-*, pr19378-*-qwen3moe-*, pr13388-*, pr16057-*): "
     "DeepSeek-V2-Lite, Qwen3-30B-A3B, gpt-oss-20b and Mixtral-8x7B on an RTX 3090, RTX 4090, RTX PRO 6000 and "
-    "(taken as) ggerganov's M2 Ultra. CUDA prompts: `mul_mat_id` runs one MMQ launch over every expert with the "
-    "micro-batch's tokens as `ncols_max` (`ggml_cuda_mul_mat_q`), so `mul_mat_q_case` sizes the tiles for all the "
-    "tokens (128 wide at `-ub` 128 and up) and each expert's share (32 rows of Qwen3-30B-A3B's 128 experts at "
-    "`-ub 512`) fills whole tiles: four times its math (speed/ggml.py `mmq_expert_tile_rows`). With it the CUDA "
-    "MoE prompt rows went from +195 % at worst (DeepSeek-V2-Lite at `-ub 128`; +166 % at 256, Qwen3-30B-A3B +7 %) "
-    "to +65 % at worst (DeepSeek-V2-Lite at `-ub 32`), mean |error| 60 % -> 20 %; Qwen3-30B-A3B at `-ub 32` and 64 "
-    "moved from -12 % and -8 % to -14 % and -17 %, so the median |error| of the 8 rows went 10 % -> 16 %. "
-    "Open: DeepSeek-V2-Lite (MLA, 2 shared experts, an August 2025 build) stays +22 % to +65 % on its prompts and "
-    "+81 % / +120 % at `-ub 1` / 8; gpt-oss-20b generation runs 40-44 % slower on an RTX 3090 and 4090 than "
-    "gpuplan says (the RTX PRO 6000's 12-13 % faster): a per-layer cost of MoE layers (router, top-k, "
-    "`mul_mat_id`, the weighted sum's adds) that LLAMA_CPP_CUDA_LAYER_S, fitted on Llama, does not hold, not "
-    "fitted here. Metal prompts of Qwen3-30B-A3B (128 small experts) run at half gpuplan's rate (+101 % to "
-    "+115 %) while Mixtral's 8 large experts are +10 %: Metal's `kernel_mul_mm_id` (PR #13388's per-expert "
-    "mat-mat) is not modelled beyond the dense kernel's share. Metal MoE generation is -6 % and -7 %.")
+    "(taken as) ggerganov's M2 Ultra. A prompt's routed experts fill whole tiles (speed/ggml.py "
+    "`expert_tile_rows`): on CUDA `mul_mat_id` runs one MMQ launch over every expert with the micro-batch's tokens "
+    "as `ncols_max` (`ggml_cuda_mul_mat_q`), so `mul_mat_q_case` sizes the tiles for all the tokens (128 wide at "
+    "`-ub` 128 and up) and Qwen3-30B-A3B's 32 rows an expert at `-ub 512` do four times their math; on Metal "
+    "`kernel_mul_mm_id` runs 32 of an expert's tokens a threadgroup, so an expert sent 33 runs two (counted over "
+    "the spread of uniform routing). CUDA MoE prompts: +195 % at worst (DeepSeek-V2-Lite at `-ub 128`; +166 % at "
+    "256, Qwen3-30B-A3B over 4 RTX 4090s +7 %) -> +65 % at worst (DeepSeek-V2-Lite at `-ub 32`), mean |error| "
+    "60 % -> 21 %, median 10 % -> 16 % (Qwen3-30B-A3B at `-ub 32`/64 -12/-8 % -> -14/-17 %, gpt-oss-20b at "
+    "`-ub 1024`/2048 +2/+1 % -> -9/-4 %); Metal MoE prompts: Qwen3-30B-A3B +101 % to +115 % -> +72 % to +75 %, "
+    "Mixtral-8x7B +10 % -> +0 %. Open: the Qwen3-30B-A3B prompts on Metal (real routing is less even than "
+    "uniform, which adds tiles, but not a factor 1.7); DeepSeek-V2-Lite (MLA, 2 shared experts, an August 2025 "
+    "build) +22 % to +65 % on its prompts and +81 % / +120 % at `-ub 1` / 8; gpt-oss-20b generation 40-44 % "
+    "slower on an RTX 3090 and 4090 than gpuplan says (12-13 % faster on the RTX PRO 6000). Metal MoE generation "
+    "is -6 % and -7 %.")
 
 
 SPLIT_NOTE = (
@@ -203,7 +203,7 @@ SPLIT_NOTE = (
     "The closing note's '~2.9 ms a boundary' divided gpuplan's one-card time, not a measured one, by the "
     "boundaries. A recent build's split, PR #19378's 4x RTX 4090 (-sm layer, 3 boundaries), is held out too: "
     "Llama-3.1-70B Q4_K_M pp512 -19 % and tg128 -3 %, Qwen3-30B-A3B Q8_0 pp512 -3 % (+7 % before its routed "
-    "experts ran MMQ's tiles sized for the whole micro-batch: see the MoE section).", "",
+    "experts filled MMQ's tiles sized for the whole micro-batch: see the MoE section).", "",
     "Not modelled: the overlap of micro-batches across cards when `n_batch > n_ubatch` (the scheduler keeps "
     "`GGML_SCHED_MAX_COPIES` copies of each split's inputs with an event per copy, so card k can run micro-batch "
     "j+1 while card k+1 runs j). PR #6017's eight cards reach 1.61x one card's rate at pp1024 and 1.94x at pp2048, "

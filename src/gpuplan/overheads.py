@@ -91,6 +91,9 @@ LLAMA_CPP_ACT_BYTES_PER_KV = 14
 LLAMA_CPP_ACT_BYTES_PER_MLP = 20
 # Volta runs MMQ below this many rows, dequantize + cuBLAS above (ggml/src/ggml-cuda/mmq.cuh MMQ_DP4A_MAX_BATCH_SIZE).
 LLAMA_CPP_MMQ_DP4A_MAX_BATCH = 64
+# Columns (an expert's tokens) of one Metal ``kernel_mul_mm_id`` threadgroup: ggml-metal-ops.cpp
+# ``ggml_metal_op_mul_mat_id`` dispatches ``(ne21 + 31)/32`` of them per expert (speed/ggml.py expert_tile_rows).
+LLAMA_CPP_METAL_MM_ID_TILE_COLUMNS = 32
 # llama.cpp builds (the release tag's number, ``b<N>``: the commit count on master) at which its CUDA prompt path
 # changed, read from the code at each merge (ggerganov/llama.cpp):
 # - b3121, PR #7676 (2024-06-10, "CUDA: use tensor cores for MMQ"): before it, a card with fast fp16 (Volta and later,

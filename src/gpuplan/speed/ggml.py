@@ -163,17 +163,16 @@ def matmul_s(gpu: GpuSpec, backend: str, kind: str, rows: float, params: float, 
     ``CUBLAS_COMPUTE_16F`` writes f16 into a pool buffer that ``to_fp32_cuda`` converts into the f32 result, 2
     bytes read and 4 written per output element (``ggml_cuda_op_mul_mat_cublas`` at ggerganov/llama.cpp@f30ea47a,
     March 2024, and at c392e509, February 2025; MMQ writes f32 itself). ``build_no``: the llama.cpp build
-    (:func:`uses_mmq`). ``tile_rows``: the rows MMQ's tiles compute when they outnumber ``rows`` (a routed expert's
-    share of a micro-batch, :func:`mmq_expert_tile_rows`)."""
+    (:func:`uses_mmq`). ``tile_rows``: the rows the tiles of MMQ or Metal's ``kernel_mul_mm_id`` compute when they
+    outnumber ``rows`` (a routed expert's share of a micro-batch, :func:`expert_tile_rows`)."""
     per, size = gguf.BLOCKS[kind]
     weight = params * size / per
     bw = bandwidth(gpu)
-    flops = 2 * rows * params
+    tiled = 2 * max(rows, tile_rows or 0.0) * params  # the math the tiles do
     if backend == "metal":
-        return _roofline(flops / metal_flops(gpu, kind), weight / bw)
+        return _roofline(tiled / metal_flops(gpu, kind), weight / bw)
     if kind not in PLAIN and uses_mmq(gpu, rows, build_no):
-        math = 2 * max(rows, tile_rows or 0.0) * params
-        return _roofline(math / mmq_flops(gpu, kind), weight / bw) + rows * in_features * 5.125 / bw
+        return _roofline(tiled / mmq_flops(gpu, kind), weight / bw) + rows * in_features * 5.125 / bw
     dequant = 0.0 if kind in PLAIN else (weight + 2 * params) / bw  # write the f16 copy cuBLAS then reads
     out_features = params / in_features
     return dequant + cublas_s(gpu, rows, in_features, out_features) + rows * (in_features + out_features) * 6.0 / bw
@@ -191,7 +190,8 @@ def linears_s(s: Scenario, m: ModelSpec, gpu: GpuSpec, backend: str, tokens: flo
             k = layer.experts_per_token
             copies = lin.count * (1 - (1 - k / lin.count) ** tokens)
             rows = tokens * k / copies
-            tile = mmq_expert_tile_rows(gpu, tokens, rows) if backend == "cuda" else None
+            width = mmq_tile_width(gpu, tokens) if backend == "cuda" else oh.LLAMA_CPP_METAL_MM_ID_TILE_COLUMNS
+            tile = expert_tile_rows(round(tokens), k / lin.count, width)
         total += copies * matmul_s(gpu, backend, kind, rows, lin.in_features * lin.out_features, lin.in_features,
                                    build(s), tile_rows=tile)
     return total
@@ -213,15 +213,26 @@ def mmq_tile_width(gpu: GpuSpec, ncols: float) -> int:
     return best
 
 
-def mmq_expert_tile_rows(gpu: GpuSpec, tokens: float, rows: float) -> float:
-    """The rows MMQ's math covers for a routed expert sent ``rows`` of a micro-batch's ``tokens``: ``mul_mat_id``
-    runs one MMQ launch over every expert (``ggml_cuda_mul_mat_q`` at ggml-org/llama.cpp@027ef876 passes the
-    micro-batch's ``ne12`` tokens as ``ncols_max``), so the tile width is chosen for all the tokens
-    (:func:`mmq_tile_width`) and each expert's ``rows`` fill whole tiles of it: Qwen3-30B-A3B's 32 rows an expert
-    at ``-ub 512`` run 128-wide tiles, four times their math. (RDNA3/4 pick the width for the mean rows an expert;
-    llama.cpp PR #26977 proposes it for NVIDIA: +5 to +13 % at ``-ub 128`` to 512.)"""
-    width = mmq_tile_width(gpu, tokens)
-    return math.ceil(rows / width) * width
+@lru_cache(maxsize=4096)
+def expert_tile_rows(tokens: int, share: float, width: int) -> float:
+    """The rows a routed expert's matmul computes in a micro-batch of ``tokens``: its tokens fill whole tiles of
+    ``width`` columns, counted over how many it gets when each token picks it with probability ``share`` (k/E, the
+    uniform routing :func:`linears_s` counts the reached experts with), given it gets one. CUDA:
+    ``mul_mat_id`` runs one MMQ launch over every expert with the micro-batch's ``ne12`` tokens as ``ncols_max``
+    (``ggml_cuda_mul_mat_q`` at ggml-org/llama.cpp@027ef876), so the width is chosen for all the tokens
+    (:func:`mmq_tile_width`: 128 at ``-ub 512``, four times Qwen3-30B-A3B's 32 rows an expert). Metal:
+    ``kernel_mul_mm_id`` is dispatched as ``((ne21 + 31)/32, (ne01 + 63)/64, ne02)`` threadgroups (ggml-metal-ops.cpp
+    ``ggml_metal_op_mul_mat_id``), 32 columns of an expert's tokens each, so an expert sent 33 tokens runs two. (RDNA3/4
+    pick the width for the mean rows an expert; llama.cpp PR #26977 proposes it for NVIDIA: +5 to +13 % at ``-ub``
+    128 to 512.)"""
+    n, q = tokens, 1 - share
+    pmf, total = q**n, 0.0
+    for r in range(1, n + 1):
+        pmf *= (n - r + 1) / r * share / q
+        total += pmf * math.ceil(r / width) * width
+        if r > n * share + 12 * math.sqrt(n * share * q) + width:
+            break
+    return total / (1 - q**n)
 
 
 def output_rows_s(s: Scenario, m: ModelSpec, gpu: GpuSpec, backend: str, rows: float) -> float:
