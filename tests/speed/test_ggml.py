@@ -169,6 +169,10 @@ def test_moe_prompt_experts_fill_tiles_sized_for_the_whole_micro_batch():
     p = [comb(16, r) / 2**16 for r in range(17)]
     by_hand = 8 * (sum(p[1:9]) + 2 * sum(p[9:])) / (1 - p[0])
     assert ggml.expert_tile_rows(16, 0.5, 8) == pytest.approx(by_hand, rel=1e-12)
+    # 2048 tokens at 1/2 (no underflow): r <= 1024 (8 tiles of 128) with probability 1/2 + P(1024)/2, else 9
+    mid = comb(2048, 1024) / 2**2048
+    assert ggml.expert_tile_rows(2048, 0.5, 128) == pytest.approx(1024 * (0.5 + mid / 2) + 1152 * (0.5 - mid / 2))
+    assert ggml.expert_tile_rows(100, 1.0, 32) == 128  # every token to every expert: 4 tiles
     gpu, metal = load_gpu("rtx-4090"), load_gpu("apple-m2-ultra")
     assert ggml.mmq_tile_width(gpu, 512) == 128
     cuda_rows = ggml.expert_tile_rows(512, 8 / 128, 128)

@@ -225,14 +225,16 @@ def expert_tile_rows(tokens: int, share: float, width: int) -> float:
     ``ggml_metal_op_mul_mat_id``), 32 columns of an expert's tokens each, so an expert sent 33 tokens runs two. (RDNA3/4
     pick the width for the mean rows an expert; llama.cpp PR #26977 proposes it for NVIDIA: +5 to +13 % at ``-ub``
     128 to 512.)"""
-    n, q = tokens, 1 - share
-    pmf, total = q**n, 0.0
-    for r in range(1, n + 1):
-        pmf *= (n - r + 1) / r * share / q
-        total += pmf * math.ceil(r / width) * width
-        if r > n * share + 12 * math.sqrt(n * share * q) + width:
-            break
-    return total / (1 - q**n)
+    n = tokens
+    if share >= 1:
+        return math.ceil(n / width) * width
+    mean, spread = n * share, 12 * math.sqrt(n * share * (1 - share))
+    total = 0.0
+    for r in range(max(1, math.floor(mean - spread)), min(n, math.ceil(mean + spread) + width) + 1):
+        log_pmf = math.lgamma(n + 1) - math.lgamma(r + 1) - math.lgamma(n - r + 1) + r * math.log(share) \
+            + (n - r) * math.log1p(-share)
+        total += math.exp(log_pmf) * math.ceil(r / width) * width
+    return total / -math.expm1(n * math.log1p(-share))
 
 
 def output_rows_s(s: Scenario, m: ModelSpec, gpu: GpuSpec, backend: str, rows: float) -> float:
