@@ -1124,7 +1124,7 @@ DECODE_BANDS: dict[tuple[str, str, str], tuple[float, float, int, str]] = {
     ("llama.cpp", "MoE", "NVIDIA"): (-0.48, 0.14, 8, "llama-bench generation of gpt-oss-20b, Qwen3-30B-A3B and "
                                      "DeepSeek-V2-Lite on an RTX 3090, RTX 4090 and RTX PRO 6000 (llama.cpp PRs "
                                      "#15525, #15631, #16649, #16991): gpt-oss-20b measured 14-16% faster than gpuplan "
-                                     "on the RTX PRO 6000 and 23-30% slower on the GeForce cards, DeepSeek-V2-Lite "
+                                     "on the RTX PRO 6000 and 28-30% slower on the GeForce cards, DeepSeek-V2-Lite "
                                      "up to 55% slower (bench/results/llama_bench.md)"),
     ("llama.cpp", "MoE", "Apple"): (0.00, 0.07, 2, "llama-bench generation of gpt-oss-20b and Qwen3-30B-A3B Q4_0 on "
                                     "an M2 Ultra (llama.cpp PR #16057): 7-8% faster than gpuplan "
