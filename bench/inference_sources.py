@@ -279,6 +279,30 @@ def goal_lines(rows: list[Scored], table: dict[Key, dict]) -> list[str]:
 # Why each source above the limit misses, read from the rows and the engines' code (the benches' own notes hold the
 # long form and every locator); keyed by (bench, source).
 CAUSES = {
+    ("llama_bench", "pr13388"): (
+        "ggerganov's Metal MoE prompts (added session 14, held out; the Mac not named, taken as his M2 Ultra). "
+        "Qwen3-30B-A3B pp512 in Q4_0, Q8_0 and F16 were +101 % to +115 %, Mixtral-8x7B Q4_0 +10 %, until an "
+        "expert's tokens filled whole 32-column threadgroups of `kernel_mul_mm_id` (ggml-metal-ops.cpp "
+        "`ggml_metal_op_mul_mat_id`: `(ne21 + 31)/32` per expert; speed/ggml.py `expert_tile_rows`, over uniform "
+        "routing's spread): +72 % to +75 % and +0 %. Left: Qwen3's 128 small experts (2048 x 768) still run at "
+        "~0.58 of the rate gpuplan gives them; real routing is less even than uniform (more half-empty tiles), "
+        "not measured here."),
+    ("llama_bench", "pr15525"): (
+        "JohannesGaessler's DeepSeek-V2-Lite Q4_0 micro-batch sweep on an RTX 3090 (added session 14, held out; "
+        "an August 2025 build). Prompts at -ub 32/128/256 were +88/+195/+166 % until the routed experts filled "
+        "MMQ's tiles sized for the whole micro-batch (speed/ggml.py `expert_tile_rows`; `ggml_cuda_mul_mat_q` "
+        "passes ne12 as ncols_max): +65/+22/+33 %. Left: -ub 1 and 8 at +81 % and +120 % (5.5 ms a token measured "
+        "against ~1.6 ms of weights at the card's bandwidth): a per-layer cost of its MLA attention and MoE layers "
+        "that LLAMA_CPP_CUDA_LAYER_S, fitted on Llama, does not hold."),
+    ("llama_bench", "pr15631"): (
+        "JohannesGaessler's sweeps (added session 14, held out): Qwen3-30B-A3B Q4_0 on an RTX 4090 at -ub 1 +3 %, "
+        "-ub 8 +27 %, -ub 32/64 -14/-17 %, gpt-oss-20b at -ub 1024/2048 -9/-4 %; the miss is gpt-oss-20b at -ub 1 on "
+        "an RTX 3090, +44 %, as PR #16649's RTX 4090 generation (+40 %) and against PR #16991's RTX PRO 6000 (-13 %): "
+        "not explained by the weights read, which the Qwen3 rows get right."),
+    ("llama_bench", "pr16649"): (
+        "am17an's gpt-oss-20b tg128 on an RTX 4090 (added session 14, held out): 173 t/s against gpuplan's 242; "
+        "the same model reaches 391 t/s on an RTX PRO 6000 (PR #16991, gpuplan -13 %), 2.26x for 1.78x the "
+        "bandwidth. Not explained (see pr15631)."),
     ("load_accuracy", "dstackr1"): (
         "dstack's vLLM 0.7 runs of DeepSeek-R1 at 4-128 users (8 H200s, 8 MI300Xs; added 2026-11-30 as a test of "
         "generalisation, held out). TTFT 68.9 % -> 50.3 %: V0 never chunks an MLA model's prompts by default (vLLM "

@@ -159,7 +159,27 @@ def report(rows: list[dict]) -> str:
         lines.append(f"| {r['id']} | {r['gpu']} | {r['model'].split('/')[-1]} | {r['quant']} | {r['test']} | "
                      f"{r['role']} | {pub:,.1f} | {pub * (1 + errors[r['id']]):,.1f} | {errors[r['id']]:+.0%} |")
     why = [f"- {r['id']}: {r['notes']}" for r in rows if r["notes"]]
-    return "\n".join([*lines, "", "Notes:", *why, "", *SPLIT_NOTE, ""])
+    return "\n".join([*lines, "", "Notes:", *why, "", *MOE_NOTE, "", *SPLIT_NOTE, ""])
+
+
+MOE_NOTE = (
+    "## Mixture-of-experts models", "",
+    "Held-out MoE rows (pr15525-*, pr15631-*, pr16649-*, pr16991-*, pr19378-*-qwen3moe-*, pr13388-*, pr16057-*): "
+    "DeepSeek-V2-Lite, Qwen3-30B-A3B, gpt-oss-20b and Mixtral-8x7B on an RTX 3090, RTX 4090, RTX PRO 6000 and "
+    "(taken as) ggerganov's M2 Ultra. A prompt's routed experts fill whole tiles (speed/ggml.py "
+    "`expert_tile_rows`): on CUDA `mul_mat_id` runs one MMQ launch over every expert with the micro-batch's tokens "
+    "as `ncols_max` (`ggml_cuda_mul_mat_q`), so `mul_mat_q_case` sizes the tiles for all the tokens (128 wide at "
+    "`-ub` 128 and up) and Qwen3-30B-A3B's 32 rows an expert at `-ub 512` do four times their math; on Metal "
+    "`kernel_mul_mm_id` runs 32 of an expert's tokens a threadgroup, so an expert sent 33 runs two (counted over "
+    "the spread of uniform routing). CUDA MoE prompts: +195 % at worst (DeepSeek-V2-Lite at `-ub 128`; +166 % at "
+    "256, Qwen3-30B-A3B over 4 RTX 4090s +7 %) -> +65 % at worst (DeepSeek-V2-Lite at `-ub 32`), mean |error| "
+    "60 % -> 21 %, median 10 % -> 16 % (Qwen3-30B-A3B at `-ub 32`/64 -12/-8 % -> -14/-17 %, gpt-oss-20b at "
+    "`-ub 1024`/2048 +2/+1 % -> -9/-4 %); Metal MoE prompts: Qwen3-30B-A3B +101 % to +115 % -> +72 % to +75 %, "
+    "Mixtral-8x7B +10 % -> +0 %. Open: the Qwen3-30B-A3B prompts on Metal (real routing is less even than "
+    "uniform, which adds tiles, but not a factor 1.7); DeepSeek-V2-Lite (MLA, 2 shared experts, an August 2025 "
+    "build) +22 % to +65 % on its prompts and +81 % / +120 % at `-ub 1` / 8; gpt-oss-20b generation 40-44 % "
+    "slower on an RTX 3090 and 4090 than gpuplan says (12-13 % faster on the RTX PRO 6000). Metal MoE generation "
+    "is -6 % and -7 %.")
 
 
 SPLIT_NOTE = (
@@ -182,7 +202,8 @@ SPLIT_NOTE = (
     "micro-batch per 512 more cells in gpuplan against 5.4 to 6.0 ms measured). "
     "The closing note's '~2.9 ms a boundary' divided gpuplan's one-card time, not a measured one, by the "
     "boundaries. A recent build's split, PR #19378's 4x RTX 4090 (-sm layer, 3 boundaries), is held out too: "
-    "Llama-3.1-70B Q4_K_M pp512 -19 % and tg128 -3 %, Qwen3-30B-A3B Q8_0 pp512 +7 %.", "",
+    "Llama-3.1-70B Q4_K_M pp512 -19 % and tg128 -3 %, Qwen3-30B-A3B Q8_0 pp512 -3 % (+7 % before its routed "
+    "experts filled MMQ's tiles sized for the whole micro-batch: see the MoE section).", "",
     "Not modelled: the overlap of micro-batches across cards when `n_batch > n_ubatch` (the scheduler keeps "
     "`GGML_SCHED_MAX_COPIES` copies of each split's inputs with an event per copy, so card k can run micro-batch "
     "j+1 while card k+1 runs j). PR #6017's eight cards reach 1.61x one card's rate at pp1024 and 1.94x at pp2048, "

@@ -91,6 +91,9 @@ LLAMA_CPP_ACT_BYTES_PER_KV = 14
 LLAMA_CPP_ACT_BYTES_PER_MLP = 20
 # Volta runs MMQ below this many rows, dequantize + cuBLAS above (ggml/src/ggml-cuda/mmq.cuh MMQ_DP4A_MAX_BATCH_SIZE).
 LLAMA_CPP_MMQ_DP4A_MAX_BATCH = 64
+# Columns (an expert's tokens) of one Metal ``kernel_mul_mm_id`` threadgroup: ggml-metal-ops.cpp
+# ``ggml_metal_op_mul_mat_id`` dispatches ``(ne21 + 31)/32`` of them per expert (speed/ggml.py expert_tile_rows).
+LLAMA_CPP_METAL_MM_ID_TILE_COLUMNS = 32
 # llama.cpp builds (the release tag's number, ``b<N>``: the commit count on master) at which its CUDA prompt path
 # changed, read from the code at each merge (ggerganov/llama.cpp):
 # - b3121, PR #7676 (2024-06-10, "CUDA: use tensor cores for MMQ"): before it, a card with fast fp16 (Volta and later,
@@ -1124,9 +1127,14 @@ DECODE_BANDS: dict[tuple[str, str, str], tuple[float, float, int, str]] = {
     ("llama.cpp", "dense", "NVIDIA"): (-0.10, 0.14, 15, "llama-bench generation of Llama-2-7B (Q4_0, Q8_0, F16) on 12 "
                                        "CUDA cards and of Llama-3.1-70B Q4_K_M split over 4 RTX 4090s "
                                        "(bench/results/llama_bench.md)"),
-    ("llama.cpp", "MoE", "NVIDIA"): (0.00, 0.15, 2, "llama-bench generation of gpt-oss-20b (MXFP4 experts) on an RTX "
-                                     "PRO 6000 Blackwell, llama.cpp PR #16991: measured 14-16% faster than gpuplan "
-                                     "(bench/results/llama_bench.md)"),
+    ("llama.cpp", "MoE", "NVIDIA"): (-0.48, 0.14, 8, "llama-bench generation of gpt-oss-20b, Qwen3-30B-A3B and "
+                                     "DeepSeek-V2-Lite on an RTX 3090, RTX 4090 and RTX PRO 6000 (llama.cpp PRs "
+                                     "#15525, #15631, #16649, #16991): gpt-oss-20b measured 14-16% faster than gpuplan "
+                                     "on the RTX PRO 6000 and 28-30% slower on the GeForce cards, DeepSeek-V2-Lite "
+                                     "up to 55% slower (bench/results/llama_bench.md)"),
+    ("llama.cpp", "MoE", "Apple"): (0.00, 0.07, 2, "llama-bench generation of gpt-oss-20b and Qwen3-30B-A3B Q4_0 on "
+                                    "an M2 Ultra (llama.cpp PR #16057): 7-8% faster than gpuplan "
+                                    "(bench/results/llama_bench.md)"),
     ("llama.cpp", "dense", "Apple"): (-0.25, 0.07, 15, "llama-bench generation of Llama 2 7B and Llama 3 3B-70B on "
                                       "M1-M4 Macs; one source's M1 Max runs 30-40% slower than gpuplan says "
                                       "(bench/results/llama_bench.md)"),

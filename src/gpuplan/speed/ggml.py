@@ -155,7 +155,7 @@ def _roofline(compute: float, traffic: float) -> float:
 
 
 def matmul_s(gpu: GpuSpec, backend: str, kind: str, rows: float, params: float, in_features: float,
-             build_no: int | None = None) -> float:
+             build_no: int | None = None, *, tile_rows: float | None = None) -> float:
     """One weight of ``params`` elements (``in_features`` inputs) of ggml type ``kind`` multiplied by ``rows``
     activation rows: a roofline of its math and the weight's bytes, plus the fp32 input's conversion (CUDA: each
     MMQ call quantizes its input to q8_1, 4 bytes read and 1.125 written per element; cuBLAS takes it as f16, 4
@@ -163,15 +163,16 @@ def matmul_s(gpu: GpuSpec, backend: str, kind: str, rows: float, params: float, 
     ``CUBLAS_COMPUTE_16F`` writes f16 into a pool buffer that ``to_fp32_cuda`` converts into the f32 result, 2
     bytes read and 4 written per output element (``ggml_cuda_op_mul_mat_cublas`` at ggerganov/llama.cpp@f30ea47a,
     March 2024, and at c392e509, February 2025; MMQ writes f32 itself). ``build_no``: the llama.cpp build
-    (:func:`uses_mmq`)."""
+    (:func:`uses_mmq`). ``tile_rows``: the rows the tiles of MMQ or Metal's ``kernel_mul_mm_id`` compute when they
+    outnumber ``rows`` (a routed expert's share of a micro-batch, :func:`expert_tile_rows`)."""
     per, size = gguf.BLOCKS[kind]
     weight = params * size / per
     bw = bandwidth(gpu)
-    flops = 2 * rows * params
+    tiled = 2 * max(rows, tile_rows or 0.0) * params  # the math the tiles do
     if backend == "metal":
-        return _roofline(flops / metal_flops(gpu, kind), weight / bw)
+        return _roofline(tiled / metal_flops(gpu, kind), weight / bw)
     if kind not in PLAIN and uses_mmq(gpu, rows, build_no):
-        return _roofline(flops / mmq_flops(gpu, kind), weight / bw) + rows * in_features * 5.125 / bw
+        return _roofline(tiled / mmq_flops(gpu, kind), weight / bw) + rows * in_features * 5.125 / bw
     dequant = 0.0 if kind in PLAIN else (weight + 2 * params) / bw  # write the f16 copy cuBLAS then reads
     out_features = params / in_features
     return dequant + cublas_s(gpu, rows, in_features, out_features) + rows * (in_features + out_features) * 6.0 / bw
@@ -184,14 +185,56 @@ def linears_s(s: Scenario, m: ModelSpec, gpu: GpuSpec, backend: str, tokens: flo
     total = 0.0
     for i, lin, kind in _linear_types(m, ftype(s, m)):
         layer = m.layers[i]
-        copies, rows = lin.count, tokens
+        copies, rows, tile = lin.count, tokens, None
         if lin.group == "experts" and lin.count > 1:  # the experts the tokens reach, E (1 - (1 - k/E)^T) of them
             k = layer.experts_per_token
             copies = lin.count * (1 - (1 - k / lin.count) ** tokens)
             rows = tokens * k / copies
+            width = mmq_tile_width(gpu, tokens) if backend == "cuda" else oh.LLAMA_CPP_METAL_MM_ID_TILE_COLUMNS
+            tile = expert_tile_rows(round(tokens), k / lin.count, width)
         total += copies * matmul_s(gpu, backend, kind, rows, lin.in_features * lin.out_features, lin.in_features,
-                                   build(s))
+                                   build(s), tile_rows=tile)
     return total
+
+
+def mmq_tile_width(gpu: GpuSpec, ncols: float) -> int:
+    """MMQ's tile width ``mmq_x`` for ``ncols`` columns (``ggml/src/ggml-cuda/mmq.cuh`` ``mul_mat_q_case`` at
+    ggml-org/llama.cpp@00cd2085): the first multiple of the granularity (16 from 48 on with int8 MMA, else 8) up to
+    ``mmq_x_max`` (128 with Turing's MMA, 64 before) that covers ``ncols`` in the fewest tiles."""
+    cc = gpu.compute_capability or "8.0"
+    mma = tuple(int(x) for x in cc.split(".")[:2]) >= (7, 5)
+    best, fewest = 8, math.inf
+    for width in range(8, (128 if mma else 64) + 1, 8):
+        if mma and width >= 48 and width % 16:
+            continue
+        tiles = math.ceil(ncols / width)
+        if tiles < fewest:
+            best, fewest = width, tiles
+    return best
+
+
+@lru_cache(maxsize=4096)
+def expert_tile_rows(tokens: int, share: float, width: int) -> float:
+    """The rows a routed expert's matmul computes in a micro-batch of ``tokens``: its tokens fill whole tiles of
+    ``width`` columns, counted over how many it gets when each token picks it with probability ``share`` (k/E, the
+    uniform routing :func:`linears_s` counts the reached experts with), given it gets one. CUDA:
+    ``mul_mat_id`` runs one MMQ launch over every expert with the micro-batch's ``ne12`` tokens as ``ncols_max``
+    (``ggml_cuda_mul_mat_q`` at ggml-org/llama.cpp@027ef876), so the width is chosen for all the tokens
+    (:func:`mmq_tile_width`: 128 at ``-ub 512``, four times Qwen3-30B-A3B's 32 rows an expert). Metal:
+    ``kernel_mul_mm_id`` is dispatched as ``((ne21 + 31)/32, (ne01 + 63)/64, ne02)`` threadgroups (ggml-metal-ops.cpp
+    ``ggml_metal_op_mul_mat_id``), 32 columns of an expert's tokens each, so an expert sent 33 tokens runs two. (RDNA3/4
+    pick the width for the mean rows an expert; llama.cpp PR #26977 proposes it for NVIDIA: +5 to +13 % at ``-ub``
+    128 to 512.)"""
+    n = tokens
+    if share >= 1:
+        return math.ceil(n / width) * width
+    mean, spread = n * share, 12 * math.sqrt(n * share * (1 - share))
+    total = 0.0
+    for r in range(max(1, math.floor(mean - spread)), min(n, math.ceil(mean + spread) + width) + 1):
+        log_pmf = math.lgamma(n + 1) - math.lgamma(r + 1) - math.lgamma(n - r + 1) + r * math.log(share) \
+            + (n - r) * math.log1p(-share)
+        total += math.exp(log_pmf) * math.ceil(r / width) * width
+    return total / -math.expm1(n * math.log1p(-share))
 
 
 def output_rows_s(s: Scenario, m: ModelSpec, gpu: GpuSpec, backend: str, rows: float) -> float:
