@@ -29,6 +29,8 @@ from gpuplan.scenario import scenario_from
 from gpuplan.serving.steptime import step_model
 from gpuplan.speed.inference import step_timer
 from gpuplan.tensors.kv import kv_bytes_per_sequence
+from gpuplan.tensors.layout import weights_per_gpu
+from gpuplan.tensors.state import weight_format
 
 ROOT = Path(__file__).parents[2]
 LLAMA = dict(model="llama-3.1-8b", task="infer", engine="vllm", gpu="h100-sxm")
@@ -288,8 +290,8 @@ def test_mtp_runs_in_bf16_beside_nvidias_nvfp4_decoder():
     shipped = dataclasses.replace(m, quantization={"quant_method": "modelopt", "quant_algo": "NVFP4",
                                                    "exclude_modules": ["lm_head", "model.layers.61*"]})
     layers = speculative.draft_of(s, m).layers
-    assert speculative.draft_quant(scenario_from(dict(fp4, quant=None)), shipped, layers) == "none"
-    assert speculative.draft_quant(scenario_from(dict(fp4, quant=None)), m, layers) is None  # DeepSeek's own FP8
+    assert speculative.draft_quant(scenario_from(dict(fp4, quant=None)), shipped, layers, "mtp") == "none"
+    assert speculative.draft_quant(scenario_from(dict(fp4, quant=None)), m, layers, "mtp") is None  # DeepSeek's own FP8
 
 
 @pytest.mark.parametrize("version, eager, ops", [("0.8.4", True, (30, 11)), ("0.10.2", False, (32, 21)),
@@ -371,3 +373,40 @@ def test_nvidias_nvfp4_checkpoint_holds_its_mtp_layer_in_bf16():
     assert by_hand == pytest.approx(2_033_762_301, abs=1)
     extra = weights_per_gpu(s, served, fmt, skip) - weights_per_gpu(s, served, fmt, ("attention", "router"))
     assert extra == pytest.approx(by_hand, rel=1e-6)
+
+
+def test_an_eagle_head_keeps_its_own_checkpoints_bf16_beside_an_fp8_target():
+    """An EAGLE-3 head is a checkpoint of its own in 16 bits (head_quant): with the target in FP8, vLLM and
+    TensorRT-LLM load it in bf16, SGLang passes the asked ``--quantization fp8`` on to it. Llama-3.1-8B's head by
+    hand (424,681,472 parameters, test above): its lm_head 131,072,000 and norms 8,192 at 2 bytes = 262,160,384
+    bytes; its eight linears 293,601,280 parameters at 2 bytes = 587,202,560 (849,362,944 in all), or at FP8's one
+    byte and a 4-byte scale each = 293,601,312 (555,761,696 in all). A draft pass reads 2 bytes a weight in bf16."""
+    m, h100 = load_model("llama-3.1-8b"), load_gpu("h100-sxm")
+    bf16, fp8 = 262_160_384 + 2 * 293_601_280, 262_160_384 + 293_601_280 + 8 * 4
+    for engine, quant, held, per_param in (("vllm", "none", bf16, 2.0), ("trtllm", "none", bf16, 2.0),
+                                           ("sglang", None, fp8, 1.0)):
+        s = scenario_from(dict(EAGLE3, engine=engine, quant="fp8"))
+        draft = speculative.draft_of(s, m)
+        served = speculative.served_model(m, draft)
+        weights = (weights_per_gpu(s, served, *weight_format(s, served)) - weights_per_gpu(s, m, *weight_format(s, m)))
+        t = step_timer(s, m, h100)
+        assert (draft.quant, weights) == (quant, held)
+        assert t.weight_bytes_per_param == pytest.approx(1.0, rel=1e-6)
+        assert t.draft_timer.weight_bytes_per_param == pytest.approx(per_param, rel=1e-6)
+    bf16_target = scenario_from(EAGLE3)  # the head in the target's own 16 bits: nothing apart
+    assert speculative.draft_of(bf16_target, m).quant is None
+    assert speculative.served_model(m, speculative.draft_of(bf16_target, m)).kept_layers == ()
+
+
+def test_an_eagle_heads_pass_reads_its_bf16_linears_beside_an_fp8_target():
+    """A draft pass of one sequence reads the head's linears: beside vLLM's FP8 target as beside its bf16 one, and
+    293,601,280 bytes more than the FP8 head SGLang runs (its GPU work timed as vLLM's): at the H100 timer's 2,881 GB/s
+    0.1019 ms a pass (0.31 ms a step of k = 3), which the head sized as FP8 left out."""
+    m, h100 = load_model("llama-3.1-8b"), load_gpu("h100-sxm")
+
+    def pass_weights_s(**extra) -> float:
+        return step_timer(scenario_from(dict(EAGLE3, **extra)), m, h100).draft_timer.decode_parts(1, 1_000)["weights"]
+
+    bf16_head = pass_weights_s(quant="fp8")
+    assert bf16_head == pass_weights_s()
+    assert bf16_head - pass_weights_s(engine="sglang", quant="fp8") == pytest.approx(293_601_280 / 2.881e12, rel=1e-5)

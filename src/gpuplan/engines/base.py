@@ -95,6 +95,10 @@ class Engine:
     # spec lists every attention layer, TensorRT-LLM's pool counts the MTP layers); False: the engine holds the draft
     # apart and says how in its memory (SGLang: a draft pool of the target's tokens, out of its reserve)
     draft_in_pool = True
+    # the --quantization it asks of the target that it applies to a draft from a 16-bit checkpoint of its own too (an
+    # EAGLE head: :func:`gpuplan.engines.speculative.head_quant`); none in vLLM, whose draft_model_config reads its
+    # own checkpoint's (vllm/model_executor/models/utils.py get_draft_quant_config), nor in TensorRT-LLM's
+    draft_inherits: tuple[str, ...] = ()
     # it runs on Apple silicon's GPU (Metal: llama.cpp, MLX; transformers through PyTorch's MPS backend)
     metal = False
     # where a simulated run's numbers come from, as the capacity table's note says it ("From a simulation of ...")

@@ -411,6 +411,10 @@ class Sglang(Engine):
     launch_target = "sglang"
     cache_words = "radix cache"
     draft_in_pool = False  # its draft worker holds its own pool of the target's tokens (draft_bytes)
+    # ServerArgs: "the draft model defaults to the same quantization as the target model" (speculative_draft_model_
+    # quantization = quantization where not given); of its formats only fp8 quantizes 16-bit weights on load, the
+    # others read a converted checkpoint (a 16-bit head has none: PR #28196, "Cannot find the config file for awq")
+    draft_inherits = ("fp8",)
     no_chunked_prefill = None
 
     def scheduler_settings(self, s: Scenario, startup: StartupMemory, pool: KvPool, longest: int) -> dict | None:

@@ -121,23 +121,45 @@ def draft_of(s: Scenario, m: ModelSpec) -> Draft | None:
     head = dataclasses.replace(m, layers=layers, vision_params=0, other_params=0,
                                vocab_size=EAGLE3_DRAFT_VOCAB if method == "eagle3" else m.vocab_size)
     return Draft(method=method, tokens=k, acceptance=a, acceptance_source=source, layers=layers, own_params=own,
-                 model=head, quant=draft_quant(s, m, layers), **proposer(s))
+                 model=head, quant=draft_quant(s, m, layers, method), **proposer(s))
 
 
-def draft_quant(s: Scenario, m: ModelSpec, layers: tuple[Layer, ...]) -> str | None:
-    """``"none"`` where the checkpoint served leaves the draft's ``layers`` unquantized, else None (the target's
-    format): every group of each draft layer kept at 16 bits in the served model's format
+def draft_quant(s: Scenario, m: ModelSpec, layers: tuple[Layer, ...], method: str) -> str | None:
+    """The format the draft's ``layers`` are served in where not the target's (None: the target's). An EAGLE head
+    is a checkpoint of its own (:func:`head_quant`). MTP layers are the target checkpoint's: ``"none"`` where it
+    leaves them unquantized, every group of each draft layer kept at 16 bits in the served model's format
     (:func:`gpuplan.tensors.state.weight_format` of :func:`served_model`). DeepSeek stores its MTP module as the
     decoder layer after the last (``model.layers.61`` in DeepSeek-R1), and NVIDIA's NVFP4 checkpoints list it among
     ``exclude_modules`` (``model.layers.61*``: Model Optimizer ``examples/deepseek/ptq.py`` appends it,
     :mod:`gpuplan.model.checkpoints`), so TensorRT-LLM runs it in bf16 beside the NVFP4 decoder (tech blog 1,
     "Precision Strategy": "3x MTP Layers | bf16")."""
+    if method in ("eagle", "eagle3"):
+        return head_quant(s, m)
     served = dataclasses.replace(m, layers=(*m.layers, *layers))
     fmt, skip = weight_format(s, served)
     whole = {entry for entry in skip if "@" not in entry}
     kept = all(lin.group in whole or f"{lin.group}@{len(m.layers) + i}" in skip
                for i, layer in enumerate(layers) for lin in layer.linears)
     return "none" if layers and fmt.name != "none" and kept else None
+
+
+def head_quant(s: Scenario, m: ModelSpec) -> str | None:
+    """The format an EAGLE head's weights are served in where not the target's (None: the target's). The heads are
+    checkpoints of their own, published in 16 bits with no quantization config (SafeAILab/EAGLE's and SpecForge's
+    EAGLE-3 configs: ``"torch_dtype": "float16"`` / ``"bfloat16"``), and each engine loads the head in its own
+    checkpoint's format: vLLM builds its layers with the draft's quantization config, not the verifier's
+    (``vllm/model_executor/models/utils.py`` ``get_draft_quant_config``, pull requests #25883 and #26590; the
+    target's ``--quantization`` is not passed on: #40849 open), TensorRT-LLM reads the head's
+    ``ModelConfig.from_pretrained(speculative_model)`` and takes only the KV cache's format from the target
+    (``modeling_speculative.py``: ``draft_config.quant_config.kv_cache_quant_algo``). SGLang passes the target's asked
+    ``--quantization`` on to the draft (:attr:`~gpuplan.engines.base.Engine.draft_inherits`: fp8, quantized on load).
+    So an FP8 checkpoint's head runs in bf16 everywhere."""
+    from . import engine_for  # the engines' package imports this module
+
+    engine = engine_for(s)
+    asked = engine.quantizes_to(s, m)
+    own = asked if asked in engine.draft_inherits else "none"
+    return None if own == weight_format(s, m)[0].name else own
 
 
 def proposer(s: Scenario) -> dict:
@@ -240,9 +262,13 @@ def served_model(m: ModelSpec, draft: Draft | None) -> ModelSpec:
     """The model an engine holds with ``draft`` beside ``m``: the draft's layers after the target's (their weights,
     and their keys and values per token: in vLLM's and TensorRT-LLM's one pool; SGLang takes the difference for its
     draft worker, :func:`gpuplan.engines.sglang.draft_bytes`) and its own parameters as ``other_params``. Without a
-    draft, ``m``. A draft model's layers split their KV heads over TP as the target's do
-    (:func:`gpuplan.tensors.kv.layer_cache_bytes` reads the target's head count): exact at one GPU, approximate where
-    the two models' KV heads differ."""
+    draft, ``m``. A draft served in 16 bits beside a quantized target (:attr:`Draft.quant` ``"none"``) keeps its
+    layers' linears at 16 bits (:attr:`~gpuplan.model.spec.ModelSpec.kept_layers`). A draft model's layers split
+    their KV heads over TP as the target's do (:func:`gpuplan.tensors.kv.layer_cache_bytes` reads the target's head
+    count): exact at one GPU, approximate where the two models' KV heads differ."""
     if draft is None or not (draft.layers or draft.own_params):
         return m
-    return dataclasses.replace(m, layers=(*m.layers, *draft.layers), other_params=m.other_params + draft.own_params)
+    kept = tuple(dict.fromkeys(f"{lin.group}@{len(m.layers) + i}" for i, layer in enumerate(draft.layers)
+                               for lin in layer.linears)) if draft.quant == "none" else ()
+    return dataclasses.replace(m, layers=(*m.layers, *draft.layers), other_params=m.other_params + draft.own_params,
+                               kept_layers=(*m.kept_layers, *kept))

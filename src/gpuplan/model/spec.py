@@ -64,6 +64,9 @@ class ModelSpec:
     dtype: str
     dtype_assumed: bool = False
     quantization: dict[str, Any] | None = field(default=None, hash=False, compare=False)
+    # ``group@i`` entries an engine holds at 16 bits beyond what the checkpoint leaves: a speculative draft's layers
+    # loaded from a 16-bit checkpoint of their own (:func:`gpuplan.engines.speculative.served_model`)
+    kept_layers: tuple[str, ...] = ()
     notes: tuple[str, ...] = ()
     counted_by: str = "gpuplan"
     inexact_reason: str | None = None

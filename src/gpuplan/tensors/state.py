@@ -19,16 +19,24 @@ def weight_format(s: Scenario, m: ModelSpec) -> tuple[Format, tuple[str, ...]]:
     """The storage of the model's linear weights for this scenario, and the groups left unquantized: a checkpoint's
     own (``modules_to_not_convert``, ``ignore``) as shipped, or those of the checkpoint its publishers ship in the
     asked format (``--quant nvfp4``: NVIDIA's Model Optimizer checkpoints, :mod:`gpuplan.model.checkpoints`) when
-    serving; the routers always."""
+    serving; the routers always; and the layers the engine holds at 16 bits beside the checkpoint's
+    (:attr:`~gpuplan.model.spec.ModelSpec.kept_layers`: a speculative draft's from its own checkpoint)."""
     high = s.compute_bytes
     if s.task == "train" and s.method == "qlora":
         return make_format(s.quant or "nf4", high_bytes=high), ("router",)
     if s.quant is None:
         fmt, skip = m.shipped_format()
         return make_format(fmt.name, high_bytes=high, double_quant=fmt.double_quant, group_size=fmt.group_size,
-                           fp8_block=fmt.fp8_block), (*skip, "router")
+                           fp8_block=fmt.fp8_block), with_kept_layers((*skip, "router"), m)
     kept = served_checkpoint_kept(m, s.quant) if s.task != "train" else None
-    return make_format(s.quant, high_bytes=high), tuple(dict.fromkeys((*(kept or ()), "router")))
+    return make_format(s.quant, high_bytes=high), with_kept_layers((*(kept or ()), "router"), m)
+
+
+def with_kept_layers(skip: tuple[str, ...], m: ModelSpec) -> tuple[str, ...]:
+    """``skip`` and the ``group@i`` entries of ``m.kept_layers`` it does not hold already (its whole groups cover
+    theirs), once each: :meth:`gpuplan.model.spec.ModelSpec.weight_bytes` adds a layer's 16 bits once an entry."""
+    whole = {entry for entry in skip if "@" not in entry}
+    return tuple(dict.fromkeys((*skip, *(e for e in m.kept_layers if e.split("@")[0] not in whole))))
 
 
 def served_checkpoint_kept(m: ModelSpec, quant: str) -> tuple[str, ...] | None:
