@@ -444,7 +444,11 @@ NOTES = """What the misses say, row by row:
   (2) GPUStack's performance lab (`gpustack`; gpustack/gpustack@47277d79f4a5 docs/performance-lab/*: vLLM v0.11.0
   baselines served with no flags, `vllm bench serve` random 4,000/200 and 2,000/100, 500 prompts sent at once):
   8 rows. TTFT median 25.5 %, TPOT 19.4 %, requests/s 27.7 %, every row gpuplan fast. The 8-GPU rows (DeepSeek-R1-0528
-  on H200s, Qwen3-235B on H100s) land at TTFT -27..+1 %, TPOT -16..-8 %, requests/s +0..+26 %; Qwen3-235B on 8 A100s
+  on H200s, Qwen3-235B on H100s) land at TTFT -27..+1 %, TPOT -16..-8 %, requests/s +0..+26 % (DeepSeek's
+  -20/-27 %, -8/-15 %, +18/+26 % -> -13/-19 %, -1/-7 %, +9/+15 % in session 14, its block-FP8 GEMMs timed as vLLM
+  0.11's wheel runs them, engines/block_fp8.py: CUTLASS linears at Triton's share and the tuned Triton MoE at
+  DeepGEMM's, where gpuplan had timed them as bf16 GEMMs; GPUStack's runner image installs vLLM from the wheel,
+  without DeepGEMM); Qwen3-235B on 8 A100s
   -36 %, -33 %, +49 %; Qwen3-14B on one A100 -16/-24 %, -17/-22 %, +17/+30 %. Qwen3-14B on one H100: TTFT -40/-46 %,
   TPOT -44/-46 %, requests/s +68/+81 %. That card computes prompts at about half the rate of the vLLM blog's
   H100 (its rows above, TTFT +6/+7 %): the 4,000-token run took 8.8k prompt tokens a second, about 250 TFLOPS of
