@@ -431,9 +431,9 @@ NOTES = """What the misses say, row by row:
   copies): DeepSeek's block-FP8 linears and experts ran through Triton's block-scaled kernels (vLLM's CUDA linears
   through its CUTLASS block kernel, timed alike), at a quarter of the fp8 rate gpuplan gave an fp8 GEMM, where gpuplan
   had timed the checkpoint's GEMMs as bf16 ones; SGLang PR #3893's H200 timing of that kernel sets the share
-  (overheads.BLOCK_FP8_KERNEL_SHARE, 0.257; engines/vllm.py block_fp8_kernels for vLLM 0.7 and SGLang <= 0.4.3), fitted
-  on no serving row. With it: one prompt 0.85 s on the H200 (0.97 measured), 0.87 on the MI300X (1.29); H200 TTFT
-  -41/-38/-37/-45/-53/-84 % -> -13/-8/-6/-18/-30/-76 % at 4-128, TPOT -16/-21/-43/-34/-31/-8 % ->
+  (overheads.BLOCK_FP8_KERNEL_SHARE, 0.257; engines/block_fp8.py block_fp8_kernels for vLLM 0.7 and SGLang <=
+  0.4.3), fitted on no serving row. With it: one prompt 0.85 s on the H200 (0.97 measured), 0.87 on the MI300X
+  (1.29); H200 TTFT -41/-38/-37/-45/-53/-84 % -> -13/-8/-6/-18/-30/-76 % at 4-128, TPOT -16/-21/-43/-34/-31/-8 % ->
   -15/-21/-42/-32/-27/+3 %, requests/s +20/+29/+72/+55/+57/+110 % -> +18/+25/+63/+43/+41/+80 %; MI300X TTFT
   -50/-51/-68/-60/-47/-54 % -> -33/-34/-58/-46/-29/-38 %, TPOT -26/-23/-16/-9/-8/-18 % -> -26/-23/-14/-6/-4/-12 %,
   requests/s +37/+33/+27/+20/+21/+34 % -> +36/+31/+23/+14/+13/+21 %. The source: TTFT 50.3 % -> 31.5 %, TPOT 19.5 %

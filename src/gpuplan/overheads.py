@@ -398,7 +398,7 @@ FP8_SPLIT_ACCUMULATOR_SHARE = {
 }
 FP8_SPLIT_ACCUMULATOR_SHARE_BY_GENERATION = {"Hopper": 0.914, "Blackwell": 0.983}
 # Block-scaled fp8 GEMMs (DeepSeek-V3's checkpoint: 128 x 128 weight blocks, 1 x 128 activation groups) as the first
-# DeepSeek-V3 releases of SGLang and vLLM ran them (engines/vllm.py block_fp8_kernels): Triton's
+# DeepSeek-V3 releases of SGLang and vLLM ran them (engines/block_fp8.py block_fp8_kernels): Triton's
 # w8a8_block_fp8_matmul (vLLM model_executor/layers/quantization/utils/fp8_utils.py of v0.7.3, SGLang's copy in
 # srt/layers/quantization/fp8_kernel.py; the ROCm build's linears) multiplies each 128-deep K slice with tl.dot and
 # adds it into an fp32 register accumulator scaled by both blocks' scales ("accumulator += tl.dot(a, b) * a_s[:, None]
@@ -971,7 +971,8 @@ SGLANG_EARLY_DEEPSEEK_MOE_LAYER_S = {"NVIDIA": 353e-6, "AMD": 138e-6}
 # them as bf16 ones): NVIDIA 1.63 -> 1.03, the prompt path's excess explained by the GEMM kernels (what is left, 3 %,
 # the unfused quantization, rotary and shared-expert ops above); AMD 2.29 -> 1.62 (the ROCm build's Triton share of
 # the MI300X's fp8 rate is assumed, not measured, and RCCL's all-reduces are not the CUDA build's); triton prompt
-# attention unchanged (5.09). vLLM 0.7 runs the same kernels (engines/vllm.py block_fp8_kernels) and takes no factor.
+# attention unchanged (5.09). vLLM 0.7 runs the same kernels (engines/block_fp8.py block_fp8_kernels) and takes no
+# factor.
 SGLANG_EARLY_PROMPT_SCALE = {"NVIDIA": 1.03, "AMD": 1.62}
 SGLANG_EARLY_TRITON_PROMPT_ATTENTION = 5.09
 # SGLang replays CUDA graphs for decode batches only (python/sglang/srt/model_executor/cuda_graph_runner.py
