@@ -328,7 +328,7 @@ CAUSES = {
         "(bench/results/load_accuracy.md)."),
     ("load_accuracy", "gpustack"): (
         "GPUStack's performance lab, vLLM 0.11.0 with no flags, bursts of 500 prompts of 4,000 or 2,000 tokens "
-        "(added 2026-11-30, held out). The 8-GPU rows land (TTFT -27..+1 %); the misses above 25 % are Qwen3-14B on "
+        "(added 2026-11-30, held out). The 8-GPU rows land (TTFT -19..+1 %); the misses above 25 % are Qwen3-14B on "
         "one H100 (TPOT -44/-46 %, requests/s +68/+81 %), where the same harness on one A100 gives -17/-22 %: that "
         "card took prompts at about 250 TFLOPS of work, half what the vLLM blog's H100 reached (TTFT +6/+7 % "
         "there), while its decode matches gpuplan (the lab's Qwen3-8B latency page: TPOT 7.40 ms, gpuplan 7.45): a "
@@ -404,7 +404,15 @@ CAUSES = {
         "factor 1.62 stood; the rest of the prompt path at the CUDA factor 1.03): TTFT 5.2 % unchanged, TPOT 11.9 % "
         "-> 12.1 %, E2E 10.0 % -> 10.6 % (MI300X TPOT +12/+17/+12/+11/+4/-13 % -> +12/+18/+15/+14/+7/-10 %). "
         "Shown, never fitted."),
-    ("sglang_serving", "ix3173"): "InferenceX DeepSeek-R1 TTFT under SGLang: helper s8-ttft's this session.",
+    ("sglang_serving", "ix3173"): (
+        "InferenceX DeepSeek-R1-0528 FP8 under SGLang 0.5.12 on 8 H200s (1k and 8k prompts, means). Session 14 timed "
+        "the checkpoint's block-FP8 GEMMs as SGLang 0.5 runs them (engines/block_fp8.py: DeepGEMM's linears, the "
+        "tuned Triton MoE at TP 8, both at DeepGEMM's share of the fp8 rate from its README's H800 table and vLLM PR "
+        "#13932's Triton-against-DeepGEMM timing), where gpuplan had timed them as bf16 GEMMs: TPOT 12.7 % -> 6.3 % "
+        "(the prompt steps that stall the decodes shorter), the 8k TTFT +18/+5/-1/-3/-30 % -> -9/-18/-23/-24/-47 %, "
+        "the 1k TTFT -30..-15 % -> -47..-36 %. The 1k rows were already short by a near-constant ~80 ms a request at "
+        "4-16 requests that no engine step holds (bench/results/moe_layout.md, PLACED_S: a diagnostic, not "
+        "adopted); the faster prompts leave that gap whole and add the 8k rows' shortfall beside it."),
     ("sglang_serving", "ix3318"): (
         "InferenceX DeepSeek-R1 TTFT under SGLang 0.5.19 on MI325X (8k prompts, means). Not SGLang's prefill cap: "
         "dsr1_fp8_mi325x.sh passes --max-prefill-tokens=131072 with --chunked-prefill-size=131072, the budget "

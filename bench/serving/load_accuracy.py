@@ -431,9 +431,9 @@ NOTES = """What the misses say, row by row:
   copies): DeepSeek's block-FP8 linears and experts ran through Triton's block-scaled kernels (vLLM's CUDA linears
   through its CUTLASS block kernel, timed alike), at a quarter of the fp8 rate gpuplan gave an fp8 GEMM, where gpuplan
   had timed the checkpoint's GEMMs as bf16 ones; SGLang PR #3893's H200 timing of that kernel sets the share
-  (overheads.BLOCK_FP8_KERNEL_SHARE, 0.257; engines/vllm.py block_fp8_kernels for vLLM 0.7 and SGLang <= 0.4.3), fitted
-  on no serving row. With it: one prompt 0.85 s on the H200 (0.97 measured), 0.87 on the MI300X (1.29); H200 TTFT
-  -41/-38/-37/-45/-53/-84 % -> -13/-8/-6/-18/-30/-76 % at 4-128, TPOT -16/-21/-43/-34/-31/-8 % ->
+  (overheads.BLOCK_FP8_KERNEL_SHARE, 0.257; engines/block_fp8.py block_fp8_kernels for vLLM 0.7 and SGLang <=
+  0.4.3), fitted on no serving row. With it: one prompt 0.85 s on the H200 (0.97 measured), 0.87 on the MI300X
+  (1.29); H200 TTFT -41/-38/-37/-45/-53/-84 % -> -13/-8/-6/-18/-30/-76 % at 4-128, TPOT -16/-21/-43/-34/-31/-8 % ->
   -15/-21/-42/-32/-27/+3 %, requests/s +20/+29/+72/+55/+57/+110 % -> +18/+25/+63/+43/+41/+80 %; MI300X TTFT
   -50/-51/-68/-60/-47/-54 % -> -33/-34/-58/-46/-29/-38 %, TPOT -26/-23/-16/-9/-8/-18 % -> -26/-23/-14/-6/-4/-12 %,
   requests/s +37/+33/+27/+20/+21/+34 % -> +36/+31/+23/+14/+13/+21 %. The source: TTFT 50.3 % -> 31.5 %, TPOT 19.5 %
@@ -510,7 +510,11 @@ NOTES = """What the misses say, row by row:
   (2) GPUStack's performance lab (`gpustack`; gpustack/gpustack@47277d79f4a5 docs/performance-lab/*: vLLM v0.11.0
   baselines served with no flags, `vllm bench serve` random 4,000/200 and 2,000/100, 500 prompts sent at once):
   8 rows. TTFT median 25.5 %, TPOT 19.4 %, requests/s 27.7 %, every row gpuplan fast. The 8-GPU rows (DeepSeek-R1-0528
-  on H200s, Qwen3-235B on H100s) land at TTFT -27..+1 %, TPOT -16..-8 %, requests/s +0..+26 %; Qwen3-235B on 8 A100s
+  on H200s, Qwen3-235B on H100s) land at TTFT -27..+1 %, TPOT -16..-8 %, requests/s +0..+26 % (DeepSeek's
+  -20/-27 %, -8/-15 %, +18/+26 % -> -13/-19 %, -1/-7 %, +9/+15 % in session 14, its block-FP8 GEMMs timed as vLLM
+  0.11's wheel runs them, engines/block_fp8.py: CUTLASS linears at Triton's share and the tuned Triton MoE at
+  DeepGEMM's, where gpuplan had timed them as bf16 GEMMs; GPUStack's runner image installs vLLM from the wheel,
+  without DeepGEMM); Qwen3-235B on 8 A100s
   -36 %, -33 %, +49 %; Qwen3-14B on one A100 -16/-24 %, -17/-22 %, +17/+30 %. Qwen3-14B on one H100: TTFT -40/-46 %,
   TPOT -44/-46 %, requests/s +68/+81 %. That card computes prompts at about half the rate of the vLLM blog's
   H100 (its rows above, TTFT +6/+7 %): the 4,000-token run took 8.8k prompt tokens a second, about 250 TFLOPS of

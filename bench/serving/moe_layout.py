@@ -84,7 +84,14 @@ prompts: 1,918 ms at 64 requests).
 Session 8 (s8-mla): SGLang builds MLA's q_a_proj and kv_a_proj_with_mqa as one ReplicatedLinear
 (fused_qkv_a_proj_with_mqa in deepseek_v2.py), so each of the 8 GPUs reads and multiplies all 15.1 M of its parameters
 a layer (tensors/layout.replicated): +0.81 GB a decode token on each GPU, and 0.75 GiB less KV pool. Held-out median
-|error| TTFT 28.8% -> 26.3%, TPOT 6.5% -> 7.3% (H200 +10% -> +13%, MI325X +14% -> +16%: those already ran slow)."""
+|error| TTFT 28.8% -> 26.3%, TPOT 6.5% -> 7.3% (H200 +10% -> +13%, MI325X +14% -> +16%: those already ran slow).
+Session 14 (s14-dsfp8): the FP8 checkpoint's block-scaled GEMMs timed as SGLang 0.5 runs them (engines/block_fp8.py:
+DeepGEMM's linears on Hopper and Blackwell, the tuned Triton MoE at TP 8 on the H200 and FlashInfer's TRTLLM-Gen MoE
+on the B200, all at DeepGEMM's share of the fp8 rate, overheads.DEEPGEMM_KERNEL_SHARE and TRITON_MOE_OVER_DEEPGEMM),
+where gpuplan had timed them as bf16 GEMMs. The H200's TPOT excess was those prompt steps stalling the decodes: H200
+median TPOT +13% -> +6% (8k rows +7..+17% -> +4..+13%), median TTFT -23% -> -37% (the 1k rows' ~80 ms a request that
+no step holds, PLACED_S, now with the 8k rows' -9..-47% beside it); B200 TTFT +3% -> -2%, TPOT unchanged. Held out:
+TTFT 13.6% -> 17.5%, TPOT 9.6% -> 7.7%. The B300 NVFP4 and MI325X rows do not move."""
 WAVE_NOTES = """\
 Where the TTFT miss sits (2026-11-29). The table above splits each published mean over its n = 10c requests: if
 the n - c requests after the first wave took their simulated time, the first wave of c (sent together to a server

@@ -517,6 +517,13 @@ def main() -> None:
         "(0.4.2.post4, held out): TTFT within a point, TPOT +12/+17/+12/+11/+4/-13% -> +12/+18/+15/+14/+7/-10% (the "
         "decode's GEMMs of 16-64 rows at the lower share); vLLM 0.7.3's ROCm rows, which run the same kernels, are "
         "the test (load_accuracy.md, dstackr1: MI300X TTFT -33..-58% -> -37..+5%).", "",
+        "Then (issue 31, session 14) the later releases' block-FP8 kernels (engines/block_fp8.py): SGLang 0.5's "
+        "DeepGEMM linears (PR #5628 on by default from 0.4.6) and its tuned Triton MoE at TP 8, and FlashInfer's "
+        "TRTLLM-Gen MoE on the B200 (PR #11816), at DeepGEMM's share of the fp8 rate (overheads.DEEPGEMM_KERNEL_SHARE, "
+        "0.875, the DeepGEMM README's H800 table; TRITON_MOE_OVER_DEEPGEMM from vLLM PR #13932), where gpuplan had "
+        "timed InferenceX's DeepSeek-R1 FP8 GEMMs as bf16 ones; nothing refitted (no constant here was fitted on "
+        "those rows). ix3173 TPOT 12.7% -> 6.3%, TTFT 23.5% -> 36.8% (moe_layout.md, session 14); ix870 TPOT 7.0% -> "
+        "7.7%; ix3363 TPOT 3.1% -> 3.8%, TTFT 13.0% unchanged.", "",
         "dstack's decode gap, what was checked (the 0.4.3.post2 and 0.4.2.post4 wheels from PyPI, read): before "
         "the early-release term, on the H200s measured TPOT less gpuplan's was nearly the same at every "
         "concurrency, 23-28 ms a step from 4 to 128 requests, so a per-step cost, not one per sequence or token; "

@@ -42,7 +42,15 @@ FLAT_REQUEST_S = 57.5e-3
 
 
 # What the rows say (read off the tables; kept with the report when it is regenerated).
-NOTES = """Session 12 (s12-trt): B200 decode read again against the sources' own setups; nothing landed, every number
+NOTES = """Session 14 (s14-dsfp8): an FP8 block-scale checkpoint's linears and grouped MoE GEMMs at DeepGEMM's share of
+the fp8 rate (engines/block_fp8.py; overheads.DEEPGEMM_KERNEL_SHARE, 0.875 from the DeepGEMM README's H800 table:
+TensorRT-LLM's fp8_block_scaling_gemm and fp8_blockscale_gemm are DeepGEMM's kernels), where gpuplan had timed them
+at the full fast fp8 rate. Both calibration fits refitted on the calibration pair (`--calibrate`): launch 50.2 ->
+50.9 us, walk 126 -> 125 ns. Held out: i5929 TTFT 24.1 % -> 23.1 %, TPOT 6.4 % -> 6.3 %; ix3317 TTFT 18.8 % ->
+17.1 %, TPOT 22.5 % -> 22.6 %. The launch time also moves trtllm.py's MoE rows (nvidia-perf-overview-1.0 held out
+10.5 % -> 10.6 %) and speculative.py's bpp (18.1 % -> 18.2 %).
+
+Session 12 (s12-trt): B200 decode read again against the sources' own setups; nothing landed, every number
 above as it was (held-out TTFT 21.1 %, TPOT 21.8 %; i5929 TPOT 6.4 % median, ix3317 22.5 %).
 
 - **Issue #5929 ran options it does not publish.** Its release (v0.21.0rc2, built before the issue's 2025-07-10)

@@ -408,7 +408,7 @@ FP8_SPLIT_ACCUMULATOR_SHARE = {
 }
 FP8_SPLIT_ACCUMULATOR_SHARE_BY_GENERATION = {"Hopper": 0.914, "Blackwell": 0.983}
 # Block-scaled fp8 GEMMs (DeepSeek-V3's checkpoint: 128 x 128 weight blocks, 1 x 128 activation groups) as the first
-# DeepSeek-V3 releases of SGLang and vLLM ran them (engines/vllm.py block_fp8_kernels): Triton's
+# DeepSeek-V3 releases of SGLang and vLLM ran them (engines/block_fp8.py block_fp8_kernels): Triton's
 # w8a8_block_fp8_matmul (vLLM model_executor/layers/quantization/utils/fp8_utils.py of v0.7.3, SGLang's copy in
 # srt/layers/quantization/fp8_kernel.py; the ROCm build's linears) multiplies each 128-deep K slice with tl.dot and
 # adds it into an fp32 register accumulator scaled by both blocks' scales ("accumulator += tl.dot(a, b) * a_s[:, None]
@@ -470,6 +470,33 @@ ROCM_BLOCK_FP8_KERNEL_SHARE = 0.143
 # get rid of materialization", 2025-03, in 0.8.0: "it reduces memory usage ... without it the weight
 # materialization eats up too much of the GPU memory"), [first, end).
 VLLM_MLA_ABSORPTION = ((0, 7, 1), (0, 8, 0))
+# The same checkpoints through DeepGEMM (deepseek-ai/DeepGEMM: fp8_gemm_nt, m_grouped_fp8_gemm_nt_contiguous) and
+# the kernels ported from it (TensorRT-LLM's fp8_blockscale_gemm, FlashInfer's TRTLLM-Gen block-scale MoE), as the
+# later releases run them (engines/block_fp8.py kernels): share of gpuplan's fast-accumulating fp8 rate, the median
+# of gpuplan's time over the published one on the compute-bound rows of the DeepGEMM README's H800 SXM5 tables
+# (deepseek-ai/DeepGEMM@55ab91f README.md "Performance", 2025-03-25, NVCC 12.8; timed on gpuplan's H100 SXM, the
+# H800's compute): the six normal GEMMs at M = 4,096 (N x K = 2,112 x 7,168: 0.77, 24,576 x 1,536: 0.83, 32,768 x
+# 512: 0.78, 7,168 x 16,384: 0.96, 4,096 x 7,168: 0.90, 7,168 x 2,048: 0.88) and the four contiguous grouped ones
+# (4 x 8,192 and 8 x 4,096 rows at 4,096 x 7,168: 0.92, 0.93; at 7,168 x 2,048: 0.86, 0.87): 0.875. Checks
+# (tests/speed/test_block_fp8.py): the masked grouped rows at 256-1,024 rows an expert (gpuplan at the share over
+# the published 0.95-1.14), SGLang PR #3893's H200 DeepGEMM column at m = 4,096, n = 24,576, k = 7,168 (1,354 us:
+# gpuplan 0.88 of it). Below M = 128
+# the GEMMs are bound by their weights' bytes (gpuplan 1.1-1.7x slower than the README's M = 64 / 128 rows: the
+# bandwidth model's, not this share's). Later DeepGEMM releases reach up to 1,550 TFLOPS on H800 (README news,
+# 2025-04-18), no per-shape table published; SM 10.x (B200) runs DeepGEMM's SM100 kernels and FlashInfer's
+# TRTLLM-Gen MoE at this Hopper share, no Blackwell timing of them being published.
+DEEPGEMM_KERNEL_SHARE = 0.875
+# The later releases' Triton fused MoE (tuned configs; SGLang's experts at tensor parallelism, vLLM's without
+# DeepGEMM or at TP 8: engines/block_fp8.py) over DeepGEMM's contiguous grouped GEMM on the same experts, by their
+# tensor-parallel width (tp / ep): the median of DeepGEMM's time over Triton's in vLLM PR #13932's H100 table
+# (2025-02-26, benchmarks/kernels/benchmark_moe.py --dtype fp8_w8a8 --use-deep-gemm, DeepSeek-V3's 256 experts,
+# K = 7,168, N = 4,096 / 2,048 / 1,024 / 512 at TP 1 / 2 / 4 / 8, 128-2,048 tokens): 0.528 at TP 1, 0.640 at
+# TP 2, 0.886 at TP 4, 1.349 at TP 8. Taken as a ratio only: both columns sit far above the experts' bytes at 128
+# tokens (1.9 ms where 1.4 GB at TP 8 take 0.42 ms), a cost both kernels' calls share in that script. At TP 8 the
+# Triton kernel is the faster, and both engines chose it there (vLLM PR #29346: "the best performance for DeepSeek
+# V3 TP=8 on Hopper/Blackwell is ... Triton for the MoE"; SGLang PR #18388); capped at 1, DeepGEMM's own share:
+# past it the gap is DeepGEMM's at those thin shapes (N = 512, K = 256), not Triton above the fast rate.
+TRITON_MOE_OVER_DEEPGEMM = {1: 0.528, 2: 0.640, 4: 0.886, 8: 1.0}
 # A card run at a power limit below its TDP (GpuSpec.power_limit_w) sustains (limit / TDP) ** POWER_CAP_EXPONENT
 # of its tensor rate (speed/gemm.py power_limit_factor): dynamic power ~ C V^2 f with the voltage rising with the
 # clock, held to about the square of the clock by the leakage and memory power that do not scale. Grand Teton's
@@ -946,8 +973,10 @@ SGLANG_EARLY_DEEPSEEK_UNTIL = (0, 4, 3)
 # Refitted with the admission reserve's host refit (issue 31, 2026-11-30: all-reduce 16.4 -> 14.8 us takes the
 # batch-1 step without it to 12.54 ms: (33.01 - 12.54) / 58 = 353 us) and the ROCm share it moved (1.75 -> 1.77:
 # (38.50 - 24.29) / (58 x 1.77) = 138 us); with the gfx942 Triton kernels at their own share
-# (ROCM_BLOCK_FP8_KERNEL_SHARE, session 14) the step without it is 24.46 ms: (38.50 - 24.46) / (58 x 1.77) = 137 us.
-SGLANG_EARLY_DEEPSEEK_MOE_LAYER_S = {"NVIDIA": 353e-6, "AMD": 137e-6}
+# (ROCM_BLOCK_FP8_KERNEL_SHARE, session 14) the step without it is 24.46 ms: (38.50 - 24.46) / (58 x 1.77) = 137 us;
+# with the ROCm share refitted to 1.73 (ROCM_DECODE_SLOWDOWN, the later releases' block-FP8 kernels on the H200 side)
+# 23.99 ms: (38.50 - 23.99) / (58 x 1.73) = 145 us.
+SGLANG_EARLY_DEEPSEEK_MOE_LAYER_S = {"NVIDIA": 353e-6, "AMD": 145e-6}
 # The same releases' DeepSeek prompts (engines/sglang.py early_deepseek), fitted on neither serving row but on SGLang
 # pull request #3550 (2025-02-13, "feat: support flashinfer mla attention for deepseek v3": DeepSeek-V3 at TP 8 on
 # the SGLang team's 8 H200s, --disable-radix-cache, bench_serving random 32,000 in / 100 out at range ratio 0, 60
@@ -978,7 +1007,7 @@ SGLANG_EARLY_DEEPSEEK_MOE_LAYER_S = {"NVIDIA": 353e-6, "AMD": 137e-6}
 # BLOCK_FP8_KERNEL_SHARE, the linears and experts as fp8 GEMMs at 0.257 of the fast fp8 rate where gpuplan had timed
 # them as bf16 ones): NVIDIA 1.63 -> 1.03, the prompt path's excess explained by the GEMM kernels (what is left, 3 %,
 # the unfused quantization, rotary and shared-expert ops above); AMD 2.29 -> 1.62 (with the H200's Triton share
-# assumed on the MI300X); triton prompt attention unchanged (5.09). vLLM 0.7 runs the same kernels (engines/vllm.py
+# assumed on the MI300X); triton prompt attention unchanged (5.09). vLLM 0.7 runs the same kernels (engines/block_fp8.py
 # block_fp8_kernels) and takes no factor. One factor for both vendors since issue 31's session 14: PR #3237's MI300X
 # prefill now sets the gfx942 Triton kernels' share (ROCM_BLOCK_FP8_KERNEL_SHARE, 0.143), the rest of the prompt path
 # at this factor (the same Python code on both), where an AMD factor of 1.62 stood on top of the H200's share.
@@ -1058,8 +1087,9 @@ INFINITY_FABRIC_EFFICIENCY = 0.75
 # --mem-fraction-static 0.8). MI325X's 6.0 TB/s against H200's 4.8 decoded 1.7x slower at 4 requests: 2.1x per byte
 # of bandwidth. 1.75 until SGLang's admission reserve and the host refit with it (issue 31, session 12); 1.70
 # (sessions 9-10) while the MI325X rows were replayed with a 16-bit pool at the default fraction;
-# 1.67 before session 9's step-model changes; 1.90 before the SGLang DeepSeek kernel count and fused all-reduce
-ROCM_DECODE_SLOWDOWN = 1.77
+# 1.67 before session 9's step-model changes; 1.90 before the SGLang DeepSeek kernel count and fused all-reduce;
+# 1.77 until the later releases' block-FP8 kernels timed the H200 side (engines/block_fp8.py, session 14).
+ROCM_DECODE_SLOWDOWN = 1.73
 # ... and about the largest error of the AMD / NVIDIA TPOT ratio it gives on the MI325X rows (fitted -10% at 64
 # requests; held out +0% and +4%), added to each side of an AMD plan's band
 ROCM_BAND = 0.11
@@ -1110,14 +1140,14 @@ DECODE_BANDS: dict[tuple[str, str, str], tuple[float, float, int, str]] = {
     ("vllm", "MoE", "NVIDIA"): (-0.32, 0.03, 22, "Mixtral-8x7B, Qwen3-30B-A3B, Qwen3-235B-A22B, Nemotron-3-Nano and "
                                "DeepSeek-R1 serving runs; DeepSeek-R1 under vLLM 0.7 decodes up to 42% slower "
                                "(bench/results/bands.md)"),
-    ("vllm", "MoE", "AMD"): (-0.24, 0.02, 6, "DeepSeek-R1 on 8 MI300X under vLLM 0.7.3's ROCm build (dstack): "
-                             "-26% to +3% (bench/results/bands.md)"),
+    ("vllm", "MoE", "AMD"): (-0.25, 0.00, 6, "DeepSeek-R1 on 8 MI300X under vLLM 0.7.3's ROCm build (dstack): "
+                             "-27% to +1% (bench/results/bands.md)"),
     ("sglang", "dense", "NVIDIA"): (-0.09, 0.02, 4, "Llama-3.1 8B and 70B, SGLang 0.3-0.4 (bench/results/bands.md)"),
-    ("sglang", "MoE", "NVIDIA"): (-0.11, 0.16, 39, "DeepSeek-R1 on 8 H200, B200 or B300: InferenceX's SGLang 0.5 runs "
-                                  "-10% to +19%, dstack's 0.4.3.post2 runs with DP attention -10% to -17% "
+    ("sglang", "MoE", "NVIDIA"): (-0.11, 0.13, 39, "DeepSeek-R1 on 8 H200, B200 or B300: InferenceX's SGLang 0.5 runs "
+                                  "-11% to +19%, dstack's 0.4.3.post2 runs with DP attention -10% to -17% "
                                   "(bench/results/bands.md)"),
-    ("sglang", "MoE", "AMD"): (0.00, 0.17, 8, "DeepSeek-R1 on 8 MI300X (dstack, SGLang 0.4.2.post4: -10% to +18%) "
-                               "and 8 MI325X (InferenceX, 0.5.19: +17% and +16%) (bench/results/bands.md)"),
+    ("sglang", "MoE", "AMD"): (0.00, 0.16, 8, "DeepSeek-R1 on 8 MI300X (dstack, SGLang 0.4.2.post4: -11% to +18%) "
+                               "and 8 MI325X (InferenceX, 0.5.19: +15% and +14%) (bench/results/bands.md)"),
     ("trtllm", "dense", "NVIDIA"): (-0.12, 0.08, 164, "NVIDIA's trtllm-bench tables, Llama 3.x 8B-405B "
                                     "(bench/results/bands.md)"),
     ("trtllm", "MoE", "NVIDIA"): (-0.16, 0.09, 47, "NVIDIA's trtllm-bench tables on one GPU (GB200, H100, H200, "
@@ -1231,8 +1261,11 @@ TRTLLM_REQUEST_S = VLLM_V1_REQUEST_S
 # prompt attention left the FP8-FMHA speed-up (engines/trtllm.Trtllm.timing: a BF16 MHA): 47.2 -> 48.9 us; and when
 # MLA's fused down-projection ran whole on every rank (tensors/layout.replicated, s8): 48.9 -> 49.7 us; and when
 # Hopper's FP8 block-scale MoE walked its local experts in every step (TRTLLM_HOPPER_GROUP_WALK_S, s10: the
-# 8,192-token prompt's step 3 ms longer, the intercept 1.3 ms shorter): 49.7 -> 50.2 us.
-TRTLLM_EAGER_LAUNCH_S = 50.2e-6
+# 8,192-token prompt's step 3 ms longer, the intercept 1.3 ms shorter): 49.7 -> 50.2 us; and when the FP8
+# block-scale GEMMs took DeepGEMM's measured share of the fp8 rate (engines/block_fp8.py, issue 31, s14: the
+# 8,192-token prompt's GEMMs grew by more than the 1,600-token one's, and the fitted walk below fell 126 -> 125 ns):
+# 50.2 -> 50.9 us.
+TRTLLM_EAGER_LAUNCH_S = 50.9e-6
 # TensorRT-LLM's context attention against gpuplan's FlashAttention figure (ATTENTION_PEAK_FRACTION of the bf16 peak):
 # fitted at 1.5x. trtllm-bench builds FP8 and NVFP4 engines with FP8 context FMHA (tensorrt_llm/bench/build/build.py:
 # use_fp8_context_fmha = True "if NVFP4 or FP8 quantization is enabled"), whose peak is twice the bf16 one.
@@ -1260,13 +1293,14 @@ TRTLLM_MOE_LAYER_STEP_S = 0.0
 # persistent scheduler finds a CTA's tile by walking the experts from the first, two __ldg of problem_m_offsets and
 # the block count each (cpp/include/tensorrt_llm/deep_gemm/scheduler.cuh GroupedWithOffsetScheduler(SwapAB)::
 # get_next_block; the last call walks on to the last expert to return false): every call costs each CTA a walk over
-# every local expert, empty or not. Seconds per local expert and grouped-GEMM call (126 ns: about one L2 round
-# trip). Fitted by `python bench/serving/trtllm_serving.py --calibrate` on the calibration rows' ITL alone (issue
-# #5929's H200 FP8 at TP 8 without expert parallelism: 256 local experts, 13.78 and 14.53 ms a token); held out: the
+# every local expert, empty or not. Seconds per local expert and grouped-GEMM call (125 ns: about one L2 round
+# trip; 126 ns until the FP8 block-scale GEMMs took DeepGEMM's share, engines/block_fp8.py). Fitted by `python
+# bench/serving/trtllm_serving.py --calibrate` on the calibration rows' ITL alone (issue #5929's H200 FP8 at TP 8
+# without expert parallelism: 256 local experts, 13.78 and 14.53 ms a token); held out: the
 # same issue's H200 rows at EP 4 and 8 (64 and 32 local experts) and at 8 users. Blackwell's FP8 linears and MoE
 # take other kernels (fp8_swap_ab_gemm, TRTLLM-Gen; NVFP4's CUTLASS grouped GEMM), and issue #5929's B200 rows show
 # no such step (6.78 / 6.61 / 6.81 ms at EP 1 / 4 / 8).
-TRTLLM_HOPPER_GROUP_WALK_S = 1.26e-7
+TRTLLM_HOPPER_GROUP_WALK_S = 1.25e-7
 
 # ---- profiled modules (speed/modules.py): diffusion denoisers, VAEs, text encoders, Whisper, T5 ----------------------
 # Host work of an eager pass read off the module's own profile: every aten op the dispatcher runs (views included:

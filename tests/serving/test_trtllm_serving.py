@@ -273,7 +273,7 @@ def _trtllm_serving_bench():
 def test_a_trtllm_context_step_waits_on_its_python_launches():
     """TensorRT-LLM's PyTorch backend runs a step that holds a context request without a CUDA graph
     (ScheduledRequests.can_run_cuda_graph), decode-only steps replay one. Llama-3.1-8B: (14 - 7) non-GEMM kernels and
-    7 linears a layer, 32 layers: 448 launches at 50.2 us (overheads.TRTLLM_EAGER_LAUNCH_S) = 22.49 ms, longer than
+    7 linears a layer, 32 layers: 448 launches at 50.9 us (overheads.TRTLLM_EAGER_LAUNCH_S) = 22.80 ms, longer than
     an H100's GPU work for a 128-token prompt, so the prompt's step takes the launches' time; a decode step pays
     none, and a step mixing the two takes the longer of its GPU work and the launches. The server path per request
     is vLLM's 14.7 ms, borrowed."""
@@ -282,8 +282,8 @@ def test_a_trtllm_context_step_waits_on_its_python_launches():
     from gpuplan.speed.inference import step_timer
 
     s = trt_scenario(gpu="h100-sxm", prompt_tokens=128, output_tokens=100)
-    launches = (14 - 7 + 7) * 32 * 50.2e-6
-    assert launches == pytest.approx(22.49e-3, abs=0.01e-3) and pytest.approx(50.2e-6) == oh.TRTLLM_EAGER_LAUNCH_S
+    launches = (14 - 7 + 7) * 32 * 50.9e-6
+    assert launches == pytest.approx(22.80e-3, abs=0.01e-3) and pytest.approx(50.9e-6) == oh.TRTLLM_EAGER_LAUNCH_S
     timer = step_timer(s, M, H100)
     assert timer.launch_host_s() == pytest.approx(launches)
     parts = timer.prefill_parts(128)

@@ -1,8 +1,11 @@
-"""Block-scaled fp8 GEMMs as the first DeepSeek-V3 releases of SGLang and vLLM ran them (Triton's
-w8a8_block_fp8_matmul and fused_moe with a block_shape; overheads.BLOCK_FP8_KERNEL_SHARE): one kernel's time by hand,
-the published timings it was fitted on and checked against, and where the engines take it."""
+"""Block-scaled fp8 GEMMs as the engines run them (engines/block_fp8.py): the first DeepSeek-V3 releases' Triton
+kernels (overheads.BLOCK_FP8_KERNEL_SHARE), DeepGEMM and its ports (DEEPGEMM_KERNEL_SHARE), the later Triton MoE
+(TRITON_MOE_OVER_DEEPGEMM): one kernel's time by hand, the published timings each was fitted on and checked
+against, and which engine release takes which."""
 
 from __future__ import annotations
+
+import statistics
 
 import pytest
 
@@ -62,28 +65,136 @@ def test_vllms_tuned_triton_kernel_on_an_h100_is_a_check(m, tflops):
     assert 0.85 < achieved / tflops < 0.90
 
 
-def _timer(engine: str, version: str, **kw):
-    r = resolve(scenario_from(dict(model="deepseek-r1", task="infer", engine=engine, gpu="h200", num_gpus=8, tp=8,
-                                   prompt_tokens=3200, output_tokens=800, engine_version=version, **kw)))
+def _timer(engine: str, version: str, gpu: str = "h200", **kw):
+    r = resolve(scenario_from(dict({"model": "deepseek-r1", "task": "infer", "engine": engine, "gpu": gpu,
+                                    "num_gpus": 8, "tp": 8, "prompt_tokens": 3200, "output_tokens": 800,
+                                    "engine_version": version}, **kw)))
     return step_timer(r.scenario, r.model, r.gpu)
 
 
 def test_the_engines_take_it_for_their_first_deepseek_releases_only():
     """vLLM 0.7 (its CUTLASS block-FP8 linears and Triton fused MoE) and SGLang 0.4.3 run DeepSeek-R1's block-FP8
-    checkpoint at the share, every linear as an fp8 GEMM but the router; vLLM 0.8 and SGLang 0.5 do not."""
-    for engine, early, later in (("vllm", "0.7.4", "0.8.0"), ("sglang", "0.4.3.post2", "0.5.7")):
-        old, new = _timer(engine, early), _timer(engine, later)
-        assert old.timing.block_fp8_share == oh.BLOCK_FP8_KERNEL_SHARE and new.timing.block_fp8_share == 1.0
+    checkpoint at the share, every linear as an fp8 GEMM but the router; SGLang 0.5.7 runs its linears through
+    DeepGEMM and its experts through the tuned Triton MoE (engines/block_fp8.py), both at DeepGEMM's share at TP 8."""
+    for engine, early in (("vllm", "0.7.4"), ("sglang", "0.4.3.post2")):
+        old = _timer(engine, early)
+        assert old.timing.block_fp8_share == oh.BLOCK_FP8_KERNEL_SHARE == old.timing.block_fp8_expert_share
         lins = [lin for layer in old.m.layers for lin in layer.linears]
         router = next(lin for lin in lins if lin.group == "router")
         expert = next(lin for lin in lins if lin.group == "experts")
         assert (old.linear_dtype(expert), old.kernel_share(expert)) == ("fp8", oh.BLOCK_FP8_KERNEL_SHARE)
         assert old.kernel_share(router) == 1.0 and old.linear_dtype(router) != "fp8"
-        assert new.kernel_share(expert) == 1.0
-    # a 3,200-token prompt's GEMMs on vLLM 0.7: 1.84x what vLLM 0.8's are timed at (gpuplan's bf16 rate; the experts'
-    # ~100 rows each stay partly bound by their weights' bytes)
-    assert 1.75 < _timer("vllm", "0.7.4").prefill_parts(3200)["gemm"] / _timer("vllm", "0.8.0").prefill_parts(3200)[
-        "gemm"] < 1.95
+    new = _timer("sglang", "0.5.7")
+    expert = next(lin for layer in new.m.layers for lin in layer.linears if lin.group == "experts")
+    attention = next(lin for layer in new.m.layers for lin in layer.linears if lin.group == "attention")
+    assert (new.linear_dtype(expert), new.kernel_share(expert)) == ("fp8", oh.DEEPGEMM_KERNEL_SHARE)
+    assert (new.linear_dtype(attention), new.kernel_share(attention)) == ("fp8", oh.DEEPGEMM_KERNEL_SHARE)
+    # a 3,200-token prompt's GEMMs on vLLM 0.7 against SGLang 0.5.7's: the Triton share (0.257) against DeepGEMM's
+    # (0.875) is 3.4x on the compute; the experts' ~100 rows each stay partly bound by their weights' bytes
+    ratio = _timer("vllm", "0.7.4").prefill_parts(3200)["gemm"] / new.prefill_parts(3200)["gemm"]
+    assert 2.6 < ratio < 3.4
+
+
+def _deepgemm(gpu, m: int, k: int, n: int, groups: int = 1) -> float:
+    """DeepGEMM's seconds: fp8 operands, a bf16 output, ``groups`` experts in one kernel, at its share."""
+    return gemm_time_s(gpu, "fp8", m, k, n, count=groups, kernels=1, act_bytes=1, weight_bytes=1, out_bytes=2,
+                       kernel_share=oh.DEEPGEMM_KERNEL_SHARE)
+
+
+def _fast(gpu, m: int, k: int, n: int, groups: int = 1) -> float:
+    return gemm_time_s(gpu, "fp8", m, k, n, count=groups, kernels=1, act_bytes=1, weight_bytes=1, out_bytes=2)
+
+
+# deepseek-ai/DeepGEMM@55ab91f README.md "Performance" (H800 SXM5, 2025-03-25): M, N, K, groups, published TFLOPS
+README_FIT = [(4096, 2112, 7168, 1, 1009), (4096, 24576, 1536, 1, 1125), (4096, 32768, 512, 1, 751),
+              (4096, 7168, 16384, 1, 1426), (4096, 4096, 7168, 1, 1265), (4096, 7168, 2048, 1, 1168),
+              (8192, 4096, 7168, 4, 1346), (8192, 7168, 2048, 4, 1214), (4096, 4096, 7168, 8, 1346),
+              (4096, 7168, 2048, 8, 1214)]
+
+
+def test_the_deepgemm_share_is_the_median_of_the_readmes_compute_bound_rows():
+    """The H800 has the H100 SXM's compute: gpuplan's fast fp8 time over the published one on the README's six
+    normal GEMMs at M = 4,096 and four contiguous grouped ones, whose median is the share (0.875)."""
+    ratios = sorted(_fast(H100, m, k, n, g) / (2 * g * m * n * k / (tf * 1e12)) for m, n, k, g, tf in README_FIT)
+    assert [round(r, 2) for r in ratios] == [0.77, 0.78, 0.83, 0.86, 0.87, 0.88, 0.90, 0.92, 0.93, 0.96]
+    assert (ratios[4] + ratios[5]) / 2 == pytest.approx(oh.DEEPGEMM_KERNEL_SHARE, abs=0.005)
+
+
+@pytest.mark.parametrize(("groups", "m", "n", "k", "tflops", "low", "high"), [
+    (1, 1024, 4096, 7168, 1233, 1.10, 1.16), (1, 1024, 7168, 2048, 925, 0.92, 0.98),
+    (2, 512, 4096, 7168, 1040, 1.00, 1.06), (2, 512, 7168, 2048, 916, 1.00, 1.06),
+    (4, 256, 4096, 7168, 932, 1.11, 1.16), (4, 256, 7168, 2048, 815, 1.09, 1.15),
+])
+def test_the_readmes_masked_rows_are_checks(groups, m, n, k, tflops, low, high):
+    """The README's masked grouped rows (256-1,024 rows an expert), held out of the fit: gpuplan's time at the share
+    over the published: 5 % fast to 14 % slow."""
+    published = 2 * groups * m * n * k / (tflops * 1e12)
+    assert low < _deepgemm(H100, m, k, n, groups) / published < high
+
+
+def test_sglang_pr3893s_h200_deepgemm_column_is_a_check():
+    """SGLang PR #3893's tp=1 table on one H200, the DeepGEMM column at the row the Triton share is fitted on
+    (m = 4,096, n = 24,576, k = 7,168): 1,354 us published; gpuplan at the share 1,193 us (0.88)."""
+    assert _deepgemm(H200, 4096, 7168, 24576) / 1354e-6 == pytest.approx(0.88, abs=0.01)
+
+
+def test_the_triton_moe_against_deepgemm_by_tensor_parallel_width():
+    """vLLM PR #13932's H100 table (DeepSeek-V3's experts, 128-2,048 tokens): DeepGEMM's time over Triton's, the
+    median of six batch sizes per TP; TP 8's (1.349, Triton the faster) capped at DeepGEMM's own share."""
+    deepgemm = {1: [6355.22, 6599.51, 7017.80, 7850.04, 8691.74, 9545.87],
+                2: [3745.24, 3917.15, 4270.21, 4874.43, 5559.64, 6217.40],
+                4: [2529.50, 2669.84, 3000.99, 3575.18, 4111.26, 4699.03],
+                8: [1936.17, 2051.67, 2331.06, 2886.08, 3423.49, 3974.65]}
+    triton = {1: [12480.49, 12782.98, 13017.54, 13322.31, 13777.98, 19839.38],
+              2: [6025.39, 6164.44, 6631.64, 6800.41, 7037.34, 10111.40],
+              4: [3121.16, 3236.88, 3433.29, 3546.83, 3677.90, 5230.76],
+              8: [1732.33, 1728.73, 1810.36, 1892.75, 1988.70, 2818.65]}
+    medians = {tp: statistics.median(d / t for d, t in zip(deepgemm[tp], triton[tp], strict=True)) for tp in deepgemm}
+    assert {tp: round(v, 3) for tp, v in medians.items()} == {1: 0.528, 2: 0.640, 4: 0.886, 8: 1.349}
+    capped = {tp: min(round(v, 3), 1.0) for tp, v in medians.items()}
+    assert capped == oh.TRITON_MOE_OVER_DEEPGEMM
+
+
+def _kernels(engine: str, version: str | None, gpu: str = "h200", **kw) -> tuple[float, float]:
+    t = _timer(engine, version, gpu=gpu, **kw).timing if version else step_timer(*_resolved(engine, gpu, **kw)).timing
+    return round(t.block_fp8_share, 4), round(t.block_fp8_expert_share, 4)
+
+
+def _resolved(engine: str, gpu: str, **kw):
+    r = resolve(scenario_from(dict(model="deepseek-r1", task="infer", engine=engine, gpu=gpu, num_gpus=8, tp=8,
+                                   prompt_tokens=3200, output_tokens=800, **kw)))
+    return r.scenario, r.model, r.gpu
+
+
+T, D = round(oh.BLOCK_FP8_KERNEL_SHARE, 4), oh.DEEPGEMM_KERNEL_SHARE
+
+
+@pytest.mark.parametrize(("engine", "version", "gpu", "kw", "shares"), [
+    ("sglang", "0.4.3.post2", "h200", {}, (T, T)),  # Triton for both (the early releases)
+    ("sglang", "0.4.5", "h200", {}, (T, D)),  # DeepGEMM opt-in until PR #5628; the tuned Triton MoE at TP 8
+    ("sglang", "0.4.6", "h200", {}, (D, D)),
+    ("sglang", "0.5.12", "h200", {"tp": 4, "num_gpus": 4}, (D, round(D * 0.886, 4))),  # the MoE at TP 4
+    ("sglang", "0.5.12", "b200", {}, (D, D)),  # flashinfer_trtllm's MoE on SM 10.x
+    ("vllm", "0.7.4", "h200", {}, (T, T)),
+    ("vllm", "0.11.0", "h200", {}, (T, D)),  # the wheel: CUTLASS linears, no deep_gemm; the Triton MoE at TP 8
+    ("vllm", "0.19.0", "h200", {"tp": 4, "num_gpus": 4}, (D, D)),  # DeepGEMM bundled; its MoE below TP 8
+    ("trtllm", "0.21.0", "h200", {}, (D, D)),
+    ("sglang", None, "b200", {"quant": "nvfp4"}, None),  # another format: no block-scaled kernels
+])
+def test_the_kernel_table_by_engine_and_release(engine, version, gpu, kw, shares):
+    """engines/block_fp8.py's table on DeepSeek-R1's own checkpoint: (linears, routed experts) shares of the fast
+    fp8 rate; None: the scenario's dtype."""
+    if shares is None:
+        assert _kernels(engine, version, gpu, **kw) == (0.0, 0.0)
+        return
+    assert _kernels(engine, version, gpu, **kw) == shares
+
+
+def test_rocm_after_the_first_releases_is_not_timed_here():
+    """SGLang 0.5 on an MI300X (AITER's kernels): the linears keep the scenario's dtype; the first releases' Triton
+    kernels run at gfx942's own share (overheads.ROCM_BLOCK_FP8_KERNEL_SHARE)."""
+    assert _kernels("sglang", "0.5.12", "mi300x") == (0.0, 0.0)
+    assert _kernels("sglang", "0.4.3", "mi300x") == (oh.ROCM_BLOCK_FP8_KERNEL_SHARE,) * 2
 
 
 @pytest.mark.parametrize(("m", "tflops", "low", "high"), [

@@ -36,7 +36,7 @@ def test_the_rocm_builds_of_those_releases_take_the_gfx942_share():
     for engine, version in (("vllm", "0.7.3"), ("sglang", "0.4.3")):
         assert _timer(engine, version, "mi300x").timing.block_fp8_share == oh.ROCM_BLOCK_FP8_KERNEL_SHARE == 0.143
         assert _timer(engine, version, "h200").timing.block_fp8_share == oh.BLOCK_FP8_KERNEL_SHARE
-    assert _timer("sglang", "0.5.19", "mi325x").timing.block_fp8_share == 1.0
+    assert _timer("sglang", "0.5.19", "mi325x").timing.block_fp8_share == 0.0  # later ROCm builds: not timed here
 
 
 def _rows(tag: str) -> list[dict]:

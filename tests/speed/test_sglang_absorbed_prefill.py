@@ -9,6 +9,7 @@ import functools
 import pytest
 
 from conftest import step_timer_of
+from gpuplan import overheads as oh
 from gpuplan.engines.sglang import absorbed_prefill
 from gpuplan.plan.resolve import resolve
 from gpuplan.scenario import scenario_from
@@ -31,7 +32,11 @@ def test_sglang_043_prompt_attention_costs_the_absorbed_flops():
     assert "prefills MLA prompts absorbed" in old.timing.note and "absorbed" not in new.timing.note
     ratio = old.prefill_parts(3200)["attention"] / new.prefill_parts(3200)["attention"]
     assert ratio == pytest.approx(1088 / 320, rel=1e-9)
-    assert old.prefill_parts(3200)["gemm"] == pytest.approx(new.prefill_parts(3200)["gemm"], rel=1e-9)
+    # the GEMMs differ by the linears' kernel alone (engines/block_fp8.py: 0.4.5's Triton, DeepGEMM from 0.4.6; the
+    # tuned Triton MoE in both)
+    assert (old.timing.block_fp8_share, new.timing.block_fp8_share) == (
+        oh.BLOCK_FP8_KERNEL_SHARE, oh.DEEPGEMM_KERNEL_SHARE)
+    assert old.timing.block_fp8_expert_share == new.timing.block_fp8_expert_share
 
 
 def test_the_last_triton_release_absorbs_and_dense_models_never_do():

@@ -107,9 +107,11 @@ class Timing:
     # a prompt's GPU work other than attention over gpuplan's figure (SGLang's first DeepSeek releases: their
     # unfused prompt path, engines/sglang.py early_deepseek); the step model scales the prompt tokens' share by it
     prompt_scale: float = 1.0
-    # share of gpuplan's fast-accumulating fp8 GEMM rate the engine's block-scaled fp8 linears and experts reach (the
-    # first DeepSeek-V3 releases' Triton / CUTLASS block-FP8 kernels: engines/vllm.py block_fp8_kernels)
-    block_fp8_share: float = 1.0
+    # share of gpuplan's fast-accumulating fp8 GEMM rate the engine's block-scaled fp8 kernels reach for a
+    # block-scaled checkpoint's linears and for its routed experts (engines/block_fp8.py: Triton, DeepGEMM); 0: the
+    # weights are not served through such kernels (the scenario's dtype)
+    block_fp8_share: float = 0.0
+    block_fp8_expert_share: float = 0.0
     # times a decode step streams each cached token (SGLang's triton MLA decode: once per block of 16 query heads,
     # engines/sglang.py triton_mla_decode)
     kv_reads: int = 1

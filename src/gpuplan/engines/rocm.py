@@ -29,7 +29,7 @@ def gpu_scale(gpu: GpuSpec) -> float:
 
 def block_fp8_share(gpu: GpuSpec) -> float:
     """The share of the fast fp8 rate the first DeepSeek-V3 releases' block-FP8 kernels reach on ``gpu``
-    (:func:`gpuplan.engines.vllm.block_fp8_kernels`): Triton's ``w8a8_block_fp8_matmul`` and block-scaled
+    (:func:`gpuplan.engines.block_fp8.block_fp8_kernels`): Triton's ``w8a8_block_fp8_matmul`` and block-scaled
     ``fused_moe`` compiled for gfx942 on AMD (:data:`gpuplan.overheads.ROCM_BLOCK_FP8_KERNEL_SHARE`, measured on
     SGLang PR #3237's MI300X prefill), else the H200's (:data:`gpuplan.overheads.BLOCK_FP8_KERNEL_SHARE`)."""
     return oh.ROCM_BLOCK_FP8_KERNEL_SHARE if gpu.vendor == "AMD" else oh.BLOCK_FP8_KERNEL_SHARE

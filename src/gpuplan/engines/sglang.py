@@ -69,8 +69,9 @@ from ..tensors.layout import weights_per_gpu
 from ..tensors.state import weight_format
 from . import deepep, speculative
 from .base import Engine
+from .block_fp8 import block_fp8_kernels
 from .records import HostLoop, KvPool, Timing
-from .vllm import block_fp8_kernels, cuda_total_gib, current_timing, version_tuple
+from .vllm import cuda_total_gib, current_timing, named_version, version_tuple
 
 HEURISTIC_FROM = (0, 5, 3)  # the first release with PR #10975's reserve (2025-10)
 # the reserve's growth for a speculative draft (ServerArgs._handle_gpu_memory_settings: STANDALONE 6 GiB, every
@@ -498,7 +499,8 @@ class Sglang(Engine):
         return current_timing(s, m, gpu, loop=loop, note=note, graph_max_batch=d.cuda_graph_max_bs,
                               launch_s=oh.SGLANG_EAGER_LAUNCH_S, label=self.label, rocm_measured=True,
                               **fused_kernels(s, m, gpu), **(absorbed | early_deepseek(s, m, gpu)),
-                              **triton_mla_decode(s, m), **block_fp8_kernels(s, m, gpu, "sglang"), **graphs)
+                              **triton_mla_decode(s, m), **block_fp8_kernels(s, m, gpu, "sglang", named_version(s)),
+                              **graphs)
 
 
 def fused_kernels(s: Scenario, m: ModelSpec, gpu: GpuSpec) -> dict:
@@ -535,7 +537,7 @@ def early_deepseek(s: Scenario, m: ModelSpec, gpu: GpuSpec) -> dict:
       (:data:`gpuplan.overheads.SGLANG_EARLY_DEEPSEEK_MOE_LAYER_S`: the small unfused kernels of that release's
       ``models/deepseek_v2.py``);
     - a prompt's GPU work other than attention (its block-FP8 GEMMs already at their Triton kernels' share,
-      :func:`~gpuplan.engines.vllm.block_fp8_kernels`, on AMD the gfx942 share fitted on PR #3237's
+      :func:`~gpuplan.engines.block_fp8.block_fp8_kernels`, on AMD the gfx942 share fitted on PR #3237's
       ``bench_one_batch`` prefill of 4 x 2,048 tokens on 8 MI300Xs) at
       :data:`~gpuplan.overheads.SGLANG_EARLY_PROMPT_SCALE` times gpuplan's on both vendors (fitted on SGLang PR
       #3550's FlashInfer-MLA run of a long-prompt workload on 8 H200s), and its attention

@@ -42,8 +42,9 @@ from ..tensors.kv import kv_bytes_per_sequence
 from ..tensors.layout import weights_per_gpu
 from ..tensors.state import weight_format
 from .base import Engine
+from .block_fp8 import block_fp8_kernels, fp8_block_served
 from .records import HostLoop, KvPool, Timing
-from .vllm import cuda_total_gib, current_timing, scheduler_limits
+from .vllm import cuda_total_gib, current_timing, named_version, scheduler_limits
 
 FREE_GPU_MEMORY_FRACTION = 0.9  # KvCacheConfig.free_gpu_memory_fraction
 TOKENS_PER_BLOCK = 32  # KvCacheConfig.tokens_per_block
@@ -348,7 +349,8 @@ class Trtllm(Engine):
                               context_attention_speedup=oh.TRTLLM_CONTEXT_ATTENTION_SPEEDUP if fp8_fmha else 1.0,
                               eager_prompts=eager, launch_s=oh.TRTLLM_EAGER_LAUNCH_S if eager else 0.0,
                               note=TIMING if eager else TIMING_ENGINE, **fused_kernels(s, m, gpu),
-                              **grouped_gemm_walk(s, m, gpu))
+                              **grouped_gemm_walk(s, m, gpu),
+                              **block_fp8_kernels(s, m, gpu, "trtllm", named_version(s)))
 
 
 # The two RMSNorms of a DeepSeek decoder layer that TensorRT-LLM runs inside its all-reduces (fused_kernels)
@@ -395,13 +397,6 @@ def grouped_gemm_walk(s: Scenario, m: ModelSpec, gpu: GpuSpec) -> dict:
         return {}
     local = m.num_experts / max(s.ep, 1)
     return {"expert_layer_s": GROUPED_GEMMS_PER_MOE_LAYER * local * oh.TRTLLM_HOPPER_GROUP_WALK_S}
-
-
-def fp8_block_served(s: Scenario, m: ModelSpec) -> bool:
-    """Whether the weights served are the model's own FP8 block-scale checkpoint (its ``quantization_config``
-    ``weight_block_size``), as ``quant: fp8`` or the checkpoint's format: TensorRT-LLM loads it as
-    ``FP8_BLOCK_SCALES``."""
-    return s.quant in (None, "fp8") and m.shipped_format()[0].fp8_block is not None
 
 
 TIMING = ("TensorRT-LLM: its host loop's cost per step, per sequence and per request taken as vLLM's; a step holding "

@@ -64,13 +64,19 @@ from ..tensors.layout import replicated_attention_bytes, replicated_bytes
 from ..tensors.state import weight_format
 from . import deepep
 from .base import Engine
+from .block_fp8 import block_fp8_kernels
 from .records import HostLoop, KvPool, Timing
-from .rocm import block_fp8_share, gpu_scale, rocm_note
+from .rocm import gpu_scale, rocm_note
 
 CURRENT_VERSION = "0.33.0"
 
 
 @functools.lru_cache(maxsize=256)
+def named_version(s: Scenario) -> tuple[int, int, int] | None:
+    """The release ``s`` names (:func:`version_tuple`), None where it names none (the engine's current one)."""
+    return version_tuple(s.engine_version) if s.engine_version else None
+
+
 def version_tuple(text: str | None) -> tuple[int, int, int]:
     """``"0.6.3.post1"`` -> ``(0, 6, 3)``; ``"0.11.0rc2"``, ``"0.6.5.dev"``, ``"0.10.1.1"`` -> their release's
     first three numbers (a pre-release follows the rules of the release it leads to); None: the current one."""
@@ -842,23 +848,7 @@ class Vllm(Engine):
 
     def timing(self, s: Scenario, m: ModelSpec, gpu: GpuSpec) -> Timing:
         return current_timing(s, m, gpu, current=False, eager_steps=s.enforce_eager, **measured_kernels(s, m, gpu),
-                              **block_fp8_kernels(s, m, gpu, "vllm"))
-
-
-def block_fp8_kernels(s: Scenario, m: ModelSpec, gpu: GpuSpec, engine: str) -> dict[str, float]:
-    """A :class:`~gpuplan.engines.records.Timing` field for a block-scaled fp8 checkpoint (``weight_block_size``:
-    DeepSeek-V3/R1's) served by the first DeepSeek-V3 releases of ``engine`` (up to
-    :data:`~gpuplan.overheads.BLOCK_FP8_KERNELS_UNTIL`): their linears and experts at
-    :data:`~gpuplan.overheads.BLOCK_FP8_KERNEL_SHARE` of the fast fp8 rate (Triton's ``w8a8_block_fp8_matmul`` and
-    ``fused_moe`` with ``block_shape``, vLLM 0.7's CUTLASS block-FP8 linears on CUDA: vLLM
-    ``model_executor/layers/quantization/utils/fp8_utils.py`` ``apply_w8a8_block_fp8_linear`` of v0.7.3); on AMD
-    cards the same Triton kernels compiled for gfx942, at their own share (:func:`.rocm.block_fp8_share`). Other
-    releases, checkpoints and formats: none."""
-    fmt = weight_format(s, m)[0]
-    early = s.engine_version and version_tuple(s.engine_version) <= oh.BLOCK_FP8_KERNELS_UNTIL[engine]
-    if fmt.name != "fp8" or not fmt.fp8_block or not early:
-        return {}
-    return {"block_fp8_share": block_fp8_share(gpu)}
+                              **block_fp8_kernels(s, m, gpu, "vllm", named_version(s)))
 
 
 def measured_kernels(s: Scenario, m: ModelSpec, gpu: GpuSpec) -> dict[str, float]:

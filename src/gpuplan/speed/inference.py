@@ -97,15 +97,18 @@ class StepTimer:
 
     def _block_fp8(self, lin) -> bool:
         """Whether ``lin`` runs through the engine's block-scaled fp8 kernels (w8a8: the checkpoint's fp8 weights
-        and the activations quantized per group of 128, :attr:`~gpuplan.engines.records.Timing.block_fp8_share`):
-        every linear the checkpoint stores in fp8 but the router's."""
-        return (self.timing.block_fp8_share != 1.0 and not lin.kept(self.skip) and lin.group != "router"
+        and the activations quantized per group of 128, :attr:`~gpuplan.engines.records.Timing.block_fp8_share`,
+        :mod:`gpuplan.engines.block_fp8`): every linear the checkpoint stores in fp8 but the router's."""
+        return (self.timing.block_fp8_share > 0 and not lin.kept(self.skip) and lin.group != "router"
                 and self.gpu.supports_dtype("fp8"))
 
     def kernel_share(self, lin) -> float:
-        """The share of the fp8 GEMM rate ``lin``'s kernel reaches: the engine's block-scaled fp8 kernels'
-        (:attr:`~gpuplan.engines.records.Timing.block_fp8_share`), else 1."""
-        return self.timing.block_fp8_share if self._block_fp8(lin) else 1.0
+        """The share of the fp8 GEMM rate ``lin``'s kernel reaches: the engine's block-scaled fp8 kernels' (the
+        routed experts' own, :attr:`~gpuplan.engines.records.Timing.block_fp8_expert_share`, the other linears'
+        :attr:`~gpuplan.engines.records.Timing.block_fp8_share`), else 1."""
+        if not self._block_fp8(lin):
+            return 1.0
+        return self.timing.block_fp8_expert_share if lin.group == "experts" else self.timing.block_fp8_share
 
     @property
     def request_s(self) -> float:
