@@ -359,7 +359,8 @@ def test_a_card_no_offer_rents_is_not_rented_at_its_power():
     b = report.builds[0]
     assert b.runs == 1 and not report.rentals and not b.versus
     assert report.verdict.startswith("owning 1x rtx-3080: $") and "no rental of the work" in report.verdict
-    assert "no offer of 1x rtx-3080 in force to rent: `gpuplan prices --gpu rtx-3080`" in report.notes
+    assert "no offer of 1x rtx-3080 in force to rent: `gpuplan prices --gpu rtx-3080`; --rent names cards to rent " \
+        "instead" in report.notes
     rented = gpuplan.buy("1x3080", workloads=chat, rent=["1xrtx-4090"])
     assert [r.label for r in rented.rentals] == ["1x rtx-4090 on-demand"]
     assert rented.rentals[0].jobs[0].usd_per_hour > 0.1  # an offer's price, not a card's power
