@@ -21,8 +21,8 @@ from ..market.store import price_filter
 from ..model.spec import ModelSpec
 from ..scenario import Scenario
 from .build import build, links_that_matter, offers_for
-from .plan import Plan
 from .nodes import on_nodes
+from .plan import Plan
 from .refusals import scenario_load
 from .resolve import resolve
 
