@@ -98,3 +98,14 @@ def test_an_uneven_split_over_one_kind_of_card_is_priced_like_the_even_one():
     assert mixed.cost is None and mixed.warnings.count(
         "no offer rents a mixed pair of cards: not priced (owning them: gpuplan buy)") == 1
     assert not any(w.startswith("no price for") for w in mixed.warnings)
+
+
+@pytest.mark.parametrize("devices", [dict(gpu="h100-sxm", extra_gpus=["apple-m4-max"]),
+                                     dict(gpu="apple-m4-max", num_gpus=2, tensor_split=[3, 1])])
+def test_a_split_with_an_apple_silicon_chip_is_refused(devices):
+    """A llama.cpp split is one process's devices in one machine. An H100 with an M4 Max was planned as 'fits on
+    H100 SXM5 80GB + M4 Max', 38 tokens/s; an Apple silicon Mac is a whole computer that takes no other device
+    (Apple: eGPUs only on Intel-based Macs): one sentence, exit 2 on the command line."""
+    with pytest.raises(GpuplanError, match=r"^M4 Max .* is a whole computer, and a llama.cpp split runs the devices "
+                                           "of one machine"):
+        gpuplan.estimate(dict(model="qwen3-8b", task="infer", engine="llama.cpp", **devices))

@@ -142,3 +142,24 @@ def test_all_linear_lora_is_every_nemo_target():
                        "seq_len": 4096})
     got = {k: ast.literal_eval(v) for k, v in _assignments(ast.parse(text)).items() if k != "trainer.plugins"}
     assert got["peft.target_modules"] == ["linear_qkv", "linear_proj", "linear_fc1", "linear_fc2"]
+
+
+@pytest.mark.parametrize("ep", [1, 8])
+def test_moe_experts_stay_whole_per_tensor_parallel_rank(ep):
+    """The estimate holds each routed expert whole on a tensor-parallel rank (stacks/megatron.py: experts split by
+    EP alone, expert_tensor_parallel_size 1). Megatron-Core's default expert TP is the TP size, and NeMo's mixtral
+    recipes leave it there (qwen3's set 1): Mixtral-8x7B at TP 2 would run its experts split in two, and at TP 2
+    and EP 8 on 8 GPUs a stage would need 2 x 8 expert ranks and stop at start-up. Both files now say 1; a dense
+    model's files say nothing of it."""
+    from gpuplan.launchers.megatron import parallel_args
+
+    moe = {**CASES[2], "tp": 2, "ep": ep}
+    plan, text = _script(moe)
+    got = {k: ast.literal_eval(v) for k, v in _assignments(ast.parse(text)).items() if k != "trainer.plugins"}
+    assert got["trainer.strategy.expert_tensor_parallel_size"] == 1
+    assert got["trainer.strategy.expert_model_parallel_size"] == ep
+    argv = parallel_args(plan)
+    assert argv[argv.index("--expert-tensor-parallel-size") + 1] == "1"
+    assert ("--expert-model-parallel-size" in argv) == (ep > 1)
+    dense, text = _script({**MEGATRON, "model": "llama-3.1-8b", "tp": 2, "grad_accum_steps": 4})
+    assert "expert_tensor_parallel_size" not in text and "--expert-tensor-parallel-size" not in parallel_args(dense)

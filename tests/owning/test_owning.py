@@ -347,6 +347,24 @@ def test_buy_8x5090_vs_rent_8xh100_in_one_command():
     assert cli == json.loads(json.dumps(report.to_dict()))
 
 
+
+def test_a_card_no_offer_rents_is_not_rented_at_its_power():
+    """No offer rents an RTX 3080: its Plan prices it as the user's own card, by its power ($0.05/h), and buy read
+    that as renting it: "own $1,872 vs rent $79 over 1 y -> rent; owning does not pay within 10 years" (an M4 Max:
+    rent $257 vs own $1,342). There is no rental of it to compare with: the note says so, --rent names cards that
+    are rented."""
+    chat = [{"name": "chat", "hours_per_day": 4, "scenario": {"model": "qwen3-4b", "task": "infer",
+                                                              "engine": "llama.cpp", "quant": "gguf-q4_k_m"}}]
+    report = gpuplan.buy("1x3080", workloads=chat)
+    b = report.builds[0]
+    assert b.runs == 1 and not report.rentals and not b.versus
+    assert report.verdict.startswith("owning 1x rtx-3080: $") and "no rental of the work" in report.verdict
+    assert "no offer of 1x rtx-3080 in force to rent: `gpuplan prices --gpu rtx-3080`; --rent names cards to rent " \
+        "instead" in report.notes
+    rented = gpuplan.buy("1x3080", workloads=chat, rent=["1xrtx-4090"])
+    assert [r.label for r in rented.rentals] == ["1x rtx-4090 on-demand"]
+    assert rented.rentals[0].jobs[0].usd_per_hour > 0.1  # an offer's price, not a card's power
+
 def test_hours_of_use_without_workloads():
     """No workloads: hours of use against renting the same cards; --utilization is a share of HOURS."""
     by_hours = gpuplan.buy("2x4090", hours=2000, price=1800)

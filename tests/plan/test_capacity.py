@@ -30,6 +30,8 @@ def test_capacity_rows_read_their_plans(engine):
         rows = capacity(s, m, w, gpu_ids=gpus, max_gpus=2, simulate_top=2)
     considered = len(setups(s, m, gpus, 2))
     assert considered == 4 and len(rows) == 2
+    # the cards named as every other command names them (it said 'h100-sxm5-80gb', where recommend says 'h100-sxm')
+    assert {x.label for x in setups(s, m, gpus, 1)} == {"1x l40s tp1", "1x h100-sxm tp1"}
     # a memory plan per setup considered, one per row at its load; each one memory report
     assert seen[PLANS] == seen[MEMORY] == considered + len(rows)
     for row in rows:

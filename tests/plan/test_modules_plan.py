@@ -41,6 +41,26 @@ def test_sdxl_lora_on_a_12_gb_card_has_memory_speed_and_price():
     assert any("CUDA context" in m for m in w.modelled)
 
 
+
+def test_own_cards_are_priced_by_their_power_as_a_decoder_llms_plan_is():
+    """--pricing owned priced no module ("no price for GeForce RTX 4090: no owned offer of it in force"), nor a card
+    no offer lists (an M3 Max), where a decoder LLM's plan prices both as the user's own cards by their power:
+    450 W x 0.8 drawn x PUE 1.4 x $0.15/kWh = $0.0756 an hour for a 4090; an M3 Max, with no TDP in the catalog,
+    at 300 W: $0.0504."""
+    whisper = plan(model="whisper-small", task="infer", gpu="rtx-4090", pricing="owned")
+    llm = gpuplan.estimate(dict(model="qwen3-0.6b", task="infer", gpu="rtx-4090", pricing="owned"))
+    assert whisper.cost.pricing == llm.cost.pricing == "owned"
+    assert whisper.cost.offer == llm.cost.offer == "your 1x rtx-4090 (power only)"
+    assert whisper.cost.usd_per_hour == llm.cost.usd_per_hour == pytest.approx(0.450 * 0.8 * 1.4 * 0.15)
+    mac = plan(model="sdxl", task="infer", gpu="apple-m3-max")
+    mac_llm = gpuplan.estimate(dict(model="qwen3-0.6b", task="infer", gpu="apple-m3-max"))
+    assert mac.cost.offer == "your 1x apple-m3-max (power only)"
+    assert mac.cost.usd_per_hour == mac_llm.cost.usd_per_hour == pytest.approx(0.300 * 0.8 * 1.4 * 0.15)
+    said = [w for w in mac.warnings if w.startswith("no price")]
+    assert said == [w for w in mac_llm.warnings if w.startswith("no price")] and "priced as your own card" in said[0]
+    rented = plan(model="sdxl", task="infer", gpu="rtx-4090")  # a card offers list: an offer's price, as before
+    assert rented.cost.pricing == "on_demand" and rented.cost.usd_per_hour > 0.1
+
 def test_the_latents_and_embeddings_cached_or_not():
     """The VAE runs each step unless latents are cached; frozen text encoders stay on the card and run."""
     base = dict(model="sdxl", task="train", method="lora", resolution="1024", gpu="a100-80gb")

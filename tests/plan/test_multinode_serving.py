@@ -31,6 +31,19 @@ def test_two_nodes_of_eight_serve_deepseek_r1_and_are_priced():
     assert one.cost.usd_per_hour == pytest.approx(p.cost.usd_per_hour)
 
 
+
+def test_the_header_says_the_groups_the_layers_split_over():
+    """Tensor parallel 8 x 2 pipeline stages on 16 GPUs said "layers split over 2 GPUs": 2 groups of 8."""
+    from gpuplan.model.catalog import load_model
+    from gpuplan.scenario import scenario_from
+    from gpuplan.scenario.describe import describe
+
+    s = scenario_from({**R1, "num_gpus": 8, "num_nodes": 2, "tp": 8, "pp": 2})
+    assert describe(s, load_model("deepseek-r1")).endswith(
+        "16 x a100-sxm4-80gb, tensor parallel 8, layers split over 2 groups of 8 GPUs")
+    alone = scenario_from({**R1, "num_gpus": 4, "pp": 4})
+    assert describe(alone, load_model("deepseek-r1")).endswith("4 x a100-sxm4-80gb, layers split over 4 GPUs")
+
 def test_the_hop_between_nodes_is_timed():
     from gpuplan.hardware import Network, load_gpu
     from gpuplan.model.catalog import load_model

@@ -32,3 +32,17 @@ def test_serving_on_sixteen_in_one_node_is_warned() -> None:
     plan = gpuplan.estimate(dict(model="llama-3.1-70b", task="infer", engine="vllm", gpu="h100-sxm", num_gpus=16,
                                  tp=16))
     assert len(_crowded(plan)) == 1
+
+
+def test_several_unified_memory_computers_are_nodes_of_one_gpu() -> None:
+    """Two M4 Max or two DGX Sparks are two computers: "--num-gpus 2" was planned as one machine of two GPUs joined
+    by PCIe gen4 without peer-to-peer. They are two nodes of one GPU each, linked over their own ports (the Sparks'
+    ConnectX-7), the plan of --num-nodes 2, whatever the task."""
+    mac = gpuplan.estimate(dict(model="qwen3-8b", task="train", method="lora", gpu="apple-m4-max", num_gpus=2))
+    assert (mac.scenario["num_gpus"], mac.scenario["num_nodes"]) == (1, 2)
+    assert not any("PCIe" in a for a in mac.assumptions)
+    serve = dict(model="qwen3-8b", task="infer", engine="vllm", gpu="dgx-spark")
+    sparks, nodes = gpuplan.estimate(dict(serve, num_gpus=2)), gpuplan.estimate(dict(serve, num_nodes=2))
+    assert (sparks.scenario["num_gpus"], sparks.scenario["num_nodes"], sparks.scenario["tp"]) == (1, 2, 2)
+    assert sparks.speed.tokens_per_s == nodes.speed.tokens_per_s
+    assert sparks.speed.parts_s == nodes.speed.parts_s

@@ -163,3 +163,20 @@ def test_a_verdict_never_contradicts_its_headroom(fields):
     verdict = next(line for line in CliRunner().invoke(app, ["estimate", *flags]).stdout.splitlines()
                    if line.startswith(("fits", "does not fit")))
     assert ("headroom" in verdict) == (mem.fits or mem.headroom_gib < 0), verdict
+
+
+@pytest.mark.parametrize("load", [{"rate_rps": 4}, {"users": 16}])
+def test_cost_prices_a_load_as_estimate_does(load):
+    """cost priced a scenario with a load at the decode step's tokens/s at batch_size (one request for a rate):
+    Llama-3.1-8B at 4 requests/s on an H100 was $2.31 per million output tokens on hyperbolic's offer in `cost`
+    and $0.37 in `estimate`, which prices the tokens its simulated run served (plan.build.priced_on_load). Every
+    row of cost is now that price on its own offer: $/h / (served tokens/s x 3,600) x 1e6."""
+    s = dict(model="llama-3.1-8b", task="infer", engine="vllm", gpu="h100-sxm", **load)
+    rows = gpuplan.cost(s).rows
+    assert len(rows) >= 2
+    for row in rows[:2]:
+        plan = gpuplan.estimate(dict(s, provider=row.provider))
+        assert plan.cost.offer == row.offer
+        assert row.usd_per_million_tokens == pytest.approx(plan.cost.usd_per_million_tokens, rel=1e-9)
+        served = plan.load.output_throughput
+        assert row.usd_per_million_tokens == pytest.approx(row.usd_per_hour / (served * 3600) * 1e6, rel=1e-9)

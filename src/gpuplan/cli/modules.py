@@ -43,7 +43,9 @@ def render_work(result) -> None:
     if result.memory.fits is False:
         bullet("not priced: the job does not fit on this GPU (apply a change above)", prefix="", style="yellow")
     elif c is not None:
-        line = f"cost: {short(c.gpu_id)} on {c.offer} at ${c.usd_per_hour:,.2f}/h"
+        # the user's own cards: "your 1x rtx-4090 (power only)"
+        where = c.offer if c.pricing == "owned" else f"{short(c.gpu_id)} on {c.offer}"
+        line = f"cost: {where} at ${c.usd_per_hour:,.2f}/h"
         if s["task"] == "train" and w.job_hours:
             line += f": {w.job_hours:,.2f} h, ${w.job_hours * c.usd_per_hour:,.2f} for {s['train_steps']:,} steps"
         elif s["task"] == "train":

@@ -2,8 +2,9 @@
 
 The arguments are the settings the estimate assumed (:mod:`gpuplan.stacks.megatron`), written out: the parallel
 sizes (``--tensor-model-parallel-size``, ``--pipeline-model-parallel-size`` and
-``--num-virtual-stages-per-pipeline-rank``, ``--context-parallel-size``, ``--expert-model-parallel-size`` with
-``--expert-tensor-parallel-size 1``), ``--sequence-parallel`` with TP, the distributed optimizer and its overlaps,
+``--num-virtual-stages-per-pipeline-rank``, ``--context-parallel-size``, ``--expert-model-parallel-size``, and for
+an MoE model ``--expert-tensor-parallel-size 1`` whatever the EP: Megatron-Core's default is the TP size),
+``--sequence-parallel`` with TP, the distributed optimizer and its overlaps,
 fp32 gradient buffers (``--accumulate-allreduce-grads-in-fp32``, NeMo's ``grad_reduce_in_fp32``), bf16 or fp8
 (``--fp8-format hybrid --fp8-recipe delayed | tensorwise``, weights kept in fp8 with ``--fp8-param-gather``
 as NeMo's fp8 recipes keep them) or NVFP4 (``--fp4-format e2m1 --fp4-recipe nvfp4``), CUDA graphs
@@ -89,7 +90,9 @@ def parallel_args(plan: LaunchPlan) -> list[str]:
     if embedding_in_split(s, plan.model):  # the layers split as the estimate assumed (stacks/megatron.py)
         argv += ["--account-for-embedding-in-pipeline-split", "--account-for-loss-in-pipeline-split"]
     if s.ep > 1:
-        argv += ["--expert-model-parallel-size", str(s.ep), "--expert-tensor-parallel-size", "1"]
+        argv += ["--expert-model-parallel-size", str(s.ep)]
+    if plan.model.is_moe:  # routed experts whole on each tensor-parallel rank, as the estimate holds them
+        argv += ["--expert-tensor-parallel-size", "1"]  # (Megatron-Core's default is the TP size)
     if s.tp > 1:
         argv.append("--sequence-parallel")
     if s.tp > 1 and s.tp_overlap == "userbuffers":  # Transformer Engine's userbuffers (the estimate's tp_overlap)

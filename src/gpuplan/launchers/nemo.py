@@ -2,13 +2,13 @@
 
 The script takes NeMo's own recipe for the model (``llm.<recipe>.pretrain_recipe`` for full training,
 ``finetune_recipe(peft_scheme='lora')`` for LoRA) and sets on it the settings the estimate assumed
-(:mod:`gpuplan.stacks.megatron`): the ``MegatronStrategy``'s TP, PP, virtual stages, CP, EP and sequence
-parallelism, the embedding and the loss counted in the pipeline split where the estimate counted them, the
-precision plugin (``bf16_mixed``, ``bf16_with_fp8_mixed`` or ``bf16_with_fp8_current_scaling_mixed``), Megatron-Core's
-recompute fields, micro and global batch and sequence length on the data module and the model config, the steps,
-the evaluation interval, the checkpoint interval (``ModelCheckpoint.every_n_train_steps``) and resumption
-(``AutoResume.resume_if_exists``). Every name it calls or sets is one of NeMo's (the recipe functions, their
-keywords, the fields of the objects a recipe holds): tests/data/nemo/recipes.json holds them as read from
+(:mod:`gpuplan.stacks.megatron`): the ``MegatronStrategy``'s TP, PP, virtual stages, CP, EP (expert TP 1 for an MoE
+model) and sequence parallelism, the embedding and the loss counted in the pipeline split where the estimate counted
+them, the precision plugin (``bf16_mixed``, ``bf16_with_fp8_mixed`` or ``bf16_with_fp8_current_scaling_mixed``),
+Megatron-Core's recompute fields, micro and global batch and sequence length on the data module and the model
+config, the steps, the evaluation interval, the checkpoint interval (``ModelCheckpoint.every_n_train_steps``) and
+resumption (``AutoResume.resume_if_exists``). Every name it calls or sets is one of NeMo's (the recipe functions,
+their keywords, the fields of the objects a recipe holds): tests/data/nemo/recipes.json holds them as read from
 NVIDIA/NeMo and Megatron-Core's source by its capture.py (NeMo does not install without CUDA). The recipe's data is
 its own (mock data for pre-training, SQuAD for fine-tuning) until you set ``recipe.data``. The recipes' own
 ``DistributedDataParallelConfig`` already keeps fp32 gradient buffers (``grad_reduce_in_fp32=True``), as the
@@ -96,6 +96,9 @@ def settings(plan: LaunchPlan) -> list[tuple[str, object]]:
         ("trainer.strategy.virtual_pipeline_model_parallel_size", s.vpp if s.vpp > 1 else None),
         ("trainer.strategy.context_parallel_size", s.cp),
         ("trainer.strategy.expert_model_parallel_size", s.ep),
+        # routed experts whole on each tensor-parallel rank, as the estimate holds them: MegatronStrategy's
+        # default (None) is Megatron-Core's, the TP size, and only some recipes set 1 (qwen3's, not mixtral's)
+        *([("trainer.strategy.expert_tensor_parallel_size", 1)] if m.is_moe else []),
         ("trainer.strategy.sequence_parallel", s.tp > 1),
         ("trainer.strategy.account_for_embedding_in_pipeline_split", split),
         ("trainer.strategy.account_for_loss_in_pipeline_split", split),

@@ -137,6 +137,9 @@ def instance_shape(offer: Offer, per_node: int) -> int:
 
 
 def offer_label(offer: Offer, gpus_per_instance: int) -> str:
+    """``runpod secure 8x on_demand``; the user's own cards (pricing owned): ``your 2x rtx-4090 (power only)``."""
+    if offer.pricing == "owned":
+        return f"your {gpus_per_instance}x {short_id(offer.gpu_id)} (power only)"
     tier = f" {offer.tier}" if offer.tier not in ("neocloud", "hyperscaler", "marketplace", "") else ""
     return f"{offer.provider}{tier} {gpus_per_instance}x {offer.pricing}"
 
@@ -153,8 +156,7 @@ def price_job(s: Scenario, m: ModelSpec, speed: Speed, offer: Offer, trainable: 
     instances = math.ceil(gpus_needed / shape)
     rented = instances * shape
     per_hour = rented * offer.usd_per_gpu_hour
-    label = f"your {rented}x {short_id(offer.gpu_id)} (power only)" if offer.pricing == "owned" else \
-        offer_label(offer, shape)
+    label = offer_label(offer, rented if offer.pricing == "owned" else shape)
     cost = Cost(offer=label, provider=offer.provider, gpu_id=offer.gpu_id, pricing=offer.pricing,
                 num_gpus=rented, instances=instances, usd_per_hour=per_hour, hours=0.0, usd_total=0.0,
                 price_origin=price_origin(offer, today), price_age_days=offer.age_days(today),

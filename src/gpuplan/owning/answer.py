@@ -55,7 +55,8 @@ def rentals_for(w: Workloads, rent: list[tuple[GpuSpec, int]]) -> tuple[list[Ren
             answer = rental_answer(setup, pricing, plans)
             if not any(p.offer for p in plans):
                 if pricing == "on_demand":
-                    missing.append(f"no offer of {setup} in force to rent: `gpuplan prices --gpu {short_id(gpu.id)}`")
+                    missing.append(f"no offer of {setup} in force to rent: `gpuplan prices --gpu {short_id(gpu.id)}`; "
+                                   "--rent names cards to rent instead")
                 continue
             if pricing == "spot" and not answer.runs_all:
                 continue  # no spot offer of these cards in force: the on-demand row says what renting costs

@@ -178,9 +178,10 @@ def _hours(out: JobPlan, job: Job, plan: Plan, s: Scenario) -> None:
 
 def _rent(out: JobPlan, job: Job, plan: Plan, pricing: str) -> None:
     """What the year's work costs on the Plan's offer: its hourly price over the busy hours (a spot run's hours
-    include Daly's checkpoint-and-restart overhead); at the low end of the speed band, the runs take longer."""
+    include Daly's checkpoint-and-restart overhead); at the low end of the speed band, the runs take longer. A card
+    no offer rents is priced by the Plan as one's own, by its power (``pricing`` owned): that is no rental."""
     cost = plan.cost
-    if cost is None:
+    if cost is None or cost.pricing == "owned":
         out.runs = False
         out.why_not = f"no {pricing.replace('_', '-')} offer in force for {out.setup}"
         return

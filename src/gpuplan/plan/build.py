@@ -81,7 +81,7 @@ def build(r: Resolved | ResolvedModule, offers: Offers | None = None, *, advise:
     if isinstance(r, ResolvedModule):
         from .modules import build_module  # the module plans' readers and timings load for a module's plan only
 
-        return build_module(r, (offers or Offers()).candidates, advise=advise, memory_only=memory_only)
+        return build_module(r, module_offers(r, offers), advise=advise, memory_only=memory_only)
     if layout and not memory_only:
         laid = with_layout(r, keep_micro_batch)
         if laid.scenario is not r.scenario:  # another layout: its own memory and speeds
@@ -122,6 +122,14 @@ def build(r: Resolved | ResolvedModule, offers: Offers | None = None, *, advise:
                          recipe=typed.as_dict())
         plan._recipe = typed
     return plan
+
+
+def module_offers(r: ResolvedModule, offers: Offers | None) -> tuple[Offer, ...]:
+    """The offers a module's plan is priced on: ``offers``' candidates, or, as a decoder LLM's plan is priced
+    (:func:`owned`), the user's own cards by their power under ``--pricing owned`` or for a card no offer lists."""
+    if offers is None or r.gpu is None or (r.scenario.pricing != "owned" and offers.listed):
+        return (offers or Offers()).candidates
+    return (owned_offer(r.gpu.id, r.scenario.world_size),)
 
 
 def serving_runs(r: Resolved, plan: Plan) -> Plan:

@@ -29,7 +29,7 @@ from .. import overheads as oh
 from ..engines import SIMULATED, engine_for
 from ..engines.records import KvPool
 from ..errors import GpuplanError
-from ..hardware import GpuSpec, gpus
+from ..hardware import GpuSpec, gpus, short_id
 from ..market.choice import matching
 from ..market.offers import Offer
 from ..market.store import load_offers
@@ -60,7 +60,7 @@ class Candidate:
     @property
     def label(self) -> str:
         q = f" {self.quant}" if self.quant else ""
-        name = self.gpu.id.removeprefix("nvidia-").removeprefix("geforce-")
+        name = short_id(self.gpu.id)  # the card's name as every other command's rows give it (h100-sxm)
         s = self.scenario
         layout = (f" ep{s.ep}" if s.ep > 1 else "") + (" dp-attention" if s.attention_dp else "")
         return f"{self.num_gpus}x {name} tp{s.tp}{layout}{q}"

@@ -370,7 +370,7 @@ def _work(s: Scenario, job: ModuleJob, main: Profile, speed: ModuleSpeed, gpu: G
           price_it: bool) -> tuple[ModuleWork, Cost | None, list[str]]:
     warnings: list[str] = []
     hours = s.train_steps * speed.step_s / 3600 if s.task == "train" and s.train_steps else None
-    offers = sorted((o for o in candidates if o.pricing == "on_demand" or s.pricing != "on_demand"),
+    offers = sorted((o for o in candidates if o.pricing in ("on_demand", "owned") or s.pricing != "on_demand"),
                     key=lambda o: o.usd_per_gpu_hour)
     cost = None
     per_1000 = None
@@ -378,6 +378,9 @@ def _work(s: Scenario, job: ModuleJob, main: Profile, speed: ModuleSpeed, gpu: G
         cost, per_1000 = priced(s, hours, speed.samples_per_s, offers[0])
         if cost.stale:  # as a decoder LLM's plan says it (plan/build.py)
             warnings.append(f"the price of {cost.offer} is {cost.price_age_days} days old")
+        if cost.pricing == "owned" and s.pricing != "owned":  # a card no offer lists (plan/build.py module_offers)
+            warnings.append(f"no price for {gpu.name}: no offer of it at all; priced as your own card, by its power "
+                            "(--pricing owned)")
     elif price_it:
         warnings.append(f"no price for {gpu.name}: no {s.pricing.replace('_', '-')} offer of it in force")
     spec = job.spec
@@ -405,7 +408,8 @@ def priced(s: Scenario, hours: float | None, samples_per_s: float, o) -> tuple[C
     gpus = s.world_size
     per_hour = o.usd_per_gpu_hour * gpus
     per_1000 = 1000 / (samples_per_s * gpus) / 3600 * per_hour
-    return Cost(offer=offer_label(o, 1), provider=o.provider, gpu_id=o.gpu_id, pricing=o.pricing, num_gpus=gpus,
+    label = offer_label(o, gpus if o.pricing == "owned" else 1)
+    return Cost(offer=label, provider=o.provider, gpu_id=o.gpu_id, pricing=o.pricing, num_gpus=gpus,
                 instances=gpus, usd_per_hour=per_hour, hours=hours or 0.0, usd_total=(hours or 0.0) * per_hour,
                 usd_per_gpu_hour=o.usd_per_gpu_hour, price_origin=price_origin(o), price_age_days=o.age_days(),
                 stale=o.age_days() > STALE_DAYS, observed_at=o.observed_at.isoformat(),

@@ -8,6 +8,7 @@ between nodes and it is priced on instances that exist (one plan, one offer, wha
 from __future__ import annotations
 
 from ..errors import GpuplanError
+from ..hardware import gpus
 from ..market.choice import cheapest_in_force
 from ..market.offers import NODE_GPUS, Offer, largest_node, max_per_node, multi_node
 from ..market.store import price_filter
@@ -16,11 +17,18 @@ from .resolve import Resolved, changed
 
 
 def node_shape(s: Scenario, gpu_id: str, catalog: list[Offer]) -> tuple[int, int, str] | None:
-    """(GPUs per node, nodes, why) for a training scenario of more GPUs than one machine holds (the card's largest
+    """(GPUs per node, nodes, why) for several unified-memory computers (an Apple silicon Mac, a DGX Spark: one GPU
+    a machine, training or serving), or a training scenario of more GPUs than one machine holds (the card's largest
     instance in force, and at least an HGX board's 8: a server or workstation of up to 8 cards is one node, priced
     where the catalog rents it): the largest instance in force among offers of several nodes (a fabric between
     them) whose size divides the count; None when one machine holds the GPUs or the scenario sets its nodes."""
-    if s.task != "train" or s.num_nodes > 1 or "num_nodes" in s.model_fields_set:
+    if s.num_nodes > 1 or "num_nodes" in s.model_fields_set:
+        return None
+    gpu = gpus()[gpu_id]
+    if gpu.unified_memory and s.num_gpus > 1:  # training or serving: each is a computer with its own GPU
+        return 1, s.num_gpus, (f"{s.num_gpus} x {gpu.name} are {s.num_gpus} computers of one GPU each, linked over "
+                               f"their network ports: {s.num_gpus} nodes x 1 (set --num-nodes to choose)")
+    if s.task != "train":
         return None
     card = [o for o in cheapest_in_force(catalog, price_filter(s)) if o.gpu_id == gpu_id]
     if s.num_gpus <= largest_node(gpu_id, card):  # one machine holds them

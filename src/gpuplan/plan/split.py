@@ -16,6 +16,7 @@ from __future__ import annotations
 
 from dataclasses import replace
 
+from ..errors import GpuplanError
 from ..hardware import GpuSpec, resolve_gpu, short_id
 from ..market.cost import Cost
 from ..market.store import load_offers
@@ -29,9 +30,18 @@ from .resolve import resolve
 
 
 def split_cards(s: Scenario) -> list[GpuSpec]:
-    """The devices in order: ``gpu``, then ``extra_gpus`` (or ``gpu`` on every device of an uneven split)."""
+    """The devices in order: ``gpu``, then ``extra_gpus`` (or ``gpu`` on every device of an uneven split). A split is
+    one llama.cpp process's devices, in one machine: an Apple silicon chip is a whole computer, beside which no
+    other device sits (Apple: eGPUs work only with Intel-based Macs, support.apple.com/102363), so a split that
+    holds one is refused."""
     main = resolve_gpu(s.gpu)[0]
-    return [main, *(resolve_gpu(g)[0] for g in s.extra_gpus)] if s.extra_gpus else [main] * s.num_gpus
+    cards = [main, *(resolve_gpu(g)[0] for g in s.extra_gpus)] if s.extra_gpus else [main] * s.num_gpus
+    apple = next((c for c in cards if c.vendor == "Apple"), None)
+    if apple is not None and len(cards) > 1:
+        raise GpuplanError(f"{apple.name} is a whole computer, and a llama.cpp split runs the devices of one machine: "
+                           "no other device sits beside it (Apple silicon takes no eGPU); plan it alone, or on "
+                           "the other cards")
+    return cards
 
 
 def _device_scenario(s: Scenario, cards: list[GpuSpec], split: list[float], i: int) -> Scenario:

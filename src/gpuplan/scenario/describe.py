@@ -62,7 +62,8 @@ def describe(s: Scenario, m: ModelSpec | None = None, gpu_id: str | None = None,
     if s.task == "infer" and s.attention_dp:
         layout.append(f"attention data parallel {s.tp}")
     if s.pp > 1:
-        layout.append(f"{s.pp} pipeline stages" if s.task == "train" else f"layers split over {s.pp} GPUs")
+        layout.append(f"{s.pp} pipeline stages" if s.task == "train" else f"layers split over {s.pp} GPUs" if s.tp == 1
+                      else f"layers split over {s.pp} groups of {s.tp} GPUs")  # tp 8 x pp 2: 2 groups, 16 GPUs
     if s.task == "infer" and s.world_size == 1:
         layout.append("single GPU")
     return f"{model}: {', '.join(parts)}; {hardware or where + ', ' + ', '.join(x for x in layout if x)}"

@@ -392,10 +392,15 @@ def _fp32_upcast(s: Scenario, kern) -> bool:
 
 def _upcast_cast_bytes(s: Scenario, m: ModelSpec, tokens: int) -> float:
     """Bytes of one pass's dtype casts under the fp32 upcast: each 4-bit linear's input and output, and each
-    adapter's input (autocast)."""
+    adapter's input (autocast), for the rows it multiplies: a routed expert casts only the tokens routed to it,
+    ``experts_per_token`` copies of each token over the layer's experts (transformers' MoE blocks index each
+    expert's tokens before calling it, e.g. ``MixtralSparseMoeBlock.forward``), as
+    :func:`gpuplan.speed.float8.torchao_cast_bytes` counts them."""
     targets = lora_targets(s, m)
-    per_token = sum(c * lin.count * (lin.in_features * (1 + (lin.name in targets)) + lin.out_features)
-                    for lin, c in _quantized_linears(s, m))
+    _, skip = weight_format(s, m)
+    per_token = sum(c * (layer.experts_per_token if lin.group == "experts" and lin.count > 1 else lin.count)
+                    * (lin.in_features * (1 + (lin.name in targets)) + lin.out_features)
+                    for layer, c in m.layer_kinds() for lin in layer.linears if not lin.kept(skip))
     return oh.FP32_UPCAST_CAST_BYTES * tokens * per_token / (s.tp * s.pp)
 
 
