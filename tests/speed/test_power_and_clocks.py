@@ -197,9 +197,10 @@ def test_the_rtx_3060_at_its_posted_matmul_rate_and_its_thin_products_at_the_a10
 
 
 def test_an_unposted_geforce_card_multiplies_at_what_the_posted_geforce_cards_reach():
-    """Every GeForce card with a posted best-shape bf16 torch.matmul rate reaches its datasheet (zzc0721/torch-
-    performance-test-data: RTX 3060 25.47 of 25.5, RTX 4090 166.6 of 165.2, RTX 3090 76.6 of 71.0, RTX 5090 239.1
-    of 209.5), so an unposted one (RTX 3090 Ti, 4080) takes the least of those shares, 0.999, not the data-center
+    """Ten of the twelve GeForce cards with a posted best-shape bf16 torch.matmul rate reach their datasheet (zzc0721/
+    torch-performance-test-data: RTX 3060 25.47 of 25.5, RTX 4090 166.6 of 165.2, RTX 3090 76.6 of 71.0, RTX 5090 239.1
+    of 209.5 and six more; the RTX 5080 and 4060 Ti below), so an unposted one (RTX 3090 Ti, 4080) takes the least of
+    those shares, 0.999, not the data-center
     cards' 0.80 (the RTX A6000, a 300 W workstation card, posted 0.797 and keeps it). Checked against diffusers' March
     2023 torch 2.0 benchmark (torch2.0.mdx at a39d42b9, fp16 SDPA, SD 1.4, 50 steps): the RTX 3090 Ti ran each call in
     0.90 to 0.91 of the RTX 3090's time (2.19 / 2.42, 7.00 / 7.72, 26.04 / 28.88 s at batch 1, 4 and 16); at 0.80 the
@@ -207,6 +208,9 @@ def test_an_unposted_geforce_card_multiplies_at_what_the_posted_geforce_cards_re
     posted = {"rtx-3060": 0.999, "rtx-4090": 1.008, "rtx-3090": 1.079, "rtx-5090": 1.141}
     assert all(oh.MATMUL_PEAK_FRACTION[load_gpu(g).id] == share for g, share in posted.items())
     assert min(posted.values()) == oh.MATMUL_PEAK_FRACTION_GEFORCE
+    geforce = sorted(v for k, v in oh.MATMUL_PEAK_FRACTION.items() if k.startswith("nvidia-geforce-"))
+    assert len(geforce) == 12 and sum(v >= oh.MATMUL_PEAK_FRACTION_GEFORCE for v in geforce) == 10
+    assert min(v for v in geforce if v >= 0.999) == oh.MATMUL_PEAK_FRACTION_GEFORCE
     ti, rtx3090, a6000 = load_gpu("rtx-3090-ti"), load_gpu("rtx-3090"), load_gpu("rtx-a6000")
     assert ti.segment == "consumer" and ti.id not in oh.MATMUL_PEAK_FRACTION
     assert matmul_fraction(ti) == pytest.approx(0.999) and matmul_fraction(load_gpu("rtx-4080")) == pytest.approx(0.999)
@@ -229,3 +233,48 @@ def test_the_a10_multiplies_at_its_posted_rate():
     call = {"model": "sd-1.5", "task": "infer", "batch_size": 16, "inference_steps": 50, "precision": "fp16-true",
             "gpu": a10.id}
     assert estimate(call, advise=False).work.image_s == pytest.approx(38.31, rel=0.05)
+
+
+@pytest.mark.parametrize(("card", "posted", "datasheet", "default_gave"), [
+    ("mi355x", 1565.0, 2516.0, 0.400),  # stas00/ml-engineering MAMF table @744d01e, BF16, over the catalog's 2,516
+    ("gaudi2", 418.7, 432.0, 0.600),
+    ("l4", 70.89, 121.0, 0.552),  # zzc0721/torch-performance-test-data database.md @9d82827, bf16
+    ("l40s", 269.15, 362.05, 0.704),
+    ("h100-pcie", 495.93, 756.0, 0.487),
+    ("rtx-pro-6000", 413.38, 503.8, 0.781),  # the median of four rows, two per edition
+    ("rtx-a4000", 62.78, 76.7, 0.800),
+    ("a10g", 69.47, 70.0, 0.800),  # issue 126
+    ("a40", 122.29, 149.7, 0.800),  # issue 185
+    ("rtx-5080", 102.89, 112.6, 0.999),
+])
+def test_cards_that_took_a_default_multiply_at_their_posted_rate(card, posted, datasheet, default_gave):
+    """The posted best-shape bf16 rate of a card that took a default (issue 34, session 14): the plan's rate is that
+    rate, once, and not lowered again by the per-watt rule the defaults carry (the posted rate was measured at the
+    card's own cap; none of these has a power limit below its TDP in the catalog). What the default gave is written
+    out from the rule: 0.80 (NVIDIA), 0.999 (GeForce) or 0.60 (other vendors) x (0.8 / TFLOPS per watt) ** 0.5 above
+    0.8 TFLOPS per watt."""
+    gpu = load_gpu(card)
+    assert gpu.peak_tflops("bf16") == pytest.approx(datasheet, rel=1e-3)
+    assert power_limit_factor(gpu) == 1.0
+    assert matmul_fraction(gpu) * datasheet == pytest.approx(posted, rel=1e-3)
+    base = 0.999 if gpu.segment == "consumer" else 0.80 if gpu.vendor == "NVIDIA" else 0.60
+    per_watt = datasheet / gpu.tdp_w
+    assert base * min(1.0, (0.8 / per_watt) ** 0.5) == pytest.approx(default_gave, abs=1e-3)
+
+
+def test_the_h100_pcie_against_a_second_posting():
+    """zzc0721/torch-performance-test-data's H800 PCIe (issue 112: the same GH100 board with fewer NVLink lanes,
+    503.83 TFLOPS bf16) sits within 5 % of the H100 PCIe's 495.93 the plan uses, both far above the 0.487 of 756 the
+    per-watt rule gave it (368 TFLOPS)."""
+    h100_pcie = load_gpu("h100-pcie")
+    assert matmul_fraction(h100_pcie) * 756.0 == pytest.approx(503.83, rel=0.05)
+
+
+def test_the_blackwell_data_center_cards_keep_the_per_watt_rule():
+    """stas00's MAMF table posts the B200 at 1,745.0 of 2,250 TFLOPS, but the held-out MLPerf Training and Inference
+    rows and TensorRT-LLM's rows move away from their measurements at it (overheads.MATMUL_PEAK_FRACTION's comment:
+    GB200 training median |error| 10.8 -> 23.1 %), so the B200, B300 and GB200 keep the default less the per-watt
+    lowering: 0.80 x (0.8 / 2.25) ** 0.5 = 0.477 for the B200."""
+    for card in ("b200", "b300", "gb200"):
+        assert load_gpu(card).id not in oh.MATMUL_PEAK_FRACTION
+    assert matmul_fraction(load_gpu("b200")) == pytest.approx(0.80 * (0.8 / (2250.0 / 1000)) ** 0.5, rel=1e-9)

@@ -32,10 +32,11 @@ def test_gemm_time_by_hand_and_small_batches_reach_a_fraction_of_the_peak():
     large = gemm_efficiency(A100, "bf16", 8192, 4096, 4096)
     assert small == pytest.approx(2 * 256 * 2048 * 2048 / 312e12 / expected)  # ~47 % of the datasheet
     assert 0.40 < small < 0.50 and 0.78 < large < 0.84 and large > 1.6 * small
-    # L40S: 362 TFLOPS on 864 GB/s and a 350 W cap: lower than its datasheet at the same shape, below the A100
+    # L40S: 362 TFLOPS on 864 GB/s and a 350 W cap: its posted best-shape rate (269.15 TFLOPS bf16, zzc0721/torch-
+    # performance-test-data, 74 %) and less at a given shape, below the A100 at 2,048 rows
     l40s = load_gpu("l40s")
-    cap = 0.80 * (0.8 / (362.05 / 350)) ** 0.5  # power-capped achievable fraction, 70 %
-    assert gemm_efficiency(l40s, "bf16", 8192, 4096, 4096) < cap
+    cap = 269.15 / 362.05
+    assert 0.95 * cap < gemm_efficiency(l40s, "bf16", 8192, 4096, 4096) < cap
     assert 362.05 * gemm_efficiency(l40s, "bf16", 2048, 4096, 4096) < 312 * gemm_efficiency(A100, "bf16", 2048, 4096,
                                                                                             4096)
 
