@@ -376,7 +376,7 @@ def test_nvidias_nvfp4_checkpoint_holds_its_mtp_layer_in_bf16():
 
 
 def test_an_eagle_head_keeps_its_own_checkpoints_bf16_beside_an_fp8_target():
-    """An EAGLE-3 head is a checkpoint of its own in 16 bits (head_quant): with the target in FP8, vLLM and
+    """An EAGLE-3 head is a checkpoint of its own in 16 bits (own_quant): with the target in FP8, vLLM and
     TensorRT-LLM load it in bf16, SGLang passes the asked ``--quantization fp8`` on to it. Llama-3.1-8B's head by
     hand (424,681,472 parameters, test above): its lm_head 131,072,000 and norms 8,192 at 2 bytes = 262,160,384
     bytes; its eight linears 293,601,280 parameters at 2 bytes = 587,202,560 (849,362,944 in all), or at FP8's one
@@ -410,3 +410,51 @@ def test_an_eagle_heads_pass_reads_its_bf16_linears_beside_an_fp8_target():
     bf16_head = pass_weights_s(quant="fp8")
     assert bf16_head == pass_weights_s()
     assert bf16_head - pass_weights_s(engine="sglang", quant="fp8") == pytest.approx(293_601_280 / 2.881e12, rel=1e-5)
+
+
+DRAFT_70B = dict(model="llama-3.1-70b", task="infer", gpu="h200", speculative_method="draft",
+                 draft_model="llama-3.2-1b", acceptance_length=2.5)
+
+
+def test_a_draft_model_keeps_its_own_checkpoints_bf16_beside_an_fp8_target():
+    """A draft model is a checkpoint of its own (own_quant): Llama-3.2-1B ships in bf16, so beside Llama-3.1-70B
+    quantized to FP8 on load vLLM and TensorRT-LLM hold it in bf16, SGLang passes ``--quantization fp8`` on to it
+    (its --speculative-draft-model-quantization default). By hand: its 16 layers' seven linears hold
+    16 x (2 x 2048^2 + 2 x 2048 x 512 + 3 x 2048 x 8192) = 973,078,528 parameters; its tied embeddings 128,256 x 2048
+    = 262,668,288 and norms 16 x 2 x 2048 + 2048 = 67,584 at 2 bytes = 525,471,744 bytes; the linears at 2 bytes
+    = 1,946,157,056 (2,471,628,800 in all), at FP8's 1 byte and a 4-byte scale each (112 linears) = 973,078,976
+    (1,498,550,720 in all, what every engine held before)."""
+    m = load_model("llama-3.1-70b")
+    bf16, fp8 = 525_471_744 + 2 * 973_078_528, 525_471_744 + 973_078_528 + 112 * 4
+    assert (bf16, fp8) == (2_471_628_800, 1_498_550_720)
+    for engine, quant, held in (("vllm", "none", bf16), ("trtllm", "none", bf16), ("sglang", None, fp8)):
+        s = scenario_from(dict(DRAFT_70B, engine=engine, quant="fp8"))
+        draft = speculative.draft_of(s, m)
+        served = speculative.served_model(m, draft)
+        weights = weights_per_gpu(s, served, *weight_format(s, served)) - weights_per_gpu(s, m, *weight_format(s, m))
+        assert (draft.quant, weights) == (quant, held)
+    # an FP8 checkpoint served as shipped (nothing asked): every engine loads the draft's own bf16
+    fp8_ckpt = dataclasses.replace(m, quantization={"quant_method": "fp8", "activation_scheme": "dynamic"})
+    for engine in ("vllm", "sglang", "trtllm"):
+        s = scenario_from(dict(DRAFT_70B, engine=engine))
+        draft = speculative.draft_of(s, fp8_ckpt)
+        served = speculative.served_model(fp8_ckpt, draft)
+        weights = (weights_per_gpu(s, served, *weight_format(s, served))
+                   - weights_per_gpu(s, fp8_ckpt, *weight_format(s, fp8_ckpt)))
+        assert (draft.quant, weights) == ("none", bf16)
+    assert speculative.draft_of(scenario_from(dict(DRAFT_70B, engine="vllm")), m).quant is None  # a bf16 target
+
+
+def test_a_draft_models_pass_reads_its_bf16_linears_beside_an_fp8_target():
+    """One draft pass of one sequence reads Llama-3.2-1B's linears at 2 bytes beside vLLM's FP8 target, as beside
+    its bf16 one: 973,078,080 bytes (1,946,157,056 - 973,078,976) more than the FP8 draft SGLang runs, at the H200
+    timer's 3,840 GB/s (4.8 TB/s x 0.8) 0.2534 ms a pass (0.76 ms a step of k = 3) the draft sized as FP8 left out."""
+    m, h200 = load_model("llama-3.1-70b"), load_gpu("h200")
+
+    def pass_weights_s(**extra) -> float:
+        timer = step_timer(scenario_from(dict(DRAFT_70B, **extra)), m, h200).draft_timer
+        return timer.decode_parts(1, 1_000)["weights"]
+
+    bf16_draft = pass_weights_s(engine="vllm", quant="fp8")
+    assert bf16_draft == pass_weights_s(engine="vllm") == pass_weights_s(engine="trtllm", quant="fp8")
+    assert bf16_draft - pass_weights_s(engine="sglang", quant="fp8") == pytest.approx(973_078_080 / 3.84e12, rel=1e-4)

@@ -96,8 +96,9 @@ class Engine:
     # apart and says how in its memory (SGLang: a draft pool of the target's tokens, out of its reserve)
     draft_in_pool = True
     # the --quantization it asks of the target that it applies to a draft from a 16-bit checkpoint of its own too (an
-    # EAGLE head: :func:`gpuplan.engines.speculative.head_quant`); none in vLLM, whose draft_model_config reads its
-    # own checkpoint's (vllm/model_executor/models/utils.py get_draft_quant_config), nor in TensorRT-LLM's
+    # EAGLE head or a draft model: :func:`gpuplan.engines.speculative.own_quant`); none in vLLM, whose
+    # draft reads its own checkpoint's (vllm/model_executor/models/utils.py get_draft_quant_config; a draft model's
+    # draft_model_config, vllm/config/speculative.py), nor in TensorRT-LLM's
     draft_inherits: tuple[str, ...] = ()
     # it runs on Apple silicon's GPU (Metal: llama.cpp, MLX; transformers through PyTorch's MPS backend)
     metal = False

@@ -126,7 +126,7 @@ def draft_of(s: Scenario, m: ModelSpec) -> Draft | None:
 
 def draft_quant(s: Scenario, m: ModelSpec, layers: tuple[Layer, ...], method: str) -> str | None:
     """The format the draft's ``layers`` are served in where not the target's (None: the target's). An EAGLE head
-    is a checkpoint of its own (:func:`head_quant`). MTP layers are the target checkpoint's: ``"none"`` where it
+    is a checkpoint of its own (:func:`own_quant`). MTP layers are the target checkpoint's: ``"none"`` where it
     leaves them unquantized, every group of each draft layer kept at 16 bits in the served model's format
     (:func:`gpuplan.tensors.state.weight_format` of :func:`served_model`). DeepSeek stores its MTP module as the
     decoder layer after the last (``model.layers.61`` in DeepSeek-R1), and NVIDIA's NVFP4 checkpoints list it among
@@ -134,7 +134,7 @@ def draft_quant(s: Scenario, m: ModelSpec, layers: tuple[Layer, ...], method: st
     :mod:`gpuplan.model.checkpoints`), so TensorRT-LLM runs it in bf16 beside the NVFP4 decoder (tech blog 1,
     "Precision Strategy": "3x MTP Layers | bf16")."""
     if method in ("eagle", "eagle3"):
-        return head_quant(s, m)
+        return own_quant(s, m, "none")
     served = dataclasses.replace(m, layers=(*m.layers, *layers))
     fmt, skip = weight_format(s, served)
     whole = {entry for entry in skip if "@" not in entry}
@@ -143,22 +143,27 @@ def draft_quant(s: Scenario, m: ModelSpec, layers: tuple[Layer, ...], method: st
     return "none" if layers and fmt.name != "none" and kept else None
 
 
-def head_quant(s: Scenario, m: ModelSpec) -> str | None:
-    """The format an EAGLE head's weights are served in where not the target's (None: the target's). The heads are
-    checkpoints of their own, published in 16 bits with no quantization config (SafeAILab/EAGLE's and SpecForge's
-    EAGLE-3 configs: ``"torch_dtype": "float16"`` / ``"bfloat16"``), and each engine loads the head in its own
-    checkpoint's format: vLLM builds its layers with the draft's quantization config, not the verifier's
+def own_quant(s: Scenario, m: ModelSpec, shipped: str) -> str | None:
+    """The format a draft checkpoint of its own is served in beside target ``m``, where not the target's (None: the
+    target's): an EAGLE head or a draft model, ``shipped`` in the format its own config names (``"none"``: 16 bits).
+    The heads are published in 16 bits with no quantization config (SafeAILab/EAGLE's and SpecForge's EAGLE-3
+    configs: ``"torch_dtype": "float16"`` / ``"bfloat16"``); a draft model ships as its catalog entry says
+    (Llama-3.2-1B in bf16 beside an FP8 Llama-3.1-70B). Each engine loads the draft in its own checkpoint's format:
+    vLLM builds an EAGLE head's layers with the draft's quantization config, not the verifier's
     (``vllm/model_executor/models/utils.py`` ``get_draft_quant_config``, pull requests #25883 and #26590; the
-    target's ``--quantization`` is not passed on: #40849 open), TensorRT-LLM reads the head's
-    ``ModelConfig.from_pretrained(speculative_model)`` and takes only the KV cache's format from the target
-    (``modeling_speculative.py``: ``draft_config.quant_config.kv_cache_quant_algo``). SGLang passes the target's asked
-    ``--quantization`` on to the draft (:attr:`~gpuplan.engines.base.Engine.draft_inherits`: fp8, quantized on load).
-    So an FP8 checkpoint's head runs in bf16 everywhere."""
+    target's ``--quantization`` is not passed on: #40849 open) and a draft model's ``draft_model_config`` with the
+    speculative config's own ``quantization`` (``vllm/config/speculative.py`` ``SpeculativeConfig.__post_init__``:
+    None, so its config.json's); TensorRT-LLM reads the draft's ``ModelConfig.from_pretrained(speculative_model)``
+    and takes only the KV cache's format from the target (``modeling_speculative.py``:
+    ``draft_config.quant_config.kv_cache_quant_algo``). SGLang's ``--speculative-draft-model-quantization``
+    defaults to the target's ``--quantization`` (``ServerArgs``), which it applies to a 16-bit draft where it
+    quantizes on load (:attr:`~gpuplan.engines.base.Engine.draft_inherits`: fp8). So an FP8 checkpoint's head or
+    16-bit draft model runs in bf16 everywhere."""
     from . import engine_for  # the engines' package imports this module
 
     engine = engine_for(s)
     asked = engine.quantizes_to(s, m)
-    own = asked if asked in engine.draft_inherits else "none"
+    own = asked if shipped == "none" and asked in engine.draft_inherits else shipped
     return None if own == weight_format(s, m)[0].name else own
 
 
@@ -255,7 +260,7 @@ def _draft_model(s: Scenario, m: ModelSpec, k: int, a: float, source: str) -> Dr
     parts = d.params_breakdown()
     own = parts["embeddings"] + parts["lm_head"] + d.final_norm_params
     return Draft(method="draft", tokens=k, acceptance=a, acceptance_source=source, layers=d.layers, own_params=own,
-                 model=d)
+                 model=d, quant=own_quant(s, m, d.shipped_format()[0].name))
 
 
 def served_model(m: ModelSpec, draft: Draft | None) -> ModelSpec:
@@ -263,7 +268,9 @@ def served_model(m: ModelSpec, draft: Draft | None) -> ModelSpec:
     and their keys and values per token: in vLLM's and TensorRT-LLM's one pool; SGLang takes the difference for its
     draft worker, :func:`gpuplan.engines.sglang.draft_bytes`) and its own parameters as ``other_params``. Without a
     draft, ``m``. A draft served in 16 bits beside a quantized target (:attr:`Draft.quant` ``"none"``) keeps its
-    layers' linears at 16 bits (:attr:`~gpuplan.model.spec.ModelSpec.kept_layers`). A draft model's layers split
+    layers' linears at 16 bits (:attr:`~gpuplan.model.spec.ModelSpec.kept_layers`); a draft quantized in a format
+    the target's is not (an FP8 draft model beside a bf16 target) is held in the target's, its passes timed in its
+    own (:func:`gpuplan.speed.inference.draft_scenario`). A draft model's layers split
     their KV heads over TP as the target's do (:func:`gpuplan.tensors.kv.layer_cache_bytes` reads the target's head
     count): exact at one GPU, approximate where the two models' KV heads differ."""
     if draft is None or not (draft.layers or draft.own_params):
