@@ -179,7 +179,27 @@ MOE_NOTE = (
     "uniform, which adds tiles, but not a factor 1.7); DeepSeek-V2-Lite (MLA, 2 shared experts, an August 2025 "
     "build) +22 % to +65 % on its prompts and +81 % / +120 % at `-ub 1` / 8; gpt-oss-20b generation 40-44 % "
     "slower on an RTX 3090 and 4090 than gpuplan says (12-13 % faster on the RTX PRO 6000). Metal MoE generation "
-    "is -6 % and -7 %.")
+    "is -6 % and -7 %.", "",
+    "Tested and not adopted (session 14): a cost per graph node instead of per layer. CUDA generation's fixed "
+    "time (`LLAMA_CPP_CUDA_LAYER_S`, 60 us a layer) is fitted on Llama, whose layer is 19 kernel nodes "
+    "(llama.cpp src/models/*.cpp and llama-graph.cpp `build_moe_ffn`, with flash attention: two for each "
+    "`build_norm`, one per matmul, rope, set_rows, flash_attn_ext, swiglu and add; views free), 3.2 us a node. "
+    "Counted the same way: Qwen3-30B-A3B 38 nodes a layer (q/k norms, router, softmax, argsort, get_rows, "
+    "sum_rows/clamp/div, 3 mul_mat_id, 7 adds over the 8 experts), gpt-oss-20b 36 (q/k/v/o biases, softmax after "
+    "the top-k, 3 add_id biases), DeepSeek-V2-Lite 43 (MLA without flash attention: wk_b, wv_b, 2 concats, "
+    "KQ/softmax/KQV; 2 shared experts; 5 adds over 6 experts). The fixed time the rows leave over gpuplan's bytes: "
+    "DeepSeek-V2-Lite at `-ub 1` 152 us a layer (3.6 us a node), gpt-oss-20b 128 us on both the RTX 3090 and "
+    "4090 (3.6 us a node), but Qwen3-30B-A3B on the 4090 63 us (1.7 us a node) and gpt-oss-20b on the RTX PRO "
+    "6000 at most 43 us (1.2 us a node, a later build running kernels on several streams). Priced at Llama's "
+    "3.2 us a node, the RTX 3090/4090 rows come right (DeepSeek-V2-Lite `-ub 1` +81 % -> +10 %, gpt-oss-20b +44 % "
+    "/ +40 % -> +10 % / +9 %) but Qwen3-30B-A3B `-ub 1` goes +3 % -> -35 % and the RTX PRO 6000 -13 % -> -38 % "
+    "(mean |error| of the 8 CUDA MoE rows at 1-8 tokens 42 % -> 27 %): Qwen3's layer has as many nodes as "
+    "gpt-oss's and JohannesGaessler's build of the same month runs it at half the cost a node, so the node count "
+    "is not the cause. At `-ub 8` the CUDA backend runs no graph at all for an MoE "
+    "(ggml-cuda.cu: `GGML_OP_MUL_MAT_ID && node->ne[2] != 1` disables CUDA graphs), yet the gap left is 8.0 us a "
+    "node for DeepSeek-V2-Lite (+120 %: 16.8 ms a micro-batch measured against 7.7) and 1.6 us for Qwen3-30B-A3B "
+    "(+27 %), again not one cost. Left open: something particular to DeepSeek-V2-Lite's and gpt-oss-20b's "
+    "layers on Ampere/Ada (MLA's batched per-head wk_b/wv_b products without flash attention; MXFP4 MMVQ).")
 
 
 SPLIT_NOTE = (
