@@ -11,7 +11,7 @@ from rich.text import Text
 
 from .. import api
 from ..errors import GpuplanError, renamed
-from ..result import human_count
+from ..result import batch_words, human_count
 from .app import OWN_MODULE, JsonFlag, app, module_of, option, overrides, print_json, scenario_command, short
 from .render import (
     FORMAT_HELP,
@@ -339,6 +339,8 @@ def fit_cmd(scenario: str | None = None, as_json: bool = False, gpu: str = "", s
     for r in shown:
         data.append({**r.__dict__, "name": (names.get(r.model) or [r.model.split("/", 1)[-1]])[0],
                      "params": human_count(r.params_total),
+                     "batch": batch_words(r.max_batch_size, r.max_batch_size_capped, why=False)
+                     if r.max_batch_size else "",
                      "verdict": ("yes" if not r.change else f"with {r.change}") if r.fits else
                      f"no: {r.reason}"})
     if fmt == "table":
@@ -350,17 +352,24 @@ def fit_cmd(scenario: str | None = None, as_json: bool = False, gpu: str = "", s
                Column("verdict", "fits", priority=1),
                Column("device_peak_gib", "GiB/card", fmt=num("{:,.1f}"), align="right", priority=3),
                Column("sharding", "sharding", priority=4) if train else None,
-               Column("max_batch_size", "max micro-batch" if train else "max batch", fmt=num(), align="right"),
+               Column("batch", "max micro-batch" if train else "max batch", align="right", raw="max_batch_size"),
                Column("max_seq_len", "max seq_len" if train else "max prompt", fmt=num(), align="right")]
     for c in columns:  # the batch and the context are the answer: they stay at any width
-        if c is not None and c.key in ("max_batch_size", "max_seq_len"):
+        if c is not None and c.key in ("batch", "max_seq_len"):
             object.__setattr__(c, "priority", 0)
     hidden = len(rows) - len(shown)
     show(data, [c for c in columns if c], fmt,
          title=(f"{report.fitting} of {len(rows)} bundled models fit" if target is None else
                 f"your module {'fits' if report.fitting else 'does not fit'}")
          + f" {count} x {api.gpu_name(report.gpu_id)}",
-         notes=[f"{hidden} more do not fit even with changes on these cards; --all lists them"] if hidden else [])
+         notes=[*([f"{hidden} more do not fit even with changes on these cards; --all lists them"] if hidden else []),
+                *_capped_note(shown)])
+
+
+def _capped_note(rows: list) -> list[str]:
+    """What "4,096 or more" in the batch column means (``max_batch_size_capped``: the search's limit)."""
+    most = next((r.max_batch_size for r in rows if r.max_batch_size_capped), None)
+    return [f"{most:,} or more: every batch up to {most:,} fits, and the search stops there"] if most else []
 
 
 scenario_command(
