@@ -1,8 +1,11 @@
-"""What the command line says of the largest batch at the search's limit (s14 rewalk finding 12)."""
+"""What the command line says of the largest batch at the search's limit, and of a card count cut by a space
+(s14 rewalk findings 12 and 13)."""
 
 from __future__ import annotations
 
 import json
+
+import pytest
 
 from gpuplan.cli import run
 from gpuplan.result import batch_words
@@ -50,3 +53,22 @@ def test_fit_says_the_limit_is_a_floor_in_every_format(capsys, monkeypatch):
     found = {r["model"]: r for r in json.loads(capsys.readouterr().out)["rows"]}
     assert found["gpt2"]["max_batch_size_capped"] is True
     assert "max_batch_size_capped" not in found["llama-3.1-8b"]
+
+
+@pytest.mark.parametrize("words", [["2x", "rtx-3060"], ["2", "x", "rtx-3060"], ["--gpu", "2x", "rtx-3060"],
+                                   ["--gpu", "2", "x", "rtx-3060"], ["2x", "RTX-3060"]])
+def test_a_card_count_cut_by_a_space_is_named_in_one_word(words, capsys):
+    """`fit 2x rtx-3060` got click's "Got unexpected extra argument(s) (rtx-3060)" where `fit 2x3090` gets "fit
+    needs your cards: --gpu 2x3090": the same sentence, with the user's cards in the one word --gpu takes."""
+    assert run(["fit", *words]) == 2
+    err = capsys.readouterr().err
+    name = words[-1]
+    assert err == f"error: fit needs your cards in one word: --gpu 2x{name} (count x name, or a name for one card)\n"
+
+
+def test_fit_words_that_are_no_card_count(capsys):
+    assert run(["fit", "2x3090"]) == 2  # unchanged: one word, no --gpu
+    said = capsys.readouterr().err
+    assert said == "error: fit needs your cards: --gpu 2x3090 (count x name, or a name for one card)\n"
+    assert run(["fit", "a.yaml", "b.yaml"]) == 2
+    assert capsys.readouterr().err == "error: fit takes one scenario file, not also b.yaml\n"

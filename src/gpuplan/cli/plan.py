@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+import re
 import textwrap
 from typing import Annotated, Any
 
@@ -307,7 +308,7 @@ def _cheapest(rec) -> str:
 
 # ---- fit ----------------------------------------------------------------------------------------------
 def fit_cmd(scenario: str | None = None, as_json: bool = False, gpu: str = "", show_all: bool = False,
-            fmt: str | None = None, **fields: Any) -> None:
+            fmt: str | None = None, *, ctx: typer.Context, **fields: Any) -> None:
     """What can my hardware do? Every bundled model on your cards.
 
     For each model: does the job fit, with which change, and the largest batch and longest context that then
@@ -327,6 +328,7 @@ def fit_cmd(scenario: str | None = None, as_json: bool = False, gpu: str = "", s
       gpuplan fit --gpu 8xh100-sxm --task train --method full --seq-len 4096 --format csv
     """
     fmt = resolve_format(fmt, as_json)
+    _one_card_word(gpu, [scenario or "", *ctx.args])
     target = fields.pop("module", None)
     report = api.fit(gpu, scenario, module=target, **overrides(fields))
     rows, count = report.rows, report.num_gpus
@@ -366,6 +368,19 @@ def fit_cmd(scenario: str | None = None, as_json: bool = False, gpu: str = "", s
                 *_capped_note(shown)])
 
 
+def _one_card_word(gpu: str, words: list[str]) -> None:
+    """``fit 2x rtx-3060`` (a space inside the card count: a scenario file "2x" and an extra word) or ``fit --gpu
+    2x rtx-3060``: said in the sentence ``fit 2x3090`` gets, with the form to use; other extra words, named."""
+    words = [w for w in words if w]
+    count_only = not gpu or re.fullmatch(r"\d+\s*x?", gpu.strip(), flags=re.IGNORECASE)  # "", "2x" or "2"
+    card = [w for w in words if not w.lower().endswith((".yaml", ".yml", ".json"))]  # a scenario file aside
+    joined = re.sub(r"\s+", "", gpu + "".join(card))
+    if count_only and (gpu or len(card) > 1) and re.fullmatch(r"\d+x\S+", joined, flags=re.IGNORECASE):
+        raise GpuplanError(f"fit needs your cards in one word: --gpu {joined} (count x name, or a name for one card)")
+    if len(words) > 1:
+        raise GpuplanError(f"fit takes one scenario file, not also {' '.join(words[1:])}")
+
+
 def _capped_note(rows: list) -> list[str]:
     """What "4,096 or more" in the batch column means (``max_batch_size_capped``: the search's limit)."""
     most = next((r.max_batch_size for r in rows if r.max_batch_size_capped), None)
@@ -377,4 +392,4 @@ scenario_command(
     option("gpu", str, "", "Your cards: 2x3090, rtx-4090, 8xh100-sxm.", param_decls=("--gpu",)),
     option("show_all", bool, False, "Also list the models that do not fit.", param_decls=("--all",)),
     option("fmt", FormatValue, None, FORMAT_HELP, param_decls=("--format",)), OWN_MODULE,
-    skip=("model", "gpu", "num_gpus", "num_nodes"))
+    skip=("model", "gpu", "num_gpus", "num_nodes"), extra_words=True)
