@@ -10,7 +10,7 @@ plan itself (:class:`gpuplan.plan.plan.Plan`) adds speed and cost, which live ab
 import math
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict
+from pydantic import BaseModel, ConfigDict, Field
 
 
 class Answer(BaseModel):
@@ -55,6 +55,9 @@ class MemoryReport(BaseModel):
     phases_gib: dict[str, float]
     cpu_gib: float = 0.0
     max_batch_size: int | None = None
+    # max_batch_size is the search's limit: every batch up to it fits and none above was tried (a floor, said "or
+    # more"); said when set, so that other answers read as they did
+    max_batch_size_capped: bool = Field(default=False, exclude_if=lambda v: not v)
     max_seq_len: int | None = None
     max_concurrency: int | None = None
     max_context_tokens: int | None = None
@@ -101,6 +104,7 @@ class Suggestion(BaseModel):
     cost: str
     combination: bool = False  # several fixes together (when no single one is enough)
     max_batch_size: int | None = None  # with a combination: the largest (micro-)batch that still fits
+    max_batch_size_capped: bool = Field(default=False, exclude_if=lambda v: not v)  # as MemoryReport's
     max_seq_len: int | None = None  # ... and the longest context
 
 
@@ -111,6 +115,14 @@ def usd_amount(value: float) -> str:
     if 0 < value < 0.001:
         return f"{value:.{1 - math.floor(math.log10(value))}f}"
     return f"{value:,.0f}" if value >= 100 else f"{value:,.2f}" if value >= 1 else f"{value:.3f}"
+
+
+def batch_words(n: int | None, capped: bool = False, *, why: bool = True) -> str:
+    """The largest batch that fits, in words: 3,072; none; or, at the search's limit (``max_batch_size_capped``),
+    "4,096 or more (the search stops there)" (``why`` False: "4,096 or more", a table's cell, its note saying why)."""
+    if not n:
+        return "none"
+    return f"{n:,} or more{' (the search stops there)' if why else ''}" if capped else f"{n:,}"
 
 
 def human_count(n: float) -> str:

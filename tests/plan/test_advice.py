@@ -290,3 +290,36 @@ def test_a_combination_says_its_speed_once():
     cost = _combined_cost(s, _apply(s, combo), m, gpu, combo)
     clauses = cost.split("; ")
     assert len(clauses) == len(set(clauses)) == 2 and clauses[1] == "pages states to CPU", cost
+
+
+def test_a_batch_at_the_search_limit_is_said_as_a_floor():
+    """s14 rewalk finding 12: gpt2 serving 128 + 128 tokens on an H200 said "largest batch that fits: 4,096", the
+    search's limit (plan.edge.BATCH_LIMIT), though 8,192 fits as well: the report keeps 4,096 and marks it capped
+    (every batch up to it fits, none above was tried), and the JSON says so. A batch found below the limit
+    (Llama-3.1-8B at its default lengths: 498) is not capped, and its JSON reads as it did (no new key)."""
+    from gpuplan.plan.edge import BATCH_LIMIT, batch_fields, fits_with
+
+    job = dict(model="gpt2", task="infer", gpu="h200", prompt_tokens=128, output_tokens=128)
+    r = estimate(job)
+    assert (r.memory.max_batch_size, r.memory.max_batch_size_capped) == (BATCH_LIMIT, True) == (4096, True)
+    assert r.to_dict()["memory"]["max_batch_size_capped"] is True
+    ok, peak = fits_with(r.setup.scenario, r.setup.model, {"batch_size": 2 * BATCH_LIMIT})
+    assert ok and peak < load_gpu("h200").usable_gib  # the true largest is above the limit: "or more"
+    below = estimate(dict(model="llama-3.1-8b", task="infer", gpu="h200"))
+    assert (below.memory.max_batch_size, below.memory.max_batch_size_capped) == (498, False)
+    assert "max_batch_size_capped" not in below.to_dict()["memory"]
+    assert batch_fields(4095) == {"max_batch_size": 4095, "max_batch_size_capped": False}
+    assert batch_fields(None)["max_batch_size_capped"] is False
+    assert batch_fields(7, math.inf)["max_batch_size_capped"] is False  # a search bounded by the asked batch
+
+
+def test_fit_rows_carry_the_capped_batch():
+    """``gpuplan fit`` on an H200 with 128 + 128 tokens: gpt2's row holds 4,096 or more (capped), Llama-3.1-8B's
+    498 (the same number estimate gives, not capped)."""
+    gpu = load_gpu("h200")
+    rows = {r.model: r for r in what_fits({"task": "infer", "prompt_tokens": 128, "output_tokens": 128}, gpu, 1,
+                                         models=["openai-community/gpt2", "meta-llama/Llama-3.1-8B"])}
+    gpt2, llama = rows["openai-community/gpt2"], rows["meta-llama/Llama-3.1-8B"]
+    assert (gpt2.max_batch_size, gpt2.max_batch_size_capped) == (4096, True)
+    assert llama.max_batch_size_capped is False and llama.max_batch_size == estimate(dict(
+        model="llama-3.1-8b", task="infer", gpu="h200", prompt_tokens=128, output_tokens=128)).memory.max_batch_size

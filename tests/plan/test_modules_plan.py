@@ -669,3 +669,22 @@ def test_a_trainer_is_planned_and_advised_only_on_a_base_it_loads():
     assert not any("NF4" in x.change for x in kohya.suggestions)
     (combined,) = [x for x in kohya.suggestions if x.combination]
     assert combined.fits and combined.fields["quant"] == "fp8" and "method" not in combined.fields
+
+
+def test_a_modules_batch_at_the_search_limit_is_said_as_a_floor(capsys):
+    """s14 rewalk finding 12, for a module: Whisper-small serving on an H200 said "largest batch that fits: 1,024",
+    the module search's limit (plan.edge.MODULE_BATCH_LIMIT), though 1,530 windows a pass fit (the same search
+    run to 4,096; 179 GiB at 2,048): capped, and
+    said "1,024 or more (the search stops there)". On a T4 Whisper-large-v3's 37 (above) stays uncapped."""
+    from gpuplan.plan.edge import MODULE_BATCH_LIMIT
+    from gpuplan.plan.modules import largest_batch
+
+    p = plan(model="whisper-small", task="infer", gpu="h200")
+    assert (p.memory.max_batch_size, p.memory.max_batch_size_capped) == (MODULE_BATCH_LIMIT, True) == (1024, True)
+    assert p.to_dict()["memory"]["max_batch_size_capped"] is True
+    assert largest_batch(p._module.scenario, p._module.job.spec, p._module.gpu, limit=4096) == 1530
+    assert plan(model="whisper-small", task="infer", gpu="h200", batch_size=1025).memory.fits
+    assert plan(model="whisper-large-v3", task="infer", gpu="t4").memory.max_batch_size_capped is False
+    assert run(["estimate", "--model", "whisper-small", "--task", "infer", "--gpu", "h200"]) == 0
+    text = " ".join(capsys.readouterr().out.split())
+    assert "largest batch that fits: 1,024 or more (the search stops there)" in text

@@ -253,6 +253,19 @@ def test_the_verdict_names_the_engine_that_serves(server, page):
     assert "vLLM" not in verdict
 
 
+def test_the_verdict_says_a_batch_at_the_search_limit_is_a_floor(server, page):
+    """s14 rewalk finding 12: the page said "Largest batch that fits: 4096" for gpt2 on an H200, the search's limit
+    (8,192 fits too: tests/plan/test_advice.py); it says "4,096 or more (the search stops there)" as the command
+    line does, and a batch below the limit as before, with its commas."""
+    page.goto(f"{server}/?model=gpt2&task=infer&gpu=h200&prompt_tokens=128&output_tokens=128")
+    settle(page)
+    assert "Largest batch that fits: 4,096 or more (the search stops there); longest prompt: 896 tokens." \
+        in page.text_content("#verdict")
+    page.goto(f"{server}/?model=llama-3.1-8b&task=infer&gpu=h200&prompt_tokens=128&output_tokens=128")
+    settle(page)
+    assert "Largest batch that fits: 2,485; longest prompt: 130,944 tokens." in page.text_content("#verdict")
+
+
 def test_unsloth_headroom_says_it_is_small_by_design(server, page):
     """The verdict carries the plan's headroom note: Unsloth's fused loss fills half of what is free (issue 35)."""
     fields = {"model": "qwen3-14b", "task": "train", "method": "qlora", "stack": "unsloth", "gpu": "t4",

@@ -250,9 +250,12 @@ def option(name: str, kind: Any, default: Any, text: str, panel: str | None = No
         kind, typer.Option(*decls, help=text, rich_help_panel=panel, **extra)])
 
 
-def scenario_command(name: str, fn, *extra: inspect.Parameter, skip: tuple[str, ...] = ()) -> None:
+def scenario_command(name: str, fn, *extra: inspect.Parameter, skip: tuple[str, ...] = (),
+                     extra_words: bool = False) -> None:
     """Register ``fn`` as command ``name`` taking a scenario file, ``--json``, ``extra`` options and one
-    option per scenario field (but ``skip``); typer reads the signature set here."""
+    option per scenario field (but ``skip``); typer reads the signature set here. ``extra_words``: the words after
+    the scenario file reach ``fn`` (as its ``ctx.args``) for it to say what they meant, where click would refuse
+    them in words of its own ("Got unexpected extra argument(s)")."""
     fn.__signature__ = inspect.Signature([
         inspect.Parameter("scenario", inspect.Parameter.POSITIONAL_OR_KEYWORD, default=None,
                           annotation=Annotated[str | None, typer.Argument(
@@ -262,5 +265,6 @@ def scenario_command(name: str, fn, *extra: inspect.Parameter, skip: tuple[str, 
         *[p for p in scenario_options() if p.name not in skip],
         *old_flags(skip),
         *([] if any(p.name == "module" for p in extra) else [MODULE_FLAG]),
+        *([inspect.Parameter("ctx", inspect.Parameter.KEYWORD_ONLY, annotation=typer.Context)] if extra_words else []),
     ])
-    app.command(name)(fn)
+    app.command(name, context_settings={"allow_extra_args": True} if extra_words else None)(fn)

@@ -9,6 +9,7 @@ from rich.text import Text
 
 from .. import api
 from ..errors import GpuplanError
+from ..result import batch_words
 from .app import OWN_MODULE, module_of, option, overrides, print_json, scenario_command, short
 from .render import bullet, err, out
 
@@ -84,8 +85,7 @@ def render_estimate(result) -> None:
         longest = f"; longest {length}: {f'{mem.max_seq_len:,} tokens' if mem.max_seq_len else 'none'}"
         if getattr(result, "work", None) is not None:  # images and audio windows have no longest sequence
             longest = ""
-        most = f"{mem.max_batch_size:,}" if mem.max_batch_size else "none"
-        out.print(f"largest {batch} that fits: {most}{longest}")
+        out.print(f"largest {batch} that fits: {batch_words(mem.max_batch_size, mem.max_batch_size_capped)}{longest}")
     if result.suggestions:
         out.print(Text("changes that would make it fit", style="bold") + Text(" (or save the most):"))
         for sug in result.suggestions[:10]:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+import re
 import textwrap
 from typing import Annotated, Any
 
@@ -11,7 +12,7 @@ from rich.text import Text
 
 from .. import api
 from ..errors import GpuplanError, renamed
-from ..result import human_count
+from ..result import batch_words, human_count
 from .app import OWN_MODULE, JsonFlag, app, module_of, option, overrides, print_json, scenario_command, short
 from .render import (
     FORMAT_HELP,
@@ -307,7 +308,7 @@ def _cheapest(rec) -> str:
 
 # ---- fit ----------------------------------------------------------------------------------------------
 def fit_cmd(scenario: str | None = None, as_json: bool = False, gpu: str = "", show_all: bool = False,
-            fmt: str | None = None, **fields: Any) -> None:
+            fmt: str | None = None, *, ctx: typer.Context, **fields: Any) -> None:
     """What can my hardware do? Every bundled model on your cards.
 
     For each model: does the job fit, with which change, and the largest batch and longest context that then
@@ -327,6 +328,7 @@ def fit_cmd(scenario: str | None = None, as_json: bool = False, gpu: str = "", s
       gpuplan fit --gpu 8xh100-sxm --task train --method full --seq-len 4096 --format csv
     """
     fmt = resolve_format(fmt, as_json)
+    _one_card_word(gpu, [scenario or "", *ctx.args])
     target = fields.pop("module", None)
     report = api.fit(gpu, scenario, module=target, **overrides(fields))
     rows, count = report.rows, report.num_gpus
@@ -339,6 +341,8 @@ def fit_cmd(scenario: str | None = None, as_json: bool = False, gpu: str = "", s
     for r in shown:
         data.append({**r.__dict__, "name": (names.get(r.model) or [r.model.split("/", 1)[-1]])[0],
                      "params": human_count(r.params_total),
+                     "batch": batch_words(r.max_batch_size, r.max_batch_size_capped, why=False)
+                     if r.max_batch_size else "",
                      "verdict": ("yes" if not r.change else f"with {r.change}") if r.fits else
                      f"no: {r.reason}"})
     if fmt == "table":
@@ -350,17 +354,37 @@ def fit_cmd(scenario: str | None = None, as_json: bool = False, gpu: str = "", s
                Column("verdict", "fits", priority=1),
                Column("device_peak_gib", "GiB/card", fmt=num("{:,.1f}"), align="right", priority=3),
                Column("sharding", "sharding", priority=4) if train else None,
-               Column("max_batch_size", "max micro-batch" if train else "max batch", fmt=num(), align="right"),
+               Column("batch", "max micro-batch" if train else "max batch", align="right", raw="max_batch_size"),
                Column("max_seq_len", "max seq_len" if train else "max prompt", fmt=num(), align="right")]
     for c in columns:  # the batch and the context are the answer: they stay at any width
-        if c is not None and c.key in ("max_batch_size", "max_seq_len"):
+        if c is not None and c.key in ("batch", "max_seq_len"):
             object.__setattr__(c, "priority", 0)
     hidden = len(rows) - len(shown)
     show(data, [c for c in columns if c], fmt,
          title=(f"{report.fitting} of {len(rows)} bundled models fit" if target is None else
                 f"your module {'fits' if report.fitting else 'does not fit'}")
          + f" {count} x {api.gpu_name(report.gpu_id)}",
-         notes=[f"{hidden} more do not fit even with changes on these cards; --all lists them"] if hidden else [])
+         notes=[*([f"{hidden} more do not fit even with changes on these cards; --all lists them"] if hidden else []),
+                *_capped_note(shown)])
+
+
+def _one_card_word(gpu: str, words: list[str]) -> None:
+    """``fit 2x rtx-3060`` (a space inside the card count: a scenario file "2x" and an extra word) or ``fit --gpu
+    2x rtx-3060``: said in the sentence ``fit 2x3090`` gets, with the form to use; other extra words, named."""
+    words = [w for w in words if w]
+    count_only = not gpu or re.fullmatch(r"\d+\s*x?", gpu.strip(), flags=re.IGNORECASE)  # "", "2x" or "2"
+    card = [w for w in words if not w.lower().endswith((".yaml", ".yml", ".json"))]  # a scenario file aside
+    joined = re.sub(r"\s+", "", gpu + "".join(card))
+    if count_only and (gpu or len(card) > 1) and re.fullmatch(r"\d+x\S+", joined, flags=re.IGNORECASE):
+        raise GpuplanError(f"fit needs your cards in one word: --gpu {joined} (count x name, or a name for one card)")
+    if len(words) > 1:
+        raise GpuplanError(f"fit takes one scenario file, not also {' '.join(words[1:])}")
+
+
+def _capped_note(rows: list) -> list[str]:
+    """What "4,096 or more" in the batch column means (``max_batch_size_capped``: the search's limit)."""
+    most = next((r.max_batch_size for r in rows if r.max_batch_size_capped), None)
+    return [f"{most:,} or more: every batch up to {most:,} fits, and the search stops there"] if most else []
 
 
 scenario_command(
@@ -368,4 +392,4 @@ scenario_command(
     option("gpu", str, "", "Your cards: 2x3090, rtx-4090, 8xh100-sxm.", param_decls=("--gpu",)),
     option("show_all", bool, False, "Also list the models that do not fit.", param_decls=("--all",)),
     option("fmt", FormatValue, None, FORMAT_HELP, param_decls=("--format",)), OWN_MODULE,
-    skip=("model", "gpu", "num_gpus", "num_nodes"))
+    skip=("model", "gpu", "num_gpus", "num_nodes"), extra_words=True)

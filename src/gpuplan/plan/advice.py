@@ -11,7 +11,7 @@ from ..hardware import GpuSpec
 from ..model.spec import ModelSpec
 from ..scenario import Scenario
 from ..stacks import stack_for
-from .edge import fits_with, largest
+from .edge import BATCH_LIMIT, batch_fields, fits_with, largest
 from .plan import Plan
 from .resolve import Resolved
 
@@ -22,7 +22,7 @@ def advice(r: Resolved, plan: Plan) -> dict[str, Any]:
     memory-only plan of the changed scenario."""
     s, m, gpu = r.scenario, r.model, r.gpu
     batch, length = largest_fitting(s, m, gpu, plan)
-    memory = plan.memory.model_copy(update={"max_batch_size": batch, "max_seq_len": length})
+    memory = plan.memory.model_copy(update={**batch_fields(batch), "max_seq_len": length})
     fixes: tuple = ()
     if not plan.verdict.fits:
         from .fixes import suggestions  # the changes load for a plan that does not fit only
@@ -34,7 +34,8 @@ def advice(r: Resolved, plan: Plan) -> dict[str, Any]:
 def largest_fitting(s: Scenario, m: ModelSpec, gpu: GpuSpec, plan: Plan | None = None
                     ) -> tuple[int | None, int | None]:
     """(largest batch, longest context) that fit on ``gpu``, all else equal. Training varies
-    ``micro_batch_size`` and ``seq_len``; inference ``batch_size`` and ``prompt_tokens``. The context searched
+    ``micro_batch_size`` and ``seq_len``; inference ``batch_size`` and ``prompt_tokens``. The batch searched stops
+    at :data:`.edge.BATCH_LIMIT` (:func:`.edge.batch_fields` says when it got there). The context searched
     stops at the model's own (with the rope scaling its config declares; 131,072 when the config gives none):
     longer ones fit in memory but are past what it was trained for, which ``check`` warns about. ``plan``: the
     memory plan of ``s`` itself, read for a probe that changes nothing (the micro-batch a layout chose)."""
@@ -47,7 +48,7 @@ def largest_fitting(s: Scenario, m: ModelSpec, gpu: GpuSpec, plan: Plan | None =
     if s.task == "train":
         q = stack_for(s).seq_len_step(s)  # Megatron: 2·cp chunks, each rank's share over tp
         longest = largest(lambda n: fits(seq_len=n * q), limit // q, usable)
-        return (largest(lambda n: fits(micro_batch_size=n), 4096, usable), longest * q if longest else None)
+        return (largest(lambda n: fits(micro_batch_size=n), BATCH_LIMIT, usable), longest * q if longest else None)
     prefix = s.shared_prefix_tokens  # a prompt is at least the shared prefix and one token of its own
     longest = largest(lambda n: fits(prompt_tokens=prefix + n), max(limit - s.output_tokens - prefix, 1), usable)
-    return (largest(lambda n: fits(batch_size=n), 4096, usable), prefix + longest if longest else None)
+    return (largest(lambda n: fits(batch_size=n), BATCH_LIMIT, usable), prefix + longest if longest else None)

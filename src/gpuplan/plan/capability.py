@@ -18,9 +18,11 @@ from pydantic import BaseModel, Field
 from ..errors import GpuplanError
 from ..hardware import GpuSpec
 from ..model.catalog import bundled, load_model
+from ..model.spec import ModelSpec
 from ..scenario import Scenario, scenario_from
 from .advice import largest_fitting
 from .build import build
+from .edge import batch_fields
 from .fixes import suggestions
 from .layout import with_layout
 from .plan import Plan
@@ -38,6 +40,7 @@ class FitRow(BaseModel):
     sharding: str = ""
     device_peak_gib: float | None = None
     max_batch_size: int | None = None
+    max_batch_size_capped: bool = Field(default=False, exclude_if=lambda v: not v)  # as MemoryReport's
     max_seq_len: int | None = None
     cpu_gib: float = 0.0  # CPU memory the change needs (offload)
     reason: str = ""  # why nothing fits
@@ -78,10 +81,8 @@ def _row(template: dict[str, Any], repo: str, gpu: GpuSpec, count: int) -> FitRo
         if plan.verdict.fits:
             plan = laid_out(plan)
             s = plan.setup.scenario
-            largest = largest_fitting(s, m, gpu, plan)
             return row.model_copy(update={"fits": True, "device_peak_gib": plan.memory.device_peak_gib,
-                                          "sharding": s.layout,
-                                          **dict(zip(("max_batch_size", "max_seq_len"), largest, strict=True))})
+                                          "sharding": s.layout, **_room(s, m, gpu, plan)})
     return _with_change(row, tried[-1]) if tried else row  # the most sharded layout: the changes start there
 
 
@@ -111,12 +112,19 @@ def _with_change(row: FitRow, plan: Plan) -> FitRow:
     if row.cpu_gib:
         row.change += f" ({row.cpu_gib:,.0f} GiB {'of it used' if 'host_ram_gib' in moved else 'of RAM'})"
     row.device_peak_gib, row.sharding = best.device_peak_gib, after.layout
-    row.max_batch_size, row.max_seq_len = (best.max_batch_size, best.max_seq_len) if best.combination else \
-        largest_fitting(after, m, gpu)
     if fixed is not unlaid:  # at the recipe's layout, as estimate plans the change
         row.device_peak_gib = fixed.memory.device_peak_gib
-        row.max_batch_size, row.max_seq_len = largest_fitting(after, m, gpu, fixed)
-    return row
+        return row.model_copy(update=_room(after, m, gpu, fixed))
+    if best.combination:  # the room its search found
+        return row.model_copy(update={"max_batch_size": best.max_batch_size, "max_seq_len": best.max_seq_len,
+                                      "max_batch_size_capped": best.max_batch_size_capped})
+    return row.model_copy(update=_room(after, m, gpu))
+
+
+def _room(s: Scenario, m: ModelSpec, gpu: GpuSpec, plan: Plan | None = None) -> dict[str, Any]:
+    """The largest batch (:func:`.edge.batch_fields`) and context that fit ``s`` (:func:`.advice.largest_fitting`)."""
+    batch, length = largest_fitting(s, m, gpu, plan)
+    return {**batch_fields(batch), "max_seq_len": length}
 
 
 def laid_out(plan: Plan) -> Plan:

@@ -16,6 +16,16 @@ from ..model.spec import ModelSpec
 from ..scenario import Scenario
 from .plan import probe
 
+BATCH_LIMIT = 4096  # the largest batch an LLM's search tries (a module's: MODULE_BATCH_LIMIT)
+MODULE_BATCH_LIMIT = 1024  # a diffusion pipeline's or encoder's, each probe a plan of the pipeline
+
+
+def batch_fields(batch: int | None, limit: float = BATCH_LIMIT) -> dict[str, Any]:
+    """The largest batch a memory report (or a fit row, a combination) gives, and whether it is the search's
+    ``limit``: every batch up to it fits and none above was tried, so the true largest is that or more
+    (``max_batch_size_capped``; gpt2 on an H200 holds far more than 4,096)."""
+    return {"max_batch_size": batch, "max_batch_size_capped": batch is not None and batch >= limit}
+
 
 def largest(at: Callable[[int], tuple[bool, float]], hi: int, capacity: float) -> int | None:
     """Largest n in [1, hi] that fits, assuming fitting is monotone (True then False); None if 1 does not fit.

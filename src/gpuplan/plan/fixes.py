@@ -27,13 +27,13 @@ from ..hardware import GpuSpec
 from ..memory.host import host_need_gib, host_ram
 from ..model.checkpoints import published
 from ..model.spec import ModelSpec
-from ..result import Suggestion
+from ..result import Suggestion, batch_words
 from ..scenario import Scenario
 from ..scenario.stacks import RECIPES, STACK_NAMES
 from ..speed import training_speed
 from ..speed.gemm import can_time
 from ..stacks import stack_for
-from .edge import fits_with, largest
+from .edge import BATCH_LIMIT, batch_fields, fits_with, largest
 from .plan import memory_plan, probe
 from .refusals import refused
 from .resolve import resolve
@@ -426,7 +426,8 @@ def smallest_combination(s: Scenario, m: ModelSpec, gpu: GpuSpec, fixes: list[Fi
         return None
     combo, peak = best
     fitted = _apply(s, combo)
-    max_batch, max_len = _room(s, fitted, m, gpu, combo)
+    batch, max_len = _room(s, fitted, m, gpu, combo)
+    max_batch = batch["max_batch_size"]
     parts = [f.label.split(" (")[0] if f.group != "micro-batch" else "micro-batch 1 with accumulation" for f in combo]
     given: dict[str, Any] = {}
     for f in combo:
@@ -435,7 +436,8 @@ def smallest_combination(s: Scenario, m: ModelSpec, gpu: GpuSpec, fixes: list[Fi
     label = _with_implied(" + ".join(parts), implied)
     room = []
     if max_batch and max_batch > 1:
-        room.append(f"micro-batch up to {max_batch}" if s.task == "train" else f"batch up to {max_batch}")
+        most = batch_words(max_batch, batch["max_batch_size_capped"])
+        room.append(f"micro-batch up to {most}" if s.task == "train" else f"batch up to {most}")
     if max_len:
         room.append(f"{'seq_len' if s.task == 'train' else 'prompts'} up to {max_len:,} tokens")
     fields: dict[str, Any] = {k: v for k, v in given.items() if v is not None}  # what follows from them re-derives
@@ -445,7 +447,7 @@ def smallest_combination(s: Scenario, m: ModelSpec, gpu: GpuSpec, fixes: list[Fi
     return Suggestion(change=f"{label}: {_peak(s, m, gpu):.1f} -> {peak:.1f} GiB"
                       + (f"; with these, {' and '.join(room)} fit" if room else ""),
                       fields=fields, device_peak_gib=peak, fits=True,
-                      cost=_combined_cost(s, fitted, m, gpu, combo), combination=True, max_batch_size=max_batch,
+                      cost=_combined_cost(s, fitted, m, gpu, combo), combination=True, **batch,
                       max_seq_len=max_len)
 
 
@@ -516,9 +518,9 @@ def _accumulated(s: Scenario, micro: int) -> dict[str, int]:
 
 
 def _room(s: Scenario, fitted: Scenario, m: ModelSpec, gpu: GpuSpec, combo: tuple[Fix, ...]) \
-        -> tuple[int | None, int | None]:
-    """The largest micro-batch (up to the one asked for when the combination shrank it) and the longest context
-    that still fit with the combination."""
+        -> tuple[dict[str, Any], int | None]:
+    """The largest micro-batch (up to the one asked for when the combination shrank it: then it is no floor) and
+    the longest context that still fit with the combination: (:func:`.edge.batch_fields`, the context)."""
     def fits(**change) -> tuple[bool, float]:
         return fits_with(fitted, m, change)
 
@@ -526,10 +528,10 @@ def _room(s: Scenario, fitted: Scenario, m: ModelSpec, gpu: GpuSpec, combo: tupl
     if s.task == "train":
         shrunk = any(f.group == "micro-batch" for f in combo)
         batch = largest(lambda n: fits(**_accumulated(s, n)), s.micro_batch_size, usable) if shrunk else \
-            largest(lambda n: fits(micro_batch_size=n), 4096, usable)
+            largest(lambda n: fits(micro_batch_size=n), BATCH_LIMIT, usable)
         best = fitted.model_copy(update=_accumulated(s, batch)) if shrunk and batch else fitted
         limit = max(m.max_context or 0, 131_072)
         length = largest(lambda n: fits_with(best, m, {"seq_len": n}), limit, usable)
-        return batch, length
-    return (largest(lambda n: fits(batch_size=n), 4096, usable),
+        return batch_fields(batch, math.inf if shrunk else BATCH_LIMIT), length
+    return (batch_fields(largest(lambda n: fits(batch_size=n), BATCH_LIMIT, usable)),
             largest(lambda n: fits(prompt_tokens=n), max(m.max_context or 0, 131_072), usable))

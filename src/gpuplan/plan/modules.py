@@ -38,6 +38,7 @@ from ..scenario.fields import MODULE_FIELDS
 from ..scenario.modules import ModuleJob, encoders_trained, text_way, text_ways, trains_encoder
 from ..speed.breakdown import shares
 from ..speed.modules import ModuleSpeed, generation, host_range, model_step, train_step
+from .edge import MODULE_BATCH_LIMIT, batch_fields
 from .fixes import Fix, fewest
 from .plan import Plan, gpu_facts, verdict
 from .resolve import ResolvedModule, resolve_module_scenario
@@ -206,7 +207,8 @@ def build_module(r: ResolvedModule, candidates: tuple = (), *, advise: bool = Tr
         warnings.append(f"no speed or cost: {gpu.name} has no dense 16-bit matrix rate in the GPU catalog")
     if not memory_only and gpu is not None and advise:
         # your own module's batch is its example input's: no other batch was recorded
-        mem.max_batch_size = largest_batch(s, spec, gpu) if spec.kind != "module" else None
+        if spec.kind != "module":
+            mem = mem.model_copy(update=batch_fields(largest_batch(s, spec, gpu), MODULE_BATCH_LIMIT))
         suggestions = tuple(fixes(s, spec, gpu, mem)) if not mem.fits else ()
     plan = ModulePlan(model=facts(spec, int(e.extra.get("params_trainable", 0))), gpu=gpu_facts(gpu), memory=mem,
                       verdict=judged, suggestions=suggestions, cost=cost, work=work)
@@ -248,8 +250,9 @@ def memory_only(s: Scenario, spec: ModuleSpec, gpu: GpuSpec) -> MemoryReport:
     return build_module(resolve_module_scenario(s, spec, gpu), memory_only=True).memory
 
 
-def largest_batch(s: Scenario, spec: ModuleSpec, gpu: GpuSpec, limit: int = 1024) -> int | None:
-    """The largest (micro-)batch that fits the card, by bisection on the memory alone, up to ``limit``. A Whisper
+def largest_batch(s: Scenario, spec: ModuleSpec, gpu: GpuSpec, limit: int = MODULE_BATCH_LIMIT) -> int | None:
+    """The largest (micro-)batch that fits the card, by bisection on the memory alone, up to ``limit`` (reached:
+    :func:`.edge.batch_fields` says it is a floor). A Whisper
     recording's pass holds at most its windows (``batch = min(batch, windows)``: a longer batch is the same pass), so
     its batch is searched as windows per pass, on the scenario without the recording's length."""
     field = "micro_batch_size" if s.task == "train" else "batch_size"

@@ -25,6 +25,7 @@ from ..scenario import Scenario
 from ..speed.breakdown import Speed
 from .advice import largest_fitting
 from .build import build, choose, links_that_matter, offers_for, price_offers, price_warnings
+from .edge import batch_fields
 from .plan import Plan, Verdict
 from .resolve import resolve
 
@@ -129,7 +130,7 @@ def split_estimate(s: Scenario) -> Plan:
     rows = [_device_row(c, sh, p) for c, sh, p in zip(cards, shares, plans, strict=True)]
     fits = all(r["fits"] for r in rows)
     batch, length = _limits(plans)
-    memory = plans[fullest].memory.model_copy(update={"fits": fits, "max_batch_size": batch, "max_seq_len": length,
+    memory = plans[fullest].memory.model_copy(update={"fits": fits, **batch_fields(batch), "max_seq_len": length,
                                                       "engine": {**(plans[fullest].memory.engine or {}),
                                                                  "devices": rows}})
     said = ", ".join(f"{short_id(r['gpu'])} {r['share']:.0%} ({r['layers']} layers, {r['device_peak_gib']:,.1f} of "

@@ -449,7 +449,10 @@ function renderVerdict(r) {
     // images and audio windows have no longest sequence (a diffusion pipeline's, an encoder's plan: its work)
     const longest = r.work ? "" : `; longest ${t ? "sequence" : "prompt"}: ` +
       (m.max_seq_len ? m.max_seq_len.toLocaleString() + " tokens" : "none");
-    lines.push(`Largest ${t ? "micro-batch" : "batch"} that fits: ${m.max_batch_size ?? "none"}${longest}.`);
+    // max_batch_size_capped: the search's limit, a floor (gpuplan/result.py batch_words says it the same way)
+    const most = m.max_batch_size ? m.max_batch_size.toLocaleString("en-US") +
+      (m.max_batch_size_capped ? " or more (the search stops there)" : "") : "none";
+    lines.push(`Largest ${t ? "micro-batch" : "batch"} that fits: ${most}${longest}.`);
   }
   if (lines.length) v.append(h("div", {class: "sub"}, lines.join(" ")));
   const warnings = [...r.warnings];
