@@ -38,7 +38,7 @@ def test_the_page_search_is_the_python_api_and_the_cli_json(client):
     fields = {k: v for k, v in BODY.items() if k != "model"}
     report = gpuplan.capacity("llama-3.1-8b", time_limit_s=PAGE_SEARCH_S, **fields)
     assert page == json.loads(report.model_dump_json())
-    assert [p["setup"] for p in page["plans"]] == ["1x h100-sxm5-80gb tp1", "2x h100-sxm5-80gb tp2"]
+    assert [p["setup"] for p in page["plans"]] == ["1x h100-sxm tp1", "2x h100-sxm tp2"]
     assert all(p["engine"] == "trtllm" and p["max_rate_rps"] > 1 and not p["warnings"] for p in page["plans"])
     out = CliRunner().invoke(cli_app, ["capacity", "--model", "llama-3.1-8b", "--engine", "trtllm", "--rate", "5",
                                        "--prompt-tokens", "2000", "--output-tokens", "300", "--ttft", "1", "--tpot",
