@@ -195,6 +195,34 @@ def test_a_bundled_profile_equals_a_fresh_recording():
 
 @pytest.mark.sim
 @pytest.mark.slow
+def test_a_pass_labels_its_peaks_the_same_however_often_it_runs():
+    """The recorder keys storages by address: a storage made in the backward at the address of a forward activation
+    already freed once named the backward segment after that activation, so a second identical pass in the same
+    process labelled its peaks otherwise (CI at 1950c5ca: the bundled CLIP profile's train-full segments against a
+    fresh recording in a long test session). Three identical passes, one with the collector running at every
+    allocation, give the same peaks segment by segment."""
+    require("diffusers")
+    require("transformers")
+    import gc
+
+    from gpuplan.model.record import run_pass
+
+    spec = diffusers.bundled_pipeline("stable-diffusion-v1-5/stable-diffusion-v1-5")
+    part = diffusers.text_encoder_part(spec.role("text_encoder")[0], diffusers.TEXT_ENCODER_WAYS)
+    first = run_pass(part, "train-full", 1, (77,)).peaks
+    second = run_pass(part, "train-full", 1, (77,)).peaks
+    threshold = gc.get_threshold()
+    gc.set_threshold(1)
+    try:
+        third = run_pass(part, "train-full", 1, (77,)).peaks
+    finally:
+        gc.set_threshold(*threshold)
+    assert first == second == third
+    assert max(first.values()) == 76_009_584  # the pass's peak, bytes of fake activations
+
+
+@pytest.mark.sim
+@pytest.mark.slow
 def test_a_profile_predicts_a_size_it_was_not_fitted_on():
     """The SD VAE's decoder at a 40 x 56 latent (320 x 448 pixels, batch 1: neither fitted nor checked on): every
     GEMM's shape, the other kernels' bytes exactly, the activation peak within the recorder's tolerance."""

@@ -165,9 +165,13 @@ class Recorder:
 
     def _release(self, key: int) -> None:
         self.current -= self.live.pop(key, 0)
-        if self.backward and not self.recomputed and key in self.origin:
+        # the key is the storage's address, which a later storage may reuse: its origin leaves with it, or a storage
+        # made in the backward at that address would name the segment after a forward activation long gone (and the
+        # labels would depend on the allocator's history in this process)
+        origin = self.origin.pop(key, None)
+        if self.backward and not self.recomputed and origin is not None:
             # the backward has reached the activations that forward segment made
-            self.backward_segment = f"backward {_block(self.origin[key])}"
+            self.backward_segment = f"backward {_block(origin)}"
 
     def set_aside(self, tensor) -> None:
         """A gradient: no longer an activation (its storage leaves the count for good)."""
