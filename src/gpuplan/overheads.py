@@ -335,7 +335,8 @@ MATMUL_PEAK_FRACTION = {
     # the rule stays. The posted rates set the two cards apart better on two of three jobs both ran: GB200 over B200
     # reads 1.019 / 1.018 published on MLPerf Inference's Llama-2-70B and Training's one-node LoRA, 1.130 / 1.096
     # under the rule, 1.049 / 1.023 at the posted rates (the overview: 1.069, 1.088, 1.035); the level NeMo's
-    # training sustains against the short loop, not the ratio, is what no public source read gives.
+    # training sustains against the short loop, not the ratio, is what no public source read gives; the posted ratios
+    # alone at the B200's rule level (GB200 0.448, B300 0.484) move no held-out median by more than a point.
     "intel-gaudi2": 418.7 / 432.0, "amd-instinct-mi355x": 1565.0 / 2516.0,
     # zzc0721/torch-performance-test-data (database.md @9d82827, or the issue that posted the row; test.py: 10 warm-up
     # and 30 timed torch.mm of square 1,024 to 10,240, the best size): L4 70.89 of 121.0 (issue 120, a physical
