@@ -135,8 +135,8 @@ def readings() -> dict[str, tuple[int, float]]:
 def ratio(pick_b: Callable[[dict], bool], pick_gb: Callable[[dict], bool], rows: list[dict],
           value: Callable[[dict], float], published: Callable[[dict], float]) -> tuple[float, float]:
     """Median published and gpuplan GB200 / B200 ratios over the rows each pair shares (``pick_*`` choose them)."""
-    b = {k: r for r in rows if pick_b(r) for k in [r["_key"]]}
-    gb = {k: r for r in rows if pick_gb(r) for k in [r["_key"]]}
+    b = {r["_key"]: r for r in rows if pick_b(r)}
+    gb = {r["_key"]: r for r in rows if pick_gb(r)}
     both = sorted(set(b) & set(gb))
     pub = statistics.median(published(gb[k]) / published(b[k]) for k in both)
     est = statistics.median(value(gb[k]) / value(b[k]) for k in both)
@@ -162,13 +162,16 @@ def pair_lines() -> list[str]:
     lines = ["| GB200 / B200 | published | gpuplan (rule) | gpuplan (posted, refitted) |", "|---|---:|---:|---:|"]
     share, half, _ = refit()
     for name, rows, value, published in cases:
-        def is_gpu(label: str) -> Callable[[dict], bool]:
-            return lambda r: r.get("gpu_label", r.get("gpu", "")).lower() in (label, f"nvidia-{label}")
         pub, rule = ratio(is_gpu("b200"), is_gpu("gb200"), rows, value, published)
         with rates(True, (share, half)):
             _, posted = ratio(is_gpu("b200"), is_gpu("gb200"), rows, value, published)
         lines.append(f"| {name} | {pub:.3f} | {rule:.3f} | {posted:.3f} |")
     return lines
+
+
+def is_gpu(label: str) -> Callable[[dict], bool]:
+    """Whether a row (an overview or MLPerf Inference row's ``gpu_label``, a training row's ``gpu``) is ``label``'s."""
+    return lambda r: r.get("gpu_label", r.get("gpu", "")).lower() == label
 
 
 def mlperf_step_s(row: dict) -> float:
