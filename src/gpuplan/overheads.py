@@ -329,8 +329,8 @@ MATMUL_PEAK_FRACTION = {
     # its MAMF (the H100 rows of the same benches sit at -8 %). Taking them needs that share refitted and the training
     # gap explained (issue 34, session 14: a lead, not applied). Issue 31, session 15 (bench/blackwell_rates.py, a
     # what-if): refitted on the fitted B200 rows alone at the posted rates, the NVFP4 share is 0.625 (half at 64 rows;
-    # those rows 3.1 %), and the held-out inference rows barely move (the overview's 5.3 -> 5.0 %, MLPerf v5.1 dense
-    # 18.3 -> 17.2 %, its MoE rows 10.6 -> 10.8 %, trtllm-serve's B200 TTFT 17.1 -> 19.9 %): the share absorbs the
+    # those rows 3.1 %), and the held-out inference rows barely move (the overview's dense 5.3 -> 5.0 % and MoE 10.6
+    # -> 10.8 %, MLPerf v5.1 dense 18.3 -> 17.2 %, trtllm-serve's B200 TTFT 17.1 -> 19.9 %): the share absorbs the
     # rate. MLPerf Training's do not (B200 6.7 -> 28.6 %, GB200 10.8 -> 23.1 %, every row faster than measured), so
     # the rule stays. The posted rates set the two cards apart better on two of three jobs both ran: GB200 over B200
     # reads 1.019 / 1.018 published on MLPerf Inference's Llama-2-70B and Training's one-node LoRA, 1.130 / 1.096
