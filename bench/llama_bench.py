@@ -185,7 +185,7 @@ def report(rows: list[dict]) -> str:
 MOE_NOTE = (
     "## Mixture-of-experts models", "",
     "Held-out MoE rows (pr15525-*, pr15631-*, pr16649-*, pr16991-*, pr19378-*-qwen3moe-*, pr13388-*, pr16057-*, "
-    "pr15541-*): "
+    "pr15541-*, pr15616-*): "
     "DeepSeek-V2-Lite, Qwen3-30B-A3B, gpt-oss-20b and Mixtral-8x7B on an RTX 3090, RTX 4090, RTX PRO 6000 and "
     "(taken as) ggerganov's M2 Ultra. A prompt's routed experts fill whole tiles (speed/ggml.py "
     "`expert_tile_rows`): on CUDA `mul_mat_id` runs one MMQ launch over every expert with the micro-batch's tokens "
@@ -224,7 +224,13 @@ MOE_NOTE = (
     "128-thread threadgroup a token, about 1 %); the weighting multiply and the 7 adds that sum the 8 experts' "
     "outputs, not fused on Metal before PR #14596 (July 2025) and not in gpuplan's element-wise bytes for any "
     "MoE (~0.3 MB a token and layer, ~12 ms here, 3 %: a change for CUDA's MoE prompts too). Not measured: "
-    "real routing, less even than uniform (more half-empty 32-column tiles).", "",
+    "real routing, less even than uniform (more half-empty 32-column tiles). The gap is not the old build's: "
+    "PR #15616's M2 Ultra table (pr15616-*, held out, after PR #15541) has Qwen3-30B-A3B Q8_0 at +14 % (pp512) "
+    "and +2 % (pp2048) beside its dense Qwen2.5-Coder-7B Q8_0 at -4 % and -11 %, so ~15 % particular to the "
+    "MoE in both builds; across the MoE rows it grows as the experts' matrices shrink (Mixtral's K 4,096 and "
+    "14,336 -4 %, DeepSeek-V2-Lite's 2,048 and 1,408 +2..+7 % in Q8_0, Qwen3's 2,048 and 768 +14..+21 %), "
+    "as a fixed cost per 64 x 32 threadgroup against a K loop of 24 to 64 steps would; not adopted: no row "
+    "outside these held-out ones measures it.", "",
     "Tested and not adopted (session 14): a cost per graph node instead of per layer. CUDA generation's fixed "
     "time (`LLAMA_CPP_CUDA_LAYER_S`, 60 us a layer) is fitted on Llama, whose layer is 19 kernel nodes "
     "(llama.cpp src/models/*.cpp and llama-graph.cpp `build_moe_ffn`, with flash attention: two for each "

@@ -34,7 +34,7 @@ def _held_out(bench, kind: str, test: str) -> list[float]:
 
 
 @pytest.mark.parametrize(("kind", "test", "count", "limit"), [("cuda", "pp", 33, 0.15), ("cuda", "tg", 23, 0.15),
-                                                              ("metal", "pp", 24, 0.15), ("metal", "tg", 17, 0.15)])
+                                                              ("metal", "pp", 30, 0.15), ("metal", "tg", 18, 0.15)])
 def test_held_out_rows_within_the_issue_target(kind, test, count, limit):
     """Held-out llama-bench rows, median |error| under the issue's 15% (when written: CUDA prompts 9.6%, 10.2% with
     PR #6017's one-card A100 row and PR #19378's 4x RTX 4090 split, CUDA generation 9.8%, 9.3% with the 70B split
@@ -46,7 +46,8 @@ def test_held_out_rows_within_the_issue_target(kind, test, count, limit):
     rows of PRs #15525, #15631, #16649, #13388 and #16057: CUDA prompts 8.6% on 33, CUDA generation 10.9% on 23,
     Metal prompts 10.3% on 18 (the Qwen3-30B-A3B prompts +72% to +75%), Metal generation 7.1% on 17; with PR
     #15541's six held-out DeepSeek-V2-Lite rows and PR #13388's rows timed with their build's id maps: Metal prompts
-    9.1% on 24, the Qwen3-30B-A3B prompts +21% to +22%)."""
+    9.1% on 24, the Qwen3-30B-A3B prompts +21% to +22%; with PR #15616's Qwen3-30B-A3B and Qwen2.5-7B rows of a
+    later build: Metal prompts 10.3% on 30, Metal generation 6.6% on 18)."""
     errors = _held_out(_bench(), kind, test)
     assert len(errors) == count
     assert statistics.median(abs(e) for e in errors) < limit
