@@ -289,7 +289,8 @@ CAUSES = {
         "expert, each walking all tokens x k ids in device memory one after another, and copies the routed rows "
         "to f16 and back (`kernel_mul_mm_id_map1`) around each of a layer's three `mul_mat_id` (speed/ggml.py "
         "`expert_maps_s`; 125 ns an id fitted on PR #15541's M2 Ultra DeepSeek-V2-Lite master column against its "
-        "PR column, which dropped the walk: source pr15541). Left: ~1.4 ms a layer, alike in the three types; "
+        "PR column, which dropped the walk: source pr15541). Left: ~1.4 ms a layer, alike in the three types and "
+        "~15 % in today's path too (pr15616's Qwen3 against its dense twin); "
         "the map kernel's waves, the grid's empty threadgroups, the router's argsort and the unfused expert sum "
         "read and ruled out as its cause (llama_bench.md, MoE section)."),
     ("llama_bench", "pr15525"): (

@@ -224,7 +224,7 @@ MOE_NOTE = (
     "128-thread threadgroup a token, about 1 %); the weighting multiply and the 7 adds that sum the 8 experts' "
     "outputs, not fused on Metal before PR #14596 (July 2025) and not in gpuplan's element-wise bytes for any "
     "MoE (~0.3 MB a token and layer, ~12 ms here, 3 %: a change for CUDA's MoE prompts too). Not measured: "
-    "real routing, less even than uniform (more half-empty 32-column tiles). The gap is not the old build's: "
+    "real routing, less even than uniform (more half-empty 32-column tiles). The gap is not the old build's alone: "
     "PR #15616's M2 Ultra table (pr15616-*, held out, after PR #15541) has Qwen3-30B-A3B Q8_0 at +14 % (pp512) "
     "and +2 % (pp2048) beside its dense Qwen2.5-Coder-7B Q8_0 at -4 % and -11 %, so ~15 % particular to the "
     "MoE in both builds; across the MoE rows it grows as the experts' matrices shrink (Mixtral's K 4,096 and "
