@@ -284,9 +284,15 @@ CAUSES = {
         "Qwen3-30B-A3B pp512 in Q4_0, Q8_0 and F16 were +101 % to +115 %, Mixtral-8x7B Q4_0 +10 %, until an "
         "expert's tokens filled whole 32-column threadgroups of `kernel_mul_mm_id` (ggml-metal-ops.cpp "
         "`ggml_metal_op_mul_mat_id`: `(ne21 + 31)/32` per expert; speed/ggml.py `expert_tile_rows`, over uniform "
-        "routing's spread): +72 % to +75 % and +0 %. Left: Qwen3's 128 small experts (2048 x 768) still run at "
-        "~0.58 of the rate gpuplan gives them; real routing is less even than uniform (more half-empty tiles), "
-        "not measured here."),
+        "routing's spread): +72 % to +75 % and +0 %; then (session 15) +21 % to +22 % and -4 % once the rows ran "
+        "their build's id maps (timed as b5330): PR #13388's `kernel_mul_mm_id_map0` runs one threadgroup per "
+        "expert, each walking all tokens x k ids in device memory one after another, and copies the routed rows "
+        "to f16 and back (`kernel_mul_mm_id_map1`) around each of a layer's three `mul_mat_id` (speed/ggml.py "
+        "`expert_maps_s`; 125 ns an id fitted on PR #15541's M2 Ultra DeepSeek-V2-Lite master column against its "
+        "PR column, which dropped the walk: source pr15541). Left: ~1.4 ms a layer, alike in the three types and "
+        "~15 % in today's path too (pr15616's Qwen3 against its dense twin); "
+        "the map kernel's waves, the grid's empty threadgroups, the router's argsort and the unfused expert sum "
+        "read and ruled out as its cause (llama_bench.md, MoE section)."),
     ("llama_bench", "pr15525"): (
         "JohannesGaessler's DeepSeek-V2-Lite Q4_0 micro-batch sweep on an RTX 3090 (added session 14, held out; "
         "an August 2025 build). Prompts at -ub 32/128/256 were +88/+195/+166 % until the routed experts filled "

@@ -77,6 +77,22 @@ def err(row: dict) -> float:
     return predict(row) / float(row["value"]) - 1
 
 
+def twin(row: dict, rows: list[dict]) -> dict | None:
+    """The row of a build from PR #15541 on (Metal's id maps in threadgroup memory) with the same card, model, type,
+    test and micro-batch as ``row``, a build before it: the same table's two columns."""
+    key = ("gpu", "model", "quant", "fa", "ubatch", "test")
+    return next((r for r in rows if r["build"] and int(r["build"]) >= oh.LLAMA_CPP_METAL_MMID_MAP_BUILD
+                 and all(r[k] == row[k] for k in key)), None)
+
+
+def maps_err(row: dict, rows: list[dict]) -> float:
+    """(gpuplan - published) / published of the time a build before PR #15541 adds to its twin (:func:`twin`): what
+    PR #13388's id maps cost (speed/ggml.py expert_maps_s)."""
+    other, n = twin(row, rows), int(row["test"][2:].partition("@")[0])
+    published = n / float(row["value"]) - n / float(other["value"])
+    return (n / predict(row) - n / predict(other)) / published - 1
+
+
 def median_abs(errors: list[float]) -> float:
     return statistics.median(abs(e) for e in errors) if errors else float("nan")
 
@@ -85,14 +101,14 @@ def mean_abs(errors: list[float]) -> float:
     return statistics.mean(abs(e) for e in errors)
 
 
-def _best(rows: list[dict], grid: dict[str, tuple], score=median_abs) -> tuple:
+def _best(rows: list[dict], grid: dict[str, tuple], score=median_abs, error=err) -> tuple:
     """The grid point of overheads constants (name -> values) with the lowest ``score`` of the errors on ``rows``
     (median |error|, or the mean where the median of a few rows would leave one out)."""
     scores = []
     for values in itertools.product(*grid.values()):
         for name, v in zip(grid, values, strict=True):
             setattr(oh, name, v)
-        scores.append((score([err(r) for r in rows]), values))
+        scores.append((score([error(r) for r in rows]), values))
     best = min(scores)
     for name, v in zip(grid, best[1], strict=True):
         setattr(oh, name, v)
@@ -104,12 +120,14 @@ def fit(rows: list[dict]) -> None:
     cuBLAS's f16 GEMMs on Ampere on the CUDA F16 prompts,
     CUDA generation's bandwidth share, time per layer and MMVQ's rate on its 1-, 4- and 8-row steps (mean |error|:
     the median of four rows would leave one out), Metal's matmuls on its prompts, Metal's generation on its tg rows,
-    MLX's time per layer on its tg rows."""
+    MLX's time per layer on its tg rows, and the time per id of PR #13388's Metal id maps on the time its rows add to
+    their twins of a later build (:func:`maps_err`)."""
     fitted = [r for r in rows if r["role"] == "fitted"]
     pick = {"mmq": lambda r: backend(r) == "cuda" and r["quant"] != "none" and work(r) == "pp",
             "cublas f16 ampere": lambda r: backend(r) == "cuda" and r["quant"] == "none" and work(r) == "pp",
             "cuda tg": lambda r: backend(r) == "cuda" and work(r) == "tg",
-            "metal pp": lambda r: backend(r) == "metal" and r["test"].startswith("pp"),
+            "metal pp": lambda r: backend(r) == "metal" and r["test"].startswith("pp") and not r["build"],
+            "metal maps": lambda r: backend(r) == "metal" and r["build"] and twin(r, rows) is not None,
             "metal tg": lambda r: backend(r) == "metal" and r["test"].startswith("tg"),
             "mlx tg": lambda r: backend(r) == "mlx" and r["test"].startswith("tg")}
     grids = {"mmq": {"LLAMA_CPP_MMQ_FLOP_PER_SM_CYCLE": tuple(range(600, 2601, 50))},
@@ -121,11 +139,13 @@ def fit(rows: list[dict]) -> None:
                  {"plain": p / 100, "quantized": q / 100} for p in range(50, 101, 2) for q in range(50, 101, 2))},
              "metal tg": {"LLAMA_CPP_METAL_DECODE_BANDWIDTH_FRACTION": tuple(x / 100 for x in range(70, 101)),
                           "LLAMA_CPP_METAL_LAYER_S": tuple(x * 1e-6 for x in range(40, 241, 5))},
-             "mlx tg": {"MLX_LAYER_S": tuple(x * 1e-6 for x in range(0, 241, 5))}}
+             "mlx tg": {"MLX_LAYER_S": tuple(x * 1e-6 for x in range(0, 241, 5))},
+             "metal maps": {"LLAMA_CPP_METAL_MAP0_ID_S": tuple(x * 1e-9 for x in range(50, 251, 5))}}
     for name, grid in grids.items():
         sel = [r for r in fitted if pick[name](r)]
         how = "mean" if name == "cuda tg" else "median"
-        score, values = _best(sel, grid, mean_abs if how == "mean" else median_abs)
+        error = (lambda r: maps_err(r, rows)) if name == "metal maps" else err
+        score, values = _best(sel, grid, mean_abs if how == "mean" else median_abs, error)
         print(f"{name}: {dict(zip(grid, values, strict=True))} -> {how} |error| {score:.1%} on {len(sel)} fitted rows")
 
 
@@ -164,7 +184,8 @@ def report(rows: list[dict]) -> str:
 
 MOE_NOTE = (
     "## Mixture-of-experts models", "",
-    "Held-out MoE rows (pr15525-*, pr15631-*, pr16649-*, pr16991-*, pr19378-*-qwen3moe-*, pr13388-*, pr16057-*): "
+    "Held-out MoE rows (pr15525-*, pr15631-*, pr16649-*, pr16991-*, pr19378-*-qwen3moe-*, pr13388-*, pr16057-*, "
+    "pr15541-*, pr15616-*): "
     "DeepSeek-V2-Lite, Qwen3-30B-A3B, gpt-oss-20b and Mixtral-8x7B on an RTX 3090, RTX 4090, RTX PRO 6000 and "
     "(taken as) ggerganov's M2 Ultra. A prompt's routed experts fill whole tiles (speed/ggml.py "
     "`expert_tile_rows`): on CUDA `mul_mat_id` runs one MMQ launch over every expert with the micro-batch's tokens "
@@ -175,11 +196,41 @@ MOE_NOTE = (
     "256, Qwen3-30B-A3B over 4 RTX 4090s +7 %) -> +65 % at worst (DeepSeek-V2-Lite at `-ub 32`), mean |error| "
     "60 % -> 21 %, median 10 % -> 16 % (Qwen3-30B-A3B at `-ub 32`/64 -12/-8 % -> -14/-17 %, gpt-oss-20b at "
     "`-ub 1024`/2048 +2/+1 % -> -9/-4 %); Metal MoE prompts: Qwen3-30B-A3B +101 % to +115 % -> +72 % to +75 %, "
-    "Mixtral-8x7B +10 % -> +0 %. Open: the Qwen3-30B-A3B prompts on Metal (real routing is less even than "
-    "uniform, which adds tiles, but not a factor 1.7); DeepSeek-V2-Lite (MLA, 2 shared experts, an August 2025 "
-    "build) +22 % to +65 % on its prompts and +81 % / +120 % at `-ub 1` / 8; gpt-oss-20b generation 40-44 % "
-    "slower on an RTX 3090 and 4090 than gpuplan says (12-13 % faster on the RTX PRO 6000). Metal MoE generation "
-    "is -6 % and -7 %.", "",
+    "Mixtral-8x7B +10 % -> +0 %, then +21 % to +22 % and -4 % with their build's id maps (below). Open: "
+    "DeepSeek-V2-Lite (MLA, 2 shared experts, an August 2025 build) +22 % to +65 % on its CUDA prompts and "
+    "+81 % / +120 % at `-ub 1` / 8; gpt-oss-20b generation 40-44 % slower on an RTX 3090 and 4090 than gpuplan "
+    "says (12-13 % faster on the RTX PRO 6000). Metal MoE generation is -6 % and -7 %.", "",
+    "Metal's id maps (session 15). PR #13388's rows ran that PR's `mul_mat_id` (ggml-metal.m and "
+    "ggml-metal.metal at ggml-org/ggml@878a093f, the PR's sync; timed as b5330): `kernel_mul_mm_id_map0` runs "
+    "one threadgroup per expert, each walking the whole `tokens x k` id table in device memory one id after "
+    "another and copying each routed token's row into an f16 buffer, then the matmul, then "
+    "`kernel_mul_mm_id_map1` copying the routed rows of the f32 result back, for each of a layer's three "
+    "`mul_mat_id` (speed/ggml.py `expert_maps_s`). The experts' threadgroups run side by side, so the walk costs "
+    "`tokens x k` ids whatever the number of experts: 4,096 ids a call for Qwen3-30B-A3B at pp512 (8 of 128), "
+    "1,024 for Mixtral (2 of 8). PR #15541 (2025-08-26) built the maps in threadgroup memory and dropped the "
+    "copies; its own M2 Ultra table, master against PR column (DeepSeek-V2-Lite Q4_K_M and Q8_0, pp512 to "
+    "pp2048 in one `-ub 2048` micro-batch), puts 158-166 ns on each id of each call, 37 of them the copies at "
+    "the bandwidth: 125 ns an id (`LLAMA_CPP_METAL_MAP0_ID_S`, fitted on those five master rows against their "
+    "twins, median 2.1 %; the PR column and the Q8_0 pp2048 master row held out: +2 % to +20 % and -1 %). Held "
+    "out, Qwen3-30B-A3B pp512 +72..+75 % -> +21..+22 % (92 ms of maps in a 377 ms prompt), Mixtral +0 % -> -4 %. "
+    "Builds from b6293 (and today's, with no `--engine-version`) are timed without them.", "",
+    "Left: Qwen3-30B-A3B's prompts still ~65 ms short, ~1.4 ms a layer, the same in Q4_0, Q8_0 and F16 (so not "
+    "the dequantization per tile). Read and ruled out: waves of the map kernel (128 threadgroups of 512 or 192 "
+    "threads fit at once on the 76 cores, which hold 384 to 3,072 threads each: philipturner/metal-benchmarks); "
+    "the empty threadgroups of the `((ne21 + 31)/32, (ne01 + 63)/64, ne02)` grid (an expert's tiles past its "
+    "tokens return at once; ~5 M at this prompt), a cost today's path shares, where PR #15541's DeepSeek-V2-Lite "
+    "rows leave gpuplan short by a gap that shrinks as the prompt grows (Q8_0 12 ms at pp512, 6 ms at pp1024) "
+    "while those threadgroups grow as its square; the router's softmax and argsort over 128 experts (one "
+    "128-thread threadgroup a token, about 1 %); the weighting multiply and the 7 adds that sum the 8 experts' "
+    "outputs, not fused on Metal before PR #14596 (July 2025) and not in gpuplan's element-wise bytes for any "
+    "MoE (~0.3 MB a token and layer, ~12 ms here, 3 %: a change for CUDA's MoE prompts too). Not measured: "
+    "real routing, less even than uniform (more half-empty 32-column tiles). The gap is not the old build's alone: "
+    "PR #15616's M2 Ultra table (pr15616-*, held out, after PR #15541) has Qwen3-30B-A3B Q8_0 at +14 % (pp512) "
+    "and +2 % (pp2048) beside its dense Qwen2.5-Coder-7B Q8_0 at -4 % and -11 %, so ~15 % particular to the "
+    "MoE in both builds; across the MoE rows it grows as the experts' matrices shrink (Mixtral's K 4,096 and "
+    "14,336 -4 %, DeepSeek-V2-Lite's 2,048 and 1,408 +2..+7 % in Q8_0, Qwen3's 2,048 and 768 +14..+21 %), "
+    "as a fixed cost per 64 x 32 threadgroup against a K loop of 24 to 64 steps would; not adopted: no row "
+    "outside these held-out ones measures it.", "",
     "Tested and not adopted (session 14): a cost per graph node instead of per layer. CUDA generation's fixed "
     "time (`LLAMA_CPP_CUDA_LAYER_S`, 60 us a layer) is fitted on Llama, whose layer is 19 kernel nodes "
     "(llama.cpp src/models/*.cpp and llama-graph.cpp `build_moe_ffn`, with flash attention: two for each "

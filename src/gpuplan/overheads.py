@@ -94,6 +94,16 @@ LLAMA_CPP_MMQ_DP4A_MAX_BATCH = 64
 # Columns (an expert's tokens) of one Metal ``kernel_mul_mm_id`` threadgroup: ggml-metal-ops.cpp
 # ``ggml_metal_op_mul_mat_id`` dispatches ``(ne21 + 31)/32`` of them per expert (speed/ggml.py expert_tile_rows).
 LLAMA_CPP_METAL_MM_ID_TILE_COLUMNS = 32
+# Metal builds from PR #13388 (2025-05-09, "metal : optimize MoE for large batches") to PR #15541 (2025-08-26,
+# "metal : improve MUL_MAT_ID"; b6276 was released the day it merged, b6293 the next: the first release known to
+# carry it) ran every ``mul_mat_id`` of 32 tokens or more (``ne21_mm_id_min``) through ``kernel_mul_mm_id_map0``,
+# one threadgroup per expert walking the whole id table in device memory one id after another (ggml-metal.metal at
+# ggml-org/ggml@878a093f, the PR's sync), and ``kernel_mul_mm_id_map1`` (speed/ggml.py expert_maps_s). Time per id
+# of that walk, fitted (bench/llama_bench.py --fit) on PR #15541's own M2 Ultra table: its master column (the old
+# maps) against its PR column, DeepSeek-V2-Lite Q4_K_M and Q8_0 at pp512 to pp2048 in one -ub 2048 micro-batch.
+LLAMA_CPP_METAL_MMID_MAP_BUILD = 6293
+LLAMA_CPP_METAL_MM_ID_MIN_ROWS = 32
+LLAMA_CPP_METAL_MAP0_ID_S = 125e-9
 # llama.cpp builds (the release tag's number, ``b<N>``: the commit count on master) at which its CUDA prompt path
 # changed, read from the code at each merge (ggerganov/llama.cpp):
 # - b3121, PR #7676 (2024-06-10, "CUDA: use tensor cores for MMQ"): before it, a card with fast fp16 (Volta and later,

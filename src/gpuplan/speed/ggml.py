@@ -55,7 +55,8 @@ in llama.cpp PRs set the three constants (bench/data/llama-bench.csv).
 A scenario's ``engine_version`` ``b<N>`` (llama.cpp's release tag) times that build's prompt path where it differs
 from today's (:func:`build`): before b3121 quantized matmuls past 32 rows ran as dequantize + cuBLAS
 (:func:`uses_mmq`), before b2540 every row of a micro-batch went through the output matrix (:func:`output_rows_s`),
-before b3983 cuBLAS wrote the KQ scores in f16 (:func:`score_bytes`).
+before b3983 cuBLAS wrote the KQ scores in f16 (:func:`score_bytes`), before b6293 Metal walked each ``mul_mat_id``'s
+id table one id at a time per expert and copied the routed rows out and back (:func:`expert_maps_s`).
 """
 
 from __future__ import annotations
@@ -192,9 +193,30 @@ def linears_s(s: Scenario, m: ModelSpec, gpu: GpuSpec, backend: str, tokens: flo
             rows = tokens * k / copies
             width = mmq_tile_width(gpu, tokens) if backend == "cuda" else oh.LLAMA_CPP_METAL_MM_ID_TILE_COLUMNS
             tile = expert_tile_rows(round(tokens), k / lin.count, width)
+            if backend == "metal":
+                total += expert_maps_s(gpu, tokens, k, lin.in_features, lin.out_features, build(s))
         total += copies * matmul_s(gpu, backend, kind, rows, lin.in_features * lin.out_features, lin.in_features,
                                    build(s), tile_rows=tile)
     return total
+
+
+def expert_maps_s(gpu: GpuSpec, tokens: float, k: int, in_features: int, out_features: int,
+                  build_no: int | None) -> float:
+    """The id maps around one Metal ``mul_mat_id`` of ``tokens`` tokens, ``k`` experts each, in a build before PR
+    #15541 (:data:`~gpuplan.overheads.LLAMA_CPP_METAL_MMID_MAP_BUILD`; ggml-metal.metal and ggml-metal.m at
+    ggml-org/ggml@878a093f, PR #13388's sync): ``kernel_mul_mm_id_map0`` runs one threadgroup per expert, side by side,
+    each walking all ``tokens x k`` ids of ``src2`` in device memory one after another (``for i21 .. for i20 ..
+    if (src2_i32[i20] != ide) continue``), so the walk takes ``tokens x k`` ids at
+    :data:`~gpuplan.overheads.LLAMA_CPP_METAL_MAP0_ID_S` whatever the number of experts; it copies each routed
+    token's row into an f16 buffer (4 bytes read, 2 written an input element), and ``kernel_mul_mm_id_map1`` copies
+    each routed row of the f32 result back (4 read, 4 written an output element). Below
+    :data:`~gpuplan.overheads.LLAMA_CPP_METAL_MM_ID_MIN_ROWS` tokens the build ran ``mul_mv_id``, with no maps;
+    from PR #15541 on the maps are built in threadgroup memory and the matmul reads and writes the rows in place
+    (not timed: a few microseconds). A build before PR #13388 ran an older kernel, timed as this one."""
+    if build_no is None or build_no >= oh.LLAMA_CPP_METAL_MMID_MAP_BUILD or tokens < oh.LLAMA_CPP_METAL_MM_ID_MIN_ROWS:
+        return 0.0
+    ids = tokens * k
+    return ids * oh.LLAMA_CPP_METAL_MAP0_ID_S + ids * (6 * in_features + 8 * out_features) / bandwidth(gpu)
 
 
 def mmq_tile_width(gpu: GpuSpec, ncols: float) -> int:
