@@ -411,9 +411,10 @@ def routed_mmq(s: Scenario) -> bool:
 
 
 def routed_read_bytes(s: Scenario, m: ModelSpec, tokens: float) -> float:
-    """Bytes of the routed experts a step of ``tokens`` rows reads (the experts they reach: ``experts_hit``)."""
+    """Bytes of the routed experts a step of ``tokens`` rows reads (the experts they reach: ``experts_hit``), of
+    the linears :func:`linears_s` times."""
     return sum(gguf.type_bytes(kind, lin.weight_params) * experts_hit(m.layers[i], tokens) / lin.count
-               for _, i, lin, kind in gguf.tensor_types(m, ftype(s, m)) if lin.group == "experts" and lin.count > 1)
+               for i, lin, kind in _linear_types(m, ftype(s, m)) if lin.group == "experts" and lin.count > 1)
 
 
 def mmvq_flops(gpu: GpuSpec) -> float:
