@@ -216,14 +216,15 @@ MOE_NOTE = (
     "attention, from August 2025 to January 2026; gpt-oss-20b 3.1-3.7 ms on the A5000, 3090 and 4090; "
     "Qwen3-30B-A3B 3.2 ms over twice the layers. Ruled out: the small kernels' cost (PR #15631's fused adds, 3 "
     "to 1 a layer plus the add into the next rms_norm, take 0.10 ms a token off gpt-oss-20b on the 3090, "
-    "182.9 -> 186.3 t/s: ~1.2 us a kernel, so 3 ms would need ~100 more kernels a layer than its ~45); MXFP4's "
+    "182.9 -> 186.3 t/s: 1.0-1.4 us a kernel, so 3 ms would need ~100 more kernels a layer than its ~45); MXFP4's "
     "dot product (`vec_dot_mxfp4_q8_1`: a byte-wise `get_int_b1` gather of the 17-byte blocks, six `__byte_perm` "
     "a word for the table, the e8m0 scale; one code for every NVIDIA card, no Blackwell path in MMVQ): its extra "
     "time is alike on the A5000, 3090 and 4090, as if the experts streamed at 0.44 of the bandwidth on all three, "
     "not in proportion to their SMs x clock (1 : 1.3 : 3.0), so not its instructions, and DeepSeek's Q4_0 "
     "leaves as large a gap; CUDA graphs at one token: ggml-cuda's checks (`MUL_MAT_ID` with `ne[2] != 1`, an "
     "`ADD` whose src1 has `ne[1] > 1`) pass both models' single-token graphs (gpt-oss adds its expert biases "
-    "with `ADD_ID`).")
+    "with `ADD_ID`), and `supports_op` takes every op of both on the GPU (no split, so no graph re-captured "
+    "each token): ggml-cuda.cu at PR #15631's merge (ggml-org/ggml 81415da3, the llama.cpp sync).")
 
 
 SPLIT_NOTE = (
