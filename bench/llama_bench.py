@@ -180,7 +180,7 @@ MOE_NOTE = (
     "build) +22 % to +65 % on its prompts and +81 % / +84 % at `-ub 1` / 8; gpt-oss-20b generation 40-44 % "
     "slower on an RTX 3090 and 4090 than gpuplan says (12-13 % faster on the RTX PRO 6000). Metal MoE generation "
     "is -6 % and -7 %.", "",
-    "A micro-batch of 2 to 8 tokens (session 15): before PR #18958 (January 2026, "
+    "A micro-batch of 2 to 8 tokens (session 15): before PR #18958 (February 2026, "
     "overheads.LLAMA_CPP_MMVQ_MOE_BATCH_BUILD) `ggml_cuda_mul_mat_id` kept MMVQ for one token only (`ne2 == 1`) "
     "and sent 2 to 8 to `ggml_cuda_mul_mat_q` with the ids, so the reached experts ran MMQ's 8-column tiles "
     "whatever each got, the rest MMVQ (speed/ggml.py `routed_mmq`; PR #15525's own table shows the step: -ub 2 "

@@ -146,11 +146,12 @@ LLAMA_CPP_METAL_LAYER_S = 140e-6
 # rows are held out. The fixed 60 us per layer (1.9 ms a step for 32 layers) is most of a small model's step on a
 # fast card: the data-centre cards (A100, H100) spend more there than it says and run faster than it (+12 %, +24 %).
 LLAMA_CPP_MMVQ_MAX_BATCH = 8
-# Before PR #18958 ("CUDA: use mmvq for mul-mat-id for small batch sizes", opened 2026-01-20: "for batch_sizes > 1,
-# we immediately move to mmq") a routed expert's mul_mat_id of 2 to 8 rows ran MMQ (speed/ggml.py routed_mmq). The
-# merge's own tag was not read: b7813, the release of 2026-01-23 (JuliaPackaging/Yggdrasil PR #12997), is taken as
-# the first build with it; the rows it times are of August 2025 (b6263 and on), far from either side.
-LLAMA_CPP_MMVQ_MOE_BATCH_BUILD = 7813
+# Before PR #18958 ("CUDA: use mmvq for mul-mat-id for small batch sizes": "for batch_sizes > 1, we immediately move
+# to mmq"; merged 2026-02-03, its ggml sync ggml-org/ggml 0622f36a) a routed expert's mul_mat_id of 2 to 8 rows ran
+# MMQ (speed/ggml.py routed_mmq). Its release tag was not read: b7818, the base of PR #19057's table (2026-01-24), is
+# the last build known without it, so the builds of the ten days after it are timed as with it; the rows it times
+# are of August 2025 (b6263 and on).
+LLAMA_CPP_MMVQ_MOE_BATCH_BUILD = 7819
 LLAMA_CPP_CUDA_DECODE_BANDWIDTH_FRACTION = 0.96
 LLAMA_CPP_CUDA_LAYER_S = 60e-6
 # MMVQ's dot-product rate per SM and clock (speed/ggml.py mmvq_flops), fitted with the two above (mean |error| 1.9 %

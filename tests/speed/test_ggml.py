@@ -145,14 +145,14 @@ def test_cuda_moe_step_reads_the_experts_the_batch_reaches():
 
 
 def test_old_builds_ran_a_moe_step_of_two_to_eight_rows_on_mmq():
-    """Before PR #18958 (b7813 here) ``ggml_cuda_mul_mat_id`` sent a routed expert's batch of 2 to 8 rows to MMQ, not
+    """Before PR #18958 (b7819 here) ``ggml_cuda_mul_mat_id`` sent a routed expert's batch of 2 to 8 rows to MMQ, not
     MMVQ. Qwen3-30B-A3B Q4_0 on an RTX 4090 at b6263, 8 rows: the 8 tokens reach 128 x (1 - (15/16)^8) = 51.62 of
     each layer's 128 experts, whose 48 x 3 x 2048 x 768 weights of 18/32 bytes read 6.576 GB (one token: 8 experts,
     1.019 GB); the step is the rest through MMVQ (its bytes and one token's dot products per row) plus those experts
     through MMQ at 8-column tiles (speed/ggml.py linears_s); today's code and one row keep the MMVQ step. Published
     (PR #15631, -ub 8, held out): 13.39 ms a micro-batch, gpuplan 10.52 (+27 %) -> 12.16 (+10 %)."""
     old, new, today = (_timer("Qwen/Qwen3-30B-A3B", "rtx-4090", "gguf-q4_0", engine_version=v)
-                       for v in ("b6263", "b7813", None))
+                       for v in ("b6263", "b7819", None))
     s, m, gpu = old.s, old.m, old.gpu
     assert ggml.routed_mmq(old.s) and not ggml.routed_mmq(new.s) and not ggml.routed_mmq(today.s)
     hit = 128 * (1 - (15 / 16) ** 8)

@@ -55,7 +55,7 @@ in llama.cpp PRs set the three constants (bench/data/llama-bench.csv).
 A scenario's ``engine_version`` ``b<N>`` (llama.cpp's release tag) times that build's prompt path where it differs
 from today's (:func:`build`): before b3121 quantized matmuls past 32 rows ran as dequantize + cuBLAS
 (:func:`uses_mmq`), before b2540 every row of a micro-batch went through the output matrix (:func:`output_rows_s`),
-before b3983 cuBLAS wrote the KQ scores in f16 (:func:`score_bytes`); before b7813 a routed expert's generation step
+before b3983 cuBLAS wrote the KQ scores in f16 (:func:`score_bytes`); before b7819 a routed expert's generation step
 of 2 to 8 rows ran MMQ, not MMVQ (:func:`routed_mmq`).
 """
 
@@ -403,8 +403,8 @@ def cuda_decode_parts(s: Scenario, m: ModelSpec, gpu: GpuSpec, tokens: int, kv_b
 def routed_mmq(s: Scenario) -> bool:
     """Whether the build runs a routed expert's ``mul_mat_id`` of 2 to 8 rows on MMQ, not MMVQ: before PR #18958
     (:data:`~gpuplan.overheads.LLAMA_CPP_MMVQ_MOE_BATCH_BUILD`) ``ggml_cuda_mul_mat_id`` took MMVQ only for one
-    row (``ne2 == 1``) and sent every larger batch to ``ggml_cuda_mul_mat_q`` with the ids (ggml-cuda.cu of
-    mid-2025), so the reached experts ran MMQ's tiles (:func:`expert_tile_rows`: 8 columns for 8 tokens, whatever
+    row (``ne2 == 1``) and sent every larger batch to ``ggml_cuda_mul_mat_q`` with the ids (ggml-cuda.cu at PR
+    #15631's merge, its ggml sync ggml-org/ggml@81415da3), so the reached experts ran MMQ's tiles (:func:`expert_tile_rows`: 8 columns for 8 tokens, whatever
     an expert got); from it ``get_mmvq_mmid_max_batch`` keeps small batches on MMVQ. None: today's code."""
     b = build(s)
     return b is not None and b < oh.LLAMA_CPP_MMVQ_MOE_BATCH_BUILD
