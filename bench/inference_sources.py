@@ -297,24 +297,25 @@ CAUSES = {
         "JohannesGaessler's DeepSeek-V2-Lite Q4_0 micro-batch sweep on an RTX 3090 (added session 14, held out; "
         "an August 2025 build). Prompts at -ub 32/128/256 were +88/+195/+166 % until the routed experts filled "
         "MMQ's tiles sized for the whole micro-batch (speed/ggml.py `expert_tile_rows`; `ggml_cuda_mul_mat_q` "
-        "passes ne12 as ncols_max): +65/+22/+33 %. Left: -ub 1 and 8 at +81 % and +120 % (5.5 ms a token measured "
-        "against ~1.6 ms of weights at the card's bandwidth): 152 us a layer of fixed time against the 60 us "
-        "LLAMA_CPP_CUDA_LAYER_S fitted on Llama. A cost per graph node (Llama's 3.2 us over its 19 nodes, 43 here) "
-        "was tested in session 14 and not adopted: it brings -ub 1 to +10 % but Qwen3-30B-A3B's 38-node layer runs "
-        "at 1.7 us a node (pr15631 -ub 1 +3 % -> -35 %); at -ub 8 ggml-cuda runs no CUDA graph for an MoE "
-        "(MUL_MAT_ID with ne[2] != 1) and the gap is 8.0 us a node here, 1.6 for Qwen3 (llama_bench.md, MoE "
-        "section)."),
+        "passes ne12 as ncols_max): +65/+22/+33 %. -ub 8 +120 % -> +84 % (session 15): before PR #18958 a routed "
+        "expert's batch of 2 to 8 rows ran MMQ, not MMVQ (speed/ggml.py `routed_mmq`). Left: -ub 1 at +81 % (5.5 "
+        "ms a token against ~1.6 ms of weights): 152 us a layer of fixed time against the 60 us "
+        "LLAMA_CPP_CUDA_LAYER_S fitted on Llama, and the same gap on an RTX 4090 (PR #16630, October 2025, +60 %) "
+        "and at 32k context in January 2026 (PR #19057, +52 %). A cost per graph node was tested in session 14 and "
+        "not adopted (Qwen3-30B-A3B's 38-node layer runs at 1.7 us a node); session 15 read and ruled out the small "
+        "kernels' cost and CUDA graphs at one token (llama_bench.md, MoE section)."),
     ("llama_bench", "pr15631"): (
         "JohannesGaessler's sweeps (added session 14, held out): Qwen3-30B-A3B Q4_0 on an RTX 4090 at -ub 1 +3 %, "
-        "-ub 8 +27 %, -ub 32/64 -14/-17 %, gpt-oss-20b at -ub 1024/2048 -9/-4 %; the miss is gpt-oss-20b at -ub 1 on "
-        "an RTX 3090, +44 %, as PR #16649's RTX 4090 generation (+40 %) and against PR #16991's RTX PRO 6000 (-13 %): "
-        "not explained by the weights read, which the Qwen3 rows get right, nor by gpt-oss's node count (36 a "
-        "layer against Qwen3's 38: 128 us a layer of fixed time on the 3090 and 4090 against Qwen3's 63; "
-        "llama_bench.md, MoE section)."),
+        "-ub 8 +27 % -> +10 % (session 15: MMQ for a routed expert's 2 to 8 rows before PR #18958), -ub 32/64 "
+        "-14/-17 %, gpt-oss-20b at -ub 1024/2048 -9/-4 %; the miss is gpt-oss-20b at -ub 1 on an RTX 3090, +44 % "
+        "(see pr16649)."),
     ("llama_bench", "pr16649"): (
         "am17an's gpt-oss-20b tg128 on an RTX 4090 (added session 14, held out): 173 t/s against gpuplan's 242; "
         "the same model reaches 391 t/s on an RTX PRO 6000 (PR #16991, gpuplan -13 %), 2.26x for 1.78x the "
-        "bandwidth. Not explained (see pr15631)."),
+        "bandwidth. Not explained: gpt-oss-20b leaves 3.1-3.7 ms a token over its bytes on an RTX A5000 (PR "
+        "#15451, b6263, +44 %), 3090 (PR #15631, +44 %) and 4090 alike, in proportion to none of their SMs x "
+        "clock; MXFP4's byte-gathered, table-looked-up dot product, the small kernels' cost and CUDA graphs were "
+        "read and ruled out (llama_bench.md, MoE section)."),
     ("load_accuracy", "dstackr1"): (
         "dstack's vLLM 0.7 runs of DeepSeek-R1 at 4-128 users (8 H200s, 8 MI300Xs; added 2026-11-30 as a test of "
         "generalisation, held out). TTFT 68.9 % -> 50.3 %: V0 never chunks an MLA model's prompts by default (vLLM "

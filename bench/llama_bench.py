@@ -198,7 +198,7 @@ MOE_NOTE = (
     "`-ub 1024`/2048 +2/+1 % -> -9/-4 %); Metal MoE prompts: Qwen3-30B-A3B +101 % to +115 % -> +72 % to +75 %, "
     "Mixtral-8x7B +10 % -> +0 %, then +21 % to +22 % and -4 % with their build's id maps (below). Open: "
     "DeepSeek-V2-Lite (MLA, 2 shared experts, an August 2025 build) +22 % to +65 % on its CUDA prompts and "
-    "+81 % / +120 % at `-ub 1` / 8; gpt-oss-20b generation 40-44 % slower on an RTX 3090 and 4090 than gpuplan "
+    "+81 % / +84 % at `-ub 1` / 8; gpt-oss-20b generation 40-44 % slower on an RTX 3090 and 4090 than gpuplan "
     "says (12-13 % faster on the RTX PRO 6000). Metal MoE generation is -6 % and -7 %.", "",
     "Metal's id maps (session 15). PR #13388's rows ran that PR's `mul_mat_id` (ggml-metal.m and "
     "ggml-metal.metal at ggml-org/ggml@878a093f, the PR's sync; timed as b5330): `kernel_mul_mm_id_map0` runs "
@@ -231,6 +231,13 @@ MOE_NOTE = (
     "14,336 -4 %, DeepSeek-V2-Lite's 2,048 and 1,408 +2..+7 % in Q8_0, Qwen3's 2,048 and 768 +14..+21 %), "
     "as a fixed cost per 64 x 32 threadgroup against a K loop of 24 to 64 steps would; not adopted: no row "
     "outside these held-out ones measures it.", "",
+    "A micro-batch of 2 to 8 tokens (session 15): before PR #18958 (February 2026, "
+    "overheads.LLAMA_CPP_MMVQ_MOE_BATCH_BUILD) `ggml_cuda_mul_mat_id` kept MMVQ for one token only (`ne2 == 1`) "
+    "and sent 2 to 8 to `ggml_cuda_mul_mat_q` with the ids, so the reached experts ran MMQ's 8-column tiles "
+    "whatever each got, the rest MMVQ (speed/ggml.py `routed_mmq`; PR #15525's own table shows the step: -ub 2 "
+    "runs at -ub 1's rate, 180.9 against 180.5 t/s, and PR #18958 measures MMQ at 4 and 8 rows 2.6x and 1.6x "
+    "slower than MMVQ for Qwen3's expert shape). The rows of PRs #15525 and #15631 carry b6263 (their month); "
+    "`-ub 8`: DeepSeek-V2-Lite +120 % -> +84 %, Qwen3-30B-A3B +27 % -> +10 %; today's code is unchanged.", "",
     "Tested and not adopted (session 14): a cost per graph node instead of per layer. CUDA generation's fixed "
     "time (`LLAMA_CPP_CUDA_LAYER_S`, 60 us a layer) is fitted on Llama, whose layer is 19 kernel nodes "
     "(llama.cpp src/models/*.cpp and llama-graph.cpp `build_moe_ffn`, with flash attention: two for each "
@@ -249,8 +256,26 @@ MOE_NOTE = (
     "is not the cause. At `-ub 8` the CUDA backend runs no graph at all for an MoE "
     "(ggml-cuda.cu: `GGML_OP_MUL_MAT_ID && node->ne[2] != 1` disables CUDA graphs), yet the gap left is 8.0 us a "
     "node for DeepSeek-V2-Lite (+120 %: 16.8 ms a micro-batch measured against 7.7) and 1.6 us for Qwen3-30B-A3B "
-    "(+27 %), again not one cost. Left open: something particular to DeepSeek-V2-Lite's and gpt-oss-20b's "
-    "layers on Ampere/Ada (MLA's batched per-head wk_b/wv_b products without flash attention; MXFP4 MMVQ).")
+    "(+27 %), again not one cost (session 14's figures; the routed experts on MMQ since bring the two to +84 % "
+    "and +10 %: above). Left open: something particular to DeepSeek-V2-Lite's and gpt-oss-20b's "
+    "layers on Ampere/Ada (MLA's batched per-head wk_b/wv_b products without flash attention; MXFP4 MMVQ).", "",
+    "Read again (session 15), one token still not explained. More public numbers, not rows: am17an's RTX 4090 "
+    "DeepSeek-V2-Lite Q4_0 tg128 in PR #16630's master column (October 2025), 200.5 t/s against gpuplan's 321 "
+    "(+60 %); JohannesGaessler's RTX 3090 `-ub 1` pp512@d32768 in PR #19057 (b7818, January 2026), 156.7 t/s "
+    "against 238 (+52 %); PR #15451's RTX A5000 gpt-oss-20b tg128 at b6263, 138.3 t/s against 199 (+44 %). "
+    "DeepSeek-V2-Lite leaves 3.5-4.1 ms a token over its bytes on Ampere and Ada, with and without flash "
+    "attention, from August 2025 to January 2026; gpt-oss-20b 3.1-3.7 ms on the A5000, 3090 and 4090; "
+    "Qwen3-30B-A3B 3.2 ms over twice the layers. Ruled out: the small kernels' cost (PR #15631's fused adds, 3 "
+    "to 1 a layer plus the add into the next rms_norm, take 0.10 ms a token off gpt-oss-20b on the 3090, "
+    "182.9 -> 186.3 t/s: 1.0-1.4 us a kernel, so 3 ms would need ~100 more kernels a layer than its ~45); MXFP4's "
+    "dot product (`vec_dot_mxfp4_q8_1`: a byte-wise `get_int_b1` gather of the 17-byte blocks, six `__byte_perm` "
+    "a word for the table, the e8m0 scale; one code for every NVIDIA card, no Blackwell path in MMVQ): its extra "
+    "time is alike on the A5000, 3090 and 4090, as if the experts streamed at 0.44 of the bandwidth on all three, "
+    "not in proportion to their SMs x clock (1 : 1.3 : 3.0), so not its instructions, and DeepSeek's Q4_0 "
+    "leaves as large a gap; CUDA graphs at one token: ggml-cuda's checks (`MUL_MAT_ID` with `ne[2] != 1`, an "
+    "`ADD` whose src1 has `ne[1] > 1`) pass both models' single-token graphs (gpt-oss adds its expert biases "
+    "with `ADD_ID`), and `supports_op` takes every op of both on the GPU (no split, so no graph re-captured "
+    "each token): ggml-cuda.cu at PR #15631's merge (ggml-org/ggml 81415da3, the llama.cpp sync).")
 
 
 SPLIT_NOTE = (

@@ -156,6 +156,12 @@ LLAMA_CPP_METAL_LAYER_S = 140e-6
 # rows are held out. The fixed 60 us per layer (1.9 ms a step for 32 layers) is most of a small model's step on a
 # fast card: the data-centre cards (A100, H100) spend more there than it says and run faster than it (+12 %, +24 %).
 LLAMA_CPP_MMVQ_MAX_BATCH = 8
+# Before PR #18958 ("CUDA: use mmvq for mul-mat-id for small batch sizes": "for batch_sizes > 1, we immediately move
+# to mmq"; merged 2026-02-03, its ggml sync ggml-org/ggml 0622f36a) a routed expert's mul_mat_id of 2 to 8 rows ran
+# MMQ (speed/ggml.py routed_mmq). Its release tag was not read: b7818, the base of PR #19057's table (2026-01-24), is
+# the last build known without it, so the builds of the ten days after it are timed as with it; the rows it times
+# are of August 2025 (b6263 and on).
+LLAMA_CPP_MMVQ_MOE_BATCH_BUILD = 7819
 LLAMA_CPP_CUDA_DECODE_BANDWIDTH_FRACTION = 0.96
 LLAMA_CPP_CUDA_LAYER_S = 60e-6
 # MMVQ's dot-product rate per SM and clock (speed/ggml.py mmvq_flops), fitted with the two above (mean |error| 1.9 %
@@ -1222,14 +1228,14 @@ DECODE_BANDS: dict[tuple[str, str, str], tuple[float, float, int, str]] = {
     ("llama.cpp", "dense", "NVIDIA"): (-0.10, 0.14, 15, "llama-bench generation of Llama-2-7B (Q4_0, Q8_0, F16) on 12 "
                                        "CUDA cards and of Llama-3.1-70B Q4_K_M split over 4 RTX 4090s "
                                        "(bench/results/llama_bench.md)"),
-    ("llama.cpp", "MoE", "NVIDIA"): (-0.48, 0.14, 8, "llama-bench generation of gpt-oss-20b, Qwen3-30B-A3B and "
+    ("llama.cpp", "MoE", "NVIDIA"): (-0.45, 0.14, 8, "llama-bench generation of gpt-oss-20b, Qwen3-30B-A3B and "
                                      "DeepSeek-V2-Lite on an RTX 3090, RTX 4090 and RTX PRO 6000 (llama.cpp PRs "
                                      "#15525, #15631, #16649, #16991): gpt-oss-20b measured 14-16% faster than gpuplan "
                                      "on the RTX PRO 6000 and 28-30% slower on the GeForce cards, DeepSeek-V2-Lite "
-                                     "up to 55% slower (bench/results/llama_bench.md)"),
-    ("llama.cpp", "MoE", "Apple"): (0.00, 0.07, 2, "llama-bench generation of gpt-oss-20b and Qwen3-30B-A3B Q4_0 on "
-                                    "an M2 Ultra (llama.cpp PR #16057): 7-8% faster than gpuplan "
-                                    "(bench/results/llama_bench.md)"),
+                                     "up to 46% slower (bench/results/llama_bench.md)"),
+    ("llama.cpp", "MoE", "Apple"): (-0.03, 0.07, 3, "llama-bench generation of gpt-oss-20b and Qwen3-30B-A3B on an "
+                                    "M2 Ultra (llama.cpp PRs #16057, #15616): Q4_0 7-8% faster than gpuplan, Q8_0 5% "
+                                    "slower (bench/results/llama_bench.md)"),
     ("llama.cpp", "dense", "Apple"): (-0.25, 0.07, 15, "llama-bench generation of Llama 2 7B and Llama 3 3B-70B on "
                                       "M1-M4 Macs; one source's M1 Max runs 30-40% slower than gpuplan says "
                                       "(bench/results/llama_bench.md)"),

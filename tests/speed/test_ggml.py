@@ -47,7 +47,8 @@ def test_held_out_rows_within_the_issue_target(kind, test, count, limit):
     Metal prompts 10.3% on 18 (the Qwen3-30B-A3B prompts +72% to +75%), Metal generation 7.1% on 17; with PR
     #15541's six held-out DeepSeek-V2-Lite rows and PR #13388's rows timed with their build's id maps: Metal prompts
     9.1% on 24, the Qwen3-30B-A3B prompts +21% to +22%; with PR #15616's Qwen3-30B-A3B and Qwen2.5-7B rows of a
-    later build: Metal prompts 10.3% on 30, Metal generation 6.6% on 18)."""
+    later build: Metal prompts 10.3% on 30, Metal generation 6.6% on 18; CUDA generation 10.6% once a routed
+    expert's 2 to 8 rows ran MMQ in builds before PR #18958)."""
     errors = _held_out(_bench(), kind, test)
     assert len(errors) == count
     assert statistics.median(abs(e) for e in errors) < limit
@@ -144,6 +145,34 @@ def test_cuda_moe_step_reads_the_experts_the_batch_reaches():
     compute = 2 * 4 * one / bpp / ggml.mmvq_flops(gpu)
     traffic = four / (gpu.bandwidth_gbs * 1e9 * oh.LLAMA_CPP_CUDA_DECODE_BANDWIDTH_FRACTION)
     assert timer.decode_parts(4, 1000)["weights"] == pytest.approx((compute**3 + traffic**3) ** (1 / 3), rel=1e-9)
+
+
+def test_old_builds_ran_a_moe_step_of_two_to_eight_rows_on_mmq():
+    """Before PR #18958 (b7819 here) ``ggml_cuda_mul_mat_id`` sent a routed expert's batch of 2 to 8 rows to MMQ, not
+    MMVQ. Qwen3-30B-A3B Q4_0 on an RTX 4090 at b6263, 8 rows: the 8 tokens reach 128 x (1 - (15/16)^8) = 51.62 of
+    each layer's 128 experts, whose 48 x 3 x 2048 x 768 weights of 18/32 bytes read 6.576 GB (one token: 8 experts,
+    1.019 GB); the step is the rest through MMVQ (its bytes and one token's dot products per row) plus those experts
+    through MMQ at 8-column tiles (speed/ggml.py linears_s); today's code and one row keep the MMVQ step. Published
+    (PR #15631, -ub 8, held out): 13.39 ms a micro-batch, gpuplan 10.52 (+27 %) -> 12.16 (+10 %)."""
+    old, new, today = (_timer("Qwen/Qwen3-30B-A3B", "rtx-4090", "gguf-q4_0", engine_version=v)
+                       for v in ("b6263", "b7819", None))
+    s, m, gpu = old.s, old.m, old.gpu
+    assert ggml.routed_mmq(old.s) and not ggml.routed_mmq(new.s) and not ggml.routed_mmq(today.s)
+    hit = 128 * (1 - (15 / 16) ** 8)
+    assert hit == pytest.approx(51.62, abs=0.01)
+    assert ggml.routed_read_bytes(s, m, 8) == pytest.approx(48 * 3 * 2048 * 768 * hit * 18 / 32, rel=1e-12)
+    assert ggml.routed_read_bytes(s, m, 1) == pytest.approx(48 * 3 * 2048 * 768 * 8 * 18 / 32, rel=1e-12)
+    rest = ggml.streamed_bytes(s, m, 8) - ggml.routed_read_bytes(s, m, 8)
+    compute = 2 * 8 * (ggml.streamed_bytes(s, m, 1) - ggml.routed_read_bytes(s, m, 1)) \
+        / gguf.linear_bytes_per_param(m, "q4_0") / ggml.mmvq_flops(gpu)
+    traffic = rest / (gpu.bandwidth_gbs * 1e9 * oh.LLAMA_CPP_CUDA_DECODE_BANDWIDTH_FRACTION)
+    routed = ggml.linears_s(s, m, gpu, "cuda", 8, routed_only=True)
+    assert ggml.expert_tile_rows(8, 8 / 128, ggml.mmq_tile_width(gpu, 8)) == pytest.approx(8)
+    assert old.decode_parts(8, 1000)["weights"] == pytest.approx((compute**3 + traffic**3) ** (1 / 3) + routed)
+    assert new.decode_parts(8, 1000) == today.decode_parts(8, 1000) != old.decode_parts(8, 1000)
+    assert old.decode_parts(1, 1000) == today.decode_parts(1, 1000)
+    row = next(r for r in _bench().load_rows() if r["id"] == "pr15631-rtx4090-qwen3moe-ub8")
+    assert _bench().err(row) == pytest.approx(0.10, abs=0.01)
 
 
 def test_mmq_tile_width_covers_the_columns_in_the_fewest_tiles():

@@ -56,7 +56,8 @@ A scenario's ``engine_version`` ``b<N>`` (llama.cpp's release tag) times that bu
 from today's (:func:`build`): before b3121 quantized matmuls past 32 rows ran as dequantize + cuBLAS
 (:func:`uses_mmq`), before b2540 every row of a micro-batch went through the output matrix (:func:`output_rows_s`),
 before b3983 cuBLAS wrote the KQ scores in f16 (:func:`score_bytes`), before b6293 Metal walked each ``mul_mat_id``'s
-id table one id at a time per expert and copied the routed rows out and back (:func:`expert_maps_s`).
+id table one id at a time per expert and copied the routed rows out and back (:func:`expert_maps_s`); before b7819 a
+routed expert's generation step of 2 to 8 rows ran MMQ, not MMVQ (:func:`routed_mmq`).
 """
 
 from __future__ import annotations
@@ -72,7 +73,7 @@ from ..scenario import Scenario
 from ..tensors.kv import kv_bytes_per_sequence
 from ..tensors.state import weight_format
 from .gemm import bandwidth, gemm_time_s
-from .work import attends, attention_s, layer_head_dim, recurrent_scans_s, unread_expert_bytes
+from .work import attends, attention_s, experts_hit, layer_head_dim, recurrent_scans_s, unread_expert_bytes
 
 PLAIN = ("f32", "f16", "bf16")
 
@@ -179,13 +180,17 @@ def matmul_s(gpu: GpuSpec, backend: str, kind: str, rows: float, params: float, 
     return dequant + cublas_s(gpu, rows, in_features, out_features) + rows * (in_features + out_features) * 6.0 / bw
 
 
-def linears_s(s: Scenario, m: ModelSpec, gpu: GpuSpec, backend: str, tokens: float) -> float:
+def linears_s(s: Scenario, m: ModelSpec, gpu: GpuSpec, backend: str, tokens: float, *,
+              routed_only: bool = False) -> float:
     """Every decoder linear for a micro-batch of ``tokens`` rows (routed experts: the experts the tokens reach, each
     with its share of the ``tokens x k`` rows, all of them run by one ``mul_mat_id``). Layers split over GPUs
-    (``--split-mode layer``) run one after another for one micro-batch, so the time is the whole model's."""
+    (``--split-mode layer``) run one after another for one micro-batch, so the time is the whole model's.
+    ``routed_only``: the routed experts alone (:func:`cuda_decode_parts`)."""
     total = 0.0
     for i, lin, kind in _linear_types(m, ftype(s, m)):
         layer = m.layers[i]
+        if routed_only and not (lin.group == "experts" and lin.count > 1):
+            continue
         copies, rows, tile = lin.count, tokens, None
         if lin.group == "experts" and lin.count > 1:  # the experts the tokens reach, E (1 - (1 - k/E)^T) of them
             k = layer.experts_per_token
@@ -406,11 +411,32 @@ def cuda_decode_parts(s: Scenario, m: ModelSpec, gpu: GpuSpec, tokens: int, kv_b
     :data:`~gpuplan.overheads.LLAMA_CPP_CUDA_DECODE_BANDWIDTH_FRACTION` of the card's bandwidth, and
     :data:`~gpuplan.overheads.LLAMA_CPP_CUDA_LAYER_S` per layer (module docstring)."""
     bps = gpu.bandwidth_gbs * 1e9 * oh.LLAMA_CPP_CUDA_DECODE_BANDWIDTH_FRACTION
-    weights = streamed_bytes(s, m, tokens, head=head)
+    weights, per_row, routed = streamed_bytes(s, m, tokens, head=head), streamed_bytes(s, m, 1, head=head), 0.0
+    if tokens > 1 and routed_mmq(s):  # the routed experts through MMQ, the rest through MMVQ
+        weights -= routed_read_bytes(s, m, tokens)
+        per_row -= routed_read_bytes(s, m, 1)
+        routed = linears_s(s, m, gpu, "cuda", tokens, routed_only=True)
     # each row meets the weights one token reaches (a routed expert multiplies only the rows sent to it)
-    flops = 2 * tokens * streamed_bytes(s, m, 1, head=head) / gguf.linear_bytes_per_param(m, ftype(s, m))
-    return {"weights": _roofline(flops / mmvq_flops(gpu), weights / bps), "kv_cache": kv_bytes / bps,
+    flops = 2 * tokens * per_row / gguf.linear_bytes_per_param(m, ftype(s, m))
+    return {"weights": _roofline(flops / mmvq_flops(gpu), weights / bps) + routed, "kv_cache": kv_bytes / bps,
             "kernel_latency": m.num_layers * oh.LLAMA_CPP_CUDA_LAYER_S}
+
+
+def routed_mmq(s: Scenario) -> bool:
+    """Whether the build runs a routed expert's ``mul_mat_id`` of 2 to 8 rows on MMQ, not MMVQ: before PR #18958
+    (:data:`~gpuplan.overheads.LLAMA_CPP_MMVQ_MOE_BATCH_BUILD`) ``ggml_cuda_mul_mat_id`` took MMVQ only for one
+    row (``ne2 == 1``) and sent every larger batch to ``ggml_cuda_mul_mat_q`` with the ids (ggml-cuda.cu at PR
+    #15631's merge, its ggml sync ggml-org/ggml@81415da3), so the reached experts ran MMQ's tiles (:func:`expert_tile_rows`: 8 columns for 8 tokens, whatever
+    an expert got); from it ``get_mmvq_mmid_max_batch`` keeps small batches on MMVQ. None: today's code."""
+    b = build(s)
+    return b is not None and b < oh.LLAMA_CPP_MMVQ_MOE_BATCH_BUILD
+
+
+def routed_read_bytes(s: Scenario, m: ModelSpec, tokens: float) -> float:
+    """Bytes of the routed experts a step of ``tokens`` rows reads (the experts they reach: ``experts_hit``), of
+    the linears :func:`linears_s` times."""
+    return sum(gguf.type_bytes(kind, lin.weight_params) * experts_hit(m.layers[i], tokens) / lin.count
+               for i, lin, kind in _linear_types(m, ftype(s, m)) if lin.group == "experts" and lin.count > 1)
 
 
 def mmvq_flops(gpu: GpuSpec) -> float:
