@@ -395,7 +395,40 @@ fused MoE: its tuned tables (aiter/configs/tuned_fmoe.csv and model_configs/a8w8
 2025-08 to 2026-05) time DeepSeek's TP 8 expert shape (7,168 x 256, 256-257 experts, top 8-9) on 80- and 256-CU
 cards only, none on a 304-CU MI300X or MI325X (their 304-CU rows are EP 8's 33 experts of 2,048); its MHA varlen
 prompt attention: no published gfx942 time either (AMD's blogs give "3X" and "14X" over earlier kernels, relative
-only). Nothing there to price these rows' experts or attention against."""
+only). Nothing there to price these rows' experts or attention against.
+(17) Looked at next (session 15, s15-ttft); for these rows nothing built (note 10's revision above came of it).
+(a) The client's request path (backend_request_func.py async_request_openai_completions, benchmark_serving.py
+benchmark() at 843c6254): the clock starts after the request's own aiohttp.ClientSession is built and stops at the
+first SSE line with choices, so it holds the TCP connect to the server on the same node and the 4-40 KB JSON body,
+sub-millisecond; "Starting initial single prompt test run..." is printed but sends nothing; the 2c warm-up requests
+(input_requests[0] with its sampled output length, ignore_eos) are gathered to their end before the timed run; prompt
+and output lengths uniform in [int(0.8 N), N] (sample_uniform), as sglang_serving.py requests() draws them; the
+client's tokenizer builds the prompts before the run and counts outputs after it (calculate_metrics), nothing in
+between. (b) What the rows share bounds what the client and the text path can hold: H200 8k at 4 requests has the
+client, the 0.5.12 TokenizerManager and detokenizer, the OpenAI completions stream, --stream-interval 10 and
+--decode-log-interval 1 of the H200 1k rows, and MI325X's 8k random-text prompts, and its later requests leave
++36 ms (the wave table: 323 implied against 287 simulated). So tokenizing 6.5-8.2k tokens of random text in the main
+process, detokenizing and streaming cost at most ~36 ms: neither MI325X's ~0.6 s nor, being longer for longer
+prompts, the H200 1k rows' ~80 ms. (c) Neither script passes --enable-dp-attention (dsr1_fp8_h200.sh
+--data-parallel-size=1; dsr1_fp8_mi325x.sh no DP flag: each prompt on all 8 GPUs at TP 8, as simulated),
+--enable-mixed-chunk (prefill-only batches, as simulated) or --enable-prefill-delayer (the opt-in that holds
+prefills back to batch them: a wait on each request that would not hold the engine). (d) The first token under the
+overlap scheduler (event_loop_overlap, is_disable_overlap_for_batch, a 2026 tree): a prompt step's result is
+processed, and its first tokens streamed, after the next batch is launched. After a decode graph replay that is a
+few ms of host work (the async host loop simulated); after another prompt step
+(SGLANG_DISABLE_CONSECUTIVE_PREFILL_OVERLAP, default false: "For two consecutive prefill batches, we disable overlap
+to improve the TTFT of the first batch") the first tokens wait for the second step's launches, which outlast the
+first step's GPU work only when both
+run eagerly and the first is under two launch sets (~104 ms on 8 H200s, 23 x 61 kernels x 36.9 us each): prompt
+steps of 2,048-2,500 tokens, at most ~52 ms on one step of a back-to-back pair. None of the 1k rows' steps (graphed,
+at most 2,048 tokens) nor the 8k ones (254-322 ms of GPU work against 52-56 ms of launches); not ~80 ms on every
+request. (e) --num-continuous-decode-steps (MI325X 4): in the 2026 trees read it sizes only the overlap clients'
+kept batch references (keep_batch_reference_num = 2 x steps); no loop runs it. aiter's prompt attention without a
+prefix (aiter_backend.py forward_extend, a 2026 tree): flash_attn_varlen_func on the step's own q, k and v, no read
+of the fp8 pool (with a prefix it index_selects the request's own entries before the cast), so no whole-pool cast
+as under note 10's fallback; --disable-radix-cache leaves no prefix anyway. Left as before: H200's ~80 ms at 1k
+(on steps that replay prefill graphs: the flashinfer_mla absorbed path under them is not timed here) and MI325X's
+~0.6 s."""
 FAMILIES = (("ix3173-", "H200 FP8 TP 8, SGLang 0.5.12"), ("ix3363-", "B200 FP8 TP 8, SGLang 0.5.12"),
             ("ix3183-r1fp4-b300-tp8", "B300 NVFP4 TP 8 EP 8, SGLang 0.5.12"),
             ("ix3183-r1fp4-b300-tp4", "B300 NVFP4 TP 4 EP 4, SGLang 0.5.12"),
