@@ -317,6 +317,10 @@ engines/block_fp8.py sglang_trtllm_moe; nothing fitted): B200 (ix3363) TTFT at 1
 17.5% -> 26.8%, TPOT 7.7% -> 8.5%. The B200's offset is open again, and it is the B200's: the same software on B300
 has none at 1k (160.4 ms against 70.9 at one request, 203.9 against 128.9 at four), and at 8k the two cards differ by
 26-29 ms (314 against 288 ms at TP 8, 410 against 381 at TP 4), where gpuplan gives the two within 6 ms of each other.
+Both cards miss the 8k prompts alike (+140 and +162 ms at one request, TP 8), the B200 alone the 1k ones, whose steps
+wait on their eager launches (51.8 ms against ~30 ms of GPU work): the B200's extra is largest where the host
+launches the step and small where the GPU's work outlasts the launches, as a slower launch per kernel on those runs'
+hosts would be (a host is not an input; nothing modelled).
 (11) TensorRT-LLM shows an EP 1 cost of its own (issue #5929, H200 FP8, one user: 165 ms at EP 1 against 124 at
 EP 8 for 1,600 tokens; bench/results/trtllm_serving.md), with other kernels and no Python-launched Triton: for
 H200 the EP 1 MoE stays a suspect, unpriced for want of a kernel profile.
