@@ -425,7 +425,10 @@ CAUSES = {
         "(the prompt steps that stall the decodes shorter), the 8k TTFT +18/+5/-1/-3/-30 % -> -9/-18/-23/-24/-47 %, "
         "the 1k TTFT -30..-15 % -> -47..-36 %. The 1k rows were already short by a near-constant ~80 ms a request at "
         "4-16 requests that no engine step holds (bench/results/moe_layout.md, PLACED_S: a diagnostic, not "
-        "adopted); the faster prompts leave that gap whole and add the 8k rows' shortfall beside it."),
+        "adopted); the faster prompts leave that gap whole and add the 8k rows' shortfall beside it. Read again "
+        "(s15-ttft, moe_layout.md note 17), nothing changed: the client's request path, the text path (at most "
+        "~36 ms: the 8k rows at 4 requests share it), DP attention, mixed chunks, the prefill delayer and the "
+        "overlap scheduler's first token."),
     ("sglang_serving", "ix3318"): (
         "InferenceX DeepSeek-R1 TTFT under SGLang 0.5.19 on MI325X (8k prompts, means). Not SGLang's prefill cap: "
         "dsr1_fp8_mi325x.sh passes --max-prefill-tokens=131072 with --chunked-prefill-size=131072, the budget "
@@ -447,15 +450,21 @@ CAUSES = {
         "SGLang's completions stream as sending the first token at once). Nor the linears' rate (session 14): 0.5.19 "
         "runs AITER's CK block-scale GEMM on gfx942, whose published MI300X times (ROCm/aiter PR #365) gpuplan's "
         "16-bit timing of these linears reads at a median 0.88: ~30 ms of the ~580 ms at 4 requests (moe_layout.md "
-        "note 16)."),
+        "note 16). Nor the client's or the text path (s15-ttft, note 17): H200's 8k rows share the client, "
+        "SGLang's TokenizerManager and 8k random-text prompts, and leave at most ~36 ms at 4 requests; no DP "
+        "attention, mixed chunks or prefill delayer in the script, and aiter's prompt attention reads no pool."),
     ("sglang_serving", "ix3363"): (
-        "InferenceX DeepSeek-R1 TTFT under SGLang 0.5.12 on B200 (FP8, TP 8, EP 1, fp8 pool): priced since session 10 "
-        "as SGLang runs it, its prompt steps of up to 2,048 tokens replayed as piecewise CUDA graphs (on by default "
-        "from 0.5.10) under which trtllm_mla falls back to FlashInfer's paged MLA and casts every layer's whole fp8 "
-        "pool to bf16, ~134 ms a step (engines/sglang.py prefill_graphs; priced from SGLang issue #35291's measured "
-        "cast; PR #28053 turned these graphs off for DeepSeek on trtllm_mla after 0.5.12): held-out median 38.6 % -> "
-        "12.8 %. Left: 64 requests (-53 %, a queue the simulation does not build) and 2 requests (+39 %) "
-        "(bench/results/moe_layout.md, notes 1-11)."),
+        "InferenceX DeepSeek-R1 TTFT under SGLang 0.5.12 on B200 (FP8, TP 8, EP 1, fp8 pool, 1k prompts, means). "
+        "Session 10 priced its prompt steps of up to 2,048 tokens as piecewise CUDA graphs under which trtllm_mla "
+        "casts every layer's whole fp8 pool to bf16 (~134 ms a step; held-out median 38.6 % -> 12.8 %). Session 15 "
+        "(s15-ttft) took that back: until 2026-05-22 SGLang's server_args.py turned the prefill graphs off under the "
+        "flashinfer_trtllm MoE runner these runs pass (sgl-project/sglang issue #26715, PRs #23351 and #27841; "
+        "engines/sglang.py PREFILL_GRAPHS_MOE_GUARD_UNTIL), and InferenceX PR #3175 runs the same launch line on 8 "
+        "B300s at 70.9 ms for one 1k request, where the cast would give ~275 ms (gpuplan now 60 ms). TTFT at "
+        "1/2/4/8/16/32/64 requests +9/+35/+14/-2/-4/-13/-58 % -> -62/-39/-44/-49/-28/-27/-61 %, TPOT -10..-3 %. "
+        "The miss is the B200's: with the same software B300 takes 70.9 ms at one request where B200 takes 160.4, "
+        "and at 8k the two cards differ by 26-29 ms; no mechanism found (bench/results/moe_layout.md, notes 10 and "
+        "17)."),
     ("trtllm_serving", "i5929"): "trtllm-serve's B200 prompt steps: helper s8-trtllm's this session.",
 }
 

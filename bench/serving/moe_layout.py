@@ -300,6 +300,27 @@ TTFT -19..-36% -> -22..-40% (ix3173 median 20.4% -> 23.5%), its 8k rows (steps p
 absorbed attention's extra FLOPs under the graphs (3.4x a prompt's multi-head ones, ~1 ms at 1k) are not timed. Left:
 B200 at 64 requests (-53%: the queue above), H200's offset, now ~80-95 ms; MI325X (ROCm's default for these graphs not
 read; the cast is trtllm_mla's, on Blackwell).
+Revised (session 15, s15-ttft): 0.5.12 ran no prefill graphs for these B200 runs, so no cast. Until 2026-05-22
+server_args.py turned the graphs off under the flashinfer_trtllm and flashinfer_mxfp4 MoE runners
+(_handle_moe_kernel_config, "TODO(yuwei): Fix piecewise cuda graph support for bypassed topk MoE backends", startup
+line "Piecewise cuda graph is disabled for ..."): sgl-project/sglang issue #26715 bisects its removal to PR #23351
+(merged 2026-05-22, after the 2026-05-17 and 05-22 runs' v0.5.12 image); PR #23906 put it back and PR #27841 took
+it out again on 2026-06-10 ("I kept seeing the 'Piecewise cuda graph is disabled...' log and thought I was somehow on
+an old version"), two days before PR #28053 reported the DeepSeek regression under the graphs. dsr1_fp8_b200.sh
+passes --moe-runner-backend flashinfer_trtllm, SGLang's own pick for these experts on SM 10.x. The check: InferenceX
+PR #3175 runs the same launch line on 8 B300s (dsr1_fp8_b300.sh "reuses the existing DSR1 FP8 B200 SGLang recipe
+as-is"; v0.5.12, published the same day): one 1k-token request at a time, 70.9 ms mean TTFT, where a graphed prompt
+step with the cast takes ~275 ms on the B300's 3.9M-token pool (gpuplan with the cast: 283 ms, +299%; with the guard:
+60 ms; the PR #3175 table at the end). Modelled (engines/sglang.py PREFILL_GRAPHS_MOE_GUARD_UNTIL,
+engines/block_fp8.py sglang_trtllm_moe; nothing fitted): B200 (ix3363) TTFT at 1/2/4/8/16/32/64 requests
++9/+35/+14/-2/-4/-13/-58% -> -62/-39/-44/-49/-28/-27/-61%, TPOT -10..+5% -> -10..-3%; held-out median |TTFT error|
+17.5% -> 26.8%, TPOT 7.7% -> 8.5%. The B200's offset is open again, and it is the B200's: the same software on B300
+has none at 1k (160.4 ms against 70.9 at one request, 203.9 against 128.9 at four), and at 8k the two cards differ by
+26-29 ms (314 against 288 ms at TP 8, 410 against 381 at TP 4), where gpuplan gives the two within 6 ms of each other.
+Both cards miss the 8k prompts alike (+140 and +162 ms at one request, TP 8), the B200 alone the 1k ones, whose steps
+wait on their eager launches (51.8 ms against ~30 ms of GPU work): the B200's extra is largest where the host
+launches the step and small where the GPU's work outlasts the launches, as a slower launch per kernel on those runs'
+hosts would be (a host is not an input; nothing modelled).
 (11) TensorRT-LLM shows an EP 1 cost of its own (issue #5929, H200 FP8, one user: 165 ms at EP 1 against 124 at
 EP 8 for 1,600 tokens; bench/results/trtllm_serving.md), with other kernels and no Python-launched Triton: for
 H200 the EP 1 MoE stays a suspect, unpriced for want of a kernel profile.
@@ -378,7 +399,40 @@ fused MoE: its tuned tables (aiter/configs/tuned_fmoe.csv and model_configs/a8w8
 2025-08 to 2026-05) time DeepSeek's TP 8 expert shape (7,168 x 256, 256-257 experts, top 8-9) on 80- and 256-CU
 cards only, none on a 304-CU MI300X or MI325X (their 304-CU rows are EP 8's 33 experts of 2,048); its MHA varlen
 prompt attention: no published gfx942 time either (AMD's blogs give "3X" and "14X" over earlier kernels, relative
-only). Nothing there to price these rows' experts or attention against."""
+only). Nothing there to price these rows' experts or attention against.
+(17) Looked at next (session 15, s15-ttft); for these rows nothing built (note 10's revision above came of it).
+(a) The client's request path (backend_request_func.py async_request_openai_completions, benchmark_serving.py
+benchmark() at 843c6254): the clock starts after the request's own aiohttp.ClientSession is built and stops at the
+first SSE line with choices, so it holds the TCP connect to the server on the same node and the 4-40 KB JSON body,
+sub-millisecond; "Starting initial single prompt test run..." is printed but sends nothing; the 2c warm-up requests
+(input_requests[0] with its sampled output length, ignore_eos) are gathered to their end before the timed run; prompt
+and output lengths uniform in [int(0.8 N), N] (sample_uniform), as sglang_serving.py requests() draws them; the
+client's tokenizer builds the prompts before the run and counts outputs after it (calculate_metrics), nothing in
+between. (b) What the rows share bounds what the client and the text path can hold: H200 8k at 4 requests has the
+client, the 0.5.12 TokenizerManager and detokenizer, the OpenAI completions stream, --stream-interval 10 and
+--decode-log-interval 1 of the H200 1k rows, and MI325X's 8k random-text prompts, and its later requests leave
++36 ms (the wave table: 323 implied against 287 simulated). So tokenizing 6.5-8.2k tokens of random text in the main
+process, detokenizing and streaming cost at most ~36 ms: neither MI325X's ~0.6 s nor, being longer for longer
+prompts, the H200 1k rows' ~80 ms. (c) Neither script passes --enable-dp-attention (dsr1_fp8_h200.sh
+--data-parallel-size=1; dsr1_fp8_mi325x.sh no DP flag: each prompt on all 8 GPUs at TP 8, as simulated),
+--enable-mixed-chunk (prefill-only batches, as simulated) or --enable-prefill-delayer (the opt-in that holds
+prefills back to batch them: a wait on each request that would not hold the engine). (d) The first token under the
+overlap scheduler (event_loop_overlap, is_disable_overlap_for_batch, a 2026 tree): a prompt step's result is
+processed, and its first tokens streamed, after the next batch is launched. After a decode graph replay that is a
+few ms of host work (the async host loop simulated); after another prompt step
+(SGLANG_DISABLE_CONSECUTIVE_PREFILL_OVERLAP, default false: "For two consecutive prefill batches, we disable overlap
+to improve the TTFT of the first batch") the first tokens wait for the second step's launches, which outlast the
+first step's GPU work only when both
+run eagerly and the first is under two launch sets (~104 ms on 8 H200s, 23 x 61 kernels x 36.9 us each): prompt
+steps of 2,048-2,500 tokens, at most ~52 ms on one step of a back-to-back pair. None of the 1k rows' steps (graphed,
+at most 2,048 tokens) nor the 8k ones (254-322 ms of GPU work against 52-56 ms of launches); not ~80 ms on every
+request. (e) --num-continuous-decode-steps (MI325X 4): in the 2026 trees read it sizes only the overlap clients'
+kept batch references (keep_batch_reference_num = 2 x steps); no loop runs it. aiter's prompt attention without a
+prefix (aiter_backend.py forward_extend, a 2026 tree): flash_attn_varlen_func on the step's own q, k and v, no read
+of the fp8 pool (with a prefix it index_selects the request's own entries before the cast), so no whole-pool cast
+as under note 10's fallback; --disable-radix-cache leaves no prefix anyway. Left as before: H200's ~80 ms at 1k
+(on steps that replay prefill graphs: the flashinfer_mla absorbed path under them is not timed here) and MI325X's
+~0.6 s."""
 FAMILIES = (("ix3173-", "H200 FP8 TP 8, SGLang 0.5.12"), ("ix3363-", "B200 FP8 TP 8, SGLang 0.5.12"),
             ("ix3183-r1fp4-b300-tp8", "B300 NVFP4 TP 8 EP 8, SGLang 0.5.12"),
             ("ix3183-r1fp4-b300-tp4", "B300 NVFP4 TP 4 EP 4, SGLang 0.5.12"),
@@ -440,11 +494,19 @@ IX870_TTFT = {4: (267.3, 835.0), 8: (330.6, 1975.4), 16: (356.0, 2149.4), 32: (4
 # 8k/1k points, not rows of the bench: (TP, concurrency, mean TTFT ms, mean TPOT ms). TP 4 as dsr1_fp8_b200.sh
 # launches it: --chunked-prefill-size 8192, --mem-fraction-static 0.95, --scheduler-recv-interval 10.
 B200_8K = ((8, 1, 314.28, 7.39), (4, 1, 410.18, 7.96), (4, 2, 483.64, 9.13))
+# InferenceX pull request #3175's baseline table (dsr1-fp8-b300-sglang published 2026-05-22, SGLang v0.5.12, TP 8 and
+# 4, EP 1): dsr1_fp8_b300.sh at 843c6254 is dsr1_fp8_b200.sh's launch line ("reuses the existing DSR1 FP8 B200 SGLang
+# recipe as-is"), so the B200 1k row's setup on B300s: (TP, input tokens, concurrency, mean TTFT ms, mean TPOT ms)
+B300_FP8 = ((8, 1024, 1, 70.93, 7.04), (8, 1024, 2, 117.27, 7.64), (8, 1024, 4, 128.94, 8.3),
+            (8, 1024, 8, 146.08, 10.12), (8, 1024, 16, 312.31, 12.35), (8, 1024, 32, 421.04, 15.46),
+            (8, 1024, 64, 623.66, 21.17), (8, 8192, 1, 288.06, 7.23), (4, 8192, 1, 380.89, 7.76),
+            (8, 8192, 2, 351.13, 8.08), (4, 8192, 2, 443.66, 8.87), (4, 8192, 4, 525.77, 11.11))
 
 
 def outside_lines(rows: list[dict], max_requests: int) -> list[str]:
-    """Two outside readings of the offset (not scored): issue #870's rest floor beside the simulated rest of the
-    0.5.12 H200 1k row at the same concurrency, and PR #3363's B200 8k points replayed from the 1k row's setup."""
+    """Three outside readings of the offset (not scored): issue #870's rest floor beside the simulated rest of the
+    0.5.12 H200 1k row at the same concurrency, PR #3363's B200 8k points replayed from the 1k row's setup, and
+    PR #3175's B300 FP8 points (the B200 recipe on B300s) replayed from the same."""
     by_id = {r["id"]: r for r in rows}
     lines = ["", "| issue #870 (v0.5.7, H200 1k), c | mean TTFT | P99 TTFT | rest, at least | 0.5.12 row's rest "
              "simulated |", "|---|---|---|---|---|"]
@@ -462,6 +524,26 @@ def outside_lines(rows: list[dict], max_requests: int) -> list[str]:
         got = bench.run(row, max_requests)
         lines.append(f"| TP {tp}, {c} request{'s' if c > 1 else ''} | {ttft:,.1f} ms | {got['median_ttft_ms']:,.1f} | "
                      f"{ttft - got['median_ttft_ms']:+,.0f} ms | {tpot:.2f} ms | {got['median_tpot_ms']:.2f} |")
+    return lines + b300_fp8_lines(base, max_requests)
+
+
+def b300_fp8_lines(base: dict, max_requests: int) -> list[str]:
+    """PR #3175's B300 FP8 points (:data:`B300_FP8`) replayed from the B200 1k row's setup on B300s, beside the
+    published B200 mean TTFT at the same point where PR #3363 prints one: the same launch line on two cards."""
+    b200 = {(8, 1024, c): t for c, t in ((1, 160.36), (2, 177.91), (4, 203.87), (8, 248.74), (16, 368.49),
+                                         (32, 470.96), (64, 1170.32))} | {(tp, 8192, c): t for tp, c, t, _ in B200_8K}
+    lines = ["", "| PR #3175 B300 FP8 TP 8/4 EP 1 (v0.5.12, the B200 recipe) | TTFT published | gpuplan | offset | "
+             "B200's published TTFT | TPOT published | gpuplan |", "|---|---|---|---|---|---|---|"]
+    for tp, isl, c, ttft, tpot in B300_FP8:
+        row = dict(base, gpu="b300", tp=str(tp), random_input=str(isl), num_prompts=str(10 * c),
+                   max_concurrency=str(c), median_ttft_ms=str(ttft), median_tpot_ms=str(tpot),
+                   scheduler_recv_interval="30" if tp == 8 and c >= 16 else "10",
+                   **({"chunked_prefill_size": "8192", "mem_fraction_static": "0.95"} if tp == 4 else {}))
+        got = bench.run(row, max_requests)
+        other = b200.get((tp, isl, c))
+        lines.append(f"| TP {tp}, {isl // 1024}k, {c} request{'s' if c > 1 else ''} | {ttft:,.1f} ms | "
+                     f"{got['median_ttft_ms']:,.1f} | {ttft - got['median_ttft_ms']:+,.0f} ms | "
+                     f"{'' if other is None else f'{other:,.1f} ms'} | {tpot:.2f} ms | {got['median_tpot_ms']:.2f} |")
     return lines
 
 

@@ -69,7 +69,7 @@ from ..tensors.layout import weights_per_gpu
 from ..tensors.state import weight_format
 from . import deepep, speculative
 from .base import Engine
-from .block_fp8 import block_fp8_kernels
+from .block_fp8 import block_fp8_kernels, sglang_trtllm_moe
 from .records import HostLoop, KvPool, Timing
 from .vllm import cuda_total_gib, current_timing, named_version, version_tuple
 
@@ -96,6 +96,12 @@ PREFILL_GRAPH_MLA_TOKENS = 2048
 # the first release after PR #28053 (merged 2026-06-12, "Disable dsr1 prefill cudagraphs by default"), which ends
 # DeepSeek's prefill graphs on trtllm_mla and with them the whole-pool cast (prefill_graphs)
 POOL_CAST_UNTIL = (0, 5, 13)
+# the first release without server_args.py's guard that turned the prefill graphs off under the flashinfer_trtllm MoE
+# runner ("TODO(yuwei): Fix piecewise cuda graph support for bypassed topk MoE backends", in
+# _handle_moe_kernel_config; its startup line "Piecewise cuda graph is disabled for ..."): sgl-project/sglang issue
+# #26715 bisects its removal to PR #23351 (merged 2026-05-22); PR #23906 put it back and PR #27841 (2026-06-10)
+# removed it again, two days before PR #28053 ended DeepSeek's prefill graphs on trtllm_mla (prefill_graphs)
+PREFILL_GRAPHS_MOE_GUARD_UNTIL = (0, 5, 13)
 # the last release read that halves chunked_prefill_size under --enable-dp-attention (chunk_size; 0.4.1.post2,
 # 0.4.2, 0.4.3.post2 all do), and the first that keeps the overlap scheduler on with it (overlap_schedule)
 DP_CHUNK_HALVED_UNTIL = (0, 4, 3)
@@ -576,7 +582,10 @@ def prefill_graphs(s: Scenario, m: ModelSpec, gpu: GpuSpec, d: Defaults) -> dict
     from 0.5.10 (:data:`PREFILL_GRAPHS_FROM`): a prompt step of up to :data:`PREFILL_GRAPH_MLA_TOKENS` tokens (MLA
     models; others up to the chunk) replays graph pieces instead of launching its kernels from Python. Turned off
     for expert parallelism, DP attention and pipeline parallelism (``server_args.py``
-    ``_handle_piecewise_cuda_graph``); not timed on ROCm, whose default was not read.
+    ``_handle_piecewise_cuda_graph``), and before :data:`PREFILL_GRAPHS_MOE_GUARD_UNTIL` under the
+    ``flashinfer_trtllm`` MoE runner, SGLang's pick for a block-fp8 DeepSeek on SM 10.x
+    (:func:`~gpuplan.engines.block_fp8.sglang_trtllm_moe`; InferenceX's B200 and B300 FP8 runs pass it too); not timed
+    on ROCm, whose default was not read.
 
     Under such a graph SGLang runs MLA absorbed (``attention_backend_handler.py``: ``AttnForwardMethod.MLA`` for a
     captured extend), and ``trtllm_mla``, the default for DeepseekV3ForCausalLM on SM 10.x, has no absorbed varlen
@@ -587,10 +596,13 @@ def prefill_graphs(s: Scenario, m: ModelSpec, gpu: GpuSpec, d: Defaults) -> dict
     :data:`~gpuplan.overheads.SGLANG_POOL_CAST_BYTES_PER_ELEMENT` bytes each at the card's bandwidth; PR #28053
     ("DSR1 + trtllm_mla attention backend fallbacks ... under prefill cudagraphs, which regresses performance a
     lot", 2026-06-12) turned these graphs off for DeepSeek on ``trtllm_mla``, so releases from
-    :data:`POOL_CAST_UNTIL` pay none. (The absorbed attention's own extra FLOPs, ~3.4x a 2,048-token prompt's
-    multi-head ones, are not timed.)"""
+    :data:`POOL_CAST_UNTIL` pay none; with the MoE guard before them, no release pays it for a block-fp8 DeepSeek
+    under SGLang's own MoE pick (InferenceX PR #3175's B300 FP8 TP 8 EP 1 run of 0.5.12, one 1k-token request at a
+    time: 70.9 ms TTFT, where a graphed step with the cast would take ~275 ms). (The absorbed attention's own extra
+    FLOPs, ~3.4x a 2,048-token prompt's multi-head ones, are not timed.)"""
     version = version_tuple(s.engine_version or "0.5.3")
-    if (version < PREFILL_GRAPHS_FROM or gpu.vendor != "NVIDIA" or s.ep > 1 or s.attention_dp or s.pp > 1):
+    if (version < PREFILL_GRAPHS_FROM or gpu.vendor != "NVIDIA" or s.ep > 1 or s.attention_dp or s.pp > 1
+            or (version < PREFILL_GRAPHS_MOE_GUARD_UNTIL and sglang_trtllm_moe(s, m, gpu, version))):
         return {}
     mla = [layer for layer in m.layers if layer.attention == "mla"]
     tokens = PREFILL_GRAPH_MLA_TOKENS if mla else d.chunked_prefill_size
