@@ -406,6 +406,26 @@ MATMUL_PEAK_FRACTION_DEFAULT = 0.80  # NVIDIA cards without a MAMF row: the H100
 # GA102 like the 3090 with 84 SMs at 1,860 MHz against 82 at 1,695, was planned 11 % slower than the 3090 where
 # diffusers' March 2023 torch 2.0 benchmark ran it 9 to 10 % faster at every batch, bench/modules.py sd14-*-mar23-*).
 MATMUL_PEAK_FRACTION_GEFORCE = 0.999
+# fp32 matmuls on the CUDA cores (PyTorch's default for fp32 matmuls: no TF32) are not tensor-core work, and what a card
+# reaches of its fp32 datasheet is its own: the best fp32 torch.matmul rate chsasank/device-benchmarks README.md posts
+# ('Matrix Multiplication FLOPS and BW', 'TFLOPs (FP32)' column, 7ccc883, 2025-04-15; benchmark.py: square sizes 256 to
+# 6,888, ten trials each) over the catalog's fp32 rate. A100 80GB 19 of 19.5 (the table's A100 is taken as the PCIe
+# card in MATMUL_PEAK_FRACTION's note above; the SXM4 forms, the same GA100 at the same 1,410 MHz boost with more
+# power, are given the same share), T4 4 of 8.1 (its 70 W cap, as in 16 bits), A10 14 of 31.2, L4 12 of 30.3, H100
+# PCIe 38 of 51.2, and GeForce cards, whose doubled Ampere and Ada fp32 datasheet rates count two FP32 pipes a
+# matmul's SASS does not keep both busy: RTX 3060 7.4 of 12.7, RTX 3090 27 of 35.6, RTX 4090 58 of 82.6, RTX 4060 Ti
+# 12 of 22.1, RTX 4070 Ti Super 31 of 44.1, RTX 5070 Ti 32 of 43.9. Its 'V100 32GB' (13) names no form, so no V100 is
+# set. A card without a posted fp32 rate keeps its 16-bit share (matmul_fraction). Issue 34, session 15: the module
+# plans' fp32 matmuls had taken TF32 (speed/modules.py _matmul_dtype); at the fp32 rate and the A100's bf16 share
+# (0.859) a Colab A100's fp32 SDXL call (bench/modules.py sdxl-a100-colab-fp32, held out) read +27 %, at this share
+# +15 %; the T4's fp32 SD 1.5 call (sd15-t4-colab-fp32, held out) -2 % to +10 %.
+MATMUL_FP32_TFLOPS_POSTED = {
+    "nvidia-a100-pcie-80gb": 19.0, "nvidia-a100-sxm4-80gb": 19.0, "nvidia-a100-pcie-40gb": 19.0,
+    "nvidia-a100-sxm4-40gb": 19.0, "nvidia-t4": 4.0, "nvidia-a10": 14.0, "nvidia-l4": 12.0,
+    "nvidia-h100-pcie-80gb": 38.0, "nvidia-geforce-rtx-3060-12gb": 7.4, "nvidia-geforce-rtx-3090": 27.0,
+    "nvidia-geforce-rtx-4090": 58.0, "nvidia-geforce-rtx-4060-ti-16gb": 12.0, "nvidia-geforce-rtx-4070-ti-super": 31.0,
+    "nvidia-geforce-rtx-5070-ti": 32.0,
+}
 MATMUL_PEAK_FRACTION_OTHER_VENDOR = 0.60  # MI300X's figure for other vendors' software stacks
 # Peak TFLOPS per watt above which a card cannot hold its boost clock under dense tensor work; its sustained
 # rate is scaled by (POWER_CAPPED_TFLOPS_PER_W / its ratio) ** POWER_CAP_EXPONENT. H100 SXM: 989/700 = 1.41,

@@ -37,7 +37,7 @@ from ..scenario import Scenario
 from ..scenario.fields import MODULE_FIELDS
 from ..scenario.modules import ModuleJob, encoders_trained, text_way, text_ways, trains_encoder
 from ..speed.breakdown import shares
-from ..speed.modules import ModuleSpeed, generation, host_range, model_step, train_step
+from ..speed.modules import ModuleSpeed, fp32_rates, generation, host_range, model_step, train_step
 from .edge import MODULE_BATCH_LIMIT, batch_fields
 from .fixes import Fix, fewest
 from .plan import Plan, gpu_facts, verdict
@@ -192,7 +192,7 @@ def build_module(r: ResolvedModule, candidates: tuple = (), *, advise: bool = Tr
     e = _estimate(s, job, main, parts)
     mem = report(s, e, gpu)
     judged = verdict(s, gpu, mem)
-    warnings, work, cost, suggestions = list(e.warnings), None, None, ()
+    warnings, work, cost, suggestions, rates = list(e.warnings), None, None, (), ()
     if not memory_only and gpu is not None and (gpu.peak_tflops("bf16") or gpu.peak_tflops("fp16")):
         try:
             speed = _speed(s, job, main, parts, gpu)
@@ -201,6 +201,7 @@ def build_module(r: ResolvedModule, candidates: tuple = (), *, advise: bool = Tr
         else:
             work, cost, more = _work(s, job, main, speed, gpu, candidates, price_it=mem.fits is not False)
             warnings += more
+            rates = tuple(note for note in (fp32_rates(s, job, gpu),) if note)
             if spec.family == "whisper":
                 warnings.append(WHISPER_WALL_TIME)
     elif not memory_only and gpu is not None:
@@ -213,7 +214,7 @@ def build_module(r: ResolvedModule, candidates: tuple = (), *, advise: bool = Tr
     plan = ModulePlan(model=facts(spec, int(e.extra.get("params_trainable", 0))), gpu=gpu_facts(gpu), memory=mem,
                       verdict=judged, suggestions=suggestions, cost=cost, work=work)
     plan._module = ModuleSetup(scenario=s, job=job, gpu=gpu, defaults=r.defaults,
-                               assumptions=(*r.assumptions, *e.assumptions), warnings=tuple(warnings))
+                               assumptions=(*r.assumptions, *e.assumptions, *rates), warnings=tuple(warnings))
     return plan
 
 

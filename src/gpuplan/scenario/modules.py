@@ -98,8 +98,8 @@ class ModuleJob:
 # (gpuplan.plan.refusals.module_refusal) and the page's form shows these for the model (gpuplan.explain.forms).
 COMMON_READS = ("model", "task", "method", "stack", "precision", "quant", "micro_batch_size", "batch_size",
                 "grad_checkpointing", "grad_accum_steps", "optimizer", "adapter_dtype", "lora_rank", "lora_targets",
-                "attention", "train_steps", "gpu", "wired_limit_mb", "provider", "pricing", "max_price_age_days",
-                "include_low_confidence")
+                "attention", "train_steps", "tf32", "gpu", "wired_limit_mb", "provider", "pricing",
+                "max_price_age_days", "include_low_confidence")
 KIND_READS = {
     # seq_len: the T5 tokens of a prompt, for the pipelines with a T5 encoder only (resolve_diffusion)
     "diffusion": ("resolution", "seq_len", "inference_steps", "cfg", "cpu_offload", "cache_latents", "text_encoders",

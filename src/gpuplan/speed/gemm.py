@@ -58,7 +58,12 @@ def matmul_fraction(gpu: GpuSpec, dtype: str = "bf16") -> float:
     power-capped card keeps in continuous work (:func:`continuous_clock_factor`), else the vendor's default,
     lowered for cards whose datasheet TFLOPS per watt exceed what their power cap sustains, and for a card run below
     its TDP (:func:`power_limit_factor`). A GeForce card's default is what the GeForce cards measured reach
-    (:data:`~gpuplan.overheads.MATMUL_PEAK_FRACTION_GEFORCE`), not the data-center cards' range."""
+    (:data:`~gpuplan.overheads.MATMUL_PEAK_FRACTION_GEFORCE`), not the data-center cards' range. fp32 on the CUDA cores
+    (``fp32``, or ``tf32`` on a card without TF32 tensor cores) takes the card's posted fp32 matmul rate where one is
+    posted (:data:`~gpuplan.overheads.MATMUL_FP32_TFLOPS_POSTED`)."""
+    cuda_cores = dtype == "fp32" or (dtype == "tf32" and not gpu.peak_tflops("tf32"))
+    if cuda_cores and gpu.id in oh.MATMUL_FP32_TFLOPS_POSTED and gpu.peak_tflops("fp32"):
+        return oh.MATMUL_FP32_TFLOPS_POSTED[gpu.id] / gpu.peak_tflops("fp32") * power_limit_factor(gpu)
     if gpu.id in oh.MATMUL_PEAK_FRACTION:
         return (min(oh.MATMUL_PEAK_FRACTION[gpu.id], oh.MATMUL_PEAK_FRACTION_SUSTAINED) * power_limit_factor(gpu)
                 * continuous_clock_factor(gpu, dtype))

@@ -37,7 +37,7 @@ from ..model.layers import Linear
 from ..model.profile import FP8_ALL, Op, Profile, storage_format
 from ..model.quant import make_format
 from ..scenario.modules import TEXT_LORA_ROLES, frozen_text_params, text_way, trained_text_params, trains_encoder
-from .gemm import bandwidth, continuous_clock_factor, gemm_time_s, peak_flops, power_limit_factor
+from .gemm import bandwidth, continuous_clock_factor, gemm_time_s, matmul_fraction, peak_flops, power_limit_factor
 from .work import attention_fraction, smooth_max
 
 
@@ -74,8 +74,9 @@ class PassTime:
 
 @dataclass(frozen=True, kw_only=True)
 class Run:
-    """How a pass runs: the compute dtype (``bf16``, ``fp16``, ``fp32``: fp32 convolutions and matmuls take the
-    card's TF32 rate, as PyTorch's cuDNN default allows), activation bytes per element, the storage of the
+    """How a pass runs: the compute dtype (``bf16``, ``fp16``, ``fp32``: fp32 convolutions take the card's TF32 rate,
+    as PyTorch's cuDNN default allows, and fp32 matmuls its fp32 rate unless ``tf32``: :func:`_matmul_dtype`),
+    activation bytes per element, the storage of the
     weights of linears and convolutions (``16bit``, ``fp8``, ``nf4``, ``gguf-q4_0``...), what is trained (``all``,
     ``none``), the LoRA adapters (the roles they adapt and their rank) and whether checkpointing recomputes."""
 
@@ -88,10 +89,42 @@ class Run:
     host_factor: float = 1.0  # compiled graphs and fused stacks launch fewer ops
     attention: str = "sdpa"  # eager: the scores as two batched GEMMs and a softmax through memory
     autocast: bool = False  # mixed precision (torch.autocast): an eager softmax runs in fp32 (_eager)
+    tf32: bool = False  # fp32 matmuls on TF32 tensor cores (torch.backends.cuda.matmul.allow_tf32)
 
 
 def _rate_dtype(dtype: str) -> str:
+    """The rate an fp32 pass's convolutions and fused attention kernels take, and its MFU's peak: TF32."""
     return "tf32" if dtype == "fp32" else dtype
+
+
+def _matmul_dtype(run: Run) -> str:
+    """The rate of a pass's linears and matrix products (eager attention's too). PyTorch runs fp32 matmuls in fp32
+    unless TF32 is allowed for them (``torch.backends.cuda.matmul.allow_tf32``, off by default since 1.12; pytorch
+    docs notes/cuda.html, "TensorFloat-32 (TF32) on Ampere (and later) devices"), where its convolutions take TF32
+    by default (``torch.backends.cudnn.allow_tf32``, on): the LLM path's rule (:func:`~.flops.compute_dtype`)."""
+    if run.dtype != "fp32":
+        return run.dtype
+    return "tf32" if run.tf32 else "fp32"
+
+
+def fp32_rates(s, job, gpu: GpuSpec) -> str:
+    """What an fp32 job's GEMMs are timed at (:func:`_op_dtype`), said in its plan as an LLM plan says its own
+    (:mod:`.training`): convolutions at TF32, matmuls at the fp32 rate unless ``tf32``; "" for a 16-bit job."""
+    if job.dtype != "fp32":
+        return ""
+    fp32 = peak_flops(gpu, "fp32") * matmul_fraction(gpu, "fp32") / 1e12
+    if not gpu.peak_tflops("tf32"):
+        return f"fp32 on CUDA cores throughout ({gpu.name} has no TF32 tensor cores): {fp32:,.1f} TFLOPS achievable"
+    if getattr(s, "tf32", False):
+        return "fp32 matmuls and convolutions on TF32 tensor cores (tf32 true)"
+    return (f"fp32: convolutions on TF32 tensor cores (cuDNN's default), matmuls at the fp32 rate, {fp32:,.1f} TFLOPS "
+            "achievable (TF32 is off for matmuls by default since PyTorch 1.12; tf32 true for the TF32 rate)")
+
+
+def _op_dtype(run: Run, op: Op) -> str:
+    """A linear's or convolution's GEMM rate: a convolution at cuDNN's (TF32 for fp32), a linear at
+    :func:`_matmul_dtype`'s."""
+    return _rate_dtype(run.dtype) if op.kind == "conv" else _matmul_dtype(run)
 
 
 def _act_bytes(dtype: str) -> float:
@@ -107,7 +140,7 @@ def _weight_bytes(run: Run, k: float, n: float, op: Op | None = None) -> float:
 
 
 def _gemm(gpu: GpuSpec, run: Run, op: Op, m: float, k: float, n: float) -> float:
-    return gemm_time_s(gpu, _rate_dtype(run.dtype), m, k, n, count=op.count, act_bytes=_act_bytes(run.dtype),
+    return gemm_time_s(gpu, _op_dtype(run, op), m, k, n, count=op.count, act_bytes=_act_bytes(run.dtype),
                        weight_bytes=_weight_bytes(run, k, n, op))
 
 
@@ -186,7 +219,7 @@ def forward(p: Profile, gpu: GpuSpec, batch: int, sizes: tuple[float, ...], run:
                 kernels += op.count * oh.LORA_OPS_PER_LINEAR
         elif op.kind == "matmul":
             b, m, k, n = d
-            gemm += gemm_time_s(gpu, _rate_dtype(run.dtype), m, k, n, count=op.count * b, kernels=op.count,
+            gemm += gemm_time_s(gpu, _matmul_dtype(run), m, k, n, count=op.count * b, kernels=op.count,
                                 act_bytes=_act_bytes(run.dtype), weight_bytes=_act_bytes(run.dtype))
             flops += op.count * 2 * b * m * k * n
         else:
@@ -219,7 +252,7 @@ def _eager(gpu: GpuSpec, run: Run, op: Op, d: tuple[float, ...], factor: int) ->
     """Eager attention (``factor`` 1 forward, 2 backward): ``Q·Kᵀ`` and ``P·V`` as batched GEMMs, and the score
     matrix moved through memory (:func:`score_bytes` per score), and the cast's kernel under autocast."""
     heads, q, kv, dk, dv = d
-    dtype = _rate_dtype(run.dtype)
+    dtype = _matmul_dtype(run)
     gemms = (gemm_time_s(gpu, dtype, q, dk, kv, count=op.count * heads, kernels=op.count,
                          act_bytes=_act_bytes(run.dtype), weight_bytes=_act_bytes(run.dtype))
              + gemm_time_s(gpu, dtype, q, kv, dv, count=op.count * heads, kernels=op.count,
@@ -249,8 +282,8 @@ def score_bytes(run: Run) -> float:
 def _lora_forward(gpu: GpuSpec, run: Run, op: Op, m: float, k: float, n: float) -> float:
     """peft's adapter path: ``x @ A`` (k -> r), ``@ B`` (r -> n), scaled and added to the base output."""
     r = run.lora_rank
-    return (gemm_time_s(gpu, _rate_dtype(run.dtype), m, k, r, count=op.count)
-            + gemm_time_s(gpu, _rate_dtype(run.dtype), m, r, n, count=op.count)
+    return (gemm_time_s(gpu, _matmul_dtype(run), m, k, r, count=op.count)
+            + gemm_time_s(gpu, _matmul_dtype(run), m, r, n, count=op.count)
             + op.count * m * n * oh.LORA_BYTES_PER_OUTPUT / bandwidth(gpu))
 
 
@@ -265,13 +298,13 @@ def backward(p: Profile, gpu: GpuSpec, batch: int, sizes: tuple[float, ...], run
             dequant += _dequant_s(gpu, run, op, k, n)
             flops += op.count * 2 * m * k * n
             if run.trained == "all":
-                gemm += gemm_time_s(gpu, _rate_dtype(run.dtype), k, m, n, count=op.count)  # weight gradient
+                gemm += gemm_time_s(gpu, _op_dtype(run, op), k, m, n, count=op.count)  # weight gradient
                 flops += op.count * 2 * m * k * n
             if run.lora_roles and op.role in run.lora_roles:
                 gemm += 2 * _lora_forward(gpu, run, op, m, k, n)  # dX and dW through A and B
         elif op.kind == "matmul":
             b, m, k, n = d
-            gemm += 2 * gemm_time_s(gpu, _rate_dtype(run.dtype), m, k, n, count=op.count * b, kernels=op.count,
+            gemm += 2 * gemm_time_s(gpu, _matmul_dtype(run), m, k, n, count=op.count * b, kernels=op.count,
                                     act_bytes=_act_bytes(run.dtype), weight_bytes=_act_bytes(run.dtype))
             flops += op.count * 4 * b * m * k * n
         else:
@@ -374,7 +407,7 @@ def _run(job, s) -> Run:
     return Run(dtype=job.dtype, weights=job.weights, trained=job.trained, lora_roles=job.lora_roles,
                lora_rank=job.lora_rank, recompute=job.way.endswith("-gc"), attention=job.attention,
                autocast=str(getattr(s, "precision", "")).endswith("-mixed"),
-               host_factor=oh.HOST_OPS_FACTOR["compile"] if compiled else 1.0)
+               host_factor=oh.HOST_OPS_FACTOR["compile"] if compiled else 1.0, tf32=bool(getattr(s, "tf32", False)))
 
 
 def train_step(s, job, main: Profile, parts: dict[str, Profile], gpu: GpuSpec) -> ModuleSpeed:
@@ -399,7 +432,7 @@ def train_step(s, job, main: Profile, parts: dict[str, Profile], gpu: GpuSpec) -
         if job.kind == "diffusion-train" and not job.cache_latents:
             w, h = job.pixels[i]
             vae = forward(parts["vae-encode"], gpu, job.batch, (sizes[0], w // 8 + h // 8),
-                          Run(dtype="fp32" if job.vae_dtype == "fp32" else job.dtype))
+                          Run(dtype="fp32" if job.vae_dtype == "fp32" else job.dtype, tf32=run.tf32))
             micro += vae.total_s / len(job.shapes)
             parts_s["VAE encode"] = parts_s.get("VAE encode", 0.0) + vae.total_s / len(job.shapes)
     if job.kind == "diffusion-train" and job.text_encoders in ("frozen", "trained"):
@@ -441,14 +474,14 @@ def text_encoders_s(job, parts: dict[str, Profile], gpu: GpuSpec, run: Run) -> d
         if trains_encoder(job, te):
             how = Run(dtype=job.dtype, weights=stored, lora_roles=TEXT_LORA_ROLES[job.text_lora],
                       lora_rank=job.lora_rank, recompute=text_way(job, te).endswith("-gc"), autocast=run.autocast,
-                      host_factor=run.host_factor) if job.text_lora else \
+                      host_factor=run.host_factor, tf32=run.tf32) if job.text_lora else \
                 Run(dtype=job.dtype, trained="all", recompute=run.recompute, autocast=run.autocast,
-                    host_factor=run.host_factor)
+                    host_factor=run.host_factor, tf32=run.tf32)
             name = "text encoders (LoRA trained)" if job.text_lora else "text encoders (trained)"
             t = (forward(prof, gpu, job.batch, tokens, how) + backward(prof, gpu, job.batch, tokens, how)).total_s
             out[name] = out.get(name, 0.0) + t
             continue
-        t = forward(prof, gpu, job.batch, tokens, Run(dtype=job.dtype, weights=stored)).total_s
+        t = forward(prof, gpu, job.batch, tokens, Run(dtype=job.dtype, weights=stored, tf32=run.tf32)).total_s
         out["text encoders"] = out.get("text encoders", 0.0) + t
     return out
 
@@ -531,10 +564,11 @@ def generation(s, job, main: Profile, parts: dict[str, Profile], gpu: GpuSpec, h
     for te in job.spec.role("text_encoder"):
         tokens = (job.t5_tokens,) if te.cls == "T5EncoderModel" else ()
         parts_s["text encoders"] = parts_s.get("text encoders", 0.0) + forward(
-            parts[f"text-encoder:{te.name}"], gpu, job.samples_per_step, tokens, Run(dtype=job.dtype)).total_s
+            parts[f"text-encoder:{te.name}"], gpu, job.samples_per_step, tokens,
+            Run(dtype=job.dtype, tf32=run.tf32)).total_s
     if job.spec.role("vae"):
         parts_s["VAE decode"] = forward(parts["vae-decode"], gpu, job.samples_per_step, (sizes[0], w // 8 + h // 8),
-                                        Run(dtype=job.vae_dtype)).total_s
+                                        Run(dtype=job.vae_dtype, tf32=run.tf32)).total_s
     if once or each_step:
         parts_s["CPU offload transfers"] = offload_copy_s(once + each_step * job.steps, gpu)
     call = sum(parts_s.values())
