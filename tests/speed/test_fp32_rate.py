@@ -83,3 +83,20 @@ def test_fp32_on_cuda_cores_takes_the_cards_posted_fp32_matmul_rate():
     assert matmul_fraction(t4, "fp32") * 8.1 == matmul_fraction(t4, "tf32") * 8.1 == pytest.approx(4.0)
     assert matmul_fraction(rtx4090, "fp32") * 82.6 == pytest.approx(58.0)
     assert matmul_fraction(h100, "fp32") == matmul_fraction(h100, "bf16") == pytest.approx(0.801)
+
+
+def test_an_fp32_prompt_is_served_at_the_fp32_rate_unless_tf32():
+    """Serving an fp32 checkpoint runs its GEMMs in fp32 (PyTorch's default, as in training): Qwen2.5-0.5B's 8,000-token
+    prompt runs its decoder's linears, 2 x (494.0M - 151,936 x 896 embedding) x 8,000 = 5.73 TFLOP, at least 0.294 s
+    at the A100's 19.5 TFLOPS fp32 peak. It had been timed at the bf16 rate whatever the precision (0.074 s: 77
+    TFLOPS implied, 4x the card's fp32 peak), and ``tf32`` was dropped from a serving plan as training-only."""
+    job = {"model": "qwen2.5-0.5b", "task": "infer", "engine": "vllm", "gpu": "a100-sxm4-80gb", "precision": "fp32",
+           "prompt_tokens": 8000, "output_tokens": 16}
+    fp32 = gpuplan.estimate(job, advise=False)
+    tf32 = gpuplan.estimate({**job, "tf32": True}, advise=False)
+    work = 2 * (fp32.model.params_total - 151936 * 896) * 8000
+    assert work == pytest.approx(5.73e12, rel=0.01)
+    assert work / fp32.speed.ttft_s < 19.5e12
+    assert work / tf32.speed.ttft_s < 156e12
+    assert tf32.speed.ttft_s < fp32.speed.ttft_s / 3
+    assert tf32.scenario["tf32"] is True

@@ -45,6 +45,7 @@ from .bands import decode_band, uncalibrated_words
 from .breakdown import Speed
 from .comms import DataParallel, Link, all_reduce_s, inter_node_link, intra_node_link
 from .experts import expanded_rows_s, experts_s, layout_comms_s, mla_absorbed_s, rank_share
+from .flops import compute_dtype
 from .gemm import bandwidth, gemm_time_s, peak_flops, streaming_bandwidth
 from .work import (
     attention_s,
@@ -589,7 +590,7 @@ def step_timer(s: Scenario, m: ModelSpec, gpu: GpuSpec, network: Network | None 
     own host loop, TensorRT-LLM as vLLM's current engine)."""
     network = network or Network()
     engine = engine_for(s)
-    dtype = "fp16" if not gpu.supports_dtype("bf16") else (
+    dtype = compute_dtype(s) if s.precision == "fp32" else "fp16" if not gpu.supports_dtype("bf16") else (
         "fp8" if s.quant == "fp8" and gpu.supports_dtype("fp8") else
         "fp4" if s.quant == "nvfp4" and gpu.supports_dtype("fp4") else "bf16")
     fmt, skip = weight_format(s, m)
