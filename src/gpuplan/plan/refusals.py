@@ -179,11 +179,19 @@ def scenario_load(s: Scenario) -> None:
     why = load_refusal(s.users, s.rate_rps, think_s=s.think_time_s)
     if why:
         raise GpuplanError(why)
-    if s.engine not in SIMULATED:
-        raise GpuplanError(f"users and rate_rps run a decoder LLM engine's scheduler, simulated for "
-                           f"{', '.join(SIMULATED[:-1])} and {SIMULATED[-1]}, not {s.engine}: set engine "
-                           f"{' or '.join([', '.join(SIMULATED[:-1]), SIMULATED[-1]])}")
+    why = unsimulated(s.engine, "users and rate_rps run")
+    if why:
+        raise GpuplanError(why)
     whole_prompts(s, s.prompt_tokens)
+
+
+def unsimulated(engine: str, what: str) -> str | None:
+    """The sentence refusing a load on an engine whose scheduler is not simulated (:data:`gpuplan.engines.SIMULATED`),
+    ``what`` its subject ("users and rate_rps run"), or None."""
+    if engine in SIMULATED:
+        return None
+    return (f"{what} a decoder LLM engine's scheduler, simulated for {', '.join(SIMULATED[:-1])} and "
+            f"{SIMULATED[-1]}, not {engine}: set engine {' or '.join([', '.join(SIMULATED[:-1]), SIMULATED[-1]])}")
 
 
 def refused(s: Scenario) -> bool:
