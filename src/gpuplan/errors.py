@@ -35,7 +35,10 @@ class RenamedWarning(DeprecationWarning):
     (the command line prints it as one note on stderr)."""
 
 
-RENAMED = {"framework": "stack", "strategy": "sharding", "any_framework": "any_stack"}
+# names renamed (issue 30), old -> new: the old ones still read, said once (:func:`renamed`); the scenario's
+# fields (and their flags) and the recommend search's argument
+RENAMED_FIELDS = {"framework": "stack", "strategy": "sharding"}
+RENAMED = {**RENAMED_FIELDS, "any_framework": "any_stack"}
 _SAID: set[str] = set()
 
 

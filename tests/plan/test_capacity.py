@@ -11,6 +11,7 @@ import pytest
 
 import gpuplan
 from counting import MEMORY, counting
+from gpuplan.errors import GpuplanError
 from gpuplan.model.catalog import load_model
 from gpuplan.plan.capacity import capacity, setups
 from gpuplan.scenario import scenario_from
@@ -262,3 +263,16 @@ def test_capacity_takes_the_weights_format_as_estimate_does():
     assert out.exit_code == 0, out.output
     assert [(p["quant"], p["kv_tokens"], p["max_concurrency"]) for p in json.loads(out.output)["plans"]] == \
         [("awq-int4", row.kv_tokens, row.max_concurrency)]
+
+
+def test_a_search_on_an_unsimulated_engine_is_refused_not_run_as_vllm():
+    """The search's setups keep the scenario's engine; an engine whose scheduler is not simulated is refused in the
+    sentence a load on it gets from estimate (before, its setups were silently planned on vLLM)."""
+    m = load_model("llama-3.2-1b")
+    w = load_workload(None, {"rate_rps": 2, "prompt_tokens": 500, "output_tokens": 50})
+    with pytest.raises(GpuplanError, match="capacity's searches run a decoder LLM engine's scheduler, simulated for "
+                                           "vllm, sglang and trtllm, not transformers: set engine vllm, sglang or "
+                                           "trtllm"):
+        capacity(scenario_from({"model": "llama-3.2-1b", "task": "infer"}), m, w, gpu_ids=("nvidia-l4",))
+    s = scenario_from({"model": "llama-3.2-1b", "task": "infer", "engine": "sglang"})
+    assert {x.scenario.engine for x in setups(s, m, ("nvidia-l4",), 2)} == {"sglang"}

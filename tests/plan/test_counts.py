@@ -27,6 +27,11 @@ COMMANDS = {
     "cost": ["cost", "--model", "llama-3.1-8b", "--task", "infer", "--batch-size", "16"],
     "capacity": ["capacity", "--model", "llama-3.2-1b", "--users", "20", "--preset", "chat", "--gpus", "l4",
                  "--top", "1"],
+    "capacity-sglang": ["capacity", "--model", "llama-3.2-1b", "--engine", "sglang", "--users", "20", "--preset",
+                        "chat", "--gpus", "l4", "--top", "1"],
+    # the review's walk 1 with the layout left to the recipe: each micro-batch tried is a plan of its own
+    "estimate-qlora": ["estimate", "--model", "llama-3.1-8b", "--task", "train", "--method", "qlora", "--seq-len",
+                       "2048", "--gpu", "rtx-4090", "--train-tokens", "1e8"],
     "launch-train": ["launch", "--model", "llama-3.2-1b", "--task", "train", "--method", "lora", "--gpu", "rtx-4090",
                      "--train-tokens", "1e7"],
     "launch-serve": ["launch", "--model", "llama-3.1-70b", "--task", "infer", "--engine", "vllm", "--gpu",
@@ -54,6 +59,7 @@ def test_each_command_reads_plans_one_validation_and_report_each(name, tmp_path)
     assert plans >= 2  # a search's candidates, a launch's plan and the trials or limits chosen before it
     assert seen[MEMORY] == plans  # every memory report is a plan's
     assert seen[ESTIMATES] <= plans
+    assert seen[VALIDATIONS] <= plans  # no plan costs a second validation (a search's cards share one)
 
 
 def test_recommend_estimates_each_layout_once():

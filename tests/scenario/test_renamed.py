@@ -88,3 +88,17 @@ def test_recommends_old_argument_still_reads():
                             gpus=["rtx-4090"], max_gpus=1)
     assert [x.offer for x in old.setups] == [x.offer for x in new.setups]
     assert {x.scenario.stack for x in new.setups} - {"hf"}  # other stacks searched
+
+
+def test_one_table_of_renamed_fields_serves_the_scenario_the_flags_and_the_page():
+    """The renames are written once (errors.RENAMED_FIELDS); before, the scenario, the CLI and errors each kept
+    their own copy. Every old field name reads as its new one in a scenario and as a hidden flag."""
+    from gpuplan.cli.app import old_flags
+    from gpuplan.scenario import Scenario
+
+    assert errors.RENAMED_FIELDS == {"framework": "stack", "strategy": "sharding"}
+    assert errors.RENAMED == {**errors.RENAMED_FIELDS, "any_framework": "any_stack"}
+    assert set(errors.RENAMED_FIELDS.values()) <= set(Scenario.model_fields)
+    assert not set(errors.RENAMED_FIELDS) & set(Scenario.model_fields)
+    assert [p.name for p in old_flags()] == list(errors.RENAMED_FIELDS)
+    assert [p.name for p in old_flags(skip=("stack",))] == ["strategy"]

@@ -121,6 +121,21 @@ def test_megatron_rules_are_one_sentence(fields, message):
     assert "\n" not in str(info.value)
 
 
+
+def test_megatrons_size_rules_are_its_profiles():
+    """The rules are the Megatron profile's (``Stack.check_layout``), asked of every training plan's stack; the other
+    stacks' profiles add none (tp over 4 GPUs of a 8,190-token sequence: Megatron's sequence parallelism refuses it,
+    the base profile says nothing)."""
+    from gpuplan.stacks import STACKS
+
+    s, m = scenario(num_gpus=4, tp=4, seq_len=8190), load_model("llama-3.1-8b")
+    with pytest.raises(GpuplanError, match="sequence parallelism splits each rank's 8190 tokens"):
+        STACKS["megatron"].check_layout(s, m)
+    assert [name for name in STACKS if name != "megatron" and STACKS[name].check_layout(s, m)] == []
+    uneven = scenario(num_gpus=8, pp=8, vpp=5, grad_accum_steps=8)  # 32 layers in 40 chunks, 34 neither
+    assert [w.split(":")[0] for w in STACKS["megatron"].check_layout(uneven, m)] == [
+        "32 layers do not split evenly into pp x vpp = 40 model chunks"]
+
 @pytest.mark.parametrize("fields, message", [
     (dict(stack="hf", cp=2, num_gpus=2), "cp=2 is a Megatron-Core training setting"),
     (dict(vpp=2, num_gpus=2), "vpp=2 interleaves virtual stages of a pipeline: set pp >= 2"),

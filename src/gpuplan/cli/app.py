@@ -12,7 +12,7 @@ import typer
 import typer.core
 
 from .._version import __version__
-from ..errors import GpuplanError, renamed
+from ..errors import RENAMED_FIELDS, GpuplanError, renamed
 from .render import follow_columns, out, write_json
 
 # each command -> the module of this package that registers it, in the order `gpuplan --help` lists them: the
@@ -179,7 +179,7 @@ def quant_help() -> str:
 
 
 # flags renamed with their fields (issue 30): still read, hidden from --help, said once on stderr
-OLD_FLAGS = {"framework": "stack", "strategy": "sharding"}
+OLD_FLAGS = RENAMED_FIELDS
 
 
 def old_flags(skip: tuple[str, ...] = ()) -> list[inspect.Parameter]:

@@ -26,7 +26,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from .. import overheads as oh
-from ..engines import SIMULATED, engine_for
+from ..engines import engine_for
 from ..engines.records import KvPool
 from ..errors import GpuplanError
 from ..hardware import GpuSpec, gpus, short_id
@@ -40,7 +40,7 @@ from ..serving.steptime import Calibration, StepModel, step_model
 from ..serving.workload import Workload
 from .build import build
 from .plan import Plan
-from .refusals import engine_refusal, load_refusal, whole_prompts
+from .refusals import engine_refusal, load_refusal, unsimulated, whole_prompts
 from .resolve import resolve
 
 if TYPE_CHECKING:
@@ -136,7 +136,7 @@ def setups(s: Scenario, m: ModelSpec, gpu_ids: tuple[str, ...] = (), max_gpus: i
                 precision = "bf16-true" if gpu.supports_dtype("bf16") else "fp16-true"
                 sc = s.model_copy(update={"gpu": gpu.id, "num_gpus": n, "tp": n, "pp": 1, "quant": q,
                                           "ep": n if expert_parallel else s.ep,
-                                          "engine": s.engine if s.engine in SIMULATED else "vllm",
+                                          "engine": s.engine,
                                           "precision": precision, **(fields or {})})
                 out.append(Candidate(gpu=gpu, num_gpus=n, quant=q, scenario=sc))
     return out
@@ -221,7 +221,8 @@ def capacity(s: Scenario, m: ModelSpec, w: Workload, *, gpu_ids: tuple[str, ...]
     ``batch``), by what one replica costs to run it (:func:`_job_row`). The simulations share ``time_limit_s``
     wall seconds (see the module docstring). ``notes`` gets one sentence for each GPU of ``gpu_ids`` that has no
     row, saying why (:func:`_left_out`)."""
-    why = load_refusal(w.users, w.rate_rps, batch=w.batch, think_s=w.think_s) or engine_refusal(s, m) or \
+    why = unsimulated(s.engine, "capacity's searches run") or \
+        load_refusal(w.users, w.rate_rps, batch=w.batch, think_s=w.think_s) or engine_refusal(s, m) or \
         engine_for(s).chunked_prefill_refusal(s) or engine_for(s).async_scheduling_refusal(s)
     if why:
         raise GpuplanError(why)

@@ -179,11 +179,19 @@ def scenario_load(s: Scenario) -> None:
     why = load_refusal(s.users, s.rate_rps, think_s=s.think_time_s)
     if why:
         raise GpuplanError(why)
-    if s.engine not in SIMULATED:
-        raise GpuplanError(f"users and rate_rps run a decoder LLM engine's scheduler, simulated for "
-                           f"{', '.join(SIMULATED[:-1])} and {SIMULATED[-1]}, not {s.engine}: set engine "
-                           f"{' or '.join([', '.join(SIMULATED[:-1]), SIMULATED[-1]])}")
+    why = unsimulated(s.engine, "users and rate_rps run")
+    if why:
+        raise GpuplanError(why)
     whole_prompts(s, s.prompt_tokens)
+
+
+def unsimulated(engine: str, what: str) -> str | None:
+    """The sentence refusing a load on an engine whose scheduler is not simulated (:data:`gpuplan.engines.SIMULATED`),
+    ``what`` its subject ("users and rate_rps run"), or None."""
+    if engine in SIMULATED:
+        return None
+    return (f"{what} a decoder LLM engine's scheduler, simulated for {', '.join(SIMULATED[:-1])} and "
+            f"{SIMULATED[-1]}, not {engine}: set engine {' or '.join([', '.join(SIMULATED[:-1]), SIMULATED[-1]])}")
 
 
 def refused(s: Scenario) -> bool:
@@ -229,8 +237,8 @@ def _layout(s: Scenario, m: ModelSpec) -> list[str]:
                            "num_nodes)")
     if s.task == "infer" and s.num_nodes > 1:
         _across_nodes(s)
-    if s.stack == "megatron" and s.task == "train":
-        warnings += check_megatron(s, m)
+    if s.task == "train":
+        warnings += STACKS[s.stack].check_layout(s, m)
     _data_parallel(s)
     if m.num_heads % s.tp:
         raise GpuplanError(f"tp={s.tp} does not divide the {m.num_heads} attention heads of {m.name}; "
@@ -293,34 +301,6 @@ def _data_parallel(s: Scenario) -> None:
     if s.task == "train" and sharding == "single" and s.dp > 1:
         raise GpuplanError(f"sharding 'single' uses one GPU but the scenario has {s.dp} data-parallel GPUs: "
                            "choose ddp, zero1, zero2, zero3 or fsdp")
-
-
-def check_megatron(s: Scenario, m: ModelSpec) -> list[str]:
-    """Megatron-Core's own rules for its parallel sizes (``megatron/training/arguments.py`` and Transformer
-    Engine's context-parallel attention), one sentence each; returns warnings for what it runs unevenly."""
-    if s.cp > 1 and s.seq_len % (2 * s.cp):
-        raise GpuplanError(f"cp={s.cp} needs seq_len divisible by 2 x cp = {2 * s.cp} (each sequence is cut into "
-                           f"2·cp chunks for load-balanced causal ring attention); seq_len is {s.seq_len}")
-    if s.tp > 1 and (s.seq_len // s.cp) % s.tp:
-        raise GpuplanError(f"sequence parallelism splits each rank's {s.seq_len // s.cp} tokens (seq_len / cp) over "
-                           f"tp={s.tp} ranks: choose a seq_len divisible by tp x cp = {s.tp * s.cp}")
-    if s.ep > 1 and not m.is_moe:
-        raise GpuplanError(f"ep={s.ep} splits the experts of an MoE model, and {m.name} has none: set ep 1")
-    if s.ep > 1 and m.num_experts % s.ep:
-        raise GpuplanError(f"ep={s.ep} does not divide the {m.num_experts} experts of {m.name}; use a divisor of "
-                           f"{m.num_experts}")
-    if s.ep > 1 and (s.tp * s.cp * s.dp) % s.ep:
-        raise GpuplanError(f"ep={s.ep} must divide tp x cp x dp = {s.tp * s.cp * s.dp}, the ranks of one pipeline "
-                           "stage that the expert-parallel groups are cut from (expert_tensor_parallel_size 1)")
-    warnings = []
-    if m.num_layers % (s.pp * s.vpp) and (m.num_layers + 2) % (s.pp * s.vpp):
-        warnings.append(f"{m.num_layers} layers do not split evenly into pp x vpp = {s.pp * s.vpp} model chunks: "
-                        "Megatron needs an uneven split (num_layers_in_first/last_pipeline_stage); the first stage "
-                        "is counted with the rounded-up share")
-    if s.vpp > 1 and s.grad_accum_steps % s.pp:
-        warnings.append(f"the interleaved schedule runs best with micro-batches per step ({s.grad_accum_steps}) a "
-                        f"multiple of pp={s.pp}")
-    return warnings
 
 
 def _offload(s: Scenario) -> None:

@@ -28,7 +28,7 @@ from pydantic import (
 )
 
 from .. import overheads as oh
-from ..errors import GpuplanError, did_you_mean, echo_value, renamed, yes_for_a_number
+from ..errors import RENAMED_FIELDS, GpuplanError, did_you_mean, echo_value, renamed, yes_for_a_number
 from ..model.quant import QUANT_FORMATS
 from ..userfiles import read_mapping
 from . import stacks
@@ -776,7 +776,7 @@ def read_back(data: Any) -> Scenario:
     return data if isinstance(data, Scenario) else Scenario.model_validate(data, context={READ_BACK: True})
 
 
-OLD_NAMES = {"framework": "stack", "strategy": "sharding"}  # fields renamed (issue 30): the old names still read
+OLD_NAMES = RENAMED_FIELDS  # fields renamed (issue 30): the old names still read
 # keys of the trainers' own configs (transformers TrainingArguments, TRL's SFTConfig, Axolotl's YAML, peft's
 # LoraConfig) that a user pastes into a scenario: gpuplan's name for each, or "" for a key that moves no number
 TRAINER_NAMES = {

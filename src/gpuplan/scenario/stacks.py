@@ -75,6 +75,9 @@ class Recipe:
     logs_level: str  # the estimate level to compare it with: allocated | reserved
     peft_adapters: bool  # adapters built by peft's get_peft_model (autocast_adapter_dtype=True: fp32)
     refuse: Callable[[Any], str | None]
+    # the defaults that depend on other fields (QLoRA's checkpointing in hf, ...): ``fill(data, get)`` returns the
+    # fields to set, ``data`` the fields given, ``get`` reads them over the stack's plain defaults
+    fill: Callable[[Mapping[str, Any], Callable[..., Any]], dict[str, Any]] | None = None
     fsdp_only: bool = False  # it shards with FSDP only, never DeepSpeed ZeRO (torchtune, torchtitan)
     own_loss: bool = False  # it computes the loss with its own code, not transformers' (transformers_version moot)
     versioned_by: str | None = None  # the scenario field naming its release (torchtune_version), None: no such field
@@ -249,6 +252,64 @@ def _refuse_pytorch(s) -> str | None:
     return None
 
 
+# ---- the defaults that depend on other fields -----------------------------------------------------------------
+def _fill_hf(data: Mapping[str, Any], get: Callable[..., Any]) -> dict[str, Any]:
+    if data.get("grad_checkpointing") is None and get("method") == "qlora" and get("qlora_fp32_upcast"):
+        # peft prepare_model_for_kbit_training(use_gradient_checkpointing=True): the HF QLoRA recipe checkpoints
+        return {"grad_checkpointing": "full"}
+    return {}
+
+
+def _fill_axolotl(data: Mapping[str, Any], get: Callable[..., Any]) -> dict[str, Any]:
+    """See the module docstring: bf16 weights unless sharded, peft's fp32 upcast undone but under FSDP."""
+    out: dict[str, Any] = {}
+    sharded = str(data.get("sharding") or "").startswith(("zero", "fsdp"))
+    if data.get("precision") is None and get("method") == "full" and not sharded:
+        out["precision"] = "bf16-true"
+    if data.get("qlora_fp32_upcast") is None and str(data.get("sharding") or "").startswith("fsdp"):
+        out["qlora_fp32_upcast"] = True
+    return out
+
+
+def _fill_kohya(data: Mapping[str, Any], get: Callable[..., Any]) -> dict[str, Any]:
+    if data.get("text_encoders") is None and data["task"] == "train" and get("method") != "full":
+        # sd-scripts train_network.py: train_text_encoder = not args.network_train_unet_only (flux_train_network.py:
+        # train_clip likewise, train_t5xxl False); its full fine-tunes (sdxl_train.py) need --train_text_encoder
+        return {"text_encoders": "trained"}
+    return {}
+
+
+def _fill_unsloth(data: Mapping[str, Any], get: Callable[..., Any]) -> dict[str, Any]:
+    if data.get("activation_offload") is None:
+        # unsloth _utils.apply_unsloth_gradient_checkpointing: plain checkpointing below 512 tokens
+        return {"activation_offload": get("grad_checkpointing") == "full" and data["seq_len"] >= 512}
+    return {}
+
+
+def _data_parallel(data: Mapping[str, Any]) -> int:
+    """The data-parallel ranks the given layout leaves (GPUs over tp x pp x cp)."""
+    return data["num_gpus"] * data["num_nodes"] // (data["tp"] * data["pp"] * data["cp"])
+
+
+def _fill_torchtitan(data: Mapping[str, Any], get: Callable[..., Any]) -> dict[str, Any]:
+    if data["task"] == "train" and data.get("sharding") is None and _data_parallel(data) > 1:
+        # torchtitan's Parallelism defaults: data_parallel_replicate_degree = 1, data_parallel_shard_degree = -1
+        # (the ranks left after TP/PP/CP): FSDP2 over every data-parallel rank, not DDP (config_manager.py)
+        return {"sharding": "fsdp2"}
+    return {}
+
+
+def _fill_megatron(data: Mapping[str, Any], get: Callable[..., Any]) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    if data["task"] != "train":
+        return out
+    if data.get("sharding") is None and _data_parallel(data) * data["cp"] > 1:
+        out["sharding"] = "zero1"  # NeMo: use_distributed_optimizer=True (shards over DP x CP)
+    if data.get("fp8_recipe") is None and get("precision") == "fp8-mixed":
+        out["fp8_recipe"] = "delayed"  # NeMo's fp8_recipe default ('delayed', TE DelayedScaling)
+    return out
+
+
 BASE = {"precision": "bf16-mixed", "grad_checkpointing": "none", "qlora_fp32_upcast": False, "loss": "full",
         "activation_offload": False, "compile": False, "optimizer_in_backward": False}
 
@@ -256,7 +317,7 @@ RECIPES: dict[str, Recipe] = {s.name: s for s in (
     Recipe(name="hf", title="Hugging Face Trainer + peft + accelerate/DeepSpeed",
           defaults={**BASE, "qlora_fp32_upcast": True}, fsdp="fsdp1",
           logs="none by default (torch.cuda.max_memory_allocated / max_memory_reserved if you log them)",
-          logs_level="reserved", peft_adapters=True, refuse=_refuse_hf, trl_files=True,
+          logs_level="reserved", peft_adapters=True, refuse=_refuse_hf, fill=_fill_hf, trl_files=True,
           packs="TRL SFTTrainer packing (bfd, padding-free)"),
     Recipe(name="torchtune", title="torchtune recipes (pytorch/torchtune)",
           defaults={**BASE, "precision": "bf16-true", "grad_checkpointing": "full", "loss": "chunked"},
@@ -267,17 +328,19 @@ RECIPES: dict[str, Recipe] = {s.name: s for s in (
     Recipe(name="torchtitan", title="torchtitan (pytorch/torchtitan)",
           defaults={**BASE, "grad_checkpointing": "selective"}, fsdp="fsdp2",
           logs="max reserved GiB per log window (DeviceMemoryMonitor, peak reset after each log)",
-          logs_level="reserved", peft_adapters=False, refuse=_refuse_torchtitan, fsdp_only=True,
+          logs_level="reserved", peft_adapters=False, refuse=_refuse_torchtitan, fill=_fill_torchtitan,
+          fsdp_only=True,
           own_loss=True, wraps_rows=True),
     Recipe(name="unsloth", title="Unsloth (FastLanguageModel + TRL/HF Trainer)",
           defaults={**BASE, "grad_checkpointing": "full", "activation_offload": True, "loss": "fused-linear"},
           fsdp=None, logs="torch.cuda.max_memory_reserved in its notebooks ('Peak reserved memory')",
-          logs_level="reserved", peft_adapters=True, refuse=_refuse_unsloth, own_loss=True, trl_files=True,
+          logs_level="reserved", peft_adapters=True, refuse=_refuse_unsloth, fill=_fill_unsloth, own_loss=True,
+          trl_files=True,
           packs="TRL SFTTrainer packing (bfd)"),
     Recipe(name="axolotl", title="axolotl (HF Trainer + its Liger plugin)",
           defaults={**BASE, "grad_checkpointing": "full", "loss": "fused-linear"},
           fsdp="fsdp1", logs="memory/max_mem_active, max_mem_allocated and device_mem_reserved per log step",
-          logs_level="allocated", peft_adapters=True, refuse=_refuse_axolotl,
+          logs_level="allocated", peft_adapters=True, refuse=_refuse_axolotl, fill=_fill_axolotl,
           packs="axolotl sample_packing (multipack, FlashAttention varlen)"),
     Recipe(name="pytorch", title="a plain PyTorch loop over a transformers model (e.g. Answer.AI fsdp_qlora)",
           defaults={**BASE, "precision": "bf16-true"}, fsdp="fsdp1",
@@ -296,7 +359,7 @@ RECIPES: dict[str, Recipe] = {s.name: s for s in (
     Recipe(name="kohya", title="kohya-ss sd-scripts (train_network.py, sdxl_train_network.py, flux_train_network.py)",
           defaults={**BASE, "cache_latents": False, "text_encoders": "frozen"}, fsdp=None,
           logs="none (nvidia-smi, or the GUI's VRAM readout)", logs_level="reserved", peft_adapters=False,
-          refuse=_refuse_diffusion),
+          refuse=_refuse_diffusion, fill=_fill_kohya),
     Recipe(name="simpletuner", title="SimpleTuner (bghira/SimpleTuner)",
           defaults={**BASE, "grad_checkpointing": "full", "cache_latents": True, "text_encoders": "cached"},
           fsdp=None, logs="none (nvidia-smi)", logs_level="reserved", peft_adapters=False, refuse=_refuse_diffusion),
@@ -307,7 +370,7 @@ RECIPES: dict[str, Recipe] = {s.name: s for s in (
           defaults={**BASE, "grad_checkpointing": "selective"}, fsdp=None,
           logs="'memory (MB) | allocated: ... | max allocated: ... | reserved: ... | max reserved: ...' after the "
           "first iterations (megatron/training/training.py report_memory)", logs_level="allocated",
-          peft_adapters=False, refuse=_refuse_megatron,
+          peft_adapters=False, refuse=_refuse_megatron, fill=_fill_megatron,
           eval_batches=32),  # NeMo 2.0 recipes' trainer limit_val_batches (nemo/collections/llm/recipes/llama3_8b.py)
 )}
 # the scenario fields naming one stack's release -> that stack (Recipe.versioned_by)
@@ -327,24 +390,8 @@ def resolve(data: Mapping[str, Any]) -> dict[str, Any]:
     get = {**data, **out}.get
     if data["task"] == "infer":
         out["precision"] = data.get("precision") or "bf16-mixed"
-    if (data.get("grad_checkpointing") is None and stack.name == "hf" and get("method") == "qlora"
-            and get("qlora_fp32_upcast")):
-        # peft prepare_model_for_kbit_training(use_gradient_checkpointing=True): the HF QLoRA recipe checkpoints
-        out["grad_checkpointing"] = "full"
-    if stack.name == "axolotl":  # see the module docstring: bf16 weights unless sharded, upcast undone but FSDP
-        sharded = str(data.get("sharding") or "").startswith(("zero", "fsdp"))
-        if data.get("precision") is None and get("method") == "full" and not sharded:
-            out["precision"] = "bf16-true"
-        if data.get("qlora_fp32_upcast") is None and str(data.get("sharding") or "").startswith("fsdp"):
-            out["qlora_fp32_upcast"] = True
-    if data.get("text_encoders") is None and stack.name == "kohya" and data["task"] == "train" and \
-            get("method") != "full":
-        # sd-scripts train_network.py: train_text_encoder = not args.network_train_unet_only (flux_train_network.py:
-        # train_clip likewise, train_t5xxl False); its full fine-tunes (sdxl_train.py) need --train_text_encoder
-        out["text_encoders"] = "trained"
-    if data.get("activation_offload") is None and stack.name == "unsloth":
-        # unsloth _utils.apply_unsloth_gradient_checkpointing: plain checkpointing below 512 tokens
-        out["activation_offload"] = get("grad_checkpointing") == "full" and data["seq_len"] >= 512
+    if stack.fill is not None:  # the stack's defaults that depend on other fields
+        out.update(stack.fill(data, get))
     card = card_precision(data, get("precision"))
     if card != get("precision"):
         out["precision"] = card
@@ -356,16 +403,6 @@ def resolve(data: Mapping[str, Any]) -> dict[str, Any]:
         out["adapter_dtype"] = "fp32" if stack.peft_adapters else compute
     if data.get("sharding") == "fsdp" and stack.fsdp:
         out["sharding"] = stack.fsdp
-    dp = data["num_gpus"] * data["num_nodes"] // (data["tp"] * data["pp"] * data["cp"])
-    if stack.name == "torchtitan" and data["task"] == "train" and data.get("sharding") is None and dp > 1:
-        # torchtitan's Parallelism defaults: data_parallel_replicate_degree = 1, data_parallel_shard_degree = -1
-        # (the ranks left after TP/PP/CP): FSDP2 over every data-parallel rank, not DDP (config_manager.py)
-        out["sharding"] = "fsdp2"
-    if stack.name == "megatron" and data["task"] == "train":
-        if data.get("sharding") is None and dp * data["cp"] > 1:
-            out["sharding"] = "zero1"  # NeMo: use_distributed_optimizer=True (shards over DP x CP)
-        if data.get("fp8_recipe") is None and get("precision") == "fp8-mixed":
-            out["fp8_recipe"] = "delayed"  # NeMo's fp8_recipe default ('delayed', TE DelayedScaling)
     return out
 
 

@@ -120,6 +120,12 @@ class Stack:
         """The sequence lengths the stack runs are multiples of this (1: any)."""
         return 1
 
+    def check_layout(self, s: Scenario, m: ModelSpec) -> list[str]:
+        """The stack's own rules for a training plan's parallel sizes on model ``m``: raises
+        :class:`~gpuplan.errors.GpuplanError` with one sentence on what it rejects, returns warnings for what it
+        runs unevenly (none of its own here: the rules every stack shares are :mod:`gpuplan.plan.refusals`')."""
+        return []
+
     def fp32_upcast(self, s: Scenario) -> bool:
         """peft's prepare_model_for_kbit_training: the non-4-bit parameters of a bitsandbytes model become fp32."""
         return s.method == "qlora" and (s.quant or "nf4") in ("nf4", "fp4") and bool(s.qlora_fp32_upcast)

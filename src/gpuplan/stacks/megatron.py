@@ -61,6 +61,7 @@ import math
 from dataclasses import dataclass
 
 from .. import overheads as oh
+from ..errors import GpuplanError
 from ..model.layers import Layer
 from ..model.spec import ModelSpec
 from ..scenario import Scenario
@@ -274,8 +275,36 @@ class Megatron(Stack):
 
     def seq_len_step(self, s: Scenario) -> int:
         """Context parallelism cuts each sequence into 2·cp chunks and sequence parallelism splits a rank's share
-        over tp (:func:`gpuplan.plan.refusals.check_megatron`): multiples of 2 x cp x tp where either is on."""
+        over tp (:meth:`check_layout`): multiples of 2 x cp x tp where either is on."""
         return 2 * s.cp * s.tp if s.tp * s.cp > 1 else 1
+
+    def check_layout(self, s: Scenario, m: ModelSpec) -> list[str]:
+        """Megatron-Core's own rules for its parallel sizes (``megatron/training/arguments.py`` and Transformer
+        Engine's context-parallel attention), one sentence each; returns warnings for what it runs unevenly."""
+        if s.cp > 1 and s.seq_len % (2 * s.cp):
+            raise GpuplanError(f"cp={s.cp} needs seq_len divisible by 2 x cp = {2 * s.cp} (each sequence is cut "
+                               f"into 2·cp chunks for load-balanced causal ring attention); seq_len is {s.seq_len}")
+        if s.tp > 1 and (s.seq_len // s.cp) % s.tp:
+            raise GpuplanError(f"sequence parallelism splits each rank's {s.seq_len // s.cp} tokens (seq_len / cp) "
+                               f"over tp={s.tp} ranks: choose a seq_len divisible by tp x cp = {s.tp * s.cp}")
+        if s.ep > 1 and not m.is_moe:
+            raise GpuplanError(f"ep={s.ep} splits the experts of an MoE model, and {m.name} has none: set ep 1")
+        if s.ep > 1 and m.num_experts % s.ep:
+            raise GpuplanError(f"ep={s.ep} does not divide the {m.num_experts} experts of {m.name}; use a divisor "
+                               f"of {m.num_experts}")
+        if s.ep > 1 and (s.tp * s.cp * s.dp) % s.ep:
+            raise GpuplanError(f"ep={s.ep} must divide tp x cp x dp = {s.tp * s.cp * s.dp}, the ranks of one "
+                               "pipeline stage that the expert-parallel groups are cut from "
+                               "(expert_tensor_parallel_size 1)")
+        warnings = []
+        if m.num_layers % (s.pp * s.vpp) and (m.num_layers + 2) % (s.pp * s.vpp):
+            warnings.append(f"{m.num_layers} layers do not split evenly into pp x vpp = {s.pp * s.vpp} model "
+                            "chunks: Megatron needs an uneven split (num_layers_in_first/last_pipeline_stage); the "
+                            "first stage is counted with the rounded-up share")
+        if s.vpp > 1 and s.grad_accum_steps % s.pp:
+            warnings.append(f"the interleaved schedule runs best with micro-batches per step ({s.grad_accum_steps}) "
+                            f"a multiple of pp={s.pp}")
+        return warnings
 
     def recompute(self, s: Scenario, m: ModelSpec) -> Recompute:
         """``full`` re-runs every layer's forward; ``selective`` re-runs core attention only (the speed model
