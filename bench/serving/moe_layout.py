@@ -466,7 +466,9 @@ anyway) nor the chunk (32,768 at TP 8, 8,192 at TP 4: one chunk for prompts of a
 What runs on every rank whatever TP (MLA's down-projections and latent-cache write, the MoE's routing and its
 per-token fp8 quantization at EP 1) gpuplan prices at milliseconds; a ~14 us a token cost on Blackwell alone was
 not found in the code read (the TRTLLM-Gen block-scale MoE's routing and permutation at 59,000 expert rows a layer
-are the unread candidate). Left: a (~105-125 ms an 8k prompt on B200 and B300) and b (the FlashInfer GEMM rate,
+are the unread candidate). The all-reduces are nearly TP-independent too (2 (n - 1) / n of 106 MB, 122 a step), but
+gpuplan's 32 ms already takes ~700 GB/s of bus bandwidth on NVLink 5 (H200: ~350); even at H200's rate they would
+add ~30 ms, a third of a. Left: a (~105-125 ms an 8k prompt on B200 and B300) and b (the FlashInfer GEMM rate,
 with a Scenario field for the GEMM backend)."""
 FAMILIES = (("ix3173-", "H200 FP8 TP 8, SGLang 0.5.12"), ("ix3363-", "B200 FP8 TP 8, SGLang 0.5.12"),
             ("ix3175-", "B300 FP8 TP 8/4 EP 1, SGLang 0.5.12 (the B200 recipe)"),
