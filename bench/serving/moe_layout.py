@@ -349,7 +349,7 @@ timing of a 0.5 release was found to price MI325X's cost against (AMD's blogs gi
 the first DeepSeek releases' ROCm prompt path, overheads.SGLANG_EARLY_PROMPT_SCALE).
 (d) For the EP 1 question of note (8): InferenceX pull request #3175 prints dsr1-fp8-b300-sglang (FP8, TP 8, EP 1,
 v0.5.12) mean TTFT, 1k/1k at 1/2/4/8 requests 70.9/117.3/128.9/146.1 ms and 8k/1k at 1 request 288.1 ms: FP8 at EP 1
-on B300, the pair note (4) asked for; not yet replayed.
+on B300, the pair note (4) asked for; held-out rows since session 15 (ix3175-, note 18).
 (14) Looked at next (session 11, s11-ix); nothing built. (a) The client as these runs ran it: InferenceX at 843c6254
 (2026-08-22, the newest commit before the 2026-09-10 runs) has utils/bench_serving/benchmark_serving.py as of #1705
 (2026-06-11, which only drops saved fields), benchmark_lib.sh run_benchmark_serving passes --request-rate inf,
@@ -432,8 +432,46 @@ prefix (aiter_backend.py forward_extend, a 2026 tree): flash_attn_varlen_func on
 of the fp8 pool (with a prefix it index_selects the request's own entries before the cast), so no whole-pool cast
 as under note 10's fallback; --disable-radix-cache leaves no prefix anyway. Left as before: H200's ~80 ms at 1k
 (on steps that replay prefill graphs: the flashinfer_mla absorbed path under them is not timed here) and MI325X's
-~0.6 s."""
+~0.6 s.
+(18) The Blackwell 8k prompts (session 15, s15-b300); rows added, nothing built. InferenceX PR #3175's twelve B300
+FP8 points (dsr1_fp8_b300.sh: dsr1_fp8_b200.sh's launch line) are held-out rows now (bench/data/sglang_serving.csv
+ix3175-; the B300 card in gpus.yaml is the HGX B300 these ran on: runners/launch_b300-nv.sh takes x86_64 nodes of
+8 B300s, the Grace-based GB300s have runners of their own). They miss the 8k
+prompts as the B200 points do: at one request +140 ms (TP 8) and +176 ms (TP 4) on B300, +162 and +200 ms on B200
+(PR #3363, outside the bench), against 1k's +11 ms on B300. Read as a part a that does not depend on TP and a part b
+that scales with each GPU's share of the work (TP 4 holds twice TP 8's), a + b and a + 2b give b = 36-38 ms and
+a = 104 ms (B300) and 124 ms (B200) for one ~7,400-token prompt, ~14-17 us a prompt token (at 1k ~13 ms, the B300's
++11). H200's 8k rows (same client, flashinfer_mla, DeepGEMM, Triton MoE) show no such part: at 4 requests, whose
+first wave puts ~29,000 prompt tokens in one step, -9 %. gpuplan's B300 TP 8 step for 7,372 tokens is 141 ms: GEMMs
+75 ms (the dense linears' compute 26 ms, the routed experts' 33 ms, the rest their fixed and bandwidth terms),
+attention 22 ms, element-wise 12 ms, all-reduces 32 ms. What was read:
+(a) The dense linears. dsr1_fp8_b*.sh set SGL_ENABLE_JIT_DEEPGEMM=false and SGLANG_ENABLE_FLASHINFER_GEMM=true; in
+fp8_utils.py (a 2026 tree, 0.5.12's own not read) _dispatch_auto_backend then takes
+flashinfer_gemm_w8a8_block_fp8_linear_with_fallback on Blackwell: FlashInfer's gemm_fp8_nt_groupwise (its TRTLLM-Gen
+backend on SM 10.x), which gpuplan times as DeepGEMM's class (engines/block_fp8.py, 0.875 of the fp8 rate).
+flashinfer-ai/flashinfer issue #2146 (2025-11-27, B200; NVIDIA/cutlass issue #2923 reproduces it) measured
+gemm_fp8_nt_groupwise slower than torch's fp16 linear on most shapes (CUTLASS backend 0.58-0.97 of it); SGLang PR
+#13528's Blackwell benchmark has FlashInfer's groupwise GEMM 5.7-6.3x DeepGEMM's time at M 1,024-2,048 on one shape
+(N 24,576, K 7,168: 826 against 146 us, 1,633 against 260 us). At half the rate the linears would add 26 ms at TP 8
+and 40 ms at TP 4: the size and the TP scaling of b, not of a. Not built: the tables were read in excerpts only, at
+other FlashInfer releases than 0.5.12's image, and the switch is the recipe's environment (SGLang's own default on
+SM 10.x takes DeepGEMM), which a Scenario does not carry.
+(b) Prefill attention: trtllm_mla's forward_extend (a 2026 tree) runs a prompt without prefix multi-head through
+FlashInfer's trtllm_ragged_attention_deepseek, q, k and v cast to fp8 beside an fp8 pool: per GPU a 1/TP share of
+the heads, so part of b at most (gpuplan's 22 ms is the 16-bit rate).
+(c) --enable-flashinfer-allreduce-fusion: apply_flashinfer_allreduce_fusion holds it to batches of at most
+FUSE_ALLREDUCE_MAX_BATCH_SIZE (2,048) tokens, so an 8k prompt runs the plain all-reduce gpuplan prices (32 ms).
+(d) Not the prefill graphs (note 10's revision: off under flashinfer_trtllm before 0.5.13, and past 2,048 tokens
+anyway) nor the chunk (32,768 at TP 8, 8,192 at TP 4: one chunk for prompts of at most 8,192 tokens).
+What runs on every rank whatever TP (MLA's down-projections and latent-cache write, the MoE's routing and its
+per-token fp8 quantization at EP 1) gpuplan prices at milliseconds; a ~14 us a token cost on Blackwell alone was
+not found in the code read (the TRTLLM-Gen block-scale MoE's routing and permutation at 59,000 expert rows a layer
+are the unread candidate). The all-reduces are nearly TP-independent too (2 (n - 1) / n of 106 MB, 122 a step), but
+gpuplan's 32 ms already takes ~700 GB/s of bus bandwidth on NVLink 5 (H200: ~350); even at H200's rate they would
+add ~30 ms, a third of a. Left: a (~105-125 ms an 8k prompt on B200 and B300) and b (the FlashInfer GEMM rate,
+with a Scenario field for the GEMM backend)."""
 FAMILIES = (("ix3173-", "H200 FP8 TP 8, SGLang 0.5.12"), ("ix3363-", "B200 FP8 TP 8, SGLang 0.5.12"),
+            ("ix3175-", "B300 FP8 TP 8/4 EP 1, SGLang 0.5.12 (the B200 recipe)"),
             ("ix3183-r1fp4-b300-tp8", "B300 NVFP4 TP 8 EP 8, SGLang 0.5.12"),
             ("ix3183-r1fp4-b300-tp4", "B300 NVFP4 TP 4 EP 4, SGLang 0.5.12"),
             ("ix3318-", "MI325X FP8 TP 8, SGLang 0.5.19 (ROCm share fitted on c4/c16/c64)"))
@@ -494,15 +532,6 @@ IX870_TTFT = {4: (267.3, 835.0), 8: (330.6, 1975.4), 16: (356.0, 2149.4), 32: (4
 # 8k/1k points, not rows of the bench: (TP, concurrency, mean TTFT ms, mean TPOT ms). TP 4 as dsr1_fp8_b200.sh
 # launches it: --chunked-prefill-size 8192, --mem-fraction-static 0.95, --scheduler-recv-interval 10.
 B200_8K = ((8, 1, 314.28, 7.39), (4, 1, 410.18, 7.96), (4, 2, 483.64, 9.13))
-# InferenceX pull request #3175's baseline table (dsr1-fp8-b300-sglang published 2026-05-22, SGLang v0.5.12, TP 8 and
-# 4, EP 1): dsr1_fp8_b300.sh at 843c6254 is dsr1_fp8_b200.sh's launch line ("reuses the existing DSR1 FP8 B200 SGLang
-# recipe as-is"), so the B200 1k row's setup on B300s: (TP, input tokens, concurrency, mean TTFT ms, mean TPOT ms)
-B300_FP8 = ((8, 1024, 1, 70.93, 7.04), (8, 1024, 2, 117.27, 7.64), (8, 1024, 4, 128.94, 8.3),
-            (8, 1024, 8, 146.08, 10.12), (8, 1024, 16, 312.31, 12.35), (8, 1024, 32, 421.04, 15.46),
-            (8, 1024, 64, 623.66, 21.17), (8, 8192, 1, 288.06, 7.23), (4, 8192, 1, 380.89, 7.76),
-            (8, 8192, 2, 351.13, 8.08), (4, 8192, 2, 443.66, 8.87), (4, 8192, 4, 525.77, 11.11))
-
-
 def outside_lines(rows: list[dict], max_requests: int) -> list[str]:
     """Three outside readings of the offset (not scored): issue #870's rest floor beside the simulated rest of the
     0.5.12 H200 1k row at the same concurrency, PR #3363's B200 8k points replayed from the 1k row's setup, and
@@ -524,21 +553,19 @@ def outside_lines(rows: list[dict], max_requests: int) -> list[str]:
         got = bench.run(row, max_requests)
         lines.append(f"| TP {tp}, {c} request{'s' if c > 1 else ''} | {ttft:,.1f} ms | {got['median_ttft_ms']:,.1f} | "
                      f"{ttft - got['median_ttft_ms']:+,.0f} ms | {tpot:.2f} ms | {got['median_tpot_ms']:.2f} |")
-    return lines + b300_fp8_lines(base, max_requests)
+    return lines + b300_fp8_lines(rows, max_requests)
 
 
-def b300_fp8_lines(base: dict, max_requests: int) -> list[str]:
-    """PR #3175's B300 FP8 points (:data:`B300_FP8`) replayed from the B200 1k row's setup on B300s, beside the
-    published B200 mean TTFT at the same point where PR #3363 prints one: the same launch line on two cards."""
-    b200 = {(8, 1024, c): t for c, t in ((1, 160.36), (2, 177.91), (4, 203.87), (8, 248.74), (16, 368.49),
-                                         (32, 470.96), (64, 1170.32))} | {(tp, 8192, c): t for tp, c, t, _ in B200_8K}
+def b300_fp8_lines(rows: list[dict], max_requests: int) -> list[str]:
+    """PR #3175's B300 FP8 rows (ix3175-, the B200 recipe on B300s) beside the published B200 mean TTFT at the same
+    point where PR #3363 prints one (its 1k rows, :data:`B200_8K`): the same launch line on two cards."""
+    b200 = {(8, 1024, int(r["max_concurrency"])): float(r["median_ttft_ms"]) for r in rows
+            if r["id"].startswith("ix3363-")} | {(tp, 8192, c): t for tp, c, t, _ in B200_8K}
     lines = ["", "| PR #3175 B300 FP8 TP 8/4 EP 1 (v0.5.12, the B200 recipe) | TTFT published | gpuplan | offset | "
              "B200's published TTFT | TPOT published | gpuplan |", "|---|---|---|---|---|---|---|"]
-    for tp, isl, c, ttft, tpot in B300_FP8:
-        row = dict(base, gpu="b300", tp=str(tp), random_input=str(isl), num_prompts=str(10 * c),
-                   max_concurrency=str(c), median_ttft_ms=str(ttft), median_tpot_ms=str(tpot),
-                   scheduler_recv_interval="30" if tp == 8 and c >= 16 else "10",
-                   **({"chunked_prefill_size": "8192", "mem_fraction_static": "0.95"} if tp == 4 else {}))
+    for row in (r for r in rows if r["id"].startswith("ix3175-")):
+        tp, isl, c = int(row["tp"]), int(row["random_input"]), int(row["max_concurrency"])
+        ttft, tpot = float(row["median_ttft_ms"]), float(row["median_tpot_ms"])
         got = bench.run(row, max_requests)
         other = b200.get((tp, isl, c))
         lines.append(f"| TP {tp}, {isl // 1024}k, {c} request{'s' if c > 1 else ''} | {ttft:,.1f} ms | "

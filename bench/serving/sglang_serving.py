@@ -524,6 +524,11 @@ def main() -> None:
         "timed InferenceX's DeepSeek-R1 FP8 GEMMs as bf16 ones; nothing refitted (no constant here was fitted on "
         "those rows). ix3173 TPOT 12.7% -> 6.3%, TTFT 23.5% -> 36.8% (moe_layout.md, session 14); ix870 TPOT 7.0% -> "
         "7.7%; ix3363 TPOT 3.1% -> 3.8%, TTFT 13.0% unchanged.", "",
+        "Added (issue 31, session 15, s15-b300): InferenceX PR #3175's twelve B300 FP8 points (ix3175-: "
+        "dsr1_fp8_b300.sh runs dsr1_fp8_b200.sh's launch line on B300s, TP 8 at 1k and 8k, TP 4 at 8k, EP 1, "
+        "SGLang 0.5.12), held out: TTFT -8..-20% on the 1k prompts up to 32 requests, -35..-48% on the 8k ones "
+        "(+140 ms at one request, as the B200 points outside the bench), TPOT -10..+1%; MoE TTFT median 17.5% -> "
+        "19.9%, TPOT 10.4% -> 8.5% over these rows (moe_layout.md note 18 reads the 8k shortfall).", "",
         "dstack's decode gap, what was checked (the 0.4.3.post2 and 0.4.2.post4 wheels from PyPI, read): before "
         "the early-release term, on the H200s measured TPOT less gpuplan's was nearly the same at every "
         "concurrency, 23-28 ms a step from 4 to 128 requests, so a per-step cost, not one per sequence or token; "

@@ -1234,7 +1234,7 @@ DECODE_BANDS: dict[tuple[str, str, str], tuple[float, float, int, str]] = {
     ("vllm", "MoE", "AMD"): (-0.25, 0.00, 6, "DeepSeek-R1 on 8 MI300X under vLLM 0.7.3's ROCm build (dstack): "
                              "-27% to +1% (bench/results/bands.md)"),
     ("sglang", "dense", "NVIDIA"): (-0.09, 0.02, 4, "Llama-3.1 8B and 70B, SGLang 0.3-0.4 (bench/results/bands.md)"),
-    ("sglang", "MoE", "NVIDIA"): (-0.11, 0.13, 39, "DeepSeek-R1 on 8 H200, B200 or B300: InferenceX's SGLang 0.5 runs "
+    ("sglang", "MoE", "NVIDIA"): (-0.11, 0.12, 51, "DeepSeek-R1 on 8 H200, B200 or B300: InferenceX's SGLang 0.5 runs "
                                   "-11% to +19%, dstack's 0.4.3.post2 runs with DP attention -10% to -17% "
                                   "(bench/results/bands.md)"),
     ("sglang", "MoE", "AMD"): (0.00, 0.16, 8, "DeepSeek-R1 on 8 MI300X (dstack, SGLang 0.4.2.post4: -11% to +18%) "

@@ -138,8 +138,9 @@ def test_sglangs_published_runs_within_the_stated_tolerances():
     """bench/data/sglang_serving.csv (SGLang 0.3.0's own benchmark, a third-party 0.3.5 run, DataCrunch's H200
     runs) replayed as the bench does (up to 3,000 requests each): the calibration rows within 10% (the quantities
     fitted within 1%), the check rows' median |error| within 8% (bench/results/sglang_serving.md reports 4.4% over
-    27), and InferenceX's DeepSeek-R1 rows, fitted on by nothing, a median |TTFT error| within 35% (29.4% over 34 in
-    bench/results/moe_layout.md; 62.6% before --scheduler-recv-interval and the eager launches were modelled)."""
+    27), and InferenceX's DeepSeek-R1 rows, fitted on by nothing, a median |TTFT error| within 35% (26.7% over 46 in
+    bench/results/moe_layout.md with PR #3175's twelve B300 FP8 rows; 62.6% before --scheduler-recv-interval and the
+    eager launches were modelled)."""
     import sys
 
     sys.path.insert(0, str(ROOT / "bench/serving"))
@@ -154,7 +155,7 @@ def test_sglangs_published_runs_within_the_stated_tolerances():
             if row["id"].startswith("ix3") and key == "median_ttft_ms":
                 ttft.append(errs[row["role"]][-1])
     assert max(errs["calibration"]) < 10 and statistics.median(errs["check"]) < 8
-    assert len(ttft) == 34 and statistics.median(ttft) < 35
+    assert len(ttft) == 46 and statistics.median(ttft) < 35
 
 
 def test_the_wave_table_splits_a_closed_loop_mean_by_hand():
