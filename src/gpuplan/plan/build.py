@@ -28,6 +28,7 @@ from ..errors import GpuplanError, UnknownNameError
 from ..hardware import Network
 from ..market.choice import best_on_demand, matching
 from ..market.cost import Cost, checkpoint_bytes, price_job, spot_plan
+from ..market.job import save_interval_h
 from ..market.offers import Offer, owned_offer
 from ..market.store import price_filter
 from ..scenario import Scenario
@@ -200,7 +201,7 @@ def unpriced_spot(plan: Plan):
     if s.task != "train" or s.pricing != "spot":
         return None
     return spot_plan(plan.work_hours or 0.0, checkpoint_bytes(s, m, plan.model.params_trainable), s.world_size,
-                     mtbi_h=s.mtbi_hours, disk_gbs=s.disk_gbs)
+                     mtbi_h=s.mtbi_hours, disk_gbs=s.disk_gbs, interval_h=save_interval_h(s, plan.speed))
 
 
 def links_that_matter(s: Scenario, gpu, network: Network) -> object:
