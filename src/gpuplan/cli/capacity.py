@@ -99,7 +99,7 @@ def capacity_cmd(
     _need_model(model, workload)
     if plot:
         _plot_first(plot, batch)
-    report = api.capacity(model, workload, engine=engine, gpus=(gpus or "").split(","), max_gpus=max_gpus, top=top,
+    report = api.capacity(model, workload, engine=engine, gpus=gpus or (), max_gpus=max_gpus, top=top,
                           any_quant=any_quant, engine_version=engine_version, kv_cache_dtype=kv_cache_dtype,
                           chunked_prefill=chunked_prefill, async_scheduling=async_scheduling, calibration=calibration,
                           expert_parallel=expert_parallel, attention_dp=attention_dp, quant=quant, **dict(
