@@ -574,3 +574,22 @@ def test_recommend_s_ttft_column_says_it_is_one_request_alone(capsys):
                 "--gpus", "l40s", "--format", "plain"])
     out = capsys.readouterr().out
     assert code == 0 and "TTFT alone s" in out and "TTFT s" not in out
+
+
+def test_a_setup_over_several_nodes_names_the_fabric_its_collectives_were_timed_on():
+    """A training setup over 2 nodes of 8 H100s said its collectives took their share 'over NVLink 450 GB/s' (the
+    node's own link), where its speed timed the data-parallel ring on the fabric between the nodes, as its
+    estimate says ('collectives over infiniband ...'): the words name the link the plan's speed was timed on."""
+    import gpuplan
+
+    result = gpuplan.recommend({"model_size": "1B", "task": "train", "train_tokens": 1e10}, gpus=["h100-sxm"],
+                               max_gpus=16, top=50)
+    rows = [x for x in result.setups if x.scenario.num_nodes > 1]
+    assert rows
+    for x in rows:
+        timed = next(a for a in x.plan.assumptions if a.startswith("collectives over "))
+        fabric = timed.removeprefix("collectives over ").split(";")[0]
+        assert f"of the step over {fabric} between nodes" in x.rationale, (timed, x.rationale)
+        assert "NVLink" not in x.rationale
+    one = [x for x in result.setups if x.scenario.num_nodes == 1 and x.num_gpus > 1]
+    assert one and all("over NVLink 450 GB/s" in x.rationale for x in one)
