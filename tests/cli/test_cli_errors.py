@@ -137,10 +137,11 @@ def test_capacity_says_a_workload_file_s_model_is_not_read(capsys, tmp_path):
     ["recommend", "--model", "qwen3-8b", "--task", "infer", "--gpus", " "],
     ["recommend", "--model", "qwen3-8b", "--task", "infer", "--providers", ","],
     ["buy", "4090", "--price", "1800", "--gpus", ","],
+    ["launch", "--model", "qwen3-0.6b", "--task", "train", "--method", "lora", "--gpu", "4090", "-t", ",", "-o", "-"],
 ])
 def test_a_list_that_names_nothing_is_refused(capsys, monkeypatch, args):
     """A list option given only commas or spaces was read as not given: `capacity --gpus ,,` searched every GPU
-    type, the filter silently dropped (s15 rewalk). One sentence, exit 2."""
+    type and `launch -t ,` wrote every target, the filter silently dropped (s15 rewalk). One sentence, exit 2."""
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")
     code, out, err = cli(capsys, *args)
     assert code == 2 and not out, out

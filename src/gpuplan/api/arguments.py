@@ -95,6 +95,16 @@ def names_of(value: Any, what: str, *, pairs: bool = False) -> list[Any]:
     return names
 
 
+def comma_names(value: Any, what: str) -> list[str]:
+    """:func:`names_of`, each item's comma-separated names split too (``["trainer,torchrun", "sky"]``); refused when
+    given but naming nothing (``-t ,`` wrote every target)."""
+    items = names_of(value, what)
+    names = [n.strip() for text in items for n in str(text).split(",") if n.strip()]
+    if items and not names:
+        raise GpuplanError(f"{what} names nothing ({items!r}): give names, or leave it out")
+    return names
+
+
 def discounts_of(value: Any) -> dict[str, float]:
     """``{provider: price multiplier}``: each a number in (0, 1.5]."""
     if value is None:
