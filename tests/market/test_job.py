@@ -75,7 +75,7 @@ def test_spot_saves_at_the_scenario_interval_counted_once():
     delta, restart, mtbi = 8_030_261_248 * 14 / 1e9 / 3600, 10 / 60, 6.0
     wall = mtbi * math.exp(restart / mtbi) * math.expm1((tau + delta) / mtbi) * job.train_h / tau
     assert job.train_h == pytest.approx(1e10 / tps / 3600, rel=1e-12) and job.saves == 4
-    assert spot.interval_h == pytest.approx(tau, rel=1e-12) and spot.interval_given
+    assert spot.interval_h == pytest.approx(tau, rel=1e-12)
     assert plan.cost.hours == pytest.approx(wall, rel=1e-9)
     assert plan.cost.usd_total == pytest.approx(wall * plan.cost.usd_per_hour, rel=1e-9)
     assert plan.cost.usd_per_million_tokens == pytest.approx(wall * plan.cost.usd_per_hour / 1e10 * 1e6, rel=1e-9)

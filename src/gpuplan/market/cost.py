@@ -70,7 +70,6 @@ class SpotPlan:
     restart_h: float
     interval_h: float
     young_interval_h: float
-    interval_given: bool  # the scenario's save_interval, not Daly's optimum
     wall_h: float
     overhead: float  # wall / work
 
@@ -87,7 +86,7 @@ def spot_plan(work_h: float, ckpt_bytes: float, num_gpus: int, *, mtbi_h: float 
     tau = interval_h or daly_interval_h(write, mtbi)
     wall = daly_wall_time_h(work_h, tau, write, restart, mtbi) if work_h > 0 else 0.0
     return SpotPlan(mtbi_h=mtbi, write_h=write, restart_h=restart, interval_h=tau,
-                    young_interval_h=young_interval_h(write, mtbi), interval_given=bool(interval_h), wall_h=wall,
+                    young_interval_h=young_interval_h(write, mtbi), wall_h=wall,
                     overhead=wall / work_h if work_h else 1.0)
 
 
