@@ -32,6 +32,7 @@ from ..market.job import save_interval_h
 from ..market.offers import Offer, owned_offer
 from ..market.store import price_filter
 from ..scenario import Scenario
+from ..scenario.fields import MIN_MODEL_LEN
 from ..speed import Speed, speed_of
 from ..speed.comms import inter_node_link, intra_node_link
 from .advice import advice
@@ -161,7 +162,8 @@ def serving_runs(r: Resolved, plan: Plan) -> Plan:
         longest, said = longest_request(s, r.model, offline), ()
         engine = scheduler_for(s, plan.startup, plan.pool, longest)
         if engine is None and s.max_model_len is None:  # the default context would not start: the longest request
-            fitted = memory_plan(resolve(s.with_resolved({"max_model_len": longest}), r.model, r.gpu))
+            fitted = memory_plan(resolve(s.with_resolved({"max_model_len": max(longest, MIN_MODEL_LEN)}), r.model,
+                                         r.gpu))
             engine = scheduler_for(fitted.setup.scenario, fitted.startup, fitted.pool, longest)
             said = (f"simulated with --max-model-len {longest:,} (the longest request): at the model's context the "
                     "engine would not start",)
