@@ -432,7 +432,7 @@ def fewest_line(s: Scenario, m: ModelSpec, x: Setup, deadline_hours: float) -> s
 def searched(s: Scenario, m: ModelSpec, c: Constraints, split: bool = False) -> str:
     """The resolved line of a search: the scenario, and the engines, GPU counts and layouts it tries (``split``:
     training's tensor x pipeline-parallel layouts too, tried when no data-parallel one fits)."""
-    from ..scenario.describe import describe
+    from ..scenario.describe import describe, laid_out
 
     engine = None if s.task == "train" or "engine" in s.model_fields_set else "vLLM or transformers"
     counts = f"1-{c.max_gpus}" if c.max_gpus > 1 else "1"
@@ -441,7 +441,8 @@ def searched(s: Scenario, m: ModelSpec, c: Constraints, split: bool = False) -> 
     layout = "tensor parallel" if profile.tensor_parallel else f"layers split, {profile.layer_split_words}"
     if s.task == "train":
         layout = "data parallel or ZeRO" + (", then tensor x pipeline parallel" if split else "")
-    return describe(s, m, engine=engine, hardware=f"{counts} x {cards} ({layout})")
+    return describe(s, m, engine=engine, hardware=f"{counts} x {cards} ({layout})",
+                    batches=laid_out(s, s.model_fields_set, "setup"))
 
 
 def _what_fits_owned(s: Scenario, m: ModelSpec, c: Constraints) -> list[str]:
