@@ -23,6 +23,7 @@ exception is TRACEBACK.
 
 from __future__ import annotations
 
+import itertools
 import json
 import math
 import re
@@ -122,7 +123,7 @@ NAME_LISTS = ("--gpus", "--providers", "--target", "-t", "--rent", "--have", "--
 
 def empty_list_option(argv: list[str]) -> str | None:
     """The first list option of ``argv`` (:data:`NAME_LISTS`) given a value that names nothing, or None."""
-    for flag, value in zip(argv, argv[1:]):
+    for flag, value in itertools.pairwise(argv):
         if flag in NAME_LISTS and value and not any(n.strip() for n in value.split(",")):
             return f"{flag} {value!r}"
     return None
