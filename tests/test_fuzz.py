@@ -208,6 +208,18 @@ def test_the_oracle_classes_each_kind_of_run(code, out, err, wants_json, expecte
     assert oracle.judge_cli("estimate", ["estimate"], code, out, err, wants_json).klass == expected
 
 
+@pytest.mark.parametrize("argv, expected", [
+    (["capacity", "--model", "m", "--gpus", ",,"], oracle.NONSENSE),  # the filter silently gone
+    (["launch", "-t", ",", "-o", "-"], oracle.NONSENSE),
+    (["recommend", "--providers", " "], oracle.NONSENSE),
+    (["capacity", "--model", "m", "--gpus", "h100,"], oracle.OK),  # names one
+    (["estimate", "--model", ","], oracle.OK),  # not a list option
+])
+def test_the_oracle_refuses_a_list_that_names_nothing_answered(argv, expected):
+    """s15 rewalk: `capacity --gpus ,,` answered for every GPU type, a run the oracle passed as OK."""
+    assert oracle.judge_cli(argv[0], argv, 0, "table", "", False).klass == expected
+
+
 @pytest.mark.parametrize("after, refused, signature", [
     ({"cwd/out/run.sh": 1}, False, None),  # written where the run may write
     ({"cache/offers/aws.csv": 1}, True, None),  # the user's cache, even when refused

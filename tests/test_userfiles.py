@@ -460,3 +460,11 @@ def test_no_control_refuses_exactly_the_control_pattern():
                 assert re.search(_CONTROL, value) is not None, ascii(value)
                 refused += 1
     assert refused == 2 * (33 + 6)  # C0 and DEL; NEL, APC, the two separators, the two surrogates
+
+
+def test_an_empty_json_file_is_said_empty(tmp_path):
+    """An empty trace read "is not valid JSON (line 1, column 1: Expecting value)" (s15 rewalk): it says empty."""
+    empty = tmp_path / "trace.json"
+    empty.write_text(" \n")
+    with pytest.raises(GpuplanError, match=r"trace.json is empty: it holds no JSON$"):
+        uf.load_json(empty, "trace")

@@ -4,7 +4,8 @@
   update`` when its source cannot be reached) with sane output: strict JSON where ``--json`` or ``--format json``
   asked for it, no NaN or Infinity anywhere, no negative memory, time, money or rate, no ``fits: true`` above the
   capacity it is measured against, no model FLOPs utilization above 1 (no speed above the card's peak), a speed's
-  low and high bounds around it.
+  low and high bounds around it; no list option that names nothing (``--gpus ,,``, ``-t ,``) taken as not given
+  (the filter silently gone: :data:`NAME_LISTS`).
 - **CLEAN-ERROR**: exit 2 with exactly one line on stderr (``error: ...``; a slow step's progress line before it,
   ``gpuplan: reading ...``, is not counted), nothing on stdout, and no file left behind outside the user's cache.
 - **Files** (:func:`judge_files`, every run): no file that was there changed or removed, no temporary file left
@@ -22,6 +23,7 @@ exception is TRACEBACK.
 
 from __future__ import annotations
 
+import itertools
 import json
 import math
 import re
@@ -115,6 +117,18 @@ def _output(out: str, wants_json: bool) -> Verdict | None:
     return None
 
 
+# Options that take a list of names, comma-separated (s15 rewalk: `capacity --gpus ,,` searched every GPU type)
+NAME_LISTS = ("--gpus", "--providers", "--target", "-t", "--rent", "--have", "--lora-targets")
+
+
+def empty_list_option(argv: list[str]) -> str | None:
+    """The first list option of ``argv`` (:data:`NAME_LISTS`) given a value that names nothing, or None."""
+    for flag, value in itertools.pairwise(argv):
+        if flag in NAME_LISTS and value and not any(n.strip() for n in value.split(",")):
+            return f"{flag} {value!r}"
+    return None
+
+
 def judge_cli(command: str, argv: list[str], code: int | None, out: str, err: str, wants_json: bool) -> Verdict:
     """The class of one finished command line (in process or not)."""
     if "Traceback (most recent call last)" in out + err:
@@ -130,6 +144,8 @@ def judge_cli(command: str, argv: list[str], code: int | None, out: str, err: st
         return Verdict(NONSENSE, f"{command}: exit code {code}", f"stderr {err[-400:]!r}")
     if code == 1 and not err.strip():
         return Verdict(NONSENSE, f"{command}: exit 1 without a word", "")
+    if code == 0 and (empty := empty_list_option(argv)):
+        return Verdict(NONSENSE, f"{command}: a list option that names nothing was taken as not given", empty)
     return _output(out, wants_json) or Verdict(OK)
 
 

@@ -146,6 +146,8 @@ def unique_pairs(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
 def parse_json(text: str, where: str, *, hint: str = "") -> Any:
     """The value of a JSON text (one file, or one line of a JSON lines file named by ``where``): duplicate keys
     and nesting deeper than :data:`MAX_DEPTH` refused. ``hint`` follows the message of a syntax error."""
+    if not text.strip():  # json's "Expecting value (line 1, column 1)" of an empty file teaches nothing
+        raise GpuplanError(f"{where} is empty: it holds no JSON" + (f"; {hint}" if hint else ""))
     try:
         value = json.loads(text, object_pairs_hook=unique_pairs)
     except json.JSONDecodeError as err:

@@ -130,3 +130,27 @@ def test_capacity_says_a_workload_file_s_model_is_not_read(capsys, tmp_path):
     path.write_text("model: qwen3-8b\nrate_rps: 2\nprompt: 800\noutput: 200\n")
     code, _, err = cli(capsys, "capacity", str(path))
     assert code == 2 and "its model: 'qwen3-8b' is not read there" in err and len(err.strip().splitlines()) == 1
+
+
+@pytest.mark.parametrize("args", [
+    ["capacity", "--model", "qwen3-8b", "--rate", "1", "--gpus", ",,"],
+    ["recommend", "--model", "qwen3-8b", "--task", "infer", "--gpus", " "],
+    ["recommend", "--model", "qwen3-8b", "--task", "infer", "--providers", ","],
+    ["buy", "4090", "--price", "1800", "--gpus", ","],
+    ["launch", "--model", "qwen3-0.6b", "--task", "train", "--method", "lora", "--gpu", "4090", "-t", ",", "-o", "-"],
+])
+def test_a_list_that_names_nothing_is_refused(capsys, monkeypatch, args):
+    """A list option given only commas or spaces was read as not given: `capacity --gpus ,,` searched every GPU
+    type and `launch -t ,` wrote every target, the filter silently dropped (s15 rewalk). One sentence, exit 2."""
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    code, out, err = cli(capsys, *args)
+    assert code == 2 and not out, out
+    assert err.startswith("error: ") and "names nothing" in err and err.count("\n") == 1, err
+
+
+def test_the_api_refuses_a_list_that_names_nothing():
+    from gpuplan import GpuplanError, recommend
+
+    for gpus in ([""], ["", " "], ","):
+        with pytest.raises(GpuplanError, match="gpus names nothing"):
+            recommend({"model": "qwen3-8b", "task": "infer"}, gpus=gpus)

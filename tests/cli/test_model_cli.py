@@ -82,3 +82,17 @@ def test_first_models_listing_builds_nothing_and_says_nothing(tmp_path):
 
     assert len(json.loads(done.stdout)) == len(bundled())
     assert not (tmp_path / "cache").exists() or not any((tmp_path / "cache").rglob("*"))
+
+
+def test_a_hybrid_models_mixers_are_not_called_attention_alone(capsys):
+    """Falcon-H1 runs a Mamba-2 mixer beside attention in each layer; their parameters are one part, which the
+    table called "attention" (95 % of a pure Mamba-2 model's parameters read "attention"). A model with recurrent
+    state names the part for both; a transformer keeps "attention"."""
+    from gpuplan.cli import run
+
+    assert run(["model", "falcon-h1-0.5b"]) == 0
+    hybrid = capsys.readouterr().out
+    assert "│ attention and recurrent mixers │ 227,702,304 │" in hybrid
+    assert run(["model", "llama-3.2-1b"]) == 0
+    dense = capsys.readouterr().out
+    assert "│ attention  │" in dense and "recurrent" not in dense

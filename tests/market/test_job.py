@@ -57,3 +57,41 @@ def test_evaluation_needs_its_size(fields, message):
     with pytest.raises(GpuplanError, match=message):
         estimate({"model": "llama-3.1-8b", "task": "train", "method": "lora", "gpu": "h100-sxm",
                   "stack": "megatron", **fields}, advise=False)
+
+
+def test_spot_saves_at_the_scenario_interval_counted_once():
+    """On spot, Daly's expected wall time (Daly 2006, eq. 20: T = M e^(R/M) (e^((tau + delta)/M) - 1) W / tau)
+    already writes a checkpoint every tau hours of work W. With save_interval 500 the saves the job asks for are
+    those checkpoints: tau = 500 steps x 4,194,304 tokens / tokens/s, W the training alone (0.891 h here), delta
+    = 112.42 GB at 1 GB/s, R = 10 min, M = 6 h. Before, W held the 4 saves too (their 0.125 h, counted twice) and
+    tau was Daly's optimum (35 min here), which the launch files did not use (they save every 500 steps)."""
+    import math
+
+    from gpuplan.plan.dataset_report import plan_recipe
+
+    plan = _plan(save_interval=500, pricing="spot", mtbi_hours=6)
+    job, spot, tps = plan.cost.job, plan.cost.spot, plan.speed.tokens_per_s
+    tau = 500 * 4_194_304 / tps / 3600
+    delta, restart, mtbi = 8_030_261_248 * 14 / 1e9 / 3600, 10 / 60, 6.0
+    wall = mtbi * math.exp(restart / mtbi) * math.expm1((tau + delta) / mtbi) * job.train_h / tau
+    assert job.train_h == pytest.approx(1e10 / tps / 3600, rel=1e-12) and job.saves == 4
+    assert spot.interval_h == pytest.approx(tau, rel=1e-12)
+    assert plan.cost.hours == pytest.approx(wall, rel=1e-9)
+    assert plan.cost.usd_total == pytest.approx(wall * plan.cost.usd_per_hour, rel=1e-9)
+    assert plan.cost.usd_per_million_tokens == pytest.approx(wall * plan.cost.usd_per_hour / 1e10 * 1e6, rel=1e-9)
+    assert plan_recipe(plan).save_steps == 500  # the recipe saves where the time counts the saves
+
+
+@pytest.mark.parametrize("fields", [{"save_interval": 500}, {"eval_interval": 100, "save_interval": 300},
+                                    {"pricing": "spot", "eval_interval": 100},
+                                    {"pricing": "spot", "save_interval": 500, "mtbi_hours": 6}])
+def test_the_explanation_counts_the_jobs_parts(fields):
+    """The page's explanation of the hours and the $ per million tokens gives the plan's own numbers when the job
+    has evaluation passes or checkpoint saves (one road): before, its formula was train_tokens / tokens/s alone
+    (x the spot overhead): 0.891 h against the plan's 1.016 h with its 4 saves of 112.4 s each."""
+    from gpuplan.explain.words import explain
+
+    plan = _plan(**fields)
+    numbers = explain(plan).numbers
+    for key in ("cost.hours", "cost.usd_per_million_tokens", "cost.usd_total"):
+        assert numbers[key].computed == pytest.approx(numbers[key].value, rel=1e-9), numbers[key].substituted

@@ -276,3 +276,19 @@ def test_a_search_on_an_unsimulated_engine_is_refused_not_run_as_vllm():
         capacity(scenario_from({"model": "llama-3.2-1b", "task": "infer"}), m, w, gpu_ids=("nvidia-l4",))
     s = scenario_from({"model": "llama-3.2-1b", "task": "infer", "engine": "sglang"})
     assert {x.scenario.engine for x in setups(s, m, ("nvidia-l4",), 2)} == {"sglang"}
+
+
+def test_a_trace_of_requests_shorter_than_the_shortest_context_is_served(tmp_path):
+    """A trace of two-token chats ("hi" -> "ok") was refused with "scenario field 'max_model_len': Input should be
+    greater than or equal to 16 (got 2)", a field the user never set: the engine's max_model_len, derived from the
+    longest request, is raised to the shortest a scenario takes (scenario/fields.py MIN_MODEL_LEN)."""
+    from gpuplan.scenario.fields import MIN_MODEL_LEN
+
+    trace = tmp_path / "tiny.jsonl"
+    trace.write_text('{"input_length": 1, "output_length": 1}\n' * 30)
+    m = load_model("qwen3-0.6b")
+    s = scenario_from({"model": "qwen3-0.6b", "task": "infer", "engine": "vllm"})
+    w = load_workload(None, {"rate_rps": 1, "trace": str(trace), "num_requests": 30})
+    (row,) = capacity(s, m, w, gpu_ids=("nvidia-l40s",), max_gpus=1, simulate_top=1, notes=[])
+    assert row.max_rate_rps > 1
+    assert row.plan.setup.scenario.max_model_len == MIN_MODEL_LEN == 16

@@ -688,3 +688,13 @@ def test_a_modules_batch_at_the_search_limit_is_said_as_a_floor(capsys):
     assert run(["estimate", "--model", "whisper-small", "--task", "infer", "--gpu", "h200"]) == 0
     text = " ".join(capsys.readouterr().out.split())
     assert "largest batch that fits: 1,024 or more (the search stops there)" in text
+
+
+def test_a_modules_header_names_its_card_as_a_decoder_llms_does():
+    """The first line of a module's plan named the card by its catalog id ("1 x nvidia-geforce-rtx-4090"), where a
+    decoder LLM's plan, recommend, cost and capacity say "1 x rtx-4090" (scenario/describe.py, short_id)."""
+    sdxl = plan(model="sdxl", task="train", method="lora", gpu="4090", stack="kohya")
+    whisper = plan(model="whisper-small", task="infer", gpu="h100")
+    llm = gpuplan.estimate(dict(model="qwen3-0.6b", task="train", method="lora", gpu="4090"))
+    assert sdxl.resolved.endswith("; 1 x rtx-4090") and llm.resolved.endswith("; 1 x rtx-4090, single GPU")
+    assert whisper.resolved.endswith("; 1 x h100-sxm")

@@ -574,3 +574,41 @@ def test_recommend_s_ttft_column_says_it_is_one_request_alone(capsys):
                 "--gpus", "l40s", "--format", "plain"])
     out = capsys.readouterr().out
     assert code == 0 and "TTFT alone s" in out and "TTFT s" not in out
+
+
+def test_a_setup_over_several_nodes_names_the_fabric_its_collectives_were_timed_on():
+    """A training setup over 2 nodes of 8 H100s said its collectives took their share 'over NVLink 450 GB/s' (the
+    node's own link), where its speed timed the data-parallel ring on the fabric between the nodes, as its
+    estimate says ('collectives over infiniband ...'): the words name the link the plan's speed was timed on."""
+    import gpuplan
+
+    result = gpuplan.recommend({"model_size": "1B", "task": "train", "train_tokens": 1e10}, gpus=["h100-sxm"],
+                               max_gpus=16, top=50)
+    rows = [x for x in result.setups if x.scenario.num_nodes > 1]
+    assert rows
+    for x in rows:
+        timed = next(a for a in x.plan.assumptions if a.startswith("collectives over "))
+        fabric = timed.removeprefix("collectives over ").split(";")[0]
+        assert f"of the step over {fabric} between nodes" in x.rationale, (timed, x.rationale)
+        assert "NVLink" not in x.rationale
+    one = [x for x in result.setups if x.scenario.num_nodes == 1 and x.num_gpus > 1]
+    assert one and all("over NVLink 450 GB/s" in x.rationale for x in one)
+
+
+def test_the_first_line_says_the_rows_lay_out_their_own_batches():
+    """recommend and cost wrote "micro-batch 1 x 1 accumulation" in their first line while their rows ran each
+    setup's layout (1 x 4, 4 x 4, 8 x 2...: gpuplan/plan/layout.py, as estimate lays it out): the line says what
+    was left to each row, and the scenario's own numbers where it gives them (as fit's does)."""
+    import gpuplan
+
+    job = {"model": "qwen3-0.6b", "task": "train", "method": "lora", "train_tokens": 1e8}
+    rec = gpuplan.recommend(job, gpus=["h100-sxm"], max_gpus=2, top=5)
+    layouts = {(x.scenario.micro_batch_size, x.scenario.grad_accum_steps) for x in rec.setups}
+    assert layouts - {(1, 1)}  # the rows' own layouts
+    assert "seq 2,048 x each setup's micro-batch x its recipe's accumulation (the fastest that fits)," in rec.resolved
+    cost = gpuplan.cost({**job, "gpu": "h100-sxm"})
+    assert "seq 2,048 x each offer's micro-batch x its recipe's accumulation (the fastest that fits)," in cost.resolved
+    given = gpuplan.cost({**job, "gpu": "h100-sxm", "micro_batch_size": 2})
+    assert "seq 2,048 x micro-batch 2 x its recipe's accumulation," in given.resolved
+    both = gpuplan.recommend({**job, "micro_batch_size": 2, "grad_accum_steps": 3}, gpus=["h100-sxm"], max_gpus=1)
+    assert "seq 2,048 x micro-batch 2 x 3 accumulation," in both.resolved

@@ -204,3 +204,12 @@ def test_a_benchmark_and_a_probe_record_each_name_the_command_that_reads_them(tm
     other.write_text(json.dumps({"x": 1}))
     with pytest.raises(GpuplanError, match=r"time_to_first_token\)$"):
         read_results(other)
+
+
+def test_a_burst_run_is_said_sent_all_at_once(tmp_path, capsys):
+    """A vllm bench serve result without a rate (every request at once) printed its rate as "inf" in calibrate-
+    serving's table (the fuzz campaign's seed 1516: 'NaN or infinity printed'); it says "all at once"."""
+    path = write(tmp_path, "burst.json", {**VLLM_OK, "request_rate": "inf"})
+    assert run(["calibrate-serving", path, "--model", "llama-3.2-1b", "--gpu", "h100-sxm"]) == 0
+    table = capsys.readouterr().out
+    assert "all at once" in table and " inf " not in table

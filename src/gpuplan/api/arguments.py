@@ -70,9 +70,13 @@ def path(value: Any, what: str, *, optional: bool = False) -> str | None:
 def names_of(value: Any, what: str, *, pairs: bool = False) -> list[Any]:
     """A list argument as a list: one string is its comma-separated names (as the command line takes them, not its
     characters); each item a string (or, with ``pairs``, a ``(name, count)`` pair: ``("rtx-3090", 2)``). Names
-    are stripped and blank ones dropped."""
+    are stripped and blank ones dropped; a value given that names nothing (``","``, ``" "``, ``["", ""]``) is
+    refused, where it read as no value: ``--gpus ,,`` searched every GPU."""
     if isinstance(value, str):
-        return [n.strip() for n in value.split(",") if n.strip()]
+        names = [n.strip() for n in value.split(",") if n.strip()]
+        if value and not names:
+            raise GpuplanError(f"{what} names nothing ({value!r}): give names separated by commas, or leave it out")
+        return names
     if isinstance(value, (bytes, Mapping)) or not hasattr(value, "__iter__"):
         raise GpuplanError(f"{what} takes names: a list of strings or one comma-separated string, not "
                            f"{echo_value(value)}")
@@ -85,7 +89,20 @@ def names_of(value: Any, what: str, *, pairs: bool = False) -> list[Any]:
             continue
         raise GpuplanError(f"{what} takes names (strings){' or (name, count) pairs' if pairs else ''}, not "
                            f"{echo_value(item)}")
-    return [i for i in items if i != ""]
+    names = [i for i in items if i != ""]
+    if items and not names:
+        raise GpuplanError(f"{what} names nothing ({items!r}): give names, or leave it out")
+    return names
+
+
+def comma_names(value: Any, what: str) -> list[str]:
+    """:func:`names_of`, each item's comma-separated names split too (``["trainer,torchrun", "sky"]``); refused when
+    given but naming nothing (``-t ,`` wrote every target)."""
+    items = names_of(value, what)
+    names = [n.strip() for text in items for n in str(text).split(",") if n.strip()]
+    if items and not names:
+        raise GpuplanError(f"{what} names nothing ({items!r}): give names, or leave it out")
+    return names
 
 
 def discounts_of(value: Any) -> dict[str, float]:

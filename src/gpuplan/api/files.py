@@ -11,7 +11,7 @@ from pydantic import BaseModel, Field
 from ..errors import GpuplanError
 from ..result import Answer
 from . import arguments as arg
-from .arguments import ScenarioLike, names_of, scenario_of
+from .arguments import ScenarioLike, comma_names, names_of, scenario_of
 
 
 class LaunchFileInfo(BaseModel):
@@ -109,7 +109,7 @@ def smoke(scenario: ScenarioLike, *, folder: str | Path, targets: Iterable[str] 
     from ..launchers.smoke import smoke as run
     from ..launchers.smoke_serve import smoke_serving
 
-    names = [n for text in targets for n in str(text).split(",") if n.strip()]
+    names = comma_names(targets, "targets")
     check_target_names(names)
     s = with_targets(scenario_of(scenario), names)
     if s.task != "train":
@@ -125,7 +125,7 @@ def check_launch(targets: Iterable[str] = (), folder: str | Path = "gpuplan-laun
     from ..launchers.diffusion import NAMES as DIFFUSION_TARGETS
     from ..launchers.files import output_folder
 
-    names = [n.strip() for text in names_of(targets, "targets") for n in text.split(",") if n.strip()]
+    names = comma_names(targets, "targets")
     check_target_names(names, also=DIFFUSION_TARGETS)  # the diffusion trainers' too: the model is not read yet
     return names, folder if folder == "-" else output_folder(folder, flag)
 

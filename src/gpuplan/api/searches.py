@@ -127,7 +127,7 @@ def fit(gpu: str, scenario: ScenarioLike | None = None, *, models: Iterable[str]
     (``package.module:function``), its one row the builder's plan of it on one of the cards."""
     from ..plan.capability import what_fits
     from ..plan.recommend import parse_have
-    from ..scenario.describe import describe
+    from ..scenario.describe import describe, laid_out
 
     if not isinstance(gpu, str) or not gpu.strip():
         raise GpuplanError("fit needs your cards: --gpu 2x3090 (count x name, or a name for one card)")
@@ -164,11 +164,8 @@ def fit(gpu: str, scenario: ScenarioLike | None = None, *, models: Iterable[str]
                            f"the largest batch and the changes that fit, and `gpuplan recommend --model {name} "
                            f"--task {example.task}` the cards it fits") from None
     # each row is laid out as estimate lays it out (plan.layout): the fields not given are each model's own
-    given = {k: template[k] for k in ("micro_batch_size", "grad_accum_steps") if template.get(k) is not None}
-    batches = None if example.task != "train" or len(given) == 2 else (
-        (f"micro-batch {given['micro_batch_size']}" if "micro_batch_size" in given else "each model's micro-batch")
-        + " x " + (f"{given['grad_accum_steps']} accumulation" if "grad_accum_steps" in given else
-                   "its recipe's accumulation") + ("" if "micro_batch_size" in given else " (the fastest that fits)"))
+    given = {k for k in ("micro_batch_size", "grad_accum_steps") if template.get(k) is not None}
+    batches = laid_out(example, given, "model") if example.task == "train" else None
     sharded = example.task == "train" and count > 1 and "sharding" not in template
     resolved = describe(example, batches=batches, hardware=f"{count} x {short_id(card.id)}, DDP, ZeRO-2 or ZeRO-3 "
                         "(the first that fits)" if sharded else None)
@@ -217,7 +214,7 @@ def cost(scenario: ScenarioLike, *, catalogs: Iterable[str] = (), discounts: Map
     from ..market.store import load_offers
     from ..plan.pricing import compare, left_out
     from ..plan.resolve import card_free
-    from ..scenario.describe import describe
+    from ..scenario.describe import describe, laid_out
 
     top = arg.count(top, "top", most=100_000, optional=True)
     catalogs = tuple(names_of(catalogs, "catalogs"))
@@ -244,7 +241,7 @@ def cost(scenario: ScenarioLike, *, catalogs: Iterable[str] = (), discounts: Map
     offers = load_offers(catalogs, discounts)
     rows = compare(s, m, offers)
     return CostTable(resolved=describe(s, m, hardware=f"on each offer's GPUs ({s.world_size} per job)"
-                                       if not s.gpu else None),
+                                       if not s.gpu else None, batches=laid_out(s, s.model_fields_set, "offer")),
                      model_exact=m.exact, model_exact_reason=m.inexact_reason,
                      notes=[*m.notes, *defaults, *([spot_rows_missing()] if s.pricing != "on_demand" else [])],
                      warnings=[w for w in (inexact_warning(m),) if w],

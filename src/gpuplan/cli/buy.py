@@ -114,7 +114,7 @@ def buy_cmd(
         build = f"{count}x{counted[1] if counted else build}"
     one, by_card = _prices(price)
     report = api.buy(build, workloads=workloads, rent=rent or (), budget_usd=budget, years=years,
-                     gpus=gpus.split(",") if gpus else (), price=one, prices=by_card, used=used, host=host,
+                     gpus=gpus or (), price=one, prices=by_card, used=used, host=host,
                      host_usd=host_usd, host_ram_gib=host_ram, host_w=host_w, host_idle_w=host_idle_w,
                      display=display, region=region, sector=sector, usd_per_kwh=usd_per_kwh, pue=pue,
                      off_when_idle=off_when_idle, maintenance_usd_per_year=maintenance_usd,

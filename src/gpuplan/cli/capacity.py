@@ -99,7 +99,7 @@ def capacity_cmd(
     _need_model(model, workload)
     if plot:
         _plot_first(plot, batch)
-    report = api.capacity(model, workload, engine=engine, gpus=(gpus or "").split(","), max_gpus=max_gpus, top=top,
+    report = api.capacity(model, workload, engine=engine, gpus=gpus or (), max_gpus=max_gpus, top=top,
                           any_quant=any_quant, engine_version=engine_version, kv_cache_dtype=kv_cache_dtype,
                           chunked_prefill=chunked_prefill, async_scheduling=async_scheduling, calibration=calibration,
                           expert_parallel=expert_parallel, attention_dp=attention_dp, quant=quant, **dict(
@@ -297,7 +297,8 @@ def calibrate_serving_cmd(
     for col in ("run", "rate", "TTFT", "err before", "err after", "TPOT", "err before", "err after"):
         table.add_column(col, justify="left" if col == "run" else "right")
     for r in rows:
-        table.add_row(r["run"], "inf" if r["rate_rps"] is None else f"{r['rate_rps']:g}", _s(r["ttft_s"]),
+        # vllm bench serve writes "inf" for a burst; a bare inf in a table reads as an overflow
+        table.add_row(r["run"], "all at once" if r["rate_rps"] is None else f"{r['rate_rps']:g}", _s(r["ttft_s"]),
                       _pct(r["ttft_err_before_pct"]), _pct(r["ttft_err_after_pct"]), _s(r["tpot_s"]),
                       _pct(r["tpot_err_before_pct"]), _pct(r["tpot_err_after_pct"]))
     out.print(table)

@@ -260,7 +260,8 @@ def _cost(result, s: dict) -> None:
                   "saves)" if j.saves else ""), prefix="  ")
     if c.spot:
         sp = c.spot
-        bullet(f"spot: checkpoint every {sp.interval_h * 60:.0f} min (Daly), interruptions every "
+        bullet(f"spot: checkpoint every {sp.interval_h * 60:.0f} min "
+               f"({'save_interval' if s.get('save_interval') else 'Daly'}), interruptions every "
                f"{sp.mtbi_h:.1f} h on average: wall time x{sp.overhead:.2f}"
                + (f", {c.spot_multiplier:.2f}x the cheapest on-demand cost" if c.spot_multiplier else ""),
                prefix="  ")

@@ -106,9 +106,11 @@ def model_cmd(
     parts.add_column("part")
     parts.add_column("params", justify="right")
     parts.add_column("share", justify="right")
+    recurrent = facts["state_bytes_per_sequence_bf16"]  # Mamba or linear-attention layers: counted as attention
     for part, n in facts["params_breakdown"].items():
         if n:
-            parts.add_row(part, f"{n:,}", f"{100 * n / facts['params_total']:.1f}%")
+            said = "attention and recurrent mixers" if part == "attention" and recurrent else part
+            parts.add_row(said, f"{n:,}", f"{100 * n / facts['params_total']:.1f}%")
     out.print(parts)
     kinds = Table(title="layer kinds", title_justify="left")
     state = facts["state_bytes_per_sequence_bf16"]

@@ -70,7 +70,7 @@ def recommend_cmd(scenario: str | None = None, as_json: bool = False, budget_usd
         raise GpuplanError(f"--min-headroom must be between 0% and 100%, got {min_headroom!r}")
     target, s = module_of(fields), api.load_scenario(scenario, overrides(fields))  # --module first: it sets model
     result = api.recommend(s, module=target, budget_usd=budget_usd, deadline_hours=deadline_hours, max_gpus=max_gpus,
-                           gpus=(gpus or "").split(","), providers=(providers or "").split(","), have=have or (),
+                           gpus=gpus or (), providers=providers or (), have=have or (),
                            min_headroom=headroom, objective=objective, top=top, any_method=any_method,
                            any_quant=any_quant, any_stack=any_stack or any_framework, catalogs=tuple(catalog or ()),
                            per_gpu=per_gpu)

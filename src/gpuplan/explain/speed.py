@@ -193,6 +193,28 @@ def _ttft(sp: Speed, batch: int, shared: bool, acc: Accuracy, note: str) -> Form
                     f"{1e3 * server:,.1f} ms = {sp.ttft_burst_s or 0:,.3f} s for the last of {batch} arriving together")
 
 
+def _hours(s, c, tps: float, acc) -> Formula:
+    """The job's hours (gpuplan/market/job.py ``job_time``, gpuplan/market/cost.py ``price_job``): training, the
+    evaluation passes and checkpoint saves asked for; on spot, Daly's wall time over the training and evaluation,
+    whose checkpoint writes are the saves."""
+    train = s.train_tokens / tps / 3600
+    j = c.job
+    evals, saves = (j.eval_h, j.checkpoint_h) if j else (0.0, 0.0)
+    if c.spot:
+        hours = (train + evals) * c.spot.overhead
+        return Formula(
+            label="hours", value=c.hours, unit="h", computed=hours, accuracy=acc,
+            formula="hours = (train_tokens / tokens/s / 3600 + evaluation) x spot overhead (Daly: checkpoint "
+                    "writes, re-done work and restarts)",
+            substituted=f"({s.train_tokens:,.3g} / {tps:,.0f} / 3600 + {evals:,.2f}) x {c.spot.overhead:.2f} = "
+                        f"{hours:,.2f} h")
+    hours = train + evals + saves
+    return Formula(label="hours", value=c.hours, unit="h", computed=hours, accuracy=acc,
+                   formula="hours = train_tokens / tokens/s / 3600 + evaluation + checkpoint saves",
+                   substituted=f"{s.train_tokens:,.3g} / {tps:,.0f} / 3600 + {evals:,.2f} + {saves:,.2f} = "
+                               f"{hours:,.2f} h")
+
+
 def cost(x: Context) -> dict[str, Formula]:
     s, c, sp = x.s, x.r.cost, x.r.speed
     per_hour, rented = c.usd_per_hour, c.num_gpus
@@ -221,11 +243,13 @@ def cost(x: Context) -> dict[str, Formula]:
                     "token (vllm bench serve's output_throughput; gpuplan/serving/load.py summary)",
             substituted=f"{run.total_output_tokens:,} / {run.duration:,.1f} s = {served:,.0f} tok/s")
     if s.task == "train" and s.train_tokens and tps:
-        hours = s.train_tokens / tps / 3600
-        out["cost.hours"] = Formula(
-            label="hours", value=c.hours, unit="h", computed=hours * overhead, accuracy=acc,
-            formula="hours = train_tokens / tokens/s / 3600 (x spot overhead: Daly checkpointing and restarts)",
-            substituted=f"{s.train_tokens:,.3g} / {tps:,.0f} / 3600 x {overhead:.2f} = {hours * overhead:,.2f} h")
+        out["cost.hours"] = _hours(s, c, tps, acc)
+        if c.job:  # evaluation passes or checkpoint saves: their hours are priced too
+            per_m = per_hour * c.hours / s.train_tokens * 1e6
+            out["cost.usd_per_million_tokens"] = Formula(
+                label="$ per million tokens", value=c.usd_per_million_tokens, unit="$", computed=per_m,
+                accuracy=acc, formula="$/M tokens = $/h x hours / train_tokens x 10^6",
+                substituted=f"{per_hour:,.2f} x {c.hours:,.2f} / {s.train_tokens:,.3g} x 1e6 = ${per_m:,.3f}")
         out["cost.usd_total"] = Formula(
             label="GPU time $", value=c.usd_total, unit="$", computed=c.hours * per_hour, accuracy=acc,
             formula="GPU time = hours x $/h", substituted=f"{c.hours:,.2f} x {per_hour:,.2f} = "

@@ -211,7 +211,8 @@ class LaunchPlan:
                     f", ${self.usd_total:.2f} in total"  # a job on one's own card costs cents of power
         lines.append(speed)
         if self.spot is not None:
-            lines.append(f"spot: checkpoint every {p['checkpoint_every_min']} min (Daly; interruptions every "
+            why = "save_interval" if self.scenario.save_interval else "Daly"  # spot_plan's interval
+            lines.append(f"spot: checkpoint every {p['checkpoint_every_min']} min ({why}; interruptions every "
                          f"{self.spot.mtbi_h:.1f} h on average) = every {self.save_steps} steps")
         lines += self.recipe_lines()
         return lines

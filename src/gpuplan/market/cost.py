@@ -19,7 +19,7 @@ from ..model.spec import ModelSpec
 from ..scenario import Scenario
 from ..speed import Speed
 from .bill import BillLine, bill_lines
-from .job import JobTime, job_time
+from .job import JobTime, job_time, save_interval_h
 from .offers import Offer, interruption_priors, max_per_node, price_origin, providers
 
 
@@ -75,11 +75,15 @@ class SpotPlan:
 
 
 def spot_plan(work_h: float, ckpt_bytes: float, num_gpus: int, *, mtbi_h: float | None = None,
-              disk_gbs: float = oh.CHECKPOINT_WRITE_GBS, restart_min: float = oh.RESTART_MINUTES) -> SpotPlan:
+              disk_gbs: float = oh.CHECKPOINT_WRITE_GBS, restart_min: float = oh.RESTART_MINUTES,
+              interval_h: float | None = None) -> SpotPlan:
+    """``work_h`` of work on spot: checkpoints every ``interval_h`` hours of work (the scenario's save_interval,
+    :func:`.job.save_interval_h`), else at Daly's optimum; Daly's wall time counts each checkpoint's write, the
+    work re-done after an interruption and the restarts, so ``work_h`` holds no checkpoint saves of its own."""
     mtbi = mtbi_h or default_mtbi_h(num_gpus)
     write = ckpt_bytes / (disk_gbs * 1e9) / 3600
     restart = restart_min / 60
-    tau = daly_interval_h(write, mtbi)
+    tau = interval_h or daly_interval_h(write, mtbi)
     wall = daly_wall_time_h(work_h, tau, write, restart, mtbi) if work_h > 0 else 0.0
     return SpotPlan(mtbi_h=mtbi, write_h=write, restart_h=restart, interval_h=tau,
                     young_interval_h=young_interval_h(write, mtbi), wall_h=wall,
@@ -178,10 +182,13 @@ def price_job(s: Scenario, m: ModelSpec, speed: Speed, offer: Offer, trainable: 
         cost.job = job
     work_h = job.total_h  # training, and the evaluation passes and checkpoint saves asked for
     cost.hours = work_h
-    overhead = 1.0
+    overhead = 1.0  # wall hours per hour of work_h
     if offer.interruptible:
-        plan = spot_plan(work_h or 1.0, checkpoint_bytes(s, m, trainable), rented, mtbi_h=mtbi_h, disk_gbs=disk_gbs)
-        cost.spot, overhead = plan, plan.overhead
+        # Daly's wall time writes a checkpoint every interval (the saves asked for, at theirs): its work is the rest
+        run_h = job.train_h + job.eval_h
+        plan = spot_plan(run_h or 1.0, checkpoint_bytes(s, m, trainable), rented, mtbi_h=mtbi_h, disk_gbs=disk_gbs,
+                         interval_h=save_interval_h(s, speed))
+        cost.spot, overhead = plan, plan.overhead * (run_h / work_h if work_h else 1.0)
         cost.hours = work_h * overhead
         if not math.isfinite(overhead):
             cost.finishes = False

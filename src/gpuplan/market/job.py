@@ -45,6 +45,14 @@ def tokens_per_step(s: Scenario) -> int:
     return s.micro_batch_size * s.seq_len * s.grad_accum_steps * s.dp
 
 
+def save_interval_h(s: Scenario, speed: Speed) -> float | None:
+    """Hours of training work between the checkpoints ``save_interval`` asks for (its steps at the step time), or
+    None: none asked, or no speed to time them by."""
+    if not s.save_interval or not speed.tokens_per_s:
+        return None
+    return s.save_interval * tokens_per_step(s) / speed.tokens_per_s / 3600
+
+
 def eval_tokens(s: Scenario) -> float:
     """Tokens of one evaluation pass: the scenario's, else its stack recipe's global batches (NeMo's 32 under stack
     megatron, ``Recipe.eval_batches``)."""

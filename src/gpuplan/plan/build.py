@@ -28,9 +28,11 @@ from ..errors import GpuplanError, UnknownNameError
 from ..hardware import Network
 from ..market.choice import best_on_demand, matching
 from ..market.cost import Cost, checkpoint_bytes, price_job, spot_plan
+from ..market.job import save_interval_h
 from ..market.offers import Offer, owned_offer
 from ..market.store import price_filter
 from ..scenario import Scenario
+from ..scenario.fields import MIN_MODEL_LEN
 from ..speed import Speed, speed_of
 from ..speed.comms import inter_node_link, intra_node_link
 from .advice import advice
@@ -160,7 +162,8 @@ def serving_runs(r: Resolved, plan: Plan) -> Plan:
         longest, said = longest_request(s, r.model, offline), ()
         engine = scheduler_for(s, plan.startup, plan.pool, longest)
         if engine is None and s.max_model_len is None:  # the default context would not start: the longest request
-            fitted = memory_plan(resolve(s.with_resolved({"max_model_len": longest}), r.model, r.gpu))
+            fitted = memory_plan(resolve(s.with_resolved({"max_model_len": max(longest, MIN_MODEL_LEN)}), r.model,
+                                         r.gpu))
             engine = scheduler_for(fitted.setup.scenario, fitted.startup, fitted.pool, longest)
             said = (f"simulated with --max-model-len {longest:,} (the longest request): at the model's context the "
                     "engine would not start",)
@@ -200,7 +203,7 @@ def unpriced_spot(plan: Plan):
     if s.task != "train" or s.pricing != "spot":
         return None
     return spot_plan(plan.work_hours or 0.0, checkpoint_bytes(s, m, plan.model.params_trainable), s.world_size,
-                     mtbi_h=s.mtbi_hours, disk_gbs=s.disk_gbs)
+                     mtbi_h=s.mtbi_hours, disk_gbs=s.disk_gbs, interval_h=save_interval_h(s, plan.speed))
 
 
 def links_that_matter(s: Scenario, gpu, network: Network) -> object:

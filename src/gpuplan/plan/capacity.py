@@ -35,6 +35,7 @@ from ..market.offers import Offer
 from ..market.store import load_offers
 from ..model.spec import ModelSpec
 from ..scenario import Scenario
+from ..scenario.fields import MIN_MODEL_LEN
 from ..serving.capacity import RatePoint, idle_latencies, max_rate, max_users, saturation_rate
 from ..serving.steptime import Calibration, StepModel, step_model
 from ..serving.workload import Workload
@@ -242,7 +243,7 @@ def capacity(s: Scenario, m: ModelSpec, w: Workload, *, gpu_ids: tuple[str, ...]
     whole_prompts(s, int(prompts.max if prompts.kind != "fixed" else prompts.mean))
     candidates, late_alone = [], set()
     prompt = round(w.mean_prompt_tokens)
-    lengths = {"max_model_len": s.max_model_len or longest, "prompt_tokens": prompt,
+    lengths = {"max_model_len": s.max_model_len or max(longest, MIN_MODEL_LEN), "prompt_tokens": prompt,
                "output_tokens": round(w.mean_output_tokens), "batch_size": w.batch or w.users or s.batch_size,
                "shared_prefix_tokens": max(min(w.shared_prefix_tokens, prompt - 1), 0)}
     for st in setups(s, m, gpu_ids, max_gpus, any_quant, fields=lengths, expert_parallel=expert_parallel):

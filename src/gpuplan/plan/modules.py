@@ -22,7 +22,7 @@ from typing import Any
 from pydantic import BaseModel, PrivateAttr, computed_field
 
 from ..errors import GpuplanError
-from ..hardware import GpuSpec
+from ..hardware import GpuSpec, short_id
 from ..market.cost import STALE_DAYS, Cost, offer_label
 from ..market.offers import price_origin
 from ..memory.modules import generation_memory, model_memory, report, training_memory
@@ -458,7 +458,7 @@ def _on_card(job: ModuleJob) -> set[str]:
 def describe(s: Scenario, job: ModuleJob) -> str:
     """The scenario as resolved, in one line."""
     spec = job.spec
-    where = f"{s.world_size} x {s.gpu}" if s.gpu else "no GPU named"
+    where = f"{s.world_size} x {short_id(s.gpu)}" if s.gpu else "no GPU named"  # as scenario.describe names it
     if job.kind == "diffusion-generate":
         return (f"{spec.name}: generate {s.batch_size} image(s) at {', '.join(f'{w}x{h}' for w, h in job.pixels)}, "
                 f"{job.steps} steps{', classifier-free guidance' if job.cfg else ''}, {s.precision.split('-')[0]}"

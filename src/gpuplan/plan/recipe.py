@@ -68,11 +68,16 @@ class Recipe:
 
 def checkpoint_steps(s, step_time_s: float, checkpoint_bytes: float, spot_mtbi_h: float | None,
                      steps: int | None) -> tuple[int | None, str]:
-    """Daly's optimum interval, in optimizer steps, for the offer's spot interruptions or on demand the hardware
-    failure rate (per GPU-hour, Llama 3) over the job's GPUs."""
+    """The scenario's ``save_interval`` (the saves its time and spot plan count), else Daly's optimum interval, in
+    optimizer steps, for the offer's spot interruptions or on demand the hardware failure rate (per GPU-hour,
+    Llama 3) over the job's GPUs."""
     from ..market.cost import daly_interval_h
 
     write_h = checkpoint_bytes / (s.disk_gbs * 1e9) / 3600
+    if s.save_interval:
+        return s.save_interval, (f"save_interval: {s.save_interval * step_time_s / 60:,.0f} min of work between "
+                                 f"checkpoints (a checkpoint of {checkpoint_bytes / 1e9:,.1f} GB writes in "
+                                 f"{write_h * 3600:,.0f} s at {s.disk_gbs:g} GB/s)")
     if spot_mtbi_h:
         mtbi, source = spot_mtbi_h, f"spot interruptions every {spot_mtbi_h:.1f} h"
     else:

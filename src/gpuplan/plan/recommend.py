@@ -34,7 +34,7 @@ from ..model.spec import ModelSpec
 from ..result import Answer, usd_amount
 from ..scenario import Scenario, read_back
 from ..scenario.stacks import STACK_NAMES
-from ..speed.comms import Link, intra_node_link
+from ..speed.comms import Link, intra_node_link, slowest_link
 from ..speed.gemm import can_time
 from ..speed.work import shared_work
 from ..stacks import STACKS, stack_for
@@ -183,7 +183,7 @@ class Setup(BaseModel):
                   price_origin=cost.price_origin, usd_per_gpu_hour=cost.usd_per_gpu_hour,
                   gpus_per_instance=cost.gpus_per_instance, bill_usd=cost.bill_usd if hours is not None else None,
                   change=note, plan=plan)
-        row.rationale = _rationale(row, gpu, speed, intra_node_link(gpu, offer.network))
+        row.rationale = _rationale(row, gpu, speed, timed_link(s, gpu, offer))
         return row
 
 
@@ -432,7 +432,7 @@ def fewest_line(s: Scenario, m: ModelSpec, x: Setup, deadline_hours: float) -> s
 def searched(s: Scenario, m: ModelSpec, c: Constraints, split: bool = False) -> str:
     """The resolved line of a search: the scenario, and the engines, GPU counts and layouts it tries (``split``:
     training's tensor x pipeline-parallel layouts too, tried when no data-parallel one fits)."""
-    from ..scenario.describe import describe
+    from ..scenario.describe import describe, laid_out
 
     engine = None if s.task == "train" or "engine" in s.model_fields_set else "vLLM or transformers"
     counts = f"1-{c.max_gpus}" if c.max_gpus > 1 else "1"
@@ -441,7 +441,8 @@ def searched(s: Scenario, m: ModelSpec, c: Constraints, split: bool = False) -> 
     layout = "tensor parallel" if profile.tensor_parallel else f"layers split, {profile.layer_split_words}"
     if s.task == "train":
         layout = "data parallel or ZeRO" + (", then tensor x pipeline parallel" if split else "")
-    return describe(s, m, engine=engine, hardware=f"{counts} x {cards} ({layout})")
+    return describe(s, m, engine=engine, hardware=f"{counts} x {cards} ({layout})",
+                    batches=laid_out(s, s.model_fields_set, "setup"))
 
 
 def _what_fits_owned(s: Scenario, m: ModelSpec, c: Constraints) -> list[str]:
@@ -690,7 +691,19 @@ def _no_price(s: Scenario, c: Constraints, all_offers: list[Offer]) -> str:
     return f"no {c.pricing.replace('_', '-')} offer for {names} matches --providers / --pricing: widen them"
 
 
-def _rationale(x: Setup, gpu: GpuSpec, speed, link: Link) -> str:
+def timed_link(s: Scenario, gpu: GpuSpec, offer: Offer) -> tuple[Link, bool]:
+    """The link the plan's collectives were timed on, and whether it is the fabric between nodes: a training job's
+    data-parallel ring over several nodes runs on the slowest of the node's links and the fabric's share per GPU
+    (gpuplan/speed/training.py ``_Comms.dp_link``, :func:`~gpuplan.speed.comms.slowest_link`); else the node's
+    own."""
+    intra = intra_node_link(gpu, offer.network)
+    if s.task != "train" or s.num_nodes <= 1:
+        return intra, False
+    link = slowest_link(gpu, offer.network, s.num_nodes, s.num_gpus) or intra
+    return link, link is not intra
+
+
+def _rationale(x: Setup, gpu: GpuSpec, speed, link: tuple[Link, bool]) -> str:
     """Memory, then communication, then budget, as the guides order the decision."""
     parts = [f"fits with {x.headroom_pct:.0f}% headroom ({x.device_peak_gib:.1f} of {x.capacity_gib:.1f} GiB)"]
     if gpu.vendor == "AMD" and speed.ttft_s is not None and ENGINES[x.scenario.engine].rocm_build:
@@ -698,7 +711,7 @@ def _rationale(x: Setup, gpu: GpuSpec, speed, link: Link) -> str:
                      "on the same datasheet (measured: bench/results/rocm_share.md)")
     elif gpu.vendor not in ("NVIDIA", "Apple"):  # Apple: the engines without Metal are refused (Engine.metal)
         parts.append(f"{gpu.vendor}: check your stack supports it (ROCm / Gaudi software)")
-    parts.append(links_said(x.num_gpus, link, speed))
+    parts.append(links_said(x.num_gpus, *link, speed))
     if speed.bound.startswith("host"):
         parts.append("eager decoding: a serving engine (--engine vllm) is several times faster")
     parts.append(f"${x.usd_per_million_tokens:,.3g} per million tokens at {x.tokens_per_s:,.0f} tokens/s "
@@ -710,12 +723,14 @@ def _rationale(x: Setup, gpu: GpuSpec, speed, link: Link) -> str:
 LINKS_MINOR_SHARE = 0.05
 
 
-def links_said(num_gpus: int, link: Link, speed) -> str:
+def links_said(num_gpus: int, link: Link, between_nodes: bool, speed) -> str:
     """What the plan's own breakdown says of its links (``link``: the one its speed was timed on): the share of
     the step its collectives take (``speed.communication_s`` of ``step_time_s``: tensor-parallel all-reduces when
     serving, the exposed collectives when training), and a verdict only where the share decides it: over PCIe,
     under :data:`LINKS_MINOR_SHARE` "PCIe is enough", above it faster links would shorten the step. Over NVLink (or
-    AMD's Infinity Fabric) the share is said and nothing more: how much slower PCIe would be is not in this plan."""
+    AMD's Infinity Fabric) the share is said and nothing more: how much slower PCIe would be is not in this plan.
+    Over the fabric between nodes (``between_nodes``) the share is said of it, where the node's NVLink was named
+    for a job over 8 nodes whose collectives the fabric bounds."""
     if num_gpus == 1:
         return "one GPU: no interconnect needed"
     share = min(speed.communication_s / speed.step_time_s, 1.0) if speed.step_time_s else 0.0
@@ -723,6 +738,8 @@ def links_said(num_gpus: int, link: Link, speed) -> str:
     what = ("collectives take", "decode step") if speed.ttft_s is not None else \
         ("collectives not hidden behind compute take", "step")
     said = f"{speed.bound}-bound; {what[0]} {share:.0%} of the {what[1]} over {link.label}"
+    if between_nodes:  # the fabric between nodes: NVLink inside a node would not shorten it
+        return said + " between nodes"
     if link.kind in ("nvlink", "infinity-fabric"):
         return said + (" (communication-bound even there)" if speed.bound == "communication" else "")
     if share < LINKS_MINOR_SHARE:

@@ -15,6 +15,19 @@ SHARDING_WORDS = {"single": "single GPU", "ddp": "DDP", "zero1": "ZeRO-1", "zero
                   "fsdp1": "FSDP1", "fsdp2": "FSDP2"}
 
 
+def laid_out(s: Scenario, given: set[str] | frozenset[str], each: str) -> str | None:
+    """A search's micro-batch x accumulation in words, where it lays out the fields not ``given`` for ``each`` of
+    its rows as estimate does (gpuplan/plan/layout.py: the fastest micro-batch that fits, the recipe's
+    accumulation); None when both are given (the scenario's own words then). ``recommend`` and ``cost`` said
+    "micro-batch 1 x 1 accumulation" of rows laid out at 8 x 2."""
+    if {"micro_batch_size", "grad_accum_steps"} <= given:
+        return None
+    micro = f"micro-batch {s.micro_batch_size}" if "micro_batch_size" in given else f"each {each}'s micro-batch"
+    accumulation = f"{s.grad_accum_steps} accumulation" if "grad_accum_steps" in given else \
+        "its recipe's accumulation"
+    return f"{micro} x {accumulation}" + ("" if "micro_batch_size" in given else " (the fastest that fits)")
+
+
 def describe(s: Scenario, m: ModelSpec | None = None, gpu_id: str | None = None, *, engine: str | None = None,
              hardware: str | None = None, batches: str | None = None) -> str:
     """The scenario as resolved, in one line: model, task, method and rank, lengths and batch, checkpointing,
@@ -33,8 +46,8 @@ def describe(s: Scenario, m: ModelSpec | None = None, gpu_id: str | None = None,
             method += f" ({s.quant or shipped} weights{' as shipped' if shipped else ''})"
         if s.method == "lora" and s.quant not in (None, "none"):
             method += f" ({s.quant} base)"
-        parts = [f"train {method}", f"seq {s.seq_len:,} x " + (batches or f"micro-batch {s.micro_batch_size} x "
-                                                                   f"{s.grad_accum_steps} accumulation"),
+        batches = batches or f"micro-batch {s.micro_batch_size} x {s.grad_accum_steps} accumulation"
+        parts = [f"train {method}", f"seq {s.seq_len:,} x {batches}",
                  "no checkpointing" if s.grad_checkpointing == "none" else
                  f"{s.grad_checkpointing} checkpointing", s.precision, s.optimizer, s.attention]
         if s.offload != "none":

@@ -37,6 +37,10 @@ Precision = Literal["bf16-mixed", "fp16-mixed", "bf16-true", "fp16-true", "fp32"
 Optimizer = Literal["adamw", "adamw-8bit", "paged-adamw-8bit", "sgd", "sgd-momentum", "adafactor", "lion"]
 
 
+# The shortest max_model_len a scenario takes; a length derived from a workload (its longest request) is raised to
+# it, so that a trace of two-token chats does not fail on a field the user never set.
+MIN_MODEL_LEN = 16
+
 class Scenario(BaseModel):
     """What the user wants to run, on what. Defaults follow the training stack named by ``stack`` (the Hugging
     Face Trainer unless set; :mod:`gpuplan.scenario.stacks`) and vLLM. A technique field left unset (``None``) takes the
@@ -187,7 +191,7 @@ class Scenario(BaseModel):
         description="TensorRT-LLM's runtime, trtllm-serve --backend: pytorch (the default since 1.0) runs a step "
         "that holds a prompt from its Python modules without a CUDA graph; tensorrt runs a built TensorRT engine "
         "from the C++ runtime, as MLPerf's submissions do")
-    max_model_len: int | None = Field(default=None, ge=16, le=10_000_000,
+    max_model_len: int | None = Field(default=None, ge=MIN_MODEL_LEN, le=10_000_000,
                                       description="vLLM --max-model-len; default: the model's context")
     speculative_method: Literal["none", "ngram", "draft", "eagle", "eagle3", "mtp"] = Field(
         default="none", exclude_if=lambda v: v == "none",  # said when set: other scenarios read as they did
