@@ -157,7 +157,9 @@ def test_estimate_of_a_module_is_simulates_numbers_on_the_one_road(package, caps
     assert plan["model"]["params_total"] == params and mem["weights_gib"] * 2**30 == params * 4
     assert mem["optimizer_gib"] == 2 * mem["gradients_gib"] == 2 * mem["weights_gib"]
     assert plan["resolved"].startswith("my_pkg.my_model:build: a training step (forward, loss, backward) of Net")
-    assert plan["assumptions"] == []  # the precision was given
+    # the precision was given, so no default is said; an fp32 plan states the rates it times (PyTorch's defaults)
+    (rates,) = plan["assumptions"]
+    assert rates.startswith("fp32: convolutions on TF32 tensor cores (cuDNN's default), matmuls at the fp32 rate")
 
 
 def test_recommend_cost_and_fit_search_cards_for_a_module(package, capsys):

@@ -20,13 +20,13 @@ from ..scenario import Scenario, modules
 from ..scenario import fields as scenario
 
 # Shown first, in this order (names the model lacks are skipped: `stack` appears once it exists).
-PRIMARY = ("model", "task", "method", "stack", "precision", "quant", "resolution", "seq_len", "micro_batch_size",
+PRIMARY = ("model", "task", "method", "stack", "precision", "tf32", "quant", "resolution", "seq_len", "micro_batch_size",
            "grad_checkpointing", "batch_size", "inference_steps", "audio_seconds", "prompt_tokens", "output_tokens",
            "decoder_tokens", "train_steps", "engine", "gpu", "num_gpus")
 GROUPS = {
     "training": ("dataset", "tokenizer", "optimizer", "optimizer_impl", "lora_rank", "lora_targets", "lora_dropout",
                  "qlora_fp32_upcast", "adapter_dtype", "grad_accum_steps", "train_tokens", "dataset_gb",
-                 "samples", "mean_tokens", "max_tokens", "epochs", "packing", "tf32"),
+                 "samples", "mean_tokens", "max_tokens", "epochs", "packing"),
     "techniques": ("loss", "loss_chunks", "activation_offload", "compile", "optimizer_in_backward",
                    "checkpoint_every"),
     "inference": ("shared_prefix_tokens", "kv_cache_dtype", "gpu_memory_utilization", "max_num_batched_tokens",
