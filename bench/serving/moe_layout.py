@@ -461,8 +461,8 @@ the trtllm backend runs at 0.68-1.03 of torch's fp16 linear: consistent (no fast
 used. PR #13528 ran November 2025's FlashInfer and the v0.5.12 image a later one (its TRTLLM-Gen GEMM cubins
 replaced in 2026-03, FlashInfer PR #2740), not timed. With it, held out: at one 8k request B300 +140 -> +95 ms
 (TP 8) and +176 -> +107 ms (TP 4), B200 (outside the bench) +162 -> +115 and +200 -> +127 ms; the TP-scaling
-part b falls from 36-38 to 12 ms, a stays 83 ms (B300) and 103 ms (B200). The 1k rows: B300 TTFT -8..-29 % ->
--8..-18 %.
+part b falls from 36-38 to 12 ms, a stays 83 ms (B300) and 103 ms (B200). The 1k rows: B300 TTFT -10..-31 % ->
+-10..-20 %.
 (b) Prefill attention: trtllm_mla's forward_extend (a 2026 tree) runs a prompt without prefix multi-head through
 FlashInfer's trtllm_ragged_attention_deepseek, q, k and v cast to fp8 beside an fp8 pool: per GPU a 1/TP share of
 the heads, so part of b at most (gpuplan's 22 ms is the 16-bit rate).

@@ -42,7 +42,24 @@ FLAT_REQUEST_S = 57.5e-3
 
 
 # What the rows say (read off the tables; kept with the report when it is regenerated).
-NOTES = """Session 14 (s14-dsfp8): an FP8 block-scale checkpoint's linears and grouped MoE GEMMs at DeepGEMM's share of
+NOTES = """Session 15 (s15-moetpot): TensorRT-LLM's decode graphs run an MoE layer's shared experts on a second stream
+beside the router and the fused MoE (`tensorrt_llm/_torch/models/modeling_deepseekv3.py` `Deepseekv3MoE.forward`:
+`maybe_execute_in_parallel(_compute_routed_output, _compute_shared_output, ..., self.aux_stream)`, which
+`_torch/modules/multi_stream_utils.py` enables only under CUDA graphs; `modeling_llama.py` `Llama4MoE.forward` alike),
+so the shared experts' kernels' fixed time hides behind the routed ones (engines/trtllm.py `shared_experts_stream`,
+speed/inference.py `StepTimer._shared_experts_latency_s`: 58 layers x 2 GEMMs x 3 us = 0.35 ms a DeepSeek-R1 decode
+step at TP 8; their bytes still count, both streams sharing the card); the eager prompt steps run them in line. vLLM
+PR #26440 measured the same overlap on 8 B200s (DeepSeek-R1 FP8, TRTLLM-Gen MoE, 32 sequences): TPOT 23.35 -> 22.09
+ms, more than gpuplan hides (its shared path also runs quantize and activation kernels). The step model now prices a
+step of decodes alone from the decode path (serving/steptime.py `decode_dense_s`). The walk refitted on the
+calibration pair (`--calibrate`): 125 -> 137 ns (launch 50.9 us unchanged). Held out: i5929 TPOT 6.3 % -> 8.8 % (its
+H200 rows at EP 4 and 8 lose the 0.35 ms and gain less walk: -6..+3 % -> -9..+1 %; its B200 rows +43..+58 % ->
++38..+53 %), ix3317 TPOT 22.6 % -> 19.9 % (+17..+27 % -> +14..+25 %), TTFT 17.1 % -> 17.4 %. Elsewhere:
+trtllm.py's MoE rows of release 1.0's table, held out, 10.6 % -> 10.0 % (Llama 4 Scout's shared expert; the fitted
+B200 rows 4.2 % -> 4.1 %, nothing refitted there), speculative.py's blog1 4.6 % -> 3.3 % (its run without MTP -6.3 % ->
+-2.8 %), bpp 18.4 % -> 18.2 %.
+
+Session 14 (s14-dsfp8): an FP8 block-scale checkpoint's linears and grouped MoE GEMMs at DeepGEMM's share of
 the fp8 rate (engines/block_fp8.py; overheads.DEEPGEMM_KERNEL_SHARE, 0.875 from the DeepGEMM README's H800 table:
 TensorRT-LLM's fp8_block_scaling_gemm and fp8_blockscale_gemm are DeepGEMM's kernels), where gpuplan had timed them
 at the full fast fp8 rate. Both calibration fits refitted on the calibration pair (`--calibrate`): launch 50.2 ->

@@ -1248,14 +1248,14 @@ DECODE_BANDS: dict[tuple[str, str, str], tuple[float, float, int, str]] = {
     ("vllm", "dense", "NVIDIA"): (-0.17, 0.12, 41, "Llama-2 7B/70B, CodeLlama-34B, Llama-3.1-8B, Qwen2.5 1.5B-72B and "
                                  "Qwen3 0.6B-14B serving and decode runs; bursts of 500 long prompts on one H100 "
                                  "decode up to 46% slower (bench/results/bands.md)"),
-    ("vllm", "MoE", "NVIDIA"): (-0.32, 0.03, 22, "Mixtral-8x7B, Qwen3-30B-A3B, Qwen3-235B-A22B, Nemotron-3-Nano and "
+    ("vllm", "MoE", "NVIDIA"): (-0.33, 0.01, 22, "Mixtral-8x7B, Qwen3-30B-A3B, Qwen3-235B-A22B, Nemotron-3-Nano and "
                                "DeepSeek-R1 serving runs; DeepSeek-R1 under vLLM 0.7 decodes up to 42% slower "
                                "(bench/results/bands.md)"),
     ("vllm", "MoE", "AMD"): (-0.25, 0.00, 6, "DeepSeek-R1 on 8 MI300X under vLLM 0.7.3's ROCm build (dstack): "
                              "-27% to +1% (bench/results/bands.md)"),
     ("sglang", "dense", "NVIDIA"): (-0.09, 0.02, 4, "Llama-3.1 8B and 70B, SGLang 0.3-0.4 (bench/results/bands.md)"),
-    ("sglang", "MoE", "NVIDIA"): (-0.11, 0.12, 51, "DeepSeek-R1 on 8 H200, B200 or B300: InferenceX's SGLang 0.5 runs "
-                                  "-11% to +19%, dstack's 0.4.3.post2 runs with DP attention -10% to -17% "
+    ("sglang", "MoE", "NVIDIA"): (-0.13, 0.10, 51, "DeepSeek-R1 on 8 H200, B200 or B300: InferenceX's SGLang 0.5 runs "
+                                  "-15% to +14%, dstack's 0.4.3.post2 runs with DP attention -10% to -17% "
                                   "(bench/results/bands.md)"),
     ("sglang", "MoE", "AMD"): (0.00, 0.16, 8, "DeepSeek-R1 on 8 MI300X (dstack, SGLang 0.4.2.post4: -11% to +18%) "
                                "and 8 MI325X (InferenceX, 0.5.19: +15% and +14%) (bench/results/bands.md)"),
@@ -1404,14 +1404,15 @@ TRTLLM_MOE_LAYER_STEP_S = 0.0
 # persistent scheduler finds a CTA's tile by walking the experts from the first, two __ldg of problem_m_offsets and
 # the block count each (cpp/include/tensorrt_llm/deep_gemm/scheduler.cuh GroupedWithOffsetScheduler(SwapAB)::
 # get_next_block; the last call walks on to the last expert to return false): every call costs each CTA a walk over
-# every local expert, empty or not. Seconds per local expert and grouped-GEMM call (125 ns: about one L2 round
-# trip; 126 ns until the FP8 block-scale GEMMs took DeepGEMM's share, engines/block_fp8.py). Fitted by `python
+# every local expert, empty or not. Seconds per local expert and grouped-GEMM call (137 ns: about one L2 round
+# trip; 126 ns until the FP8 block-scale GEMMs took DeepGEMM's share, engines/block_fp8.py; 125 ns until the decode
+# graphs ran the shared experts beside the routed ones, engines/trtllm.py shared_experts_stream). Fitted by `python
 # bench/serving/trtllm_serving.py --calibrate` on the calibration rows' ITL alone (issue #5929's H200 FP8 at TP 8
 # without expert parallelism: 256 local experts, 13.78 and 14.53 ms a token); held out: the
 # same issue's H200 rows at EP 4 and 8 (64 and 32 local experts) and at 8 users. Blackwell's FP8 linears and MoE
 # take other kernels (fp8_swap_ab_gemm, TRTLLM-Gen; NVFP4's CUTLASS grouped GEMM), and issue #5929's B200 rows show
 # no such step (6.78 / 6.61 / 6.81 ms at EP 1 / 4 / 8).
-TRTLLM_HOPPER_GROUP_WALK_S = 1.25e-7
+TRTLLM_HOPPER_GROUP_WALK_S = 1.37e-7
 
 # ---- profiled modules (speed/modules.py): diffusion denoisers, VAEs, text encoders, Whisper, T5 ----------------------
 # Host work of an eager pass read off the module's own profile: every aten op the dispatcher runs (views included:

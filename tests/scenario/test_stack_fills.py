@@ -8,8 +8,9 @@ import re
 
 import pytest
 
-from gpuplan.scenario import scenario_from
-from gpuplan.scenario.stacks import RECIPES, resolve
+from gpuplan.scenario import Scenario, scenario_from
+from gpuplan.scenario.describe import defaults_said
+from gpuplan.scenario.stacks import BASE, RECIPES, defaults_in_force, reason, resolve
 
 TRAIN = {"model": "llama-3.1-8b", "task": "train"}
 
@@ -50,3 +51,54 @@ def test_kohya_trains_the_text_encoders_of_a_lora_and_not_of_a_full_fine_tune():
             "cp": 1}
     assert resolve({**base, "method": "lora"})["text_encoders"] == "trained"
     assert resolve({**base, "method": "full"})["text_encoders"] == "frozen"
+
+
+# every stack over the fields its fills depend on: method, GPUs (and so sharding), length, precision, loss
+WALK = [{"method": method, "num_gpus": gpus, **extra} for method in ("full", "lora", "qlora") for gpus in (1, 8)
+        for extra in ({}, {"seq_len": 256}, {"precision": "fp8-mixed"}, {"loss": "chunked"}, {"tp": 2},
+                      {"sharding": "fsdp"} if gpus > 1 else {"cp": 1})]
+
+
+def _walked():
+    for stack in RECIPES:
+        for given in WALK:
+            yield scenario_from({**TRAIN, "stack": stack, **given})
+
+
+def test_every_default_a_stack_fills_is_said_with_its_reason():
+    """Walk every stack's defaults: each field its recipe fills (``resolve``) is one its sentence names
+    (``Recipe.said``), and each value that is not BASE's (the switches left off, bf16 autocast) says why."""
+    unsaid, unexplained = set(), set()
+    for s in _walked():
+        recipe = RECIPES[s.stack]
+        given = {k: getattr(s, k) if k in s.model_fields_set else f.default for k, f in Scenario.model_fields.items()}
+        unsaid |= {(s.stack, k) for k in resolve(given) if k not in s.model_fields_set and k not in recipe.said}
+        for name in recipe.said:
+            value = getattr(s, name)
+            if name not in s.model_fields_set and value not in (None, BASE.get(name)) and not reason(s.stack, name,
+                                                                                                    value):
+                unexplained.add((s.stack, name, value))
+    assert not unsaid and not unexplained, (unsaid, unexplained)
+
+
+@pytest.mark.parametrize(("given", "said"), [
+    ({"stack": "torchtitan", "method": "full", "num_gpus": 8},
+     "sharding fsdp2 (config_manager.py's data_parallel_shard_degree -1: FSDP2 over every data-parallel rank)"),
+    ({"stack": "megatron", "method": "full", "num_gpus": 8},
+     "sharding zero1 (NeMo's recipes/optim/adam.py sets use_distributed_optimizer=True: master weights and Adam "
+     "moments sharded over DP x CP)"),
+    ({"stack": "megatron", "method": "full", "num_gpus": 8, "precision": "fp8-mixed"},
+     "fp8_recipe delayed (NeMo's DtypeConfig fp8_recipe 'delayed': Transformer Engine's DelayedScaling)"),
+])
+def test_the_stacks_sharding_and_fp8_recipe_are_said_with_their_reason(given, said):
+    s = scenario_from({**TRAIN, **given})
+    assert said in defaults_in_force(s)
+    field, value = said.split(" (")[0].split(" ")
+    assert f"{field.replace('_', ' ')} {value} (the {s.stack} recipe's default: " in "|".join(defaults_said(s))
+    # given, the field is the user's: not said as the stack's
+    assert field not in (defaults_in_force(scenario_from({**TRAIN, **given, field: value})) or "")
+
+
+def test_a_sharding_from_the_gpu_count_is_not_a_stacks_default():
+    s = scenario_from({**TRAIN, "stack": "hf", "num_gpus": 8})
+    assert "sharding" not in defaults_in_force(s) and "sharding ddp (from the GPU count)" in defaults_said(s)

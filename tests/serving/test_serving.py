@@ -60,6 +60,23 @@ def test_step_model_is_the_speed_layers_step_timer_sampled():
     assert sm.prefill_time(4096) == pytest.approx(timer.prefill_s(4096) + floor, rel=2e-3)
 
 
+def test_a_decode_only_step_keeps_the_decode_paths_own_work():
+    """DeepSeek-R1 FP8 on 8 H200s under SGLang 0.5.12 (InferenceX's setup): at 32 tokens a prompt's GEMMs (the
+    tuned Triton MoE at its prompt rate) cost more than a decode step of 32 sequences, and a step of 32 decodes alone
+    used to take that larger figure (the closed form's max of the two). It now equals StepTimer.decode_s; a step
+    that holds a prompt keeps the larger one."""
+    s = scenario_from(dict(model="deepseek-r1", task="infer", engine="sglang", gpu="h200", tp=8, num_gpus=8,
+                           engine_version="0.5.12"))
+    m, gpu = load_model("deepseek-r1"), load_gpu("h200")
+    timer = step_timer(s, m, gpu)
+    sm = sample(timer)
+    assert timer.prefill_parts(32)["gemm"] > timer.decode_parts(32, 0)["weights"]
+    for batch, context in ((1, 1024), (32, 1024), (64, 2048)):
+        assert sm.time(0, batch, batch * context) == pytest.approx(timer.decode_s(batch, context), rel=1e-9)
+    i = sm.grid_tokens.index(32.0)
+    assert sm.dense_s[i] > sm.decode_dense_s[i]
+
+
 def test_decode_step_by_hand_vllm_v1():
     """Llama-3.1-8B, one sequence of 1,000 tokens, H100, vLLM V1 (overheads.py figures, written out). vLLM packs
     q/k/v and gate/up into one GEMM each (one kernel latency per pack); its decode kernels stream weights and

@@ -354,8 +354,9 @@ def test_batch1_decode_against_nvidias_published_figures_with_and_without_mtp():
     """NVIDIA's own batch-1 DeepSeek-R1 runs on 8 B200s (bench/data/trtllm_latency_checks.csv; blog 1 of the
     TensorRT-LLM tech blogs, never fitted): 89 TPS per user at EP 8 and 111 at EP 4 without MTP, 11.24 and 9.01 ms a
     token. gpuplan lands within 15 % of both (10.3 and 9.9 ms). The runs with 3 MTP layers, planned with
-    speculative_method mtp at the default acceptance (2.82), land at +9 % (B200, EP 2: 3.96 against 3.64 ms) and
-    -23 % (H200: 4.89 against 6.32, the plain H200 step's own error, bench/results/speculative.md).
+    speculative_method mtp at the default acceptance (2.82), land at +6 % (B200, EP 2: 3.85 against 3.64 ms; +9 % before
+    the decode graphs hid the shared experts' fixed time) and -24 % (H200: 4.80 against 6.32, the plain H200 step's own
+    error, bench/results/speculative.md).
     Issue #5929's B200 rows (6.6-6.8 ms) are under 0.8 of NVIDIA's fastest published figure without MTP: cutting
     gpuplan's Blackwell layer to meet them would leave NVIDIA's own figure 25 % slower (bench/results/
     trtllm_serving.md, session 9)."""
@@ -364,7 +365,7 @@ def test_batch1_decode_against_nvidias_published_figures_with_and_without_mtp():
     assert len(checks) == 5
     _, ms_b, ours_b = checks["bpp-b200-fp4-ep2-mtp3"]
     _, ms_h, ours_h = checks["bpp-h200-fp8-ep4-mtp3"]
-    assert ours_b / ms_b - 1 == pytest.approx(0.087, abs=0.02) and ours_h / ms_h - 1 == pytest.approx(-0.226, abs=0.02)
+    assert ours_b / ms_b - 1 == pytest.approx(0.057, abs=0.02) and ours_h / ms_h - 1 == pytest.approx(-0.240, abs=0.02)
     _, ms4, ours4 = checks["blog1-b200-fp4-ep4-nomtp"]
     _, ms8, ours8 = checks["blog1-b200-fp4-ep8-fusea"]
     assert (ms4, ms8) == (pytest.approx(9.009, abs=1e-3), pytest.approx(11.236, abs=1e-3))

@@ -70,7 +70,10 @@ class Timing:
     decoder layer as the engine launches them (0: the generic count, :meth:`gpuplan.speed.inference.StepTimer.
     _kernels_per_layer`); ``fused_all_reduce``: each tensor-parallel all-reduce runs as one kernel with the residual
     add and RMSNorm after it (FlashInfer's one-shot all-reduce fusion, :data:`gpuplan.overheads.FUSED_ALL_REDUCE_S`),
-    not a ring call plus the engine's own cost. ``launch_s``, ``eager_prompts`` and ``eager_steps``: how a step
+    not a ring call plus the engine's own cost. ``shared_experts_stream``: a decode graph runs an MoE layer's shared
+    experts on a second stream beside its routed ones, which hides their kernels' fixed time
+    (:func:`gpuplan.engines.sglang.shared_experts_stream`, :func:`gpuplan.engines.trtllm.shared_experts_stream`).
+    ``launch_s``, ``eager_prompts`` and ``eager_steps``: how a step
     without its CUDA graph pays its launches (:meth:`gpuplan.speed.inference.StepTimer.launch_host_s`);
     ``prefill_graph_tokens`` and ``prefill_graph_s``: prompt steps replayed as graphs instead, and what each adds
     (:func:`gpuplan.engines.sglang.prefill_graphs`). ``fp8_kv_rate``, ``expert_layer_s`` and ``ssm_state_bps``: decode
@@ -84,6 +87,7 @@ class Timing:
     context_attention_speedup: float = 1.0
     layer_kernels: int = 0
     fused_all_reduce: bool = False
+    shared_experts_stream: bool = False
     packed_linears: bool = False
     streaming_bandwidth: bool = False
     loop: HostLoop | None = None

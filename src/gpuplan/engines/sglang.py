@@ -69,7 +69,7 @@ from ..tensors.layout import weights_per_gpu
 from ..tensors.state import weight_format
 from . import deepep, speculative
 from .base import Engine
-from .block_fp8 import block_fp8_kernels, sglang_trtllm_moe
+from .block_fp8 import SGLANG_SM100_TRTLLM_MOE_FROM, block_fp8_kernels, sglang_trtllm_moe
 from .records import HostLoop, KvPool, Timing
 from .vllm import cuda_total_gib, current_timing, named_version, version_tuple
 
@@ -540,7 +540,36 @@ def fused_kernels(s: Scenario, m: ModelSpec, gpu: GpuSpec) -> dict:
     fused = (m.architecture in ALL_REDUCE_FUSION_ARCHS and major in (9, 10) and s.tp > 1 and s.num_nodes == 1
              and not s.attention_dp and s.moe_dispatch != "deepep")
     kernels = oh.SGLANG_MLA_MOE_KERNELS_PER_LAYER + (0 if fused else 2) if deepseek_layers(m) else 0
-    return {"fused_all_reduce": fused, "layer_kernels": kernels}
+    return {"fused_all_reduce": fused, "layer_kernels": kernels,
+            "shared_experts_stream": shared_experts_stream(s, m, gpu)}
+
+
+def shared_experts_stream(s: Scenario, m: ModelSpec, gpu: GpuSpec) -> bool:
+    """Whether SGLang's decode graphs run a DeepSeek layer's shared experts beside its routed ones (0.5.12 wheel,
+    read: ``models/deepseek_v2.py`` ``DeepseekV2MoE.forward`` takes ``forward_normal_dual_stream`` under CUDA-graph
+    capture when ``num_fused_shared_experts == 0``: the shared experts on the current stream, the router, top-k and
+    routed experts on ``alt_stream``, joined before the add; ``alt_stream`` exists on CUDA, on ROCm only with
+    ``SGLANG_ROCM_USE_MULTI_STREAM``). The shared expert is fused into the routed kernel unless
+    (``DeepseekV2ForCausalLM.determine_num_fused_shared_experts``, ``server_args.py``) experts are expert-parallel on
+    CUDA, the checkpoint is not DeepSeek-V3's 256 routed and one shared expert, or the MoE runs FlashInfer's
+    TRTLLM-Gen kernels (``--moe-runner-backend flashinfer_trtllm`` sets ``disable_shared_experts_fusion``; SGLang picks
+    it by default for DeepSeek's fp8, NVFP4 and 16-bit checkpoints on SM 10.x, the release of
+    :data:`~gpuplan.engines.block_fp8.SGLANG_SM100_TRTLLM_MOE_FROM` on). DeepEP's path runs its own overlap (not
+    this). Timed from 0.5 (:data:`FUSED_KERNELS_FROM`, the releases whose DeepSeek layer is counted; PR #7978 of
+    2025-07 already overlapped the gate with the shared experts). The step hides the shared experts' kernels' fixed time
+    (:meth:`gpuplan.speed.inference.StepTimer._shared_experts_latency_s`); vLLM PR #26440 measured the same overlap
+    for DeepSeek-R1 FP8 on 8 B200s (TRTLLM-Gen MoE, 32 sequences): TPOT 23.35 -> 22.09 ms."""
+    version = named_version(s)
+    if not deepseek_layers(m) or gpu.vendor != "NVIDIA" or s.moe_dispatch == "deepep" or (
+            version is not None and version < FUSED_KERNELS_FROM):
+        return False
+    routed = [lin for layer in m.layers for lin in layer.linears if lin.group == "experts" and lin.count > 1]
+    shared = [lin for layer in m.layers for lin in layer.linears if lin.group == "shared_experts"]
+    fusable = (m.architecture == "DeepseekV3ForCausalLM" and routed and routed[0].count == 256
+               and shared[0].out_features == routed[0].out_features)  # one shared expert of a routed one's size
+    trtllm_moe = int(float(gpu.compute_capability or 0)) == 10 and (
+        version is None or version >= SGLANG_SM100_TRTLLM_MOE_FROM)
+    return s.ep > 1 or trtllm_moe or not fusable
 
 
 def deepseek_layers(m: ModelSpec) -> bool:

@@ -349,8 +349,21 @@ class Trtllm(Engine):
                               context_attention_speedup=oh.TRTLLM_CONTEXT_ATTENTION_SPEEDUP if fp8_fmha else 1.0,
                               eager_prompts=eager, launch_s=oh.TRTLLM_EAGER_LAUNCH_S if eager else 0.0,
                               note=TIMING if eager else TIMING_ENGINE, **fused_kernels(s, m, gpu),
+                              shared_experts_stream=eager and shared_experts_stream(m),
                               **grouped_gemm_walk(s, m, gpu),
                               **block_fp8_kernels(s, m, gpu, "trtllm", named_version(s)))
+
+
+def shared_experts_stream(m: ModelSpec) -> bool:
+    """Whether TensorRT-LLM's decode graphs run an MoE layer's shared experts beside its routed ones (the PyTorch
+    backend; :meth:`Trtllm.timing` asks it only there): ``Deepseekv3MoE.forward``
+    (``tensorrt_llm/_torch/models/modeling_deepseekv3.py``) runs the router and the fused MoE on the current stream
+    and the shared experts' ``GatedMLP`` on ``aux_stream_dict[AuxStreamType.MoeShared]`` through
+    ``maybe_execute_in_parallel`` (``_torch/modules/multi_stream_utils.py``: "Multi-stream is only enabled when cuda
+    graph is turned on"), then adds the two; ``Llama4MoE.forward`` (``modeling_llama.py``) does the same while
+    ``torch.cuda.is_current_stream_capturing()``. Every model of it with shared experts (DeepSeek-V3/R1, Kimi K2,
+    Llama 4). A step that holds a prompt runs eagerly, on one stream."""
+    return any(lin.group == "shared_experts" for layer in m.layers for lin in layer.linears)
 
 
 # The two RMSNorms of a DeepSeek decoder layer that TensorRT-LLM runs inside its all-reduces (fused_kernels)

@@ -9,7 +9,7 @@ from __future__ import annotations
 from ..hardware import short_id
 from ..model.spec import ModelSpec
 from .fields import INFER_ONLY, MOE_LAYOUT, TRAIN_ONLY, TRAINING_LAYOUT, Scenario
-from .stacks import WHY
+from .stacks import reason
 
 SHARDING_WORDS = {"single": "single GPU", "ddp": "DDP", "zero1": "ZeRO-1", "zero2": "ZeRO-2", "zero3": "ZeRO-3",
                   "fsdp1": "FSDP1", "fsdp2": "FSDP2"}
@@ -72,7 +72,8 @@ def describe(s: Scenario, m: ModelSpec | None = None, gpu_id: str | None = None,
 def defaults_said(s: Scenario) -> list[str]:
     """Every field the user left out, in words, with why its value was chosen: "optimizer adamw (default)",
     "grad checkpointing full (the hf recipe's default: peft's prepare_model_for_kbit_training ...)" where the
-    stack chose it (:data:`~gpuplan.scenario.stacks.WHY`), the sharding from the GPU count. The card- and
+    stack chose it (:func:`~gpuplan.scenario.stacks.reason`), the sharding from the GPU count unless the stack chose
+    it (torchtitan's FSDP2, Megatron-Core's distributed optimizer). The card- and
     model-dependent defaults are the resolver's notes (:func:`gpuplan.plan.resolve.resolve`); the recipe's are
     :func:`gpuplan.scenario.stacks.resolve`."""
     skip = INFER_ONLY if s.task == "train" else TRAIN_ONLY | TRAINING_LAYOUT | MOE_LAYOUT
@@ -82,7 +83,9 @@ def defaults_said(s: Scenario) -> list[str]:
             continue
         value = getattr(s, name)
         label = name.replace("_", " ")
-        if name == "sharding":
+        if name == "sharding" and value is not None and s.task == "train":  # filled by the stack's recipe
+            out.append(f"{label} {value} (the {s.stack} recipe's default: {reason(s.stack, name, value)})")
+        elif name == "sharding":
             out.append(f"{label} {s.sharding_name} (from the GPU count)" if s.sharding_name else
                        f"{label} none ({s.layout} takes every GPU: one data-parallel rank)")
         elif value is None:
@@ -95,7 +98,7 @@ def defaults_said(s: Scenario) -> list[str]:
                     "dataset_gb": "4 bytes per train token"}.get(name, "not set")
             out.append(f"{label}: {said}")
         elif info.default is None and s.task == "train":
-            why = WHY.get((s.stack, name, value))
+            why = reason(s.stack, name, value)
             out.append(f"{label} {value} (the {s.stack} recipe's default" + (f": {why})" if why else ")"))
         else:
             out.append(f"{label} {value} (default)")

@@ -45,6 +45,7 @@ Sources of the defaults (the recipes people run):
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
@@ -59,6 +60,8 @@ DIFFUSION_STACKS = ("diffusers", "kohya", "simpletuner", "ai-toolkit")
 # the fields only Megatron-Core's parallelism and Transformer Engine's fp8 take
 MEGATRON_FIELDS = ("cp", "ep", "vpp", "fp8_recipe", "tp_overlap")
 # Technique fields whose ``None`` means "the stack's default"; resolved on every scenario.
+# the data-parallel shardings a stack may run by default: DDP, DeepSpeed's ZeRO stages, FSDP1 and FSDP2
+EVERY_SHARDING = ("ddp", "zero1", "zero2", "zero3", "fsdp1", "fsdp2")
 TECHNIQUES = ("precision", "grad_checkpointing", "qlora_fp32_upcast", "loss", "loss_chunks", "activation_offload",
               "compile", "optimizer_in_backward", "adapter_dtype")
 
@@ -78,7 +81,9 @@ class Recipe:
     # the defaults that depend on other fields (QLoRA's checkpointing in hf, ...): ``fill(data, get)`` returns the
     # fields to set, ``data`` the fields given, ``get`` reads them over the stack's plain defaults
     fill: Callable[[Mapping[str, Any], Callable[..., Any]], dict[str, Any]] | None = None
-    fsdp_only: bool = False  # it shards with FSDP only, never DeepSpeed ZeRO (torchtune, torchtitan)
+    # the data-parallel shardings it runs, by the names a resolved scenario holds (one GPU and an unset sharding
+    # always run; its refusal says the others): recommend searches a subset (gpuplan.stacks' Stack.shardings)
+    shardings: tuple[str, ...] = EVERY_SHARDING
     own_loss: bool = False  # it computes the loss with its own code, not transformers' (transformers_version moot)
     versioned_by: str | None = None  # the scenario field naming its release (torchtune_version), None: no such field
     trl_files: bool = False  # its launch files train with TRL's SFTTrainer (launchers/trainer.py, unsloth.py)
@@ -91,6 +96,21 @@ class Recipe:
     # global batches of one evaluation pass its recipes run when eval_tokens is not given (None: it evaluates
     # whatever eval set it is given, so eval_tokens is needed)
     eval_batches: int | None = None
+    # why it fills a field as it does, from its own code or docs, by (field, value), or by field for any value: every
+    # default it fills that is not BASE's says its reason (defaults_in_force; tests/scenario/test_stack_fills.py)
+    why: Mapping[Any, str] = dataclasses.field(default_factory=dict)
+
+    @property
+    def fsdp_only(self) -> bool:
+        """Whether it shards with FSDP only, never DeepSpeed's ZeRO (torchtune, torchtitan)."""
+        return self.fsdp is not None and "zero3" not in self.shardings
+
+    @property
+    def said(self) -> tuple[str, ...]:
+        """The fields its defaults in force name: the techniques, then the others it fills (its reasons' fields:
+        torchtitan's and Megatron-Core's sharding, Megatron-Core's fp8 recipe, the diffusion trainers' caches)."""
+        own = (k[0] if isinstance(k, tuple) else k for k in (*self.defaults, *self.why))
+        return TECHNIQUES + tuple(dict.fromkeys(k for k in own if k not in TECHNIQUES))
 
 
 # ---- what each stack cannot run ---------------------------------------------------------------------------
@@ -113,6 +133,11 @@ def _hf_like(s, name: str, *, chunked: bool, offload: bool) -> str | None:
     return None
 
 
+def _runs_sharding(s) -> bool:
+    """Whether the scenario's stack runs its sharding (:attr:`Recipe.shardings`)."""
+    return s.sharding in (None, "single", *RECIPES[s.stack].shardings)
+
+
 def _refuse_hf(s) -> str | None:
     return _hf_like(s, "the HF Trainer", chunked=False, offload=False)
 
@@ -122,7 +147,7 @@ def _refuse_axolotl(s) -> str | None:
 
 
 def _refuse_unsloth(s) -> str | None:
-    if s.resolved_sharding not in ("single", "ddp") or s.tp > 1 or s.pp > 1:
+    if not _runs_sharding(s) or s.tp > 1 or s.pp > 1:
         return ("Unsloth trains on one GPU (or DDP replicas): for sharded training use stack hf or axolotl "
                 "with sharding fsdp or zero3, or stack torchtune")
     if s.precision not in ("bf16-mixed", "fp16-mixed"):
@@ -150,7 +175,7 @@ def _refuse_torchtune(s) -> str | None:
         if s.sharding not in (None, "single", "fsdp1"):
             return (f"torchtune {s.torchtune_version} wrapped its distributed recipes in FSDP1 (FSDP2 came in 0.3): "
                     "use sharding fsdp1")
-    elif s.sharding not in (None, "single", "fsdp2"):
+    elif not _runs_sharding(s):
         return f"torchtune shards with FSDP2 only: use sharding fsdp (or fsdp2), not {s.sharding}"
     if s.pp > 1:
         return "torchtune has no pipeline parallelism: set pp 1"
@@ -175,7 +200,7 @@ def _refuse_torchtitan(s) -> str | None:
     if s.precision not in ("bf16-mixed", "fp8-mixed", "fp32"):
         return (f"torchtitan keeps fp32 parameters and computes in bf16 (FSDP2 MixedPrecisionPolicy) or float8: use "
                 f"precision bf16-mixed or fp8-mixed, not {s.precision}")
-    if s.sharding not in (None, "single", "ddp", "fsdp2"):
+    if not _runs_sharding(s):
         return f"torchtitan shards with FSDP2: use sharding fsdp (or fsdp2), not {s.sharding}"
     if s.optimizer != "adamw":
         return f"torchtitan builds torch AdamW: use optimizer adamw, not {s.optimizer}"
@@ -198,7 +223,7 @@ def _refuse_megatron(s) -> str | None:
     if s.precision == "fp4-mixed" and s.gpu and not _has_fp4(s.gpu):
         return (f"NVFP4 training (precision fp4-mixed) runs on Blackwell's fp4 tensor cores; {s.gpu} has none: use "
                 "precision fp8-mixed")
-    if s.sharding not in (None, "single", "ddp", "zero1"):
+    if not _runs_sharding(s):
         return (f"Megatron-Core shards optimizer states with its distributed optimizer (sharding zero1) or "
                 f"replicates them (ddp); gpuplan does not model its FSDP: use zero1 or ddp, not {s.sharding}")
     if s.optimizer not in ("adamw", "sgd", "sgd-momentum"):
@@ -236,7 +261,7 @@ def _has_fp4(gpu: str) -> bool:
 
 
 def _refuse_diffusion(s) -> str | None:
-    if s.resolved_sharding not in ("single", "ddp") or s.tp > 1 or s.pp > 1:
+    if not _runs_sharding(s) or s.tp > 1 or s.pp > 1:
         return (f"{s.stack} trains a diffusion model on one GPU, or as DDP replicas: use sharding single or ddp "
                 "(and tp, pp 1)")
     if s.method == "qlora" and (s.quant or "nf4") not in ("nf4", "fp4"):
@@ -312,66 +337,112 @@ def _fill_megatron(data: Mapping[str, Any], get: Callable[..., Any]) -> dict[str
 
 BASE = {"precision": "bf16-mixed", "grad_checkpointing": "none", "qlora_fp32_upcast": False, "loss": "full",
         "activation_offload": False, "compile": False, "optimizer_in_backward": False}
+# the reasons of the defaults resolve fills for every stack (each recipe's own are its ``why``)
+PEFT_ADAPTERS = "peft's get_peft_model(autocast_adapter_dtype=True) upcasts adapters"
+RESOLVER_WHY = {"loss_chunks": "torchtune's CEWithChunkedOutputLoss num_output_chunks=8; axolotl's and "
+                               "torchtitan's chunked losses take 8 too",
+                "adapter_dtype": "adapters built in the model's dtype"}
+# diffusion trainers: diffusers' scripts compute the instance prompt's embeddings once and free the text encoders
+# (train_dreambooth_lora_*.py, without --train_text_encoder or captions), encode latents every step unless
+# --cache_latents, checkpoint only with --gradient_checkpointing; kohya's sd-scripts keep the text encoders on the
+# GPU unless --cache_text_encoder_outputs; SimpleTuner always caches VAE latents and text embeddings and
+# recommends checkpointing "in practically every situation" (documentation/quickstart); ai-toolkit's example
+# configs cache latents and text embeddings and set gradient_checkpointing: true
+LATENTS_EVERY_STEP = "latents encoded every step unless --cache_latents"
+AI_TOOLKIT_CACHES = "its example configs cache latents and text embeddings"
 
 RECIPES: dict[str, Recipe] = {s.name: s for s in (
     Recipe(name="hf", title="Hugging Face Trainer + peft + accelerate/DeepSpeed",
           defaults={**BASE, "qlora_fp32_upcast": True}, fsdp="fsdp1",
           logs="none by default (torch.cuda.max_memory_allocated / max_memory_reserved if you log them)",
           logs_level="reserved", peft_adapters=True, refuse=_refuse_hf, fill=_fill_hf, trl_files=True,
-          packs="TRL SFTTrainer packing (bfd, padding-free)"),
+          packs="TRL SFTTrainer packing (bfd, padding-free)",
+          why={("grad_checkpointing", "full"): "peft's prepare_model_for_kbit_training(use_gradient_checkpointing="
+               "True) turns it on for QLoRA",
+               ("qlora_fp32_upcast", True): "prepare_model_for_kbit_training casts the non-4-bit weights to fp32"}),
     Recipe(name="torchtune", title="torchtune recipes (pytorch/torchtune)",
           defaults={**BASE, "precision": "bf16-true", "grad_checkpointing": "full", "loss": "chunked"},
           fsdp="fsdp2", logs="peak_memory_active, peak_memory_alloc and peak_memory_reserved per log "
           "(training.get_memory_stats, reset after each log)", logs_level="allocated", peft_adapters=False,
-          refuse=_refuse_torchtune, fsdp_only=True, own_loss=True, versioned_by="torchtune_version",
-          packs="torchtune packed datasets (block-causal mask)", pads_packs=True),
+          refuse=_refuse_torchtune, own_loss=True, versioned_by="torchtune_version",
+          packs="torchtune packed datasets (block-causal mask)", pads_packs=True, shardings=("fsdp2",),
+          why={("precision", "bf16-true"): "its recipe configs' dtype: bf16, no mixed precision",
+               ("grad_checkpointing", "full"): "its recipe configs' enable_activation_checkpointing: True",
+               ("loss", "chunked"): "CEWithChunkedOutputLoss",
+               "adapter_dtype": "adapters in the model's dtype, validate_expected_param_dtype"}),
     Recipe(name="torchtitan", title="torchtitan (pytorch/torchtitan)",
           defaults={**BASE, "grad_checkpointing": "selective"}, fsdp="fsdp2",
           logs="max reserved GiB per log window (DeviceMemoryMonitor, peak reset after each log)",
           logs_level="reserved", peft_adapters=False, refuse=_refuse_torchtitan, fill=_fill_torchtitan,
-          fsdp_only=True,
-          own_loss=True, wraps_rows=True),
+          own_loss=True, wraps_rows=True, shardings=("ddp", "fsdp2"),
+          why={("grad_checkpointing", "selective"): "train_configs' activation_checkpoint.mode 'selective', "
+               "selective_ac_option 'op'",
+               ("sharding", "fsdp2"): "config_manager.py's data_parallel_shard_degree -1: FSDP2 over every "
+               "data-parallel rank"}),
     Recipe(name="unsloth", title="Unsloth (FastLanguageModel + TRL/HF Trainer)",
           defaults={**BASE, "grad_checkpointing": "full", "activation_offload": True, "loss": "fused-linear"},
           fsdp=None, logs="torch.cuda.max_memory_reserved in its notebooks ('Peak reserved memory')",
           logs_level="reserved", peft_adapters=True, refuse=_refuse_unsloth, fill=_fill_unsloth, own_loss=True,
-          trl_files=True,
-          packs="TRL SFTTrainer packing (bfd)"),
+          trl_files=True, packs="TRL SFTTrainer packing (bfd)", shardings=("ddp",),
+          why={("grad_checkpointing", "full"): "get_peft_model's use_gradient_checkpointing='unsloth'",
+               ("activation_offload", True): "use_gradient_checkpointing='unsloth' offloads checkpoints to CPU",
+               ("activation_offload", False): "use_gradient_checkpointing='unsloth' keeps checkpoints on the GPU "
+               "below 512 tokens", ("loss", "fused-linear"): "its fused linear cross-entropy, unsloth_fused_ce_loss"}),
     Recipe(name="axolotl", title="axolotl (HF Trainer + its Liger plugin)",
           defaults={**BASE, "grad_checkpointing": "full", "loss": "fused-linear"},
           fsdp="fsdp1", logs="memory/max_mem_active, max_mem_allocated and device_mem_reserved per log step",
           logs_level="allocated", peft_adapters=True, refuse=_refuse_axolotl, fill=_fill_axolotl,
-          packs="axolotl sample_packing (multipack, FlashAttention varlen)"),
+          packs="axolotl sample_packing (multipack, FlashAttention varlen)",
+          why={("grad_checkpointing", "full"): "its example configs' gradient_checkpointing: true",
+               ("loss", "fused-linear"): "its example configs' liger_fused_linear_cross_entropy: true",
+               ("precision", "bf16-true"): "bf16: true loads the weights in bf16, cfg.torch_dtype",
+               ("qlora_fp32_upcast", True): "under FSDP its ModelLoader keeps peft's fp32 norms and embeddings",
+               ("qlora_fp32_upcast", False): "ModelLoader._configure_embedding_dtypes casts peft's fp32 norms and "
+               "embeddings back to bf16"}),
     Recipe(name="pytorch", title="a plain PyTorch loop over a transformers model (e.g. Answer.AI fsdp_qlora)",
           defaults={**BASE, "precision": "bf16-true"}, fsdp="fsdp1",
           logs="whatever your loop prints (Answer.AI fsdp_qlora: max_memory_reserved over epoch 0)",
-          logs_level="reserved", peft_adapters=True, refuse=_refuse_pytorch),
-    # diffusion trainers: diffusers' scripts compute the instance prompt's embeddings once and free the text encoders
-    # (train_dreambooth_lora_*.py, without --train_text_encoder or captions), encode latents every step unless
-    # --cache_latents, checkpoint only with --gradient_checkpointing; kohya's sd-scripts keep the text encoders on the
-    # GPU unless --cache_text_encoder_outputs; SimpleTuner always caches VAE latents and text embeddings and
-    # recommends checkpointing "in practically every situation" (documentation/quickstart); ai-toolkit's example
-    # configs cache latents and text embeddings and set gradient_checkpointing: true
+          logs_level="reserved", peft_adapters=True, refuse=_refuse_pytorch,
+          why={("precision", "bf16-true"): "one dtype throughout, as Answer.AI's fsdp_qlora train.py"}),
     Recipe(name="diffusers", title="diffusers' training scripts (examples/dreambooth, examples/text_to_image)",
           defaults={**BASE, "cache_latents": False, "text_encoders": "cached"}, fsdp=None,
           logs="none by default (its Flux QLoRA example prints torch.cuda.max_memory_allocated)",
-          logs_level="allocated", peft_adapters=False, refuse=_refuse_diffusion),
+          logs_level="allocated", peft_adapters=False, refuse=_refuse_diffusion, shardings=("ddp",),
+          why={("cache_latents", False): LATENTS_EVERY_STEP,
+               ("text_encoders", "cached"): "the instance prompt's embeddings computed once, encoders freed"}),
     Recipe(name="kohya", title="kohya-ss sd-scripts (train_network.py, sdxl_train_network.py, flux_train_network.py)",
           defaults={**BASE, "cache_latents": False, "text_encoders": "frozen"}, fsdp=None,
           logs="none (nvidia-smi, or the GUI's VRAM readout)", logs_level="reserved", peft_adapters=False,
-          refuse=_refuse_diffusion, fill=_fill_kohya),
+          refuse=_refuse_diffusion, shardings=("ddp",), fill=_fill_kohya,
+          why={("cache_latents", False): LATENTS_EVERY_STEP,
+               ("text_encoders", "frozen"): "sd-scripts keeps the text encoders on the GPU unless "
+               "--cache_text_encoder_outputs",
+               ("text_encoders", "trained"): "sd-scripts trains the text encoders' LoRA unless "
+               "--network_train_unet_only"}),
     Recipe(name="simpletuner", title="SimpleTuner (bghira/SimpleTuner)",
           defaults={**BASE, "grad_checkpointing": "full", "cache_latents": True, "text_encoders": "cached"},
-          fsdp=None, logs="none (nvidia-smi)", logs_level="reserved", peft_adapters=False, refuse=_refuse_diffusion),
+          fsdp=None, logs="none (nvidia-smi)", logs_level="reserved", peft_adapters=False,
+          refuse=_refuse_diffusion, shardings=("ddp",),
+          why={("grad_checkpointing", "full"): "its quickstarts: 'set this to true in practically every situation'",
+               ("cache_latents", True): "it always caches VAE latents",
+               ("text_encoders", "cached"): "it always caches text embeddings"}),
     Recipe(name="ai-toolkit", title="ai-toolkit (ostris/ai-toolkit)",
           defaults={**BASE, "grad_checkpointing": "full", "cache_latents": True, "text_encoders": "cached"},
-          fsdp=None, logs="none (nvidia-smi)", logs_level="reserved", peft_adapters=False, refuse=_refuse_diffusion),
+          fsdp=None, logs="none (nvidia-smi)", logs_level="reserved", peft_adapters=False,
+          refuse=_refuse_diffusion, shardings=("ddp",),
+          why={("grad_checkpointing", "full"): "its example configs set gradient_checkpointing: true",
+               ("cache_latents", True): AI_TOOLKIT_CACHES, ("text_encoders", "cached"): AI_TOOLKIT_CACHES}),
     Recipe(name="megatron", title="Megatron-Core with NeMo's recipes (NVIDIA/Megatron-LM, NVIDIA/NeMo)",
           defaults={**BASE, "grad_checkpointing": "selective"}, fsdp=None,
           logs="'memory (MB) | allocated: ... | max allocated: ... | reserved: ... | max reserved: ...' after the "
           "first iterations (megatron/training/training.py report_memory)", logs_level="allocated",
-          peft_adapters=False, refuse=_refuse_megatron, fill=_fill_megatron,
-          eval_batches=32),  # NeMo 2.0 recipes' trainer limit_val_batches (nemo/collections/llm/recipes/llama3_8b.py)
+          peft_adapters=False, refuse=_refuse_megatron, fill=_fill_megatron, shardings=("ddp", "zero1"),
+          eval_batches=32,  # NeMo 2.0 recipes' trainer limit_val_batches (nemo/collections/llm/recipes/llama3_8b.py)
+          why={("grad_checkpointing", "selective"): "recompute_granularity selective: core attention only",
+               ("sharding", "zero1"): "NeMo's recipes/optim/adam.py sets use_distributed_optimizer=True: master "
+               "weights and Adam moments sharded over DP x CP",
+               ("fp8_recipe", "delayed"): "NeMo's DtypeConfig fp8_recipe 'delayed': Transformer Engine's "
+               "DelayedScaling"}),
 )}
 # the scenario fields naming one stack's release -> that stack (Recipe.versioned_by)
 VERSION_FIELDS = {r.versioned_by: r.name for r in RECIPES.values() if r.versioned_by}
@@ -465,30 +536,25 @@ def refusal(s) -> str | None:
     return RECIPES[s.stack].refuse(s)
 
 
-WHY = {  # the reason behind a default worth saying, by (stack, field, value)
-    ("hf", "grad_checkpointing", "full"): "peft's prepare_model_for_kbit_training(use_gradient_checkpointing=True) "
-                                          "turns it on for QLoRA",
-    ("hf", "adapter_dtype", "fp32"): "peft's get_peft_model(autocast_adapter_dtype=True) upcasts adapters",
-    ("hf", "qlora_fp32_upcast", True): "prepare_model_for_kbit_training casts the non-4-bit weights to fp32",
-    ("unsloth", "activation_offload", True): "use_gradient_checkpointing='unsloth' offloads checkpoints to CPU",
-    ("torchtune", "loss", "chunked"): "CEWithChunkedOutputLoss",
-    ("megatron", "grad_checkpointing", "selective"): "recompute_granularity selective: core attention only",
-    ("simpletuner", "grad_checkpointing", "full"): "its quickstarts: 'set this to true in practically every "
-                                                   "situation'",
-    ("ai-toolkit", "grad_checkpointing", "full"): "its example configs set gradient_checkpointing: true",
-    ("diffusers", "text_encoders", "cached"): "the instance prompt's embeddings computed once, encoders freed",
-    ("kohya", "text_encoders", "trained"): "sd-scripts trains the text encoders' LoRA unless "
-                                           "--network_train_unet_only",
-}
+def reason(stack: str, name: str, value: Any) -> str | None:
+    """Why stack ``stack`` fills field ``name`` with ``value``: its recipe's own reason (:attr:`Recipe.why`), else
+    the resolver's (:func:`resolve`: peft's fp32 adapters where the stack builds them with peft, the model's dtype
+    otherwise; 8 loss chunks). None where there is none to say (BASE's values: the switches off, bf16 autocast)."""
+    recipe = RECIPES[stack]
+    own = recipe.why.get((name, value)) or recipe.why.get(name)
+    if own is None and name == "adapter_dtype" and recipe.peft_adapters:
+        return PEFT_ADAPTERS
+    return own or RESOLVER_WHY.get(name)
 
 
-def defaults_in_force(s, card_chose: tuple[str, ...] = (), fields: tuple[str, ...] = TECHNIQUES) -> str | None:
-    """One sentence naming the technique ``fields`` the scenario left to its stack, with their values (those the
-    card chose, ``card_chose``, are said apart)."""
+def defaults_in_force(s, card_chose: tuple[str, ...] = (), fields: tuple[str, ...] | None = None) -> str | None:
+    """One sentence naming the ``fields`` (default: every field the stack fills, :attr:`Recipe.said`) the scenario
+    left to its stack, with their values and why (:func:`reason`); those the card chose, ``card_chose``, are said
+    apart."""
     if s.task != "train":
         return None
     parts = []
-    for name in fields:
+    for name in RECIPES[s.stack].said if fields is None else fields:
         if name in card_chose or (name in s.model_fields_set and (name != "adapter_dtype" or
                                                                   s.adapter_dtype != "auto")):
             continue
@@ -496,9 +562,8 @@ def defaults_in_force(s, card_chose: tuple[str, ...] = (), fields: tuple[str, ..
         if value is None or (name == "adapter_dtype" and s.method == "full") or (
                 name == "qlora_fp32_upcast" and s.method != "qlora"):
             continue
-        why = WHY.get((s.stack, name, value))
-        text = f"{name} {str(value).lower()}" + (f" ({why})" if why else "")
-        parts.append(text)
+        why = reason(s.stack, name, value)
+        parts.append(f"{name} {str(value).lower()}" + (f" ({why})" if why else ""))
     if not parts:
         return None
     return f"stack {s.stack} ({RECIPES[s.stack].title}) sets the fields not given: " + ", ".join(parts)

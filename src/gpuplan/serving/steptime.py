@@ -11,8 +11,10 @@ closed form of it::
 - ``dense(T)``: the token-proportional work of ``T`` = prefill tokens + decoding sequences (linears, routed
   experts, element-wise, TP all-reduces, kernel floor), sampled from ``StepTimer.decode_parts(T, 0)`` and
   ``prefill_parts(T)`` on a geometric grid of ``T`` and interpolated linearly between grid points (exact at
-  them); routed experts take the larger of the decode path (the experts ``T`` tokens touch, read once) and the
-  prefill path (grouped GEMMs of ``T·k/E`` rows each); TensorRT-LLM's FP8 and NVFP4 GEMMs of ``T`` rows at the
+  them); a step that holds a prompt takes the larger of the decode path (the experts ``T`` tokens touch, read
+  once) and the prefill path (grouped GEMMs of ``T·k/E`` rows each, its GEMMs at the prompt's rates, its layers on
+  one stream), a step of decodes alone the decode path's own work (``decode_dense_s``: what the engine's decode
+  graph replays, e.g. shared experts on a second stream); TensorRT-LLM's FP8 and NVFP4 GEMMs of ``T`` rows at the
   share of the peak its kernels reach (:func:`step_model`);
 - ``lm_head(R)``: logits only for the ``R`` sequences sampled this step (decodes and prompts that finish);
 - ``attention``: prompt attention per (query, key) pair, the slope of ``prefill_parts``' attention term;
@@ -87,6 +89,8 @@ class StepModel:
 
     grid_tokens: tuple[float, ...]
     dense_s: tuple[float, ...]  # token-proportional GPU work at grid_tokens
+    # the same for a step of decodes alone (StepTimer.decode_parts: the work a decode graph replays); empty: dense_s
+    decode_dense_s: tuple[float, ...] = ()
     lm_head_s: tuple[float, ...]  # logits for grid_tokens sampled rows
     attention_s_per_pair: float
     kv_s_per_token: float
@@ -143,7 +147,8 @@ class StepModel:
         pseqs = (1.0 if prefill_tokens > 0 else 0.0) if prefill_seqs is None else prefill_seqs
         rows = (decode_seqs + pseqs if sampled is None else sampled) + verify - decode_seqs
         share = prefill_tokens / tokens
-        dense = _interp(self.grid_tokens, self.dense_s, tokens) + _interp(self.grid_tokens, self.lm_head_s, rows)
+        grid = self.decode_dense_s if prefill_tokens <= 0 and self.decode_dense_s else self.dense_s
+        dense = _interp(self.grid_tokens, grid, tokens) + _interp(self.grid_tokens, self.lm_head_s, rows)
         gpu = dense * (1 + (self.prompt_scale - 1) * share) \
             + prefill_pairs * self.attention_s_per_pair + decode_context * self.kv_s_per_token \
             + prefill_tokens * self.scan_s_per_token + decode_seqs * self.state_s_per_seq
@@ -206,7 +211,7 @@ def sample(timer: StepTimer, calibration: Calibration | None = None,
     """The closed form of ``timer`` (see the module docstring); ``timer_at(T)``, when given, times the dense work of
     ``T`` tokens (an engine whose GEMMs reach a share of the peak that depends on their rows)."""
     m, tp = timer.m, timer.s.tp
-    dense, heads = [], []
+    dense, decode, heads = [], [], []
     for t in GRID_TOKENS:
         at = timer_at(t) if timer_at else timer
         head = lm_head_s(m, at.gpu, at.dtype, t, tp=tp)
@@ -214,8 +219,10 @@ def sample(timer: StepTimer, calibration: Calibration | None = None,
         pre = at.prefill_parts(t)
         dec_linears = dec.get("weights", 0.0) - head
         pre_linears = pre.get("gemm", 0.0) - lm_head_s(m, at.gpu, at.dtype, 1, tp=tp)
-        dense.append(max(dec_linears, pre_linears) + dec.get("kernel_latency", 0.0) + dec.get("elementwise", 0.0)
-                     + dec.get("tensor_parallel", 0.0) + dec.get("cpu_layers", 0.0))
+        rest = dec.get("kernel_latency", 0.0) + dec.get("elementwise", 0.0) + dec.get("tensor_parallel", 0.0) \
+            + dec.get("cpu_layers", 0.0)
+        dense.append(max(dec_linears, pre_linears) + rest)
+        decode.append(dec_linears + rest)
         heads.append(head)
     a, b = _PAIRS_AT
     attn = (timer.prefill_parts(b).get("attention", 0.0) - timer.prefill_parts(a).get("attention", 0.0)) \
@@ -228,7 +235,8 @@ def sample(timer: StepTimer, calibration: Calibration | None = None,
     timing = timer.timing
     launch = timer.launch_host_s() if timing.graphs else 0.0
     cap = timing.graph_max_batch * max(timer.s.attention_ranks, 1) if timing.graphs else 0
-    model = StepModel(grid_tokens=tuple(float(t) for t in GRID_TOKENS), dense_s=tuple(dense), lm_head_s=tuple(heads),
+    model = StepModel(grid_tokens=tuple(float(t) for t in GRID_TOKENS), dense_s=tuple(dense),
+                      decode_dense_s=tuple(decode), lm_head_s=tuple(heads),
                      attention_s_per_pair=attn, kv_s_per_token=kv, scan_s_per_token=scan, state_s_per_seq=state,
                      step_host_s=2 * one - two, seq_host_s=two - one,
                      request_s=timer.request_s, frontend_s=timer.frontend[0], frontend_token_s=timer.frontend[1],

@@ -8,8 +8,9 @@ GPU the probe swaps in the real ones where the library is installed:
 - QLoRA's 4-bit base: bitsandbytes ``Linear4bit`` (NF4, double-quantized statistics, the compute dtype of the
   scenario) under peft's adapters, quantized from the random weights by ``Params4bit`` on the device;
 - 8-bit optimizers: ``bitsandbytes.optim.AdamW8bit`` / ``PagedAdamW8bit``;
-- Liger (``loss: fused-linear`` on the hf, pytorch and axolotl stacks): ``_apply_liger_kernel_to_instance``, its
-  RMSNorm, RoPE, SwiGLU and fused linear cross-entropy in the model's own forward;
+- Liger (``loss: fused-linear`` on the stacks whose profile runs it, ``Stack.liger``: hf, pytorch, axolotl):
+  ``_apply_liger_kernel_to_instance``, its RMSNorm, RoPE, SwiGLU and fused linear cross-entropy in the model's own
+  forward;
 - torchtune and torchtitan: their own model builders (``torchtune.models.llama3*``, torchtitan's ``Transformer``)
   and losses, as the simulator builds them, on the device;
 - the training loop: the HF ``Trainer`` for ``stack: hf`` (``TrainingArguments`` from the scenario: batch,
@@ -32,6 +33,7 @@ from dataclasses import asdict, dataclass
 from typing import Any
 
 from ..scenario import Scenario
+from ..stacks import STACKS
 
 TRAINER_OPTIM = {("adamw", "fused"): "adamw_torch_fused", ("adamw", "foreach"): "adamw_torch",
                  ("adamw", None): "adamw_torch_fused", ("adamw-8bit", None): "adamw_bnb_8bit",
@@ -54,7 +56,10 @@ def installed(module: str) -> bool:
 
 
 def _liger(s: Scenario) -> bool:
-    return s.loss == "fused-linear" and s.stack in ("hf", "pytorch", "axolotl")
+    """Whether the probe applies Liger's kernels: where the stack's profile says the loss is Liger's
+    (:meth:`~gpuplan.stacks.base.Stack.liger_loss`)."""
+    stack = STACKS.get(s.stack)  # the diffusion trainers have no profile: no Liger
+    return stack is not None and stack.liger_loss(s)
 
 
 def backends(s: Scenario, have: Callable[[str], bool] = installed) -> list[Backend]:

@@ -30,6 +30,7 @@ from typing import Any
 from ..errors import GpuplanError
 from ..model.spec import ModelSpec
 from ..scenario import Scenario
+from ..stacks import STACKS
 
 OWN_MODELS = ("torchtune", "torchtitan")
 LLAMA_LIKE = ("llama", "mistral")
@@ -213,8 +214,10 @@ def _functions() -> dict[str, Any]:
 
 
 def fused_kernels(s: Scenario) -> bool:
-    """Whether the transformers model runs Liger's (or Unsloth's) norm and MLP kernels."""
-    return s.stack in ("axolotl", "unsloth") or (s.stack in ("hf", "pytorch") and s.loss == "fused-linear")
+    """Whether the transformers model runs Liger's (its profile says, :meth:`~gpuplan.stacks.base.Stack.liger_kernels`)
+    or Unsloth's norm and MLP kernels."""
+    stack = STACKS.get(s.stack)  # the diffusion trainers have no profile
+    return s.stack == "unsloth" or (stack is not None and stack.liger_kernels(s))
 
 
 def patch_hf(s: Scenario, m: ModelSpec, model, notes: list[str]) -> None:

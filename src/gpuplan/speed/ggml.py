@@ -426,8 +426,9 @@ def routed_mmq(s: Scenario) -> bool:
     """Whether the build runs a routed expert's ``mul_mat_id`` of 2 to 8 rows on MMQ, not MMVQ: before PR #18958
     (:data:`~gpuplan.overheads.LLAMA_CPP_MMVQ_MOE_BATCH_BUILD`) ``ggml_cuda_mul_mat_id`` took MMVQ only for one
     row (``ne2 == 1``) and sent every larger batch to ``ggml_cuda_mul_mat_q`` with the ids (ggml-cuda.cu at PR
-    #15631's merge, its ggml sync ggml-org/ggml@81415da3), so the reached experts ran MMQ's tiles (:func:`expert_tile_rows`: 8 columns for 8 tokens, whatever
-    an expert got); from it ``get_mmvq_mmid_max_batch`` keeps small batches on MMVQ. None: today's code."""
+    #15631's merge, its ggml sync ggml-org/ggml@81415da3), so the reached experts ran MMQ's tiles
+    (:func:`expert_tile_rows`: 8 columns for 8 tokens, whatever an expert got); from it ``get_mmvq_mmid_max_batch``
+    keeps small batches on MMVQ. None: today's code."""
     b = build(s)
     return b is not None and b < oh.LLAMA_CPP_MMVQ_MOE_BATCH_BUILD
 

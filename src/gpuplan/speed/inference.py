@@ -192,8 +192,12 @@ class StepTimer:
         if self.timing.kernels == "ggml-cuda" and batch <= oh.LLAMA_CPP_MMVQ_MAX_BATCH:
             return self._ggml_cuda_decode_parts(batch, context)
         gpu_share = 1 - self.cpu_layer_share
-        weights = (self._linears_s(rows, dense_only=True) + self._experts_decode_s(rows)
-                   + self.timing.expert_layer_s * sum(n for layer, n in m.layer_kinds() if layer.moe)) * gpu_share
+        linears = self._linears_s(rows, dense_only=True)
+        routed = self._experts_decode_s(rows) \
+            + self.timing.expert_layer_s * sum(n for layer, n in m.layer_kinds() if layer.moe)
+        if self.timing.shared_experts_stream:  # the shared experts' fixed time hides behind the routed ones
+            linears -= min(self._shared_experts_latency_s(), routed)
+        weights = (linears + routed) * gpu_share
         weights += lm_head_s(m, gpu, self.other_dtype, rows, tp=tp)
         # the cache read in whole 16-token pages, as the kernels the vLLM calibration timed read it; under
         # attention data parallelism the busiest rank's sequences; the serving engines' absorbed MLA decode
@@ -400,6 +404,19 @@ class StepTimer:
                     total += count * gemm_time_s(gpu, self.linear_dtype(lin), tokens, lin.in_features, n,
                                                  weight_bytes=w, latency_s=latency, bandwidth_bps=bps,
                                                  kernel_share=self.kernel_share(lin))
+        return total
+
+    def _shared_experts_latency_s(self) -> float:
+        """The fixed GPU time of the shared experts' GEMMs in one step (their kernel latencies, packed ones once), what
+        an engine that runs them on a second stream beside the routed experts hides
+        (:attr:`~gpuplan.engines.records.Timing.shared_experts_stream`): the two streams share the card's memory and
+        SMs, so the GEMMs' bytes and FLOPs still add, while the short kernels' ramp and tail overlap the other
+        stream's."""
+        total = 0.0
+        for layer, count in self.m.layer_kinds():
+            packed = self._packed_followers(layer)
+            total += count * sum(self._kernel_latency_s for lin in layer.linears
+                                 if lin.group == "shared_experts" and lin.name not in packed)
         return total
 
     def _packed_followers(self, layer) -> frozenset[str]:

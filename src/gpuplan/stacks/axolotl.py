@@ -22,9 +22,7 @@ from .native import chunked_loss
 class Axolotl(Hf):
     name = "axolotl"
     offloads_activations = True  # activation_offloading: its port of torchtune's OffloadActivations
-
-    def fused(self, s: Scenario) -> bool:
-        return True  # the Liger plugin's RMSNorm and SwiGLU kernels, whatever the loss
+    liger = "plugin"  # the Liger plugin's RoPE, RMSNorm and SwiGLU kernels, whatever the loss
 
     def loss(self, s: Scenario, m: ModelSpec, setup: act.ActivationSetup, lm_head_cast: bool,
              free: float | None) -> LossBytes:

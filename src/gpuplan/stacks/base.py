@@ -106,6 +106,12 @@ class Stack:
     # the decoder's linear weights in float8 (torchtitan's enable_fsdp_float8_all_gather)
     torchao_float8 = False
     fp8_all_gather = False
+    # Liger's Triton kernels (linkedin/Liger-Kernel), the one fact the memory, the speed, the fake-tensor emulation
+    # and the probe read (liger_loss, liger_kernels): "loss" where loss fused-linear switches them all on (the
+    # Trainer's use_liger_kernel, _apply_liger_kernel_to_instance: fused linear cross-entropy, RMSNorm, SwiGLU,
+    # RoPE), "plugin" where the recipe runs the norm, SwiGLU and RoPE kernels whatever the loss and the fused linear
+    # cross-entropy with loss fused-linear (axolotl's Liger plugin); None: it runs none
+    liger: str | None = None
 
     # -- what it stores ----------------------------------------------------------------------------------
     def base_format(self, s: Scenario, m: ModelSpec) -> tuple[Format, tuple[str, ...]]:
@@ -144,8 +150,18 @@ class Stack:
 
     # -- what it saves for backward ------------------------------------------------------------------------
     def fused(self, s: Scenario) -> bool:
-        """Whether norms and the gated MLP run as fused kernels (saving inputs and rstd, not fp32 copies)."""
-        return bool(s.compile)
+        """Whether norms and the gated MLP run as fused kernels (saving inputs and rstd, not fp32 copies): compiled,
+        or Liger's."""
+        return bool(s.compile) or self.liger_kernels(s)
+
+    def liger_loss(self, s: Scenario) -> bool:
+        """Whether the loss is Liger's fused linear cross-entropy, applied with its other kernels
+        (``_apply_liger_kernel_to_instance``: what the probe runs, :mod:`gpuplan.sim.real`)."""
+        return self.liger is not None and s.loss == "fused-linear"
+
+    def liger_kernels(self, s: Scenario) -> bool:
+        """Whether Liger's RMSNorm, SwiGLU and RoPE kernels run (:attr:`liger`)."""
+        return self.liger == "plugin" or self.liger_loss(s)
 
     def setup(self, s: Scenario, m: ModelSpec, autocast_fp32: bool) -> act.ActivationSetup:
         mixed = s.precision.endswith("-mixed")
@@ -227,7 +243,8 @@ class Stack:
         """The kernels this stack runs for the parts of a step it changes (:mod:`.speedups`)."""
         from .speedups import kernels
 
-        return kernels(self.name, s, fused_stack=s.tp > 1 or s.precision.startswith(("fp8", "fp4")))
+        return kernels(self.name, s, liger=self.liger_loss(s),
+                       fused_stack=s.tp > 1 or s.precision.startswith(("fp8", "fp4")))
 
     def tp_overlap(self, s: Scenario) -> str | None:
         """What hides this stack's tensor-parallel collectives (``none``, ``backward``, ``userbuffers``: the

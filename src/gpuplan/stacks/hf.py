@@ -10,12 +10,9 @@ chains.
 
 from __future__ import annotations
 
-from ..scenario import Scenario
 from .base import Stack
 
 
 class Hf(Stack):
     name = "hf"
-
-    def fused(self, s: Scenario) -> bool:
-        return bool(s.compile) or s.loss == "fused-linear"
+    liger = "loss"  # Trainer(use_liger_kernel=True)

@@ -53,9 +53,11 @@ class Kernels:
         return "; ".join(self.why)
 
 
-def kernels(stack: str, s: Scenario, *, fused_stack: bool = False, te_attention: bool | None = None) -> Kernels:
-    """The kernels ``stack`` runs for ``s``; ``fused_stack``: a Megatron-style stack (tensor parallel, Transformer
-    Engine under fp8) whose norms and activations are fused kernels whatever the stack field says, and whose
+def kernels(stack: str, s: Scenario, *, liger: bool = False, fused_stack: bool = False,
+            te_attention: bool | None = None) -> Kernels:
+    """The kernels ``stack`` runs for ``s``; ``liger``: it runs Liger's kernels (its profile says,
+    :meth:`~gpuplan.stacks.base.Stack.liger_loss`); ``fused_stack``: a Megatron-style stack (tensor parallel,
+    Transformer Engine under fp8) whose norms and activations are fused kernels whatever the stack field says, and whose
     attention is Transformer Engine's unless ``te_attention`` says otherwise."""
     fused, host, why = False, 1.0, []
     loss = oh.LOSS_BYTES_PER_LOGIT_STACK.get(s.loss, oh.LOSS_BYTES_PER_LOGIT)
@@ -68,7 +70,6 @@ def kernels(stack: str, s: Scenario, *, fused_stack: bool = False, te_attention:
         else ("generic", 0.0, 0.0)
     if s.method == "qlora" and stack == "torchtune" and (s.quant or "nf4") == "nf4":
         dequant = "compiled" if s.compile else "eager"
-    liger = s.loss == "fused-linear" and stack in ("hf", "axolotl", "pytorch")
     if stack == "unsloth":
         fused = True
         host = oh.HOST_OPS_FACTOR["unsloth"]

@@ -33,9 +33,6 @@ class Torchtitan(OpSelective):
     replicated_on_all_tokens = True  # models/deepseek_v3/infra/parallelize.py apply_non_moe_tp: NoParallel
     torchao_float8 = fp8_all_gather = True  # components/quantization/float8.py, [quantize.linear.float8]
 
-    def fused(self, s: Scenario) -> bool:
-        return bool(s.compile)
-
     def loss(self, s: Scenario, m: ModelSpec, setup: act.ActivationSetup, lm_head_cast: bool,
              free: float | None) -> LossBytes:
         TV = setup.tokens * m.vocab_size / setup.tp
