@@ -464,9 +464,12 @@ CAUSES = {
         "1/2/4/8/16/32/64 requests +9/+35/+14/-2/-4/-13/-58 % -> -62/-39/-44/-49/-28/-27/-61 %, TPOT -10..-3 %. "
         "The miss is the B200's: with the same software B300 takes 70.9 ms at one request where B200 takes 160.4, "
         "and at 8k the two cards differ by 26-29 ms; no mechanism found (bench/results/moe_layout.md, notes 10 and "
-        "17). PR #3175's B300 rows, held out since s15-b300 (ix3175, TTFT 24.3 %), miss the 8k prompts as the B200 "
-        "does (+140/+176 ms at one request, TP 8/4): ~105-125 ms an 8k prompt that does not depend on TP, not found, "
-        "and ~36 ms that fits the recipe's FlashInfer groupwise FP8 GEMMs, not built (note 18)."),
+        "17). PR #3175's B300 rows, held out since s15-b300, miss the 8k prompts as the B200 does (+140/+176 ms at "
+        "one request, TP 8/4). s15-figemm timed the recipe's dense linears in FlashInfer's groupwise FP8 GEMM "
+        "(SGL_ENABLE_JIT_DEEPGEMM=false: the fp8_gemm_backend flashinfer_trtllm the rows now set) at 0.314 of the fp8 "
+        "rate (SGLang PR #13528's B200 table; DeepGEMM's 0.875 before): ix3175 TTFT 26.6 % -> 15.8 %, its 8k offsets "
+        "+95/+107 ms; these rows' TTFT -62/-41/-45/-50/-29/-29/-62 % -> -62/-41/-44/-47/-24/-21/-56 %. Left: ~85-105 "
+        "ms an 8k prompt that does not depend on TP, not found (moe_layout.md note 18)."),
     ("trtllm_serving", "i5929"): "trtllm-serve's B200 prompt steps: helper s8-trtllm's this session.",
 }
 

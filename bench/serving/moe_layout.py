@@ -433,7 +433,7 @@ of the fp8 pool (with a prefix it index_selects the request's own entries before
 as under note 10's fallback; --disable-radix-cache leaves no prefix anyway. Left as before: H200's ~80 ms at 1k
 (on steps that replay prefill graphs: the flashinfer_mla absorbed path under them is not timed here) and MI325X's
 ~0.6 s.
-(18) The Blackwell 8k prompts (session 15, s15-b300); rows added, nothing built. InferenceX PR #3175's twelve B300
+(18) The Blackwell 8k prompts (session 15, s15-b300; (a) built by s15-figemm). InferenceX PR #3175's twelve B300
 FP8 points (dsr1_fp8_b300.sh: dsr1_fp8_b200.sh's launch line) are held-out rows now (bench/data/sglang_serving.csv
 ix3175-; the B300 card in gpus.yaml is the HGX B300 these ran on: runners/launch_b300-nv.sh takes x86_64 nodes of
 8 B300s, the Grace-based GB300s have runners of their own). They miss the 8k
@@ -445,17 +445,24 @@ a = 104 ms (B300) and 124 ms (B200) for one ~7,400-token prompt, ~14-17 us a pro
 first wave puts ~29,000 prompt tokens in one step, -9 %. gpuplan's B300 TP 8 step for 7,372 tokens is 141 ms: GEMMs
 75 ms (the dense linears' compute 26 ms, the routed experts' 33 ms, the rest their fixed and bandwidth terms),
 attention 22 ms, element-wise 12 ms, all-reduces 32 ms. What was read:
-(a) The dense linears. dsr1_fp8_b*.sh set SGL_ENABLE_JIT_DEEPGEMM=false and SGLANG_ENABLE_FLASHINFER_GEMM=true; in
-fp8_utils.py (a 2026 tree, 0.5.12's own not read) _dispatch_auto_backend then takes
-flashinfer_gemm_w8a8_block_fp8_linear_with_fallback on Blackwell: FlashInfer's gemm_fp8_nt_groupwise (its TRTLLM-Gen
-backend on SM 10.x), which gpuplan times as DeepGEMM's class (engines/block_fp8.py, 0.875 of the fp8 rate).
-flashinfer-ai/flashinfer issue #2146 (2025-11-27, B200; NVIDIA/cutlass issue #2923 reproduces it) measured
-gemm_fp8_nt_groupwise slower than torch's fp16 linear on most shapes (CUTLASS backend 0.58-0.97 of it); SGLang PR
-#13528's Blackwell benchmark has FlashInfer's groupwise GEMM 5.7-6.3x DeepGEMM's time at M 1,024-2,048 on one shape
-(N 24,576, K 7,168: 826 against 146 us, 1,633 against 260 us). At half the rate the linears would add 26 ms at TP 8
-and 40 ms at TP 4: the size and the TP scaling of b, not of a. Not built: the tables were read in excerpts only, at
-other FlashInfer releases than 0.5.12's image, and the switch is the recipe's environment (SGLang's own default on
-SM 10.x takes DeepGEMM), which a Scenario does not carry.
+(a) The dense linears, built (session 15, s15-figemm). dsr1_fp8_b*.sh export SGL_ENABLE_JIT_DEEPGEMM=false and
+SGLANG_ENABLE_FLASHINFER_GEMM=true. SGLang's environ.py turns SGL_* into SGLANG_* (still on main in 2026-09: PR
+#38219), so ENABLE_JIT_DEEPGEMM is off, and fp8_utils.py's _dispatch_auto_backend (the same in the 2025-12 tree
+of PR #14379 and a 2026 one; 0.5.12's own not read) then takes flashinfer_gemm_w8a8_block_fp8_linear_with_fallback
+on Blackwell: FlashInfer's gemm_fp8_nt_groupwise, backend "trtllm" (the 2025-12 tree also maps
+SGLANG_ENABLE_FLASHINFER_GEMM to the same kernel). That is the kernel --fp8-gemm-backend flashinfer_trtllm names
+(PR #14379, 2025-12), so the scenario carries it as fp8_gemm_backend (default: SGLang's auto, DeepGEMM where it
+runs) and the csv's fp8_gemm_backend column sets it on the ix3363 and ix3175 rows. Its rate: SGLang PR #13528's B200
+table (the kernel alone), at M >= 1,024, 437-442 TFLOPS at N 24,576 x K 7,168 and 295-533 at 576 x 7,168; as a
+share of gpuplan's fp8 rate 0.222-0.229 and 0.378-0.432, the mean of the two shapes 0.314
+(overheads.FLASHINFER_GROUPWISE_KERNEL_SHARE, where DeepGEMM's is 0.875; DeepGEMM ran 5.7-6.3x faster in the same
+table). flashinfer issue #2146 and cutlass issue #2923 time only shapes up to 3,072 x 2,048 at M <= 1,024, where
+the trtllm backend runs at 0.68-1.03 of torch's fp16 linear: consistent (no faster than the 16-bit rate), not
+used. PR #13528 ran November 2025's FlashInfer and the v0.5.12 image a later one (its TRTLLM-Gen GEMM cubins
+replaced in 2026-03, FlashInfer PR #2740), not timed. With it, held out: at one 8k request B300 +140 -> +95 ms
+(TP 8) and +176 -> +107 ms (TP 4), B200 (outside the bench) +162 -> +115 and +200 -> +127 ms; the TP-scaling
+part b falls from 36-38 to 12 ms, a stays 83 ms (B300) and 103 ms (B200). The 1k rows: B300 TTFT -10..-31 % ->
+-10..-20 %.
 (b) Prefill attention: trtllm_mla's forward_extend (a 2026 tree) runs a prompt without prefix multi-head through
 FlashInfer's trtllm_ragged_attention_deepseek, q, k and v cast to fp8 beside an fp8 pool: per GPU a 1/TP share of
 the heads, so part of b at most (gpuplan's 22 ms is the 16-bit rate).
@@ -468,8 +475,8 @@ per-token fp8 quantization at EP 1) gpuplan prices at milliseconds; a ~14 us a t
 not found in the code read (the TRTLLM-Gen block-scale MoE's routing and permutation at 59,000 expert rows a layer
 are the unread candidate). The all-reduces are nearly TP-independent too (2 (n - 1) / n of 106 MB, 122 a step), but
 gpuplan's 32 ms already takes ~700 GB/s of bus bandwidth on NVLink 5 (H200: ~350); even at H200's rate they would
-add ~30 ms, a third of a. Left: a (~105-125 ms an 8k prompt on B200 and B300) and b (the FlashInfer GEMM rate,
-with a Scenario field for the GEMM backend)."""
+add ~30 ms, a third of a. Left: a (~85-105 ms an 8k prompt on B200 and B300, after (a)) and the FlashInfer
+release of the v0.5.12 image (no timing of it published)."""
 FAMILIES = (("ix3173-", "H200 FP8 TP 8, SGLang 0.5.12"), ("ix3363-", "B200 FP8 TP 8, SGLang 0.5.12"),
             ("ix3175-", "B300 FP8 TP 8/4 EP 1, SGLang 0.5.12 (the B200 recipe)"),
             ("ix3183-r1fp4-b300-tp8", "B300 NVFP4 TP 8 EP 8, SGLang 0.5.12"),

@@ -84,7 +84,8 @@ def setup(row: dict, *, engine: str = "sglang", version: str | None = None):
           "num_gpus": int(row["tp"]), "engine_version": version or row["sglang_version"]}
     if engine == "sglang" and row["mem_fraction_static"]:
         sc["mem_fraction_static"] = float(row["mem_fraction_static"])
-    for key, kind in (("ep", int), ("quant", str), ("kv_cache_dtype", str), ("attention_dp", bool)):  # issue 31
+    for key, kind in (("ep", int), ("quant", str), ("kv_cache_dtype", str), ("attention_dp", bool),  # issue 31
+                      ("fp8_gemm_backend", str)):
         if row.get(key):
             sc[key] = kind(row[key])
     s = scenario_from(sc)
@@ -545,6 +546,15 @@ def main() -> None:
         "8.6%; the B200 FP8 rows' low-concurrency decode is now the larger miss (their FP8 linears' quantize kernels "
         "and the unfused DeepSeek-FP8 activation of the TRTLLM-Gen MoE are not counted apart from the H200 path's "
         "16 kernels).", "",
+        "Then (issue 31, session 15, s15-figemm) the dense linears of InferenceX's B200 and B300 FP8 rows (ix3363-, "
+        "ix3175-) in FlashInfer's groupwise FP8 GEMM: dsr1_fp8_b200.sh exports SGL_ENABLE_JIT_DEEPGEMM=false, so "
+        "SGLang's fp8_utils.py _dispatch_auto_backend takes flashinfer_gemm_w8a8_block_fp8_linear_with_fallback on "
+        "SM 10.x, the kernel --fp8-gemm-backend flashinfer_trtllm names (the scenario's fp8_gemm_backend, set on "
+        "those rows: the csv's fp8_gemm_backend column), timed at overheads.FLASHINFER_GROUPWISE_KERNEL_SHARE, 0.314 "
+        "of the fp8 rate (SGLang PR #13528's B200 table, its two shapes at M >= 1,024), where they were timed at "
+        "DeepGEMM's 0.875; nothing fitted on these rows. ix3175 TTFT -10..-48% -> -10..-33% (8k at one request "
+        "-48% -> -33%, TP 4 -46% -> -28%), TPOT -15..-4% -> -15..-2%; ix3363 TTFT -29..-62% -> -21..-62%, TPOT "
+        "-7..-14% -> -4..-14%; MoE TTFT median 21.1% -> 16.5%, TPOT 9.4% -> 8.4%.", "",
         "dstack's decode gap, what was checked (the 0.4.3.post2 and 0.4.2.post4 wheels from PyPI, read): before "
         "the early-release term, on the H200s measured TPOT less gpuplan's was nearly the same at every "
         "concurrency, 23-28 ms a step from 4 to 128 requests, so a per-step cost, not one per sequence or token; "

@@ -577,6 +577,26 @@ VLLM_MLA_ABSORPTION = ((0, 7, 1), (0, 8, 0))
 # 2025-04-18), no per-shape table published; SM 10.x (B200) runs DeepGEMM's SM100 kernels and FlashInfer's
 # TRTLLM-Gen MoE at this Hopper share, no Blackwell timing of them being published.
 DEEPGEMM_KERNEL_SHARE = 0.875
+# FlashInfer's groupwise FP8 GEMM (flashinfer.gemm.gemm_fp8_nt_groupwise, backend "trtllm": TRTLLM-Gen's SM 10.x
+# cubins), which SGLang runs for a block-scaled checkpoint's dense linears on B200/B300 under --fp8-gemm-backend
+# flashinfer_trtllm, or when DeepGEMM is off (SGL_ENABLE_JIT_DEEPGEMM=false: fp8_utils.py _dispatch_auto_backend takes
+# flashinfer_gemm_w8a8_block_fp8_linear_with_fallback next; engines/block_fp8.py): share of gpuplan's fast-accumulating
+# fp8 rate, as DEEPGEMM_KERNEL_SHARE above (gpuplan's time at share 1 over the published one), on the one published
+# timing of it at DeepSeek's prompt-sized shapes: SGLang PR #13528 (2025-11, "[NVIDIA] Add fp8 gemm benchmark on
+# blackwell", benchmark/kernels/deepseek/benchmark_deepgemm_fp8_gemm_blackwell.py on a B200, the GEMM alone on
+# pre-quantized inputs), its rows at M >= 1,024 by shape: N x K = 24,576 x 7,168 at M = 1,024 / 2,048, 826.2 / 1,632.5
+# us (437 / 442 TFLOPS; gpuplan 0.229 / 0.222 of it), and 576 x 7,168 at M = 1,024 / 2,048 / 4,096, 28.7 / 41.2 /
+# 63.5 us (gpuplan 0.378 / 0.397 / 0.432): the mean of the two shapes' means, 0.314. The kernel's own rate is near
+# flat (410-530 TFLOPS from M = 2,048 at both shapes), where gpuplan's shape term slows the narrow shape: DeepSeek-R1's
+# TP 4 / 8 linears (N 512-7,168) lie between, a flat 440 TFLOPS timing them at an effective 0.25-0.27 of the rate in
+# an 8k-token step and 0.34-0.41 in a 1k one. Its DeepGEMM column at the wide shape, 146.0 / 260.4 us, is 1.30 /
+# 1.39 of what gpuplan's rate alone gives (DeepGEMM 5.7-6.3x faster there; DEEPGEMM_KERNEL_SHARE is kept). Checks,
+# not fits: flashinfer-ai/flashinfer issue #2146 (2025-11-27, B200; NVIDIA/cutlass issue #2923 reproduced it)
+# times the same trtllm backend at 0.68-1.03 of torch's fp16 linear on small shapes (N <= 3,072, K <= 2,048, M <=
+# 1,024), i.e. no faster than gpuplan's 16-bit rate, half its fp8 one; InferenceX's held-out B200/B300 rows
+# (sglang_serving.md, moe_layout.md note 18). PR #13528 ran the FlashInfer of November 2025; the v0.5.12 image of
+# those rows carries a later one (FlashInfer PR #2740 replaced the TRTLLM-Gen GEMM cubins in 2026-03), not timed.
+FLASHINFER_GROUPWISE_KERNEL_SHARE = 0.314
 # The later releases' Triton fused MoE (tuned configs; SGLang's experts at tensor parallelism, vLLM's without
 # DeepGEMM or at TP 8: engines/block_fp8.py) over DeepGEMM's contiguous grouped GEMM on the same experts, by their
 # tensor-parallel width (tp / ep): the median of DeepGEMM's time over Triton's in vLLM PR #13932's H100 table

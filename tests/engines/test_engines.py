@@ -32,7 +32,7 @@ def test_each_engines_own_settings_are_scenario_fields_that_default_to_unset():
     profile) are scenario fields; a refused one defaults to None (given at all is given to the wrong engine)."""
     assert set(HOMES) >= set(OWN_SETTINGS) >= REFUSES_FOREIGN
     fields = [field for names in OWN_SETTINGS.values() for field in names]
-    assert len(fields) == len(set(fields)) == 9 and set(fields) <= set(Scenario.model_fields)
+    assert len(fields) == len(set(fields)) == 10 and set(fields) <= set(Scenario.model_fields)
     assert all(Scenario.model_fields[f].default is None for name in REFUSES_FOREIGN for f in OWN_SETTINGS[name])
 
 

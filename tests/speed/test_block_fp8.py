@@ -1,7 +1,8 @@
 """Block-scaled fp8 GEMMs as the engines run them (engines/block_fp8.py): the first DeepSeek-V3 releases' Triton
 kernels (overheads.BLOCK_FP8_KERNEL_SHARE), DeepGEMM and its ports (DEEPGEMM_KERNEL_SHARE), the later Triton MoE
-(TRITON_MOE_OVER_DEEPGEMM): one kernel's time by hand, the published timings each was fitted on and checked
-against, and which engine release takes which."""
+(TRITON_MOE_OVER_DEEPGEMM), FlashInfer's groupwise GEMM on Blackwell (FLASHINFER_GROUPWISE_KERNEL_SHARE): one
+kernel's time by hand, the published timings each was fitted on and checked against, and which engine release takes
+which."""
 
 from __future__ import annotations
 
@@ -138,6 +139,38 @@ def test_sglang_pr3893s_h200_deepgemm_column_is_a_check():
     assert _deepgemm(H200, 4096, 7168, 24576) / 1354e-6 == pytest.approx(0.88, abs=0.01)
 
 
+B200 = load_gpu("b200")
+# SGLang PR #13528's B200 table (benchmark_deepgemm_fp8_gemm_blackwell.py --tp-size 4): (m, n, k, DeepGEMM us,
+# FlashInfer us), its rows at m >= 1,024 of the two shapes the pull request's text prints
+PR13528 = [(1024, 24576, 7168, 146.031998, 826.191992), (2048, 24576, 7168, 260.383993, 1632.544041),
+           (1024, 576, 7168, 60.543999, 28.704001), (2048, 576, 7168, 61.439998, 41.216001),
+           (4096, 576, 7168, 62.208001, 63.487999)]
+
+
+def test_the_flashinfer_share_is_the_mean_over_pr13528s_two_shapes():
+    """FlashInfer's groupwise FP8 GEMM (trtllm backend) on a B200: gpuplan's fast fp8 time over the published one
+    at m >= 1,024, by shape: 0.229 / 0.222 at 24,576 x 7,168 (437 / 442 TFLOPS: 2 x 1,024 x 24,576 x 7,168 /
+    826.2 us), 0.378 / 0.397 / 0.432 at 576 x 7,168; the share is the mean of the two shapes' means, (0.225 +
+    0.402) / 2 = 0.314."""
+    by_shape: dict[int, list[float]] = {}
+    for m, n, k, _, fi_us in PR13528:
+        by_shape.setdefault(n, []).append(_fast(B200, m, k, n, 1) / (fi_us * 1e-6))
+    assert {n: [round(r, 3) for r in v] for n, v in by_shape.items()} == {
+        24576: [0.229, 0.222], 576: [0.378, 0.397, 0.432]}
+    assert pytest.approx(437, abs=1) == 2 * 1024 * 24576 * 7168 / 826.191992e-6 / 1e12
+    means = [statistics.mean(v) for v in by_shape.values()]
+    assert statistics.mean(means) == pytest.approx(oh.FLASHINFER_GROUPWISE_KERNEL_SHARE, abs=0.0005)
+
+
+def test_pr13528s_deepgemm_column_is_faster_than_the_hopper_share_on_the_wide_shape():
+    """The same table's DeepGEMM column (SM100 kernels) at 24,576 x 7,168: 5.7 / 6.3x FlashInfer's speed, and
+    1.30 / 1.39 of gpuplan's rate alone (so above the 0.875 DEEPGEMM_KERNEL_SHARE timed on Blackwell: a check
+    that the B200's DeepGEMM linears are not timed too fast, left as it is)."""
+    wide = [r for r in PR13528 if r[1] == 24576]
+    assert [round(fi / dg, 2) for *_, dg, fi in wide] == [5.66, 6.27]
+    assert [round(_fast(B200, m, k, n, 1) / (dg * 1e-6), 2) for m, n, k, dg, _ in wide] == [1.30, 1.39]
+
+
 def test_the_triton_moe_against_deepgemm_by_tensor_parallel_width():
     """vLLM PR #13932's H100 table (DeepSeek-V3's experts, 128-2,048 tokens): DeepGEMM's time over Triton's, the
     median of six batch sizes per TP; TP 8's (1.349, Triton the faster) capped at DeepGEMM's own share."""
@@ -166,7 +199,7 @@ def _resolved(engine: str, gpu: str, **kw):
     return r.scenario, r.model, r.gpu
 
 
-T, D = round(oh.BLOCK_FP8_KERNEL_SHARE, 4), oh.DEEPGEMM_KERNEL_SHARE
+T, D, F = round(oh.BLOCK_FP8_KERNEL_SHARE, 4), oh.DEEPGEMM_KERNEL_SHARE, oh.FLASHINFER_GROUPWISE_KERNEL_SHARE
 
 
 @pytest.mark.parametrize(("engine", "version", "gpu", "kw", "shares"), [
@@ -175,6 +208,9 @@ T, D = round(oh.BLOCK_FP8_KERNEL_SHARE, 4), oh.DEEPGEMM_KERNEL_SHARE
     ("sglang", "0.4.6", "h200", {}, (D, D)),
     ("sglang", "0.5.12", "h200", {"tp": 4, "num_gpus": 4}, (D, round(D * 0.886, 4))),  # the MoE at TP 4
     ("sglang", "0.5.12", "b200", {}, (D, D)),  # flashinfer_trtllm's MoE on SM 10.x
+    ("sglang", "0.5.12", "b200", {"fp8_gemm_backend": "flashinfer_trtllm"}, (F, D)),  # FlashInfer's linears
+    ("sglang", "0.5.12", "b300", {"fp8_gemm_backend": "flashinfer_trtllm"}, (F, D)),
+    ("sglang", "0.5.12", "b200", {"fp8_gemm_backend": "deep_gemm"}, (D, D)),  # SGLang's own pick named
     ("vllm", "0.7.4", "h200", {}, (T, T)),
     ("vllm", "0.11.0", "h200", {}, (T, D)),  # the wheel: CUTLASS linears, no deep_gemm; the Triton MoE at TP 8
     ("vllm", "0.19.0", "h200", {"tp": 4, "num_gpus": 4}, (D, D)),  # DeepGEMM bundled; its MoE below TP 8

@@ -14,6 +14,11 @@ FP8 releases) is served as itself: w8a8 GEMMs over its fp8 weights, the activati
   ``m_grouped_fp8_gemm_nt_contiguous`` / ``_masked``) and the kernels ported from it (TensorRT-LLM's
   ``cpp/tensorrt_llm/kernels/cutlass_kernels/fp8_blockscale_gemm``, FlashInfer's TRTLLM-Gen block-scale MoE).
   ``overheads.DEEPGEMM_KERNEL_SHARE``, 0.875 (the DeepGEMM README's H800 table).
+- ``flashinfer``: FlashInfer's groupwise FP8 GEMM (``flashinfer.gemm.gemm_fp8_nt_groupwise``, its TRTLLM-Gen
+  backend on SM 10.x), SGLang's dense linears on B200/B300 under ``--fp8-gemm-backend flashinfer_trtllm`` (the
+  scenario's ``fp8_gemm_backend``) or with DeepGEMM off (``SGL_ENABLE_JIT_DEEPGEMM=false``: ``fp8_utils.py``
+  ``_dispatch_auto_backend`` takes it next, as InferenceX's dsr1_fp8_b200.sh runs). ``overheads.
+  FLASHINFER_GROUPWISE_KERNEL_SHARE``, 0.314 (SGLang PR #13528's B200 timing).
 - ``triton-moe``: the later releases' Triton ``fused_moe`` with tuned configs, timed against DeepGEMM's grouped GEMM
   on the same shapes (``overheads.TRITON_MOE_OVER_DEEPGEMM``, by the experts' tensor-parallel width: as fast at 8
   GPUs, about half as fast on one). vLLM PR #13932 timed vLLM's main of 2025-02-26, between 0.7.3 and 0.8.0; the
@@ -26,11 +31,12 @@ Which runs where (:func:`kernels`; the linears first, then the routed experts):
   for gfx942, at ``overheads.ROCM_BLOCK_FP8_KERNEL_SHARE``: :func:`.rocm.block_fp8_share`). From 0.4.6 the
   linears run DeepGEMM on SM 9.x / 10.x (sgl-project/sglang PR #5628, 2025-04-22, turned ``ENABLE_JIT_DEEPGEMM`` on
   by default; ``python/sglang/srt/layers/quantization/fp8_utils.py`` ``_dispatch_auto_backend`` takes DeepGEMM
-  first); 0.4.4-0.4.5 kept Triton unless ``SGL_ENABLE_JIT_DEEPGEMM`` was set. The experts stay in the Triton
-  ``fused_moe`` on Hopper at tensor parallelism (``--moe-runner-backend auto``; PR #18388, 2026-02: "In TP MoE it
-  seems triton is quite efficient"); DeepEP's dispatch runs DeepGEMM's grouped GEMMs; on SM 10.x from 0.5.4
-  ``server_args.py`` picks ``flashinfer_trtllm`` for DeepSeek's fp8 MoE (PR #11816, 2025-10-19), timed as
-  DeepGEMM's class (no SM 10.x timing of it is published).
+  first); 0.4.4-0.4.5 kept Triton unless ``SGL_ENABLE_JIT_DEEPGEMM`` was set. ``--fp8-gemm-backend`` (PR #14379,
+  2025-12; ``auto`` by default) names the linears' kernel: ``flashinfer_trtllm`` runs FlashInfer's on SM 10.x.
+  The experts stay in the Triton ``fused_moe`` on Hopper at tensor parallelism (``--moe-runner-backend auto``;
+  PR #18388, 2026-02: "In TP MoE it seems triton is quite efficient"); DeepEP's dispatch runs DeepGEMM's grouped
+  GEMMs; on SM 10.x from 0.5.4 ``server_args.py`` picks ``flashinfer_trtllm`` for DeepSeek's fp8 MoE (PR #11816,
+  2025-10-19), timed as DeepGEMM's class (no SM 10.x timing of it is published).
 - vLLM up to 0.7: Triton for both (the ``BLOCK_FP8_KERNELS_UNTIL`` range). As its wheel installs it, to 0.18:
   CUTLASS linears (``apply_w8a8_block_fp8_linear``; upstream CUTLASS's from 0.11) and the tuned Triton
   ``fused_moe``.
@@ -62,6 +68,7 @@ from .rocm import block_fp8_share
 TRITON = "triton"
 DEEPGEMM = "deepgemm"
 TRITON_MOE = "triton-moe"
+FLASHINFER = "flashinfer"
 # Releases that change the kernels (the first one carrying each change; the module docstring names the PRs)
 SGLANG_DEEPGEMM_LINEARS_FROM = (0, 4, 6)
 SGLANG_SM100_TRTLLM_MOE_FROM = (0, 5, 4)
@@ -97,6 +104,8 @@ def share(kernel: str, s: Scenario, gpu: GpuSpec) -> float:
         return block_fp8_share(gpu)
     if kernel == DEEPGEMM:
         return oh.DEEPGEMM_KERNEL_SHARE
+    if kernel == FLASHINFER:
+        return oh.FLASHINFER_GROUPWISE_KERNEL_SHARE
     width = max(s.tp // max(s.ep, 1), 1)
     measured = max(w for w in oh.TRITON_MOE_OVER_DEEPGEMM if w <= width)
     return oh.DEEPGEMM_KERNEL_SHARE * oh.TRITON_MOE_OVER_DEEPGEMM[measured]
@@ -120,8 +129,12 @@ def kernels(s: Scenario, gpu: GpuSpec, engine: str, version: tuple[int, int, int
 
 
 def _sglang(s: Scenario, major: int, version: tuple[int, int, int] | None) -> tuple[str, str]:
-    """SGLang after its first DeepSeek releases on SM 9.x / 10.x."""
-    linears = DEEPGEMM if version is None or version >= SGLANG_DEEPGEMM_LINEARS_FROM else TRITON
+    """SGLang after its first DeepSeek releases on SM 9.x / 10.x; the linears FlashInfer's where the scenario asks
+    ``fp8_gemm_backend: flashinfer_trtllm`` (SM 10.x only: :meth:`.sglang.Sglang.card_refusal`)."""
+    if s.fp8_gemm_backend == "flashinfer_trtllm":
+        linears = FLASHINFER
+    else:
+        linears = DEEPGEMM if version is None or version >= SGLANG_DEEPGEMM_LINEARS_FROM else TRITON
     return linears, DEEPGEMM if s.moe_dispatch == "deepep" or _sm100_trtllm_moe(major, version) else TRITON_MOE
 
 

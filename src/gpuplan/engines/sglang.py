@@ -437,6 +437,22 @@ class Sglang(Engine):
             return f"SGLang cannot quantize to {s.quant} on load: choose fp8, or an AWQ/GPTQ checkpoint"
         return None
 
+    def card_refusal(self, s: Scenario, gpu: GpuSpec) -> str | None:
+        """The base rule, and ``fp8_gemm_backend`` on a card without its kernel: SGLang's ``fp8_utils.py``
+        ``_dispatch_explicit_backend`` raises at start for flashinfer_trtllm off SM 10.x ("requires SM100/SM103
+        GPUs") and for deep_gemm where DeepGEMM does not run (SM 9.x / 10.x)."""
+        why = super().card_refusal(s, gpu)
+        if why or s.fp8_gemm_backend in (None, "auto"):
+            return why
+        major = int(float(gpu.compute_capability or 0)) if gpu.vendor == "NVIDIA" else 0
+        if s.fp8_gemm_backend == "flashinfer_trtllm" and major != 10:
+            return (f"SGLang's --fp8-gemm-backend flashinfer_trtllm runs on B200/B300-class cards (SM 10.x), not "
+                    f"{gpu.name}: drop fp8_gemm_backend, or choose a B200 or B300")
+        if s.fp8_gemm_backend == "deep_gemm" and major not in (9, 10):
+            return (f"SGLang's --fp8-gemm-backend deep_gemm runs on Hopper and Blackwell data-center cards (SM 9.x / "
+                    f"10.x), not {gpu.name}: drop fp8_gemm_backend")
+        return None
+
     def memory(self, s: Scenario, m: ModelSpec, e: Estimate, fmt: Format, gpu: GpuSpec | None,
                capacity_gib: float | None) -> Estimate:
         """The weights, the token pool and the reserve SGLang keeps; without a GPU, the weights and the cache of
