@@ -135,7 +135,8 @@ def _hours(p: Any) -> str:
         return "cannot: " + p.why_not
     if p.hours_per_run is None:
         return ""
-    text = f"{p.hours_per_run_low:,.2f} h/{p.per} ({p.hours_per_run:,.2f})"
+    text = f"{p.hours_per_run_low:,.2f} h/{p.per} ({p.hours_per_run:,.2f})" if p.hours_per_run >= 0.1 else \
+        f"{p.hours_per_run_low * 3600:,.1f} s/{p.per} ({p.hours_per_run * 3600:,.1f})"  # a call: seconds
     return text + (f", {p.change}" if p.change else "")
 
 
