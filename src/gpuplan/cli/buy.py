@@ -151,7 +151,7 @@ def render_build(report: Any, fmt: str) -> None:
                 for k, p in enumerate(b.jobs)]
         show(rows, [Column("job", "job", priority=0),
                     *(Column(f"s{i}", name, priority=1) for i, (name, _) in enumerate(setups))], fmt,
-             title="hours per run at the low end of the speed band (central)")
+             title="time per run (a call, a serving day) at the low end of the speed band (central)")
     rows = [{"setup": f"own {b.build.label}", "total": o.total_usd_low, "central": o.total_usd,
              "detail": f"purchase ${o.purchase_usd:,.0f} + power ${o.power_low.usd:,.0f} ({o.power_low.kwh:,.0f} kWh) "
              f"- resale ${o.resale_usd:,.0f}" + (f" + upkeep ${o.maintenance_usd + o.space_usd:,.0f}"
