@@ -204,7 +204,7 @@ def test_recommend_on_the_scenario_card_by_its_alias(client):
 
 def test_what_the_api_refuses_the_page_refuses(client):
     """The grid of every card plans decoder LLMs: one sentence naming what the model is and what ranks its cards;
-    buy, whose builds are priced from token rates, likewise (it answered "no matrix rate" or asked for train tokens).
+    buy plans it by its module plan's hours (tests/owning/test_owning_modules.py).
     A user's module is never run on the server: the scenario has no such field. A path stays refused."""
     r = client.post("/api/fit-grid", json={"scenario": SDXL_LORA})
     assert r.status_code == 422
@@ -218,11 +218,10 @@ def test_what_the_api_refuses_the_page_refuses(client):
     r = client.post("/api/estimate", json={**SDXL_LORA, "model": "/etc/sdxl/model_index.json"})
     assert r.status_code == 422 and "does not read files on the server" in r.json()["detail"]
     job = {"name": "LoRA", "scenario": {k: v for k, v in SDXL_LORA.items() if k != "gpu"}, "per_week": 2}
-    r = client.post("/api/buy", json={"build": "1x3060", "workloads": [job]})
-    assert r.status_code == 422 and r.json()["detail"] == (
-        "workload 'LoRA': stabilityai/stable-diffusion-xl-base-1.0 is a diffusion pipeline "
-        "(StableDiffusionXLPipeline): buy prices decoder LLM jobs; `gpuplan cost` prices this job on every offer in "
-        "force")
+    r = client.post("/api/buy", json={"build": "1x3060", "workloads": [job]})  # buy plans it (its module plan)
+    assert r.status_code == 200
+    hours = gpuplan.estimate(SDXL_LORA, advise=False).work.job_hours  # train_steps x step time on the 3060
+    assert r.json()["builds"][0]["jobs"][0]["hours_per_run"] == pytest.approx(hours)
     r = client.post("/api/estimate", json={**SDXL_LORA, "audio_seconds": 30})
     assert r.status_code == 422
     with pytest.raises(gpuplan.GpuplanError) as refused:

@@ -135,7 +135,8 @@ def _hours(p: Any) -> str:
         return "cannot: " + p.why_not
     if p.hours_per_run is None:
         return ""
-    text = f"{p.hours_per_run_low:,.2f} h/{p.per} ({p.hours_per_run:,.2f})"
+    text = f"{p.hours_per_run_low:,.2f} h/{p.per} ({p.hours_per_run:,.2f})" if p.hours_per_run >= 0.1 else \
+        f"{p.hours_per_run_low * 3600:,.1f} s/{p.per} ({p.hours_per_run * 3600:,.1f})"  # a call: seconds
     return text + (f", {p.change}" if p.change else "")
 
 
@@ -150,7 +151,7 @@ def render_build(report: Any, fmt: str) -> None:
                 for k, p in enumerate(b.jobs)]
         show(rows, [Column("job", "job", priority=0),
                     *(Column(f"s{i}", name, priority=1) for i, (name, _) in enumerate(setups))], fmt,
-             title="hours per run at the low end of the speed band (central)")
+             title="time per run (a call, a serving day) at the low end of the speed band (central)")
     rows = [{"setup": f"own {b.build.label}", "total": o.total_usd_low, "central": o.total_usd,
              "detail": f"purchase ${o.purchase_usd:,.0f} + power ${o.power_low.usd:,.0f} ({o.power_low.kwh:,.0f} kWh) "
              f"- resale ${o.resale_usd:,.0f}" + (f" + upkeep ${o.maintenance_usd + o.space_usd:,.0f}"

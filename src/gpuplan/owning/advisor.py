@@ -2,7 +2,7 @@
 computers one machine each, or as many as link with one cable: two DGX Sparks), each job's Plan on it, ranked by
 how many of the jobs it runs, then by the cost of owning it per job over the horizon (at the pessimistic end of the
 speed band), with what each build cannot do and where renting the same work (each job on its cheapest rental, as
-``recommend`` ranks them) costs less.
+``recommend`` ranks them; a diffusion, Whisper or encoder job on one card) costs less.
 
 Cards in SXM/OAM modules or superchips need a vendor's baseboard server (HGX, DGX, OAM) and are not built here."""
 
@@ -15,7 +15,9 @@ from ..errors import GpuplanError
 from ..hardware import GpuSpec, gpus, short_id
 from ..market.offers import spot_rows_missing
 from ..model.catalog import load_model
+from ..plan.module_searches import recommend_module
 from ..plan.recommend import Constraints, recommend
+from ..result import usd_amount
 from .answer import Terms, answer_build, jobs_per_horizon, notes_for, workload_rows
 from .builds import UnknownDraw, make_build
 from .compare import BuildAnswer, BuyReport, RentalAnswer, rental_answer
@@ -36,11 +38,14 @@ def cheapest_rentals_of(w: Workloads) -> RentalAnswer | None:
     plans = []
     for job in w.workloads:
         s = job.parsed()
-        found = recommend(s, load_model(s.model), Constraints(top=1))
+        if job.module is not None:  # one card per setup (plan/module_searches.py)
+            found = recommend_module(s, job.module, Constraints(top=1))
+        else:
+            found = recommend(s, load_model(s.model), Constraints(top=1))
         if not found.setups:
             return None
         x = found.setups[0]
-        plans.append(job_plan(job, gpus()[x.gpu_id], x.num_gpus, owned=False))
+        plans.append(job_plan(job, gpus()[x.gpu_id], 1 if job.module is not None else x.num_gpus, owned=False))
     return rental_answer("each job on its cheapest offer", "on_demand", plans)
 
 
@@ -111,7 +116,7 @@ def advise(w: Workloads, budget_usd: float, terms: Terms, *, cards: Iterable[str
         report.notes.append(f"{len(answers) - top} more builds fit the budget (--top to see them)")
     best = answers[0]
     runs = f"runs {best.runs} of {len(w.workloads)} jobs"
-    cost = f", ${best.usd_per_job:,.0f} per job over {w.years:g} y" if best.usd_per_job is not None else ""
+    cost = f", ${usd_amount(best.usd_per_job)} per job over {w.years:g} y" if best.usd_per_job is not None else ""
     report.verdict = (f"best for ${budget_usd:,.0f}: {best.build.label} (${best.build.purchase_usd:,.0f}), {runs}{cost}"
                       + (f"; {best.renting_wins}" if best.renting_wins else ""))
     report.notes += [n for n in notes_for(best.build, terms, best)[2:]] + [

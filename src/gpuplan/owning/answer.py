@@ -37,7 +37,7 @@ def jobs_per_horizon(w: Workloads) -> float:
 
 
 def workload_rows(w: Workloads) -> list[dict]:
-    return [{"label": j.label, "kind": "serving" if j.serving else "training",
+    return [{"label": j.label, "kind": j.kind,
              "runs_per_year": None if j.serving else j.runs_per_year, "hours_per_day": j.hours_per_day,
              "output_tokens_per_day": j.output_tokens_per_day, "scenario": j.scenario} for j in w.workloads]
 

@@ -6,7 +6,13 @@ Nothing here computes a speed, a memory figure or a price of its own: the Plan i
 job does not fit as given, ``gpuplan.recommend`` finds the layout and techniques that make it fit on those cards
 (as ``recommend --have`` does) and that scenario's Plan is used; the hours are
 :func:`gpuplan.market.job.job_time` of the Plan's speed (and of its low end); the rent is the Plan's cost, its hours
-stretched to the speed's low end."""
+stretched to the speed's low end.
+
+A job whose model is not a decoder LLM (a diffusion pipeline, Whisper, an encoder-decoder, an encoder) is planned by
+the same builder as a :class:`~gpuplan.plan.modules.ModulePlan`, on one card: a training run's hours are its plan's
+(train_steps x step time), a call's its samples (batch_size images, a recording's windows) over the plan's samples
+per second; the low end at the plan's low samples per second; the rent is the Plan's offer's hourly price over
+those hours."""
 
 from __future__ import annotations
 
@@ -21,6 +27,7 @@ from ..market.job import job_time
 from ..memory.host import host_need_gib
 from ..model.catalog import load_model
 from ..plan.estimate import estimate
+from ..plan.modules import ModulePlan, ModuleWork
 from ..plan.plan import Plan
 from ..plan.recommend import Constraints, recommend
 from ..scenario import Scenario
@@ -45,8 +52,8 @@ class JobPlan(BaseModel):
     cpu_gib: float = 0.0  # host memory the plan needs on a node (offload, llama.cpp layers on the CPU)
     tokens_per_s: float | None = None
     tokens_per_s_low: float | None = None
-    per: str = "run"  # what hours_per_run is per: a training run, or a day of serving
-    hours_per_run: float | None = None  # training: one run; serving: one day of the work
+    per: str = "run"  # what hours_per_run is per: a training run, a module's call, or a day of serving
+    hours_per_run: float | None = None  # training: one run; a module's inference: one call; serving: one day
     hours_per_run_low: float | None = None
     busy_hours_per_year: float = 0.0
     busy_hours_per_year_low: float = 0.0
@@ -60,6 +67,9 @@ class JobPlan(BaseModel):
 def _placed(job: Job, gpu: GpuSpec, count: int, pricing: str | None, host_ram_gib: float | None,
             display: str = "none") -> Scenario:
     data = {**job.scenario, "gpu": gpu.id}
+    if job.module is not None:  # its plan runs on one card, and reads neither the host's RAM nor a desktop
+        data |= {"pricing": pricing} if pricing else {}
+        return _scenario(job, data, gpu, count)
     if host_ram_gib is not None:  # an owned build's RAM decides what offload and CPU layers it can hold
         data["host_ram_gib"] = host_ram_gib
     if display != "none":  # the desktop an owned card drives, counted on the card by the Plan
@@ -74,6 +84,10 @@ def _placed(job: Job, gpu: GpuSpec, count: int, pricing: str | None, host_ram_gi
         data["num_gpus"] = count
     if pricing:
         data["pricing"] = pricing
+    return _scenario(job, data, gpu, count)
+
+
+def _scenario(job: Job, data: dict, gpu: GpuSpec, count: int) -> Scenario:
     try:
         return job.parsed().model_copy(update=data)
     except GpuplanError as err:
@@ -86,8 +100,10 @@ def _fitting(s: Scenario, gpu: GpuSpec, count: int, owned: bool) -> tuple[Plan, 
     plan = estimate(s, advise=False)
     if plan.memory.fits:
         return plan, s, "", ""
+    if isinstance(plan, ModulePlan):  # one card: its own changes that keep the job
+        return _fix_in_place(s, plan, MODULE_TECHNIQUES, "nothing makes it fit on one card")
     if owned and s.num_nodes > 1:  # linked computers, one GPU a node: the Plan's first fix that keeps them
-        return _linked_fix(s, plan)
+        return _fix_in_place(s, plan, TECHNIQUES, "nothing that keeps one GPU in each computer makes it fit")
     base = s.model_copy(update={"gpu": None, "num_gpus": 1, "num_nodes": 1, "sharding": None, "tp": 1, "pp": 1})
     c = Constraints(max_gpus=count, gpus=(gpu.id,), have=((gpu.id, count),) if owned else (), top=1,
                     pricing=s.pricing)
@@ -110,14 +126,18 @@ def _fitting(s: Scenario, gpu: GpuSpec, count: int, owned: bool) -> tuple[Plan, 
 # quantization) changes the job and is named, not applied
 TECHNIQUES = frozenset({"sharding", "tp", "pp", "grad_checkpointing", "micro_batch_size", "grad_accum_steps",
                         "optimizer", "offload", "activation_offload"})
+# what a module plan's changes (plan/modules.py _changes) may change and keep the job: checkpointing, the optimizer,
+# cached latents, SDPA attention, CPU offload; its other changes (NF4 or fp8 weights, a smaller batch, LoRA for a full
+# fine-tune, text encoders not trained) change the job and are named, not applied
+MODULE_TECHNIQUES = frozenset({"grad_checkpointing", "optimizer", "cache_latents", "attention", "cpu_offload"})
 
 
-def _linked_fix(s: Scenario, plan: Plan) -> tuple[Plan, Scenario, str, str]:
-    """A job that does not fit on linked computers (one GPU in each, nodes joined by their own ports): the Plan's
-    first fix that keeps the layout of the machines (``recommend`` places owned cards in one node), applied when it
-    fits; else why it cannot run."""
+def _fix_in_place(s: Scenario, plan: Plan, techniques: frozenset, nothing: str) -> tuple[Plan, Scenario, str, str]:
+    """A job that does not fit and whose layout stays (linked computers, one GPU in each: ``recommend`` places owned
+    cards in one node; a module plan: one card): the Plan's first fix of ``techniques`` alone, applied when it
+    fits; else why it cannot run, with the Plan's first fix that fits (``nothing`` when none does)."""
     fixes = [f for f in estimate(s).suggestions if f.fits and not {"num_gpus", "num_nodes", "gpu"} & set(f.fields)]
-    for fix in (f for f in fixes if set(f.fields) <= TECHNIQUES):
+    for fix in (f for f in fixes if set(f.fields) <= techniques):
         placed = s.model_copy(update=fix.fields)
         fixed = estimate(placed, advise=False)
         if fixed.memory.fits:
@@ -125,7 +145,7 @@ def _linked_fix(s: Scenario, plan: Plan) -> tuple[Plan, Scenario, str, str]:
     why = f"does not fit: {plan.memory.device_peak_gib:,.1f} of {plan.memory.capacity_gib or 0:,.1f} GiB per GPU"
     if fixes:
         return plan, s, "", f"{why}; {fixes[0].change} ({fixes[0].cost})"
-    return plan, s, "", why + "; nothing that keeps one GPU in each computer makes it fit"
+    return plan, s, "", f"{why}; {nothing}"
 
 
 def job_plan(job: Job, gpu: GpuSpec, count: int, *, owned: bool, pricing: str = "on_demand",
@@ -136,13 +156,15 @@ def job_plan(job: Job, gpu: GpuSpec, count: int, *, owned: bool, pricing: str = 
     s = _placed(job, gpu, count, None if owned else pricing, host_ram_gib, display)
     where = f"{count}x {short_id(gpu.id)}" + (" (owned)" if owned else "")
     plan, s, change, why = _fitting(s, gpu, count, owned)
+    if job.module is not None and count > 1:  # a module plan runs on one card (plan/refusals.py module_refusal)
+        change = "+".join(x for x in ("one card of the " + str(count), change) if x)
     out = JobPlan(job=job.label, setup=where, runs=not why, why_not=why, change=change, scenario=plan.scenario,
-                  per="day" if job.serving else "run",
+                  per={"serving": "day", "calls": "call"}.get(job.kind, "run"),
                   device_peak_gib=plan.memory.device_peak_gib, capacity_gib=plan.memory.capacity_gib,
                   cpu_gib=host_need_gib(s, plan.memory.cpu_gib), plan=plan)
     if why:
         return out
-    if plan.speed is None:
+    if plan.speed is None and not (isinstance(plan, ModulePlan) and plan.work is not None):
         out.runs, out.why_not = False, f"no speed: {gpu.name} has no matrix rate in gpuplan's GPU catalog"
         return out
     _hours(out, job, plan, s)
@@ -152,9 +174,12 @@ def job_plan(job: Job, gpu: GpuSpec, count: int, *, owned: bool, pricing: str = 
 
 
 def _hours(out: JobPlan, job: Job, plan: Plan, s: Scenario) -> None:
-    """Hours per run (training) or per day (serving), central and at the speed's low end, and busy hours a year."""
-    speed = plan.speed
-    out.tokens_per_s, out.tokens_per_s_low = speed.tokens_per_s, speed.tokens_per_s_low or speed.tokens_per_s
+    """Hours per run (training, a module's call) or per day (serving), central and at the speed's low end, and busy
+    hours a year."""
+    work = plan.work if isinstance(plan, ModulePlan) else None
+    if work is None:
+        speed = plan.speed
+        out.tokens_per_s, out.tokens_per_s_low = speed.tokens_per_s, speed.tokens_per_s_low or speed.tokens_per_s
     if job.serving:
         if job.hours_per_day is not None:
             out.hours_per_run = out.hours_per_run_low = job.hours_per_day
@@ -168,12 +193,25 @@ def _hours(out: JobPlan, job: Job, plan: Plan, s: Scenario) -> None:
             out.why_not = (f"needs {out.hours_per_run_low:,.1f} h a day at the low end of its speed: more than a day "
                            "has (more GPUs, or a smaller daily load)")
         return
-    m = load_model(s.model)
-    ckpt = checkpoint_bytes(s, m, plan.model.params_trainable)
-    out.hours_per_run = job_time(s, m, speed, ckpt).total_h
-    out.hours_per_run_low = job_time(s, m, replace(speed, tokens_per_s=out.tokens_per_s_low), ckpt).total_h
+    if work is not None:
+        out.hours_per_run, out.hours_per_run_low = module_run_hours(work)
+    else:
+        m = load_model(s.model)
+        ckpt = checkpoint_bytes(s, m, plan.model.params_trainable)
+        out.hours_per_run = job_time(s, m, plan.speed, ckpt).total_h
+        out.hours_per_run_low = job_time(s, m, replace(plan.speed, tokens_per_s=out.tokens_per_s_low), ckpt).total_h
     out.busy_hours_per_year = job.runs_per_year * out.hours_per_run
     out.busy_hours_per_year_low = job.runs_per_year * out.hours_per_run_low
+
+
+def module_run_hours(w: ModuleWork) -> tuple[float, float]:
+    """A module plan's run, in hours, central and at the low end of its speed band: a training run is the plan's
+    job hours (train_steps x step time: plan/modules.py ``_work``); an inference run is one call, its samples
+    (``samples_per_step``: batch_size images, a recording's windows) over the plan's samples per second (for a
+    diffusion pipeline, batch_size x seconds per image). The low end stretches it by samples_per_s /
+    samples_per_s_low."""
+    run_s = w.job_hours * 3600 if w.job_hours is not None else w.samples_per_step / w.samples_per_s
+    return run_s / 3600, run_s * w.samples_per_s / (w.samples_per_s_low or w.samples_per_s) / 3600
 
 
 def _rent(out: JobPlan, job: Job, plan: Plan, pricing: str) -> None:
@@ -186,7 +224,7 @@ def _rent(out: JobPlan, job: Job, plan: Plan, pricing: str) -> None:
         out.why_not = f"no {pricing.replace('_', '-')} offer in force for {out.setup}"
         return
     out.offer, out.usd_per_hour = cost.offer, cost.usd_per_hour
-    if job.serving:
+    if job.serving or isinstance(plan, ModulePlan):  # a module's run: the offer's hourly price over its hours
         out.usd_per_year = cost.usd_per_hour * out.busy_hours_per_year
         out.usd_per_year_low = cost.usd_per_hour * out.busy_hours_per_year_low
         return

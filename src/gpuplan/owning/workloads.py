@@ -11,6 +11,12 @@ hardware and how often it runs.
       - name: chat API
         hours_per_day: 8     # serving: hours a day the server is up at the scenario's batch
         scenario: {model: qwen3-8b, task: infer, engine: vllm, batch_size: 16}
+      - name: SDXL LoRA
+        per_week: 1          # a diffusion, Whisper or encoder job: its module plan's time (train_steps x step)
+        scenario: {model: sdxl, task: train, method: lora, stack: kohya, resolution: "1024", train_steps: 2000}
+      - name: SDXL images
+        per_week: 200        # a module's inference: runs are calls (batch_size images, or one recording)
+        scenario: {model: sdxl, task: infer}
 
 A scenario may also be the name of a scenario file beside the workloads file (inside its folder). The build or the
 rental sets the hardware, so a job's scenario leaves out ``gpu``, ``num_gpus``, ``num_nodes``, ``provider``,
@@ -19,15 +25,19 @@ rental sets the hardware, so a job's scenario leaves out ``gpu``, ``num_gpus``, 
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from ..errors import GpuplanError
 from ..scenario import Scenario, load_scenario, scenario_from
 from ..userfiles import read_mapping
+
+if TYPE_CHECKING:
+    from ..model.module import ModuleSpec
 
 HARDWARE_FIELDS = ("gpu", "num_gpus", "num_nodes", "provider", "pricing", "host_ram_gib")
 MAX_JOBS = 20
@@ -74,6 +84,30 @@ class Job(BaseModel):
     def parsed(self) -> Scenario:
         return scenario_from(self.scenario)
 
+    @functools.cached_property
+    def module(self) -> ModuleSpec | None:
+        """The model when it is not a decoder LLM (a diffusion pipeline, Whisper, an encoder-decoder, an encoder:
+        the one builder plans it as a :class:`~gpuplan.plan.modules.ModulePlan`, on one card); None for a decoder
+        LLM (or a name the plan will refuse in its own words)."""
+        from ..model.catalog import load_model
+        from ..model.kinds import NotADecoder
+
+        try:
+            load_model(str(self.scenario.get("model", "")))
+        except NotADecoder as other:
+            return other.spec
+        except GpuplanError:
+            return None
+        return None
+
+    @property
+    def kind(self) -> str:
+        """serving (hours a day, or output tokens a day), training (runs), or calls (a module's inference runs: each
+        one call of its scenario, batch_size images or samples, or one recording)."""
+        if self.serving:
+            return "serving"
+        return "calls" if self.module is not None and self.scenario.get("task") == "infer" else "training"
+
     @property
     def label(self) -> str:
         return self.name or f"{self.scenario.get('model', '?')} {self.scenario.get('task', '')}".strip()
@@ -114,7 +148,9 @@ def _check_job(job: Job) -> None:
         raise GpuplanError(f"workload {job.label!r}: leave {', '.join(hardware)} out of its scenario: the build and "
                            "the rentals set the hardware")
     s = job.parsed()
-    _check_decoder(job, s)
+    if job.module is not None:
+        _check_module(job, s)
+        return
     if s.task == "train" and job.serving:
         raise GpuplanError(f"workload {job.label!r} trains: give runs (per_week, per_month, per_year), not serving "
                            "hours")
@@ -126,20 +162,21 @@ def _check_job(job: Job) -> None:
                            "samples with mean_tokens) so a run has a length")
 
 
-def _check_decoder(job: Job, s: Scenario) -> None:
-    """Refuse a job whose model is not a decoder LLM (a diffusion pipeline, an encoder-decoder, an encoder): a
-    build's hours are priced from token rates, which such a job has none of. Any other problem of the model's name is
-    said where the plan is built, as before."""
-    from ..model.catalog import load_model
-    from ..model.kinds import NotADecoder
-
-    try:
-        load_model(s.model)
-    except NotADecoder as other:
-        raise GpuplanError(f"workload {job.label!r}: {other.spec.describe()}: buy prices decoder LLM jobs; "
-                           "`gpuplan cost` prices this job on every offer in force") from None
-    except GpuplanError:
-        return
+def _check_module(job: Job, s: Scenario) -> None:
+    """A job whose model is not a decoder LLM: its run is its module plan's time, so a training run names its
+    optimizer steps (train_steps; the plan's job hours are train_steps x step time, plan/modules.py ``_work``), and
+    its inference runs calls (a call: batch_size images or samples, one recording) or a server's hours a day, not
+    output tokens."""
+    what = job.module.describe() if job.module is not None else "a module"
+    if s.task == "train" and job.serving:
+        raise GpuplanError(f"workload {job.label!r} trains: give runs (per_week, per_month, per_year), not serving "
+                           "hours")
+    if s.task == "train" and not s.train_steps:
+        raise GpuplanError(f"workload {job.label!r}: {what}: say how many optimizer steps a run trains (train_steps) "
+                           "so a run has a length")
+    if s.task == "infer" and job.output_tokens_per_day is not None:
+        raise GpuplanError(f"workload {job.label!r}: {what}: give runs (per_week, per_month, per_year: calls of "
+                           "batch_size images or samples, or recordings) or hours_per_day, not output tokens")
 
 
 def load_workloads(source: str | Path | Mapping[str, Any] | list, years: float | None = None) -> Workloads:
