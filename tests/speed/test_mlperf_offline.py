@@ -10,7 +10,9 @@ bench's (bench/mlperf_inference.py PROMPT_TOKENS: Llama-2-70B's 300 is an assump
 
 from __future__ import annotations
 
+import contextlib
 import importlib.util
+import io
 import math
 import statistics
 from pathlib import Path
@@ -119,3 +121,55 @@ def test_several_gpus_serve_one_tensor_parallel_copy():
     assert plan.scenario["tp"] == 8 and plan.scenario.get("pp", 1) == 1
     assert "tensor parallelism (trtllm-serve --tp_size 8)" in str(plan.to_dict())
     assert plan.speed.offline_tokens_per_s
+
+
+# bench/results/review_rewalk_s15.md finding 8: Qwen3-30B-A3B, 2,000 requests of 500 + 200 on one H100 (bf16)
+BATCH = {"task": "infer", "engine": "trtllm", "model": "qwen3-30b-a3b", "gpu": "nvidia-h100-sxm5-80gb",
+         "batch_size": 2000, "prompt_tokens": 500, "output_tokens": 200}
+
+
+def test_the_two_offline_figures_name_their_settings():
+    """The plan printed two offline lines for one batch, 6,572 and 6,031 output tokens/s, the second labelled only
+    "as trtllm-bench or MLPerf Offline". They answer two questions: the batch through the scheduler under the plan's
+    settings (trtllm-serve's: pool 0.9 of the free memory, max_batch_size 2,048, max_num_tokens 8,192) and
+    trtllm-bench's run under its own (pool 0.95, its max_batch_size and max_num_tokens heuristic). The second's
+    label names each setting beside the plan's, in the CLI, the JSON and the assumption alike."""
+    from gpuplan.cli import run
+    from gpuplan.engines import trtllm
+
+    plan = estimate(BATCH, advise=False)
+    s = scenario_from(BATCH)
+    batch, tokens = trtllm.bench_settings(trtllm.bench_scenario(s), load_model(s.model), load_gpu(s.gpu))
+    # requests = (79.6 - 56.9 GiB of bf16 weights) x 0.95 / (96 KiB x 700) = 336.9: 384 in 128s above 256;
+    # tokens 336.9 x (1 + 500/200) = 1,179 -> the floor of 2,048
+    assert (batch, tokens) == (384, 2048)
+    assert plan.offline.running_cap == 2048 and plan.offline.peak_running == 277  # the plan's settings
+    basis = plan.speed.offline_basis
+    assert basis == ("trtllm-bench throughput under its own settings, not the plan's (KV pool 0.95 of the free "
+                     "memory against the plan's 0.9, max_batch_size 384 against the plan's 2,048, max_num_tokens "
+                     "2,048 against the plan's 8,192, KV cache the weights' dtype), every request queued at once, "
+                     "in steady state at 315 requests in flight")
+    assert plan.to_dict()["speed"]["offline_basis"] == basis
+    assert any(a.startswith(f"TensorRT-LLM at maximum load, as {basis}") for a in plan.assumptions)
+    args = ["estimate", "--model", "qwen3-30b-a3b", "--task", "infer", "--engine", "trtllm", "--batch-size", "2000",
+            "--prompt-tokens", "500", "--output-tokens", "200", "--gpu", "h100-sxm"]
+    buf = io.StringIO()
+    with contextlib.redirect_stdout(buf):
+        assert run(args) == 0
+    text = " ".join(buf.getvalue().split())
+    assert f"{basis}: {plan.speed.offline_tokens_per_s:,.0f} output tokens/s on all 1 GPU(s)" in text
+    assert (f"offline under the plan's settings (all 2,000 requests queued at once; TensorRT-LLM's scheduler "
+            f"simulated): {plan.offline.output_throughput:,.0f} output tokens/s") in text
+    assert "as trtllm-bench or MLPerf Offline" not in text and "as vllm bench throughput" not in text
+
+
+def test_under_the_benchmarks_settings_both_runs_admit_the_same_requests():
+    """Given trtllm-bench's own settings, the label says so, and the simulated batch runs as many requests at once
+    as the closed form holds in flight (315: the pool at 0.95 holds 315 whole requests of 700 tokens, under
+    max_batch_size 384)."""
+    bench = {**BATCH, "max_num_seqs": 384, "max_num_batched_tokens": 2048, "free_gpu_memory_fraction": 0.95}
+    plan = estimate(bench, advise=False)
+    assert plan.speed.offline_basis.startswith("trtllm-bench throughput under the plan's settings (KV pool 0.95 of "
+                                               "the free memory, max_batch_size 384, max_num_tokens 2,048,")
+    assert "against" not in plan.speed.offline_basis
+    assert plan.offline.peak_running == 315 and plan.speed.offline_basis.endswith("at 315 requests in flight")

@@ -191,6 +191,24 @@ def test_the_page_says_time_to_first_token_alone_and_for_the_last_of_the_batch(s
     assert "for the last of 16 arriving together" in page.text_content(burst + " .formula")
 
 
+def test_the_page_names_the_settings_of_each_offline_figure(server, page):
+    """bench/results/review_rewalk_s15.md finding 8: a TensorRT-LLM plan's batch under the plan's settings and
+    trtllm-bench's figure under its own are two answers; the page labels each as the CLI does (the plan's
+    ``speed.offline_basis`` beside its ``offline_tokens_per_s``; the simulated batch "under the plan's settings")."""
+    fields = {"model": "qwen3-30b-a3b", "task": "infer", "engine": "trtllm", "batch_size": "2000",
+              "prompt_tokens": "500", "output_tokens": "200", "gpu": "h100-sxm"}
+    page.goto(server + "/?" + "&".join(f"{k}={v}" for k, v in fields.items()))
+    settle(page)
+    plan = gpuplan.estimate({**fields, "batch_size": 2000, "prompt_tokens": 500, "output_tokens": 200})
+    row = 'details[data-key="speed.offline_tokens_per_s"]'
+    assert page.text_content(row + " .label") == plan.speed.offline_basis
+    assert "not the plan's (KV pool 0.95 of the free memory against the plan's 0.9" in plan.speed.offline_basis
+    assert value(page, row + " .value") == pytest.approx(plan.speed.offline_tokens_per_s)
+    notes = page.text_content("#load-notes")
+    assert "offline under the plan's settings (all 2000 requests queued at once; " in notes
+    assert "as vllm bench throughput" not in notes
+
+
 def test_buy_or_rent_prices_the_job_on_the_page(server, page):
     """The page's "Buy or rent" section: the form's job, owned on its cards against renting others, what
     gpuplan.buy answers (the verdict line and the owned total at the low end of the speed band)."""

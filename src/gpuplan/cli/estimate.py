@@ -161,8 +161,8 @@ def _speed(result, s: dict) -> None:
             render_offline(result.offline, s)
         if sp.offline_tokens_per_s:
             gpus = s["num_gpus"] * s.get("num_nodes", 1)
-            bullet(f"offline (every request queued at once, as trtllm-bench or MLPerf Offline): "
-                   f"{sp.offline_tokens_per_s:,.0f} output tokens/s on all {gpus} GPU(s)", prefix="  ")
+            bullet(f"{sp.offline_basis}: {sp.offline_tokens_per_s:,.0f} output tokens/s on all {gpus} GPU(s)",
+                   prefix="  ")
         if sp.ttft_s is not None:
             burst = sp.ttft_burst_s
             warm = " (the shared prefix cached, if the engine caches it)" if s.get("shared_prefix_tokens") else ""
@@ -225,7 +225,7 @@ def render_offline(run, s: dict) -> None:
                  "the KV pool holds no more")
         together = f"at most {peak:,} of the {n:,} ran together ({limit}): the others waited for them to finish"
     preempted = f", {run.preemptions:,} preempted and recomputed" if run.preemptions else ""
-    bullet(f"offline (all {n:,} requests queued at once, as vllm bench throughput; {engine}'s scheduler simulated): "
+    bullet(f"offline under the plan's settings (all {n:,} requests queued at once; {engine}'s scheduler simulated): "
            f"{run.output_throughput:,.0f} output tokens/s, {run.duration:,.1f} s in all; {together}{preempted}",
            prefix="  ")
     for line in run.warnings:

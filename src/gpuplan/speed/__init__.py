@@ -66,17 +66,17 @@ def speed_of(s: Scenario, m: ModelSpec, gpu: GpuSpec, network: Network | None = 
 
     speed = inference_speed(s, m, gpu, network)
     if engine_for(s).offline_bench and s.pp == 1:
-        from .offline import offline_throughput  # TensorRT-LLM's offline run, loaded for its plans only
+        from .offline import bench_basis, offline_throughput  # TensorRT-LLM's offline run, for its plans only
 
         run = offline_throughput(s, m, gpu, network)
         if run.kv_requests:
             speed.offline_tokens_per_s = run.output_tokens_per_s * s.dp
+            speed.offline_basis = bench_basis(s, m, run)
             replicas = f" on each of {s.dp} replicas of {s.tp} GPU(s)" if s.dp > 1 else ""
             speed.assumptions.append(
-                f"TensorRT-LLM at maximum load (trtllm-bench throughput or MLPerf Offline, every request "
-                f"{s.prompt_tokens:,} in and {s.output_tokens:,} out): {speed.offline_tokens_per_s:,.0f} output "
-                f"tokens/s in all at {run.concurrency:,} requests in flight{replicas} (max_batch_size "
-                f"{run.max_batch_size:,}, max_num_tokens {run.max_num_tokens:,}; {offline_band(m)})")
+                f"TensorRT-LLM at maximum load, as {speed.offline_basis}{replicas} (every request "
+                f"{s.prompt_tokens:,} in and {s.output_tokens:,} out; MLPerf Offline runs the same way): "
+                f"{speed.offline_tokens_per_s:,.0f} output tokens/s in all ({offline_band(m)})")
     return speed
 
 

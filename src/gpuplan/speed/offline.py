@@ -173,3 +173,27 @@ def offline_throughput(s: Scenario, m: ModelSpec, gpu: GpuSpec, network: Network
     return OfflineRun(max_batch_size=batch, max_num_tokens=tokens, kv_requests=kv_requests, concurrency=conc,
                       decode_step_s=decode, prefill_s=prefill, cycle_s=steady, output_tokens_per_s=rate * osl,
                       requests_per_s=rate, waves=waves)
+
+
+def bench_basis(s: Scenario, m: ModelSpec, run: OfflineRun) -> str:
+    """What :func:`offline_throughput`'s figure answers, in words: ``trtllm-bench throughput`` under its own settings
+    (:func:`gpuplan.engines.trtllm.bench_scenario`, :func:`gpuplan.engines.trtllm.bench_settings`), each beside the
+    plan's own (:func:`gpuplan.engines.trtllm.startup_memory`'s fraction, :func:`gpuplan.engines.trtllm.limits`) where
+    they differ, in steady state: the plan's simulated batch runs under the plan's settings, this run under the
+    benchmark's, so the two figures answer two questions."""
+    bench = trtllm.bench_scenario(s)
+    batch, tokens, _ = trtllm.limits(s, m)
+    plan_kv = "the weights' dtype" if s.kv_cache_dtype == "auto" else s.kv_cache_dtype
+    bench_kv = "the weights' dtype" if bench.kv_cache_dtype == "auto" else bench.kv_cache_dtype
+    pairs = ((f"KV pool {bench.free_gpu_memory_fraction:g} of the free memory",
+              f"{s.free_gpu_memory_fraction or trtllm.FREE_GPU_MEMORY_FRACTION:g}",
+              f"{bench.free_gpu_memory_fraction:g}"),
+             (f"max_batch_size {run.max_batch_size:,}", f"{batch:,}", f"{run.max_batch_size:,}"),
+             (f"max_num_tokens {run.max_num_tokens:,}", f"{tokens:,}", f"{run.max_num_tokens:,}"),
+             (f"KV cache {bench_kv}", plan_kv, bench_kv))
+    said = [words if ours == theirs else f"{words} against the plan's {ours}" for words, ours, theirs in pairs]
+    differ = any(ours != theirs for _, ours, theirs in pairs)
+    whose = "its own settings, not the plan's" if differ else "the plan's settings"
+    return (f"trtllm-bench throughput under {whose} ("
+            + ", ".join(said) + f"), every request queued at once, in steady state at {run.concurrency:,} requests "
+            "in flight")

@@ -563,6 +563,10 @@ function renderSpeedCost(r, explanation) {
         rate(sp.streaming_tokens_per_s_per_user), sp.streaming_tokens_per_s_per_user));
     }
   }
+  if (sp.offline_tokens_per_s) {  // TensorRT-LLM's figure under trtllm-bench's settings (speed.offline_basis)
+    rows.push(numberRow("speed.offline_tokens_per_s", sp.offline_basis, rate(sp.offline_tokens_per_s),
+      sp.offline_tokens_per_s));
+  }
   if (sp.mfu) rows.push(numberRow("speed.mfu", "implied MFU", num(sp.mfu, 3), sp.mfu));
   rows.push(h("p", {class: "hint"}, `${sp.bound}-bound; the range: ` +
     (sp.band || "the calibration spread of this kind of estimate")));
@@ -687,7 +691,8 @@ function renderLoad(r) {
   if (off) {
     const together = off.peak_running >= off.num_prompts ? `all ${off.num_prompts} ran together` :
       `at most ${off.peak_running} of the ${off.num_prompts} ran together, the others waiting`;
-    notes.push(`offline (all ${off.num_prompts} requests queued at once, as vllm bench throughput): ` +
+    notes.push(`offline under the plan's settings (all ${off.num_prompts} requests queued at once; ` +
+      "the engine's scheduler simulated): " +
       `${num(off.output_throughput, 0)} output tokens/s, ${num(off.duration, 1)} s in all; ${together}` +
       (off.preemptions ? `, ${off.preemptions} preempted and recomputed` : ""), ...off.warnings);
   }
