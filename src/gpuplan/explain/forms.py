@@ -21,8 +21,8 @@ from ..scenario import fields as scenario
 
 # Shown first, in this order (names the model lacks are skipped: `stack` appears once it exists).
 PRIMARY = ("model", "task", "method", "stack", "precision", "tf32", "quant", "resolution", "seq_len",
-           "micro_batch_size", "grad_checkpointing", "batch_size", "inference_steps", "audio_seconds", "prompt_tokens", "output_tokens",
-           "decoder_tokens", "train_steps", "engine", "gpu", "num_gpus")
+           "micro_batch_size", "grad_checkpointing", "batch_size", "inference_steps", "audio_seconds", "prompt_tokens",
+           "output_tokens", "decoder_tokens", "train_steps", "engine", "gpu", "num_gpus")
 GROUPS = {
     "training": ("dataset", "tokenizer", "optimizer", "optimizer_impl", "lora_rank", "lora_targets", "lora_dropout",
                  "qlora_fp32_upcast", "adapter_dtype", "grad_accum_steps", "train_tokens", "dataset_gb",
