@@ -295,7 +295,7 @@ def calibrate_serving_cmd(
     table = Table(title=f"corrections: compute x{cal['compute']:.2f}, memory x{cal['memory']:.2f}",
                   title_justify="left")
     for col in ("run", "rate", "TTFT", "err before", "err after", "TPOT", "err before", "err after"):
-        table.add_column(col, justify="left" if col == "run" else "right")
+        table.add_column(col, justify="left" if col == "run" else "right", no_wrap=col != "run")  # a figure whole
     for r in rows:
         # vllm bench serve writes "inf" for a burst; a bare inf in a table reads as an overflow
         table.add_row(r["run"], "all at once" if r["rate_rps"] is None else f"{r['rate_rps']:g}", _s(r["ttft_s"]),
