@@ -148,12 +148,12 @@ def _check_job(job: Job) -> None:
         raise GpuplanError(f"workload {job.label!r}: leave {', '.join(hardware)} out of its scenario: the build and "
                            "the rentals set the hardware")
     s = job.parsed()
-    if job.module is not None:
-        _check_module(job, s)
-        return
     if s.task == "train" and job.serving:
         raise GpuplanError(f"workload {job.label!r} trains: give runs (per_week, per_month, per_year), not serving "
                            "hours")
+    if job.module is not None:
+        _check_module(job, s)
+        return
     if s.task == "infer" and not job.serving:
         raise GpuplanError(f"workload {job.label!r} serves: give hours_per_day (the server is up) or "
                            "output_tokens_per_day (batch work), not runs")
@@ -168,9 +168,6 @@ def _check_module(job: Job, s: Scenario) -> None:
     its inference runs calls (a call: batch_size images or samples, one recording) or a server's hours a day, not
     output tokens."""
     what = job.module.describe() if job.module is not None else "a module"
-    if s.task == "train" and job.serving:
-        raise GpuplanError(f"workload {job.label!r} trains: give runs (per_week, per_month, per_year), not serving "
-                           "hours")
     if s.task == "train" and not s.train_steps:
         raise GpuplanError(f"workload {job.label!r}: {what}: say how many optimizer steps a run trains (train_steps) "
                            "so a run has a length")
