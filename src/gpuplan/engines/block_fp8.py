@@ -135,10 +135,10 @@ def _sglang(s: Scenario, major: int, version: tuple[int, int, int] | None) -> tu
         linears = FLASHINFER
     else:
         linears = DEEPGEMM if version is None or version >= SGLANG_DEEPGEMM_LINEARS_FROM else TRITON
-    return linears, DEEPGEMM if s.moe_dispatch == "deepep" or _sm100_trtllm_moe(major, version) else TRITON_MOE
+    return linears, DEEPGEMM if s.moe_dispatch == "deepep" or sm100_trtllm_moe(major, version) else TRITON_MOE
 
 
-def _sm100_trtllm_moe(major: int, version: tuple[int, int, int] | None) -> bool:
+def sm100_trtllm_moe(major: int, version: tuple[int, int, int] | None) -> bool:
     """SGLang's pick of FlashInfer's TRTLLM-Gen MoE for a block-fp8 checkpoint's experts on SM 10.x from 0.5.4
     (``server_args.py``, sgl-project/sglang PR #11816: ``--moe-runner-backend flashinfer_trtllm``)."""
     return major == 10 and (version is None or version >= SGLANG_SM100_TRTLLM_MOE_FROM)
@@ -146,9 +146,9 @@ def _sm100_trtllm_moe(major: int, version: tuple[int, int, int] | None) -> bool:
 
 def sglang_trtllm_moe(s: Scenario, m: ModelSpec, gpu: GpuSpec, version: tuple[int, int, int] | None) -> bool:
     """Whether SGLang at ``version`` (None: its current release) runs the routed experts of ``m``'s block-fp8
-    checkpoint in FlashInfer's TRTLLM-Gen MoE (:func:`_sm100_trtllm_moe`), without DeepEP's dispatch."""
+    checkpoint in FlashInfer's TRTLLM-Gen MoE (:func:`sm100_trtllm_moe`), without DeepEP's dispatch."""
     return (fp8_block_served(s, m) and gpu.vendor == "NVIDIA" and s.moe_dispatch != "deepep"
-            and _sm100_trtllm_moe(int(float(gpu.compute_capability or 0)), version))
+            and sm100_trtllm_moe(int(float(gpu.compute_capability or 0)), version))
 
 
 def _vllm(s: Scenario, version: tuple[int, int, int] | None) -> tuple[str, str]:

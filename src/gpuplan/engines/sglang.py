@@ -69,7 +69,7 @@ from ..tensors.layout import weights_per_gpu
 from ..tensors.state import weight_format
 from . import deepep, speculative
 from .base import Engine
-from .block_fp8 import SGLANG_SM100_TRTLLM_MOE_FROM, block_fp8_kernels, sglang_trtllm_moe
+from .block_fp8 import block_fp8_kernels, sglang_trtllm_moe, sm100_trtllm_moe
 from .records import HostLoop, KvPool, Timing
 from .vllm import cuda_total_gib, current_timing, named_version, version_tuple
 
@@ -567,9 +567,7 @@ def shared_experts_stream(s: Scenario, m: ModelSpec, gpu: GpuSpec) -> bool:
     shared = [lin for layer in m.layers for lin in layer.linears if lin.group == "shared_experts"]
     fusable = (m.architecture == "DeepseekV3ForCausalLM" and routed and routed[0].count == 256
                and shared[0].out_features == routed[0].out_features)  # one shared expert of a routed one's size
-    trtllm_moe = int(float(gpu.compute_capability or 0)) == 10 and (
-        version is None or version >= SGLANG_SM100_TRTLLM_MOE_FROM)
-    return s.ep > 1 or trtllm_moe or not fusable
+    return s.ep > 1 or sm100_trtllm_moe(int(float(gpu.compute_capability or 0)), version) or not fusable
 
 
 def deepseek_layers(m: ModelSpec) -> bool:
