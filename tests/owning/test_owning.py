@@ -120,6 +120,20 @@ def test_cost_of_owning_by_hand():
     assert o.utilization_low == pytest.approx(2500 / hours)
 
 
+def test_a_job_on_one_card_of_a_build_draws_the_others_idle_by_hand():
+    """4x RTX 5090 in the desktop profile (450 W busy): 1,000 h a year of a module job on one card (the other three
+    at 575 W x 0.094 idle) and 3,000 h of a job on all four. Busy draw, averaged over the 4,000 h:
+    4 x 575 + 450 - (1,000 x 3 / 4,000) x 575 x (1 - 0.094) = 2,750 - 0.75 x 521.05 = 2,359.2 W."""
+    b = make_build("rtx-5090", 4, price=2500)
+    one = _use(1000).model_copy(update={"cards": 1})
+    o = own(b, [one, _use(3000)], 1, electricity_price(usd_per_kwh=0.30))
+    assert o.spare_cards == pytest.approx(0.75)
+    assert o.busy_w == pytest.approx(4 * 575 + 450 - 0.75 * 575 * (1 - 0.094))
+    assert o.busy_w == pytest.approx(2359.2, abs=0.1)
+    alone = own(b, [one], 1, electricity_price(usd_per_kwh=0.30))
+    assert alone.busy_w == pytest.approx(575 + 3 * 575 * 0.094 + 450)
+
+
 def test_break_even_months_and_utilization_by_hand():
     """Owning: $10,000 up front, nothing kept (a card class losing 100 % a year is not real: it makes the sums
     plain), no power (0 $/kWh). Renting the same work: $5,000 a year. Break-even: month 24. Utilization: owning

@@ -77,7 +77,8 @@ def answer_build(build: Build, w: Workloads, terms: Terms, rentals: list[RentalA
 
 def notes_for(build: Build, terms: Terms, answer: BuildAnswer) -> list[str]:
     o = answer.ownership
-    busy = "the computer" if build.whole_computer else "cards at TDP + host"
+    busy = "the computer" if build.whole_computer else "cards at TDP + host" if not o.spare_cards else \
+        f"the cards a job runs on at TDP, the others idle ({o.spare_cards:,.1f} of {build.count} on average) + host"
     idle = "switched off" if terms.off_when_idle else \
         o.idle_source if build.whole_computer else f"cards {o.idle_source}"
     notes = [f"card price: {build.card.label}: {build.card.source}" if build.card.source else

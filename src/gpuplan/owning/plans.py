@@ -43,6 +43,7 @@ class JobPlan(BaseModel):
 
     job: str
     setup: str  # "8x rtx-5090 (owned)" or "8x h100-sxm, lambda 8x on_demand"
+    cards: int | None = None  # how many of the setup's cards the job runs on (a module plan: one); None: all
     runs: bool
     why_not: str = ""  # when it cannot run: the verdict and the fix for this task
     change: str = ""  # the layout and techniques it needs on these cards, when the scenario as given does not fit
@@ -158,7 +159,8 @@ def job_plan(job: Job, gpu: GpuSpec, count: int, *, owned: bool, pricing: str = 
     plan, s, change, why = _fitting(s, gpu, count, owned)
     if job.module is not None and count > 1:  # a module plan runs on one card (plan/refusals.py module_refusal)
         change = "+".join(x for x in ("one card of the " + str(count), change) if x)
-    out = JobPlan(job=job.label, setup=where, runs=not why, why_not=why, change=change, scenario=plan.scenario,
+    out = JobPlan(job=job.label, setup=where, cards=1 if job.module is not None else count, runs=not why,
+                  why_not=why, change=change, scenario=plan.scenario,
                   per={"serving": "day", "calls": "call"}.get(job.kind, "run"),
                   device_peak_gib=plan.memory.device_peak_gib, capacity_gib=plan.memory.capacity_gib,
                   cpu_gib=host_need_gib(s, plan.memory.cpu_gib), plan=plan)

@@ -34,7 +34,8 @@ class Ownership(BaseModel):
     busy_hours_low: float
     utilization: float  # the share of the horizon's hours the build works
     utilization_low: float
-    busy_w: float  # the whole build while it works: cards at TDP + host
+    busy_w: float  # the whole build while it works: the cards a job runs on at TDP, the others idle, + host
+    spare_cards: float  # of the build's cards idle while its work runs (an average over the jobs' hours)
     idle_w: float  # ... while it waits
     idle_source: str
     electricity: Electricity
@@ -65,7 +66,8 @@ def own(build: Build, plans: list[JobPlan], years: float, price: Electricity, *,
     card_idle, idle_source = card_idle_w(gpu)
     if build.whole_computer and not gpu.tdp_w:  # a Mac: the computer's own figures, not a share of a TDP
         idle_source = build.notes[0]
-    busy_w = build.count * card_busy_w(gpu) + build.host_busy_w
+    spare = spare_cards(build, [p for p in plans if p.runs])
+    busy_w = build.count * card_busy_w(gpu) + build.host_busy_w - spare * (card_busy_w(gpu) - card_idle)
     idle_w = build.count * card_idle + build.host_idle_w
     central = energy(busy_w, idle_w, min(busy, horizon), horizon, pue, price, off_when_idle=off_when_idle)
     low = energy(busy_w, idle_w, min(busy_low, horizon), horizon, pue, price, off_when_idle=off_when_idle)
@@ -77,10 +79,23 @@ def own(build: Build, plans: list[JobPlan], years: float, price: Electricity, *,
     return Ownership(years=years, horizon_hours=horizon, cards_usd=cards, host_usd=build.host_usd,
                      purchase_usd=build.purchase_usd, busy_hours=busy, busy_hours_low=busy_low,
                      utilization=min(busy / horizon, 1.0), utilization_low=min(busy_low / horizon, 1.0),
-                     busy_w=busy_w, idle_w=idle_w, idle_source=idle_source, electricity=price, power=central,
+                     busy_w=busy_w, spare_cards=spare, idle_w=idle_w, idle_source=idle_source, electricity=price,
+                     power=central,
                      power_low=low, depreciation=rate, resale_usd=resale, maintenance_usd=maintenance,
                      space_usd=space, total_usd=fixed + central.usd, total_usd_low=fixed + low.usd,
                      overbooked=busy_low > horizon)
+
+
+def spare_cards(build: Build, plans: list[JobPlan]) -> float:
+    """How many of the build's cards sit idle while its work runs, averaged over the jobs' busy hours (a module plan
+    runs on one card of a build of several: owning/plans.py ``job_plan``); the build draws their idle power, not
+    their TDP, then. The low end of the speed band stretches each job's hours alike, so one average serves both
+    ends."""
+    hours = sum(p.busy_hours_per_year for p in plans)
+    if not hours:
+        return 0.0
+    return sum(p.busy_hours_per_year * (build.count - min(p.cards or build.count, build.count))
+               for p in plans) / hours
 
 
 def owned_total(o: Ownership, years: float, work_scale: float, *, low: bool = True) -> float:
