@@ -11,7 +11,7 @@ from .. import api
 from ..errors import GpuplanError
 from ..result import batch_words
 from .app import OWN_MODULE, module_of, option, overrides, print_json, scenario_command, short
-from .render import bullet, err, out
+from .render import bullet, err, out, spot_bullet
 
 EXIT_DOES_NOT_FIT = 3
 
@@ -259,12 +259,7 @@ def _cost(result, s: dict) -> None:
                + (f" + checkpoint saves {j.checkpoint_h:,.2f} h (${j.checkpoint_h * rate:,.0f}: {j.saves:,} "
                   "saves)" if j.saves else ""), prefix="  ")
     if c.spot:
-        sp = c.spot
-        bullet(f"spot: checkpoint every {sp.interval_h * 60:.0f} min "
-               f"({'save_interval' if s.get('save_interval') else 'Daly'}), interruptions every "
-               f"{sp.mtbi_h:.1f} h on average: wall time x{sp.overhead:.2f}"
-               + (f", {c.spot_multiplier:.2f}x the cheapest on-demand cost" if c.spot_multiplier else ""),
-               prefix="  ")
+        spot_bullet(c, bool(s.get("save_interval")))
     if s["task"] == "train" and not c.hours:
         bullet("set --train-tokens for hours and the total", prefix="  ", style="dim")
     if not owned:

@@ -7,7 +7,7 @@ from rich.table import Table
 from rich.text import Text
 
 from .app import print_json, short
-from .render import Column, bullet, err, num, out, show, usd
+from .render import Column, bullet, err, num, out, show, spot_bullet, usd
 
 
 def render_work(result) -> None:
@@ -47,7 +47,7 @@ def render_work(result) -> None:
         where = c.offer if c.pricing == "owned" else f"{short(c.gpu_id)} on {c.offer}"
         line = f"cost: {where} at ${c.usd_per_hour:,.2f}/h"
         if s["task"] == "train" and w.job_hours:
-            line += f": {w.job_hours:,.2f} h, ${w.job_hours * c.usd_per_hour:,.2f} for {s['train_steps']:,} steps"
+            line += f": {c.hours:,.2f} h, ${c.usd_total:,.2f} for {s['train_steps']:,} steps"
         elif s["task"] == "train":
             line += f"; ${usd(w.usd_per_1000_samples)} per 1,000 {'images' if 'diffusion' in w.kind else 'samples'}"
             line += " (set --train-steps for the job's hours and total)"
@@ -55,6 +55,8 @@ def render_work(result) -> None:
             unit = "images" if "diffusion" in w.kind else ("windows" if s.get("audio_seconds") else "samples")
             line += f": ${usd(w.usd_per_1000_samples)} per 1,000 {unit}"
         bullet(line, prefix="")
+        if c.spot:
+            spot_bullet(c, False)
     bullet("simulated: " + "; ".join(w.simulated), prefix="  ", style="dim")
     bullet("modelled: " + "; ".join(w.modelled), prefix="  ", style="dim")
 

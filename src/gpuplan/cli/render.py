@@ -315,3 +315,12 @@ def bullet(text: str, prefix: str = "  - ", style: str | None = None, stream: Co
     wrapped = textwrap.fill(text, width=width, initial_indent=prefix, subsequent_indent=indent,
                             break_long_words=False, break_on_hyphens=False)
     out.print(Text(wrapped, style=style or ""), soft_wrap=True)
+
+
+def spot_bullet(c, save_interval: bool) -> None:
+    """A spot plan's line under its cost (a decoder's or a module's plan): the checkpoint interval, the
+    interruptions and the wall time they add (:func:`gpuplan.market.cost.spot_plan`)."""
+    sp = c.spot
+    bullet(f"spot: checkpoint every {sp.interval_h * 60:.0f} min ({'save_interval' if save_interval else 'Daly'}), "
+           f"interruptions every {sp.mtbi_h:.1f} h on average: wall time x{sp.overhead:.2f}"
+           + (f", {c.spot_multiplier:.2f}x the cheapest on-demand cost" if c.spot_multiplier else ""), prefix="  ")

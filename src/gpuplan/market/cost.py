@@ -51,12 +51,19 @@ def default_mtbi_h(num_gpus: int) -> float:
 
 
 def checkpoint_bytes(s: Scenario, m: ModelSpec, trainable: int) -> float:
-    """What a resumable checkpoint holds: weights and optimizer state (full: bf16 weights + fp32 master and
-    two fp32 moments = 14 B/param with AdamW; LoRA: the adapters and their states)."""
+    """What a resumable checkpoint of a decoder's training holds (:func:`state_bytes`): a full fine-tune saves
+    every weight, an adapter's the adapters."""
+    return state_bytes(s, m.params_total if s.method == "full" else trainable)
+
+
+def state_bytes(s: Scenario, saved: int) -> float:
+    """What a resumable checkpoint of ``saved`` trained parameters holds: weights and optimizer state (full: bf16
+    weights + fp32 master and two fp32 moments = 14 B/param with AdamW; LoRA: the adapters and their states, 4 + 8
+    B/param)."""
     if s.method == "full":
         states = {"adamw": 8, "adamw-8bit": 2, "paged-adamw-8bit": 2, "sgd": 0}.get(s.optimizer, 4)
-        return m.params_total * (2 + (4 if s.precision.endswith("mixed") else 0) + states)
-    return trainable * (4 + 8)
+        return saved * (2 + (4 if s.precision.endswith("mixed") else 0) + states)
+    return saved * (4 + 8)
 
 
 @dataclass(kw_only=True)

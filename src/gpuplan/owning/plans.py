@@ -197,6 +197,9 @@ def _hours(out: JobPlan, job: Job, plan: Plan, s: Scenario) -> None:
         return
     if work is not None:
         out.hours_per_run, out.hours_per_run_low = module_run_hours(work)
+        if plan.cost is not None and plan.cost.spot is not None:  # a spot run's checkpoints and restarts
+            stretch = plan.cost.spot.overhead
+            out.hours_per_run, out.hours_per_run_low = out.hours_per_run * stretch, out.hours_per_run_low * stretch
     else:
         m = load_model(s.model)
         ckpt = checkpoint_bytes(s, m, plan.model.params_trainable)

@@ -71,13 +71,14 @@ class ModuleChoices(Answer):
 def _setup(plan: ModulePlan, s: Scenario, offer: Offer) -> CardSetup:
     w, mem = plan.work, plan.memory
     assert w is not None  # a built plan on a card with a matrix rate
-    cost, per_1000 = priced(s, w.job_hours, w.samples_per_s, offer)
+    cost, per_1000 = priced(s, w.job_hours, w.samples_per_s, offer, plan.model.params_trainable)
     unit = "images" if "diffusion" in w.kind else ("windows" if s.audio_seconds else "samples")
     return CardSetup(gpu_id=offer.gpu_id, offer=cost.offer, provider=cost.provider, pricing=cost.pricing,
                      usd_per_hour=cost.usd_per_hour, device_peak_gib=mem.device_peak_gib,
                      capacity_gib=plan.verdict.capacity_gib or 0.0, headroom_gib=plan.verdict.headroom_gib or 0.0,
                      step_s=w.step_s, call_s=w.image_s, samples_per_s=w.samples_per_s,
-                     unit=unit, hours=w.job_hours, usd_total=cost.usd_total if w.job_hours else None,
+                     unit=unit, hours=cost.hours if w.job_hours else None,
+                     usd_total=cost.usd_total if w.job_hours else None,
                      usd_per_1000=per_1000, bound=w.bound, price_origin=cost.price_origin,
                      observed_at=cost.observed_at, price_confidence=cost.price_confidence)
 

@@ -23,7 +23,7 @@ from pydantic import BaseModel, PrivateAttr, computed_field
 
 from ..errors import GpuplanError
 from ..hardware import GpuSpec, short_id
-from ..market.cost import STALE_DAYS, Cost, offer_label
+from ..market.cost import STALE_DAYS, Cost, offer_label, spot_plan, state_bytes
 from ..market.offers import price_origin
 from ..memory.modules import generation_memory, model_memory, report, training_memory
 from ..model import diffusers as diff
@@ -199,7 +199,8 @@ def build_module(r: ResolvedModule, candidates: tuple = (), *, advise: bool = Tr
         except GpuplanError as err:  # a rate the catalog lacks for this card
             warnings.append(f"no speed or cost: {err}")
         else:
-            work, cost, more = _work(s, job, main, speed, gpu, candidates, price_it=mem.fits is not False)
+            work, cost, more = _work(s, job, main, speed, gpu, candidates, price_it=mem.fits is not False,
+                                     trainable=int(e.extra.get("params_trainable", 0)))
             warnings += more
             rates = tuple(note for note in (fp32_rates(s, job, gpu),) if note)
             if spec.family == "whisper":
@@ -371,7 +372,7 @@ def fixes(s: Scenario, spec: ModuleSpec, gpu: GpuSpec, now: MemoryReport) -> lis
 
 # ---- speed and price ---------------------------------------------------------------------------------------------
 def _work(s: Scenario, job: ModuleJob, main: Profile, speed: ModuleSpeed, gpu: GpuSpec, candidates: tuple, *,
-          price_it: bool) -> tuple[ModuleWork, Cost | None, list[str]]:
+          price_it: bool, trainable: int) -> tuple[ModuleWork, Cost | None, list[str]]:
     warnings: list[str] = []
     hours = s.train_steps * speed.step_s / 3600 if s.task == "train" and s.train_steps else None
     offers = sorted((o for o in candidates if o.pricing in ("on_demand", "owned") or s.pricing != "on_demand"),
@@ -379,7 +380,7 @@ def _work(s: Scenario, job: ModuleJob, main: Profile, speed: ModuleSpeed, gpu: G
     cost = None
     per_1000 = None
     if price_it and offers:
-        cost, per_1000 = priced(s, hours, speed.samples_per_s, offers[0])
+        cost, per_1000 = priced(s, hours, speed.samples_per_s, offers[0], trainable)
         if cost.stale:  # as a decoder LLM's plan says it (plan/build.py)
             warnings.append(f"the price of {cost.offer} is {cost.price_age_days} days old")
         if cost.pricing == "owned" and s.pricing != "owned":  # a card no offer lists (plan/build.py module_offers)
@@ -406,18 +407,25 @@ def _work(s: Scenario, job: ModuleJob, main: Profile, speed: ModuleSpeed, gpu: G
     return work, cost, warnings
 
 
-def priced(s: Scenario, hours: float | None, samples_per_s: float, o) -> tuple[Cost, float]:
+def priced(s: Scenario, hours: float | None, samples_per_s: float, o, trainable: int = 0) -> tuple[Cost, float]:
     """The job on offer ``o``: its cost (the job's ``hours`` where training names its steps) and the dollars per
-    thousand samples (images, windows) at ``samples_per_s`` per GPU."""
+    thousand samples (images, windows) at ``samples_per_s`` per GPU. On a spot offer a training run's hours take
+    Daly's checkpoint-and-restart overhead (:func:`gpuplan.market.cost.spot_plan`), the checkpoint being the
+    trained parameters and their optimizer states (:func:`gpuplan.market.cost.state_bytes`), as a decoder's."""
     gpus = s.world_size
     per_hour = o.usd_per_gpu_hour * gpus
     per_1000 = 1000 / (samples_per_s * gpus) / 3600 * per_hour
     label = offer_label(o, gpus if o.pricing == "owned" else 1)
-    return Cost(offer=label, provider=o.provider, gpu_id=o.gpu_id, pricing=o.pricing, num_gpus=gpus,
+    cost = Cost(offer=label, provider=o.provider, gpu_id=o.gpu_id, pricing=o.pricing, num_gpus=gpus,
                 instances=gpus, usd_per_hour=per_hour, hours=hours or 0.0, usd_total=(hours or 0.0) * per_hour,
                 usd_per_gpu_hour=o.usd_per_gpu_hour, price_origin=price_origin(o), price_age_days=o.age_days(),
                 stale=o.age_days() > STALE_DAYS, observed_at=o.observed_at.isoformat(),
-                price_confidence=o.confidence), per_1000
+                price_confidence=o.confidence)
+    if o.interruptible and s.task == "train" and hours:
+        spot = spot_plan(hours, state_bytes(s, trainable), gpus, mtbi_h=s.mtbi_hours, disk_gbs=s.disk_gbs)
+        cost.spot, cost.hours = spot, hours * spot.overhead
+        cost.usd_total, per_1000 = cost.hours * per_hour, per_1000 * spot.overhead
+    return cost, per_1000
 
 
 MODELLED = ["the time of each op on the card (GEMM and convolution shapes at the card's measured matmul rates, "

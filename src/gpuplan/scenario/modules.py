@@ -99,7 +99,7 @@ class ModuleJob:
 COMMON_READS = ("model", "task", "method", "stack", "precision", "quant", "micro_batch_size", "batch_size",
                 "grad_checkpointing", "grad_accum_steps", "optimizer", "adapter_dtype", "lora_rank", "lora_targets",
                 "attention", "train_steps", "tf32", "gpu", "wired_limit_mb", "provider", "pricing",
-                "max_price_age_days", "include_low_confidence")
+                "max_price_age_days", "include_low_confidence", "mtbi_hours", "disk_gbs")
 KIND_READS = {
     # seq_len: the T5 tokens of a prompt, for the pipelines with a T5 encoder only (resolve_diffusion)
     "diffusion": ("resolution", "seq_len", "inference_steps", "cfg", "cpu_offload", "cache_latents", "text_encoders",
@@ -112,14 +112,14 @@ KIND_READS = {
 # your own module (gpuplan.sim.module.module_spec): its build() fixes the batch and the sizes, and it is trained
 # whole, so its plan reads what runs the example input and what prices it
 MODULE_READS = ("model", "task", "precision", "optimizer", "train_steps", "gpu", "wired_limit_mb", "provider",
-                "pricing", "max_price_age_days", "include_low_confidence")
+                "pricing", "max_price_age_days", "include_low_confidence", "mtbi_hours", "disk_gbs")
 
 
 # the fields among those that one task's plan reads only (resolve_diffusion, resolve_model: a generation reads no
 # trainer, a training job no denoising steps)
 TRAIN_READS = frozenset({"method", "stack", "micro_batch_size", "grad_checkpointing", "grad_accum_steps", "optimizer",
                          "adapter_dtype", "lora_rank", "lora_targets", "train_steps", "cache_latents", "text_encoders",
-                         "set_grads_to_none", "prior_preservation"})
+                         "set_grads_to_none", "prior_preservation", "mtbi_hours", "disk_gbs"})
 INFER_READS = frozenset({"batch_size", "inference_steps", "cfg", "cpu_offload", "output_tokens", "prompt_tokens"})
 
 

@@ -594,12 +594,15 @@ function renderSpeedCost(r, explanation) {
     } else if (train) {
       rows.push(h("p", {class: "hint"}, "Set train tokens (training options) for the job's hours and total."));
     }
-    if (c.spot) {
-      rows.push(h("p", {class: "hint"}, `spot: checkpoint every ${num(c.spot.interval_h * 60, 0)} min (Daly), ` +
-        `an interruption every ${num(c.spot.mtbi_h, 1)} h on average: wall time x${num(c.spot.overhead, 2)}`));
-    }
+    if (c.spot) rows.push(spotHint(c));
   }
   $("#speed-rows").replaceChildren(...rows);
+}
+
+// a spot plan's line under its cost, a decoder's or a module's (gpuplan.market.cost.spot_plan)
+function spotHint(c) {
+  return h("p", {class: "hint"}, `spot: checkpoint every ${num(c.spot.interval_h * 60, 0)} min (Daly), ` +
+    `an interruption every ${num(c.spot.mtbi_h, 1)} h on average: wall time x${num(c.spot.overhead, 2)}`);
 }
 
 // what one sample of a module plan is (gpuplan.explain.work.unit)
@@ -652,6 +655,7 @@ function workRows(r, explanation) {
     if (w.job_hours) {
       rows.push(numberRow("work.job_hours", `hours for ${s.train_steps.toLocaleString("en-US")} steps`,
         num(w.job_hours, 2) + " h", w.job_hours));
+      if (c.spot) rows.push(numberRow("cost.hours", "hours on spot", num(c.hours, 2) + " h", c.hours), spotHint(c));
       rows.push(numberRow("cost.usd_total", "GPU time", usd(c.usd_total), c.usd_total));
     } else if (train) {
       rows.push(h("p", {class: "hint"}, "Set train steps for the job's hours and total."));
