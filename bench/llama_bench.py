@@ -275,7 +275,36 @@ MOE_NOTE = (
     "leaves as large a gap; CUDA graphs at one token: ggml-cuda's checks (`MUL_MAT_ID` with `ne[2] != 1`, an "
     "`ADD` whose src1 has `ne[1] > 1`) pass both models' single-token graphs (gpt-oss adds its expert biases "
     "with `ADD_ID`), and `supports_op` takes every op of both on the GPU (no split, so no graph re-captured "
-    "each token): ggml-cuda.cu at PR #15631's merge (ggml-org/ggml 81415da3, the llama.cpp sync).")
+    "each token): ggml-cuda.cu at PR #15631's merge (ggml-org/ggml 81415da3, the llama.cpp sync).", "",
+    "Read again (session 16), the one-token expert path itself; nothing found that sets DeepSeek-V2-Lite and "
+    "gpt-oss-20b apart from Qwen3-30B-A3B, so nothing adopted (ggml-org/ggml 81415da3, and 06034b3c^ before PR "
+    "#15525: the one-token path is the same at b6263). The experts' grid: at `ne2 == 1` `ggml_cuda_mul_mat_id` "
+    "(ggml-cuda.cu:2099) hands the whole `mul_mat_id` to `ggml_cuda_mul_mat_vec_q` with the ids: one q8_1 "
+    "quantize of the activations and one `mul_mat_vec_q` launch on a (rows, experts used, 1) grid "
+    "(mmvq.cu `calc_launch_params`), one row a block of 4 warps at one column (`calc_nwarps`, "
+    "`calc_rows_per_block`), the expert read on the device (`channel_x = ids[channel_dst]`, mmvq.cu:165). That "
+    "is 2,880 x 4 = 11,520 blocks for gpt-oss-20b, 1,408 x 6 = 8,448 (gate, up) and 2,048 x 6 = 12,288 (down) for "
+    "DeepSeek-V2-Lite, 768 x 8 = 6,144 and 2,048 x 8 = 16,384 for Qwen3-30B-A3B, against at most 12 resident "
+    "128-thread blocks an SM (1,536 threads on sm_86 and sm_89): 984 on the RTX 3090, 1,536 on the 4090, so 4 to "
+    "17 waves, the card filled. A block walks its row `vdr x 128 / qi` = 64 quant blocks a pass (Q4_0 and MXFP4 "
+    "alike), so a pass holds 1,088 bytes in flight on gpt-oss's 2,880-wide MXFP4 row (90 blocks of 17 bytes; a "
+    "second pass of 442), 1,152 on DeepSeek's and Qwen3's 2,048-wide Q4_0 rows, 792 on DeepSeek's down (1,408 "
+    "wide) and 432 on Qwen3's down (768 wide: 48 of the 128 threads busy). Little's law asks ~5.7 KB an SM on "
+    "the 3090 (936 GB/s x ~0.5 us of DRAM latency over 82 SMs), 12 blocks give 5.2 to 13.8 KB; whatever the "
+    "latency, Qwen3's down projection has the fewest bytes in flight and its gate/up the largest last-wave tail "
+    "(6.2 waves), and Qwen3 lands (+3 %), so the expert kernels' grid is not the gap. The ids and routing "
+    "weights make no host round trip at one token: the ids' `cudaMemcpyAsync` to the host and the "
+    "`cudaStreamSynchronize` (ggml-cuda.cu:2140-2141, 2162) sit on the `ne2 > 1` fallback, past the return; the "
+    "router's argsort (argsort.cu: one block a row), get_rows, soft_max and ADD_ID (add-id.cu: an (experts, "
+    "tokens) grid) are kernels on the stream. MLA without flash attention: DeepSeek-V2-Lite's gap is alike with "
+    "flash attention on by default (PR #16630's October master on the 4090, +60 %; PR #19057's January 3090 at "
+    "32k, +52 %) and off (PR #15525's `-ub 1`, +81 %), so not the unfused KQ/KQV graph. Seen on the way and not "
+    "adopted: MLA's per-head `wk_b` product reads rows 128 wide (4 Q4_0 blocks: 8 of a block's 128 threads "
+    "busy, 512 x 16 = 8,192 blocks of 72 bytes, 8 waves of DRAM round trips on the 3090 where gpuplan counts "
+    "its 0.6 MB at the bandwidth), a latency-bound kernel of the order of 10 us a layer, a small share of the "
+    "~90 us a layer left; whether the table's GGUF carries split `wk_b`/`wv_b`, and in which type, is not "
+    "stated. Still open: a per-token cost of DeepSeek-V2-Lite's and gpt-oss-20b's single-token graphs on "
+    "Ampere and Ada that Qwen3-30B-A3B's does not pay; a kernel-level trace (nsys) of one token would settle it.")
 
 
 SPLIT_NOTE = (
