@@ -303,7 +303,9 @@ CAUSES = {
         "LLAMA_CPP_CUDA_LAYER_S fitted on Llama, and the same gap on an RTX 4090 (PR #16630, October 2025, +60 %) "
         "and at 32k context in January 2026 (PR #19057, +52 %). A cost per graph node was tested in session 14 and "
         "not adopted (Qwen3-30B-A3B's 38-node layer runs at 1.7 us a node); session 15 read and ruled out the small "
-        "kernels' cost and CUDA graphs at one token (llama_bench.md, MoE section)."),
+        "kernels' cost and CUDA graphs at one token; session 16 the experts' MMVQ grid (4 to 17 waves of 128-thread "
+        "blocks, Qwen3-30B-A3B's the least bytes in flight), a host round trip of the ids (none at one token) and "
+        "the unfused MLA attention (the gap is alike with flash attention) (llama_bench.md, MoE section)."),
     ("llama_bench", "pr15631"): (
         "JohannesGaessler's sweeps (added session 14, held out): Qwen3-30B-A3B Q4_0 on an RTX 4090 at -ub 1 +3 %, "
         "-ub 8 +27 % -> +10 % (session 15: MMQ for a routed expert's 2 to 8 rows before PR #18958), -ub 32/64 "
@@ -315,7 +317,8 @@ CAUSES = {
         "bandwidth. Not explained: gpt-oss-20b leaves 3.1-3.7 ms a token over its bytes on an RTX A5000 (PR "
         "#15451, b6263, +44 %), 3090 (PR #15631, +44 %) and 4090 alike, in proportion to none of their SMs x "
         "clock; MXFP4's byte-gathered, table-looked-up dot product, the small kernels' cost and CUDA graphs were "
-        "read and ruled out (llama_bench.md, MoE section)."),
+        "read and ruled out, and in session 16 the experts' MMVQ grid and the ids' path (llama_bench.md, MoE "
+        "section)."),
     ("load_accuracy", "dstackr1"): (
         "dstack's vLLM 0.7 runs of DeepSeek-R1 at 4-128 users (8 H200s, 8 MI300Xs; added 2026-11-30 as a test of "
         "generalisation, held out). TTFT 68.9 % -> 50.3 %: V0 never chunks an MLA model's prompts by default (vLLM "
