@@ -476,7 +476,48 @@ not found in the code read (the TRTLLM-Gen block-scale MoE's routing and permuta
 are the unread candidate). The all-reduces are nearly TP-independent too (2 (n - 1) / n of 106 MB, 122 a step), but
 gpuplan's 32 ms already takes ~700 GB/s of bus bandwidth on NVLink 5 (H200: ~350); even at H200's rate they would
 add ~30 ms, a third of a. Left: a (~85-105 ms an 8k prompt on B200 and B300, after (a)) and the FlashInfer
-release of the v0.5.12 image (no timing of it published)."""
+release of the v0.5.12 image (no timing of it published).
+(19) Looked at next (session 16, s16-sglttft); nothing built, no number moves. Read in the 0.5.7, 0.5.12 and 0.5.19
+wheels from PyPI and InferenceX at 843c6254. (a) The first chunk: --stream-interval's default is 1 in all three
+(server_args.py stream_interval), and an interval above 1 still streams token 1 (0.5.12
+managers/scheduler_output_processor_mixin.py stream_output_generation, 0.5.19 scheduler_components/output_streamer.py:
+len(output_ids) % stream_interval == 1), held back only by check_match_stop_str_prefix, which is False without stop
+strings (schedule_batch.py; serving_completions.py passes request.stop, and the client sends none); the completions
+stream sends an empty delta as a chunk (_generate_completion_stream: delta = text[offset:]). So no first chunk waits
+(N - 1) x TPOT. 0.5.19's batch_notify_size (16) sets at most 16 events before yielding and the rest at the end of the
+same batch (tokenizer_manager.py _handle_batch_output); its Rust server is off by default (environ.py
+SGLANG_RUST_SERVER False); tokenizer_worker_num 1, enable_dynamic_batch_tokenizer False; num_continuous_decode_steps
+is declared and read nowhere. (b) The client (utils/bench_serving/backend_request_func.py
+async_request_openai_completions): the clock starts before session.post and stops at the first data line with choices,
+empty text included; temperature 0, no stop; benchmark_lib.sh run_benchmark_serving applies a chat template only with
+--use-chat-template or --dsv4, which no dsr1_fp8 script passes. (c) H200's prompt graphs: 0.5.12's
+_handle_piecewise_cuda_graph disables none of H200's runs (DeepseekV3ForCausalLM is not in configs/model_config.py
+piecewise_cuda_graph_disabled_model_archs; the MoE guard names flashinfer_trtllm and flashinfer_mxfp4 only), so 1k
+prompts replay graphs up to 2,048 tokens with the attention and all-reduce split ops (layers/radix_attention.py
+unified_attention_with_output, distributed/parallel_state.py inplace_all_reduce) launched eagerly between pieces. It
+does not place the offset: the replay as 0.5.7 (eager prompts, issue #870's release) moves the ix3173 1k TTFT by 2-3
+ms (83.0 -> 84.9 ms at 4 requests; its 1k step is near the launch floor either way), and #870's rest floor (148-204
+ms) is about the 0.5.12 rows' implied rest (159-173 ms at 4-16): the per-request level is the same across the graph
+switch. (d) Where the runs ran: InferenceX's B300 runner takes whole nodes (runners/launch_b300-nv.sh: --exclusive
+--mem=0), its MI325X runner 256 CPUs (launch_mi325x-amds.sh --cpus-per-task=256), but the CoreWeave runners inside the
+b200 and h200 labels (configs/runners.yaml) ask for GPUs only: launch_b200-cw.sh was added without --exclusive
+(2026-04-24) and launch_h200-cw.sh dropped it on 2026-04-27 (InferenceX PR #1196, "allowed under the CW partition's
+sharing policy"), before these rows' May runs; PR #3010's reruns of this H200 family put their canaries on h200-cw_01
+and h200-cw_00. The tables do not say which runner made each baseline point, nor what CPUs the partition grants, so a
+host that launches eager prompt steps and serves HTTP more slowly on the H200 and B200 rows (the families with the
+offset; the B300 FP8 rows, on whole nodes, miss 1k prompts by only +11..+20 ms at 1-8 requests) stays a suspicion, not
+an input. (e) MI325X: every job there starts with empty compiler caches (launch_mi325x-amds.sh exports
+TRITON_CACHE_DIR and XDG_CACHE_HOME under /tmp per job, since InferenceX #1748, 2026-06-14, "keep MI325X compiler
+caches local", in a writable container), and 0.5.19 runs every ROCm prompt eagerly (arg_groups/cuda_graph_hook.py:
+tc_piecewise off for HIP, the default prefill backend there). A kernel first met in the timed run compiles on the
+scheduler's thread (Triton specializes integer arguments equal to 1 or divisible by 16; the warm-up's batches are c
+copies of one prompt), and ROCm/FlyDSL issue #105 (2026-02-08) reports SGLang's eager mode on ROCm re-JITting Triton
+kernels with long TTFT at random. A stall paid while the first wave waits for its first tokens stalls no decode, so
+the TPOT does not rule it out (the placement table tested a cost on every request): with the later requests as
+simulated, the first wave would have waited 5.8, 4.6, 3.1, 2.0 and 1.6 s longer at 4-64 requests (the wave table's
+excess), falling as the warm-up's 2c copies cover more batch shapes. No log gives the compile times or a P99 TTFT for
+these runs; not modelled (a compile's time is a measurement, not a count). Left: the H200 1k offset (~80 ms), B200's
+(~100 ms at 1k), MI325X's; one server log with --enable-request-time-stats-logging, or a P99 TTFT, would place each."""
 FAMILIES = (("ix3173-", "H200 FP8 TP 8, SGLang 0.5.12"), ("ix3363-", "B200 FP8 TP 8, SGLang 0.5.12"),
             ("ix3175-", "B300 FP8 TP 8/4 EP 1, SGLang 0.5.12 (the B200 recipe)"),
             ("ix3183-r1fp4-b300-tp8", "B300 NVFP4 TP 8 EP 8, SGLang 0.5.12"),
