@@ -525,8 +525,11 @@ NOTES = """What the misses say, row by row:
   custom all-reduce goes from its one-stage to its two-stage kernel below 256 KiB on 8 GPUs
   (csrc/custom_all_reduce.cuh), which 32 sequences cross (32 x 7,168 x 2 bytes), not 16. No public timing of
   that nightly's decode step, or of the fused MoE at key 16 against key 8 on an H200, was found: nothing timed,
-  the excess stays as session 14 read it. The requests/s median, 26.5 %, is the H200's decodes and TTFTs
-  (+18/+25/+63/+46/+43/+79 %) beside the MI300X's (+36/+28/+17/+6/+1/+5 %).
+  the excess stays as session 14 read it. Where it could be settled without a GPU: vLLM PR #28992 (2025-11-19,
+  "[Kernels] Improve H200 Fused MoE Config", the retune of this table's key 16) posts decode-only `vllm bench
+  serve` sweeps of DeepSeek-V3.1 at TP 8 on H200s with the Triton MoE, 4 to 128 users, before and after; the
+  stored excerpt stops at its batch-16 header, so its numbers were not read. The requests/s median, 26.5 %, is the
+  H200's decodes and TTFTs (+18/+25/+63/+46/+43/+79 %) beside the MI300X's (+36/+28/+17/+6/+1/+5 %).
   (2) GPUStack's performance lab (`gpustack`; gpustack/gpustack@47277d79f4a5 docs/performance-lab/*: vLLM v0.11.0
   baselines served with no flags, `vllm bench serve` random 4,000/200 and 2,000/100, 500 prompts sent at once):
   8 rows. TTFT median 25.5 %, TPOT 19.4 %, requests/s 27.7 %, every row gpuplan fast. The 8-GPU rows (DeepSeek-R1-0528
