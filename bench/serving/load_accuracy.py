@@ -543,8 +543,8 @@ NOTES = """What the misses say, row by row:
   H100 (its rows above, TTFT +6/+7 %): the 4,000-token run took 8.8k prompt tokens a second, about 250 TFLOPS of
   prompt work (2 x 13.2 B matmul FLOPs a token and the causal attention) spread over the whole run, where the blog's
   Llama-3.1-8B prefilled 20k-token prompts at 530 or more (TTFT 0.76 s at concurrency 8); the same page's SGLang and
-  TensorRT-LLM runs of the ShareGPT set are within 27 % of vLLM's. Its decode is slow too, which session 13 read
-  otherwise from another page. Read again (s16-dstack, 2026-11-30; nothing changed):
+  TensorRT-LLM runs of the ShareGPT set are within 27 % of vLLM's. Its decode is slow too (this note had read the
+  decode off the lab's Qwen3-8B page, a different run). Read again (s16-dstack, 2026-11-30; nothing changed):
   (a) The card. The page says "A single NVIDIA H100 SXM GPU." (gpustack/gpustack@1f37f1b8, 2026-01-06, "docs:
   clarify GPU number in performance lab"; the page as added in ccf4b940, 2025-11-13, said "NVIDIA H100 GPUs"),
   as do the same lab's other H100 pages, and its Qwen3.5-9B pages of 2026-03 name "NVIDIA H100 80GB HBM3" (the
