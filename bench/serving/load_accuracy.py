@@ -507,6 +507,29 @@ NOTES = """What the misses say, row by row:
   where vllm#9699 measured them) no public log of these releases found with a locator sets: left. The source's
   medians do not move (TTFT 10.7 %, TPOT 18.1 %, requests/s 25.3 %); the MoE serving TPOT
   median moves 9.6 % -> 10.1 % (inference_sources.md): a correct pool, kept.
+  The build and its switches, read again (s16-dstack, 2026-11-30; nothing changed). dstack's README (vLLM-H200
+  section) gives 0.7.4.dev181+gf35f8e22: the nightly wheel of vllm-project/vllm@f35f8e2242db (2025-03-03) pip-
+  installed over the v0.7.3 image. Its engine is V0: the V1 oracle (vLLM PR #13726, commit cd711c48, nightly
+  0.7.4.dev122) was in, but it sent MLA models to V1 only from PR #14921 of 2025-03-17 ("[V1] Default MLA to
+  V1"), whose own log has DeepSeek-R1 at TP 8 on a V0 engine at 0.7.4.dev497 with num_scheduler_steps=1 (no
+  multi-step), use_async_output_proc=True, chunked_prefill_enabled=False, enable_prefix_caching=False and
+  cudagraph_capture_sizes 1, 2, 4, 8, 16 ... 256 (max_capture_size 256; V0 pads a batch to the next of them, so 16,
+  32 and 64 users run unpadded; max_seq_len_to_capture 8,192, above the rows' 4,000 tokens: every decode step
+  replays a graph). FlashMLA: not in the v0.7.3 wheel (vllm/attention/backends holds triton_mla.py only), added
+  by PR #13747 before this nightly, vLLM's default only from PR #14451 of 2025-03-08; the run chose it with
+  VLLM_ATTENTION_BACKEND=FLASHMLA, so the H200 decoded no Triton MLA kernel (the MI300X's ROCm build did). Weight
+  absorption: on from 0.7.1 until PR #14770 (2025-03-13), as above. The sampler: the client
+  (Deepseek-R1/bench_serving.py `async_request_openai_completions`) sends temperature 0.0, best_of 1 and
+  ignore_eos, so V0's greedy path, one argmax a sequence. The MoE: fused_moe's Triton block-FP8 kernel with the
+  H200 table above. Of these only that table's key 16 changes between 8 and 16 sequences (the lead above); the
+  custom all-reduce goes from its one-stage to its two-stage kernel below 256 KiB on 8 GPUs
+  (csrc/custom_all_reduce.cuh), which 32 sequences cross (32 x 7,168 x 2 bytes), not 16. No public timing of
+  that nightly's decode step, or of the fused MoE at key 16 against key 8 on an H200, was found: nothing timed,
+  the excess stays as session 14 read it. Where it could be settled without a GPU: vLLM PR #28992 (2025-11-19,
+  "[Kernels] Improve H200 Fused MoE Config", the retune of this table's key 16) posts decode-only `vllm bench
+  serve` sweeps of DeepSeek-V3.1 at TP 8 on H200s with the Triton MoE, 4 to 128 users, before and after; the
+  stored excerpt stops at its batch-16 header, so its numbers were not read. The requests/s median, 26.5 %, is the
+  H200's decodes and TTFTs (+18/+25/+63/+46/+43/+79 %) beside the MI300X's (+36/+28/+17/+6/+1/+5 %).
   (2) GPUStack's performance lab (`gpustack`; gpustack/gpustack@47277d79f4a5 docs/performance-lab/*: vLLM v0.11.0
   baselines served with no flags, `vllm bench serve` random 4,000/200 and 2,000/100, 500 prompts sent at once):
   8 rows. TTFT median 25.5 %, TPOT 19.4 %, requests/s 27.7 %, every row gpuplan fast. The 8-GPU rows (DeepSeek-R1-0528
@@ -520,11 +543,28 @@ NOTES = """What the misses say, row by row:
   H100 (its rows above, TTFT +6/+7 %): the 4,000-token run took 8.8k prompt tokens a second, about 250 TFLOPS of
   prompt work (2 x 13.2 B matmul FLOPs a token and the causal attention) spread over the whole run, where the blog's
   Llama-3.1-8B prefilled 20k-token prompts at 530 or more (TTFT 0.76 s at concurrency 8); the same page's SGLang and
-  TensorRT-LLM runs of the ShareGPT set are within 27 % of vLLM's; and its decode is not slow (GPUStack's Qwen3-8B
-  latency page on the same kind of card, ShareGPT at concurrency 4: TPOT 7.40 ms, gpuplan 7.45 with the set's
-  mean lengths; not a row, its lengths vary).
-  A compute-limited card (clocks or power) beside a full-bandwidth one reads so; a card's clocks are not an input
-  of gpuplan. Left out before scoring: the 128/4 and 32,000/100 runs (3 output gaps; one request at a time),
+  TensorRT-LLM runs of the ShareGPT set are within 27 % of vLLM's. Its decode is slow too (this note had read the
+  decode off the lab's Qwen3-8B page, a different run). Read again (s16-dstack, 2026-11-30; nothing changed):
+  (a) The card. The page says "A single NVIDIA H100 SXM GPU." (gpustack/gpustack@1f37f1b8, 2026-01-06, "docs:
+  clarify GPU number in performance lab"; the page as added in ccf4b940, 2025-11-13, said "NVIDIA H100 GPUs"),
+  as do the same lab's other H100 pages, and its Qwen3.5-9B pages of 2026-03 name "NVIDIA H100 80GB HBM3" (the
+  SXM5's device name; a PCIe card reads "H100 PCIe"). The row's `h100-sxm` stays: the source states it.
+  (b) What the rows read like. The page's own decode steps (the median ITL, not a column of the csv: 43.93 ms at
+  4,000 tokens, 46.01 at 2,000, where most steps carry no prompt) are 1.58x and 1.53x gpuplan's (27.8 and 30.1 ms:
+  62 and 124 sequences, 10.8-11.6 ms of weights and 14.5 ms of cache, ~71 GB a step, ~1.7 TB/s as measured
+  against the 2.8 TB/s gpuplan streams at), and its longest steps (p99 ITL 657 and 642 ms, the 8,192-token
+  prompt chunks) 1.77x and 1.82x (371 and 353 ms). Both a compute-bound and a bandwidth-bound step are slow, so
+  clocks alone do not read so. Timed as an H100 PCIe (756 TFLOPS, 2.0 TB/s, 350 W), a what-if, not adopted,
+  the rows land: TTFT -5/-14 %, TPOT -11/-14 %, requests/s +5/+13 %, median ITL 47.2/49.6 ms, p99 582/560 ms;
+  as an H100 NVL or the 96 GB HBM2e SXM5 they do not (median ITL -24/-14 %; TTFT -35/-39 %). The lab's Qwen3-8B
+  page (added 2025-10-15, a month before this one) cannot have run on a PCIe card: its median ITL of 7.37 ms
+  reads 16.4 GB of bf16 weights at 2.2 TB/s, above that card's peak; so which card ran this page is left open.
+  (c) vLLM 0.11's defaults as gpuplan simulates them (engines/vllm.py `scheduler_limits`, `capture_sizes`):
+  `vllm serve` on a card of 70 GiB or more whose name lacks "a100" takes max_num_batched_tokens 8,192 and
+  max_num_seqs 1,024 (`EngineArgs` batch defaults, "For GPUs like H100 and MI300x, use larger default values";
+  the A100 rows 2,048 and 256), chunked prefill always on in V1, CUDA graphs captured up to min(2 x max_num_seqs,
+  512) tokens in FULL_AND_PIECEWISE: as simulated (running_cap 1,024, 19 and 17 preemptions, pool 62 and 124
+  requests). Left out before scoring: the 128/4 and 32,000/100 runs (3 output gaps; one request at a time),
   gpt-oss's (outputs stopped at 53-67 % of the tokens asked; the 120b page's serving line has no -tp for its two
   cards), GLM-4.5-Air's (its A100 and H100 pages print the same numbers); and, once scored (gpuplan warned that the
   engine would not start), Qwen3-32B on one A100 or H100 (TTFT -21..+265 %): `vllm
