@@ -308,7 +308,13 @@ upcast_vae keeps post_quant_conv, conv_in and the mid-block in fp16 under SDPA, 
 fitted on a bench row. Left: the measured decodes allocated 1.25 times their tensors at batch 4 (1.51 planned), and
 the QA's SD 1.5 decode at 512 px in fp32 reads 2.21: a decode's excess over its tensors falls as the decode grows,
 which one factor per dtype does not follow. Read again, nothing moved (the rows' notes): the torch 2.0 A100 rows
-(+45/+32/+44 %) and DreamBooth at 1024 px (+56 %), below.
+(+45/+32/+44 %): the page's code runs the fp16 pipeline with a channels-last UNet, compiles only in the compile
+columns, and its it/s is the denoising loop's progress bar (no text encoder, no VAE); the 80 GB card would move the
+estimate 2 %; the docker images' torch, CUDA and cuDNN are not in the sources read; a second A100 eager at this speed
+(chengzeyi/stable-fast issue 39, 22.98 it/s on average) gives no settings, so it is not a row. DreamBooth at 1024 px
+(+56 %) near the 12 GB limit: the plan's peak is 10.48 of the card's 11.94 GiB at every resolution and the run read
+11,598 of 12,288 MiB; the caching allocator's free-and-retry needs a failed cudaMalloc, which the source does not
+report, and expandable_segments postdates the run: not upheld, the row stays a miss with its xformers kernels named.
 """
 
 from __future__ import annotations
