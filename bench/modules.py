@@ -290,6 +290,31 @@ new rows read and not added: Hugging Face's LoRA blog (January 2023), train_text
 and 'about 5 hours in a 2080 Ti' for 15,000 steps, which hold a validation run every epoch and give no measured peak;
 the same SDXL notebook's later cells (VAE slicing, the tiny autoencoder, precomputed embeddings), whose peaks read
 after the compile cell (above).
+
+Session 16 (issue 34's remaining misses), held-out numbers against the goals:
+
+| held out | start of session 16 | now | goal |
+|---|---|---|---|
+| memory within 15 % | 27 of 29, median 5 % | 29 of 29, median 5 % | all |
+| speed within 25 % | 69 of 73, median 12 % | 69 of 73, median 12 % | all |
+| SDXL's allocated peak at batch 4 on a Colab A100 (fp16 + SDPA, fp32) | +28, +21 % | +14, +10 % | |
+| the same, offloaded (model, sequential) | +6, +7 % | -8, -8 % | |
+
+The SDXL fp32 row's miss was its memory (+21 %; its speed is +15 %). Built: an fp32 VAE decode takes the working
+memory InvokeAI's QA measured of an fp32 decode (overheads.VAE_DECODE_WORKING_FACTOR_FP32, 5,568 MiB reserved over
+3.0 GiB of recorded tensors: 1.81; invoke-ai/InvokeAI pull 7674, SDXL's VAE at 1024 x 1024), where every decode took
+the same QA's fp16 measurement (2.10). These decodes are fp32: SDXL's VAE config says force_upcast, and diffusers'
+upcast_vae keeps post_quant_conv, conv_in and the mid-block in fp16 under SDPA, as InvokeAI's fp32 path does. Not
+fitted on a bench row. Left: the measured decodes allocated 1.25 times their tensors at batch 4 (1.51 planned), and
+the QA's SD 1.5 decode at 512 px in fp32 reads 2.21: a decode's excess over its tensors falls as the decode grows,
+which one factor per dtype does not follow. Read again, nothing moved (the rows' notes): the torch 2.0 A100 rows
+(+45/+32/+44 %): the page's code runs the fp16 pipeline with a channels-last UNet, compiles only in the compile
+columns, and its it/s is the denoising loop's progress bar (no text encoder, no VAE); the 80 GB card would move the
+estimate 2 %; the docker images' torch, CUDA and cuDNN are not in the sources read; a second A100 eager at this speed
+(chengzeyi/stable-fast issue 39, 22.98 it/s on average) gives no settings, so it is not a row. DreamBooth at 1024 px
+(+56 %) near the 12 GB limit: the plan's peak is 10.48 of the card's 11.94 GiB at every resolution and the run read
+11,598 of 12,288 MiB; the caching allocator's free-and-retry needs a failed cudaMalloc, which the source does not
+report, and expandable_segments postdates the run: not upheld, the row stays a miss with its xformers kernels named.
 """
 
 from __future__ import annotations

@@ -1492,8 +1492,18 @@ BNB_LOAD_CACHE_FRACTION = 0.129
 # fake tensors do not allocate: cuDNN's workspaces for the full-resolution convolutions (xdit-project/xDiT issue 59;
 # mit-han-lab/patch_conv README) and the allocator's blocks between differently sized activations. Not fitted on a
 # bench/modules.py row; the FLUX.1 rows on an H100 (peak 4.5-5.2 GiB above what loading reserved, in every storage
-# format) check it.
+# format) check it. This is a 16-bit decode's factor; an fp32 decode takes the fp32 measurement below.
 VAE_DECODE_WORKING_FACTOR = 2.10
+# The same for a decode in fp32, from the same QA (invoke-ai/InvokeAI pull 7674): SDXL's VAE at 1024 x 1024 in fp32,
+# 5,568 MiB reserved against the 3.0 GiB the recording allocates in fp32: 1.81. Its fp32 decode keeps the
+# post-quant convolution, the decoder's first convolution and its mid-block in 16 bits when attention runs on SDPA
+# (InvokeAI's latents_to_image.py), as diffusers' upcast_vae does for SDXL's force_upcast, so this is the
+# configuration of an fp16 pipeline's upcast decode; the peak is in the fp32 full-resolution up-block in both, so a
+# pipeline in fp32 throughout takes it too. The 16-bit factor had been taken for every dtype (session 16). Not fitted
+# on a bench row: SDXL's fp32 decodes of four images on a Colab A100 (bench/modules.py sdxl-a100-colab-*) check it.
+# The QA's third decode, SD 1.5's at 512 x 512 in fp32 (1,696 MiB against 0.75 GiB: 2.21), a quarter of the
+# tensors, is not met by it (-18 %): a smaller decode holds more beyond its tensors, which no constant here follows.
+VAE_DECODE_WORKING_FACTOR_FP32 = 5568 / 3072
 # What of that a decode holds allocated (torch.cuda.max_memory_allocated): the rest is blocks the caching allocator
 # keeps reserved between its differently sized activations. InvokeAI pull 7674 set the factor above on reserved memory
 # ('based on experimentally-observed reserved memory (not just allocated)'); InvokeAI pull 9305 measured both for a

@@ -204,6 +204,28 @@ def test_a_vae_decode_holds_its_measured_working_memory_beyond_its_traced_tensor
     assert big.memory.reserved_peak_gib == pytest.approx(36.166, rel=0.02)  # the blog's BF16 peak
 
 
+def test_an_fp32_vae_decode_holds_what_invokeai_measured_of_an_fp32_decode():
+    """SDXL's VAE decodes in fp32 in an fp16 pipeline (its config's force_upcast) and in an fp32 one. InvokeAI's QA
+    measured that decode at 1024 x 1024 in fp32 too (invoke-ai/InvokeAI pull 7674: 5,568 MiB reserved, where the
+    decoder's tensors recorded on fake tensors come to 3.0 GiB in fp32: 1.8125), which the plan takes for an fp32
+    decode where it took the fp16 measurement's 2.10 (3,232 MiB over 1.50 GiB). At batch 4, 1.5 x 4 x 2 = 12.0 GiB
+    of fp32 tensors: 12.0 x 1.8125 x 0.8316 = 18.09 GiB allocated, with the fp32 copy of the VAE's 83,653,863
+    weights beside it (0.31 GiB). A bf16 pipeline's decode (FLUX.1-dev) keeps 2.10."""
+    from gpuplan import overheads as oh
+
+    assert pytest.approx(1.8125) == oh.VAE_DECODE_WORKING_FACTOR_FP32
+    fp16 = plan(model="sdxl", task="infer", gpu="a100-sxm4-40gb", resolution="1024", inference_steps=25,
+                batch_size=4, precision="fp16-true")
+    fp32 = plan(model="sdxl", task="infer", gpu="a100-sxm4-40gb", resolution="1024", inference_steps=25,
+                batch_size=4, precision="fp32")
+    vae_fp32 = 83_653_863 * 4 / 2**30
+    assert fp16.memory.peak_phase == fp32.memory.peak_phase == "VAE decode"
+    assert fp16.memory.phases_gib["VAE decode"] == pytest.approx(12.0 * 1.8125 * 0.8316 + vae_fp32, rel=0.01)
+    assert fp32.memory.phases_gib["VAE decode"] == pytest.approx(12.0 * 1.8125 * 0.8316, rel=0.01)
+    flux = plan(model="flux-dev", task="infer", resolution="1024", inference_steps=50, gpu="h100-sxm")
+    assert flux.memory.phases_gib["VAE decode"] == pytest.approx(1.5 * 2.10 * 0.8316, rel=1e-3)
+
+
 def test_schnell_runs_four_steps_without_guidance():
     p = plan(model="flux-schnell", task="infer", gpu="h100-sxm", resolution="1024")
     assert p.work.steps == 4 and p.work.batch == 1

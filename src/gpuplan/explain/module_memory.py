@@ -212,11 +212,13 @@ def _activations(job: ModuleJob, main: Profile, parts: dict[str, Profile], plan:
         "(the real class recorded on fake tensors)")]
     decode = ""
     if "VAE decode" in mem.phases_gib:
-        decode = (f"; VAE decode: the VAE's recorded activation peak x {oh.VAE_DECODE_WORKING_FACTOR:g}, what a "
-                  "decode reserves on CUDA beyond its tensors (cuDNN workspaces, allocator blocks), "
+        factor = mm.decode_working_factor(job.vae_dtype)
+        name = "VAE_DECODE_WORKING_FACTOR" + ("_FP32" if job.vae_dtype == "fp32" else "")
+        decode = (f"; VAE decode: the VAE's recorded activation peak x {factor:.2f}, what a decode in {job.vae_dtype} "
+                  "reserves on CUDA beyond its tensors (cuDNN workspaces, allocator blocks), "
                   f"x {oh.VAE_DECODE_ALLOCATED_SHARE:.3f} of it allocated")
-        constants.append(Constant(name="VAE decode working factor", value=f"{oh.VAE_DECODE_WORKING_FACTOR:g}",
-                                  source="overheads.VAE_DECODE_WORKING_FACTOR (InvokeAI's measured decodes)"))
+        constants.append(Constant(name="VAE decode working factor", value=f"{factor:.2f}",
+                                  source=f"overheads.{name} (InvokeAI's measured decodes)"))
     return Formula(label="activations", value=mem.activations_gib, unit="GiB", computed=computed,
                    formula=f"A = the transient of the peak phase (the largest{_offload_words(job)}); "
                            f"{main_phase}: the {main.module}'s activation peak "

@@ -294,10 +294,18 @@ def eager_scores(p: Profile, batch: int, sizes: tuple[int, ...], dtype: str, sav
 
 def vae_decode_bytes(job: ModuleJob, vae: Profile, sizes: tuple[float, ...]) -> float:
     """The VAE decode's working memory as the allocator reserves it: the recorded activation peak in the VAE's
-    dtype, times what a decode reserves on CUDA beyond its tensors (:data:`~gpuplan.overheads.
-    VAE_DECODE_WORKING_FACTOR`); :data:`~gpuplan.overheads.VAE_DECODE_ALLOCATED_SHARE` of it is allocated."""
+    dtype, times what a decode in that dtype reserves on CUDA beyond its tensors (:func:`decode_working_factor`);
+    :data:`~gpuplan.overheads.VAE_DECODE_ALLOCATED_SHARE` of it is allocated."""
     traced = vae.activation_bytes("inference", job.samples_per_step, (sizes[0], _edge(job))) * BYTES[job.vae_dtype] / 2
-    return traced * oh.VAE_DECODE_WORKING_FACTOR
+    return traced * decode_working_factor(job.vae_dtype)
+
+
+def decode_working_factor(vae_dtype: str) -> float:
+    """What InvokeAI measured a decode of SDXL's VAE at 1024 x 1024 to reserve over its recorded tensors, in the
+    decode's dtype (invoke-ai/InvokeAI pull 7674's QA): :data:`~gpuplan.overheads.VAE_DECODE_WORKING_FACTOR_FP32`
+    for fp32 (an upcast decode's, or an fp32 pipeline's), :data:`~gpuplan.overheads.VAE_DECODE_WORKING_FACTOR`
+    for 16 bits."""
+    return oh.VAE_DECODE_WORKING_FACTOR_FP32 if vae_dtype == "fp32" else oh.VAE_DECODE_WORKING_FACTOR
 
 
 def _edge(job: ModuleJob) -> int:
