@@ -583,8 +583,12 @@ NOTES = """What the misses say, row by row:
   16,384: 1,107 against 1,748, where attention is ~40 % of the FLOPs): sm_120's prefill attention, a lead, not
   read further. QPS 16 is past the knee (13.2 requests/s served): gpuplan serves 14.2 (its capacity +8 %, the
   pool as measured: peak 128 running, the page's ~129), so its queue starts later (median TTFT 0.37 s against
-  3.9 s); a TTFT past the knee moves by the capacity's error many times over. (2) A Kubernetes platform's
-  baseline (`k8sllm`, ahmedwaleedmalik/k8s-llm-inference-platform@441dd0a3a574 docs/public/benchmarks.md: vLLM
+  3.9 s; TPOT 53 ms against 76, ~93 running on average where the page's Little's law gives 129); a TTFT past the
+  knee moves by the capacity's error many times over. Where the 8 % may sit: gpuplan's decode step at 128
+  sequences of ~1,100 tokens is 23.7 ms, the same project's reading of vLLM's (pegainfer@83549c0e51cd
+  docs/models/qwen3/serving-perf-5090.md: "vLLM's 28.8ms implied" at batch 128) 1.2x that; not a measurement
+  of its own, so not used. (2) A Kubernetes platform's baseline (`k8sllm`,
+  ahmedwaleedmalik/k8s-llm-inference-platform@441dd0a3a574 docs/public/benchmarks.md: vLLM
   0.23.0, Qwen2.5-0.5B-Instruct on one L4 of a 4-vCPU GKE node, `vllm bench serve --backend openai-chat`, closed
   loop at 1-32 users): median ITL -3..-18 %, requests/s +5..+20 %, TTFT -15/-28/-35/-32/-57/-77 % (median
   33.5 %, above 25 %). What the bench replays: the job runs the levels in turn against one server with
