@@ -571,6 +571,41 @@ NOTES = """What the misses say, row by row:
   serve Qwen/Qwen3-32B` at the model's context (40,960 tokens) needs 61.0 GiB of bf16 weights and 10.0 GiB of KV
   cache for one request, more than 0.9 x 79.2 GiB leaves with any forward pass's temporaries, so vLLM 0.11 could
   not have started as stated, yet the page's 32,000-token prompts ran: a flag the page does not show.
+- **Three public sources added, held out, as a test of generalisation (s16-servrows, 2026-11-30): 17 rows, no
+  constant moved.** (1) PegaInfer's vLLM baseline (`pegainfer`, pegainfer-project/pegainfer@414b64764c46
+  docs/benchmarks/qwen3-4b-serving-vllm-rtx5090.md: vLLM 0.22.1, Qwen3-4B on one RTX 5090, prefix cache off,
+  `vllm bench serve` on the same host, Poisson 1-16 requests/s, 60 s of arrivals a level): TTFT +20/+22/+19/+14/+11/
+  -4/-91 %, TPOT +9/+7/+0/+0/+9/+11/-30 %, requests/s -6..-11 % to QPS 12, +8 % at 16 (median 18.8 %, 9.4 %, 7.6 %).
+  The low-load TTFT excess is the request constant again: 69 ms = 14.7 ms outside the engine
+  (VLLM_V1_REQUEST_S, Kubernetes clients) + a 1,024-token prefill gpuplan times at ~47 ms; the same page's
+  single cold request (its Test 2, not scored) took 50.3 ms in all, with its client on the host. Its Test 2 also
+  shows gpuplan's prompt time on this card growing too fast with length (4,096 tokens 198 ms measured, 246 gpuplan;
+  16,384: 1,107 against 1,748, where attention is ~40 % of the FLOPs): sm_120's prefill attention, a lead, not
+  read further. QPS 16 is past the knee (13.2 requests/s served): gpuplan serves 14.2 (its capacity +8 %, the
+  pool as measured: peak 128 running, the page's ~129), so its queue starts later (median TTFT 0.37 s against
+  3.9 s; TPOT 53 ms against 76, ~93 running on average where the page's Little's law gives 129); a TTFT past the
+  knee moves by the capacity's error many times over. Where the 8 % may sit: gpuplan's decode step at 128
+  sequences of ~1,100 tokens is 23.7 ms, the same project's reading of vLLM's (pegainfer@83549c0e51cd
+  docs/models/qwen3/serving-perf-5090.md: "vLLM's 28.8ms implied" at batch 128) 1.2x that; not a measurement
+  of its own, so not used. (2) A Kubernetes platform's baseline (`k8sllm`,
+  ahmedwaleedmalik/k8s-llm-inference-platform@441dd0a3a574 docs/public/benchmarks.md: vLLM
+  0.23.0, Qwen2.5-0.5B-Instruct on one L4 of a 4-vCPU GKE node, `vllm bench serve --backend openai-chat`, closed
+  loop at 1-32 users): median ITL -3..-18 %, requests/s +5..+20 %, TTFT -15/-28/-35/-32/-57/-77 % (median
+  33.5 %, above 25 %). What the bench replays: the job runs the levels in turn against one server with
+  `--seed 42`, and `RandomDataset` (vllm/benchmarks/datasets.py) draws prompt i the same whatever the count, so
+  each level's first half (all 320 at 32 users) is the previous level's, whole in the prefix cache (left on);
+  without that replay the TTFTs are -15/-21/-20/-6/-40/-24 %. Either way the measured TTFT grows 5x from 1 to
+  32 users (27 -> 135 ms) while a step grows 1.4x (ITL 5.1 -> 7.1 ms): at 32 users a new request waits ~18
+  steps outside the GPU's work, with ~3,800 chat chunks a second streamed by the API-server process and read by
+  the client, both on the node's 4 vCPUs beside the engine core (job.yaml prefers the vLLM node for the client).
+  gpuplan's API-server queue (`_Frontend`: 1 ms a request, 72.8 us a streamed token) puts that process ~30 % busy
+  here, too little to queue; the host's share of a core per process is not an input of gpuplan, and no public
+  run of this node outside these rows sets one: nothing fitted, left. (3) DataCrunch's Llama-3.1-405B online runs
+  (`dc`, the same repository as the 70B rows: SGLang 0.4.1 assumed, bf16 on 8 H200s, Poisson 1-8 requests/s):
+  TTFT +1/-1/-44/+19 %, median ITL +4/+3/-30/-48 %, requests/s -0..+4 %. Below the knee (1-2/s) it lands;
+  at 4/s (3.16 served) and 8/s, past the knee with hundreds of requests in the system, the measured decode steps
+  are 1.4-1.9x gpuplan's; not read further. vLLM dense medians with these rows: TPOT 14.7 % ->
+  10.4 % (10 -> 17 runs), TTFT 28.7 % -> 24.4 % (12 -> 25 runs): the new rows, not a change of gpuplan.
 - **Looked at and left out** (setup not stated in full, or a feature gpuplan does not model): vLLM recipes whose
   card is ambiguous ("8xH200 (or H20)", "80G*1 GPU") or on H20 (not in the catalog); tt-inference-server's other GPU
   reports (concurrency 1 only, same client); InferenceX's gpt-oss H100 sweep (TPOT only in the thread);
@@ -580,7 +615,13 @@ NOTES = """What the misses say, row by row:
   online_results.csv as the dstackr1 rows (trtllm-serve's PyTorch backend at a pre-release commit of 0.17,
   9b931c0f, --ep_size 4: an experimental flow of that release, where gpuplan times its TensorRT engine; probed, TTFT
   -62..-93 %, TPOT -43..-76 % at 4-128 users); GPUStack's Qwen3.5 pages (guidellm through GPUStack's own deployment,
-  card count not stated).
+  card count not stated). Session 16 (s16-servrows): a Llama-3.1-8B sweep on an A100 40GB with vLLM 0.23.0
+  (johnmusgrave.com, its table past the stored page's start); Mistral-7B on an RTX 4090 (mushfiqrahman.dev, release
+  not stated); yobitelcomm/bench's vLLM 0.21-0.22 H100 envelopes (built-in chat prompts of unstated length, TP not
+  stated); PegaInfer's later vLLM 0.24.0 tables (prefix cache on, one seed for every level: the page itself says
+  later levels replay earlier prompts; a Rust client); the same Kubernetes platform's T4 GuideLLM sweep (constant
+  rates, not Poisson; not added for time); dennislee22/vLLM-benchmarking (Ray across nodes, release not stated);
+  vLLM #20469 (Qwen3-14B-AWQ eager on an A100: its concurrent runs lie past the stored excerpt).
 """
 
 
@@ -646,7 +687,10 @@ def cached_ttft_ms(row: dict) -> float:
     (all but the block vLLM recomputes for the logits, ``(p - 1) // 16 * 16`` cached) for ``warm_requests`` of
     them. At concurrency 1 the requests do not meet, so the run's mean TTFT is the two cases' TTFTs weighted by
     their counts, each the median of a plan whose ``shared_prefix_tokens`` is that many tokens (every request
-    after the plan's first finds them).
+    after the plan's first finds them). A closed loop of more users whose first ``warm_requests`` prompts are
+    cached whole (k8s-llm-inference-platform's sweep: each level re-sends the previous level's prompts first) runs
+    the two groups one after the other, each at the row's concurrency; the same weighting of the two plans' medians
+    is then the run's median only approximately (exactly where one group is empty: every prompt cached, or none).
 
     tt-inference-server#340's client (tenstorrent/tt-inference-server ``benchmarking/run_benchmarks.py``, vLLM's
     ``benchmark_serving.py`` with its ``cleaned-random`` dataset): prompt ``i`` of every run is drawn by
