@@ -399,8 +399,9 @@ class Sglang(Engine):
 
     name = "sglang"
     scheduler_words = ("From a simulation of SGLang's scheduler (prefill batches before decodes, chunked_prefill_size, "
-                       "max_running_requests, the radix cache on the shared prefix; its host loop fitted on SGLang's "
-                       "own published runs, few: bench/results/sglang_serving.md)")
+                       "max_running_requests, the radix cache on the shared prefix; its host loop fitted on SGLang "
+                       "0.3.0's own published runs and checked on the other releases': "
+                       "bench/results/sglang_serving.md)")
     running_cap = "max_running_requests"
     rocm_build = True
     expert_parallel = True
