@@ -201,9 +201,22 @@ def test_only_cards_with_2_4_sparsity_get_the_sparse_marketing_figure():
     assert len(rows) == 8
     for card in ("amd-instinct-mi250x", "intel-gaudi2", "amd-radeon-rx-7900-xtx", "nvidia-t4", "apple-m4-max"):
         assert "sparsity" not in rows[card], (card, rows[card])
-    assert rows["amd-instinct-mi300x"] == "datasheets with 2:4 sparsity say 2,615 bf16 TFLOPS"
+    assert rows["amd-instinct-mi300x"] == "datasheets with 2:4 sparsity say 2,615 bf16 and 5,230 fp8 TFLOPS"
     assert rows["amd-radeon-ai-pro-r9700"].startswith("datasheets with 2:4 sparsity say 383 bf16")
-    assert rows["nvidia-geforce-rtx-3090"].startswith("datasheets with 2:4 sparsity say 142 bf16")
+    assert rows["nvidia-geforce-rtx-3090"].startswith("datasheets with 2:4 sparsity say 142 bf16 TFLOPS")
+
+
+def test_the_sparse_fp8_figure_a_guide_quotes_as_speed_is_named_beside_the_dense_one():
+    """The Spanish guide the project started from gives the RTX 6000 Ada '~1457 FP8' TFLOPS: twice the dense
+    728.5 of its datasheet (2:4 sparsity). `gpus compare` named only the sparse bf16 figure (728), the same number
+    as the dense fp8 row, so the guide's figure was said nowhere (docs/buy-or-rent.md says it is)."""
+    from gpuplan.api.catalog import gpus_compare
+
+    rows = {r["id"]: r for r in gpus_compare(["rtx 6000 ada", "4090"])}
+    ada = rows["nvidia-rtx-6000-ada"]
+    assert ada["marketing_note"] == "datasheets with 2:4 sparsity say 728 bf16 and 1,457 fp8 TFLOPS"
+    assert rows["nvidia-geforce-rtx-4090"]["marketing_note"].startswith(
+        "datasheets with 2:4 sparsity say 330 bf16 and 661 fp8 TFLOPS")  # 2 x 330.3 dense fp8 (fp32 accumulate)
 
 
 @pytest.mark.parametrize("name, gpu_id, note", [

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import csv
 import json
 import subprocess
 import sys
@@ -112,6 +113,15 @@ def test_gpus_list_filter_and_compare():
     assert proc.returncode == 0 and "165.2" in proc.stdout and "accumulates in FP32" in proc.stdout
     proc = gpuplan("gpus", "compare", "H100", "4090")  # an ambiguous name: the SXM board, said on stderr
     assert proc.returncode == 0 and "H100 taken as" in proc.stderr
+
+
+def test_gpus_compare_says_a_card_has_no_nvlink():
+    """The Spanish guide's comparison gives the RTX 6000 Ada 'NVLink 2-way'; Ada dropped NVLink (gpus.yaml:
+    nvlink false), but `gpus compare` left the cell blank, as it does for a figure the catalog lacks."""
+    proc = gpuplan("gpus", "compare", "4090", "a6000", "rtx 6000 ada", "--format", "csv")
+    assert proc.returncode == 0, proc.stderr
+    row = next(r for r in csv.reader(proc.stdout.splitlines()) if r and r[0].startswith("NVLink"))
+    assert row[1:] == ["none", "112", "none"]
 
 
 def test_cost_json_sorted_by_total():

@@ -103,3 +103,21 @@ def test_engine_sglang_errors_and_flags():
     help_text = subprocess.run([sys.executable, "-m", "gpuplan", "estimate", "--help"], capture_output=True,
                                text=True, env={"COLUMNS": "200", "PATH": ""}).stdout
     assert "--mem-fraction-static" in help_text and "sglang" in help_text
+
+
+def test_the_capacity_note_says_where_sglang_s_host_loop_was_fitted_and_checked():
+    """`capacity --engine sglang` said its host loop was 'fitted on SGLang's own published runs, few': the file it
+    names holds 85 runs (docs audit, session 16). The calibration rows are SGLang 0.3.0's own benchmark, the rest
+    check them; the note says so, and the bench's data agree."""
+    import csv
+    from pathlib import Path
+
+    from gpuplan.engines import ENGINES
+
+    words = ENGINES["sglang"].scheduler_words
+    assert "few" not in words and "0.3.0's own published runs" in words and "sglang_serving.md" in words
+    data = Path(__file__).resolve().parents[2] / "bench" / "data" / "sglang_serving.csv"
+    rows = list(csv.DictReader(line for line in data.read_text(encoding="utf-8").splitlines()
+                               if not line.startswith("#")))
+    calibration = {r["sglang_version"] for r in rows if r["role"] == "calibration"}
+    assert calibration == {"0.3.0"} and sum(r["role"] != "calibration" for r in rows) >= 60

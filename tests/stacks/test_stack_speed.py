@@ -1,5 +1,5 @@
 """Stacks' published speed-ups as checks of the speed model (issue 20): no stack's speed is an input any more
-(:mod:`gpuplan.stacks.speed` changes the kernels of the parts of a step a stack touches), so each published
+(:mod:`gpuplan.stacks.speedups` changes the kernels of the parts of a step a stack touches), so each published
 figure is compared with the ratio the model finds under the publisher's conditions, within a stated tolerance.
 
 Tolerance: the modelled speed-up within 20 % of the published one (ratio of ratios in 0.8-1.2), and on the right

@@ -127,10 +127,11 @@ def gpus_compare(names: list[str], notes: list[str] | None = None) -> list[dict[
     rentals = cheapest_rentals()
     rows = []
     for g, _ in resolved:
-        half, bf16 = g.dense_tflops.get("fp16_tensor_fp16acc"), g.peak_tflops("bf16")
+        half, bf16, fp8 = g.dense_tflops.get("fp16_tensor_fp16acc"), g.peak_tflops("bf16"), g.peak_tflops("fp8")
         text = []
         if bf16 and g.sparse_tensor_cores:  # no such figure for cards without 2:4 sparsity (MI250X, Gaudi)
-            text.append(f"datasheets with 2:4 sparsity say {2 * bf16:,.0f} bf16 TFLOPS")
+            also = f" and {2 * fp8:,.0f} fp8" if fp8 else ""  # what guides quote as a card's fp8 speed
+            text.append(f"datasheets with 2:4 sparsity say {2 * bf16:,.0f} bf16{also} TFLOPS")
         if half:
             text.append(f"FP16 with FP16 accumulate {half:,.0f}, but PyTorch accumulates in FP32: {bf16:,.0f}")
         rows.append({**gpu_row(g, rentals.get(g.id)), "marketing_note": "; ".join(text)})

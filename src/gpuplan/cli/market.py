@@ -68,7 +68,7 @@ def gpus_compare(
     as_json: JsonFlag = False,
 ) -> None:
     """Side by side, with dense figures, and where the usual marketing numbers differ (2:4 sparsity doubles
-    them; GeForce FP16 with FP16 accumulate runs at twice the FP32-accumulate rate frameworks use).
+    them; GeForce FP16 with FP16 accumulate runs at twice the FP32-accumulate rate PyTorch uses).
 
     Examples:
 
@@ -82,18 +82,19 @@ def gpus_compare(
     for note in said:
         bullet(note, prefix="note: ", style="yellow", stream=err)
     notes = {r["id"]: r["marketing_note"] for r in rows}
+    # a card without NVLink says so ("none": the catalog's interconnect states it); a blank figure is not in the catalog
     labels = [("memory (GiB)", "memory_gib", "{:,.0f}"), ("usable (GiB)", "usable_gib", "{:,.1f}"),
               ("bandwidth (GB/s)", "bandwidth_gbs", "{:,.0f}"), ("bf16 dense TFLOPS", "bf16_tflops", "{:,.1f}"),
               ("fp8 dense TFLOPS", "fp8_tflops", "{:,.1f}"), ("fp4 dense TFLOPS", "fp4_tflops", "{:,.1f}"),
               ("tf32 dense TFLOPS (tf32 true)", "tf32_tflops", "{:,.1f}"),
               ("fp32 TFLOPS (precision fp32)", "fp32_tflops", "{:,.1f}"),
-              ("NVLink (GB/s, both ways)", "nvlink_gbs", "{:,.0f}"), ("TDP (W)", "tdp_w", "{:,.0f}"),
+              ("NVLink (GB/s, both ways)", "nvlink_gbs", "{:,.0f}", "none"), ("TDP (W)", "tdp_w", "{:,.0f}"),
               ("launch MSRP ($)", "msrp_usd", "{:,.0f}"), ("$ per GB", "usd_per_gb", "{:,.1f}"),
               ("$ per bf16 TFLOP (MSRP)", "msrp_usd_per_tflop", "{:,.1f}"),
               ("cheapest rental ($/h)", "rent_usd_per_hour", "{:,.2f}"),
               ("$ per TFLOP-hour (rental)", "usd_per_tflop_hour", "{:.4f}")]
-    table_rows = [{"figure": label, **{f"c{i}": None if r[key] is None else spec.format(r[key])
-                                       for i, r in enumerate(rows)}} for label, key, spec in labels]
+    table_rows = [{"figure": label, **{f"c{i}": ("".join(missing) or None) if r[key] is None else spec.format(r[key])
+                                       for i, r in enumerate(rows)}} for label, key, spec, *missing in labels]
     columns = [Column("figure", "", priority=0),
                *(Column(f"c{i}", short(r["id"]), align="right", priority=0) for i, r in enumerate(rows))]
     show(table_rows, columns, fmt, title="dense figures (TFLOPS = 1e12 FLOP/s, no sparsity)",

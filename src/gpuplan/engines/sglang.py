@@ -399,8 +399,9 @@ class Sglang(Engine):
 
     name = "sglang"
     scheduler_words = ("From a simulation of SGLang's scheduler (prefill batches before decodes, chunked_prefill_size, "
-                       "max_running_requests, the radix cache on the shared prefix; its host loop fitted on SGLang's "
-                       "own published runs, few: bench/results/sglang_serving.md)")
+                       "max_running_requests, the radix cache on the shared prefix; its host loop fitted on SGLang "
+                       "0.3.0's own published runs and checked on the other releases': "
+                       "bench/results/sglang_serving.md)")
     running_cap = "max_running_requests"
     rocm_build = True
     expert_parallel = True
@@ -578,7 +579,7 @@ def deepseek_layers(m: ModelSpec) -> bool:
 
 def early_deepseek(s: Scenario, m: ModelSpec, gpu: GpuSpec) -> dict:
     """SGLang's first DeepSeek-V3 releases (0.4.1 to 0.4.3, ``s.engine_version`` named) as
-    :class:`~gpuplan.engines.base.Timing` fields, beside :func:`absorbed_prefill`'s attention:
+    :class:`~gpuplan.engines.records.Timing` fields, beside :func:`absorbed_prefill`'s attention:
 
     - the fixed GPU time per MoE layer and decode step, fitted per vendor on the SGLang team's own
       ``bench_one_batch`` runs, one sequence on 8 H200s (0.4.1.post2) and 4 on 8 MI300Xs (0.4.3), where the model's
@@ -609,7 +610,7 @@ TRITON_DECODE_BLOCK_H = 16
 
 def triton_mla_decode(s: Scenario, m: ModelSpec) -> dict:
     """MLA decode as SGLang's triton backend runs it, the default up to 0.4.5 (a
-    :class:`~gpuplan.engines.base.Timing` field): ``_decode_grouped_att_m_fwd`` launches a grid of (batch,
+    :class:`~gpuplan.engines.records.Timing` field): ``_decode_grouped_att_m_fwd`` launches a grid of (batch,
     ``cdiv(heads, BLOCK_H)``, KV splits) programs, each streaming the sequence's whole latent cache for its block of
     16 query heads (SGLang 0.4.3.post2 ``layers/attention/triton_ops/decode_attention.py``). At TP 8 a GPU holds 16
     of DeepSeek's 128 heads: one block, the cache read once; under DP attention every GPU holds all 128: 8 blocks,
@@ -621,7 +622,7 @@ def triton_mla_decode(s: Scenario, m: ModelSpec) -> dict:
 
 
 def prefill_graphs(s: Scenario, m: ModelSpec, gpu: GpuSpec, d: Defaults) -> dict:
-    """SGLang's piecewise CUDA graphs for prompt steps (:class:`~gpuplan.engines.base.Timing` fields), on by default
+    """SGLang's piecewise CUDA graphs for prompt steps (:class:`~gpuplan.engines.records.Timing` fields), on by default
     from 0.5.10 (:data:`PREFILL_GRAPHS_FROM`): a prompt step of up to :data:`PREFILL_GRAPH_MLA_TOKENS` tokens (MLA
     models; others up to the chunk) replays graph pieces instead of launching its kernels from Python. Turned off
     for expert parallelism, DP attention and pipeline parallelism (``server_args.py``

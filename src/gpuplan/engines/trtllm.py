@@ -371,7 +371,7 @@ FUSED_NORMS_PER_LAYER = 2
 
 
 def fused_kernels(s: Scenario, m: ModelSpec, gpu: GpuSpec) -> dict:
-    """What TensorRT-LLM fuses in a DeepSeek-V3/R1 (and Kimi K2) decoder layer, as :class:`~gpuplan.engines.base.
+    """What TensorRT-LLM fuses in a DeepSeek-V3/R1 (and Kimi K2) decoder layer, as :class:`~gpuplan.engines.records.
     Timing` fields: with tensor parallelism and no attention data parallelism, ``DeepseekV3DecoderLayer`` sets
     ``fusion_config.PRE_MOE_FUSION`` and ``POST_MOE_FUSION`` (``PRE_MLP_FUSION``/``POST_MLP_FUSION`` in its dense
     layers) unless ``TRTLLM_DEEPSEEK_EAGER_FUSION_DISABLED`` is set, so both all-reduces of the layer run as
@@ -397,7 +397,7 @@ GROUPED_GEMMS_PER_MOE_LAYER = 2
 
 def grouped_gemm_walk(s: Scenario, m: ModelSpec, gpu: GpuSpec) -> dict:
     """What a decode step's MoE layer pays on Hopper where TensorRT-LLM serves a model's own FP8 block-scale
-    checkpoint (``Format.fp8_block``: DeepSeek-V3/R1's 128 x 128 weight blocks), as a :class:`~gpuplan.engines.base.
+    checkpoint (``Format.fp8_block``: DeepSeek-V3/R1's 128 x 128 weight blocks), as a :class:`~gpuplan.engines.records.
     Timing` field: the CUTLASS MoE runs both grouped GEMMs as DeepGEMM ``GroupedWithOffset`` kernels over one problem
     per local expert, whose scheduler walks every local expert on every call
     (:data:`~gpuplan.overheads.TRTLLM_HOPPER_GROUP_WALK_S`), ``2 x experts / ep`` walks a layer: at TP 8 without

@@ -163,7 +163,7 @@ def prefix_caching(s: Scenario, m: ModelSpec | None = None) -> bool:
     ``vllm/engine/arg_utils.py`` ``_set_default_args_v1``, "V1 enables prefix caching by default", when
     ``--enable-prefix-caching`` is left unset), off in V0; off for hybrid models with recurrent (Mamba,
     linear-attention) layers, where later releases leave it off by default as experimental. It caches and matches
-    whole blocks of :data:`VLLM_BLOCK_TOKENS`."""
+    whole blocks of :data:`~gpuplan.overheads.VLLM_BLOCK_TOKENS`."""
     hybrid = m is not None and any(layer.state_elements or not layer.kv_dims for layer in m.layers)
     return version_tuple(s.engine_version) >= (0, 8, 0) and not hybrid
 

@@ -153,7 +153,7 @@ def tokenizer_folder(plan: LaunchPlan) -> str | None:
 
 
 def data_args(plan: LaunchPlan) -> list[str]:
-    """The tokenizer and the data: the indexed dataset :data:`DATA_SCRIPT` makes from the plan's text file (Megatron's
+    """The tokenizer and the data: the indexed dataset :func:`preprocess` makes from the plan's text file (Megatron's
     tokenized-data loader, ``--data-path``), else ``--mock-data`` (random tokens); a size-only model without a
     tokenizer takes ``NullTokenizer`` over its vocabulary (mock data needs no text)."""
     folder = tokenizer_folder(plan)

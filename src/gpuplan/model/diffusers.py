@@ -295,7 +295,7 @@ def library(name: str):
 def build(library_name: str, cls: str, config: dict[str, Any], dtype: str = "bfloat16", where: str = "the config"):
     """The component's real class built from its config on the meta device, in ``dtype``; a config the class
     cannot be built from (a negative or zero size, a wrong type: whatever the library raises) is refused in one
-    sentence naming ``where``, as :func:`gpuplan.model.trace.build` words a decoder's."""
+    sentence naming ``where``, as :func:`gpuplan.model.trace.build_meta` words a decoder's."""
     import torch
 
     from .record import silent_stderr

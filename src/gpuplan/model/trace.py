@@ -72,7 +72,7 @@ def instantiate(config: dict[str, Any], cfg, **kwargs):
 
 @quiet()
 def build_meta(config: dict[str, Any], dtype: str = "bfloat16", progress: str | None = None):
-    """(model, transformers config) built on the meta device from a config.json dict (:func:`model_class`);
+    """(model, transformers config) built on the meta device from a config.json dict (:func:`instantiate`);
     ``progress`` is written to stderr once transformers has read the config, before the model is built."""
     import torch
     import transformers

@@ -2,7 +2,7 @@
 
 A scenario comes from a YAML/JSON file, CLI flags (``--micro-batch-size`` for ``micro_batch_size``) or a
 dict; flags override the file. Field-level checks (types, ranges, unknown fields) live in the pydantic
-model; checks that need the model or the GPU (TP vs heads, bf16 on a V100) are in :func:`check`.
+model; checks that need the model or the GPU (TP vs heads, bf16 on a V100) are in :func:`gpuplan.plan.refusals.check`.
 Every error names the field and the fix, as one sentence.
 """
 

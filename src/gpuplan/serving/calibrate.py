@@ -248,8 +248,8 @@ def predict(model, engine, m: Measurement, deadline: float | None = None) -> Hal
 
 def usable(model, engine, runs: list[Measurement]) -> tuple[list[Measurement], list[str]]:
     """The runs a correction can be fitted on, and a sentence for each one left out: it needs a mean TTFT above
-    the API server's own per-request latency (:attr:`StepModel.request_s`), a TPOT above 0, a positive rate (or
-    none: a burst), at least one request, and requests that fit the deployment's KV pool."""
+    the API server's own per-request latency (:attr:`.steptime.StepModel.request_s`), a TPOT above 0, a positive
+    rate (or none: a burst), at least one request, and requests that fit the deployment's KV pool."""
     pool = engine.kv_blocks * engine.block_tokens
     good, left_out = [], []
     for r in runs:

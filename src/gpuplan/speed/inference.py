@@ -491,7 +491,7 @@ class StepTimer:
         captures none (:attr:`~gpuplan.engines.records.Timing.eager_steps`: vLLM ``--enforce-eager``). The host
         launches each of the layers' kernels while the GPU runs the ones already launched, so only the launching
         longer than the GPU's ``gpu_s`` shows (:meth:`launch_host_s`). A prompt step the engine replays as prefill
-        graphs (:attr:`~gpuplan.engines.base.Timing.prefill_graph_tokens`) launches none."""
+        graphs (:attr:`~gpuplan.engines.records.Timing.prefill_graph_tokens`) launches none."""
         cap, t = self.timing.graph_max_batch, self.timing
         if prompt and tokens <= t.prefill_graph_tokens:  # replayed as prefill graphs (Timing.prefill_graph_tokens)
             return 0.0

@@ -185,7 +185,8 @@ class Stack:
         return act.saved_bytes(layer, m, setup)
 
     def backward_transient(self, layer, m: ModelSpec, setup: act.ActivationSetup) -> float:
-        """Gradients of activations alive while one layer runs its backward (:func:`activations.backward_transient`)."""
+        """Gradients of activations alive while one layer runs its backward
+        (:func:`~gpuplan.tensors.activations.backward_transient`)."""
         return act.backward_transient(layer, m, setup)
 
     def selective(self, layer, m: ModelSpec, setup: act.ActivationSetup) -> float:
@@ -274,7 +275,7 @@ def transformers_logits(m: ModelSpec, setup: act.ActivationSetup, lm_head_cast: 
       (``shift_logits = logits[..., :-1, :].contiguous()``) before ``CrossEntropyLoss``;
     - 4.46-4.48: the model returns compute-dtype logits; ``ForCausalLMLoss`` upcasts them and still shifts a copy;
     - from 4.49 on, ``ForCausalLMLoss`` pads the labels instead of shifting the logits
-      (:func:`activations.logits_bytes`).
+      (:func:`~gpuplan.tensors.activations.logits_bytes`).
 
     The shifted copy lives until the loss returns (log-softmax's backward needs only its output). The model's
     output logits live while the output object does: to the end of the loss in the HF Trainer, whose

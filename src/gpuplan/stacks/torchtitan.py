@@ -6,8 +6,8 @@
   inside each block, the outputs of ``aten.mm`` are saved except every second one, and SDPA's outputs are saved
   (``_save_list``); everything else is recomputed. A Llama block runs wq, wk, wv, [SDPA], wo, w1, w3, w2, so it saves
   the block input, wq's, wv's, w1's and w2's outputs and SDPA's output and fp32 log-sum-exp: per token per layer
-  ``(4·h + kv + f)·c + 4·heads`` bytes (:func:`op_sac_bytes`). ``selective_ac_option = 'N'`` checkpoints every N-th
-  block fully (``checkpoint_every``);
+  ``(4·h + kv + f)·c + 4·heads`` bytes (:func:`gpuplan.stacks.native.op_sac_bytes`). ``selective_ac_option = 'N'``
+  checkpoints every N-th block fully (``checkpoint_every``);
 - the loss: ``components/loss.cross_entropy_loss`` upcasts the bf16 logits to fp32 for ``F.cross_entropy`` (the
   trainer deletes ``pred`` before the backward); ``training.compile`` compiles each block and the loss
   (``build_cross_entropy_loss``), so inductor fuses the upcast and saves the bf16 logits instead.
