@@ -401,8 +401,9 @@ def megatron_bridge(row):
     none), sequence parallelism and Transformer Engine userbuffers (``tp_comm_overlap``) with TP > 1, fp8 by
     ``fp8_cs`` (Transformer Engine per-tensor current scaling, first and last layers in fp8 too), the 8B configs on
     B200/GB200 with CUDA graphs of the full iteration. SFT/LoRA (26.06): SQuAD packed into 4,096-token rows, as
-    :func:`nemo`'s rows (same record assumptions), the distributed optimizer, LoRA on ``linear_qkv`` only (rank 32,
-    Megatron-Bridge's LoRA default)."""
+    :func:`nemo`'s rows (same record assumptions), the distributed optimizer, no recompute (the recipes set
+    ``recompute_granularity`` None), LoRA on ``linear_qkv`` only at rank 16 (``llama3_70b_peft_config``: dim 16 for
+    70B)."""
     name = re.search(r"\((LLAMA[\w.]+)\)", row["model"]).group(1)
     par = row["parallelism"]
     n = int(row["n_gpus"])
@@ -429,8 +430,8 @@ def megatron_bridge(row):
     elif "scope mlp" in row["notes"]:
         notes.append("Transformer Engine CUDA graphs of the MLP only (scope mlp): not modelled, graphs off")
     if lora:
-        scenario.update(lora_rank=32, lora_targets=["q_proj", "k_proj", "v_proj"])
-        notes.append("LoRA on linear_qkv (the fused QKV), rank 32 (Megatron-Bridge LoRA default dim, assumed)")
+        scenario.update(lora_rank=16, lora_targets=["q_proj", "k_proj", "v_proj"])
+        notes.append("LoRA on linear_qkv (the fused QKV), rank 16 (llama3_70b_peft_config: dim 16 for 70B)")
     if "packed" in row["seq_len"]:
         scenario.update(samples=SQUAD_RECORDS, mean_tokens=SQUAD_MEAN_TOKENS, max_tokens=SQUAD_MAX_TOKENS,
                         packing="bfd")
