@@ -482,6 +482,51 @@ def answerai(row):
     return dict(scenario=scenario, assumptions="; ".join(notes)), None
 
 
+def litgpt(row):
+    """LitGPT resource tables (October 2023, LitGPT commit 8641822 ``finetune/lora.py``) on one A100-SXM4-40GB:
+    LitGPT's own model and Fabric loop, held out (session 16). Written as the ``pytorch`` stack, a plain loop over
+    the same operations (SDPA, fp32 RMSNorm, SwiGLU): Fabric ``bf16-true`` keeps weights, LoRA parameters and
+    optimizer states in bf16, no activation checkpointing on one device, LoRA r=8 (dropout 0.05) on query and value.
+    ``get_batch`` forces Alpaca's longest sample (1,304 Llama 2 tokens) into the first batch and pads the batch to it,
+    so the peak is micro-batch x 1,304 tokens; 'Max GPU RAM' is ``torch.cuda.max_memory_allocated() / 1e9``.
+    bnb's 4-bit without double quantization (``bnb.nf4``) is not a gpuplan format: those rows are skipped."""
+    if row["quant"].startswith("bnb.nf4 "):
+        return None, ("bitsandbytes nf4 without double quantization (LitGPT bnb.nf4): gpuplan's nf4 always double-"
+                      "quantizes the absmax (the bnb.nf4-dq rows are scored)")
+    qlora = row["workload"] == "QLoRA"
+    scenario = dict(model={"meta-llama/Llama-2-7b-hf": "llama-2-7b", "meta-llama/Llama-2-13b-hf": "llama-2-13b"}[
+                        row["model"]], task="train", stack="pytorch", method="qlora" if qlora else "lora",
+                    precision="bf16-true", adapter_dtype="bf16", lora_rank=8, lora_dropout=0.05,
+                    lora_targets=["q_proj", "v_proj"], micro_batch_size=int(row["micro_batch"]), seq_len=1304,
+                    grad_checkpointing="none", attention="sdpa", optimizer="adamw", optimizer_impl="foreach",
+                    gpu="nvidia-a100-sxm4-40gb", **({"quant": "nf4"} if qlora else {}))
+    notes = ["LitGPT's model and Fabric loop written as the pytorch stack (same operations: SDPA, fp32 RMSNorm, "
+             "SwiGLU; its lm_head_chunk_size=128 and chunked cross-entropy not modelled: full logits, 0.2 GB at "
+             "2 x 1,304 x 32,000 in fp32)", "micro-batch x 1,304 tokens: get_batch puts Alpaca's longest sample "
+             "first and pads to it", "bf16-true: LoRA parameters and AdamW states bf16; no checkpointing on one "
+             "device (strategy auto)"]
+    if qlora:
+        notes.append("bnb.nf4-dq via Fabric BitsandbytesPrecision (it also quantizes lm_head); bnb PagedAdamW's "
+                     "32-bit states sit in managed memory, outside max_memory_allocated (0.03 GB for 4M adapters)")
+    return dict(scenario=scenario, assumptions="; ".join(notes)), None
+
+
+def torchtitan_h200(row):
+    """torchtitan on H200 (Trainy, June 2025; torchtitan e7c0cae): :func:`torchtitan`'s rule on the run's card and
+    release. The run compiled (``--training.compile``): the loss compiles with the blocks from 2025 on, as gpuplan's
+    compile models it, so memory is taken with compile on. 'Memory(GiB)' is torchtitan's logged max reserved."""
+    case, why = torchtitan(row)
+    if case is None:
+        return None, why
+    case["scenario"].update(gpu="nvidia-h200-sxm-141gb", compile=True)
+    case["assumptions"] = ("stack torchtitan: FSDP2 with fp32 master weights and reductions; torchtitan e7c0cae "
+                           "(June 2025) compiled blocks and loss (compile true); selective: torchtitan's per-op "
+                           "policy; torchao float8 linears (tensorwise) as fp8-mixed, their FSDP float8 all-gather "
+                           "and force_recompute_fp8_weight_in_bwd not modelled; 'Memory(GiB)' = max reserved at "
+                           "iteration 100 (peak reset each log window)")
+    return case, None
+
+
 def llama_cpp(row):
     kind = row["quant"].replace("GGUF ", "").lower()
     scenario = dict(model="llama-3.1-8b", task="infer", engine="llama.cpp", quant=f"gguf-{kind}")
@@ -507,6 +552,8 @@ RULES = {
     "Unsloth README context table (Unsloth column)": unsloth_context_table,
     "Unsloth README context table (HF + FA2 column)": unsloth_context_table,
     "Answer.AI fsdp_qlora benchmarks (Mar 2024)": answerai,
+    "LitGPT resource tables (Oct 2023)": litgpt,
+    "torchtitan benchmarks (Trainy H200, Jun 2025)": torchtitan_h200,
 }
 # published rows of the training stacks that measured-public.csv does not hold, transcribed with their locators
 EXTRA_CSV = HERE / "measured-stacks.csv"

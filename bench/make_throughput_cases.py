@@ -389,7 +389,62 @@ def llama3_table4(row):
                 "GPU"), None
 
 
+BRIDGE_MODELS = {"LLAMA3_8B": "llama-3-8b", "LLAMA3_70B": "llama-3-70b", "LLAMA3.1_405B": "llama-3.1-405b"}
+BRIDGE_GPUS = {"H100-SXM-80GB (DGX-H100)": "nvidia-h100-sxm5-80gb", "B200 (DGX-B200)": "nvidia-b200",
+               "GB200 (DGX-GB200)": "nvidia-gb200"}
+
+
+def megatron_bridge(row):
+    """Megatron-Bridge performance summary (NeMo containers 25.11 and 26.06), held out (session 16): Megatron-Core
+    (stack megatron) as the launch configs of scripts/performance run it. Pre-training: mock data at 8,192 tokens, the
+    Llama 3 recipes' distributed optimizer with overlapped grad reduce and param gather, no recompute (the recipes set
+    none), sequence parallelism and Transformer Engine userbuffers (``tp_comm_overlap``) with TP > 1, fp8 by
+    ``fp8_cs`` (Transformer Engine per-tensor current scaling, first and last layers in fp8 too), the 8B configs on
+    B200/GB200 with CUDA graphs of the full iteration. SFT/LoRA (26.06): SQuAD packed into 4,096-token rows, as
+    :func:`nemo`'s rows (same record assumptions), the distributed optimizer, no recompute (the recipes set
+    ``recompute_granularity`` None), LoRA on ``linear_qkv`` only at rank 16 (``llama3_70b_peft_config``: dim 16 for
+    70B)."""
+    name = re.search(r"\((LLAMA[\w.]+)\)", row["model"]).group(1)
+    par = row["parallelism"]
+    n = int(row["n_gpus"])
+    tp, pp, cp = (int(re.search(rf"{k}(\d+)", par).group(1)) for k in ("TP", "PP", "CP"))
+    vp = int(m.group(1)) if (m := re.search(r"VP(\d+)", par)) else 1
+    dp = int(re.search(r"DP=(\d+)", par).group(1))
+    gbs = int(re.search(r"GBS=(\d+)", par).group(1))
+    mbs = int(row["micro_batch"])
+    lora = row["workload"] == "LoRA"
+    scenario = dict(model=BRIDGE_MODELS[name], task="train", stack="megatron", method="lora" if lora else "full",
+                    precision="fp8-mixed", fp8_recipe="current", optimizer="adamw", micro_batch_size=mbs,
+                    seq_len=int(row["seq_len"].split()[0]), grad_accum_steps=gbs // (dp * mbs),
+                    grad_checkpointing="none", sharding="zero1" if dp * cp > 1 else "single", tp=tp, pp=pp, cp=cp,
+                    **({"vpp": vp} if vp > 1 else {}), gpu=BRIDGE_GPUS[row["gpu"]], **_nodes(n))
+    notes = ["Megatron-Bridge's launch config (scripts/performance): distributed optimizer (zero1), no recompute",
+             "fp8_cs: Transformer Engine per-tensor current scaling (fp8_recipe current)"]
+    if tp > 1:
+        scenario["tp_overlap"] = "userbuffers"
+        notes.append("sequence parallelism; TP collectives overlapped by Transformer Engine userbuffers "
+                     "(tp_comm_overlap)")
+    if "full_iteration" in row["notes"]:
+        scenario["cuda_graphs"] = True
+        notes.append("CUDA graphs of the full iteration (cuda_graph_impl local)")
+    elif "scope mlp" in row["notes"]:
+        notes.append("Transformer Engine CUDA graphs of the MLP only (scope mlp): not modelled, graphs off")
+    if lora:
+        scenario.update(lora_rank=16, lora_targets=["q_proj", "k_proj", "v_proj"])
+        notes.append("LoRA on linear_qkv (the fused QKV), rank 16 (llama3_70b_peft_config: dim 16 for 70B)")
+    if "packed" in row["seq_len"]:
+        scenario.update(samples=SQUAD_RECORDS, mean_tokens=SQUAD_MEAN_TOKENS, max_tokens=SQUAD_MAX_TOKENS,
+                        packing="bfd")
+        notes.append(f"packed SQuAD ({SQUAD_RECORDS:,} records of ~{SQUAD_MEAN_TOKENS} tokens, assumed as for NeMo "
+                     "24.07's rows) in 4,096-token rows, attention per record")
+    if "GB200" in row["gpu"]:
+        notes.append("8 GB200s = two 4-GPU trays in one NVL72 NVLink domain: one NVLink node")
+    return dict(scenario=scenario, assumptions="; ".join(notes)), None
+
+
 RULES = {
+    "Megatron-Bridge performance summary (NeMo 25.11 / 26.06)": megatron_bridge,
+    "torchtitan benchmarks (Trainy H200, Jun 2025)": mc.torchtitan_h200,  # compiled as it ran
     "Qwen2.5 docs speed benchmark": qwen25,
     "Qwen (v1) README finetuning profiling": qwen1_finetune,
     "Qwen (v1) README inference profiling": qwen1_inference,
@@ -426,6 +481,12 @@ NETWORKS = {
     # torchtitan benchmarks: 'Hosts are inter-connected with backend RDMA network with 400 Gb/s per GPU' (Meta's
     # RoCE, as for Llama 3)
     "torchtitan benchmarks (Dec 2024)": {"H100": ("roce", 3200)},
+    # Trainy on WhiteFiber: 'backend RDMA fabric with 400Gb/s (Mellanox CX-7) per GPU' (InfiniBand taken)
+    "torchtitan benchmarks (Trainy H200, Jun 2025)": {"H200": ("infiniband", 3200)},
+    # DGX H100 and DGX B200: 8 x 400 Gb/s ConnectX-7 InfiniBand per node (NVIDIA DGX user guides); the GB200 rows
+    # run on 8 GPUs of one NVL72 NVLink domain (no fabric between nodes)
+    "Megatron-Bridge performance summary (NeMo 25.11 / 26.06)": {"DGX-H100": ("infiniband", 3200),
+                                                                 "DGX-B200": ("infiniband", 3200)},
 }
 
 
