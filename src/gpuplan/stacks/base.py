@@ -243,7 +243,7 @@ class Stack:
         """The kernels this stack runs for the parts of a step it changes (:mod:`.speedups`)."""
         from .speedups import kernels
 
-        return kernels(self.name, s, liger=self.liger_loss(s),
+        return kernels(self.name, s, liger=self.liger_kernels(s),
                        fused_stack=s.tp > 1 or s.precision.startswith(("fp8", "fp4")))
 
     def tp_overlap(self, s: Scenario) -> str | None:
