@@ -25,7 +25,6 @@ from .native import OpSelective, chunked_loss
 class Torchtitan(OpSelective):
     name = "torchtitan"
     model_parallel = ("tp", "pp")  # [parallelism] tensor_parallel_degree, pipeline_parallel_degree
-    shardings = ("ddp", "fsdp")  # [parallelism] data_parallel_replicate_degree, data_parallel_shard_degree
     # activation checkpointing off (its default is per-op selective) and training.compile of each block and the
     # loss, alone and together
     switches = ((("no checkpointing",), {"grad_checkpointing": "none"}), (("torch.compile",), {"compile": True}),
