@@ -140,7 +140,7 @@ class Sharding:
         the gradients)."""
         return {"DDP gradient buckets": st.gradients} if s.resolved_sharding == "ddp" else {}
 
-    def layer_buffers(self, s: Scenario, buffers: dict[str, float]) -> dict[str, float]:
+    def layer_buffers(self, s: Scenario, stack: Stack, buffers: dict[str, float]) -> dict[str, float]:
         """Those of ``buffers`` that exist only while a decoder layer runs (none here)."""
         return {}
 

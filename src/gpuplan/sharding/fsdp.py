@@ -96,15 +96,15 @@ class Fsdp(Sharding):
                 (s.compute_bytes + self.reduce_copy_bytes(s)) * unit_trainable
         return out
 
-    def layer_buffers(self, s: Scenario, buffers: dict[str, float]) -> dict[str, float]:
+    def layer_buffers(self, s: Scenario, stack: Stack, buffers: dict[str, float]) -> dict[str, float]:
         """The decoder-layer units in flight: every unit is resharded after its forward (torchtune's
         ``shard_model``, FSDP1's FULL_SHARD) and gathered again by its backward, so none is unsharded at the loss;
-        torchtitan keeps the last block unsharded after the forward (``reshard_after_forward`` is False for it,
-        ``apply_fsdp``), one of the two."""
+        a stack that keeps the last block unsharded after the forward holds one of the two there
+        (:attr:`~gpuplan.stacks.base.Stack.keeps_last_unit`: torchtitan)."""
         key = f"{self.name.upper()} units in flight (current + prefetched)"
         if key not in buffers:
             return {}
-        return {key: buffers[key] / 2 if s.stack == "torchtitan" else buffers[key]}
+        return {key: buffers[key] / 2 if stack.keeps_last_unit else buffers[key]}
 
     def root_grad_params(self, m: ModelSpec) -> int:
         return self.root_params(m)

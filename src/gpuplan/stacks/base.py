@@ -89,6 +89,9 @@ class Stack:
     # what recommend searches over several GPUs where the stack's recipe runs every sharding (Recipe.shardings):
     # the Trainer's DDP or DeepSpeed ZeRO (fsdp is the same state as zero3)
     searched_shardings: tuple[str, ...] = ("ddp", "zero2", "zero3")
+    # under FSDP, the last decoder block stays unsharded after the forward (torchtitan's apply_fsdp sets
+    # reshard_after_forward False for it: the backward starts there)
+    keeps_last_unit = False
     # it can add activation offloading to its defaults (a variant recommend tries)
     offloads_activations = False
     # its own switches recommend tries beside the common variants, as (words, change) pairs

@@ -31,6 +31,7 @@ class Torchtitan(OpSelective):
                 (("torch.compile", "no checkpointing"), {"compile": True, "grad_checkpointing": "none"}))
     replicated_on_all_tokens = True  # models/deepseek_v3/infra/parallelize.py apply_non_moe_tp: NoParallel
     torchao_float8 = fp8_all_gather = True  # components/quantization/float8.py, [quantize.linear.float8]
+    keeps_last_unit = True  # parallelize.py apply_fsdp: reshard_after_forward=False for the last transformer block
 
     def loss(self, s: Scenario, m: ModelSpec, setup: act.ActivationSetup, lm_head_cast: bool,
              free: float | None) -> LossBytes:
