@@ -36,7 +36,7 @@ from ..sharding import sharding_for
 from ..stacks import STACKS
 
 if TYPE_CHECKING:
-    from ..model.module import ModuleSpec
+    from ..model.module_spec import ModuleSpec
 
 QLORA_BASES = ("nf4", "fp4", "gptq-int4", "awq-int4")  # the 4-bit bases QLoRA is estimated on
 
