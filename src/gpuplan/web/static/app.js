@@ -602,7 +602,7 @@ function renderSpeedCost(r, explanation) {
   $("#speed-rows").replaceChildren(...rows);
 }
 
-// what one sample of a module plan is (gpuplan.explain.work.unit)
+// what one sample of a module plan is (gpuplan.explain.module_speed.unit)
 function unitOf(r) {
   if (r.work.kind.startsWith("diffusion")) return "images";
   return r.scenario.audio_seconds && r.scenario.task === "infer" ? "windows" : "samples";
