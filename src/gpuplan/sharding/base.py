@@ -59,8 +59,9 @@ class Sharding:
 
     def shards(self, s: Scenario) -> tuple[int, int, int]:
         """How many ways weights, gradients and optimizer states are split across data-parallel ranks."""
-        return tuple(s.dp if split else 1 for split in (self.shards_weights(s), self.shards_gradients(s),
-                                                        self.shards_optimizer(s)))
+        weights, gradients, optimizer = (s.dp if split else 1 for split in (
+            self.shards_weights(s), self.shards_gradients(s), self.shards_optimizer(s)))
+        return weights, gradients, optimizer
 
     def step_sync(self, s: Scenario) -> tuple[str | None, bool]:
         """How the data- and context-parallel ranks meet once a step, after the last backward (ZeRO paper section
