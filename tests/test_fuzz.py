@@ -297,9 +297,9 @@ def test_the_generator_sends_to_every_endpoint_the_page_declares():
     drawn with no edit (a scenario body gets the CLI's recipes). Listing them leaves the page's deadline as it is
     (the fuzzer's longer one held from the app's making on, in every later test of the process: the threat model's
     doc test read 30 s under pytest-xdist)."""
-    from gpuplan.web import work
+    from gpuplan.web import lanes
 
-    own = work.TIMEOUT_S
+    own = lanes.TIMEOUT_S
     routes = {(m, p) for p, r in web.api_routes() if r.include_in_schema for m in r.methods}
     assert {(e.method, e.path) for e in ENDPOINTS if e is not web.PAGES} == routes and len(routes) >= 9
     assert {"/", "/readme", "/docs", "/static/app.js"} <= set(web.page_paths())  # and the rest of the app
@@ -309,7 +309,7 @@ def test_the_generator_sends_to_every_endpoint_the_page_declares():
     estimate = next(e for e in ENDPOINTS if e.path == "/api/estimate")
     body = web.Schemas(web.app_schema(), None, None).resolve(estimate.body)  # the generator's own $ref resolution
     assert body["title"] == "Scenario" and {"model", "task", "seq_len"} <= set(body["properties"])
-    assert work.TIMEOUT_S == own == 10.0
+    assert lanes.TIMEOUT_S == own == 10.0
 
 
 @pytest.mark.parametrize("endpoint", [e.row for e in ENDPOINTS])

@@ -78,7 +78,7 @@ def test_a_training_estimate_loads_only_what_it_uses():
         "gpuplan.memory.modules", "gpuplan.memory.megatron", "gpuplan.speed.offline",
         "gpuplan.speed.inference", "yaml", "gpuplan.useryaml", "gpuplan.model.gguf", "gpuplan.model.diffusers",
         "gpuplan.model.encoders", "gpuplan.dataset", "statistics", "gpuplan.speed.bands", "gpuplan.model.structure",
-        "gpuplan.plan.recipe", "gpuplan.engines.records", "gpuplan.model.module", "gpuplan.plan.fixes",
+        "gpuplan.plan.recipe", "gpuplan.engines.records", "gpuplan.model.module_spec", "gpuplan.plan.fixes",
         "encodings.utf_8_sig",
         *(f"gpuplan.engines.{m}" for m in ("vllm", "sglang", "trtllm", "llama_cpp", "mlx"))}
     assert not loaded & unused, loaded & unused

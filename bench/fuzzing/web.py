@@ -354,14 +354,14 @@ def app() -> Any:
 def wall_deadline():
     """The page's deadline :data:`WALL_FACTOR` times over while a case runs, and the page's own again after it: set
     from the app's making on, it held in every test of a process that had only listed the app's routes."""
-    from gpuplan.web import work
+    from gpuplan.web import lanes
 
-    own = work.TIMEOUT_S
-    work.TIMEOUT_S = own * WALL_FACTOR
+    own = lanes.TIMEOUT_S
+    lanes.TIMEOUT_S = own * WALL_FACTOR
     try:
         yield
     finally:
-        work.TIMEOUT_S = own
+        lanes.TIMEOUT_S = own
 
 
 def close() -> None:
@@ -458,11 +458,11 @@ def judge(case: WebCase, drop: tuple[int, ...], address: str) -> Any:
         return oracle.judge_page(last.status_code, last.content, call.path)
     verdict = oracle.judge_web(last.status_code, last.content, response_model(call.method, call.path),
                                hidden=(str(root) if root else "", src, sys.prefix))
-    from gpuplan.web import work
+    from gpuplan.web import lanes
 
-    if verdict.klass == oracle.OK and cpu_s > work.TIMEOUT_S:  # the page's own deadline, outside wall_deadline()
+    if verdict.klass == oracle.OK and cpu_s > lanes.TIMEOUT_S:  # the page's own deadline, outside wall_deadline()
         return oracle.Verdict(oracle.HANG, "an answer that took more CPU than the page's deadline",
-                              f"{cpu_s:.1f} s of CPU; the deadline is {work.TIMEOUT_S:g} s")
+                              f"{cpu_s:.1f} s of CPU; the deadline is {lanes.TIMEOUT_S:g} s")
     if root is not None and root.is_dir():
         files = [p for p in root.rglob("*") if p.is_file()]
         size = sum(p.stat().st_size for p in files)

@@ -125,6 +125,17 @@ def test_fit_lists_what_your_cards_hold_with_the_numbers_estimate_gives():
     assert all(r.fits for r in order[:40])
 
 
+def test_fit_tries_the_shardings_the_stack_runs():
+    """Session 16's walk: fit tried DDP, ZeRO-2 and ZeRO-3 whatever the stack, so on 2 x RTX 3090 under torchtune
+    (FSDP2 only) every model read "torchtune shards with FSDP2 only: use sharding fsdp (or fsdp2), not zero3" and
+    none fitted. It now tries the stack's own shardings, those recommend searches (Stack.shardings)."""
+    gpu = load_gpu("rtx-3090")
+    tune = what_fits({"task": "train", "method": "lora", "stack": "torchtune"}, gpu, 2, ["qwen2.5-0.5b"])[0]
+    assert tune.fits and tune.sharding == "fsdp2" and not tune.reason
+    megatron = what_fits({"task": "train", "method": "full", "stack": "megatron"}, gpu, 2, ["qwen2.5-0.5b"])[0]
+    assert megatron.fits and megatron.sharding == "zero1"  # DDP does not fit; ZeRO-2/3 were refused, never tried
+
+
 def test_fit_s_headline_says_each_row_is_laid_out_as_estimate_lays_it_out():
     """Session 9's walk: `fit --gpu 2xrtx-a6000 --task train --method qlora` read 'micro-batch 1 x 1 accumulation
     ...; 2 x rtx-a6000, DDP' over rows at each model's recipe layout (gpt-oss-120b at 1 x 8, ZeRO-3: 45.37 GiB,

@@ -13,7 +13,7 @@ import pytest
 import gpuplan
 from gpuplan import overheads as oh
 from gpuplan.cli import run
-from gpuplan.explain.work import explain_module
+from gpuplan.explain.module_speed import explain_module
 
 # (first call, warm call) in seconds as onediff's READMEs print them: PixArt-alpha on an RTX 4090, an A100-PCIE-40GB
 # and an H800 (examples/pixart/README.md), SD3-medium on an H800 and an RTX 4090 (examples/sd3/README.md)

@@ -1,6 +1,7 @@
 """Which stacks run Liger's kernels is one fact of each stack's profile (``Stack.liger``), read by the memory
 (``Stack.fused``), the speed (``stacks/speedups.kernels``), the fake-tensor emulation (``sim/stacks.fused_kernels``)
-and the probe (``sim/real.backends``). Before, the last three each named the stacks themselves."""
+and the probe (``sim/real.backends``). Before, the last three each named the stacks themselves, and the speed and
+the probe read Liger's loss where the memory and the emulation read its kernels (axolotl with another loss)."""
 
 from __future__ import annotations
 
@@ -34,10 +35,22 @@ def test_memory_speed_emulation_and_probe_agree_on_liger(stack, loss):
     liger_kernels = stack == "axolotl" or liger_loss
     assert profile.liger_loss(s) is liger_loss and profile.liger_kernels(s) is liger_kernels
     probe = any(b.part == "fused kernels" and b.runs.startswith("Liger") for b in real.backends(s, lambda _: True))
-    assert probe is liger_loss
-    assert (LIGER in profile.kernels(s).why) is liger_loss
+    assert probe is liger_kernels
+    assert (LIGER in profile.kernels(s).why) is liger_kernels
     assert sim_stacks.fused_kernels(s) is (liger_kernels or stack == "unsloth")
     assert profile.fused(s) is (liger_kernels or stack == "unsloth")
+    # the speed's fused norms and MLP are the memory's (nothing compiled, one GPU, bf16: no other cause)
+    assert profile.kernels(s).fused_elementwise is profile.fused(s)
+
+
+def test_axolotls_plugin_kernels_speed_its_step_whatever_the_loss():
+    # axolotl's Liger plugin runs liger_rope, liger_rms_norm and liger_glu_activation with the full loss too: the
+    # speed counts them as the memory does (before, its speed read Liger's loss and left them out)
+    s = scenario_from({"model": "llama-3.1-8b", "task": "train", "method": "lora", "stack": "axolotl",
+                       "loss": "full"})
+    hf = scenario_from({"model": "llama-3.1-8b", "task": "train", "method": "lora", "stack": "hf", "loss": "full"})
+    assert STACKS["axolotl"].kernels(s).fused_elementwise and LIGER in STACKS["axolotl"].kernels(s).why
+    assert not STACKS["hf"].kernels(hf).fused_elementwise
 
 
 def test_no_reader_names_the_stacks_that_run_liger():

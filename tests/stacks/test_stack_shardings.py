@@ -1,6 +1,6 @@
 """What each stack shards with is one fact of its recipe (``Recipe.shardings``): its refusal of another sharding
-reads it (the sentences are the stacks' own, unchanged), recommend's search (``Stack.shardings``) stays inside it,
-and ``Recipe.fsdp_only`` follows from it."""
+reads it (the sentences are the stacks' own, unchanged), recommend's search (``Stack.shardings``) is read from it
+(a stack's own subset only where the recipe runs every sharding), and ``Recipe.fsdp_only`` follows from it."""
 
 from __future__ import annotations
 
@@ -50,4 +50,10 @@ def test_recommend_searches_only_what_each_stack_runs():
         recipe = RECIPES[name]
         searched = {recipe.fsdp if s == "fsdp" else s for s in stack.shardings}
         assert searched <= set(recipe.shardings), name
+    # where the recipe runs only some, the search is the recipe's, by the word the scenario takes (fsdp)
+    assert {n: STACKS[n].shardings for n in ("unsloth", "torchtune", "torchtitan", "megatron")} == {
+        "unsloth": ("ddp",), "torchtune": ("fsdp",), "torchtitan": ("ddp", "fsdp"), "megatron": ("ddp", "zero1")}
+    # where it runs every one, the stack's own subset: the Trainer's DDP and ZeRO, your own loop's DDP and FSDP
+    assert {n: STACKS[n].shardings for n in ("hf", "axolotl", "pytorch")} == {
+        "hf": ("ddp", "zero2", "zero3"), "axolotl": ("ddp", "zero2", "zero3"), "pytorch": ("ddp", "fsdp")}
     assert sorted(n for n, r in RECIPES.items() if r.fsdp_only) == ["torchtitan", "torchtune"]

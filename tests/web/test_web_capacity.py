@@ -16,7 +16,7 @@ from typer.testing import CliRunner  # noqa: E402
 
 import gpuplan  # noqa: E402
 from gpuplan.cli import app as cli_app  # noqa: E402
-from gpuplan.web import work  # noqa: E402
+from gpuplan.web import lanes  # noqa: E402
 from gpuplan.web.api import PAGE_SEARCH_S  # noqa: E402
 from gpuplan.web.app import create_app  # noqa: E402
 
@@ -45,7 +45,7 @@ def test_the_page_search_is_the_python_api_and_the_cli_json(client):
                                        "0.05", "--gpus", "h100-sxm", "--max-gpus", "2", "--top", "2", "--json"])
     assert out.exit_code == 0, out.output
     assert json.loads(out.output)["plans"] == page["plans"]
-    assert PAGE_SEARCH_S < work.TIMEOUT_S  # the search ends before the request's deadline
+    assert PAGE_SEARCH_S < lanes.TIMEOUT_S  # the search ends before the request's deadline
 
 
 def test_an_offline_batch_and_users_on_the_page_api(client):

@@ -12,7 +12,7 @@ from . import arguments as arg
 from .arguments import ScenarioLike, scenario_of
 
 if TYPE_CHECKING:
-    from ..model.module import ModuleSpec
+    from ..model.module_spec import ModuleSpec
 
 
 def estimate(scenario: ScenarioLike, *, advise: bool = True, module: str | None = None) -> Plan:

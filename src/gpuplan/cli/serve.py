@@ -12,7 +12,7 @@ from .app import app
 from .render import err, out
 
 LOCAL = ("127.0.0.1", "localhost", "::1")
-CONNECTIONS = 256  # connections and requests at once; beyond them uvicorn answers 503 (the work itself: web/work.py)
+CONNECTIONS = 256  # connections and requests at once; beyond them uvicorn answers 503 (the work itself: web/lanes.py)
 
 
 @app.command("serve")

@@ -78,7 +78,7 @@ def markdown(s: Scenario, r: Plan, link: str = "") -> str:
         lines.append("")
     module = "work" in type(r).model_fields  # a diffusion pipeline's, an encoder-decoder's, an encoder's plan
     if module:
-        from .work import speed_line
+        from .module_speed import speed_line
 
         lines.append(speed_line(r))  # type: ignore[arg-type]
     elif r.speed:

@@ -154,7 +154,7 @@ def _kinds(name: str) -> list[str]:
 
 
 def page_kind(spec: Any) -> str:
-    """The page's word for a model that is not a decoder LLM (a :class:`~gpuplan.model.module.ModuleSpec`):
+    """The page's word for a model that is not a decoder LLM (a :class:`~gpuplan.model.module_spec.ModuleSpec`):
     Whisper is speech, the others their kind (diffusion, encoder-decoder, encoder)."""
     return "speech" if spec.family == "whisper" else spec.kind
 

@@ -24,7 +24,7 @@ def explain(result: Plan) -> Explanation:
     on the scenario, model and card it was built from (as resolved: the serving split, the card's precision). A
     diffusion pipeline's, an encoder-decoder's or an encoder's plan: its speed and price (:mod:`.work`)."""
     if "work" in type(result).model_fields:  # a ModulePlan (its module is loaded only for such plans)
-        from .work import explain_module
+        from .module_speed import explain_module
 
         return explain_module(result)  # type: ignore[arg-type]
     s, m, gpu = result.setup.scenario, result.setup.model, result.setup.gpu

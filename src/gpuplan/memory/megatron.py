@@ -15,6 +15,7 @@ from __future__ import annotations
 from .. import overheads as oh
 from ..model.spec import ModelSpec
 from ..scenario import Scenario
+from ..sharding import sharding_for
 from ..stacks import megatron as mg
 from ..stacks import stack_for
 from ..tensors.breakdown import GIB, Estimate
@@ -102,7 +103,7 @@ def _stage(s: Scenario, m: ModelSpec, rank: int) -> Estimate:
         f"state per rank{stage}: {st.dense / 1e9:.3g}B dense + {st.embedding / 1e9:.3g}B embedding/output + "
         f"{st.experts / 1e9:.3g}B expert parameters; 2 B weights + 4 B fp32 gradients"
         + (f" + 12 B master/Adam over {s.dp * s.cp} DP x CP ranks (distributed optimizer)"
-           if s.resolved_sharding == "zero1" else " + optimizer states unsharded"),
+           if sharding_for(s).shards_optimizer(s) else " + optimizer states unsharded"),
         f"activations{stage}: {per_mb / GIB:.2f} GiB per micro-batch of {mg.tokens(s):,} tokens/rank "
         f"(seq_len / cp) x {flight:.3g} in flight ({s.grad_checkpointing} recompute)",
         *stack_for(s).notes(s)]

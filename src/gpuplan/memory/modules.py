@@ -29,7 +29,7 @@ from dataclasses import dataclass
 from .. import overheads as oh
 from ..hardware import GpuSpec
 from ..model.layers import Linear
-from ..model.module import Component
+from ..model.module_spec import Component
 from ..model.profile import FP8_ALL, Profile, storage_format
 from ..model.quant import make_format
 from ..result import MemoryReport

@@ -50,7 +50,7 @@ def training_memory(s: Scenario, m: ModelSpec, capacity_gib: float | None = None
     buffers, extras = sharding.buffers(s, m, stack, st), stack.extras(s, m, shard)
     other = {**buffers, **extras}
     # gathered layers and a dequantized 4-bit weight exist while a decoder layer runs, not at the loss
-    layer_only = {**sharding.layer_buffers(s, buffers), **stack.layer_buffers(extras)}
+    layer_only = {**sharding.layer_buffers(s, stack, buffers), **stack.layer_buffers(extras)}
     persistent_other = sum(other.values()) - sum(layer_only.values())
     L = sum(layer_only.values())
     free = _free_at_loss(s, m, setup, e.weights + persistent_other + L + A_all, capacity_gib, outside_gib,

@@ -5,6 +5,9 @@
 - :mod:`.spec`: ``ModelSpec``, the normalized model (parameters, KV bytes, weight bytes);
 - :mod:`.quant`: weight formats (int8, nf4, GPTQ/AWQ, fp8, mxfp4, GGUF) and their bytes;
 - :mod:`.catalog`: resolving a name (bundled alias, path, Hugging Face repo id) to a ``ModelSpec``;
+- :mod:`.meta_layers`: a decoder's layers read from the model built on the meta device (:mod:`.trace`);
+- :mod:`.module_spec`: ``ModuleSpec``, a model that is not a decoder LLM (diffusion pipelines, encoder-decoders,
+  encoders), made by :mod:`.diffusers` and :mod:`.encoders`;
 - :mod:`.report`: plain-data views for ``gpuplan model`` and ``--json``.
 """
 

@@ -16,7 +16,7 @@ import sys
 import time
 
 from . import profile
-from .module import ModuleSpec
+from .module_spec import ModuleSpec
 
 
 def parts_of(spec: ModuleSpec) -> list[tuple[dict, str, object]]:

@@ -30,7 +30,7 @@ from typing import Any
 
 from ..errors import GpuplanError, echo, echo_value, normalize_name
 from .families import diffusers_class
-from .module import Component, ModuleSpec
+from .module_spec import Component, ModuleSpec
 
 DENOISERS = ("UNet2DConditionModel", "SD3Transformer2DModel", "FluxTransformer2DModel")
 VAES = ("AutoencoderKL",)

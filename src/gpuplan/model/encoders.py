@@ -29,7 +29,7 @@ from typing import Any
 
 from ..errors import GpuplanError, echo_value, normalize_name
 from .families import FAMILIES
-from .module import Component, ModuleSpec
+from .module_spec import Component, ModuleSpec
 
 # the families whose config is the vision tower itself (CLIP's and SigLIP's hold it in vision_config)
 VISION_TOWERS = ("vit", "clip_vision_model", "siglip_vision_model")

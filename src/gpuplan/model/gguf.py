@@ -281,7 +281,7 @@ def _embedding_type(m: Checkpoint, ftype: str) -> str:
 def per_token_table_params(m: Checkpoint) -> int:
     """Parameters of the embedding tables beside the token embedding that hold a row per token (Gemma 3n/4's
     ``embed_tokens_per_layer``, ``per_layer_token_embd`` in a GGUF). A structure traced off transformers counts
-    every ``nn.Embedding`` but the token embedding in ``position_params`` (:mod:`gpuplan.model.modules`); a table
+    every ``nn.Embedding`` but the token embedding in ``position_params`` (:mod:`gpuplan.model.meta_layers`); a table
     of whole vocabulary rows is a per-token table, learned positions have a row per position."""
     extra = m.position_params
     return extra if extra and m.vocab_size and extra % m.vocab_size == 0 else 0

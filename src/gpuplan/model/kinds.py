@@ -26,7 +26,7 @@ from ..errors import GpuplanError, normalize_name
 from .families import NOT_DECODERS, diffusers_class, family_named, is_encoder_family
 
 if TYPE_CHECKING:
-    from .module import ModuleSpec  # made by the readers of such models (.diffusers, .encoders)
+    from .module_spec import ModuleSpec  # made by the readers of such models (.diffusers, .encoders)
 
 
 class NotADecoder(GpuplanError):

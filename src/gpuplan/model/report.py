@@ -11,7 +11,7 @@ from .quant import make_format
 from .spec import ModelSpec
 
 if TYPE_CHECKING:
-    from .module import ModuleSpec
+    from .module_spec import ModuleSpec
 
 GIB = 2**30
 

@@ -30,7 +30,7 @@ from typing import Any
 
 from ..errors import GpuplanError
 from .layers import Layer
-from .modules import _embedding_dim, _get, _int, _layer_structure, _top_level, decoder_layers
+from .meta_layers import _embedding_dim, _get, _int, _layer_structure, _top_level, decoder_layers
 
 # the config keys of the experts each token is routed to (Gemma 4: ``top_k_experts``, transformers
 # ``Gemma4TextConfig``, read by its router as ``k=self.config.top_k_experts`` in ``modeling_gemma4.py``)

@@ -49,11 +49,6 @@ class Ownership(BaseModel):
     total_usd_low: float
     overbooked: bool = False  # the work needs more hours than the horizon has (at the low end)
 
-    @property
-    def fixed_usd(self) -> float:
-        """What owning costs whatever the work: purchase, maintenance and space, less the resale."""
-        return self.purchase_usd + self.maintenance_usd + self.space_usd - self.resale_usd
-
 
 def own(build: Build, plans: list[JobPlan], years: float, price: Electricity, *, pue: float = 1.0,
         off_when_idle: bool = False, maintenance_usd_per_year: float = 0.0,

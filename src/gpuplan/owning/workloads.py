@@ -37,7 +37,7 @@ from ..scenario import Scenario, load_scenario, scenario_from
 from ..userfiles import read_mapping
 
 if TYPE_CHECKING:
-    from ..model.module import ModuleSpec
+    from ..model.module_spec import ModuleSpec
 
 HARDWARE_FIELDS = ("gpu", "num_gpus", "num_nodes", "provider", "pricing", "host_ram_gib")
 MAX_JOBS = 20

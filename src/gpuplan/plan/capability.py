@@ -20,6 +20,7 @@ from ..hardware import GpuSpec
 from ..model.catalog import bundled, load_model
 from ..model.spec import ModelSpec
 from ..scenario import Scenario, scenario_from
+from ..stacks import stack_for
 from .advice import largest_fitting
 from .build import build
 from .edge import batch_fields
@@ -55,9 +56,11 @@ def what_fits(template: dict[str, Any], gpu: GpuSpec, count: int, models: list[s
 
 
 def _layouts(s: Scenario, count: int) -> list[dict[str, Any]]:
+    """The shardings tried on several cards, least sharded first: the stack's own, as recommend searches them
+    (:attr:`~gpuplan.stacks.base.Stack.shardings`: the Trainer's DDP and ZeRO-2/3, torchtune's FSDP2, ...)."""
     if s.task == "infer" or count == 1 or s.sharding is not None:
         return [{}]
-    return [{"sharding": st} for st in ("ddp", "zero2", "zero3")]
+    return [{"sharding": st} for st in stack_for(s).shardings]  # a diffusion stack is refused before: no profile
 
 
 def _row(template: dict[str, Any], repo: str, gpu: GpuSpec, count: int) -> FitRow:

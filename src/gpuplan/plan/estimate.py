@@ -16,7 +16,7 @@ from .resolve import Resolved, ResolvedModule, resolve_any, resolve_module_scena
 from .split import split_estimate
 
 if TYPE_CHECKING:
-    from ..model.module import ModuleSpec
+    from ..model.module_spec import ModuleSpec
 
 
 def estimate(scenario: Scenario | dict[str, Any], *, advise: bool = True, spec: ModuleSpec | None = None) -> Plan:

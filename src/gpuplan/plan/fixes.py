@@ -30,6 +30,7 @@ from ..model.spec import ModelSpec
 from ..result import Suggestion, batch_words
 from ..scenario import Scenario
 from ..scenario.stacks import RECIPES, STACK_NAMES
+from ..sharding import sharding_for
 from ..speed import training_speed
 from ..speed.gemm import can_time
 from ..stacks import stack_for
@@ -103,7 +104,7 @@ def _training_fixes(s: Scenario, m: ModelSpec) -> list[Fix]:
             "precision": "bf16-mixed" if s.precision == "fp32" else s.precision},
             cost="slower than LoRA (dequantization on every matmul); small quality cost", group="method",
             slowdown=1.5))
-    if s.world_size > 1 and s.resolved_sharding not in ("zero3",) and s.tp * s.pp == 1:
+    if s.world_size > 1 and not sharding_for(s).shards_weights(s) and s.tp * s.pp == 1:
         out.append(Fix(label=f"ZeRO-3 over your {s.world_size} GPUs", change={"sharding": "zero3"},
                        cost="all-gathers weights each step: NVLink recommended", group="gpus", slowdown=1.2))
     if s.offload == "none":

@@ -20,7 +20,7 @@ from ..hardware import gpus, resolve_gpu
 from ..market.choice import cheapest_in_force
 from ..market.offers import Offer
 from ..market.store import price_filter
-from ..model.module import ModuleSpec
+from ..model.module_spec import ModuleSpec
 from ..result import Answer
 from ..scenario import Scenario
 from .build import build, offers_for

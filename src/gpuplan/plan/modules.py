@@ -29,7 +29,7 @@ from ..memory.modules import generation_memory, model_memory, report, training_m
 from ..model import diffusers as diff
 from ..model import encoders as enc
 from ..model.families import FAMILIES
-from ..model.module import ModuleSpec
+from ..model.module_spec import ModuleSpec
 from ..model.profile import Profile, storage_format
 from ..model.record import obtain
 from ..result import MemoryReport, ModelFacts, Suggestion

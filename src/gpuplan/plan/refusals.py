@@ -32,10 +32,11 @@ from ..market.offers import NODE_GPUS, largest_node
 from ..model.spec import ModelSpec
 from ..scenario import INFER_ONLY, LOAD_FIELDS, TRAIN_ONLY, Scenario, stacks
 from ..scenario.fields import MODULE_FIELDS
+from ..sharding import sharding_for
 from ..stacks import STACKS
 
 if TYPE_CHECKING:
-    from ..model.module import ModuleSpec
+    from ..model.module_spec import ModuleSpec
 
 QLORA_BASES = ("nf4", "fp4", "gptq-int4", "awq-int4")  # the 4-bit bases QLoRA is estimated on
 
@@ -291,7 +292,7 @@ def _data_parallel(s: Scenario) -> None:
     sharding = s.resolved_sharding
     # on one GPU ZeRO-3 still streams the weights from CPU memory layer by layer (DeepSpeed's ZeRO-Offload /
     # ZeRO-Infinity and FSDP's CPUOffload run with one rank): what fits a model the card cannot hold
-    alone = sharding == "zero3" and s.offload == "optimizer+params"
+    alone = sharding_for(s).shards_weights(s) and s.offload == "optimizer+params"
     if s.task == "train" and sharding != "single" and s.dp * s.cp == 1 and not alone:
         taken = (f"tp x pp = {s.tp * s.pp} takes all {s.world_size} GPUs, leaving one data-parallel rank: add GPUs "
                  "(num_gpus a multiple of tp x pp)" if s.world_size > 1 else "there is one: set num_gpus >= 2")
@@ -306,7 +307,7 @@ def _data_parallel(s: Scenario) -> None:
 def _offload(s: Scenario) -> None:
     if s.offload != "none" and s.task == "infer":
         raise GpuplanError("offload applies to training states; for inference use quant or a llama.cpp engine")
-    if s.offload == "optimizer+params" and s.resolved_sharding != "zero3":
+    if s.offload == "optimizer+params" and not sharding_for(s).shards_weights(s):
         raise GpuplanError("offloading parameters needs ZeRO-3 (sharding zero3 or fsdp, on one GPU too) to fetch "
                            "them layer by layer; use offload optimizer, or sharding zero3")
 

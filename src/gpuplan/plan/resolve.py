@@ -36,7 +36,7 @@ from ..scenario.stacks import defaults_in_force
 from .refusals import check, module_refusal
 
 if TYPE_CHECKING:
-    from ..model.module import ModuleSpec
+    from ..model.module_spec import ModuleSpec
     from ..scenario.modules import ModuleJob
 
 # the technique fields a module's plan reads, said when the stack chose them (scenario.stacks.defaults_in_force)

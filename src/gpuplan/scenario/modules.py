@@ -26,7 +26,7 @@ from typing import Any
 from ..errors import GpuplanError
 from ..model.diffusers import SIDE_PIXELS, SIDE_STEP
 from ..model.families import FAMILIES
-from ..model.module import ModuleSpec
+from ..model.module_spec import ModuleSpec
 from ..model.profile import FP8_ALL
 from .fields import Scenario
 from .stacks import DIFFUSION_STACKS

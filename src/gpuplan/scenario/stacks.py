@@ -82,7 +82,8 @@ class Recipe:
     # fields to set, ``data`` the fields given, ``get`` reads them over the stack's plain defaults
     fill: Callable[[Mapping[str, Any], Callable[..., Any]], dict[str, Any]] | None = None
     # the data-parallel shardings it runs, by the names a resolved scenario holds (one GPU and an unset sharding
-    # always run; its refusal says the others): recommend searches a subset (gpuplan.stacks' Stack.shardings)
+    # always run; its refusal says the others): recommend searches these (gpuplan.stacks' Stack.shardings), or the
+    # stack's own subset where it runs every one
     shardings: tuple[str, ...] = EVERY_SHARDING
     own_loss: bool = False  # it computes the loss with its own code, not transformers' (transformers_version moot)
     versioned_by: str | None = None  # the scenario field naming its release (torchtune_version), None: no such field
@@ -365,7 +366,8 @@ RECIPES: dict[str, Recipe] = {s.name: s for s in (
           fsdp="fsdp2", logs="peak_memory_active, peak_memory_alloc and peak_memory_reserved per log "
           "(training.get_memory_stats, reset after each log)", logs_level="allocated", peft_adapters=False,
           refuse=_refuse_torchtune, own_loss=True, versioned_by="torchtune_version",
-          packs="torchtune packed datasets (block-causal mask)", pads_packs=True, shardings=("fsdp2",),
+          packs="torchtune packed datasets (block-causal mask)", pads_packs=True,
+          shardings=("fsdp2",),  # training.shard_model: FSDP2 only
           why={("precision", "bf16-true"): "its recipe configs' dtype: bf16, no mixed precision",
                ("grad_checkpointing", "full"): "its recipe configs' enable_activation_checkpointing: True",
                ("loss", "chunked"): "CEWithChunkedOutputLoss",
@@ -374,7 +376,8 @@ RECIPES: dict[str, Recipe] = {s.name: s for s in (
           defaults={**BASE, "grad_checkpointing": "selective"}, fsdp="fsdp2",
           logs="max reserved GiB per log window (DeviceMemoryMonitor, peak reset after each log)",
           logs_level="reserved", peft_adapters=False, refuse=_refuse_torchtitan, fill=_fill_torchtitan,
-          own_loss=True, wraps_rows=True, shardings=("ddp", "fsdp2"),
+          own_loss=True, wraps_rows=True,
+          shardings=("ddp", "fsdp2"),  # [parallelism] data_parallel_replicate_degree, data_parallel_shard_degree
           why={("grad_checkpointing", "selective"): "train_configs' activation_checkpoint.mode 'selective', "
                "selective_ac_option 'op'",
                ("sharding", "fsdp2"): "config_manager.py's data_parallel_shard_degree -1: FSDP2 over every "

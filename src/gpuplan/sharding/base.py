@@ -43,9 +43,38 @@ class Sharding:
         """Host seconds the sharding's module hooks add per decoder layer and pass (0: none timed)."""
         return 0.0
 
+    def shards_weights(self, s: Scenario) -> bool:
+        """Whether each data-parallel rank holds only its part of the weights, gathered for each pass (ZeRO-3,
+        FSDP's FULL_SHARD)."""
+        return False
+
+    def shards_gradients(self, s: Scenario) -> bool:
+        """Whether each rank keeps only its part of the gradients, reduce-scattered in every micro-step's backward
+        (ZeRO-2 and -3, FSDP)."""
+        return False
+
+    def shards_optimizer(self, s: Scenario) -> bool:
+        """Whether each rank keeps and steps only its part of the optimizer states (every ZeRO stage, FSDP)."""
+        return False
+
     def shards(self, s: Scenario) -> tuple[int, int, int]:
         """How many ways weights, gradients and optimizer states are split across data-parallel ranks."""
-        return 1, 1, 1
+        weights, gradients, optimizer = (s.dp if split else 1 for split in (
+            self.shards_weights(s), self.shards_gradients(s), self.shards_optimizer(s)))
+        return weights, gradients, optimizer
+
+    def step_sync(self, s: Scenario) -> tuple[str | None, bool]:
+        """How the data- and context-parallel ranks meet once a step, after the last backward (ZeRO paper section
+        5; DeepSpeed ``stage_1_and_2.py``): the collective that brings each rank the gradients its step needs
+        (``all-reduce`` of the whole gradients where none is sharded, as DDP; ``reduce-scatter`` where only the
+        optimizer states are, ZeRO-1; None where the backward already reduce-scattered them), and whether the
+        updated 16-bit weights are all-gathered after the step (the optimizer states sharded, the weights not:
+        ZeRO-1 and -2)."""
+        if self.shards_gradients(s):
+            collective = None
+        else:
+            collective = "reduce-scatter" if self.shards_optimizer(s) else "all-reduce"
+        return collective, self.shards_optimizer(s) and not self.shards_weights(s)
 
     def state(self, s: Scenario, m: ModelSpec, stack: Stack) -> State:
         tp_pp = 1 / (s.tp * s.pp)  # model state split by TP and PP (vocab-parallel embeddings included)
@@ -112,7 +141,7 @@ class Sharding:
         the gradients)."""
         return {"DDP gradient buckets": st.gradients} if s.resolved_sharding == "ddp" else {}
 
-    def layer_buffers(self, s: Scenario, buffers: dict[str, float]) -> dict[str, float]:
+    def layer_buffers(self, s: Scenario, stack: Stack, buffers: dict[str, float]) -> dict[str, float]:
         """Those of ``buffers`` that exist only while a decoder layer runs (none here)."""
         return {}
 

@@ -33,11 +33,19 @@ class DeepSpeed(Sharding):
 
     def hook_s(self, s: Scenario) -> float:
         """ZeRO-3's fetch and release hooks on every module, each layer and pass."""
-        return oh.ZERO3_HOOK_S_PER_LAYER_PASS if s.resolved_sharding == "zero3" else 0.0
+        return oh.ZERO3_HOOK_S_PER_LAYER_PASS if self.shards_weights(s) else 0.0
 
-    def shards(self, s: Scenario) -> tuple[int, int, int]:
-        n, stage = s.dp, s.resolved_sharding
-        return (n if stage == "zero3" else 1, n if stage in ("zero2", "zero3") else 1, n)
+    def shards_weights(self, s: Scenario) -> bool:
+        """Stage 3 partitions the 16-bit weights."""
+        return s.resolved_sharding == "zero3"
+
+    def shards_gradients(self, s: Scenario) -> bool:
+        """Stages 2 and 3 partition the gradients."""
+        return s.resolved_sharding in ("zero2", "zero3")
+
+    def shards_optimizer(self, s: Scenario) -> bool:
+        """Every stage partitions the optimizer states (and the fp32 master weights)."""
+        return True
 
     def state(self, s: Scenario, m: ModelSpec, stack: Stack) -> State:
         if s.method != "full" or not s.precision.endswith("-mixed"):
@@ -53,7 +61,7 @@ class DeepSpeed(Sharding):
         st.weights = 2 * held / w_n + st.master  # 16-bit working copy + fp32 master partition
         st.gradients = 2 * held / g_n
         st.optimizer = optimizer_state_bytes(s, m, P, 4) * held / P / o_n
-        st.step_extra = 4 * min(held / n, 1e9 if s.resolved_sharding == "zero3" else P)
+        st.step_extra = 4 * min(held / n, 1e9 if self.shards_weights(s) else P)
         st.assumptions.append(f"{s.resolved_sharding.upper()} as DeepSpeed runs it: bf16 working weights and "
                               "gradients, fp32 master weights and optimizer states sharded; the fp32 gradient "
                               "partition exists during the step (ZeRO paper section 5; DeepSpeed stage_1_and_2.py, "
@@ -76,7 +84,7 @@ class DeepSpeed(Sharding):
 
     def buffers(self, s: Scenario, m: ModelSpec, stack: Stack, st: State) -> dict[str, float]:
         out = {"ZeRO communication buckets": 2 * 2 * oh.deepspeed_bucket_elements(m.hidden_size)}
-        if s.resolved_sharding != "zero3":
+        if not self.shards_weights(s):
             return out
         # one decoder layer gathered whole on its rank: its tensor-parallel share, the parts TP keeps whole
         # (layer_params_per_rank); pipeline parallelism splits the layers between stages, never a layer

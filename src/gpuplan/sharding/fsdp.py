@@ -22,10 +22,20 @@ from .base import Sharding
 class Fsdp(Sharding):
     name = "fsdp"
     autocasts_fp32_weights = False  # the mixed-precision policy casts the gathered weights to bf16
-    reduce_bytes = 0  # bytes per element of an extra reduce-scatter copy in the reduce dtype (0: none)
 
-    def shards(self, s: Scenario) -> tuple[int, int, int]:
-        return s.dp, s.dp, s.dp
+    def shards_weights(self, s: Scenario) -> bool:
+        return True
+
+    def shards_gradients(self, s: Scenario) -> bool:
+        return True
+
+    def shards_optimizer(self, s: Scenario) -> bool:
+        return True
+
+    def reduce_copy_bytes(self, s: Scenario) -> int:
+        """Bytes per element of a copy of a unit's gradient in the reduce dtype, made for the reduce-scatter (0:
+        none, the gradient is reduced in its own dtype)."""
+        return 0
 
     def sharded_text(self, s: Scenario) -> str:
         return f", sharded over {s.dp} ranks by {self.name.upper()}"
@@ -83,18 +93,18 @@ class Fsdp(Sharding):
             out[f"{self.name.upper()} root gradient, unsharded until the end of backward"] = \
                 s.compute_bytes * root_grad / s.tp
             out[f"{self.name.upper()} unsharded gradient of one unit (reduce-scatter)"] = \
-                (s.compute_bytes + self.reduce_bytes) * unit_trainable
+                (s.compute_bytes + self.reduce_copy_bytes(s)) * unit_trainable
         return out
 
-    def layer_buffers(self, s: Scenario, buffers: dict[str, float]) -> dict[str, float]:
+    def layer_buffers(self, s: Scenario, stack: Stack, buffers: dict[str, float]) -> dict[str, float]:
         """The decoder-layer units in flight: every unit is resharded after its forward (torchtune's
         ``shard_model``, FSDP1's FULL_SHARD) and gathered again by its backward, so none is unsharded at the loss;
-        torchtitan keeps the last block unsharded after the forward (``reshard_after_forward`` is False for it,
-        ``apply_fsdp``), one of the two."""
+        a stack that keeps the last block unsharded after the forward holds one of the two there
+        (:attr:`~gpuplan.stacks.base.Stack.keeps_last_unit`: torchtitan)."""
         key = f"{self.name.upper()} units in flight (current + prefetched)"
         if key not in buffers:
             return {}
-        return {key: buffers[key] / 2 if s.stack == "torchtitan" else buffers[key]}
+        return {key: buffers[key] / 2 if stack.keeps_last_unit else buffers[key]}
 
     def root_grad_params(self, m: ModelSpec) -> int:
         return self.root_params(m)

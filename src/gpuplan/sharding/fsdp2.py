@@ -22,8 +22,12 @@ class Fsdp2(Fsdp):
     name = "fsdp2"
     gathers_once_under_pp = True  # speed/training.py _Comms.data_parallel_s
 
+    def reduce_copy_bytes(self, s: Scenario) -> int:
+        """torchtitan's ``MixedPrecisionPolicy(reduce_dtype=float32)`` under ``-mixed``: each unit's bf16 gradient
+        copied to fp32 for the reduce-scatter."""
+        return 4 if s.precision.endswith("-mixed") else 0
+
     def buffers(self, s: Scenario, m: ModelSpec, stack: Stack, st: State) -> dict[str, float]:
-        self.reduce_bytes = 4 if s.precision.endswith("-mixed") else 0
         out = super().buffers(s, m, stack, st)
         if s.pp > 1:
             # with pipeline parallelism torchtitan keeps every block of the stage unsharded after the forward

@@ -26,7 +26,7 @@ from typing import Any
 
 from ..errors import GpuplanError
 from ..hardware import resolve_gpu
-from ..model.module import Component, ModuleSpec
+from ..model.module_spec import Component, ModuleSpec
 from ..model.profile import DIMS, Op, Poly, Profile
 from ..model.record import Part, RecordError, run_pass
 from ..result import Answer
@@ -115,7 +115,7 @@ def _built(target: str):
 
 
 def module_spec(target: str, task: str = "train") -> ModuleSpec:
-    """Your module as a :class:`~gpuplan.model.module.ModuleSpec` of kind ``module``, which the one resolver and
+    """Your module as a :class:`~gpuplan.model.module_spec.ModuleSpec` of kind ``module``, which the one resolver and
     builder plan as they plan a bundled model (:func:`gpuplan.plan.modules.build_module`): ``target``'s module run
     once on fake tensors at its example input (a forward with its ops recorded, and for ``task`` train a training
     step), its one component carrying the profile of that pass: every op, and the activation peak of each way

@@ -124,7 +124,7 @@ def _build_on_device(s: Scenario, m, chosen, notes: list[str], device: str = "cu
     if s.task != "train":
         return model, None
     if liger and s.stack != "hf":  # the hf stack's Trainer applies Liger itself (use_liger_kernel)
-        real.apply_liger(model)
+        real.apply_liger(model, fused_loss=s.loss == "fused-linear")
     return model, None if liger else stacks.fused_loss(s, m, model)
 
 

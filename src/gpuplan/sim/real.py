@@ -8,7 +8,8 @@ GPU the probe swaps in the real ones where the library is installed:
 - QLoRA's 4-bit base: bitsandbytes ``Linear4bit`` (NF4, double-quantized statistics, the compute dtype of the
   scenario) under peft's adapters, quantized from the random weights by ``Params4bit`` on the device;
 - 8-bit optimizers: ``bitsandbytes.optim.AdamW8bit`` / ``PagedAdamW8bit``;
-- Liger (``loss: fused-linear`` on the stacks whose profile runs it, ``Stack.liger``: hf, pytorch, axolotl):
+- Liger (where the stack's profile runs it, ``Stack.liger_kernels``: ``loss: fused-linear`` under hf and pytorch,
+  always under axolotl's plugin):
   ``_apply_liger_kernel_to_instance``, its RMSNorm, RoPE, SwiGLU and fused linear cross-entropy in the model's own
   forward;
 - torchtune and torchtitan: their own model builders (``torchtune.models.llama3*``, torchtitan's ``Transformer``)
@@ -56,10 +57,10 @@ def installed(module: str) -> bool:
 
 
 def _liger(s: Scenario) -> bool:
-    """Whether the probe applies Liger's kernels: where the stack's profile says the loss is Liger's
-    (:meth:`~gpuplan.stacks.base.Stack.liger_loss`)."""
+    """Whether the probe applies Liger's kernels: where the stack's profile says they run
+    (:meth:`~gpuplan.stacks.base.Stack.liger_kernels`, what the memory and the speed read)."""
     stack = STACKS.get(s.stack)  # the diffusion trainers have no profile: no Liger
-    return stack is not None and stack.liger_loss(s)
+    return stack is not None and stack.liger_kernels(s)
 
 
 def backends(s: Scenario, have: Callable[[str], bool] = installed) -> list[Backend]:
@@ -137,11 +138,14 @@ def quantize_4bit(model, compute_dtype, skip: tuple[str, ...] = ("lm_head", "lor
     return swapped
 
 
-def apply_liger(model) -> None:
+def apply_liger(model, *, fused_loss: bool = True) -> None:
+    """Liger's RMSNorm, RoPE and SwiGLU on ``model``, and its fused linear cross-entropy where ``fused_loss``
+    (axolotl's plugin passes ``liger_fused_linear_cross_entropy`` through as that keyword;
+    ``_apply_liger_kernel_to_instance`` hands each model's ``apply_liger_kernel_to_*`` the keywords it takes)."""
     from liger_kernel.transformers import _apply_liger_kernel_to_instance
 
     base = model.get_base_model() if hasattr(model, "get_base_model") else model
-    _apply_liger_kernel_to_instance(model=base)
+    _apply_liger_kernel_to_instance(model=base, fused_linear_cross_entropy=fused_loss)
 
 
 def optimizer(s: Scenario, params: list):

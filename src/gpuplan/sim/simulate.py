@@ -39,7 +39,7 @@ from typing import Any
 from ..engines import engine_for
 from ..errors import GpuplanError
 from ..model.catalog import load_model
-from ..model.modules import decoder_layers, is_tower
+from ..model.meta_layers import decoder_layers, is_tower
 from ..model.spec import ModelSpec
 from ..model.trace import cache_keyword, cache_layer_tensors, forward, instantiate, new_cache, own_cache, quiet
 from ..plan.refusals import scenario_refusal

@@ -123,7 +123,8 @@ def _optimizer_bytes_per_param(s: Scenario) -> float:
 def _fp8_gather(s: Scenario) -> bool:
     """Whether FSDP2 gathers the decoder's linear weights in float8: torchtitan's fp8-mixed over sharded data
     parallelism (``enable_fsdp_float8_all_gather``, on when the weights are sharded: ``dp_shard_enabled``)."""
-    return stack_for(s).fp8_all_gather and s.precision == "fp8-mixed" and s.resolved_sharding == "zero3" and s.dp > 1
+    return (stack_for(s).fp8_all_gather and s.precision == "fp8-mixed" and sharding_for(s).shards_weights(s)
+            and s.dp > 1)
 
 
 def _sharded_weight_bytes(s: Scenario, m: ModelSpec) -> float:
@@ -554,10 +555,11 @@ class _Comms:
         """(ZeRO-3's gathers and ZeRO-2/3's reduce-scatters per micro-step, the step's gradient sync), each the
         part its pass does not hide."""
         s, m = self.s, self.m
-        sharding, dp, holder = s.resolved_sharding, s.dp, sharding_for(s)
+        dp, holder = s.dp, sharding_for(s)
         grads = _rank_trainable(s, m) * holder.reduced_grad_bytes(s)
         gather = reduce = sync = 0.0
-        if sharding == "zero3" and dp > 1 and s.pp > 1 and holder.gathers_once_under_pp:
+        sharded = holder.shards_weights(s) and dp > 1
+        if sharded and s.pp > 1 and holder.gathers_once_under_pp:
             # FSDP2 under torch.distributed.pipelining: torchtitan keeps a stage's weights gathered after the
             # forward when PP is on (apply_fsdp, reshard_after_forward = not pp_enabled) and the pipeline stage
             # turns off resharding after backward and gradient sync for every micro-batch, reducing once after the
@@ -567,17 +569,19 @@ class _Comms:
             self.assumptions.append("FSDP2 with pipeline stages: weights gathered once and gradients "
                                     "reduce-scattered once per step, not per micro-batch")
             return gather, reduce, sync
-        if sharding == "zero3" and dp > 1:
+        if sharded:
             g = self.all_gather_s(_sharded_weight_bytes(s, m))
             hide = holder.gather_overlap
             gather = max(0.0, g - hide * forward_time) + max(0.0, g - hide * backward_time)
-        if sharding in ("zero2", "zero3") and dp > 1:
+        if holder.shards_gradients(s) and dp > 1:
             reduce = max(0.0, self.all_gather_s(grads) - oh.DP_OVERLAP * backward_time)
-        if self.ranks > 1 and sharding in ("ddp", "single"):
-            sync = max(0.0, self.all_reduce_s(grads) - oh.DP_OVERLAP * backward_time)
-        elif self.ranks > 1 and sharding == "zero1":
-            sync = max(0.0, self.all_gather_s(grads) - oh.DP_OVERLAP * backward_time)
-        if self.ranks > 1 and sharding in ("zero1", "zero2"):  # updated 16-bit weights gathered after the step
+        if self.ranks == 1:
+            return gather, reduce, sync
+        collective, gather_updated = holder.step_sync(s)  # a reduce-scatter moves what an all-gather does
+        if collective:
+            timed = self.all_reduce_s if collective == "all-reduce" else self.all_gather_s
+            sync = max(0.0, timed(grads) - oh.DP_OVERLAP * backward_time)
+        if gather_updated:  # the updated 16-bit weights
             sync += max(0.0, self.all_gather_s(2.0 * _rank_trainable(s, m)) - oh.DP_OVERLAP * forward_time)
         return gather, reduce, sync
 
@@ -596,7 +600,7 @@ def _offload_s(s: Scenario, m: ModelSpec, forward_time: float, backward_time: fl
     offload = 0.0
     if s.offload == "optimizer+params":  # every pass fetches this rank's shard from host memory
         copy = _sharded_weight_bytes(s, m) / s.dp / comm.pcie
-        gather = comm.all_gather_s(_sharded_weight_bytes(s, m)) if s.resolved_sharding == "zero3" and s.dp > 1 \
+        gather = comm.all_gather_s(_sharded_weight_bytes(s, m)) if sharding_for(s).shards_weights(s) and s.dp > 1 \
             else 0.0
         hide = sharding_for(s).gather_overlap
         again = stack_for(s).recompute(s, m).layers  # the recomputation fetches the weights once more
@@ -619,7 +623,7 @@ def _offload_s(s: Scenario, m: ModelSpec, forward_time: float, backward_time: fl
 def _optimizer_s(s: Scenario, m: ModelSpec, gpu: GpuSpec, pcie: float, assumptions: list[str]) -> float:
     """Gradient clipping and the optimizer step over this rank's shard: memory-bound on the GPU, or DeepSpeed's CPU
     Adam when offloaded."""
-    shard = _rank_trainable(s, m) / (s.dp * s.cp if s.resolved_sharding in ("zero1", "zero2", "zero3") else 1)
+    shard = _rank_trainable(s, m) / (s.dp * s.cp if sharding_for(s).shards_optimizer(s) else 1)
     if s.offload == "none":  # and clip_grad_norm_ over the gradients first (overheads.GRAD_CLIP_GRAD_PASSES)
         grad = 4 if s.precision.endswith("mixed") or s.method != "full" else 2
         return shard * (_optimizer_bytes_per_param(s) + oh.GRAD_CLIP_GRAD_PASSES * grad) / bandwidth(gpu)

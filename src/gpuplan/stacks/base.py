@@ -19,6 +19,7 @@ from ..model.layers import Layer
 from ..model.quant import Format, make_format
 from ..model.spec import ModelSpec
 from ..scenario import Scenario
+from ..scenario.stacks import EVERY_SHARDING, RECIPES
 from ..tensors import activations as act
 from ..tensors.state import adapts_experts, attention_kernel, lora_targets, weight_format
 
@@ -85,9 +86,12 @@ class Stack:
     sizes_from_free_memory = False
     # the model-parallel splits the stack runs itself and its launch files set ("tp", "pp"): the Trainer has none
     model_parallel: tuple[str, ...] = ()
-    # what it shards with over several GPUs (gpuplan.scenario.stacks refuses the others; recommend searches these):
-    # the Trainer runs DDP or DeepSpeed ZeRO (fsdp is the same state as zero3)
-    shardings: tuple[str, ...] = ("ddp", "zero2", "zero3")
+    # what recommend searches over several GPUs where the stack's recipe runs every sharding (Recipe.shardings):
+    # the Trainer's DDP or DeepSpeed ZeRO (fsdp is the same state as zero3)
+    searched_shardings: tuple[str, ...] = ("ddp", "zero2", "zero3")
+    # under FSDP, the last decoder block stays unsharded after the forward (torchtitan's apply_fsdp sets
+    # reshard_after_forward False for it: the backward starts there)
+    keeps_last_unit = False
     # it can add activation offloading to its defaults (a variant recommend tries)
     offloads_activations = False
     # its own switches recommend tries beside the common variants, as (words, change) pairs
@@ -112,6 +116,16 @@ class Stack:
     # RoPE), "plugin" where the recipe runs the norm, SwiGLU and RoPE kernels whatever the loss and the fused linear
     # cross-entropy with loss fused-linear (axolotl's Liger plugin); None: it runs none
     liger: str | None = None
+
+    @property
+    def shardings(self) -> tuple[str, ...]:
+        """What it shards with over several GPUs, as recommend searches it: the shardings its recipe runs
+        (:attr:`gpuplan.scenario.stacks.Recipe.shardings`, which its refusal reads; FSDP by the word ``fsdp``, which
+        the recipe resolves to its version), or :attr:`searched_shardings` where the recipe runs every one."""
+        recipe = RECIPES[self.name]
+        if recipe.shardings == EVERY_SHARDING:
+            return self.searched_shardings
+        return tuple("fsdp" if name == recipe.fsdp else name for name in recipe.shardings)
 
     # -- what it stores ----------------------------------------------------------------------------------
     def base_format(self, s: Scenario, m: ModelSpec) -> tuple[Format, tuple[str, ...]]:
@@ -244,7 +258,7 @@ class Stack:
         """The kernels this stack runs for the parts of a step it changes (:mod:`.speedups`)."""
         from .speedups import kernels
 
-        return kernels(self.name, s, liger=self.liger_loss(s),
+        return kernels(self.name, s, liger=self.liger_kernels(s),
                        fused_stack=s.tp > 1 or s.precision.startswith(("fp8", "fp4")))
 
     def tp_overlap(self, s: Scenario) -> str | None:

@@ -268,7 +268,6 @@ class Megatron(Stack):
 
     name = "megatron"
     model_parallel = ("tp", "pp")  # --tensor-model-parallel-size, --pipeline-model-parallel-size
-    shardings = ("ddp", "zero1")  # DDP, or its distributed optimizer
     experts_loop = False  # its MoE layer runs grouped GEMMs
     own_memory = True  # gpuplan.memory.megatron: whole buffers per rank (rank_state)
     sums_replicated_grads = True  # finalize_model_grads _allreduce_non_tensor_model_parallel_grads

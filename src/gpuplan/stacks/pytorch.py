@@ -17,7 +17,7 @@ from .hf import Hf
 
 class PlainPytorch(Hf):
     name = "pytorch"
-    shardings = ("ddp", "fsdp")  # your own loop: DDP or FSDP (Answer.AI's fsdp_qlora)
+    searched_shardings = ("ddp", "fsdp")  # your own loop: DDP or FSDP (Answer.AI's fsdp_qlora)
     offloads_activations = True  # torch.autograd.graph.save_on_cpu
     offload_resident_layers = 1
     holds_output = True  # output = model(...); loss.backward(); optimizer.step(); output = None

@@ -55,8 +55,9 @@ class Kernels:
 
 def kernels(stack: str, s: Scenario, *, liger: bool = False, fused_stack: bool = False,
             te_attention: bool | None = None) -> Kernels:
-    """The kernels ``stack`` runs for ``s``; ``liger``: it runs Liger's kernels (its profile says,
-    :meth:`~gpuplan.stacks.base.Stack.liger_loss`); ``fused_stack``: a Megatron-style stack (tensor parallel,
+    """The kernels ``stack`` runs for ``s``; ``liger``: it runs Liger's RMSNorm, RoPE and SwiGLU kernels (its profile
+    says, :meth:`~gpuplan.stacks.base.Stack.liger_kernels`, as the memory's :meth:`~gpuplan.stacks.base.Stack.fused`
+    does); ``fused_stack``: a Megatron-style stack (tensor parallel,
     Transformer Engine under fp8) whose norms and activations are fused kernels whatever the stack field says, and whose
     attention is Transformer Engine's unless ``te_attention`` says otherwise."""
     fused, host, why = False, 1.0, []

@@ -25,13 +25,13 @@ from .native import OpSelective, chunked_loss
 class Torchtitan(OpSelective):
     name = "torchtitan"
     model_parallel = ("tp", "pp")  # [parallelism] tensor_parallel_degree, pipeline_parallel_degree
-    shardings = ("ddp", "fsdp")  # [parallelism] data_parallel_replicate_degree, data_parallel_shard_degree
     # activation checkpointing off (its default is per-op selective) and training.compile of each block and the
     # loss, alone and together
     switches = ((("no checkpointing",), {"grad_checkpointing": "none"}), (("torch.compile",), {"compile": True}),
                 (("torch.compile", "no checkpointing"), {"compile": True, "grad_checkpointing": "none"}))
     replicated_on_all_tokens = True  # models/deepseek_v3/infra/parallelize.py apply_non_moe_tp: NoParallel
     torchao_float8 = fp8_all_gather = True  # components/quantization/float8.py, [quantize.linear.float8]
+    keeps_last_unit = True  # parallelize.py apply_fsdp: reshard_after_forward=False for the last transformer block
 
     def loss(self, s: Scenario, m: ModelSpec, setup: act.ActivationSetup, lm_head_cast: bool,
              free: float | None) -> LossBytes:

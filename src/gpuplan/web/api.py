@@ -248,7 +248,7 @@ def grid_json(data: Any, hub: bool, axis: str) -> str:
 
 
 async def answer(request: Request, job: Any, scenario: Any, *args: Any) -> Response:
-    """``job(scenario, hub, *args)`` in the lane for its kind of work (:mod:`.work`): the reader process when the
+    """``job(scenario, hub, *args)`` in the lane for its kind of work (:mod:`.lanes`): the reader process when the
     scenario reads an uploaded file, else a worker thread; the files named as the user named them."""
     state = request.app.state
     data = with_uploads(scenario, state.uploads)
@@ -385,7 +385,7 @@ async def buy_route(body: BuyRequest, request: Request) -> Response:
 
 # ---- capacity: the requests each serving setup sustains (gpuplan capacity) ------------------------------------
 # The page's search shares this many wall seconds among its simulations, within the request's deadline
-# (:data:`.work.TIMEOUT_S`, 10 s): a search that runs out says so in its rows' warnings, and never holds the page.
+# (:data:`.lanes.TIMEOUT_S`, 10 s): a search that runs out says so in its rows' warnings, and never holds the page.
 PAGE_SEARCH_S = 6.0
 
 

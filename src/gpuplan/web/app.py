@@ -2,7 +2,7 @@
 
 Bad input of any kind answers 422 with ``{"detail": sentence}``, the sentence the CLI prints after "error:";
 an oversized body or file 413; a body or file too slow to arrive 408; too many uploads from one address 429; a
-request past its deadline, or a server too busy to start it, 503 (:mod:`.work`). A dataset the page uploads
+request past its deadline, or a server too busy to start it, 503 (:mod:`.lanes`). A dataset the page uploads
 (``/api/upload``, :mod:`.uploads`) is read by the CLI's own reader. The uploads' folder and the reader process
 go when the server stops (the app's lifespan: uvicorn runs it on SIGINT and SIGTERM). The page and its scripts
 are files of this package: nothing is fetched from elsewhere at run time (``/docs`` serves Swagger UI from the
@@ -28,8 +28,8 @@ from .._version import __version__
 from ..errors import GpuplanError
 from . import api
 from .guard import BoundedBody, LocalHosts
+from .lanes import Pools
 from .uploads import Store
-from .work import Pools
 
 STATIC = Path(str(resources.files("gpuplan") / "web" / "static"))
 LOCAL_HOSTS = ("127.0.0.1", "localhost", "::1", "[::1]")

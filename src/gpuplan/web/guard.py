@@ -6,7 +6,7 @@ Python's parser too). The upload streams its own body (:mod:`.uploads`). Model n
 chat and instruction-tuned variants of a bundled model, ``model_size``'s synthetic models), or Hugging Face repo
 ids when the server was started with ``--hub`` (only their ``config.json`` is fetched; no code from a repo is ever
 run). Paths on the server's disk are refused; files the page uploaded are read. Where the work runs, and its
-deadline: :mod:`.work`.
+deadline: :mod:`.lanes`.
 """
 
 from __future__ import annotations

@@ -605,7 +605,7 @@ function spotHint(c) {
     `an interruption every ${num(c.spot.mtbi_h, 1)} h on average: wall time x${num(c.spot.overhead, 2)}`);
 }
 
-// what one sample of a module plan is (gpuplan.explain.work.unit)
+// what one sample of a module plan is (gpuplan.explain.module_speed.unit)
 function unitOf(r) {
   if (r.work.kind.startsWith("diffusion")) return "images";
   return r.scenario.audio_seconds && r.scenario.task === "infer" ? "windows" : "samples";
