@@ -292,3 +292,20 @@ def test_one_request_running_or_finished_is_said_in_the_singular(capsys):
                 "--users", "4", "--num-requests", "1"])
     text = " ".join(capsys.readouterr().out.split())
     assert code == 0 and "scheduler simulated over 1 request," in text
+
+
+def test_users_the_pool_cannot_hold_at_once_wait_their_turn_and_the_setup_is_priced():
+    """Walk s16: Qwen3-32B for 50 RAG users (6,000 + 300 tokens, think 20 s) on 2 H100s at tp 2. capacity served
+    all 50 within TTFT 2 s on this setup (vast 2x, $4.80/h); estimate --users 50 said 'does not fit' and priced
+    nothing, because its pool (45 requests of 6,300 tokens) was judged against 50 at once, while its own run held at
+    most 37 at once and preempted none. vLLM queues what its pool cannot hold; a given batch is still judged."""
+    fields = {"model": "qwen3-32b", "task": "infer", "engine": "vllm", "gpu": "h100-sxm", "num_gpus": 2, "tp": 2,
+              "users": 50, "think_time_s": 20, "prompt_tokens": 6000, "output_tokens": 300, "provider": "vast"}
+    plan = estimate(fields, advise=False)
+    assert plan.memory.max_concurrency == 45 and plan.verdict.fits
+    assert "holds up to 45 concurrent requests, fewer than the 50 users" in plan.verdict.sentence
+    assert plan.load.peak_running < 45 and plan.load.preemptions == 0
+    assert plan.cost.usd_per_hour == pytest.approx(4.80)  # 2 x $2.40, capacity's row
+    assert plan.cost.usd_per_million_tokens == pytest.approx(4.80 / (plan.load.output_throughput * 3600) * 1e6)
+    asked = estimate({**fields, "batch_size": 50}, advise=False)
+    assert not asked.verdict.fits and "holds 45 of the 50 concurrent requests asked" in asked.verdict.sentence

@@ -563,6 +563,15 @@ class Scenario(BaseModel):
         return self.num_gpus * self.num_nodes
 
     @property
+    def held_at_once(self) -> int:
+        """The requests a serving engine's KV pool must hold together for the job to run: ``batch_size``, or one
+        under a load (``users``, ``rate_rps``) whose batch was not given: the engine queues what its pool cannot
+        hold, and the simulated run says how many ran at once (``batch_size`` taken from ``users`` times the decode
+        step, as vllm bench serve --max-concurrency caps it, and asks nothing of the pool)."""
+        load = self.users is not None or self.rate_rps is not None
+        return 1 if load and "batch_size" not in self.model_fields_set else self.batch_size
+
+    @property
     def dp(self) -> int:
         """Data-parallel ranks: the GPUs left after tensor, pipeline and context parallelism."""
         return self.world_size // (self.tp * self.pp * self.cp)
