@@ -19,8 +19,8 @@ def test_the_resolver_names_no_stack():
     source = inspect.getsource(resolve)
     names = "|".join(re.escape(n) for n in RECIPES)
     assert not re.search(rf"""["'](?:{names})["']""", source)
-    assert sorted(n for n, r in RECIPES.items() if r.fill) == ["axolotl", "hf", "kohya", "megatron", "torchtitan",
-                                                           "unsloth"]
+    assert sorted(n for n, r in RECIPES.items() if r.fill) == ["ai-toolkit", "axolotl", "hf", "kohya", "megatron",
+                                                           "torchtitan", "unsloth"]
 
 
 @pytest.mark.parametrize(("given", "field", "value"), [

@@ -40,7 +40,8 @@ if TYPE_CHECKING:
     from ..scenario.modules import ModuleJob
 
 # the technique fields a module's plan reads, said when the stack chose them (scenario.stacks.defaults_in_force)
-MODULE_STACK_FIELDS = {"diffusion": ("precision", "grad_checkpointing", "cache_latents", "text_encoders"),
+MODULE_STACK_FIELDS = {"diffusion": ("precision", "grad_checkpointing", "cache_latents", "text_encoders", "optimizer",
+                                     "quant"),
                        "encoder-decoder": ("precision", "grad_checkpointing"),
                        "encoder": ("precision", "grad_checkpointing")}
 

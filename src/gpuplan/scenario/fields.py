@@ -480,7 +480,7 @@ class Scenario(BaseModel):
         per scenario, on the search's hot path. What the result cannot run is refused when it is resolved
         (:mod:`gpuplan.plan.refusals`), not here: these rules are about the input alone."""
         _fill(self, _pretraining_stack(self))
-        _fill(self, stacks.resolve(self.__dict__))
+        _fill(self, stacks.resolve(self.__dict__, self.model_fields_set))
         _fill(self, _data_defaults(self, read_back=bool(info.context and info.context.get(READ_BACK))))
         _fill(self, _load_defaults(self))
         _fill(self, _split_defaults(self))
