@@ -309,3 +309,24 @@ def test_users_the_pool_cannot_hold_at_once_wait_their_turn_and_the_setup_is_pri
     assert plan.cost.usd_per_million_tokens == pytest.approx(4.80 / (plan.load.output_throughput * 3600) * 1e6)
     asked = estimate({**fields, "batch_size": 50}, advise=False)
     assert not asked.verdict.fits and "holds 45 of the 50 concurrent requests asked" in asked.verdict.sentence
+    # its decode step runs the pool's 45 at once, the other 5 users waiting (the batch the speed says it timed)
+    assert plan.speed.batch_held == 45 and asked.speed.batch_held is None
+    assert "decode step of 45 sequence(s)" in " ".join(plan.assumptions)
+    assert plan.speed.tokens_per_s < asked.speed.tokens_per_s  # (the 50 at once it cannot hold: 538)
+
+
+def test_recommend_for_users_prices_a_setup_at_the_requests_its_pool_holds():
+    """Walk s16: recommend --users 50 (Qwen3-32B, 6,000 + 300 tokens) ranks each setup at its decode step of the
+    users at once; a 1x H100, whose KV pool holds 3 such requests, is timed at the 3 it can run, not at 50, so its
+    row is the pool's tokens/s and its $/M that rate's (at 50 at once it read 298 tok/s and ranked first)."""
+    from gpuplan import recommend
+
+    fields = {"model": "qwen3-32b", "task": "infer", "engine": "vllm", "users": 50, "think_time_s": 20,
+              "prompt_tokens": 6000, "output_tokens": 300}
+    rows = recommend(fields, gpus=["h100-sxm"], max_gpus=1).setups
+    row = next(r for r in rows if r.num_gpus == 1)
+    plan = estimate({**fields, "gpu": "h100-sxm", "num_gpus": 1}, advise=False)
+    fifty = estimate({**fields, "gpu": "h100-sxm", "num_gpus": 1, "batch_size": 50}, advise=False)
+    assert plan.memory.max_concurrency == 3 and plan.speed.batch_held == 3
+    assert row.tokens_per_s == pytest.approx(plan.speed.tokens_per_s, rel=1e-6)
+    assert row.tokens_per_s < 0.5 * fifty.speed.tokens_per_s

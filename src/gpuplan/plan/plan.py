@@ -198,7 +198,8 @@ class Plan(Answer):
         for key in ("load", "offline", "priced_tokens_per_s"):  # sections of serving plans the simulation ran
             if data.get(key) is None:
                 data.pop(key, None)
-        for key in ("band", "offline_basis"):  # (a serving speed's words on its range; trtllm's offline figure)
+        for key in ("band", "offline_basis", "batch_held"):  # (a serving speed's words on its range; trtllm's
+            # offline figure; the pool's batch under users it cannot hold at once)
             if data.get("speed") and data["speed"].get(key) is None:
                 data["speed"].pop(key, None)
         return {k: data[k] for k in ("scenario", "resolved", "defaults")} | data
