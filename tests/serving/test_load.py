@@ -330,3 +330,20 @@ def test_recommend_for_users_prices_a_setup_at_the_requests_its_pool_holds():
     assert plan.memory.max_concurrency == 3 and plan.speed.batch_held == 3
     assert row.tokens_per_s == pytest.approx(plan.speed.tokens_per_s, rel=1e-6)
     assert row.tokens_per_s < 0.5 * fifty.speed.tokens_per_s
+
+
+def test_a_load_without_an_engine_runs_vllm_as_capacity_does():
+    """Walk s16: `estimate --users 8` without --engine refused ('set engine vllm, sglang or trtllm'), the
+    scenario's engine being transformers' generate, which has no scheduler; capacity, asked the same load, runs vLLM.
+    A load now takes vLLM when no engine is named, and says so; an engine given is kept (and refused where it has no
+    scheduler)."""
+    fields = {"model": "qwen3-8b", "task": "infer", "gpu": "l4", "users": 8, "prompt_tokens": 1000,
+              "output_tokens": 200}
+    plan = estimate(fields, advise=False)
+    assert plan.setup.scenario.engine == "vllm" and plan.load is not None and plan.load.max_concurrency == 8
+    assert any(d.startswith("engine vllm: users and rate_rps run a serving engine's scheduler") for d in plan.defaults)
+    assert estimate({**fields, "engine": "vllm"}, advise=False).load.output_throughput == plan.load.output_throughput
+    assert scenario_from({**fields, "users": None, "rate_rps": 2}).engine == "vllm"
+    assert scenario_from({k: v for k, v in fields.items() if k != "users"}).engine == "transformers"
+    with pytest.raises(GpuplanError, match="not transformers: set engine vllm, sglang or trtllm"):
+        estimate({**fields, "engine": "transformers"})
