@@ -36,9 +36,9 @@ class RenamedWarning(DeprecationWarning):
 
 
 # names renamed (issue 30), old -> new: the old ones still read, said once (:func:`renamed`); the scenario's
-# fields (and their flags) and the recommend search's argument
+# fields (and their flags), the recommend search's argument and the capacity workload's think time
 RENAMED_FIELDS = {"framework": "stack", "strategy": "sharding"}
-RENAMED = {**RENAMED_FIELDS, "any_framework": "any_stack"}
+RENAMED = {**RENAMED_FIELDS, "any_framework": "any_stack", "think_s": "think_time_s"}  # (think_s: a workload's)
 _SAID: set[str] = set()
 
 

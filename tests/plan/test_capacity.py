@@ -145,7 +145,7 @@ def test_thinking_users_stream_at_the_load_in_flight():
     m = load_model("gpt-oss-20b")
     s = scenario_from({"model": "gpt-oss-20b", "task": "infer", "engine": "vllm"})
     fields = {"users": 100, "prompt_tokens": 1200, "output_tokens": 500, "ttft_s": 1.5, "tpot_s": 0.04}
-    (row,) = capacity(s, m, load_workload(None, {**fields, "think_s": 10}), gpu_ids=("nvidia-h100-sxm5-80gb",),
+    (row,) = capacity(s, m, load_workload(None, {**fields, "think_time_s": 10}), gpu_ids=("nvidia-h100-sxm5-80gb",),
                       max_gpus=1, simulate_top=1)
     in_flight = round(row.max_rate_rps * row.e2e_s)
     assert row.max_users == 100 and 20 < in_flight < 60

@@ -108,6 +108,29 @@ def test_a_flux_lora_needs_a_4_bit_base_or_checkpointing_on_24_gb():
     assert "dequantize" in nf4.work.parts_s
 
 
+def test_ai_toolkit_runs_flux_as_its_24_gb_example_config_does():
+    """Walk s16: a hobbyist naming ai-toolkit for a FLUX.1-dev LoRA on a 4090 was told 'does not fit: 27.90 of
+    23.88 GiB' at bf16 weights and AdamW, while ai-toolkit's own train_lora_flux_24gb.yaml (copied in
+    tests/data/ai-toolkit) sets model.quantize true (qfloat8) and optimizer adamw8bit for that card. Its defaults
+    are now the example's; a field given keeps the user's value."""
+    import yaml
+
+    example = yaml.safe_load((Path(__file__).resolve().parents[1] / "data" / "ai-toolkit" /
+                              "train_lora_flux_24gb.yaml").read_text())["config"]["process"][0]
+    assert example["model"]["quantize"] is True and example["train"]["optimizer"] == "adamw8bit"
+    base = dict(model="flux-dev", task="train", method="lora", resolution="1024", gpu="rtx-4090", stack="ai-toolkit")
+    p = plan(**base)
+    assert p.scenario["quant"] == "fp8" and p.scenario["optimizer"] == "adamw-8bit"
+    # 11.90 B weights: the adaptive norms' linears kept 16-bit (19 x 2 x 3,072 x 18,432 + 38 x 3,072 x 9,216 + norm_out
+    # 3,072 x 6,144 = 3.25 B, 6.49 GB) and 8.65 B in fp8 (8.65 GB): 15.14 GB = 14.1 GiB, with the LoRA and scales
+    assert p.memory.fits and 14.0 < p.memory.weights_gib < 14.4
+    said = " ".join(p.assumptions)
+    assert "optimizer adamw-8bit (its example configs" in said and "quant fp8 (its example configs" in said
+    given = plan(**base, optimizer="adamw", quant="none")
+    assert given.scenario["optimizer"] == "adamw" and not given.memory.fits
+    assert plan(**{**base, "stack": "kohya"}).scenario["optimizer"] == "adamw"  # kohya's own default: AdamW
+
+
 def test_aspect_buckets_average_the_step_and_the_largest_sets_the_peak():
     base = dict(model="sdxl", task="train", method="lora", gpu="a100-80gb", cache_latents=True)
     square = plan(**base, resolution="1024")

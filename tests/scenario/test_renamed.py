@@ -97,7 +97,7 @@ def test_one_table_of_renamed_fields_serves_the_scenario_the_flags_and_the_page(
     from gpuplan.scenario import Scenario
 
     assert errors.RENAMED_FIELDS == {"framework": "stack", "strategy": "sharding"}
-    assert errors.RENAMED == {**errors.RENAMED_FIELDS, "any_framework": "any_stack"}
+    assert errors.RENAMED == {**errors.RENAMED_FIELDS, "any_framework": "any_stack", "think_s": "think_time_s"}
     assert set(errors.RENAMED_FIELDS.values()) <= set(Scenario.model_fields)
     assert not set(errors.RENAMED_FIELDS) & set(Scenario.model_fields)
     assert [p.name for p in old_flags()] == list(errors.RENAMED_FIELDS)

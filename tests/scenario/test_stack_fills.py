@@ -19,8 +19,8 @@ def test_the_resolver_names_no_stack():
     source = inspect.getsource(resolve)
     names = "|".join(re.escape(n) for n in RECIPES)
     assert not re.search(rf"""["'](?:{names})["']""", source)
-    assert sorted(n for n, r in RECIPES.items() if r.fill) == ["axolotl", "hf", "kohya", "megatron", "torchtitan",
-                                                           "unsloth"]
+    assert sorted(n for n, r in RECIPES.items() if r.fill) == ["ai-toolkit", "axolotl", "hf", "kohya", "megatron",
+                                                           "torchtitan", "unsloth"]
 
 
 @pytest.mark.parametrize(("given", "field", "value"), [
@@ -102,3 +102,14 @@ def test_the_stacks_sharding_and_fp8_recipe_are_said_with_their_reason(given, sa
 def test_a_sharding_from_the_gpu_count_is_not_a_stacks_default():
     s = scenario_from({**TRAIN, "stack": "hf", "num_gpus": 8})
     assert "sharding" not in defaults_in_force(s) and "sharding ddp (from the GPU count)" in defaults_said(s)
+
+
+def test_the_resolved_line_names_the_card_as_every_plan_does():
+    """Walk s16: `simulate --gpu 3090` opened with '1 x 3090' (the name as typed) where `estimate --gpu 3090`
+    says '1 x rtx-3090': describe read the unresolved scenario. It names the catalog's card whatever was typed."""
+    from gpuplan.model.catalog import load_model
+    from gpuplan.scenario.describe import describe
+
+    m = load_model("qwen3-0.6b")
+    for typed, said in (("3090", "1 x rtx-3090"), ("RTX 3090", "1 x rtx-3090"), ("h100", "1 x h100-sxm")):
+        assert said in describe(scenario_from({**TRAIN, "model": "qwen3-0.6b", "gpu": typed}), m)

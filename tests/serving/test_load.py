@@ -292,3 +292,58 @@ def test_one_request_running_or_finished_is_said_in_the_singular(capsys):
                 "--users", "4", "--num-requests", "1"])
     text = " ".join(capsys.readouterr().out.split())
     assert code == 0 and "scheduler simulated over 1 request," in text
+
+
+def test_users_the_pool_cannot_hold_at_once_wait_their_turn_and_the_setup_is_priced():
+    """Walk s16: Qwen3-32B for 50 RAG users (6,000 + 300 tokens, think 20 s) on 2 H100s at tp 2. capacity served
+    all 50 within TTFT 2 s on this setup (vast 2x, $4.80/h); estimate --users 50 said 'does not fit' and priced
+    nothing, because its pool (45 requests of 6,300 tokens) was judged against 50 at once, while its own run held at
+    most 37 at once and preempted none. vLLM queues what its pool cannot hold; a given batch is still judged."""
+    fields = {"model": "qwen3-32b", "task": "infer", "engine": "vllm", "gpu": "h100-sxm", "num_gpus": 2, "tp": 2,
+              "users": 50, "think_time_s": 20, "prompt_tokens": 6000, "output_tokens": 300, "provider": "vast"}
+    plan = estimate(fields, advise=False)
+    assert plan.memory.max_concurrency == 45 and plan.verdict.fits
+    assert "holds up to 45 concurrent requests, fewer than the 50 users" in plan.verdict.sentence
+    assert plan.load.peak_running < 45 and plan.load.preemptions == 0
+    assert plan.cost.usd_per_hour == pytest.approx(4.80)  # 2 x $2.40, capacity's row
+    assert plan.cost.usd_per_million_tokens == pytest.approx(4.80 / (plan.load.output_throughput * 3600) * 1e6)
+    asked = estimate({**fields, "batch_size": 50}, advise=False)
+    assert not asked.verdict.fits and "holds 45 of the 50 concurrent requests asked" in asked.verdict.sentence
+    # its decode step runs the pool's 45 at once, the other 5 users waiting (the batch the speed says it timed)
+    assert plan.speed.batch_held == 45 and asked.speed.batch_held is None
+    assert "decode step of 45 sequence(s)" in " ".join(plan.assumptions)
+    assert plan.speed.tokens_per_s < asked.speed.tokens_per_s  # (the 50 at once it cannot hold: 538)
+
+
+def test_recommend_for_users_prices_a_setup_at_the_requests_its_pool_holds():
+    """Walk s16: recommend --users 50 (Qwen3-32B, 6,000 + 300 tokens) ranks each setup at its decode step of the
+    users at once; a 1x H100, whose KV pool holds 3 such requests, is timed at the 3 it can run, not at 50, so its
+    row is the pool's tokens/s and its $/M that rate's (at 50 at once it read 298 tok/s and ranked first)."""
+    from gpuplan import recommend
+
+    fields = {"model": "qwen3-32b", "task": "infer", "engine": "vllm", "users": 50, "think_time_s": 20,
+              "prompt_tokens": 6000, "output_tokens": 300}
+    rows = recommend(fields, gpus=["h100-sxm"], max_gpus=1).setups
+    row = next(r for r in rows if r.num_gpus == 1)
+    plan = estimate({**fields, "gpu": "h100-sxm", "num_gpus": 1}, advise=False)
+    fifty = estimate({**fields, "gpu": "h100-sxm", "num_gpus": 1, "batch_size": 50}, advise=False)
+    assert plan.memory.max_concurrency == 3 and plan.speed.batch_held == 3
+    assert row.tokens_per_s == pytest.approx(plan.speed.tokens_per_s, rel=1e-6)
+    assert row.tokens_per_s < 0.5 * fifty.speed.tokens_per_s
+
+
+def test_a_load_without_an_engine_runs_vllm_as_capacity_does():
+    """Walk s16: `estimate --users 8` without --engine refused ('set engine vllm, sglang or trtllm'), the
+    scenario's engine being transformers' generate, which has no scheduler; capacity, asked the same load, runs vLLM.
+    A load now takes vLLM when no engine is named, and says so; an engine given is kept (and refused where it has no
+    scheduler)."""
+    fields = {"model": "qwen3-8b", "task": "infer", "gpu": "l4", "users": 8, "prompt_tokens": 1000,
+              "output_tokens": 200}
+    plan = estimate(fields, advise=False)
+    assert plan.setup.scenario.engine == "vllm" and plan.load is not None and plan.load.max_concurrency == 8
+    assert any(d.startswith("engine vllm: users and rate_rps run a serving engine's scheduler") for d in plan.defaults)
+    assert estimate({**fields, "engine": "vllm"}, advise=False).load.output_throughput == plan.load.output_throughput
+    assert scenario_from({**fields, "users": None, "rate_rps": 2}).engine == "vllm"
+    assert scenario_from({k: v for k, v in fields.items() if k != "users"}).engine == "transformers"
+    with pytest.raises(GpuplanError, match="not transformers: set engine vllm, sglang or trtllm"):
+        estimate({**fields, "engine": "transformers"})

@@ -49,6 +49,28 @@ def test_a_workload_file_says_lengths_as_the_flags_do(tmp_path):
         load_workload(path)
 
 
+def test_a_workloads_think_time_has_the_scenarios_name(tmp_path):
+    """Walk s16: estimate --users (the scenario, the page's estimate) names the think time think_time_s, and
+    capacity's workload (its YAML, gpuplan.capacity(), the page's /api/capacity) named it think_s: the same idea under
+    two words, so gpuplan.capacity(..., think_time_s=20) read "unknown field; did you mean 'think_s'?". One name
+    now; the old one still reads, with one note."""
+    import warnings
+
+    from gpuplan import errors
+    from gpuplan.errors import RenamedWarning
+
+    w = load_workload(None, {"users": 50, "think_time_s": 20, "prompt_tokens": 6000, "output_tokens": 300})
+    assert w.think_time_s == 20
+    path = tmp_path / "w.yaml"
+    path.write_text("users: 8\nthink_s: 2\npreset: chat\n")
+    errors._SAID.discard("think_s")  # (said once a process)
+    with warnings.catch_warnings(record=True) as said:
+        warnings.simplefilter("always")
+        assert load_workload(path).think_time_s == 2
+    assert [str(x.message) for x in said if x.category is RenamedWarning] == [
+        "the workload field 'think_s' is now 'think_time_s' (the old name still works)"]
+
+
 def test_step_model_is_the_speed_layers_step_timer_sampled():
     """A pure decode step equals StepTimer.decode_s at the sampled batch sizes (no second set of efficiencies);
     a lone prompt equals StepTimer.prefill_s plus the per-layer kernel floor decode steps also pay."""

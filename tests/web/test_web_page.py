@@ -545,3 +545,19 @@ def test_a_load_is_priced_on_the_page_at_what_its_run_served(server, page):
     assert value(page, 'details[data-key="speed.tokens_per_s"] .value') == pytest.approx(r.speed.tokens_per_s)
     page.click(served + " summary")
     assert f"{r.load.total_output_tokens:,} / {r.load.duration:,.1f} s" in page.text_content(served + " .formula")
+
+
+def test_users_the_pool_cannot_hold_at_once_are_said_on_the_page(server, page):
+    """Walk s16: 50 users on two H100s whose KV pool holds 45 such requests: the decode step the page shows is
+    the pool's 45 at once, as the CLI says it (plan/build.py held), and the TTFT burst is of those 45."""
+    require("numpy")
+    fields = {"model": "qwen3-32b", "task": "infer", "engine": "vllm", "gpu": "h100-sxm", "num_gpus": 2, "tp": 2,
+              "users": 50, "think_time_s": 20, "prompt_tokens": 6000, "output_tokens": 300}
+    page.goto(server + "/?" + "&".join(f"{k}={v}" for k, v in fields.items()))
+    settle(page)
+    r = gpuplan.estimate(fields)
+    assert r.speed.batch_held == 45
+    decode = page.text_content('details[data-key="speed.tokens_per_s"] summary')
+    assert "decode step at 45 at once (all the KV pool holds of the 50 users)" in decode
+    assert "the last of 45 arriving together" in page.text_content('details[data-key="speed.ttft_burst_s"] summary')
+    assert value(page, 'details[data-key="speed.tokens_per_s"] .value') == pytest.approx(r.speed.tokens_per_s)

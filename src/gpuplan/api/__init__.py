@@ -50,6 +50,7 @@ _HOMES = {
     "Plan": "..plan.plan", "Recommendation": "..plan.recommend", "Setup": "..plan.recommend",
     "ModuleChoices": "..plan.module_searches",
     "Scenario": "..scenario", "load_scenario": "..scenario", "scenario_from": "..scenario",
+    "LOAD_ENGINE": "..scenario.fields",
     "describe": "..scenario.describe", "load_model": "..model.catalog",
     "NotADecoder": "..model.kinds", "Workload": "..serving.workload",
     "lengths_words": "..serving.workload",

@@ -159,7 +159,9 @@ def scenario_options() -> list[inspect.Parameter]:
             helptext += " [required]"
         elif default is not None and name not in RECIPE_CHOSEN:
             shown = str(default).lower() if isinstance(default, bool) else default
-            helptext += f" [default: {shown}" + ("; fp16 on cards without bf16" if name == "precision" else "") + "]"
+            also = {"precision": "; fp16 on cards without bf16",
+                    "engine": f"; {api.LOAD_ENGINE} under --users or --rate"}
+            helptext += f" [default: {shown}{also.get(name, '')}]"
         params.append(inspect.Parameter(
             name, inspect.Parameter.KEYWORD_ONLY, default=None,
             annotation=Annotated[kind | None, typer.Option(  # type: ignore[operator]

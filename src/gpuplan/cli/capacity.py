@@ -103,7 +103,7 @@ def capacity_cmd(
                           any_quant=any_quant, engine_version=engine_version, kv_cache_dtype=kv_cache_dtype,
                           chunked_prefill=chunked_prefill, async_scheduling=async_scheduling, calibration=calibration,
                           expert_parallel=expert_parallel, attention_dp=attention_dp, quant=quant, **dict(
-                              rate_rps=rate, users=users, batch=batch, think_s=think_time, preset=preset,
+                              rate_rps=rate, users=users, batch=batch, think_time_s=think_time, preset=preset,
                               prompt_tokens=prompt_tokens, output_tokens=output_tokens, length_spread=length_spread,
                               trace=trace, ttft_s=ttft, tpot_s=tpot, e2e_s=e2e, percentile=percentile,
                               burstiness=burstiness, shared_prefix_tokens=shared_prefix))
@@ -149,11 +149,11 @@ def render(plans, w, fmt: str = "table", notes: list[str] | None = None) -> None
     targets = ", ".join(f"{k} <= {v:g} s" for k, v in (("TTFT", slo.ttft_s), ("TPOT", slo.tpot_s), ("E2E", slo.e2e_s))
                         if v) or "none"
     stress = (": each user sends the next request the moment a reply ends, a stress test; people chatting pause "
-              "between turns: try --think-time 10") if w.users and not w.think_s else ""
+              "between turns: try --think-time 10") if w.users and not w.think_time_s else ""
     if stress and not w.trace and w.prompt_lengths().kind == w.output_lengths().kind == "fixed":
         stress += ("; with fixed lengths too the users stay in lockstep, every prompt prefilled at once: "
                    "--length-spread 0.5 draws them")
-    load = (f"{w.users} users (closed loop, think {w.think_s:g} s{stress})" if w.users else
+    load = (f"{w.users} users (closed loop, think {w.think_time_s:g} s{stress})" if w.users else
             f"{'Poisson' if w.burstiness == 1 else f'gamma(shape {w.burstiness:g})'} arrivals"
             + (f", target {w.rate_rps:g} req/s" if w.rate_rps else ""))
     lengths = ("lengths from the trace: " if w.trace else "") + api.lengths_words(w.prompt_lengths(),

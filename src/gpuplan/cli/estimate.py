@@ -146,7 +146,9 @@ def _speed(result, s: dict) -> None:
             bullet(f"{head}: {_rate(run.output_throughput)} output tokens/s served at {_load_words(run)}, "
                    f"{run.request_throughput:,.3g} requests/s (the simulated run below"
                    + ("; the cost is priced on it)" if result.cost else ")"), prefix="")
-            head = f"  decode step at {s['batch_size']:,} request{'s' if s['batch_size'] != 1 else ''} at once"
+            n = sp.batch_held or s["batch_size"]
+            head = (f"  decode step at {n:,} request{'s' if n != 1 else ''} at once"
+                    + (f" (all the KV pool holds of the {s['batch_size']:,} users)" if sp.batch_held else ""))
         line = (f"{head}: {_rate(sp.tokens_per_s)} output tokens/s in all{likely}"
                 + (f", {rate:,.3g} requests/s" if rate else "")
                 + (f"; each user streams {_rate(streaming)} tokens/s ({_tpot(s, sp, streaming)}, {sp.bound}-bound)"
@@ -168,8 +170,8 @@ def _speed(result, s: dict) -> None:
             warm = " (the shared prefix cached, if the engine caches it)" if s.get("shared_prefix_tokens") else ""
             server = sp.request_overhead_s or 0.0
             bullet(f"time to first token: {sp.ttft_s:,.2f} s for one request alone{warm}"
-                   + (f", {burst:,.2f} s for the last of {s['batch_size']} arriving together"
-                      if burst is not None and s["batch_size"] > 1 else "")
+                   + (f", {burst:,.2f} s for the last of {sp.batch_held or s['batch_size']} arriving together"
+                      if burst is not None and (sp.batch_held or s["batch_size"]) > 1 else "")
                    + (f" (each with {1e3 * server:.1f} ms outside the engine's steps)" if server else ""),
                    prefix="  ")
     shares = sp.step_shares()

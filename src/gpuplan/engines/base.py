@@ -204,8 +204,9 @@ class Engine:
     def fits(self, s: Scenario, report: MemoryReport, capacity_gib: float) -> bool:
         """Whether the job fits: by the device peak, for an engine that allocates what the job needs; an engine
         that preallocates its budget also needs its pool to hold the requests ("fits" never with a negative
-        headroom)."""
-        pooled = not self.preallocates or (report.max_concurrency or 0) >= s.batch_size
+        headroom). Under a load the pool must hold one request (:attr:`Scenario.held_at_once`), as ``capacity``
+        holds a setup whose pool takes one: the engine queues the others."""
+        pooled = not self.preallocates or (report.max_concurrency or 0) >= s.held_at_once
         return pooled and report.device_peak_gib <= capacity_gib
 
     def cached_prefix_tokens(self, s: Scenario, m: ModelSpec | None = None) -> int:

@@ -141,7 +141,7 @@ def inference_speed(x: Context) -> dict[str, Formula]:
                                 value=f"{x.gpu.bandwidth_gbs:,.0f} GB/s" if x.gpu else "-",
                                 source="data/gpus.yaml")]),
     }
-    b, o = s.batch_size, max(s.output_tokens, 1)
+    b, o = sp.batch_held or s.batch_size, max(s.output_tokens, 1)  # (users the KV pool cannot hold wait)
     a = s.acceptance_length if s.speculative_method != "none" else 1.0  # tokens a step yields a sequence
     steps = o / a
     latency = sp.request_latency_s or 0.0
@@ -169,10 +169,10 @@ def inference_speed(x: Context) -> dict[str, Formula]:
             substituted=(f"{a:g} / " if a != 1 else "1 / ") + f"{step * 1000:,.1f} ms = "
                         f"{a / step if step > 0 else 0:,.1f} tokens/s")
     if sp.ttft_s is not None:
-        out["speed.ttft_s"] = _ttft(sp, s.batch_size, bool(s.shared_prefix_tokens), acc, ttft)
-        if sp.ttft_burst_s is not None and s.batch_size > 1:  # the same formula, read at its second value
+        out["speed.ttft_s"] = _ttft(sp, b, bool(s.shared_prefix_tokens), acc, ttft)
+        if sp.ttft_burst_s is not None and b > 1:  # the same formula, read at its second value
             out["speed.ttft_burst_s"] = out["speed.ttft_s"].model_copy(update={
-                "label": f"time to first token, the last of {s.batch_size} arriving together",
+                "label": f"time to first token, the last of {b} arriving together",
                 "value": sp.ttft_burst_s})
     return out
 

@@ -27,7 +27,7 @@ def advice(r: Resolved, plan: Plan) -> dict[str, Any]:
     if not plan.verdict.fits:
         from .fixes import suggestions  # the changes load for a plan that does not fit only
 
-        fixes = tuple(suggestions(s, m, gpu, plan.memory))
+        fixes = tuple(suggestions(s, m, gpu, memory))  # (with the largest micro-batch that fits)
     return {"memory": memory, "suggestions": fixes}
 
 

@@ -95,11 +95,14 @@ def build(r: Resolved | ResolvedModule, offers: Offers | None = None, *, advise:
     s, m, gpu = r.scenario, r.model, r.gpu
     asked, offers = offers is not None, offers or Offers()  # no offers given: timed, its price the caller's to find
     if gpu is not None and gpu.peak_tflops("fp16"):  # speed always (what it would run at); cost for a job that fits
-        priced = price_offers(s, m, gpu, plan.model.params_trainable, offers, speeds={} if speeds is None else speeds)
+        at = held(s, plan)
+        priced = price_offers(at, m, gpu, plan.model.params_trainable, offers, speeds={} if speeds is None else speeds)
         chosen = choose(priced, offer_label)
         if chosen is None and offer_label is None and (s.pricing == "owned" or not offers.listed):
-            chosen = owned(s, m, gpu, plan.model.params_trainable)
-        speed, said = (chosen.speed, chosen.said) if chosen else timed(s, m, gpu, None)
+            chosen = owned(at, m, gpu, plan.model.params_trainable)
+        speed, said = (chosen.speed, chosen.said) if chosen else timed(at, m, gpu, None)
+        if at is not s:
+            speed = replace(speed, batch_held=at.batch_size)
         cost = chosen.cost if chosen and plan.verdict.fits is not False else None
         warned = price_warnings(r, chosen, offers) if plan.verdict.fits is not False and asked else []
         if cost is not None and cost.pricing == "owned":
@@ -124,6 +127,16 @@ def build(r: Resolved | ResolvedModule, offers: Offers | None = None, *, advise:
                          recipe=typed.as_dict())
         plan._recipe = typed
     return plan
+
+
+def held(s: Scenario, plan: Plan) -> Scenario:
+    """The scenario its decode step is timed at: ``users`` beyond what the engine's KV pool holds wait their turn
+    (:attr:`Scenario.held_at_once`), so the step runs the pool's requests, not the users' (a 1x H100 pool of 3
+    requests of 6,300 tokens was ranked by ``recommend --users 50`` at a decode step of 50 at once)."""
+    pool = plan.memory.max_concurrency
+    if not s.users or s.held_at_once != 1 or pool is None or not 1 <= pool < s.batch_size:
+        return s
+    return s.model_copy(update={"batch_size": pool})
 
 
 def module_offers(r: ResolvedModule, offers: Offers | None) -> tuple[Offer, ...]:
@@ -189,9 +202,10 @@ def priced_on_load(plan: Plan) -> Plan:
     served = run.output_throughput
     usd = cost.usd_per_hour / (served * 3600) * 1e6
     load = (f"{run.max_concurrency:,} users" if run.mode == "closed loop" else f"{run.request_rate:,g} requests/s")
+    batch = plan.speed.batch_held or plan.setup.scenario.batch_size
     said = (f"cost: priced at the {served:,.0f} output tokens/s the simulated run at {load} served, not the decode "
-            f"step's {plan.speed.tokens_per_s:,.0f} at {plan.setup.scenario.batch_size:,} request"
-            f"{'s' if plan.setup.scenario.batch_size != 1 else ''} at once: ${cost.usd_per_hour:,.2f}/h / "
+            f"step's {plan.speed.tokens_per_s:,.0f} at {batch:,} request{'s' if batch != 1 else ''} at once: "
+            f"${cost.usd_per_hour:,.2f}/h / "
             f"({served:,.0f} x 3,600 s) = ${usd:,.2f} per million output tokens",)
     return plan.said(said, cost=replace(cost, usd_per_million_tokens=usd), priced_tokens_per_s=served)
 

@@ -223,7 +223,7 @@ def capacity(s: Scenario, m: ModelSpec, w: Workload, *, gpu_ids: tuple[str, ...]
     wall seconds (see the module docstring). ``notes`` gets one sentence for each GPU of ``gpu_ids`` that has no
     row, saying why (:func:`_left_out`)."""
     why = unsimulated(s.engine, "capacity's searches run") or \
-        load_refusal(w.users, w.rate_rps, batch=w.batch, think_s=w.think_s) or engine_refusal(s, m) or \
+        load_refusal(w.users, w.rate_rps, batch=w.batch, think_s=w.think_time_s) or engine_refusal(s, m) or \
         engine_for(s).chunked_prefill_refusal(s) or engine_for(s).async_scheduling_refusal(s)
     if why:
         raise GpuplanError(why)
@@ -350,7 +350,7 @@ def _row(st: Candidate, sc: Scenario, mem: ServingMemory, model: StepModel, boun
                      quant=st.quant, kv_tokens=pool.kv_tokens, max_concurrency=pool.max_concurrency,
                      max_rate_rps=0.0, rate_band_rps=(0.0, 0.0), bound_rate_rps=bound[0])
     if w.users:
-        row.max_users, row.curve, stops = max_users(model, engine, w, w.users, w.think_s, deadline)
+        row.max_users, row.curve, stops = max_users(model, engine, w, w.users, w.think_time_s, deadline)
         at = [p for p in row.curve if p.meets_slo and p.users == row.max_users]
     else:
         rate, row.curve, stops = max_rate(model, engine, w, *bound, deadline=deadline)
@@ -371,7 +371,7 @@ def _row(st: Candidate, sc: Scenario, mem: ServingMemory, model: StepModel, boun
     # never pause; else Little's law, rate x end-to-end latency: users who think between turns leave their slot
     # empty meanwhile, so 100 users thinking 10 s over 5 s replies keep about 35 in flight, not 100)
     users = row.max_users or w.users
-    if w.users and (not w.think_s or not row.e2e_s):
+    if w.users and (not w.think_time_s or not row.e2e_s):
         busy = users
     else:
         busy = max(1, round(rate * (row.e2e_s or 0.0)))

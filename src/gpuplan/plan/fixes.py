@@ -62,22 +62,36 @@ class Fix:
     more_gpus: bool = False
 
 
-def candidate_fixes(s: Scenario, m: ModelSpec) -> list[Fix]:
+def candidate_fixes(s: Scenario, m: ModelSpec, largest_micro_batch: int | None = None) -> list[Fix]:
     """Every change that can lower the memory of ``s``, in one list: single suggestions and combinations both
-    come from here."""
-    return _training_fixes(s, m) if s.task == "train" else _serving_fixes(s, m)
+    come from here (``largest_micro_batch``: the largest that fits the card as it is, where searched)."""
+    return _training_fixes(s, m, largest_micro_batch) if s.task == "train" else _serving_fixes(s, m)
 
 
-def _training_fixes(s: Scenario, m: ModelSpec) -> list[Fix]:
+def accumulation_fix(s: Scenario, largest: int | None, cost: str = "") -> Fix | None:
+    """A smaller micro-batch with the accumulation that keeps the global batch (``micro_batch_size x
+    grad_accum_steps`` samples per optimizer step, as the HF Trainer's gradient_accumulation_steps sums them): the
+    largest divisor of the global batch below the micro-batch that is at most ``largest`` (the largest micro-batch
+    that fits, from the advice's search; 1 where none was searched), so the step stays as full as the card allows.
+    Every plan's, a decoder LLM's and a module's (:func:`gpuplan.plan.modules.fixes`)."""
+    if s.micro_batch_size <= 1:
+        return None
+    total = s.micro_batch_size * s.grad_accum_steps
+    top = min(max(largest or 1, 1), s.micro_batch_size - 1)
+    micro = max(d for d in range(1, top + 1) if total % d == 0)
+    return Fix(label=f"micro-batch {micro} x {total // micro} accumulation steps (same global batch)",
+               change={"micro_batch_size": micro, "grad_accum_steps": total // micro}, cost=cost,
+               group="micro-batch", slowdown=1.1)
+
+
+def _training_fixes(s: Scenario, m: ModelSpec, largest_micro_batch: int | None = None) -> list[Fix]:
     out: list[Fix] = []
     if s.grad_checkpointing != "full":
         out.append(Fix(label="enable gradient checkpointing", change={"grad_checkpointing": "full"},
                        group="checkpointing"))
-    if s.micro_batch_size > 1:
-        steps = s.grad_accum_steps * s.micro_batch_size
-        out.append(Fix(label=f"micro-batch 1 x {steps} accumulation steps (same global batch)",
-                       change={"micro_batch_size": 1, "grad_accum_steps": steps},
-                       cost="same tokens per step, lower GPU utilization", group="micro-batch", slowdown=1.1))
+    fewer = accumulation_fix(s, largest_micro_batch, "same tokens per step, lower GPU utilization")
+    if fewer is not None:
+        out.append(fewer)
     if s.attention == "eager":
         out.append(Fix(label="use sdpa attention", change={"attention": "sdpa"}, cost="faster, same result",
                        group="attention", slowdown=0.9))
@@ -343,7 +357,7 @@ def suggestions(s: Scenario, m: ModelSpec, gpu: GpuSpec, report) -> list[Suggest
     """When ``s`` does not fit: a machine with enough RAM when only the host's RAM is short, the smallest
     combination that fits (when no single fix does), then every single fix that lowers the device peak by what
     its line shows (:data:`SHOWN_SAVING_GIB`), fitting ones first, on the GPUs named before more GPUs."""
-    fixes = on_card(s, m, gpu, candidate_fixes(s, m))
+    fixes = on_card(s, m, gpu, candidate_fixes(s, m, report.max_batch_size))
     if engine_for(s).advised_by_pool:
         return _vllm_suggestions(s, m, gpu, report, fixes)
     singles: list[tuple[Fix, bool, float, dict[str, Any]]] = []

@@ -39,7 +39,7 @@ from ..scenario.modules import ModuleJob, encoders_trained, text_way, text_ways,
 from ..speed.breakdown import shares
 from ..speed.modules import ModuleSpeed, fp32_rates, generation, host_range, model_step, train_step
 from .edge import MODULE_BATCH_LIMIT, batch_fields
-from .fixes import Fix, fewest
+from .fixes import SHOWN_SAVING_GIB, Fix, accumulation_fix, fewest
 from .plan import Plan, gpu_facts, verdict
 from .resolve import ResolvedModule, resolve_module_scenario
 
@@ -280,10 +280,10 @@ def largest_batch(s: Scenario, spec: ModuleSpec, gpu: GpuSpec, limit: int = MODU
     return low
 
 
-def _changes(s: Scenario, spec: ModuleSpec) -> list[Fix]:
+def _changes(s: Scenario, spec: ModuleSpec, largest: int | None = None) -> list[Fix]:
     """The changes people make to fit a diffusion or encoder-decoder job, gentlest first; changes of one group are
     alternatives (fp8 or NF4 base weights; text encoders frozen or their embeddings cached; model or sequential
-    offload), of which a combination takes one."""
+    offload), of which a combination takes one. ``largest``: the largest micro-batch that fits as it is."""
     out: list[Fix] = []
     if spec.kind == "module":  # its batch, sizes, checkpointing and weights are its build()'s own
         return [Fix(label="8-bit AdamW", change={"optimizer": "adamw-8bit"}, group="optimizer")] \
@@ -311,8 +311,9 @@ def _changes(s: Scenario, spec: ModuleSpec) -> list[Fix]:
             out.append(Fix(label="QLoRA (NF4 base)", change={"method": "qlora", "quant": "nf4"}, group="base"))
     if s.method == "full":
         out.append(Fix(label="LoRA instead of full fine-tuning", change={"method": "lora"}, group="method"))
-    if s.micro_batch_size > 1:
-        out.append(Fix(label="micro-batch 1", change={"micro_batch_size": 1}, group="batch"))
+    fewer = accumulation_fix(s, largest)  # the global batch kept, as a decoder LLM's fix keeps it
+    if fewer is not None:
+        out.append(fewer)
     return out
 
 
@@ -344,11 +345,12 @@ def _peak_with(s: Scenario, spec: ModuleSpec, gpu: GpuSpec, combo: tuple[Fix, ..
 def fixes(s: Scenario, spec: ModuleSpec, gpu: GpuSpec, now: MemoryReport) -> list[Suggestion]:
     """Each change alone; when none fits, the fewest that fit together, one of each group, gentlest first
     (:func:`gpuplan.plan.fixes.fewest`, the search a decoder's advice makes); when no combination of those fits,
-    the strongest change of each group together, where it saves more than each change alone."""
+    the strongest change of each group together, where it saves more than each change alone. A change alone is
+    said where it fits or saves what its line shows (:data:`gpuplan.plan.fixes.SHOWN_SAVING_GIB`), as a decoder's."""
     out, peaks = [], {}
-    for fix in _changes(s, spec):
+    for fix in _changes(s, spec, now.max_batch_size):
         fits, peaks[fix] = _peak_with(s, spec, gpu, (fix,))
-        if math.isfinite(peaks[fix]):
+        if math.isfinite(peaks[fix]) and (fits or peaks[fix] <= now.device_peak_gib - SHOWN_SAVING_GIB):
             out.append(Suggestion(change=fix.label, fields=fix.change, device_peak_gib=peaks[fix], fits=fits,
                                   cost=f"{now.device_peak_gib:.1f} -> {peaks[fix]:.1f} GiB"))
     tried = [f for f, peak in peaks.items() if math.isfinite(peak) and f.keeps_job]

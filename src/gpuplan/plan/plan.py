@@ -198,7 +198,8 @@ class Plan(Answer):
         for key in ("load", "offline", "priced_tokens_per_s"):  # sections of serving plans the simulation ran
             if data.get(key) is None:
                 data.pop(key, None)
-        for key in ("band", "offline_basis"):  # (a serving speed's words on its range; trtllm's offline figure)
+        for key in ("band", "offline_basis", "batch_held"):  # (a serving speed's words on its range; trtllm's
+            # offline figure; the pool's batch under users it cannot hold at once)
             if data.get("speed") and data["speed"].get(key) is None:
                 data["speed"].pop(key, None)
         return {k: data[k] for k in ("scenario", "resolved", "defaults")} | data
@@ -256,10 +257,16 @@ def judge(r: Resolved, mem: MemoryReport, by_design: bool = False) -> Verdict:
     # the card holds it, the host not (no card: no verdict of the host either)
     if mem.fits is False and (mem.headroom_gib or 0) >= 0 and host_shortfall(s, mem, gpu):
         said = "the host's RAM cannot hold what it keeps there (the warning says how much); "
-    elif mem.max_concurrency is not None and engine.pool_words and s.rate_rps and s.batch_size == 1:
+    elif mem.max_concurrency is not None and engine.pool_words and s.rate_rps and s.held_at_once == 1:
         # a rate asks no number of requests at once: the simulated run says how many it kept (its peak)
         said = (f"{engine.pool_words} holds up to {mem.max_concurrency:,} concurrent requests (the run at "
                 f"{s.rate_rps:,g} requests/s says how many were running at once); ")
+    elif mem.max_concurrency is not None and engine.pool_words and s.users and s.held_at_once == 1 \
+            and mem.max_concurrency < s.users:
+        # users are a load, not a batch: those the pool cannot hold wait their turn (Engine.fits)
+        said = (f"{engine.pool_words} holds up to {mem.max_concurrency:,} concurrent requests, fewer than the "
+                f"{s.users:,} users: the others wait their turn (the run of {s.users:,} users says how many were "
+                "running at once); ")
     elif mem.max_concurrency is not None and engine.pool_words:
         asked = f"{s.batch_size:,} concurrent request{'s' if s.batch_size != 1 else ''} asked"
         said = (f"{engine.pool_words} holds the {asked} (up to {mem.max_concurrency:,}); "

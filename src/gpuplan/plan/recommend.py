@@ -486,8 +486,9 @@ def _load_note(s: Scenario) -> list[str]:
     if s.task != "infer" or not (s.users or s.rate_rps):
         return []
     load = f"--users {s.users:,}" if s.users else f"--rate {s.rate_rps:,g}"
+    pool = " (or as many as its KV pool holds: the other users wait)" if s.users and s.batch_size > 1 else ""
     return [f"$/M tok prices each setup at its decode step at {s.batch_size:,} request"
-            f"{'s' if s.batch_size != 1 else ''} at once, not at a simulated run of {load}: `gpuplan estimate "
+            f"{'s' if s.batch_size != 1 else ''} at once{pool}, not at a simulated run of {load}: `gpuplan estimate "
             f"{load}` on a setup prices what its run serves, and `gpuplan capacity {load}` ranks setups on runs"]
 
 

@@ -32,6 +32,7 @@ from ..model.kinds import NotADecoder
 from ..model.report import inexact_warning
 from ..model.spec import ModelSpec
 from ..scenario import Scenario
+from ..scenario.fields import LOAD_ENGINE
 from ..scenario.stacks import defaults_in_force
 from .refusals import check, module_refusal
 
@@ -40,7 +41,8 @@ if TYPE_CHECKING:
     from ..scenario.modules import ModuleJob
 
 # the technique fields a module's plan reads, said when the stack chose them (scenario.stacks.defaults_in_force)
-MODULE_STACK_FIELDS = {"diffusion": ("precision", "grad_checkpointing", "cache_latents", "text_encoders"),
+MODULE_STACK_FIELDS = {"diffusion": ("precision", "grad_checkpointing", "cache_latents", "text_encoders", "optimizer",
+                                     "quant"),
                        "encoder-decoder": ("precision", "grad_checkpointing"),
                        "encoder": ("precision", "grad_checkpointing")}
 
@@ -71,7 +73,8 @@ class Resolved:
         """The defaults taken for this card and model, in words: the GPU name's variant, the model's notes, the
         card's precision, the serving split."""
         said = (self.gpu_note, *self.model.notes, precision_note(self.scenario, self.gpu), self.dtype_note,
-                self.split_note, self.length_note, pretraining_note(self.scenario), *self.chosen, self.layout_note)
+                self.split_note, self.length_note, pretraining_note(self.scenario), load_note(self.scenario),
+                *self.chosen, self.layout_note)
         return tuple(n for n in said if n)
 
     @property
@@ -94,6 +97,15 @@ class Resolved:
         """What runs but is doubtful: a model not counted exactly first, then the refusals' warnings."""
         inexact = inexact_warning(self.model)
         return (inexact, *self.checked) if inexact else self.checked
+
+
+def load_note(s: Scenario) -> str | None:
+    """The engine a load took when none was named (:data:`gpuplan.scenario.fields.LOAD_ENGINE`), and why."""
+    if s.task != "infer" or (s.users is None and s.rate_rps is None) or "engine" in s.model_fields_set \
+            or s.engine != LOAD_ENGINE:
+        return None
+    return (f"engine {LOAD_ENGINE}: users and rate_rps run a serving engine's scheduler, which transformers' generate "
+            "has not; vLLM's, as `gpuplan capacity` takes it (--engine sglang or trtllm to choose)")
 
 
 def pretraining_note(s: Scenario) -> str | None:

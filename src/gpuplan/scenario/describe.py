@@ -6,7 +6,8 @@ the stack's recipe (:mod:`.stacks`, when the scenario is validated) and by the o
 
 from __future__ import annotations
 
-from ..hardware import short_id
+from ..errors import GpuplanError
+from ..hardware import resolve_gpu, short_id
 from ..model.spec import ModelSpec
 from .fields import INFER_ONLY, MOE_LAYOUT, TRAIN_ONLY, TRAINING_LAYOUT, Scenario
 from .stacks import reason
@@ -26,6 +27,15 @@ def laid_out(s: Scenario, given: set[str] | frozenset[str], each: str) -> str | 
     accumulation = f"{s.grad_accum_steps} accumulation" if "grad_accum_steps" in given else \
         "its recipe's accumulation"
     return f"{micro} x {accumulation}" + ("" if "micro_batch_size" in given else " (the fastest that fits)")
+
+
+def _card(name: str) -> str:
+    """A card's short name as every plan says it (``3090`` as typed -> ``rtx-3090``, the catalog id's short form),
+    or the name as given where the catalog does not know it (the resolver refuses it)."""
+    try:
+        return short_id(resolve_gpu(name)[0].id)
+    except GpuplanError:
+        return short_id(name)
 
 
 def describe(s: Scenario, m: ModelSpec | None = None, gpu_id: str | None = None, *, engine: str | None = None,
@@ -63,9 +73,9 @@ def describe(s: Scenario, m: ModelSpec | None = None, gpu_id: str | None = None,
     if stack and s.task == "train":  # the training stack; serving runs the engine named
         parts.append(str(stack))
     gpu = s.gpu if gpu_id is None else gpu_id
-    where = " + ".join(short_id(g) for g in (gpu, *s.extra_gpus)) if gpu and s.extra_gpus else \
-        f"{s.world_size} x {short_id(gpu)}" if gpu else (f"{s.world_size} GPUs" if s.world_size > 1 else
-                                                         "no GPU named")
+    where = " + ".join(_card(g) for g in (gpu, *s.extra_gpus)) if gpu and s.extra_gpus else \
+        f"{s.world_size} x {_card(gpu)}" if gpu else (f"{s.world_size} GPUs" if s.world_size > 1 else
+                                                      "no GPU named")
     sharding = (s.sharding_name if s.task == "train" or s.sharding else None) or ""
     layout = [SHARDING_WORDS.get(sharding, sharding)]
     if s.tp > 1:

@@ -480,7 +480,7 @@ class Scenario(BaseModel):
         per scenario, on the search's hot path. What the result cannot run is refused when it is resolved
         (:mod:`gpuplan.plan.refusals`), not here: these rules are about the input alone."""
         _fill(self, _pretraining_stack(self))
-        _fill(self, stacks.resolve(self.__dict__))
+        _fill(self, stacks.resolve(self.__dict__, self.model_fields_set))
         _fill(self, _data_defaults(self, read_back=bool(info.context and info.context.get(READ_BACK))))
         _fill(self, _load_defaults(self))
         _fill(self, _split_defaults(self))
@@ -561,6 +561,15 @@ class Scenario(BaseModel):
     @property
     def world_size(self) -> int:
         return self.num_gpus * self.num_nodes
+
+    @property
+    def held_at_once(self) -> int:
+        """The requests a serving engine's KV pool must hold together for the job to run: ``batch_size``, or one
+        under a load (``users``, ``rate_rps``) whose batch was not given: the engine queues what its pool cannot
+        hold, and the simulated run says how many ran at once (``batch_size`` taken from ``users`` times the decode
+        step, as vllm bench serve --max-concurrency caps it, and asks nothing of the pool)."""
+        load = self.users is not None or self.rate_rps is not None
+        return 1 if load and "batch_size" not in self.model_fields_set else self.batch_size
 
     @property
     def dp(self) -> int:
@@ -705,10 +714,14 @@ def _split_defaults(s: Scenario) -> dict[str, Any]:
 
 
 LOAD_FIELDS = ("users", "think_time_s", "rate_rps", "length_spread", "num_requests")
+# the engine a load (users, rate_rps) runs when none is named: `gpuplan capacity`'s default (its --engine); the
+# scenario's own default, transformers' generate, has no scheduler to simulate (gpuplan.engines.SIMULATED)
+LOAD_ENGINE = "vllm"
 
 
 def _load_defaults(s: Scenario) -> dict[str, Any]:
-    """A serving load's default: ``batch_size`` left unset takes ``users``. A load asked of training is refused
+    """A serving load's defaults: ``batch_size`` left unset takes ``users``, ``engine`` left unset
+    :data:`LOAD_ENGINE` (said by :func:`gpuplan.plan.resolve.load_note`). A load asked of training is refused
     here; the load's own rules (one load, its engine, its prompts) are the resolver's, in the one module of
     refusals (:func:`gpuplan.plan.refusals.scenario_load`), which ``capacity`` asks of its workload too."""
     given = [k for k in LOAD_FIELDS if getattr(s, k) != Scenario.model_fields[k].default]  # (a dump has them all)
@@ -716,9 +729,13 @@ def _load_defaults(s: Scenario) -> dict[str, Any]:
         return {}
     if s.task == "train":
         raise ValueError(f"{', '.join(given)} describe a serving load: drop them for training")
+    out: dict[str, Any] = {}
+    if (s.users is not None or s.rate_rps is not None) and "engine" not in s.model_fields_set and \
+            not _a_module(s):  # a load runs an engine's scheduler: vLLM's, as capacity's default (LOAD_ENGINE)
+        out["engine"] = LOAD_ENGINE
     if s.users is not None and "batch_size" not in s.model_fields_set and not _a_module(s):
-        return {"batch_size": s.users}
-    return {}
+        out["batch_size"] = s.users
+    return out
 
 
 def _data_defaults(s: Scenario, read_back: bool = False) -> dict[str, Any]:

@@ -48,6 +48,7 @@ from __future__ import annotations
 import dataclasses
 import functools
 from collections.abc import Callable, Mapping
+from collections.abc import Set as AbstractSet
 from dataclasses import dataclass
 from typing import Any
 
@@ -305,6 +306,14 @@ def _fill_kohya(data: Mapping[str, Any], get: Callable[..., Any]) -> dict[str, A
     return {}
 
 
+def _fill_ai_toolkit(data: Mapping[str, Any], get: Callable[..., Any]) -> dict[str, Any]:
+    if data.get("quant") is None and data["task"] == "train" and get("method") == "lora":
+        # its model.quantize: true (optimum-quanto qfloat8): config/examples/train_lora_flux_24gb.yaml,
+        # train_lora_sd35_large_24gb.yaml and the UI's default job (ui/src/app/jobs/new/jobConfig.ts)
+        return {"quant": "fp8"}
+    return {}
+
+
 def _fill_unsloth(data: Mapping[str, Any], get: Callable[..., Any]) -> dict[str, Any]:
     if data.get("activation_offload") is None:
         # unsloth _utils.apply_unsloth_gradient_checkpointing: plain checkpointing below 512 tokens
@@ -430,11 +439,15 @@ RECIPES: dict[str, Recipe] = {s.name: s for s in (
                ("cache_latents", True): "it always caches VAE latents",
                ("text_encoders", "cached"): "it always caches text embeddings"}),
     Recipe(name="ai-toolkit", title="ai-toolkit (ostris/ai-toolkit)",
-          defaults={**BASE, "grad_checkpointing": "full", "cache_latents": True, "text_encoders": "cached"},
+          defaults={**BASE, "grad_checkpointing": "full", "cache_latents": True, "text_encoders": "cached",
+                    "optimizer": "adamw-8bit"},
           fsdp=None, logs="none (nvidia-smi)", logs_level="reserved", peft_adapters=False,
-          refuse=_refuse_diffusion, shardings=("ddp",),
+          refuse=_refuse_diffusion, shardings=("ddp",), fill=_fill_ai_toolkit,
           why={("grad_checkpointing", "full"): "its example configs set gradient_checkpointing: true",
-               ("cache_latents", True): AI_TOOLKIT_CACHES, ("text_encoders", "cached"): AI_TOOLKIT_CACHES}),
+               ("cache_latents", True): AI_TOOLKIT_CACHES, ("text_encoders", "cached"): AI_TOOLKIT_CACHES,
+               ("optimizer", "adamw-8bit"): "its example configs and its UI's default job: optimizer adamw8bit",
+               ("quant", "fp8"): "its example configs and its UI's default job: model.quantize true, "
+               "optimum-quanto qfloat8"}),
     Recipe(name="megatron", title="Megatron-Core with NeMo's recipes (NVIDIA/Megatron-LM, NVIDIA/NeMo)",
           defaults={**BASE, "grad_checkpointing": "selective"}, fsdp=None,
           logs="'memory (MB) | allocated: ... | max allocated: ... | reserved: ... | max reserved: ...' after the "
@@ -451,15 +464,17 @@ RECIPES: dict[str, Recipe] = {s.name: s for s in (
 VERSION_FIELDS = {r.versioned_by: r.name for r in RECIPES.values() if r.versioned_by}
 
 
-def resolve(data: Mapping[str, Any]) -> dict[str, Any]:
+def resolve(data: Mapping[str, Any], given: AbstractSet[str] | None = None) -> dict[str, Any]:
     """Values for the technique fields ``data`` leaves unset (``None``), from its stack's recipes.
 
-    ``data`` holds the scenario's validated fields; the result holds only the fields to fill in.
+    ``data`` holds the scenario's validated fields; the result holds only the fields to fill in. ``given``: the
+    fields the user gave, where known; a field with a value of its own by default (``optimizer``'s adamw) takes the
+    stack's when it was not given (ai-toolkit's adamw8bit).
     """
     stack = RECIPES[data["stack"]]
     out: dict[str, Any] = {}
     for name, value in stack.defaults.items():
-        if data.get(name) is None:
+        if data.get(name) is None or (given is not None and name not in given):
             out[name] = value
     get = {**data, **out}.get
     if data["task"] == "infer":
@@ -551,13 +566,13 @@ def reason(stack: str, name: str, value: Any) -> str | None:
 
 
 def defaults_in_force(s, card_chose: tuple[str, ...] = (), fields: tuple[str, ...] | None = None) -> str | None:
-    """One sentence naming the ``fields`` (default: every field the stack fills, :attr:`Recipe.said`) the scenario
+    """One sentence naming the ``fields`` the stack fills (default: every one, :attr:`Recipe.said`) the scenario
     left to its stack, with their values and why (:func:`reason`); those the card chose, ``card_chose``, are said
     apart."""
     if s.task != "train":
         return None
-    parts = []
-    for name in RECIPES[s.stack].said if fields is None else fields:
+    parts, said = [], RECIPES[s.stack].said
+    for name in said if fields is None else (f for f in fields if f in said):
         if name in card_chose or (name in s.model_fields_set and (name != "adapter_dtype" or
                                                                   s.adapter_dtype != "auto")):
             continue

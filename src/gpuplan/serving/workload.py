@@ -23,7 +23,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, ValidationError, model_validator
 
 from .. import overheads as oh
-from ..errors import GpuplanError, did_you_mean, echo_value
+from ..errors import GpuplanError, did_you_mean, echo_value, renamed
 from ..userfiles import number, parse_json, read_mapping, read_text
 
 
@@ -106,12 +106,13 @@ class Workload(BaseModel):
     rate_rps: float | None = Field(default=None, gt=0, le=100_000, allow_inf_nan=False,
                                    description="the expected arrival rate, requests/s")
     users: int | None = Field(default=None, ge=1, le=100_000, description="closed loop: concurrent users, each "
-                              "sending its next request think_s after its last one finished (instead of rate_rps)")
+                              "sending its next request think_time_s after its last one finished (instead of rate_rps)")
     batch: int | None = Field(default=None, ge=2, le=65_536, description="an offline job: this many requests queued "
                               "at once, the engine running as many as its cap and KV pool allow (instead of "
                               "rate_rps or users)")
-    think_s: float = Field(default=0.0, ge=0, le=3600, allow_inf_nan=False,
-                           description="closed loop: mean think time between a user's requests, seconds")
+    think_time_s: float = Field(default=0.0, ge=0, le=3600, allow_inf_nan=False, description="closed loop: mean "
+                                "think time between a user's requests, seconds (the scenario's name; think_s, its old "
+                                "name, still reads)")
     burstiness: float = Field(default=1.0, gt=0, le=100, allow_inf_nan=False,
                               description="gamma shape of inter-arrival times (1: Poisson; < 1: bursty)")
     preset: str | None = None
@@ -337,6 +338,8 @@ def load_workload(path: str | Path | None = None, overrides: dict[str, Any] | No
             data[field] = {"mean": mean} if not spread else spread_lengths(
                 number(mean, key, least=1, most=MAX_TOKENS), spread).model_dump(exclude_defaults=True)
     data.update(flat)
+    if "think_s" in data:  # the old name (the scenario's think_time_s is the one word)
+        data.setdefault(renamed("think_s", "workload field"), data.pop("think_s"))
     if slo:
         data["slo"] = slo
     try:

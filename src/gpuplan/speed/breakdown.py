@@ -52,6 +52,9 @@ class Speed:
     # (speed/offline.py bench_basis); the CLI, the JSON and the page label the figure with it
     offline_basis: str | None = None
     assumptions: list[str] = field(default_factory=list)
+    # serving under users: the requests decoded at once where the engine's KV pool holds fewer than the users (the
+    # others wait their turn: plan/build.py held); None: the scenario's batch_size
+    batch_held: int | None = None
     # serving: where the low/high range comes from, in words (the engine x model class's held-out rows, or
     # "uncalibrated"); None for training, whose range is bench/throughput.py's training rows
     band: str | None = None

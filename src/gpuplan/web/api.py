@@ -399,7 +399,8 @@ class CapacityRequest(RequestBody):
     rate_rps: float | None = Field(default=None, gt=0, le=10_000, description="open loop: requests/s")
     users: int | None = Field(default=None, ge=1, le=2_000, description="closed loop: concurrent users")
     batch: int | None = Field(default=None, ge=2, le=20_000, description="offline: requests queued at once")
-    think_s: float | None = Field(default=None, ge=0, le=3600)
+    think_time_s: float | None = Field(default=None, ge=0, le=3600, description="closed loop: mean seconds a "
+                                      "user waits between a reply and the next request (the scenario's name)")
     prompt_tokens: int = Field(default=1024, ge=1, le=1_000_000)
     output_tokens: int = Field(default=256, ge=0, le=100_000)  # 0: timed as one token, as estimate does
     length_spread: float | None = Field(default=None, ge=0, le=0.99)

@@ -543,7 +543,9 @@ function renderSpeedCost(r, explanation) {
       (c ? "; the cost is priced on it)" : ")"), rate(run.output_throughput), run.output_throughput));
   }
   rows.push(numberRow("speed.tokens_per_s", train ? "training tokens/s" : run && run.output_throughput ?
-    `output tokens/s of the decode step at ${r.scenario.batch_size} at once` : "output tokens/s (all sequences)",
+    `output tokens/s of the decode step at ${sp.batch_held ?? r.scenario.batch_size} at once` +
+    (sp.batch_held ? ` (all the KV pool holds of the ${r.scenario.batch_size} users)` : "") :
+    "output tokens/s (all sequences)",
     rate(sp.tokens_per_s) + range, sp.tokens_per_s));
   rows.push(numberRow("speed.step_time_s", train ? "optimizer step" : "decode step",
     train ? num(sp.step_time_s, 2) + " s" : num(sp.step_time_s * 1000, 1) + " ms", sp.step_time_s));
@@ -553,7 +555,7 @@ function renderSpeedCost(r, explanation) {
   } else {
     rows.push(numberRow("speed.ttft_s", "time to first token, one request alone", num(sp.ttft_s, 2) + " s",
       sp.ttft_s));
-    const n = r.scenario.batch_size;
+    const n = sp.batch_held ?? r.scenario.batch_size;  // users the KV pool cannot hold wait (plan/build.py held)
     if (sp.ttft_burst_s !== null && sp.ttft_burst_s !== undefined && n > 1) {
       rows.push(numberRow("speed.ttft_burst_s", `time to first token, the last of ${n} arriving together`,
         num(sp.ttft_burst_s, 2) + " s", sp.ttft_burst_s));
