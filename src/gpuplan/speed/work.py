@@ -169,8 +169,9 @@ def attention_s(m: ModelSpec, gpu: GpuSpec, dtype: str, seqs: float, seq: int, *
     the square, masked or not, in every layer. Under fp8 linears attention stays at the 16-bit rate unless
     ``fp8_kernel`` (Transformer Engine's fp8 fused attention, cuDNN's fp8 flash kernel) runs its matmuls in fp8.
     ``backend``: the fused kernel's class (:mod:`gpuplan.stacks.attention`), timed at :func:`attention_fraction`
-    (``forward``: at its forward alone, a serving engine's prompt); None: the generation's own kernel. Layers that do not attend (:func:`~gpuplan.model.layers.attends`) add none
-    (a serving step times Mamba-2's scan and the linear mixers apart: :func:`mamba_scans_s`, :func:`linear_scans_s`).
+    (``forward``: at its forward alone, a serving engine's prompt); None: the generation's own kernel. Layers that
+    do not attend (:func:`~gpuplan.model.layers.attends`) add none (a serving step times Mamba-2's scan and the
+    linear mixers apart: :func:`mamba_scans_s`, :func:`linear_scans_s`).
     """
     heads = max(m.num_heads / tp, 1)
     windowed = any(layer.window for layer in m.layers)
