@@ -10,6 +10,7 @@ from gpuplan.hardware import load_gpu
 from gpuplan.model.catalog import load_model
 from gpuplan.scenario import scenario_from
 from gpuplan.speed.inference import step_timer
+from gpuplan.speed.work import attention_fraction
 
 QWEN = load_model("qwen3-4b")
 
@@ -23,6 +24,15 @@ def _timer(gpu: str, **extra):
 def test_the_rate_is_the_benchmarks_fa2_reading():
     """gau-nernst/learn-cuda@5d2897af 07_attention/README.md: flash-attn (FA2) at 189.57 of the 5090's 209.5."""
     assert oh.ATTENTION_FORWARD_PEAK_FRACTION[("flash2", 12)] == pytest.approx(0.9049, abs=1e-4)
+
+
+def test_training_keeps_the_end_to_end_fraction():
+    """Only a forward (a serving engine's prompt) takes the kernel benchmark's rate: a training step's attention on
+    the same card, forward and backward, keeps Blackwell's end-to-end fraction."""
+    rtx = load_gpu("rtx-5090")
+    assert attention_fraction(rtx, "flash2") == pytest.approx(oh.ATTENTION_PEAK_FRACTION["Blackwell"])
+    assert attention_fraction(rtx, "flash2", forward=True) == pytest.approx(189.57 / 209.5)
+    assert attention_fraction(load_gpu("b200"), "flash2", forward=True) == attention_fraction(load_gpu("b200"))
 
 
 def test_a_2048_token_chunk_by_hand():
