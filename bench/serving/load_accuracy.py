@@ -580,12 +580,12 @@ NOTES = """What the misses say, row by row:
   (VLLM_V1_REQUEST_S, Kubernetes clients) + a 1,024-token prefill gpuplan times at ~47 ms; the same page's
   single cold request (its Test 2, not scored) took 50.3 ms in all, with its client on the host. Its Test 2 also
   shows gpuplan's prompt time on this card growing too fast with length (4,096 tokens 198 ms measured, 246 gpuplan;
-  16,384: 1,107 against 1,748, where attention is ~40 % of the FLOPs): sm_120's prefill attention, a lead, not
-  read further. QPS 16 is past the knee (13.2 requests/s served): gpuplan serves 14.2 (its capacity +8 %, the
-  pool as measured: peak 128 running, the page's ~129), so its queue starts later (median TTFT 0.37 s against
-  3.9 s; TPOT 53 ms against 76, ~93 running on average where the page's Little's law gives 129); a TTFT past the
-  knee moves by the capacity's error many times over. Where the 8 % may sit: gpuplan's decode step at 128
-  sequences of ~1,100 tokens is 23.7 ms, the same project's reading of vLLM's (pegainfer@83549c0e51cd
+  16,384: 1,107 against 1,748, where attention is ~40 % of the FLOPs): sm_120's prefill attention, read in
+  s16-sm120 (the bullet after this one). QPS 16 is past the knee (13.2 requests/s served): gpuplan serves 14.2
+  (its capacity +8 %, the pool as measured: peak 128 running, the page's ~129), so its queue starts later (median
+  TTFT 0.37 s against 3.9 s; TPOT 53 ms against 76, ~93 running on average where the page's Little's law gives
+  129); a TTFT past the knee moves by the capacity's error many times over. Where the 8 % may sit: gpuplan's
+  decode step at 128 sequences of ~1,100 tokens is 23.7 ms, the same project's reading of vLLM's (pegainfer@83549c0e51cd
   docs/models/qwen3/serving-perf-5090.md: "vLLM's 28.8ms implied" at batch 128) 1.2x that; not a measurement
   of its own, so not used. (2) A Kubernetes platform's baseline (`k8sllm`,
   ahmedwaleedmalik/k8s-llm-inference-platform@441dd0a3a574 docs/public/benchmarks.md: vLLM
@@ -606,6 +606,17 @@ NOTES = """What the misses say, row by row:
   at 4/s (3.16 served) and 8/s, past the knee with hundreds of requests in the system, the measured decode steps
   are 1.4-1.9x gpuplan's; not read further. vLLM dense medians with these rows: TPOT 14.7 % ->
   10.4 % (10 -> 17 runs), TTFT 28.7 % -> 24.4 % (12 -> 25 runs): the new rows, not a change of gpuplan.
+- **sm_120's prompt attention (s16-sm120, 2026-11-30): one rate from a kernel benchmark, no row fitted.** vLLM
+  runs FlashAttention-2 on SM 12.x (its selector's FLASH_ATTN, FA3 and FA4 being SM 9.x and 10.x only), whose
+  forward reaches 0.905 of the RTX 5090's 209.5 TFLOPS in gau-nernst/learn-cuda@5d2897af 07_attention/README.md
+  (overheads.ATTENTION_FORWARD_PEAK_FRACTION); gpuplan had timed it at Blackwell's end-to-end training fraction,
+  0.35 (forward and backward, the data-center cards' kernels). PegaInfer's Test 2 cold prompts (one request each,
+  not scored: prefix cache on, one sample a length), gpuplan's TTFT with the request constant before -> after
+  against measured: 1,024 tokens 60.6 -> 58.0 ms (50.3), 2,048 113.0 -> 102.6 (95.2), 4,096 243.0 -> 201.6
+  (197.9), 8,192 604.3 -> 438.7 (449.6), 16,384 1,731.7 -> 1,069.7 (1,106.8). The scored rows: pegainfer TTFT
+  18.8 -> 14.9 %, TPOT 9.4 -> 3.2 % (the steps that hold a 1,024-token chunk), requests/s 7.6 -> 9.2 % (QPS 16's
+  capacity +8 -> +11 %, past the knee: 14.6 requests/s served against 13.2, median TTFT 0.28 s, TPOT 46 ms; the
+  decode step at 128 sequences is unchanged, so the excess read above grows by the prompts' share).
 - **Looked at and left out** (setup not stated in full, or a feature gpuplan does not model): vLLM recipes whose
   card is ambiguous ("8xH200 (or H20)", "80G*1 GPU") or on H20 (not in the catalog); tt-inference-server's other GPU
   reports (concurrency 1 only, same client); InferenceX's gpt-oss H100 sweep (TPOT only in the thread);

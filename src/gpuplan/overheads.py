@@ -670,6 +670,19 @@ ATTENTION_PEAK_FRACTION_DEFAULT = 0.30
 # 0.30 x (1 + 0.375) / (1 + 0.61) = 0.256, with the matmuls at the full wgmma rate that mma.sync does not reach.
 # PyTorch 2.5's release blog puts cuDNN's kernel "up to 75 %" above FlashAttention-2 on H100: 0.35 / 1.75 = 0.20.
 ATTENTION_KERNEL_PEAK_FRACTION = {("flash2", "Hopper"): 0.19}
+# A serving engine's prompt attention is the fused kernel's forward alone, where the fractions above are end to end
+# (forward and the slower backward, with a training step's copies around them). Where a kernel benchmark of that
+# forward on the card's architecture is published, the prompt is timed at it: (class, compute capability major) ->
+# share of the dense 16-bit (fp32-accumulate) datasheet peak. sm_12x (GeForce and workstation Blackwell: GB20x,
+# GB10) runs FlashAttention-2's Ampere code path (mma.sync; vLLM's FLASH_ATTN backend, first in its priority list on
+# every CUDA card but SM 10.x, runs FA2 there: vllm/platforms/cuda.py _get_backend_priorities,
+# vllm/v1/attention/backends/fa_utils.py get_flash_attn_version "Fallback to FA2" for majors other than 9 and 10).
+# Measured: gau-nernst/learn-cuda@5d2897af 07_attention/README.md, RTX 5090 at 400 W, bf16, batch 4 x 8 heads,
+# 4,096 queries over 8,192 keys, 128-wide heads, not causal: flash-attn (FA2) 189.57 TFLOPS of the 209.5 datasheet
+# (90.49 %; 190.58 in the same file's first table), PyTorch SDPA's FA2 backend 185.6-187.0. Not fitted: PegaInfer's
+# vLLM 0.22.1 cold prompts on an RTX 5090 (bench/serving/load_accuracy.py notes) check it. A 4090's FA2 forward
+# reads alike (apache/tvm tl_doc/flash_perf.md: 169.3 TFLOPS of 165.2 at 2k tokens, 151.2 causal), not applied here.
+ATTENTION_FORWARD_PEAK_FRACTION = {("flash2", 12): 189.57 / 209.5}
 # The fractions above hold for 128-wide heads. The softmax between a fused kernel's two matmuls costs the same per
 # score whatever the head width, while the matmul FLOPs per score are 4d: per score, one exponential on the SFUs
 # (16 per SM and clock on Volta to Blackwell: the CUDA C++ Programming Guide's throughput table, "32-bit floating-
@@ -1246,7 +1259,7 @@ SPEED_SPREAD = {"train": (-0.14, 0.12), "decode": (-0.03, 0.16)}
 # (bench/results/bands.md). A plan on a maker missing here takes its engine's NVIDIA band, widened; an engine and
 # class missing here is uncalibrated: no bench measures it.
 DECODE_BANDS: dict[tuple[str, str, str], tuple[float, float, int, str]] = {
-    ("vllm", "dense", "NVIDIA"): (-0.17, 0.12, 41, "Llama-2 7B/70B, CodeLlama-34B, Llama-3.1-8B, Qwen2.5 1.5B-72B and "
+    ("vllm", "dense", "NVIDIA"): (-0.18, 0.10, 48, "Llama-2 7B/70B, CodeLlama-34B, Llama-3.1-8B, Qwen2.5 1.5B-72B and "
                                  "Qwen3 0.6B-14B serving and decode runs; bursts of 500 long prompts on one H100 "
                                  "decode up to 46% slower (bench/results/bands.md)"),
     ("vllm", "MoE", "NVIDIA"): (-0.33, 0.01, 22, "Mixtral-8x7B, Qwen3-30B-A3B, Qwen3-235B-A22B, Nemotron-3-Nano and "
@@ -1322,10 +1335,11 @@ SHORTHAND_LENGTH_SIGMA = 0.7
 # ---- serving ------------------------------------------------------------------------------------------
 # The range of a setup's true highest rate around gpuplan's: measured / simulated output throughput over the
 # saturated serving runs scored (docs/serve.md, "Accuracy"; bench/results/serving_accuracy.md): 12 runs, vLLM
-# 0.11-0.19, H100, RTX 4090 and RTX PRO 6000: 0.73 (Qwen3-32B over two PCIe RTX PRO 6000, simulated 37 % fast) to
-# 1.10 (KubeCon's chunked-prefix runs on an H100, simulated 9 % slow). Multiplies the rate; updated with that table
+# 0.11-0.19, H100, RTX 4090 and RTX PRO 6000: 0.72 (Qwen3-32B over two PCIe RTX PRO 6000, simulated 39 % fast; 37 %
+# before SM 12.x's prompt attention took FA2's forward rate, ATTENTION_FORWARD_PEAK_FRACTION) to 1.10 (KubeCon's
+# chunked-prefix runs on an H100, simulated 9 % slow). Multiplies the rate; updated with that table
 # (tests/speed/test_bands.py reads it: 1.18 had stayed from an older table whose H100 runs erred lower).
-SERVING_RATE_BAND = (0.73, 1.10)
+SERVING_RATE_BAND = (0.72, 1.10)
 # Requests of a simulated load whose lengths are given as means (estimate --users / --rate, capacity's
 # --prompt-tokens / --output-tokens) draw them uniformly within +-50 % of the mean (vllm bench serve's random
 # dataset with --random-range-ratio 0.5). An assumption, not a measurement: any spread breaks the lockstep in which

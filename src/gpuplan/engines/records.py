@@ -85,6 +85,9 @@ class Timing:
     graph_max_batch: int = 0
     grouped_experts: bool = False
     context_attention_speedup: float = 1.0
+    # the fused kernel class (gpuplan.stacks.attention) of the engine's prompt attention where its forward is timed
+    # at its own measured rate on the card (speed/work.py attention_fraction, forward); "": the generation's fraction
+    prompt_attention: str = ""
     layer_kernels: int = 0
     fused_all_reduce: bool = False
     shared_experts_stream: bool = False

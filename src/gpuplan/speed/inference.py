@@ -142,7 +142,8 @@ class StepTimer:
         gemm = self._linears_s(tokens, seqs=seqs) + lm_head_s(m, gpu, self.other_dtype, seqs, tp=tp)
         attention = attention_s(m, gpu, self.other_dtype, rank_share(seqs, self.s.attention_ranks),
                                 math.ceil(tokens / seqs), kernel=self.kernel, tp=self.s.attention_tp,
-                                context=context, masked_windows=self.timing.eager) \
+                                context=context, masked_windows=self.timing.eager,
+                                backend=self.timing.prompt_attention or None, forward=True) \
             / self.timing.context_attention_speedup
         ranks_seqs, seq = rank_share(seqs, self.s.attention_ranks), math.ceil(tokens / seqs)
         scan = recurrent_scans_s(m, gpu, ranks_seqs, seq, tp=self.s.attention_tp)

@@ -157,7 +157,8 @@ def lora_s(m: ModelSpec, gpu: GpuSpec, tokens: float, rank: int, targets: frozen
 @_shared
 def attention_s(m: ModelSpec, gpu: GpuSpec, dtype: str, seqs: float, seq: int, *, kernel: str, tp: int = 1,
                 layers: float = 1.0, context: int = 0, masked_windows: bool = False,
-                fp8_kernel: bool = False, backend: str | None = None, grad: bool = False) -> float:
+                fp8_kernel: bool = False, backend: str | None = None, grad: bool = False,
+                forward: bool = False) -> float:
     """Attention score and value matmuls forward for ``seqs`` sequences of ``seq`` new tokens after ``context``
     cached ones (``grad``: over the runs with autograd on, :func:`runs`). Flash/SDPA kernels skip the causal mask's
     upper half and run at the generation's attention efficiency; eager attention computes every score as batched
@@ -167,9 +168,10 @@ def attention_s(m: ModelSpec, gpu: GpuSpec, dtype: str, seqs: float, seq: int, *
     and the model's full-attention layers get one too: the memory-efficient kernel then computes every score of
     the square, masked or not, in every layer. Under fp8 linears attention stays at the 16-bit rate unless
     ``fp8_kernel`` (Transformer Engine's fp8 fused attention, cuDNN's fp8 flash kernel) runs its matmuls in fp8.
-    ``backend``: the fused kernel's class (:mod:`gpuplan.stacks.attention`), timed at :func:`attention_fraction`;
-    None: the generation's own kernel. Layers that do not attend (:func:`~gpuplan.model.layers.attends`) add none
-    (a serving step times Mamba-2's scan and the linear mixers apart: :func:`mamba_scans_s`, :func:`linear_scans_s`).
+    ``backend``: the fused kernel's class (:mod:`gpuplan.stacks.attention`), timed at :func:`attention_fraction`
+    (``forward``: at its forward alone, a serving engine's prompt); None: the generation's own kernel. Layers that
+    do not attend (:func:`~gpuplan.model.layers.attends`) add none (a serving step times Mamba-2's scan and the
+    linear mixers apart: :func:`mamba_scans_s`, :func:`linear_scans_s`).
     """
     heads = max(m.num_heads / tp, 1)
     windowed = any(layer.window for layer in m.layers)
@@ -192,7 +194,7 @@ def attention_s(m: ModelSpec, gpu: GpuSpec, dtype: str, seqs: float, seq: int, *
     if windowed and masked_windows and kernel == "sdpa":  # the memory-efficient kernel reading an additive mask
         fraction = attention_fraction(gpu) * oh.MASKED_ATTENTION_FACTOR
     else:
-        fraction = attention_fraction(gpu, backend)
+        fraction = attention_fraction(gpu, backend, forward=forward)
     rate_dtype = "bf16" if dtype == "fp8" and not fp8_kernel else dtype
     total += flops / (peak_flops(gpu, rate_dtype) * fraction * power_limit_factor(gpu)
                       * continuous_clock_factor(gpu, rate_dtype))
@@ -369,10 +371,15 @@ def scans_training_s(m: ModelSpec, gpu: GpuSpec, seqs: float, seq: int, *, tp: i
     return total
 
 
-def attention_fraction(gpu: GpuSpec, backend: str | None = None) -> float:
+def attention_fraction(gpu: GpuSpec, backend: str | None = None, *, forward: bool = False) -> float:
     """Share of the dense 16-bit peak a fused attention kernel of class ``backend`` reaches end to end on ``gpu``
     (:data:`~gpuplan.overheads.ATTENTION_KERNEL_PEAK_FRACTION`), else the generation's own kernel's
-    (:data:`~gpuplan.overheads.ATTENTION_PEAK_FRACTION`)."""
+    (:data:`~gpuplan.overheads.ATTENTION_PEAK_FRACTION`); ``forward``: its forward alone (a serving engine's
+    prompt), measured on the card's architecture where published
+    (:data:`~gpuplan.overheads.ATTENTION_FORWARD_PEAK_FRACTION`, by compute capability major)."""
+    major = int((gpu.compute_capability or "0").split(".")[0])
+    if forward and (backend, major) in oh.ATTENTION_FORWARD_PEAK_FRACTION:
+        return oh.ATTENTION_FORWARD_PEAK_FRACTION[(backend, major)]
     own = oh.ATTENTION_PEAK_FRACTION.get(gpu.generation, oh.ATTENTION_PEAK_FRACTION_DEFAULT)
     return oh.ATTENTION_KERNEL_PEAK_FRACTION.get((backend, gpu.generation), own)
 
