@@ -1381,9 +1381,10 @@ TRTLLM_EAGER_LAUNCH_S = 50.9e-6
 # fitted at 1.5x. trtllm-bench builds FP8 and NVFP4 engines with FP8 context FMHA (tensorrt_llm/bench/build/build.py:
 # use_fp8_context_fmha = True "if NVFP4 or FP8 quantization is enabled"), whose peak is twice the bf16 one.
 TRTLLM_CONTEXT_ATTENTION_SPEEDUP = 1.5
-# TensorRT-LLM's fused NVFP4 MoE beyond its grouped GEMMs and its expanded rows' memory traffic (speed/offline.
-# moe_dispatch_s; the traffic is speed/experts.expanded_rows_s): routing (top-k softmax), the activations' FP4
-# quantization, the per-expert padding of the grouped GEMM's tiles. Seconds per token and MoE layer
+# TensorRT-LLM's fused NVFP4 MoE beyond its grouped GEMMs and its expanded rows' memory traffic (speed/experts.
+# fused_moe_s, the step timer's fused_moe part, which the serving step model samples too; the traffic is
+# speed/experts.expanded_rows_s): routing (top-k softmax), the activations' FP4 quantization, the per-expert padding
+# of the grouped GEMM's tiles. Seconds per token and MoE layer
 # at prefill and at decode, and per MoE layer and iteration. Fitted by `python bench/trtllm.py --fit-moe` (a grid,
 # median |error|) on the 20 B200 MoE rows of the overview (Llama 4 Scout and Qwen3-30B-A3B, NVFP4: 2.5 %); held out:
 # the GB200 rows of the same tables. FP8 MoE on Hopper does not pay it (release 0.17's one-GPU Mixtral 8x7B rows on

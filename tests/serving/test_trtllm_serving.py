@@ -234,7 +234,7 @@ def test_the_serving_step_model_prices_trtllm_fp8_gemms_as_the_offline_model(mod
     sm = step_model(s, m, H200)
     decode = offline.decode_step_s(step_timer(s, m, offline.trtllm_gpu(H200, 256)), 256, 1024)
     assert sm.time(0, 256, 256 * 1024) == pytest.approx(decode, rel=1e-9)
-    prompt = offline.prefill_s(step_timer(s, m, offline.trtllm_gpu(H200, 8192)), 8192, 1)
+    prompt = step_timer(s, m, offline.trtllm_gpu(H200, 8192)).prefill_s(8192)
     assert sm.prefill_time(8192) == pytest.approx(prompt, rel=0.01)
     bf16_share = sample(step_timer(s, m, H200))  # the GEMM model's own share of the FP8 peak
     assert sm.prefill_time(8192) > 1.05 * bf16_share.prefill_time(8192)

@@ -75,7 +75,7 @@ def test_release_0_17_rows_within_tolerance(column, gpu, tp, published):
 def test_mixtral_one_gpu_with_grouped_experts(gpu, published):
     """Release 0.17's Mixtral 8x7B TP1 FP8 rows at 1000/1000 (3,000 requests), column H200 141GB HBM3 / H100 80GB
     HBM3: the fused MoE's dispatch is fitted on the B200 rows of Scout and Qwen3-30B-A3B only, so these check the
-    grouped-expert path (StepTimer.grouped_experts, speed/offline.moe_dispatch_s) independently. The vLLM path keeps
+    grouped-expert path (StepTimer.grouped_experts, speed/experts.fused_moe_s) independently. The vLLM path keeps
     its roofline (grouped_experts off)."""
     m = load_model("mistralai/Mixtral-8x7B-v0.1")
     s = bench_scenario(m.name, gpu, 1, "fp8", 1000, 1000)
@@ -111,19 +111,52 @@ def test_moe_held_out_median():
     assert statistics.median(abs(bench.err(bench.offline(r), r)) for r in rows) < 0.10
 
 
+def _timer(model: str, gpu: str, quant: str, engine: str = "trtllm"):
+    s = scenario_from({"task": "infer", "engine": engine, "model": model, "gpu": gpu, "quant": quant,
+                       "kv_cache_dtype": "fp8", "prompt_tokens": 1000, "output_tokens": 1000})
+    return step_timer(s, load_model(s.model), load_gpu(s.gpu))
+
+
 def test_moe_dispatch_by_hand():
     """Qwen3-30B-A3B in NVFP4 has 48 MoE layers: a decode iteration of 1,000 tokens pays 48 x (0 us + 1,000 x 200
     ns) = 9.6 ms, a prefill iteration of 8,192 tokens 48 x (0 us + 8,192 x 80 ns) = 31.5 ms (the constants refitted
-    with the context steps' launches, and again once the expanded rows' traffic was priced apart); a dense model
-    nothing, nor an FP8 run."""
-    from gpuplan.speed.offline import moe_dispatch_s
+    with the context steps' launches, and again once the expanded rows' traffic was priced apart), each the step
+    timer's ``fused_moe`` part; a dense model nothing, nor an FP8 run, nor another engine's NVFP4 MoE."""
+    from gpuplan.speed.experts import fused_moe_s
 
-    m = load_model("Qwen/Qwen3-30B-A3B")
-    assert sum(1 for layer in m.layers if layer.moe) == 48
-    assert moe_dispatch_s(m, 1000, decode=True) == pytest.approx(9.6e-3)
-    assert moe_dispatch_s(m, 8192, decode=False) == pytest.approx(31.46e-3, abs=0.01e-3)
-    assert moe_dispatch_s(load_model("meta-llama/Llama-3.1-8B"), 1000, decode=True) == 0.0
-    assert moe_dispatch_s(m, 1000, decode=True, dtype="fp8") == 0.0
+    timer = _timer("Qwen/Qwen3-30B-A3B", "b200", "nvfp4")
+    assert sum(1 for layer in timer.m.layers if layer.moe) == 48
+    assert fused_moe_s(timer, 1000, decode=True) == pytest.approx(9.6e-3)
+    assert fused_moe_s(timer, 8192, decode=False) == pytest.approx(31.46e-3, abs=0.01e-3)
+    assert timer.decode_parts(1000, 1000)["fused_moe"] == pytest.approx(9.6e-3)
+    assert timer.prefill_parts(8192, seqs=8)["fused_moe"] == pytest.approx(31.46e-3, abs=0.01e-3)
+    assert fused_moe_s(_timer("meta-llama/Llama-3.1-8B", "b200", "nvfp4"), 1000, decode=True) == 0.0
+    assert fused_moe_s(_timer("Qwen/Qwen3-30B-A3B", "h100-sxm", "fp8"), 1000, decode=True) == 0.0
+    assert fused_moe_s(_timer("Qwen/Qwen3-30B-A3B", "b200", "nvfp4", engine="vllm"), 1000, decode=True) == 0.0
+
+
+def test_the_serving_step_model_prices_the_dispatch_at_each_steps_rate():
+    """One copy of the fused MoE's dispatch: the scheduler simulation's step model (serving/steptime.sample) carries
+    the step timer's ``fused_moe`` part, at 80 ns a token and MoE layer in a step that holds a prompt and 200 ns in a
+    step of decodes alone (before, only the offline model added it, and the simulated batch of an NVFP4 MoE ran
+    without it). At 1,024 tokens: 48 x 1,024 x 200 ns = 9.83 ms of a decode step, 48 x 1,024 x 80 ns = 3.93 ms of a
+    prompt step."""
+    from gpuplan.serving.steptime import GRID_TOKENS, sample
+    from gpuplan.speed.work import lm_head_s
+
+    timer = _timer("Qwen/Qwen3-30B-A3B", "b200", "nvfp4")
+    plain = _timer("Qwen/Qwen3-30B-A3B", "b200", "nvfp4", engine="vllm")  # no fused MoE: the same linears' walk
+    model = sample(timer)
+    i = GRID_TOKENS.index(1024)
+    dec, pre = timer.decode_parts(1024, 0), timer.prefill_parts(1024)
+    assert dec["fused_moe"] == pytest.approx(48 * 1024 * 200e-9)
+    assert pre["fused_moe"] == pytest.approx(48 * 1024 * 80e-9)
+    head = model.lm_head_s[i]
+    rest = dec.get("kernel_latency", 0.0) + dec.get("elementwise", 0.0) + dec.get("tensor_parallel", 0.0)
+    assert model.decode_dense_s[i] == pytest.approx(dec["weights"] - head + rest + 48 * 1024 * 200e-9)
+    prompt_linears = pre["gemm"] - lm_head_s(timer.m, timer.gpu, timer.dtype, 1)
+    assert model.dense_s[i] == pytest.approx(max(dec["weights"] - head, prompt_linears) + rest + 48 * 1024 * 80e-9)
+    assert "fused_moe" not in plain.decode_parts(1024, 0)
 
 
 def test_bench_settings_by_hand():

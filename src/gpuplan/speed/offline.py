@@ -33,7 +33,8 @@ graphs (chunked prefill, on in MLPerf's v5.1 runs, shares iterations between pro
 that way, the MLPerf rows move by 1-2 points, so prefill stays its own phase), pipeline parallelism as trtllm-bench
 pipelines it (the step timer runs stages one after another), expert parallelism and attention data parallelism. MoE
 models run through the same path, their routed experts as one grouped GEMM (``StepTimer.grouped_experts``), and
-each MoE layer adds what the fused MoE does beside its GEMMs (:func:`moe_dispatch_s`: fitted on the B200 rows of
+each MoE layer adds what the fused MoE does beside its GEMMs (:func:`gpuplan.speed.experts.fused_moe_s`, in the
+step timer's parts, which the serving step model samples too: fitted on the B200 rows of
 Llama 4 Scout and Qwen3-30B-A3B, held out on GB200 and release 0.17's Mixtral rows; bench/results/trtllm.md).
 """
 
@@ -100,40 +101,13 @@ def held_tokens(s: Scenario) -> int:
     return s.prompt_tokens + osl
 
 
-def moe_dispatch_s(m: ModelSpec, tokens: float, *, decode: bool, dtype: str = "fp4") -> float:
-    """What TensorRT-LLM's fused MoE does beside its grouped GEMMs in one iteration of ``tokens`` tokens of an NVFP4
-    (W4A4) model beyond the expanded rows' memory traffic (:func:`gpuplan.speed.experts.expanded_rows_s`, priced for
-    every dtype in the step): per MoE layer a fixed cost (its routing, expansion and finalize kernels) and a cost per
-    token (top-k routing, the activations' FP4 quantization and block scales, the tiles the grouped GEMM pads per
-    expert), higher at decode, where
-    each expert gets few rows (:data:`~gpuplan.overheads.TRTLLM_MOE_PREFILL_TOKEN_S`, ``..._DECODE_TOKEN_S``,
-    ``..._LAYER_STEP_S``: fitted on NVIDIA's B200 MoE rows). Zero for a dense model, and for FP8 (W8A8) MoE on
-    Hopper, which the grouped-GEMM path alone already times within 2-8% (release 0.17's Mixtral rows; MLPerf's
-    Mixtral on 8 H200s): the NVFP4 rows are the only ones that show it."""
-    if dtype != "fp4":
-        return 0.0
-    layers = sum(1 for layer in m.layers if layer.moe)
-    per_token = oh.TRTLLM_MOE_DECODE_TOKEN_S if decode else oh.TRTLLM_MOE_PREFILL_TOKEN_S
-    return layers * (oh.TRTLLM_MOE_LAYER_STEP_S + per_token * tokens)
-
-
 def decode_step_s(timer: StepTimer, batch: int, context: float) -> float:
     """One decode iteration under TensorRT-LLM: the step timer's GPU work (weights, the FP8 KV cache read, kernel
-    latencies, TP all-reduces) and the fused MoE's dispatch (:func:`moe_dispatch_s`), its vLLM engine loop left out
-    (TensorRT-LLM's overlap scheduler hides the executor's host work behind the GPU's step; a fitted per-request host
-    cost came out at zero on the dense rows). With speculative decoding, the verify step of ``k + 1`` tokens a
-    sequence and the draft's passes (:meth:`~gpuplan.speed.inference.StepTimer.step_parts`)."""
-    parts = timer.step_parts(batch, context)
-    rows = batch * (timer.draft.queries if timer.draft else 1)
-    return sum(v for k, v in parts.items() if k != "host") + moe_dispatch_s(timer.m, rows, decode=True,
-                                                                                dtype=timer.dtype)
-
-
-def prefill_s(timer: StepTimer, tokens: int, seqs: int) -> float:
-    """The context phase of ``seqs`` whole prompts of ``tokens`` in all (its attention at TensorRT-LLM's context
-    FMHA speed: :meth:`gpuplan.engines.trtllm.Trtllm.timing`), with the fused MoE's dispatch
-    (:func:`moe_dispatch_s`)."""
-    return timer.prefill_s(tokens, seqs=seqs) + moe_dispatch_s(timer.m, tokens, decode=False, dtype=timer.dtype)
+    latencies, TP all-reduces, the fused MoE's dispatch: :func:`gpuplan.speed.experts.fused_moe_s`), its engine
+    loop left out (TensorRT-LLM's overlap scheduler hides the executor's host work behind the GPU's step; a fitted
+    per-request host cost came out at zero on the dense rows). With speculative decoding, the verify step of ``k +
+    1`` tokens a sequence and the draft's passes (:meth:`~gpuplan.speed.inference.StepTimer.step_parts`)."""
+    return sum(v for k, v in timer.step_parts(batch, context).items() if k != "host")
 
 
 def offline_throughput(s: Scenario, m: ModelSpec, gpu: GpuSpec, network: Network | None = None, *,
@@ -160,8 +134,8 @@ def offline_throughput(s: Scenario, m: ModelSpec, gpu: GpuSpec, network: Network
         decode = decode_step_s(timer(n * queries), n, isl + osl / 2)
         full, rest = divmod(n, per_iteration)
         rows = per_iteration * isl
-        prefill = full * prefill_s(timer(rows), rows, per_iteration) if full else 0.0
-        prefill += prefill_s(timer(rest * isl), rest * isl, rest) if rest else 0.0
+        prefill = full * timer(rows).prefill_s(rows, seqs=per_iteration) if full else 0.0
+        prefill += timer(rest * isl).prefill_s(rest * isl, seqs=rest) if rest else 0.0
         return decode, prefill, osl / per_step * decode + prefill
 
     decode, prefill, steady = cycle(conc)
