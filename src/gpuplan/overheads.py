@@ -1338,7 +1338,7 @@ LAUNCH_SOFTWARE_GB = 50.0  # an allowance, not a measurement: the OS image, a CU
 # NVIDIA libraries are several GB unpacked), DeepSpeed/vLLM and the pip and Hugging Face caches
 
 
-# ---- TensorRT-LLM offline throughput (speed/offline.py) -----------------------------------------------------------
+# ---- TensorRT-LLM offline throughput (serving/offline.py) ---------------------------------------------------------
 # Fitted by `python bench/trtllm.py --fit` (a grid: FP8 on the 30 H100 rows, FP4 on the 20 B200 rows, the attention
 # speed-up on all 50; median |error| 4.1%) of NVIDIA's TensorRT-LLM performance overview
 # (bench/data/trtllm-perf-overview.csv, from NVIDIA/TensorRT-LLM@00f37686aa85 docs/source/performance/perf-overview.md);
@@ -1347,7 +1347,7 @@ LAUNCH_SOFTWARE_GB = 50.0  # an allowance, not a measurement: the OS image, a CU
 # reach, against what the bf16-calibrated GEMM model gives a bf16 GEMM of the same shape. Blackwell's fp8 is not
 # fitted (no B200 FP8 row): it takes Hopper's.
 TRTLLM_GEMM_PEAK_SHARE = {"Hopper": {"fp8": 0.9}, "Blackwell": {"fp8": 0.9, "fp4": 1.0}}
-# Rows (tokens) at which those GEMMs reach half that share: share / (1 + half_rows / rows) (speed/offline.gemm_share):
+# Rows (tokens) at which those GEMMs reach half that share: share / (1 + half_rows / rows) (speed/gemm.gemm_share):
 # NVFP4 GEMMs of a few hundred decode rows fall short of the FP4 peak (activation quantization and block scales cost
 # the same time however fast the math); the fit gives FP8 none beyond the bf16 model's own shape term.
 TRTLLM_GEMM_HALF_ROWS = {"fp8": 0.0, "fp4": 64.0}

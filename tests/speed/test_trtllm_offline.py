@@ -1,4 +1,4 @@
-"""TensorRT-LLM's offline throughput (speed/offline.py) against NVIDIA's published trtllm-bench tables, and
+"""TensorRT-LLM's offline throughput (serving/offline.py) against NVIDIA's published trtllm-bench tables, and
 trtllm-bench's own max batch size / max num tokens (engines/trtllm.bench_settings) by hand.
 
 Published values: NVIDIA/TensorRT-LLM@00f37686aa854010d68bcbd0f4ab000221541ca6
@@ -21,8 +21,8 @@ from gpuplan.engines import trtllm
 from gpuplan.hardware import load_gpu
 from gpuplan.model.catalog import load_model
 from gpuplan.scenario import scenario_from
+from gpuplan.serving.offline import offline_throughput
 from gpuplan.speed.inference import step_timer
-from gpuplan.speed.offline import offline_throughput
 
 ROOT = Path(__file__).resolve().parents[2]
 TOLERANCE = 0.12  # the held-out rows' median |error| is 5.3% (bench/results/trtllm.md); the largest of these 8%
@@ -229,13 +229,12 @@ VLLM_NVFP4_B200 = {2048: 3411.5, 4096: 3645.6, 8192: 3778.8, 16384: 3904.3}
 
 @pytest.mark.parametrize(("rows", "published"), VLLM_NVFP4_B200.items())
 def test_nvfp4_gemms_on_a_b200_against_a_published_kernel_timing(rows, published):
-    """The NVFP4 GEMM rate the offline model gives a B200 (speed/offline.trtllm_gpu: the per-watt default 0.477 of the
+    """The NVFP4 GEMM rate the offline model gives a B200 (speed/gemm.trtllm_gpu: the per-watt default 0.477 of the
     9,000 TFLOPS FP4 peak, TRTLLM_GEMM_PEAK_SHARE's fitted 1.0, half at 64 rows) against another engine's CUTLASS
     NVFP4 kernel timed alone: within 8 % from 2,048 rows (-6.8 % there, -0.5 % at 16,384; -9.3 % at 1,024). A check
     of the fitted share's level, not a fit: the Llama-3.1-8B NVFP4 rows MLPerf v5.1 runs on B200s are +29 % fast
     (bench/results/mlperf_inference.md), and their GEMMs are not where that time goes."""
-    from gpuplan.speed.gemm import gemm_time_s
-    from gpuplan.speed.offline import trtllm_gpu
+    from gpuplan.speed.gemm import gemm_time_s, trtllm_gpu
 
     gpu = trtllm_gpu(load_gpu("b200"), rows)
     seconds = gemm_time_s(gpu, "fp4", rows, 4096, 6144, act_bytes=0.5625, weight_bytes=0.5625, out_bytes=2)

@@ -67,6 +67,7 @@ from ..engines import engine_for
 from ..hardware import GpuSpec, Network
 from ..model.spec import ModelSpec
 from ..scenario import Scenario
+from ..speed.gemm import trtllm_gpu
 from ..speed.inference import StepTimer, draft_gpu_s, step_timer
 from ..speed.work import lm_head_s
 
@@ -272,12 +273,10 @@ def step_model(s: Scenario, m: ModelSpec, gpu: GpuSpec, network: Network | None 
     """The step model of ``s`` (its engine, tp, quantization and KV dtype) on ``gpu`` over ``network``.
 
     An engine whose profile says so (``Engine.gemm_share_by_rows``: TensorRT-LLM) has its FP8 (W8A8) and NVFP4
-    (W4A4) GEMMs of ``T`` rows timed at the share of the peak they reach (:func:`gpuplan.speed.offline.trtllm_gpu`,
+    (W4A4) GEMMs of ``T`` rows timed at the share of the peak they reach (:func:`gpuplan.speed.gemm.trtllm_gpu`,
     :data:`~gpuplan.overheads.TRTLLM_GEMM_PEAK_SHARE`: fitted on the H100 and B200 rows of NVIDIA's performance
     overview), as the offline model times them: one GEMM, one price."""
     timer = step_timer(s, m, gpu, network)
     if not engine_for(s).gemm_share_by_rows or timer.dtype not in ("fp8", "fp4"):
         return sample(timer, calibration)
-    from ..speed.offline import trtllm_gpu
-
     return sample(timer, calibration, timer_at=lambda t: step_timer(s, m, trtllm_gpu(gpu, t), network))

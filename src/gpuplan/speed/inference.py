@@ -75,7 +75,7 @@ class StepTimer:
     cpu_layer_share: float  # llama.cpp: share of the decoder layers held in system RAM
     timing: Timing  # how the engine's steps are timed (its profile: gpuplan.engines)
     # routed experts at decode as one grouped GEMM at the GEMM model's achievable rate (TensorRT-LLM's fused MoE,
-    # speed/offline.py); False: the bandwidth / datasheet-peak roofline the vLLM calibration used
+    # serving/offline.py); False: the bandwidth / datasheet-peak roofline the vLLM calibration used
     grouped_experts: bool = False
     cached_prefix: int = 0  # shared-prefix tokens later requests find cached (the engine's prefix cache)
     draft: Draft | None = None  # speculative decoding's draft (gpuplan.engines.speculative), None without
