@@ -1259,11 +1259,12 @@ DECODE_BANDS: dict[tuple[str, str, str], tuple[float, float, int, str]] = {
                                   "(bench/results/bands.md)"),
     ("sglang", "MoE", "AMD"): (0.00, 0.16, 8, "DeepSeek-R1 on 8 MI300X (dstack, SGLang 0.4.2.post4: -11% to +18%) "
                                "and 8 MI325X (InferenceX, 0.5.19: +15% and +14%) (bench/results/bands.md)"),
-    ("trtllm", "dense", "NVIDIA"): (-0.12, 0.08, 164, "NVIDIA's trtllm-bench tables, Llama 3.x 8B-405B "
+    ("trtllm", "dense", "NVIDIA"): (-0.11, 0.08, 164, "NVIDIA's trtllm-bench tables, Llama 3.x 8B-405B "
                                     "(bench/results/bands.md)"),
-    ("trtllm", "MoE", "NVIDIA"): (-0.16, 0.09, 47, "NVIDIA's trtllm-bench tables on one GPU (GB200, H100, H200, "
+    ("trtllm", "MoE", "NVIDIA"): (-0.20, 0.08, 47, "NVIDIA's trtllm-bench tables on one GPU (GB200, H100, H200, "
                                   "GH200; the B200 rows fit the fused MoE), Llama 4 Scout, Qwen3-30B-A3B, "
-                                  "Mixtral-8x7B: gpuplan up to 1.6x too fast (bench/results/bands.md)"),
+                                  "Mixtral-8x7B: gpuplan up to 1.5x too fast at short requests on the GB200 and "
+                                  "1.4x too slow on Scout's 20,000-token prompts (bench/results/bands.md)"),
     ("transformers", "dense", "NVIDIA"): (-0.20, 0.05, 4, "Qwen-1 1.8B-72B decode runs (bench/results/bands.md)"),
     ("llama.cpp", "dense", "NVIDIA"): (-0.10, 0.14, 15, "llama-bench generation of Llama-2-7B (Q4_0, Q8_0, F16) on 12 "
                                        "CUDA cards and of Llama-3.1-70B Q4_K_M split over 4 RTX 4090s "
