@@ -75,7 +75,7 @@ def test_a_training_estimate_loads_only_what_it_uses():
                                               "torchao_nf4", "megatron")} | {
         "gpuplan.serving.steptime", "gpuplan.serving.workload", "hashlib", "secrets", "gpuplan.plan.modules",
         "gpuplan.scenario.modules", "gpuplan.model.profile", "gpuplan.model.record", "gpuplan.speed.modules",
-        "gpuplan.memory.modules", "gpuplan.memory.megatron", "gpuplan.speed.offline",
+        "gpuplan.memory.modules", "gpuplan.memory.megatron", "gpuplan.serving.offline",
         "gpuplan.speed.inference", "yaml", "gpuplan.useryaml", "gpuplan.model.gguf", "gpuplan.model.diffusers",
         "gpuplan.model.encoders", "gpuplan.dataset", "statistics", "gpuplan.speed.bands", "gpuplan.model.structure",
         "gpuplan.plan.recipe", "gpuplan.engines.records", "gpuplan.model.module_spec", "gpuplan.plan.fixes",

@@ -413,12 +413,13 @@ Looked at, with sources, and not built (the prefill slope, 1.8-2.3x on the H200s
   `FP8BlockScalesLinearMethod.apply`). Counting them (5 more kernels a layer on the H200, and NVFP4's
   `fp4_quantize` on the B200), tried after item 1, moved TPOT 20.8 -> 20.4 % and TTFT 32.0 -> 33-35 % (the
   refitted launch time falls to 38.9 us and the B200 prompts launch fewer kernels): not landed.
-- **The NVFP4 fused MoE's dispatch on this road.** `speed/offline.moe_dispatch_s` (fitted on trtllm-bench's B200
-  rows: 80 ns a prompt token and 200 ns a decoding one, per MoE layer) is added by the offline model only. With its
-  prompt part in the serving step, the B200 FP4 8,192-token rows move -60/-67/-72 % -> -50/-57/-64 % (median
-  unchanged); with its decode part too, the step model's closed form (the larger of a decode step's and a prefill
-  step's linear work for T tokens, serving/steptime.sample) would price prompt tokens at the decode rate. Left for
-  a step model that keeps the two apart.
+- **The NVFP4 fused MoE's dispatch on this road** (session 16, issue 30). The dispatch fitted on trtllm-bench's
+  B200 rows (80 ns a prompt token and 200 ns a decoding one, per MoE layer) was added by the offline model only;
+  it is now the step timer's `fused_moe` part (`speed/experts.fused_moe_s`), which the step model keeps out of its
+  larger-of-two-paths and adds at the prompt's rate to a step holding a prompt, at the decode's to a step of decodes
+  alone (serving/steptime.sample). The B200 FP4 rows: intercepts 116/123/124 -> 106/114/115 ms (104-106 measured),
+  slopes 10.6/6.2/5.5 -> 16.4/12.0/11.3 ms per 1k tokens (35-42 measured), 8,192-token TTFT -49/-55/-62 % ->
+  -39/-46/-54 %, TPOT +0-1 point; held-out TTFT median 19.4 % unchanged.
 - **B200 decode** stays 16-48 % slow: at one user the step is 61 layers of fixed per-kernel cost, and what makes
   TensorRT-LLM's Blackwell layer cheaper than its Hopper one (kernel fusions of the TRTLLM-Gen path, PDL) needs a
   kernel count of the Blackwell path or a profile, which no source here gives.

@@ -1273,11 +1273,12 @@ DECODE_BANDS: dict[tuple[str, str, str], tuple[float, float, int, str]] = {
                                   "(bench/results/bands.md)"),
     ("sglang", "MoE", "AMD"): (0.00, 0.16, 8, "DeepSeek-R1 on 8 MI300X (dstack, SGLang 0.4.2.post4: -11% to +18%) "
                                "and 8 MI325X (InferenceX, 0.5.19: +15% and +14%) (bench/results/bands.md)"),
-    ("trtllm", "dense", "NVIDIA"): (-0.12, 0.08, 164, "NVIDIA's trtllm-bench tables, Llama 3.x 8B-405B "
+    ("trtllm", "dense", "NVIDIA"): (-0.11, 0.08, 164, "NVIDIA's trtllm-bench tables, Llama 3.x 8B-405B "
                                     "(bench/results/bands.md)"),
-    ("trtllm", "MoE", "NVIDIA"): (-0.16, 0.09, 47, "NVIDIA's trtllm-bench tables on one GPU (GB200, H100, H200, "
+    ("trtllm", "MoE", "NVIDIA"): (-0.20, 0.08, 47, "NVIDIA's trtllm-bench tables on one GPU (GB200, H100, H200, "
                                   "GH200; the B200 rows fit the fused MoE), Llama 4 Scout, Qwen3-30B-A3B, "
-                                  "Mixtral-8x7B: gpuplan up to 1.6x too fast (bench/results/bands.md)"),
+                                  "Mixtral-8x7B: gpuplan up to 1.5x too fast at short requests on the GB200 and "
+                                  "1.4x too slow on Scout's 20,000-token prompts (bench/results/bands.md)"),
     ("transformers", "dense", "NVIDIA"): (-0.20, 0.05, 4, "Qwen-1 1.8B-72B decode runs (bench/results/bands.md)"),
     ("llama.cpp", "dense", "NVIDIA"): (-0.10, 0.14, 15, "llama-bench generation of Llama-2-7B (Q4_0, Q8_0, F16) on 12 "
                                        "CUDA cards and of Llama-3.1-70B Q4_K_M split over 4 RTX 4090s "
@@ -1353,7 +1354,7 @@ LAUNCH_SOFTWARE_GB = 50.0  # an allowance, not a measurement: the OS image, a CU
 # NVIDIA libraries are several GB unpacked), DeepSpeed/vLLM and the pip and Hugging Face caches
 
 
-# ---- TensorRT-LLM offline throughput (speed/offline.py) -----------------------------------------------------------
+# ---- TensorRT-LLM offline throughput (serving/offline.py) ---------------------------------------------------------
 # Fitted by `python bench/trtllm.py --fit` (a grid: FP8 on the 30 H100 rows, FP4 on the 20 B200 rows, the attention
 # speed-up on all 50; median |error| 4.1%) of NVIDIA's TensorRT-LLM performance overview
 # (bench/data/trtllm-perf-overview.csv, from NVIDIA/TensorRT-LLM@00f37686aa85 docs/source/performance/perf-overview.md);
@@ -1362,7 +1363,7 @@ LAUNCH_SOFTWARE_GB = 50.0  # an allowance, not a measurement: the OS image, a CU
 # reach, against what the bf16-calibrated GEMM model gives a bf16 GEMM of the same shape. Blackwell's fp8 is not
 # fitted (no B200 FP8 row): it takes Hopper's.
 TRTLLM_GEMM_PEAK_SHARE = {"Hopper": {"fp8": 0.9}, "Blackwell": {"fp8": 0.9, "fp4": 1.0}}
-# Rows (tokens) at which those GEMMs reach half that share: share / (1 + half_rows / rows) (speed/offline.gemm_share):
+# Rows (tokens) at which those GEMMs reach half that share: share / (1 + half_rows / rows) (speed/gemm.gemm_share):
 # NVFP4 GEMMs of a few hundred decode rows fall short of the FP4 peak (activation quantization and block scales cost
 # the same time however fast the math); the fit gives FP8 none beyond the bf16 model's own shape term.
 TRTLLM_GEMM_HALF_ROWS = {"fp8": 0.0, "fp4": 64.0}
@@ -1396,9 +1397,10 @@ TRTLLM_EAGER_LAUNCH_S = 50.9e-6
 # fitted at 1.5x. trtllm-bench builds FP8 and NVFP4 engines with FP8 context FMHA (tensorrt_llm/bench/build/build.py:
 # use_fp8_context_fmha = True "if NVFP4 or FP8 quantization is enabled"), whose peak is twice the bf16 one.
 TRTLLM_CONTEXT_ATTENTION_SPEEDUP = 1.5
-# TensorRT-LLM's fused NVFP4 MoE beyond its grouped GEMMs and its expanded rows' memory traffic (speed/offline.
-# moe_dispatch_s; the traffic is speed/experts.expanded_rows_s): routing (top-k softmax), the activations' FP4
-# quantization, the per-expert padding of the grouped GEMM's tiles. Seconds per token and MoE layer
+# TensorRT-LLM's fused NVFP4 MoE beyond its grouped GEMMs and its expanded rows' memory traffic (speed/experts.
+# fused_moe_s, the step timer's fused_moe part, which the serving step model samples too; the traffic is
+# speed/experts.expanded_rows_s): routing (top-k softmax), the activations' FP4 quantization, the per-expert padding
+# of the grouped GEMM's tiles. Seconds per token and MoE layer
 # at prefill and at decode, and per MoE layer and iteration. Fitted by `python bench/trtllm.py --fit-moe` (a grid,
 # median |error|) on the 20 B200 MoE rows of the overview (Llama 4 Scout and Qwen3-30B-A3B, NVFP4: 2.5 %); held out:
 # the GB200 rows of the same tables. FP8 MoE on Hopper does not pay it (release 0.17's one-GPU Mixtral 8x7B rows on

@@ -1,4 +1,4 @@
-"""TensorRT-LLM's offline throughput (speed/offline.py) against NVIDIA's published trtllm-bench tables, and
+"""TensorRT-LLM's offline throughput (serving/offline.py) against NVIDIA's published trtllm-bench tables, and
 trtllm-bench's own max batch size / max num tokens (engines/trtllm.bench_settings) by hand.
 
 Published values: NVIDIA/TensorRT-LLM@00f37686aa854010d68bcbd0f4ab000221541ca6
@@ -21,8 +21,8 @@ from gpuplan.engines import trtllm
 from gpuplan.hardware import load_gpu
 from gpuplan.model.catalog import load_model
 from gpuplan.scenario import scenario_from
+from gpuplan.serving.offline import offline_throughput
 from gpuplan.speed.inference import step_timer
-from gpuplan.speed.offline import offline_throughput
 
 ROOT = Path(__file__).resolve().parents[2]
 TOLERANCE = 0.12  # the held-out rows' median |error| is 5.3% (bench/results/trtllm.md); the largest of these 8%
@@ -75,7 +75,7 @@ def test_release_0_17_rows_within_tolerance(column, gpu, tp, published):
 def test_mixtral_one_gpu_with_grouped_experts(gpu, published):
     """Release 0.17's Mixtral 8x7B TP1 FP8 rows at 1000/1000 (3,000 requests), column H200 141GB HBM3 / H100 80GB
     HBM3: the fused MoE's dispatch is fitted on the B200 rows of Scout and Qwen3-30B-A3B only, so these check the
-    grouped-expert path (StepTimer.grouped_experts, speed/offline.moe_dispatch_s) independently. The vLLM path keeps
+    grouped-expert path (StepTimer.grouped_experts, speed/experts.fused_moe_s) independently. The vLLM path keeps
     its roofline (grouped_experts off)."""
     m = load_model("mistralai/Mixtral-8x7B-v0.1")
     s = bench_scenario(m.name, gpu, 1, "fp8", 1000, 1000)
@@ -111,19 +111,52 @@ def test_moe_held_out_median():
     assert statistics.median(abs(bench.err(bench.offline(r), r)) for r in rows) < 0.10
 
 
+def _timer(model: str, gpu: str, quant: str, engine: str = "trtllm"):
+    s = scenario_from({"task": "infer", "engine": engine, "model": model, "gpu": gpu, "quant": quant,
+                       "kv_cache_dtype": "fp8", "prompt_tokens": 1000, "output_tokens": 1000})
+    return step_timer(s, load_model(s.model), load_gpu(s.gpu))
+
+
 def test_moe_dispatch_by_hand():
     """Qwen3-30B-A3B in NVFP4 has 48 MoE layers: a decode iteration of 1,000 tokens pays 48 x (0 us + 1,000 x 200
     ns) = 9.6 ms, a prefill iteration of 8,192 tokens 48 x (0 us + 8,192 x 80 ns) = 31.5 ms (the constants refitted
-    with the context steps' launches, and again once the expanded rows' traffic was priced apart); a dense model
-    nothing, nor an FP8 run."""
-    from gpuplan.speed.offline import moe_dispatch_s
+    with the context steps' launches, and again once the expanded rows' traffic was priced apart), each the step
+    timer's ``fused_moe`` part; a dense model nothing, nor an FP8 run, nor another engine's NVFP4 MoE."""
+    from gpuplan.speed.experts import fused_moe_s
 
-    m = load_model("Qwen/Qwen3-30B-A3B")
-    assert sum(1 for layer in m.layers if layer.moe) == 48
-    assert moe_dispatch_s(m, 1000, decode=True) == pytest.approx(9.6e-3)
-    assert moe_dispatch_s(m, 8192, decode=False) == pytest.approx(31.46e-3, abs=0.01e-3)
-    assert moe_dispatch_s(load_model("meta-llama/Llama-3.1-8B"), 1000, decode=True) == 0.0
-    assert moe_dispatch_s(m, 1000, decode=True, dtype="fp8") == 0.0
+    timer = _timer("Qwen/Qwen3-30B-A3B", "b200", "nvfp4")
+    assert sum(1 for layer in timer.m.layers if layer.moe) == 48
+    assert fused_moe_s(timer, 1000, decode=True) == pytest.approx(9.6e-3)
+    assert fused_moe_s(timer, 8192, decode=False) == pytest.approx(31.46e-3, abs=0.01e-3)
+    assert timer.decode_parts(1000, 1000)["fused_moe"] == pytest.approx(9.6e-3)
+    assert timer.prefill_parts(8192, seqs=8)["fused_moe"] == pytest.approx(31.46e-3, abs=0.01e-3)
+    assert fused_moe_s(_timer("meta-llama/Llama-3.1-8B", "b200", "nvfp4"), 1000, decode=True) == 0.0
+    assert fused_moe_s(_timer("Qwen/Qwen3-30B-A3B", "h100-sxm", "fp8"), 1000, decode=True) == 0.0
+    assert fused_moe_s(_timer("Qwen/Qwen3-30B-A3B", "b200", "nvfp4", engine="vllm"), 1000, decode=True) == 0.0
+
+
+def test_the_serving_step_model_prices_the_dispatch_at_each_steps_rate():
+    """One copy of the fused MoE's dispatch: the scheduler simulation's step model (serving/steptime.sample) carries
+    the step timer's ``fused_moe`` part, at 80 ns a token and MoE layer in a step that holds a prompt and 200 ns in a
+    step of decodes alone (before, only the offline model added it, and the simulated batch of an NVFP4 MoE ran
+    without it). At 1,024 tokens: 48 x 1,024 x 200 ns = 9.83 ms of a decode step, 48 x 1,024 x 80 ns = 3.93 ms of a
+    prompt step."""
+    from gpuplan.serving.steptime import GRID_TOKENS, sample
+    from gpuplan.speed.work import lm_head_s
+
+    timer = _timer("Qwen/Qwen3-30B-A3B", "b200", "nvfp4")
+    plain = _timer("Qwen/Qwen3-30B-A3B", "b200", "nvfp4", engine="vllm")  # no fused MoE: the same linears' walk
+    model = sample(timer)
+    i = GRID_TOKENS.index(1024)
+    dec, pre = timer.decode_parts(1024, 0), timer.prefill_parts(1024)
+    assert dec["fused_moe"] == pytest.approx(48 * 1024 * 200e-9)
+    assert pre["fused_moe"] == pytest.approx(48 * 1024 * 80e-9)
+    head = model.lm_head_s[i]
+    rest = dec.get("kernel_latency", 0.0) + dec.get("elementwise", 0.0) + dec.get("tensor_parallel", 0.0)
+    assert model.decode_dense_s[i] == pytest.approx(dec["weights"] - head + rest + 48 * 1024 * 200e-9)
+    prompt_linears = pre["gemm"] - lm_head_s(timer.m, timer.gpu, timer.dtype, 1)
+    assert model.dense_s[i] == pytest.approx(max(dec["weights"] - head, prompt_linears) + rest + 48 * 1024 * 80e-9)
+    assert "fused_moe" not in plain.decode_parts(1024, 0)
 
 
 def test_bench_settings_by_hand():
@@ -196,13 +229,12 @@ VLLM_NVFP4_B200 = {2048: 3411.5, 4096: 3645.6, 8192: 3778.8, 16384: 3904.3}
 
 @pytest.mark.parametrize(("rows", "published"), VLLM_NVFP4_B200.items())
 def test_nvfp4_gemms_on_a_b200_against_a_published_kernel_timing(rows, published):
-    """The NVFP4 GEMM rate the offline model gives a B200 (speed/offline.trtllm_gpu: the per-watt default 0.477 of the
+    """The NVFP4 GEMM rate the offline model gives a B200 (speed/gemm.trtllm_gpu: the per-watt default 0.477 of the
     9,000 TFLOPS FP4 peak, TRTLLM_GEMM_PEAK_SHARE's fitted 1.0, half at 64 rows) against another engine's CUTLASS
     NVFP4 kernel timed alone: within 8 % from 2,048 rows (-6.8 % there, -0.5 % at 16,384; -9.3 % at 1,024). A check
     of the fitted share's level, not a fit: the Llama-3.1-8B NVFP4 rows MLPerf v5.1 runs on B200s are +29 % fast
     (bench/results/mlperf_inference.md), and their GEMMs are not where that time goes."""
-    from gpuplan.speed.gemm import gemm_time_s
-    from gpuplan.speed.offline import trtllm_gpu
+    from gpuplan.speed.gemm import gemm_time_s, trtllm_gpu
 
     gpu = trtllm_gpu(load_gpu("b200"), rows)
     seconds = gemm_time_s(gpu, "fp4", rows, 4096, 6144, act_bytes=0.5625, weight_bytes=0.5625, out_bytes=2)

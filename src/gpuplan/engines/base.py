@@ -82,7 +82,7 @@ class Engine:
     # it serves an MoE model with expert parallelism and attention data parallelism (ep, attention_dp)
     expert_parallel = False
     # its FP8 and FP4 GEMMs are timed at the share of the peak that its own published runs show for their rows
-    # (TensorRT-LLM: gpuplan.speed.offline.trtllm_gpu), not at the rates of vLLM's kernels
+    # (TensorRT-LLM: gpuplan.speed.gemm.trtllm_gpu), not at the rates of vLLM's kernels
     gemm_share_by_rows = False
     # it has a ROCm build timed on AMD cards (:mod:`.rocm`: its decode's GPU work scaled by the measured share)
     rocm_build = False

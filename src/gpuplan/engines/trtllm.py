@@ -335,7 +335,7 @@ class Trtllm(Engine):
         launched from Python at :data:`~gpuplan.overheads.TRTLLM_EAGER_LAUNCH_S` each (the step takes the longer
         of the launching and the GPU's work: :meth:`gpuplan.speed.inference.StepTimer.launch_host_s`); its own
         kernels where the trtllm-bench tables measure them apart from vLLM's (``bench/trtllm.py``,
-        :mod:`gpuplan.speed.offline`: routed experts as one grouped GEMM, the fused MoE; prompt attention of FP8 and
+        :mod:`gpuplan.serving.offline`: routed experts as one grouped GEMM, the fused MoE; prompt attention of FP8 and
         NVFP4 checkpoints, FP8 context FMHA, at :data:`~gpuplan.overheads.TRTLLM_CONTEXT_ATTENTION_SPEEDUP` times
         gpuplan's FlashAttention figure; not MLA's: its context path expands the latent with ``kv_b_proj`` and runs
         a BF16 MHA, ``tensorrt_llm/_torch/modules/attention.py`` ``MLA.forward_context_default``: "Currently we use

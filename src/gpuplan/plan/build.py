@@ -243,8 +243,14 @@ class Priced:
 
 def timed(s: Scenario, m, gpu, network: Network | None) -> tuple[Speed, tuple[str, ...]]:
     """The speed of ``s`` on ``gpu`` over ``network`` (None: the card's own links), its assumptions apart (the plan
-    says them once)."""
-    return apart(speed_of(s, m, gpu, network))
+    says them once); an inference plan's with TensorRT-LLM's figure at maximum load where its engine has one
+    (:func:`gpuplan.serving.offline.with_offline`: the serving step model under trtllm-bench's settings)."""
+    speed = speed_of(s, m, gpu, network)
+    if s.task != "train":
+        from ..serving.offline import with_offline  # the serving step model: a training plan never loads it
+
+        speed = with_offline(speed, s, m, gpu, network)
+    return apart(speed)
 
 
 def apart(speed: Speed) -> tuple[Speed, tuple[str, ...]]:

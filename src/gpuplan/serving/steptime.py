@@ -15,7 +15,9 @@ closed form of it::
   once) and the prefill path (grouped GEMMs of ``T·k/E`` rows each, its GEMMs at the prompt's rates, its layers on
   one stream), a step of decodes alone the decode path's own work (``decode_dense_s``: what the engine's decode
   graph replays, e.g. shared experts on a second stream); TensorRT-LLM's FP8 and NVFP4 GEMMs of ``T`` rows at the
-  share of the peak its kernels reach (:func:`step_model`);
+  share of the peak its kernels reach (:func:`step_model`), and its NVFP4 fused MoE's dispatch
+  (``StepTimer``'s ``fused_moe`` part) added after, at the prompt's rate per token in a step that holds a prompt and
+  the decode's in a step of decodes alone;
 - ``lm_head(R)``: logits only for the ``R`` sequences sampled this step (decodes and prompts that finish);
 - ``attention``: prompt attention per (query, key) pair, the slope of ``prefill_parts``' attention term;
 - ``scan(T_prompt)``: Mamba-2's chunked scan and Gated DeltaNet's chunked delta rule per prompt token
@@ -65,6 +67,7 @@ from ..engines import engine_for
 from ..hardware import GpuSpec, Network
 from ..model.spec import ModelSpec
 from ..scenario import Scenario
+from ..speed.gemm import trtllm_gpu
 from ..speed.inference import StepTimer, draft_gpu_s, step_timer
 from ..speed.work import lm_head_s
 
@@ -221,8 +224,10 @@ def sample(timer: StepTimer, calibration: Calibration | None = None,
         pre_linears = pre.get("gemm", 0.0) - lm_head_s(m, at.gpu, at.dtype, 1, tp=tp)
         rest = dec.get("kernel_latency", 0.0) + dec.get("elementwise", 0.0) + dec.get("tensor_parallel", 0.0) \
             + dec.get("cpu_layers", 0.0)
-        dense.append(max(dec_linears, pre_linears) + rest)
-        decode.append(dec_linears + rest)
+        # TensorRT-LLM's NVFP4 fused MoE beside its GEMMs, at the prompt's rate in a step holding one, else the
+        # decode's (speed/experts.fused_moe_s): kept out of the larger-of-two-paths
+        dense.append(max(dec_linears, pre_linears) + rest + pre.get("fused_moe", 0.0))
+        decode.append(dec_linears + rest + dec.get("fused_moe", 0.0))
         heads.append(head)
     a, b = _PAIRS_AT
     attn = (timer.prefill_parts(b).get("attention", 0.0) - timer.prefill_parts(a).get("attention", 0.0)) \
@@ -268,12 +273,10 @@ def step_model(s: Scenario, m: ModelSpec, gpu: GpuSpec, network: Network | None 
     """The step model of ``s`` (its engine, tp, quantization and KV dtype) on ``gpu`` over ``network``.
 
     An engine whose profile says so (``Engine.gemm_share_by_rows``: TensorRT-LLM) has its FP8 (W8A8) and NVFP4
-    (W4A4) GEMMs of ``T`` rows timed at the share of the peak they reach (:func:`gpuplan.speed.offline.trtllm_gpu`,
+    (W4A4) GEMMs of ``T`` rows timed at the share of the peak they reach (:func:`gpuplan.speed.gemm.trtllm_gpu`,
     :data:`~gpuplan.overheads.TRTLLM_GEMM_PEAK_SHARE`: fitted on the H100 and B200 rows of NVIDIA's performance
     overview), as the offline model times them: one GEMM, one price."""
     timer = step_timer(s, m, gpu, network)
     if not engine_for(s).gemm_share_by_rows or timer.dtype not in ("fp8", "fp4"):
         return sample(timer, calibration)
-    from ..speed.offline import trtllm_gpu
-
     return sample(timer, calibration, timer_at=lambda t: step_timer(s, m, trtllm_gpu(gpu, t), network))

@@ -9,8 +9,9 @@ decode and time to first token, communication.
 - :mod:`.float8`: the casts of torchao's float8 linears (torchtitan's ``fp8-mixed``);
 - :mod:`.inference`: the reusable step-time primitives (:class:`StepTimer`: prefill, decode step, time to first
   token alone and in a burst; :func:`serving_rates` for continuous batching) and the speed of a scenario;
-- :mod:`.offline`: TensorRT-LLM's offline max-load throughput (``trtllm-bench throughput``), calibrated on NVIDIA's
-  published tables; ``Speed.offline_tokens_per_s`` of an ``engine: trtllm`` scenario, beside its serving estimate;
+- :mod:`.gemm` also gives TensorRT-LLM's quantized GEMMs their share of the peak (``trtllm_gpu``); its offline
+  max-load throughput (``trtllm-bench throughput``, ``Speed.offline_tokens_per_s``) is
+  :mod:`gpuplan.serving.offline`, on the serving step model;
 - :mod:`.breakdown`: the ``Speed`` result (parts that add up, a range).
 
 The serving primitives (:mod:`.inference`) load when a serving plan or a caller first names them, not with the
@@ -23,7 +24,6 @@ from dataclasses import replace
 from importlib import import_module
 from typing import TYPE_CHECKING, Any
 
-from ..engines import engine_for
 from ..hardware import GpuSpec, Network
 from ..model import ModelSpec
 from ..scenario import Scenario
@@ -64,20 +64,7 @@ def speed_of(s: Scenario, m: ModelSpec, gpu: GpuSpec, network: Network | None = 
         return training_speed(s, m, gpu, network)
     from .inference import inference_speed
 
-    speed = inference_speed(s, m, gpu, network)
-    if engine_for(s).offline_bench and s.pp == 1:
-        from .offline import bench_basis, offline_throughput  # TensorRT-LLM's offline run, for its plans only
-
-        run = offline_throughput(s, m, gpu, network)
-        if run.kv_requests:
-            speed.offline_tokens_per_s = run.output_tokens_per_s * s.dp
-            speed.offline_basis = bench_basis(s, m, run)
-            replicas = f" on each of {s.dp} replicas of {s.tp} GPU(s)" if s.dp > 1 else ""
-            speed.assumptions.append(
-                f"TensorRT-LLM at maximum load, as {speed.offline_basis}{replicas} (every request "
-                f"{s.prompt_tokens:,} in and {s.output_tokens:,} out; MLPerf Offline runs the same way): "
-                f"{speed.offline_tokens_per_s:,.0f} output tokens/s in all ({offline_band(m)})")
-    return speed
+    return inference_speed(s, m, gpu, network)
 
 
 def offline_band(m: ModelSpec) -> str:

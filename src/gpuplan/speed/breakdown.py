@@ -21,7 +21,7 @@ class Speed:
     ``tokens_per_s_per_sequence`` a request's output over its whole cycle, other users' prompts prefilled in between
     included. ``offline_tokens_per_s`` (``engine: trtllm`` only) is the whole setup's output tokens/s at maximum
     load, every request queued at once (``trtllm-bench throughput``, MLPerf Offline): one instance's
-    :func:`gpuplan.speed.offline.offline_throughput` times the data-parallel replicas, under trtllm-bench's own
+    :func:`gpuplan.serving.offline.offline_throughput` times the data-parallel replicas, under trtllm-bench's own
     settings (``offline_basis`` names those that differ from the plan's, whose simulated batch is ``Plan.offline``).
 
     ``parts_s`` adds up to ``step_time_s`` (seconds per step by kind of work). ``tokens_per_s_low`` and
@@ -46,10 +46,10 @@ class Speed:
     request_latency_s: float | None = None
     requests_per_s: float | None = None
     # engine trtllm: output tokens/s of the whole setup (every replica of tp x pp GPUs) at maximum load, every request
-    # queued at once (trtllm-bench throughput, MLPerf Offline): speed/offline.py; None for other engines
+    # queued at once (trtllm-bench throughput, MLPerf Offline): serving/offline.py; None for other engines
     offline_tokens_per_s: float | None = None
     # what offline_tokens_per_s answers, in words: trtllm-bench's settings beside the plan's where they differ
-    # (speed/offline.py bench_basis); the CLI, the JSON and the page label the figure with it
+    # (serving/offline.py bench_basis); the CLI, the JSON and the page label the figure with it
     offline_basis: str | None = None
     assumptions: list[str] = field(default_factory=list)
     # serving under users: the requests decoded at once where the engine's KV pool holds fewer than the users (the

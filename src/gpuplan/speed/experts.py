@@ -43,6 +43,7 @@ from __future__ import annotations
 
 import math
 
+from .. import overheads as oh
 from ..engines import engine_for
 from ..scenario import Scenario
 from .comms import DataParallel, Link, all_reduce_s
@@ -121,6 +122,25 @@ def expanded_rows_s(timer, tokens: float) -> float:
             picks = tokens * k / s.ep * imbalance(tokens, k, s.ep)
             total += count * h * (4 * tokens + (a + 4) * picks)
     return total / timer._stream_bps
+
+
+def fused_moe_s(timer, tokens: float, *, decode: bool) -> float:
+    """What TensorRT-LLM's fused MoE does beside its grouped GEMMs and expanded rows (:func:`expanded_rows_s`) in one
+    iteration of ``tokens`` tokens of an NVFP4 (W4A4) model: per MoE layer a fixed cost (its routing, expansion and
+    finalize kernels) and a cost per token (top-k routing, the activations' FP4 quantization and block scales, the
+    tiles the grouped GEMM pads per expert), higher at decode, where each expert gets few rows
+    (:data:`~gpuplan.overheads.TRTLLM_MOE_PREFILL_TOKEN_S`, ``..._DECODE_TOKEN_S``, ``..._LAYER_STEP_S``: fitted on
+    NVIDIA's B200 MoE rows by ``bench/trtllm.py --fit-moe``). Zero for engines without the fused MoE
+    (:attr:`gpuplan.engines.records.Timing.grouped_experts`), for a dense model, and for FP8 (W8A8) MoE on Hopper,
+    which the grouped-GEMM path alone already times within 2-8% (release 0.17's Mixtral rows; MLPerf's Mixtral on 8
+    H200s): the NVFP4 rows are the only ones that show it. The step timer returns it as its own part
+    (``fused_moe``), so that the serving step model prices a step holding a prompt at the prefill rate and a step of
+    decodes alone at the decode rate (serving/steptime.sample)."""
+    if not timer.grouped_experts or timer.dtype != "fp4" or tokens <= 0:
+        return 0.0
+    layers = sum(count for layer, count in timer.m.layer_kinds() if layer.moe)
+    per_token = oh.TRTLLM_MOE_DECODE_TOKEN_S if decode else oh.TRTLLM_MOE_PREFILL_TOKEN_S
+    return layers * (oh.TRTLLM_MOE_LAYER_STEP_S + per_token * tokens)
 
 
 def mla_absorbed_s(timer, batch: float, context: float) -> float:

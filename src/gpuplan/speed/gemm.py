@@ -28,6 +28,8 @@ GeForce) falls further below its datasheet at a given shape. What this leaves ou
 
 from __future__ import annotations
 
+import dataclasses
+
 from .. import overheads as oh
 from ..errors import GpuplanError
 from ..hardware import GpuSpec
@@ -185,3 +187,27 @@ def gemm_efficiency(gpu: GpuSpec, dtype: str, m: float, k: float, n: float) -> f
     """Achieved fraction of the datasheet peak for one such GEMM (what an MFU counter would report for it)."""
     t = gemm_time_s(gpu, dtype, m, k, n)
     return 2 * m * k * n / (peak_flops(gpu, dtype) * t) if t else 0.0
+
+
+# TensorRT-LLM's quantized GEMMs: the peaks they are timed against (trtllm_gpu)
+PEAK_KEYS = {"fp8": "fp8_tensor", "fp4": "fp4_tensor"}
+
+
+def gemm_share(gpu: GpuSpec, dtype: str, rows: float) -> float:
+    """Share of ``gpu``'s ``dtype`` peak TensorRT-LLM's quantized GEMMs of ``rows`` tokens reach, against the
+    bf16-calibrated GEMM model: ``share / (1 + half_rows / rows)`` (:data:`~gpuplan.overheads.
+    TRTLLM_GEMM_PEAK_SHARE`, :data:`~gpuplan.overheads.TRTLLM_GEMM_HALF_ROWS`): the faster the math, the larger
+    the share of a tile's time its fixed costs (quantizing the activations, scales, prologue, epilogue) take, so
+    low-precision GEMMs need more rows than bf16 ones to approach their peak."""
+    share = oh.TRTLLM_GEMM_PEAK_SHARE.get(gpu.generation, {}).get(dtype, 1.0)
+    return share / (1 + oh.TRTLLM_GEMM_HALF_ROWS.get(dtype, 0.0) / max(rows, 1.0))
+
+
+def trtllm_gpu(gpu: GpuSpec, rows: float) -> GpuSpec:
+    """``gpu`` with its FP8 and FP4 peaks scaled to what TensorRT-LLM's quantized GEMMs of ``rows`` tokens reach
+    of them (:func:`gemm_share`)."""
+    peaks = dict(gpu.dense_tflops)
+    for dtype, key in PEAK_KEYS.items():
+        if peaks.get(key):
+            peaks[key] = peaks[key] * gemm_share(gpu, dtype, rows)
+    return dataclasses.replace(gpu, dense_tflops=peaks)

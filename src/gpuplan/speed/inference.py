@@ -44,7 +44,7 @@ from . import ggml, mlx
 from .bands import decode_band, uncalibrated_words
 from .breakdown import Speed
 from .comms import DataParallel, Link, all_reduce_s, inter_node_link, intra_node_link
-from .experts import expanded_rows_s, experts_s, layout_comms_s, mla_absorbed_s, rank_share
+from .experts import expanded_rows_s, experts_s, fused_moe_s, layout_comms_s, mla_absorbed_s, rank_share
 from .flops import compute_dtype
 from .gemm import bandwidth, gemm_time_s, peak_flops, streaming_bandwidth
 from .work import (
@@ -75,7 +75,7 @@ class StepTimer:
     cpu_layer_share: float  # llama.cpp: share of the decoder layers held in system RAM
     timing: Timing  # how the engine's steps are timed (its profile: gpuplan.engines)
     # routed experts at decode as one grouped GEMM at the GEMM model's achievable rate (TensorRT-LLM's fused MoE,
-    # speed/offline.py); False: the bandwidth / datasheet-peak roofline the vLLM calibration used
+    # serving/offline.py); False: the bandwidth / datasheet-peak roofline the vLLM calibration used
     grouped_experts: bool = False
     cached_prefix: int = 0  # shared-prefix tokens later requests find cached (the engine's prefix cache)
     draft: Draft | None = None  # speculative decoding's draft (gpuplan.engines.speculative), None without
@@ -148,7 +148,8 @@ class StepTimer:
         ranks_seqs, seq = rank_share(seqs, self.s.attention_ranks), math.ceil(tokens / seqs)
         scan = recurrent_scans_s(m, gpu, ranks_seqs, seq, tp=self.s.attention_tp)
         parts = {"gemm": gemm, "attention": attention, "ssm_scan": scan, "elementwise": self._elementwise_s(tokens),
-                 "tensor_parallel": self._tp_s(tokens), "pipeline_across_nodes": self._node_hops_s(tokens)}
+                 "tensor_parallel": self._tp_s(tokens), "pipeline_across_nodes": self._node_hops_s(tokens),
+                 "fused_moe": fused_moe_s(self, tokens, decode=False)}
         if self.s.attention_dp:  # the MoE layout's gathers and dispatches (speed.experts)
             parts.update(layout_comms_s(self, tokens, seqs, decode=False))
         if self.timing.prompt_scale != 1.0:  # an engine's prompt path beyond gpuplan's figure, all but attention
@@ -217,8 +218,10 @@ class StepTimer:
         if self.timing.gpu_scale != 1.0:  # an engine's ROCm build on AMD (engines.rocm)
             weights, kv_s, kernels, elementwise = (x * self.timing.gpu_scale for x in (weights, kv_s, kernels,
                                                                                        elementwise))
-        gpu_s = weights + kv_s + kernels + elementwise
-        parts = {"weights": weights, "kv_cache": kv_s, "kernel_latency": kernels, "elementwise": elementwise}
+        fused = fused_moe_s(self, rows, decode=True)  # TensorRT-LLM's NVFP4 MoE beside its GEMMs
+        gpu_s = weights + kv_s + kernels + elementwise + fused
+        parts = {"weights": weights, "kv_cache": kv_s, "kernel_latency": kernels, "elementwise": elementwise,
+                 "fused_moe": fused}
         if self.cpu_layer_share:
             parts["cpu_layers"] = self._cpu_layers_s(batch, context)
         # each attention data-parallel rank runs its own scheduler (SGLang's DP workers, vLLM's engine cores)

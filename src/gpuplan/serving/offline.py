@@ -14,9 +14,14 @@ The run (:func:`offline_throughput`):
    while the blocks it holds now fit, so in steady state the pool holds requests at their mean length, ``prompt +
    output/2`` (:func:`held_tokens`);
 3. a cycle of ``output_tokens`` decode iterations of ``concurrency`` sequences at the mean context
-   (``prompt + output/2``), CUDA graphs replayed (:class:`gpuplan.speed.inference.StepTimer`), plus the prefill
-   of ``concurrency`` new prompts in iterations of ``max_num_tokens`` tokens (whole prompts: chunked prefill is
-   off in trtllm-bench); output tokens/s = ``concurrency x output_tokens / cycle``;
+   (``prompt + output/2``), CUDA graphs replayed, plus the prefill of ``concurrency`` new prompts in iterations of
+   ``max_num_tokens`` tokens (whole prompts: chunked prefill is off in trtllm-bench); output tokens/s =
+   ``concurrency x output_tokens / cycle``. Each iteration is priced by the step model the scheduler simulation runs
+   (:func:`gpuplan.serving.steptime.step_model` under trtllm-bench's settings: the step timer's GPU work sampled on
+   its grid, TensorRT-LLM's GEMM share by rows, the fused MoE's dispatch, the eager prompt steps' launches, and the
+   host loop where it is longer than the GPU's step), so that the plan's two offline figures differ only in how the
+   batch is composed: here waves of whole prompts then lockstep decodes, there the simulated scheduler's mixed
+   iterations (a prompt joining the decodes of the sequences in flight);
 4. with ``requests`` in the dataset (NVIDIA's runs: 1,000 to 30,000), the run is whole waves: requests of one
    length admitted together finish together, so ``N`` requests take ``floor(N / concurrency)`` full cycles and one
    cycle of the rest at its own (smaller) batch; throughput = ``N x output_tokens`` over that time.
@@ -30,27 +35,27 @@ apart from gpuplan's FlashAttention figure (both fitted on the H100 and B200 row
 
 Not modelled: CUDA-graph padding to the captured batch sizes, mixed context + generation iterations run outside the
 graphs (chunked prefill, on in MLPerf's v5.1 runs, shares iterations between prompts and decoding sequences: timed
-that way, the MLPerf rows move by 1-2 points, so prefill stays its own phase), pipeline parallelism as trtllm-bench
+that way, the MLPerf rows move by 1-2 points, so prefill stays its own phase; the simulation's mixed iterations read
+an MoE's experts once for the prompt and the decodes, which puts it 1-8 % above this model on every held-out MoE
+group of NVIDIA's tables, this model being the closer: bench/results/trtllm.md), pipeline parallelism as trtllm-bench
 pipelines it (the step timer runs stages one after another), expert parallelism and attention data parallelism. MoE
 models run through the same path, their routed experts as one grouped GEMM (``StepTimer.grouped_experts``), and
-each MoE layer adds what the fused MoE does beside its GEMMs (:func:`moe_dispatch_s`: fitted on the B200 rows of
+each MoE layer adds what the fused MoE does beside its GEMMs (:func:`gpuplan.speed.experts.fused_moe_s`, in the
+step timer's parts, which the serving step model samples too: fitted on the B200 rows of
 Llama 4 Scout and Qwen3-30B-A3B, held out on GB200 and release 0.17's Mixtral rows; bench/results/trtllm.md).
 """
 
 from __future__ import annotations
 
-import dataclasses
 import math
 from dataclasses import dataclass
 
-from .. import overheads as oh
-from ..engines import speculative, trtllm
+from ..engines import engine_for, trtllm
 from ..hardware import GpuSpec, Network
 from ..model.spec import ModelSpec
 from ..scenario import Scenario
-from .inference import StepTimer, step_timer
-
-PEAK_KEYS = {"fp8": "fp8_tensor", "fp4": "fp4_tensor"}
+from ..speed import Speed, offline_band
+from .steptime import step_model
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -69,26 +74,6 @@ class OfflineRun:
     waves: float  # cycles the dataset takes (0 when its size is not given)
 
 
-def gemm_share(gpu: GpuSpec, dtype: str, rows: float) -> float:
-    """Share of ``gpu``'s ``dtype`` peak TensorRT-LLM's quantized GEMMs of ``rows`` tokens reach, against the
-    bf16-calibrated GEMM model: ``share / (1 + half_rows / rows)`` (:data:`~gpuplan.overheads.
-    TRTLLM_GEMM_PEAK_SHARE`, :data:`~gpuplan.overheads.TRTLLM_GEMM_HALF_ROWS`): the faster the math, the larger
-    the share of a tile's time its fixed costs (quantizing the activations, scales, prologue, epilogue) take, so
-    low-precision GEMMs need more rows than bf16 ones to approach their peak."""
-    share = oh.TRTLLM_GEMM_PEAK_SHARE.get(gpu.generation, {}).get(dtype, 1.0)
-    return share / (1 + oh.TRTLLM_GEMM_HALF_ROWS.get(dtype, 0.0) / max(rows, 1.0))
-
-
-def trtllm_gpu(gpu: GpuSpec, rows: float) -> GpuSpec:
-    """``gpu`` with its FP8 and FP4 peaks scaled to what TensorRT-LLM's quantized GEMMs of ``rows`` tokens reach
-    of them (:func:`gemm_share`)."""
-    peaks = dict(gpu.dense_tflops)
-    for dtype, key in PEAK_KEYS.items():
-        if peaks.get(key):
-            peaks[key] = peaks[key] * gemm_share(gpu, dtype, rows)
-    return dataclasses.replace(gpu, dense_tflops=peaks)
-
-
 def held_tokens(s: Scenario) -> int:
     """Tokens of KV a request in flight holds for admission: its whole ``prompt + output`` under
     ``GUARANTEED_NO_EVICT`` (blocks reserved up front), its mean ``prompt + output/2`` under ``MAX_UTILIZATION``
@@ -100,69 +85,30 @@ def held_tokens(s: Scenario) -> int:
     return s.prompt_tokens + osl
 
 
-def moe_dispatch_s(m: ModelSpec, tokens: float, *, decode: bool, dtype: str = "fp4") -> float:
-    """What TensorRT-LLM's fused MoE does beside its grouped GEMMs in one iteration of ``tokens`` tokens of an NVFP4
-    (W4A4) model beyond the expanded rows' memory traffic (:func:`gpuplan.speed.experts.expanded_rows_s`, priced for
-    every dtype in the step): per MoE layer a fixed cost (its routing, expansion and finalize kernels) and a cost per
-    token (top-k routing, the activations' FP4 quantization and block scales, the tiles the grouped GEMM pads per
-    expert), higher at decode, where
-    each expert gets few rows (:data:`~gpuplan.overheads.TRTLLM_MOE_PREFILL_TOKEN_S`, ``..._DECODE_TOKEN_S``,
-    ``..._LAYER_STEP_S``: fitted on NVIDIA's B200 MoE rows). Zero for a dense model, and for FP8 (W8A8) MoE on
-    Hopper, which the grouped-GEMM path alone already times within 2-8% (release 0.17's Mixtral rows; MLPerf's
-    Mixtral on 8 H200s): the NVFP4 rows are the only ones that show it."""
-    if dtype != "fp4":
-        return 0.0
-    layers = sum(1 for layer in m.layers if layer.moe)
-    per_token = oh.TRTLLM_MOE_DECODE_TOKEN_S if decode else oh.TRTLLM_MOE_PREFILL_TOKEN_S
-    return layers * (oh.TRTLLM_MOE_LAYER_STEP_S + per_token * tokens)
-
-
-def decode_step_s(timer: StepTimer, batch: int, context: float) -> float:
-    """One decode iteration under TensorRT-LLM: the step timer's GPU work (weights, the FP8 KV cache read, kernel
-    latencies, TP all-reduces) and the fused MoE's dispatch (:func:`moe_dispatch_s`), its vLLM engine loop left out
-    (TensorRT-LLM's overlap scheduler hides the executor's host work behind the GPU's step; a fitted per-request host
-    cost came out at zero on the dense rows). With speculative decoding, the verify step of ``k + 1`` tokens a
-    sequence and the draft's passes (:meth:`~gpuplan.speed.inference.StepTimer.step_parts`)."""
-    parts = timer.step_parts(batch, context)
-    rows = batch * (timer.draft.queries if timer.draft else 1)
-    return sum(v for k, v in parts.items() if k != "host") + moe_dispatch_s(timer.m, rows, decode=True,
-                                                                                dtype=timer.dtype)
-
-
-def prefill_s(timer: StepTimer, tokens: int, seqs: int) -> float:
-    """The context phase of ``seqs`` whole prompts of ``tokens`` in all (its attention at TensorRT-LLM's context
-    FMHA speed: :meth:`gpuplan.engines.trtllm.Trtllm.timing`), with the fused MoE's dispatch
-    (:func:`moe_dispatch_s`)."""
-    return timer.prefill_s(tokens, seqs=seqs) + moe_dispatch_s(timer.m, tokens, decode=False, dtype=timer.dtype)
-
-
 def offline_throughput(s: Scenario, m: ModelSpec, gpu: GpuSpec, network: Network | None = None, *,
                        requests: int | None = None) -> OfflineRun:
     """Output tokens/s of ``trtllm-bench throughput`` for ``requests`` requests (unbounded steady state when
-    None) of ``s.prompt_tokens`` in and ``s.output_tokens`` out on ``s.tp x s.pp`` GPUs (module docstring)."""
+    None) of ``s.prompt_tokens`` in and ``s.output_tokens`` out on ``s.tp x s.pp`` GPUs (module docstring), each
+    iteration priced by the step model the scheduler simulation runs (:func:`gpuplan.serving.steptime.step_model`
+    under trtllm-bench's settings): one step model, two batch compositions."""
     isl, osl = s.prompt_tokens, max(s.output_tokens, 1)
     s = trtllm.bench_scenario(s)
     batch, tokens = trtllm.bench_settings(s, m, gpu)
     s = s.model_copy(update={"max_num_seqs": batch, "max_num_batched_tokens": tokens})
-    sm = trtllm.startup_memory(s, m, gpu, trtllm.activation(s, m))
-    kv_requests = sm.max_concurrency(held_tokens(s))
+    kv_requests = trtllm.startup_memory(s, m, gpu, trtllm.activation(s, m)).max_concurrency(held_tokens(s))
     conc = max(min(kv_requests, batch), 1)
     per_iteration = max(tokens // isl, 1)  # whole prompts per context iteration
-    draft = speculative.draft_of(s, m)
-    queries, per_step = (draft.queries, draft.acceptance) if draft else (1, 1.0)
-
-    def timer(rows: float) -> StepTimer:
-        return step_timer(s, m, trtllm_gpu(gpu, rows), network)  # grouped experts: Trtllm.timing
+    model = step_model(s, m, gpu, network)
 
     def cycle(n: int) -> tuple[float, float, float]:
-        """(decode step, prefill, cycle) seconds of a wave of ``n`` requests; a decode step yields ``per_step``
-        tokens a request (the acceptance length, with speculative decoding)."""
-        decode = decode_step_s(timer(n * queries), n, isl + osl / 2)
+        """(decode step, prefill, cycle) seconds of a wave of ``n`` requests: a decode step of the ``n`` at the mean
+        context, yielding ``tokens_per_step`` tokens a request (the acceptance length, with speculative decoding),
+        and the context iterations of ``per_iteration`` whole prompts each."""
+        decode = model.time(0, n, n * (isl + osl / 2))
         full, rest = divmod(n, per_iteration)
-        rows = per_iteration * isl
-        prefill = full * prefill_s(timer(rows), rows, per_iteration) if full else 0.0
-        prefill += prefill_s(timer(rest * isl), rest * isl, rest) if rest else 0.0
-        return decode, prefill, osl / per_step * decode + prefill
+        prefill = sum(k * model.time(seqs * isl, 0, 0, seqs * isl * isl / 2, prefill_seqs=seqs)
+                      for k, seqs in ((full, per_iteration), (1, rest)) if k and seqs)
+        return decode, prefill, osl / model.tokens_per_step * decode + prefill
 
     decode, prefill, steady = cycle(conc)
     rate, waves = conc / steady, 0.0
@@ -197,3 +143,22 @@ def bench_basis(s: Scenario, m: ModelSpec, run: OfflineRun) -> str:
     return (f"trtllm-bench throughput under {whose} ("
             + ", ".join(said) + f"), every request queued at once, in steady state at {run.concurrency:,} requests "
             "in flight")
+
+
+def with_offline(speed: Speed, s: Scenario, m: ModelSpec, gpu: GpuSpec, network: Network | None = None) -> Speed:
+    """``speed`` of a TensorRT-LLM inference plan with its figure at maximum load (:func:`offline_throughput`, on each
+    of its ``dp`` replicas), the words of what it answers (:func:`bench_basis`) and an assumption saying both; other
+    engines' plans, pipeline-parallel ones and plans whose KV pool holds no request, as they are."""
+    if not engine_for(s).offline_bench or s.pp != 1:
+        return speed
+    run = offline_throughput(s, m, gpu, network)
+    if not run.kv_requests:
+        return speed
+    speed.offline_tokens_per_s = run.output_tokens_per_s * s.dp
+    speed.offline_basis = bench_basis(s, m, run)
+    replicas = f" on each of {s.dp} replicas of {s.tp} GPU(s)" if s.dp > 1 else ""
+    speed.assumptions.append(
+        f"TensorRT-LLM at maximum load, as {speed.offline_basis}{replicas} (every request "
+        f"{s.prompt_tokens:,} in and {s.output_tokens:,} out; MLPerf Offline runs the same way): "
+        f"{speed.offline_tokens_per_s:,.0f} output tokens/s in all ({offline_band(m)})")
+    return speed
