@@ -28,7 +28,7 @@ from gpuplan.model.catalog import load_model  # noqa: E402
 from gpuplan.plan.plan import probe  # noqa: E402
 from gpuplan.plan.resolve import resolve  # noqa: E402
 from gpuplan.scenario import Scenario, load_scenario  # noqa: E402
-from gpuplan.web import guard, work  # noqa: E402
+from gpuplan.web import guard, lanes  # noqa: E402
 from gpuplan.web.app import create_app  # noqa: E402
 
 SCENARIOS = [
@@ -251,7 +251,7 @@ def test_time_limit_per_request(client, monkeypatch):
         return real(*args)
 
     monkeypatch.setattr(web_api, "recommend_json", slow)
-    monkeypatch.setattr(work, "TIMEOUT_S", 0.05)
+    monkeypatch.setattr(lanes, "TIMEOUT_S", 0.05)
     r = client.post("/api/recommend", json={"scenario": {"model": "llama-3.1-70b", "task": "train"},
                                             "constraints": {"max_gpus": 64, "any_method": True}})
     assert r.status_code == 503 and "longer than 0.05 s" in r.json()["detail"]

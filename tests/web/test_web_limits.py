@@ -29,7 +29,7 @@ from starlette.exceptions import HTTPException  # noqa: E402
 import gpuplan  # noqa: E402
 from gpuplan.errors import GpuplanError  # noqa: E402
 from gpuplan.model import catalog  # noqa: E402
-from gpuplan.web import guard, uploads, work  # noqa: E402
+from gpuplan.web import guard, lanes, uploads  # noqa: E402
 from gpuplan.web.app import create_app  # noqa: E402
 
 TRAIN = {"model": "llama-3.2-1b", "task": "train", "method": "lora", "gpu": "rtx-4090"}
@@ -254,7 +254,7 @@ def test_a_yes_or_no_for_a_number_is_422(client, path, body, said):
 ])
 def test_a_body_must_say_what_it_is(client, app, path, headers, status, text):
     """A page of another site can post text/plain or a form to localhost without the browser asking first (no
-    CORS preflight): such bodies are refused, so such a page cannot make the server store files or work."""
+    CORS preflight): such bodies are refused, so such a page cannot make the server store files or lanes."""
     r = client.post(path, content=b'{"model": "llama-3.1-8b", "task": "train"}', headers=headers)
     assert r.status_code == status and text in r.text, r.text
     assert app.state.uploads.root is None  # nothing was stored
@@ -283,12 +283,12 @@ def test_a_dataset_past_the_deadline_is_503_and_read_on_for_the_next_ask(app, mo
         data = upload(client, "dataset", "chat.jsonl", records).json()["ref"]
         tok = upload(client, "tokenizer", "tokenizer.json", TOKENIZER.read_bytes()).json()["ref"]
         body = {**TRAIN, "dataset": data, "tokenizer": tok}
-        monkeypatch.setattr(work, "TIMEOUT_S", 0.05)
+        monkeypatch.setattr(lanes, "TIMEOUT_S", 0.05)
         r = client.post("/api/estimate", json=body)
         assert r.status_code == 503 and "reading goes on" in r.json()["detail"], r.text
-        assert r.headers["retry-after"] == str(work.RETRY_S)
+        assert r.headers["retry-after"] == str(lanes.RETRY_S)
         pid = app.state.pools.workers[0]._proc.pid
-        monkeypatch.setattr(work, "TIMEOUT_S", 10.0)
+        monkeypatch.setattr(lanes, "TIMEOUT_S", 10.0)
         r = client.post("/api/estimate", json=body)  # waits for the reading the first request began
         assert r.status_code == 200, r.text
         assert app.state.pools.workers[0]._proc.pid == pid  # the same reader, not killed
@@ -301,8 +301,8 @@ def test_a_reader_past_its_limit_is_killed_and_the_next_request_starts_a_new_one
         tok = upload(client, "tokenizer", "tokenizer.json", TOKENIZER.read_bytes()).json()["ref"]
         worker = app.state.pools.workers[0]
         pid = worker._proc.pid
-        monkeypatch.setattr(work, "TIMEOUT_S", 0.05)
-        monkeypatch.setattr(work, "READ_LIMIT_S", 0.5)
+        monkeypatch.setattr(lanes, "TIMEOUT_S", 0.05)
+        monkeypatch.setattr(lanes, "READ_LIMIT_S", 0.5)
         r = client.post("/api/estimate", json={**TRAIN, "dataset": data, "tokenizer": tok})
         assert r.status_code == 503
         for _ in range(200):  # the reader is killed at its limit (and reaped)
@@ -311,8 +311,8 @@ def test_a_reader_past_its_limit_is_killed_and_the_next_request_starts_a_new_one
             time.sleep(0.05)
         with pytest.raises(ProcessLookupError):
             os.kill(pid, 0)
-        monkeypatch.setattr(work, "TIMEOUT_S", 10.0)
-        monkeypatch.setattr(work, "READ_LIMIT_S", 60.0)
+        monkeypatch.setattr(lanes, "TIMEOUT_S", 10.0)
+        monkeypatch.setattr(lanes, "READ_LIMIT_S", 60.0)
         small = upload(client, "dataset", "small.jsonl", chat_jsonl(10_000)).json()["ref"]
         r = client.post("/api/estimate", json={**TRAIN, "dataset": small, "tokenizer": tok})
         assert r.status_code == 200, r.text
@@ -323,7 +323,7 @@ def test_a_reader_past_its_limit_is_killed_and_the_next_request_starts_a_new_one
 def test_the_readers_memory_is_bounded(app, monkeypatch):
     """A file that takes more memory to read than the reader is given is one sentence, and the server reads the
     next file as before. 16 MiB of empty JSON lists take about 350 MiB as Python objects."""
-    monkeypatch.setattr(work, "READER_MEMORY", 256 * 2**20)
+    monkeypatch.setattr(lanes, "READER_MEMORY", 256 * 2**20)
     with TestClient(app, base_url="http://127.0.0.1") as client:
         tok = upload(client, "tokenizer", "tokenizer.json", TOKENIZER.read_bytes()).json()["ref"]
         heavy = upload(client, "dataset", "lists.json", b"[" + b"[]," * (5 * 2**20) + b"[]]").json()["ref"]
@@ -334,8 +334,8 @@ def test_the_readers_memory_is_bounded(app, monkeypatch):
 
 
 def test_lanes_bound_their_queue_and_skip_work_whose_request_was_answered(monkeypatch):
-    monkeypatch.setattr(work, "TIMEOUT_S", 0.3)
-    lane = work.Lane("test", [None], waiting=1)
+    monkeypatch.setattr(lanes, "TIMEOUT_S", 0.3)
+    lane = lanes.Lane("test", [None], waiting=1)
     started = []
 
     def job(name):
@@ -384,7 +384,7 @@ def offline(monkeypatch):
     {"model": "Qwen/Qwen2.5-7B-Instruct", "task": "train", "method": "qlora", "gpu": "rtx-4090"},
 ], ids=["model_size", "model_size-8-gpus", "llama-instruct", "qwen-instruct"])
 def test_the_page_resolves_what_the_cli_does_offline(client, offline, scenario, monkeypatch):
-    monkeypatch.setattr(work, "TIMEOUT_S", 60.0)  # the answers are checked here, the deadline by the 503 tests
+    monkeypatch.setattr(lanes, "TIMEOUT_S", 60.0)  # the answers are checked here, the deadline by the 503 tests
     r = asked(client, "/api/estimate", scenario)
     assert r.status_code == 200, r.text
     assert r.json() == json.loads(json.dumps(gpuplan.estimate(scenario).model_dump()))
@@ -408,7 +408,7 @@ def test_an_unforeseen_failure_in_the_reader_names_no_path_of_the_server():
     """The reader answered an exception it did not foresee with its text, which may hold the server's paths (the
     fuzzer: "cannot import name ... (/.../src/gpuplan/userfiles.py)"): the page gets its type, the server's log
     the rest."""
-    reader = work.Worker()
+    reader = lanes.Worker()
     try:
         with pytest.raises(GpuplanError) as err:
             reader.call(os.listdir, ("/nonexistent/server/secret",))

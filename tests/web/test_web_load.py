@@ -21,7 +21,7 @@ require("fastapi")
 require("uvicorn")
 require("tokenizers")
 
-from gpuplan.web import uploads, work  # noqa: E402
+from gpuplan.web import lanes, uploads  # noqa: E402
 
 BENCH = Path(__file__).resolve().parents[2] / "bench" / "web.py"
 SERVER_GROWTH_MIB = 100  # streaming uploads hold a MiB each; whole bodies in memory would pass this at once
@@ -58,7 +58,7 @@ def test_the_page_under_load(tmp_path):
     assert {r["status"] for r in by["light"] + by["search"]} == {200}
     assert bench.quantile([r["seconds"] for r in by["light"]], 0.95) < 2.0
     # no request is held past its deadline by another (a second of slack for the client's own scheduling)
-    late = [r for r in records if r["seconds"] > work.TIMEOUT_S + 1.0]
+    late = [r for r in records if r["seconds"] > lanes.TIMEOUT_S + 1.0]
     assert not late, late[:3]
     assert {r["status"] for r in by["bad"]} == {422}
     assert all(r["status"] == 200 or "upload space" in r["detail"] for r in by["upload"]), by["upload"]

@@ -10,7 +10,7 @@ from conftest import require
 require("fastapi")
 
 from gpuplan.cli import serve  # noqa: E402
-from gpuplan.web import api, guard, uploads, work  # noqa: E402
+from gpuplan.web import api, guard, lanes, uploads  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -31,11 +31,11 @@ def test_the_threat_model_states_the_limits_the_page_enforces():
         f"the {uploads.MAX_UPLOADS} files used last, {uploads.MAX_STORED_BYTES // 2**20} MiB in all",
         f"{uploads.RATE_UPLOADS} files and {uploads.RATE_BYTES // 2**20} MiB a {uploads.RATE_WINDOW_S / 60:g} minute"
         .replace(" a 1 minute", " a minute"),
-        f"answered within {work.TIMEOUT_S:g} s; past that, 503",
-        f"| {work.WORKERS} threads, {work.QUEUE} requests waiting",
-        f"| {work.DATA_WORKERS} reader process, {work.QUEUE} waiting",
-        f"| {work.READ_LIMIT_S:g} s, then the process is killed",
-        f"| {work.READER_MEMORY / 2**30:g} GiB of heap",
+        f"answered within {lanes.TIMEOUT_S:g} s; past that, 503",
+        f"| {lanes.WORKERS} threads, {lanes.QUEUE} requests waiting",
+        f"| {lanes.DATA_WORKERS} reader process, {lanes.QUEUE} waiting",
+        f"| {lanes.READ_LIMIT_S:g} s, then the process is killed",
+        f"| {lanes.READER_MEMORY / 2**30:g} GiB of heap",
         f"| {serve.CONNECTIONS} (uvicorn answers 503 beyond)",
     ]
     missing = [s for s in stated if s not in doc]
