@@ -421,7 +421,8 @@ def test_a_config_whose_layers_or_experts_do_not_add_up_is_one_sentence(tmp_path
     with pytest.raises(GpuplanError, match=said):
         gpuplan.load_model(path)
     kinds = ["sliding_attention", "full_attention"] * 2
-    assert gpuplan.load_model(_config_file(tmp_path_factory, model_type="gemma3_text", layer_types=kinds)).num_layers == 4
+    whole = _config_file(tmp_path_factory, model_type="gemma3_text", layer_types=kinds)
+    assert gpuplan.load_model(whole).num_layers == 4
 
 
 # ---- pipeline folders and encoder configs (session 12: read by no validator before) ---------------------------------

@@ -164,7 +164,8 @@ def checkpoint_format(quantization: dict | None, high_bytes: int, num_layers: in
     skip = excluded_groups(quantization.get("modules_to_not_convert") or [], num_layers, linears, group_layers)
     if method in ("fp8", "fbgemm_fp8"):
         block = quantization.get("weight_block_size")
-        return Format(name="fp8", high_bytes=high_bytes, fp8_block=tuple(int(b) for b in block) if block else None), skip
+        fp8_block = (int(block[0]), int(block[1])) if block else None
+        return Format(name="fp8", high_bytes=high_bytes, fp8_block=fp8_block), skip
     if method == "mxfp4":
         return Format(name="mxfp4", high_bytes=high_bytes), skip
     if method == "bitsandbytes":
