@@ -425,6 +425,24 @@ def test_a_config_whose_layers_or_experts_do_not_add_up_is_one_sentence(tmp_path
     assert gpuplan.load_model(whole).num_layers == 4
 
 
+def test_a_scenario_holding_a_list_is_a_cache_key():
+    """The caches keyed by a scenario met a list field as pydantic's frozen hash fails on it: ``launch --engine
+    trtllm --extra-gpus ''`` (an empty list, past the split's refusal) ended in "TypeError: unhashable type: 'list'"
+    at ``engines.vllm.named_version``'s lru_cache. Equal scenarios hash alike; a list naming no card is refused."""
+    from gpuplan.cli import run
+    from gpuplan.engines.vllm import named_version
+    from gpuplan.scenario import Scenario
+
+    fields = dict(model="llama-3.2-1b", task="infer", gpu="rtx-4090", engine="llama.cpp", extra_gpus=["rtx-3090"],
+                  engine_version="0.11.0")
+    assert hash(Scenario(**fields)) == hash(Scenario(**fields))
+    assert named_version(Scenario(**fields)) == (0, 11, 0)
+    with pytest.raises(GpuplanError, match="extra_gpus names no card"):
+        gpuplan.estimate({**fields, "extra_gpus": ",,"})
+    assert run(["estimate", "--model", "llama-3.1-8b", "--task", "infer", "--gpu", "rtx-3090", "--engine", "trtllm",
+                "--extra-gpus", ""]) == 2
+
+
 # ---- pipeline folders and encoder configs (session 12: read by no validator before) ---------------------------------
 ENCODERS = ["openai/whisper-small", "google/flan-t5-base", "google/vit-base-patch16-224", "facebook/bart-large"]
 ENCODER_KEYS = ["d_model", "encoder_layers", "decoder_layers", "max_source_positions", "max_target_positions",
