@@ -443,6 +443,20 @@ def test_a_scenario_holding_a_list_is_a_cache_key():
                 "--extra-gpus", ""]) == 2
 
 
+def test_an_fp32_job_on_a_card_with_no_fp32_rate_is_one_sentence_and_left_out_of_a_search():
+    """A10G, Gaudi 2 and Gaudi 3 publish no fp32 rate, and fp32 GEMMs do not fall back to a 16-bit one: ``estimate
+    --precision fp32 --gpu gaudi2`` and ``recommend --precision fp32`` (A10G has offers) divided by zero in
+    ``gemm_time_s`` (tracebacks). Now the estimate says why in a sentence and the search leaves those cards out."""
+    job = {"model": "llama-3.2-1b", "task": "train", "method": "full", "precision": "fp32"}
+    for card in ("gaudi2", "a10g"):
+        with pytest.raises(GpuplanError, match="has no fp32 rate in gpuplan's GPU catalog"):
+            gpuplan.estimate({**job, "gpu": card})
+    rec = gpuplan.recommend(job, max_gpus=1, top=100)
+    cards = {x.gpu_id for x in rec.setups}
+    assert rec.setups and not cards & {"nvidia-a10g", "intel-gaudi2", "intel-gaudi3"}
+    assert "nvidia-a10" in cards  # its sibling with an fp32 rate (31.2 TFLOPS) is ranked
+
+
 # ---- pipeline folders and encoder configs (session 12: read by no validator before) ---------------------------------
 ENCODERS = ["openai/whisper-small", "google/flan-t5-base", "google/vit-base-patch16-224", "facebook/bart-large"]
 ENCODER_KEYS = ["d_model", "encoder_layers", "decoder_layers", "max_source_positions", "max_target_positions",
