@@ -408,6 +408,17 @@ def test_gptq_group_size_minus_one_is_one_group_per_column(tmp_path_factory):
     assert 0 < weights[0] < weights[1]
 
 
+def test_a_switch_written_as_text_is_one_sentence(tmp_path_factory):
+    """A string where a config takes true/false is truthy in Python: "tie_word_embeddings": "false" counted the model
+    with its head tied, silently (Llama 3.2 1B: 1,236 M parameters where false gives 1,498 M). JSON's false unties
+    the head: the untied count is the tied one plus vocab x hidden = 1,000 x 256 = 256,000 parameters."""
+    with pytest.raises(GpuplanError, match="tie_word_embeddings must be true or false, got 'false'; write it"):
+        gpuplan.load_model(_config_file(tmp_path_factory, tie_word_embeddings="false"))
+    tied = gpuplan.load_model(_config_file(tmp_path_factory, tie_word_embeddings=True)).params_total
+    untied = gpuplan.load_model(_config_file(tmp_path_factory, tie_word_embeddings=False)).params_total
+    assert untied - tied == 1000 * 256
+
+
 @pytest.mark.parametrize("changes, said", [
     ({"model_type": "gemma3_text", "layer_types": ["sliding_attention"]},
      "layer_types lists 1 layer kinds but num_hidden_layers is 4"),

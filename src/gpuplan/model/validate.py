@@ -53,6 +53,13 @@ PER_ENTRY = ("intermediate_size", "moe_intermediate_size")
 PER_ENTRY_VISION = ("num_attention_heads", "patch_size", "image_size")
 MAPPINGS = ("text_config", "vision_config", "quantization_config", "rope_scaling")
 LISTS = ("layer_types", "architectures", "mlp_only_layers")
+# Switches the readers take as booleans (a bias, a tied head, a norm, a layout): JSON's true/false (or null); a string
+# there is truthy in Python, so "false" turned the switch on (fuzz_s16: "tie_word_embeddings": "false" counted Llama
+# 3.2 1B untied at 1,236 M parameters, the tied count, where false gives 1,498 M)
+SWITCHES = ("tie_word_embeddings", "use_sliding_window", "attention_bias", "mlp_bias", "use_qk_norm",
+            "qk_norm", "use_parallel_residual", "parallel_attn", "new_decoder_architecture", "multi_query",
+            "o_bias", "routing_bias", "mamba_rms_norm", "mamba_proj_bias", "mamba_conv_bias", "enable_bias",
+            "layer_norm_elementwise_affine", "do_layer_norm_before")
 TEXTS = ("model_type", "torch_dtype", "dtype", "hidden_act", "hidden_activation", "activation_function",
          "_name_or_path")
 LARGEST = 2**31  # no real size comes near; keeps products of sizes far from overflow in float arithmetic
@@ -77,6 +84,10 @@ def checked_config(config: dict[str, Any], where: str = "config.json", *, vision
     for key in LISTS:
         if out.get(key) is not None and not isinstance(out[key], list):
             raise GpuplanError(f"{where}: {key} must be a JSON list, got {type(out[key]).__name__}")
+    for key in SWITCHES:
+        if isinstance(out.get(key), str):
+            raise GpuplanError(f"{where}: {key} must be true or false, got {echo_value(out[key])}; write it without "
+                               "quotes")
     if out.get("layer_types") and not all(isinstance(t, str) for t in out["layer_types"]):
         raise GpuplanError(f"{where}: layer_types must list layer kinds as text (full_attention, sliding_attention)")
     for key in (*POSITIVE, *positive, *NON_NEGATIVE):
