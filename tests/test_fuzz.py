@@ -358,6 +358,116 @@ def test_any_config_json_is_read_or_refused_in_a_sentence(tmp_path_factory, chan
         assert str(err) and "\n" not in str(err).strip()
 
 
+# ---- fuzz_s16: config.json fields the readers took unchecked (bench/results/fuzz_s16.md) ---------------------------
+def _config_file(tmp_path_factory, **changes) -> str:
+    path = tmp_path_factory.mktemp("cfg") / "config.json"
+    path.write_text(json.dumps({**CONFIG, **changes}))
+    return str(path)
+
+
+@pytest.mark.parametrize("quantization, said", [
+    ({"quant_method": "fp8", "weight_block_size": [0, 0]}, "weight_block_size must be two whole numbers >= 1"),
+    ({"quant_method": "fp8", "weight_block_size": [128, 128, 128]}, "weight_block_size must be two whole numbers"),
+    ({"quant_method": "fp8", "weight_block_size": ["a", "b"]}, "weight_block_size must be two whole numbers"),
+    ({"quant_method": "fp8", "weight_block_size": [-128, 128]}, "weight_block_size must be two whole numbers"),
+    ({"quant_method": "fp8", "modules_to_not_convert": [1, 2]}, "modules_to_not_convert must be a list of module"),
+    ({"quant_method": "fp8", "modules_to_not_convert": "lm_head"}, "modules_to_not_convert must be a list of module"),
+    ({"quant_method": "modelopt", "quant_algo": "NVFP4", "ignore": 5}, "ignore must be a list of module names"),
+    ({"quant_method": "modelopt", "quantization": "x"}, "quantization must be an object"),
+    ({"quant_method": "bitsandbytes", "load_in_4bit": True, "bnb_4bit_quant_type": 4}, "must be nf4 or fp4, got 4"),
+    ({"quant_method": "gptq", "bits": 4.7}, "bits must be a whole number >= 1, got 4.7"),
+    ({"quant_method": "gptq", "bits": 4, "group_size": 0.5}, "group_size must be a whole number >= 1 (or -1"),
+])
+def test_a_quantization_config_field_of_the_wrong_shape_is_one_sentence(tmp_path_factory, quantization, said):
+    """Each field the checkpoint reader takes is checked at the door: before, [0, 0] blocks ended in a
+    ZeroDivisionError, three blocks in a ValueError, module lists of numbers in an AttributeError (tracebacks, exit
+    1), and a 4.7-bit GPTQ or a module list given as one string were read silently (as 4 bits, as its letters)."""
+    path = _config_file(tmp_path_factory, quantization_config=quantization)
+    for task in ("infer", "train"):
+        with pytest.raises(GpuplanError) as err:
+            gpuplan.estimate({"model": path, "task": task, "gpu": "h100-sxm"})
+        assert said in str(err.value) and "\n" not in str(err.value), str(err.value)
+
+
+def test_gptq_group_size_minus_one_is_one_group_per_column(tmp_path_factory):
+    """GPTQ's group_size -1 (TheBloke's act-order main branches) is one group spanning the input (AutoGPTQ
+    QuantLinear: ``group_size if group_size != -1 else infeatures``); it was refused ("group size must be
+    positive"). Hand count for one 4096 x 4096 int4 linear: qweight n/2 = 8,388,608, qzeros 1 x 4,096 x 4 bits =
+    2,048, fp16 scales 2 x 4,096 = 8,192, int32 g_idx 4 x 4,096 = 16,384: 8,415,232 bytes; group 128 holds 32
+    groups: 8,388,608 + 65,536 + 262,144 + 16,384 = 8,732,672."""
+    from gpuplan.model.layers import Linear
+    from gpuplan.model.quant import make_format
+
+    lin = Linear(name="q_proj", in_features=4096, out_features=4096)
+    assert make_format("gptq-int4", group_size=-1).linear_weight_bytes(lin) == 8_415_232
+    assert make_format("gptq-int4", group_size=128).linear_weight_bytes(lin) == 8_732_672
+    per_column = {"quant_method": "gptq", "bits": 4, "group_size": -1, "desc_act": True}
+    grouped = {**per_column, "group_size": 128}
+    weights = [gpuplan.estimate({"model": _config_file(tmp_path_factory, quantization_config=q), "task": "infer",
+                                 "gpu": "l40s", "engine": "vllm"}).memory.weights_gib for q in (per_column, grouped)]
+    assert 0 < weights[0] < weights[1]
+
+
+def test_a_switch_written_as_text_is_one_sentence(tmp_path_factory):
+    """A string where a config takes true/false is truthy in Python: "tie_word_embeddings": "false" counted the model
+    with its head tied, silently (Llama 3.2 1B: 1,236 M parameters where false gives 1,498 M). JSON's false unties
+    the head: the untied count is the tied one plus vocab x hidden = 1,000 x 256 = 256,000 parameters."""
+    with pytest.raises(GpuplanError, match="tie_word_embeddings must be true or false, got 'false'; write it"):
+        gpuplan.load_model(_config_file(tmp_path_factory, tie_word_embeddings="false"))
+    tied = gpuplan.load_model(_config_file(tmp_path_factory, tie_word_embeddings=True)).params_total
+    untied = gpuplan.load_model(_config_file(tmp_path_factory, tie_word_embeddings=False)).params_total
+    assert untied - tied == 1000 * 256
+
+
+@pytest.mark.parametrize("changes, said", [
+    ({"model_type": "gemma3_text", "layer_types": ["sliding_attention"]},
+     "layer_types lists 1 layer kinds but num_hidden_layers is 4"),
+    ({"model_type": "qwen3_moe", "num_experts": 8, "num_experts_per_tok": 2, "moe_intermediate_size": 0},
+     "moe_intermediate_size 0 gives 8 experts of no width"),
+])
+def test_a_config_whose_layers_or_experts_do_not_add_up_is_one_sentence(tmp_path_factory, changes, said):
+    """Six Gemma 3 layers with one layer kind listed were planned as one layer (328 M of 463 M parameters, exit 0);
+    Qwen3-MoE experts of width 0 ended in a ZeroDivisionError in the GEMM timing (a traceback)."""
+    path = _config_file(tmp_path_factory, **changes)
+    with pytest.raises(GpuplanError, match=said):
+        gpuplan.load_model(path)
+    kinds = ["sliding_attention", "full_attention"] * 2
+    whole = _config_file(tmp_path_factory, model_type="gemma3_text", layer_types=kinds)
+    assert gpuplan.load_model(whole).num_layers == 4
+
+
+def test_a_scenario_holding_a_list_is_a_cache_key():
+    """The caches keyed by a scenario met a list field as pydantic's frozen hash fails on it: ``launch --engine
+    trtllm --extra-gpus ''`` (an empty list, past the split's refusal) ended in "TypeError: unhashable type: 'list'"
+    at ``engines.vllm.named_version``'s lru_cache. Equal scenarios hash alike; a list naming no card is refused."""
+    from gpuplan.cli import run
+    from gpuplan.engines.vllm import named_version
+    from gpuplan.scenario import Scenario
+
+    fields = dict(model="llama-3.2-1b", task="infer", gpu="rtx-4090", engine="llama.cpp", extra_gpus=["rtx-3090"],
+                  engine_version="0.11.0")
+    assert hash(Scenario(**fields)) == hash(Scenario(**fields))
+    assert named_version(Scenario(**fields)) == (0, 11, 0)
+    with pytest.raises(GpuplanError, match="extra_gpus names no card"):
+        gpuplan.estimate({**fields, "extra_gpus": ",,"})
+    assert run(["estimate", "--model", "llama-3.1-8b", "--task", "infer", "--gpu", "rtx-3090", "--engine", "trtllm",
+                "--extra-gpus", ""]) == 2
+
+
+def test_an_fp32_job_on_a_card_with_no_fp32_rate_is_one_sentence_and_left_out_of_a_search():
+    """A10G, Gaudi 2 and Gaudi 3 publish no fp32 rate, and fp32 GEMMs do not fall back to a 16-bit one: ``estimate
+    --precision fp32 --gpu gaudi2`` and ``recommend --precision fp32`` (A10G has offers) divided by zero in
+    ``gemm_time_s`` (tracebacks). Now the estimate says why in a sentence and the search leaves those cards out."""
+    job = {"model": "llama-3.2-1b", "task": "train", "method": "full", "precision": "fp32"}
+    for card in ("gaudi2", "a10g"):
+        with pytest.raises(GpuplanError, match="has no fp32 rate in gpuplan's GPU catalog"):
+            gpuplan.estimate({**job, "gpu": card})
+    rec = gpuplan.recommend(job, max_gpus=1, top=100)
+    cards = {x.gpu_id for x in rec.setups}
+    assert rec.setups and not cards & {"nvidia-a10g", "intel-gaudi2", "intel-gaudi3"}
+    assert "nvidia-a10" in cards  # its sibling with an fp32 rate (31.2 TFLOPS) is ranked
+
+
 # ---- pipeline folders and encoder configs (session 12: read by no validator before) ---------------------------------
 ENCODERS = ["openai/whisper-small", "google/flan-t5-base", "google/vit-base-patch16-224", "facebook/bart-large"]
 ENCODER_KEYS = ["d_model", "encoder_layers", "decoder_layers", "max_source_positions", "max_target_positions",

@@ -29,7 +29,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-from ..errors import GpuplanError, UnknownNameError
+from ..errors import GpuplanError, UnknownNameError, echo_value
 from .layers import Linear
 
 DTYPE_BYTES = {"float32": 4, "fp32": 4, "bfloat16": 2, "bf16": 2, "float16": 2, "fp16": 2, "float8": 1,
@@ -98,7 +98,7 @@ class Format:
             per = n / 2 + (blocks + 4 * math.ceil(blocks / 256) if self.double_quant else 4 * blocks)
         elif name.startswith(("gptq-", "awq-")):
             bits = 4 if name.endswith("int4") else 8
-            groups = math.ceil(i / self.group_size)
+            groups = 1 if self.group_size == -1 else math.ceil(i / self.group_size)
             per = n * bits / 8 + groups * o * bits / 8 + 2 * groups * o + (4 * i if name.startswith("gptq") else 0)
         elif name == "fp8":
             bi, bo = self.fp8_block or (i, o)
@@ -130,8 +130,8 @@ def make_format(name: str, *, high_bytes: int = 2, double_quant: bool = True, gr
     if key not in QUANT_FORMATS:
         hint = f"choose one of: {', '.join(QUANT_FORMATS[:9])}, gguf-<type>"
         raise UnknownNameError("quant format", name, QUANT_FORMATS, hint=hint)
-    if group_size <= 0:
-        raise GpuplanError(f"quantization group size must be positive, got {group_size}")
+    if group_size <= 0 and group_size != -1:  # -1: one group per column (GPTQ_GROUP_ALL)
+        raise GpuplanError(f"quantization group size must be positive (or -1, one group per column), got {group_size}")
     return Format(name=key, high_bytes=high_bytes, double_quant=double_quant, group_size=group_size,
                   fp8_block=fp8_block)
 
@@ -157,13 +157,15 @@ def checkpoint_format(quantization: dict | None, high_bytes: int, num_layers: in
     """
     if not quantization:
         return Format(name="none", high_bytes=high_bytes), ()
+    _check_fields(quantization)
     method = str(quantization.get("quant_method", "")).lower()
     if method == "modelopt":
         return _modelopt_format(quantization, high_bytes, (num_layers, linears, group_layers))
     skip = excluded_groups(quantization.get("modules_to_not_convert") or [], num_layers, linears, group_layers)
     if method in ("fp8", "fbgemm_fp8"):
         block = quantization.get("weight_block_size")
-        return Format(name="fp8", high_bytes=high_bytes, fp8_block=tuple(block) if block else None), skip
+        fp8_block = (int(block[0]), int(block[1])) if block else None
+        return Format(name="fp8", high_bytes=high_bytes, fp8_block=fp8_block), skip
     if method == "mxfp4":
         return Format(name="mxfp4", high_bytes=high_bytes), skip
     if method == "bitsandbytes":
@@ -180,9 +182,53 @@ def checkpoint_format(quantization: dict | None, high_bytes: int, num_layers: in
             raise GpuplanError(f"GPTQ checkpoints with {bits} bits are not supported; gpuplan sizes 4- and 8-bit "
                                "GPTQ weights")
         return Format(name=f"{method}-int{bits}", high_bytes=high_bytes,
-                      group_size=int(quantization.get("group_size", 128))), skip
+                      group_size=int(quantization.get("group_size") or 128)), skip
     raise GpuplanError(f"quantization_config quant_method {method!r} is not supported; "
                        "supported: fp8, fbgemm_fp8, mxfp4, bitsandbytes, gptq, awq, modelopt")
+
+
+# the keys of a quantization_config that the readers above take, and what each must hold (transformers'
+# quantization_config classes: GPTQConfig/AwqConfig bits and group_size, FineGrainedFP8Config weight_block_size,
+# BitsAndBytesConfig bnb_4bit_quant_type, modules_to_not_convert; ModelOpt's ignore / exclude_modules)
+PATTERN_LISTS = ("modules_to_not_convert", "ignore", "exclude_modules")
+
+
+def _check_fields(quantization: dict) -> None:
+    """Each field :func:`checkpoint_format` reads holds what it must, or one sentence says which does not: a
+    ``weight_block_size`` of other than two whole numbers >= 1, module lists that are not lists of text, a ``bits``
+    or ``group_size`` that is not whole (``group_size`` -1 is GPTQ's one group per column: AutoGPTQ
+    ``nn_modules/qlinear`` ``QuantLinear.__init__``, ``group_size if group_size != -1 else infeatures``), a 4-bit
+    type other than nf4 and fp4, a nested ``quantization`` that is not an object. These ended in a traceback deep in
+    the byte count (fuzz_s16: ``weight_block_size: [0, 0]`` a ZeroDivisionError, ``[128, 128, 128]`` a ValueError,
+    ``modules_to_not_convert: [1]`` an AttributeError) or were read silently (``bits: 4.7`` as 4)."""
+    nested = quantization.get("quantization")
+    if nested is not None and not isinstance(nested, dict):
+        raise GpuplanError(f"quantization_config's quantization must be an object, got {echo_value(nested)}")
+    for where in (quantization, nested or {}):
+        for key in PATTERN_LISTS:
+            value = where.get(key)
+            if value is not None and not (isinstance(value, list) and all(isinstance(v, str) for v in value)):
+                raise GpuplanError(f"quantization_config's {key} must be a list of module names, got "
+                                   f"{echo_value(value)}")
+    block = quantization.get("weight_block_size")
+    if block is not None and not (isinstance(block, list) and len(block) == 2 and all(_whole(b, 1) for b in block)):
+        raise GpuplanError(f"quantization_config's weight_block_size must be two whole numbers >= 1 ([128, 128]), "
+                           f"got {echo_value(block)}")
+    for key, least in (("bits", 1), ("group_size", -1)):
+        value = quantization.get(key)
+        if value is not None and (not _whole(value, least) or value == 0):
+            raise GpuplanError(f"quantization_config's {key} must be a whole number >= 1"
+                               + (" (or -1, one group per column)" if key == "group_size" else "")
+                               + f", got {echo_value(value)}")
+    kind = quantization.get("bnb_4bit_quant_type")
+    if quantization.get("load_in_4bit") and kind is not None and kind not in ("nf4", "fp4"):
+        raise GpuplanError(f"quantization_config's bnb_4bit_quant_type must be nf4 or fp4, got {echo_value(kind)}")
+
+
+def _whole(value: object, least: int) -> bool:
+    """``value`` a whole number (4 or 4.0, not True, 4.7 or NaN) from ``least`` up to 2**31."""
+    return not isinstance(value, bool) and isinstance(value, (int, float)) and math.isfinite(value) and \
+        float(value).is_integer() and least <= value <= 2**31
 
 
 def _modelopt_format(quantization: dict, high_bytes: int, model: tuple) -> tuple[Format, tuple[str, ...]]:

@@ -53,6 +53,13 @@ PER_ENTRY = ("intermediate_size", "moe_intermediate_size")
 PER_ENTRY_VISION = ("num_attention_heads", "patch_size", "image_size")
 MAPPINGS = ("text_config", "vision_config", "quantization_config", "rope_scaling")
 LISTS = ("layer_types", "architectures", "mlp_only_layers")
+# Switches the readers take as booleans (a bias, a tied head, a norm, a layout): JSON's true/false (or null); a string
+# there is truthy in Python, so "false" turned the switch on (fuzz_s16: "tie_word_embeddings": "false" counted Llama
+# 3.2 1B untied at 1,236 M parameters, the tied count, where false gives 1,498 M)
+SWITCHES = ("tie_word_embeddings", "use_sliding_window", "attention_bias", "mlp_bias", "use_qk_norm",
+            "qk_norm", "use_parallel_residual", "parallel_attn", "new_decoder_architecture", "multi_query",
+            "o_bias", "routing_bias", "mamba_rms_norm", "mamba_proj_bias", "mamba_conv_bias", "enable_bias",
+            "layer_norm_elementwise_affine", "do_layer_norm_before")
 TEXTS = ("model_type", "torch_dtype", "dtype", "hidden_act", "hidden_activation", "activation_function",
          "_name_or_path")
 LARGEST = 2**31  # no real size comes near; keeps products of sizes far from overflow in float arithmetic
@@ -77,6 +84,10 @@ def checked_config(config: dict[str, Any], where: str = "config.json", *, vision
     for key in LISTS:
         if out.get(key) is not None and not isinstance(out[key], list):
             raise GpuplanError(f"{where}: {key} must be a JSON list, got {type(out[key]).__name__}")
+    for key in SWITCHES:
+        if isinstance(out.get(key), str):
+            raise GpuplanError(f"{where}: {key} must be true or false, got {echo_value(out[key])}; write it without "
+                               "quotes")
     if out.get("layer_types") and not all(isinstance(t, str) for t in out["layer_types"]):
         raise GpuplanError(f"{where}: layer_types must list layer kinds as text (full_attention, sliding_attention)")
     for key in (*POSITIVE, *positive, *NON_NEGATIVE):
@@ -92,12 +103,16 @@ def checked_config(config: dict[str, Any], where: str = "config.json", *, vision
                            "would have no dimensions (head_dim = hidden_size / heads); give head_dim or fix the sizes")
     _check_heads(out, where, heads)
     _check_window(out, where)
+    _check_layer_kinds(out, where)
     experts = next((out[k] for k in ("num_local_experts", "num_experts", "n_routed_experts") if out.get(k)), None)
     key = next((k for k in ("num_experts_per_tok", "experts_per_token", "top_k_experts") if out.get(k)), None)
     per_token, experts = out.get(key) if key else None, experts if isinstance(experts, int) else None
     if experts and per_token and per_token > experts:  # Gemma 4 names it top_k_experts
         raise GpuplanError(f"{where}: {per_token} experts per token but only {experts} experts; "
                            f"{key} must not exceed the expert count")
+    if experts and out.get("moe_intermediate_size") == 0:
+        raise GpuplanError(f"{where}: moe_intermediate_size 0 gives {experts} experts of no width; give the experts' "
+                           "real width (or remove it: the readers then take intermediate_size)")
     for key in ("text_config", "vision_config"):
         if isinstance(out.get(key), dict):
             out[key] = checked_config(out[key], f"{where} ({key})", vision=key == "vision_config", positive=positive)
@@ -157,6 +172,18 @@ def _check_window(config: dict[str, Any], where: str) -> None:
         raise GpuplanError(f"{where}: sliding_window is 0 while {switch} turns sliding attention on, and a window of "
                            "0 tokens sees nothing; give the window's length in tokens, or sliding_window null for "
                            "full attention")
+
+
+def _check_layer_kinds(config: dict[str, Any], where: str) -> None:
+    """``layer_types`` names one kind per decoder layer: a list of another length than ``num_hidden_layers`` is
+    refused, as transformers refuses it (``configuration_utils.layer_type_validation``: "`num_hidden_layers` must be
+    equal to the number of layer types"); the readers build one layer per entry, so a short list planned a model
+    of fewer layers (fuzz_s16: six Gemma 3 layers with one kind listed were counted as one layer, 328 M of 463 M
+    parameters)."""
+    types, layers = config.get("layer_types"), config.get("num_hidden_layers")
+    if types and isinstance(layers, int) and len(types) != layers:
+        raise GpuplanError(f"{where}: layer_types lists {len(types):,} layer kinds but num_hidden_layers is "
+                           f"{layers:,}; give one kind per layer")
 
 
 def _whole(value: Any, key: str, where: str, least: int, most: int) -> int:

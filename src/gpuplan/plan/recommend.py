@@ -539,19 +539,31 @@ def _search(s: Scenario, m: ModelSpec, c: Constraints, offers: list[Offer], card
             laid = _Ladder(scenario, m) if _free(s, scenario) else None
             for gpu in cards.values():
                 evaluated += 1
-                speeds: dict = {}  # by class of links: the layout's speed, where the ladder timed it
-                plan = laid.plan(gpu, c.min_headroom, speeds) if laid else None
-                if plan is None and accumulated:
-                    plan = _fitting(accumulated[0], m, gpu, accumulated[1], c.min_headroom)
-                plan = plan or _fitting(scenario, m, gpu, shared, c.min_headroom)
+                try:  # a card the catalog gives no rate for this precision (A10G, Gaudi at fp32) is left out,
+                    plan, priced = _on_card(scenario, m, c, gpu, laid, accumulated, shared, labels, offers,
+                                            references[gpu.id])
+                except GpuplanError:  # as compare() leaves it out; it divided by zero here (fuzz_s16)
+                    continue
                 if plan is None:
                     continue
                 fitting += 1
-                priced = _priced(plan, labels, offers, references[gpu.id], speeds)
                 if change and shared:
                     pending.update({id(x): (labels, as_given.get(key), scenario, gpu) for x in priced})
                 setups += priced
     return evaluated, fitting, setups, pending
+
+
+def _on_card(scenario, m, c: Constraints, gpu: GpuSpec, laid, accumulated, shared, labels, offers, reference):
+    """(memory plan, priced setups) of one layout on ``gpu`` where it fits, else (None, []): the ladder's layout,
+    else the accumulated one, else the scenario's own (:func:`_search`)."""
+    speeds: dict = {}  # by class of links: the layout's speed, where the ladder timed it
+    plan = laid.plan(gpu, c.min_headroom, speeds) if laid else None
+    if plan is None and accumulated:
+        plan = _fitting(accumulated[0], m, gpu, accumulated[1], c.min_headroom)
+    plan = plan or _fitting(scenario, m, gpu, shared, c.min_headroom)
+    if plan is None:
+        return None, []
+    return plan, _priced(plan, labels, offers, reference, speeds)
 
 
 # the scenario field each technique's word changes: a word is said only where its field changes

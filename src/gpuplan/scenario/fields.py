@@ -424,6 +424,15 @@ class Scenario(BaseModel):
             raise ValueError("tensor_split takes one positive share per device, e.g. 24,24 or 3,1")
         return value
 
+    @field_validator("extra_gpus")
+    @classmethod
+    def _cards(cls, value: list[str] | None) -> list[str] | None:
+        """A list naming no card (``--extra-gpus ''`` or ``,,``) is refused as every list option naming nothing is
+        (session 15's ``--gpus ,,``); it was planned as no split."""
+        if value is not None and not value:
+            raise ValueError("extra_gpus names no card: name the cards beside gpu (rtx-3090,rtx-3060) or drop it")
+        return value
+
     @field_validator("lora_targets")
     @classmethod
     def _targets(cls, value):
@@ -519,6 +528,14 @@ class Scenario(BaseModel):
         if self.wired_limit_mb is None:
             data.pop("wired_limit_mb", None)
         return data
+
+    def __hash__(self) -> int:
+        """A hash over every field, a list field (``lora_targets``, ``extra_gpus``, ``tensor_split``) as the tuple
+        of its items: pydantic's frozen hash fails on a list, and the caches keyed by a scenario
+        (``engines.vllm.named_version`` and the other ``functools.lru_cache`` users) met one as a TypeError
+        traceback (fuzz_s16: ``--extra-gpus ''`` with TensorRT-LLM). Equal scenarios hash alike (pydantic's ``==``
+        compares the same fields)."""
+        return hash(tuple(tuple(v) if isinstance(v, list) else v for v in self.__dict__.values()))
 
     def model_copy(self, *, update: dict[str, Any] | None = None, deep: bool = False) -> "Scenario":
         """A copy with ``update`` applied to the fields given explicitly, validated again, so that the stack's

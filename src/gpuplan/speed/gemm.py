@@ -98,10 +98,17 @@ def can_time(gpu: GpuSpec) -> bool:
     return peak_flops(gpu, "bf16") > 0
 
 
-def _require_rate(gpu: GpuSpec) -> None:
+def _require_rate(gpu: GpuSpec, dtype: str) -> None:
+    """One sentence where the catalog has no rate for the GEMMs asked: no 16-bit matrix rate at all, or, for fp32
+    and tf32 work, no fp32 rate (A10G, Gaudi 2 and 3 publish none; :func:`peak_flops` does not fall back to a 16-bit
+    rate for them), which divided by zero (fuzz_s16: ``recommend --precision fp32`` and ``estimate --precision fp32
+    --gpu gaudi2`` ended in a ZeroDivisionError)."""
     if not can_time(gpu):
         raise GpuplanError(f"{gpu.name} has no dense 16-bit matrix rate in gpuplan's GPU catalog, so its speed "
                            "cannot be estimated; memory answers (gpuplan fit) still work")
+    if peak_flops(gpu, dtype) <= 0:
+        raise GpuplanError(f"{gpu.name} has no {dtype} rate in gpuplan's GPU catalog, so a {dtype} job's speed "
+                           "cannot be estimated on it; plan it in bf16 (--precision bf16-mixed), or on another card")
 
 
 def bandwidth(gpu: GpuSpec) -> float:
@@ -152,7 +159,7 @@ def _card_rates(gpu: GpuSpec, dtype: str, split_accumulator: bool = False) -> tu
     key = (id(gpu), dtype, split_accumulator)
     held = _RATES.get(key)
     if held is None or held[0] is not gpu:  # the id of a card that is gone may be reused
-        _require_rate(gpu)
+        _require_rate(gpu, dtype)
         rate = peak_flops(gpu, dtype) * matmul_fraction(gpu, dtype) * oh.GEMM_SHAPE_ASYMPTOTE.get(gpu.id, 1.0) \
             * accumulation_share(gpu, dtype, split_accumulator)
         held = _RATES[key] = (gpu, (rate, shape_scale(gpu), bandwidth(gpu)))
