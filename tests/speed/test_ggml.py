@@ -419,3 +419,26 @@ def test_mxfp4_moe_file_weighs_what_llama_bench_prints(model, gib):
     gpt-oss 20B MXFP4 MoE 11.27 GiB (ggml-org/llama.cpp PR #16991), 120B 59.02 GiB (PR #19922)."""
     parts = gguf.weight_bytes(load_model(model), "mxfp4_moe")
     assert sum(parts.values()) / 2**30 == pytest.approx(gib, abs=0.005)
+
+
+def test_a_long_prefill_times_each_micro_batch_size_once(monkeypatch):
+    """A burst of many long prompts is hundreds of thousands of micro-batches (the outside fuzzer's DeepSeek-V3 burst,
+    4,096 x 100,000 tokens, ran past 5 minutes): every full micro-batch's linears cost the same, so they are timed
+    once per size, and the activations' bytes once per token; the total is the micro-batch-by-micro-batch sum:
+    100 full micro-batches of 512 and one of 200 = 100 x the full one's linears + the last one's."""
+    timer = _timer("meta-llama/Llama-2-7b-hf", "rtx-4090", None)
+    calls = []
+    real = ggml.linears_s
+
+    def counted(s, m, gpu, backend, tokens, **kw):
+        calls.append(tokens)
+        return real(s, m, gpu, backend, tokens, **kw)
+
+    monkeypatch.setattr(ggml, "linears_s", counted)
+    parts = ggml.prefill_parts(timer, 100 * 512 + 200)
+    assert sorted(calls) == [200, 512]
+    s, m, gpu = timer.s, timer.m, timer.gpu
+    expected = 100 * real(s, m, gpu, "cuda", 512) + real(s, m, gpu, "cuda", 200)
+    outputs = 100 * ggml.output_rows_s(s, m, gpu, "cuda", 512) + ggml.output_rows_s(s, m, gpu, "cuda", 199)
+    assert parts["gemm"] == pytest.approx(expected + outputs)
+    assert parts["elementwise"] == pytest.approx(ggml.elementwise_s(m, gpu, 100 * 512 + 200))

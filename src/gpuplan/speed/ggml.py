@@ -351,10 +351,13 @@ def prefill_parts(timer, tokens: int, *, context: int = 0, seqs: int = 1) -> dic
     if backend == "cuda" and ub <= oh.LLAMA_CPP_MMVQ_MAX_BATCH:
         return small_batch_prefill_parts(s, m, gpu, tokens, ub, context)
     parts = {"gemm": 0.0, "attention": 0.0, "ssm_scan": 0.0, "elementwise": 0.0, "kernel_latency": 0.0}
-    done = 0
+    done, linears = 0, {}  # a micro-batch's linears, by its rows: every full one costs the same
+    per_token = elementwise_s(m, gpu, 1)  # the activations' bytes grow with the rows alone
     while done < tokens:
         u = min(ub, tokens - done)
-        parts["gemm"] += linears_s(s, m, gpu, backend, u)
+        if u not in linears:
+            linears[u] = linears_s(s, m, gpu, backend, u)
+        parts["gemm"] += linears[u]
         per_seq = max(math.ceil(u / seqs), 1)
         parts["gemm"] += output_rows_s(s, m, gpu, backend, u if done + u < tokens else u - seqs)
         if s.flash_attention == "off" and backend in ("cuda", "metal"):
@@ -365,7 +368,7 @@ def prefill_parts(timer, tokens: int, *, context: int = 0, seqs: int = 1) -> dic
             parts["attention"] += attention_s(m, gpu, "fp16", seqs, per_seq, kernel=timer.kernel,
                                               context=context + done)
         parts["ssm_scan"] += recurrent_scans_s(m, gpu, seqs, per_seq)
-        parts["elementwise"] += elementwise_s(m, gpu, u)
+        parts["elementwise"] += u * per_token
         parts["kernel_latency"] += oh.DECODE_KERNELS_PER_LAYER * m.num_layers * oh.GEMM_KERNEL_LATENCY_S
         done += u
     return parts
