@@ -160,3 +160,11 @@ def test_simulate_checks_its_keywords_before_it_imports_torch(keyword, value):
     """simulate(layers='\t') was a TypeError from the simulation's own bound check (bench/fuzz.py, seed 1)."""
     with pytest.raises(GpuplanError, match=keyword):
         api.simulate({**SERVE, "gpu": "rtx-4090"}, **{keyword: value})
+
+
+@pytest.mark.parametrize("models", [[], (), ""])
+def test_fit_with_an_empty_models_list_is_refused_not_every_model(models):
+    """The outside fuzzer's `gpuplan.fit(gpu, models=[])` planned all 92 bundled models, as if no list had been
+    given: an empty list names no model and is one sentence."""
+    with pytest.raises(gpuplan.GpuplanError, match="fit's models names no model"):
+        gpuplan.fit("rtx-3090", models=models)

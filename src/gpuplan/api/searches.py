@@ -132,6 +132,8 @@ def fit(gpu: str, scenario: ScenarioLike | None = None, *, models: Iterable[str]
     if not isinstance(gpu, str) or not gpu.strip():
         raise GpuplanError("fit needs your cards: --gpu 2x3090 (count x name, or a name for one card)")
     models = names_of(models, "models") if models is not None else None
+    if models == []:  # an empty list planned every bundled model, as if none had been given
+        raise GpuplanError("fit's models names no model: give model names, or leave it out for every bundled model")
     gpu_id, count = parse_have(gpu)
     count_text, sep, name = gpu.strip().partition("x")
     card, note = resolve_gpu(name.strip() if sep and count_text.strip().isdigit() else gpu.strip())
