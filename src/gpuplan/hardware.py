@@ -118,6 +118,11 @@ class GpuSpec:
     infinity_fabric_gbs: float | None = None
 
     @property
+    def busy_w(self) -> float | None:
+        """What the card draws while it works: its TDP, or the power limit it is run at (None: no TDP on file)."""
+        return self.power_limit_w or self.tdp_w
+
+    @property
     def generation(self) -> str:
         """Volta, Turing, Ampere, Ada, Hopper, Blackwell... (the first word GPUS.md uses that matches)."""
         return next((g for g in GENERATIONS if g.lower() in self.architecture.lower()), self.architecture)

@@ -1310,9 +1310,6 @@ HOST_RAM_PER_GPU_GIB = 64.0
 # ---- checkpointing and spot (cost) --------------------------------------------------------------------
 CHECKPOINT_WRITE_GBS = 1.0  # sustained write to network/local storage, GB/s (override: --disk-gbs)
 RESTART_MINUTES = 10.0  # reprovision + load checkpoint + warm up after an interruption
-POWER_USD_PER_KWH = 0.15  # US average commercial electricity 2025 (EIA); override
-PUE = 1.4  # data-centre / home cooling overhead (Uptime Institute 2024 average PUE ~1.5)
-UTILIZATION = 0.8  # share of TDP drawn on average under training load
 # The whole bill (market/bill.py): defaults where data/providers.yaml gives no figure for a provider, each said as
 # an assumption. 730 h per month is the cloud providers' billing convention (AWS, GCP price pages).
 HOURS_PER_MONTH = 730.0

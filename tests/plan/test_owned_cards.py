@@ -8,9 +8,10 @@ from __future__ import annotations
 import pytest
 
 import gpuplan
-from gpuplan import overheads as oh
 from gpuplan.cli import run
 from gpuplan.hardware import load_gpu
+from gpuplan.market.electricity import home_kwh
+from gpuplan.owning.power import electricity_price
 
 JOB = dict(model="qwen3-8b", task="train", method="qlora", framework="unsloth", samples=2000, mean_tokens=650)
 
@@ -19,11 +20,11 @@ def test_an_unpriced_card_is_priced_by_its_power():
     plan = gpuplan.estimate(JOB | {"gpu": "rtx-4070-ti-super"})
     c = plan.cost
     assert c is not None and c.pricing == "owned" and c.offer == "your 1x rtx-4070-ti-super (power only)"
-    # hand calculation: 285 W x 0.8 drawn under load x PUE 1.4 x $0.15/kWh = $0.04788 per hour
+    # hand calculation: 285 W under load x PUE 1.0 x $0.16/kWh (us residential 2023, as buy prices it) = $0.0456
     watts = load_gpu("rtx-4070-ti-super").tdp_w
     assert watts == 285
-    assert c.usd_per_hour == pytest.approx(0.285 * 0.8 * 1.4 * 0.15, rel=1e-12)
-    assert (oh.UTILIZATION, oh.PUE, oh.POWER_USD_PER_KWH) == (0.8, 1.4, 0.15)
+    assert c.usd_per_hour == pytest.approx(0.285 * 0.16, rel=1e-12)
+    assert electricity_price().usd_per_kwh == home_kwh()[0] == 0.16  # buy's default price is the same kWh
     # hours: the data's 1,300,000 tokens at the plan's speed
     assert plan.scenario["train_tokens"] == 1_300_000
     assert c.hours == pytest.approx(1_300_000 / plan.speed.tokens_per_s / 3600, rel=1e-9)

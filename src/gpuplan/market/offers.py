@@ -25,11 +25,11 @@ from pathlib import Path
 from typing import Any
 
 from .. import clock
-from .. import overheads as oh
 from ..datafiles import read_yaml
 from ..errors import GpuplanError, UnknownNameError, echo, no_control
 from ..hardware import Network, gpus
 from ..userfiles import is_file
+from .electricity import owned_usd_per_gpu_hour
 
 PRICINGS = ("on_demand", "spot", "interruptible", "reserved")
 CONFIDENCES = ("high", "medium", "low")
@@ -113,12 +113,12 @@ class Offer:
 
 def owned_offer(gpu_id: str, count: int, usd_per_gpu_hour: float | None = None) -> Offer:
     """The user's own ``count`` cards of ``gpu_id`` as an offer priced by power only (``recommend --have``,
-    ``estimate --pricing owned``, and any card no offer prices): TDP x :data:`~gpuplan.overheads.UTILIZATION` x
-    :data:`~gpuplan.overheads.PUE` x :data:`~gpuplan.overheads.POWER_USD_PER_KWH` per GPU-hour, unless
+    ``estimate --pricing owned``, and any card no offer prices): the card's draw under load at a home's price of a
+    kWh, as ``buy`` prices it (:func:`~gpuplan.market.electricity.owned_usd_per_gpu_hour`), unless
     ``usd_per_gpu_hour`` says (a ranked setup's, launched); the links are the card's own (GeForce: no peer-to-peer),
     as ``estimate`` and ``launch`` time them."""
     if usd_per_gpu_hour is None:
-        usd_per_gpu_hour = (gpus()[gpu_id].tdp_w or 300) / 1000 * oh.UTILIZATION * oh.PUE * oh.POWER_USD_PER_KWH
+        usd_per_gpu_hour = owned_usd_per_gpu_hour(gpus()[gpu_id])
     return Offer(provider="owned", tier="", gpu_id=gpu_id, gpu_count=count, pricing="owned",
                  price_usd_per_gpu_hour=usd_per_gpu_hour, region="", intra_node="", observed_at=clock.today(),
                  source="power only", notes="", origin="--have")

@@ -12,6 +12,7 @@ from typing import Any
 import yaml
 
 from ..errors import GpuplanError, did_you_mean
+from ..market.electricity import electricity_facts
 
 
 @dataclass(frozen=True)
@@ -63,7 +64,7 @@ def depreciation(kind: str) -> dict[str, Any]:
 
 
 def electricity() -> dict[str, Any]:
-    return owning_facts()["electricity"]
+    return electricity_facts()  # one reader for the market's own-card price and buy
 
 
 def idle() -> dict[str, Any]:

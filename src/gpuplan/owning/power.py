@@ -72,7 +72,7 @@ def card_idle_w(gpu: GpuSpec) -> tuple[float, str]:
 
 def card_busy_w(gpu: GpuSpec) -> float:
     """What a card draws while it works: its TDP, or the power limit it is run at."""
-    return float(gpu.power_limit_w or gpu.tdp_w or 0.0)
+    return float(gpu.busy_w or 0.0)
 
 
 class Energy(BaseModel):

@@ -23,11 +23,11 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 
 from .. import clock
-from .. import overheads as oh
 from ..errors import GpuplanError, UnknownNameError
 from ..hardware import Network
 from ..market.choice import best_on_demand, matching
 from ..market.cost import Cost, checkpoint_bytes, price_job, spot_plan
+from ..market.electricity import HOME_PUE, NO_TDP_W, home_kwh
 from ..market.job import save_interval_h
 from ..market.offers import Offer, owned_offer
 from ..market.store import price_filter
@@ -294,9 +294,11 @@ def owned(s: Scenario, m, gpu, trainable: int) -> Priced:
 
 def power_words(gpu, cost: Cost) -> str:
     """How a plan on the user's own cards is priced, in words (the assumption it says)."""
-    return (f"cost: {cost.offer}: {gpu.tdp_w or 300:g} W per card x {oh.UTILIZATION:g} of it drawn under load x "
-            f"PUE {oh.PUE:g} x ${oh.POWER_USD_PER_KWH:g}/kWh = ${cost.usd_per_gpu_hour:.3f} per GPU-hour; the cards "
-            "themselves are not counted (`gpuplan buy` weighs buying against renting)")
+    kwh, where = home_kwh()
+    draw = f"{gpu.busy_w:g} W per card under load" if gpu.busy_w else f"{NO_TDP_W:g} W per card (no TDP on file)"
+    return (f"cost: {cost.offer}: {draw} x PUE {HOME_PUE:.1f} x ${kwh:g}/kWh ({where}, as `gpuplan buy` prices a "
+            f"home's power) = ${cost.usd_per_gpu_hour:.3f} per GPU-hour; the cards themselves are not counted "
+            "(`gpuplan buy` weighs buying against renting)")
 
 
 def choose(priced: list[Priced], label: str | None = None) -> Priced | None:
