@@ -346,7 +346,10 @@ CAUSES = {
         "DeepSeek-R1 on V0 with no multi-step, async output processing on, graphs captured at 1-256), FlashMLA by "
         "the run's env var (vLLM's default only from PR #14451), greedy sampling, fused_moe's Triton block-FP8 "
         "kernel; of these only the MoE table's key 16 switches between 8 and 16 sequences, and no public timing of "
-        "it or of that nightly's decode step was found (bench/results/load_accuracy.md)."),
+        "it or of that nightly's decode step was found (bench/results/load_accuracy.md). Not the decode attention's "
+        "rate (s17-kvdec): gpuplan's cache term is 1.05/2.11/4.22 ms at 16/32/64 users while the excess stays at "
+        "18-21 ms, and FlashMLA reads at 0.74-0.90 of the datasheet in public timings (its README's 3,000 GB/s on "
+        "an H800; achatbot PR #123 on an H100), at or above gpuplan's rate."),
     ("load_accuracy", "gpustack"): (
         "GPUStack's performance lab, vLLM 0.11.0 with no flags, bursts of 500 prompts of 4,000 or 2,000 tokens "
         "(added 2026-11-30, held out). The 8-GPU rows land (TTFT -19..+1 %); the misses above 25 % are Qwen3-14B on "
@@ -363,7 +366,13 @@ CAUSES = {
         "client land at +40 % and +13 %: its mean ITL above its mean TPOT (7.78 against 7.38 ms) puts ~30 ms a "
         "request in that vLLM 0.11 API server, a cost vLLM's code does not show and no run outside the held-out "
         "rows measures; these burst rows are held by the prompt rate, not by admission (30 ms of serial work moves "
-        "them under 1 %)."),
+        "them under 1 %). Session 17 (s17-kvdec) read the decode attention's bandwidth and the burst's steps: "
+        "public FA3, FA2 and FlashMLA decode timings outside these rows put the cache read at 0.54-0.90 of the "
+        "datasheet (flash-attention issue #1572, onnxruntime PR #21414, FlashMLA's README), and a read slow enough "
+        "to match the median ITL (0.41) still leaves TPOT -34/-39 % while the vLLM blog's H100 row on the same FA3 "
+        "path would go from -7 % to +47 %; the page's share of token gaps in prompt-chunk steps is the simulation's "
+        "(0.156/0.311 against 0.145/0.296), and the compute-bound 8,192-token chunk steps, 1.77/1.82x gpuplan's, "
+        "carry about two thirds of the TPOT miss (bench/results/load_accuracy.md, note (d))."),
     ("load_accuracy", "k8sllm"): (
         "a Kubernetes platform's baseline (added session 16, held out): vLLM 0.23.0, Qwen2.5-0.5B-Instruct on one L4 "
         "of a 4-vCPU GKE node, `vllm bench serve --backend openai-chat` in a closed loop at 1-32 users, the client "
@@ -374,7 +383,8 @@ CAUSES = {
         "GPU's work, in the API-server process and the client that stream ~3,800 chat chunks a second on the node's "
         "4 vCPUs beside the engine core, which gpuplan's API-server queue (1 ms a request, 72.8 us a token) puts ~30 % "
         "busy. A host's CPU is not an input of gpuplan and no run of this node outside these rows sets one: left "
-        "(bench/results/load_accuracy.md)."),
+        "(bench/results/load_accuracy.md). The ITL misses are not the decode attention's rate (s17-kvdec): the "
+        "cache is 0.58 of gpuplan's 5.84 ms step at 32 users."),
     ("load_accuracy", "kvcached"): (
         "TPOT now within the limit (48.3 % -> 18.5 %): vLLM 0.19's steps past its largest CUDA graph (512 tokens: a "
         "512-token prompt beside the running decodes) run the compiled model without a graph, every kernel launched "
