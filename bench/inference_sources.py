@@ -313,7 +313,8 @@ CAUSES = {
         "(see pr16649)."),
     ("llama_bench", "vllmmlx531"): (
         "vllm-mlx v0.3.0's single-request run of Qwen3-0.6B 8-bit on a 48 GB M4 Pro (waybarrios/vllm-mlx issue #531; "
-        "added session 17 as a test of generalisation, held out): 284 t/s against gpuplan's 176. A 0.6B model is "
+        "added session 17 as a test of generalisation, held out; its benchmark.py times mlx_lm stream_generate itself, "
+        "no server): 284 t/s against gpuplan's 176. A 0.6B model is "
         "where gpuplan's fixed MLX time per token decides (2.96 of its 5.69 ms: overheads.MLX_STEP_OVERHEAD_S 1 ms, "
         "borrowed from llama.cpp's C++ loop, and MLX_LAYER_S 70 us x 28 layers, fitted on one llmfit row), where the "
         "measured 3.52 ms leaves at most 0.79 ms over the weights' bytes; the session's held-out 7-8B mlx-lm rows "
