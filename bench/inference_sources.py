@@ -318,7 +318,8 @@ CAUSES = {
         "where gpuplan's fixed MLX time per token decides (2.96 of its 5.69 ms: overheads.MLX_STEP_OVERHEAD_S 1 ms, "
         "borrowed from llama.cpp's C++ loop, and MLX_LAYER_S 70 us x 28 layers, fitted on one llmfit row), where the "
         "measured 3.52 ms leaves at most 0.79 ms over the weights' bytes; the session's held-out 7-8B mlx-lm rows "
-        "leave 1.4-2.8 ms, the fitted llmfit row 3.3 ms (its harness's Avg TPS may carry more than decode steps). "
+        "leave 1.4-2.8 ms, the fitted llmfit row 3.3 ms: llmfit's bench.rs divides its output tokens by the whole "
+        "non-streamed request, prompt and HTTP included (llmfit1031's note). "
         "Not changed: no source outside these rows times mlx-lm's loop per token (llama_bench.md, the row's "
         "note)."),
     ("llama_bench", "pr16649"): (

@@ -171,7 +171,10 @@ LLAMA_CPP_MMVQ_FLOP_PER_SM_CYCLE = 70.0
 # fixed time per layer is fitted by `python bench/llama_bench.py --fit` on the one fitted MLX row of
 # bench/data/llama-bench.csv (Llama-3.1-8B 4-bit on an M2 Pro, llmfit PR #1031); the prompt's share of the FP32 rate
 # is llama.cpp Metal's for quantized weights (not fitted: one M3 Pro row checks it); mlx-lm's Python loop per token
-# as llama.cpp's C++ one.
+# as llama.cpp's C++ one. That row's rate is output tokens over a whole non-streamed request (llmfit's bench.rs), so
+# the fixed time carries its prompt and HTTP (1 ms + 70 us a layer: 3.0 ms a token at 28 layers, 3.2 at 32), where
+# session 17's held-out mlx-lm rows of 0.6B-8B models leave 0.8-2.8 ms over their bytes (Qwen3-0.6B on an M4 Pro
+# -38 %; bench/results/llama_bench.md). Not refitted: no clean decode row outside the held-out ones.
 MLX_DECODE_BANDWIDTH_FRACTION = LLAMA_CPP_METAL_DECODE_BANDWIDTH_FRACTION
 MLX_LAYER_S = 70e-6
 MLX_MATMUL_FRACTION = 0.70
