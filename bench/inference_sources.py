@@ -329,8 +329,8 @@ CAUSES = {
         "#16834 161.6 t/s, +29 %; PR #16884 158.8, +32 %) and Llama-3.1-8B Q4_K_M by +14 % (130.5 t/s), while "
         "ikawrakow's RTX 4080 runs gpt-oss-20b at 186.1 t/s in September 2025 (+3 %) and PR #20586's 2026 RTX "
         "3090 at +13 %: a host and build where the Qwen3-30B-A3B that lands elsewhere misses alike (0.72 of the "
-        "bandwidth and 2.1 us a graph node fit its three models within 1 %; llama_bench.md, MoE section, "
-        "table)."),
+        "bandwidth and 2.1 us a graph node, set by its Llama-3.1-8B and Qwen3-30B-A3B, give this model's 5.37 ms "
+        "a token within 1 %; llama_bench.md, MoE section, table)."),
     ("load_accuracy", "dstackr1"): (
         "dstack's vLLM 0.7 runs of DeepSeek-R1 at 4-128 users (8 H200s, 8 MI300Xs; added 2026-11-30 as a test of "
         "generalisation, held out). TTFT 68.9 % -> 50.3 %: V0 never chunks an MLA model's prompts by default (vLLM "
