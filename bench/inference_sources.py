@@ -305,7 +305,14 @@ CAUSES = {
         "not adopted (Qwen3-30B-A3B's 38-node layer runs at 1.7 us a node); session 15 read and ruled out the small "
         "kernels' cost and CUDA graphs at one token; session 16 the experts' MMVQ grid (4 to 17 waves of 128-thread "
         "blocks, Qwen3-30B-A3B's the least bytes in flight), a host round trip of the ids (none at one token) and "
-        "the unfused MLA attention (the gap is alike with flash attention) (llama_bench.md, MoE section)."),
+        "the unfused MLA attention (the gap is alike with flash attention) (llama_bench.md, MoE section). "
+        "Session 17 set it beside the same card's other models: JohannesGaessler's RTX 3090 of August-September "
+        "2025 leaves 3.2-3.6 us a graph node over gpuplan's bytes on Llama-3.1-8B (fitted), gpt-oss-20b and this "
+        "model alike, his 4090 1.7-2.0 on Llama and Qwen3-30B-A3B: the node count explains the model, the cost a "
+        "node moves with the card, the build (the same 3090 2.2-2.4 us in 2026) and the host. A cost a node "
+        "scaled by the clock takes -ub 1 to +7 % (-ub 8 +50 %) but sends later builds' and faster cards' rows "
+        "-16..-48 %; not adopted until the kernels of each build's graph are counted (llama_bench.md, MoE "
+        "section, table)."),
     ("llama_bench", "pr15631"): (
         "JohannesGaessler's sweeps (added session 14, held out): Qwen3-30B-A3B Q4_0 on an RTX 4090 at -ub 1 +3 %, "
         "-ub 8 +27 % -> +10 % (session 15: MMQ for a routed expert's 2 to 8 rows before PR #18958), -ub 32/64 "
@@ -329,7 +336,12 @@ CAUSES = {
         "#15451, b6263, +44 %), 3090 (PR #15631, +44 %) and 4090 alike, in proportion to none of their SMs x "
         "clock; MXFP4's byte-gathered, table-looked-up dot product, the small kernels' cost and CUDA graphs were "
         "read and ruled out, and in session 16 the experts' MMVQ grid and the ids' path (llama_bench.md, MoE "
-        "section)."),
+        "section). Session 17: on am17an's same 4090 and builds, Qwen3-30B-A3B Q4_0 tg128 misses as much (PR "
+        "#16834 161.6 t/s, +29 %; PR #16884 158.8, +32 %) and Llama-3.1-8B Q4_K_M by +14 % (130.5 t/s), while "
+        "ikawrakow's RTX 4080 runs gpt-oss-20b at 186.1 t/s in September 2025 (+3 %) and PR #20586's 2026 RTX "
+        "3090 at +13 %: a host and build where the Qwen3-30B-A3B that lands elsewhere misses alike (0.72 of the "
+        "bandwidth and 2.1 us a graph node, set by its Llama-3.1-8B and Qwen3-30B-A3B, give this model's 5.37 ms "
+        "a token within 1 %; llama_bench.md, MoE section, table)."),
     ("load_accuracy", "dstackr1"): (
         "dstack's vLLM 0.7 runs of DeepSeek-R1 at 4-128 users (8 H200s, 8 MI300Xs; added 2026-11-30 as a test of "
         "generalisation, held out). TTFT 68.9 % -> 50.3 %: V0 never chunks an MLA model's prompts by default (vLLM "
