@@ -121,9 +121,15 @@ def test_ai_toolkit_runs_flux_as_its_24_gb_example_config_does():
     base = dict(model="flux-dev", task="train", method="lora", resolution="1024", gpu="rtx-4090", stack="ai-toolkit")
     p = plan(**base)
     assert p.scenario["quant"] == "fp8" and p.scenario["optimizer"] == "adamw-8bit"
-    # 11.90 B weights: the adaptive norms' linears kept 16-bit (19 x 2 x 3,072 x 18,432 + 38 x 3,072 x 9,216 + norm_out
-    # 3,072 x 6,144 = 3.25 B, 6.49 GB) and 8.65 B in fp8 (8.65 GB): 15.14 GB = 14.1 GiB, with the LoRA and scales
-    assert p.memory.fits and 14.0 < p.memory.weights_gib < 14.4
+    # 11.90 B weights, quanto's qfloat8 on every linear (the adaptive norms' modulation linears too: session 17, where
+    # the plan kept their 3.25 B 16-bit, 14.3 GiB): 11,898,322,944 linear weights in fp8 (11.90 GB) and 3,085,376
+    # biases and norms in bf16 (6.2 MB): 11.90 GB = 11.09 GiB, with the rank-16 LoRA (0.16 GiB) 11.25
+    assert p.memory.fits and 11.1 < p.memory.weights_gib < 11.4
+    assert "quantize (optimum-quanto qfloat8) stores every linear in fp8" in " ".join(p.module.job.notes)
+    # and the text encoders on the card, as the example leaves them (no cache_text_embeddings): T5-XXL's 4,630,511,616
+    # linear weights in qfloat8 (quantize_te follows quantize) and its 131,799,040 embeddings and norms in bf16
+    # (4.894 GB), CLIP-L whole in bf16 (123,060,480 x 2 = 0.246 GB): 5.140 GB = 4.787 GiB
+    assert p.scenario["text_encoders"] == "frozen" and p.memory.other_gib == pytest.approx(4.787, abs=0.002)
     said = " ".join(p.assumptions)
     assert "optimizer adamw-8bit (its example configs" in said and "quant fp8 (its example configs" in said
     given = plan(**base, optimizer="adamw", quant="none")

@@ -12,7 +12,7 @@ from types import SimpleNamespace
 
 from .. import overheads as oh
 from ..memory import modules as mm
-from ..model.profile import FP8_ALL, Profile, storage_format
+from ..model.profile import FP8_ALL, Profile, storage_format, text_encoder_storage
 from ..plan.modules import ModulePlan, profiles
 from ..scenario.modules import ModuleJob, frozen_text_params, text_ways, trained_text_params, trains_encoder
 from . import memory as mf
@@ -268,9 +268,10 @@ def _other(s, job: ModuleJob, main: Profile, parts: dict[str, Profile], name: st
         computed = mm.component_bytes(c, dtype) / GIB
         formula = f"the {c.cls}'s parameters x bytes in {dtype}"
         text = f"{count(c.params)} x {mm.BYTES[dtype]} B"
-        if c.role == "text_encoder" and job.weights == FP8_ALL:  # kohya's --fp8_base casts the encoders too
+        if c.role == "text_encoder" and text_encoder_storage(job.weights, c.cls) != "16bit":
             computed = mm.text_weight_bytes(job, c, parts[f"text-encoder:{c.name}"]) / GIB
-            formula = f"the {c.cls}'s linear weights x 1 B (kohya's --fp8_base), the rest x bytes in {dtype}"
+            how = "kohya's --fp8_base" if job.weights == FP8_ALL else "ai-toolkit's quantize_te, quanto qfloat8"
+            formula = f"the {c.cls}'s linear weights x 1 B ({how}), the rest x bytes in {dtype}"
             text = f"{count(c.params)} parameters"
         if adapters := mm.text_lora_params(job, parts, c):
             adapter = mm.BYTES["fp32" if s.adapter_dtype == "fp32" else job.dtype]

@@ -339,6 +339,8 @@ def ai_toolkit_config(plan: DiffusionLaunch, images: str) -> dict[str, Any]:
              "noise_scheduler": "flowmatch" if family in ("flux", "sd3") else "ddpm",
              "optimizer": AT_OPTIMIZERS.get(s.optimizer, "adamw8bit"), "lr": 1e-4,
              "dtype": s.precision.split("-")[0] if s.precision != "fp32" else "fp32"}
+    if s.text_encoders == "cached":  # TrainConfig.cache_text_embeddings (July 2025); unset, the encoders stay on
+        train["cache_text_embeddings"] = True  # the GPU (extensions_built_in/sd_trainer/SDTrainer.py)
     process = {"type": "sd_trainer", "training_folder": "output", "device": "cuda:0",
                "network": {"type": "lora", "linear": s.lora_rank, "linear_alpha": s.lora_rank},
                "save": {"dtype": "float16", "save_every": 250, "max_step_saves_to_keep": 4},

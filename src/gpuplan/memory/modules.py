@@ -30,7 +30,7 @@ from .. import overheads as oh
 from ..hardware import GpuSpec
 from ..model.layers import Linear
 from ..model.module_spec import Component
-from ..model.profile import FP8_ALL, Profile, storage_format
+from ..model.profile import FP8_ALL, Profile, storage_format, text_encoder_storage
 from ..model.quant import make_format
 from ..result import MemoryReport
 from ..scenario import Scenario
@@ -115,9 +115,11 @@ def text_weight_bytes(job: ModuleJob, te: Component, prof: Profile) -> float:
     under kohya's --fp8_base (:data:`~gpuplan.model.profile.FP8_ALL`) with its linears in fp8 and its embeddings
     and norms in the job's dtype (train_network.py casts each encoder on the card to ``te_weight_dtype``
     float8_e4m3fn, then prepare_text_encoder_fp8 puts CLIP's embeddings and T5's embeddings and T5LayerNorms
-    back to the weight dtype; CLIP's few layer-norm parameters stay fp8, counted 16-bit here)."""
-    if job.weights == FP8_ALL:
-        return stored_weight_bytes(prof, te.params, "fp8", job.dtype)
+    back to the weight dtype; CLIP's few layer-norm parameters stay fp8, counted 16-bit here), or T5 under
+    ai-toolkit's quantize with its linears in quanto's fp8 (:func:`~gpuplan.model.profile.text_encoder_storage`)."""
+    stored = text_encoder_storage(job.weights, te.cls)
+    if stored != "16bit":
+        return stored_weight_bytes(prof, te.params, stored, job.dtype)
     return component_bytes(te, job.dtype)
 
 

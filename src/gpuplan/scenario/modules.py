@@ -27,7 +27,7 @@ from ..errors import GpuplanError
 from ..model.diffusers import SIDE_PIXELS, SIDE_STEP
 from ..model.families import FAMILIES
 from ..model.module_spec import ModuleSpec
-from ..model.profile import FP8_ALL
+from ..model.profile import FP8_ALL, FP8_LINEARS
 from .fields import Scenario
 from .stacks import DIFFUSION_STACKS
 
@@ -223,6 +223,10 @@ def resolve_diffusion(s: Scenario, spec: ModuleSpec) -> ModuleJob:
     if stack == "kohya" and weights == "fp8":
         weights = FP8_ALL
         notes.append("fp8 base: kohya's --fp8_base casts every weight to fp8, the norms and modulation too")
+    elif stack == "ai-toolkit" and weights == "fp8":
+        weights = FP8_LINEARS
+        notes.append("fp8 base: ai-toolkit's quantize (optimum-quanto qfloat8) stores every linear in fp8, the "
+                     "adaptive norms' modulation linears too; norms, biases and embeddings stay 16-bit")
     batch = s.micro_batch_size * (2 if s.prior_preservation else 1)
     vae_dtype = "fp32" if upcast else dtype  # diffusers' SDXL scripts and kohya keep an fp32 VAE (no_half_vae)
     text_lora, text_trained = _text_training(s, spec, notes)

@@ -34,7 +34,7 @@ from .. import overheads as oh
 from ..errors import GpuplanError
 from ..hardware import GpuSpec, load_gpu
 from ..model.layers import Linear
-from ..model.profile import FP8_ALL, Op, Profile, storage_format
+from ..model.profile import Op, Profile, storage_format, text_encoder_storage
 from ..model.quant import make_format
 from ..scenario.modules import TEXT_LORA_ROLES, frozen_text_params, text_way, trained_text_params, trains_encoder
 from .gemm import bandwidth, continuous_clock_factor, gemm_time_s, matmul_fraction, peak_flops, power_limit_factor
@@ -467,9 +467,9 @@ def text_encoders_s(job, parts: dict[str, Profile], gpu: GpuSpec, run: Run) -> d
     way is checkpointed: :func:`~gpuplan.scenario.modules.text_way`) or trained whole (weight
     gradients too, and the forward again under checkpointing, as the denoiser's full fine-tune)."""
     out: dict[str, float] = {}
-    stored = "fp8" if job.weights == FP8_ALL else "16bit"  # kohya's --fp8_base: the encoders' linears too
     for te in job.spec.role("text_encoder"):
         prof = parts[f"text-encoder:{te.name}"]
+        stored = text_encoder_storage(job.weights, te.cls)  # kohya's --fp8_base, ai-toolkit's quantized T5
         tokens = (job.t5_tokens,) if te.cls == "T5EncoderModel" else ()
         if trains_encoder(job, te):
             how = Run(dtype=job.dtype, weights=stored, lora_roles=TEXT_LORA_ROLES[job.text_lora],
