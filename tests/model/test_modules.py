@@ -432,3 +432,21 @@ def test_ai_toolkit_fp8_base_is_quanto_s_every_linear_counted_on_the_meta_device
     assert planned == quanto - scales and scales / quanto < 6e-4  # 6.1 MB of scales in 11.9 GB
     layerwise = stored_weight_bytes(profile, den.params, "fp8", "bf16")
     assert layerwise - planned == pytest.approx(modulation, rel=1e-3)
+
+
+@pytest.mark.sim
+def test_t5_weights_kept_in_fp32_are_its_wo_linears_on_the_meta_device():
+    """memory.modules.fp32_kept_params against the real T5EncoderModel of SD3's pipeline on the meta device: the
+    parameters named by transformers' T5PreTrainedModel._keep_in_fp32_modules (["wo"]), nothing for CLIP or in
+    bf16."""
+    require("transformers")
+    from gpuplan.memory.modules import fp32_kept_params
+
+    spec = kinds.named("sd3-medium")
+    t5 = next(c for c in spec.components if c.cls == "T5EncoderModel")
+    module = diffusers.build("transformers", t5.cls, t5.config)
+    assert module._keep_in_fp32_modules in (["wo"], {"wo"})
+    wo = sum(p.numel() for name, p in module.named_parameters() if name.split(".")[-2] == "wo")
+    assert fp32_kept_params(t5, "fp16") == wo == 24 * 10_240 * 4_096
+    assert fp32_kept_params(t5, "bf16") == 0
+    assert fp32_kept_params(next(c for c in spec.components if c.cls.startswith("CLIP")), "fp16") == 0

@@ -122,6 +122,12 @@ def _offloaded(job: ModuleJob, main: Profile, parts: dict[str, Profile], plan: M
         c = job.spec.main if who == "denoiser" else next(x for x in job.spec.components if x.name == who)
         held = _resident(job, main, parts, c.name)
         rule, text = "one model on the card at a time (enable_model_cpu_offload)", f"{c.name} {held / GIB:,.2f} GiB"
+        names = [te.name for te in job.spec.role("text_encoder")]
+        if beside := mm.beside_under_offload(job, who, {n: _resident(job, main, parts, n) for n in names}):
+            held += beside
+            rule += (f", and {names[-1]}, which the first encoder's hook leaves on the card while the negative prompt "
+                     "is encoded")
+            text += f" + {names[-1]} {beside / GIB:,.2f} GiB"
     else:
         held = mm.largest_linear(main, parts, who, job)
         rule = "one layer on the card at a time (enable_sequential_cpu_offload): the component's largest linear"
@@ -133,12 +139,7 @@ def _offloaded(job: ModuleJob, main: Profile, parts: dict[str, Profile], plan: M
 
 def _resident(job: ModuleJob, main: Profile, parts: dict[str, Profile], name: str) -> float:
     """A generation component's weights on the card (memory/modules.generation_memory's ``resident``)."""
-    c = next(x for x in job.spec.components if x.name == name)
-    if c.role == "denoiser":
-        return mm.stored_weight_bytes(main, c.params, job.weights, job.dtype)
-    if c.role == "text_encoder" and job.weights in ("nf4", "fp4", "int8") and c.cls == "T5EncoderModel":
-        return mm.stored_weight_bytes(parts[f"text-encoder:{c.name}"], c.params, job.weights, job.dtype)
-    return mm.component_bytes(c, job.dtype)
+    return mm.pipeline_weight_bytes(job, next(x for x in job.spec.components if x.name == name), main, parts)
 
 
 def _states(s, job: ModuleJob, main: Profile, parts: dict[str, Profile], plan: ModulePlan) -> tuple[Formula, Formula]:
