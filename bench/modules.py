@@ -341,10 +341,11 @@ plan's 2.95 on a server). ai-toolkit's fp8 base is optimum-quanto's qfloat8 on e
 exclude for FLUX in toolkit/stable_diffusion_model.py), the adaptive norms' modulation linears too, where the plan
 kept them 16-bit as diffusers' layerwise casting does: 3.25 B parameters, 3.0 GiB less (14.27 to 11.25 GiB of weights
 for the FLUX example on a 4090); and its example keeps the text encoders on the card (no cache_text_embeddings), T5 in
-qfloat8: 4.79 GiB more; no bench row is ai-toolkit's but the bound. DreamBooth at 1024 px (+56 %) and the May 2023
-A100 rows (+45/+32/+44 %): not moved; their notes already answer the settings this session's brief listed (the
-attention kernels each ran, channels-last, the it/s without the VAE, the trained encoder's share, prior preservation
-absent from the command, checkpointing on), and no new source was found.
+qfloat8: 4.79 GiB more; its SD and SDXL LoRA, which it does not quantize (its UI disables model.quantize for sdxl and
+sd15), train 16-bit, where the plan filled an fp8 base for every ai-toolkit LoRA; no bench row is ai-toolkit's but the
+bound. DreamBooth at 1024 px (+56 %) and the May 2023 A100 rows (+45/+32/+44 %): not moved; their notes already answer
+the settings this session's brief listed (the attention kernels each ran, channels-last, the it/s without the VAE, the
+trained encoder's share, prior preservation absent from the command, checkpointing on), and no new source was found.
 """
 
 from __future__ import annotations

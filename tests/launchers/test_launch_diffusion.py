@@ -293,3 +293,14 @@ def test_ai_toolkit_keeps_the_text_encoders_on_the_gpu_as_its_example_unless_cac
     assert "cache_text_embeddings" not in default["config"]["process"][0]["train"]
     cached = yaml.safe_load((write(tmp_path / "b", *args, "--text-encoders", "cached") / "ai-toolkit.yaml").read_text())
     assert cached["config"]["process"][0]["train"]["cache_text_embeddings"] is True
+
+
+def test_ai_toolkit_writes_quantize_for_a_transformer_only(tmp_path):
+    """Its SDXL job says model.quantize false, as its UI's sdxl defaults do (ui/src/app/jobs/new/options.tsx);
+    FLUX's says true, as its example does."""
+    common = ("--task", "train", "--method", "lora", "--gpu", "rtx-4090", "--stack", "ai-toolkit", "--resolution",
+              "1024")
+    sdxl = yaml.safe_load((write(tmp_path / "x", "--model", "sdxl", *common) / "ai-toolkit.yaml").read_text())
+    flux = yaml.safe_load((write(tmp_path / "f", "--model", "flux-dev", *common) / "ai-toolkit.yaml").read_text())
+    assert sdxl["config"]["process"][0]["model"]["quantize"] is False
+    assert flux["config"]["process"][0]["model"]["quantize"] is True

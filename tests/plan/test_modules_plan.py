@@ -805,3 +805,17 @@ def test_sd3_model_offload_holds_t5_beside_clip_g_while_the_negative_prompt_is_e
     assert p.work.parts_s["CPU offload transfers"] == pytest.approx(2 * held / rate, rel=1e-6)
     assert p.work.parts_s["CPU offload transfers"] - bf16.work.parts_s["CPU offload transfers"] == pytest.approx(
         2 * wo * 2 / rate, rel=1e-6)
+
+
+def test_ai_toolkit_trains_a_unet_on_a_16_bit_base():
+    """Session 17: ai-toolkit's model.quantize applies to transformer denoisers (toolkit/stable_diffusion_model.py
+    quantizes FLUX's and SD3's transformer; its SD and SDXL loaders have no quantize call) and its UI sets
+    model.quantize false for sdxl and sd15 (ui/src/app/jobs/new/options.tsx), where the plan filled an fp8 base for
+    every ai-toolkit LoRA. SDXL's UNet in bf16: 2,567,463,684 x 2 B = 4.78 GiB, with the rank-16 LoRA 4.86."""
+    base = dict(model="sdxl", task="train", method="lora", resolution="1024", gpu="rtx-4090", stack="ai-toolkit")
+    p = plan(**base)
+    assert p.scenario["quant"] in (None, "none") and p.module.job.weights == "16bit"
+    assert 4.78 < p.memory.weights_gib < 4.95
+    with pytest.raises(GpuplanError, match=r"ai-toolkit quantizes transformer denoisers \(FLUX, SD3\), not a UNet"):
+        plan(**base, quant="fp8")
+    assert plan(**{**base, "model": "sd3.5-large"}).module.job.weights == "fp8-linears"

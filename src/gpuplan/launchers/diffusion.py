@@ -331,7 +331,8 @@ def ai_toolkit_config(plan: DiffusionLaunch, images: str) -> dict[str, Any]:
         raise GpuplanError("gpuplan writes ai-toolkit's LoRA jobs (its sd_trainer with a lora network): use "
                            "stack kohya or simpletuner for full fine-tuning")
     quant = s.quant or ("nf4" if s.method == "qlora" else None)  # None, none or fp8 (TRAINER_BASES)
-    model: dict[str, Any] = {"name_or_path": _repo(plan), "quantize": quant == "fp8"}
+    # its quantize applies to transformer denoisers only (scenario.modules._ai_toolkit_base)
+    model: dict[str, Any] = {"name_or_path": _repo(plan), "quantize": quant == "fp8" and family in ("flux", "sd3")}
     model.update({"sd": {}, "sdxl": {"is_xl": True}, "sd3": {"is_v3": True}, "flux": {"is_flux": True}}[family])
     train = {"batch_size": s.micro_batch_size, "steps": _steps(plan), "gradient_accumulation_steps": s.grad_accum_steps,
              "train_unet": True, "train_text_encoder": train_te,

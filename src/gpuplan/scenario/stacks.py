@@ -307,11 +307,21 @@ def _fill_kohya(data: Mapping[str, Any], get: Callable[..., Any]) -> dict[str, A
 
 
 def _fill_ai_toolkit(data: Mapping[str, Any], get: Callable[..., Any]) -> dict[str, Any]:
-    if data.get("quant") is None and data["task"] == "train" and get("method") == "lora":
+    if data.get("quant") is None and data["task"] == "train" and get("method") == "lora" and not _unet(data["model"]):
         # its model.quantize: true (optimum-quanto qfloat8): config/examples/train_lora_flux_24gb.yaml,
-        # train_lora_sd35_large_24gb.yaml and the UI's default job (ui/src/app/jobs/new/jobConfig.ts)
+        # train_lora_sd35_large_24gb.yaml and the UI's default job (ui/src/app/jobs/new/jobConfig.ts); for sdxl and
+        # sd15 its UI sets model.quantize false and disables it (ui/src/app/jobs/new/options.tsx)
         return {"quant": "fp8"}
     return {}
+
+
+def _unet(model: Any) -> bool:
+    """Whether ``model`` is a UNet pipeline known without the hub (SD 1.x/2.x, SDXL: :func:`gpuplan.model.kinds.
+    known_here`), which ai-toolkit does not quantize."""
+    from ..model.kinds import known_here
+
+    spec = known_here(model)
+    return spec is not None and spec.kind == "diffusion" and spec.main.cls == "UNet2DConditionModel"
 
 
 def _fill_unsloth(data: Mapping[str, Any], get: Callable[..., Any]) -> dict[str, Any]:
