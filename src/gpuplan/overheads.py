@@ -1301,9 +1301,10 @@ DECODE_BANDS: dict[tuple[str, str, str], tuple[float, float, int, str]] = {
     ("llama.cpp", "dense", "Apple"): (-0.16, 0.04, 25, "llama-bench, LM Studio and Ollama generation of Llama 2 7B, "
                                       "Llama 3 3B-70B and Qwen2.5 7B-72B on M1-M4 Macs; one source's M1 Max runs "
                                       "30-40% slower than gpuplan says (bench/results/llama_bench.md)"),
-    ("mlx", "dense", "Apple"): (-0.01, 0.19, 15, "mlx-lm (and LM Studio's MLX engine) generation of Llama-3.1-8B, "
+    ("mlx", "dense", "Apple"): (-0.08, 0.05, 15, "mlx-lm (and LM Studio's MLX engine) generation of Llama-3.1-8B, "
                                 "Phi-4-mini, Qwen2.5 7B-72B and Qwen3 0.6B-8B on M3 and M4 Pro, Max and Ultra; "
-                                "Qwen3-0.6B decodes 61% faster than gpuplan says (bench/results/llama_bench.md)"),
+                                "Qwen3-0.6B under vllm-mlx decodes 21% faster than gpuplan says, Phi-4-mini under "
+                                "Rapid-MLX 18% slower (bench/results/llama_bench.md)"),
 }
 SPEED_SPREAD_WIDENING = {"other vendor": 1.5, "no fabric data": 1.5, "cpu layers": 1.5, "uncalibrated": 2.0}
 
