@@ -318,17 +318,6 @@ CAUSES = {
         "-ub 8 +27 % -> +10 % (session 15: MMQ for a routed expert's 2 to 8 rows before PR #18958), -ub 32/64 "
         "-14/-17 %, gpt-oss-20b at -ub 1024/2048 -9/-4 %; the miss is gpt-oss-20b at -ub 1 on an RTX 3090, +44 % "
         "(see pr16649)."),
-    ("llama_bench", "vllmmlx531"): (
-        "vllm-mlx v0.3.0's single-request run of Qwen3-0.6B 8-bit on a 48 GB M4 Pro (waybarrios/vllm-mlx issue #531; "
-        "added session 17 as a test of generalisation, held out; its benchmark.py times mlx_lm stream_generate itself, "
-        "no server): 284 t/s against gpuplan's 176. A 0.6B model is "
-        "where gpuplan's fixed MLX time per token decides (2.96 of its 5.69 ms: overheads.MLX_STEP_OVERHEAD_S 1 ms, "
-        "borrowed from llama.cpp's C++ loop, and MLX_LAYER_S 70 us x 28 layers, fitted on one llmfit row), where the "
-        "measured 3.52 ms leaves at most 0.79 ms over the weights' bytes; the session's held-out 7-8B mlx-lm rows "
-        "leave 1.4-2.8 ms, the fitted llmfit row 3.3 ms: llmfit's bench.rs divides its output tokens by the whole "
-        "non-streamed request, prompt and HTTP included (llmfit1031's note). "
-        "Not changed: no source outside these rows times mlx-lm's loop per token (llama_bench.md, the row's "
-        "note)."),
     ("llama_bench", "pr16649"): (
         "am17an's gpt-oss-20b tg128 on an RTX 4090 (added session 14, held out): 173 t/s against gpuplan's 242; "
         "the same model reaches 391 t/s on an RTX PRO 6000 (PR #16991, gpuplan -13 %), 2.26x for 1.78x the "

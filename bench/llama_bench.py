@@ -120,8 +120,8 @@ def fit(rows: list[dict]) -> None:
     cuBLAS's f16 GEMMs on Ampere on the CUDA F16 prompts,
     CUDA generation's bandwidth share, time per layer and MMVQ's rate on its 1-, 4- and 8-row steps (mean |error|:
     the median of four rows would leave one out), Metal's matmuls on its prompts, Metal's generation on its tg rows,
-    MLX's time per layer on its tg rows, and the time per id of PR #13388's Metal id maps on the time its rows add to
-    their twins of a later build (:func:`maps_err`)."""
+    MLX's fixed time per token (per step and per layer) on its tg rows, and the time per id of PR #13388's Metal id
+    maps on the time its rows add to their twins of a later build (:func:`maps_err`)."""
     fitted = [r for r in rows if r["role"] == "fitted"]
     pick = {"mmq": lambda r: backend(r) == "cuda" and r["quant"] != "none" and work(r) == "pp",
             "cublas f16 ampere": lambda r: backend(r) == "cuda" and r["quant"] == "none" and work(r) == "pp",
@@ -139,7 +139,8 @@ def fit(rows: list[dict]) -> None:
                  {"plain": p / 100, "quantized": q / 100} for p in range(50, 101, 2) for q in range(50, 101, 2))},
              "metal tg": {"LLAMA_CPP_METAL_DECODE_BANDWIDTH_FRACTION": tuple(x / 100 for x in range(70, 101)),
                           "LLAMA_CPP_METAL_LAYER_S": tuple(x * 1e-6 for x in range(40, 241, 5))},
-             "mlx tg": {"MLX_LAYER_S": tuple(x * 1e-6 for x in range(0, 241, 5))},
+             "mlx tg": {"MLX_STEP_OVERHEAD_S": tuple(x * 1e-4 for x in range(0, 21)),
+                        "MLX_LAYER_S": tuple(x * 1e-6 for x in range(0, 241, 5))},
              "metal maps": {"LLAMA_CPP_METAL_MAP0_ID_S": tuple(x * 1e-9 for x in range(50, 251, 5))}}
     for name, grid in grids.items():
         sel = [r for r in fitted if pick[name](r)]

@@ -168,17 +168,21 @@ LLAMA_CPP_CUDA_LAYER_S = 60e-6
 # on the four rows); #15802's RTX 3090 micro-batch 4 and 8 rows (MMVQ with 4 and 8 columns) set it.
 LLAMA_CPP_MMVQ_FLOP_PER_SM_CYCLE = 70.0
 # MLX (mlx-lm) on Apple silicon (speed/mlx.py): generation streams at llama.cpp Metal's fitted bandwidth share; the
-# fixed time per layer is fitted by `python bench/llama_bench.py --fit` on the one fitted MLX row of
-# bench/data/llama-bench.csv (Llama-3.1-8B 4-bit on an M2 Pro, llmfit PR #1031); the prompt's share of the FP32 rate
-# is llama.cpp Metal's for quantized weights (not fitted: one M3 Pro row checks it); mlx-lm's Python loop per token
-# as llama.cpp's C++ one. That row's rate is output tokens over a whole non-streamed request (llmfit's bench.rs), so
-# the fixed time carries its prompt and HTTP (1 ms + 70 us a layer: 3.0 ms a token at 28 layers, 3.2 at 32), where
-# session 17's held-out mlx-lm rows of 0.6B-8B models leave 0.8-2.8 ms over their bytes (Qwen3-0.6B on an M4 Pro
-# -38 %; bench/results/llama_bench.md). Not refitted: no clean decode row outside the held-out ones.
+# fixed time per token is fitted by `python bench/llama_bench.py --fit` (a grid over both constants) on the fitted MLX
+# rows of bench/data/llama-bench.csv: ml-explore/mlx PR #1864's mlx_lm.generate rates (Qwen2.5-0.5B and Mistral-7B
+# 4-bit on an M2 Ultra and an M4 Max, with the command-buffer limits MLX has shipped since): 0 a step and 55 us a
+# layer, median |error| 3.7 % on the four. mlx_lm's generate_step builds and commits token n+1's graph
+# (mx.async_eval) before it waits on token n (y.item()), so its Python work per token runs beside the GPU; what shows
+# is the graph of ~a dozen ops a layer and the command buffers MLX commits every 40-50 ops or MB
+# (mlx/backend/metal/device.cpp). The M2 Ultra's 0.5B row keeps +58 %: its step is 2.3 ms over its bytes against
+# the M4 Max's 1.3 ms (the Mac's CPU builds the graph, and gpuplan has no CPU speed for a Mac). llmfit PR #1031's
+# row, fitted before (1 ms borrowed from llama.cpp's loop + 70 us a layer), is excluded: its rate is output tokens
+# over a whole HTTP request. The prompt's share of the FP32 rate is llama.cpp Metal's for quantized weights (not
+# fitted: one M3 Pro row checks it).
 MLX_DECODE_BANDWIDTH_FRACTION = LLAMA_CPP_METAL_DECODE_BANDWIDTH_FRACTION
-MLX_LAYER_S = 70e-6
+MLX_LAYER_S = 55e-6
 MLX_MATMUL_FRACTION = 0.70
-MLX_STEP_OVERHEAD_S = 1e-3
+MLX_STEP_OVERHEAD_S = 0.0
 
 # vLLM: default block size of the paged KV cache in tokens (vllm/config/cache.py CacheConfig.DEFAULT_BLOCK_SIZE).
 # The rules that change by release are in engines/vllm.py; these are their measured constants.
@@ -1297,9 +1301,10 @@ DECODE_BANDS: dict[tuple[str, str, str], tuple[float, float, int, str]] = {
     ("llama.cpp", "dense", "Apple"): (-0.16, 0.04, 25, "llama-bench, LM Studio and Ollama generation of Llama 2 7B, "
                                       "Llama 3 3B-70B and Qwen2.5 7B-72B on M1-M4 Macs; one source's M1 Max runs "
                                       "30-40% slower than gpuplan says (bench/results/llama_bench.md)"),
-    ("mlx", "dense", "Apple"): (-0.01, 0.19, 15, "mlx-lm (and LM Studio's MLX engine) generation of Llama-3.1-8B, "
+    ("mlx", "dense", "Apple"): (-0.08, 0.05, 15, "mlx-lm (and LM Studio's MLX engine) generation of Llama-3.1-8B, "
                                 "Phi-4-mini, Qwen2.5 7B-72B and Qwen3 0.6B-8B on M3 and M4 Pro, Max and Ultra; "
-                                "Qwen3-0.6B decodes 61% faster than gpuplan says (bench/results/llama_bench.md)"),
+                                "Qwen3-0.6B under vllm-mlx decodes 21% faster than gpuplan says, Phi-4-mini under "
+                                "Rapid-MLX 18% slower (bench/results/llama_bench.md)"),
 }
 SPEED_SPREAD_WIDENING = {"other vendor": 1.5, "no fabric data": 1.5, "cpu layers": 1.5, "uncalibrated": 2.0}
 

@@ -79,7 +79,9 @@ class Mlx(Engine):
         return e
 
     def timing(self, s: Scenario, m: ModelSpec, gpu: GpuSpec) -> Timing:
-        """mlx-lm's Python loop per token; MLX's kernels (:mod:`gpuplan.speed.mlx`)."""
+        """mlx-lm's loop per token (:data:`~gpuplan.overheads.MLX_STEP_OVERHEAD_S`, 0: ``generate_step`` commits
+        the next token's graph with ``mx.async_eval`` before it waits on this one, so its Python runs beside the
+        GPU); MLX's kernels (:mod:`gpuplan.speed.mlx`)."""
         return Timing(loop=HostLoop(step_s=oh.MLX_STEP_OVERHEAD_S), kernels="mlx")
 
 

@@ -4,7 +4,8 @@
   biases, the output head included; of the routed experts, those the batch picks) and the KV cache streamed once
   per token at :data:`~gpuplan.overheads.MLX_DECODE_BANDWIDTH_FRACTION` of the unified memory's bandwidth, plus
   :data:`~gpuplan.overheads.MLX_LAYER_S` per layer (the lazy graph built and evaluated each token, ~a dozen kernels
-  a layer) and mlx-lm's loop per token.
+  a layer, and the command buffers MLX commits every 40-50 ops or MB: fitted on ml-explore/mlx PR #1864's
+  ``mlx_lm.generate`` rates); mlx-lm's loop per token runs beside the GPU (``generate_step``'s ``mx.async_eval``).
 - Prompts: the linears at :data:`~gpuplan.overheads.MLX_MATMUL_FRACTION` of the GPU's FP32 rate (MLX's ``steel``
   GEMMs and ``qmm`` quantized GEMMs run on the shader ALUs, FP16 at the FP32 rate on M1-M4), the attention at the
   attention efficiency of the step timer, the element-wise work as a fused engine's.
