@@ -685,8 +685,10 @@ ATTENTION_KERNEL_PEAK_FRACTION = {("flash2", "Hopper"): 0.19}
 #   is_sm8x, major 8 and minor above 0), and a GeForce GA10x SM has Ada's balance (ATTENTION_REFERENCE_CARD's note).
 #   apache/tvm tl_doc/flash_perf.md, RTX 4090, CUDA 12.2, fp16 with fp32 accumulation, 2k tokens, head dimension
 #   128, not causal: flash_attn 169.28 TFLOPS of the 165.2 datasheet (GPU Boost above the rated clock, as its GEMMs:
-#   MATMUL_PEAK_FRACTION); causal 151.19. Check: the RTX A5000's 81-84 TFLOPS at 64-wide heads, not causal,
-#   512-8,192 tokens (gpu-mode/ring-attention issue 10, benchmark_flash_attention.py), 0.73-0.76 of its 111.1.
+#   MATMUL_PEAK_FRACTION); causal 151.19. Check, a workstation GA102 at the full fp32-accumulate rate: the RTX
+#   A5000's 81-84 TFLOPS at 64-wide heads, not causal, 512-8,192 tokens (gpu-mode/ring-attention issue 10,
+#   benchmark_flash_attention.py), 0.73-0.76 of its 111.1, where the 4090's 64-wide reading (168.91) carried to it
+#   (x 0.80 / 1.0 matmul share x (1 + 0.156) / (1 + 0.3125), the softmax per score of a 64-wide head) gives 0.72.
 # - sm_12x (GeForce and workstation Blackwell: GB20x, GB10): gau-nernst/learn-cuda@5d2897af 07_attention/README.md,
 #   RTX 5090 at 400 W, bf16, batch 4 x 8 heads, 4,096 queries over 8,192 keys, 128-wide heads, not causal:
 #   flash-attn (FA2) 189.57 TFLOPS of the 209.5 datasheet (90.49 %; 190.58 in the same file's first table), PyTorch
