@@ -305,12 +305,30 @@ CAUSES = {
         "not adopted (Qwen3-30B-A3B's 38-node layer runs at 1.7 us a node); session 15 read and ruled out the small "
         "kernels' cost and CUDA graphs at one token; session 16 the experts' MMVQ grid (4 to 17 waves of 128-thread "
         "blocks, Qwen3-30B-A3B's the least bytes in flight), a host round trip of the ids (none at one token) and "
-        "the unfused MLA attention (the gap is alike with flash attention) (llama_bench.md, MoE section)."),
+        "the unfused MLA attention (the gap is alike with flash attention) (llama_bench.md, MoE section). "
+        "Session 17 set it beside the same card's other models: JohannesGaessler's RTX 3090 of August-September "
+        "2025 leaves 3.2-3.6 us a graph node over gpuplan's bytes on Llama-3.1-8B (fitted), gpt-oss-20b and this "
+        "model alike, his 4090 1.7-2.0 on Llama and Qwen3-30B-A3B: the node count explains the model, the cost a "
+        "node moves with the card, the build (the same 3090 2.2-2.4 us in 2026) and the host. A cost a node "
+        "scaled by the clock takes -ub 1 to +7 % (-ub 8 +50 %) but sends later builds' and faster cards' rows "
+        "-16..-48 %; not adopted until the kernels of each build's graph are counted (llama_bench.md, MoE "
+        "section, table)."),
     ("llama_bench", "pr15631"): (
         "JohannesGaessler's sweeps (added session 14, held out): Qwen3-30B-A3B Q4_0 on an RTX 4090 at -ub 1 +3 %, "
         "-ub 8 +27 % -> +10 % (session 15: MMQ for a routed expert's 2 to 8 rows before PR #18958), -ub 32/64 "
         "-14/-17 %, gpt-oss-20b at -ub 1024/2048 -9/-4 %; the miss is gpt-oss-20b at -ub 1 on an RTX 3090, +44 % "
         "(see pr16649)."),
+    ("llama_bench", "vllmmlx531"): (
+        "vllm-mlx v0.3.0's single-request run of Qwen3-0.6B 8-bit on a 48 GB M4 Pro (waybarrios/vllm-mlx issue #531; "
+        "added session 17 as a test of generalisation, held out; its benchmark.py times mlx_lm stream_generate itself, "
+        "no server): 284 t/s against gpuplan's 176. A 0.6B model is "
+        "where gpuplan's fixed MLX time per token decides (2.96 of its 5.69 ms: overheads.MLX_STEP_OVERHEAD_S 1 ms, "
+        "borrowed from llama.cpp's C++ loop, and MLX_LAYER_S 70 us x 28 layers, fitted on one llmfit row), where the "
+        "measured 3.52 ms leaves at most 0.79 ms over the weights' bytes; the session's held-out 7-8B mlx-lm rows "
+        "leave 1.4-2.8 ms, the fitted llmfit row 3.3 ms: llmfit's bench.rs divides its output tokens by the whole "
+        "non-streamed request, prompt and HTTP included (llmfit1031's note). "
+        "Not changed: no source outside these rows times mlx-lm's loop per token (llama_bench.md, the row's "
+        "note)."),
     ("llama_bench", "pr16649"): (
         "am17an's gpt-oss-20b tg128 on an RTX 4090 (added session 14, held out): 173 t/s against gpuplan's 242; "
         "the same model reaches 391 t/s on an RTX PRO 6000 (PR #16991, gpuplan -13 %), 2.26x for 1.78x the "
@@ -318,7 +336,12 @@ CAUSES = {
         "#15451, b6263, +44 %), 3090 (PR #15631, +44 %) and 4090 alike, in proportion to none of their SMs x "
         "clock; MXFP4's byte-gathered, table-looked-up dot product, the small kernels' cost and CUDA graphs were "
         "read and ruled out, and in session 16 the experts' MMVQ grid and the ids' path (llama_bench.md, MoE "
-        "section)."),
+        "section). Session 17: on am17an's same 4090 and builds, Qwen3-30B-A3B Q4_0 tg128 misses as much (PR "
+        "#16834 161.6 t/s, +29 %; PR #16884 158.8, +32 %) and Llama-3.1-8B Q4_K_M by +14 % (130.5 t/s), while "
+        "ikawrakow's RTX 4080 runs gpt-oss-20b at 186.1 t/s in September 2025 (+3 %) and PR #20586's 2026 RTX "
+        "3090 at +13 %: a host and build where the Qwen3-30B-A3B that lands elsewhere misses alike (0.72 of the "
+        "bandwidth and 2.1 us a graph node, set by its Llama-3.1-8B and Qwen3-30B-A3B, give this model's 5.37 ms "
+        "a token within 1 %; llama_bench.md, MoE section, table)."),
     ("load_accuracy", "dstackr1"): (
         "dstack's vLLM 0.7 runs of DeepSeek-R1 at 4-128 users (8 H200s, 8 MI300Xs; added 2026-11-30 as a test of "
         "generalisation, held out). TTFT 68.9 % -> 50.3 %: V0 never chunks an MLA model's prompts by default (vLLM "
@@ -346,7 +369,10 @@ CAUSES = {
         "DeepSeek-R1 on V0 with no multi-step, async output processing on, graphs captured at 1-256), FlashMLA by "
         "the run's env var (vLLM's default only from PR #14451), greedy sampling, fused_moe's Triton block-FP8 "
         "kernel; of these only the MoE table's key 16 switches between 8 and 16 sequences, and no public timing of "
-        "it or of that nightly's decode step was found (bench/results/load_accuracy.md)."),
+        "it or of that nightly's decode step was found (bench/results/load_accuracy.md). Not the decode attention's "
+        "rate (s17-kvdec): gpuplan's cache term is 1.05/2.11/4.22 ms at 16/32/64 users while the excess stays at "
+        "18-21 ms, and FlashMLA reads at 0.74-0.90 of the datasheet in public timings (its README's 3,000 GB/s on "
+        "an H800; achatbot PR #123 on an H100), at or above gpuplan's rate."),
     ("load_accuracy", "gpustack"): (
         "GPUStack's performance lab, vLLM 0.11.0 with no flags, bursts of 500 prompts of 4,000 or 2,000 tokens "
         "(added 2026-11-30, held out). The 8-GPU rows land (TTFT -19..+1 %); the misses above 25 % are Qwen3-14B on "
@@ -363,7 +389,13 @@ CAUSES = {
         "client land at +40 % and +13 %: its mean ITL above its mean TPOT (7.78 against 7.38 ms) puts ~30 ms a "
         "request in that vLLM 0.11 API server, a cost vLLM's code does not show and no run outside the held-out "
         "rows measures; these burst rows are held by the prompt rate, not by admission (30 ms of serial work moves "
-        "them under 1 %)."),
+        "them under 1 %). Session 17 (s17-kvdec) read the decode attention's bandwidth and the burst's steps: "
+        "public FA3, FA2 and FlashMLA decode timings outside these rows put the cache read at 0.54-0.90 of the "
+        "datasheet (flash-attention issue #1572, onnxruntime PR #21414, FlashMLA's README), and a read slow enough "
+        "to match the median ITL (0.41) still leaves TPOT -34/-39 % while the vLLM blog's H100 row on the same FA3 "
+        "path would go from -7 % to +47 %; the page's share of token gaps in prompt-chunk steps is the simulation's "
+        "(0.156/0.311 against 0.145/0.296), and the compute-bound 8,192-token chunk steps, 1.77/1.82x gpuplan's, "
+        "carry about two thirds of the TPOT miss (bench/results/load_accuracy.md, note (d))."),
     ("load_accuracy", "k8sllm"): (
         "a Kubernetes platform's baseline (added session 16, held out): vLLM 0.23.0, Qwen2.5-0.5B-Instruct on one L4 "
         "of a 4-vCPU GKE node, `vllm bench serve --backend openai-chat` in a closed loop at 1-32 users, the client "
@@ -374,7 +406,8 @@ CAUSES = {
         "GPU's work, in the API-server process and the client that stream ~3,800 chat chunks a second on the node's "
         "4 vCPUs beside the engine core, which gpuplan's API-server queue (1 ms a request, 72.8 us a token) puts ~30 % "
         "busy. A host's CPU is not an input of gpuplan and no run of this node outside these rows sets one: left "
-        "(bench/results/load_accuracy.md)."),
+        "(bench/results/load_accuracy.md). The ITL misses are not the decode attention's rate (s17-kvdec): the "
+        "cache is 0.58 of gpuplan's 5.84 ms step at 32 users."),
     ("load_accuracy", "kvcached"): (
         "TPOT now within the limit (48.3 % -> 18.5 %): vLLM 0.19's steps past its largest CUDA graph (512 tokens: a "
         "512-token prompt beside the running decodes) run the compiled model without a graph, every kernel launched "

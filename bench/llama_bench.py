@@ -308,7 +308,76 @@ MOE_NOTE = (
     "costs a few percent of a token (ik_llama.cpp PR #947, adding the same reuse there: +1 % for Llama-3-8B to "
     "+5.7 % for Qwen3-30B-A3B in generation on an RTX 4080), not the 40-80 % here. Still open: a per-token cost "
     "of DeepSeek-V2-Lite's and gpt-oss-20b's single-token graphs on Ampere and Ada that Qwen3-30B-A3B's does "
-    "not pay; a kernel-level trace (nsys) of one token would settle it.")
+    "not pay; a kernel-level trace (nsys) of one token would settle it.", "",
+    "Read again (session 17): the same models' public generation numbers across cards, hosts and builds (not "
+    "rows), each with the time left over gpuplan's bytes (its 60 us a layer taken off) divided by the layer's graph "
+    "nodes as session 14 counted them (Llama 19, Qwen3-4B 23, Qwen3-30B-A3B 38, gpt-oss-20b 36, DeepSeek-V2-Lite "
+    "43); gpuplan's numbers as of this session:", "",
+    "| host, card | when (build) | model | test | published t/s | gpuplan | error | left a node | locator |",
+    "|---|---|---|---|---:|---:|---:|---:|---|",
+    "| JohannesGaessler, RTX 3090 | Sep 2025 | Llama-3.1-8B Q4_0 | `-ub 1` pp512 | 156.6 | 156.7 | +0 % | 3.2 us "
+    "| PR #15802 (fitted row) |",
+    "| JohannesGaessler, RTX 3090 | Aug 2025 (b6263) | gpt-oss-20b | `-ub 1` pp4096 | 186.3 | 267.8 | +44 % | "
+    "3.6 us | PR #15631 (row) |",
+    "| JohannesGaessler, RTX 3090 | Aug 2025 | DeepSeek-V2-Lite Q4_0 | `-ub 1` pp512 | 180.5 | 326.2 | +81 % | "
+    "3.5 us | PR #15525 (row) |",
+    "| JohannesGaessler, RTX 3090 | 2026 | gpt-oss-20b | `-ub 1` pp512 | 238.9 | 271.0 | +13 % | 2.2 us | "
+    "PR #20586, first column |",
+    "| JohannesGaessler, RTX 3090 | 2026 | Llama-3.2-1B Q4_0 | `-ub 1` pp512 | 744.0 | 629.2 | -15 % | 2.4 us | "
+    "PR #20586, first column |",
+    "| JohannesGaessler, RTX 4090 | Nov 2025 | Llama-3.1-8B Q4_0 | `-ub 1` pp512@d32768 | 102.8 | 95.6 | -7 % | "
+    "2.0 us | PR #17505 (fitted row) |",
+    "| JohannesGaessler, RTX 4090 | Aug 2025 (b6263) | Qwen3-30B-A3B Q4_0 | `-ub 1` pp4096 | 205.9 | 211.7 | "
+    "+3 % | 1.7 us | PR #15631 (row) |",
+    "| am17an, card not named (his later tables': RTX 4090) | 2025-09-20 | Qwen3-30B-A3B Q4_K_M | tg128 | "
+    "194.6 / 207.8 | 205.3 | +5 / -1 % | 1.7 / 1.5 us | PR #16130, master / PR |",
+    "| am17an, RTX 4090 | 2025-10-18 | gpt-oss-20b | tg128 | 167.0 / 173.3 | 242.1 | +45 / +40 % | 3.8 / 3.6 us "
+    "| PR #16649, master / PR (row) |",
+    "| am17an, RTX 4090 | Oct 2025 | DeepSeek-V2-Lite Q4_0 | tg128 | 200.5 | 320.8 | +60 % | 3.0 us | PR "
+    "#16630, master |",
+    "| am17an, RTX 4090 | 2025-10-29 | gpt-oss-20b | tg128 | 186.1 | 242.1 | +30 % | 3.1 us | PR #16834, master "
+    "|",
+    "| am17an, RTX 4090 | 2025-10-29 | Qwen3-30B-A3B Q4_0 | tg128 | 161.6 | 209.0 | +29 % | 2.3 us | PR "
+    "#16834, master |",
+    "| am17an, RTX 4090 | 2025-10-31 | Llama-3.1-8B Q4_K_M | tg128 | 130.5 | 149.1 | +14 % | 4.7 us | PR "
+    "#16884, master |",
+    "| am17an, RTX 4090 | 2025-10-31 | Qwen3-30B-A3B Q4_0 | tg128 | 158.8 | 209.0 | +32 % | 2.4 us | PR "
+    "#16884, master |",
+    "| ikawrakow, RTX 4080 (Ryzen 7950X) | Sep 2025 | gpt-oss-20b | tg512 from an empty cache | 186.1 | 190.9 | "
+    "+3 % | 1.8 us | ik_llama.cpp discussion #758 (mainline under sweep-bench, with and without --swa-full) |",
+    "| not named, RTX A5000 | Aug 2025 (b6263) | gpt-oss-20b | tg128 | 138.3 | 199.2 | +44 % | 4.2 us | PR "
+    "#15451 |",
+    "| ORippler, RTX PRO 6000 | Nov 2025 | gpt-oss-20b | tg128 | 391.2 | 338.4 | -13 % | 1.2 us | PR #16991 "
+    "(row) |",
+    "| grafail, RTX 5090 | Aug 2026 (CUDA 13.3) | Qwen3-4B Q4_K_M | tg128 | 373.0 | 276.4 | -26 % | 1.5 us | PR "
+    "#26767, master |",
+    "| grafail, RTX 5090 | Aug 2026 (CUDA 13.3) | Qwen3-30B-A3B Q4_K_M | tg128 | 365.8 | 249.8 | -32 % | 0.9 us "
+    "| PR #26767, master |", "",
+    "On one card, host and build the cost a node is alike across models: JohannesGaessler's 3090 of August and "
+    "September 2025 leaves 3.2 to 3.6 us a node on Llama-3.1-8B, gpt-oss-20b and DeepSeek-V2-Lite, his 4090 1.7 to "
+    "2.0 on Llama-3.1-8B and Qwen3-30B-A3B, his 3090 of 2026 2.2 to 2.4 on gpt-oss-20b and Llama-3.2-1B. Session 14's"
+    " contrast (Qwen3-30B-A3B at 1.7 us a node against 3.6) set his 4090 against his 3090 and am17an's 4090; on one "
+    "card the node count orders the models as measured. The cost a node moves with the card (3090 : 4090 about 1.8 : "
+    "1, their clocks 1 : 1.49), with the build (the same 3090 a quarter to two fifths cheaper a node from b6263 to "
+    "2026, the fusions between at +1 to +7 % each in their own tables: PR #15631's adds, #16130's and #16649's top-k "
+    "MoE for Qwen3 and gpt-oss, #16834's set_rows, #16884's rope + set_rows; a 2026 RTX 5090 spends 34 us a layer on "
+    "the dense Qwen3-4B and on Qwen3-30B-A3B alike) and with the host: am17an's 4090 of October 2025 is alike across "
+    "Llama-3.1-8B, Qwen3-30B-A3B and gpt-oss-20b only if it streams at 0.72 of the bandwidth (that share and 2.1 us a"
+    " node, set by its Llama-3.1-8B and Qwen3-30B-A3B, give gpt-oss-20b's 5.37 ms a token within 1 %); Qwen3-30B-A3B "
+    "misses there as gpt-oss-20b does (+29 to +32 %), where his table of 2025-09-20 (card not named) had it at +5/-1 "
+    "%; ikawrakow's 4080 runs gpt-oss-20b as fast as am17an's 4090 on 71 % of its bandwidth. Tried, not adopted: a "
+    "cost a node of 3.2 us x 1,695 MHz / the card's clock (5,400 cycles, fitted on the same four fitted rows; the "
+    "exponent not fitted) in place of the 60 us a layer moves the CUDA tg check median 10.6 % -> 6.9 %, pr15525 `-ub "
+    "1` +81 % -> +7 % (`-ub 8` +84 % -> +50 %: no CUDA graph there), pr15631's gpt-oss-20b +44 % -> +6 %, pr16649 +40"
+    " % -> +27 %, #15013's RTX 5090 -19 % -> -7 %, A100 +24 % -> +12 %, H100 +12 % -> +22 %, pr16991 -13 % -> -23 %, "
+    "pr15631's Qwen3-30B-A3B `-ub 1` +3 % -> -16 %, and in the table PR #20586's gpt-oss-20b +13 % -> -17 %, PR "
+    "#26767's Qwen3-30B-A3B -32 % -> -48 %, am17an's Llama-3.1-8B +14 % -> +26 %: the August 2025 graph's nodes "
+    "overcount a later build's kernels, and the 3090 : 4090 ratio is more than their clocks'. What it needs: the "
+    "kernels of each arch's graph at each build (ggml-cuda's fusions by release), a cost a kernel by card from the "
+    "fitted rows' cards, and for the hosts' spread an input gpuplan does not have. The bytes were read again: "
+    "gpt-oss-20b's MXFP4 scales are in its 17-byte blocks (11.27 GiB, as the file), the head (token_embd, Q8_0, 0.62 "
+    "GB) is read each token, its biases, sinks and f32 router add ~12 MB a token (under 0.5 %); DeepSeek-V2-Lite's "
+    "wk_b and wv_b hold kv_b's bytes, absorbed or not.")
 
 
 SPLIT_NOTE = (

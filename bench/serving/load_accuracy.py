@@ -530,6 +530,13 @@ NOTES = """What the misses say, row by row:
   serve` sweeps of DeepSeek-V3.1 at TP 8 on H200s with the Triton MoE, 4 to 128 users, before and after; the
   stored excerpt stops at its batch-16 header, so its numbers were not read. The requests/s median, 26.5 %, is the
   H200's decodes and TTFTs (+18/+25/+63/+46/+43/+79 %) beside the MI300X's (+36/+28/+17/+6/+1/+5 %).
+  The decode attention's bandwidth, read (s17-kvdec, 2026-11-30; nothing changed): gpuplan's cache term at 3,600
+  tokens is 0.26/0.53/1.05/2.11/4.22 ms at 4-64 users (the 576-wide MLA latent, held whole on each of the 8 GPUs,
+  read at 0.80 of the H200's 4.8 TB/s), where the excess is +3.9/+6.5/+20.7/+17.6/+20.7 ms: flat from 16 to 64
+  users while the cache read quadruples, so not FlashMLA's rate, which its README (deepseek-ai/FlashMLA) puts at up
+  to 3,000 GB/s memory-bound on an H800 SXM5 (0.90 of the datasheet) and ai-bot-pro/achatbot PR #123 (2025-02-24)
+  at 2.48-2.83 TB/s on an H100 at 128 sequences of 4,096 tokens (0.74-0.84): at or above the rate gpuplan reads
+  it at.
   (2) GPUStack's performance lab (`gpustack`; gpustack/gpustack@47277d79f4a5 docs/performance-lab/*: vLLM v0.11.0
   baselines served with no flags, `vllm bench serve` random 4,000/200 and 2,000/100, 500 prompts sent at once):
   8 rows. TTFT median 25.5 %, TPOT 19.4 %, requests/s 27.7 %, every row gpuplan fast. The 8-GPU rows (DeepSeek-R1-0528
@@ -564,7 +571,36 @@ NOTES = """What the misses say, row by row:
   max_num_seqs 1,024 (`EngineArgs` batch defaults, "For GPUs like H100 and MI300x, use larger default values";
   the A100 rows 2,048 and 256), chunked prefill always on in V1, CUDA graphs captured up to min(2 x max_num_seqs,
   512) tokens in FULL_AND_PIECEWISE: as simulated (running_cap 1,024, 19 and 17 preemptions, pool 62 and 124
-  requests). Left out before scoring: the 128/4 and 32,000/100 runs (3 output gaps; one request at a time),
+  requests).
+  (d) The decode attention's bandwidth and the burst's steps, read (s17-kvdec, 2026-11-30; nothing changed). vLLM
+  0.11 decodes Qwen3-14B on Hopper with FlashAttention-3 (vllm-project/flash-attention) over 16-token pages; its
+  `get_pagedkv_tma` (hopper/flash_api.cpp, in since 6d21ae21, 2025-03-20) takes TMA only when a page is a multiple
+  of the key tile, so these pages go through the cp.async gather, with PackGQA (5 query heads a KV head) in one
+  MMA warpgroup (hopper/heuristics.h `use_one_mma_wg`, PR #63 of 2025-04-21). gpuplan reads the cache at the
+  H100's 0.86 of the datasheet (overheads.STREAMING_BANDWIDTH_FRACTION, from Vidur's GEMVs). Public timings of
+  such kernels outside these rows: Dao-AILab/flash-attention issue #1572 (TheRainstorm, 2025-04-11: FA3 over
+  8-token pages, the same non-TMA path, MHA, 32 heads of 128, batch 16, one H100) 1.80 and 1.85 TB/s at 2,000
+  and 4,000 tokens (0.54-0.55 of 3.35 TB/s); microsoft/onnxruntime PR #21414 (2024-08-29, H100 SXM, 64
+  sequences) FA2 over 256-token pages, GQA 8, 47 % of the datasheet at 256 tokens and a 16-token-page MHA table
+  79 % at 512, both rising with length (the longer rows lie past the stored excerpt); FlashMLA and achatbot as in
+  (1) above, 0.74-0.90; vllm-project/flash-attention PR #63 times FA3 against FlashInfer at batch 1 only in its
+  readable part. None times vLLM's FA3 at 62 sequences of 4k tokens over 16-token pages. What the lead would
+  need, as a what-if (not adopted): the cache read 2.07x slower (1.39 TB/s, 0.41 of the datasheet, below every
+  figure above) brings the median ITL to 42.7/44.9 ms (measured 43.9/46.0) and leaves TPOT -34/-39 %,
+  requests/s +42/+62 %, TTFT -30/-40 %; at issue #1572's 0.55, TPOT -39/-42 %. The same kernel path on an H100
+  in the vLLM blog's bf16 row above (0.19.1, FA3, 8 sequences of ~21k tokens, 7.7 of its 14.0 ms a step in the
+  cache) lands at ITL -7 % and would go to +21 % at 0.55, +47 % at 0.41: the two H100 sources disagree on the
+  cache's rate by 1.8x, so the rate is not the kernel's. Most of the TPOT is not in decode steps: read as a share
+  f of token gaps spent in prompt-chunk steps (median TPOT = f x p99 ITL + (1 - f) x median ITL), gpuplan's runs
+  give f = 0.145/0.296 and the page's 0.156/0.311, so prompt chunks enter the burst's steps as simulated (vLLM
+  0.11's `Scheduler.schedule`: running requests first, then waiting ones while the 8,192-token budget and free
+  blocks last, none in a step that preempted; serving/simulate.py `_Engine.schedule`), and the 8,192-token chunk
+  steps, compute-bound and 1.77/1.82x gpuplan's, carry about two thirds of the TPOT miss: with every decode step
+  as measured and the chunk steps as gpuplan has them, TPOT is still -35/-41 %. Nor the pool: one larger than the
+  62/124 requests simulated would give slower steps but more requests a second, a smaller one faster steps; the
+  page has slower steps and fewer requests a second (vLLM's startup KV tokens land within 1.8 % held out,
+  vllm_startup.md), and max_num_seqs 1,024 never binds.
+  Left out before scoring: the 128/4 and 32,000/100 runs (3 output gaps; one request at a time),
   gpt-oss's (outputs stopped at 53-67 % of the tokens asked; the 120b page's serving line has no -tp for its two
   cards), GLM-4.5-Air's (its A100 and H100 pages print the same numbers); and, once scored (gpuplan warned that the
   engine would not start), Qwen3-32B on one A100 or H100 (TTFT -21..+265 %): `vllm
@@ -600,7 +636,9 @@ NOTES = """What the misses say, row by row:
   the client, both on the node's 4 vCPUs beside the engine core (job.yaml prefers the vLLM node for the client).
   gpuplan's API-server queue (`_Frontend`: 1 ms a request, 72.8 us a streamed token) puts that process ~30 % busy
   here, too little to queue; the host's share of a core per process is not an input of gpuplan, and no public
-  run of this node outside these rows sets one: nothing fitted, left. (3) DataCrunch's Llama-3.1-405B online runs
+  run of this node outside these rows sets one: nothing fitted, left. Its ITL misses are not the decode attention's
+  rate (s17-kvdec): at 32 users gpuplan's cache term is 0.58 of its 5.84 ms a step, and the measured 7.1 ms would
+  need that read 3.2x slower. (3) DataCrunch's Llama-3.1-405B online runs
   (`dc`, the same repository as the 70B rows: SGLang 0.4.1 assumed, bf16 on 8 H200s, Poisson 1-8 requests/s):
   TTFT +1/-1/-44/+19 %, median ITL +4/+3/-30/-48 %, requests/s -0..+4 %. Below the knee (1-2/s) it lands;
   at 4/s (3.16 served) and 8/s, past the knee with hundreds of requests in the system, the measured decode steps

@@ -280,3 +280,27 @@ def test_kohya_lora_asks_for_t5s_lora_when_the_plan_trains_it(tmp_path):
     assert tables["network"]["network_train_unet_only"] is False
     assert tables["training"]["cache_text_encoder_outputs"] is False
     assert {k for table in tables.values() for k in table} <= kohya_options()
+
+
+def test_ai_toolkit_keeps_the_text_encoders_on_the_gpu_as_its_example_unless_cached(tmp_path):
+    """Session 17: ai-toolkit's FLUX example (tests/data/ai-toolkit/train_lora_flux_24gb.yaml) sets neither
+    cache_text_embeddings nor unload_text_encoder, so its SDTrainer keeps CLIP-L and T5 (qfloat8 under quantize) on
+    the GPU, where the plan took them cached. The default job is written as the example's; text_encoders cached
+    writes its TrainConfig's cache_text_embeddings (ostris/ai-toolkit toolkit/config_modules.py)."""
+    args = ("--model", "flux-dev", "--task", "train", "--method", "lora", "--gpu", "rtx-4090", "--stack",
+            "ai-toolkit", "--resolution", "1024")
+    default = yaml.safe_load((write(tmp_path / "a", *args) / "ai-toolkit.yaml").read_text())
+    assert "cache_text_embeddings" not in default["config"]["process"][0]["train"]
+    cached = yaml.safe_load((write(tmp_path / "b", *args, "--text-encoders", "cached") / "ai-toolkit.yaml").read_text())
+    assert cached["config"]["process"][0]["train"]["cache_text_embeddings"] is True
+
+
+def test_ai_toolkit_writes_quantize_for_a_transformer_only(tmp_path):
+    """Its SDXL job says model.quantize false, as its UI's sdxl defaults do (ui/src/app/jobs/new/options.tsx);
+    FLUX's says true, as its example does."""
+    common = ("--task", "train", "--method", "lora", "--gpu", "rtx-4090", "--stack", "ai-toolkit", "--resolution",
+              "1024")
+    sdxl = yaml.safe_load((write(tmp_path / "x", "--model", "sdxl", *common) / "ai-toolkit.yaml").read_text())
+    flux = yaml.safe_load((write(tmp_path / "f", "--model", "flux-dev", *common) / "ai-toolkit.yaml").read_text())
+    assert sdxl["config"]["process"][0]["model"]["quantize"] is False
+    assert flux["config"]["process"][0]["model"]["quantize"] is True

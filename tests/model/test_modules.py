@@ -395,3 +395,58 @@ def test_a_bundled_count_is_taken_only_for_the_same_class():
     config = data["configs"]["text_encoder_2"]
     assert diffusers.bundled_count(config, "CLIPTextModelWithProjection") == 694_659_840
     assert diffusers.bundled_count(config, "CLIPTextModel") is None
+
+
+@pytest.mark.sim
+def test_ai_toolkit_fp8_base_is_quanto_s_every_linear_counted_on_the_meta_device():
+    """ai-toolkit's model.quantize (optimum-quanto quantize(transformer, weights=qfloat8), no exclude for FLUX:
+    ostris/ai-toolkit toolkit/stable_diffusion_model.py) swaps every nn.Linear and nn.Conv2d for a QLinear or
+    QConv2d holding fp8 weights and one bf16 scale per output row (optimum/quanto/nn/qmodule.py quantize_module;
+    QLayerNorm only with quantized activations); biases, norms and embeddings stay bf16. The plan's stored bytes
+    (the profile's linears in fp8 at a scale per tensor, the rest of the parameters 16-bit) against that rule
+    applied to the real FluxTransformer2DModel on the meta device: the adaptive norms' modulation linears
+    (norm1.linear, norm1_context.linear, the single blocks' norm.linear, norm_out.linear: 3.25 B parameters) are
+    fp8 there, where diffusers' layerwise casting keeps them 16-bit (3.0 GiB apart)."""
+    require("diffusers")
+    import torch
+
+    from gpuplan.memory.modules import stored_weight_bytes
+    from gpuplan.model.profile import FP8_LINEARS
+
+    spec = kinds.named("flux-dev")
+    den = spec.main
+    module = diffusers.build("diffusers", den.cls, den.config)
+    quanto = 0.0
+    scales = 0  # quanto's bf16 scale per output row, where the plan takes gpuplan's fp8 format's 4 bytes a tensor
+    modulation = 0
+    for name, m in module.named_modules():
+        for pname, p in m.named_parameters(recurse=False):
+            quantized = isinstance(m, (torch.nn.Linear, torch.nn.Conv2d)) and pname == "weight"
+            quanto += p.numel() + 2 * p.shape[0] if quantized else 2 * p.numel()
+            scales += 2 * p.shape[0] - 4 if quantized else 0
+            if quantized and name.endswith(("norm1.linear", "norm1_context.linear", "norm.linear", "norm_out.linear")):
+                modulation += p.numel()
+    assert modulation == 19 * 2 * 3072 * 18432 + 38 * 3072 * 9216 + 3072 * 6144  # 3,254,779,904
+    profile = lookup(den.config, "denoiser")[0]
+    planned = stored_weight_bytes(profile, den.params, FP8_LINEARS, "bf16")
+    assert planned == quanto - scales and scales / quanto < 6e-4  # 6.1 MB of scales in 11.9 GB
+    layerwise = stored_weight_bytes(profile, den.params, "fp8", "bf16")
+    assert layerwise - planned == pytest.approx(modulation, rel=1e-3)
+
+
+@pytest.mark.sim
+def test_t5_weights_kept_in_fp32_are_its_wo_linears_on_the_meta_device():
+    """memory.modules.fp32_kept_params against the real T5EncoderModel of SD3's pipeline on the meta device: the
+    parameters named by transformers' T5PreTrainedModel._keep_in_fp32_modules (["wo"]), nothing for CLIP or in
+    bf16."""
+    require("transformers")
+    from gpuplan.memory.modules import fp32_kept_params
+
+    spec = kinds.named("sd3-medium")
+    t5 = next(c for c in spec.components if c.cls == "T5EncoderModel")
+    module = diffusers.build("transformers", t5.cls, t5.config)
+    assert module._keep_in_fp32_modules in (["wo"], {"wo"})
+    wo = sum(p.numel() for name, p in module.named_parameters() if name.split(".")[-2] == "wo")
+    assert fp32_kept_params(t5, "fp16") == wo == 24 * 10_240 * 4_096
+    assert fp32_kept_params(t5, "bf16") == 0
+    assert fp32_kept_params(next(c for c in spec.components if c.cls.startswith("CLIP")), "fp16") == 0

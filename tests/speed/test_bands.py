@@ -36,7 +36,9 @@ def test_llama_cpp_and_mlx_bands_are_llama_benchs_check_rows():
     assert {r[3] for r in rows} & {"d15013-rtx4090-tg", "xd-m1max-70b-tg"} and not any("-pp" in r[3] for r in rows)
     got = {k: v[:3] for k, v in bench_bands.bands(rows).items()}
     assert got == {k: v[:3] for k, v in oh.DECODE_BANDS.items() if k[0] in ("llama.cpp", "mlx")}
-    assert got["llama.cpp", "dense", "Apple"][0] < -0.2 and got["llama.cpp", "dense", "NVIDIA"][1] > 0.1
+    # Metal's low tail is one source's M1 Max runs (-30 to -42 %; -0.25 on 15 rows, -0.16 on 25 with session 17's
+    # LM Studio and Ollama rows, -18 % to +2 %); CUDA's high tail the cards gpuplan times slow (RTX 5090 -19 %)
+    assert got["llama.cpp", "dense", "Apple"][0] < -0.15 and got["llama.cpp", "dense", "NVIDIA"][1] > 0.1
 
 
 def test_model_classes():
@@ -87,7 +89,7 @@ def test_a_maker_with_its_own_band_takes_it_unwidened():
     mac = estimate({"model": "llama-3.3-70b", "task": "infer", "engine": "llama.cpp", "quant": "q4_k_m",
                     "gpu": "apple-m4-max"}, advise=False).speed
     low, high, _, _ = oh.DECODE_BANDS["llama.cpp", "dense", "Apple"]
-    assert mac.band.startswith("llama.cpp x dense on Apple silicon (Metal): 15 held-out rows") and "widened" not in \
+    assert mac.band.startswith("llama.cpp x dense on Apple silicon (Metal): 25 held-out rows") and "widened" not in \
         mac.band
     assert (mac.tokens_per_s_low, mac.tokens_per_s_high) == pytest.approx((mac.tokens_per_s * (1 + low),
                                                                           mac.tokens_per_s * (1 + high)))

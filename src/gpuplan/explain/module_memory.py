@@ -12,7 +12,7 @@ from types import SimpleNamespace
 
 from .. import overheads as oh
 from ..memory import modules as mm
-from ..model.profile import FP8_ALL, Profile, storage_format
+from ..model.profile import FP8_ALL, Profile, storage_format, text_encoder_storage
 from ..plan.modules import ModulePlan, profiles
 from ..scenario.modules import ModuleJob, frozen_text_params, text_ways, trained_text_params, trains_encoder
 from . import memory as mf
@@ -122,6 +122,12 @@ def _offloaded(job: ModuleJob, main: Profile, parts: dict[str, Profile], plan: M
         c = job.spec.main if who == "denoiser" else next(x for x in job.spec.components if x.name == who)
         held = _resident(job, main, parts, c.name)
         rule, text = "one model on the card at a time (enable_model_cpu_offload)", f"{c.name} {held / GIB:,.2f} GiB"
+        names = [te.name for te in job.spec.role("text_encoder")]
+        if beside := mm.beside_under_offload(job, who, {n: _resident(job, main, parts, n) for n in names}):
+            held += beside
+            rule += (f", and {names[-1]}, which the first encoder's hook leaves on the card while the negative prompt "
+                     "is encoded")
+            text += f" + {names[-1]} {beside / GIB:,.2f} GiB"
     else:
         held = mm.largest_linear(main, parts, who, job)
         rule = "one layer on the card at a time (enable_sequential_cpu_offload): the component's largest linear"
@@ -133,12 +139,7 @@ def _offloaded(job: ModuleJob, main: Profile, parts: dict[str, Profile], plan: M
 
 def _resident(job: ModuleJob, main: Profile, parts: dict[str, Profile], name: str) -> float:
     """A generation component's weights on the card (memory/modules.generation_memory's ``resident``)."""
-    c = next(x for x in job.spec.components if x.name == name)
-    if c.role == "denoiser":
-        return mm.stored_weight_bytes(main, c.params, job.weights, job.dtype)
-    if c.role == "text_encoder" and job.weights in ("nf4", "fp4", "int8") and c.cls == "T5EncoderModel":
-        return mm.stored_weight_bytes(parts[f"text-encoder:{c.name}"], c.params, job.weights, job.dtype)
-    return mm.component_bytes(c, job.dtype)
+    return mm.pipeline_weight_bytes(job, next(x for x in job.spec.components if x.name == name), main, parts)
 
 
 def _states(s, job: ModuleJob, main: Profile, parts: dict[str, Profile], plan: ModulePlan) -> tuple[Formula, Formula]:
@@ -268,9 +269,10 @@ def _other(s, job: ModuleJob, main: Profile, parts: dict[str, Profile], name: st
         computed = mm.component_bytes(c, dtype) / GIB
         formula = f"the {c.cls}'s parameters x bytes in {dtype}"
         text = f"{count(c.params)} x {mm.BYTES[dtype]} B"
-        if c.role == "text_encoder" and job.weights == FP8_ALL:  # kohya's --fp8_base casts the encoders too
+        if c.role == "text_encoder" and text_encoder_storage(job.weights, c.cls) != "16bit":
             computed = mm.text_weight_bytes(job, c, parts[f"text-encoder:{c.name}"]) / GIB
-            formula = f"the {c.cls}'s linear weights x 1 B (kohya's --fp8_base), the rest x bytes in {dtype}"
+            how = "kohya's --fp8_base" if job.weights == FP8_ALL else "ai-toolkit's quantize_te, quanto qfloat8"
+            formula = f"the {c.cls}'s linear weights x 1 B ({how}), the rest x bytes in {dtype}"
             text = f"{count(c.params)} parameters"
         if adapters := mm.text_lora_params(job, parts, c):
             adapter = mm.BYTES["fp32" if s.adapter_dtype == "fp32" else job.dtype]

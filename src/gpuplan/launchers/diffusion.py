@@ -331,7 +331,8 @@ def ai_toolkit_config(plan: DiffusionLaunch, images: str) -> dict[str, Any]:
         raise GpuplanError("gpuplan writes ai-toolkit's LoRA jobs (its sd_trainer with a lora network): use "
                            "stack kohya or simpletuner for full fine-tuning")
     quant = s.quant or ("nf4" if s.method == "qlora" else None)  # None, none or fp8 (TRAINER_BASES)
-    model: dict[str, Any] = {"name_or_path": _repo(plan), "quantize": quant == "fp8"}
+    # its quantize applies to transformer denoisers only (scenario.modules._ai_toolkit_base)
+    model: dict[str, Any] = {"name_or_path": _repo(plan), "quantize": quant == "fp8" and family in ("flux", "sd3")}
     model.update({"sd": {}, "sdxl": {"is_xl": True}, "sd3": {"is_v3": True}, "flux": {"is_flux": True}}[family])
     train = {"batch_size": s.micro_batch_size, "steps": _steps(plan), "gradient_accumulation_steps": s.grad_accum_steps,
              "train_unet": True, "train_text_encoder": train_te,
@@ -339,6 +340,8 @@ def ai_toolkit_config(plan: DiffusionLaunch, images: str) -> dict[str, Any]:
              "noise_scheduler": "flowmatch" if family in ("flux", "sd3") else "ddpm",
              "optimizer": AT_OPTIMIZERS.get(s.optimizer, "adamw8bit"), "lr": 1e-4,
              "dtype": s.precision.split("-")[0] if s.precision != "fp32" else "fp32"}
+    if s.text_encoders == "cached":  # TrainConfig.cache_text_embeddings (July 2025); unset, the encoders stay on
+        train["cache_text_embeddings"] = True  # the GPU (extensions_built_in/sd_trainer/SDTrainer.py)
     process = {"type": "sd_trainer", "training_folder": "output", "device": "cuda:0",
                "network": {"type": "lora", "linear": s.lora_rank, "linear_alpha": s.lora_rank},
                "save": {"dtype": "float16", "save_every": 250, "max_step_saves_to_keep": 4},

@@ -30,7 +30,7 @@ from .. import overheads as oh
 from ..hardware import GpuSpec
 from ..model.layers import Linear
 from ..model.module_spec import Component
-from ..model.profile import FP8_ALL, Profile, storage_format
+from ..model.profile import FP8_ALL, Profile, storage_format, text_encoder_storage
 from ..model.quant import make_format
 from ..result import MemoryReport
 from ..scenario import Scenario
@@ -110,14 +110,56 @@ def component_bytes(c: Component, dtype: str) -> float:
     return c.params * BYTES[dtype]
 
 
+def fp32_kept_params(c: Component, dtype: str) -> int:
+    """The parameters transformers keeps in fp32 when it loads ``c`` in fp16 (``from_pretrained(torch_dtype=
+    float16)``, as a diffusers pipeline loads its text encoders): T5's feed-forward output projections, ``wo``, one
+    ``d_ff x d_model`` per layer (transformers models/t5/modeling_t5.py T5PreTrainedModel._keep_in_fp32_modules =
+    ["wo"]; modeling_utils.py: 'will upcast to fp32 only if the requested dtype is fp16'). A training script that
+    casts the encoder afterwards (``.to(dtype=weight_dtype)``) casts them too."""
+    if c.cls != "T5EncoderModel" or dtype != "fp16":
+        return 0
+    return c.config["num_layers"] * c.config["d_ff"] * c.config["d_model"]
+
+
+def pipeline_weight_bytes(job: ModuleJob, c: Component, main: Profile, parts: dict[str, Profile]) -> float:
+    """A generation component's weights on the card as the pipeline loads them: the denoiser as stored
+    (:func:`stored_weight_bytes`), a T5 quantized by bitsandbytes with the denoiser, the rest in the pipeline's dtype
+    with what transformers keeps in fp32 (:func:`fp32_kept_params`)."""
+    if c.role == "denoiser":
+        return stored_weight_bytes(main, c.params, job.weights, job.dtype)
+    if c.role == "text_encoder" and job.weights in ("nf4", "fp4", "int8") and c.cls == "T5EncoderModel":
+        return stored_weight_bytes(parts[f"text-encoder:{c.name}"], c.params, job.weights, job.dtype)
+    return component_bytes(c, job.dtype) + fp32_kept_params(c, job.dtype) * (4 - BYTES[job.dtype])
+
+
+# pipelines whose guidance encodes the negative prompt ('' when none is given) with every text encoder: diffusers'
+# StableDiffusion3Pipeline.encode_prompt (negative_prompt or ""); SDXL's force_zeros_for_empty_prompt leaves an empty
+# one's embeddings zero without running its encoders, SD 1.x has one encoder and FLUX.1 no guidance
+NEGATIVE_ENCODED = ("StableDiffusion3Pipeline",)
+
+
+def beside_under_offload(job: ModuleJob, who: str, resident: dict[str, float]) -> float:
+    """What model offload leaves on the card beside ``who``'s own weights: with guidance that encodes the negative
+    prompt (:data:`NEGATIVE_ENCODED`), the encoders run again in their offload order after the positive prompt's, and
+    the first one's hook has no previous model to offload (accelerate hooks.py CpuOffload.pre_forward offloads only
+    its prev_module_hook; diffusers' enable_model_cpu_offload chains model_cpu_offload_seq), so the last encoder, run
+    last for the positive prompt, stays on the card while every other encoder runs for the negative one."""
+    names = [te.name for te in job.spec.role("text_encoder")]
+    if not job.cfg or job.spec.family not in NEGATIVE_ENCODED or who not in names[:-1]:
+        return 0.0
+    return resident[names[-1]]
+
+
 def text_weight_bytes(job: ModuleJob, te: Component, prof: Profile) -> float:
     """A text encoder's weights as a LoRA job keeps them on the card beside the denoiser: in the job's dtype, or
     under kohya's --fp8_base (:data:`~gpuplan.model.profile.FP8_ALL`) with its linears in fp8 and its embeddings
     and norms in the job's dtype (train_network.py casts each encoder on the card to ``te_weight_dtype``
     float8_e4m3fn, then prepare_text_encoder_fp8 puts CLIP's embeddings and T5's embeddings and T5LayerNorms
-    back to the weight dtype; CLIP's few layer-norm parameters stay fp8, counted 16-bit here)."""
-    if job.weights == FP8_ALL:
-        return stored_weight_bytes(prof, te.params, "fp8", job.dtype)
+    back to the weight dtype; CLIP's few layer-norm parameters stay fp8, counted 16-bit here), or T5 under
+    ai-toolkit's quantize with its linears in quanto's fp8 (:func:`~gpuplan.model.profile.text_encoder_storage`)."""
+    stored = text_encoder_storage(job.weights, te.cls)
+    if stored != "16bit":
+        return stored_weight_bytes(prof, te.params, stored, job.dtype)
     return component_bytes(te, job.dtype)
 
 
@@ -322,20 +364,18 @@ def generation_memory(s: Scenario, job: ModuleJob, main: Profile, parts: dict[st
     den = job.spec.main
     resident: dict[str, float] = {}
     phases: dict[str, float] = {}
-    resident["denoiser"] = stored_weight_bytes(main, den.params, job.weights, job.dtype)
+    resident["denoiser"] = pipeline_weight_bytes(job, den, main, parts)
     phases["denoise"] = main.activation_bytes("inference", job.batch, sizes) * scale
     if job.attention == "eager":
         phases["denoise"] += eager_scores(main, job.batch, sizes, job.dtype, False)
     for te in job.spec.role("text_encoder"):
-        bnb = job.weights in ("nf4", "fp4", "int8") and te.cls == "T5EncoderModel"
         prof = parts[f"text-encoder:{te.name}"]
-        resident[te.name] = stored_weight_bytes(prof, te.params, job.weights, job.dtype) if bnb else \
-            component_bytes(te, job.dtype)
+        resident[te.name] = pipeline_weight_bytes(job, te, main, parts)
         tokens = (job.t5_tokens,) if te.cls == "T5EncoderModel" else ()
         phases[f"{te.name} encode"] = prof.activation_bytes("inference", job.samples_per_step, tokens) * scale
     vae = job.spec.role("vae")
     if vae:
-        resident["vae"] = component_bytes(vae[0], job.dtype)
+        resident["vae"] = pipeline_weight_bytes(job, vae[0], main, parts)
         decode = vae_decode_bytes(job, parts["vae-decode"], sizes)
         phases["VAE decode"] = decode * oh.VAE_DECODE_ALLOCATED_SHARE
         if job.vae_dtype != job.dtype:  # upcast for the decode: an fp32 copy of its weights
@@ -356,7 +396,8 @@ def generation_memory(s: Scenario, job: ModuleJob, main: Profile, parts: dict[st
         totals = {}
         for phase, act in phases.items():
             who = owner.get(phase) or phase.removesuffix(" encode")
-            held = resident[who] if job.offload == "model" else largest_linear(main, parts, who, job)
+            held = resident[who] + beside_under_offload(job, who, resident) if job.offload == "model" else \
+                largest_linear(main, parts, who, job)
             totals[phase] = held + act
         e.peak_phase = max(totals, key=totals.get)
         who = owner.get(e.peak_phase) or e.peak_phase.removesuffix(" encode")

@@ -31,11 +31,27 @@ KINDS = ("linear", "conv", "attention", "matmul")
 # every weight of the module stored in fp8: kohya sd-scripts' --fp8_base (flux_train_network.py load_target_model:
 # model.to(torch.float8_e4m3fn), the norms and modulation linears too), where diffusers' layerwise casting skips some
 FP8_ALL = "fp8-all"
+# every nn.Linear and nn.Conv2d stored in fp8, the rest (norms, biases, embeddings) 16-bit: optimum-quanto's
+# quantize(model, weights=qfloat8) as ai-toolkit calls it with model.quantize true (ostris/ai-toolkit
+# toolkit/stable_diffusion_model.py load_model, no exclude for FLUX; optimum/quanto/nn/qmodule.py quantize_module:
+# QLinear and QConv2d take the weights, QLayerNorm only with quantized activations), the adaptive norms' linears too
+FP8_LINEARS = "fp8-linears"
+
+
+def text_encoder_storage(weights: str, cls: str) -> str:
+    """How a text encoder's linears are stored beside a denoiser stored as ``weights``: in fp8 under kohya's
+    --fp8_base (every encoder: train_network.py casts each to ``te_weight_dtype``), in quanto's fp8 for T5 under
+    ai-toolkit's quantize (model.quantize_te defaults to model.quantize, ostris/ai-toolkit toolkit/config_modules.py;
+    toolkit/stable_diffusion_model.py quantizes text_encoder_2 of FLUX and text_encoder_3 of SD3, never CLIP);
+    otherwise 16-bit."""
+    if weights == FP8_ALL:
+        return "fp8"
+    return FP8_LINEARS if weights == FP8_LINEARS and cls == "T5EncoderModel" else "16bit"
 
 
 def storage_format(weights: str) -> str:
     """The stored format of ``weights`` as :func:`gpuplan.model.quant.make_format` names it."""
-    return "fp8" if weights == FP8_ALL else weights
+    return "fp8" if weights in (FP8_ALL, FP8_LINEARS) else weights
 # the dims of each kind of op, in order
 DIMS = {"linear": ("m", "k", "n"), "conv": ("m", "k", "n"), "matmul": ("batch", "m", "k", "n"),
         "attention": ("batch_heads", "q_len", "kv_len", "head_dim", "value_dim")}
@@ -87,7 +103,8 @@ class Op:
         """Whether this linear keeps 16-bit weights when the rest are stored in ``weights``: diffusers' fp8 layerwise
         casting skips modules named like norms and the top-level projections (``hooks/layerwise_casting.py``
         ``DEFAULT_SKIP_MODULES_PATTERN``: the adaptive norms' ``norm1.linear``, ``norm_out.linear``; ``^proj_out$``);
-        kohya's ``--fp8_base`` (:data:`FP8_ALL`) casts every weight."""
+        kohya's ``--fp8_base`` (:data:`FP8_ALL`) casts every weight, ai-toolkit's quanto every linear
+        (:data:`FP8_LINEARS`)."""
         return weights == "fp8" and (self.leaf == "linear" or (self.leaf in ("proj_in", "proj_out")
                                                                and self.role == "other"))
 

@@ -27,7 +27,7 @@ from ..errors import GpuplanError
 from ..model.diffusers import SIDE_PIXELS, SIDE_STEP
 from ..model.families import FAMILIES
 from ..model.module_spec import ModuleSpec
-from ..model.profile import FP8_ALL
+from ..model.profile import FP8_ALL, FP8_LINEARS
 from .fields import Scenario
 from .stacks import DIFFUSION_STACKS
 
@@ -223,6 +223,8 @@ def resolve_diffusion(s: Scenario, spec: ModuleSpec) -> ModuleJob:
     if stack == "kohya" and weights == "fp8":
         weights = FP8_ALL
         notes.append("fp8 base: kohya's --fp8_base casts every weight to fp8, the norms and modulation too")
+    elif stack == "ai-toolkit" and weights == "fp8":
+        weights = _ai_toolkit_base(s, spec, notes)
     batch = s.micro_batch_size * (2 if s.prior_preservation else 1)
     vae_dtype = "fp32" if upcast else dtype  # diffusers' SDXL scripts and kohya keep an fp32 VAE (no_half_vae)
     text_lora, text_trained = _text_training(s, spec, notes)
@@ -233,6 +235,23 @@ def resolve_diffusion(s: Scenario, spec: ModuleSpec) -> ModuleJob:
                      text_encoders="trained" if text_trained else s.text_encoders or "cached", text_lora=text_lora,
                      text_trained=text_trained, text_last_frozen=last_frozen, grads_freed=freed,
                      cache_latents=bool(s.cache_latents) or not vae, vae_dtype=vae_dtype, notes=tuple(notes))
+
+
+def _ai_toolkit_base(s: Scenario, spec: ModuleSpec, notes: list[str]) -> str:
+    """ai-toolkit's model.quantize: optimum-quanto's qfloat8 on every linear of a transformer denoiser (FLUX, SD3:
+    toolkit/stable_diffusion_model.py quantizes the transformer, without exclude, and T5 with quantize_te); a UNet it
+    does not quantize (its SD and SDXL loaders have no quantize call, and its UI disables model.quantize for sdxl and
+    sd15), so a UNet pipeline the scenario's defaults could not recognise before resolving it trains 16-bit, and
+    quant fp8 given for one is refused."""
+    if pipeline_family(spec) in ("flux", "sd3"):
+        notes.append("fp8 base: ai-toolkit's quantize (optimum-quanto qfloat8) stores every linear in fp8, the "
+                     "adaptive norms' modulation linears too; norms, biases and embeddings stay 16-bit")
+        return FP8_LINEARS
+    if "quant" in s.model_fields_set:
+        raise GpuplanError("ai-toolkit quantizes transformer denoisers (FLUX, SD3), not a UNet (its UI disables "
+                           "model.quantize for sdxl and sd15): set quant none, or stack kohya for --fp8_base")
+    notes.append("16-bit base: ai-toolkit does not quantize a UNet")
+    return "16bit"
 
 
 def _last_layer_frozen(s: Scenario, spec: ModuleSpec, trained: tuple[str, ...], notes: list[str]) -> tuple[str, ...]:

@@ -307,11 +307,21 @@ def _fill_kohya(data: Mapping[str, Any], get: Callable[..., Any]) -> dict[str, A
 
 
 def _fill_ai_toolkit(data: Mapping[str, Any], get: Callable[..., Any]) -> dict[str, Any]:
-    if data.get("quant") is None and data["task"] == "train" and get("method") == "lora":
+    if data.get("quant") is None and data["task"] == "train" and get("method") == "lora" and not _unet(data["model"]):
         # its model.quantize: true (optimum-quanto qfloat8): config/examples/train_lora_flux_24gb.yaml,
-        # train_lora_sd35_large_24gb.yaml and the UI's default job (ui/src/app/jobs/new/jobConfig.ts)
+        # train_lora_sd35_large_24gb.yaml and the UI's default job (ui/src/app/jobs/new/jobConfig.ts); for sdxl and
+        # sd15 its UI sets model.quantize false and disables it (ui/src/app/jobs/new/options.tsx)
         return {"quant": "fp8"}
     return {}
+
+
+def _unet(model: Any) -> bool:
+    """Whether ``model`` is a UNet pipeline known without the hub (SD 1.x/2.x, SDXL: :func:`gpuplan.model.kinds.
+    known_here`), which ai-toolkit does not quantize."""
+    from ..model.kinds import known_here
+
+    spec = known_here(model)
+    return spec is not None and spec.kind == "diffusion" and spec.main.cls == "UNet2DConditionModel"
 
 
 def _fill_unsloth(data: Mapping[str, Any], get: Callable[..., Any]) -> dict[str, Any]:
@@ -357,9 +367,11 @@ RESOLVER_WHY = {"loss_chunks": "torchtune's CEWithChunkedOutputLoss num_output_c
 # --cache_latents, checkpoint only with --gradient_checkpointing; kohya's sd-scripts keep the text encoders on the
 # GPU unless --cache_text_encoder_outputs; SimpleTuner always caches VAE latents and text embeddings and
 # recommends checkpointing "in practically every situation" (documentation/quickstart); ai-toolkit's example
-# configs cache latents and text embeddings and set gradient_checkpointing: true
+# configs cache latents (cache_latents_to_disk: true) and set gradient_checkpointing: true, and keep the text
+# encoders on the GPU, encoding each step's captions (train_lora_flux_24gb.yaml and the UI's default job leave
+# cache_text_embeddings and unload_text_encoder false: extensions_built_in/sd_trainer/SDTrainer.py unloads them only
+# with one of those)
 LATENTS_EVERY_STEP = "latents encoded every step unless --cache_latents"
-AI_TOOLKIT_CACHES = "its example configs cache latents and text embeddings"
 
 RECIPES: dict[str, Recipe] = {s.name: s for s in (
     Recipe(name="hf", title="Hugging Face Trainer + peft + accelerate/DeepSpeed",
@@ -439,12 +451,14 @@ RECIPES: dict[str, Recipe] = {s.name: s for s in (
                ("cache_latents", True): "it always caches VAE latents",
                ("text_encoders", "cached"): "it always caches text embeddings"}),
     Recipe(name="ai-toolkit", title="ai-toolkit (ostris/ai-toolkit)",
-          defaults={**BASE, "grad_checkpointing": "full", "cache_latents": True, "text_encoders": "cached",
+          defaults={**BASE, "grad_checkpointing": "full", "cache_latents": True, "text_encoders": "frozen",
                     "optimizer": "adamw-8bit"},
           fsdp=None, logs="none (nvidia-smi)", logs_level="reserved", peft_adapters=False,
           refuse=_refuse_diffusion, shardings=("ddp",), fill=_fill_ai_toolkit,
           why={("grad_checkpointing", "full"): "its example configs set gradient_checkpointing: true",
-               ("cache_latents", True): AI_TOOLKIT_CACHES, ("text_encoders", "cached"): AI_TOOLKIT_CACHES,
+               ("cache_latents", True): "its example configs: cache_latents_to_disk true",
+               ("text_encoders", "frozen"): "its example configs and its UI's default job leave cache_text_embeddings "
+               "and unload_text_encoder false: the text encoders stay on the GPU (T5 in qfloat8 with quantize)",
                ("optimizer", "adamw-8bit"): "its example configs and its UI's default job: optimizer adamw8bit",
                ("quant", "fp8"): "its example configs and its UI's default job: model.quantize true, "
                "optimum-quanto qfloat8"}),

@@ -33,8 +33,9 @@ from dataclasses import dataclass, replace
 from .. import overheads as oh
 from ..errors import GpuplanError
 from ..hardware import GpuSpec, load_gpu
+from ..memory.modules import pipeline_weight_bytes
 from ..model.layers import Linear
-from ..model.profile import FP8_ALL, Op, Profile, storage_format
+from ..model.profile import Op, Profile, storage_format, text_encoder_storage
 from ..model.quant import make_format
 from ..scenario.modules import TEXT_LORA_ROLES, frozen_text_params, text_way, trained_text_params, trains_encoder
 from .gemm import bandwidth, continuous_clock_factor, gemm_time_s, matmul_fraction, peak_flops, power_limit_factor
@@ -454,9 +455,9 @@ def text_encoders_s(job, parts: dict[str, Profile], gpu: GpuSpec, run: Run) -> d
     way is checkpointed: :func:`~gpuplan.scenario.modules.text_way`) or trained whole (weight
     gradients too, and the forward again under checkpointing, as the denoiser's full fine-tune)."""
     out: dict[str, float] = {}
-    stored = "fp8" if job.weights == FP8_ALL else "16bit"  # kohya's --fp8_base: the encoders' linears too
     for te in job.spec.role("text_encoder"):
         prof = parts[f"text-encoder:{te.name}"]
+        stored = text_encoder_storage(job.weights, te.cls)  # kohya's --fp8_base, ai-toolkit's quantized T5
         tokens = (job.t5_tokens,) if te.cls == "T5EncoderModel" else ()
         if trains_encoder(job, te):
             how = Run(dtype=job.dtype, weights=stored, lora_roles=TEXT_LORA_ROLES[job.text_lora],
@@ -547,7 +548,7 @@ def generation(s, job, main: Profile, parts: dict[str, Profile], gpu: GpuSpec, h
     den = forward(main, gpu, job.batch, sizes, run)
     step = den.total_s + oh.SCHEDULER_STEP_S
     parts_s = {"denoise": step * job.steps}
-    once, each_step = _offload_bytes(job)
+    once, each_step = _offload_bytes(job, main, parts)
     for te in job.spec.role("text_encoder"):
         tokens = (job.t5_tokens,) if te.cls == "T5EncoderModel" else ()
         parts_s["text encoders"] = parts_s.get("text encoders", 0.0) + forward(
@@ -568,8 +569,9 @@ def generation(s, job, main: Profile, parts: dict[str, Profile], gpu: GpuSpec, h
                           "first_call_range_s": tuple(call + x for x in oh.FIRST_CALL_SETUP_RANGE)})
 
 
-def _offload_bytes(job) -> tuple[float, float]:
-    """Bytes moved between the card and the host per call, and per denoising step. Model offload: every model onto
+def _offload_bytes(job, main: Profile, parts: dict[str, Profile]) -> tuple[float, float]:
+    """Bytes moved between the card and the host per call, and per denoising step: each model's weights as the
+    pipeline holds them (:func:`~gpuplan.memory.modules.pipeline_weight_bytes`). Model offload: every model onto
     the card and back once a call (diffusers' enable_model_cpu_offload hooks each model with accelerate's
     cpu_offload_with_hook, whose prev_module_hook moves the model before it back to the CPU, and
     maybe_free_model_hooks offloads the rest at the call's end: huggingface/diffusers
@@ -578,11 +580,10 @@ def _offload_bytes(job) -> tuple[float, float]:
     after each module runs)."""
     if job.offload == "none":
         return 0.0, 0.0
-    width = 4 if job.dtype == "fp32" else 2
-    weights = sum(c.params for c in job.spec.components) * width
+    weights = sum(pipeline_weight_bytes(job, c, main, parts) for c in job.spec.components)
     if job.offload == "model":
         return 2 * weights, 0.0
-    denoiser = job.spec.main.params * width
+    denoiser = pipeline_weight_bytes(job, job.spec.main, main, parts)
     return weights - denoiser, denoiser
 
 
