@@ -655,6 +655,18 @@ NOTES = """What the misses say, row by row:
   18.8 -> 14.9 %, TPOT 9.4 -> 3.2 % (the steps that hold a 1,024-token chunk), requests/s 7.6 -> 9.2 % (QPS 16's
   capacity +8 -> +11 %, past the knee: 14.6 requests/s served against 13.2, median TTFT 0.28 s, TPOT 46 ms; the
   decode step at 128 sequences is unchanged, so the excess read above grows by the prompts' share).
+- **sm_86 and sm_89's prompt attention (s17-fa2, 2026-11-30): the RTX 4090's kernel benchmark, no row fitted; the
+  A100 left.** vLLM runs FA2 on SM 8.x too. Its forward on an RTX 4090 (apache/tvm tl_doc/flash_perf.md: 169.28
+  TFLOPS of 165.2) now times vLLM's prompts on GA10x and Ada, carried to each card by its matmul share and
+  softmax cost (L4 0.56, L40S 0.71, A10 0.43 of the datasheet; GeForce cards 0.99-1.0), where Ada's and Ampere's
+  end-to-end training fractions (0.38, 0.30) stood; the RTX PRO 6000 now takes the RTX 5090's reading the same way
+  (0.69, was 0.905). Moved here: k8sllm's L4 rows by under a point (TTFT 33.5 -> 33.6 %). The A100's dense forward
+  (FlashAttention-2, Dao 2023: 73 % of 312) was tried and left out: vLLM's FA2 reads the paged cache through
+  its split-KV kernel (64-query tiles), not the benchmarked one, and at 0.73 the A100 rows went too fast (tt340
+  TTFT 8.2 -> 21.1 %, median signed -0.8 -> -6.8 %; gpustack TTFT 21.7 -> 24.4 %, requests/s 23.3 -> 29.9 %;
+  vLLM MoE TTFT 13.3 -> 18.0 %, dense 24.4 -> 27.3 %; the Qwen2.5 docs' A100 decode rows of bench/throughput.py
+  held-out median 10.6 -> 9.0 %, worst -16 -> +29 %), where a GeForce SM, needing 4 tensor FLOPs per byte of
+  shared memory against the A100's 16, leaves the two tiles alike (overheads.ATTENTION_FORWARD_PEAK_FRACTION).
 - **Looked at and left out** (setup not stated in full, or a feature gpuplan does not model): vLLM recipes whose
   card is ambiguous ("8xH200 (or H20)", "80G*1 GPU") or on H20 (not in the catalog); tt-inference-server's other GPU
   reports (concurrency 1 only, same client); InferenceX's gpt-oss H100 sweep (TPOT only in the thread);

@@ -679,17 +679,46 @@ ATTENTION_PEAK_FRACTION_DEFAULT = 0.30
 ATTENTION_KERNEL_PEAK_FRACTION = {("flash2", "Hopper"): 0.19}
 # A serving engine's prompt attention is the fused kernel's forward alone, where the fractions above are end to end
 # (forward and the slower backward, with a training step's copies around them). Where a kernel benchmark of that
-# forward on the card's architecture is published, the prompt is timed at it: (class, compute capability major) ->
-# share of the dense 16-bit (fp32-accumulate) datasheet peak. sm_12x (GeForce and workstation Blackwell: GB20x,
-# GB10) runs FlashAttention-2's Ampere code path (mma.sync; vLLM's FLASH_ATTN backend, first in its priority list on
-# every CUDA card but SM 10.x, runs FA2 there: vllm/platforms/cuda.py _get_backend_priorities,
-# vllm/v1/attention/backends/fa_utils.py get_flash_attn_version "Fallback to FA2" for majors other than 9 and 10).
-# Measured: gau-nernst/learn-cuda@5d2897af 07_attention/README.md, RTX 5090 at 400 W, bf16, batch 4 x 8 heads,
-# 4,096 queries over 8,192 keys, 128-wide heads, not causal: flash-attn (FA2) 189.57 TFLOPS of the 209.5 datasheet
-# (90.49 %; 190.58 in the same file's first table), PyTorch SDPA's FA2 backend 185.6-187.0. Not fitted: PegaInfer's
-# vLLM 0.22.1 cold prompts on an RTX 5090 (bench/serving/load_accuracy.py notes) check it. A 4090's FA2 forward
-# reads alike (apache/tvm tl_doc/flash_perf.md: 169.3 TFLOPS of 165.2 at 2k tokens, 151.2 causal), not applied here.
-ATTENTION_FORWARD_PEAK_FRACTION = {("flash2", 12): 189.57 / 209.5}
+# forward on the card's architecture is published, the prompt is timed at it: (class, compute capability, or its
+# major where every minor runs alike) -> (the card it was measured on, its share of that card's dense 16-bit
+# (fp32-accumulate) datasheet peak), one definition throughout: 128-wide heads, no causal mask, long sequences. Other
+# cards of the architecture take it through their own matmul share and softmax cost (speed/work.py
+# forward_fraction). FlashAttention-2 runs the Ampere code path (mma.sync) on SM 8.x and sm_12x; vLLM's FLASH_ATTN
+# backend, first in its priority list on every CUDA card but SM 10.x, runs FA2 there (vllm/platforms/cuda.py
+# _get_backend_priorities, vllm/v1/attention/backends/fa_utils.py get_flash_attn_version: FA3 on SM 9.x, FA4 on
+# 10.x, "Fallback to FA2" else).
+# - sm_86 and sm_89 (GA10x: RTX 30x0, A10, A40, RTX A-series; Ada: RTX 40x0, L4, L40S, RTX 6000 Ada), one kernel
+#   family: FA2 picks its tiles for both alike (csrc/flash_attn/src/flash_fwd_launch_template.h run_mha_fwd_hdim128:
+#   is_sm8x, major 8 and minor above 0), and a GeForce GA10x SM has Ada's balance (ATTENTION_REFERENCE_CARD's note).
+#   apache/tvm tl_doc/flash_perf.md, RTX 4090, CUDA 12.2, fp16 with fp32 accumulation, 2k tokens, head dimension
+#   128, not causal: flash_attn 169.28 TFLOPS of the 165.2 datasheet (GPU Boost above the rated clock, as its GEMMs:
+#   MATMUL_PEAK_FRACTION); causal 151.19. Check, a workstation GA102 at the full fp32-accumulate rate: the RTX
+#   A5000's 81-84 TFLOPS at 64-wide heads, not causal, 512-8,192 tokens (gpu-mode/ring-attention issue 10,
+#   benchmark_flash_attention.py), 0.73-0.76 of its 111.1, where the 4090's 64-wide reading (168.91) carried to it
+#   (x 0.80 / 1.0 matmul share x (1 + 0.156) / (1 + 0.3125), the softmax per score of a 64-wide head) gives 0.72.
+# - sm_12x (GeForce and workstation Blackwell: GB20x, GB10): gau-nernst/learn-cuda@5d2897af 07_attention/README.md,
+#   RTX 5090 at 400 W, bf16, batch 4 x 8 heads, 4,096 queries over 8,192 keys, 128-wide heads, not causal:
+#   flash-attn (FA2) 189.57 TFLOPS of the 209.5 datasheet (90.49 %; 190.58 in the same file's first table), PyTorch
+#   SDPA's FA2 backend 185.6-187.0. Not fitted: PegaInfer's vLLM 0.22.1 cold prompts on an RTX 5090
+#   (bench/serving/load_accuracy.py notes) check it.
+# - sm_80 (A100) has none: its dense forward is published (FlashAttention-2, Dao 2023, section 4.1: "up to 230
+#   TFLOPs/s, 73% of the theoretical maximum TFLOPs/s on A100 GPUs", Fig. 5b), but vLLM's prompt reads its paged
+#   KV cache, and FA2 runs a paged cache through its split-KV kernel (flash_api.cpp mha_varlen_fwd:
+#   run_mha_fwd(params, stream, paged_KV), "force_split_kernel"; run_mha_fwd_splitkv_dispatch: 64 queries a tile
+#   for every head width, where the dense kernel takes 128 on sm_80), whose rate is not published. The two tiles
+#   read alike on a GeForce SM, whose tensor cores need 4 FLOPs per byte of shared memory (128 B a clock: RTX 4090
+#   165.2 TFLOPS / (128 SMs x 128 B x 2.52 GHz)) where a 16-query warp tile gives 16, and PegaInfer's RTX 5090
+#   prompts land at the dense rate; an A100's need 16 (312 / (108 x 128 B x 1.41 GHz)), the tile's own figure, with
+#   nothing to spare. Timed at the paper's 0.73, vLLM's A100 rows went too fast (bench/serving/load_accuracy.py,
+#   tt340 TTFT 8.2 -> 21.1 %): the A100 keeps Ampere's end-to-end fraction until the split kernel's rate is
+#   published.
+# A causal prompt runs slower per FLOP than these (the 4090's 151.19 against 169.28): not applied, the same
+# definition for every architecture.
+ATTENTION_FORWARD_PEAK_FRACTION = {
+    ("flash2", "8.6"): ("nvidia-geforce-rtx-4090", 169.28 / 165.2),
+    ("flash2", "8.9"): ("nvidia-geforce-rtx-4090", 169.28 / 165.2),
+    ("flash2", "12"): ("nvidia-geforce-rtx-5090", 189.57 / 209.5),
+}
 # The fractions above hold for 128-wide heads. The softmax between a fused kernel's two matmuls costs the same per
 # score whatever the head width, while the matmul FLOPs per score are 4d: per score, one exponential on the SFUs
 # (16 per SM and clock on Volta to Blackwell: the CUDA C++ Programming Guide's throughput table, "32-bit floating-

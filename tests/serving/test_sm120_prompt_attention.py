@@ -23,7 +23,8 @@ def _timer(gpu: str, **extra):
 
 def test_the_rate_is_the_benchmarks_fa2_reading():
     """gau-nernst/learn-cuda@5d2897af 07_attention/README.md: flash-attn (FA2) at 189.57 of the 5090's 209.5."""
-    assert oh.ATTENTION_FORWARD_PEAK_FRACTION[("flash2", 12)] == pytest.approx(0.9049, abs=1e-4)
+    card, share = oh.ATTENTION_FORWARD_PEAK_FRACTION[("flash2", "12")]
+    assert card == "nvidia-geforce-rtx-5090" and share == pytest.approx(0.9049, abs=1e-4)
 
 
 def test_training_keeps_the_end_to_end_fraction():
@@ -45,13 +46,13 @@ def test_a_2048_token_chunk_by_hand():
 
 
 def test_which_cards_and_configurations_take_it():
-    """SM 12.x only, and only where vLLM runs FA2 there: an fp8 KV cache, MLA and attention sinks fall to
-    FlashInfer or Triton (not measured: the generation's fraction). The H100 (FA3) and B200 (FA4 / FlashInfer)
-    keep theirs."""
+    """SM 12.x (and 8.x: tests/serving/test_sm8_prompt_attention.py), and only where vLLM runs FA2 there: an fp8
+    KV cache, MLA and attention sinks fall to FlashInfer or Triton (not measured: the generation's fraction). The
+    H100 (FA3) and B200 (FA4 / FlashInfer) keep theirs."""
     assert _timer("rtx-5090").timing.prompt_attention == "flash2"
     assert _timer("rtx-pro-6000-blackwell").timing.prompt_attention == "flash2"
     assert _timer("rtx-5090", kv_cache_dtype="fp8").timing.prompt_attention == ""
-    for gpu in ("h100-sxm", "b200", "rtx-4090"):
+    for gpu in ("h100-sxm", "b200"):
         assert _timer(gpu).timing.prompt_attention == ""
     gpt_oss = load_model("gpt-oss-20b")
     s = scenario_from(dict(model="gpt-oss-20b", task="infer", engine="vllm", gpu="rtx-5090", num_gpus=1, tp=1))

@@ -852,15 +852,21 @@ class Vllm(Engine):
                               **block_fp8_kernels(s, m, gpu, "vllm", named_version(s)))
 
 
+# compute capability majors on which vLLM's FLASH_ATTN backend runs FlashAttention-2 (Ampere and Ada, GeForce and
+# workstation Blackwell; FA2 needs SM 8.0 or later)
+FA2_MAJORS = (8, 12)
+
+
 def prompt_attention(s: Scenario, m: ModelSpec, gpu: GpuSpec) -> str:
     """The fused attention class of vLLM's prompts where its forward rate is measured on the card
-    (:data:`~gpuplan.overheads.ATTENTION_FORWARD_PEAK_FRACTION`): ``flash2`` on SM 12.x. Its attention selector tries
-    FLASH_ATTN first on every CUDA card but SM 10.x (``vllm/platforms/cuda.py`` ``_get_backend_priorities``), and
-    there FlashAttention-2 (``vllm/v1/attention/backends/fa_utils.py`` ``get_flash_attn_version``: FA3 on SM 9.x,
-    FA4 on 10.x, else "Fallback to FA2"). FA2 does not take an fp8 KV cache (FLASH_ATTN's fp8 needs FA3), attention
-    sinks (``flash_attn_supports_sinks``: FA3) or MLA (FLASH_ATTN_MLA: FA3), so those fall to FlashInfer or
-    Triton, not measured here: "" (the generation's fraction)."""
-    if int((gpu.compute_capability or "0").split(".")[0]) != 12 or m.mla or s.kv_cache_dtype == "fp8":
+    (:data:`~gpuplan.overheads.ATTENTION_FORWARD_PEAK_FRACTION`): ``flash2`` on SM 8.x and 12.x. Its attention
+    selector tries FLASH_ATTN first on every CUDA card but SM 10.x (``vllm/platforms/cuda.py``
+    ``_get_backend_priorities``), and there FlashAttention-2 (``vllm/v1/attention/backends/fa_utils.py``
+    ``get_flash_attn_version``: FA3 on SM 9.x, FA4 on 10.x, else "Fallback to FA2"). FA2 does not take an fp8 KV
+    cache (FLASH_ATTN's fp8 needs FA3), attention sinks (``flash_attn_supports_sinks``: FA3) or MLA
+    (FLASH_ATTN_MLA: FA3), so those fall to FlashInfer or Triton, not measured here: "" (the generation's
+    fraction)."""
+    if int((gpu.compute_capability or "0").split(".")[0]) not in FA2_MAJORS or m.mla or s.kv_cache_dtype == "fp8":
         return ""
     if any(layer.attention_extra for layer in m.layers if attends(layer)):  # gpt-oss's sinks
         return ""

@@ -39,7 +39,7 @@ from ..model.profile import Op, Profile, storage_format, text_encoder_storage
 from ..model.quant import make_format
 from ..scenario.modules import TEXT_LORA_ROLES, frozen_text_params, text_way, trained_text_params, trains_encoder
 from .gemm import bandwidth, continuous_clock_factor, gemm_time_s, matmul_fraction, peak_flops, power_limit_factor
-from .work import attention_fraction, smooth_max
+from .work import attention_fraction, smooth_max, softmax_per_score
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -177,19 +177,6 @@ def attention_share(gpu: GpuSpec, head_dim: float) -> float:
     base = per_score if ref_score is None else ref_score
     ratio = (1 + base / (4 * oh.ATTENTION_REFERENCE_HEAD_DIM)) / (padded + per_score / (4 * head_dim))
     return attention_fraction(gpu) * ratio
-
-
-def softmax_per_score(gpu: GpuSpec) -> float | None:
-    """Tensor-FLOP equivalents of a fused attention's softmax per score on ``gpu``: one exponential on the SFUs
-    (:data:`~gpuplan.overheads.SFU_OPS_PER_SM_CLOCK` per SM and clock) and
-    :data:`~gpuplan.overheads.SOFTMAX_FP32_OPS_PER_SCORE` FP32 ops, each against the dense 16-bit peak (None where
-    the SM count, clock or FP32 rate are not in the catalog)."""
-    peak = peak_flops(gpu, "bf16")
-    fp32 = peak_flops(gpu, "fp32")
-    if not (gpu.sm_count and gpu.boost_clock_mhz and fp32 and peak):
-        return None
-    return (peak / (gpu.sm_count * oh.SFU_OPS_PER_SM_CLOCK * gpu.boost_clock_mhz * 1e6)
-            + oh.SOFTMAX_FP32_OPS_PER_SCORE * peak / fp32)
 
 
 def _attention_s(gpu: GpuSpec, run: Run, work: float, d: tuple[float, ...], count: float) -> float:

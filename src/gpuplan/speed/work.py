@@ -24,12 +24,12 @@ from contextlib import contextmanager
 from contextvars import ContextVar
 
 from .. import overheads as oh
-from ..hardware import GpuSpec
+from ..hardware import GpuSpec, load_gpu
 from ..model.conventions import deltanet_shape, mamba2_shape
 from ..model.layers import Layer, Linear, attends
 from ..model.spec import ModelSpec
 from ..tensors.layout import replicated
-from .gemm import bandwidth, continuous_clock_factor, gemm_time_s, peak_flops, power_limit_factor
+from .gemm import bandwidth, continuous_clock_factor, gemm_time_s, matmul_fraction, peak_flops, power_limit_factor
 
 _SHARED: ContextVar[dict | None] = ContextVar("gpuplan_shared_work", default=None)
 
@@ -375,13 +375,55 @@ def attention_fraction(gpu: GpuSpec, backend: str | None = None, *, forward: boo
     """Share of the dense 16-bit peak a fused attention kernel of class ``backend`` reaches end to end on ``gpu``
     (:data:`~gpuplan.overheads.ATTENTION_KERNEL_PEAK_FRACTION`), else the generation's own kernel's
     (:data:`~gpuplan.overheads.ATTENTION_PEAK_FRACTION`); ``forward``: its forward alone (a serving engine's
-    prompt), measured on the card's architecture where published
-    (:data:`~gpuplan.overheads.ATTENTION_FORWARD_PEAK_FRACTION`, by compute capability major)."""
-    major = int((gpu.compute_capability or "0").split(".")[0])
-    if forward and (backend, major) in oh.ATTENTION_FORWARD_PEAK_FRACTION:
-        return oh.ATTENTION_FORWARD_PEAK_FRACTION[(backend, major)]
+    prompt), measured on the card's architecture where published (:func:`forward_fraction`)."""
+    measured = forward_fraction(gpu, backend) if forward else None
+    if measured is not None:
+        return measured
     own = oh.ATTENTION_PEAK_FRACTION.get(gpu.generation, oh.ATTENTION_PEAK_FRACTION_DEFAULT)
     return oh.ATTENTION_KERNEL_PEAK_FRACTION.get((backend, gpu.generation), own)
+
+
+@functools.lru_cache(maxsize=256)
+def forward_fraction(gpu: GpuSpec, backend: str | None) -> float | None:
+    """Share of the dense 16-bit peak the forward of a fused attention kernel of class ``backend`` reaches on
+    ``gpu``, from the kernel benchmark of its architecture (:data:`~gpuplan.overheads.ATTENTION_FORWARD_PEAK_FRACTION`,
+    by compute capability, else its major; None where none is published): the reference card's share times
+    ``gpu``'s sustained matmul share over the reference's (:func:`~.gemm.matmul_fraction` without the power-limit and
+    continuous-clock factors, which :func:`attention_s` applies: a card its power cap holds below its boost clock
+    runs both kernels there) and ``(1 + r_ref) / (1 + r)``, ``r`` the softmax's cost per score over the ``4d``
+    matmul FLOPs of a 128-wide head (:func:`softmax_per_score`: the A100's 0.375 against the RTX 4090's 0.078),
+    as :func:`gpuplan.speed.modules.attention_share` converts the generations' fractions; at most the datasheet
+    (:data:`~gpuplan.overheads.MATMUL_PEAK_FRACTION_SUSTAINED`, as the GEMMs). Cached per card and class: every prompt
+    step asks for it."""
+    cc = gpu.compute_capability or "0"
+    table = oh.ATTENTION_FORWARD_PEAK_FRACTION
+    entry = table.get((backend, cc)) or table.get((backend, cc.split(".")[0]))
+    if entry is None:
+        return None
+    ref = load_gpu(entry[0])
+    share = entry[1] * _sustained_matmul(gpu) / _sustained_matmul(ref)
+    score, ref_score = softmax_per_score(gpu), softmax_per_score(ref)
+    if score is not None and ref_score is not None:
+        flops = 4 * oh.ATTENTION_REFERENCE_HEAD_DIM
+        share *= (1 + ref_score / flops) / (1 + score / flops)
+    return min(share, oh.MATMUL_PEAK_FRACTION_SUSTAINED)
+
+
+def _sustained_matmul(gpu: GpuSpec) -> float:
+    return matmul_fraction(gpu, "bf16") / (power_limit_factor(gpu) * continuous_clock_factor(gpu, "bf16"))
+
+
+def softmax_per_score(gpu: GpuSpec) -> float | None:
+    """Tensor-FLOP equivalents of a fused attention's softmax per score on ``gpu``: one exponential on the SFUs
+    (:data:`~gpuplan.overheads.SFU_OPS_PER_SM_CLOCK` per SM and clock) and
+    :data:`~gpuplan.overheads.SOFTMAX_FP32_OPS_PER_SCORE` FP32 ops, each against the dense 16-bit peak (None where
+    the SM count, clock or FP32 rate are not in the catalog)."""
+    peak = peak_flops(gpu, "bf16")
+    fp32 = peak_flops(gpu, "fp32")
+    if not (gpu.sm_count and gpu.boost_clock_mhz and fp32 and peak):
+        return None
+    return (peak / (gpu.sm_count * oh.SFU_OPS_PER_SM_CLOCK * gpu.boost_clock_mhz * 1e6)
+            + oh.SOFTMAX_FP32_OPS_PER_SCORE * peak / fp32)
 
 
 def layer_head_dim(m: ModelSpec, layer: Layer) -> float:
