@@ -309,8 +309,9 @@ MOE_NOTE = (
     "+5.7 % for Qwen3-30B-A3B in generation on an RTX 4080), not the 40-80 % here. Still open: a per-token cost "
     "of DeepSeek-V2-Lite's and gpt-oss-20b's single-token graphs on Ampere and Ada that Qwen3-30B-A3B's does "
     "not pay; a kernel-level trace (nsys) of one token would settle it.", "",
-    "Read again (session 17): the same models' public generation numbers across cards, hosts and builds (not "
-    "rows), each with the time left over gpuplan's bytes (its 60 us a layer taken off) divided by the layer's graph "
+    "Read again (session 17): the same models' public generation numbers across cards, hosts and builds (held-out "
+    "rows since s17-ggml2: pr20586-*, pr16130-*, pr16649-*-master, pr16630-*, pr16834-*, pr16884-*, ik758-*, "
+    "pr15451-*, pr26767-*), each with the time left over gpuplan's bytes (its 60 us a layer taken off) divided by the layer's graph "
     "nodes as session 14 counted them (Llama 19, Qwen3-4B 23, Qwen3-30B-A3B 38, gpt-oss-20b 36, DeepSeek-V2-Lite "
     "43); gpuplan's numbers as of this session:", "",
     "| host, card | when (build) | model | test | published t/s | gpuplan | error | left a node | locator |",
