@@ -276,6 +276,11 @@ def goal_lines(rows: list[Scored], table: dict[Key, dict]) -> list[str]:
             f"| lines above with a held-out median above {LIMIT:.0%} | {len(above)} | | none |"]
 
 
+# The session-17 reading several CUDA generation lines share (llama_bench.md, MoE section).
+NODE_COST_READ = ("the time a token leaves over gpuplan's bytes a graph node is alike across models on one card, host "
+                  "and build and moves with each (llama_bench.md, MoE section, 'Read again (session 17)' and the "
+                  "node-cost what-if after it: not adopted, it sends am17an's Llama-3.1-8B +14 % -> +28 %).")
+
 # Why each source above the limit misses, read from the rows and the engines' code (the benches' own notes hold the
 # long form and every locator); keyed by (bench, source).
 CAUSES = {
@@ -331,6 +336,24 @@ CAUSES = {
         "3090 at +13 %: a host and build where the Qwen3-30B-A3B that lands elsewhere misses alike (0.72 of the "
         "bandwidth and 2.1 us a graph node, set by its Llama-3.1-8B and Qwen3-30B-A3B, give this model's 5.37 ms "
         "a token within 1 %; llama_bench.md, MoE section, table)."),
+    ("llama_bench", "pr15451"): (
+        "gpt-oss-20b tg128 on an RTX A5000 from PR #15451's llama-bench log (b6263; added s17-ggml2, held out): "
+        "138.3 t/s against gpuplan's 199, the same +44 % as JohannesGaessler's RTX 3090 of that month "
+        "(pr15631); " + NODE_COST_READ),
+    ("llama_bench", "pr16630"): (
+        "am17an's DeepSeek-V2-Lite Q4_0 tg128 on an RTX 4090, master column of October 2025 (added s17-ggml2, "
+        "held out): 200.5 t/s against gpuplan's 321 (+60 %), the gap of pr15525's -ub 1 on a 3090; " + NODE_COST_READ),
+    ("llama_bench", "pr16834"): (
+        "am17an's RTX 4090, master of 2025-10-29 (added s17-ggml2, held out): gpt-oss-20b +30 % and "
+        "Qwen3-30B-A3B Q4_0 +29 %, where JohannesGaessler's 4090 had Qwen3-30B-A3B at +3 % (pr15631): a host "
+        "where every model misses (see pr16649); " + NODE_COST_READ),
+    ("llama_bench", "pr16884"): (
+        "am17an's RTX 4090, master of 2025-10-31 (added s17-ggml2, held out): Qwen3-30B-A3B Q4_0 +32 % (the MoE "
+        "line), Llama-3.1-8B Q4_K_M +14 %: the same host as pr16834 and pr16649; " + NODE_COST_READ),
+    ("llama_bench", "pr26767"): (
+        "grafail's RTX 5090 of August 2026 built with CUDA 13.3 (added s17-ggml2, held out): Qwen3-4B Q4_K_M 373 "
+        "t/s (-26 %) and Qwen3-30B-A3B Q4_K_M 366 t/s (-32 %), both faster than gpuplan says: 34 us a layer of "
+        "fixed time on both against the 60 us fitted on 2025 builds' 3090 and 4090; " + NODE_COST_READ),
     ("load_accuracy", "dstackr1"): (
         "dstack's vLLM 0.7 runs of DeepSeek-R1 at 4-128 users (8 H200s, 8 MI300Xs; added 2026-11-30 as a test of "
         "generalisation, held out). TTFT 68.9 % -> 50.3 %: V0 never chunks an MLA model's prompts by default (vLLM "

@@ -310,10 +310,11 @@ MOE_NOTE = (
     "+5.7 % for Qwen3-30B-A3B in generation on an RTX 4080), not the 40-80 % here. Still open: a per-token cost "
     "of DeepSeek-V2-Lite's and gpt-oss-20b's single-token graphs on Ampere and Ada that Qwen3-30B-A3B's does "
     "not pay; a kernel-level trace (nsys) of one token would settle it.", "",
-    "Read again (session 17): the same models' public generation numbers across cards, hosts and builds (not "
-    "rows), each with the time left over gpuplan's bytes (its 60 us a layer taken off) divided by the layer's graph "
-    "nodes as session 14 counted them (Llama 19, Qwen3-4B 23, Qwen3-30B-A3B 38, gpt-oss-20b 36, DeepSeek-V2-Lite "
-    "43); gpuplan's numbers as of this session:", "",
+    "Read again (session 17): the same models' public generation numbers across cards, hosts and builds "
+    "(held-out rows since s17-ggml2: pr20586-*, pr16130-*, pr16649-*-master, pr16630-*, pr16834-*, pr16884-*, "
+    "ik758-*, pr15451-*, pr26767-*), each with the time left over gpuplan's bytes (its 60 us a layer taken off) "
+    "divided by the layer's graph nodes as session 14 counted them (Llama 19, Qwen3-4B 23, Qwen3-30B-A3B 38, "
+    "gpt-oss-20b 36, DeepSeek-V2-Lite 43); gpuplan's numbers as of this session:", "",
     "| host, card | when (build) | model | test | published t/s | gpuplan | error | left a node | locator |",
     "|---|---|---|---|---:|---:|---:|---:|---|",
     "| JohannesGaessler, RTX 3090 | Sep 2025 | Llama-3.1-8B Q4_0 | `-ub 1` pp512 | 156.6 | 156.7 | +0 % | 3.2 us "
@@ -378,7 +379,24 @@ MOE_NOTE = (
     "fitted rows' cards, and for the hosts' spread an input gpuplan does not have. The bytes were read again: "
     "gpt-oss-20b's MXFP4 scales are in its 17-byte blocks (11.27 GiB, as the file), the head (token_embd, Q8_0, 0.62 "
     "GB) is read each token, its biases, sinks and f32 router add ~12 MB a token (under 0.5 %); DeepSeek-V2-Lite's "
-    "wk_b and wv_b hold kv_b's bytes, absorbed or not.")
+    "wk_b and wv_b hold kv_b's bytes, absorbed or not.", "",
+    "Tried again with the table's numbers as held-out rows (s17-ggml2), not adopted. The fixed time as a layer's "
+    "graph nodes (the counts above; the five architectures of the CUDA rows) x a cost a node by card, fitted on the "
+    "four fitted CUDA rows only (JohannesGaessler's RTX 3090 at `-ub 1`/4/8 and RTX 4090 at `-ub 1` after 32,768 "
+    "tokens, grid over cycles a node, the clock's exponent and the bandwidth share, mean |error| 0.16 %): 5,400 "
+    "cycles at the 3090's 1,695 MHz scaled by (1,695 MHz / the card's boost clock)^1.25 (3.2 us a node on the 3090, "
+    "1.9 on the 4090), bandwidth share 0.96 as now. Held out: CUDA tg median 12.7 % -> 10.4 % (38 rows), CUDA pp "
+    "7.8 % unchanged; by line (source, class, test as inference_sources.py counts them) pr15525 MoE tg 82 % -> 29 %, "
+    "pr15451 44 % -> 14 %, pr16630 60 % -> 33 %, pr16649 42 % -> 35 %, pr16834 30 % -> 18 %, pr16884 MoE 32 % -> "
+    "16 %, pr26767 dense 26 % -> 15 %, #15013's tg 9.8 % -> 5.3 %, but pr16884 dense (am17an's Llama-3.1-8B Q4_K_M) "
+    "+14 % -> +28 %, a line under 25 % going above, and pr16130 3 % -> 10 %, pr16991 13 % -> 17 %, pr20586 MoE "
+    "13 % -> 16 %, pr4766 tg 8 % -> 15 %, pr26767 MoE 32 % -> 44 %; rows: #15013's H100 +12 % -> +25 %, A100 +24 % "
+    "-> +10 %, RTX 5090 -19 % -> -4 %. The clock alone (exponent 1, 5,600 cycles, share 0.98) is no better: tg "
+    "11.1 %, pr16884 dense +27 %, pr16991 -23 %, pr26767 MoE -49 %. The cause is the host, not the form: a cost "
+    "a node by card is pinned on the 4090 by JohannesGaessler's fitted row (-7 % today, +0 % then), and am17an's "
+    "4090 runs the same Llama-3.1-8B 14 % slower than gpuplan already at 60 us a layer, so any card-based cost "
+    "that lands the one sends the other higher; a per-build factor (fewer nodes after each fusion) moves it the "
+    "same way and was not tried (it needs ggml-cuda's fusions read by release). Model left as it was.")
 
 
 SPLIT_NOTE = (

@@ -1316,14 +1316,18 @@ DECODE_BANDS: dict[tuple[str, str, str], tuple[float, float, int, str]] = {
                                   "Mixtral-8x7B: gpuplan up to 1.5x too fast at short requests on the GB200 and "
                                   "1.4x too slow on Scout's 20,000-token prompts (bench/results/bands.md)"),
     ("transformers", "dense", "NVIDIA"): (-0.20, 0.05, 4, "Qwen-1 1.8B-72B decode runs (bench/results/bands.md)"),
-    ("llama.cpp", "dense", "NVIDIA"): (-0.10, 0.14, 16, "llama-bench generation of Llama-2-7B (Q4_0, Q8_0, F16) on 12 "
-                                       "CUDA cards, of Llama-3.1-70B Q4_K_M split over 4 RTX 4090s and of "
-                                       "Llama-3.1-8B Q4_K_M on an RTX 3080 (bench/results/llama_bench.md)"),
-    ("llama.cpp", "MoE", "NVIDIA"): (-0.45, 0.14, 8, "llama-bench generation of gpt-oss-20b, Qwen3-30B-A3B and "
-                                     "DeepSeek-V2-Lite on an RTX 3090, RTX 4090 and RTX PRO 6000 (llama.cpp PRs "
-                                     "#15525, #15631, #16649, #16991): gpt-oss-20b measured 14-16% faster than gpuplan "
-                                     "on the RTX PRO 6000 and 28-30% slower on the GeForce cards, DeepSeek-V2-Lite "
-                                     "up to 46% slower (bench/results/llama_bench.md)"),
+    ("llama.cpp", "dense", "NVIDIA"): (-0.11, 0.19, 19, "llama-bench generation of Llama-2-7B (Q4_0, Q8_0, F16) on 12 "
+                                       "CUDA cards, of Llama-3.1-70B Q4_K_M split over 4 RTX 4090s, of "
+                                       "Llama-3.1-8B Q4_K_M on an RTX 3080 and an RTX 4090, of Llama-3.2-1B on an "
+                                       "RTX 3090 and Qwen3-4B on an RTX 5090 (2026 builds measured 18% and 35% "
+                                       "faster than gpuplan) (bench/results/llama_bench.md)"),
+    ("llama.cpp", "MoE", "NVIDIA"): (-0.39, 0.14, 19, "llama-bench generation of gpt-oss-20b, Qwen3-30B-A3B and "
+                                     "DeepSeek-V2-Lite on an RTX 3090, RTX 4080, RTX 4090, RTX A5000, RTX 5090 and "
+                                     "RTX PRO 6000 (llama.cpp PRs #15451 to #26767, ik_llama.cpp discussion #758): "
+                                     "gpt-oss-20b measured 14-16% faster than gpuplan on the RTX PRO 6000 and up to "
+                                     "31% slower on the GeForce cards and an RTX A5000, DeepSeek-V2-Lite up to 46% "
+                                     "slower, Qwen3-30B-A3B 46% faster on a 2026 RTX 5090 "
+                                     "(bench/results/llama_bench.md)"),
     ("llama.cpp", "MoE", "Apple"): (-0.03, 0.07, 3, "llama-bench generation of gpt-oss-20b and Qwen3-30B-A3B on an "
                                     "M2 Ultra (llama.cpp PRs #16057, #15616): Q4_0 7-8% faster than gpuplan, Q8_0 5% "
                                     "slower (bench/results/llama_bench.md)"),

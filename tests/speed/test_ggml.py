@@ -33,7 +33,7 @@ def _held_out(bench, kind: str, test: str) -> list[float]:
     return [bench.err(r) for r in rows]
 
 
-@pytest.mark.parametrize(("kind", "test", "count", "limit"), [("cuda", "pp", 34, 0.15), ("cuda", "tg", 24, 0.15),
+@pytest.mark.parametrize(("kind", "test", "count", "limit"), [("cuda", "pp", 34, 0.15), ("cuda", "tg", 38, 0.15),
                                                               ("metal", "pp", 30, 0.15), ("metal", "tg", 28, 0.15)])
 def test_held_out_rows_within_the_issue_target(kind, test, count, limit):
     """Held-out llama-bench rows, median |error| under the issue's 15% (when written: CUDA prompts 9.6%, 10.2% with
@@ -50,7 +50,9 @@ def test_held_out_rows_within_the_issue_target(kind, test, count, limit):
     later build: Metal prompts 10.3% on 30, Metal generation 6.6% on 18; CUDA generation 10.6% once a routed
     expert's 2 to 8 rows ran MMQ in builds before PR #18958; with session 17's held-out rows, an RTX 3080's Llama-3.1-8B
     Q4_K_M (+6% and +7%) and ten Qwen2.5 and Llama-3.1 generation rows under LM Studio and Ollama on M3 Ultra, M4 Pro
-    and M4 Max (-2% to +22%): CUDA prompts 7.8% on 34, CUDA generation 10.5% on 24, Metal generation 5.1% on 28)."""
+    and M4 Max (-2% to +22%): CUDA prompts 7.8% on 34, CUDA generation 10.5% on 24, Metal generation 5.1% on 28;
+    with s17-ggml2's 14 CUDA generation rows of 2025-2026 builds and hosts (JohannesGaessler's 2026 RTX 3090,
+    am17an's RTX 4090, an RTX A5000, an RTX 4080, a 2026 RTX 5090; -32% to +60%): CUDA generation 12.7% on 38)."""
     errors = _held_out(_bench(), kind, test)
     assert len(errors) == count
     assert statistics.median(abs(e) for e in errors) < limit
