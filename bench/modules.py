@@ -337,7 +337,15 @@ encodes the empty negative prompt after the positive one, where the first encode
 to offload, so T5 stays on the card while CLIP-G runs again (memory.modules.beside_under_offload): -26 to -0 %; the
 SD3 fp16 row +2 to +12 % (its VAE decode, planned at 4.83 GiB where the measurement leaves 2.56 above the weights);
 offload's copies move what each model holds: -54 to -50 % (the blog's calls moved their models at about 1.2 GB/s, the
-plan's 2.95 on a server). ai-toolkit's fp8 base is optimum-quanto's qfloat8 on every linear of the transformer (no
+plan's 2.95 on a server), and, from the same hook chain, the negative prompt moves CLIP-L and CLIP-G on and off a second
+time (memory.modules.encoded_again): -50 to -47 %. Read for that row and not built (its note): nothing in diffusers 0.29
+or accelerate 0.21-0.31 moves more per call than the plan counts; a copy back lands in freshly allocated CPU memory
+whose pages fault in during it (rapidsai/dask-cuda pull request 98: 1.96 GB/s into fresh memory on a GV100
+workstation, 10.8 into touched pages), which would read -14 % here but plan the Colab A100's SDXL copies at 8.6 s
+where they took 4.67 (+15 % on that call), and the same blog's call without T5 copied at about 1.0 GB/s: its host is
+slower at every copy, and no source describes it. The L40S row's host (its note): the plan picks a server's host by
+the card's segment, not by the provider, and the g6e runner is an AMD EPYC host as the A100 servers behind the factor
+are; not changed. ai-toolkit's fp8 base is optimum-quanto's qfloat8 on every linear of the transformer (no
 exclude for FLUX in toolkit/stable_diffusion_model.py), the adaptive norms' modulation linears too, where the plan
 kept them 16-bit as diffusers' layerwise casting does: 3.25 B parameters, 3.0 GiB less (14.27 to 11.25 GiB of weights
 for the FLUX example on a 4090); and its example keeps the text encoders on the card (no cache_text_embeddings), T5 in
