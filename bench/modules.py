@@ -337,7 +337,26 @@ encodes the empty negative prompt after the positive one, where the first encode
 to offload, so T5 stays on the card while CLIP-G runs again (memory.modules.beside_under_offload): -26 to -0 %; the
 SD3 fp16 row +2 to +12 % (its VAE decode, planned at 4.83 GiB where the measurement leaves 2.56 above the weights);
 offload's copies move what each model holds: -54 to -50 % (the blog's calls moved their models at about 1.2 GB/s, the
-plan's 2.95 on a server). ai-toolkit's fp8 base is optimum-quanto's qfloat8 on every linear of the transformer (no
+plan's 2.95 on a server), and, from the same hook chain, the negative prompt moves CLIP-L and CLIP-G on and off a second
+time (memory.modules.encoded_again): -50 to -47 %. Read for that row and not built (its note): nothing in diffusers 0.29
+or accelerate 0.21-0.31 moves more per call than the plan counts; a copy back lands in freshly allocated CPU memory
+whose pages fault in during it (rapidsai/dask-cuda pull request 98: 1.96 GB/s into fresh memory on a GV100
+workstation, 10.8 into touched pages), which would read -14 % here but plan the Colab A100's SDXL copies at 8.6 s
+where they took 4.67 (+15 % on that call), and the same blog's call without T5 copied at about 1.0 GB/s: its host is
+slower at every copy, and no source describes it. The L40S row's host (its note): the plan picks a server's host by
+the card's segment, not by the provider, and the g6e runner is an AMD EPYC host as the A100 servers behind the factor
+are; not changed. Tried and not kept (this session): transformers' bitsandbytes quantizers leave T5's wo linears
+out (quantizers/base.py get_modules_to_not_convert adds _keep_in_fp32_modules), 1.01 B parameters in bf16 under
+transformers 5 where the plan stores them in NF4 or int8 (FLUX's T5 2.47 to 3.86 GiB in NF4, 4.56 to 5.50 in int8).
+Refitting BNB_LOAD_CACHE_FRACTION on its fit row (flux-h100-nf4's weights) gives 0.0897 for 0.129, and the held-out
+rows read: the blog's LLM.int8 weights +4 to +2 %, its reserved peak -1 to -3 %, the RTX 4090 NF4 call +9 % (the fit
+row's make-up: unchanged), and the RTX 4090 NF4 call with model offload -13 to -25 %, out of the goal: the old fraction
+held bytes that row needs for another cause. Read, not built: enable_model_cpu_offload's setup empties the CUDA cache
+after moving the models off, so no load cache should survive into an offloaded call, and transformers 4.5x, which
+these 2025 rows ran, also loaded wo in fp32 under bitsandbytes (modeling_utils: dtype == torch.float16 or the quantizer's
+use_keep_in_fp32_modules), 1.88 GiB more; T5 in NF4 with fp32 wo (5.73 GiB), left reserved when its hook moves it
+off, beside the transformer (5.72) and its activations (0.46) would give 11.9 GiB against the 12.24 measured, if the
+transformer's weights do not reuse T5's freed blocks, which no source here shows. ai-toolkit's fp8 base is optimum-quanto's qfloat8 on every linear of the transformer (no
 exclude for FLUX in toolkit/stable_diffusion_model.py), the adaptive norms' modulation linears too, where the plan
 kept them 16-bit as diffusers' layerwise casting does: 3.25 B parameters, 3.0 GiB less (14.27 to 11.25 GiB of weights
 for the FLUX example on a 4090); and its example keeps the text encoders on the card (no cache_text_embeddings), T5 in

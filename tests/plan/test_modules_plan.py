@@ -798,11 +798,18 @@ def test_sd3_model_offload_holds_t5_beside_clip_g_while_the_negative_prompt_is_e
     assert whole.memory.other["text_encoder_3 weights"] * 2**30 == pytest.approx((4_762_310_656 + wo) * 2, rel=1e-9)
     sdxl = plan(model="sdxl", task="infer", gpu="a100-sxm4-80gb", resolution="1024", cpu_offload="model")
     assert sdxl.memory.peak_phase in ("denoise", "VAE decode")
-    # the copies move what is held: every model on and off once a call, T5's fp32 wo included, at a server host's
+    # the copies move what is held: every model on and off once a call, T5's fp32 wo included, and CLIP-L and CLIP-G
+    # on and off again for the negative prompt (T5, already on the card, is not moved again), at a server host's
     # 5.157 / 1.75 GB/s (test_a_servers_host_copies_pageable_memory_at_its_own_speed)
     held = (whole.memory.weights_gib + sum(v for k, v in whole.memory.other.items() if "weights" in k)) * 2**30
+    again = (123_650_304 + 694_659_840) * 2
+    assert (whole.memory.other["text_encoder weights"] + whole.memory.other["text_encoder_2 weights"]) * 2**30 == \
+        pytest.approx(again, rel=1e-9)
     rate = 1.719e9 / (1 / 2 - 1 / 6) / 1.75
-    assert p.work.parts_s["CPU offload transfers"] == pytest.approx(2 * held / rate, rel=1e-6)
+    assert p.work.parts_s["CPU offload transfers"] == pytest.approx(2 * (held + again) / rate, rel=1e-6)
+    assert 2 * again / rate == pytest.approx(1.11, abs=0.01)
+    no_cfg = plan(**base, cfg=False)
+    assert no_cfg.work.parts_s["CPU offload transfers"] == pytest.approx(2 * held / rate, rel=1e-6)
     assert p.work.parts_s["CPU offload transfers"] - bf16.work.parts_s["CPU offload transfers"] == pytest.approx(
         2 * wo * 2 / rate, rel=1e-6)
 

@@ -138,15 +138,23 @@ def pipeline_weight_bytes(job: ModuleJob, c: Component, main: Profile, parts: di
 NEGATIVE_ENCODED = ("StableDiffusion3Pipeline",)
 
 
-def beside_under_offload(job: ModuleJob, who: str, resident: dict[str, float]) -> float:
-    """What model offload leaves on the card beside ``who``'s own weights: with guidance that encodes the negative
-    prompt (:data:`NEGATIVE_ENCODED`), the encoders run again in their offload order after the positive prompt's, and
-    the first one's hook has no previous model to offload (accelerate hooks.py CpuOffload.pre_forward offloads only
-    its prev_module_hook; diffusers' enable_model_cpu_offload chains model_cpu_offload_seq), so the last encoder, run
-    last for the positive prompt, stays on the card while every other encoder runs for the negative one."""
+def encoded_again(job: ModuleJob) -> list[str]:
+    """The text encoders model offload moves onto the card and back a second time each call: with guidance that
+    encodes the negative prompt (:data:`NEGATIVE_ENCODED`), the encoders run again in their offload order after the
+    positive prompt's, and the first one's hook has no previous model to offload (accelerate hooks.py
+    CpuOffload.pre_forward offloads only its prev_module_hook; diffusers' enable_model_cpu_offload chains
+    model_cpu_offload_seq), so the last encoder, run last for the positive prompt, stays on the card while every other
+    encoder is moved on again and back for the negative one."""
     names = [te.name for te in job.spec.role("text_encoder")]
-    if not job.cfg or job.spec.family not in NEGATIVE_ENCODED or who not in names[:-1]:
+    return names[:-1] if job.cfg and job.spec.family in NEGATIVE_ENCODED else []
+
+
+def beside_under_offload(job: ModuleJob, who: str, resident: dict[str, float]) -> float:
+    """What model offload leaves on the card beside ``who``'s own weights: the last text encoder while each encoder
+    :func:`encoded_again` runs for the negative prompt."""
+    if who not in encoded_again(job):
         return 0.0
+    names = [te.name for te in job.spec.role("text_encoder")]
     return resident[names[-1]]
 
 

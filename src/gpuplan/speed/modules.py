@@ -33,7 +33,7 @@ from dataclasses import dataclass, replace
 from .. import overheads as oh
 from ..errors import GpuplanError
 from ..hardware import GpuSpec, load_gpu
-from ..memory.modules import pipeline_weight_bytes
+from ..memory.modules import encoded_again, pipeline_weight_bytes
 from ..model.layers import Linear
 from ..model.profile import Op, Profile, storage_format, text_encoder_storage
 from ..model.quant import make_format
@@ -538,9 +538,9 @@ def host_range(gpu: GpuSpec) -> tuple[float, float] | None:
 def generation(s, job, main: Profile, parts: dict[str, Profile], gpu: GpuSpec, host: float = 1.0) -> ModuleSpeed:
     """One pipeline call: the prompt through each text encoder, ``steps`` denoiser passes (the batch doubled by
     classifier-free guidance), the latents through the VAE decoder, and what offloading copies (:func:`_offload_bytes`
-    at :func:`offload_copy_s`): each model onto the card and back once per call (model offload) or the denoiser's
-    weights before every step (sequential offload, in the step's it/s). ``host`` scales the denoiser's host work
-    (:func:`host_range`)."""
+    at :func:`offload_copy_s`): each model onto the card and back once per call (model offload; the negative prompt's
+    encoders twice) or the denoiser's weights before every step (sequential offload, in the step's it/s). ``host``
+    scales the denoiser's host work (:func:`host_range`)."""
     run = _run(job, s)
     run = replace(run, host_factor=run.host_factor * host)
     sizes = job.shapes[0]
@@ -575,16 +575,17 @@ def _offload_bytes(job, main: Profile, parts: dict[str, Profile]) -> tuple[float
     the card and back once a call (diffusers' enable_model_cpu_offload hooks each model with accelerate's
     cpu_offload_with_hook, whose prev_module_hook moves the model before it back to the CPU, and
     maybe_free_model_hooks offloads the rest at the call's end: huggingface/diffusers
-    src/diffusers/pipelines/pipeline_utils.py). Sequential offload: the text encoders and the VAE onto the card once,
-    the denoiser's weights at every step, none back (accelerate's cpu_offload keeps the CPU copy and drops the card's
-    after each module runs)."""
+    src/diffusers/pipelines/pipeline_utils.py), and the text encoders the negative prompt runs again onto the card
+    and back a second time (:func:`~gpuplan.memory.modules.encoded_again`). Sequential offload: the text encoders and
+    the VAE onto the card once, the denoiser's weights at every step, none back (accelerate's cpu_offload keeps the
+    CPU copy and drops the card's after each module runs)."""
     if job.offload == "none":
         return 0.0, 0.0
-    weights = sum(pipeline_weight_bytes(job, c, main, parts) for c in job.spec.components)
+    held = {c.name: pipeline_weight_bytes(job, c, main, parts) for c in job.spec.components}
     if job.offload == "model":
-        return 2 * weights, 0.0
-    denoiser = pipeline_weight_bytes(job, job.spec.main, main, parts)
-    return weights - denoiser, denoiser
+        return 2 * (sum(held.values()) + sum(held[name] for name in encoded_again(job))), 0.0
+    denoiser = held[job.spec.main.name]
+    return sum(held.values()) - denoiser, denoiser
 
 
 def model_step(s, job, main: Profile, gpu: GpuSpec, host: float = 1.0) -> ModuleSpeed:
