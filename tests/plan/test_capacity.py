@@ -126,8 +126,8 @@ def test_every_gpu_named_has_a_row_or_says_why():
     other = next(g for g in named[:2] if g != rows[0].gpu_id)
     assert len(notes) == 4, notes
     assert notes[3].startswith("$/M out and $/M in price each replica at the highest rate it serves within the SLOs")
-    assert notes[0].endswith(f"ranked below the 1 setups simulated (the cheapest per request first): raise --top, "
-                             f"or give --gpus {other} alone")
+    assert notes[0].endswith(f"ranked below the 1 setups simulated (the cheapest first by the closed form: the "
+                             f"target in whole instances, then per request): raise --top, or give --gpus {other} alone")
     assert notes[1] == ("Instinct MI300X: not simulated (capacity simulates NVIDIA GPUs only; `gpuplan estimate "
                         "--task infer --gpu amd-instinct-mi300x` gives its speed)")
     assert notes[2].startswith("Tesla T4: no setup of up to 1 GPUs holds the model")
@@ -292,3 +292,31 @@ def test_a_trace_of_requests_shorter_than_the_shortest_context_is_served(tmp_pat
     (row,) = capacity(s, m, w, gpu_ids=("nvidia-l40s",), max_gpus=1, simulate_top=1, notes=[])
     assert row.max_rate_rps > 1
     assert row.plan.setup.scenario.max_model_len == MIN_MODEL_LEN == 16
+
+
+def test_the_setups_simulated_are_ranked_as_their_rows_are():
+    """The closed form ranks setups by what the target costs in whole instances, as the rows are ranked, then by
+    the cost per request: ranked by cost per request alone, 40 users of gpt-oss-120b thinking 20 s left out the
+    one H200 that serves them all at $3.59/h (simulated alone: 40 users) behind two H100s at $4.80/h."""
+    from gpuplan.plan.capacity import _bound_rank
+
+    w = load_workload(None, {"users": 40, "think_time_s": 20, "prompt_tokens": 2500, "output_tokens": 600})
+    # by hand: 40 users send at most 40 / (20 + 6) = 1.54 requests/s; a replica saturating at 1.0 req/s takes 2,
+    # two a 2-replica instance: one instance; at 0.5 req/s 4 replicas, 2 instances
+    assert _bound_rank(w, 1.0, (3.59, "x", 1), 6.0) == (0, 2 * 3.59, 3.59 / 1.0)
+    assert _bound_rank(w, 1.0, (3.59, "x", 2), 6.0) == (0, 3.59, 3.59 / 2)
+    assert _bound_rank(w, 0.5, (3.59, "x", 2), 6.0) == (0, 2 * 3.59, 3.59 / 2 / 0.5)
+    assert _bound_rank(w, 5.0, None, 6.0)[0] == 2  # unpriced last
+    rate = load_workload(None, {"rate_rps": 3, "prompt_tokens": 100, "output_tokens": 10})
+    assert _bound_rank(rate, 2.0, (1.0, "x", 1), 0.1)[:2] == (0, 2.0)  # ceil(3 / 2) replicas at $1/h
+
+    m = load_model("gpt-oss-120b")
+    s = scenario_from({"model": "gpt-oss-120b", "task": "infer", "engine": "vllm"})
+    w = load_workload(None, {"users": 40, "think_time_s": 20, "prompt_tokens": 2500, "output_tokens": 600,
+                             "ttft_s": 2, "tpot_s": 0.04})
+    alone = capacity(s, m, w, gpu_ids=("nvidia-h200-sxm-141gb",), max_gpus=1)
+    assert [(p.setup, p.max_users, p.usd_per_hour_for_target) for p in alone] == [("1x h200-sxm tp1", 40, 3.59)]
+    rows = capacity(s, m, w, gpu_ids=("nvidia-h100-sxm5-80gb", "nvidia-h200-sxm-141gb", "nvidia-b200"), max_gpus=2)
+    assert "1x h200-sxm tp1" in [p.setup for p in rows]
+    costs = [p.usd_per_hour_for_target for p in rows]
+    assert costs == sorted(costs) and costs[0] <= 3.59

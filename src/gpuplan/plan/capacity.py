@@ -265,11 +265,11 @@ def capacity(s: Scenario, m: ModelSpec, w: Workload, *, gpu_ids: tuple[str, ...]
         bound = saturation_rate(model, w, mem.pool.kv_tokens, mem.engine.max_num_seqs,
                                 mem.engine.max_num_batched_tokens, mem.engine.mixed_prefill)  # (rate, batch)
         price = cheapest_offer(sc, offers, st.gpu.id)
-        candidates.append((st, sc, mem, model, bound, price))
-    # closed-form cost per request decides which setups get simulated
-    candidates.sort(key=lambda c: (c[5] is None, (c[5][0] / c[5][2] if c[5] else 0) / c[4][0]))
+        candidates.append((st, sc, mem, model, bound, price, _bound_rank(w, bound[0], price, ttft0 + tpot0 *
+                                                                         w.mean_output_tokens)))
+    candidates.sort(key=lambda c: c[6])  # the closed form's rank decides which setups get simulated
     chosen, start, plans = candidates[:simulate_top], time.monotonic(), []
-    for i, (st, sc, mem, model, bound, price) in enumerate(chosen):  # each the time left over the setups to go
+    for i, (st, sc, mem, model, bound, price, _) in enumerate(chosen):  # each the time left over the setups to go
         now = time.monotonic()
         deadline = now + max(time_limit_s - (now - start), 0.0) / (len(chosen) - i)
         plans.append(_job_row(st, sc, mem, bound, price, w, m) if w.batch else
@@ -280,6 +280,24 @@ def capacity(s: Scenario, m: ModelSpec, w: Workload, *, gpu_ids: tuple[str, ...]
         notes += _left_out(gpu_ids, simulated, candidates, chosen, late_alone, max_gpus) + _priced_at(w, plans) + \
             _unstreamed(plans)
     return plans
+
+
+def _bound_rank(w: Workload, rate: float, price: tuple[float, str, int] | None, e2e_alone_s: float) -> tuple:
+    """The rank :func:`_rank` gives a setup, from the closed form before any simulation: a target (a rate, or
+    users each sending ``users / (think + the idle engine's end-to-end latency)`` requests/s, the most they can
+    send) costs ``ceil(replicas / replicas per instance)`` whole instances, a replica serving at most the
+    saturation ``rate`` (:func:`gpuplan.serving.capacity.saturation_rate`); then the cost per request at that rate
+    (an offline job's order too: its cost is the price over the rate). Unpriced setups last. Ranking on the cost
+    per request alone left out a setup that serves the target on fewer, dearer-per-request instances (one H200
+    for 40 users of gpt-oss-120b at $3.59/h, behind two H100s at $4.80/h)."""
+    if price is None:
+        return (2, 0.0, 0.0)
+    per_hour, _, groups = price
+    per_request = per_hour / groups / rate
+    target = w.rate_rps or (w.users / (w.think_time_s + e2e_alone_s) if w.users else None)
+    if target is None or w.batch:
+        return (1, 0.0, per_request)
+    return (0, math.ceil(math.ceil(target / rate) / groups) * per_hour, per_request)
 
 
 def _priced_at(w: Workload, plans: list[Deployment]) -> list[str]:
@@ -321,8 +339,9 @@ def _left_out(gpu_ids: tuple[str, ...], simulated: list[GpuSpec], candidates: li
         elif any(c[0].gpu.id == gpu_id for c in candidates):
             priced = any(c[0].gpu.id == gpu_id and c[5] for c in candidates)
             unpriced = "" if priced else "; no offer rents its GPUs together, so it ranks last"
-            out.append(f"{name}: ranked below the {len(chosen)} setups simulated (the cheapest per request first"
-                       f"{unpriced}): raise --top, or give --gpus {gpu_id} alone")
+            out.append(f"{name}: ranked below the {len(chosen)} setups simulated (the cheapest first by the closed "
+                       f"form: the target in whole instances, then per request{unpriced}): raise --top, or give "
+                       f"--gpus {gpu_id} alone")
         elif gpu_id in late_alone:
             out.append(f"{name}: misses the SLOs even with one request at a time on up to {max_gpus} GPUs")
         else:
