@@ -18,8 +18,16 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import GpuplanError
-from ..userfiles import (MAX_LINE_BYTES, csv_records, is_file, is_folder, json_lines, load_json, relative_to_cwd,
-                         user_path)
+from ..userfiles import (
+    MAX_LINE_BYTES,
+    csv_records,
+    is_file,
+    is_folder,
+    json_lines,
+    load_json,
+    relative_to_cwd,
+    user_path,
+)
 
 HUB_ID = re.compile(r"^[A-Za-z0-9][\w.-]*/[\w.-]+$")  # org/name
 FORMATS = {".jsonl": "jsonl", ".ndjson": "jsonl", ".json": "json", ".parquet": "parquet", ".csv": "csv"}

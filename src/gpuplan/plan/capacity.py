@@ -293,7 +293,7 @@ def _simulated_first(candidates: list) -> list:
     by_target = sorted(candidates, key=lambda c: c[6])
     by_request = sorted(candidates, key=lambda c: (c[6][0] == 2, c[6][2]))
     order, seen = [], set()
-    for pair in zip(by_target, by_request):
+    for pair in zip(by_target, by_request, strict=True):  # the same setups, two orders
         for c in pair:
             if id(c) not in seen:
                 seen.add(id(c))
@@ -304,8 +304,9 @@ def _simulated_first(candidates: list) -> list:
 def _bound_rank(w: Workload, rate: float, price: tuple[float, str, int] | None, e2e_s: float) -> tuple:
     """The rank :func:`_rank` gives a setup, from the closed form before any simulation: a target (a rate, or
     users sending ``users / (think + e2e_s)`` requests/s) costs ``ceil(replicas / replicas per instance)`` whole
-    instances, a replica serving at most the saturation ``rate`` (:func:`gpuplan.serving.capacity.saturation_rate`); then the cost per request at that rate
-    (an offline job's order too: its cost is the price over the rate). Unpriced setups last. Users are taken at
+    instances, a replica serving at most the saturation ``rate``
+    (:func:`gpuplan.serving.capacity.saturation_rate`); then the cost per request at that rate (an offline job's
+    order too: its cost is the price over the rate). Unpriced setups last. Users are taken at
     the slowest end-to-end latency within the SLOs (``e2e_s``), so they send the fewest requests a setup meeting
     the SLOs serves, and a replica the most it can complete: each setup's cost is a lower bound of its row's."""
     if price is None:
