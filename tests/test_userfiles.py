@@ -468,3 +468,24 @@ def test_an_empty_json_file_is_said_empty(tmp_path):
     empty.write_text(" \n")
     with pytest.raises(GpuplanError, match=r"trace.json is empty: it holds no JSON$"):
         uf.load_json(empty, "trace")
+
+
+def test_a_relative_path_not_found_says_where_it_was_looked_for(tmp_path, monkeypatch, capsys):
+    """A workloads (or scenario) file's ``dataset: mydata.jsonl`` is read from the folder gpuplan runs in, not the
+    file's: run from elsewhere, it said only "no dataset file 'mydata.jsonl'". The sentence names the folder."""
+    (tmp_path / "mydata.jsonl").write_text('{"text": "hi"}\n')
+    jobs = tmp_path / "hobby.yaml"
+    jobs.write_text("workloads:\n  - name: qlora\n    per_month: 1\n    scenario: {model: qwen3-0.6b, task: train, "
+                    "method: qlora, dataset: mydata.jsonl, tokenizer: tok/tokenizer.json}\n")
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    monkeypatch.chdir(elsewhere)
+    code, err = cli(capsys, "buy", "2x3090", "--workloads", str(jobs))
+    assert code == 2 and err.count("\n") == 1, err
+    assert f"no dataset file 'mydata.jsonl' (a relative path, looked for in {elsewhere}, the folder gpuplan runs " \
+           "in: paths in a file are read from there too)" in err
+    assert uf.relative_to_cwd(str(tmp_path / "mydata.jsonl")) == ""
+    code, err = cli(capsys, "estimate", "--model", "qwen3-0.6b", "--task", "train", "--dataset",
+                    str(tmp_path / "mydata.jsonl"), "--tokenizer", "tok/tokenizer.json")
+    assert code == 2 and f"tokenizer 'tok/tokenizer.json': no such file (a relative path, looked for in {elsewhere}" \
+        in err, err

@@ -69,6 +69,18 @@ def user_path(name: str | os.PathLike) -> Path:
     return Path(os.path.expanduser(name))
 
 
+def relative_to_cwd(name: str | os.PathLike) -> str:
+    """Where a relative path that names nothing was looked for, as a clause of the sentence that says so: a path
+    in a scenario or workloads file is read from the folder gpuplan runs in, not from the file's (a user who wrote
+    ``dataset: mydata.jsonl`` in ``/data/hobby.yaml`` and ran from elsewhere saw only "no dataset file
+    'mydata.jsonl'"); empty for an absolute path."""
+    path = user_path(name)
+    if path.is_absolute():
+        return ""
+    return f" (a relative path, looked for in {Path.cwd()}, the folder gpuplan runs in: paths in a file are read " \
+        "from there too)"
+
+
 def read_text(path: str | Path, what: str, *, limit: int = MAX_BYTES) -> str:
     """The text of a UTF-8 file (a leading byte-order mark dropped), at most ``limit`` bytes; else one sentence.
     ``what`` names the file in the messages ("scenario", "benchmark result")."""

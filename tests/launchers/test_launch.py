@@ -1024,3 +1024,30 @@ def test_requests_past_the_context_are_refused_before_any_file(engine, tmp_path)
     assert not (tmp_path / "no").exists()
     fits = gpuplan.launch({**s, "prompt_tokens": 39_000}, folder="-")
     assert f"{flag} 40960" in "\n".join(body for _, _, body in fits.printed)
+
+
+def test_the_files_save_when_the_recipe_says():
+    """A run shorter than the recipe's checkpoint interval saves "only the final save (and one per epoch)": a run
+    counted in epochs saves at each epoch's end (``save_strategy: epoch``), one of ``max_steps`` once at its end
+    (``save_steps`` = ``max_steps``). The files wrote ``save_strategy: steps`` and no ``save_steps``: a 3-epoch
+    QLoRA of 225 steps saved no epoch, and the Trainer's default 500 saved a 1,526-step 32B run 3 times more."""
+    chat = {**SMALL, "method": "lora", "samples": 1200, "mean_tokens": 335, "epochs": 3}
+    chat.pop("train_tokens")
+    plan = launch_plan(chat)
+    assert plan.save_steps is None and plan.recipe.epochs == 3
+    trainer = body(files_of(chat, ["trainer"])["trainer.yaml"])
+    assert trainer["save_strategy"] == "epoch" and "save_steps" not in trainer and "max_steps" not in trainer
+    assert trainer["num_train_epochs"] == 3
+    axolotl = body(files_of({**chat, "stack": "axolotl"}, ["axolotl"])["axolotl.yaml"])
+    assert axolotl["save_strategy"] == "epoch" and "save_steps" not in axolotl
+    unsloth = files_of({**chat, "stack": "unsloth"}, ["unsloth"])["unsloth_train.py"]
+    assert "'save_strategy': 'epoch'," in unsloth and "'save_steps'" not in unsloth
+
+    steps = launch_plan(SMALL)  # 1e7 tokens: a run of max_steps, shorter than Daly's interval
+    # by hand: Alpaca's 128 sequences of 1,024 tokens a step: ceil(1e7 / 131,072) = 77 steps
+    assert steps.save_steps is None and steps.recipe.effective_batch == 128 and steps.max_steps == 77
+    text = files_of(SMALL, ["trainer"])["trainer.yaml"]
+    trainer = body(text)
+    assert (trainer["save_strategy"], trainer["save_steps"], trainer["max_steps"]) == \
+        ("steps", steps.max_steps, steps.max_steps)
+    assert "# checkpoints: the Daly interval is longer than the run: saved once, at the end of the run" in text

@@ -39,7 +39,9 @@ def test_capacity_rows_read_their_plans(engine):
         plan = row.plan
         sc = plan.setup.scenario
         assert (sc.gpu, sc.tp, sc.engine) == (row.gpu_id, row.tp, engine)
-        assert sc.batch_size == max(1, round(row.max_rate_rps * row.e2e_s))  # the load found, by Little's law
+        best = max((p for p in row.curve if p.meets_slo and p.rate_rps <= row.max_rate_rps), key=lambda p: p.rate_rps)
+        # the load found, by Little's law over the mean latency (the row's e2e_s is the SLO percentile's)
+        assert best.e2e_mean_s < row.e2e_s and sc.batch_size == max(1, round(row.max_rate_rps * best.e2e_mean_s))
         assert row.kv_tokens == plan.memory.max_context_tokens == plan.pool.kv_tokens > 0
         assert row.max_concurrency == plan.memory.max_concurrency
         assert row.ttft_alone_s == plan.speed.ttft_s
@@ -126,8 +128,8 @@ def test_every_gpu_named_has_a_row_or_says_why():
     other = next(g for g in named[:2] if g != rows[0].gpu_id)
     assert len(notes) == 4, notes
     assert notes[3].startswith("$/M out and $/M in price each replica at the highest rate it serves within the SLOs")
-    assert notes[0].endswith(f"ranked below the 1 setups simulated (the cheapest per request first): raise --top, "
-                             f"or give --gpus {other} alone")
+    assert notes[0].endswith(f"ranked below the 1 setups simulated (the cheapest first by the closed form: the "
+                             f"target in whole instances, then per request): raise --top, or give --gpus {other} alone")
     assert notes[1] == ("Instinct MI300X: not simulated (capacity simulates NVIDIA GPUs only; `gpuplan estimate "
                         "--task infer --gpu amd-instinct-mi300x` gives its speed)")
     assert notes[2].startswith("Tesla T4: no setup of up to 1 GPUs holds the model")
@@ -147,9 +149,11 @@ def test_thinking_users_stream_at_the_load_in_flight():
     fields = {"users": 100, "prompt_tokens": 1200, "output_tokens": 500, "ttft_s": 1.5, "tpot_s": 0.04}
     (row,) = capacity(s, m, load_workload(None, {**fields, "think_time_s": 10}), gpu_ids=("nvidia-h100-sxm5-80gb",),
                       max_gpus=1, simulate_top=1)
-    in_flight = round(row.max_rate_rps * row.e2e_s)
+    # Little's law over the closed loop: 100 users = rate x (10 s + the mean end-to-end latency), so the mean in
+    # flight is 100 - rate x 10
+    in_flight = row.plan.setup.scenario.batch_size
     assert row.max_users == 100 and 20 < in_flight < 60
-    assert row.plan.setup.scenario.batch_size == in_flight
+    assert abs(in_flight - (100 - row.max_rate_rps * 10)) <= 0.1 * in_flight
     assert 1 / row.streaming_tokens_per_s_per_user <= row.tpot_s  # the step at the load, under the p95 TPOT
     (busy,) = capacity(s, m, load_workload(None, {**fields, "users": 40}), gpu_ids=("nvidia-h100-sxm5-80gb",),
                        max_gpus=1, simulate_top=1)
@@ -292,3 +296,34 @@ def test_a_trace_of_requests_shorter_than_the_shortest_context_is_served(tmp_pat
     (row,) = capacity(s, m, w, gpu_ids=("nvidia-l40s",), max_gpus=1, simulate_top=1, notes=[])
     assert row.max_rate_rps > 1
     assert row.plan.setup.scenario.max_model_len == MIN_MODEL_LEN == 16
+
+
+def test_the_setups_simulated_are_ranked_as_their_rows_are():
+    """The setups simulated are the closed form's two ranks in turn: by what the target costs in whole instances
+    (as the rows are ranked), then by the cost per request. Ranked by cost per request alone, 40 users of
+    gpt-oss-120b thinking 20 s (2,500 + 600 tokens) had 2x A100 at $2.78/h first and left out the 2x L40S that serve
+    all 40 at $1.58/h."""
+    from gpuplan.plan.capacity import _bound_rank
+
+    w = load_workload(None, {"users": 40, "think_time_s": 20, "prompt_tokens": 2500, "output_tokens": 600})
+    # by hand: 40 users within an end-to-end latency of 6 s send 40 / (20 + 6) = 1.54 requests/s; a replica
+    # saturating at 1.0 req/s takes 2, two a 2-replica instance: one instance; at 0.5 req/s 4 replicas, 2 instances
+    assert _bound_rank(w, 1.0, (3.59, "x", 1), 6.0) == (0, 2 * 3.59, 3.59 / 1.0)
+    assert _bound_rank(w, 1.0, (3.59, "x", 2), 6.0) == (0, 3.59, 3.59 / 2)
+    assert _bound_rank(w, 0.5, (3.59, "x", 2), 6.0) == (0, 2 * 3.59, 3.59 / 2 / 0.5)
+    assert _bound_rank(w, 5.0, None, 6.0)[0] == 2  # unpriced last
+    rate = load_workload(None, {"rate_rps": 3, "prompt_tokens": 100, "output_tokens": 10})
+    assert _bound_rank(rate, 2.0, (1.0, "x", 1), 0.1)[:2] == (0, 2.0)  # ceil(3 / 2) replicas at $1/h
+
+    m = load_model("gpt-oss-120b")
+    s = scenario_from({"model": "gpt-oss-120b", "task": "infer", "engine": "vllm"})
+    w = load_workload(None, {"users": 40, "think_time_s": 20, "prompt_tokens": 2500, "output_tokens": 600,
+                             "ttft_s": 2, "tpot_s": 0.04})
+    named = ("nvidia-h100-sxm5-80gb", "nvidia-h200-sxm-141gb", "nvidia-a100-sxm4-80gb", "nvidia-l40s", "nvidia-b200")
+    rows = capacity(s, m, w, gpu_ids=named)
+    l40s = [(p.max_users, p.instances_for_target, p.usd_per_hour_for_target) for p in rows if p.setup == "2x l40s tp2"]
+    assert l40s == [(40, 1, 1.58)]
+    costs = [p.usd_per_hour_for_target for p in rows]
+    assert costs == sorted(costs) and costs[0] <= 1.58
+    # and the setups far faster than the target still come in, on the cost per request: 2x H100 ($4.80/h)
+    assert "2x h100-sxm tp2" in [p.setup for p in rows]

@@ -56,3 +56,33 @@ def test_the_forms_weights_format_is_the_searchs(server, page):  # noqa: F811
     shown = page.eval_on_selector_all("#capacity-table tr", "rows => rows.slice(1).map((r) => [r.cells[0].textContent,"
                                       " parseFloat(r.cells[1].dataset.value)])")
     assert shown == [[("* " if p["pareto"] else "") + p["setup"], p["max_rate_rps"]] for p in report.plans]
+
+
+def test_the_forms_think_time_is_the_searchs(server, page):  # noqa: F811
+    """Users who think between turns on the form think in the section's search too (``capacity --users N
+    --think-time T``): the search sent none, so 40 users thinking 20 s were searched as 40 who never pause (the
+    page's 1x H200 at $0.302 per 1,000 requests and p95 TPOT 21 ms against the command's $0.682 and 12 ms)."""
+    fields = {"model": "qwen3-8b", "task": "infer", "engine": "vllm", "prompt_tokens": "2000",
+              "output_tokens": "300", "gpu": "l4", "users": "12", "think_time_s": "10", "length_spread": "0.2"}
+    page.goto(server + "/?" + "&".join(f"{k}={v}" for k, v in fields.items()))
+    settle(page)
+    sent = []
+    page.on("request", lambda r: sent.append(r.post_data_json) if r.url.endswith("/api/capacity") else None)
+    page.select_option("#capacity-kind", "users")
+    page.fill("#capacity-load", "12")
+    page.fill("#capacity-ttft", "3")
+    page.fill("#capacity-tpot", "0.2")
+    page.fill("#capacity-gpus", "l4")
+    page.fill("#capacity-max-gpus", "1")
+    page.click("#capacity-go")
+    page.wait_for_function("document.querySelector('#capacity-table').rows.length >= 2", timeout=60_000)
+    assert sent[-1]["think_time_s"] == 10 and sent[-1]["length_spread"] == 0.2 and sent[-1]["users"] == 12
+    report = gpuplan.capacity("qwen3-8b", users=12, think_time_s=10, length_spread=0.2, prompt_tokens=2000,
+                              output_tokens=300, ttft_s=3, tpot_s=0.2, gpus=["l4"], max_gpus=1, top=4,
+                              time_limit_s=PAGE_SEARCH_S)
+    shown = page.eval_on_selector_all("#capacity-table tr", "rows => rows.slice(1).map((r) => [r.cells[0].textContent,"
+                                      " parseInt(r.cells[1].dataset.value), parseFloat(r.cells[3].dataset.value)])")
+    assert shown == [[("* " if p["pareto"] else "") + p["setup"], p["max_users"], p["tpot_s"]] for p in report.plans]
+    never_pause = gpuplan.capacity("qwen3-8b", users=12, length_spread=0.2, prompt_tokens=2000, output_tokens=300,
+                                   ttft_s=3, tpot_s=0.2, gpus=["l4"], max_gpus=1, top=4, time_limit_s=PAGE_SEARCH_S)
+    assert shown[0][1] == 10 and never_pause.plans[0]["max_users"] < 10  # what the page showed before

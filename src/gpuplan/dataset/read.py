@@ -18,7 +18,16 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import GpuplanError
-from ..userfiles import MAX_LINE_BYTES, csv_records, is_file, is_folder, json_lines, load_json, user_path
+from ..userfiles import (
+    MAX_LINE_BYTES,
+    csv_records,
+    is_file,
+    is_folder,
+    json_lines,
+    load_json,
+    relative_to_cwd,
+    user_path,
+)
 
 HUB_ID = re.compile(r"^[A-Za-z0-9][\w.-]*/[\w.-]+$")  # org/name
 FORMATS = {".jsonl": "jsonl", ".ndjson": "jsonl", ".json": "json", ".parquet": "parquet", ".csv": "csv"}
@@ -39,8 +48,8 @@ def dataset_format(source: str) -> str:
     if is_folder(path):
         raise GpuplanError(f"dataset {source!r} is a folder: pass one .jsonl, .json, .parquet or .csv file")
     if suffix in FORMATS or source.startswith((".", "/", "~")) or not HUB_ID.match(source):
-        raise GpuplanError(f"no dataset file {source!r}" + ("" if suffix in FORMATS else
-                                                             " (a Hugging Face dataset id reads org/name)"))
+        raise GpuplanError(f"no dataset file {source!r}" + relative_to_cwd(source) + (
+            "" if suffix in FORMATS else " (a Hugging Face dataset id reads org/name)"))
     return "hub"
 
 

@@ -29,7 +29,7 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import GpuplanError, echo_value
-from ..userfiles import is_file, is_folder, load_json, parse_json, read_text, user_path
+from ..userfiles import is_file, is_folder, load_json, parse_json, read_text, relative_to_cwd, user_path
 
 EOS_NAMES = ("<|im_end|>", "<|eot_id|>", "<|end_of_text|>", "<|endoftext|>", "</s>", "<eos>", "<|end|>", "[SEP]")
 
@@ -79,6 +79,7 @@ def load_tokenizer(name: str) -> Tokenizer:
     if path is None:
         where = "no such file" if name.endswith(".json") or ("/" not in name and Path(name).suffix) else \
             "no tokenizer.json there or in the local Hugging Face cache"
+        where += relative_to_cwd(name) if where == "no such file" else ""
         raise GpuplanError(f"tokenizer {name!r}: {where}; pass --tokenizer path/to/tokenizer.json (or the folder "
                            "holding it), or describe the data with --samples and --mean-tokens (a decoder LLM's "
                            "training text; diffusion and speech plans are sized by --train-steps)")

@@ -26,7 +26,7 @@ from typing import Any
 
 from .. import overheads as oh
 from . import deepspeed
-from .data import chat_turns, local_file, record_kind
+from .data import chat_turns, local_file, record_kind, save_fields, save_note
 from .files import LaunchFile, shell_text, yaml_text
 from .plan import LaunchPlan
 from .settings import AXOLOTL_VERSION as VERSION
@@ -133,9 +133,7 @@ def config(plan: LaunchPlan, opts: LaunchOptions) -> dict[str, Any]:
         data["fsdp_config"] = {k: v for k, v in fsdp.items() if k not in ("sharding_strategy", "backward_prefetch",
                                                                          "forward_prefetch")}
         data["fsdp_config"]["reshard_after_forward"] = True  # FULL_SHARD (FSDP1), fully_shard's default (FSDP2)
-    data["save_strategy"] = "steps"
-    if plan.save_steps is not None:
-        data["save_steps"] = plan.save_steps
+    data.update(save_fields(plan))
     data["auto_resume_from_checkpoints"] = True  # the newest checkpoint in output_dir, after an interruption
     data.update({"save_total_limit": oh.CHECKPOINTS_KEPT, "logging_steps": 10})
     return data
@@ -155,9 +153,7 @@ def notes(plan: LaunchPlan) -> list[str]:
     out = [f"run: bash {SCRIPT}; checked against axolotl {VERSION}'s config schema"]
     if plan.num_nodes > 1:
         out.append(f"{plan.num_nodes} machines: run {SCRIPT} on each with NODE_RANK and MASTER_ADDR set")
-    if plan.save_steps is None:
-        out.append("checkpoints: the Daly interval is longer than the run: save_steps is left at the Trainer's "
-                   "default")
+    out += save_note(plan)
     if s.attention == "sdpa" and dtype_flags(s)["bf16"] and plan.gpu.compute_capability != "9.0":
         out.append("axolotl warns that sample packing under SDPA in bf16 may give a zero loss except on sm_90 "
                    "(check_sample_packing_w_sdpa_bf16): plan attention flash if it does")

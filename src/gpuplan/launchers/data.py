@@ -87,11 +87,44 @@ def sft_fields(plan: LaunchPlan) -> dict[str, Any]:
                                                                                        r.schedule == "constant"
                                                                                        else ""),
                 "warmup_steps": r.warmup_steps, "max_grad_norm": r.max_grad_norm})
-    if s.dataset or s.samples:
+    if in_epochs(plan):
         out["num_train_epochs"] = r.epochs or 1.0
     if r.assistant_only:  # TRL patches the chat templates it knows with {% generation %} markers
         out["assistant_only_loss"] = True
     return out
+
+
+def in_epochs(plan: LaunchPlan) -> bool:
+    """Whether the run is counted in epochs of its data (``num_train_epochs``), not in ``max_steps``."""
+    return plan.recipe is not None and bool(plan.scenario.dataset or plan.scenario.samples)
+
+
+def save_fields(plan: LaunchPlan) -> dict[str, Any]:
+    """When the Trainer saves (transformers ``TrainingArguments`` ``save_strategy``/``save_steps``; Axolotl's and
+    Unsloth's SFTConfig take the same keys): every ``plan.save_steps`` optimizer steps (the recipe's interval), else
+    what the recipe says of a run shorter than its interval, "only the final save (and one per epoch)"
+    (:func:`gpuplan.plan.recipe.checkpoint_steps`): ``epoch`` for a run counted in epochs; ``save_steps`` =
+    ``max_steps`` for a run of ``max_steps`` (transformers' ``DefaultFlowCallback.on_step_end`` saves at
+    ``max_steps`` under ``steps``; left out, the Trainer's default 500 saves a 1,526-step run three more times).
+    Without a recipe, the Trainer's defaults."""
+    if plan.save_steps is not None:
+        return {"save_strategy": "steps", "save_steps": plan.save_steps}
+    if in_epochs(plan):
+        return {"save_strategy": "epoch"}
+    if plan.recipe is not None and plan.max_steps:
+        return {"save_strategy": "steps", "save_steps": plan.max_steps}
+    return {"save_strategy": "steps"}
+
+
+def save_note(plan: LaunchPlan) -> list[str]:
+    """The files' line on checkpoints when the recipe's interval is longer than the run (:func:`save_fields`)."""
+    if plan.save_steps is not None:
+        return []
+    fields = save_fields(plan)
+    when = ("at the end of each epoch" if fields["save_strategy"] == "epoch" else
+            "once, at the end of the run (save_steps = max_steps)" if "save_steps" in fields else
+            "every 500 steps, the Trainer's default (no recipe)")
+    return [f"checkpoints: the Daly interval is longer than the run: saved {when}"]
 
 
 def resume_token(output_dir: str) -> Raw:

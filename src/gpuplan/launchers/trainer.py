@@ -17,7 +17,7 @@ from typing import Any
 
 from .. import overheads as oh
 from ..errors import GpuplanError
-from .data import sft_fields, trl_dataset
+from .data import save_fields, save_note, sft_fields, trl_dataset
 from .files import LaunchFile, yaml_text
 from .plan import LaunchPlan
 from .settings import LaunchOptions, autocast, backend, fsdp_settings, hf_optim, model_dtype
@@ -79,9 +79,7 @@ def fields(plan: LaunchPlan, opts: LaunchOptions) -> dict[str, Any]:
         data["torch_compile"] = True
     if plan.max_steps is not None and "num_train_epochs" not in data:
         data["max_steps"] = plan.max_steps
-    data["save_strategy"] = "steps"
-    if plan.save_steps is not None:
-        data["save_steps"] = plan.save_steps
+    data.update(save_fields(plan))
     data["save_total_limit"] = oh.CHECKPOINTS_KEPT
     data["logging_steps"] = 10
     data["report_to"] = "none"
@@ -132,9 +130,7 @@ def notes(plan: LaunchPlan) -> list[str]:
     s = plan.scenario
     out = ["run: bash accelerate-launch.sh or torchrun.sh; TRL's SFT script (python -m trl.scripts.sft --config "
            "trainer.yaml) reads every field below"]
-    if plan.save_steps is None:
-        out.append("checkpoints: the Daly interval is longer than the run (or no recipe): save_steps is left at the "
-                   "Trainer's default")
+    out += save_note(plan)
     if s.method == "qlora" and not s.qlora_fp32_upcast:
         out.append("the plan assumes no fp32 upcast of the non-4-bit weights: TRL's peft preparation upcasts them "
                    "and uses more memory than planned")

@@ -20,7 +20,7 @@ from __future__ import annotations
 from typing import Any
 
 from .. import overheads as oh
-from .data import hf_dataset_call, local_file, sft_fields
+from .data import hf_dataset_call, local_file, save_fields, save_note, sft_fields
 from .files import LaunchFile, comment, shell_text
 from .plan import LaunchPlan
 from .settings import UNSLOTH_VERSION as VERSION
@@ -67,14 +67,12 @@ def arguments(plan: LaunchPlan, opts: LaunchOptions) -> dict[str, dict[str, Any]
                              "per_device_train_batch_size": s.micro_batch_size,
                              "gradient_accumulation_steps": s.grad_accum_steps, "bf16": mixed == "bf16",
                              "fp16": mixed == "fp16", "optim": optim, "learning_rate": 2e-4, "max_grad_norm": 1.0,
-                             **sft_fields(plan), "logging_steps": 10, "save_strategy": "steps",
+                             **sft_fields(plan), "logging_steps": 10, **save_fields(plan),
                              "save_total_limit": oh.CHECKPOINTS_KEPT, "report_to": "none"}
     if optim_args:
         train["optim_args"] = optim_args
     if plan.max_steps is not None and "num_train_epochs" not in train:
         train["max_steps"] = plan.max_steps
-    if plan.save_steps is not None:
-        train["save_steps"] = plan.save_steps
     return {"LOAD": load, "PEFT": peft, "TRAIN": {**train, **smoke_fields(opts)}}
 
 
@@ -108,9 +106,7 @@ def command(plan: LaunchPlan, *, multinode_env: bool = False) -> list[str]:
 
 def notes(plan: LaunchPlan) -> list[str]:
     out = [f"run: bash {SCRIPT} ({' '.join(command(plan)[:3])}...); arguments checked against unsloth {VERSION}"]
-    if plan.save_steps is None:
-        out.append("checkpoints: the Daly interval is longer than the run: save_steps is left at the Trainer's "
-                   "default")
+    out += save_note(plan)
     return out
 
 

@@ -30,6 +30,8 @@ class RatePoint:
     users: int | None = None  # closed loop
     stopped: str = ""  # why its simulation stopped early ("": it ran to the end)
     lifetime_s: float = 0.0  # saturated run: mean first-to-last-token time of the requests it completed
+    e2e_mean_s: float = 0.0  # the mean end-to-end latency of the judged requests (Little's law's W; e2e_s is the
+    # SLO percentile's)
 
 
 
@@ -226,7 +228,8 @@ def _point(out, w: Workload, rate: float, n: int) -> RatePoint:
     meets = out.completed == n and (slo.ttft_s is None or ttft <= slo.ttft_s) and \
         (slo.tpot_s is None or tpot is None or tpot <= slo.tpot_s) and (slo.e2e_s is None or e2e <= slo.e2e_s)
     return RatePoint(rate_rps=rate, ttft_s=ttft, tpot_s=tpot, e2e_s=e2e, requests_per_s=rps,
-                     output_tokens_per_s=rps * out.output_tokens / max(out.completed, 1), meets_slo=bool(meets))
+                     output_tokens_per_s=rps * out.output_tokens / max(out.completed, 1), meets_slo=bool(meets),
+                     e2e_mean_s=float(out.e2e_s[keep].mean()) if len(keep) else 0.0)
 
 
 def evaluate(model: StepModel, engine, w: Workload, rate: float, saturated: float | None = None,

@@ -942,6 +942,12 @@ function capacityRequest() {
     output_tokens: planned.output_tokens, max_gpus: boxValue($("#capacity-max-gpus"))};
   const kind = $("#capacity-kind").value;
   body[kind] = boxValue($("#capacity-load"));  // as typed: 0.4 users is the API's sentence, not 0 users
+  // the form's load shape, as the plan above simulates it: users who think between turns, the lengths' spread
+  if (kind === "users" && planned.think_time_s) body.think_time_s = planned.think_time_s;
+  if (planned.length_spread !== null && planned.length_spread !== undefined) body.length_spread = planned.length_spread;
+  for (const key of ["chunked_prefill", "async_scheduling"]) {
+    if (s[key] !== null && s[key] !== undefined) body[key] = s[key];
+  }
   if (kind !== "batch") {
     body.ttft_s = boxValue($("#capacity-ttft"));
     body.tpot_s = boxValue($("#capacity-tpot"));
