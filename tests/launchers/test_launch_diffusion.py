@@ -280,3 +280,18 @@ def test_kohya_lora_asks_for_t5s_lora_when_the_plan_trains_it(tmp_path):
     assert tables["network"]["network_train_unet_only"] is False
     assert tables["training"]["cache_text_encoder_outputs"] is False
     assert {k for table in tables.values() for k in table} <= kohya_options()
+
+
+def test_a_name_ai_toolkit_would_rewrite_is_refused(tmp_path, capsys):
+    """ai-toolkit replaces ``[name]`` with the job's name in every value (``preprocess_config``): a pipeline folder
+    so named cannot reach it as written, so it is refused in one sentence, with nothing written (s17-sec)."""
+    local = pipeline_folder(tmp_path, "flux [name] v2")
+    out = tmp_path / "out"
+    args = ["launch", "--model", str(local), "--task", "train", "--method", "lora", "--gpu", "a100-80gb",
+            "--resolution", "512", "--target", "ai-toolkit", "-o", str(out)]
+    assert run(args) == 2
+    err = capsys.readouterr().err.strip()
+    assert "\n" not in err and "holds [name], which ai-toolkit replaces" in err, err
+    assert not out.exists()
+    kohya = [a if a != "ai-toolkit" else "kohya" for a in args]  # kohya's TOML holds it as written
+    assert run(kohya) == 0 and "flux [name] v2" in (out / "kohya.toml").read_text()

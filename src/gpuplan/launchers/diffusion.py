@@ -351,6 +351,7 @@ def ai_toolkit_config(plan: DiffusionLaunch, images: str) -> dict[str, Any]:
 
 
 def ai_toolkit_files(plan: DiffusionLaunch, images: str) -> list[LaunchFile]:
-    text = yaml_text(_plan_header(plan), ai_toolkit_config(plan, images), ["ai-toolkit: python run.py ai-toolkit.yaml"])
+    text = yaml_text(_plan_header(plan), ai_toolkit_config(plan, images), ["ai-toolkit: python run.py ai-toolkit.yaml"],
+                     expands="text")  # its get_config replaces ${VAR} in the file's text
     return [LaunchFile(name="ai-toolkit.yaml", target="ai-toolkit", text=text,
                        reader="ai-toolkit's run.py (its job config)")]

@@ -16,6 +16,7 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import re
 import shlex
 import shutil
 import unicodedata
@@ -76,10 +77,57 @@ _Dumper.add_representer(str, _text)
 _Dumper.add_representer(Raw, _text)
 
 
-def yaml_text(plan: LaunchPlan, data: dict, notes: list[str] = ()) -> str:
-    """The header and ``notes`` as comments, then ``data`` in the order given."""
-    body = yaml.dump(data, Dumper=_Dumper, sort_keys=False, default_flow_style=False, width=120)
-    return comment([*plan.header(), *notes]) + body
+class _TextDumper(_Dumper):
+    """:class:`_Dumper` for a reader that replaces ``${...}`` in the file's text before it parses it: a string
+    holding ``${`` is written double-quoted (where ``\\x7b`` is a ``{``), never as a literal block."""
+
+
+def _quoted_text(dumper: yaml.SafeDumper, value: str) -> yaml.Node:
+    style = '"' if "${" in value else "|" if "\n" in value else None
+    return dumper.represent_scalar("tag:yaml.org,2002:str", value, style=style)
+
+
+_TextDumper.add_representer(str, _quoted_text)
+_TextDumper.add_representer(Raw, _quoted_text)
+
+# The readers that expand ``${...}`` in what they read, and how a value keeps its ``${`` from them:
+# - "omegaconf": torchtune's config (``torchtune/config/_parse.py``: ``OmegaConf.load``) resolves ``${oc.env:HOME}``
+#   and ``${key}`` in every string; ``\${`` is a literal ``${`` (and ``\\`` a backslash before one), OmegaConf's
+#   grammar (``omegaconf/grammar/OmegaConfGrammarLexer.g4``, ESC_INTER);
+# - "text": ai-toolkit's ``toolkit/config.py`` ``get_config`` replaces ``${VAR}`` with the environment's VAR in the
+#   file's text, comments included, before parsing it (an unset VAR stops the job), and ``preprocess_config`` then
+#   replaces ``[name]`` in every value with the job's name: a ``${`` is written ``$\x7b`` (a YAML double-quoted
+#   escape; in a comment, read as visible() writes escapes), and a value holding ``[name]`` is refused.
+EXPANDS = ("omegaconf", "text")
+_INTERPOLATION = re.compile(r"(\\*)\$\{")
+
+
+def _kept(value, expands: str | None):
+    """``value`` (data) with each string as ``expands``'s reader must be given it to read it back unchanged."""
+    if isinstance(value, dict):
+        return {_kept(k, expands): _kept(v, expands) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_kept(v, expands) for v in value]
+    if not isinstance(value, str):
+        return value
+    if expands == "omegaconf":
+        return _INTERPOLATION.sub(lambda m: m.group(1) * 2 + "\\${", value)
+    if expands == "text" and "[name]" in value:
+        raise GpuplanError(f"{echo(value)} holds [name], which ai-toolkit replaces with the job's name in every "
+                           "value: rename it")
+    return value
+
+
+def yaml_text(plan: LaunchPlan, data: dict, notes: list[str] = (), *, expands: str | None = None) -> str:
+    """The header and ``notes`` as comments, then ``data`` in the order given; ``expands``: the reader's own
+    expansion of ``${...}`` that every value is kept from (:data:`EXPANDS`)."""
+    if expands is not None and expands not in EXPANDS:
+        raise ValueError(f"expands is one of {EXPANDS}, not {expands!r}")
+    dumper = _TextDumper if expands == "text" else _Dumper
+    width = 1 << 30 if expands == "text" else 120  # a ${ never split over lines
+    body = yaml.dump(_kept(data, expands), Dumper=dumper, sort_keys=False, default_flow_style=False, width=width)
+    text = comment([*plan.header(), *notes]) + body
+    return text.replace("${", "$\\x7b") if expands == "text" else text
 
 
 def toml_text(plan: LaunchPlan, tables: dict[str, dict], notes: list[str] = ()) -> str:
