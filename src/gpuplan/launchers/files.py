@@ -97,9 +97,15 @@ _TextDumper.add_representer(Raw, _quoted_text)
 # - "text": ai-toolkit's ``toolkit/config.py`` ``get_config`` replaces ``${VAR}`` with the environment's VAR in the
 #   file's text, comments included, before parsing it (an unset VAR stops the job), and ``preprocess_config`` then
 #   replaces ``[name]`` in every value with the job's name: a ``${`` is written ``$\x7b`` (a YAML double-quoted
-#   escape; in a comment, read as visible() writes escapes), and a value holding ``[name]`` is refused.
-EXPANDS = ("omegaconf", "text")
+#   escape; in a comment, read as visible() writes escapes), and a value holding ``[name]`` is refused;
+# - "simpletuner": SimpleTuner (bghira/SimpleTuner bc8e6ab7, ``helpers/configuration/template_vars.py``) replaces
+#   ``{env:VAR}`` in every value of config.json (``cli_utils.mapping_to_cli_args``) and ``{model_family}``,
+#   ``{output_dir}`` and ``{id}`` in every value of multidatabackend.json (``data_backend/factory.py``
+#   ``fill_variables_in_config_paths``), and reads the text "true" / "false" as a switch; it has no escape, so a
+#   value it would rewrite is refused.
+EXPANDS = ("omegaconf", "text", "simpletuner")
 _INTERPOLATION = re.compile(r"(\\*)\$\{")
+_SIMPLETUNER = re.compile(r"\{(?:env:[^{}]*|model_family|output_dir|id)\}")
 
 
 def _kept(value, expands: str | None):
@@ -115,6 +121,10 @@ def _kept(value, expands: str | None):
     if expands == "text" and "[name]" in value:
         raise GpuplanError(f"{echo(value)} holds [name], which ai-toolkit replaces with the job's name in every "
                            "value: rename it")
+    if expands == "simpletuner" and (_SIMPLETUNER.search(value) or value.strip().lower() in ("true", "false")):
+        said = _SIMPLETUNER.search(value)
+        raise GpuplanError(f"{echo(value)} " + (f"holds {said.group()}, which SimpleTuner replaces in every value" if
+                           said else "is read by SimpleTuner as a switch, not a name") + ": rename it")
     return value
 
 
@@ -136,6 +146,12 @@ def toml_text(plan: LaunchPlan, tables: dict[str, dict], notes: list[str] = ()) 
     import tomli_w
 
     return comment([*plan.header(), *notes]) + "\n" + tomli_w.dumps(tables)
+
+
+def json_data(data, *, expands: str | None = None) -> str:
+    """``data`` alone as JSON (a file whose every key the reader takes as an option: no header), each value kept
+    from the reader's own expansion ``expands`` (:data:`EXPANDS`)."""
+    return json.dumps(_kept(data, expands), indent=2) + "\n"
 
 
 def json_text(plan: LaunchPlan, data: dict, notes: list[str] = ()) -> str:
