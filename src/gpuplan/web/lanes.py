@@ -35,7 +35,7 @@ from typing import Any, TypeVar
 import anyio
 from starlette.exceptions import HTTPException
 
-from .. import clock
+from .. import api
 from ..errors import GpuplanError
 
 TIMEOUT_S = 10.0
@@ -100,9 +100,9 @@ class Lane:
             return None  # its request has already been answered
         token = self._tokens.get()
         try:
-            with clock.until(deadline):  # a plan's job stops at its next plan past the deadline (s17-sec)
+            with api.until(deadline):  # a plan's job stops at its next plan past the deadline (s17-sec)
                 return job(token)
-        except clock.Overdue:
+        except api.Overdue:
             raise self.late(TIMEOUT_S) from None
         finally:
             self._tokens.put(token)
