@@ -7,8 +7,12 @@ answers of the test suite run as of the day they were recorded.
 
 from __future__ import annotations
 
+import contextlib
+import contextvars
 import datetime as dt
 import os
+import time
+from collections.abc import Iterator
 
 from .errors import GpuplanError
 
@@ -22,3 +26,33 @@ def today() -> dt.date:
         return dt.date.fromisoformat(pinned)
     except ValueError:
         raise GpuplanError(f"GPUPLAN_TODAY must be a date like 2026-11-28, got {pinned[:40]!r}") from None
+
+
+# ---- a deadline for the work of one request (the web page's plans) -----------------------------------------------
+class Overdue(BaseException):
+    """The work went past the deadline :func:`until` set: its request has been answered already. A BaseException,
+    as asyncio's CancelledError is: the searches skip a candidate on a GpuplanError (and some code catches any
+    Exception), and this must end the whole job."""
+
+
+_DEADLINE: contextvars.ContextVar[float | None] = contextvars.ContextVar("gpuplan_deadline", default=None)
+
+
+@contextlib.contextmanager
+def until(deadline: float) -> Iterator[None]:
+    """Work in this context stops at its next plan once ``time.monotonic()`` passes ``deadline``
+    (:func:`in_time`): a thread cannot be killed, so the page's plans lane (:mod:`gpuplan.web.lanes`) ends the work
+    its answered request left this way."""
+    token = _DEADLINE.set(deadline)
+    try:
+        yield
+    finally:
+        _DEADLINE.reset(token)
+
+
+def in_time() -> None:
+    """Raise :class:`Overdue` when the context's deadline (:func:`until`) has passed; nothing without one (the
+    command line and the Python API)."""
+    deadline = _DEADLINE.get()
+    if deadline is not None and time.monotonic() > deadline:
+        raise Overdue("the work went past its deadline and was stopped")

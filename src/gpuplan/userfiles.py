@@ -262,6 +262,18 @@ def csv_records(path: str | Path, what: str) -> Iterator[dict[str, Any]]:
         csv.field_size_limit(previous)
 
 
+def read_csv(path: str | Path, what: str) -> list[dict[str, Any]]:
+    """The rows of a CSV file with a header line, read whole (:func:`read_text`: at most :data:`MAX_BYTES`, UTF-8
+    with or without a byte-order mark) as dicts; a row csv cannot read is one sentence (a price list, a catalog)."""
+    import io
+
+    reader = csv.DictReader(io.StringIO(read_text(path, what), newline=""))
+    try:
+        return list(reader)
+    except csv.Error as err:
+        raise GpuplanError(f"{path}, line {reader.line_num:,}: not a CSV row gpuplan reads ({err})") from None
+
+
 # ---- values ----------------------------------------------------------------------------------------------------
 def number(value: Any, where: str, *, least: float = 0.0, most: float = math.inf, whole: bool = False,
            above: bool = False) -> float:

@@ -369,6 +369,29 @@ def test_a_hub_id_offline_is_one_sentence(tokenizer):
     assert "Traceback" not in proc.stderr
 
 
+@pytest.mark.parametrize("version, runs", [("2.19.1", False), ("", False), ("3.0.0", True), ("5.2.0", True)])
+def test_a_hub_dataset_is_read_only_by_a_datasets_that_runs_no_script(version, runs, monkeypatch):
+    """s17-sec: datasets before 3.0 ran a Hub dataset repo's loading script unasked (trust_remote_code defaulted to
+    true; 3.0 refuses one, 4.0 dropped scripts): with such a release installed, ``--dataset org/name`` is refused in
+    one sentence and ``load_dataset`` is never called."""
+    import types
+
+    from gpuplan.dataset.read import _hub
+
+    calls = []
+    fake = types.ModuleType("datasets")
+    fake.__version__ = version
+    fake.load_dataset = lambda *a, **k: calls.append((a, k)) or iter([{"text": "hi"}])
+    monkeypatch.setitem(sys.modules, "datasets", fake)
+    if runs:
+        assert list(_hub("org/name")) == [{"text": "hi"}]
+        assert calls == [(("org/name",), {"split": "train", "streaming": True})]
+    else:
+        with pytest.raises(GpuplanError, match=r"needs datasets 3\.0 or later"):
+            list(_hub("org/name"))
+        assert calls == []
+
+
 def test_trainer_yaml_with_a_local_file_through_trl(tmp_path, data, tokenizer, monkeypatch):
     """A local JSONL is a ``datasets`` entry of TRL's SFT script (builder json, the file), length-grouped batches
     are transformers 5's train_sampling_strategy, and the epochs asked are the run's length: TRL's parser reads

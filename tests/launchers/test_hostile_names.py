@@ -33,7 +33,10 @@ from gpuplan.cli import run
 from gpuplan.errors import GpuplanError
 from gpuplan.launchers import TARGETS
 
-HOSTILE = "h'q\"$(touch PWNED)`touch PWNED`;touch PWNED&&touch PWNED|touch PWNED #x \u202eRTL\u200bzw é漢"
+# ${HOME} and ${oc.env:HOME}: the readers that expand ${...} (torchtune's OmegaConf, ai-toolkit's get_config) must
+# read them back as written (s17-sec)
+HOSTILE = ("h'q\"$(touch PWNED)`touch PWNED`;touch PWNED&&touch PWNED|touch PWNED #x \u202eRTL\u200bzw é漢 "
+           "${HOME}\\${oc.env:HOME}")
 PLAIN = "plainname"
 # the header of every file holds the command; through the API it is free text, so it may break lines: escaped
 COMMAND = "gpuplan launch\ntouch PWNED\r\u2028touch PWNED\x85touch PWNED\x0b\u202e`touch PWNED` #"
@@ -188,12 +191,33 @@ def reading(path: Path, kit: dict[str, Path]):
         import tomllib  # Python 3.11's
 
         return tomllib.loads(text)
+    if path.name == "torchtune.yaml":  # tune run: OmegaConf.load, its ${...} resolved where the recipe reads them
+        from omegaconf import OmegaConf
+
+        return OmegaConf.to_container(OmegaConf.load(path), resolve=True)
+    if path.name == "ai-toolkit.yaml":
+        return ai_toolkit_reading(text)
     data = json.loads(text) if path.suffix == ".json" else yaml.safe_load(text)
     if path.name == "sky.yaml":  # its shell parts run; its task name is a slug of the model's
         assert set(data["name"]) <= set("abcdefghijklmnopqrstuvwxyz0123456789-"), data["name"]
         data.update(name=None, setup=run_shell(data["setup"], path.parent, kit),
                     run=run_shell(data["run"], path.parent, kit))
     return data
+
+
+def ai_toolkit_reading(text: str):
+    """ai-toolkit's ``toolkit/config.py`` ``get_config`` (ostris/ai-toolkit 01c9f830): ``${VAR}`` replaced by the
+    environment's VAR in the file's text (an unset one is an error), then the YAML read, then ``[name]`` replaced
+    by the job's name in every value (``preprocess_config``)."""
+    import re
+
+    def replacer(match):
+        value = os.environ.get(match.group(1))
+        assert value is not None, f"ai-toolkit: environment variable {match.group(1)} not set"
+        return value
+
+    data = yaml.safe_load(re.sub(r"\$\{([^}]+)\}", replacer, text))
+    return json.loads(json.dumps(data).replace("[name]", data["config"]["name"]))
 
 
 def without_headers(data):

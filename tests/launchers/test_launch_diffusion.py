@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import importlib.util
 import json
+import re
 import shlex
 import sys
 from pathlib import Path
@@ -304,3 +305,64 @@ def test_ai_toolkit_writes_quantize_for_a_transformer_only(tmp_path):
     flux = yaml.safe_load((write(tmp_path / "f", "--model", "flux-dev", *common) / "ai-toolkit.yaml").read_text())
     assert sdxl["config"]["process"][0]["model"]["quantize"] is False
     assert flux["config"]["process"][0]["model"]["quantize"] is True
+
+
+def test_a_name_ai_toolkit_would_rewrite_is_refused(tmp_path, capsys):
+    """ai-toolkit replaces ``[name]`` with the job's name in every value (``preprocess_config``): a pipeline folder
+    so named cannot reach it as written, so it is refused in one sentence, with nothing written (s17-sec)."""
+    local = pipeline_folder(tmp_path, "flux [name] v2")
+    out = tmp_path / "out"
+    args = ["launch", "--model", str(local), "--task", "train", "--method", "lora", "--gpu", "a100-80gb",
+            "--resolution", "512", "--target", "ai-toolkit", "-o", str(out)]
+    assert run(args) == 2
+    err = capsys.readouterr().err.strip()
+    assert "\n" not in err and "holds [name], which ai-toolkit replaces" in err, err
+    assert not out.exists()
+    kohya = [a if a != "ai-toolkit" else "kohya" for a in args]  # kohya's TOML holds it as written
+    assert run(kohya) == 0 and "flux [name] v2" in (out / "kohya.toml").read_text()
+
+
+def simpletuner_reading(value, variables=None):
+    """SimpleTuner's ``resolve_value_placeholders`` (bghira/SimpleTuner bc8e6ab7,
+    ``simpletuner/helpers/configuration/template_vars.py``): ``{env:VAR}`` is the environment's VAR (or nothing),
+    ``{name}`` a variable's value when ``variables`` has it, anything else as written."""
+    import os
+    import re
+
+    def replace(match):
+        token = match.group(1)
+        if token.startswith("env:"):
+            return os.environ.get(token[4:], "")
+        return str(variables[token]) if variables and token in variables else match.group(0)
+
+    if isinstance(value, dict):
+        return {k: simpletuner_reading(v, variables) for k, v in value.items()}
+    if isinstance(value, list):
+        return [simpletuner_reading(v, variables) for v in value]
+    return re.sub(r"\{([^{}]+)\}", replace, value) if isinstance(value, str) else value
+
+
+@pytest.mark.parametrize("name, refused", [("flux {env:HOME} v2", "holds {env:HOME}, which SimpleTuner replaces"),
+                                           ("flux {id}", "holds {id}, which SimpleTuner replaces"),
+                                           ("flux {x} v2", None)])
+def test_simpletuner_gets_names_it_reads_as_written(name, refused, tmp_path, capsys):
+    """SimpleTuner replaces ``{env:VAR}`` in config.json's values and ``{model_family}``, ``{output_dir}``, ``{id}``
+    in multidatabackend.json's, with no escape: a pipeline folder or image folder it would rewrite is refused in
+    one sentence, nothing written; any other brace reaches it as written, through its own replacement (s17-sec)."""
+    local = pipeline_folder(tmp_path, name)
+    images = tmp_path / f"images {name}"
+    out = tmp_path / "out"
+    for given in ({"model": str(local)}, {"model": str(pipeline_folder(tmp_path, "plain")), "dataset": str(images)}):
+        fields = {"model": given["model"], "task": "train", "method": "lora", "gpu": "a100-80gb", "resolution": "512"}
+        if refused:
+            with pytest.raises(GpuplanError, match=re.escape(refused)):
+                gpuplan.launch(fields, targets=["simpletuner"], folder=out, dataset=given.get("dataset"))
+            assert not out.exists()
+            continue
+        gpuplan.launch(fields, targets=["simpletuner"], folder=out, dataset=given.get("dataset"), force=True)
+        config = json.loads((out / "config.json").read_text())
+        backends = json.loads((out / "multidatabackend.json").read_text())
+        assert simpletuner_reading(config) == config and config["--pretrained_model_name_or_path"] == given["model"]
+        variables = {"model_family": "flux", "output_dir": "output", "id": "images"}
+        assert simpletuner_reading(backends, variables) == backends
+        assert backends[0]["instance_data_dir"] == given.get("dataset", "images")

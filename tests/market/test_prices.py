@@ -297,3 +297,23 @@ def test_gpuplan_today_pins_the_day_prices_age_on(monkeypatch):
     monkeypatch.setenv("GPUPLAN_TODAY", "next tuesday")
     with pytest.raises(GpuplanError, match="GPUPLAN_TODAY must be a date like 2026-11-28, got 'next tuesday'"):
         clock.today()
+
+
+def test_a_price_list_is_read_by_the_bounded_reader(tmp_path):
+    """s17-sec: price lists and catalogs were read with csv.DictReader on the open file, not the bounded reader
+    docs/security.md promises: a byte-order mark (Excel's "CSV UTF-8") made the first column "\\ufeffprovider",
+    so the row was refused as missing its provider, and the file's size had no bound. Now UTF-8 with or without
+    the mark, at most userfiles.MAX_BYTES, a NUL byte refused, each in one sentence."""
+    from gpuplan import userfiles
+
+    text = "provider,gpu_id,pricing,price_usd_per_gpu_hour,observed_at\nmycloud,nvidia-l4,on_demand,0.5,2026-01-01\n"
+    path = tmp_path / "bom.csv"
+    path.write_bytes(b"\xef\xbb\xbf" + text.encode())
+    assert [(o.provider, o.price_usd_per_gpu_hour) for o in read_offers(path)] == [("mycloud", 0.5)]
+    with path.open("r+b") as f:  # sparse: no disk used
+        f.truncate(userfiles.MAX_BYTES + 1)
+    with pytest.raises(GpuplanError, match="more than gpuplan reads for a price list file"):
+        read_offers(path)
+    path.write_bytes(text.encode().replace(b"mycloud", b"my\0cloud"))
+    with pytest.raises(GpuplanError, match="not price list text: it holds a NUL byte"):
+        read_offers(path)

@@ -450,3 +450,21 @@ def test_t5_weights_kept_in_fp32_are_its_wo_linears_on_the_meta_device():
     assert fp32_kept_params(t5, "fp16") == wo == 24 * 10_240 * 4_096
     assert fp32_kept_params(t5, "bf16") == 0
     assert fp32_kept_params(next(c for c in spec.components if c.cls.startswith("CLIP")), "fp16") == 0
+
+
+@pytest.mark.parametrize("named", ["pipeline", "TrainingArguments", "ViTConfig", "set_seed"])
+def test_architectures_naming_no_model_class_is_refused_before_it_is_called(named, tmp_path):
+    """s17-sec: an encoder config's ``architectures`` picked any name of transformers, which was then called with
+    the config (``transformers.pipeline(ViTConfig)``, ``TrainingArguments(ViTConfig)``: each failed inside the
+    library, after running). Only a model class (a PreTrainedModel) is built; its own class still is."""
+    require("transformers")
+    config = {"model_type": "vit", "hidden_size": 64, "num_hidden_layers": 2, "num_attention_heads": 2,
+              "intermediate_size": 128, "image_size": 32, "patch_size": 16}
+    path = tmp_path / "config.json"
+    path.write_text(json.dumps({**config, "architectures": [named]}))
+    with pytest.raises(GpuplanError, match=f"names transformers.{named}, which is not a model class"):
+        load_model(str(path))
+    path.write_text(json.dumps({**config, "architectures": ["ViTModel"]}))
+    with pytest.raises(NotADecoder) as built:
+        load_model(str(path))
+    assert built.value.spec.main.cls == "ViTModel" and built.value.spec.main.params > 0

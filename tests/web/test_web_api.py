@@ -266,6 +266,33 @@ def test_hub_ids_need_the_hub_flag():
         guard.check_model("./models/config.json", hub=True)
 
 
+DRAFT = {"model": "llama-3.1-8b", "task": "infer", "engine": "vllm", "gpu": "h100-sxm", "speculative_method": "draft",
+         "acceptance_length": 2.0}
+
+
+def test_a_draft_model_is_checked_as_the_model_is(client, tmp_path):
+    """s17-sec: ``draft_model`` names a model too, and the page read it unchecked: a folder on the server's disk was
+    read (its config.json, or "no such file" for a path that is not there: a map of the server's files), and a repo
+    id was fetched without --hub. Now every field that names a model is checked as ``model`` is."""
+    folder = tmp_path / "draft"
+    folder.mkdir()
+    (folder / "config.json").write_text(json.dumps({
+        "model_type": "llama", "hidden_size": 256, "intermediate_size": 512, "num_hidden_layers": 2,
+        "num_attention_heads": 4, "num_key_value_heads": 4, "vocab_size": 128256, "max_position_embeddings": 2048,
+        "torch_dtype": "bfloat16"}))
+    assert gpuplan.estimate({**DRAFT, "draft_model": str(folder)}).speed.tokens_per_s > 0  # the API reads it
+    for draft in (str(folder), str(folder / "config.json"), "/nonexistent/x", "../../etc", "C:\\models\\draft"):
+        for body in ({**DRAFT, "draft_model": draft}, {**DRAFT, "draft-model": draft}):
+            r = client.post("/api/estimate", json=body)
+            assert r.status_code == 422 and "does not read files on the server" in r.json()["detail"], (draft, r.text)
+        job = {"name": "j", "scenario": {**DRAFT, "gpu": None, "draft_model": draft}, "hours_per_day": 8}
+        r = client.post("/api/buy", json={"build": "1xh100-sxm", "workloads": [job]})
+        assert r.status_code == 422 and "does not read files on the server" in r.json()["detail"], (draft, r.text)
+    r = client.post("/api/launch", json={**DRAFT, "draft_model": "someorg/draft-1b"})
+    assert r.status_code == 422 and "gpuplan serve --hub" in r.json()["detail"]
+    assert client.post("/api/estimate", json={**DRAFT, "draft_model": "llama-3.2-1b"}).status_code == 200
+
+
 def test_foreign_host_headers_are_refused():
     page = TestClient(create_app(), base_url="http://evil.example")
     assert page.get("/").status_code == 400

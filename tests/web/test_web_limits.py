@@ -368,6 +368,37 @@ def test_lanes_bound_their_queue_and_skip_work_whose_request_was_answered(monkey
     lane.close()
 
 
+def test_a_plan_past_its_deadline_stops_at_its_next_plan(client, app, monkeypatch):
+    """s17-sec: a thread cannot be killed, and a plan's job past its deadline went on to its end: a budget search
+    of /api/buy over 20 workloads ran 200 s on after its 503, holding one of the 2 plan threads (two such requests
+    held the page). Every plan the builder makes checks the deadline (clock.in_time): the search stops at its next
+    plan, and the thread is free again at once."""
+    from gpuplan import clock
+
+    checks = []
+    real = clock.in_time
+
+    def spy():
+        checks.append(time.monotonic())
+        real()
+
+    monkeypatch.setattr(clock, "in_time", spy)
+    monkeypatch.setattr(lanes, "TIMEOUT_S", 0.5)
+    body = {"scenario": {"model": "llama-3.1-405b", "task": "infer", "prompt_tokens": 100000, "batch_size": 256},
+            "constraints": {"max_gpus": 64, "any_quant": True, "top": 50}}  # about 7 s of plans on 2 cores
+    started = time.monotonic()
+    r = client.post("/api/recommend", json=body)
+    assert r.status_code == 503 and "longer than 0.5 s" in r.json()["detail"]
+    for _ in range(50):  # the job's thread gives its worker back
+        if app.state.pools.plans._held == 0:
+            break
+        time.sleep(0.1)
+    assert app.state.pools.plans._held == 0
+    assert checks and max(checks) - started < 2.0, max(checks) - started  # no plan built long after the deadline
+    assert client.post("/api/estimate", json=TRAIN).status_code == 200  # no deadline left behind in the thread
+    assert clock._DEADLINE.get() is None
+
+
 # ---- the page resolves what the CLI resolves offline --------------------------------------------------------------
 @pytest.fixture
 def offline(monkeypatch):

@@ -57,6 +57,7 @@ _HOMES = {
     "Deployment": "..plan.capacity",
     "Explanation": "..explain.formula", "FitGrid": "..explain.grid", "Export": "..explain.export",
     "FieldSpec": "..explain.forms", "Axis": "..explain.grid",
+    "until": "..clock", "Overdue": "..clock",  # the page's deadline for the work of one request
 }
 
 def __getattr__(name: str) -> Any:

@@ -124,8 +124,12 @@ def _hub(name: str) -> Iterator[dict[str, Any]]:
     except ImportError:
         raise GpuplanError(f"dataset {name!r} is not a file; reading a Hugging Face dataset id needs the "
                            "`datasets` package (pip install 'gpuplan[hub]'), or pass a local .jsonl file") from None
+    major = int(re.match(r"\d*", getattr(datasets, "__version__", "") or "").group() or 0)
+    if major < 3:  # before 3.0, a repo's loading script ran unasked (trust_remote_code defaulted to true)
+        raise GpuplanError(f"reading the Hugging Face dataset {name!r} needs datasets 3.0 or later (pip install "
+                           "-U datasets): older releases run the repo's own loading script")
     try:
-        data = datasets.load_dataset(name, split="train", streaming=True)
+        data = datasets.load_dataset(name, split="train", streaming=True)  # 3.x refuses a script, 4.x has none
     except Exception as err:  # offline, unknown id, gated: one sentence
         raise GpuplanError(f"cannot load the Hugging Face dataset {name!r} ({type(err).__name__}: "
                            f"{str(err).splitlines()[0][:160]}); pass a local .jsonl, .json, .parquet or .csv "

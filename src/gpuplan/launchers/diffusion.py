@@ -27,7 +27,7 @@ from .._version import __version__
 from ..errors import GpuplanError
 from ..scenario import Scenario
 from ..scenario.modules import encoders_trained, parse_resolution, pipeline_family
-from .files import LaunchFile, command_text, comment, toml_text, yaml_text
+from .files import LaunchFile, command_text, comment, json_data, toml_text, yaml_text
 
 NAMES = ("diffusers", "kohya", "simpletuner", "ai-toolkit")
 
@@ -313,9 +313,10 @@ def simpletuner_files(plan: DiffusionLaunch, images: str) -> list[LaunchFile]:
                  "repeats": 0},
                 {"id": "text-embeds", "type": "local", "dataset_type": "text_embeds", "default": True,
                  "cache_dir": "cache/text"}]
-    return [LaunchFile(name="config.json", target="simpletuner", text=json.dumps(config, indent=2) + "\n",
+    return [LaunchFile(name="config.json", target="simpletuner", text=json_data(config, expands="simpletuner"),
                        reader="SimpleTuner (config/config.json; its options with their -- names)"),
-            LaunchFile(name="multidatabackend.json", target="simpletuner", text=json.dumps(backends, indent=2) + "\n",
+            LaunchFile(name="multidatabackend.json", target="simpletuner",
+                       text=json_data(backends, expands="simpletuner"),
                        reader="SimpleTuner's data backends (--data_backend_config)")]
 
 
@@ -354,6 +355,7 @@ def ai_toolkit_config(plan: DiffusionLaunch, images: str) -> dict[str, Any]:
 
 
 def ai_toolkit_files(plan: DiffusionLaunch, images: str) -> list[LaunchFile]:
-    text = yaml_text(_plan_header(plan), ai_toolkit_config(plan, images), ["ai-toolkit: python run.py ai-toolkit.yaml"])
+    text = yaml_text(_plan_header(plan), ai_toolkit_config(plan, images), ["ai-toolkit: python run.py ai-toolkit.yaml"],
+                     expands="text")  # its get_config replaces ${VAR} in the file's text
     return [LaunchFile(name="ai-toolkit.yaml", target="ai-toolkit", text=text,
                        reader="ai-toolkit's run.py (its job config)")]

@@ -16,6 +16,7 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import re
 import shlex
 import shutil
 import unicodedata
@@ -76,10 +77,67 @@ _Dumper.add_representer(str, _text)
 _Dumper.add_representer(Raw, _text)
 
 
-def yaml_text(plan: LaunchPlan, data: dict, notes: list[str] = ()) -> str:
-    """The header and ``notes`` as comments, then ``data`` in the order given."""
-    body = yaml.dump(data, Dumper=_Dumper, sort_keys=False, default_flow_style=False, width=120)
-    return comment([*plan.header(), *notes]) + body
+class _TextDumper(_Dumper):
+    """:class:`_Dumper` for a reader that replaces ``${...}`` in the file's text before it parses it: a string
+    holding ``${`` is written double-quoted (where ``\\x7b`` is a ``{``), never as a literal block."""
+
+
+def _quoted_text(dumper: yaml.SafeDumper, value: str) -> yaml.Node:
+    style = '"' if "${" in value else "|" if "\n" in value else None
+    return dumper.represent_scalar("tag:yaml.org,2002:str", value, style=style)
+
+
+_TextDumper.add_representer(str, _quoted_text)
+_TextDumper.add_representer(Raw, _quoted_text)
+
+# The readers that expand ``${...}`` in what they read, and how a value keeps its ``${`` from them:
+# - "omegaconf": torchtune's config (``torchtune/config/_parse.py``: ``OmegaConf.load``) resolves ``${oc.env:HOME}``
+#   and ``${key}`` in every string; ``\${`` is a literal ``${`` (and ``\\`` a backslash before one), OmegaConf's
+#   grammar (``omegaconf/grammar/OmegaConfGrammarLexer.g4``, ESC_INTER);
+# - "text": ai-toolkit's ``toolkit/config.py`` ``get_config`` replaces ``${VAR}`` with the environment's VAR in the
+#   file's text, comments included, before parsing it (an unset VAR stops the job), and ``preprocess_config`` then
+#   replaces ``[name]`` in every value with the job's name: a ``${`` is written ``$\x7b`` (a YAML double-quoted
+#   escape; in a comment, read as visible() writes escapes), and a value holding ``[name]`` is refused;
+# - "simpletuner": SimpleTuner (bghira/SimpleTuner bc8e6ab7, ``helpers/configuration/template_vars.py``) replaces
+#   ``{env:VAR}`` in every value of config.json (``cli_utils.mapping_to_cli_args``) and ``{model_family}``,
+#   ``{output_dir}`` and ``{id}`` in every value of multidatabackend.json (``data_backend/factory.py``
+#   ``fill_variables_in_config_paths``), and reads the text "true" / "false" as a switch; it has no escape, so a
+#   value it would rewrite is refused.
+EXPANDS = ("omegaconf", "text", "simpletuner")
+_INTERPOLATION = re.compile(r"(\\*)\$\{")
+_SIMPLETUNER = re.compile(r"\{(?:env:[^{}]*|model_family|output_dir|id)\}")
+
+
+def _kept(value, expands: str | None):
+    """``value`` (data) with each string as ``expands``'s reader must be given it to read it back unchanged."""
+    if isinstance(value, dict):
+        return {_kept(k, expands): _kept(v, expands) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_kept(v, expands) for v in value]
+    if not isinstance(value, str):
+        return value
+    if expands == "omegaconf":
+        return _INTERPOLATION.sub(lambda m: m.group(1) * 2 + "\\${", value)
+    if expands == "text" and "[name]" in value:
+        raise GpuplanError(f"{echo(value)} holds [name], which ai-toolkit replaces with the job's name in every "
+                           "value: rename it")
+    if expands == "simpletuner" and (_SIMPLETUNER.search(value) or value.strip().lower() in ("true", "false")):
+        said = _SIMPLETUNER.search(value)
+        raise GpuplanError(f"{echo(value)} " + (f"holds {said.group()}, which SimpleTuner replaces in every value" if
+                           said else "is read by SimpleTuner as a switch, not a name") + ": rename it")
+    return value
+
+
+def yaml_text(plan: LaunchPlan, data: dict, notes: list[str] = (), *, expands: str | None = None) -> str:
+    """The header and ``notes`` as comments, then ``data`` in the order given; ``expands``: the reader's own
+    expansion of ``${...}`` that every value is kept from (:data:`EXPANDS`)."""
+    if expands is not None and expands not in EXPANDS:
+        raise ValueError(f"expands is one of {EXPANDS}, not {expands!r}")
+    dumper = _TextDumper if expands == "text" else _Dumper
+    width = 1 << 30 if expands == "text" else 120  # a ${ never split over lines
+    body = yaml.dump(_kept(data, expands), Dumper=dumper, sort_keys=False, default_flow_style=False, width=width)
+    text = comment([*plan.header(), *notes]) + body
+    return text.replace("${", "$\\x7b") if expands == "text" else text
 
 
 def toml_text(plan: LaunchPlan, tables: dict[str, dict], notes: list[str] = ()) -> str:
@@ -88,6 +146,12 @@ def toml_text(plan: LaunchPlan, tables: dict[str, dict], notes: list[str] = ()) 
     import tomli_w
 
     return comment([*plan.header(), *notes]) + "\n" + tomli_w.dumps(tables)
+
+
+def json_data(data, *, expands: str | None = None) -> str:
+    """``data`` alone as JSON (a file whose every key the reader takes as an option: no header), each value kept
+    from the reader's own expansion ``expands`` (:data:`EXPANDS`)."""
+    return json.dumps(_kept(data, expands), indent=2) + "\n"
 
 
 def json_text(plan: LaunchPlan, data: dict, notes: list[str] = ()) -> str:

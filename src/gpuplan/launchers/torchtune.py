@@ -219,7 +219,8 @@ def notes(plan: LaunchPlan) -> list[str]:
 
 def files(plan: LaunchPlan, opts: LaunchOptions) -> list[LaunchFile]:
     script = shell_text(plan, command(plan), before=[d for d in [download(plan)] if d])
-    return [LaunchFile(name=FILE, target=NAME, text=yaml_text(plan, config(plan, opts), notes(plan)),
+    text = yaml_text(plan, config(plan, opts), notes(plan), expands="omegaconf")  # tune run reads it with OmegaConf
+    return [LaunchFile(name=FILE, target=NAME, text=text,
                        reader=f"tune run {recipe(plan)} --config torchtune.yaml"),
             LaunchFile(name=SCRIPT, target=NAME, text=script, reader="bash (tune download, tune run)",
                        executable=True)]

@@ -28,7 +28,7 @@ from .. import clock
 from ..datafiles import read_yaml
 from ..errors import GpuplanError, UnknownNameError, echo, no_control
 from ..hardware import Network, gpus
-from ..userfiles import is_file
+from ..userfiles import is_file, read_csv
 from .electricity import owned_usd_per_gpu_hour
 
 PRICINGS = ("on_demand", "spot", "interruptible", "reserved")
@@ -219,11 +219,7 @@ def read_offers(path: Path | str, origin: str | None = None) -> list[Offer]:
         raise GpuplanError(f"no offers file {str(path)!r}: give the path of a CSV with the columns of "
                            "data/offers.csv")
     path = Path(path)
-    try:
-        with path.open(encoding="utf-8", newline="") as f:
-            rows = list(csv.DictReader(f))
-    except (UnicodeDecodeError, csv.Error) as err:
-        raise GpuplanError(f"{path} is not a readable CSV file ({err})") from None
+    rows = read_csv(path, "price list")  # bounded, UTF-8 with or without a byte-order mark (s17-sec)
     today = clock.today()  # read once for the file, not once a row
     return [parse_row(row, origin or str(path), n, today) for n, row in enumerate(rows, start=2)]
 

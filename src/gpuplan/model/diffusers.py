@@ -302,10 +302,14 @@ def build(library_name: str, cls: str, config: dict[str, Any], dtype: str = "bfl
 
     lib = library(library_name)
     with silent_stderr():  # the class's module is imported now (lazily)
-        known = hasattr(lib, cls)
-    if not known:
+        target = getattr(lib, cls, None)
+    if target is None:
         raise GpuplanError(f"{library_name} has no class {cls} (the config names it): upgrade {library_name}, or "
                            "pass a config of a class it has")
+    base = lib.ModelMixin if library_name == "diffusers" else lib.PreTrainedModel
+    if not (isinstance(target, type) and issubclass(target, base)):  # s17-sec: transformers.pipeline was called
+        raise GpuplanError(f"{where} names {library_name}.{cls}, which is not a model class ({base.__name__}): "
+                           "name the model's class in architectures, as its checkpoint's config does")
     try:
         with silent_stderr(), torch.device("meta"):
             if library_name == "diffusers":

@@ -79,7 +79,9 @@ def build(r: Resolved | ResolvedModule, offers: Offers | None = None, *, advise:
     without a recipe. Without ``offers`` the plan is timed and not priced, and says nothing of prices (the caller
     prices it: a llama.cpp split's devices, :mod:`.split`). A model that is not a decoder LLM (``r`` a
     :class:`ResolvedModule`) runs the same stages on its recorded profiles
-    (:func:`gpuplan.plan.modules.build_module`)."""
+    (:func:`gpuplan.plan.modules.build_module`). Every plan checks the deadline of the work it is part of
+    (:func:`gpuplan.clock.in_time`: the page's, none on the command line)."""
+    clock.in_time()  # a search builds one plan per candidate: work past its request's deadline stops here
     if isinstance(r, ResolvedModule):
         from .modules import build_module  # the module plans' readers and timings load for a module's plan only
 

@@ -19,7 +19,7 @@ from pydantic import BaseModel, ConfigDict, Field, SkipValidation, ValidationInf
 
 from .. import api
 from ..errors import RENAMED, number_fields
-from .guard import MAX_ITEMS, UPLOADED, check_model, check_no_server_files, held, with_uploads
+from .guard import MAX_ITEMS, UPLOADED, check_model, check_models, check_no_server_files, held, with_uploads
 from .uploads import MAX_UPLOAD_BYTES
 
 router = APIRouter(prefix="/api")
@@ -181,11 +181,9 @@ def _scenario(data: Any, hub: bool) -> api.Scenario:
     uploaded = data.get(UPLOADED, ()) if isinstance(data, dict) else ()
     if uploaded:
         data = {k: v for k, v in data.items() if k != UPLOADED}
-    if isinstance(data, dict) and isinstance(data.get("model"), str) and "model" not in uploaded:
-        check_model(data["model"], hub)
+    check_models(data, hub, skip=tuple(uploaded))
     s = api.scenario_from(data)
-    if "model" not in uploaded:
-        check_model(s.model, hub)  # model_size's synthetic model
+    check_models(s, hub, skip=tuple(uploaded))  # model_size's synthetic model, a renamed field
     return s
 
 
@@ -205,8 +203,7 @@ def buy_json(body: dict[str, Any], hub: bool) -> str:
     jobs = body.pop("workloads")
     for job in jobs:
         check_no_server_files(job["scenario"])
-        if isinstance(job["scenario"].get("model"), str):
-            check_model(job["scenario"]["model"], hub)
+        check_models(job["scenario"], hub)
     jobs = [{k: v for k, v in job.items() if v is not None and v != ""} for job in jobs]
     return api.buy(workloads=jobs or None, **body).model_dump_json()
 

@@ -51,6 +51,9 @@ def check_bounds(value: Any, where: str = "body", depth: int = 0) -> None:
 
 
 SERVER_FILES = ("dataset", "tokenizer")  # scenario fields that name files: the server never reads them
+# scenario fields that name a model, each read as the model is (a bundled name, a repo id with --hub, never a path):
+# s17-sec, a draft_model naming a path read that file off the server's disk, and a repo id was fetched without --hub
+MODEL_FIELDS = ("model", "draft_model")
 # The scenario fields that carried an upload reference, set by :func:`with_uploads` alone (a key a request sends
 # under this name is dropped): the model among them is an uploaded config.json, read as a local config is
 UPLOADED = "__uploaded__"
@@ -60,6 +63,17 @@ def check_model(name: str, hub: bool) -> None:
     """The model names the server resolves (:func:`gpuplan.api.check_model_name`: bundled names always, Hugging Face
     repo ids with ``hub``, never a path on the server's disk)."""
     api.check_model_name(name, hub=hub, where="the web page")
+
+
+def check_models(data: Any, hub: bool, skip: tuple[str, ...] = ()) -> None:
+    """:func:`check_model` on every field of ``data`` (a scenario, as a dict or a Scenario) that names a model
+    (:data:`MODEL_FIELDS`), but those in ``skip`` (a model that is an uploaded config.json)."""
+    if isinstance(data, dict):
+        data = {str(k).replace("-", "_"): v for k, v in data.items()}  # as scenario_from reads the keys
+    for field in MODEL_FIELDS:
+        name = data.get(field) if isinstance(data, dict) else getattr(data, field, None)
+        if field not in skip and isinstance(name, str):
+            check_model(name, hub)
 
 
 def check_no_server_files(data: Any) -> None:

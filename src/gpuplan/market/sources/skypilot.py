@@ -13,14 +13,13 @@ swapped) are dropped. The date is the file's modification time: when SkyPilot (o
 from __future__ import annotations
 
 import ast
-import csv
 import datetime as dt
 from pathlib import Path
 
 from ... import clock
 from ...errors import GpuplanError, echo
 from ...hardware import gpus
-from ...userfiles import is_file, is_folder
+from ...userfiles import is_file, is_folder, read_csv
 from ..offers import Offer, providers, with_network
 from .base import Fetched, Query, plausible
 from .names import gpu_id_for
@@ -74,11 +73,7 @@ def _price(text: str | None) -> float | None:
 
 def read_catalog(path: Path, provider: str, today: dt.date | None = None) -> Fetched:
     """Offers from one SkyPilot ``vms.csv`` for ``provider``."""
-    try:
-        with path.open(encoding="utf-8", newline="") as f:
-            rows = list(csv.DictReader(f))
-    except (OSError, UnicodeDecodeError, csv.Error) as err:
-        raise GpuplanError(f"cannot read {echo(path)} as a SkyPilot catalog ({err})") from None
+    rows = read_csv(path, "SkyPilot catalog")  # bounded, UTF-8 (s17-sec)
     header = set(rows[0]) if rows else set()
     missing = [c for c in NEEDED if c not in header]
     if missing:
