@@ -201,11 +201,10 @@ def priced_on_load(plan: Plan) -> Plan:
         return plan
     served = run.output_throughput
     usd = cost.usd_per_hour / (served * 3600) * 1e6
-    load = (f"{run.max_concurrency:,} users" if run.mode == "closed loop" else f"{run.request_rate:,g} requests/s")
     batch = plan.speed.batch_held or plan.setup.scenario.batch_size
-    said = (f"cost: priced at the {served:,.0f} output tokens/s the simulated run at {load} served, not the decode "
-            f"step's {plan.speed.tokens_per_s:,.0f} at {batch:,} request{'s' if batch != 1 else ''} at once: "
-            f"${cost.usd_per_hour:,.2f}/h / "
+    said = (f"cost: priced at the {served:,.0f} output tokens/s the simulated run at {run.load_words} served, not "
+            f"the decode step's {plan.speed.tokens_per_s:,.0f} at {batch:,} request{'s' if batch != 1 else ''} at "
+            f"once: ${cost.usd_per_hour:,.2f}/h / "
             f"({served:,.0f} x 3,600 s) = ${usd:,.2f} per million output tokens",)
     return plan.said(said, cost=replace(cost, usd_per_million_tokens=usd), priced_tokens_per_s=served)
 
