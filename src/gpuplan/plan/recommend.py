@@ -340,7 +340,18 @@ def _split_layouts(n: int, per_node: int, nodes: int, stack: str) -> list[dict]:
 
 
 def _owned_offers(c: Constraints) -> list[Offer]:
-    return [owned_offer(gpu_id, count) for gpu_id, count in c.have]
+    """The user's own cards (``have``) as offers priced by their power; one sentence for a card whose draw is not on
+    file (:func:`gpuplan.market.electricity.busy_draw`), as ``gpuplan buy`` refuses to price it."""
+    out = []
+    for gpu_id, count in c.have:
+        offer = owned_offer(gpu_id, count)
+        if offer is None:
+            raise GpuplanError(f"--have {count}x{short_id(gpu_id)}: no power draw on file for {gpus()[gpu_id].name} "
+                               "(no TDP in the GPU catalog, no measured draw of its computer in data/owning.yaml), "
+                               "so its hours cannot be priced: `gpuplan estimate --gpu "
+                               f"{short_id(gpu_id)}` times it unpriced")
+        out.append(offer)
+    return out
 
 
 def _offers(s: Scenario, c: Constraints, all_offers: list[Offer]) -> list[Offer]:
