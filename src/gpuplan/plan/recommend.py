@@ -43,7 +43,7 @@ from .layout import accumulation, recipe_batch
 from .layout import layout as recipe_layout
 from .plan import Plan, card_memory, probe
 from .pricing import left_out
-from .refusals import check, engine_refusal, not_a_module, scenario_load
+from .refusals import check, engine_refusal, not_a_module, other_task, scenario_load
 from .resolve import resolve, tensor_parallel_ok, within_context
 
 COUNTS = (1, 2, 4, 8, 16, 32, 64, 128, 256, 512)
@@ -411,7 +411,7 @@ def recommend(s: Scenario, m: ModelSpec, c: Constraints, explain: bool = True) -
                             "and is priced only when asked")
     result.model_exact, result.model_exact_reason = m.exact, m.inexact_reason
     result.defaults = [*m.notes, *([context_note] if context_note else [])]
-    result.warnings = [w for w in (inexact_warning(m),) if w]
+    result.warnings = [w for w in (inexact_warning(m),) if w] + other_task(s)
     result.resolved = searched(s, m, c, split)
     if explain and c.have and not owned:
         result.owned_changes = _what_fits_owned(s, m, c)
