@@ -27,6 +27,7 @@ from ..plan.plan import Plan
 from ..plan.recipe import Recipe
 from ..scenario import Scenario, scenario_from
 from ..speed import Speed
+from ..stacks import STACKS
 from .settings import (
     AXOLOTL_VERSION,
     MEGATRON_COMMIT,
@@ -124,6 +125,13 @@ class LaunchPlan:
     @property
     def train(self) -> bool:
         return self.scenario.task == "train"
+
+    @property
+    def stack_targets(self) -> tuple[str, ...]:
+        """The targets that write a training plan's stack's files (its profile's
+        :attr:`~gpuplan.stacks.base.Stack.launch_targets`); none for a serving plan."""
+        profile = STACKS.get(self.scenario.stack) if self.train else None
+        return profile.launch_targets if profile is not None else ()
 
     @property
     def gpus_per_node(self) -> int:
