@@ -60,3 +60,19 @@ def test_a_plan_without_a_load_says_its_decode_step(tmp_path):
     p = json.loads((out / "plan.json").read_text())["predicted"]
     assert "served_at" not in p and p["tokens_per_s"] == pytest.approx(155.1, abs=0.05)
     assert "# predicted: 155 tokens/s (127-171), $1.29/h\n" in (out / "vllm-serve.sh").read_text()
+
+
+def test_a_batch_without_a_load_states_its_offline_run():
+    """16 requests and no users: the plan's offline run of the batch queued at once through vLLM's scheduler (as
+    ``estimate`` prints it), not priced on (the plan prices a batch at its decode step)."""
+    scenario = {"model": "llama-3.1-8b", "task": "infer", "engine": "vllm", "gpu": "h100-sxm", "batch_size": 16}
+    launch, plan = launch_plan(scenario), gpuplan.estimate(scenario)
+    p, run = launch.predictions(), plan.offline
+    assert p["served_at"] == "the batch of 16 queued at once"
+    assert p["output_throughput"] == pytest.approx(1838.2, abs=0.5)
+    assert p["output_throughput"] == pytest.approx(run.output_throughput, abs=0.05)
+    assert (p["median_ttft_ms"], p["p99_tpot_ms"]) == (round(run.median_ttft_ms, 1), round(run.p99_tpot_ms, 1))
+    assert "usd_per_million_output_tokens" not in p and p["tokens_per_s"] == pytest.approx(1850.4, abs=0.05)
+    said = next(line for line in launch.header() if line.startswith("predicted: "))
+    assert said == ("predicted: 1,838 output tokens/s served at the batch of 16 queued at once, 7.18 requests/s (the "
+                    "engine's scheduler simulated), $1.29/h")

@@ -194,8 +194,15 @@ class LaunchPlan:
     def served(self) -> dict[str, float | str]:
         """What the plan's run at its ``users`` or ``rate_rps`` served (:func:`gpuplan.plan.build.serving_runs`, the
         figures ``vllm bench serve`` saves) and the price per million output tokens on it
-        (:func:`gpuplan.plan.build.priced_on_load`); empty without a load run."""
+        (:func:`gpuplan.plan.build.priced_on_load`); without a load, its batch's offline run (all queued at once),
+        unpriced as the plan prices it at its decode step; empty without either."""
         run = self.result.load
+        offline = self.result.offline  # a batch of requests and no load: the batch queued at once
+        if (run is None or not run.output_throughput) and offline is not None and offline.output_throughput:
+            return {"served_at": offline.load_words + " queued at once", "output_throughput":
+                    round(offline.output_throughput, 1), "request_throughput": round(offline.request_throughput, 3),
+                    **{f"{stat}_{metric}_ms": round(ms, 1) for metric in ("ttft", "tpot")
+                       for stat, ms in offline.latency(metric).items() if stat in ("median", "p99")}}
         if run is None or not run.output_throughput:
             return {}
         out: dict[str, float | str] = {
