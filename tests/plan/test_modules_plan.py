@@ -71,16 +71,17 @@ def test_own_cards_are_priced_by_their_power_as_a_decoder_llms_plan_is():
     """--pricing owned priced no module ("no price for GeForce RTX 4090: no owned offer of it in force"), nor a card
     no offer lists (an M3 Max), where a decoder LLM's plan prices both as the user's own cards by their power:
     450 W under load x PUE 1.0 x $0.16/kWh (data/owning.yaml's us residential price, as buy prices a home's power)
-    = $0.072 an hour for a 4090; an M3 Max, with no TDP in the catalog, at 300 W: $0.048."""
+    = $0.072 an hour for a 4090; an M2 Max, with no TDP in the catalog, at its Mac Studio's measured 145 W (as buy
+    prices it: gpuplan.market.electricity.busy_draw): $0.0232."""
     whisper = plan(model="whisper-small", task="infer", gpu="rtx-4090", pricing="owned")
     llm = gpuplan.estimate(dict(model="qwen3-0.6b", task="infer", gpu="rtx-4090", pricing="owned"))
     assert whisper.cost.pricing == llm.cost.pricing == "owned"
     assert whisper.cost.offer == llm.cost.offer == "your 1x rtx-4090 (power only)"
     assert whisper.cost.usd_per_hour == llm.cost.usd_per_hour == pytest.approx(0.450 * 0.16)
-    mac = plan(model="sdxl", task="infer", gpu="apple-m3-max")
-    mac_llm = gpuplan.estimate(dict(model="qwen3-0.6b", task="infer", gpu="apple-m3-max"))
-    assert mac.cost.offer == "your 1x apple-m3-max (power only)"
-    assert mac.cost.usd_per_hour == mac_llm.cost.usd_per_hour == pytest.approx(0.300 * 0.16)
+    mac = plan(model="sdxl", task="infer", gpu="apple-m2-max")
+    mac_llm = gpuplan.estimate(dict(model="qwen3-0.6b", task="infer", gpu="apple-m2-max"))
+    assert mac.cost.offer == "your 1x apple-m2-max (power only)"
+    assert mac.cost.usd_per_hour == mac_llm.cost.usd_per_hour == pytest.approx(0.145 * 0.16)
     said = [w for w in mac.warnings if w.startswith("no price")]
     assert said == [w for w in mac_llm.warnings if w.startswith("no price")] and "priced as your own card" in said[0]
     rented = plan(model="sdxl", task="infer", gpu="rtx-4090")  # a card offers list: an offer's price, as before

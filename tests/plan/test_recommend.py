@@ -436,13 +436,16 @@ def test_an_owned_mac_is_timed_beside_the_rented_setups():
     """An Apple M4 Max owned (`--have 1xapple-m4-max`) once made the whole recommendation fail ("no dense 16-bit matrix
     rate"), then was listed as fitting but untimed. Since issue 31 a Mac is timed (llama.cpp's Metal kernels, the
     unified memory's bandwidth): Gemma-3-1B on it is an owned setup with a speed, and the rented setups are still
-    ranked; its rationale does not ask for ROCm or Gaudi software."""
+    ranked; its rationale does not ask for ROCm or Gaudi software. (An M2 Max: its Mac Studio's measured draw prices
+    its hours, 145 W x $0.16/kWh; an M4 Max has no draw on file and is one sentence:
+    tests/market/test_owned_draw.py.)"""
     import gpuplan
 
-    rec = gpuplan.recommend({"model": "gemma-3-1b", "task": "infer", "engine": "llama.cpp"}, have=["1xapple-m4-max"],
+    rec = gpuplan.recommend({"model": "gemma-3-1b", "task": "infer", "engine": "llama.cpp"}, have=["1xapple-m2-max"],
                             top=2)
     assert rec.setups and len(rec.owned) == 1 and not rec.owned_changes
     assert rec.owned[0].tokens_per_s > 0 and "ROCm" not in rec.owned[0].rationale
+    assert rec.owned[0].usd_per_hour == pytest.approx(0.145 * 0.16)
 
 
 def test_llama_cpp_setups_split_layers_as_estimate_does():

@@ -125,6 +125,31 @@ def test_the_other_tasks_settings_are_said_not_dropped_silently():
     assert not any("setting" in w and "leaves" in w for w in plain.warnings)
 
 
+def test_a_serving_plan_says_once_it_leaves_a_training_runs_settings_out(capsys):
+    """s17-walk: ``--mtbi-hours 5`` (spot interruptions, read by a training run's checkpoint interval), ``--disk-gbs``
+    (its checkpoints' write speed) and ``--dataset-gb`` (its data on disk) were taken by a serving plan without a
+    word, and its scenario stated them. They are training settings (``TRAIN_ONLY``): the resolver says so once, the
+    plan's scenario leaves them out, recommend's answer says it, and the page's form shows them for training."""
+    from gpuplan import recommend
+    from gpuplan.cli import run
+    from gpuplan.explain.forms import field_specs
+
+    serve = estimate({"model": "qwen3-0.6b", "task": "infer", "gpu": "l4", "mtbi_hours": 5, "disk_gbs": 2,
+                      "dataset_gb": 3}, advise=False)
+    said = [w for w in serve.warnings if "plan leaves" in w]
+    assert said == ["dataset_gb, disk_gbs, mtbi_hours are training settings: this serving plan leaves them out"]
+    assert not {"mtbi_hours", "disk_gbs", "dataset_gb"} & set(serve.scenario)
+    rec = recommend({"model": "qwen3-0.6b", "task": "infer", "mtbi_hours": 5}, gpus=["l4"], top=1)
+    assert "mtbi_hours is a training setting: this serving plan leaves it out" in rec.warnings
+    assert run(["estimate", "--model", "qwen3-0.6b", "--task", "infer", "--gpu", "l4", "--mtbi-hours", "5"]) == 0
+    err = capsys.readouterr().err
+    assert err.count("mtbi_hours is a training setting") == 1
+    tasks = {f.name: f.task for f in field_specs()}
+    assert tasks["mtbi_hours"] == tasks["disk_gbs"] == tasks["dataset_gb"] == "train"
+    train = estimate({"model": "qwen3-0.6b", "task": "train", "gpu": "l4", "mtbi_hours": 5}, advise=False)
+    assert train.scenario["mtbi_hours"] == 5 and not any("plan leaves" in w for w in train.warnings)
+
+
 def test_a_scenario_an_answer_carries_reads_back_without_its_data(tmp_path):
     """The scenario of an answer (a recommend row) read back from its JSON keeps what the data decided and does
     not read the data again: the file may be gone, or hidden by the page under its upload name."""

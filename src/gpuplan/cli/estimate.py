@@ -143,7 +143,7 @@ def _speed(result, s: dict) -> None:
         streaming = sp.streaming_tokens_per_s_per_user
         run = result.load
         if run is not None and run.output_throughput:  # the headline is what the run at the load served
-            bullet(f"{head}: {_rate(run.output_throughput)} output tokens/s served at {_load_words(run)}, "
+            bullet(f"{head}: {_rate(run.output_throughput)} output tokens/s served at {run.load_words}, "
                    f"{run.request_throughput:,.3g} requests/s (the simulated run below"
                    + ("; the cost is priced on it)" if result.cost else ")"), prefix="")
             n = sp.batch_held or s["batch_size"]
@@ -178,11 +178,6 @@ def _speed(result, s: dict) -> None:
     if shares:
         bullet(("step" if s["task"] == "train" else "decode step") + ": " + ", ".join(
             f"{k.replace('_', ' ')} {pct}%" for k, pct in shares), prefix="  ", style="dim")
-
-
-def _load_words(run) -> str:
-    """The load of a run in a few words: "32 users" or "4 requests/s"."""
-    return f"{run.max_concurrency:,} users" if run.mode == "closed loop" else f"{run.request_rate:g} requests/s"
 
 
 def render_load(run, s: dict) -> None:

@@ -22,6 +22,7 @@ from types import ModuleType
 from ..engines import ENGINES, engine_for
 from ..errors import GpuplanError, did_you_mean
 from ..scenario import Scenario, scenario_from
+from ..stacks import STACKS
 from . import (
     accelerate,
     axolotl,
@@ -48,11 +49,14 @@ TARGETS: dict[str, ModuleType] = {m.NAME: m for m in (trainer, deepspeed, accele
                                                        axolotl, unsloth, megatron, nemo, vllm, sglang, trtllm,
                                                        llama_cpp, skypilot)}
 PLAN_FILE = "plan.json"
-# the stack whose files each target writes (the others, skypilot and the serving engines', follow the plan's)
-STACK_OF: dict[str, str] = {"trainer": "hf", "deepspeed": "hf", "accelerate": "hf", "torchrun": "hf",
-                            "torchtune": "torchtune", "torchtitan": "torchtitan", "axolotl": "axolotl",
-                            "unsloth": "unsloth", "megatron": "megatron", "nemo": "megatron",
-                            **{name: name for name in DIFFUSION_TARGETS}}
+
+
+def stack_of() -> dict[str, str]:
+    """The stack whose files each target writes: the inverse of the stack profiles' own
+    :attr:`~gpuplan.stacks.base.Stack.launch_targets`, and each diffusion trainer's target (skypilot and the
+    serving engines' targets follow the plan's)."""
+    return {**{target: name for name, profile in STACKS.items() for target in profile.launch_targets},
+            **{name: name for name in DIFFUSION_TARGETS}}
 
 
 def engine_of() -> dict[str, str]:
@@ -63,7 +67,7 @@ def engine_of() -> dict[str, str]:
 
 
 def with_targets(s: Scenario, names) -> Scenario:
-    """``s`` planned on the stack (:data:`STACK_OF`) and, for a serving plan, the engine (:func:`engine_of`) whose
+    """``s`` planned on the stack (:func:`stack_of`) and, for a serving plan, the engine (:func:`engine_of`) whose
     files the named targets write, so the plan every file's header predicts is the one the files run: a scenario
     that names no stack (engine) takes the targets' (its defaults rebuilt for it, as ``--stack`` or ``--engine``
     would set them); one that names another, or targets of two, are refused in one sentence. A training plan's
@@ -71,7 +75,7 @@ def with_targets(s: Scenario, names) -> Scenario:
     keys = [name.strip().lower() for name in names or ()]
     if not keys:
         return s
-    s = _implied(s, keys, "stack", STACK_OF)
+    s = _implied(s, keys, "stack", stack_of())
     return s if s.task == "train" else _implied(s, keys, "engine", engine_of())
 
 
@@ -153,5 +157,5 @@ def launch_files(plan: LaunchPlan, names: list[str] | None = None,
     return files
 
 
-__all__ = ["STACK_OF", "TARGETS", "LaunchFile", "LaunchOptions", "LaunchPlan", "check_target_names", "engine_of",
-           "launch_files", "launch_plan", "output_folder", "targets_for", "with_targets", "write"]
+__all__ = ["TARGETS", "LaunchFile", "LaunchOptions", "LaunchPlan", "check_target_names", "engine_of",
+           "launch_files", "launch_plan", "output_folder", "stack_of", "targets_for", "with_targets", "write"]

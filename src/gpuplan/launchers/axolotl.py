@@ -44,7 +44,7 @@ KERNELS = ("lora_mlp_kernel", "lora_qkv_kernel", "lora_o_kernel", "lora_embeddin
 
 def applies(plan: LaunchPlan) -> str | None:
     s = plan.scenario
-    if not plan.train or s.stack != "axolotl":
+    if NAME not in plan.stack_targets:
         return "the plan is not for stack axolotl (set --stack axolotl to plan an Axolotl run)"
     if plan.synthetic:
         return pretraining_refusal(plan)

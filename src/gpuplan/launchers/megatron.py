@@ -43,7 +43,7 @@ CHECKOUT = "megatron-lm"  # the folder the SkyPilot task checks Megatron-LM out 
 
 def applies(plan: LaunchPlan) -> str | None:
     s, m = plan.scenario, plan.model
-    if not plan.train or s.stack != "megatron":
+    if NAME not in plan.stack_targets:
         return "pretrain_gpt.py runs plans of stack megatron: plan with --stack megatron"
     if s.method != "full":
         return ("Megatron-LM's pretrain_gpt.py trains every weight: for LoRA launch --target nemo (NeMo's finetune "

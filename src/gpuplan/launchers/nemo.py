@@ -57,7 +57,7 @@ LORA_TARGETS = {"q_proj": "linear_qkv", "k_proj": "linear_qkv", "v_proj": "linea
 
 def applies(plan: LaunchPlan) -> str | None:
     s, m = plan.scenario, plan.model
-    if not plan.train or s.stack != "megatron":
+    if NAME not in plan.stack_targets:
         return "NeMo's recipes run plans of stack megatron: plan with --stack megatron"
     if m.name not in RECIPES:
         return f"NeMo has no recipe for {m.name} among the models gpuplan knows (see launchers/nemo.py RECIPES)"

@@ -27,6 +27,7 @@ from ..plan.plan import Plan
 from ..plan.recipe import Recipe
 from ..scenario import Scenario, scenario_from
 from ..speed import Speed
+from ..stacks import STACKS
 from .settings import (
     AXOLOTL_VERSION,
     MEGATRON_COMMIT,
@@ -126,6 +127,13 @@ class LaunchPlan:
         return self.scenario.task == "train"
 
     @property
+    def stack_targets(self) -> tuple[str, ...]:
+        """The targets that write a training plan's stack's files (its profile's
+        :attr:`~gpuplan.stacks.base.Stack.launch_targets`); none for a serving plan."""
+        profile = STACKS.get(self.scenario.stack) if self.train else None
+        return profile.launch_targets if profile is not None else ()
+
+    @property
     def gpus_per_node(self) -> int:
         """GPUs on each node: a training node's, or the node's share of one serving copy (tp x pp over its nodes)."""
         s = self.scenario
@@ -173,6 +181,7 @@ class LaunchPlan:
             out["ttft_s"] = None if self.speed.ttft_s is None else round(self.speed.ttft_s, 4)
             streaming = self.speed.streaming_tokens_per_s_per_user
             out["streaming_tokens_per_s_per_user"] = None if streaming is None else round(streaming, 2)
+            out.update(self.served())
         out["hours"] = None if self.hours is None else round(self.hours, 2)
         out["usd_per_hour"] = None if self.usd_per_hour is None else round(self.usd_per_hour, 4)
         out["usd_total"] = None if self.usd_total is None else round(self.usd_total, 2)
@@ -181,6 +190,62 @@ class LaunchPlan:
             out["save_steps"] = self.save_steps
             out["mtbi_hours"] = round(self.spot.mtbi_h, 2)
         return out
+
+    def served(self) -> dict[str, float | str]:
+        """What the plan's run at its ``users`` or ``rate_rps`` served (:func:`gpuplan.plan.build.serving_runs`, the
+        figures ``vllm bench serve`` saves) and the price per million output tokens on it
+        (:func:`gpuplan.plan.build.priced_on_load`); without a load, its batch's offline run (all queued at once),
+        unpriced as the plan prices it at its decode step; empty without either."""
+        run = self.result.load
+        offline = self.result.offline  # a batch of requests and no load: the batch queued at once
+        if (run is None or not run.output_throughput) and offline is not None and offline.output_throughput:
+            return {"served_at": offline.load_words + " queued at once", "output_throughput":
+                    round(offline.output_throughput, 1), "request_throughput": round(offline.request_throughput, 3),
+                    **{f"{stat}_{metric}_ms": round(ms, 1) for metric in ("ttft", "tpot")
+                       for stat, ms in offline.latency(metric).items() if stat in ("median", "p99")}}
+        if run is None or not run.output_throughput:
+            return {}
+        out: dict[str, float | str] = {
+            "served_at": run.load_words, "output_throughput": round(run.output_throughput, 1),
+            "request_throughput": round(run.request_throughput, 3),
+            **{f"{stat}_{metric}_ms": round(ms, 1) for metric in ("ttft", "tpot")
+               for stat, ms in run.latency(metric).items() if stat in ("median", "p99")}}
+        if self.result.priced_tokens_per_s is not None and self.result.cost is not None:
+            out["usd_per_million_output_tokens"] = round(self.result.cost.usd_per_million_tokens, 4)
+        return out
+
+    def speed_lines(self) -> list[str]:
+        """The predicted speed and price: a loaded serving plan's run (what it serves at its users or rate, priced on
+        it), then its decode step; else the speed (a training plan's step, hours and total)."""
+        p, sp = self.predictions(), self.speed
+        speed = f"{sp.tokens_per_s:,.0f} tokens/s"
+        if sp.tokens_per_s_low and sp.tokens_per_s_high:
+            speed += f" ({sp.tokens_per_s_low:,.0f}-{sp.tokens_per_s_high:,.0f})"
+        if self.train:
+            speed += f", {sp.step_time_s:.2f} s per optimizer step"
+        if "served_at" not in p:
+            return [f"predicted: {speed}{self.price_words()}"]
+        n = sp.batch_held or self.scenario.batch_size
+        return [f"predicted: {p['output_throughput']:,.0f} output tokens/s served at {p['served_at']}, "
+                f"{p['request_throughput']:,.3g} requests/s (the engine's scheduler simulated){self.price_words()}",
+                f"  TTFT median {p['median_ttft_ms']:,.0f} ms, p99 {p['p99_ttft_ms']:,.0f} ms; TPOT median "
+                f"{p['median_tpot_ms']:,.1f} ms, p99 {p['p99_tpot_ms']:,.1f} ms; decode step at {n:,} "
+                f"request{'s' if n != 1 else ''} at once: {speed}"]
+
+    def price_words(self) -> str:
+        """The hours and price as the header states them: ``, 12.5 h, $2.10/h, $26 in total`` for a training run of
+        ``train_tokens``; a serving plan's $/h, and its $ per million output tokens where it was priced on its run."""
+        out, whole_run = "", self.train and bool(self.scenario.train_tokens)
+        if self.hours is not None and whole_run:
+            out += f", {self.hours:,.1f} h"
+        if self.usd_per_hour is None:
+            return out
+        out += f", ${self.usd_per_hour:,.2f}/h"
+        if self.usd_total is not None and whole_run:
+            out += f", ${self.usd_total:,.0f} in total" if self.usd_total >= 1 else \
+                f", ${self.usd_total:.2f} in total"  # a job on one's own card costs cents of power
+        served = self.predictions().get("usd_per_million_output_tokens")
+        return out + (f", ${served:,.2f} per million output tokens" if served is not None else "")
 
     def header(self) -> list[str]:
         """The lines every written file starts with: who wrote it, from what, and what it predicted."""
@@ -197,19 +262,7 @@ class LaunchPlan:
                      f"torch.cuda.max_memory_reserved / max_memory_allocated), peak in {mem.peak_phase}")
         if self.result.headroom_note():
             lines.append(f"  headroom {mem.headroom_gib:+.1f} GiB, {self.result.headroom_note()}")
-        speed = f"predicted: {self.speed.tokens_per_s:,.0f} tokens/s"
-        if self.speed.tokens_per_s_low and self.speed.tokens_per_s_high:
-            speed += f" ({self.speed.tokens_per_s_low:,.0f}-{self.speed.tokens_per_s_high:,.0f})"
-        if self.train:
-            speed += f", {self.speed.step_time_s:.2f} s per optimizer step"
-        if self.hours is not None and self.train and self.scenario.train_tokens:
-            speed += f", {self.hours:,.1f} h"
-        if self.usd_per_hour is not None:
-            speed += f", ${self.usd_per_hour:,.2f}/h"
-            if self.usd_total is not None and self.train and self.scenario.train_tokens:
-                speed += f", ${self.usd_total:,.0f} in total" if self.usd_total >= 1 else \
-                    f", ${self.usd_total:.2f} in total"  # a job on one's own card costs cents of power
-        lines.append(speed)
+        lines += self.speed_lines()
         if self.spot is not None:
             why = "save_interval" if self.scenario.save_interval else "Daly"  # spot_plan's interval
             lines.append(f"spot: checkpoint every {p['checkpoint_every_min']} min ({why}; interruptions every "

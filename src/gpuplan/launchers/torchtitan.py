@@ -49,7 +49,7 @@ DATASET = "c4"  # the dataset torchtitan 0.1.0 registers (datasets/hf_datasets.p
 
 def applies(plan: LaunchPlan) -> str | None:
     s = plan.scenario
-    if not plan.train or s.stack != "torchtitan":
+    if NAME not in plan.stack_targets:
         return "the plan is not for stack torchtitan (set --stack torchtitan to plan a torchtitan job)"
     if plan.model.name not in FLAVORS and not buildable(plan):
         return (f"torchtitan {VERSION} builds its own Llama 3 (8B, 70B, 405B) and, from a config, Llama-style models "

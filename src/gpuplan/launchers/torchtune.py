@@ -69,7 +69,7 @@ def entry_of(plan: LaunchPlan) -> dict[str, Any] | None:
 
 def applies(plan: LaunchPlan) -> str | None:
     s = plan.scenario
-    if not plan.train or s.stack != "torchtune":
+    if NAME not in plan.stack_targets:
         return "the plan is not for stack torchtune (set --stack torchtune to plan a torchtune recipe)"
     entry = entry_of(plan)
     if entry is None:

@@ -25,7 +25,6 @@ from .settings import LaunchOptions, autocast, backend, fsdp_settings, hf_optim,
 NAME = "trainer"
 FILE = "trainer.yaml"
 ATTENTION = {"eager": "eager", "sdpa": "sdpa", "flash": "flash_attention_2"}
-OWN_CONFIG = ("torchtune", "torchtitan", "axolotl", "unsloth", "megatron")  # stacks with a target of that name
 
 
 def applies(plan: LaunchPlan) -> str | None:
@@ -35,9 +34,9 @@ def applies(plan: LaunchPlan) -> str | None:
     s = plan.scenario
     if plan.synthetic:
         return pretraining_refusal(plan)
-    if s.stack in OWN_CONFIG:
-        return f"stack {s.stack} runs from its own config, not the Trainer's: use --target {s.stack}"
-    if s.stack != "hf":
+    if plan.stack_targets and NAME not in plan.stack_targets:
+        return f"stack {s.stack} runs from its own config, not the Trainer's: use --target {plan.stack_targets[0]}"
+    if NAME not in plan.stack_targets:
         return (f"stack {s.stack}: gpuplan launch writes the Hugging Face Trainer stack (stack hf); a "
                 f"{s.stack} writer is not built yet")
     if s.precision == "fp16-true" and s.method == "full":

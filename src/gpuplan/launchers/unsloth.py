@@ -36,7 +36,7 @@ ALL_LINEAR = ["q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "d
 
 def applies(plan: LaunchPlan) -> str | None:
     s = plan.scenario
-    if not plan.train or s.stack != "unsloth":
+    if NAME not in plan.stack_targets:
         return "the plan is not for stack unsloth (set --stack unsloth to plan an Unsloth run)"
     if s.method == "full":
         return ("gpuplan writes Unsloth's LoRA and QLoRA runs (its documented use): for full fine-tuning plan "

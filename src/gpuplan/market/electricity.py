@@ -1,26 +1,33 @@
 """The price of a kWh where one's own cards run: the electricity figures of ``data/owning.yaml`` (each region's
 residential and commercial price with its url and the words that hold it), read here so that a plan priced on one's
 own cards (:func:`gpuplan.market.offers.owned_offer`) and ``gpuplan buy`` (:mod:`gpuplan.owning.power`) take one
-price of a kWh, and a card's draw under load as one rule (:attr:`gpuplan.hardware.GpuSpec.busy_w`)."""
+price of a kWh, and a card's draw under load as one rule (:func:`busy_draw`: its TDP or power limit, else the
+whole computer's measured draw)."""
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from functools import cache
 from importlib import resources
 from typing import Any
 
 HOME_PUE = 1.0  # a card at home or in an office: no cooling plant on top (buy's default; --pue 1.4 for a rack)
-NO_TDP_W = 300.0  # a card with no TDP on file (Apple silicon in a plan: buy takes the Mac's measured draw)
 
 
 @cache
-def electricity_facts() -> dict[str, Any]:
-    """The ``electricity`` section of data/owning.yaml: the default region, each region's prices and sources."""
+def owning_yaml() -> dict[str, Any]:
+    """data/owning.yaml, read once for the market (electricity, the computers' draw) and for ``gpuplan buy``
+    (:func:`gpuplan.owning.facts.owning_facts`)."""
     import yaml  # read only when one's own cards are priced (a plan on rented cards loads no YAML)
 
     path = resources.files("gpuplan") / "data" / "owning.yaml"
     loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
-    return yaml.load(path.read_text(encoding="utf-8"), Loader=loader)["electricity"]
+    return yaml.load(path.read_text(encoding="utf-8"), Loader=loader)
+
+
+def electricity_facts() -> dict[str, Any]:
+    """The ``electricity`` section of data/owning.yaml: the default region, each region's prices and sources."""
+    return owning_yaml()["electricity"]
 
 
 def home_kwh() -> tuple[float, str]:
@@ -32,7 +39,43 @@ def home_kwh() -> tuple[float, str]:
     return float(region["residential"]), f"{name} residential {region['year']}"
 
 
-def owned_usd_per_gpu_hour(gpu) -> float:
-    """An hour of one's own card: its draw under load (:attr:`~gpuplan.hardware.GpuSpec.busy_w`, else
-    :data:`NO_TDP_W`) x :data:`HOME_PUE` x :func:`home_kwh`, as ``buy`` prices a busy hour of a card."""
-    return (gpu.busy_w or NO_TDP_W) / 1000 * HOME_PUE * home_kwh()[0]
+@dataclass(frozen=True)
+class ComputerDraw:
+    """A whole computer's draw at the wall as its maker measured it (W, at work and at rest), and where it is
+    published (the address and the words there)."""
+
+    busy_w: float
+    idle_w: float
+    url: str
+    where: str
+
+
+def computer_draw(gpu_id: str) -> ComputerDraw | None:
+    """A whole computer's published draw (data/owning.yaml ``computers``: Apple's figures for the Mac Studio, power
+    supply and system losses included); None if not on file."""
+    facts = owning_yaml().get("computers", {})
+    row = facts.get("watts", {}).get(gpu_id)
+    if row is None:
+        return None
+    return ComputerDraw(float(row["busy_w"]), float(row["idle_w"]), facts["url"], f"{facts['title']}: {row['where']}")
+
+
+def busy_draw(gpu) -> tuple[float, str] | None:
+    """What one card draws while a job runs, W, and whence: the one rule a plan on one's own cards and ``gpuplan
+    buy`` both read. The card's power limit or TDP (:attr:`~gpuplan.hardware.GpuSpec.busy_w`, gpus.yaml); for a
+    chip with no TDP (Apple silicon), the whole computer's draw at work as its maker measured it at the wall
+    (:func:`computer_draw`); None when neither is on file (``buy`` then asks for ``--host-w``, and a plan is not
+    priced by power)."""
+    if gpu.busy_w:
+        return float(gpu.busy_w), "its power limit" if gpu.power_limit_w else "its TDP"
+    published = computer_draw(gpu.id)
+    if published is None:
+        return None
+    return published.busy_w, "the computer's measured draw at work"
+
+
+def owned_usd_per_gpu_hour(gpu) -> float | None:
+    """An hour of one's own card: its draw under load (:func:`busy_draw`) x :data:`HOME_PUE` x :func:`home_kwh`, as
+    ``buy`` prices a busy hour of a card; None when no draw is on file."""
+    draw = busy_draw(gpu)
+    return None if draw is None else draw[0] / 1000 * HOME_PUE * home_kwh()[0]

@@ -111,14 +111,17 @@ class Offer:
         return {c: ("" if v is None else v) for c, v in data.items()}
 
 
-def owned_offer(gpu_id: str, count: int, usd_per_gpu_hour: float | None = None) -> Offer:
+def owned_offer(gpu_id: str, count: int, usd_per_gpu_hour: float | None = None) -> Offer | None:
     """The user's own ``count`` cards of ``gpu_id`` as an offer priced by power only (``recommend --have``,
     ``estimate --pricing owned``, and any card no offer prices): the card's draw under load at a home's price of a
     kWh, as ``buy`` prices it (:func:`~gpuplan.market.electricity.owned_usd_per_gpu_hour`), unless
-    ``usd_per_gpu_hour`` says (a ranked setup's, launched); the links are the card's own (GeForce: no peer-to-peer),
-    as ``estimate`` and ``launch`` time them."""
+    ``usd_per_gpu_hour`` says (a ranked setup's, launched); None when no draw is on file for the card (no TDP and no
+    measured draw of its computer: :func:`~gpuplan.market.electricity.busy_draw`). The links are the card's own
+    (GeForce: no peer-to-peer), as ``estimate`` and ``launch`` time them."""
     if usd_per_gpu_hour is None:
         usd_per_gpu_hour = owned_usd_per_gpu_hour(gpus()[gpu_id])
+    if usd_per_gpu_hour is None:
+        return None
     return Offer(provider="owned", tier="", gpu_id=gpu_id, gpu_count=count, pricing="owned",
                  price_usd_per_gpu_hour=usd_per_gpu_hour, region="", intra_node="", observed_at=clock.today(),
                  source="power only", notes="", origin="--have")

@@ -13,8 +13,9 @@ from pydantic import BaseModel, Field
 
 from ..errors import GpuplanError
 from ..hardware import GpuSpec, load_gpu, short_id
+from ..market.electricity import computer_draw
 from ..plan.recommend import parse_have
-from .facts import computer_draw, host_for, host_profile, linked
+from .facts import host_for, host_profile, linked
 from .prices import Price, card_price
 
 
@@ -138,9 +139,9 @@ def _computer_draw(gpu: GpuSpec, host_w: float | None, host_idle_w: float | None
     if published is None and host_w is None:
         raise UnknownDraw(f"no published power draw for {gpu.name} in gpuplan's data: give the computer's draw at "
                           "the wall with --host-w W (at work) and --host-idle-w W (at rest)")
-    busy, idle, source = published or (host_w, host_idle_w or 0.0, None)
+    busy, idle = (published.busy_w, published.idle_w) if published else (host_w, host_idle_w or 0.0)
     busy, idle = host_w if host_w is not None else busy, host_idle_w if host_idle_w is not None else idle
-    said = f"the maker's wall figures ({source.line()})" if source else "given"
+    said = f"the maker's wall figures ({published.url}: {published.where})" if published else "given"
     return busy, idle, [f"the computer draws {busy:,.0f} W at work and {idle:,.0f} W at rest: {said}"]
 
 

@@ -6,13 +6,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from functools import cache
-from importlib import resources
 from typing import Any
 
-import yaml
-
 from ..errors import GpuplanError, did_you_mean
-from ..market.electricity import electricity_facts
+from ..market.electricity import electricity_facts, owning_yaml
 
 
 @dataclass(frozen=True)
@@ -47,11 +44,9 @@ class HostProfile:
     notes: tuple[str, ...] = field(default=())
 
 
-@cache
 def owning_facts() -> dict[str, Any]:
-    path = resources.files("gpuplan") / "data" / "owning.yaml"
-    loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
-    return yaml.load(path.read_text(encoding="utf-8"), Loader=loader)
+    """data/owning.yaml, as the market reads it (:func:`gpuplan.market.electricity.owning_yaml`: one reading)."""
+    return owning_yaml()
 
 
 def street_rows(gpu_id: str) -> list[dict[str, Any]]:
@@ -82,15 +77,6 @@ def power() -> dict[str, Any]:
 def linked(gpu_id: str) -> dict[str, Any] | None:
     """How many of a unified-memory computer link with cables alone (``most``), with sources, or None."""
     return owning_facts().get("linked_computers", {}).get(gpu_id)
-
-
-def computer_draw(gpu_id: str) -> tuple[float, float, Source] | None:
-    """A whole computer's published draw at the wall, at work and at rest (W), with its source; None if not on file."""
-    facts = owning_facts().get("computers", {})
-    row = facts.get("watts", {}).get(gpu_id)
-    if row is None:
-        return None
-    return float(row["busy_w"]), float(row["idle_w"]), Source(facts["url"], f"{facts['title']}: {row['where']}")
 
 
 def _sources(entry: dict[str, Any]) -> tuple[Source, ...]:

@@ -27,7 +27,7 @@ from ..errors import GpuplanError, UnknownNameError
 from ..hardware import Network
 from ..market.choice import best_on_demand, matching
 from ..market.cost import Cost, checkpoint_bytes, price_job, spot_plan
-from ..market.electricity import HOME_PUE, NO_TDP_W, home_kwh
+from ..market.electricity import HOME_PUE, busy_draw, home_kwh
 from ..market.job import save_interval_h
 from ..market.offers import Offer, owned_offer
 from ..market.store import price_filter
@@ -146,7 +146,8 @@ def module_offers(r: ResolvedModule, offers: Offers | None) -> tuple[Offer, ...]
     (:func:`owned`), the user's own cards by their power under ``--pricing owned`` or for a card no offer lists."""
     if offers is None or r.gpu is None or (r.scenario.pricing != "owned" and offers.listed):
         return (offers or Offers()).candidates
-    return (owned_offer(r.gpu.id, r.scenario.world_size),)
+    offer = owned_offer(r.gpu.id, r.scenario.world_size)
+    return () if offer is None else (offer,)
 
 
 def serving_runs(r: Resolved, plan: Plan) -> Plan:
@@ -203,11 +204,10 @@ def priced_on_load(plan: Plan) -> Plan:
         return plan
     served = run.output_throughput
     usd = cost.usd_per_hour / (served * 3600) * 1e6
-    load = (f"{run.max_concurrency:,} users" if run.mode == "closed loop" else f"{run.request_rate:,g} requests/s")
     batch = plan.speed.batch_held or plan.setup.scenario.batch_size
-    said = (f"cost: priced at the {served:,.0f} output tokens/s the simulated run at {load} served, not the decode "
-            f"step's {plan.speed.tokens_per_s:,.0f} at {batch:,} request{'s' if batch != 1 else ''} at once: "
-            f"${cost.usd_per_hour:,.2f}/h / "
+    said = (f"cost: priced at the {served:,.0f} output tokens/s the simulated run at {run.load_words} served, not "
+            f"the decode step's {plan.speed.tokens_per_s:,.0f} at {batch:,} request{'s' if batch != 1 else ''} at "
+            f"once: ${cost.usd_per_hour:,.2f}/h / "
             f"({served:,.0f} x 3,600 s) = ${usd:,.2f} per million output tokens",)
     return plan.said(said, cost=replace(cost, usd_per_million_tokens=usd), priced_tokens_per_s=served)
 
@@ -284,11 +284,13 @@ def price_offers(s: Scenario, m, gpu, trainable: int, offers: Offers, *, speeds:
     return sorted(out, key=lambda x: x.cost.usd_per_million_tokens)
 
 
-def owned(s: Scenario, m, gpu, trainable: int) -> Priced:
+def owned(s: Scenario, m, gpu, trainable: int) -> Priced | None:
     """The job on the user's own cards (``--pricing owned``, or a card no offer prices): the offer
     ``recommend --have`` ranks (:func:`~gpuplan.market.offers.owned_offer`: the power they draw), timed on the
-    card's own links; the price said in words."""
+    card's own links; the price said in words. None when no draw is on file for the card (not priced)."""
     offer = owned_offer(gpu.id, s.world_size if s.task == "train" else s.tp * s.pp)
+    if offer is None:
+        return None
     speed, said = timed(s, m, gpu, None)
     cost = price_job(s, m, speed, offer, trainable, mtbi_h=s.mtbi_hours, disk_gbs=s.disk_gbs)
     return Priced(cost=cost, offer=offer, speed=speed, said=said)
@@ -297,10 +299,11 @@ def owned(s: Scenario, m, gpu, trainable: int) -> Priced:
 def power_words(gpu, cost: Cost) -> str:
     """How a plan on the user's own cards is priced, in words (the assumption it says)."""
     kwh, where = home_kwh()
-    draw = f"{gpu.busy_w:g} W per card under load" if gpu.busy_w else f"{NO_TDP_W:g} W per card (no TDP on file)"
-    return (f"cost: {cost.offer}: {draw} x PUE {HOME_PUE:.1f} x ${kwh:g}/kWh ({where}, as `gpuplan buy` prices a "
-            f"home's power) = ${cost.usd_per_gpu_hour:.3f} per GPU-hour; the cards themselves are not counted "
-            "(`gpuplan buy` weighs buying against renting)")
+    watts, whence = busy_draw(gpu)  # an owned offer is made only for a card whose draw is on file
+    whence = "" if gpu.busy_w else f" ({whence})"  # a TDP goes unsaid, as before; a computer's measured draw is said
+    return (f"cost: {cost.offer}: {watts:g} W per card under load{whence} x PUE {HOME_PUE:.1f} x ${kwh:g}/kWh "
+            f"({where}, as `gpuplan buy` prices a home's power) = ${cost.usd_per_gpu_hour:.3f} per GPU-hour; the "
+            "cards themselves are not counted (`gpuplan buy` weighs buying against renting)")
 
 
 def choose(priced: list[Priced], label: str | None = None) -> Priced | None:
@@ -315,6 +318,10 @@ def price_warnings(r: Resolved, chosen: Priced | None, offers: Offers) -> list[s
     """What the price of the chosen offer needs said: none in force, old, low confidence, spot dearer than
     on-demand once interruptions are counted."""
     s, gpu = r.scenario, r.gpu
+    if chosen is None and (s.pricing == "owned" or not offers.listed) and busy_draw(gpu) is None:
+        return [f"no price for {gpu.name}: " + ("" if s.pricing == "owned" else "no offer of it at all, and ") +
+                "no power draw on file to price it as your own card by (no TDP in the GPU catalog, no measured draw "
+                "of its computer in data/owning.yaml; `gpuplan buy --host-w W` prices yours)"]
     if chosen is None:
         why = "" if offers.listed else " (no offer of it at all)"
         return [f"no price for {gpu.name}: no {s.pricing.replace('_', '-')} offer"

@@ -11,6 +11,9 @@ The defaults of a run:
 - **nodes x GPUs per node**: a training job of more GPUs than the card's largest instance holds runs on several
   instances (:func:`gpuplan.plan.nodes.on_nodes`, as ``estimate`` places it);
 
+A serving plan runs its ``users`` or ``rate_rps`` through the engine's scheduler as ``estimate``'s does
+(``simulate``), so the files state what it serves at that load and the price on it.
+
 The offer is chosen by the builder as ``estimate`` chooses it, or the one a ranked row names (``offer_label``), or
 the user's own cards (``owned_usd_per_hour``: priced by power alone).
 
@@ -57,7 +60,8 @@ def runnable(s: Scenario, *, offer_label: str | None = None, owned_usd_per_hour:
                                                 owned_usd_per_hour / r.scenario.world_size),))
     else:
         offers = offers_for(r, catalog)
-    plan = build(r, offers, advise=False, offer_label=offer_label, recipe=True, keep_micro_batch=keep_micro_batch)
+    plan = build(r, offers, advise=False, offer_label=offer_label, recipe=True, keep_micro_batch=keep_micro_batch,
+                 simulate=True)
     if offer_label is not None and (plan.cost is None or plan.cost.offer != offer_label):
         raise GpuplanError(f"no offer {offer_label!r} for {r.gpu.id} in the price catalog")
     _trl_takes_the_data(plan)

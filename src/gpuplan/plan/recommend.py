@@ -43,7 +43,7 @@ from .layout import accumulation, recipe_batch
 from .layout import layout as recipe_layout
 from .plan import Plan, card_memory, probe
 from .pricing import left_out
-from .refusals import check, engine_refusal, not_a_module, scenario_load
+from .refusals import check, engine_refusal, not_a_module, other_task, scenario_load
 from .resolve import resolve, tensor_parallel_ok, within_context
 
 COUNTS = (1, 2, 4, 8, 16, 32, 64, 128, 256, 512)
@@ -340,7 +340,18 @@ def _split_layouts(n: int, per_node: int, nodes: int, stack: str) -> list[dict]:
 
 
 def _owned_offers(c: Constraints) -> list[Offer]:
-    return [owned_offer(gpu_id, count) for gpu_id, count in c.have]
+    """The user's own cards (``have``) as offers priced by their power; one sentence for a card whose draw is not on
+    file (:func:`gpuplan.market.electricity.busy_draw`), as ``gpuplan buy`` refuses to price it."""
+    out = []
+    for gpu_id, count in c.have:
+        offer = owned_offer(gpu_id, count)
+        if offer is None:
+            raise GpuplanError(f"--have {count}x{short_id(gpu_id)}: no power draw on file for {gpus()[gpu_id].name} "
+                               "(no TDP in the GPU catalog, no measured draw of its computer in data/owning.yaml), "
+                               "so its hours cannot be priced: `gpuplan estimate --gpu "
+                               f"{short_id(gpu_id)}` times it unpriced")
+        out.append(offer)
+    return out
 
 
 def _offers(s: Scenario, c: Constraints, all_offers: list[Offer]) -> list[Offer]:
@@ -400,7 +411,7 @@ def recommend(s: Scenario, m: ModelSpec, c: Constraints, explain: bool = True) -
                             "and is priced only when asked")
     result.model_exact, result.model_exact_reason = m.exact, m.inexact_reason
     result.defaults = [*m.notes, *([context_note] if context_note else [])]
-    result.warnings = [w for w in (inexact_warning(m),) if w]
+    result.warnings = [w for w in (inexact_warning(m),) if w] + other_task(s)
     result.resolved = searched(s, m, c, split)
     if explain and c.have and not owned:
         result.owned_changes = _what_fits_owned(s, m, c)

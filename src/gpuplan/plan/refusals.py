@@ -47,7 +47,7 @@ def check(s: Scenario, m: ModelSpec, gpu: GpuSpec | None) -> list[str]:
     not_a_module(s, m)
     scenario_refusal(s)
     scenario_load(s)
-    warnings = _other_task(s)
+    warnings = other_task(s)
     _qlora(s)
     warnings += _layout(s, m)
     if s.task == "train" and s.method == "lora" and s.quant not in (None, "none"):
@@ -205,16 +205,21 @@ def refused(s: Scenario) -> bool:
     return False
 
 
-def _other_task(s: Scenario) -> list[str]:
-    """The other task's settings, given (one file may hold both tasks' settings, so this is said, not refused)."""
+def other_task(s: Scenario) -> list[str]:
+    """The other task's settings, given (one file may hold both tasks' settings, so this is said once, not refused):
+    a serving plan's ``mtbi_hours``, ``disk_gbs`` or ``dataset_gb`` (a training run's checkpoints and data), a
+    training plan's ``batch_size``. Every command's answer carries it (estimate's plan through the resolver,
+    recommend's result)."""
     other = sorted(s.model_fields_set & (INFER_ONLY if s.task == "train" else TRAIN_ONLY))
     if not other:
         return []
     kind, batch = (("serving", "micro_batch_size x grad_accum_steps") if s.task == "train" else
                    ("training", "batch_size"))
+    batched = {"batch_size"} if s.task == "train" else {"micro_batch_size", "grad_accum_steps"}
     return [f"{', '.join(other)} {'is a' if len(other) == 1 else 'are'} {kind} setting"
             f"{'s' if len(other) > 1 else ''}: this {'training' if s.task == 'train' else 'serving'} "
-            f"plan leaves {'it' if len(other) == 1 else 'them'} out (its batch is {batch})"]
+            f"plan leaves {'it' if len(other) == 1 else 'them'} out"
+            + (f" (its batch is {batch})" if batched & set(other) else "")]
 
 
 def _qlora(s: Scenario) -> None:

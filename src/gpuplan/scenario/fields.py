@@ -810,7 +810,10 @@ TRAIN_ONLY = frozenset({"method", "optimizer", "optimizer_impl", "lora_rank", "l
                         "torchtune_version", "torch_version",
                         "dataset", "tokenizer", "samples", "mean_tokens", "max_tokens", "epochs", "packing",
                         "cp", "vpp", "fp8_recipe", "tp_overlap", "cuda_graphs", "fp8_attention",
-                        "fp8_activation_store", "eval_interval", "eval_tokens", "save_interval"})
+                        "fp8_activation_store", "eval_interval", "eval_tokens", "save_interval",
+                        # a training run's checkpoints on spot (Daly's interval) and its data on disk: a serving
+                        # plan is neither checkpointed nor fed a dataset (market.cost.price_job, dataset_gb)
+                        "mtbi_hours", "disk_gbs", "dataset_gb"})
 # fields that lay out training over GPUs: the web form and the list of defaults leave them out of serving
 READ_BACK = "read_back"  # the validation context of a scenario an answer carries (:func:`read_back`)
 
@@ -835,7 +838,7 @@ TRAINER_NAMES = {
 }
 # how serving lays an MoE model over its GPUs: said only when asked (a dense model's plans read as they did)
 MOE_LAYOUT = frozenset({"ep", "attention_dp", "moe_dispatch"})
-TRAINING_LAYOUT = frozenset({"num_nodes", "sharding", "pp", "offload", "stack", "dataset_gb"})
+TRAINING_LAYOUT = frozenset({"num_nodes", "sharding", "pp", "offload", "stack"})
 INFER_ONLY = frozenset({"batch_size", "prompt_tokens", "output_tokens", "shared_prefix_tokens", "kv_cache_dtype",
                         "engine", *LOAD_FIELDS,
                         "mem_fraction_static", "fp8_gemm_backend", "gpu_memory_utilization", "max_num_batched_tokens",

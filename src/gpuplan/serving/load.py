@@ -107,6 +107,16 @@ class LoadRun(BaseModel):
     per_request_s: float  # the engine's fixed latency per request outside its steps, in TTFT and E2EL
     warnings: tuple[str, ...] = ()
 
+    @property
+    def load_words(self) -> str:
+        """The load in a few words, as every face says it: "32 users" (closed loop) or "4 requests/s" (open loop);
+        an offline run: "the batch of 16"."""
+        if self.mode == "closed loop":
+            return f"{self.max_concurrency:,} users"
+        if self.mode == "open loop":
+            return f"{self.request_rate:,g} requests/s"
+        return f"the batch of {self.num_prompts:,}"
+
     def latency(self, metric: str) -> dict[str, float]:
         """``{"mean": ..., "median": ..., "p90": ..., "p99": ...}`` of ``metric`` (ttft, tpot, itl, e2el), in ms."""
         return {stat: getattr(self, f"{stat}_{metric}_ms") for stat in ("mean", "median", "p90", "p99")}

@@ -90,7 +90,7 @@ def _build_on_device(s: Scenario, m, chosen, notes: list[str], device: str = "cu
     from .simulate import build, sized_config
 
     device = torch.device(device)
-    if s.task == "train" and s.stack in stacks.OWN_MODELS:
+    if stacks.own_model(s):
         with device:
             return stacks.build_own(s, m, m.num_layers, notes)
     real_4bit = s.task == "train" and s.method == "qlora" and real.uses(chosen, "4-bit base")

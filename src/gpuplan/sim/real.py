@@ -74,7 +74,8 @@ def backends(s: Scenario, have: Callable[[str], bool] = installed) -> list[Backe
                                "gpuplan's NF4 stand-in", real=have("bitsandbytes"),
                                why="" if have("bitsandbytes") else f"bitsandbytes {missing}"))
         return out
-    own = s.stack in ("torchtune", "torchtitan")
+    profile = STACKS.get(s.stack)
+    own = profile is not None and profile.own_model  # torchtune's, torchtitan's own decoder (Stack.own_model)
     if own:
         out.append(Backend(part="model", runs=f"{s.stack}'s own model builder and loss", real=have(s.stack),
                            why="" if have(s.stack) else f"{s.stack} not installed: the probe refuses"))

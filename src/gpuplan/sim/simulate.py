@@ -187,7 +187,7 @@ def _check(s: Scenario, m: ModelSpec) -> None:
     if s.task == "infer" and not engine_for(s).runs_model_modules:
         raise GpuplanError(f"simulate runs transformers; {s.engine}'s memory is its allocation policy, which "
                            "gpuplan estimate models: set engine transformers")
-    if s.task == "train" and s.grad_checkpointing == "selective" and s.stack not in stacks.OWN_MODELS:
+    if s.task == "train" and s.grad_checkpointing == "selective" and not stacks.own_model(s):
         raise GpuplanError("transformers has no selective checkpointing to run: set grad_checkpointing none or full")
     stacks.check(s, m, list(m.layer_kinds()))
     if s.precision == "fp8-mixed":
@@ -236,7 +236,7 @@ def _run(s: Scenario, m: ModelSpec, n: int, *, timeline: bool):
     from .tracker import MemoryTracker
 
     notes: list[str] = []
-    if s.task == "train" and s.stack in stacks.OWN_MODELS:  # the stack's own model, built on fake tensors
+    if stacks.own_model(s):  # the stack's own model, built on fake tensors
         with FakeTensorMode(allow_non_fake_inputs=True):
             model, forward_loss = stacks.build_own(s, m, n, notes)
             tracker = MemoryTracker(timeline=timeline)

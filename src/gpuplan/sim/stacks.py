@@ -32,9 +32,15 @@ from ..model.spec import ModelSpec
 from ..scenario import Scenario
 from ..stacks import STACKS
 
-OWN_MODELS = ("torchtune", "torchtitan")
 LLAMA_LIKE = ("llama", "mistral")
 MIN_OFFLOAD_BYTES = 1024  # torchtune OffloadActivations(min_offload_size=1024)
+
+
+def own_model(s: Scenario) -> bool:
+    """Whether a training scenario's stack builds its own decoder, not transformers' modules (its profile's
+    :attr:`~gpuplan.stacks.base.Stack.own_model`: torchtune, torchtitan): :func:`build_own` makes it."""
+    profile = STACKS.get(s.stack) if s.task == "train" else None
+    return profile is not None and profile.own_model
 
 
 def check(s: Scenario, m: ModelSpec, kinds) -> None:
@@ -44,7 +50,7 @@ def check(s: Scenario, m: ModelSpec, kinds) -> None:
     if s.compile:
         raise GpuplanError("simulate runs eager kernels; torch.compile's fusions are estimated, not simulated: set "
                            "compile false")
-    if s.stack in OWN_MODELS:
+    if own_model(s):
         if m.family not in LLAMA_LIKE or len(kinds) > 1 or m.is_moe:
             raise GpuplanError(f"simulate builds {s.stack}'s own Llama; {m.name} ({m.family}) is not one: use "
                                "stack hf, or gpuplan estimate")
@@ -377,5 +383,5 @@ def offload_resident(s: Scenario) -> int:
     return stack_for(s).offload_resident_layers
 
 
-__all__ = ["OWN_MODELS", "build_own", "check", "fused_loss", "offload_resident", "offloading", "patch_hf",
+__all__ = ["build_own", "check", "fused_loss", "offload_resident", "offloading", "own_model", "patch_hf",
            "relabel_parameters"]

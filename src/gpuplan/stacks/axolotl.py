@@ -21,6 +21,7 @@ from .native import chunked_loss
 
 class Axolotl(Hf):
     name = "axolotl"
+    launch_targets = ("axolotl",)
     offloads_activations = True  # activation_offloading: its port of torchtune's OffloadActivations
     liger = "plugin"  # the Liger plugin's RoPE, RMSNorm and SwiGLU kernels, whatever the loss
 

@@ -116,6 +116,12 @@ class Stack:
     # RoPE), "plugin" where the recipe runs the norm, SwiGLU and RoPE kernels whatever the loss and the fused linear
     # cross-entropy with loss fused-linear (axolotl's Liger plugin); None: it runs none
     liger: str | None = None
+    # the launch targets that write its files (each target's applies() reads this, and a target
+    # named without --stack plans the stack that lists it); none: gpuplan launch writes no files for it
+    launch_targets: tuple[str, ...] = ()
+    # it builds its own decoder (torchtune's modules, torchtitan's model), not transformers' modules: the fake-tensor
+    # simulation and the probe build that model (gpuplan.sim.stacks.build_own), and its selective checkpointing runs
+    own_model = False
 
     @property
     def shardings(self) -> tuple[str, ...]:

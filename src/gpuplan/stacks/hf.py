@@ -16,3 +16,4 @@ from .base import Stack
 class Hf(Stack):
     name = "hf"
     liger = "loss"  # Trainer(use_liger_kernel=True)
+    launch_targets = ("trainer", "deepspeed", "accelerate", "torchrun")  # TRL's SFTConfig, run by each launcher

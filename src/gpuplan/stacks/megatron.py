@@ -267,6 +267,7 @@ class Megatron(Stack):
     """Megatron-Core's layers (Transformer Engine) and schedules; the memory is :mod:`gpuplan.memory.megatron`."""
 
     name = "megatron"
+    launch_targets = ("megatron", "nemo")  # Megatron-LM's pretrain_gpt.py, NeMo 2.0's recipes
     model_parallel = ("tp", "pp")  # --tensor-model-parallel-size, --pipeline-model-parallel-size
     experts_loop = False  # its MoE layer runs grouped GEMMs
     own_memory = True  # gpuplan.memory.megatron: whole buffers per rank (rank_state)

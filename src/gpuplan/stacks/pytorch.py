@@ -17,6 +17,7 @@ from .hf import Hf
 
 class PlainPytorch(Hf):
     name = "pytorch"
+    launch_targets = ()  # your own loop: no files to write
     searched_shardings = ("ddp", "fsdp")  # your own loop: DDP or FSDP (Answer.AI's fsdp_qlora)
     offloads_activations = True  # torch.autograd.graph.save_on_cpu
     offload_resident_layers = 1

@@ -24,6 +24,8 @@ from .native import OpSelective, chunked_loss
 
 class Torchtitan(OpSelective):
     name = "torchtitan"
+    launch_targets = ("torchtitan",)
+    own_model = True  # torchtitan.models.llama3
     model_parallel = ("tp", "pp")  # [parallelism] tensor_parallel_degree, pipeline_parallel_degree
     # activation checkpointing off (its default is per-op selective) and training.compile of each block and the
     # loss, alone and together

@@ -35,6 +35,8 @@ from .torchtune_step import replay
 
 class Torchtune(OpSelective):
     name = "torchtune"
+    launch_targets = ("torchtune",)
+    own_model = True  # torchtune.models.llama3*
     offloads_activations = True  # enable_activation_offloading (OffloadActivations)
     saves_4bit_inputs = False
     offload_resident_layers = 5  # OffloadActivations(max_fwd_stash_size=5): the last five stay on the GPU

@@ -35,6 +35,7 @@ FREE_SIZED_LOSS = "Unsloth's fused loss sizes its fp32 logit chunks from the mem
 
 class Unsloth(Stack):
     name = "unsloth"
+    launch_targets = ("unsloth",)
     offload_resident_layers = 3  # the last layer's input and two reload buffers
     saves_4bit_inputs = False
     sizes_from_free_memory = True  # the fused loss's chunk: half of what the card has free
