@@ -353,11 +353,13 @@ rows read: the blog's LLM.int8 weights +4 to +2 %, its reserved peak -1 to -3 %,
 row's make-up: unchanged), and the RTX 4090 NF4 call with model offload -13 to -25 %, out of the goal: the old fraction
 held bytes that row needs for another cause. Read, not built: enable_model_cpu_offload's setup empties the CUDA cache
 after moving the models off, so no load cache should survive into an offloaded call, and transformers 4.5x, which
-these 2025 rows ran, also loaded wo in fp32 under bitsandbytes (modeling_utils: dtype == torch.float16 or the quantizer's
-use_keep_in_fp32_modules), 1.88 GiB more; T5 in NF4 with fp32 wo (5.73 GiB), left reserved when its hook moves it
+these 2025 rows ran, also loaded wo in fp32 under bitsandbytes (modeling_utils: dtype == torch.float16 or the
+quantizer's use_keep_in_fp32_modules), 1.88 GiB more; T5 in NF4 with fp32 wo (5.73 GiB), left reserved when its hook
+moves it
 off, beside the transformer (5.72) and its activations (0.46) would give 11.9 GiB against the 12.24 measured, if the
-transformer's weights do not reuse T5's freed blocks, which no source here shows. ai-toolkit's fp8 base is optimum-quanto's qfloat8 on every linear of the transformer (no
-exclude for FLUX in toolkit/stable_diffusion_model.py), the adaptive norms' modulation linears too, where the plan
+transformer's weights do not reuse T5's freed blocks, which no source here shows.
+ai-toolkit's fp8 base is optimum-quanto's qfloat8 on every linear of the transformer (no exclude for FLUX in
+toolkit/stable_diffusion_model.py), the adaptive norms' modulation linears too, where the plan
 kept them 16-bit as diffusers' layerwise casting does: 3.25 B parameters, 3.0 GiB less (14.27 to 11.25 GiB of weights
 for the FLUX example on a 4090); and its example keeps the text encoders on the card (no cache_text_embeddings), T5 in
 qfloat8: 4.79 GiB more; its SD and SDXL LoRA, which it does not quantize (its UI disables model.quantize for sdxl and

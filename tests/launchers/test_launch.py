@@ -634,6 +634,19 @@ def test_torchtune_config():
     assert "tune run" in body(files_of(TUNE, ["skypilot"])["sky.yaml"])["run"]
 
 
+def test_torchtune_output_dir_is_filled_by_omegaconf():
+    """The file's own ``${output_dir}`` (the checkpointer's and the logger's folders) is left for OmegaConf to fill,
+    as torchtune's recipes write it, while a name's ``${`` is kept as text (s17-sec): resolved, both folders are
+    the run's output_dir (s17-sec's escaping had written ``\\${output_dir}``: a folder named so)."""
+    OmegaConf = pytest.importorskip("omegaconf").OmegaConf
+
+    text = files_of(TUNE, ["torchtune"])["torchtune.yaml"]
+    cfg = OmegaConf.to_container(OmegaConf.create(text), resolve=True)
+    assert cfg["checkpointer"]["output_dir"] == cfg["output_dir"]
+    assert cfg["metric_logger"]["log_dir"] == cfg["output_dir"] + "/logs"
+    assert "\\${" not in text
+
+
 TUNE_SIGNATURES = json.loads((DATA / "torchtune" / "signatures-0.6.1.json").read_text())
 
 

@@ -46,6 +46,11 @@ class Raw(str):
     """A command token written as is, unquoted, so the shell expands it (``$SKYPILOT_NODE_RANK``)."""
 
 
+class Interpolation(str):
+    """A value the reader's own interpolation is meant to fill (torchtune's ``${output_dir}``, OmegaConf resolves
+    it): written as is where every other value is kept from that expansion (:func:`_kept`)."""
+
+
 # characters a comment line shows escaped: controls (a newline or carriage return would end the comment, and the
 # rest of the line would run), format characters (bidirectional overrides and zero-width characters that make a
 # line read differently from what runs: "Trojan Source", CVE-2021-42574), surrogates, unassigned code points
@@ -116,6 +121,8 @@ def _kept(value, expands: str | None):
         return [_kept(v, expands) for v in value]
     if not isinstance(value, str):
         return value
+    if isinstance(value, Interpolation):
+        return str(value)
     if expands == "omegaconf":
         return _INTERPOLATION.sub(lambda m: m.group(1) * 2 + "\\${", value)
     if expands == "text" and "[name]" in value:

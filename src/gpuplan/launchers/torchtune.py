@@ -21,7 +21,7 @@ from typing import Any
 import yaml
 
 from .data import chat_turns, local_file, record_kind
-from .files import LaunchFile, Raw, shell_text, yaml_text
+from .files import Interpolation, LaunchFile, Raw, shell_text, yaml_text
 from .plan import LaunchPlan
 from .settings import LaunchOptions
 
@@ -148,7 +148,7 @@ def config(plan: LaunchPlan, opts: LaunchOptions) -> dict[str, Any]:
         "output_dir": opts.output_dir, "model": model, "tokenizer": {**tokenizer, "max_seq_len": s.seq_len},
         "checkpointer": {"_component_": "torchtune.training.FullModelHFCheckpointer", "checkpoint_dir": folder,
                          "checkpoint_files": entry["checkpoint_files"], "recipe_checkpoint": None,
-                         "output_dir": "${output_dir}", "model_type": entry["model_type"]},
+                         "output_dir": Interpolation("${output_dir}"), "model_type": entry["model_type"]},
         "resume_from_checkpoint": False,  # set true to resume from output_dir after an interruption (0.6: per epoch)
         "dataset": _dataset(plan, opts, local),
         "seed": None, "shuffle": True, "batch_size": s.micro_batch_size,
@@ -175,7 +175,7 @@ def config(plan: LaunchPlan, opts: LaunchOptions) -> dict[str, Any]:
     if s.world_size > 1:
         data.update({"fsdp_cpu_offload": s.offload == "optimizer+params", "fsdp_reshard_after_forward": True})
     data.update({"metric_logger": {"_component_": "torchtune.training.metric_logging.DiskLogger",
-                                   "log_dir": "${output_dir}/logs"},
+                                   "log_dir": Interpolation("${output_dir}/logs")},
                  "log_every_n_steps": 1, "log_peak_memory_stats": True})
     return data
 
