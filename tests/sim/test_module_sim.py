@@ -136,6 +136,27 @@ def test_a_bad_target_is_one_sentence(package, target, words, capsys):
     assert words in err and "\n" not in err and "Traceback" not in err
 
 
+@pytest.mark.parametrize("source, target, words", [
+    ("def build(:\n", "my_pkg.typo:build", "cannot import my_pkg.typo for --module: SyntaxError: invalid syntax "
+                                           "(typo.py, line 1)"),
+    ("raise ValueError('no GPU here')\n", "my_pkg.typo:build", "cannot import my_pkg.typo for --module: "
+                                                                 "ValueError: no GPU here"),
+    ("import sys\nsys.exit(3)\n", "my_pkg.typo:build", "cannot import my_pkg.typo for --module: it called "
+                                                       "sys.exit(3)"),
+    ("def build():\n    import sys\n    sys.exit(0)\n", "my_pkg.typo:build",
+     "my_pkg.typo:build failed on fake tensors (it called sys.exit(0))"),
+    ("", ".typo:build", "--module takes package.module:function"),
+])
+def test_the_users_code_failing_as_it_is_imported_or_run_is_one_sentence(package, source, target, words, capsys):
+    """The outside fuzzer's session 17: a module that does not import (a SyntaxError, an error raised at import), a
+    relative name, and a sys.exit in the user's code (which left gpuplan at exit 0 with nothing said) were
+    tracebacks or a silent exit; each is now the sentence naming the failure, exit 2."""
+    (package / "typo.py").write_text(source)
+    assert run(["estimate", "--module", target, "--task", "train", "--gpu", "rtx-4090"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert words in err and "\n" not in err and "Traceback" not in err
+
+
 def _json(capsys, *args: str) -> dict:
     assert run([*args, "--json"]) == 0
     return json.loads(capsys.readouterr().out)
