@@ -768,3 +768,18 @@ def test_a_modules_header_names_its_card_as_a_decoder_llms_does():
     llm = gpuplan.estimate(dict(model="qwen3-0.6b", task="train", method="lora", gpu="4090"))
     assert sdxl.resolved.endswith("; 1 x rtx-4090") and llm.resolved.endswith("; 1 x rtx-4090, single GPU")
     assert whisper.resolved.endswith("; 1 x h100-sxm")
+
+
+def test_a_resolution_written_as_a_number_is_that_many_pixels(tmp_path, capsys):
+    """Session 17's outside fuzzer: ``resolution: 1024`` in a scenario file (YAML reads it as a number, as a JSON
+    body gives it) was refused, "Input should be a valid string (got 1024)", where the field's help says "1024"; it
+    is now the plan of the text "1024", and a number that is no side is refused by the same rule as text."""
+    as_text = gpuplan.estimate({"model": "sdxl", "task": "infer", "gpu": "l4", "resolution": "1024"}).to_dict()
+    as_number = gpuplan.estimate({"model": "sdxl", "task": "infer", "gpu": "l4", "resolution": 1024}).to_dict()
+    assert as_number == as_text and "1024x1024" in as_number["resolved"]
+    path = tmp_path / "sdxl.yaml"
+    path.write_text("model: sdxl\ntask: infer\ngpu: l4\nresolution: 1024\n")
+    assert run(["estimate", str(path), "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["resolved"] == as_text["resolved"]
+    with pytest.raises(GpuplanError, match=r"resolution 1000: each side must be 64-8192 pixels and a multiple of 16"):
+        gpuplan.estimate({"model": "sdxl", "task": "infer", "gpu": "l4", "resolution": 1000})
