@@ -12,6 +12,7 @@ import pytest
 from hypothesis import HealthCheck, given, seed, settings
 from hypothesis import strategies as st
 
+import gpuplan
 from gpuplan import GpuplanError
 from gpuplan import userfiles as uf
 from gpuplan.cli import run
@@ -125,6 +126,29 @@ def test_a_byte_order_mark_is_read_and_other_encodings_are_named(tmp_path):
     binary.write_bytes(b"\x89PNG\r\n\x1a\n\x00\x00")
     with pytest.raises(GpuplanError, match=r"x\.json is not benchmark result text: it holds a NUL byte"):
         uf.load_json(binary, "benchmark result")
+
+
+def test_half_a_utf16_pair_escaped_in_json_is_one_sentence_and_a_whole_pair_reads(tmp_path, capsys):
+    """JSON may escape a character of U+D800-U+DFFF alone (``"\\ud800"``); Python's reader keeps it as a lone
+    surrogate, which no UTF-8 output takes. The outside fuzzer's session 17: in a config.json's ``_name_or_path``
+    it was a UnicodeEncodeError traceback when the plan was printed, in a dataset record a TypeError in the
+    tokenizer. Every JSON reader (:func:`userfiles.parse_json`) now refuses it naming the escape; an emoji written
+    as its escaped pair is one character and reads."""
+    config = json.loads((Path(gpuplan.__file__).parent / "data/models/meta-llama__Llama-3.2-1B.json").read_text())
+    config = config.get("config", config)
+    path = tmp_path / "config.json"
+    path.write_text(json.dumps({**config, "_name_or_path": "llama\ud800"}))  # json.dumps escapes it: \\ud800
+    said = (r"the escape \ud800 is half of a UTF-16 pair (a lone surrogate), not a character; write the character "
+            "itself, or both halves of its pair")
+    code, err = cli(capsys, "estimate", "--model", str(path), "--task", "infer", "--gpu", "l4")
+    assert code == 2 and err == f"error: {path}: {said}\n"
+    data = tmp_path / "chat.jsonl"
+    data.write_text('{"text": "fine"}\n{"messages": [{"role": "user", "content": "hi \\udc00"}]}\n')
+    with pytest.raises(GpuplanError) as caught:
+        list(uf.json_lines(data, "dataset"))
+    assert str(caught.value) == f"{data}, line 2: " + said.replace("ud800", "udc00")
+    data.write_text('{"text": "a smile \\ud83d\\ude00", "\\ud83d\\ude00": 1}\n')  # a whole pair, key too
+    assert list(uf.json_lines(data, "dataset")) == [(1, {"text": "a smile \U0001f600", "\U0001f600": 1})]
 
 
 def test_lines_and_csv_stream_with_their_line_numbers(tmp_path):

@@ -33,6 +33,7 @@ import csv
 import json
 import math
 import os
+import re
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -173,7 +174,32 @@ def parse_json(text: str, where: str, *, hint: str = "") -> Any:
         raise GpuplanError(f"{where} is not JSON gpuplan can read ({str(err).split(';')[0]})") from None
     if text.count("[") + text.count("{") > MAX_DEPTH:  # fewer brackets cannot nest deeper
         check_depth(value, where)
+    if _SURROGATE_ESCAPE.search(text):  # an escaped character of U+D800-U+DFFF: paired into one, or left half
+        check_whole_characters(value, where)
     return value
+
+
+_SURROGATE_ESCAPE = re.compile(r"\\u[dD][89a-fA-F]")
+_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+def check_whole_characters(value: Any, where: str) -> None:
+    """One sentence if a text in ``value`` (a key or a string, walked without recursion) holds half of a UTF-16
+    pair: JSON may escape one (``"\\ud800"``), and Python's reader keeps it as a lone surrogate, which is no
+    character: no UTF-8 file, terminal or tokenizer takes it (printing it, or tokenizing it, fails)."""
+    todo = [value]
+    while todo:
+        item = todo.pop()
+        if isinstance(item, str):
+            half = _SURROGATE.search(item)
+            if half:
+                raise GpuplanError(f"{where}: the escape \\u{ord(half.group()):04x} is half of a UTF-16 pair (a lone "
+                                   "surrogate), not a character; write the character itself, or both halves of "
+                                   "its pair")
+        elif isinstance(item, dict):
+            todo += [*item, *item.values()]
+        elif isinstance(item, list):
+            todo += item
 
 
 def load_json(path: str | Path, what: str, *, limit: int = MAX_BYTES, hint: str = "") -> Any:
@@ -379,7 +405,6 @@ def sweep(folder: Path, stem: str, *, older_s: float = 60.0) -> None:
     """Remove what a killed write (SIGKILL, a power cut) left in ``folder``: :func:`temporary` names of ``stem``
     whose process is gone, untouched for ``older_s`` seconds (another machine's process, sharing the folder,
     may reuse a process id for a while). Never follows a link; on systems without process signals, nothing."""
-    import re
     import shutil
     import time
 

@@ -236,6 +236,21 @@ def test_broken_configs_are_refused_in_one_sentence(tmp_path, change, message):
         load_model(str(path))
 
 
+@pytest.mark.parametrize("value, said", [
+    ("256", "hidden_size must be a number, got '256'; write it without quotes"),
+    ("fp8", "hidden_size must be a number, got 'fp8'"),
+    (True, "hidden_size must be a number, got True"), ({}, "hidden_size must be a number, got '{}'"),
+])
+def test_only_a_number_written_as_text_is_told_to_drop_its_quotes(tmp_path, value, said):
+    """The outside fuzzer's session 17: every size of the wrong type was told "write it without quotes", a
+    true, an object or the word "fp8" too, where no quotes were written or dropping them gives no number."""
+    path = tmp_path / "config.json"
+    path.write_text(json.dumps({**TINY, "hidden_size": value}))
+    with pytest.raises(GpuplanError) as err:
+        load_model(str(path))
+    assert str(err.value).endswith(said)
+
+
 def test_sliding_window_0_without_sliding_layers_stands(tmp_path):
     """Released configs write 0 or null for "no window" where nothing turns sliding attention on."""
     plain = load_model(str(_write(tmp_path / "a", TINY))).params_total

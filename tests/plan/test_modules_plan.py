@@ -827,3 +827,18 @@ def test_ai_toolkit_trains_a_unet_on_a_16_bit_base():
     with pytest.raises(GpuplanError, match=r"ai-toolkit quantizes transformer denoisers \(FLUX, SD3\), not a UNet"):
         plan(**base, quant="fp8")
     assert plan(**{**base, "model": "sd3.5-large"}).module.job.weights == "fp8-linears"
+
+
+def test_a_resolution_written_as_a_number_is_that_many_pixels(tmp_path, capsys):
+    """Session 17's outside fuzzer: ``resolution: 1024`` in a scenario file (YAML reads it as a number, as a JSON
+    body gives it) was refused, "Input should be a valid string (got 1024)", where the field's help says "1024"; it
+    is now the plan of the text "1024", and a number that is no side is refused by the same rule as text."""
+    as_text = gpuplan.estimate({"model": "sdxl", "task": "infer", "gpu": "l4", "resolution": "1024"}).to_dict()
+    as_number = gpuplan.estimate({"model": "sdxl", "task": "infer", "gpu": "l4", "resolution": 1024}).to_dict()
+    assert as_number == as_text and "1024x1024" in as_number["resolved"]
+    path = tmp_path / "sdxl.yaml"
+    path.write_text("model: sdxl\ntask: infer\ngpu: l4\nresolution: 1024\n")
+    assert run(["estimate", str(path), "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["resolved"] == as_text["resolved"]
+    with pytest.raises(GpuplanError, match=r"resolution 1000: each side must be 64-8192 pixels and a multiple of 16"):
+        gpuplan.estimate({"model": "sdxl", "task": "infer", "gpu": "l4", "resolution": 1000})

@@ -7,6 +7,7 @@ import itertools
 import json
 import math
 import os
+import re
 import subprocess
 import sys
 
@@ -615,3 +616,51 @@ def test_the_first_line_says_the_rows_lay_out_their_own_batches():
     assert "seq 2,048 x micro-batch 2 x its recipe's accumulation," in given.resolved
     both = gpuplan.recommend({**job, "micro_batch_size": 2, "grad_accum_steps": 3}, gpus=["h100-sxm"], max_gpus=1)
     assert "seq 2,048 x micro-batch 2 x 3 accumulation," in both.resolved
+
+
+LLAMA_SERVED = {"model": "llama-3.1-8b", "task": "infer", "engine": "vllm"}
+
+
+@pytest.mark.parametrize("fields, said", [
+    ({"speculative_method": "mtp"}, "Llama-3.1-8B's config has no MTP layers"),
+    ({"speculative_method": "draft", "draft_model": "qwen2.5-0.5b", "acceptance_length": 2.0},
+     "draft_model qwen2.5-0.5b has a vocabulary of 151,936 tokens and meta-llama/Llama-3.1-8B 128,256"),
+    ({"speculative_method": "draft", "draft_model": "sdxl", "acceptance_length": 2.0},
+     "draft_model sdxl: stabilityai/stable-diffusion-xl-base-1.0 is a diffusion pipeline"),
+])
+def test_the_searches_refuse_what_no_card_changes_in_estimates_sentence(fields, said):
+    """Session 17's outside fuzzer: recommend answered "nothing in the catalog fits, even on 8 x Instinct MI300X: a
+    smaller model or more GPUs" and cost "no offer in force fits" to speculation the model cannot run, since each
+    search leaves out every card whose plan is refused; estimate said why. The refusal no card changes is asked
+    once before the search (refusals.engine_refusal), in estimate's sentence."""
+    import gpuplan
+
+    for ask in (lambda s: gpuplan.estimate({**s, "gpu": "h100-sxm"}), gpuplan.cost, gpuplan.recommend):
+        with pytest.raises(GpuplanError, match=re.escape(said)):
+            ask({**LLAMA_SERVED, **fields})
+
+
+@pytest.mark.parametrize("fields, said", [
+    ({"num_gpus": 3, "tp": 3}, "tp=3 does not divide the 32 attention heads of meta-llama/Llama-3.1-8B"),
+    ({"provider": "../../x"}, "unknown provider '../../x'"),
+])
+def test_cost_refuses_its_scenarios_own_layout_and_provider_before_it_searches(fields, said):
+    """cost plans the scenario as given on every card: a layout no card runs (tp 3 of 32 heads) or a provider the
+    catalog lacks was "no offer in force fits this scenario (try ... more GPUs, quantized weights ...)"."""
+    import gpuplan
+
+    with pytest.raises(GpuplanError, match=re.escape(said)):
+        gpuplan.cost({**LLAMA_SERVED, **fields})
+
+
+def test_recommend_ranks_the_offers_of_the_scenarios_provider_as_cost_prices_them():
+    """Session 17's outside fuzzer: the scenario's provider was left out of recommend's constraints (its pricing
+    was taken), so `recommend --provider runpod` ranked hyperbolic and vast first; cost priced runpod's alone."""
+    import gpuplan
+
+    ranked = gpuplan.recommend({**LLAMA_SERVED, "provider": "runpod"}, top=50)
+    priced = gpuplan.cost({**LLAMA_SERVED, "provider": "runpod", "gpu": "rtx-4090"})
+    assert ranked.setups and {x.provider for x in ranked.setups} == {"runpod"}
+    assert priced.rows and {r.provider for r in priced.rows} == {"runpod"}
+    with pytest.raises(GpuplanError, match="provider 'runpod' is not one of providers vast: give one or the other"):
+        gpuplan.recommend({**LLAMA_SERVED, "provider": "runpod"}, providers=["vast"])

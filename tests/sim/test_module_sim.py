@@ -136,6 +136,43 @@ def test_a_bad_target_is_one_sentence(package, target, words, capsys):
     assert words in err and "\n" not in err and "Traceback" not in err
 
 
+@pytest.mark.parametrize("source, target, words", [
+    ("def build(:\n", "my_pkg.typo:build", "cannot import my_pkg.typo for --module: SyntaxError: invalid syntax "
+                                           "(typo.py, line 1)"),
+    ("raise ValueError('no GPU here')\n", "my_pkg.typo:build", "cannot import my_pkg.typo for --module: "
+                                                                 "ValueError: no GPU here"),
+    ("import sys\nsys.exit(3)\n", "my_pkg.typo:build", "cannot import my_pkg.typo for --module: it called "
+                                                       "sys.exit(3)"),
+    ("def build():\n    import sys\n    sys.exit(0)\n", "my_pkg.typo:build",
+     "my_pkg.typo:build failed on fake tensors (it called sys.exit(0))"),
+    ("", ".typo:build", "--module takes package.module:function"),
+])
+def test_the_users_code_failing_as_it_is_imported_or_run_is_one_sentence(package, source, target, words, capsys):
+    """The outside fuzzer's session 17: a module that does not import (a SyntaxError, an error raised at import), a
+    relative name, and a sys.exit in the user's code (which left gpuplan at exit 0 with nothing said) were
+    tracebacks or a silent exit; each is now the sentence naming the failure, exit 2."""
+    (package / "typo.py").write_text(source)
+    assert run(["estimate", "--module", target, "--task", "train", "--gpu", "rtx-4090"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert words in err and "\n" not in err and "Traceback" not in err
+
+
+def test_a_linear_of_no_width_is_recorded_and_timed_as_no_work(package, capsys):
+    """The outside fuzzer's session 17: a module holding nn.Linear(0, 0) was "does not run on fake tensors
+    (ZeroDivisionError)", the recorder's (rows as the input's elements over in_features, 0), not the module's; then
+    the GEMM timer divided by k = 0. Its rows are the input's leading sizes (4), and an empty GEMM takes 0 s."""
+    from gpuplan.hardware import load_gpu
+    from gpuplan.sim.module import module_spec
+    from gpuplan.speed.gemm import gemm_time_s
+
+    (package / "empty.py").write_text("import torch\n\n\ndef build():\n    return torch.nn.Linear(0, 0), "
+                                      "torch.randn(4, 0)\n")
+    (op,) = module_spec("my_pkg.empty:build").components[0].profile.ops
+    assert op.kind == "linear" and [d.terms[0][1] for d in op.dims] == [4.0, 0.0, 0.0]
+    assert gemm_time_s(load_gpu("rtx-4090"), "bf16", 4, 0, 0) == 0.0
+    assert run(["estimate", "--module", "my_pkg.empty:build", "--task", "train", "--gpu", "rtx-4090"]) == 0
+
+
 def _json(capsys, *args: str) -> dict:
     assert run([*args, "--json"]) == 0
     return json.loads(capsys.readouterr().out)

@@ -53,6 +53,20 @@ def provider_names(names: Iterable[str]) -> tuple[str, ...]:
     return tuple(wanted)
 
 
+def _providers(s: Scenario, providers: Iterable[str]) -> tuple[str, ...]:
+    """The providers recommend ranks offers of: ``providers``, narrowed to the scenario's own provider where it names
+    one, as its pricing is taken (session 17's outside fuzzer: ``recommend --provider runpod`` ranked hyperbolic
+    and vast offers first, where ``cost --provider runpod`` priced runpod's alone)."""
+    listed = provider_names(providers)
+    if s.provider is None:
+        return listed
+    provider_names([s.provider])  # an unknown name: one sentence with the catalog's providers
+    if listed and s.provider not in listed:
+        raise GpuplanError(f"provider {s.provider!r} is not one of providers {', '.join(listed)}: give one or the "
+                           "other")
+    return (s.provider,)
+
+
 def recommend(scenario: ScenarioLike, *, budget_usd: float | None = None, deadline_hours: float | None = None,
               max_gpus: int = 8, gpus: Iterable[str] = (), providers: Iterable[str] = (),
               have: Iterable[str | tuple[str, int]] = (), min_headroom: float = 0.0, objective: str = "cost",
@@ -88,7 +102,7 @@ def recommend(scenario: ScenarioLike, *, budget_usd: float | None = None, deadli
     owned = tuple(parse_have(h) if isinstance(h, str) else (resolve_gpu(h[0])[0].id, int(h[1]))
                   for h in names_of(have, "have", pairs=True) if not isinstance(h, str) or h.strip())
     c = Constraints(budget_usd=budget_usd, deadline_hours=deadline_hours, max_gpus=max_gpus,
-                    gpus=gpu_ids(gpus, notes), providers=provider_names(providers), pricing=s.pricing, have=owned,
+                    gpus=gpu_ids(gpus, notes), providers=_providers(s, providers), pricing=s.pricing, have=owned,
                     min_headroom=min_headroom, objective=objective, top=top, any_method=any_method,
                     any_quant=any_quant, any_stack=any_stack, catalogs=catalogs, per_gpu=per_gpu)
     from ..plan.module_searches import recommend_module

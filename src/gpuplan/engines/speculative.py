@@ -184,9 +184,10 @@ def proposer(s: Scenario) -> dict:
 
 def refusal(s: Scenario, m: ModelSpec) -> str | None:
     """Why speculation ``s`` cannot run on ``m``: an engine that does not run the method, MTP on a model whose
-    config has no MTP layers, an EAGLE head on a model with no dense layer to shape it by (the scenario's own rules,
-    :func:`gpuplan.scenario.fields._speculation`, come first; a draft model of another vocabulary is refused where
-    it is read, :func:`_draft_model`)."""
+    config has no MTP layers, an EAGLE head on a model with no dense layer to shape it by, a draft model that is
+    no decoder LLM or has another vocabulary (:func:`_draft_refusal`); the scenario's own rules,
+    :func:`gpuplan.scenario.fields._speculation`, come first. No card changes any of these, so the searches ask
+    it once before they search (:func:`gpuplan.plan.refusals.engine_refusal`)."""
     method = s.speculative_method
     if s.engine not in ENGINE_METHODS:
         return ("speculative decoding is modelled on engines vllm, sglang and trtllm: set engine vllm, sglang or "
@@ -201,6 +202,21 @@ def refusal(s: Scenario, m: ModelSpec) -> str | None:
     if method in ("eagle", "eagle3") and _dense_layer(m) is None:
         return (f"an EAGLE head is modelled as one dense decoder layer of {m.name}'s shape, and {m.name} has none: "
                 "use speculative_method mtp, ngram or draft")
+    return _draft_refusal(s, m) if method == "draft" else None
+
+
+def _draft_refusal(s: Scenario, m: ModelSpec) -> str | None:
+    """Why the draft model cannot draft for ``m``: it is no decoder LLM gpuplan reads, or it proposes token ids of
+    another vocabulary than the target verifies."""
+    from ..model import load_model
+
+    try:
+        d = load_model(s.draft_model)
+    except GpuplanError as err:
+        return f"draft_model {s.draft_model}: {err}"
+    if d.vocab_size != m.vocab_size:
+        return (f"draft_model {s.draft_model} has a vocabulary of {d.vocab_size:,} tokens and {m.name} "
+                f"{m.vocab_size:,}: the draft proposes the target's token ids, so pick a draft of the same tokenizer")
     return None
 
 
@@ -252,11 +268,7 @@ def _draft_model(s: Scenario, m: ModelSpec, k: int, a: float, source: str) -> Dr
     target verifies, so the two must share a vocabulary."""
     from ..model import load_model
 
-    d = load_model(s.draft_model)
-    if d.vocab_size != m.vocab_size:
-        raise GpuplanError(f"draft_model {s.draft_model} has a vocabulary of {d.vocab_size:,} tokens and {m.name} "
-                           f"{m.vocab_size:,}: the draft proposes the target's token ids, so pick a draft of the same "
-                           "tokenizer")
+    d = load_model(s.draft_model)  # checked by refusal(), which draft_of asks first
     parts = d.params_breakdown()
     own = parts["embeddings"] + parts["lm_head"] + d.final_norm_params
     return Draft(method="draft", tokens=k, acceptance=a, acceptance_source=source, layers=d.layers, own_params=own,

@@ -207,13 +207,15 @@ class Recorder:
                 return
             x = inputs[0]
             if hasattr(module, "in_features"):
-                dims = (x.numel() // module.in_features, module.in_features, module.out_features)
+                rows = math.prod(x.shape[:-1])  # not numel // in_features: a Linear(0, n) has rows too
+                dims = (rows, module.in_features, module.out_features)
                 self.result.ops.append(("linear", _leaf(name), self.role(name), module.bias is not None, dims))
             else:
                 area = 1
                 for k in module.kernel_size:
                     area *= k
-                dims = (output.numel() // module.out_channels, module.in_channels * area // module.groups,
+                dims = (output.numel() // module.out_channels if module.out_channels else 0,
+                        module.in_channels * area // module.groups,
                         module.out_channels)
                 self.result.ops.append(("conv", _leaf(name), self.role(name), module.bias is not None, dims))
         return hook

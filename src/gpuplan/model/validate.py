@@ -186,9 +186,19 @@ def _check_layer_kinds(config: dict[str, Any], where: str) -> None:
                            f"{layers:,}; give one kind per layer")
 
 
+def _reads_as_number(text: str) -> bool:
+    try:
+        float(text)
+    except ValueError:
+        return False
+    return True
+
+
 def _whole(value: Any, key: str, where: str, least: int, most: int) -> int:
     if isinstance(value, bool) or not isinstance(value, (int, float)):
-        raise GpuplanError(f"{where}: {key} must be a number, got {echo_value(value)}; write it without quotes")
+        quoted = isinstance(value, str) and _reads_as_number(value)  # "4096": the advice fits; null, [], "x": no
+        raise GpuplanError(f"{where}: {key} must be a number, got {echo_value(value)}"
+                           + ("; write it without quotes" if quoted else ""))
     if isinstance(value, float):
         if not math.isfinite(value) or not value.is_integer():
             raise GpuplanError(f"{where}: {key} must be a whole number, got {echo_value(value)}")

@@ -57,11 +57,16 @@ def offers_for(r: Resolved | ResolvedModule, catalog: list[Offer]) -> Offers:
     s, gpu = r.scenario, r.gpu
     if gpu is None:
         return Offers()
+    known_provider(s, catalog)
+    return Offers(candidates=tuple(matching(catalog, s, gpu.id)), listed=any(o.gpu_id == gpu.id for o in catalog),
+                  reference=best_on_demand(catalog, gpu.id, price_filter(s)))
+
+
+def known_provider(s: Scenario, catalog: list[Offer]) -> None:
+    """The scenario's provider, if it names one, is one of the catalog's; else one sentence naming them."""
     if s.provider and s.provider not in {o.provider for o in catalog}:
         known = sorted({o.provider for o in catalog})
         raise UnknownNameError("provider", s.provider, known, f"(providers in the price catalog: {', '.join(known)})")
-    return Offers(candidates=tuple(matching(catalog, s, gpu.id)), listed=any(o.gpu_id == gpu.id for o in catalog),
-                  reference=best_on_demand(catalog, gpu.id, price_filter(s)))
 
 
 def build(r: Resolved | ResolvedModule, offers: Offers | None = None, *, advise: bool = True, memory_only: bool = False,

@@ -330,8 +330,7 @@ def _engine(s: Scenario, m: ModelSpec) -> list[str]:
         raise GpuplanError(f"full fine-tuning updates every weight, and {s.quant} weights take no gradients (they "
                            "are loaded frozen): train LoRA or QLoRA on them, or drop quant")
     engine = engine_for(s)
-    why = engine_refusal(s, m) or _moe_layout(s, m) or (speculative.refusal(s, m) if s.task == "infer" and
-                                                        s.speculative_method != "none" else None)
+    why = engine_refusal(s, m) or _moe_layout(s, m)
     if why:
         raise GpuplanError(why)
     why = engine.chunked_prefill_refusal(s) or engine.async_scheduling_refusal(s) if s.task == "infer" else None
@@ -348,10 +347,14 @@ def _engine(s: Scenario, m: ModelSpec) -> list[str]:
 
 def engine_refusal(s: Scenario, m: ModelSpec) -> str | None:
     """Why the serving engine cannot serve model ``m`` whatever the card and the GPU count: what it does not load
-    (its profile's :meth:`~gpuplan.engines.Engine.refusal`), or no KV cache to size its pool in
-    (:func:`_no_kv_cache`); asked once before a search (recommend, capacity) as well as of each plan."""
+    (its profile's :meth:`~gpuplan.engines.Engine.refusal`), no KV cache to size its pool in
+    (:func:`_no_kv_cache`), or speculation it cannot run (:func:`gpuplan.engines.speculative.refusal`: the method,
+    the draft model); asked once before a search (recommend, capacity, cost) as well as of each plan, since a
+    search leaves out each card a plan refuses (session 17's outside fuzzer: recommend answered "nothing in the
+    catalog fits, even on 8 x Instinct MI300X" to MTP on Llama-3.1-8B, which has no MTP layers)."""
     engine = engine_for(s)
-    return engine.refusal(s, m) or _no_kv_cache(s, m, engine)
+    speculation = s.task == "infer" and s.speculative_method != "none"
+    return engine.refusal(s, m) or _no_kv_cache(s, m, engine) or (speculative.refusal(s, m) if speculation else None)
 
 
 def _no_kv_cache(s: Scenario, m: ModelSpec, engine) -> str | None:

@@ -417,6 +417,14 @@ class Scenario(BaseModel):
         """``rtx-3090,rtx-3060`` and ``24,24`` as the command line gives them: lists."""
         return [part.strip() for part in value.split(",") if part.strip()] if isinstance(value, str) else value
 
+    @field_validator("resolution", mode="before")
+    @classmethod
+    def _side(cls, value: Any) -> Any:
+        """``resolution: 1024`` as YAML and JSON give one side unquoted (a number): its text, as the command line
+        gives it (session 17's outside fuzzer: refused as "Input should be a valid string", where the field's own
+        help says "1024")."""
+        return str(value) if isinstance(value, int) and not isinstance(value, bool) else value
+
     @field_validator("tensor_split")
     @classmethod
     def _shares(cls, value: list[float] | None) -> list[float] | None:

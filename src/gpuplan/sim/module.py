@@ -64,7 +64,7 @@ class ModuleSimulation(Answer):
 def load_target(target: str):
     """The callable ``module.path:function`` names (the current folder importable, as ``python -m`` has it)."""
     module_name, _, attr = target.partition(":")
-    if not module_name or not attr:
+    if not module_name or not attr or module_name.startswith("."):
         raise GpuplanError(f"--module takes package.module:function (a callable returning (module, example_input)), "
                            f"not {target!r}")
     if str(Path.cwd()) not in sys.path:
@@ -73,10 +73,23 @@ def load_target(target: str):
         found = importlib.import_module(module_name)
     except ImportError as err:
         raise GpuplanError(f"cannot import {module_name} for --module ({err})") from None
+    except (Exception, SystemExit) as err:  # the user's code failing as it is imported: one sentence, as build()'s
+        raise GpuplanError(f"cannot import {module_name} for --module: {_failure(err)}") from None
     build = getattr(found, attr, None)
     if not callable(build):
         raise GpuplanError(f"{module_name} has no callable {attr} (--module {target})")
     return build
+
+
+def _failure(err: BaseException) -> str:
+    """The user's code's failure in a few words: its class and the first line of its message (a SyntaxError's
+    file and line, a sys.exit's code)."""
+    if isinstance(err, SystemExit):
+        return f"it called sys.exit({err.code!r})"
+    if isinstance(err, SyntaxError):
+        return f"SyntaxError: {err.msg} ({Path(err.filename or '?').name}, line {err.lineno})"
+    lines = str(err).splitlines()
+    return f"{err.__class__.__name__}: {lines[0][:200] if lines else ''}".rstrip(": ")
 
 
 def _inputs(example: Any) -> tuple[tuple, dict]:
@@ -107,8 +120,8 @@ def _built(target: str):
     try:
         with fake:
             made = build()
-    except Exception as err:  # the user's code: its failure, in one sentence
-        raise GpuplanError(f"{target} failed on fake tensors ({err.__class__.__name__}: {str(err)[:200]})") from None
+    except (Exception, SystemExit) as err:  # the user's code: its failure (sys.exit too), in one sentence
+        raise GpuplanError(f"{target} failed on fake tensors ({_failure(err)})") from None
     if not (isinstance(made, tuple) and len(made) == 2 and isinstance(made[0], torch.nn.Module)):
         raise GpuplanError(f"{target} must return (module, example_input), not {type(made).__name__}")
     return made[0], made[1], fake

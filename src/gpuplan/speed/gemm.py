@@ -176,8 +176,9 @@ def gemm_time_s(gpu: GpuSpec, dtype: str, m: float, k: float, n: float, *, count
     at ``bandwidth_bps`` (default :func:`bandwidth`); the output ``out_bytes`` per element (default ``act_bytes``);
     ``split_accumulator``: an fp8 GEMM's partial sums promoted to fp32 (:func:`accumulation_share`);
     ``kernel_share``: the share of that rate the engine's own kernel reaches (an early block-scaled fp8 kernel:
-    :data:`~gpuplan.overheads.BLOCK_FP8_KERNEL_SHARE`)."""
-    if m <= 0 or count <= 0:
+    :data:`~gpuplan.overheads.BLOCK_FP8_KERNEL_SHARE`). A GEMM with a side of 0 (no rows, or a Linear(0, n) of a
+    user's module) does no work: 0 s."""
+    if min(m, k, n) <= 0 or count <= 0:
         return 0.0
     rate, scale, card_bandwidth = _card_rates(gpu, dtype, split_accumulator)
     shape = 1 + scale * (oh.GEMM_SHAPE_M / max(m, oh.MMA_TILE_M) + oh.GEMM_SHAPE_K / k + oh.GEMM_SHAPE_N / n)
