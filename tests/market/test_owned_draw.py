@@ -2,7 +2,8 @@
 cards and by ``gpuplan buy``. Before, a plan priced a card with no TDP on file (Apple silicon) at 300 W, an
 unsourced figure, while ``buy`` took the Mac's draw as Apple measured it at the wall: an M2 Max Mac Studio was
 $0.048 an hour of work in ``estimate`` and $0.0232 in ``buy`` (145 W). Now both read the card's TDP or power limit,
-else the computer's measured draw (data/owning.yaml ``computers``: support.apple.com/en-us/102027), else nothing:
+else the computer's measured draw (data/owning.yaml ``computers``: support.apple.com/en-us/102027 for the Mac
+Studio, 103253 for the Mac mini), else nothing:
 ``buy`` asks for ``--host-w``, a plan is not priced by power, and ``recommend --have`` says so in one sentence."""
 
 from __future__ import annotations
@@ -11,8 +12,8 @@ import pytest
 
 import gpuplan
 from gpuplan.cli import run
-from gpuplan.hardware import load_gpu
-from gpuplan.market.electricity import busy_draw, home_kwh
+from gpuplan.hardware import gpus, load_gpu
+from gpuplan.market.electricity import busy_draw, computer_draw, home_kwh
 from gpuplan.owning.builds import make_build
 from gpuplan.owning.plans import JobPlan
 from gpuplan.owning.power import electricity_price
@@ -26,6 +27,32 @@ def test_the_draw_of_a_card_and_of_a_computer_without_a_tdp():
     assert busy_draw(load_gpu("apple-m2-max")) == (145.0, "the computer's measured draw at work")  # Apple: Max 145 W
     assert busy_draw(load_gpu("apple-m1-ultra")) == (215.0, "the computer's measured draw at work")  # Max 215 W
     assert busy_draw(load_gpu("apple-m3-max")) is None  # no TDP and no figure of Apple's on file
+
+
+# Apple's wall figures (idle, max W), each on the page of the desktop it was measured in: the Mac Studio (102027;
+# its 2025 revision for M4 Max and M3 Ultra) and the Mac mini (103253: M2 Pro 2023, M4 and M4 Pro 2024).
+APPLE = {"apple-m1-max": (11, 115, "102027"), "apple-m1-ultra": (13, 215, "102027"),
+         "apple-m2-max": (9, 145, "102027"), "apple-m2-ultra": (10, 295, "102027"),
+         "apple-m4-max": (6, 145, "102027"), "apple-m3-ultra": (9, 270, "102027"),
+         "apple-m2-pro": (7, 100, "103253"), "apple-m4": (4, 65, "103253"), "apple-m4-pro": (5, 140, "103253")}
+
+
+@pytest.mark.parametrize("gpu_id", sorted(APPLE))
+def test_each_macs_wall_figures_and_their_page(gpu_id):
+    idle, busy, page = APPLE[gpu_id]
+    drawn = computer_draw(gpu_id)
+    assert (drawn.idle_w, drawn.busy_w) == (idle, busy)
+    assert drawn.url == f"https://support.apple.com/en-us/{page}"
+    assert f"Idle {idle} W" in drawn.where and f"Max {busy} W" in drawn.where
+    assert ("Mac mini" if page == "103253" else "Mac Studio") in drawn.where
+    assert busy_draw(load_gpu(gpu_id)) == (busy, "the computer's measured draw at work")
+
+
+def test_only_the_laptop_chips_have_no_draw():
+    """Apple publishes wall figures for its desktops only: the M3 Pro and M3 Max were sold in MacBook Pros alone."""
+    apple = [g.id for g in gpus().values() if g.vendor == "Apple"]
+    assert sorted(g for g in apple if busy_draw(load_gpu(g)) is None) == ["apple-m3-max", "apple-m3-pro"]
+    assert sorted(g for g in apple if g not in ("apple-m3-max", "apple-m3-pro")) == sorted(APPLE)
 
 
 def test_a_macs_hour_in_a_plan_is_buys_busy_hour():

@@ -225,7 +225,7 @@ def test_unified_memory_computers_are_bought_whole():
 def test_a_mac_draws_what_apple_measured_at_the_wall_never_0_w():
     """A Mac's chip has no TDP in the catalog: the M2 Max Mac Studio draws 145 W at work and 9 W at rest at the wall
     (support.apple.com/en-us/102027), so 1,000 h of work a year and the rest idle at $0.20/kWh cost
-    (1,000 x 145 + 7,766 x 9) / 1000 = 214.894 kWh, $42.98. An M4 Max has no published figure: the user gives it
+    (1,000 x 145 + 7,766 x 9) / 1000 = 214.894 kWh, $42.98. An M3 Max (MacBook Pro only) has no published figure: the user gives it
     (one sentence naming --host-w), and the advisor says so instead of ranking it at 0 W."""
     mac = make_build("apple-m2-max", price=2000)
     assert (mac.host_busy_w, mac.host_idle_w, mac.host_usd) == (145, 9, 0)
@@ -235,17 +235,17 @@ def test_a_mac_draws_what_apple_measured_at_the_wall_never_0_w():
     assert o.power.usd == pytest.approx(42.9788)
     power_check = next(c for c in build_checks(mac, []) if c.name == "power supply")
     assert "145 W at work" in power_check.line and "support.apple.com" in power_check.source
-    with pytest.raises(GpuplanError, match=r"no published power draw for M4 Max.*--host-w"):
-        make_build("apple-m4-max", price=3500)
-    given = make_build("apple-m4-max", price=3500, host_w=200, host_idle_w=10)
+    with pytest.raises(GpuplanError, match=r"no published power draw for M3 Max.*--host-w"):
+        make_build("apple-m3-max", price=3500)
+    given = make_build("apple-m3-max", price=3500, host_w=200, host_idle_w=10)
     assert (given.host_busy_w, given.host_idle_w) == (200, 10)
     spark = make_build("dgx-spark")  # a chip with a TDP: the TDP is the draw, nothing added
     assert (spark.host_busy_w, spark.host_idle_w) == (0, 0)
     report = gpuplan.buy(budget_usd=5000, workloads=ROOT / "examples" / "owning-example.yaml",
-                         gpus=["apple-m4-max", "apple-m2-max"], prices={"apple-m4-max": 3500, "apple-m2-max": 2000},
+                         gpus=["apple-m3-max", "apple-m2-max"], prices={"apple-m3-max": 3500, "apple-m2-max": 2000},
                          usd_per_kwh=0.2)
     assert [b.build.label for b in report.builds] == ["1x apple-m2-max"]
-    assert any("no published power draw for apple-m4-max" in u for u in report.unranked)
+    assert any("no published power draw for apple-m3-max" in u for u in report.unranked)
 
 
 def test_two_dgx_sparks_linked_serve_qwen3_235b():

@@ -51,13 +51,14 @@ class ComputerDraw:
 
 
 def computer_draw(gpu_id: str) -> ComputerDraw | None:
-    """A whole computer's published draw (data/owning.yaml ``computers``: Apple's figures for the Mac Studio, power
-    supply and system losses included); None if not on file."""
+    """A whole computer's published draw (data/owning.yaml ``computers``: Apple's figures for the Mac Studio and the
+    Mac mini, power supply and system losses included, each row on its page); None if not on file."""
     facts = owning_yaml().get("computers", {})
     row = facts.get("watts", {}).get(gpu_id)
     if row is None:
         return None
-    return ComputerDraw(float(row["busy_w"]), float(row["idle_w"]), facts["url"], f"{facts['title']}: {row['where']}")
+    page = facts["pages"][row["page"]]
+    return ComputerDraw(float(row["busy_w"]), float(row["idle_w"]), page["url"], f"{page['title']}: {row['where']}")
 
 
 def busy_draw(gpu) -> tuple[float, str] | None:
