@@ -117,7 +117,7 @@ def _verdict(answer: BuildAnswer) -> str:
     return best.line.replace("vs ", f"{answer.build.label} vs ", 1)
 
 
-def _overflow(busy: float, horizon: float) -> float:
+def overflow_share(busy: float, horizon: float) -> float:
     """The share of the work beyond the horizon's hours."""
     return max(busy - horizon, 0.0) / busy if busy else 0.0
 
@@ -136,7 +136,7 @@ def keep_answers(kept: Build, w: Workloads, terms: Terms, rentals: list[RentalAn
             continue
         ends = []
         for low, busy in ((True, o.busy_hours_low), (False, o.busy_hours)):
-            share = _overflow(busy, o.horizon_hours)
+            share = overflow_share(busy, o.horizon_hours)
             if share and not all(r.jobs[k].runs for k in running):
                 break
             price = [(r.jobs[k].usd_per_year_low if low else r.jobs[k].usd_per_year) or 0.0 for k in range(len(r.jobs))]

@@ -110,7 +110,8 @@ def make_build(gpu: GpuSpec | str, count: int = 1, *, price: float | None = None
                  host=profile.id, host_label=profile.label,
                  host_usd=host_usd if host_usd is not None else 0.0 if host_owned else float(profile.usd),
                  host_price="given" if host_usd is not None else
-                 f"owned: the {owned} cards you have are in a {profile.id} host already (--host-usd if not)"
+                 f"owned: the {owned} card{'s' * (owned > 1)} you have {'are' if owned > 1 else 'is'} in a {profile.id} host "
+                 "already (--host-usd if not)"
                  if host_owned else f"{profile.sources[0].line()} ({profile.notes[0] if profile.notes else 'profile'})",
                  host_ram_gib=host_ram_gib if host_ram_gib is not None else profile.ram_gib,
                  host_ram_note="given" if host_ram_gib is not None else
