@@ -166,18 +166,17 @@ def _owned_verdict(answer: BuildAnswer) -> str:
     """(a) buy the added cards, (b) keep the owned and rent the rest, (c) rent everything (the owned cards sit,
     or are sold now: their value less their resale at the horizon saved): the cheapest, at the low end."""
     b, o = answer.build, answer.ownership
-    options = [(f"buy {b.bought} more", o.total_usd_low)]
+    options = [(f"buy {b.bought} more", o.total_usd_low, "")]
     if answer.keep:
         best = min(answer.keep, key=lambda k: k.total_usd)
-        options.append((f"keep {b.owned} and rent the rest on {best.rental}", best.total_usd))
+        options.append((f"keep {b.owned} and rent the rest on {best.rental}", best.total_usd, ""))
     if answer.versus:
         rent = min(answer.versus, key=lambda v: v.rent_usd)
         sold = answer.owned_value_usd - answer.owned_resale_usd
-        options.append((f"rent it all on {rent.rental} (selling the {b.owned} owned now saves ${sold:,.0f} more)",
-                        rent.rent_usd))
-    said = "; ".join(f"{name} ${usd:,.0f}" for name, usd in options)
-    cheapest = min(options, key=lambda x: x[1])[0].split(" (")[0]
-    return f"with {b.owned} owned, over {o.years:g} y: {said} -> {cheapest}"
+        options.append((f"rent it all on {rent.rental}", rent.rent_usd,
+                        f" (selling the {b.owned} owned now saves ${sold:,.0f} more)"))
+    said = "; ".join(f"{name} ${usd:,.0f}{extra}" for name, usd, extra in options)
+    return f"with {b.owned} owned, over {o.years:g} y: {said} -> {min(options, key=lambda x: x[1])[0]}"
 
 
 def buy_report(build: Build, w: Workloads, rent: list[tuple[GpuSpec, int]], terms: Terms,
