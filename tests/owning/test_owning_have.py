@@ -113,5 +113,5 @@ def test_bad_have_is_one_sentence_exit_2(args, sentence, tmp_path):
 
 
 def test_api_refuses_have_of_another_kind():
-    with pytest.raises(GpuplanError, match="^have takes the cards you own as 2x3090"):
+    with pytest.raises(GpuplanError, match=r"^have takes the cards you own as 2x3090"):
         gpuplan.buy("3x3090", have=3, hours=100)

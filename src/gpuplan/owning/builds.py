@@ -109,16 +109,19 @@ def make_build(gpu: GpuSpec | str, count: int = 1, *, price: float | None = None
     return Build(gpu_id=gpu.id, gpu_name=gpu.name, count=count, whole_computer=False, card=card,
                  host=profile.id, host_label=profile.label,
                  host_usd=host_usd if host_usd is not None else 0.0 if host_owned else float(profile.usd),
-                 host_price="given" if host_usd is not None else
-                 f"owned: the {owned} card{'s' * (owned > 1)} you have {'are' if owned > 1 else 'is'} in a {profile.id} host "
-                 "already (--host-usd if not)"
-                 if host_owned else f"{profile.sources[0].line()} ({profile.notes[0] if profile.notes else 'profile'})",
+                 host_price="given" if host_usd is not None else _owned_host(owned, profile.id) if host_owned else
+                 f"{profile.sources[0].line()} ({profile.notes[0] if profile.notes else 'profile'})",
                  host_ram_gib=host_ram_gib if host_ram_gib is not None else profile.ram_gib,
                  host_ram_note="given" if host_ram_gib is not None else
                  f"the {profile.id} profile's {profile.ram_gib:,.0f} GiB (--host-ram to change)",
                  host_busy_w=host_w if host_w is not None else profile.busy_w,
                  host_idle_w=host_idle_w if host_idle_w is not None else profile.idle_w, display=display,
                  owned=owned, notes=list(profile.notes[1:]))
+
+
+def _owned_host(owned: int, profile: str) -> str:
+    return (f"owned: the {owned} card{'s' * (owned > 1)} you have {'are' if owned > 1 else 'is'} in a {profile} host "
+            "already (--host-usd if not)")
 
 
 def _computers(gpu: GpuSpec, count: int, card: Price, host_ram_gib: float | None, host_w: float | None,
