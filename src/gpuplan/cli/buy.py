@@ -52,6 +52,12 @@ Examples:
 """
 
 
+# the cards of the build owned already, spelled as recommend --have spells them (api/owning.py ``_owned``)
+HaveOption = Annotated[str | None, typer.Option(help="Of the build's cards, those you own already, as recommend "
+                                                     "--have writes them: 2x3090 (their price left out: "
+                                                     "docs/owning.md).", rich_help_panel=HELP_PANEL_OWN)]
+
+
 @app.command("buy", help=BUY_HELP)
 def buy_cmd(
     build: Annotated[str | None, typer.Argument(help="The build to price: COUNTxCARD (8x5090, 2x3090, dgx-spark). "
@@ -69,9 +75,7 @@ def buy_cmd(
     price: Annotated[list[str] | None, typer.Option(help="What you pay per card: USD, or CARD=USD in a search "
                                                          "[default: a dated street price, else launch MSRP].",
                                                     rich_help_panel=HELP_PANEL_OWN)] = None,
-    have: Annotated[str | None, typer.Option(help="Of the build's cards, those you own already, as recommend --have "
-                                                  "writes them: 2x3090 (their price left out: docs/owning.md).",
-                                             rich_help_panel=HELP_PANEL_OWN)] = None,
+    have: HaveOption = None,
     used: Annotated[bool, typer.Option("--used", help="Price the cards used.", rich_help_panel=HELP_PANEL_OWN)]
     = False,
     host: Annotated[str | None, typer.Option(help="Host profile: desktop, epyc-4gpu, workstation, server-8gpu "
