@@ -88,6 +88,15 @@ def test_the_owned_cards_host_is_owned_when_it_holds_the_build():
     assert whole.builds[0].build.purchase_usd == 2 * 700 + 1500
     assert mine.builds[0].ownership.power.kwh == pytest.approx(whole.builds[0].ownership.power.kwh)  # all cards
     assert gpuplan.buy("2x3090", have=("rtx-3090", 1), used=True, hours=1000).builds[0].build.purchase_usd == 700
+    assert [r.label for r in mine.rentals] == ["2x rtx-3090 on-demand"]  # rented: both cards
+    assert "keeping the owned cards and renting what they cannot run needs the work: --workloads FILE" in mine.notes
+
+
+def test_all_the_cards_owned_buys_nothing():
+    """--have as many as the build: nothing bought, (a) is the owned cards' power alone (the host is theirs)."""
+    report = gpuplan.buy("2x3090", have="2x3090", used=True, hours=1000, usd_per_kwh=0.2)
+    o = report.builds[0].ownership
+    assert o.purchase_usd == 0 and o.resale_usd == 0 and o.total_usd_low == pytest.approx(o.power_low.usd)
 
 
 def test_the_share_of_the_work_beyond_the_horizon():

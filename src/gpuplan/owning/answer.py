@@ -166,7 +166,7 @@ def _owned_verdict(answer: BuildAnswer) -> str:
     """(a) buy the added cards, (b) keep the owned and rent the rest, (c) rent everything (the owned cards sit,
     or are sold now: their value less their resale at the horizon saved): the cheapest, at the low end."""
     b, o = answer.build, answer.ownership
-    options = [(f"buy {b.bought} more", o.total_usd_low, "")]
+    options = [(f"buy {b.bought} more" if b.bought else f"run it on the {b.owned} owned", o.total_usd_low, "")]
     if answer.keep:
         best = min(answer.keep, key=lambda k: k.total_usd)
         options.append((f"keep {b.owned} and rent the rest on {best.rental}", best.total_usd, ""))
@@ -214,13 +214,16 @@ def hours_report(build: Build, busy_hours: float, terms: Terms) -> BuyReport:
         per_year = offer.usd_per_gpu_hour * build.count * busy_hours / terms.years
         label = f"{build.count} x ${offer.usd_per_gpu_hour:,.2f}/GPU-h at {offer.provider} (instances of " \
                 f"{offer.gpu_count}; {offer.age_days()} days old, {offer.confidence} confidence)"
-        rented = JobPlan(job=use.job, setup=build.label, runs=True, offer=label,
+        cards = f"{build.count}x {short_id(gpu.id)}"  # rented: all the cards, none of them owned
+        rented = JobPlan(job=use.job, setup=cards, runs=True, offer=label,
                          usd_per_hour=offer.usd_per_gpu_hour * build.count, usd_per_year=per_year,
                          usd_per_year_low=per_year)
-        rentals.append(rental_answer(build.label, "on_demand", [rented]))
+        rentals.append(rental_answer(cards, "on_demand", [rented]))
     answer = build_answer(build, [use], o, build_checks(build, [], terms.electricity.circuit), rentals, 0.0)
     report = BuyReport(years=terms.years, builds=[answer], rentals=rentals, verdict=_verdict(answer),
                        notes=notes_for(build, terms, answer))
+    if build.owned:
+        report.notes.append("keeping the owned cards and renting what they cannot run needs the work: --workloads FILE")
     if offer is None:
         report.warnings.append(f"no recent on-demand rental of {gpu.name} in force to compare with (`gpuplan prices "
                                f"--gpu {short_id(gpu.id)}`; `gpuplan prices update`)")
