@@ -124,3 +124,23 @@ def test_bad_have_is_one_sentence_exit_2(args, sentence, tmp_path):
 def test_api_refuses_have_of_another_kind():
     with pytest.raises(GpuplanError, match=r"^have takes the cards you own as 2x3090"):
         gpuplan.buy("3x3090", have=3, hours=100)
+
+
+def test_the_hours_beyond_the_owned_cards_capacity_are_rented():
+    """(b) with work the owned card cannot finish in time: 121 LoRA runs a week of Qwen3-1.7B (20M tokens each) are
+    121 x 365.25 / 7 = 6,313.61 runs a year; on one 3090 a run takes about 1.4 h at the low end (docs/owning.md's
+    worked case), 8,800+ h, more than the year's 8,766: the share beyond, 1 - 8,766 / busy, is rented at the rental's
+    price of the same work (the 2x 3090 on-demand's rent of the job, pro rata)."""
+    jobs = [{"name": "LoRA", "per_week": 121, "scenario": {"model": "qwen3-1.7b", "task": "train", "method": "lora",
+                                                           "train_tokens": 2e7, "seq_len": 2048}}]
+    one = gpuplan.buy("1x3090", workloads=jobs, used=True).builds[0]  # the owned card alone, as a build
+    runs = 121 * 365.25 / 7
+    busy = runs * one.jobs[0].hours_per_run_low
+    assert busy == pytest.approx(one.ownership.busy_hours_low) and busy > HOURS_PER_YEAR
+    report = gpuplan.buy("2x3090", have="1x3090", workloads=jobs, used=True)
+    keep = report.builds[0].keep[0]
+    share = 1 - HOURS_PER_YEAR / busy
+    assert keep.rented == [] and keep.overflow == pytest.approx(share)
+    assert keep.rent_usd == pytest.approx(share * report.rentals[0].jobs[0].usd_per_year_low)
+    assert keep.own_usd == pytest.approx(one.ownership.total_usd_low - one.ownership.cards_usd
+                                         - one.ownership.host_usd + one.ownership.resale_usd)  # its power alone
