@@ -134,6 +134,18 @@ def test_buy_is_the_python_api_and_the_cli_json(client):
         assert r.status_code == 422 and words in r.text, r.text
 
 
+def test_buy_with_cards_owned_is_the_python_api(client):
+    """``have`` on the page's API: the third RTX 3090 beside two owned, the answer gpuplan.buy(have=...) gives."""
+    job = {"name": "chat", "hours_per_day": 4, "scenario": {"model": "qwen3-8b", "task": "infer", "engine": "vllm"}}
+    body = {"build": "3x3090", "have": "2x3090", "used": True, "workloads": [job]}
+    r = client.post("/api/buy", json=body)
+    assert r.status_code == 200, r.text
+    page = r.json()
+    assert page == json.loads(json.dumps(gpuplan.buy("3x3090", have="2x3090", used=True, workloads=[job]).to_dict()))
+    assert page["builds"][0]["build"]["owned"] == 2 and page["builds"][0]["ownership"]["cards_usd"] == 700
+    assert page["verdict"].startswith("with 2 owned, over 1 y: buy 1 more $")
+
+
 def test_models_and_gpus_are_the_cli_json(client):
     assert client.get("/api/models").json() == cli_json("models")
     assert client.get("/api/models", params={"search": "qwen2.5", "family": "qwen2"}).json() == \

@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import GpuplanError, echo_value
-from ..hardware import resolve_gpu
+from ..hardware import resolve_gpu, short_id
 from ..owning.compare import BuyReport
 from ..userfiles import number
 from . import arguments as arg
@@ -21,6 +21,30 @@ def _rent_options(rent: Any) -> list[tuple[Any, int]]:
     from ..owning.builds import parse_build
 
     return [parse_build(r) for r in names_of(rent, "rent") if r.strip()]
+
+
+def _owned(have: Any, gpu: Any, count: int) -> int:
+    """How many of the build's ``count`` cards of ``gpu`` are owned already: ``have`` in ``recommend --have``'s
+    spelling (``2x3090``, or ``(gpu id, count)``), read by its parser; another card or more than the build holds is
+    one sentence."""
+    from ..plan.recommend import parse_have
+
+    if have is None:
+        return 0
+    if isinstance(have, str):
+        arg.text(have, "have")
+        gpu_id, n = parse_have(have)
+    elif isinstance(have, (tuple, list)) and len(have) == 2:
+        gpu_id, n = resolve_gpu(arg.text(have[0], "have's card"))[0].id, arg.count(have[1], "have's count", most=8)
+    else:
+        raise GpuplanError(f"have takes the cards you own as 2x3090 (or (card, count)), not {echo_value(have)}")
+    if gpu_id != gpu.id:
+        raise GpuplanError(f"--have {short_id(gpu_id)} is not the build's card ({short_id(gpu.id)}): a build is of "
+                           "one card, so price the cards you own in a build of their own kind")
+    if n > count:
+        raise GpuplanError(f"--have {n}x {short_id(gpu_id)} is more than the build's {count}: the build counts every "
+                           "card it runs on, the owned ones too")
+    return n
 
 
 def _bounded(value: Any, what: str, low: float, high: float) -> None:
@@ -56,13 +80,21 @@ def buy(build: str | None = None, *, workloads: str | Path | Mapping[str, Any] |
         display: str = "none", region: str | None = None, sector: str = "residential",
         usd_per_kwh: float | None = None, pue: float = 1.0, off_when_idle: bool = False,
         maintenance_usd_per_year: float = 0.0, space_usd_per_month: float = 0.0, hours: float | None = None,
-        utilization: float | None = None, top: int = 10) -> BuyReport:
+        utilization: float | None = None, top: int = 10, have: str | tuple[str, int] | None = None) -> BuyReport:
     """Buy or rent: ``gpuplan buy``. With ``build`` (``"8x5090"``), the total cost of owning it over ``years``
     for the ``workloads`` (a YAML file, a dict or a list of jobs: :mod:`gpuplan.owning.workloads`) against renting
     them on ``rent`` (``["8xh100-sxm"]``; the same cards by default), with break-even months and utilization and the
     build's checks; without workloads, ``hours`` of use (or ``utilization``, the share of the horizon's hours) against
     renting the same cards. With ``budget_usd`` and ``workloads``, the builds the budget buys, ranked. ``display``
-    (``linux`` or ``windows``): a card also drives that desktop, counted on the card by each job's Plan."""
+    (``linux`` or ``windows``): a card also drives that desktop, counted on the card by each job's Plan.
+
+    ``have`` (``"2x3090"``, or ``(gpu id, count)``, as ``recommend`` takes it): of the build's cards, those owned
+    already. A sunk cost is not a cost of the decision (what was paid for them is the same whatever is decided now),
+    so their price is left out, and so is the host's when the owned cards' host holds the build; their loss of value
+    over the horizon is an opportunity cost that buying more and keeping them share alike, so it is left out of both
+    and said beside renting everything (selling them now saves it). The answer weighs (a) buying the added cards
+    (their price less their resale, the power of all the cards), (b) keeping the owned cards and renting the jobs they
+    cannot run and the hours beyond their capacity, (c) renting it all (docs/owning.md, "Cards you own")."""
     from ..owning.advisor import advise
     from ..owning.answer import Terms, buy_report, hours_report
     from ..owning.builds import make_build, parse_build
@@ -80,6 +112,9 @@ def buy(build: str | None = None, *, workloads: str | Path | Mapping[str, Any] |
         _bounded(value, what, low, high)
     if (build is None) == (budget_usd is None):
         raise GpuplanError("name a build to price (8x5090) or give a budget to search (--budget 15000), one of them")
+    if have is not None and build is None:
+        raise GpuplanError("--have counts cards of a named build: name the build they go in (buy 3x3090 --have "
+                           "2x3090)")
     w = load_workloads(workloads, years) if workloads is not None else None
     horizon = w.years if w else (years or 1.0)
     terms = Terms(years=horizon, electricity=electricity_price(region, sector, usd_per_kwh), pue=pue,
@@ -92,12 +127,17 @@ def buy(build: str | None = None, *, workloads: str | Path | Mapping[str, Any] |
         return advise(w, budget_usd, terms, cards=gpu_ids(gpus, []), prices=price_map, used=used,
                       host_usd=host_usd, host_ram_gib=host_ram_gib, display=display, top=top)
     gpu, count = parse_build(build)
+    owned = _owned(have, gpu, count)
     b = make_build(gpu, count, price=price, used=used, host=host, host_usd=host_usd, host_ram_gib=host_ram_gib,
-                   host_w=host_w, host_idle_w=host_idle_w, display=display)
+                   host_w=host_w, host_idle_w=host_idle_w, display=display, owned=owned)
     if w is not None:
         if hours is not None or utilization is not None:
             raise GpuplanError("the workloads say how busy the build is: drop --hours / --utilization")
-        return buy_report(b, w, _rent_options(rent), terms)
+        same = b.whole_computer or b.host_price.startswith("owned")  # the owned cards' host is the build's
+        kept = make_build(gpu, owned, price=price, used=used, owned=owned, display=display,
+                          **({"host_ram_gib": host_ram_gib, "host_w": host_w, "host_idle_w": host_idle_w}
+                             if same else {})) if owned else None
+        return buy_report(b, w, _rent_options(rent), terms, kept)
     if _rent_options(rent):
         raise GpuplanError("renting other cards needs the work they would do: --workloads FILE")
     if hours is None and utilization is None:

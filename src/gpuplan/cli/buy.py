@@ -48,7 +48,14 @@ Examples:
   gpuplan buy 8x5090 --rent 8xh100-sxm --workloads examples/weekly-8b-finetunes.yaml --host-usd 6000
   gpuplan buy --budget 15000 --workloads examples/weekly-8b-finetunes.yaml
   gpuplan buy 2x3090 --used --utilization 0.3 --years 2 --region us-ca
+  gpuplan buy 3x3090 --have 2x3090 --used --workloads hobby.yaml
 """
+
+
+# the cards of the build owned already, spelled as recommend --have spells them (api/owning.py ``_owned``)
+HaveOption = Annotated[str | None, typer.Option(help="Of the build's cards, those you own already, as recommend "
+                                                     "--have writes them: 2x3090 (their price left out: "
+                                                     "docs/owning.md).", rich_help_panel=HELP_PANEL_OWN)]
 
 
 @app.command("buy", help=BUY_HELP)
@@ -68,6 +75,7 @@ def buy_cmd(
     price: Annotated[list[str] | None, typer.Option(help="What you pay per card: USD, or CARD=USD in a search "
                                                          "[default: a dated street price, else launch MSRP].",
                                                     rich_help_panel=HELP_PANEL_OWN)] = None,
+    have: HaveOption = None,
     used: Annotated[bool, typer.Option("--used", help="Price the cards used.", rich_help_panel=HELP_PANEL_OWN)]
     = False,
     host: Annotated[str | None, typer.Option(help="Host profile: desktop, epyc-4gpu, workstation, server-8gpu "
@@ -118,7 +126,8 @@ def buy_cmd(
                      host_usd=host_usd, host_ram_gib=host_ram, host_w=host_w, host_idle_w=host_idle_w,
                      display=display, region=region, sector=sector, usd_per_kwh=usd_per_kwh, pue=pue,
                      off_when_idle=off_when_idle, maintenance_usd_per_year=maintenance_usd,
-                     space_usd_per_month=space_usd_per_month, hours=hours, utilization=utilization, top=top)
+                     space_usd_per_month=space_usd_per_month, hours=hours, utilization=utilization, top=top,
+                     have=have)
     if fmt == "json":
         print_json(report)
         return
@@ -163,6 +172,8 @@ def render_build(report: Any, fmt: str) -> None:
         share = f"{v.break_even_utilization:.1%} of hours" if v.break_even_utilization else "none"
         rows.append({"setup": f"rent {r.label}", "total": v.rent_usd, "central": v.rent_usd_central,
                      "detail": f"{', '.join(r.offers)}; {months}; break-even utilization {share}"})
+    rows += [{"setup": f"keep {b.build.owned}, rent the rest on {k.rental}", "total": k.total_usd,
+              "central": k.total_usd_central, "detail": k.line} for k in b.keep]
     show(rows, [Column("setup", "setup", priority=0), Column("total", f"{o.years:g} y $", fmt=usd, align="right"),
                 Column("central", "central $", fmt=usd, align="right", priority=2), Column("detail", "", priority=1)],
          fmt, title=f"cost over {o.years:g} year(s), at the low end of the speed band")

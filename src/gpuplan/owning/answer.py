@@ -11,9 +11,10 @@ from ..market.offers import spot_rows_missing
 from ..plan.gpus import cheapest_rentals
 from .builds import Build
 from .checks import build_checks
-from .compare import BuildAnswer, BuyReport, RentalAnswer, build_answer, rental_answer
+from .compare import BuildAnswer, BuyReport, Keep, RentalAnswer, build_answer, rental_answer
 from .plans import JobPlan, job_plan
 from .power import HOURS_PER_YEAR, Electricity
+from .resale import depreciation_of, resale_usd
 from .tco import own
 from .workloads import Workloads
 
@@ -98,6 +99,11 @@ def notes_for(build: Build, terms: Terms, answer: BuildAnswer) -> list[str]:
              "rent: GPU hours at each offer's price, whole instances (storage and egress: `gpuplan cost` itemizes "
              "them); spot hours include Daly's checkpoint-and-restart overhead",
              "every total is at the pessimistic end of each setup's speed band (the central figure beside it)"]
+    if build.owned:
+        notes.append(f"owned: {build.owned} of the {build.count} cards, their price left out (a sunk cost is the same "
+                     "whatever is decided now) and so is their resale: buying more and keeping them both keep them, "
+                     "so their loss of value is the same in both; renting it all and selling them now saves it; the "
+                     "power of all the cards is counted")
     return notes + build.notes
 
 
@@ -111,11 +117,77 @@ def _verdict(answer: BuildAnswer) -> str:
     return best.line.replace("vs ", f"{answer.build.label} vs ", 1)
 
 
-def buy_report(build: Build, w: Workloads, rent: list[tuple[GpuSpec, int]], terms: Terms) -> BuyReport:
-    """The answer for one named build against the rentals ``rent`` (the same cards when empty)."""
+def overflow_share(busy: float, horizon: float) -> float:
+    """The share of the work beyond the horizon's hours."""
+    return max(busy - horizon, 0.0) / busy if busy else 0.0
+
+
+def keep_answers(kept: Build, w: Workloads, terms: Terms, rentals: list[RentalAnswer]) -> list[Keep]:
+    """Option (b) of ``buy --have``: the owned cards kept (``kept``: nothing bought, so their power and upkeep
+    alone, :func:`answer_build`'s), and on each rental the jobs they cannot run rented whole, and the share of their
+    work beyond the horizon's hours rented at that rental's price of the same work (each job's hours pro rata)."""
+    mine = answer_build(kept, w, terms, [])
+    o = mine.ownership
+    rented = [k for k, p in enumerate(mine.jobs) if not p.runs]
+    running = [k for k, p in enumerate(mine.jobs) if p.runs]
+    out = []
+    for r in rentals:
+        if not all(r.jobs[k].runs for k in rented):
+            continue
+        ends = []
+        for low, busy in ((True, o.busy_hours_low), (False, o.busy_hours)):
+            share = overflow_share(busy, o.horizon_hours)
+            if share and not all(r.jobs[k].runs for k in running):
+                break
+            price = [(r.jobs[k].usd_per_year_low if low else r.jobs[k].usd_per_year) or 0.0 for k in range(len(r.jobs))]
+            ends.append((share, (sum(price[k] for k in rented) + share * sum(price[k] for k in running)) * o.years))
+        if len(ends) < 2:
+            continue
+        (share, rent), (_, rent_central) = ends
+        what = ", ".join([mine.jobs[k].job for k in rented] + ([f"{share:.1%} of the rest"] if share else []))
+        out.append(Keep(rental=r.label, own_usd=o.total_usd_low, rent_usd=rent, total_usd=o.total_usd_low + rent,
+                        total_usd_central=o.total_usd + rent_central, rented=[mine.jobs[k].job for k in rented],
+                        overflow=share,
+                        line=f"keep {kept.label}, rent {what or 'nothing'} on {r.label}: power and upkeep "
+                             f"${o.total_usd_low:,.0f} + rent ${rent:,.0f} = ${o.total_usd_low + rent:,.0f}"))
+    return out
+
+
+def _with_owned(answer: BuildAnswer, kept: Build, w: Workloads, terms: Terms, rentals: list[RentalAnswer]) -> None:
+    """The owned cards' part of the answer: option (b) (:func:`keep_answers`), and their value now and after the
+    horizon (at the price the build's cards are bought at, :func:`.resale.resale_usd`), which (a) and (b) both keep
+    and so both carry alike; renting everything and selling them now saves the difference."""
+    answer.keep = keep_answers(kept, w, terms, rentals)
+    answer.owned_value_usd = kept.card.usd * kept.owned
+    answer.owned_resale_usd = resale_usd(answer.owned_value_usd, terms.years, depreciation_of(gpus()[kept.gpu_id]))
+
+
+def _owned_verdict(answer: BuildAnswer) -> str:
+    """(a) buy the added cards, (b) keep the owned and rent the rest, (c) rent everything (the owned cards sit,
+    or are sold now: their value less their resale at the horizon saved): the cheapest, at the low end."""
+    b, o = answer.build, answer.ownership
+    options = [(f"buy {b.bought} more" if b.bought else f"run it on the {b.owned} owned", o.total_usd_low, "")]
+    if answer.keep:
+        best = min(answer.keep, key=lambda k: k.total_usd)
+        options.append((f"keep {b.owned} and rent the rest on {best.rental}", best.total_usd, ""))
+    if answer.versus:
+        rent = min(answer.versus, key=lambda v: v.rent_usd)
+        sold = answer.owned_value_usd - answer.owned_resale_usd
+        options.append((f"rent it all on {rent.rental}", rent.rent_usd,
+                        f" (selling the {b.owned} owned now saves ${sold:,.0f} more)"))
+    said = "; ".join(f"{name} ${usd:,.0f}{extra}" for name, usd, extra in options)
+    return f"with {b.owned} owned, over {o.years:g} y: {said} -> {min(options, key=lambda x: x[1])[0]}"
+
+
+def buy_report(build: Build, w: Workloads, rent: list[tuple[GpuSpec, int]], terms: Terms,
+               kept: Build | None = None) -> BuyReport:
+    """The answer for one named build against the rentals ``rent`` (the same cards when empty); with ``kept`` (the
+    cards owned already, as a build of their own), the three options of :func:`_owned_verdict`."""
     rent = rent or [(gpus()[build.gpu_id], build.count)]
     rentals, missing = rentals_for(w, rent)
     answer = answer_build(build, w, terms, rentals)
+    if kept is not None:
+        _with_owned(answer, kept, w, terms, rentals)
     warnings = [f"{c.name}: {c.line}" for c in answer.checks if c.status == "fail"]
     if answer.ownership.overbooked:
         warnings.append(f"the work needs {answer.ownership.busy_hours_low:,.0f} h at the low end of its speed, more "
@@ -123,8 +195,9 @@ def buy_report(build: Build, w: Workloads, rent: list[tuple[GpuSpec, int]], term
     notes = missing + notes_for(build, terms, answer)
     if any(r.pricing == "spot" for r in rentals) or any(not j.serving for j in w.workloads):
         notes.append(spot_rows_missing())
+    verdict = _owned_verdict(answer) if kept is not None and not answer.cannot else _verdict(answer)
     return BuyReport(years=w.years, workloads=workload_rows(w), builds=[answer], rentals=rentals,
-                     verdict=_verdict(answer), notes=notes, warnings=warnings)
+                     verdict=verdict, notes=notes, warnings=warnings)
 
 
 def hours_report(build: Build, busy_hours: float, terms: Terms) -> BuyReport:
@@ -141,13 +214,16 @@ def hours_report(build: Build, busy_hours: float, terms: Terms) -> BuyReport:
         per_year = offer.usd_per_gpu_hour * build.count * busy_hours / terms.years
         label = f"{build.count} x ${offer.usd_per_gpu_hour:,.2f}/GPU-h at {offer.provider} (instances of " \
                 f"{offer.gpu_count}; {offer.age_days()} days old, {offer.confidence} confidence)"
-        rented = JobPlan(job=use.job, setup=build.label, runs=True, offer=label,
+        cards = f"{build.count}x {short_id(gpu.id)}"  # rented: all the cards, none of them owned
+        rented = JobPlan(job=use.job, setup=cards, runs=True, offer=label,
                          usd_per_hour=offer.usd_per_gpu_hour * build.count, usd_per_year=per_year,
                          usd_per_year_low=per_year)
-        rentals.append(rental_answer(build.label, "on_demand", [rented]))
+        rentals.append(rental_answer(cards, "on_demand", [rented]))
     answer = build_answer(build, [use], o, build_checks(build, [], terms.electricity.circuit), rentals, 0.0)
     report = BuyReport(years=terms.years, builds=[answer], rentals=rentals, verdict=_verdict(answer),
                        notes=notes_for(build, terms, answer))
+    if build.owned:
+        report.notes.append("keeping the owned cards and renting what they cannot run needs the work: --workloads FILE")
     if offer is None:
         report.warnings.append(f"no recent on-demand rental of {gpu.name} in force to compare with (`gpuplan prices "
                                f"--gpu {short_id(gpu.id)}`; `gpuplan prices update`)")

@@ -36,15 +36,21 @@ class Build(BaseModel):
     host_busy_w: float
     host_idle_w: float
     display: str = "none"  # the desktop one card drives: linux | windows (the scenario's display) | none
+    owned: int = 0  # of the cards (or computers), those the user has already: not bought (make_build)
     notes: list[str] = Field(default_factory=list)
 
     @property
     def label(self) -> str:
-        return f"{self.count}x {short_id(self.gpu_id)}"
+        return f"{self.count}x {short_id(self.gpu_id)}" + (f" ({self.owned} owned)" if self.owned else "")
+
+    @property
+    def bought(self) -> int:
+        """The cards (or computers) bought: the build's, less those owned."""
+        return self.count - self.owned
 
     @property
     def purchase_usd(self) -> float:
-        return self.card.usd * self.count + self.host_usd
+        return self.card.usd * self.bought + self.host_usd
 
 
 class UnknownDraw(GpuplanError):
@@ -66,19 +72,28 @@ def whole_computer(gpu: GpuSpec) -> bool:
 
 def make_build(gpu: GpuSpec | str, count: int = 1, *, price: float | None = None, used: bool = False,
                host: str | None = None, host_usd: float | None = None, host_ram_gib: float | None = None,
-               host_w: float | None = None, host_idle_w: float | None = None, display: str = "none") -> Build:
+               host_w: float | None = None, host_idle_w: float | None = None, display: str = "none",
+               owned: int = 0) -> Build:
     """A build of ``count`` of ``gpu``: priced (``price`` per card, else street or MSRP), in ``host`` (a profile;
-    default the smallest that holds the cards), with the host's price, RAM and draw given or the profile's."""
+    default the smallest that holds the cards), with the host's price, RAM and draw given or the profile's.
+
+    ``owned`` of the cards the user has already: they are not bought (a sunk cost is not a cost of the decision:
+    what was paid for them is the same whatever is decided now), and neither is the host when the smallest host
+    for the owned cards (:func:`.facts.host_for`) is the build's and ``--host-usd`` is not given."""
     gpu = gpu if isinstance(gpu, GpuSpec) else load_gpu(gpu)
     if not isinstance(count, int) or isinstance(count, bool) or not 1 <= count <= 8:
         raise GpuplanError(f"a build holds 1 to 8 cards in one machine, got {count!r}")
+    if not isinstance(owned, int) or isinstance(owned, bool) or not 0 <= owned <= count:
+        raise GpuplanError(f"--have counts the build's cards you own already: 0 to {count} of {count}x "
+                           f"{short_id(gpu.id)}, got {owned!r}")
     host_usd, host_ram_gib = _positive(host_usd, "--host-usd", 1e7), _positive(host_ram_gib, "--host-ram", 65536)
     host_w, host_idle_w = _positive(host_w, "--host-w", 1e5), _positive(host_idle_w, "--host-idle-w", 1e5)
     if display not in ("none", "linux", "windows"):
         raise GpuplanError(f"--display takes linux, windows or none (the desktop's OS), got {display!r}")
     card = card_price(gpu, given=price, used=used)
     if whole_computer(gpu):
-        return _computers(gpu, count, card, host_ram_gib, host_w, host_idle_w, display)
+        return _computers(gpu, count, card, host_ram_gib, host_w, host_idle_w, display).model_copy(
+            update={"owned": owned})
     module = not gpu.form_factor.lower().startswith("pcie")  # SXM/OAM: on a vendor's baseboard, in a server
     profile = host_profile(host) if host else host_profile("server-8gpu") if module else host_for(count)
     if module and profile.id != "server-8gpu":
@@ -90,17 +105,23 @@ def make_build(gpu: GpuSpec | str, count: int = 1, *, price: float | None = None
     if host_usd is None and profile.usd is None:
         raise GpuplanError(f"no sourced price for a {profile.label} host: give what the computer around the cards "
                            "costs with --host-usd USD")
+    host_owned = owned > 0 and host_usd is None and host_for(owned).id == profile.id
     return Build(gpu_id=gpu.id, gpu_name=gpu.name, count=count, whole_computer=False, card=card,
                  host=profile.id, host_label=profile.label,
-                 host_usd=host_usd if host_usd is not None else float(profile.usd),
-                 host_price="given" if host_usd is not None else
+                 host_usd=host_usd if host_usd is not None else 0.0 if host_owned else float(profile.usd),
+                 host_price="given" if host_usd is not None else _owned_host(owned, profile.id) if host_owned else
                  f"{profile.sources[0].line()} ({profile.notes[0] if profile.notes else 'profile'})",
                  host_ram_gib=host_ram_gib if host_ram_gib is not None else profile.ram_gib,
                  host_ram_note="given" if host_ram_gib is not None else
                  f"the {profile.id} profile's {profile.ram_gib:,.0f} GiB (--host-ram to change)",
                  host_busy_w=host_w if host_w is not None else profile.busy_w,
                  host_idle_w=host_idle_w if host_idle_w is not None else profile.idle_w, display=display,
-                 notes=list(profile.notes[1:]))
+                 owned=owned, notes=list(profile.notes[1:]))
+
+
+def _owned_host(owned: int, profile: str) -> str:
+    return (f"owned: the {owned} card{'s' * (owned > 1)} you have {'are' if owned > 1 else 'is'} in a {profile} host "
+            "already (--host-usd if not)")
 
 
 def _computers(gpu: GpuSpec, count: int, card: Price, host_ram_gib: float | None, host_w: float | None,

@@ -53,6 +53,20 @@ class Versus(BaseModel):
     line: str = ""
 
 
+class Keep(BaseModel):
+    """The cards owned already, kept, and the rest of the work rented (answer.py ``keep_answers``): their power and
+    upkeep, and the rent of the jobs they cannot run and of the hours beyond their capacity, over the horizon."""
+
+    rental: str
+    own_usd: float  # the owned cards' power (busy and idle) and upkeep; nothing bought
+    rent_usd: float  # the jobs they cannot run, and the share of the work beyond the horizon's hours, rented
+    total_usd: float
+    total_usd_central: float
+    rented: list[str] = Field(default_factory=list)  # the jobs rented whole
+    overflow: float = 0.0  # the share of the owned cards' work beyond the horizon's hours, rented
+    line: str = ""
+
+
 class BuildAnswer(BaseModel):
     """One owned build: each job's Plan on it, the cost of owning it, whether it can be built, what it cannot do,
     and how it compares with each rental."""
@@ -67,6 +81,9 @@ class BuildAnswer(BaseModel):
     usd_per_job: float | None = None  # the cost of owning over the horizon per run (a serving day is one job)
     versus: list[Versus] = Field(default_factory=list)
     renting_wins: str = ""  # where renting is cheaper: the cheapest rental, by how much
+    keep: list[Keep] = Field(default_factory=list)  # with cards owned: those kept and the rest rented, per rental
+    owned_value_usd: float = 0.0  # the owned cards' value now (at the price the build's cards are bought at)
+    owned_resale_usd: float = 0.0  # ... and after the horizon: selling them now saves the difference
 
 
 class BuyReport(Answer):

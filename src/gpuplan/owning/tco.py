@@ -4,7 +4,7 @@
 
 - **power** at the time actually used (:mod:`.power`): the busy hours the jobs' Plans take, the cards at their TDP
   and the host at its busy draw; idle draw for the rest of the horizon (or none, switched off), times the PUE;
-- **resale** (:mod:`.resale`): the cards (or the whole computer) after ``years`` at their class's used-market
+- **resale** (:mod:`.resale`): the cards bought (or the whole computer) after ``years`` at their class's used-market
   depreciation; the host is counted as worth nothing (conservative: no study of used host prices was found);
 - **maintenance** and **space**: as given (none unless given, said in the answer).
 
@@ -67,7 +67,7 @@ def own(build: Build, plans: list[JobPlan], years: float, price: Electricity, *,
     central = energy(busy_w, idle_w, min(busy, horizon), horizon, pue, price, off_when_idle=off_when_idle)
     low = energy(busy_w, idle_w, min(busy_low, horizon), horizon, pue, price, off_when_idle=off_when_idle)
     rate = depreciation_of(gpu)
-    cards = build.card.usd * build.count
+    cards = build.card.usd * build.bought  # cards owned already are not bought (builds.py make_build)
     resale = resale_usd(cards, years, rate)
     maintenance, space = maintenance_usd_per_year * years, space_usd_per_month * 12 * years
     fixed = cards + build.host_usd + maintenance + space - resale

@@ -133,6 +133,7 @@ class BuyRequest(RequestBody):
     gpus: list[str] = Field(default=[], max_length=MAX_ITEMS, description="a search's cards")
     price: float | None = Field(default=None, gt=0, le=1e8, description="what you pay per card")
     used: bool = False
+    have: str | None = Field(default=None, max_length=80, description="of the build's cards, those owned: 2x3090")
     host: str | None = Field(default=None, max_length=40)
     host_usd: float | None = Field(default=None, ge=0, le=1e7)
     host_ram_gib: float | None = Field(default=None, ge=0, le=65536)

@@ -852,6 +852,8 @@ function buyRequest() {
   else job.hours_per_day = boxValue($("#buy-hours"));
   const build = $("#buy-build").value.trim() || `${state.scenario.num_gpus || 1}x${state.scenario.gpu || "rtx-4090"}`;
   const body = {build, workloads: [job], years: boxValue($("#buy-years"))};
+  const have = $("#buy-have").value.trim();  // of the build's cards, those owned already (gpuplan buy --have)
+  if (have) body.have = have;
   const rent = $("#buy-rent").value.trim();
   if (rent) body.rent = rent.split(",").map((x) => x.trim()).filter(Boolean);
   body.price = boxValue($("#buy-price"));  // what you pay per card (gpuplan buy --price): a card with no street price
@@ -864,7 +866,7 @@ function renderBuy(report) {
   const o = b.ownership;
   $("#buy-verdict").textContent = report.verdict;
   const rows = [h("tr", {}, ["setup", "total (low end)", "central", "break-even"].map((c) => h("th", {}, c))),
-    h("tr", {}, h("td", {}, `own ${b.build.count}x ${b.build.gpu_name}: purchase ${usd(o.purchase_usd)} + power ` +
+    h("tr", {}, h("td", {}, `own ${b.build.count}x ${b.build.gpu_name}${b.build.owned ? ` (${b.build.owned} owned)` : ""}: purchase ${usd(o.purchase_usd)} + power ` +
       `${usd(o.power_low.usd)} - resale ${usd(o.resale_usd)}`), h("td", {class: "n"}, usd(o.total_usd_low)),
       h("td", {class: "n"}, usd(o.total_usd)), h("td", {}, `busy ${num(o.utilization_low * 100, 1)}% of hours`))];
   report.rentals.forEach((r, i) => {
@@ -878,6 +880,8 @@ function renderBuy(report) {
       h("td", {class: "n"}, usd(v.rent_usd)), h("td", {class: "n"}, usd(v.rent_usd_central)),
       h("td", {}, `${months}; break-even utilization ${share}`)));
   });
+  (b.keep || []).forEach((k) => rows.push(h("tr", {}, h("td", {}, k.line), h("td", {class: "n"}, usd(k.total_usd)),
+    h("td", {class: "n"}, usd(k.total_usd_central)), h("td", {}, ""))));
   $("#buy-table").replaceChildren(...rows);
   $("#buy-checks").replaceChildren(...b.checks.map((c) => h("li", {class: c.status}, `${c.status}: ${c.line}`)),
     ...report.notes.map((n) => h("li", {}, n)));
