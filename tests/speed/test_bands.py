@@ -166,3 +166,24 @@ def test_the_rocm_share_is_what_its_bench_fitted():
     fitted = re.search(r"Fitted ROCM_DECODE_SLOWDOWN = ([\d.]+)", text)
     held = re.search(r"gpuplan/overheads.py holds ([\d.]+)", text)
     assert fitted and held and float(fitted[1]) == float(held[1]) == oh.ROCM_DECODE_SLOWDOWN
+
+
+def test_the_serving_pages_band_table_is_the_bands():
+    """docs/serve.md's table of bands (engine | class | maker | rows | band, a cell holding "a / b" for two rows) says
+    each DECODE_BANDS entry's rows and its low and high in whole percent; its TensorRT-LLM row had kept -12..+8 and
+    -16..+9 after the bands moved to -11..+8 and -20..+8 (session 17's docs audit)."""
+    page = (BENCH.parent / "docs" / "serve.md").read_text(encoding="utf-8")
+    engines = {"vLLM": "vllm", "SGLang": "sglang", "TensorRT-LLM": "trtllm", "llama.cpp": "llama.cpp", "mlx": "mlx",
+               "transformers": "transformers"}
+    said = {}
+    for engine, classes, makers, rows, band in re.findall(
+            r"^\| (\S+) \| ([\w /]+) \| ([\w /().]+) \| ([\d /]+) \| ([^|]+) \|$", page, re.M):
+        if engine not in engines:
+            continue
+        parts = [p.split(" / ") for p in (classes, makers, rows, band)]
+        n = max(len(p) for p in parts)
+        for i in range(n):
+            cls, maker, count, span = (p[i] if len(p) == n else p[0] for p in parts)
+            lo, hi = re.fullmatch(r"([+-]?\d+) to ([+-]?\d+) %", span.strip()).groups()
+            said[(engines[engine], cls.strip(), maker.split(" (")[0].strip())] = (int(lo), int(hi), int(count))
+    assert said == {k: (round(v[0] * 100), round(v[1] * 100), v[2]) for k, v in oh.DECODE_BANDS.items()}
