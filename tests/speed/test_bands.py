@@ -166,3 +166,55 @@ def test_the_rocm_share_is_what_its_bench_fitted():
     fitted = re.search(r"Fitted ROCM_DECODE_SLOWDOWN = ([\d.]+)", text)
     held = re.search(r"gpuplan/overheads.py holds ([\d.]+)", text)
     assert fitted and held and float(fitted[1]) == float(held[1]) == oh.ROCM_DECODE_SLOWDOWN
+
+
+def test_the_serving_pages_band_table_is_the_bands():
+    """docs/serve.md's table of bands (engine | class | maker | rows | band, a cell holding "a / b" for two rows) says
+    each DECODE_BANDS entry's rows and its low and high in whole percent; its TensorRT-LLM row had kept -12..+8 and
+    -16..+9 after the bands moved to -11..+8 and -20..+8 (session 17's docs audit)."""
+    page = (BENCH.parent / "docs" / "serve.md").read_text(encoding="utf-8")
+    engines = {"vLLM": "vllm", "SGLang": "sglang", "TensorRT-LLM": "trtllm", "llama.cpp": "llama.cpp", "mlx": "mlx",
+               "transformers": "transformers"}
+    said = {}
+    for engine, classes, makers, rows, band in re.findall(
+            r"^\| (\S+) \| ([\w /]+) \| ([\w /().]+) \| ([\d /]+) \| ([^|]+) \|$", page, re.M):
+        if engine not in engines:
+            continue
+        parts = [p.split(" / ") for p in (classes, makers, rows, band)]
+        n = max(len(p) for p in parts)
+        for i in range(n):
+            cls, maker, count, span = (p[i] if len(p) == n else p[0] for p in parts)
+            lo, hi = re.fullmatch(r"([+-]?\d+) to ([+-]?\d+) %", span.strip()).groups()
+            said[(engines[engine], cls.strip(), maker.split(" (")[0].strip())] = (int(lo), int(hi), int(count))
+    assert said == {k: (round(v[0] * 100), round(v[1] * 100), v[2]) for k, v in oh.DECODE_BANDS.items()}
+
+
+def test_the_serving_pages_accuracy_table_is_the_benchs():
+    """docs/serve.md's table of vLLM serving accuracy quotes bench/results/serving_accuracy.md: each single-quantity
+    check row's n, median |error| and median signed error is the bench's (LLMServingSim's saturated rows had kept
+    13.6 % and 10.0 % after s17-fa2 regenerated the file at 14.0 % and 10.3 %; session 17's docs audit)."""
+    text = (BENCH / "results" / "serving_accuracy.md").read_text()
+    bench = {(src, quantity, role): (int(n), med, signed) for src, quantity, role, n, med, signed in re.findall(
+        r"^\| (\w+) \| ([\w ]+) \| (calibration|check) \| (\d+) \| ([\d.]+)% \| ([+-][\d.]+)% \|", text, re.M)}
+    bench |= {("all", quantity, role): (int(n), med, signed) for quantity, role, n, med, signed in re.findall(
+        r"^\| ([\w ]+) \| (calibration|check) \| (\d+) \| ([\d.]+)% \| ([+-][\d.]+)% \|$", text, re.M)}
+    sources = {"inference-sim/training (H100)": "isim", "inference-perf KubeCon (H100)": "kubecon",
+               "LLMServingSim (RTX 4090, RTX PRO 6000)": "llmservingsim", "**all**": "all"}
+    quantities = {"TTFT": "TTFT", "TPOT": "TPOT", "throughput (saturated)": "throughput",
+                  "TPOT of the full batch (saturated)": "TPOT saturated", "TPOT below the knee": "TPOT",
+                  "throughput at saturation": "throughput", "TPOT at saturation": "TPOT saturated"}
+    page = (BENCH.parent / "docs" / "serve.md").read_text(encoding="utf-8")
+    start = page.index("| source | quantity | rows | n | before | median abs error | median signed |")
+    source, checked = None, 0
+    for line in page[start:].splitlines()[2:]:
+        if not line.startswith("|"):
+            break
+        cells = [c.strip() for c in line.strip("|").split("|")]
+        source = sources.get(cells[0], source if not cells[0] else None)
+        quantity = quantities.get(cells[1].strip("*"))
+        if source is None or quantity is None or cells[2] != "check":
+            continue
+        median = re.match(r"\**([\d.]+)%", cells[5]).group(1)
+        assert (int(cells[3]), median, cells[6].removesuffix("%")) == bench[(source, quantity, "check")], line
+        checked += 1
+    assert checked == 12

@@ -4,6 +4,7 @@ against public llama-bench tables (bench/data/llama-bench.csv, scored by bench/l
 from __future__ import annotations
 
 import importlib.util
+import re
 import statistics
 from pathlib import Path
 
@@ -57,6 +58,12 @@ def test_held_out_rows_within_the_issue_target(kind, test, count, limit):
     assert len(errors) == count
     assert statistics.median(abs(e) for e in errors) < limit
 
+
+def test_the_serving_page_counts_the_benchs_rows():
+    """docs/serve.md says how many public llama-bench and MLX rows bench/data/llama-bench.csv holds: it said 166
+    after s17-ggml2 while the merged file held 170 (s17-mlx's four PR #1864 rows; session 17's docs audit)."""
+    said = re.search(r"(\d[\d,]*) public\s+llama-bench and MLX rows", (ROOT / "docs" / "serve.md").read_text())
+    assert said and int(said.group(1).replace(",", "")) == len(_bench().load_rows())
 
 def _timer(model: str, gpu: str, quant: str | None, **extra):
     s = scenario_from({"task": "infer", "engine": "llama.cpp", "model": model, "gpu": gpu, "batch_size": 1,

@@ -756,7 +756,7 @@ def inference_speed(s: Scenario, m: ModelSpec, gpu: GpuSpec, network: Network | 
     if timer.timing.note:
         speed.assumptions.append(timer.timing.note)
     if timer.timing.graphs and timer.timing.loop is not None:
-        speed.assumptions.append(decode_words(timer, engine.label, b, parts.get("host", 0.0)))
+        speed.assumptions.append(decode_words(timer, engine.label, b, parts))
     if timer.cpu_layer_share:
         speed.assumptions.append(f"llama.cpp: {timer.cpu_layer_share:.0%} of the layers run on the CPU from system "
                                  f"RAM at ~{oh.CPU_MEMORY_GBS * oh.CPU_BANDWIDTH_FRACTION:.0f} GB/s (assumed "
@@ -781,19 +781,22 @@ def speculation_words(timer: StepTimer, batch: int, context: float) -> str:
             "sequence(s) (the gain shrinks as the batch makes the verify step compute-bound)")
 
 
-def decode_words(timer: StepTimer, label: str, batch: int, host_shown: float) -> str:
-    """How a CUDA-graph engine runs a decode step of ``batch`` sequences, in words: whether the batch replays a
-    captured graph (:attr:`~gpuplan.engines.records.Timing.graph_max_batch`), whether its host loop hides behind the
-    GPU's step (vLLM's async scheduling from 0.14, SGLang's overlap scheduler from 0.4, TensorRT-LLM's overlap
-    scheduler) and whose expert kernels it runs; and why two engines that do the same come out at the same speed."""
+def decode_words(timer: StepTimer, label: str, batch: int, parts: dict[str, float]) -> str:
+    """How a CUDA-graph engine runs the plan's decode step of ``batch`` sequences (``parts``: its seconds by kind of
+    work at the plan's context, :meth:`StepTimer.step_parts`), in words: whether the batch replays a captured graph
+    (:attr:`~gpuplan.engines.records.Timing.graph_max_batch`), by how much launching its kernels outlasts the GPU's
+    work past it, whether its host loop hides behind the GPU's step (vLLM's async scheduling from 0.14, SGLang's
+    overlap scheduler from 0.4, TensorRT-LLM's overlap scheduler) and whose expert kernels it runs; and why two
+    engines that do the same come out at the same speed."""
     t = timer.timing
+    host_shown = parts.get("host", 0.0)
     cap = t.graph_max_batch
     if t.eager_steps:
         graph = "launches its kernels one by one (--enforce-eager: no CUDA graph)"
     elif not cap or batch <= cap:
         graph = "replays a CUDA graph" + (f" (its largest captured batch is {cap:,})" if cap else "")
     else:
-        shown = timer.decode_parts(batch, 0).get("kernel_launches", 0.0)
+        shown = parts.get("kernel_launches", 0.0)
         graph = (f"launches its kernels one by one ({batch:,} is past its largest captured batch, {cap:,}): "
                  + (f"the launching outlasts the GPU's work by {shown * 1e3:.2f} ms" if shown else
                     "the GPU's work outlasts the launching"))
