@@ -225,8 +225,8 @@ def test_unified_memory_computers_are_bought_whole():
 def test_a_mac_draws_what_apple_measured_at_the_wall_never_0_w():
     """A Mac's chip has no TDP in the catalog: the M2 Max Mac Studio draws 145 W at work and 9 W at rest at the wall
     (support.apple.com/en-us/102027), so 1,000 h of work a year and the rest idle at $0.20/kWh cost
-    (1,000 x 145 + 7,766 x 9) / 1000 = 214.894 kWh, $42.98. An M3 Max (MacBook Pro only) has no published figure: the user gives it
-    (one sentence naming --host-w), and the advisor says so instead of ranking it at 0 W."""
+    (1,000 x 145 + 7,766 x 9) / 1000 = 214.894 kWh, $42.98. An M3 Max (MacBook Pro only) has no published figure:
+    the user gives it (one sentence naming --host-w), and the advisor says so instead of ranking it at 0 W."""
     mac = make_build("apple-m2-max", price=2000)
     assert (mac.host_busy_w, mac.host_idle_w, mac.host_usd) == (145, 9, 0)
     o = own(mac, [_use(1000)], 1, electricity_price(usd_per_kwh=0.20))
