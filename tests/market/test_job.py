@@ -95,3 +95,32 @@ def test_the_explanation_counts_the_jobs_parts(fields):
     numbers = explain(plan).numbers
     for key in ("cost.hours", "cost.usd_per_million_tokens", "cost.usd_total"):
         assert numbers[key].computed == pytest.approx(numbers[key].value, rel=1e-9), numbers[key].substituted
+
+
+@pytest.mark.parametrize("fields, per_param", [
+    ({"model_size": "1B"}, 4 + 8),  # torchtitan FSDP2: fp32 parameters and moments, no 16-bit copy kept
+    ({"model_size": "1B", "stack": "hf"}, 4 + 8),  # the HF Trainer, autocast: fp32 weights + optimizer.pt
+    ({"model_size": "1B", "stack": "hf", "sharding": "zero3", "num_gpus": 8}, 2 + 4 + 8),  # DeepSpeed bf16 + master
+    ({"model_size": "1B", "stack": "megatron"}, 2 + 4 + 8),  # Megatron-Core: bf16 params, fp32 main params in the opt.
+    ({"model_size": "1B", "stack": "torchtune"}, 2 + 2 * 2),  # bf16-true: bf16 weights and bf16 AdamW moments
+])
+def test_a_checkpoint_holds_the_state_as_the_trainer_keeps_it(fields, per_param):
+    """Session 17's second walk (user C, a 1B pretrain on spot): the torchtitan plan's checkpoint was 15.4 GB, 14 B
+    for each of TinyLlama-1B's 1,100,048,384 parameters (2 x 32,000 x 2,048 + 22 x (2 x 2,048^2 + 2 x 2,048 x 256
+    + 3 x 2,048 x 5,632 + 2 x 2,048) + 2,048), as DeepSpeed saves it (bf16 weights, fp32 master, two moments). Its
+    memory holds fp32 weights and moments and no 16-bit copy (FSDP2 casts for compute), so its model and optimizer
+    state dicts are 12 B: 13.2 GB. The size sets Daly's spot interval and the saves' pause."""
+    from gpuplan.market.cost import state_bytes
+    from gpuplan.model.synthetic import param_count
+    from gpuplan.scenario import scenario_from
+
+    assert param_count("1B") == 1_100_048_384
+    s = scenario_from({"task": "train", "train_tokens": 1e9, **fields})
+    assert state_bytes(s, param_count("1B")) == 1_100_048_384 * per_param
+
+
+def test_the_pretrain_plans_spot_checkpoint_is_its_fp32_state():
+    """The recipe line user C read: 12 B x 1,100,048,384 = 13.2 GB written in 13 s at 1 GB/s (was 15.4 GB)."""
+    plan = estimate({"model_size": "1B", "task": "train", "gpu": "h100-sxm", "num_gpus": 8, "train_tokens": 5e10,
+                     "pricing": "spot"}, advise=False)
+    assert plan.cost.spot.write_h == pytest.approx(12 * 1_100_048_384 / 1e9 / 3600, rel=1e-12)
