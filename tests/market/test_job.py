@@ -124,3 +124,18 @@ def test_the_pretrain_plans_spot_checkpoint_is_its_fp32_state():
     plan = estimate({"model_size": "1B", "task": "train", "gpu": "h100-sxm", "num_gpus": 8, "train_tokens": 5e10,
                      "pricing": "spot"}, advise=False)
     assert plan.cost.spot.write_h == pytest.approx(12 * 1_100_048_384 / 1e9 / 3600, rel=1e-12)
+
+
+def test_a_size_between_shapes_says_which_shape_it_took():
+    """Session 17's second walk (user C): `--model-size 2B` planned OpenLLaMA 3B's shape, 3,426,473,600 parameters
+    = 2 x 32,000 x 3,200 + 26 x (4 x 3,200^2 + 3 x 3,200 x 8,640 + 2 x 3,200) + 3,200, 1.71x the 2B asked, and said
+    only "synthetic 3B config". A size that is a shape's own name says nothing more (3B is 14 % off its label)."""
+    from gpuplan.model.synthetic import param_count
+
+    assert param_count("3B") == 2 * 32_000 * 3_200 + 26 * (4 * 3_200**2 + 3 * 3_200 * 8_640 + 2 * 3_200) + 3_200
+    job = {"task": "train", "gpu": "h200", "num_gpus": 16, "train_tokens": 4e10}
+    said = estimate({"model_size": "2B", **job}, advise=False).setup.defaults
+    assert ("model_size 2B: no published shape of that size; the nearest is 3B (3,426,473,600 parameters, 1.71x the "
+            "size asked): name one of 125M, 350M, 760M, 1B, 3B, 7B, 13B, 34B, 70B to choose") in said
+    plain = estimate({"model_size": "3B", **job}, advise=False).setup.defaults
+    assert not any(n.startswith("model_size") for n in plain)
