@@ -860,3 +860,15 @@ def test_a_transcription_whose_decoder_waits_on_the_host_says_so():
         p = plan(**job, gpu=gpu)
         assert p.work.bound == "host" and p.work.samples_per_step == 180
     assert plan(model="flux-dev", task="infer", resolution="1024", gpu="h100-sxm").work.bound == "compute"
+
+
+def test_a_transcriptions_speed_names_its_step():
+    """Session 17's second walk (user D): the page's Markdown said "Speed: 236.07 it/s, 9.035 windows/s" for an hour
+    of audio: the "it" was one decoder step of a 16-window pass (1 / 4.24 ms), named nowhere. Diffusion and training
+    keep it/s (diffusers' and the trainers' progress bars); an encoder's call is a call."""
+    from gpuplan.explain.module_speed import speed_line
+
+    whisper = plan(model="whisper-large-v3-turbo", task="infer", audio_seconds=3600, batch_size=16, gpu="rtx-4090")
+    assert speed_line(whisper).startswith(f"Speed: {1 / whisper.work.step_s:,.2f} decoder steps/s, 9.035 windows/s")
+    assert " calls/s, " in speed_line(plan(model="vit-base", task="infer", batch_size=64, gpu="t4"))
+    assert " it/s, " in speed_line(plan(model="flux-dev", task="infer", resolution="1024", gpu="h100-sxm"))
