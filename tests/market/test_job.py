@@ -95,3 +95,47 @@ def test_the_explanation_counts_the_jobs_parts(fields):
     numbers = explain(plan).numbers
     for key in ("cost.hours", "cost.usd_per_million_tokens", "cost.usd_total"):
         assert numbers[key].computed == pytest.approx(numbers[key].value, rel=1e-9), numbers[key].substituted
+
+
+@pytest.mark.parametrize("fields, per_param", [
+    ({"model_size": "1B"}, 4 + 8),  # torchtitan FSDP2: fp32 parameters and moments, no 16-bit copy kept
+    ({"model_size": "1B", "stack": "hf"}, 4 + 8),  # the HF Trainer, autocast: fp32 weights + optimizer.pt
+    ({"model_size": "1B", "stack": "hf", "sharding": "zero3", "num_gpus": 8}, 2 + 4 + 8),  # DeepSpeed bf16 + master
+    ({"model_size": "1B", "stack": "megatron"}, 2 + 4 + 8),  # Megatron-Core: bf16 params, fp32 main params in the opt.
+    ({"model_size": "1B", "stack": "torchtune"}, 2 + 2 * 2),  # bf16-true: bf16 weights and bf16 AdamW moments
+])
+def test_a_checkpoint_holds_the_state_as_the_trainer_keeps_it(fields, per_param):
+    """Session 17's second walk (user C, a 1B pretrain on spot): the torchtitan plan's checkpoint was 15.4 GB, 14 B
+    for each of TinyLlama-1B's 1,100,048,384 parameters (2 x 32,000 x 2,048 + 22 x (2 x 2,048^2 + 2 x 2,048 x 256
+    + 3 x 2,048 x 5,632 + 2 x 2,048) + 2,048), as DeepSpeed saves it (bf16 weights, fp32 master, two moments). Its
+    memory holds fp32 weights and moments and no 16-bit copy (FSDP2 casts for compute), so its model and optimizer
+    state dicts are 12 B: 13.2 GB. The size sets Daly's spot interval and the saves' pause."""
+    from gpuplan.market.cost import state_bytes
+    from gpuplan.model.synthetic import param_count
+    from gpuplan.scenario import scenario_from
+
+    assert param_count("1B") == 1_100_048_384
+    s = scenario_from({"task": "train", "train_tokens": 1e9, **fields})
+    assert state_bytes(s, param_count("1B")) == 1_100_048_384 * per_param
+
+
+def test_the_pretrain_plans_spot_checkpoint_is_its_fp32_state():
+    """The recipe line user C read: 12 B x 1,100,048,384 = 13.2 GB written in 13 s at 1 GB/s (was 15.4 GB)."""
+    plan = estimate({"model_size": "1B", "task": "train", "gpu": "h100-sxm", "num_gpus": 8, "train_tokens": 5e10,
+                     "pricing": "spot"}, advise=False)
+    assert plan.cost.spot.write_h == pytest.approx(12 * 1_100_048_384 / 1e9 / 3600, rel=1e-12)
+
+
+def test_a_size_between_shapes_says_which_shape_it_took():
+    """Session 17's second walk (user C): `--model-size 2B` planned OpenLLaMA 3B's shape, 3,426,473,600 parameters
+    = 2 x 32,000 x 3,200 + 26 x (4 x 3,200^2 + 3 x 3,200 x 8,640 + 2 x 3,200) + 3,200, 1.71x the 2B asked, and said
+    only "synthetic 3B config". A size that is a shape's own name says nothing more (3B is 14 % off its label)."""
+    from gpuplan.model.synthetic import param_count
+
+    assert param_count("3B") == 2 * 32_000 * 3_200 + 26 * (4 * 3_200**2 + 3 * 3_200 * 8_640 + 2 * 3_200) + 3_200
+    job = {"task": "train", "gpu": "h200", "num_gpus": 16, "train_tokens": 4e10}
+    said = estimate({"model_size": "2B", **job}, advise=False).setup.defaults
+    assert ("model_size 2B: no published shape of that size; the nearest is 3B (3,426,473,600 parameters, 1.71x the "
+            "size asked): name one of 125M, 350M, 760M, 1B, 3B, 7B, 13B, 34B, 70B to choose") in said
+    plain = estimate({"model_size": "3B", **job}, advise=False).setup.defaults
+    assert not any(n.startswith("model_size") for n in plain)

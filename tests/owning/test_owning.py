@@ -419,3 +419,16 @@ def test_the_advisor_ranks_the_case_worked_by_hand_in_the_docs():
         assert b.usd_per_job == pytest.approx(c["per_job"], abs=0.005)
     assert report.builds[0].renting_wins.startswith("renting wins")
     assert not math.isnan(report.rentals[0].usd_per_year_low)
+
+
+def test_how_often_is_one_bound_in_runs_a_year():
+    """Session 17's second walk (user D, an image endpoint): 500 FLUX.1-dev images a day are 3,500 calls a week, which
+    the file refused ("less than or equal to 2000"), while per_month allowed 10,000 (120,000 a year) and per_year
+    100,000: three bounds in three units that disagreed. Now one bound, in runs a year, said in a sentence."""
+    flux = {"model": "flux-dev", "task": "infer", "resolution": "1024"}
+    job = load_workloads([{"per_week": 3500, "scenario": flux}]).workloads[0]
+    assert job.kind == "calls" and job.runs_per_year == pytest.approx(3500 * 365.25 / 7)  # 182,625 calls a year
+    for rate, runs in (("per_week", 2e6 * 365.25 / 7), ("per_month", 1e7 * 12), ("per_year", 1.5e8)):
+        with pytest.raises(GpuplanError, match=f"{rate} .* is {runs:,.0f} runs a year, more than the 100,000,000"):
+            load_workloads([{rate: {"per_week": 2e6, "per_month": 1e7, "per_year": 1.5e8}[rate], "scenario": flux}])
+    assert load_workloads([{"per_year": 1e8, "scenario": flux}]).workloads[0].runs_per_year == 1e8  # the bound itself

@@ -842,3 +842,33 @@ def test_a_resolution_written_as_a_number_is_that_many_pixels(tmp_path, capsys):
     assert json.loads(capsys.readouterr().out)["resolved"] == as_text["resolved"]
     with pytest.raises(GpuplanError, match=r"resolution 1000: each side must be 64-8192 pixels and a multiple of 16"):
         gpuplan.estimate({"model": "sdxl", "task": "infer", "gpu": "l4", "resolution": 1000})
+
+
+def test_a_transcription_whose_decoder_waits_on_the_host_says_so():
+    """Session 17's second walk (user D): an hour of audio on whisper-large-v3-turbo, 16 windows a pass, said
+    "compute-bound" at an MFU of 0.025 on an H100, its decoder steps 78 % of the call: the label was the default of
+    parts that carry no GEMM, host or element-wise split. Each decoder step is its GPU work against eager PyTorch's
+    host dispatch and generate's loop, the longer one taking the time (PassTime.total_s); summed over the call's
+    180 windows (11 passes of 16, one of 4), the host's seconds outlast the GPU's: host-bound, on both cards."""
+    from gpuplan.speed.modules import PassTime, bound_of
+
+    assert bound_of(PassTime(gemm_s=0.3e-3, elementwise_s=0.07e-3, host_s=5.3e-3)) == "host"
+    assert bound_of(PassTime(gemm_s=2e-3, elementwise_s=1e-3, host_s=1e-3)) == "compute"
+    assert bound_of(PassTime(gemm_s=1e-3, elementwise_s=2e-3, host_s=1e-3)) == "memory"
+    job = dict(model="whisper-large-v3-turbo", task="infer", audio_seconds=3600, batch_size=16)
+    for gpu in ("h100-sxm", "rtx-4090"):
+        p = plan(**job, gpu=gpu)
+        assert p.work.bound == "host" and p.work.samples_per_step == 180
+    assert plan(model="flux-dev", task="infer", resolution="1024", gpu="h100-sxm").work.bound == "compute"
+
+
+def test_a_transcriptions_speed_names_its_step():
+    """Session 17's second walk (user D): the page's Markdown said "Speed: 236.07 it/s, 9.035 windows/s" for an hour
+    of audio: the "it" was one decoder step of a 16-window pass (1 / 4.24 ms), named nowhere. Diffusion and training
+    keep it/s (diffusers' and the trainers' progress bars); an encoder's call is a call."""
+    from gpuplan.explain.module_speed import speed_line
+
+    whisper = plan(model="whisper-large-v3-turbo", task="infer", audio_seconds=3600, batch_size=16, gpu="rtx-4090")
+    assert speed_line(whisper).startswith(f"Speed: {1 / whisper.work.step_s:,.2f} decoder steps/s, 9.035 windows/s")
+    assert " calls/s, " in speed_line(plan(model="vit-base", task="infer", batch_size=64, gpu="t4"))
+    assert " it/s, " in speed_line(plan(model="flux-dev", task="infer", resolution="1024", gpu="h100-sxm"))

@@ -265,6 +265,19 @@ def test_emulated_kernels_are_said():
     assert "Unsloth" in said and "emulated" in said
 
 
+
+def test_the_torchtitan_sac_note_is_a_whole_sentence():
+    """Session 17's second walk (user C): `simulate --model-size 1B` (torchtitan, selective) ended its notes with
+    "the CPU's SDPA op saved as CUDA's flash SDPA is", a sentence cut short."""
+    require("torchtitan")
+    from gpuplan.sim.simulate import simulate
+
+    sim = simulate({"model_size": "125M", "task": "train", "seq_len": 128, "train_tokens": 1e6}, layers=2)
+    said = [n for n in sim.notes if n.startswith("torchtitan per-op SAC")]
+    assert said == ["torchtitan per-op SAC: the CPU's SDPA op is saved as CUDA's flash SDPA op is (added to "
+                    "torchtitan's _save_list)"]
+
+
 FAMILIES = [  # the other families, at full size: inference in bf16, or LoRA at 256 tokens
     ("deepseek-v3", dict(task="infer", batch_size=1, prompt_tokens=256, output_tokens=4, quant="none")),
     ("gpt-oss-20b", dict(task="train", method="lora", seq_len=256, quant="none")),

@@ -569,3 +569,21 @@ def test_fit_grid_note_is_the_engines_own():
     assert vllm.note.startswith("vLLM preallocates gpu_memory_utilization of each card")
     plain = gpuplan.api.fit_grid({"model": "qwen2.5-0.5b", "task": "infer", "engine": "transformers", "gpu": "l40s"})
     assert plain.note == ""
+
+
+def test_a_model_size_from_the_form_is_planned(client):
+    """Session 17's second walk (user C): the page's permalink ``?model_size=1B&task=train&...`` sent the form's
+    required model field empty beside it ({"model": "", "model_size": "1B", ...}, seen in the browser) and the
+    server said "the web page does not read files on the server ('')": an empty name was read as the folder the
+    server runs in. Now it is no name, and model_size names the model, as `estimate --model-size 1B` does."""
+    job = {"task": "train", "gpu": "h100-sxm", "num_gpus": 8, "train_tokens": 5e10, "model_size": "1B",
+           "pricing": "spot"}
+    r = client.post("/api/estimate", json={"model": "", **job})
+    assert r.status_code == 200, r.text
+    page = r.json()
+    assert page == json.loads(json.dumps(gpuplan.estimate(job).model_dump()))
+    assert page["scenario"]["model"] == "synthetic-1b" and page["cost"]["spot"]["write_h"] * 3600 == \
+        pytest.approx(12 * 1_100_048_384 / 1e9)  # 13.2 GB at 1 GB/s
+    r = client.post("/api/estimate", json={"model": "", "task": "train", "gpu": "h100-sxm"})
+    assert r.status_code == 422 and r.json()["detail"] == \
+        "scenario field 'model': String should have at least 1 character (got '')"

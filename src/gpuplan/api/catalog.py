@@ -317,6 +317,8 @@ def check_model_name(name: str, *, hub: bool, where: str = "the web page") -> No
     from ..model.catalog import REPO_ID, aliases, base_repo, bundled, bundled_repo, suggestable
     from ..userfiles import user_path
 
+    if name == "":
+        return  # no name, not the folder the server runs in: model_size names the model, or the scenario asks for one
     if bundled_repo(name) or name.lower().startswith("synthetic-") or kinds.named(name) is not None:
         return  # a bundled decoder LLM, a synthetic one, or a bundled diffusion pipeline, encoder-decoder or encoder
     try:

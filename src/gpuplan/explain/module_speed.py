@@ -33,9 +33,9 @@ def _speed(plan: ModulePlan) -> dict[str, Formula]:
         formula=f"{label} = the sum of its parts (each op of the real class's recorded pass timed on the card)",
         substituted=" + ".join(f"{k} {v:,.3f}" for k, v in w.parts_s.items() if v > 0) + f" = {whole:,.3f} s")}
     out["work.steps_per_s"] = Formula(
-        label="it/s", value=w.steps_per_s, unit="it/s", computed=1 / w.step_s,
-        formula="it/s = 1 / the time of one step" + (" (one denoising step)" if w.steps else ""),
-        substituted=f"1 / {w.step_s:,.4f} s = {1 / w.step_s:,.3f} it/s")
+        label=step_unit(plan), value=w.steps_per_s, unit=step_unit(plan), computed=1 / w.step_s,
+        formula=f"{step_unit(plan)} = 1 / the time of one step" + (" (one denoising step)" if w.steps else ""),
+        substituted=f"1 / {w.step_s:,.4f} s = {1 / w.step_s:,.3f} {step_unit(plan)}")
     per_call = w.image_s if w.image_s is not None else w.step_s
     out["work.samples_per_s"] = Formula(
         label=f"{per}/s", value=w.samples_per_s, unit=f"{per}/s", computed=w.samples_per_step / per_call,
@@ -115,12 +115,22 @@ def _price(plan: ModulePlan) -> dict[str, Formula]:
     return out
 
 
+def step_unit(plan: ModulePlan) -> str:
+    """What one of the plan's steps is, per second: a denoising or optimizer step is an ``it`` as diffusers' and the
+    trainers' progress bars count it; a transcription's step is one decoder token of a pass (``step_s`` of
+    :func:`gpuplan.speed.modules.model_step`), and an encoder's forward call is the whole call."""
+    parts = plan.work.parts_s if plan.work is not None else {}
+    if "decoder steps" in parts:
+        return "decoder steps/s"
+    return "calls/s" if set(parts) == {"forward"} else "it/s"
+
+
 def speed_line(plan: ModulePlan) -> str:
     """The plan's speed and price in one line (the Markdown export's)."""
     w, c, per = plan.work, plan.cost, unit(plan)
     if w is None:
         return "Speed: none without a card that has a 16-bit matrix rate"
-    line = f"Speed: {w.steps_per_s:,.2f} it/s, {w.samples_per_s:,.4g} {per}/s ({w.bound}-bound)"
+    line = f"Speed: {w.steps_per_s:,.2f} {step_unit(plan)}, {w.samples_per_s:,.4g} {per}/s ({w.bound}-bound)"
     if w.image_s is not None:
         line += f", {w.image_s:,.3g} s per call of {w.samples_per_step:,} {per}"
     if c is not None and w.usd_per_1000_samples is not None:

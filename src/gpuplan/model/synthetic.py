@@ -63,6 +63,23 @@ def nearest_size(text: str) -> str:
     return best
 
 
+def size_note(text: str | None) -> str | None:
+    """What a ``model_size`` that is not one of :data:`SHAPES` became, in words, where the shape's parameters are
+    more than 15 % from the size asked (``2B`` is 3,426,473,600 parameters of OpenLLaMA 3B's shape; ``3B`` itself,
+    14 % off, is the shape's own name and says nothing)."""
+    if not text:
+        return None
+    size = nearest_size(text)
+    match = re.fullmatch(r"\s*(\d+(?:\.\d+)?)\s*([mMbB])\s*", text)
+    wanted = float(match.group(1)) * (1e6 if match.group(2).lower() == "m" else 1e9)
+    params = param_count(size)
+    if abs(params / wanted - 1) <= 0.15:
+        return None
+    return (f"model_size {text.strip()}: no published shape of that size; the nearest is {size} "
+            f"({params:,} parameters, {params / wanted:.2f}x the size asked): name one of {', '.join(SHAPES)} "
+            "to choose")
+
+
 def synthetic_name(text: str) -> str:
     return PREFIX + nearest_size(text).lower()
 

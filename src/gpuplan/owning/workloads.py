@@ -41,6 +41,10 @@ if TYPE_CHECKING:
 
 HARDWARE_FIELDS = ("gpu", "num_gpus", "num_nodes", "provider", "pricing", "host_ram_gib")
 MAX_JOBS = 20
+# runs a year at most, whichever of per_week, per_month or per_year says them: one bound, in runs, so that the three
+# agree (they were 2,000 a week, 10,000 a month and 100,000 a year: 104,357, 120,000 and 100,000 a year), and
+# large enough for a module's calls (an image endpoint's 500 images a day are 3,500 calls a week); about 3 a second
+MAX_RUNS_PER_YEAR = 1e8
 
 
 class Job(BaseModel):
@@ -50,9 +54,9 @@ class Job(BaseModel):
 
     name: str = Field(default="", max_length=80)
     scenario: dict[str, Any]
-    per_year: float | None = Field(default=None, ge=0, le=100_000, allow_inf_nan=False)
-    per_month: float | None = Field(default=None, ge=0, le=10_000, allow_inf_nan=False)
-    per_week: float | None = Field(default=None, ge=0, le=2_000, allow_inf_nan=False)
+    per_year: float | None = Field(default=None, ge=0, allow_inf_nan=False)
+    per_month: float | None = Field(default=None, ge=0, allow_inf_nan=False)
+    per_week: float | None = Field(default=None, ge=0, allow_inf_nan=False)
     hours_per_day: float | None = Field(default=None, gt=0, le=24, allow_inf_nan=False,
                                         description="serving: hours a day the server is up")
     output_tokens_per_day: float | None = Field(default=None, gt=0, le=1e13, allow_inf_nan=False,
@@ -66,6 +70,11 @@ class Job(BaseModel):
             raise ValueError("say how much of this job there is with one of per_week, per_month, per_year "
                              "(training runs) or hours_per_day, output_tokens_per_day (serving)"
                              + (f", not {' and '.join(given)}" if given else ""))
+        if self.runs_per_year > MAX_RUNS_PER_YEAR:
+            rate = given[0]
+            raise ValueError(f"{rate} {getattr(self, rate):,g} is {self.runs_per_year:,.0f} runs a year, more than "
+                             f"the {MAX_RUNS_PER_YEAR:,.0f} (about 3 a second) gpuplan takes as real work; a call may "
+                             "hold several images (batch_size), or say the serving hours (hours_per_day)")
         return self
 
     @property

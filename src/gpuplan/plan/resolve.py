@@ -31,6 +31,7 @@ from ..model.catalog import load_model
 from ..model.kinds import NotADecoder
 from ..model.report import inexact_warning
 from ..model.spec import ModelSpec
+from ..model.synthetic import size_note
 from ..scenario import Scenario
 from ..scenario.fields import LOAD_ENGINE
 from ..scenario.stacks import defaults_in_force
@@ -72,7 +73,8 @@ class Resolved:
     def defaults(self) -> tuple[str, ...]:
         """The defaults taken for this card and model, in words: the GPU name's variant, the model's notes, the
         card's precision, the serving split."""
-        said = (self.gpu_note, *self.model.notes, precision_note(self.scenario, self.gpu), self.dtype_note,
+        said = (self.gpu_note, *self.model.notes, size_note(self.scenario.model_size),
+                precision_note(self.scenario, self.gpu), self.dtype_note,
                 self.split_note, self.length_note, pretraining_note(self.scenario), load_note(self.scenario),
                 *self.chosen, self.layout_note)
         return tuple(n for n in said if n)

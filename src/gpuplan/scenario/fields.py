@@ -142,7 +142,8 @@ class Scenario(BaseModel):
         "rows, no attention across them; wrapped: concatenate and cut (default: bfd when records average under "
         "half a sequence, wrapped for torchtitan, else none)")
     model_size: str | None = Field(default=None, description="pretrain a synthetic Llama-style model of this "
-                                   "size instead of a named one: 125M, 350M, 1B, 3B, 7B, 13B, 34B, 70B")
+                                   "size instead of a named one: 125M, 350M, 760M, 1B, 3B, 7B, 13B, 34B, 70B "
+                                   "(another size takes the nearest, said in a note)")
     # inference
     batch_size: int = Field(default=1, ge=1, le=65_536)
     prompt_tokens: int = Field(default=1024, ge=1, le=10_000_000)

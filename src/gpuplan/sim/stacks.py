@@ -187,7 +187,8 @@ def _torchtitan(s: Scenario, m: ModelSpec, layers: int, notes: list[str]):
         mode = "full" if s.grad_checkpointing == "full" and s.checkpoint_every == 1 else "selective"
         parallelize.apply_ac(model, pytypes.SimpleNamespace(mode=mode, selective_ac_option=option))
         if s.grad_checkpointing == "selective":
-            notes.append("torchtitan per-op SAC: the CPU's SDPA op saved as CUDA's flash SDPA is")
+            notes.append("torchtitan per-op SAC: the CPU's SDPA op is saved as CUDA's flash SDPA op is (added "
+                         "to torchtitan's _save_list)")
     model.train()
 
     def forward_loss(ids):

@@ -599,30 +599,32 @@ def model_step(s, job, main: Profile, gpu: GpuSpec, host: float = 1.0) -> Module
     if job.task == "train":
         return train_step(s, job, main, {}, gpu)
     if sizes and "decoder_tokens" in main.variables:
-        parts_s, flops, step_s = _transcribe(job, main, gpu, sizes, run)
+        parts_s, work, step_s = _transcribe(job, main, gpu, sizes, run)
         call = sum(parts_s.values())
-        out = _speed(step_s, job.samples_per_step / call, parts_s, flops, dense, "infer")
-        out = replace(out, mfu=flops / (call * dense) if dense else 0.0)  # over the whole call
+        out = _speed(step_s, job.samples_per_step / call, parts_s, work.flops, dense, "infer")
+        out = replace(out, mfu=work.flops / (call * dense) if dense else 0.0)  # over the whole call
     else:
-        fwd = forward(main, gpu, job.batch, sizes, run)
-        call = fwd.total_s
-        out = _speed(call, job.samples_per_step / call, {"forward": call}, fwd.flops, dense, "infer")
+        work = forward(main, gpu, job.batch, sizes, run)
+        call = work.total_s
+        out = _speed(call, job.samples_per_step / call, {"forward": call}, work.flops, dense, "infer")
+    out = replace(out, bound=bound_of(work))
     return ModuleSpeed(**{**out.__dict__, "image_s": call, "images_per_hour": 3600 * job.samples_per_step / call})
 
 
 def _transcribe(job, main: Profile, gpu: GpuSpec, sizes: tuple[float, ...],
-                run: Run) -> tuple[dict[str, float], float, float]:
+                run: Run) -> tuple[dict[str, float], PassTime, float]:
     """An encoder-decoder's generate on ``job.batch`` samples, or a recording's ``job.windows`` Whisper windows
     ``job.batch`` at a time (the last pass on the rest): per pass the encoder and the first token, then one decoder
-    step per further token; Whisper's log-mel features built on the CPU between passes. The parts of the call, its
-    FLOPs and one decoder step's seconds."""
+    step per further token; Whisper's log-mel features built on the CPU between passes. The parts of the call, the
+    passes' work summed (its FLOPs, and its GPU and host seconds for :func:`bound_of`) and one decoder step's
+    seconds."""
     index = main.variables.index("decoder_tokens")
     first = tuple(1 if i == index else x for i, x in enumerate(sizes))
     passes = [(job.batch, 1)]
     if job.windows:
         passes = [(job.batch, job.windows // job.batch), (job.windows % job.batch, 1)]
     parts_s = {"encoder and first token": 0.0, "decoder steps": 0.0}
-    flops = step_s = 0.0
+    work, step_s = PassTime(), 0.0
     for batch, times in passes:
         if not batch or not times:
             continue
@@ -632,10 +634,20 @@ def _transcribe(job, main: Profile, gpu: GpuSpec, sizes: tuple[float, ...],
         step_s = step_s or step.total_s
         parts_s["encoder and first token"] += times * prefill.total_s
         parts_s["decoder steps"] += times * (sizes[index] - 1) * step.total_s
-        flops += times * (prefill.flops + (sizes[index] - 1) * step.flops)
+        work = work + (prefill + step.scaled(sizes[index] - 1)).scaled(times)
     if job.spec.family == "whisper":
         parts_s["log-mel features (CPU)"] = (job.windows or job.batch) * oh.WHISPER_LOG_MEL_S_PER_WINDOW
-    return parts_s, flops, step_s
+    return parts_s, work, step_s
+
+
+def bound_of(work: PassTime) -> str:
+    """What limits an inference call's passes: ``host`` where eager PyTorch's host work outlasts the GPU's (the pass
+    takes the longer of the two, :attr:`PassTime.total_s`: a Whisper decoder step at batch 16 on an H100 is 0.37 ms
+    of GPU work and 5.3 ms of host dispatch), ``memory`` where element-wise and dequantizing bytes outlast GEMMs
+    and attention, else ``compute`` (as :func:`_speed` judges a training step's parts)."""
+    if work.host_s > work.gpu_s:
+        return "host"
+    return "memory" if work.elementwise_s + work.dequant_s > work.gemm_s + work.attention_s else "compute"
 
 
 def _speed(step: float, samples: float, parts_s: dict[str, float], flops: float, dense: float,

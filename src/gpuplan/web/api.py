@@ -115,9 +115,9 @@ class BuyJob(RequestBody):
 
     name: str = Field(default="", max_length=80)
     scenario: dict[str, Any]
-    per_year: float | None = Field(default=None, ge=0, le=100_000)
-    per_month: float | None = Field(default=None, ge=0, le=10_000)
-    per_week: float | None = Field(default=None, ge=0, le=2_000)
+    per_year: float | None = Field(default=None, ge=0)  # bounded in runs a year by the workloads file's Job
+    per_month: float | None = Field(default=None, ge=0)
+    per_week: float | None = Field(default=None, ge=0)
     hours_per_day: float | None = Field(default=None, gt=0, le=24)
     output_tokens_per_day: float | None = Field(default=None, gt=0, le=1e13)
 
