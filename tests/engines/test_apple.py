@@ -3,12 +3,12 @@ unified memory (macOS's default and ``wired_limit_mb``), which engines run there
 
 from __future__ import annotations
 
-import importlib.util
 import statistics
 from pathlib import Path
 
 import pytest
 
+import benchfiles
 from gpuplan import GpuplanError, estimate
 from gpuplan.hardware import load_gpu
 from gpuplan.model.layers import Linear
@@ -91,10 +91,7 @@ def test_apple_generation_within_the_issue_target():
 
 
 def _bench():
-    spec = importlib.util.spec_from_file_location("bench_llama", ROOT / "bench" / "llama_bench.py")
-    bench = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(bench)
-    return bench
+    return benchfiles.load("bench/llama_bench.py", "bench_llama")
 
 
 def test_mlx_fixed_time_per_token_by_hand():

@@ -5,7 +5,6 @@ out of the decode roofline, the refusals, the launch options, and the published 
 from __future__ import annotations
 
 import dataclasses
-import importlib.util
 import json
 import os
 import shlex
@@ -17,6 +16,7 @@ import pytest
 import yaml
 from typer.testing import CliRunner
 
+import benchfiles
 from gpuplan import estimate
 from gpuplan import overheads as oh
 from gpuplan.cli import app as cli_app
@@ -257,10 +257,7 @@ def test_the_mtp_default_is_blog_1s_table():
 
 
 def _bench():
-    spec = importlib.util.spec_from_file_location("speculative_bench", ROOT / "bench/serving/speculative.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return benchfiles.load("bench/serving/speculative.py", "speculative_bench")
 
 
 def test_nvidias_mtp_table_within_its_held_out_errors():

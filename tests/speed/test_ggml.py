@@ -3,13 +3,13 @@ against public llama-bench tables (bench/data/llama-bench.csv, scored by bench/l
 
 from __future__ import annotations
 
-import importlib.util
 import re
 import statistics
 from pathlib import Path
 
 import pytest
 
+import benchfiles
 from gpuplan import overheads as oh
 from gpuplan.hardware import load_gpu
 from gpuplan.model import gguf
@@ -22,10 +22,7 @@ ROOT = Path(__file__).resolve().parents[2]
 
 
 def _bench():
-    spec = importlib.util.spec_from_file_location("bench_llama", ROOT / "bench" / "llama_bench.py")
-    bench = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(bench)
-    return bench
+    return benchfiles.load("bench/llama_bench.py", "bench_llama")
 
 
 def _held_out(bench, kind: str, test: str) -> list[float]:

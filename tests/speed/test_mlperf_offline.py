@@ -11,7 +11,6 @@ bench's (bench/mlperf_inference.py PROMPT_TOKENS: Llama-2-70B's 300 is an assump
 from __future__ import annotations
 
 import contextlib
-import importlib.util
 import io
 import math
 import statistics
@@ -19,6 +18,7 @@ from pathlib import Path
 
 import pytest
 
+import benchfiles
 from gpuplan import estimate
 from gpuplan.errors import GpuplanError
 from gpuplan.hardware import load_gpu
@@ -30,10 +30,7 @@ ROOT = Path(__file__).resolve().parents[2]
 
 
 def bench():
-    spec = importlib.util.spec_from_file_location("bench_mlperf_inference", ROOT / "bench" / "mlperf_inference.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return benchfiles.load("bench/mlperf_inference.py", "bench_mlperf_inference")
 
 
 # NVIDIA's own v4.1 Hopper submissions (closed/NVIDIA/results/<system>/<benchmark>/Offline/performance/run_1/

@@ -10,12 +10,12 @@ the held-out H200 and GB200 columns.
 
 from __future__ import annotations
 
-import importlib.util
 import statistics
 from pathlib import Path
 
 import pytest
 
+import benchfiles
 from gpuplan import estimate
 from gpuplan.engines import trtllm
 from gpuplan.hardware import load_gpu
@@ -94,10 +94,7 @@ def test_held_out_median_of_the_whole_table():
 
 
 def _bench():
-    spec = importlib.util.spec_from_file_location("bench_trtllm", ROOT / "bench" / "trtllm.py")
-    bench = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(bench)
-    return bench
+    return benchfiles.load("bench/trtllm.py", "bench_trtllm")
 
 
 def test_moe_held_out_median():
