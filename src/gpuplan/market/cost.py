@@ -194,7 +194,8 @@ def price_job(s: Scenario, m: ModelSpec, speed: Speed, offer: Offer, trainable: 
         _bill(cost, s, m, offer, trainable, gpus_needed, work_h=1.0)
         return cost
     tokens = s.train_tokens or 0.0
-    job = job_time(s, m, speed, checkpoint_bytes(s, m, trainable))
+    checkpoint = checkpoint_bytes(s, m, trainable)  # what each save writes, for the saves and spot's interval
+    job = job_time(s, m, speed, checkpoint)
     if s.eval_interval or s.save_interval:
         cost.job = job
     work_h = job.total_h  # training, and the evaluation passes and checkpoint saves asked for
@@ -203,7 +204,7 @@ def price_job(s: Scenario, m: ModelSpec, speed: Speed, offer: Offer, trainable: 
     if offer.interruptible:
         # Daly's wall time writes a checkpoint every interval (the saves asked for, at theirs): its work is the rest
         run_h = job.train_h + job.eval_h
-        plan = spot_plan(run_h or 1.0, checkpoint_bytes(s, m, trainable), rented, mtbi_h=mtbi_h, disk_gbs=disk_gbs,
+        plan = spot_plan(run_h or 1.0, checkpoint, rented, mtbi_h=mtbi_h, disk_gbs=disk_gbs,
                          interval_h=save_interval_h(s, speed))
         cost.spot, overhead = plan, plan.overhead * (run_h / work_h if work_h else 1.0)
         cost.hours = work_h * overhead
