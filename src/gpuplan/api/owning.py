@@ -125,7 +125,7 @@ def buy(build: str | None = None, *, workloads: str | Path | Mapping[str, Any] |
     if w is not None:
         if hours is not None or utilization is not None:
             raise GpuplanError("the workloads say how busy the build is: drop --hours / --utilization")
-        same = b.whole_computer or b.host_price.startswith("owned")  # the owned cards' host is the build's
+        same = b.whole_computer or b.host_owned  # the owned cards' host is the build's
         kept = make_build(gpu, owned, price=price, used=used, owned=owned, display=display,
                           **({"host_ram_gib": host_ram_gib, "host_w": host_w, "host_idle_w": host_idle_w}
                              if same else {})) if owned else None
