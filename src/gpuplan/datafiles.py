@@ -43,7 +43,8 @@ def _yaml(text: str) -> Any:
 
 
 def read_yaml(name: str) -> Any:
-    """The data of the bundled YAML file ``name`` (one of :data:`TWINS`), from its twin when the twin is fresh."""
+    """The data of the bundled YAML file ``name``: from its twin when it is one of :data:`TWINS` and the twin is
+    fresh, else the YAML itself (``owning.yaml``, read only when one's own cards are priced, has no twin)."""
     path = _folder() / name
     text = path.read_text(encoding="utf-8")
     try:

@@ -95,6 +95,20 @@ def names_of(value: Any, what: str, *, pairs: bool = False) -> list[Any]:
     return names
 
 
+def owned_cards(item: Any, what: str = "have") -> tuple[str, int]:
+    """One entry of ``have``, the cards owned already, as ``recommend`` and ``buy`` both take it: ``"2x3090"`` (the
+    command line's spelling, :func:`gpuplan.plan.recommend.parse_have`) or a ``(card, count)`` pair; (GPU id,
+    count), else one sentence."""
+    from ..hardware import resolve_gpu
+    from ..plan.recommend import parse_have
+
+    if isinstance(item, str):
+        return parse_have(item)
+    if isinstance(item, (tuple, list)) and len(item) == 2:
+        return resolve_gpu(text(item[0], f"{what}'s card"))[0].id, count(item[1], f"{what}'s count", most=512)
+    raise GpuplanError(f"{what} takes the cards you own as 2x3090 (or (card, count)), not {echo_value(item)}")
+
+
 def comma_names(value: Any, what: str) -> list[str]:
     """:func:`names_of`, each item's comma-separated names split too (``["trainer,torchrun", "sky"]``); refused when
     given but naming nothing (``-t ,`` wrote every target)."""

@@ -25,19 +25,11 @@ def _rent_options(rent: Any) -> list[tuple[Any, int]]:
 
 def _owned(have: Any, gpu: Any, count: int) -> int:
     """How many of the build's ``count`` cards of ``gpu`` are owned already: ``have`` in ``recommend --have``'s
-    spelling (``2x3090``, or ``(gpu id, count)``), read by its parser; another card or more than the build holds is
-    one sentence."""
-    from ..plan.recommend import parse_have
-
+    spelling (``2x3090``, or ``(gpu id, count)``), read as it reads them (:func:`.arguments.owned_cards`); another
+    card or more than the build holds is one sentence."""
     if have is None:
         return 0
-    if isinstance(have, str):
-        arg.text(have, "have")
-        gpu_id, n = parse_have(have)
-    elif isinstance(have, (tuple, list)) and len(have) == 2:
-        gpu_id, n = resolve_gpu(arg.text(have[0], "have's card"))[0].id, arg.count(have[1], "have's count", most=8)
-    else:
-        raise GpuplanError(f"have takes the cards you own as 2x3090 (or (card, count)), not {echo_value(have)}")
+    gpu_id, n = arg.owned_cards(have)
     if gpu_id != gpu.id:
         raise GpuplanError(f"--have {short_id(gpu_id)} is not the build's card ({short_id(gpu.id)}): a build is of "
                            "one card, so price the cards you own in a build of their own kind")
@@ -133,7 +125,7 @@ def buy(build: str | None = None, *, workloads: str | Path | Mapping[str, Any] |
     if w is not None:
         if hours is not None or utilization is not None:
             raise GpuplanError("the workloads say how busy the build is: drop --hours / --utilization")
-        same = b.whole_computer or b.host_price.startswith("owned")  # the owned cards' host is the build's
+        same = b.whole_computer or b.host_owned  # the owned cards' host is the build's
         kept = make_build(gpu, owned, price=price, used=used, owned=owned, display=display,
                           **({"host_ram_gib": host_ram_gib, "host_w": host_w, "host_idle_w": host_idle_w}
                              if same else {})) if owned else None

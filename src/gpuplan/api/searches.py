@@ -80,7 +80,7 @@ def recommend(scenario: ScenarioLike, *, budget_usd: float | None = None, deadli
     the old name of ``any_stack`` (said once, still read). A diffusion pipeline, an encoder-decoder or an encoder
     gets a :class:`~gpuplan.plan.module_searches.ModuleChoices`: one card per setup, each built by the one
     builder."""
-    from ..plan.recommend import Constraints, parse_have
+    from ..plan.recommend import Constraints
 
     if any_framework is not None:
         renamed("any_framework", "argument")
@@ -99,8 +99,7 @@ def recommend(scenario: ScenarioLike, *, budget_usd: float | None = None, deadli
     catalogs = tuple(names_of(catalogs, "catalogs"))
     s, own = own_module(scenario, module)
     notes: list[str] = []
-    owned = tuple(parse_have(h) if isinstance(h, str) else (resolve_gpu(h[0])[0].id, int(h[1]))
-                  for h in names_of(have, "have", pairs=True) if not isinstance(h, str) or h.strip())
+    owned = tuple(arg.owned_cards(h) for h in names_of(have, "have", pairs=True))
     c = Constraints(budget_usd=budget_usd, deadline_hours=deadline_hours, max_gpus=max_gpus,
                     gpus=gpu_ids(gpus, notes), providers=_providers(s, providers), pricing=s.pricing, have=owned,
                     min_headroom=min_headroom, objective=objective, top=top, any_method=any_method,

@@ -17,7 +17,7 @@ from .. import overheads as oh
 from ..hardware import short_id
 from ..model.spec import ModelSpec
 from ..scenario import Scenario
-from ..sharding import sharding_for
+from ..sharding import master_partition
 from ..speed import Speed
 from .bill import BillLine, bill_lines
 from .job import JobTime, job_time, save_interval_h
@@ -62,16 +62,16 @@ def state_bytes(s: Scenario, saved: int) -> float:
     plan's memory holds them (:meth:`gpuplan.sharding.base.Sharding.state`). A full fine-tune under ``-mixed``
     precision keeps fp32 weights and fp32 moments under torch autocast (the HF Trainer's DDP and FSDP, torchtitan's
     FSDP2: 4 + 8 = 12 B/param with AdamW, as its model and optimizer state dicts save them), and a 16-bit working
-    copy beside them where the trainer keeps one apart from its fp32 master (DeepSpeed ZeRO's bf16 model states
-    and fp32 master partition, ``sharding/deepspeed.py`` ``master_partition``; Megatron-Core's bf16 parameters and
-    its optimizer's fp32 main parameters, ``stacks/megatron.py`` ``OPTIMIZER_BYTES``: 2 + 4 + 8 = 14 B/param);
-    under ``-true``, weights and moments in the compute dtype (bf16 AdamW: 2 + 4 = 6 B/param). LoRA: the adapters
-    and their states, 4 + 8 B/param."""
+    copy beside them where the trainer keeps one apart from its fp32 master (:func:`gpuplan.sharding.master_partition`:
+    DeepSpeed ZeRO's bf16 model states and fp32 master partition, ``sharding/deepspeed.py``; Megatron-Core's bf16
+    parameters and its optimizer's fp32 main parameters, ``stacks/megatron.py`` ``OPTIMIZER_BYTES``: 2 + 4 + 8 = 14
+    B/param); under ``-true``, weights and moments in the compute dtype (bf16 AdamW: 2 + 4 = 6 B/param). LoRA: the
+    adapters and their states, 4 + 8 B/param."""
     if s.method == "full":
         mixed = s.precision.endswith("mixed")
         width = 4 if (mixed or s.precision == "fp32") else 2  # the weights' and the moments' bytes
         states = {"adamw": 2 * width, "adamw-8bit": 2, "paged-adamw-8bit": 2, "sgd": 0}.get(s.optimizer, width)
-        apart = mixed and (sharding_for(s).master_partition or s.stack == "megatron")
+        apart = mixed and master_partition(s)  # a 16-bit copy beside the fp32 master (DeepSpeed, Megatron)
         return saved * ((2 if apart else 0) + width + states)
     return saved * (4 + 8)
 
@@ -194,7 +194,8 @@ def price_job(s: Scenario, m: ModelSpec, speed: Speed, offer: Offer, trainable: 
         _bill(cost, s, m, offer, trainable, gpus_needed, work_h=1.0)
         return cost
     tokens = s.train_tokens or 0.0
-    job = job_time(s, m, speed, checkpoint_bytes(s, m, trainable))
+    checkpoint = checkpoint_bytes(s, m, trainable)  # what each save writes, for the saves and spot's interval
+    job = job_time(s, m, speed, checkpoint)
     if s.eval_interval or s.save_interval:
         cost.job = job
     work_h = job.total_h  # training, and the evaluation passes and checkpoint saves asked for
@@ -203,7 +204,7 @@ def price_job(s: Scenario, m: ModelSpec, speed: Speed, offer: Offer, trainable: 
     if offer.interruptible:
         # Daly's wall time writes a checkpoint every interval (the saves asked for, at theirs): its work is the rest
         run_h = job.train_h + job.eval_h
-        plan = spot_plan(run_h or 1.0, checkpoint_bytes(s, m, trainable), rented, mtbi_h=mtbi_h, disk_gbs=disk_gbs,
+        plan = spot_plan(run_h or 1.0, checkpoint, rented, mtbi_h=mtbi_h, disk_gbs=disk_gbs,
                          interval_h=save_interval_h(s, speed))
         cost.spot, overhead = plan, plan.overhead * (run_h / work_h if work_h else 1.0)
         cost.hours = work_h * overhead

@@ -8,8 +8,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from functools import cache
-from importlib import resources
 from typing import Any
+
+from ..datafiles import read_yaml
 
 HOME_PUE = 1.0  # a card at home or in an office: no cooling plant on top (buy's default; --pue 1.4 for a rack)
 
@@ -17,12 +18,9 @@ HOME_PUE = 1.0  # a card at home or in an office: no cooling plant on top (buy's
 @cache
 def owning_yaml() -> dict[str, Any]:
     """data/owning.yaml, read once for the market (electricity, the computers' draw) and for ``gpuplan buy``
-    (:func:`gpuplan.owning.facts.owning_facts`)."""
-    import yaml  # read only when one's own cards are priced (a plan on rented cards loads no YAML)
-
-    path = resources.files("gpuplan") / "data" / "owning.yaml"
-    loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
-    return yaml.load(path.read_text(encoding="utf-8"), Loader=loader)
+    (:func:`gpuplan.owning.facts.owning_facts`), by the package's one reader of its data files
+    (:func:`gpuplan.datafiles.read_yaml`: YAML is loaded only when one's own cards are priced)."""
+    return read_yaml("owning.yaml")
 
 
 def electricity_facts() -> dict[str, Any]:

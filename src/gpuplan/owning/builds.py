@@ -37,6 +37,8 @@ class Build(BaseModel):
     host_idle_w: float
     display: str = "none"  # the desktop one card drives: linux | windows (the scenario's display) | none
     owned: int = 0  # of the cards (or computers), those the user has already: not bought (make_build)
+    # the owned cards' host is this build's (not bought: make_build); a fact, not read from host_price's words
+    host_owned: bool = Field(default=False, exclude=True)
     notes: list[str] = Field(default_factory=list)
 
     @property
@@ -116,7 +118,7 @@ def make_build(gpu: GpuSpec | str, count: int = 1, *, price: float | None = None
                  f"the {profile.id} profile's {profile.ram_gib:,.0f} GiB (--host-ram to change)",
                  host_busy_w=host_w if host_w is not None else profile.busy_w,
                  host_idle_w=host_idle_w if host_idle_w is not None else profile.idle_w, display=display,
-                 owned=owned, notes=list(profile.notes[1:]))
+                 owned=owned, host_owned=host_owned, notes=list(profile.notes[1:]))
 
 
 def _owned_host(owned: int, profile: str) -> str:

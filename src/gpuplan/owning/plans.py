@@ -22,7 +22,6 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from ..errors import GpuplanError
 from ..hardware import GpuSpec, short_id
-from ..market.cost import checkpoint_bytes
 from ..market.job import job_time
 from ..memory.host import host_need_gib
 from ..model.catalog import load_model
@@ -201,8 +200,7 @@ def _hours(out: JobPlan, job: Job, plan: Plan, s: Scenario) -> None:
             stretch = plan.cost.spot.overhead
             out.hours_per_run, out.hours_per_run_low = out.hours_per_run * stretch, out.hours_per_run_low * stretch
     else:
-        m = load_model(s.model)
-        ckpt = checkpoint_bytes(s, m, plan.model.params_trainable)
+        m, ckpt = plan.setup.model, plan.checkpoint_bytes  # the model the plan was built on, not read again
         out.hours_per_run = job_time(s, m, plan.speed, ckpt).total_h
         out.hours_per_run_low = job_time(s, m, replace(plan.speed, tokens_per_s=out.tokens_per_s_low), ckpt).total_h
     out.busy_hours_per_year = job.runs_per_year * out.hours_per_run

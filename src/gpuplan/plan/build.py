@@ -26,7 +26,7 @@ from .. import clock
 from ..errors import GpuplanError, UnknownNameError
 from ..hardware import Network
 from ..market.choice import best_on_demand, matching
-from ..market.cost import Cost, checkpoint_bytes, price_job, spot_plan
+from ..market.cost import Cost, price_job, spot_plan
 from ..market.electricity import HOME_PUE, busy_draw, home_kwh
 from ..market.job import save_interval_h
 from ..market.offers import Offer, owned_offer
@@ -220,10 +220,10 @@ def priced_on_load(plan: Plan) -> Plan:
 def unpriced_spot(plan: Plan):
     """Spot asked of a training plan with no offer priced: how it would checkpoint and restart, from its work
     hours, its checkpoint's write time and the interruptions' prior (:func:`gpuplan.market.cost.spot_plan`)."""
-    s, m = plan.setup.scenario, plan.setup.model
+    s = plan.setup.scenario
     if s.task != "train" or s.pricing != "spot":
         return None
-    return spot_plan(plan.work_hours or 0.0, checkpoint_bytes(s, m, plan.model.params_trainable), s.world_size,
+    return spot_plan(plan.work_hours or 0.0, plan.checkpoint_bytes, s.world_size,
                      mtbi_h=s.mtbi_hours, disk_gbs=s.disk_gbs, interval_h=save_interval_h(s, plan.speed))
 
 

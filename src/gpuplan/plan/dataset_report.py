@@ -40,14 +40,12 @@ def data_warnings(s, typed) -> tuple[str, ...]:
 def plan_recipe(plan):
     """The recipe of a plan: checkpointing by its step time (on the links of the offer it is priced on) for its spot
     interruptions (if spot), its micro-batch x accumulation the plan's own (why, where the builder laid it out)."""
-    from ..market.cost import checkpoint_bytes
-
     r = plan.setup
     s, m = r.scenario, r.model
     p = profile(s)
     spot = plan.spot
     return recipe(s, m, spot_mtbi_h=spot.mtbi_h if spot else None,
-                  checkpoint_bytes=checkpoint_bytes(s, m, plan.model.params_trainable),
+                  checkpoint_bytes=plan.checkpoint_bytes,
                   rows_per_epoch=p.batching.rows if p else None,
                   examples_per_epoch=p.stats.samples if p else None,
                   roles=bool(p) and "messages" in p.lengths.kind, layout_why=r.layout_why,

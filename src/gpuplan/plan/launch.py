@@ -28,7 +28,7 @@ from dataclasses import dataclass
 
 from .. import overheads as oh
 from ..errors import GpuplanError
-from ..market.cost import checkpoint_bytes, dataset_gb
+from ..market.cost import dataset_gb
 from ..market.offers import Offer, owned_offer
 from ..market.store import load_offers
 from ..scenario import Scenario
@@ -170,7 +170,7 @@ def run_of(plan: Plan) -> Run:
         per_hour, usd = None, None
         hours = (plan.spot.wall_h if plan.spot else plan.work_hours) if whole_run else None
     offer, offer_label = (None, None) if owned else (plan.offer, cost.offer if cost else None)
-    checkpoint = checkpoint_bytes(s, m, plan.model.params_trainable) / GB if train else 0.0
+    checkpoint = plan.checkpoint_bytes / GB
     weights = sum(m.weight_bytes().values()) / GB
     return Run(label=setup_label(plan, offer, offer_label, owned), offer=offer, offer_label=offer_label,
                owned=owned, usd_per_hour=per_hour, hours=hours, usd_total=usd, max_steps=max_steps(plan),

@@ -18,7 +18,7 @@ from pydantic import BaseModel, ConfigDict, PrivateAttr, computed_field, model_s
 
 from ..errors import GpuplanError
 from ..hardware import GpuSpec
-from ..market.cost import Cost, SpotPlan
+from ..market.cost import Cost, SpotPlan, checkpoint_bytes
 from ..market.offers import Offer
 from ..memory import memory_report, report_of
 from ..memory.host import host_shortfall
@@ -178,6 +178,16 @@ class Plan(Answer):
         if s.task != "train" or not s.train_tokens or self.speed is None:
             return None
         return s.train_tokens / self.speed.tokens_per_s / 3600
+
+    @property
+    def checkpoint_bytes(self) -> float:
+        """What one resumable checkpoint of this training run writes: its trained weights and their optimizer states
+        as its trainer keeps them (:func:`gpuplan.market.cost.checkpoint_bytes`); 0 for a serving plan. The one figure
+        its spot plan, its recipe's save interval, its launch files' disk and ``buy``'s hours of the job read."""
+        r = self.setup
+        if r.scenario.task != "train":
+            return 0.0
+        return checkpoint_bytes(r.scenario, r.model, self.model.params_trainable)
 
     def said(self, assumptions: tuple[str, ...] = (), warnings: tuple[str, ...] = (), **update: Any) -> Plan:
         """A copy with ``update`` (the builder's later stages) and their assumptions and warnings added."""

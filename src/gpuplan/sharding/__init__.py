@@ -15,6 +15,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from ..stacks import STACKS
 from .base import Sharding
 from .deepspeed import DeepSpeed
 from .fsdp1 import Fsdp1
@@ -32,4 +33,13 @@ def sharding_for(s: Scenario) -> Sharding:
     return SHARDINGS[s.sharded_by]
 
 
-__all__ = ["SHARDINGS", "Sharding", "sharding_for"]
+def master_partition(s: Scenario) -> bool:
+    """Whether ``-mixed`` precision keeps a 16-bit working copy of the weights beside an fp32 master copy, not fp32
+    weights under autocast: the sharding's own :attr:`~.base.Sharding.master_partition` (DeepSpeed ZeRO) or the
+    stack's (:attr:`gpuplan.stacks.base.Stack.master_partition`: Megatron-Core); a diffusion trainer has no stack
+    profile and keeps none apart."""
+    stack = STACKS.get(s.stack)
+    return sharding_for(s).master_partition or (stack is not None and stack.master_partition)
+
+
+__all__ = ["SHARDINGS", "Sharding", "master_partition", "sharding_for"]

@@ -11,7 +11,6 @@ from dataclasses import dataclass
 from .. import overheads as oh
 from ..model.spec import ModelSpec
 
-CLASSES = ("dense", "MoE", "hybrid")
 MAKER_WORDS = {"NVIDIA": "NVIDIA cards (CUDA)", "Apple": "Apple silicon (Metal)", "AMD": "AMD cards (ROCm)"}
 
 

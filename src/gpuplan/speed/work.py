@@ -410,6 +410,9 @@ def forward_fraction(gpu: GpuSpec, backend: str | None) -> float | None:
 
 
 def _sustained_matmul(gpu: GpuSpec) -> float:
+    """The card's sustained 16-bit matmul share at its own clock (:func:`~.gemm.matmul_fraction` over
+    :func:`~.gemm.power_limit_factor` x :func:`~.gemm.continuous_clock_factor`, which :func:`attention_s` applies
+    once to the kernel's time): the ratio :func:`forward_fraction` carries a reference card's share over by."""
     return matmul_fraction(gpu, "bf16") / (power_limit_factor(gpu) * continuous_clock_factor(gpu, "bf16"))
 
 

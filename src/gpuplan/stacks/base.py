@@ -122,6 +122,10 @@ class Stack:
     # it builds its own decoder (torchtune's modules, torchtitan's model), not transformers' modules: the fake-tensor
     # simulation and the probe build that model (gpuplan.sim.stacks.build_own), and its selective checkpointing runs
     own_model = False
+    # under -mixed precision it keeps a 16-bit working copy of the weights beside the optimizer's fp32 master copy,
+    # not fp32 weights under autocast (as a sharding does: gpuplan.sharding.base.Sharding.master_partition): what a
+    # checkpoint of a full fine-tune saves (gpuplan.market.cost.state_bytes)
+    master_partition = False
 
     @property
     def shardings(self) -> tuple[str, ...]:

@@ -271,6 +271,7 @@ class Megatron(Stack):
     model_parallel = ("tp", "pp")  # --tensor-model-parallel-size, --pipeline-model-parallel-size
     experts_loop = False  # its MoE layer runs grouped GEMMs
     own_memory = True  # gpuplan.memory.megatron: whole buffers per rank (rank_state)
+    master_partition = True  # bf16 parameters beside the optimizer's fp32 main parameters (OPTIMIZER_BYTES)
     sums_replicated_grads = True  # finalize_model_grads _allreduce_non_tensor_model_parallel_grads
 
     def seq_len_step(self, s: Scenario) -> int:
