@@ -110,3 +110,17 @@ def test_no_code_reads_beside_the_repository():
                  if OUTSIDE.search(line) and not line.lstrip().startswith("#")]
     offenders = [o for o in offenders if not o.startswith("tests/test_self_contained.py")]
     assert not offenders, offenders
+
+
+# A path of the machine the work was done on means nothing in a fresh clone: written results name files by the
+# repository's own paths (or the workspace's `../shared`), never the author's checkout.
+MACHINE_PATH = re.compile(r"(?<![\w.])/(?:work|root)/")
+
+
+def test_no_file_carries_a_path_of_the_authors_machine():
+    offenders = [f"{name}:{n}" for name in repository_files()
+                 if name.endswith((".md", ".py", ".yaml", ".yml", ".toml", ".csv", ".txt", ".json"))
+                 for n, line in enumerate((ROOT / name).read_text(encoding="utf-8", errors="replace").splitlines(), 1)
+                 if MACHINE_PATH.search(line)]
+    offenders = [o for o in offenders if not o.startswith("tests/test_self_contained.py")]
+    assert not offenders, offenders
