@@ -191,9 +191,8 @@ def test_a_module_whose_weights_start_truncated_normal_is_built_on_fake_tensors(
     assert torch.nn.init._no_grad_trunc_normal_ is original
     from torch._subclasses.fake_tensor import DataDependentOutputException, FakeTensorMode
 
-    with pytest.raises(DataDependentOutputException):  # the cause, still in torch: the loop on fake tensors
-        with FakeTensorMode():
-            torch.nn.init.trunc_normal_(torch.empty(64, 64))
+    with pytest.raises(DataDependentOutputException), FakeTensorMode():  # the cause, still in torch's loop
+        torch.nn.init.trunc_normal_(torch.empty(64, 64))
 
 
 def _json(capsys, *args: str) -> dict:

@@ -2,7 +2,8 @@
 
 Owned hardware (``have``) is ranked in its own list, ahead of the rentals: "can my cards do it?" comes first; when
 they cannot, the smallest combination of changes that makes the job fit on them is given. At equal cost (within
-0.5 %) the faster setup ranks first; within 0.5 % of a card's cheapest row, the one with fewer techniques is shown. Serving considers vLLM as well as transformers unless the engine was named.
+0.5 %) the faster setup ranks first; within 0.5 % of a card's cheapest row, the one with fewer techniques is
+shown. Serving considers vLLM as well as transformers unless the engine was named.
 
 The guides' decision framework, in order: memory first (prune every setup that does not fit with the
 headroom asked for), then communication (NVLink or PCIe, from the speed model's bound), then budget (time
