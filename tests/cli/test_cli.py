@@ -247,3 +247,14 @@ def test_every_command_is_named_in_the_lazy_table_with_its_module():
     homes = {c.name: c.callback.__module__ for c in app.registered_commands}
     homes |= {g.name: g.typer_instance.registered_commands[0].callback.__module__ for g in app.registered_groups}
     assert homes == {name: f"gpuplan.cli.{module}" for name, module in COMMANDS.items()}
+
+
+def test_the_stack_help_names_trl_under_hf(capsys):
+    """s18 walk: a student comparing "Unsloth vs axolotl vs TRL" tried --stack trl and was refused with the list of
+    stacks, none of them TRL. hf is the Trainer TRL's SFTTrainer subclasses (launch writes `-m trl.scripts.sft` for
+    it): --stack's help says so."""
+    from gpuplan.cli import run
+
+    assert run(["estimate", "--help"]) == 0
+    text = " ".join(capsys.readouterr().out.split())
+    assert "hf: the Hugging Face Trainer with peft, as TRL's SFTTrainer runs it" in text
