@@ -236,6 +236,11 @@ def test_recommend_cost_and_fit_search_cards_for_a_module(package, capsys):
                                     "runs in)"]
     costs = _json(capsys, "cost", "--module", "my_pkg.my_model:build", "--task", "infer", "--gpu", "l4")
     assert costs["setups"] and {row["gpu_id"] for row in costs["setups"]} == {"nvidia-l4"}
+    # s18 walk: cost's "samples/s" and "$/1k samples" said nothing of what a sample is, where estimate does
+    sample = ("of Net on the example input of my_pkg.my_model:build (its batch and sizes): a sample here is one "
+              "example input")
+    assert f"one forward {sample}" in costs["defaults"] and f"one training step {sample}" in ranked["defaults"]
+    assert costs["setups"][0]["unit"] == "samples"
     prices = [row["usd_per_hour"] for row in costs["setups"]]
     assert prices == sorted(prices)
     fit = _json(capsys, "fit", "--module", "my_pkg.my_model:build", "--task", "train", "--gpu", "2xrtx-4090")
