@@ -109,3 +109,16 @@ def test_a_split_with_an_apple_silicon_chip_is_refused(devices):
     with pytest.raises(GpuplanError, match=r"^M4 Max .* is a whole computer, and a llama.cpp split runs the devices "
                                            "of one machine"):
         gpuplan.estimate(dict(model="qwen3-8b", task="infer", engine="llama.cpp", **devices))
+
+
+def test_the_device_sentence_names_its_card_beside_the_fullest_device_s_table():
+    """s18 walk: 2x RTX 3090 + an RTX 4060 Ti 16GB serving Qwen3-14B Q4_K_M showed the 4060 Ti's memory (the fullest:
+    10 layers, 4.07 of 15.92 GiB) above "this device holds 38% of the layers (15 of 40)", the first 3090's share
+    (23.88 / (23.88 + 23.88 + 15.92) = 0.375, 40 x 0.375 = 15 layers). The sentence names the card it is about."""
+    p = gpuplan.estimate({"model": "qwen3-14b", "task": "infer", "engine": "llama.cpp", "quant": "q4_k_m",
+                          "gpu": "rtx-3090", "extra_gpus": ["rtx-3090", "rtx-4060-ti-16gb"], "batch_size": 4})
+    assert p.gpu.id == "nvidia-geforce-rtx-4060-ti-16gb"
+    assert [d["layers"] for d in p.memory.engine["devices"]] == [15, 15, 10]
+    said = [a for a in p.assumptions if a.startswith("llama.cpp --tensor-split: ")]
+    assert said == ["llama.cpp --tensor-split: rtx-3090 holds 38% of the layers (15 of 40) and their KV cache, a "
+                    "compute buffer of its own and the output head"]

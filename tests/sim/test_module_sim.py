@@ -173,6 +173,28 @@ def test_a_linear_of_no_width_is_recorded_and_timed_as_no_work(package, capsys):
     assert run(["estimate", "--module", "my_pkg.empty:build", "--task", "train", "--gpu", "rtx-4090"]) == 0
 
 
+def test_a_module_whose_weights_start_truncated_normal_is_built_on_fake_tensors(package, capsys):
+    """s18 walk: ModernBertForSequenceClassification was "failed on fake tensors (DataDependentOutputException:
+    aten._local_scalar_dense.default)": its _init_weights calls nn.init.trunc_normal_, whose rejection loop in torch
+    2.13 asks ``mask.any()`` of values a fake tensor does not hold. The initializer runs without the loop while
+    build() does, so the module plans: 1,024 x 4,096 + 4,096 weights, fp32, 16 B each with AdamW's moments and the
+    gradient; and torch's own trunc_normal_ is back as it was afterwards."""
+    torch = require("torch")
+    (package / "trunc.py").write_text(
+        "import torch\n\n\ndef build():\n    net = torch.nn.Linear(1024, 4096)\n"
+        "    torch.nn.init.trunc_normal_(net.weight, std=0.02)\n    return net, torch.randn(8, 1024)\n")
+    original = torch.nn.init._no_grad_trunc_normal_
+    data = _json(capsys, "simulate", "--module", "my_pkg.trunc:build", "--task", "train", "--gpu", "rtx-4090")
+    assert data["params"] == 1024 * 4096 + 4096 == 4_198_400
+    assert (data["weights_gib"] + data["gradients_gib"] + data["optimizer_gib"]) * 2**30 == pytest.approx(
+        4_198_400 * 16)
+    assert torch.nn.init._no_grad_trunc_normal_ is original
+    from torch._subclasses.fake_tensor import DataDependentOutputException, FakeTensorMode
+
+    with pytest.raises(DataDependentOutputException), FakeTensorMode():  # the cause, still in torch's loop
+        torch.nn.init.trunc_normal_(torch.empty(64, 64))
+
+
 def _json(capsys, *args: str) -> dict:
     assert run([*args, "--json"]) == 0
     return json.loads(capsys.readouterr().out)
@@ -214,6 +236,11 @@ def test_recommend_cost_and_fit_search_cards_for_a_module(package, capsys):
                                     "runs in)"]
     costs = _json(capsys, "cost", "--module", "my_pkg.my_model:build", "--task", "infer", "--gpu", "l4")
     assert costs["setups"] and {row["gpu_id"] for row in costs["setups"]} == {"nvidia-l4"}
+    # s18 walk: cost's "samples/s" and "$/1k samples" said nothing of what a sample is, where estimate does
+    sample = ("of Net on the example input of my_pkg.my_model:build (its batch and sizes): a sample here is one "
+              "example input")
+    assert f"one forward {sample}" in costs["defaults"] and f"one training step {sample}" in ranked["defaults"]
+    assert costs["setups"][0]["unit"] == "samples"
     prices = [row["usd_per_hour"] for row in costs["setups"]]
     assert prices == sorted(prices)
     fit = _json(capsys, "fit", "--module", "my_pkg.my_model:build", "--task", "train", "--gpu", "2xrtx-4090")

@@ -22,7 +22,7 @@ from __future__ import annotations
 import math
 
 from .. import overheads as oh
-from ..hardware import GpuSpec
+from ..hardware import GpuSpec, short_id
 from ..model import gguf
 from ..model.quant import Format
 from ..model.spec import ModelSpec
@@ -147,8 +147,9 @@ def _split_device(s: Scenario, m: ModelSpec, e: Estimate, head: float, whole: fl
     e.extra["gpu_layers"], e.extra["offloaded_layers"] = m.num_layers, 0
     e.extra["engine"] = {**e.extra["engine"], "model_buffer_gib": e.weights / GIB, "kv_buffer_gib": e.kv_cache / GIB,
                          "device_layers": layers, "device_share": share}
-    e.assumptions.append(f"llama.cpp --tensor-split: this device holds {share:.0%} of the layers ({layers} of "
-                         f"{m.num_layers}) and their KV cache, a compute buffer of its own and the output head")
+    e.assumptions.append(f"llama.cpp --tensor-split: {short_id(s.gpu)} holds {share:.0%} of the layers "
+                         f"({layers} of {m.num_layers}) and their KV cache, a compute buffer of its own and the output "
+                         "head")
     return e
 
 

@@ -143,22 +143,25 @@ def recommend_module(s: Scenario, spec: ModuleSpec, c: Constraints, defaults: li
          c.any_method or c.any_quant or c.any_stack),
         ("--per-gpu", "every setup is already one card type", c.per_gpu)) if asked]
     rows.sort(key=lambda x: _key(x, c.objective))
-    return ModuleChoices(resolved=f"{describe_searched(s, spec)}; one card per setup, {c.objective} first",
+    line, said = describe_searched(s, spec)
+    return ModuleChoices(resolved=f"{line}; one card per setup, {c.objective} first",
                          task=s.task, objective=c.objective, setups=rows[:c.top], evaluated=evaluated,
-                         fitting=fitting, notes=notes, defaults=list(defaults))
+                         fitting=fitting, notes=notes, defaults=[*defaults, *said])
 
 
 def cost_module(s: Scenario, spec: ModuleSpec, catalog: list[Offer], top: int | None = None) -> ModuleChoices:
     """Every offer of every card the module job fits, cheapest first (the job's total, else per thousand)."""
     rows, evaluated, fitting = card_setups(s, spec, catalog, every_offer=True)
     rows.sort(key=lambda x: _key(x, "cost"))
-    return ModuleChoices(resolved=f"{describe_searched(s, spec)}; on each offer", task=s.task,
-                         setups=rows[:top] if top else rows,
-                         evaluated=evaluated, fitting=fitting)
+    line, said = describe_searched(s, spec)
+    return ModuleChoices(resolved=f"{line}; on each offer", task=s.task, setups=rows[:top] if top else rows,
+                         evaluated=evaluated, fitting=fitting, defaults=list(said))
 
 
-def describe_searched(s: Scenario, spec: ModuleSpec) -> str:
-    """The scenario as searched, in one line: the plan's own words on the first card (the card left out)."""
+def describe_searched(s: Scenario, spec: ModuleSpec) -> tuple[str, tuple[str, ...]]:
+    """The scenario as searched, in one line: the plan's own words on the first card (the card left out); and the
+    defaults its job says, as ``estimate`` says them (what a sample, a call or a window of the rows is: s18 walk,
+    where ``cost --module`` priced "samples" of 32 sequences without a word)."""
     r = resolve_module_scenario(s, spec)
     line = describe(r.scenario, r.job)
-    return line.rsplit(";", 1)[0] if not s.gpu else line
+    return (line.rsplit(";", 1)[0] if not s.gpu else line), r.defaults

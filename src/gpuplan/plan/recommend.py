@@ -2,7 +2,8 @@
 
 Owned hardware (``have``) is ranked in its own list, ahead of the rentals: "can my cards do it?" comes first; when
 they cannot, the smallest combination of changes that makes the job fit on them is given. At equal cost (within
-0.5 %) the faster setup ranks first. Serving considers vLLM as well as transformers unless the engine was named.
+0.5 %) the faster setup ranks first; within 0.5 % of a card's cheapest row, the one with fewer techniques is
+shown. Serving considers vLLM as well as transformers unless the engine was named.
 
 The guides' decision framework, in order: memory first (prune every setup that does not fit with the
 headroom asked for), then communication (NVLink or PCIe, from the speed model's bound), then budget (time
@@ -776,15 +777,27 @@ def _key(x: Setup, objective: str) -> float:
     return {"cost": cost, "time": speed, "balanced": math.sqrt(cost * speed)}[objective]
 
 
+# a technique that changes the job (8-bit AdamW's moments, QLoRA's 4-bit base) is taken only where it saves more than
+# this share of the cost: LoRA's optimizer is so small that 8-bit AdamW's step is 0.004 % faster (Gemma-3-12B, H100)
+SAME_COST = 0.005
+
+
+def _best_of(group: list[Setup], objective: str) -> Setup:
+    """The setup one row shows for a (GPU, count, provider, pricing): the cheapest by ``objective``, except that a
+    setup within :data:`SAME_COST` of it with fewer techniques (changing less of the job as asked) is taken first."""
+    least = min(_key(x, objective) for x in group)
+    near = [x for x in group if _key(x, objective) <= least * (1 + SAME_COST)]
+    return min(near, key=lambda x: (len(x.techniques), _key(x, objective)))
+
+
 def _filter_rank(setups: list[Setup], c: Constraints) -> list[Setup]:
     kept = [x for x in setups  # met at the slow end of the likely range, not only at the central estimate
             if (c.budget_usd is None or x.usd_total is None or x.usd_total_high <= c.budget_usd)
             and (c.deadline_hours is None or x.hours is None or x.hours_high <= c.deadline_hours)]
-    best: dict[tuple, Setup] = {}  # one per (GPU, count, provider, pricing): its best offer, techniques, sharding
+    groups: dict[tuple, list[Setup]] = {}  # one per (GPU, count, provider, pricing): its best offer, techniques...
     for x in kept:
-        k = (x.gpu_id,) if c.per_gpu else (x.gpu_id, x.num_gpus, x.provider, x.pricing)
-        if k not in best or _key(x, c.objective) < _key(best[k], c.objective):
-            best[k] = x
+        groups.setdefault((x.gpu_id,) if c.per_gpu else (x.gpu_id, x.num_gpus, x.provider, x.pricing), []).append(x)
+    best = {k: _best_of(group, c.objective) for k, group in groups.items()}
     # equal cost (3 significant digits): the faster first, then the fewer GPUs, then the roomier
     ranked = sorted(best.values(), key=lambda x: (float(f"{_key(x, c.objective):.3g}"), -x.tokens_per_s, x.num_gpus,
                                                   -x.headroom_pct))

@@ -53,7 +53,8 @@ class Scenario(BaseModel):
     # the training stack and its techniques (None: the stack's default)
     stack: Literal["hf", "torchtune", "torchtitan", "unsloth", "axolotl", "pytorch", "megatron", "diffusers", "kohya",
                    "simpletuner", "ai-toolkit"] = Field(
-        default="hf", description="training stack; its recipes set the defaults below (pytorch: your own loop "
+        default="hf", description="training stack; its recipes set the defaults below (hf: the Hugging Face Trainer "
+        "with peft, as TRL's SFTTrainer runs it; pytorch: your own loop "
         "over a transformers model, e.g. Answer.AI fsdp_qlora; megatron: Megatron-Core with NeMo's recipes; "
         "diffusers, kohya, simpletuner, ai-toolkit: diffusion trainers, diffusers' scripts by default)")
     loss: Literal["full", "chunked", "fused-linear"] | None = Field(

@@ -21,6 +21,7 @@ from __future__ import annotations
 import importlib
 import sys
 import time
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -108,8 +109,36 @@ def _inputs(example: Any) -> tuple[tuple, dict]:
                        f"{type(example).__name__}")
 
 
+def _fake_trunc_normal(tensor, mean=0.0, std=1.0, a=-2.0, b=2.0, generator=None):
+    """``torch.nn.init.trunc_normal_`` without its rejection loop: torch 2.13's ``_no_grad_trunc_normal_`` draws again
+    while ``mask.any()``, a branch on the values a fake tensor does not hold (DataDependentOutputException, s18 walk:
+    ModernBERT's ``_init_weights``, timm's ViTs). The same in-place op on the same tensor, so the same bytes."""
+    import torch
+
+    with torch.no_grad():
+        return tensor.normal_(mean, std, generator=generator).clamp_(min=a, max=b)
+
+
+@contextmanager
+def _initializers_on_fake_tensors():
+    """While ``build()`` runs: the weight initializers of ``torch.nn.init`` that branch on their own values replaced
+    by ones that do not (:func:`_fake_trunc_normal`); the values are never read, only the shapes and dtypes."""
+    import torch.nn.init as init
+
+    name = "_no_grad_trunc_normal_"  # what init.trunc_normal_ (and transformers' copy of it) calls
+    original = getattr(init, name, None)
+    if original is not None:
+        setattr(init, name, _fake_trunc_normal)
+    try:
+        yield
+    finally:
+        if original is not None:
+            setattr(init, name, original)
+
+
 def _built(target: str):
-    """The module and example input ``target``'s callable returns, made under ``FakeTensorMode``, and the mode."""
+    """The module and example input ``target``'s callable returns, made under ``FakeTensorMode`` (its weight
+    initializers fake-safe: :func:`_initializers_on_fake_tensors`), and the mode."""
     try:
         import torch
         from torch._subclasses.fake_tensor import FakeTensorMode
@@ -118,7 +147,7 @@ def _built(target: str):
     build = load_target(target)
     fake = FakeTensorMode(allow_non_fake_inputs=True)
     try:
-        with fake:
+        with fake, _initializers_on_fake_tensors():
             made = build()
     except (Exception, SystemExit) as err:  # the user's code: its failure (sys.exit too), in one sentence
         raise GpuplanError(f"{target} failed on fake tensors ({_failure(err)})") from None
