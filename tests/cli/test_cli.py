@@ -4,10 +4,14 @@ from __future__ import annotations
 
 import csv
 import json
+import re
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
 
 
 def gpuplan(*args: str) -> subprocess.CompletedProcess:
@@ -176,10 +180,8 @@ def test_the_shipped_examples_fit_where_their_comments_say(name):
         assert any("KV pool 0.0 ->" in sug.change and sug.fits for sug in bf16.suggestions)
 
 
-def test_every_help_prints_its_examples_one_per_line():
-    """Click rewraps a docstring paragraph unless it opens with \\b: `capacity`, `launch`, `prices update` and
-    `serve` printed their examples run together on one line ("Examples:   gpuplan launch ... -o run/   gpuplan
-    launch ..."). Every command's help keeps one example command per line."""
+def _help_texts() -> dict[str, str]:
+    """Every command's and group's --help, by its path (``gpuplan``, ``gpuplan prices update``...)."""
     import click
     import typer
 
@@ -190,17 +192,48 @@ def test_every_help_prints_its_examples_one_per_line():
         for name, sub in getattr(cmd, "commands", {}).items():
             yield from walk(sub, [*path, name])
 
-    root = typer.main.get_command(app)
-    checked = 0
-    for path, cmd in walk(root, ["gpuplan"]):
+    texts = {}
+    for path, cmd in walk(typer.main.get_command(app), ["gpuplan"]):
         with click.Context(cmd, info_name=" ".join(path), terminal_width=120) as ctx:
-            text = cmd.get_help(ctx)
+            texts[" ".join(path)] = cmd.get_help(ctx)
+    return texts
+
+
+def test_every_help_prints_its_examples_one_per_line():
+    """Click rewraps a docstring paragraph unless it opens with \\b: `capacity`, `launch`, `prices update` and
+    `serve` printed their examples run together on one line ("Examples:   gpuplan launch ... -o run/   gpuplan
+    launch ..."). Every command's help keeps one example command per line."""
+    checked = 0
+    for path, text in _help_texts().items():
         if "Examples:" not in text:
             continue
         examples = text.split("Examples:", 1)[1]
         assert all(line.count("gpuplan ") <= 1 for line in examples.splitlines()), (path, examples[:300])
         checked += 1
     assert checked >= 10
+
+
+def test_every_file_a_help_example_reads_is_in_the_repository():
+    """`gpuplan buy --help` showed `--workloads hobby.yaml`, a file the repository does not hold (docs/owning.md's
+    copy of the example was moved to examples/owning-example.yaml in session 17, the help's was not:
+    docs_audit_s18.md). Every scenario, workload or module a help example reads is a file of the repository (the
+    examples run from its root); the files a user brings from elsewhere (benchmark results, probe records, price
+    lists) are named here with where they come from."""
+    theirs = {"probes/*.json": "gpuplan probe's records, written on a GPU",
+              "run-2rps.json": "the user's vllm bench serve results", "run-8rps.json": "the same",
+              "my-offers.csv": "the user's negotiated prices", "vms.csv": "a SkyPilot catalog the user downloaded"}
+    read = set()
+    for text in _help_texts().values():
+        for line in text.split("Examples:", 1)[1].splitlines() if "Examples:" in text else []:
+            if "gpuplan " not in line:
+                continue  # the section's prose
+            words = line.split("#", 1)[0].split("gpuplan ", 1)[1].split()
+            outputs = {words[i + 1] for i, w in enumerate(words[:-1]) if w in ("-o", "--out", "--plot", "--launch-dir")}
+            read |= {w.strip("'\"") for w in words if re.search(r"\.(ya?ml|json|csv|py)$", w) and w not in outputs}
+            read |= {w.split(":")[0].replace(".", "/") + ".py" for w in words if re.match(r"examples\.\w+:\w+$", w)}
+    assert "examples/weekly-8b-finetunes.yaml" in read and "examples/my_model.py" in read
+    missing = sorted(f for f in read - set(theirs) if not (ROOT / f).is_file())
+    assert missing == [], f"help examples read files the repository does not hold: {missing}"
 
 
 def test_every_command_s_help_has_an_example():

@@ -48,7 +48,7 @@ Examples:
   gpuplan buy 8x5090 --rent 8xh100-sxm --workloads examples/weekly-8b-finetunes.yaml --host-usd 6000
   gpuplan buy --budget 15000 --workloads examples/weekly-8b-finetunes.yaml
   gpuplan buy 2x3090 --used --utilization 0.3 --years 2 --region us-ca
-  gpuplan buy 3x3090 --have 2x3090 --used --workloads hobby.yaml
+  gpuplan buy 3x3090 --have 2x3090 --used --workloads examples/owning-example.yaml
 """
 
 
