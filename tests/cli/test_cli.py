@@ -236,6 +236,26 @@ def test_every_file_a_help_example_reads_is_in_the_repository():
     assert missing == [], f"help examples read files the repository does not hold: {missing}"
 
 
+def test_the_help_s_defaults_are_the_code_s():
+    """`capacity --help` named the presets without their lengths and `--mtbi-hours` had no default (session 18's
+    docs audit); the figures the help now gives are the ones the code takes: each preset's mean prompt and output
+    tokens (serving/workload.py PRESETS, clipped as the plans take them) and the spot priors market/cost.py
+    default_mtbi_h reads from data/providers.yaml."""
+    from gpuplan.market.cost import default_mtbi_h
+    from gpuplan.serving.workload import PRESETS, Workload
+
+    texts = {path: " ".join(text.split()) for path, text in _help_texts().items()}
+    preset = texts["gpuplan capacity"].split("--preset <str>", 1)[1].split("--prompt-tokens", 1)[0]
+    said = dict(re.findall(r"\b([a-z]+) (\d+/\d+)", preset))
+    assert set(said) == set(PRESETS)
+    for name in PRESETS:
+        w = Workload(preset=name)
+        assert said[name] == f"{w.mean_prompt_tokens:.0f}/{w.mean_output_tokens:.0f}", name
+    mtbi = texts["gpuplan estimate"].split("--mtbi-hours FLOAT", 1)[1].split("--disk-gbs", 1)[0]
+    assert f"{default_mtbi_h(1):g} under 8 GPUs, {default_mtbi_h(8):g} from 8" in mtbi
+    assert default_mtbi_h(7) == default_mtbi_h(1)
+
+
 def test_every_command_s_help_has_an_example():
     """Session 9's walk: `gpuplan prices --help` and `gpuplan gpus compare --help` showed no example where every
     other command shows some (the third review's Q10 found `prices`, `gpus` and `table` without)."""
