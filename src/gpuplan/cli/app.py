@@ -51,8 +51,11 @@ class LazyGroup(typer.core.TyperGroup):
 app = typer.Typer(
     name="gpuplan",
     cls=LazyGroup,
-    help="Which GPUs an LLM job needs and what it will cost: memory, speed and price, from the model's own "
-    "config.json.",
+    help="Which GPUs an LLM, diffusion or speech job needs and what it will cost: memory, speed and price, from "
+    "the model's own config.json. `gpuplan COMMAND --help` says more.\n\nExamples:\n\n\b\n"
+    "  gpuplan estimate --model llama-3.1-8b --task train --method qlora --gpu rtx-4090\n"
+    "  gpuplan recommend --model llama-3.1-8b --task train --train-tokens 1e8 --any-method\n"
+    "  gpuplan capacity --model llama-3.1-8b --users 20 --preset chat --gpus l4",
     no_args_is_help=True,
     add_completion=False,
     pretty_exceptions_enable=False,
