@@ -136,6 +136,12 @@ def test_the_page_quotes_the_memory_and_throughput_tables_the_bench_wrote():
     assert len(page_speed) >= 10 and page_speed == _numbers(pick(bench_tables, {"metric", "fitted"}), "metric", speed)
     fixed = re.search(r"fixed-length data: (\d+) cases, median abs error ([\d.]+)%", bench)
     assert f"Median error on fixed-length data: **{fixed.group(2)} %** over {fixed.group(1)} rows" in shipped
+    # the throughput rows' count and held-out share (session 18: 242 and 79 of them, from before session 16's 9 rows)
+    scored = int(re.search(r"- (\d+) cases scored, \d+ not estimable", bench).group(1))
+    rows = [line.strip("|").split("|") for line in bench.split("## Throughput", 1)[1].splitlines()
+            if line.startswith("| ") and not line.startswith("| source")]
+    held = sum(int(cells[3]) for cells in rows if cells[3].strip().isdigit())  # the table's "held out" count
+    assert f"`bench/accuracy.py`; {scored} rows of" in shipped and f"{held} of the {scored} scored" in shipped
 
 
 def test_a_stated_expectation_is_shown_marked_and_a_not_comparable_row_is_in_no_goal_line():
