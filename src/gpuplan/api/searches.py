@@ -18,7 +18,7 @@ from ..model.report import inexact_warning
 from ..plan.capability import FitRow
 from ..plan.module_searches import ModuleChoices
 from ..plan.recommend import Recommendation
-from ..plan.refusals import scenario_load
+from ..plan.refusals import not_a_module, scenario_load
 from ..result import Answer
 from ..scenario import Scenario, load_scenario
 from . import arguments as arg
@@ -171,6 +171,7 @@ def fit(gpu: str, scenario: ScenarioLike | None = None, *, models: Iterable[str]
         return _fit_module(module, template, card, count, [note] if note else [])
     example = load_scenario(None, {**template, "model": "each bundled model", "gpu": gpu_id, "num_gpus": count})
     scenario_load(example)  # a load that cannot be simulated as given: estimate's sentence, before any model
+    not_a_module(example, "every bundled model")  # a diffusion field or trainer: one sentence, not 92 rows
     try:
         rows = what_fits(template, card, count, models)
     except NotADecoder as other:
