@@ -128,7 +128,8 @@ FIELD_HELP = {
     "grad_accum_steps": "micro-batches per optimizer step; unset: what reaches the recipe's global batch (1 without a "
                         "GPU)",
     "attention": "attention kernel", "train_tokens": "tokens the whole job processes, e.g. 1e8 (for hours and the "
-                    "total; unset: set by --dataset or --samples, by --model-size at 20 a parameter, else only $/h)",
+                    "total; unset: set by --dataset or --samples, by --model-size at 20 tokens a parameter, else "
+                    "only $/h)",
     "batch_size": "concurrent requests (serve)", "prompt_tokens": "prompt length per request (serve)",
     "output_tokens": "generated tokens per request (serve)", "kv_cache_dtype": "KV cache storage (serve)",
     "engine": "serving engine: its memory policy, scheduler and step times", "gpu": "GPU name or id (`gpuplan gpus`)",
