@@ -567,6 +567,17 @@ def test_fit_refuses_a_diffusion_field_in_one_sentence(capsys):
     assert err.count("error:") == 1 and "resolution, inference_steps apply to" in err and "drop them" in err
 
 
+def test_fit_says_it_leaves_a_scenario_s_model_out():
+    """`gpuplan fit FILE` plans every bundled model with the file's job: a file naming `sdxl` (or any model) planned
+    the 92 LLMs without a word about its model (session 18's docs audit). The note says it is left out, and which
+    command plans it; a scenario without a model gets no such note."""
+    named = gpuplan.fit("rtx-4090", {"model": "sdxl", "task": "train", "method": "lora"})
+    assert "fit plans every bundled model with this scenario: its model sdxl is left out (`gpuplan estimate --model " \
+           "sdxl` plans it)" in named.notes
+    plain = gpuplan.fit("rtx-4090", {"task": "train", "method": "lora"})
+    assert len(named.rows) == 92 and named.rows == plain.rows and not any("left out" in n for n in plain.notes)
+
+
 def test_recommend_ranks_the_cards_a_module_job_fits_each_built_by_the_one_builder():
     """recommend for an SDXL LoRA: one row per card, its cheapest offer; each row's numbers are the plan that
     estimate builds on that card (same memory, step and price), ranked by the job's total; a card the job does
