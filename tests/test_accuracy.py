@@ -47,16 +47,25 @@ NOT_HF_CODE = (*STACKS.values(), "llama.cpp")
 
 def test_training_stacks_within_the_issue_goal():
     """Issue 10's goal: per stack, the median |error| on its fixed-length published rows is at most 10 %, and the
-    rows of Hugging Face code stay where they were before the stacks came in (median at most 5 %)."""
-    cases = yaml.safe_load((BENCH / "accuracy_cases.yaml").read_text())["cases"]
-    scored, _, rejected = accuracy.run(cases)
+    rows of Hugging Face code stay where they were before the stacks came in (median at most 5 %). The shipped page
+    (gpuplan/data/accuracy.md) quotes each of these medians and counts, and the rows that cannot be expressed: in
+    session 18 it still said torchtitan 6.4 % over 8 rows, 120 rows of Hugging Face code and 31 skipped, from before
+    session 16's held-out rows (10 rows at 5.8 %, 125, 32)."""
+    loaded = yaml.safe_load((BENCH / "accuracy_cases.yaml").read_text())
+    scored, _, rejected = accuracy.run(loaded["cases"])
     assert not rejected
+    shipped = " ".join((BENCH.parent / "src" / "gpuplan" / "data" / "accuracy.md").read_text(encoding="utf-8").split())
     counted = [c for c in scored if c["fixed_length"] and not c.get("calibration")]
     for stack, key in STACKS.items():
         errors = [abs(c["error_pct"]) for c in counted if key in c["source"]]
         assert len(errors) >= 3 and statistics.median(errors) <= 10, (stack, sorted(errors))
+        said = re.search(rf"{re.escape(stack.split(' (', 1)[0].split(' ', 1)[0])}'?s?[^%]*? ([\d.]+) % \((\d+)",
+                         shipped.split("Per stack", 1)[1])
+        assert said and (float(said[1]), int(said[2])) == (round(statistics.median(errors), 1), len(errors)), stack
     hf = [abs(c["error_pct"]) for c in counted if not any(key in c["source"] for key in NOT_HF_CODE)]
     assert len(hf) >= 100 and statistics.median(hf) <= 5
+    assert f"the {len(hf)} fixed-length rows of Hugging Face code: {statistics.median(hf):.1f} %" in shipped
+    assert f"{len(loaded['skipped'])} rows that cannot be expressed" in shipped
 
 
 def test_throughput_within_the_issue_goal():
@@ -127,6 +136,12 @@ def test_the_page_quotes_the_memory_and_throughput_tables_the_bench_wrote():
     assert len(page_speed) >= 10 and page_speed == _numbers(pick(bench_tables, {"metric", "fitted"}), "metric", speed)
     fixed = re.search(r"fixed-length data: (\d+) cases, median abs error ([\d.]+)%", bench)
     assert f"Median error on fixed-length data: **{fixed.group(2)} %** over {fixed.group(1)} rows" in shipped
+    # the throughput rows' count and held-out share (session 18: 242 and 79 of them, from before session 16's 9 rows)
+    scored = int(re.search(r"- (\d+) cases scored, \d+ not estimable", bench).group(1))
+    rows = [line.strip("|").split("|") for line in bench.split("## Throughput", 1)[1].splitlines()
+            if line.startswith("| ") and not line.startswith("| source")]
+    held = sum(int(cells[3]) for cells in rows if cells[3].strip().isdigit())  # the table's "held out" count
+    assert f"`bench/accuracy.py`; {scored} rows of" in shipped and f"{held} of the {scored} scored" in shipped
 
 
 def test_a_stated_expectation_is_shown_marked_and_a_not_comparable_row_is_in_no_goal_line():

@@ -11,6 +11,8 @@ from pathlib import Path
 
 import pytest
 
+ROOT = Path(__file__).resolve().parents[2]
+
 
 def gpuplan(*args: str) -> subprocess.CompletedProcess:
     return subprocess.run([sys.executable, "-m", "gpuplan.cli", *args], capture_output=True, text=True)
@@ -178,10 +180,8 @@ def test_the_shipped_examples_fit_where_their_comments_say(name):
         assert any("KV pool 0.0 ->" in sug.change and sug.fits for sug in bf16.suggestions)
 
 
-def test_every_help_prints_its_examples_one_per_line():
-    """Click rewraps a docstring paragraph unless it opens with \\b: `capacity`, `launch`, `prices update` and
-    `serve` printed their examples run together on one line ("Examples:   gpuplan launch ... -o run/   gpuplan
-    launch ..."). Every command's help keeps one example command per line."""
+def _help_texts() -> dict[str, str]:
+    """Every command's and group's --help, by its path (``gpuplan``, ``gpuplan prices update``...)."""
     import click
     import typer
 
@@ -192,44 +192,78 @@ def test_every_help_prints_its_examples_one_per_line():
         for name, sub in getattr(cmd, "commands", {}).items():
             yield from walk(sub, [*path, name])
 
-    root = typer.main.get_command(app)
-    checked, named = 0, set()
-    for path, cmd in walk(root, ["gpuplan"]):
+    texts = {}
+    for path, cmd in walk(typer.main.get_command(app), ["gpuplan"]):
         with click.Context(cmd, info_name=" ".join(path), terminal_width=120) as ctx:
-            text = cmd.get_help(ctx)
+            texts[" ".join(path)] = cmd.get_help(ctx)
+    return texts
+
+
+def test_every_help_prints_its_examples_one_per_line():
+    """Click rewraps a docstring paragraph unless it opens with \\b: `capacity`, `launch`, `prices update` and
+    `serve` printed their examples run together on one line ("Examples:   gpuplan launch ... -o run/   gpuplan
+    launch ..."). Every command's help keeps one example command per line."""
+    checked = 0
+    for path, text in _help_texts().items():
         if "Examples:" not in text:
             continue
         examples = text.split("Examples:", 1)[1]
         assert all(line.count("gpuplan ") <= 1 for line in examples.splitlines()), (path, examples[:300])
-        named.update(n for line in examples.splitlines() if line.strip().startswith("gpuplan ")
-                     for n in re.findall(r"[\w./-]+\.yaml\b", line))
         checked += 1
     assert checked >= 10
-    # s18 walk: `buy --help` ran `--workloads hobby.yaml`, a file the repository does not hold (docs/owning.md had
-    # been moved to examples/owning-example.yaml); every YAML file an example names is one a clone has
-    root_dir = Path(__file__).parents[2]
-    assert named and not [n for n in sorted(named) if not (root_dir / n).is_file()], named
+
+
+def test_every_file_a_help_example_reads_is_in_the_repository():
+    """`gpuplan buy --help` showed `--workloads hobby.yaml`, a file the repository does not hold (docs/owning.md's
+    copy of the example was moved to examples/owning-example.yaml in session 17, the help's was not:
+    docs_audit_s18.md). Every scenario, workload or module a help example reads is a file of the repository (the
+    examples run from its root); the files a user brings from elsewhere (benchmark results, probe records, price
+    lists) are named here with where they come from."""
+    theirs = {"probes/*.json": "gpuplan probe's records, written on a GPU",
+              "run-2rps.json": "the user's vllm bench serve results", "run-8rps.json": "the same",
+              "my-offers.csv": "the user's negotiated prices", "vms.csv": "a SkyPilot catalog the user downloaded"}
+    read = set()
+    for text in _help_texts().values():
+        for line in text.split("Examples:", 1)[1].splitlines() if "Examples:" in text else []:
+            if "gpuplan " not in line:
+                continue  # the section's prose
+            words = line.split("#", 1)[0].split("gpuplan ", 1)[1].split()
+            outputs = {words[i + 1] for i, w in enumerate(words[:-1]) if w in ("-o", "--out", "--plot", "--launch-dir")}
+            read |= {w.strip("'\"") for w in words if re.search(r"\.(ya?ml|json|csv|py)$", w) and w not in outputs}
+            read |= {w.split(":")[0].replace(".", "/") + ".py" for w in words if re.match(r"examples\.\w+:\w+$", w)}
+    assert "examples/weekly-8b-finetunes.yaml" in read and "examples/my_model.py" in read
+    missing = sorted(f for f in read - set(theirs) if not (ROOT / f).is_file())
+    assert missing == [], f"help examples read files the repository does not hold: {missing}"
+
+
+def test_the_help_s_defaults_are_the_code_s():
+    """`capacity --help` named the presets without their lengths and `--mtbi-hours` had no default (session 18's
+    docs audit); the figures the help now gives are the ones the code takes: each preset's mean prompt and output
+    tokens (serving/workload.py PRESETS, clipped as the plans take them) and the spot priors market/cost.py
+    default_mtbi_h reads from data/providers.yaml."""
+    from gpuplan.market.cost import default_mtbi_h
+    from gpuplan.serving.workload import PRESETS, Workload
+
+    texts = {path: " ".join(text.split()) for path, text in _help_texts().items()}
+    preset = texts["gpuplan capacity"].split("--preset <str>", 1)[1].split("--prompt-tokens", 1)[0]
+    said = dict(re.findall(r"\b([a-z]+) (\d+/\d+)", preset))
+    assert set(said) == set(PRESETS)
+    for name in PRESETS:
+        w = Workload(preset=name)
+        assert said[name] == f"{w.mean_prompt_tokens:.0f}/{w.mean_output_tokens:.0f}", name
+    mtbi = texts["gpuplan estimate"].split("--mtbi-hours FLOAT", 1)[1].split("--disk-gbs", 1)[0]
+    assert f"{default_mtbi_h(1):g} under 8 GPUs, {default_mtbi_h(8):g} from 8" in mtbi
+    assert default_mtbi_h(7) == default_mtbi_h(1)
 
 
 def test_every_command_s_help_has_an_example():
     """Session 9's walk: `gpuplan prices --help` and `gpuplan gpus compare --help` showed no example where every
-    other command shows some (the third review's Q10 found `prices`, `gpus` and `table` without)."""
-    import click
-    import typer
-
-    from gpuplan.cli import app
-
-    root = typer.main.get_command(app)
-    missing, seen = [], 0
-    for group, cmd in [(None, root)] + [(name, sub) for name, sub in root.commands.items()]:
-        subs = [(f"{group} {n}", c) for n, c in getattr(cmd, "commands", {}).items()] if group else []
-        for path, c in ([(group, cmd)] if group else []) + subs:
-            with click.Context(c, info_name=f"gpuplan {path}", terminal_width=120) as ctx:
-                text = c.get_help(ctx)
-            seen += 1
-            if "Example:" not in text and "Examples:" not in text:
-                missing.append(path)
-    assert seen >= 18 and not missing, missing
+    other command shows some (the third review's Q10 found `prices`, `gpus` and `table` without); session 18's docs
+    audit: `gpuplan --help`, the first a new user types, showed none either."""
+    texts = _help_texts()
+    missing = [path for path, text in texts.items() if "Example:" not in text and "Examples:" not in text]
+    assert len(texts) >= 20 and "gpuplan" in texts and "gpuplan prices update" in texts
+    assert missing == [], missing
 
 
 def test_every_command_is_named_in_the_lazy_table_with_its_module():

@@ -6,8 +6,10 @@ from __future__ import annotations
 import datetime as dt
 import json
 import os
+import re
 import subprocess
 import sys
+from pathlib import Path
 from types import SimpleNamespace
 
 import pytest
@@ -317,3 +319,24 @@ def test_a_price_list_is_read_by_the_bounded_reader(tmp_path):
     path.write_bytes(text.encode().replace(b"mycloud", b"my\0cloud"))
     with pytest.raises(GpuplanError, match="not price list text: it holds a NUL byte"):
         read_offers(path)
+
+
+def test_the_buy_or_rent_page_counts_the_snapshot():
+    """docs/buy-or-rent.md's "Where prices come from" counts data/offers.csv (rows, GPU types, providers, the dates'
+    span, the rows by age as of its last date and the rows added that day); the counts were held by nothing (session
+    18's docs audit counted them equal). The ages are days before the snapshot's last observation, as the page says."""
+    page = " ".join((Path(__file__).resolve().parents[2] / "docs" / "buy-or-rent.md").read_text(
+        encoding="utf-8").split())
+    offers = bundled_offers()
+    last = max(o.observed_at for o in offers)
+    ages = [(last - o.observed_at).days for o in offers]
+    first = min(o.observed_at for o in offers)
+    said = (f"`data/offers.csv`, {len(offers)} rows: {len({o.gpu_id for o in offers})} GPU types, "
+            f"{len({o.provider for o in offers})} providers")
+    assert said in page, said
+    span = (f"Observed between {first.isoformat()} and {last.isoformat()}: {sum(a <= 30 for a in ages)} rows are 30 "
+            f"days old or less, {sum(30 < a <= 90 for a in ages)} between 31 and 90 days, "
+            f"{sum(a > 90 for a in ages)} older (as of {last.isoformat()})")
+    assert span in page, span
+    added = re.search(r"The (\d+) rows added on (\S+) ", page)
+    assert added and (int(added[1]), added[2]) == (ages.count(0), last.isoformat())

@@ -422,7 +422,7 @@ def test_a_module_plan_is_resolved_and_built_on_the_one_road():
 
 # ---- refusals --------------------------------------------------------------------------------------------------
 def test_module_fields_on_a_decoder_llm_are_refused():
-    with pytest.raises(GpuplanError, match="resolution apply to diffusion pipelines"):
+    with pytest.raises(GpuplanError, match="resolution applies to diffusion pipelines"):
         gpuplan.estimate({"model": "llama-3.1-8b", "task": "train", "resolution": "1024", "gpu": "h100-sxm"})
 
 
@@ -548,6 +548,34 @@ def test_fit_of_a_module_model_says_what_answers_it():
     with pytest.raises(GpuplanError, match=r"fit lists decoder LLMs on your cards; `gpuplan estimate --model "
                        r"stabilityai/stable-diffusion-xl-base-1.0 --task train --gpu nvidia-geforce-rtx-3090`"):
         gpuplan.fit("2x3090", {"task": "train", "method": "lora"}, models=["sdxl"])
+
+
+def test_fit_refuses_a_diffusion_field_in_one_sentence(capsys):
+    """Session 18's docs audit: `gpuplan fit --gpu rtx-4090 --task train --resolution 1024` answered exit 0, an empty
+    table and "92 are refused as asked" (with --all, 92 rows of "resolution apply to diffusion pipelines ... drop
+    them"), where beyond-llms.md says fit refuses such a job in one sentence. A field or trainer no decoder LLM reads
+    is the scenario's fault, whatever the model: one sentence, exit 2, and in the singular for one field."""
+    from gpuplan.cli import run
+
+    with pytest.raises(GpuplanError, match=r"^resolution applies to diffusion pipelines and encoder-decoders, and "
+                       r"every bundled model is a decoder LLM: drop it$"):
+        gpuplan.fit("rtx-4090", {"task": "train", "resolution": "1024"})
+    with pytest.raises(GpuplanError, match=r"^stack kohya trains diffusion models, and every bundled model is"):
+        gpuplan.fit("rtx-4090", {"task": "train", "stack": "kohya"})
+    assert run(["fit", "--gpu", "rtx-4090", "--task", "train", "--resolution", "1024", "--inference-steps", "20"]) == 2
+    err = capsys.readouterr().err
+    assert err.count("error:") == 1 and "resolution, inference_steps apply to" in err and "drop them" in err
+
+
+def test_fit_says_it_leaves_a_scenario_s_model_out():
+    """`gpuplan fit FILE` plans every bundled model with the file's job: a file naming `sdxl` (or any model) planned
+    the 92 LLMs without a word about its model (session 18's docs audit). The note says it is left out, and which
+    command plans it; a scenario without a model gets no such note."""
+    named = gpuplan.fit("rtx-4090", {"model": "sdxl", "task": "train", "method": "lora"})
+    assert "fit plans every bundled model with this scenario: its model sdxl is left out (`gpuplan estimate --model " \
+           "sdxl` plans it)" in named.notes
+    plain = gpuplan.fit("rtx-4090", {"task": "train", "method": "lora"})
+    assert len(named.rows) == 92 and named.rows == plain.rows and not any("left out" in n for n in plain.notes)
 
 
 def test_recommend_ranks_the_cards_a_module_job_fits_each_built_by_the_one_builder():

@@ -218,3 +218,18 @@ def test_the_serving_pages_accuracy_table_is_the_benchs():
         assert (int(cells[3]), median, cells[6].removesuffix("%")) == bench[(source, quantity, "check")], line
         checked += 1
     assert checked == 12
+
+
+def test_the_serving_pages_load_medians_are_the_benchs():
+    """docs/serve.md's sentence on vLLM at a load quotes bench/results/load_accuracy.md's medians (TPOT and TTFT, MoE
+    and dense, and the runs they are over); held by nothing until session 18's docs audit, which found them equal."""
+    text = (BENCH / "results" / "load_accuracy.md").read_text()
+    bench = {(cls, quantity): (int(n), med) for cls, quantity, n, med in re.findall(
+        r"^\| vllm \| (MoE|dense) \| (TPOT|TTFT) \| (\d+) \| ([\d.]+)% \|", text, re.M)}
+    page = " ".join((BENCH.parent / "docs" / "serve.md").read_text(encoding="utf-8").split())
+    tpot = (f"vLLM's median TPOT error is {bench['MoE', 'TPOT'][1]} % on MoE runs and {bench['dense', 'TPOT'][1]} % "
+            "on dense ones")
+    runs = bench["MoE", "TTFT"][0] + bench["dense", "TTFT"][0]
+    ttft = (f"Its median TTFT error is {bench['MoE', 'TTFT'][1]} % on MoE runs and {bench['dense', 'TTFT'][1]} % on "
+            f"dense ones, against a goal of 20 % ({runs} runs)")
+    assert tpot in page and ttft in page, (tpot, ttft)

@@ -517,3 +517,18 @@ def test_every_stack_profile_is_found_by_its_name():
     folder = Path(gpuplan.stacks.__file__).parent
     helpers = {"__init__", "base", "attention", "speedups", "native", "torchtune_step", "torchao_nf4"}
     assert {p.stem for p in folder.glob("*.py")} - helpers == {module for module, _ in HOMES.values()}
+
+
+def test_the_fine_tune_page_s_stack_table_is_the_bench_s():
+    """docs/fine-tune.md's "Which stack?" table is what `python bench/which_stack.py` prints today (the same job on
+    every stack: peak, fit, tokens/s); its 21 rows were held by nothing (session 18's docs audit reran the bench and
+    found them equal)."""
+    from pathlib import Path
+
+    import benchfiles
+
+    page = (Path(__file__).resolve().parents[2] / "docs" / "fine-tune.md").read_text(encoding="utf-8")
+    table = [line for line in page.split("## Which stack?", 1)[1].split("\n## ", 1)[0].splitlines()
+             if line.startswith("|")]
+    rows = benchfiles.load("bench/which_stack.py", "bench_which_stack").rows("llama-3.1-8b", "rtx-4090")
+    assert len(rows) >= 20 and table == rows

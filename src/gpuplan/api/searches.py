@@ -18,7 +18,7 @@ from ..model.report import inexact_warning
 from ..plan.capability import FitRow
 from ..plan.module_searches import ModuleChoices
 from ..plan.recommend import Recommendation
-from ..plan.refusals import scenario_load
+from ..plan.refusals import not_a_module, scenario_load
 from ..result import Answer
 from ..scenario import Scenario, load_scenario
 from . import arguments as arg
@@ -164,12 +164,17 @@ def fit(gpu: str, scenario: ScenarioLike | None = None, *, models: Iterable[str]
         raise GpuplanError(f"a scenario is a Scenario, a dict of its fields or the path of a YAML/JSON file, not "
                            f"{type(scenario).__name__}")
     template = {**template, **fields}
-    template.pop("model", None)
+    named = template.pop("model", None)  # fit plans every bundled model (or ``models``): a scenario's is said
+    notes = [note] if note else []
+    if named:
+        notes.append(f"fit plans {'the models asked' if models else 'every bundled model'} with this scenario: its "
+                     f"model {named} is left out (`gpuplan estimate --model {named}` plans it)")
     template.setdefault("task", "infer")
     if module is not None:
-        return _fit_module(module, template, card, count, [note] if note else [])
+        return _fit_module(module, template, card, count, notes)
     example = load_scenario(None, {**template, "model": "each bundled model", "gpu": gpu_id, "num_gpus": count})
     scenario_load(example)  # a load that cannot be simulated as given: estimate's sentence, before any model
+    not_a_module(example, "every bundled model")  # a diffusion field or trainer: one sentence, not 92 rows
     try:
         rows = what_fits(template, card, count, models)
     except NotADecoder as other:
@@ -184,8 +189,7 @@ def fit(gpu: str, scenario: ScenarioLike | None = None, *, models: Iterable[str]
     sharded = example.task == "train" and count > 1 and "sharding" not in template
     resolved = describe(example, batches=batches, hardware=f"{count} x {short_id(card.id)}, DDP, ZeRO-2 or ZeRO-3 "
                         "(the first that fits)" if sharded else None)
-    return FitReport(resolved=resolved, task=example.task, gpu_id=card.id, num_gpus=count,
-                     notes=[note] if note else [], rows=rows)
+    return FitReport(resolved=resolved, task=example.task, gpu_id=card.id, num_gpus=count, notes=notes, rows=rows)
 
 
 def _fit_module(module: str, template: dict[str, Any], card, count: int, notes: list[str]) -> FitReport:

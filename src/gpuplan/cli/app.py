@@ -51,8 +51,11 @@ class LazyGroup(typer.core.TyperGroup):
 app = typer.Typer(
     name="gpuplan",
     cls=LazyGroup,
-    help="Which GPUs an LLM job needs and what it will cost: memory, speed and price, from the model's own "
-    "config.json.",
+    help="Which GPUs an LLM, diffusion or speech job needs and what it will cost: memory, speed and price, from "
+    "the model's own config.json. `gpuplan COMMAND --help` says more.\n\nExamples:\n\n\b\n"
+    "  gpuplan estimate --model llama-3.1-8b --task train --method qlora --gpu rtx-4090\n"
+    "  gpuplan recommend --model llama-3.1-8b --task train --train-tokens 1e8 --any-method\n"
+    "  gpuplan capacity --model llama-3.1-8b --users 20 --preset chat --gpus l4",
     no_args_is_help=True,
     add_completion=False,
     pretty_exceptions_enable=False,
@@ -124,7 +127,9 @@ FIELD_HELP = {
     "seq_len": "tokens per training sequence (at most the model's context)",
     "grad_accum_steps": "micro-batches per optimizer step; unset: what reaches the recipe's global batch (1 without a "
                         "GPU)",
-    "attention": "attention kernel", "train_tokens": "tokens the whole job processes (for hours and cost)",
+    "attention": "attention kernel", "train_tokens": "tokens the whole job processes, e.g. 1e8 (for hours and the "
+                    "total; unset: set by --dataset or --samples, by --model-size at 20 tokens a parameter, else "
+                    "only $/h)",
     "batch_size": "concurrent requests (serve)", "prompt_tokens": "prompt length per request (serve)",
     "output_tokens": "generated tokens per request (serve)", "kv_cache_dtype": "KV cache storage (serve)",
     "engine": "serving engine: its memory policy, scheduler and step times", "gpu": "GPU name or id (`gpuplan gpus`)",

@@ -34,6 +34,19 @@ AsyncScheduling = Annotated[BoolText | None, typer.Option(  # type: ignore[valid
     "hides behind the GPU's (false: --no-async-scheduling) [default: the release's own: on from 0.14].")]
 
 
+# the workload's lengths and targets: the presets' mean tokens (serving/workload.py PRESETS, as the plans clip them;
+# tests/cli/test_cli.py holds them), an SLO flag in seconds, the GPUs searched and the KV cache's storage
+Preset = Annotated[str | None, typer.Option(
+    help="Lengths, mean prompt/output tokens: chat 230/203 (ShareGPT's long tail, at most 1,024 each), summarize "
+    "2048/128, generate 128/2048, balanced 1000/1000, rag 4000/300, code 1500/400.")]
+Gpus = Annotated[str | None, typer.Option(help="Only these GPUs, comma-separated [default: every NVIDIA card of the "
+                                          "catalog].")]
+KvCacheDtype = Annotated[str | None, typer.Option(help="KV cache storage: auto | fp8 | fp16 | bf16 | int8 "
+                                                  "[default: auto].")]
+Ttft, Tpot, E2e = (Annotated[float | None, typer.Option(help=f"SLO: {what}, seconds (unset: no limit).")]
+                   for what in ("time to first token", "time per output token", "end-to-end latency"))
+
+
 @app.command("capacity")
 def capacity_cmd(
     workload: Annotated[str | None, typer.Argument(help="Workload YAML (rate_rps, preset or prompt/output, slo...); "
@@ -47,28 +60,29 @@ def capacity_cmd(
                                               "at once; each setup's time and cost to run them all.")] = None,
     think_time: Annotated[float | None, typer.Option("--think-time", help="Closed loop: mean seconds a user waits "
                                                      "between a reply and the next request [default 0].")] = None,
-    preset: Annotated[str | None, typer.Option(help="Lengths: chat, summarize, generate, balanced, rag, code.")] = None,
-    prompt_tokens: Annotated[int | None, typer.Option(help="Mean prompt length.")] = None,
-    output_tokens: Annotated[int | None, typer.Option(help="Mean output length.")] = None,
+    preset: Preset = None,
+    prompt_tokens: Annotated[int | None, typer.Option(help="Mean prompt length, tokens (with --output-tokens, "
+                                                      "instead of --preset).")] = None,
+    output_tokens: Annotated[int | None, typer.Option(help="Mean output length, tokens.")] = None,
     length_spread: Annotated[float | None, typer.Option(help="Each request's prompt and output lengths drawn "
                                                         "uniformly within (1 +- spread) x the means (vllm bench "
                                                         "serve --random-range-ratio); 0: fixed lengths, which keep "
                                                         "a closed loop in lockstep [default 0.5].")] = None,
     trace: Annotated[str | None, typer.Option(help="Trace: vllm bench serve result, JSON lines, ShareGPT.")] = None,
-    ttft: Annotated[float | None, typer.Option(help="SLO: time to first token, seconds.")] = None,
-    tpot: Annotated[float | None, typer.Option(help="SLO: time per output token, seconds.")] = None,
-    e2e: Annotated[float | None, typer.Option(help="SLO: end-to-end latency, seconds.")] = None,
+    ttft: Ttft = None, tpot: Tpot = None, e2e: E2e = None,
     percentile: Annotated[int | None, typer.Option(help="SLO percentile: 50, 90, 95 or 99 [default 95].")] = None,
-    burstiness: Annotated[float | None, typer.Option(help="Gamma shape of arrivals (1 Poisson, <1 bursty).")] = None,
-    shared_prefix: Annotated[int | None, typer.Option(help="Tokens every prompt shares (prefix cache).")] = None,
-    gpus: Annotated[str | None, typer.Option(help="Only these GPUs, comma-separated.")] = None,
+    burstiness: Annotated[float | None, typer.Option(help="Gamma shape of arrivals (1 Poisson, <1 bursty) "
+                                                     "[default 1].")] = None,
+    shared_prefix: Annotated[int | None, typer.Option(help="Tokens every prompt shares (prefix cache) [default 0].")
+                             ] = None,
+    gpus: Gpus = None,
     max_gpus: Annotated[int, typer.Option(help="Largest tensor-parallel group.")] = 8, quant: Quant = None,
     any_quant: Annotated[bool, typer.Option(help="Also try fp8 weights (where supported) and AWQ int4.")] = False,
     expert_parallel: ExpertParallel = False, attention_dp: AttentionDp = False,
     engine: Annotated[str, typer.Option(help="vllm, sglang or trtllm (its pool, scheduler and host loop).")] = "vllm",
     engine_version: Annotated[str | None, typer.Option(help="Engine release whose rules apply [default: current].")
                               ] = None,
-    kv_cache_dtype: Annotated[str | None, typer.Option(help="auto | fp8 | fp16 | bf16 | int8")] = None,
+    kv_cache_dtype: KvCacheDtype = None,
     chunked_prefill: ChunkedPrefill = None, async_scheduling: AsyncScheduling = None,
     calibration: Annotated[str | None, typer.Option(help="Corrections from `gpuplan calibrate-serving`.")] = None,
     top: Annotated[int, typer.Option(help="Setups simulated (the cheapest by the closed-form bound).")] = 6,

@@ -367,7 +367,7 @@ def recommend(s: Scenario, m: ModelSpec, c: Constraints, explain: bool = True) -
     """Every setup that fits ``s`` under ``c``, ranked; with ``explain``, the changes that would make one fit
     when none does. Every row is read from a plan (:meth:`Setup.of`)."""
     started = time.perf_counter()
-    not_a_module(s, m)  # a diffusion trainer or a module's field asked of a decoder LLM: one sentence, no search
+    not_a_module(s, m.name)  # a diffusion trainer or a module's field asked of a decoder LLM: one sentence, no search
     scenario_load(s)  # a load that cannot be simulated as given: the same sentence as estimate's
     why = engine_refusal(s, m) if s.task == "infer" else None  # no card, count or variant changes it
     if why:

@@ -44,7 +44,7 @@ QLORA_BASES = ("nf4", "fp4", "gptq-int4", "awq-int4")  # the 4-bit bases QLoRA i
 def check(s: Scenario, m: ModelSpec, gpu: GpuSpec | None) -> list[str]:
     """Raise :class:`GpuplanError` for what cannot run (the module docstring's rules, in that order); return the
     warnings for what is doubtful."""
-    not_a_module(s, m)
+    not_a_module(s, m.name)
     scenario_refusal(s)
     scenario_load(s)
     warnings = other_task(s)
@@ -61,15 +61,16 @@ def check(s: Scenario, m: ModelSpec, gpu: GpuSpec | None) -> list[str]:
     return warnings + _context(s, m)
 
 
-def not_a_module(s: Scenario, m: ModelSpec) -> None:
+def not_a_module(s: Scenario, name: str) -> None:
     """The fields and trainers of diffusion pipelines and encoder-decoders (:mod:`gpuplan.plan.modules`), given
-    with a decoder LLM."""
-    stray = [name for name in MODULE_FIELDS if name in s.model_fields_set]
+    with a decoder LLM, ``name`` (or, for ``fit``, every bundled model)."""
+    stray = [field for field in MODULE_FIELDS if field in s.model_fields_set]
     if stray:
-        raise GpuplanError(f"{', '.join(stray)} apply to diffusion pipelines and encoder-decoders, and {m.name} is a "
-                           "decoder LLM: drop them")
+        one = len(stray) == 1
+        raise GpuplanError(f"{', '.join(stray)} appl{'ies' if one else 'y'} to diffusion pipelines and "
+                           f"encoder-decoders, and {name} is a decoder LLM: drop {'it' if one else 'them'}")
     if s.stack in stacks.DIFFUSION_STACKS:
-        raise GpuplanError(f"stack {s.stack} trains diffusion models, and {m.name} is a decoder LLM: use hf, "
+        raise GpuplanError(f"stack {s.stack} trains diffusion models, and {name} is a decoder LLM: use hf, "
                            "torchtune, torchtitan, unsloth, axolotl, pytorch or megatron")
 
 

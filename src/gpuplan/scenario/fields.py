@@ -321,7 +321,8 @@ class Scenario(BaseModel):
         default="on_demand", description="on-demand, spot or any rented offer; owned: your own cards, priced by "
         "their power only (a card no offer prices is priced so too)")
     mtbi_hours: float | None = Field(default=None, gt=0, le=1e6, allow_inf_nan=False,
-                                     description="mean hours between spot interruptions")
+                                     description="mean hours between spot interruptions (default: the AWS spot "
+                                     "traces' 2 under 8 GPUs, 1 from 8; data/providers.yaml)")
     disk_gbs: float = Field(default=1.0, ge=0.001, le=1000, allow_inf_nan=False,
                             description="checkpoint write speed, GB/s")
     max_price_age_days: int = Field(default=90, ge=0, le=100_000,
