@@ -172,6 +172,16 @@ def test_every_way_to_grow_a_string_stops_at_the_budget(source):
         tpl.render(source, 10, messages=[])
 
 
+def test_a_whole_number_squared_again_and_again_stops_at_its_bits():
+    """Session 18's security audit: ``*`` of two whole numbers was not checked, and each squaring doubles the
+    number: 2**64 squared 25 times took 21.7 s and 858 MB in one step (the time limit is read between steps). Squared
+    5 times it is 2**2048 (2,049 bits); the 6th squaring (4,098 bits, past MAX_BITS 4,096) is refused before it runs."""
+    squares = lambda n: "{% set a = 2**64 %}" + "{% set a = a*a %}" * n + "{{ a.bit_length() }}"  # noqa: E731
+    assert tpl.render(squares(5), 10) == "2049"
+    with pytest.raises(tpl.TemplateLimit, match="a product of 4,098 bits"):
+        tpl.render(squares(25), 10)
+
+
 def test_a_template_past_its_limits_on_a_record_is_one_sentence(tmp_path, tokenizer):
     """A template fine on the trial conversation that loops on a record's own data."""
     template = ("{% for m in messages %}{% for i in range(m.content|length) %}{% for j in range(1000) %}{% endfor %}"
