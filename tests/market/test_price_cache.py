@@ -258,5 +258,5 @@ def test_a_price_list_s_formulas_leave_as_text(cache, tmp_path, capsys):
     import csv
     import io
 
-    row = list(csv.DictReader(io.StringIO(capsys.readouterr().out)))[0]
+    (row,) = csv.DictReader(io.StringIO(capsys.readouterr().out))
     assert (row["region"], row["instance"], row["source"]) == ("'=1+1", "'+1+cmd|' /C calc'!A0", "'@SUM(1;1)")
