@@ -246,3 +246,22 @@ def test_a_model_given_as_its_config_file_counts_with_the_tokenizer_beside_it(tm
     (folder / "tokenizer.json").write_bytes(tokenizer.read_bytes())
     tokenize.load_tokenizer.cache_clear()
     assert profile(scenario_from(fields)).stats.tokens_total == 4  # hello world, the cat
+
+
+def test_a_parquet_file_is_read_only_by_a_pyarrow_that_runs_nothing_in_it(tmp_path, tokenizer, monkeypatch):
+    """Session 18's security audit: pyarrow 0.14 to 14.0.0 unpickled a Parquet schema's extension type
+    (CVE-2023-47248), and gpuplan reads Parquet a user names or the page was sent (the reader process); gpuplan
+    pins no pyarrow, so an older one is refused in one sentence before the file is opened."""
+    pa = pytest.importorskip("pyarrow")
+    import pyarrow.parquet as pq
+
+    from gpuplan.dataset import profile
+
+    paths = [tmp_path / "train.parquet", tmp_path / "other.parquet"]  # other bytes: no token counts kept for it
+    for path, text in zip(paths, ["hello world", "the cat"], strict=True):
+        pq.write_table(pa.table({"text": [text]}), path)
+    assert profile(plan(paths[0], tokenizer)).stats.tokens_total == 2
+    monkeypatch.setattr(pa, "__version__", "14.0.0")
+    with pytest.raises(GpuplanError, match=r"needs pyarrow 14.0.1 or later .*this one is 14.0.0\): older releases "
+                                           "run code a Parquet file carries"):
+        profile(plan(paths[1], tokenizer))
