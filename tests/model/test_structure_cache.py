@@ -23,3 +23,20 @@ def test_the_structures_kept_are_the_ones_used_last(tmp_path, monkeypatch):
     assert [structure.lookup(c) is not None for c in configs] == [True, False, True]
     assert sorted(p.name for p in structure.user_folder().iterdir()) == sorted(
         f"{structure.config_key(c)}.json" for c in (configs[0], configs[2]))  # no temporary left
+
+
+def test_what_is_traced_is_what_the_key_names():
+    """The key leaves out "_" keys (bookkeeping: _name_or_path), and so does the trace now: with
+    "_experts_implementation": "eager" transformers' forward on the meta device failed (torch.nonzero), so a config
+    sent with it was traced "not exact" and kept under the key of the config without it, for every later plan of
+    that model (session 18's security audit)."""
+    from conftest import require
+
+    require("transformers")
+    from gpuplan.model.catalog import bundled
+    from gpuplan.model.trace import trace
+
+    config = json.loads(bundled()["Qwen/Qwen3.5-35B-A3B"].read_text())
+    sent = {**config, "_experts_implementation": "eager", "_attn_implementation": "eager"}
+    assert structure.config_key(sent) == structure.config_key(config)
+    assert structure.to_json(*trace(sent), None) == structure.to_json(*trace(config), None)

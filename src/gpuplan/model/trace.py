@@ -80,8 +80,10 @@ def build_meta(config: dict[str, Any], dtype: str = "bfloat16", progress: str | 
     import torch
     import transformers
 
-    clean = {k: v for k, v in config.items()  # auto_map: the repo's own code, never read (docs/security.md)
-             if k not in ("quantization_config", "auto_map") and not k.startswith("_transcription")}
+    # auto_map: the repo's own code, never read (docs/security.md); "_" keys: bookkeeping, left out of the structure
+    # cache's key (structure.config_key), so left out of what is traced too: "_experts_implementation" changed a
+    # trace, and a config sent with it would have been kept under the key of the config without it (session 18)
+    clean = {k: v for k, v in config.items() if k not in ("quantization_config", "auto_map") and not k.startswith("_")}
     model_type = clean.get("model_type")
     named = (clean.get("architectures") or [None])[0]
     known = getattr(transformers, named, None) if isinstance(named, str) else None
