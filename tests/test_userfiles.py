@@ -513,3 +513,33 @@ def test_a_relative_path_not_found_says_where_it_was_looked_for(tmp_path, monkey
                     str(tmp_path / "mydata.jsonl"), "--tokenizer", "tok/tokenizer.json")
     assert code == 2 and f"tokenizer 'tok/tokenizer.json': no such file (a relative path, looked for in {elsewhere}" \
         in err, err
+
+
+def test_a_cache_entry_is_written_under_its_own_name_and_follows_no_link(tmp_path):
+    """Session 18's security audit: model structures and module profiles were written to the fixed name KEY.tmp and
+    renamed: two writers of one entry (the page's threads and its reader process) shared that file, and a link put
+    at that name was followed. cache_entry writes a hidden name of its own (process id and random)."""
+    folder = tmp_path / "models"
+    folder.mkdir()
+    victim = tmp_path / "victim.txt"
+    victim.write_text("mine")
+    (folder / "k.tmp").symlink_to(victim)  # where the old writer wrote
+    assert uf.cache_entry(folder, "k.json", '{"a": 1}', entries=10, total_bytes=2**20)
+    assert victim.read_text() == "mine" and json.loads((folder / "k.json").read_text()) == {"a": 1}
+    assert sorted(p.name for p in folder.iterdir()) == ["k.json", "k.tmp"]  # no temporary left
+
+
+def test_a_cache_folder_keeps_the_entries_used_last(tmp_path):
+    """The structures and profiles caches had no bound: each config the page was sent and traced added a file."""
+    import os
+
+    folder = tmp_path / "models"
+    for i in range(5):
+        assert uf.cache_entry(folder, f"e{i}.json", "x" * 10, entries=3, total_bytes=2**20)
+        os.utime(folder / f"e{i}.json", (1e9 + i, 1e9 + i))
+    assert sorted(p.name for p in folder.iterdir()) == ["e2.json", "e3.json", "e4.json"]
+    uf.touch(folder / "e2.json")  # read: used now
+    uf.cache_entry(folder, "e5.json", "x" * 10, entries=3, total_bytes=25)  # 10 bytes each: two fit in 25
+    assert sorted(p.name for p in folder.iterdir()) == ["e2.json", "e5.json"]
+    (tmp_path / "file").write_text("a file where the folder would be")
+    assert uf.cache_entry(tmp_path / "file", "e.json", "{}", entries=3, total_bytes=100) is False  # best effort

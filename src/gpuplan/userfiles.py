@@ -467,10 +467,56 @@ def write_text(path: Path, text: str, flag: str) -> None:
     write_file(path, lambda temp: temp.write_text(text, encoding="utf-8"), flag)
 
 
+
+# ---- the cache's entries (userdirs.cache_dir: model structures, module profiles, datasets' token counts) ---------
+def cache_entry(folder: Path, name: str, text: str, *, entries: int, total_bytes: int) -> bool:
+    """``text`` as the entry ``folder/name``, written under a :func:`temporary` name and renamed into place (a
+    reader never sees half an entry; two processes or threads writing one entry never share a file, nor follow a
+    link put there), then ``folder`` trimmed (:func:`trim`); False where the cache cannot be written (best effort:
+    an entry not kept costs its work again)."""
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+        sweep(folder, "entry")
+        temp = temporary(folder, "entry")
+        try:
+            temp.write_text(text, encoding="utf-8")
+            os.replace(temp, folder / name)
+        except BaseException:
+            with contextlib.suppress(OSError):
+                temp.unlink()
+            raise
+        trim(folder, entries=entries, total_bytes=total_bytes)
+        return True
+    except OSError:
+        return False
+
+
+def trim(folder: Path, *, entries: int, total_bytes: int) -> None:
+    """At most ``entries`` entries (``*.json``) and ``total_bytes`` in ``folder``: the least recently used (by
+    modification time: a read touches its entry) go first."""
+    found = []
+    for p in folder.glob("*.json"):
+        with contextlib.suppress(OSError):
+            st = p.stat(follow_symlinks=False)
+            found.append((st.st_mtime, st.st_size, p))
+    total = 0
+    for i, (_, size, p) in enumerate(sorted(found, key=lambda x: x[0], reverse=True)):
+        total += size
+        if i >= entries or total > total_bytes:
+            with contextlib.suppress(OSError):
+                p.unlink()
+
+
+def touch(path: Path) -> None:
+    """Mark a cache entry used now (:func:`trim` keeps the most recently used); nothing where it cannot."""
+    with contextlib.suppress(OSError):
+        os.utime(path)
+
 __all__ = [
     "MAX_ALIAS_VALUES",
     "MAX_BYTES",
     "MAX_DEPTH",
+    "cache_entry",
     "check_depth",
     "csv_records",
     "is_file",
@@ -484,6 +530,8 @@ __all__ = [
     "read_mapping",
     "read_text",
     "text_lines",
+    "touch",
+    "trim",
     "user_path",
     "write_file",
     "write_text",

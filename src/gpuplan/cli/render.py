@@ -254,12 +254,13 @@ def markdown(rows: list[dict[str, Any]], columns: Sequence[Column]) -> str:
 
 
 def to_csv(rows: list[dict[str, Any]], columns: Sequence[Column]) -> str:
-    """Raw values (numbers unformatted, None empty) under the column headers."""
+    """Raw values (numbers unformatted, None empty) under the column headers; text a spreadsheet would run as a
+    formula is written as text (:func:`_inert`)."""
     buf = io.StringIO()
     writer = csv.writer(buf, lineterminator="\n")
     writer.writerow([c.header for c in columns])
     for r in rows:
-        writer.writerow(["" if r.get(c.raw_key) is None else _raw(r.get(c.raw_key)) for c in columns])
+        writer.writerow(["" if r.get(c.raw_key) is None else _inert(_raw(r.get(c.raw_key))) for c in columns])
     return buf.getvalue().rstrip("\n")
 
 
@@ -269,6 +270,22 @@ def _raw(value: Any) -> Any:
     if isinstance(value, (list, tuple)):
         return "+".join(str(v) for v in value)
     return value
+
+
+FORMULA_START = ("=", "+", "-", "@", "\t", "\r")  # what Excel, LibreOffice and Sheets read as a formula's start
+
+
+def _inert(value: Any) -> Any:
+    """Text beginning as a formula does (a price list's region ``=HYPERLINK(...)``, an instance ``+1+cmd|...``)
+    with a ``'`` before it, which spreadsheets read as "text follows" (OWASP's CSV injection advice); a number
+    written as text (``-1.5``) as it is."""
+    if not isinstance(value, str) or not value.startswith(FORMULA_START):
+        return value
+    try:
+        float(value)
+        return value
+    except ValueError:
+        return "'" + value
 
 
 def write_json(data: Any) -> None:

@@ -41,6 +41,7 @@ def serve_cmd(
         import uvicorn
 
         from ..web.app import create_app
+        from ..web.connections import TimedHeads
     except ImportError as e:
         raise GpuplanError(f"gpuplan serve needs the web extra ({e.name} is missing): pip install 'gpuplan[web]'") \
             from None
@@ -60,7 +61,7 @@ def serve_cmd(
 
         threading.Timer(1.0, webbrowser.open, args=(url,)).start()
     uvicorn.run(create_app(hub=hub, host=host), host=host, port=port, log_level="warning",
-                timeout_graceful_shutdown=2, limit_concurrency=CONNECTIONS)
+                timeout_graceful_shutdown=2, limit_concurrency=CONNECTIONS, http=TimedHeads)
 
 
 def listenable(host: str, port: int) -> None:

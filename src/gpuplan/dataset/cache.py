@@ -22,15 +22,15 @@ import hashlib
 import json
 import math
 import os
-import tempfile
 import time
 from importlib import metadata
 from pathlib import Path
 from typing import Any
 
+from .. import userfiles
 from ..errors import GpuplanError
 from ..userdirs import cache_dir
-from ..userfiles import load_json, user_path
+from ..userfiles import cache_entry, load_json, user_path
 from . import read
 from .lengths import Lengths
 from .tokenize import tokenizer_files
@@ -128,30 +128,26 @@ def store(name: str, lengths: Lengths) -> None:
     data = {"format": FORMAT, "content": list(lengths.content), "special": list(lengths.special),
             "loss": list(lengths.loss), "scale": lengths.scale, "samples": lengths.samples, "kind": lengths.kind,
             "notes": list(lengths.notes), "no_reply": lengths.no_reply}
-    try:
-        where = folder()
-        where.mkdir(parents=True, exist_ok=True)
-        with tempfile.NamedTemporaryFile("w", encoding="utf-8", dir=where, suffix=".tmp", delete=False) as f:
-            json.dump(data, f, separators=(",", ":"))
-        os.replace(f.name, where / f"{name}.json")
-        trim(where)
-    except OSError:
-        return
+    if cache_entry(folder(), f"{name}.json", json.dumps(data, separators=(",", ":")), entries=MAX_ENTRIES,
+                   total_bytes=MAX_TOTAL_BYTES):  # written under a hidden temporary name, the folder trimmed
+        _stale(folder())
 
 
 def trim(where: Path) -> None:
-    """At most :data:`MAX_ENTRIES` entries and :data:`MAX_TOTAL_BYTES` in ``where``: the least recently used go."""
-    entries = sorted((p for p in where.glob("*.json") if p.is_file()), key=lambda p: p.stat().st_mtime,
-                     reverse=True)
-    total = 0
-    for i, p in enumerate(entries):
-        total += p.stat().st_size
-        if i >= MAX_ENTRIES or total > MAX_TOTAL_BYTES:
-            p.unlink(missing_ok=True)
+    """At most :data:`MAX_ENTRIES` entries and :data:`MAX_TOTAL_BYTES` in ``where``: the least recently used go
+    (:func:`gpuplan.userfiles.trim`)."""
+    userfiles.trim(where, entries=MAX_ENTRIES, total_bytes=MAX_TOTAL_BYTES)
+    _stale(where)
+
+
+def _stale(where: Path) -> None:
+    """What a write of a release before session 18 left when it died half way (``*.tmp``; the hidden temporary
+    names of :func:`gpuplan.userfiles.cache_entry` are swept by it)."""
     now = time.time()
-    for p in where.glob("*.tmp"):  # a write that died half way (not one under way in another process)
-        if now - p.stat().st_mtime > STALE_WRITE_S:
-            p.unlink(missing_ok=True)
+    for p in where.glob("*.tmp"):  # not one under way in another process
+        with contextlib.suppress(OSError):
+            if now - p.stat().st_mtime > STALE_WRITE_S:
+                p.unlink()
 
 
 def name_of(source: str, tokenizer: str) -> str | None:

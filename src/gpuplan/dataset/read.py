@@ -98,8 +98,19 @@ def _json(path: Path) -> Iterator[dict[str, Any]]:
     yield from data
 
 
+SAFE_PYARROW = (14, 0, 1)  # before it, a Parquet schema's extension type was unpickled (CVE-2023-47248)
+
+
 def _parquet_file(path: Path):
+    """The Parquet file, read by a ``pyarrow`` that runs nothing in it: releases 0.14 to 14.0.0 rebuilt a schema's
+    ``arrow.py_extension_type`` columns with pickle, code a file carries (CVE-2023-47248, fixed in 14.0.1), and
+    gpuplan reads Parquet a user names or the page was sent: an older one is refused in one sentence."""
     import pyarrow as pa
+
+    found = tuple(int(x) for x in re.findall(r"\d+", getattr(pa, "__version__", "") or "")[:3])
+    if found < SAFE_PYARROW:
+        raise GpuplanError(f"reading {path.name} needs pyarrow 14.0.1 or later (pip install -U pyarrow; this one is "
+                           f"{getattr(pa, '__version__', '?')}): older releases run code a Parquet file carries")
     import pyarrow.parquet as pq
 
     try:

@@ -11,8 +11,9 @@ Here the same sandbox renders under a :class:`Budget`, one per record:
   template), call and filter is a step; at most :data:`STEPS` per render, and :data:`TIME_S` seconds;
 - **characters**: whatever the template writes (its output, a ``{% set %}`` block, a macro's text, ``~``
   concatenations) is counted as it is written, and no single value may exceed the budget either: ``*``, ``+``,
-  ``**`` and ``%`` are checked before they run, as are calls and filters whose size comes from an argument (a
-  width, a count, a format's padding, ``join`` and ``replace``), and namespace attributes;
+  ``**`` and ``%`` are checked before they run (a whole number made by ``*`` or ``**`` has at most
+  :data:`MAX_BITS`), as are calls and filters whose size comes from an argument (a width, a count, a format's
+  padding, ``join`` and ``replace``), and namespace attributes;
 - the budget is :data:`BASE_CHARS` plus :data:`PER_CHAR` times the record's own text: a template adds role and
   turn markers, not megabytes.
 
@@ -41,6 +42,8 @@ STEPS = 200_000  # loop iterations, calls and filters in one render (a real temp
 TIME_S = 2.0  # seconds for one render (a real template takes well under a millisecond)
 BASE_CHARS = 100_000  # characters a render may write beyond PER_CHAR x the record's text
 PER_CHAR = 4
+MAX_BITS = 4096  # a whole number a template may make by ** or *: squaring one again and again doubles its size (a
+#   2**64 squared 25 times held 858 MB and took 22 s in one step, past the budget's time, which is read between steps)
 _LONG_FORMAT = re.compile(r"\d{7,}|%[-#0 +]*\*|\.\*|\{[^{}]*\{")  # a width or precision a format could blow up
 
 
@@ -83,6 +86,10 @@ def _budget() -> Budget:
     if budget is None:  # a template evaluated outside render(): no budget, no work
         raise TemplateLimit("rendered outside a budget")
     return budget
+
+
+def _whole(value: Any) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)
 
 
 def _length(value: Any) -> int:
@@ -152,10 +159,12 @@ class _Bounded(ImmutableSandboxedEnvironment):
             for seq, n in ((left, right), (right, left)):
                 if isinstance(seq, (str, list, tuple)) and isinstance(n, int):
                     budget.size(len(seq) * max(n, 0))
+            if _whole(left) and _whole(right) and left.bit_length() + right.bit_length() > MAX_BITS:
+                raise TemplateLimit(f"a product of {left.bit_length() + right.bit_length():,} bits")
         elif operator == "+":
             budget.size(_length(left) + _length(right))
         elif operator == "**" and isinstance(left, int) and isinstance(right, int) and abs(left) > 1:
-            if right > 64 or left.bit_length() * max(right, 0) > 4096:
+            if right > 64 or left.bit_length() * max(right, 0) > MAX_BITS:
                 raise TemplateLimit(f"a power {left} ** {right}")
         elif operator == "%":
             _check_format(left)

@@ -231,7 +231,7 @@ def _fetch_config(repo_id: str) -> Path:
     if not _hub_reachable():  # fail in a second instead of retrying for half a minute
         raise GpuplanError(offline)
     try:
-        return Path(hf_hub_download(repo_id, "config.json"))
+        return _download(repo_id, "config.json")
     except LocalEntryNotFoundError:
         raise GpuplanError(offline) from None
     except GatedRepoError:
@@ -263,9 +263,27 @@ def _fetch_optional(repo_id: str, filename: str) -> Path | None:
     if not _hub_reachable():
         return None
     try:
-        return Path(hf_hub_download(repo_id, filename))
+        return _download(repo_id, filename)
+    except GpuplanError:  # too large to fetch: said, not taken for a file the repo lacks
+        raise
     except (EntryNotFoundError, LocalEntryNotFoundError, OSError, ValueError):
         return None
+
+
+def _download(repo_id: str, filename: str) -> Path:
+    """``filename`` of ``repo_id`` fetched into the Hugging Face cache, once the hub says its size is within the
+    bounded reader's (:data:`gpuplan.userfiles.MAX_BYTES`): ``hf_hub_download`` takes no limit, and a repo's
+    config.json may be a large file of any size, written whole to disk before the reader would refuse it (session
+    18's security audit; the page with ``--hub`` fetches any repo a request names)."""
+    from huggingface_hub import get_hf_file_metadata, hf_hub_download, hf_hub_url
+
+    from ..userfiles import MAX_BYTES
+
+    size = get_hf_file_metadata(hf_hub_url(repo_id, filename)).size
+    if size is not None and size > MAX_BYTES:
+        raise GpuplanError(f"{repo_id}'s {filename} is {size:,} bytes on the hub; a file read whole is at most "
+                           f"{MAX_BYTES // 2**20} MiB, so it is not fetched")
+    return Path(hf_hub_download(repo_id, filename))
 
 
 def _hub_reachable(timeout_s: float = 3.0) -> bool:

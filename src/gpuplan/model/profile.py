@@ -27,6 +27,7 @@ from pathlib import Path
 from typing import Any
 
 FORMAT = 1
+MAX_ENTRIES, MAX_TOTAL_BYTES = 1_000, 64 * 2**20  # the user cache's profiles (~20 KB each), the used last kept
 KINDS = ("linear", "conv", "attention", "matmul")
 # every weight of the module stored in fp8: kohya sd-scripts' --fp8_base (flux_train_network.py load_target_model:
 # model.to(torch.float8_e4m3fn), the norms and modulation linears too), where diffusers' layerwise casting skips some
@@ -216,20 +217,22 @@ def lookup(config: dict[str, Any], part: str) -> tuple[Profile, bool] | None:
         except (OSError, ValueError):
             continue
         if data.get("format") == FORMAT:
+            if folder != bundled_profiles():
+                from ..userfiles import touch
+
+                touch(folder / name)
             return Profile.from_json(data), folder == bundled_profiles()
     return None
 
 
 def store(config: dict[str, Any], part: str, profile: Profile, folder: Path | None = None) -> Path | None:
-    """Write a profile (to the user cache unless ``folder``); best effort: an unwritable cache costs a recording."""
+    """Write a profile (to the user cache unless ``folder``); best effort: an unwritable cache costs a recording.
+    The folder keeps the :data:`MAX_ENTRIES` used last (a page's uploaded configs filled it without a bound)."""
+    from ..userfiles import cache_entry
+
     folder = folder or user_profiles()
-    try:
-        folder.mkdir(parents=True, exist_ok=True)
-        path = folder / f"{profile_key(config, part)}.json"
-        tmp = path.with_suffix(".tmp")
-        tmp.write_text(json.dumps(profile.to_json(), separators=(",", ":")), encoding="utf-8")
-        tmp.replace(path)
-        return path
-    except OSError:
-        return None
+    path = folder / f"{profile_key(config, part)}.json"
+    kept = cache_entry(folder, path.name, json.dumps(profile.to_json(), separators=(",", ":")),
+                       entries=MAX_ENTRIES, total_bytes=MAX_TOTAL_BYTES)
+    return path if kept else None
 

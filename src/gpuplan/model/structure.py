@@ -26,6 +26,9 @@ from .layers import Layer, Linear
 FORMAT = 4  # 2: Gemma 4's top_k_experts read (traces of 1 left its experts per token at 0); 3: every stack of the
 #   decoder layer class read (HRM-Text's H_module was 'other'), with the runs of each layer per forward; 4: a cache
 #   class of the model's own measured (xLSTM's was read as full attention), a failed prefill said (not exact)
+# the user cache's bound (a structure is ~10 KB): a page's uploaded configs, each traced and kept, filled it without
+# one (session 18's security audit)
+MAX_ENTRIES, MAX_TOTAL_BYTES = 1_000, 64 * 2**20
 
 
 def config_key(config: dict[str, Any]) -> str:
@@ -93,19 +96,20 @@ def lookup(config: dict[str, Any]) -> Stored | None:
             continue
         if data.get("format") != FORMAT:
             continue
+        if folder != bundled_folder():
+            from ..userfiles import touch
+
+            touch(folder / name)
         return Stored(from_json(data), data.get("transformers"), bundled=folder == bundled_folder())
     return None
 
 
 def store(config: dict[str, Any], traced: tuple[dict[str, Any], list[str], str | None],
           folder: Path | None = None) -> None:
-    """Write a structure to the user cache (best effort: an unwritable cache only costs the next trace)."""
-    folder = folder or user_folder()
-    try:
-        folder.mkdir(parents=True, exist_ok=True)
-        path = folder / f"{config_key(config)}.json"
-        tmp = path.with_suffix(".tmp")
-        tmp.write_text(json.dumps(to_json(*traced, installed_transformers()), indent=1), encoding="utf-8")
-        tmp.replace(path)
-    except OSError:
-        pass
+    """Write a structure to the user cache (best effort: an unwritable cache only costs the next trace), which
+    keeps the :data:`MAX_ENTRIES` used last."""
+    from ..userfiles import cache_entry
+
+    cache_entry(folder or user_folder(), f"{config_key(config)}.json",
+                json.dumps(to_json(*traced, installed_transformers()), indent=1), entries=MAX_ENTRIES,
+                total_bytes=MAX_TOTAL_BYTES)

@@ -67,7 +67,10 @@ def instantiate(config: dict[str, Any], cfg, **kwargs):
     cls = getattr(transformers, named, None) if isinstance(named, str) else None
     if cls is not None and hasattr(cls, "_from_config"):
         return cls._from_config(cfg, **kwargs)
-    return transformers.AutoModelForCausalLM.from_config(cfg, **kwargs)
+    # trust_remote_code=False: with it unset, a config whose auto_map names a causal-LM class made transformers ask
+    # "Do you wish to run the custom code? [y/N]" where its model_type has no causal-LM class of its own, and a "y"
+    # imported the module _name_or_path points at (session 18's security audit)
+    return transformers.AutoModelForCausalLM.from_config(cfg, trust_remote_code=False, **kwargs)
 
 
 @quiet()
@@ -77,14 +80,17 @@ def build_meta(config: dict[str, Any], dtype: str = "bfloat16", progress: str | 
     import torch
     import transformers
 
-    clean = {k: v for k, v in config.items() if k != "quantization_config" and not k.startswith("_transcription")}
+    # auto_map: the repo's own code, never read (docs/security.md); "_" keys: bookkeeping, left out of the structure
+    # cache's key (structure.config_key), so left out of what is traced too: "_experts_implementation" changed a
+    # trace, and a config sent with it would have been kept under the key of the config without it (session 18)
+    clean = {k: v for k, v in config.items() if k not in ("quantization_config", "auto_map") and not k.startswith("_")}
     model_type = clean.get("model_type")
     named = (clean.get("architectures") or [None])[0]
     known = getattr(transformers, named, None) if isinstance(named, str) else None
     try:
         if model_type not in transformers.CONFIG_MAPPING and known is not None:
             # remote-code model types of a transformers architecture (Kimi K2's kimi_k2 is DeepseekV3ForCausalLM)
-            cfg = known.config_class(**{k: v for k, v in clean.items() if k not in ("model_type", "auto_map")})
+            cfg = known.config_class(**{k: v for k, v in clean.items() if k != "model_type"})
             clean["model_type"] = known.config_class.model_type
         else:
             cfg = transformers.AutoConfig.for_model(**clean)

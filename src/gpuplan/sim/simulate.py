@@ -215,8 +215,9 @@ def sized_config(m: ModelSpec, kinds=None, counts: list[int] | None = None, *, d
     as transformers builds it: no dropout, quantization dropped, legacy Falcon keys renamed."""
     config = {k: v for k, v in m.config.items() if not k.startswith("_")}
     config.pop("quantization_config", None)
+    config.pop("auto_map", None)  # the repo's own code, never read (docs/security.md)
     if config.get("model_type") == "RefinedWeb":  # falcon-40b's legacy keys, as transformers' falcon names them
-        config = {k: v for k, v in config.items() if k not in ("n_head", "n_head_kv", "n_layer", "auto_map")} | {
+        config = {k: v for k, v in config.items() if k not in ("n_head", "n_head_kv", "n_layer")} | {
             "model_type": "falcon", "num_attention_heads": m.config["n_head"],
             "num_kv_heads": m.config["n_head_kv"], "num_hidden_layers": m.config["n_layer"],
             "new_decoder_architecture": True}

@@ -54,8 +54,15 @@ def _catalog_files(query: Query) -> list[tuple[Path, str]]:
     return pairs
 
 
+MAX_GPU_INFO = 2_000  # characters of a GpuInfo cell read (SkyPilot's own are under 300)
+
+
 def _memory_gib(gpu_info: str) -> float | None:
-    """Per-GPU memory from the GpuInfo column (a Python dict literal in SkyPilot's files), if it holds one."""
+    """Per-GPU memory from the GpuInfo column (a Python dict literal in SkyPilot's files), if it holds one; a cell
+    longer than :data:`MAX_GPU_INFO` is not read (Python's parser ran out of memory on 100,000 nested minus signs,
+    a traceback; session 18's security audit)."""
+    if len(gpu_info) > MAX_GPU_INFO:
+        return None
     try:
         info = ast.literal_eval(gpu_info) if gpu_info.strip().startswith("{") else None
         return float(info["Gpus"][0]["MemoryInfo"]["SizeInMiB"]) / 1024 if info else None
