@@ -388,7 +388,11 @@ CAUSES = {
     ("load_accuracy", "gpustack"): (
         "GPUStack's performance lab, vLLM 0.11.0 with no flags, bursts of 500 prompts of 4,000 or 2,000 tokens "
         "(added 2026-11-30, held out). The 8-GPU rows land (TTFT -19..+1 %); the misses above 25 % are Qwen3-14B on "
-        "one H100 (TPOT -44/-46 %, requests/s +68/+81 %), where the same harness on one A100 gives -17/-22 %: that "
+        "one H100 (TPOT -44/-46 %, requests/s +68/+81 %), where the same harness on one A100 now gives +17/+5 % "
+        "(-17/-22 % before s18-vttft timed FlashAttention-2's decodes beside a prompt chunk as vLLM V1 runs them: "
+        "one varlen call, no query heads folded unless every query is one token, so each decode's every head takes "
+        "a 64-row split-KV tile over its context; flash_api.cpp mha_varlen_fwd; the A100 page's median ITL 334/369 "
+        "ms, gpuplan 261/272 -> 353/394; bench/results/load_accuracy.md). The H100 rows run FA3 and did not move: that "
         "card took prompts at about 250 TFLOPS of work, half what the vLLM blog's H100 reached (TTFT +6/+7 % "
         "there), and its decode steps are slow too (median ITL 43.9/46.0 ms against gpuplan's 27.8/30.1: ~71 GB a "
         "step read at ~1.7 TB/s). Session 16 read the page's card: \"A single NVIDIA H100 SXM GPU.\" "

@@ -667,6 +667,40 @@ NOTES = """What the misses say, row by row:
   vLLM MoE TTFT 13.3 -> 18.0 %, dense 24.4 -> 27.3 %; the Qwen2.5 docs' A100 decode rows of bench/throughput.py
   held-out median 10.6 -> 9.0 %, worst -16 -> +29 %), where a GeForce SM, needing 4 tensor FLOPs per byte of
   shared memory against the A100's 16, leaves the two tiles alike (overheads.ATTENTION_FORWARD_PEAK_FRACTION).
+- **FlashAttention-2's decodes beside a prompt (s18-vttft, 2026-12-01): the kernel's tile, no row fitted.** The
+  held-out rows between 20 and 30 % that set the dense TTFT median were GPUStack's Qwen3-14B on one A100 (2,000
+  tokens: TTFT -24 %, TPOT -22 %, requests/s +30 %; 4,000: -16 %, -17 %, +17 %) and k8sllm's 2 users (-28 %, the host:
+  above). The A100 page's own step statistics say where: at 2,000 tokens its median ITL is 334.0 ms and its p99 339.0
+  (every step holds a 2,048-token chunk beside ~100 decodes of ~2,050 tokens), gpuplan's 261; its 128-token run (not a
+  row) takes 238 ms for steps of as many prompt tokens with no long decodes beside them, so the ~96 ms between them
+  grows with the decodes' contexts, where gpuplan read their cache in ~20 ms. vLLM V1 runs a step's tokens, prompt
+  chunks and decodes alike, through one `flash_attn_varlen_func` call (vllm/v1/attention/backends/flash_attn.py
+  `FlashAttentionImpl.forward`, `max_seqlen_q` the step's longest query; read in the 0.10-0.11 tree and in Snowflake's
+  arctic-inference copy of v0.14.1's backend, whose builder reorders nothing: the 0.22 and 0.23 rows take it to hold),
+  and on SM 8.x and 12.x that is FlashAttention-2 (engines/vllm.py `prompt_attention`), which folds a decode's query
+  heads of one KV head into one tile (`seqlenq_ngroups_swapped`, the FlashDecoding path) only when every query is one
+  token (vllm-project/flash-attention csrc/flash_attn/flash_api.cpp `mha_varlen_fwd`: `max_seqlen_q == 1 && ...`;
+  vLLM's own `use_cascade_attention` reads it the same way: `use_flash_decoding = ... np.all(query_lens == 1)`). With
+  a prompt in the step every query head of every decoding sequence takes a split-KV tile of its own (a paged cache
+  forces the split kernel, `run_mha_fwd(params, stream, paged_KV)`; `run_mha_fwd_splitkv_dispatch`: 64 query rows
+  "Fixed for all head dimensions"), one real row of 64, over its whole context: 64 (query, key) pairs of the prompt's
+  own kernel per context token and head, 5.6x the cache's bytes for Qwen3-14B on the A100. gpuplan now times a mixed
+  step's decodes at the longer of their bytes and those tiles at the prompt's rate a pair
+  (overheads.FA2_SPLITKV_TILE_ROWS, serving/steptime.py `StepModel.time`, engines/vllm.py `mixed_decode_rows`: vLLM
+  0.8+ where its prompts run FA2; not before the V1 engine, not FA3, not an fp8 cache). The kernel's shape, not a fit:
+  the rate a pair is the one gpuplan already gave vLLM's prompts on each card (Ampere's 0.30 on the A100, the RTX
+  5090's measured FA2 forward). Moved: GPUStack's A100 rows TTFT -24/-16 % -> -3/+15 %, TPOT -22/-17 % -> +5/+17 %,
+  requests/s +30/+17 % -> -1/-15 % (median ITL 261/272 -> 353/394 ms against the page's 334/369: the chunk steps now
+  6-7 % slow, Ampere's 0.30 standing in for the split kernel's unpublished A100 rate); Qwen3-235B on 8 A100s
+  -36/-33/+49 % -> -18/-11/+16 %; PegaInfer's RTX 5090 at QPS 16 (128 running decodes of ~1,100 tokens beside each
+  1,024-token prompt) TTFT -93 % -> -70 %, TPOT -40 % -> -6 %, requests/s +11 % -> +1 %, and at QPS 10 and 12 TPOT
+  +3/+1 % -> +8/+14 %, TTFT +6/-12 % -> +12/-3 %; k8sllm's L4 rows by under a point (0.5B, 14 heads of 64); no H100,
+  H200 or MI300X row. vLLM dense medians: TTFT 24.4 % -> 18.1 % (goal 20 %: met), TPOT 9.2 % -> 9.1 %, requests/s 8.3
+  % -> 6.7 %; MoE TTFT and TPOT unchanged (13.3 %, 7.6 %), requests/s 16.5 % -> 16.1 %. Left: the same tile in a step
+  of decodes alone, where FA2 does fold a KV head's query heads into it (5 of Qwen3-14B's 64 rows: 12.8 pairs a
+  context token at the A100's 0.30, 112 ns against the bytes' 100), not modelled; FA3's packing on Hopper
+  (hopper/flash_api.cpp `get_pack_gqa`) not read; the dense TTFT median now sits on PegaInfer's +15..+18 % rows (their
+  request constant, above).
 - **Looked at and left out** (setup not stated in full, or a feature gpuplan does not model): vLLM recipes whose
   card is ambiguous ("8xH200 (or H20)", "80G*1 GPU") or on H20 (not in the catalog); tt-inference-server's other GPU
   reports (concurrency 1 only, same client); InferenceX's gpt-oss H100 sweep (TPOT only in the thread);

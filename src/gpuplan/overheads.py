@@ -719,6 +719,17 @@ ATTENTION_FORWARD_PEAK_FRACTION = {
     ("flash2", "8.9"): ("nvidia-geforce-rtx-4090", 169.28 / 165.2),
     ("flash2", "12"): ("nvidia-geforce-rtx-5090", 189.57 / 209.5),
 }
+# The query rows of FlashAttention-2's split-KV kernel tile, which runs a paged KV cache (vllm-project/flash-attention
+# csrc/flash_attn/flash_api.cpp mha_varlen_fwd: run_mha_fwd(params, stream, paged_KV), "force_split_kernel";
+# flash_fwd_launch_template.h run_mha_fwd_splitkv_dispatch: "kBlockM = 64;  // Fixed for all head dimensions"). vLLM
+# V1 runs each step's tokens, prompt chunks and decodes alike, through one flash_attn_varlen_func call
+# (vllm/v1/attention/backends/flash_attn.py FlashAttentionImpl.forward, max_seqlen_q = the step's longest query), and
+# FA2 folds a decode's query heads of one KV head into one tile ("seqlenq_ngroups_swapped", the FlashDecoding path)
+# only when every query is one token (max_seqlen_q == 1; vLLM's use_cascade_attention says as much:
+# use_flash_decoding = ... np.all(query_lens == 1)). In a step that holds a prompt each decoding sequence's every
+# query head takes a tile of its own, one real row of 64, over its whole context: 64 (query, key) pairs of the
+# prompt's kernel per context token and head (engines/vllm.py mixed_decode_rows). Not fitted: the kernel's shape.
+FA2_SPLITKV_TILE_ROWS = 64
 # The fractions above hold for 128-wide heads. The softmax between a fused kernel's two matmuls costs the same per
 # score whatever the head width, while the matmul FLOPs per score are 4d: per score, one exponential on the SFUs
 # (16 per SM and clock on Volta to Blackwell: the CUDA C++ Programming Guide's throughput table, "32-bit floating-
@@ -1295,10 +1306,10 @@ SPEED_SPREAD = {"train": (-0.14, 0.12), "decode": (-0.03, 0.16)}
 # (bench/results/bands.md). A plan on a maker missing here takes its engine's NVIDIA band, widened; an engine and
 # class missing here is uncalibrated: no bench measures it.
 DECODE_BANDS: dict[tuple[str, str, str], tuple[float, float, int, str]] = {
-    ("vllm", "dense", "NVIDIA"): (-0.18, 0.10, 48, "Llama-2 7B/70B, CodeLlama-34B, Llama-3.1-8B, Qwen2.5 1.5B-72B and "
+    ("vllm", "dense", "NVIDIA"): (-0.10, 0.13, 48, "Llama-2 7B/70B, CodeLlama-34B, Llama-3.1-8B, Qwen2.5 1.5B-72B and "
                                  "Qwen3 0.6B-14B serving and decode runs; bursts of 500 long prompts on one H100 "
                                  "decode up to 46% slower (bench/results/bands.md)"),
-    ("vllm", "MoE", "NVIDIA"): (-0.33, 0.01, 22, "Mixtral-8x7B, Qwen3-30B-A3B, Qwen3-235B-A22B, Nemotron-3-Nano and "
+    ("vllm", "MoE", "NVIDIA"): (-0.28, 0.01, 22, "Mixtral-8x7B, Qwen3-30B-A3B, Qwen3-235B-A22B, Nemotron-3-Nano and "
                                "DeepSeek-R1 serving runs; DeepSeek-R1 under vLLM 0.7 decodes up to 42% slower "
                                "(bench/results/bands.md)"),
     ("vllm", "MoE", "AMD"): (-0.25, 0.00, 6, "DeepSeek-R1 on 8 MI300X under vLLM 0.7.3's ROCm build (dstack): "
@@ -1375,11 +1386,12 @@ SHORTHAND_LENGTH_SIGMA = 0.7
 # ---- serving ------------------------------------------------------------------------------------------
 # The range of a setup's true highest rate around gpuplan's: measured / simulated output throughput over the
 # saturated serving runs scored (docs/serve.md, "Accuracy"; bench/results/serving_accuracy.md): 12 runs, vLLM
-# 0.11-0.19, H100, RTX 4090 and RTX PRO 6000: 0.72 (Qwen3-32B over two PCIe RTX PRO 6000, simulated 39 % fast; 37 %
-# before SM 12.x's prompt attention took FA2's forward rate, ATTENTION_FORWARD_PEAK_FRACTION) to 1.10 (KubeCon's
+# 0.11-0.19, H100, RTX 4090 and RTX PRO 6000: 0.74 (Qwen3-32B over two PCIe RTX PRO 6000, simulated 36 % fast; 39 %
+# before FA2's decodes beside a prompt took their 64-row tiles, FA2_SPLITKV_TILE_ROWS, and 37 % before SM 12.x's
+# prompt attention took FA2's forward rate, ATTENTION_FORWARD_PEAK_FRACTION) to 1.10 (KubeCon's
 # chunked-prefix runs on an H100, simulated 9 % slow). Multiplies the rate; updated with that table
 # (tests/speed/test_bands.py reads it: 1.18 had stayed from an older table whose H100 runs erred lower).
-SERVING_RATE_BAND = (0.72, 1.10)
+SERVING_RATE_BAND = (0.74, 1.10)
 # Requests of a simulated load whose lengths are given as means (estimate --users / --rate, capacity's
 # --prompt-tokens / --output-tokens) draw them uniformly within +-50 % of the mean (vllm bench serve's random
 # dataset with --random-range-ratio 0.5). An assumption, not a measurement: any spread breaks the lockstep in which

@@ -88,6 +88,10 @@ class Timing:
     # the fused kernel class (gpuplan.stacks.attention) of the engine's prompt attention where its forward is timed
     # at its own measured rate on the card (speed/work.py attention_fraction, forward); "": the generation's fraction
     prompt_attention: str = ""
+    # in a step that holds a prompt, the query rows the attention kernel runs for each decoding sequence, every query
+    # head apart, over its whole context, at the prompt attention's rate per (query, key) pair (vLLM V1's
+    # FlashAttention-2: engines/vllm.py mixed_decode_rows); 0: a decode's attention is its cache's bytes
+    mixed_decode_rows: int = 0
     layer_kernels: int = 0
     fused_all_reduce: bool = False
     shared_experts_stream: bool = False

@@ -849,6 +849,7 @@ class Vllm(Engine):
     def timing(self, s: Scenario, m: ModelSpec, gpu: GpuSpec) -> Timing:
         return current_timing(s, m, gpu, current=False, eager_steps=s.enforce_eager, **measured_kernels(s, m, gpu),
                               prompt_attention=prompt_attention(s, m, gpu),
+                              mixed_decode_rows=mixed_decode_rows(s, m, gpu),
                               **block_fp8_kernels(s, m, gpu, "vllm", named_version(s)))
 
 
@@ -871,6 +872,18 @@ def prompt_attention(s: Scenario, m: ModelSpec, gpu: GpuSpec) -> str:
     if any(layer.attention_extra for layer in m.layers if attends(layer)):  # gpt-oss's sinks
         return ""
     return "flash2"
+
+
+def mixed_decode_rows(s: Scenario, m: ModelSpec, gpu: GpuSpec) -> int:
+    """The query rows FlashAttention-2 runs for each decoding sequence's every query head in a step that holds a
+    prompt (:data:`~gpuplan.overheads.FA2_SPLITKV_TILE_ROWS`): vLLM's V1 engine (0.8+) on the cards where its prompts
+    run FA2 (:func:`prompt_attention`), whose one varlen call over the step's tokens leaves the decodes' query heads
+    unfolded unless every query is one token (flash_api.cpp ``mha_varlen_fwd``); 0 elsewhere: V0 ran its decodes in a
+    call of their own, FA3 packs a KV head's query heads into one tile (hopper/flash_api.cpp ``get_pack_gqa``), and
+    the other backends are not read here."""
+    if version_tuple(s.engine_version) < (0, 8, 0) or prompt_attention(s, m, gpu) != "flash2":
+        return 0
+    return oh.FA2_SPLITKV_TILE_ROWS
 
 
 def measured_kernels(s: Scenario, m: ModelSpec, gpu: GpuSpec) -> dict[str, float]:

@@ -26,7 +26,10 @@ closed form of it::
 - ``kv_read``: every cached K and V of the decoding sequences read once (``decode_parts``' KV term per token;
   exact for full attention, an upper bound for sliding-window layers), and each decoding sequence's recurrent
   states (Mamba, linear attention) read and written back, per sequence: ``decode_parts``' KV term at context 0
-  (taken per token at 1,024 tokens, a Mamba state of 2 MiB a layer grew 32-fold by 32k tokens);
+  (taken per token at 1,024 tokens, a Mamba state of 2 MiB a layer grew 32-fold by 32k tokens); in a step that
+  holds a prompt, at least ``mixed_decode_rows`` (query, key) pairs a context token at ``attention``'s rate, where
+  the engine's kernel runs each decode's query heads apart beside a prompt (vLLM V1's FlashAttention-2: a 64-row
+  tile a head, :func:`gpuplan.engines.vllm.mixed_decode_rows`);
 - the host: vLLM's engine loop per step and per scheduled sequence ``S`` (``StepTimer``'s host term), added to the
   GPU's time in the synchronous loop; with async scheduling (vLLM 0.14+, or async_scheduling) it runs beside the
   GPU's step, so the step takes the longer of the two (``max(gpu, host)``). SGLang: its own loop (its engine
@@ -133,6 +136,9 @@ class StepModel:
     # the engine's prompt work other than attention over gpuplan's (Timing.prompt_scale): the prompt tokens' share of
     # the token-proportional work and the logits scaled by it
     prompt_scale: float = 1.0
+    # in a step that holds a prompt, each decoding sequence's attention runs this many query rows a head over its
+    # context at the prompt's rate per pair, when that is longer than reading its cache (Timing.mixed_decode_rows)
+    mixed_decode_rows: float = 0.0
     calibration: Calibration = Calibration()
 
     def time(self, prefill_tokens: float, decode_seqs: float, decode_context: float, prefill_pairs: float = 0.0,
@@ -152,8 +158,10 @@ class StepModel:
         share = prefill_tokens / tokens
         grid = self.decode_dense_s if prefill_tokens <= 0 and self.decode_dense_s else self.dense_s
         dense = _interp(self.grid_tokens, grid, tokens) + _interp(self.grid_tokens, self.lm_head_s, rows)
-        gpu = dense * (1 + (self.prompt_scale - 1) * share) \
-            + prefill_pairs * self.attention_s_per_pair + decode_context * self.kv_s_per_token \
+        kv = decode_context * self.kv_s_per_token
+        if prefill_tokens > 0 and self.mixed_decode_rows:  # FA2's decodes beside a prompt: a tile per query head
+            kv = max(kv, decode_context * self.mixed_decode_rows * self.attention_s_per_pair)
+        gpu = dense * (1 + (self.prompt_scale - 1) * share) + prefill_pairs * self.attention_s_per_pair + kv \
             + prefill_tokens * self.scan_s_per_token + decode_seqs * self.state_s_per_seq
         if self.draft_passes:
             gpu += self._draft(tokens, decode_seqs, decode_context)
@@ -249,7 +257,7 @@ def sample(timer: StepTimer, calibration: Calibration | None = None,
                      eager_launch_s=launch, eager_steps=timing.eager_steps, async_host=timer.async_host,
                      prefill_graph_tokens=float(timing.prefill_graph_tokens),
                      prefill_graph_s=timing.prefill_graph_s, prompt_scale=timing.prompt_scale,
-                     calibration=calibration or Calibration())
+                     mixed_decode_rows=float(timing.mixed_decode_rows), calibration=calibration or Calibration())
     return with_draft(model, timer) if timer.draft else model
 
 
