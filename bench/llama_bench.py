@@ -1,6 +1,6 @@
 """Replay public llama-bench (and MLX) tables with gpuplan: prompt processing and generation, CUDA and Metal.
 
-    python bench/llama_bench.py [--out bench/results/llama_bench.md] [--fit]
+    python bench/llama_bench.py [--out bench/results/llama_bench.md] [--fit] [--kernels]
 
 Each row of bench/data/llama-bench.csv (card, model, GGUF type, flash attention, micro-batch, test) becomes an
 ``engine: llama.cpp`` (or ``mlx``) scenario on one GPU with every layer on it. ``pp512`` is llama-bench's prompt
@@ -8,7 +8,9 @@ test: 512 tokens from an empty cache, one sequence: gpuplan's ``512 / time to fi
 tokens from an empty cache: one over the mean decode step, at 64 tokens of context (``@dN``: after N cached
 tokens). error = (gpuplan - published) /
 published. Rows marked ``fitted`` set the constants of overheads.py (``--fit`` grid-searches them on those rows
-only); ``check`` rows are held out; ``excluded`` rows are shown with why and not scored.
+only); ``check`` rows are held out; ``excluded`` rows are shown with why and not scored. ``--kernels`` prints
+session 18's what-if (not adopted): CUDA generation's fixed time as each build's kernels a layer
+(bench/data/llama-cpp-cuda-kernels.csv) x a cost a kernel.
 """
 
 from __future__ import annotations
@@ -28,9 +30,12 @@ from gpuplan import overheads as oh  # noqa: E402
 from gpuplan.hardware import load_gpu  # noqa: E402
 from gpuplan.model.catalog import load_model  # noqa: E402
 from gpuplan.scenario import scenario_from  # noqa: E402
+from gpuplan.speed.bands import model_class  # noqa: E402
 from gpuplan.speed.inference import step_timer  # noqa: E402
 
 DATA = ROOT / "bench" / "data" / "llama-bench.csv"
+KERNELS = ROOT / "bench" / "data" / "llama-cpp-cuda-kernels.csv"
+FA_AUTO_FROM = "2025-09-01"  # b6343: --flash-attn on/off/auto, auto the default (WasmEdge PR #4343's bump to b6343)
 
 
 def load_rows(path: Path = DATA) -> list[dict]:
@@ -148,6 +153,85 @@ def fit(rows: list[dict]) -> None:
         error = (lambda r: maps_err(r, rows)) if name == "metal maps" else err
         score, values = _best(sel, grid, mean_abs if how == "mean" else median_abs, error)
         print(f"{name}: {dict(zip(grid, values, strict=True))} -> {how} |error| {score:.1%} on {len(sel)} fitted rows")
+
+
+def kernel_table(path: Path = KERNELS) -> dict[str, list[dict]]:
+    """bench/data/llama-cpp-cuda-kernels.csv by model family, each family's rows in date order."""
+    table: dict[str, list[dict]] = {}
+    for k in load_rows(path):
+        table.setdefault(k["family"], []).append(k)
+    return {family: sorted(ks, key=lambda k: k["from"]) for family, ks in table.items()}
+
+
+def layer_kernels(row: dict, table: dict[str, list[dict]]) -> int:
+    """CUDA kernels a decoder layer of ``row``'s model launches a token in the llama.cpp graph of the row's ``graph``
+    date (the latest count where the source states none: the current build's graph), with flash attention where the
+    row has it on, or ``auto`` from b6343 (:data:`FA_AUTO_FROM`; before it llama-bench's default was off); a file of
+    f16 weights without the q8_1 quantizations."""
+    counts = table[load_model(row["model"]).family]
+    date = row["graph"] or "9999"
+    k = ([c for c in counts if c["from"] <= date] or counts[:1])[-1]
+    fa = row["fa"] == "on" or (row["fa"] == "auto" and date >= FA_AUTO_FROM)
+    n = int(k["kernels"] if fa else k["kernels_no_fa"])
+    return n - int(k["quantize"]) if row["quant"] == "none" else n
+
+
+def kernel_whatif(rows: list[dict]) -> None:
+    """Session 18's what-if, not adopted (llama_bench.md, MoE section): CUDA generation's fixed time a layer as the
+    layer's kernels (:func:`layer_kernels`) x a cost a kernel, c x (1,695 MHz / the card's boost clock)^a (a card
+    without a clock at c), c, a and the bandwidth share fitted on the fitted CUDA generation rows only (mean |error|,
+    a = 0 and a free), against today's fixed 60 us a layer; prints the held-out summary and the lines above 25 %."""
+    table, sel = kernel_table(), [r for r in rows if backend(r) == "cuda" and work(r) == "tg"]
+    _report_whatif("today: 60 us a layer", {r["id"]: err(r) for r in sel}, sel)
+    now = (oh.LLAMA_CPP_CUDA_LAYER_S, oh.LLAMA_CPP_CUDA_DECODE_BANDWIDTH_FRACTION)
+    kernels = {r["id"]: (layer_kernels(r, table), 1695 / (load_gpu(r["gpu"]).boost_clock_mhz or 1695)) for r in sel}
+    times = {}  # share -> row -> (the test's time at no fixed time, its growth a second of fixed time a layer)
+    for share in (x / 100 for x in range(90, 101)):
+        oh.LLAMA_CPP_CUDA_DECODE_BANDWIDTH_FRACTION = share
+        times[share] = {r["id"]: _time_line(r) for r in sel}
+    oh.LLAMA_CPP_CUDA_LAYER_S, oh.LLAMA_CPP_CUDA_DECODE_BANDWIDTH_FRACTION = now
+
+    def errors(c: float, a: float, share: float, chosen: list[dict]) -> dict[str, float]:
+        """The rows' errors with c us a kernel at 1,695 MHz, scaled by the clock to the power a: the time is linear
+        in the fixed time a layer (speed/ggml.py cuda_decode_parts)."""
+        out = {}
+        for r in chosen:
+            t0, slope = times[share][r["id"]]
+            n, ratio = kernels[r["id"]]
+            out[r["id"]] = _rate(r, t0 + slope * n * c * 1e-6 * ratio**a) / float(r["value"]) - 1
+        return out
+
+    fitted = [r for r in sel if r["role"] == "fitted"]
+    for exponents in ((0.0,), tuple(x / 20 for x in range(0, 31))):
+        best = min((mean_abs(list(errors(c / 100, a, share, fitted).values())), c / 100, a, share)
+                   for c in range(200, 301) for a in exponents for share in times)
+        name = f"{best[1]:.2f} us a kernel x (1,695 MHz / clock)^{best[2]:.2f}, share {best[3]:.2f}"
+        _report_whatif(f"{name} (fitted mean |error| {best[0]:.2%})", errors(*best[1:], sel), sel)
+
+
+def _time_line(row: dict) -> tuple[float, float]:
+    """The row's test time (:func:`predict`'s tokens over its rate) without fixed time and its growth a second of
+    fixed time a layer."""
+    test = int(row["test"].partition("@")[0][2:])
+    oh.LLAMA_CPP_CUDA_LAYER_S = 0.0
+    t0 = test / predict(row)
+    oh.LLAMA_CPP_CUDA_LAYER_S = 1e-4
+    return t0, (test / predict(row) - t0) / 1e-4
+
+
+def _rate(row: dict, time: float) -> float:
+    return int(row["test"].partition("@")[0][2:]) / time
+
+
+def _report_whatif(name: str, errors: dict[str, float], sel: list[dict]) -> None:
+    """One what-if's held-out CUDA generation: median |error| and the lines (source, dense/MoE) above 25 %."""
+    check, lines = [r for r in sel if r["role"] == "check"], {}
+    for r in check:
+        lines.setdefault((r["id"].split("-")[0], model_class(load_model(r["model"]))), []).append(errors[r["id"]])
+    over = {k: median_abs(v) for k, v in lines.items() if median_abs(v) > 0.25}
+    print(f"{name}: held-out median {median_abs([errors[r['id']] for r in check]):.1%} ({len(check)} rows), "
+          f"lines above 25 %: {len(over)} " + ", ".join(f"{s} {c} {v:.0%}" for (s, c), v in sorted(over.items())))
+    print("  " + ", ".join(f"{r['id']} {errors[r['id']]:+.0%}" for r in sel))
 
 
 def groups(rows: list[dict]) -> list[tuple[str, list[dict]]]:
@@ -396,7 +480,43 @@ MOE_NOTE = (
     "a node by card is pinned on the 4090 by JohannesGaessler's fitted row (-7 % today, +0 % then), and am17an's "
     "4090 runs the same Llama-3.1-8B 14 % slower than gpuplan already at 60 us a layer, so any card-based cost "
     "that lands the one sends the other higher; a per-build factor (fewer nodes after each fusion) moves it the "
-    "same way and was not tried (it needs ggml-cuda's fusions read by release). Model left as it was.")
+    "same way and was not tried (it needs ggml-cuda's fusions read by release). Model left as it was.", "",
+    "Counted (session 18), tried, not adopted: the kernels of each build's graph. "
+    "bench/data/llama-cpp-cuda-kernels.csv holds the CUDA kernels one token launches a layer for the five "
+    "families of the CUDA rows, from the date each change landed, read from llama.cpp's graph builders "
+    "(src/llama-model.cpp, llama-graph.cpp) and ggml-cuda.cu's fusions at each ggml-org/ggml sync commit (a "
+    "quantized matmul at one row is two kernels, its q8_1 quantization and `mul_mat_vec_q`; flash attention two, "
+    "the vector kernel and its combine; views free): Llama 25 from July 2025 (rms_norm + mul, PR #14800), 22 "
+    "from the GEMV fusion of gate + up + swiglu (PR #16715, 2025-10-26), 21 from rope + set_rows (PR #16884, "
+    "2025-11-13); Qwen3-30B-A3B 41, 35 (PR #15631's add chains, 2025-08-29), 31 (PR #16130's top-k MoE), 28, 27, "
+    "25 (PR #26767, 2026-08-08); gpt-oss-20b 41, 39, 37 (PR #16649), 26 (PR #16715 with its bias adds), 25; "
+    "DeepSeek-V2-Lite 50, 46, 44, 38, 37; one or two more without flash attention, llama-bench's default before "
+    "b6343 (2025-09-01). Each CUDA generation row now names the date of its build's master (llama-bench.csv "
+    "`graph`; #15013's scoreboard and PR #20586's rows state none: the current graph). The time a token leaves "
+    "over gpuplan's bytes a kernel: JohannesGaessler's RTX 3090 2.4 us on Llama-3.1-8B (September 2025), 3.1 on "
+    "gpt-oss-20b and 3.0 on DeepSeek-V2-Lite (August, no flash attention), 3.2 on gpt-oss-20b and 2.1 on "
+    "Llama-3.2-1B in 2026; his RTX 4090 1.8 on Llama-3.1-8B (November) and 1.7 on Qwen3-30B-A3B (August); am17an's "
+    "RTX 4090 1.9 on Qwen3-30B-A3B (September), 3.5 on gpt-oss-20b and 2.9 on DeepSeek-V2-Lite (October), then "
+    "4.1 on Llama-3.1-8B, 3.2-3.3 on Qwen3-30B-A3B and 4.3 on gpt-oss-20b (29-31 October); ikawrakow's RTX 4080 "
+    "1.7 and ORippler's RTX PRO 6000 1.7 on gpt-oss-20b; grafail's RTX 5090 1.5 and 1.2 on Qwen3-4B and "
+    "Qwen3-30B-A3B (2026). The what-if (`python bench/llama_bench.py --kernels`): the fixed time a layer as its "
+    "kernels x a cost a kernel, fitted on the four fitted CUDA rows only (grid over the cost, the clock's exponent "
+    "and the bandwidth share). One cost for every card, 2.55 us a kernel (share 1.00, fitted mean |error| 0.8 %): "
+    "held-out CUDA tg median 12.7 % -> 13.1 % (38 rows), lines above 25 % 8 -> 2 (pr15525 MoE 82 % -> 33 %, "
+    "pr26767 MoE 32 % -> 38 %; pr15451 44 % -> 19 %, pr16630 60 % -> 12 %, pr16649 42 % -> 20 %, pr16834 30 % -> "
+    "24 %, pr16884 MoE 32 % -> 20 %, pr26767 dense 26 % -> 24 %; am17an's Llama line +14 % -> +20 %), but "
+    "JohannesGaessler's RTX 4090 Qwen3-30B-A3B `-ub 1` +3 % -> -23 % and pr16130 +5/-1 % -> -17/-16 %, #15013's "
+    "A100 +24 % -> +33 % and H100 +12 % -> +21 %: the median worsens. Scaled by the clock, 2.46 us x (1,695 MHz / "
+    "the card's boost clock)^0.65 (share 0.97, fitted 0.08 %): median 12.7 % -> 8.9 %, lines 8 -> 7 (pr15525 35 "
+    "%, pr16630 33 %, pr16649 34 %, pr16834 39 %, pr16884 MoE 42 %, pr26767 MoE 25 %, and am17an's Llama line "
+    "+14 % -> +26 %, pushed above), #15013's H100 +12 % -> +30 %. Neither keeps the median and every line under "
+    "25 % together, so the 60 us a layer stays. What the count settles: the model and the build on one host "
+    "(DeepSeek-V2-Lite's and gpt-oss-20b's +44 to +81 % on JohannesGaessler's 3090 and the A5000 fall to +13 to "
+    "+19 % under either fit), not the host: on one card (RTX 4090) and one model (Llama-3.1-8B) am17an's build of "
+    "2025-10-31 leaves 4.1 us a kernel where JohannesGaessler's of a month later leaves 1.8 with one kernel fewer, "
+    "and nothing gpuplan is told (card, model, build) tells the two apart; and on one host a MoE's kernel "
+    "(`mul_mat_id`, the router's) costs ~1.3x a dense layer's (JohannesGaessler's 3090: 3.0-3.2 us against "
+    "2.1-2.4), which no fitted row (all Llama) can set.")
 
 
 SPLIT_NOTE = (
@@ -437,10 +557,14 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--out", type=Path, default=ROOT / "bench" / "results" / "llama_bench.md")
     ap.add_argument("--fit", action="store_true", help="grid-search the constants on the fitted rows")
+    ap.add_argument("--kernels", action="store_true", help="session 18's kernels-a-layer what-if (not adopted)")
     args = ap.parse_args()
     rows = load_rows()
     if args.fit:
         fit(rows)
+        return
+    if args.kernels:
+        kernel_whatif(rows)
         return
     text = report(rows)
     args.out.write_text(text)

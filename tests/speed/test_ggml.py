@@ -450,3 +450,38 @@ def test_a_long_prefill_times_each_micro_batch_size_once(monkeypatch):
     outputs = 100 * ggml.output_rows_s(s, m, gpu, "cuda", 512) + ggml.output_rows_s(s, m, gpu, "cuda", 199)
     assert parts["gemm"] == pytest.approx(expected + outputs)
     assert parts["elementwise"] == pytest.approx(ggml.elementwise_s(m, gpu, 100 * 512 + 200))
+
+
+def test_kernel_count_breakdowns_add_up():
+    """bench/data/llama-cpp-cuda-kernels.csv (session 18): each family's first row names its kernels term by term
+    (Llama's 2024 graph without flash attention: 1 rms_norm + 1 mul + 6 q/k/v + ... = 30) and the terms sum to its
+    count; every later row only removes kernels (a fusion), and flash attention's two kernels never outnumber the
+    unfused KQ, soft_max, KQV and cont."""
+    table = _bench().kernel_table()
+    assert set(table) == {"llama", "qwen3", "qwen3_moe", "gpt_oss", "deepseek_v2"}
+    for family, rows in table.items():
+        first = rows[0]
+        terms = [int(t) for t in re.findall(r"(?:^|\+ )(\d+) ", first["breakdown"])]
+        assert sum(terms) == int(first["kernels"] or first["kernels_no_fa"]), family
+        no_fa = [int(r["kernels_no_fa"]) for r in rows]
+        assert no_fa == sorted(no_fa, reverse=True), family
+        assert all(int(r["kernels"]) <= int(r["kernels_no_fa"]) for r in rows if r["kernels"]), family
+
+
+@pytest.mark.parametrize(("row_id", "kernels"), [
+    ("pr15802-rtx3090-8b-ub1", 25),  # September 2025, flash attention on: before PR #16715's GEMV fusion
+    ("pr17505-rtx4090-8b-ub1-d32768", 21),  # December 2025: after PR #16884's rope + set_rows
+    ("pr16884-rtx4090-8b-tg-master", 22),  # 2025-10-31, fa auto (on from b6343): GEMV fusion, not yet rope
+    ("pr15525-rtx3090-dsv2lite-ub1", 51),  # 2025-08-24 (b6263): fa auto was not there, llama-bench ran it off
+    ("pr16630-rtx4090-dsv2lite-tg-master", 44),  # 2025-10-16: PR #15631's adds and #16130's top-k MoE
+    ("pr4766-rtx4090-f16-tg", 23),  # 2024-01-10, f16 weights: the 2024 graph's 30 without 7 q8_1 quantizations
+    ("d15013-rtx4090-tg", 21),  # build not stated: the current graph
+    ("d15013-rtx5070ti-tg", 23),  # the current graph without flash attention (the row's 'tg128 no FA')
+])
+def test_a_row_takes_the_kernels_of_its_builds_graph(row_id, kernels):
+    """bench/llama_bench.py ``layer_kernels``: the row's ``graph`` date picks its family's count, by hand from
+    bench/data/llama-cpp-cuda-kernels.csv (the what-if of llama_bench.md's 'Counted (session 18)'; not in the
+    model)."""
+    bench = _bench()
+    row = next(r for r in bench.load_rows() if r["id"] == row_id)
+    assert bench.layer_kernels(row, bench.kernel_table()) == kernels
