@@ -279,7 +279,12 @@ def goal_lines(rows: list[Scored], table: dict[Key, dict]) -> list[str]:
 # The session-17 reading several CUDA generation lines share (llama_bench.md, MoE section).
 NODE_COST_READ = ("the time a token leaves over gpuplan's bytes a graph node is alike across models on one card, host "
                   "and build and moves with each (llama_bench.md, MoE section, 'Read again (session 17)' and the "
-                  "node-cost what-if after it: not adopted, it sends am17an's Llama-3.1-8B +14 % -> +28 %).")
+                  "node-cost what-if after it: not adopted, it sends am17an's Llama-3.1-8B +14 % -> +28 %). Session "
+                  "18 counted each build's kernels a layer (bench/data/llama-cpp-cuda-kernels.csv) and tried them x a "
+                  "cost a kernel fitted on the fitted rows: one cost for every card takes the lines above 25 % from 8 "
+                  "to 2 but the held-out CUDA tg median 12.7 % -> 13.1 %; scaled by the clock, median 8.9 % but "
+                  "am17an's Llama-3.1-8B +14 % -> +26 %: not adopted (llama_bench.md, MoE section, 'Counted "
+                  "(session 18)'); what is left is the host.")
 
 # Why each source above the limit misses, read from the rows and the engines' code (the benches' own notes hold the
 # long form and every locator); keyed by (bench, source).
@@ -316,8 +321,10 @@ CAUSES = {
         "model alike, his 4090 1.7-2.0 on Llama and Qwen3-30B-A3B: the node count explains the model, the cost a "
         "node moves with the card, the build (the same 3090 2.2-2.4 us in 2026) and the host. A cost a node "
         "scaled by the clock takes -ub 1 to +7 % (-ub 8 +50 %) but sends later builds' and faster cards' rows "
-        "-16..-48 %; not adopted until the kernels of each build's graph are counted (llama_bench.md, MoE "
-        "section, table)."),
+        "-16..-48 %. Session 18 counted the kernels of each build's graph (51 a layer for this August 2025 graph "
+        "without flash attention against Llama's 25): at one cost a kernel -ub 1 +81 % -> +13 %, but neither "
+        "fit kept the CUDA tg median and every other line under 25 % together; not adopted (llama_bench.md, MoE "
+        "section, 'Counted (session 18)')."),
     ("llama_bench", "pr15631"): (
         "JohannesGaessler's sweeps (added session 14, held out): Qwen3-30B-A3B Q4_0 on an RTX 4090 at -ub 1 +3 %, "
         "-ub 8 +27 % -> +10 % (session 15: MMQ for a routed expert's 2 to 8 rows before PR #18958), -ub 32/64 "
