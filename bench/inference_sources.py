@@ -280,11 +280,12 @@ def goal_lines(rows: list[Scored], table: dict[Key, dict]) -> list[str]:
 NODE_COST_READ = ("the time a token leaves over gpuplan's bytes a graph node is alike across models on one card, host "
                   "and build and moves with each (llama_bench.md, MoE section, 'Read again (session 17)' and the "
                   "node-cost what-if after it: not adopted, it sends am17an's Llama-3.1-8B +14 % -> +28 %). Session "
-                  "18 counted each build's kernels a layer (bench/data/llama-cpp-cuda-kernels.csv) and tried them x a "
-                  "cost a kernel fitted on the fitted rows: one cost for every card takes the lines above 25 % from 8 "
-                  "to 2 but the held-out CUDA tg median 12.7 % -> 13.1 %; scaled by the clock, median 8.9 % but "
-                  "am17an's Llama-3.1-8B +14 % -> +26 %: not adopted (llama_bench.md, MoE section, 'Counted "
-                  "(session 18)'); what is left is the host.")
+                  "18 counted each build's kernels a layer (bench/data/llama-cpp-cuda-kernels.csv; speed/ggml.py "
+                  "layer_kernels counts any model's from its structure and the build's fusions) and adopted them x "
+                  "one cost a kernel fitted on the fitted rows (2.55 us, bandwidth share 0.96 -> 1.00) in place of "
+                  "60 us a layer: the CUDA generation lines above 25 % 8 -> 2, its held-out median 12.7 % -> 13.2 % "
+                  "(scaled by the clock, median 8.9 % but am17an's Llama-3.1-8B +14 % -> +26 %: not adopted; "
+                  "llama_bench.md, MoE section, 'Counted (session 18)'); what is left is the host.")
 
 # Why each source above the limit misses, read from the rows and the engines' code (the benches' own notes hold the
 # long form and every locator); keyed by (bench, source).
@@ -322,9 +323,9 @@ CAUSES = {
         "node moves with the card, the build (the same 3090 2.2-2.4 us in 2026) and the host. A cost a node "
         "scaled by the clock takes -ub 1 to +7 % (-ub 8 +50 %) but sends later builds' and faster cards' rows "
         "-16..-48 %. Session 18 counted the kernels of each build's graph (51 a layer for this August 2025 graph "
-        "without flash attention against Llama's 25): at one cost a kernel -ub 1 +81 % -> +13 %, but neither "
-        "fit kept the CUDA tg median and every other line under 25 % together; not adopted (llama_bench.md, MoE "
-        "section, 'Counted (session 18)')."),
+        "without flash attention against Llama's 25) and adopted one cost a kernel (2.55 us): -ub 1 +81 % -> "
+        "+14 %, -ub 8 +84 % -> +53 % (no CUDA graph there: ggml-cuda.cu disables it for a MUL_MAT_ID of more "
+        "than one row), the line 82 % -> 34 % (llama_bench.md, MoE section, 'Counted (session 18)')."),
     ("llama_bench", "pr15631"): (
         "JohannesGaessler's sweeps (added session 14, held out): Qwen3-30B-A3B Q4_0 on an RTX 4090 at -ub 1 +3 %, "
         "-ub 8 +27 % -> +10 % (session 15: MMQ for a routed expert's 2 to 8 rows before PR #18958), -ub 32/64 "
@@ -360,7 +361,9 @@ CAUSES = {
     ("llama_bench", "pr26767"): (
         "grafail's RTX 5090 of August 2026 built with CUDA 13.3 (added s17-ggml2, held out): Qwen3-4B Q4_K_M 373 "
         "t/s (-26 %) and Qwen3-30B-A3B Q4_K_M 366 t/s (-32 %), both faster than gpuplan says: 34 us a layer of "
-        "fixed time on both against the 60 us fitted on 2025 builds' 3090 and 4090; " + NODE_COST_READ),
+        "fixed time on both against the 60 us fitted on 2025 builds' 3090 and 4090; at 2.55 us a kernel of their "
+        "21 and 25 (session 18, PR #26767's own norm + rope fusion counted) -24 % and -38 %: 1.5 and 1.2 us a "
+        "kernel on this card and build, against 2.4 on the fitted 3090; " + NODE_COST_READ),
     ("load_accuracy", "dstackr1"): (
         "dstack's vLLM 0.7 runs of DeepSeek-R1 at 4-128 users (8 H200s, 8 MI300Xs; added 2026-11-30 as a test of "
         "generalisation, held out). TTFT 68.9 % -> 50.3 %: V0 never chunks an MLA model's prompts by default (vLLM "
