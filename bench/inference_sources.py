@@ -279,7 +279,13 @@ def goal_lines(rows: list[Scored], table: dict[Key, dict]) -> list[str]:
 # The session-17 reading several CUDA generation lines share (llama_bench.md, MoE section).
 NODE_COST_READ = ("the time a token leaves over gpuplan's bytes a graph node is alike across models on one card, host "
                   "and build and moves with each (llama_bench.md, MoE section, 'Read again (session 17)' and the "
-                  "node-cost what-if after it: not adopted, it sends am17an's Llama-3.1-8B +14 % -> +28 %).")
+                  "node-cost what-if after it: not adopted, it sends am17an's Llama-3.1-8B +14 % -> +28 %). Session "
+                  "18 counted each build's kernels a layer (bench/data/llama-cpp-cuda-kernels.csv; speed/ggml.py "
+                  "layer_kernels counts any model's from its structure and the build's fusions) and adopted them x "
+                  "one cost a kernel fitted on the fitted rows (2.55 us, bandwidth share 0.96 -> 1.00) in place of "
+                  "60 us a layer: the CUDA generation lines above 25 % 8 -> 2, its held-out median 12.7 % -> 13.2 % "
+                  "(scaled by the clock, median 8.9 % but am17an's Llama-3.1-8B +14 % -> +26 %: not adopted; "
+                  "llama_bench.md, MoE section, 'Counted (session 18)'); what is left is the host.")
 
 # Why each source above the limit misses, read from the rows and the engines' code (the benches' own notes hold the
 # long form and every locator); keyed by (bench, source).
@@ -316,8 +322,10 @@ CAUSES = {
         "model alike, his 4090 1.7-2.0 on Llama and Qwen3-30B-A3B: the node count explains the model, the cost a "
         "node moves with the card, the build (the same 3090 2.2-2.4 us in 2026) and the host. A cost a node "
         "scaled by the clock takes -ub 1 to +7 % (-ub 8 +50 %) but sends later builds' and faster cards' rows "
-        "-16..-48 %; not adopted until the kernels of each build's graph are counted (llama_bench.md, MoE "
-        "section, table)."),
+        "-16..-48 %. Session 18 counted the kernels of each build's graph (51 a layer for this August 2025 graph "
+        "without flash attention against Llama's 25) and adopted one cost a kernel (2.55 us): -ub 1 +81 % -> "
+        "+14 %, -ub 8 +84 % -> +53 % (no CUDA graph there: ggml-cuda.cu disables it for a MUL_MAT_ID of more "
+        "than one row), the line 82 % -> 34 % (llama_bench.md, MoE section, 'Counted (session 18)')."),
     ("llama_bench", "pr15631"): (
         "JohannesGaessler's sweeps (added session 14, held out): Qwen3-30B-A3B Q4_0 on an RTX 4090 at -ub 1 +3 %, "
         "-ub 8 +27 % -> +10 % (session 15: MMQ for a routed expert's 2 to 8 rows before PR #18958), -ub 32/64 "
@@ -353,7 +361,9 @@ CAUSES = {
     ("llama_bench", "pr26767"): (
         "grafail's RTX 5090 of August 2026 built with CUDA 13.3 (added s17-ggml2, held out): Qwen3-4B Q4_K_M 373 "
         "t/s (-26 %) and Qwen3-30B-A3B Q4_K_M 366 t/s (-32 %), both faster than gpuplan says: 34 us a layer of "
-        "fixed time on both against the 60 us fitted on 2025 builds' 3090 and 4090; " + NODE_COST_READ),
+        "fixed time on both against the 60 us fitted on 2025 builds' 3090 and 4090; at 2.55 us a kernel of their "
+        "21 and 25 (session 18, PR #26767's own norm + rope fusion counted) -24 % and -38 %: 1.5 and 1.2 us a "
+        "kernel on this card and build, against 2.4 on the fitted 3090; " + NODE_COST_READ),
     ("load_accuracy", "dstackr1"): (
         "dstack's vLLM 0.7 runs of DeepSeek-R1 at 4-128 users (8 H200s, 8 MI300Xs; added 2026-11-30 as a test of "
         "generalisation, held out). TTFT 68.9 % -> 50.3 %: V0 never chunks an MLA model's prompts by default (vLLM "

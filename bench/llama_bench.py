@@ -18,6 +18,7 @@ import csv
 import itertools
 import statistics
 import sys
+from datetime import date
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
@@ -31,6 +32,12 @@ from gpuplan.scenario import scenario_from  # noqa: E402
 from gpuplan.speed.inference import step_timer  # noqa: E402
 
 DATA = ROOT / "bench" / "data" / "llama-bench.csv"
+KERNELS = ROOT / "bench" / "data" / "llama-cpp-cuda-kernels.csv"
+# llama.cpp release tags and their dates (b1843: PR #4766's table; b6263: PR #15451's log; b6341: PR #15715's table;
+# b7818: PR #19057's table base; b9578: PR #24481's log; b5778: 2025-06-29 at b6263-b6341's pace, as
+# bench/data/llama-cpp-cuda-kernels.csv estimates it): a CUDA generation row's graph date to its build.
+TAGS = (("2024-01-10", 1843), ("2025-06-29", 5778), ("2025-08-24", 6263), ("2025-09-02", 6341), ("2026-01-24", 7818),
+        ("2026-06-11", 9578))
 
 
 def load_rows(path: Path = DATA) -> list[dict]:
@@ -45,8 +52,8 @@ def backend(row: dict) -> str:
     return "metal" if row["gpu"].startswith("apple-") else "cuda"
 
 
-def predict(row: dict) -> float:
-    """gpuplan's tokens/s for the row's test."""
+def scenario(row: dict):
+    """The row's scenario: its card, model, type, flash attention, micro-batch and build (:func:`graph_build`)."""
     fields = {"task": "infer", "engine": row["engine"], "model": row["model"], "gpu": row["gpu"], "batch_size": 1,
               "prompt_tokens": 512, "output_tokens": 128, "quant": None if row["quant"] == "none" else row["quant"]}
     gpus = int(row.get("gpus") or 1)
@@ -54,15 +61,33 @@ def predict(row: dict) -> float:
         fields.update(num_gpus=gpus, pp=gpus)
     if row["engine"] == "llama.cpp":
         fields.update(flash_attention=row["fa"] or "auto", ubatch_tokens=int(row["ubatch"] or 512))
-        if row.get("build"):  # the build's own CUDA/Metal prompt path (speed/ggml.py)
-            fields["engine_version"] = f"b{row['build']}"
-    s = scenario_from(fields)
+        if row.get("build") or row.get("graph"):  # the build's own prompt path and kernels (speed/ggml.py)
+            fields["engine_version"] = f"b{graph_build(row)}"
+    return scenario_from(fields)
+
+
+def predict(row: dict) -> float:
+    """gpuplan's tokens/s for the row's test."""
+    s = scenario(row)
     timer = step_timer(s, load_model(s.model), load_gpu(s.gpu))
     test, _, depth = row["test"].partition("@d")  # llama-bench's depth notation: tokens already in the cache
     n, depth = int(test[2:]), int(depth or 0)
     if test.startswith("pp"):
         return n / timer.prefill_s(n, context=depth)
     return 1 / timer.decode_s(1, depth + n / 2)
+
+
+def graph_build(row: dict) -> int:
+    """The llama.cpp build of ``row``: the release tag its ``graph`` date falls on (linear between the known
+    :data:`TAGS`, past the last pair at its pace; a PR column's merge is a build with the PR), else its ``build``:
+    what bench/data/llama-cpp-cuda-kernels.csv's ``build_from`` estimates, so the same build of each change."""
+    if not row.get("graph"):
+        return int(row["build"])
+    day = date.fromisoformat(row["graph"]).toordinal()
+    tags = [(date.fromisoformat(d).toordinal(), b) for d, b in TAGS]
+    i = min(max(next((k for k, t in enumerate(tags) if t[0] > day), len(tags)) - 1, 0), len(tags) - 2)
+    (d0, b0), (d1, b1) = tags[i], tags[i + 1]
+    return round(b0 + (day - d0) * (b1 - b0) / (d1 - d0))
 
 
 def work(row: dict) -> str:
@@ -133,7 +158,7 @@ def fit(rows: list[dict]) -> None:
     grids = {"mmq": {"LLAMA_CPP_MMQ_FLOP_PER_SM_CYCLE": tuple(range(600, 2601, 50))},
              "cublas f16 ampere": {"LLAMA_CPP_CUBLAS_F16_AMPERE_SHARE": tuple(x / 100 for x in range(50, 101))},
              "cuda tg": {"LLAMA_CPP_CUDA_DECODE_BANDWIDTH_FRACTION": tuple(x / 100 for x in range(80, 101, 2)),
-                         "LLAMA_CPP_CUDA_LAYER_S": tuple(x * 1e-6 for x in range(30, 151, 10)),
+                         "LLAMA_CPP_CUDA_KERNEL_S": tuple(x * 1e-8 for x in range(200, 301, 5)),
                          "LLAMA_CPP_MMVQ_FLOP_PER_SM_CYCLE": tuple(range(50, 121, 5))},
              "metal pp": {"LLAMA_CPP_METAL_MATMUL_FRACTION": tuple(
                  {"plain": p / 100, "quantized": q / 100} for p in range(50, 101, 2) for q in range(50, 101, 2))},
@@ -148,6 +173,14 @@ def fit(rows: list[dict]) -> None:
         error = (lambda r: maps_err(r, rows)) if name == "metal maps" else err
         score, values = _best(sel, grid, mean_abs if how == "mean" else median_abs, error)
         print(f"{name}: {dict(zip(grid, values, strict=True))} -> {how} |error| {score:.1%} on {len(sel)} fitted rows")
+
+
+def kernel_table(path: Path = KERNELS) -> dict[str, list[dict]]:
+    """bench/data/llama-cpp-cuda-kernels.csv by model family, each family's rows in date order."""
+    table: dict[str, list[dict]] = {}
+    for k in load_rows(path):
+        table.setdefault(k["family"], []).append(k)
+    return {family: sorted(ks, key=lambda k: k["from"]) for family, ks in table.items()}
 
 
 def groups(rows: list[dict]) -> list[tuple[str, list[dict]]]:
@@ -199,8 +232,9 @@ MOE_NOTE = (
     "`-ub 1024`/2048 +2/+1 % -> -9/-4 %); Metal MoE prompts: Qwen3-30B-A3B +101 % to +115 % -> +72 % to +75 %, "
     "Mixtral-8x7B +10 % -> +0 %, then +21 % to +22 % and -4 % with their build's id maps (below). Open: "
     "DeepSeek-V2-Lite (MLA, 2 shared experts, an August 2025 build) +22 % to +65 % on its CUDA prompts and "
-    "+81 % / +84 % at `-ub 1` / 8; gpt-oss-20b generation 40-44 % slower on an RTX 3090 and 4090 than gpuplan "
-    "says (12-13 % faster on the RTX PRO 6000). Metal MoE generation is -6 % and -7 %.", "",
+    "+81 % / +84 % at `-ub 1` / 8 (+14 % / +53 % since session 18 times each build's kernels: 'Counted (session "
+    "18)' below); gpt-oss-20b generation 40-44 % slower on an RTX 3090 and 4090 than gpuplan said (+14 % to +20 % "
+    "since; 12-13 % faster on the RTX PRO 6000). Metal MoE generation is -6 % and -7 %.", "",
     "Metal's id maps (session 15). PR #13388's rows ran that PR's `mul_mat_id` (ggml-metal.m and "
     "ggml-metal.metal at ggml-org/ggml@878a093f, the PR's sync; timed as b5330): `kernel_mul_mm_id_map0` runs "
     "one threadgroup per expert, each walking the whole `tokens x k` id table in device memory one id after "
@@ -396,7 +430,51 @@ MOE_NOTE = (
     "a node by card is pinned on the 4090 by JohannesGaessler's fitted row (-7 % today, +0 % then), and am17an's "
     "4090 runs the same Llama-3.1-8B 14 % slower than gpuplan already at 60 us a layer, so any card-based cost "
     "that lands the one sends the other higher; a per-build factor (fewer nodes after each fusion) moves it the "
-    "same way and was not tried (it needs ggml-cuda's fusions read by release). Model left as it was.")
+    "same way and was not tried (it needs ggml-cuda's fusions read by release). Model left as it was.", "",
+    "Counted (session 18) and adopted: the kernels of each build's graph. "
+    "bench/data/llama-cpp-cuda-kernels.csv holds the CUDA kernels one token launches a layer for the five "
+    "families of the CUDA rows, from the date each change landed, read from llama.cpp's graph builders "
+    "(src/llama-model.cpp, llama-graph.cpp) and ggml-cuda.cu's fusions at each ggml-org/ggml sync commit (a "
+    "quantized matmul at one row is two kernels, its q8_1 quantization and `mul_mat_vec_q`; flash attention two, "
+    "the vector kernel and its combine; views free): Llama 25 from July 2025 (rms_norm + mul, PR #14800), 22 "
+    "from the GEMV fusion of gate + up + swiglu (PR #16715, 2025-10-26), 21 from rope + set_rows (PR #16884, "
+    "2025-11-13); Qwen3-30B-A3B 41, 35 (PR #15631's add chains, 2025-08-29), 31 (PR #16130's top-k MoE), 28, 27, "
+    "25 (PR #26767, 2026-08-08); gpt-oss-20b 41, 39, 37 (PR #16649), 26 (PR #16715 with its bias adds), 25; "
+    "DeepSeek-V2-Lite 50, 46, 44, 38, 37; one or two more without flash attention, llama-bench's default before "
+    "b6343 (2025-09-01). The model counts any model's layers from their structure (speed/ggml.py "
+    "`layer_kernels`: hidden-size norms, q/k norms, biases, MLA's latent norm, wk_b/wv_b and concats, router, "
+    "top-k with or without its norm, the experts' adds, shared experts, and each change by the build it landed "
+    "in, `CUDA_KERNEL_CHANGES`), equal to the file at every one of its rows (tests/speed/test_ggml.py), and "
+    "CUDA generation spends `LLAMA_CPP_CUDA_KERNEL_S` on each. Each CUDA generation row names the date of its "
+    "build's master (llama-bench.csv `graph`), taken to a build by the known release tags' dates "
+    "(`graph_build`); #15013's scoreboard and PR #20586's rows state none, and a user's estimate names none: "
+    "today's graph. The time a token leaves over gpuplan's bytes a kernel (at the 60 us a layer's bandwidth "
+    "share): JohannesGaessler's RTX 3090 2.4 us on Llama-3.1-8B (September 2025), 3.1 on "
+    "gpt-oss-20b and 3.0 on DeepSeek-V2-Lite (August, no flash attention), 3.2 on gpt-oss-20b and 2.1 on "
+    "Llama-3.2-1B in 2026; his RTX 4090 1.8 on Llama-3.1-8B (November) and 1.7 on Qwen3-30B-A3B (August); am17an's "
+    "RTX 4090 1.9 on Qwen3-30B-A3B (September), 3.5 on gpt-oss-20b and 2.9 on DeepSeek-V2-Lite (October), then "
+    "4.1 on Llama-3.1-8B, 3.2-3.3 on Qwen3-30B-A3B and 4.3 on gpt-oss-20b (29-31 October); ikawrakow's RTX 4080 "
+    "1.7 and ORippler's RTX PRO 6000 1.7 on gpt-oss-20b; grafail's RTX 5090 1.5 and 1.2 on Qwen3-4B and "
+    "Qwen3-30B-A3B (2026). Fitted on the four fitted CUDA rows only (`--fit`: grid over the cost a kernel, the "
+    "bandwidth share and MMVQ's rate, mean |error| 0.8 %): one cost for every card, 2.55 us a kernel, the "
+    "bandwidth share 0.96 -> 1.00, MMVQ's 70 FLOPs a cycle as before. Before -> after (held out): CUDA tg median "
+    "12.7 % -> 13.2 % (38 rows), its lines above 25 % 8 -> 2 (pr15525 MoE 82 % -> 34 %: `-ub 1` +81 % -> +14 %, "
+    "`-ub 8` +84 % -> +53 %; pr26767 MoE 32 % -> 38 %; pr15451 44 % -> 19 %, pr16630 60 % -> 12 %, pr16649 42 % "
+    "-> 20 %, pr16834 30 % -> 23 %, pr16884 MoE 32 % -> 20 %, pr26767 dense 26 % -> 24 %; am17an's Llama line "
+    "+14 % -> +20 %), but JohannesGaessler's RTX 4090 Qwen3-30B-A3B `-ub 1` +3 % -> -23 % and pr16130 +5/-1 % -> "
+    "-17/-16 %, #15013's A100 +24 % -> +33 % and H100 +12 % -> +21 %: the median worsens by half a point; every "
+    "held-out number (bench/results/inference_sources.md) 7.5 % -> 7.6 %, lines above 25 % 18 -> 12. Tried, not "
+    "adopted: scaled by the clock, 2.46 us x (1,695 MHz / the card's boost clock)^0.65 (share 0.97, fitted "
+    "0.08 %): median 12.7 % -> 8.9 %, lines 8 -> 7 (pr15525 35 %, pr16630 33 %, pr16649 34 %, pr16834 39 %, "
+    "pr16884 MoE 42 %, pr26767 MoE 25 %, and am17an's Llama line +14 % -> +26 %, pushed above), #15013's H100 "
+    "+12 % -> +30 %. What the count settles: the model and the build on one host (DeepSeek-V2-Lite's and "
+    "gpt-oss-20b's +44 to +81 % on JohannesGaessler's 3090 and the A5000 fall to +14 to +19 %), not the host: "
+    "on one card (RTX 4090) and one model (Llama-3.1-8B) am17an's build of 2025-10-31 leaves 4.1 us a kernel "
+    "where JohannesGaessler's of a month later leaves 1.8 with one kernel fewer, and nothing gpuplan is told "
+    "(card, model, build) tells the two apart; and on one host a MoE's kernel (`mul_mat_id`, the router's) costs "
+    "~1.3x a dense layer's (JohannesGaessler's 3090: 3.0-3.2 us against 2.1-2.4), which no fitted row (all "
+    "Llama) can set. Metal keeps its own fixed time a layer (`LLAMA_CPP_METAL_LAYER_S`, its own fusions not "
+    "counted).")
 
 
 SPLIT_NOTE = (

@@ -149,12 +149,15 @@ LLAMA_CPP_METAL_MATMUL_FRACTION = {"plain": 0.80, "quantized": 0.70}
 LLAMA_CPP_METAL_DECODE_BANDWIDTH_FRACTION = 0.87
 LLAMA_CPP_METAL_LAYER_S = 140e-6
 # CUDA generation (speed/ggml.py cuda_decode_parts): MMVQ (and mul_mat_vec_f for f16) take at most this many rows
-# (ggml/src/ggml-cuda/mmvq.cuh MMVQ_MAX_BATCH_SIZE); the weights' share of the card's bandwidth and the time per layer
+# (ggml/src/ggml-cuda/mmvq.cuh MMVQ_MAX_BATCH_SIZE); the weights' share of the card's bandwidth and the time per kernel
+# a layer launches (speed/ggml.py layer_kernels: the kernels of the build's graph counted from the layer's structure)
 # are fitted by `python bench/llama_bench.py --fit` on the fitted CUDA micro-batch-1 rows of
 # bench/data/llama-bench.csv only (JohannesGaessler's llama-bench tables in ggml-org/llama.cpp PRs #15802 and #17505:
-# RTX 3090 at micro-batch 1, 4 and 8, RTX 4090 at micro-batch 1 after 32,768 tokens); the #15013 scoreboard's tg128
-# rows are held out. The fixed 60 us per layer (1.9 ms a step for 32 layers) is most of a small model's step on a
-# fast card: the data-centre cards (A100, H100) spend more there than it says and run faster than it (+12 %, +24 %).
+# RTX 3090 at micro-batch 1, 4 and 8, RTX 4090 at micro-batch 1 after 32,768 tokens; mean |error| 0.8 %); every
+# other CUDA generation row is held out. One cost for every card (session 18): 2.55 us a kernel, 54 us for
+# Llama-3.1-8B's 21-kernel layer today, 64 us for its 25 of September 2025; replacing the fixed 60 us a layer (share
+# 0.96) took the held-out CUDA generation median 12.7 % -> 13.2 % and its source lines above 25 % 8 -> 2
+# (bench/results/llama_bench.md, 'Counted (session 18)').
 LLAMA_CPP_MMVQ_MAX_BATCH = 8
 # Before PR #18958 ("CUDA: use mmvq for mul-mat-id for small batch sizes": "for batch_sizes > 1, we immediately move
 # to mmq"; merged 2026-02-03, its ggml sync ggml-org/ggml 0622f36a) a routed expert's mul_mat_id of 2 to 8 rows ran
@@ -162,8 +165,8 @@ LLAMA_CPP_MMVQ_MAX_BATCH = 8
 # the last build known without it, so the builds of the ten days after it are timed as with it; the rows it times
 # are of August 2025 (b6263 and on).
 LLAMA_CPP_MMVQ_MOE_BATCH_BUILD = 7819
-LLAMA_CPP_CUDA_DECODE_BANDWIDTH_FRACTION = 0.96
-LLAMA_CPP_CUDA_LAYER_S = 60e-6
+LLAMA_CPP_CUDA_DECODE_BANDWIDTH_FRACTION = 1.0
+LLAMA_CPP_CUDA_KERNEL_S = 2.55e-6
 # MMVQ's dot-product rate per SM and clock (speed/ggml.py mmvq_flops), fitted with the two above (mean |error| 1.9 %
 # on the four rows); #15802's RTX 3090 micro-batch 4 and 8 rows (MMVQ with 4 and 8 columns) set it.
 LLAMA_CPP_MMVQ_FLOP_PER_SM_CYCLE = 70.0
@@ -1327,18 +1330,18 @@ DECODE_BANDS: dict[tuple[str, str, str], tuple[float, float, int, str]] = {
                                   "Mixtral-8x7B: gpuplan up to 1.5x too fast at short requests on the GB200 and "
                                   "1.4x too slow on Scout's 20,000-token prompts (bench/results/bands.md)"),
     ("transformers", "dense", "NVIDIA"): (-0.20, 0.05, 4, "Qwen-1 1.8B-72B decode runs (bench/results/bands.md)"),
-    ("llama.cpp", "dense", "NVIDIA"): (-0.11, 0.19, 19, "llama-bench generation of Llama-2-7B (Q4_0, Q8_0, F16) on 12 "
+    ("llama.cpp", "dense", "NVIDIA"): (-0.17, 0.10, 19, "llama-bench generation of Llama-2-7B (Q4_0, Q8_0, F16) on 12 "
                                        "CUDA cards, of Llama-3.1-70B Q4_K_M split over 4 RTX 4090s, of "
                                        "Llama-3.1-8B Q4_K_M on an RTX 3080 and an RTX 4090, of Llama-3.2-1B on an "
-                                       "RTX 3090 and Qwen3-4B on an RTX 5090 (2026 builds measured 18% and 35% "
-                                       "faster than gpuplan) (bench/results/llama_bench.md)"),
-    ("llama.cpp", "MoE", "NVIDIA"): (-0.39, 0.14, 19, "llama-bench generation of gpt-oss-20b, Qwen3-30B-A3B and "
+                                       "RTX 3090 and Qwen3-4B on an RTX 5090 (a 2026 build measured 31% faster "
+                                       "than gpuplan; the A100 25% slower) (bench/results/llama_bench.md)"),
+    ("llama.cpp", "MoE", "NVIDIA"): (-0.18, 0.22, 19, "llama-bench generation of gpt-oss-20b, Qwen3-30B-A3B and "
                                      "DeepSeek-V2-Lite on an RTX 3090, RTX 4080, RTX 4090, RTX A5000, RTX 5090 and "
                                      "RTX PRO 6000 (llama.cpp PRs #15451 to #26767, ik_llama.cpp discussion #758): "
-                                     "gpt-oss-20b measured 14-16% faster than gpuplan on the RTX PRO 6000 and up to "
-                                     "31% slower on the GeForce cards and an RTX A5000, DeepSeek-V2-Lite up to 46% "
-                                     "slower, Qwen3-30B-A3B 46% faster on a 2026 RTX 5090 "
-                                     "(bench/results/llama_bench.md)"),
+                                     "gpt-oss-20b measured 15-17% faster than gpuplan on the RTX PRO 6000 and up to "
+                                     "22% slower on the GeForce cards and an RTX A5000, DeepSeek-V2-Lite up to 35% "
+                                     "slower, Qwen3-30B-A3B up to 30% faster on an RTX 4090 and 60% on a 2026 RTX "
+                                     "5090 (bench/results/llama_bench.md)"),
     ("llama.cpp", "MoE", "Apple"): (-0.03, 0.07, 3, "llama-bench generation of gpt-oss-20b and Qwen3-30B-A3B on an "
                                     "M2 Ultra (llama.cpp PRs #16057, #15616): Q4_0 7-8% faster than gpuplan, Q8_0 5% "
                                     "slower (bench/results/llama_bench.md)"),

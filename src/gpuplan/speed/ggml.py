@@ -44,10 +44,11 @@ Token generation on CUDA (:func:`cuda_decode_parts`), the same two terms with th
 ``ggml-cuda.cu`` ``ggml_cuda_mul_mat`` when ``src1->ne[1] <= MMVQ_MAX_BATCH_SIZE``), which streams the quantized
 blocks once for all the rows; an f16 weight runs the vector kernel ``mul_mat_vec_f`` (``mmvf.cu``). The step is the
 weights' bytes at a share of the card's bandwidth (``LLAMA_CPP_CUDA_DECODE_BANDWIDTH_FRACTION``), on a roofline with
-the dot products' rate (:func:`mmvq_flops`, which shows from ~4 rows on), plus a time per layer
-(``LLAMA_CPP_CUDA_LAYER_S``): the layer's small kernels, replayed as one CUDA graph (``ggml-cuda.cu``
-``ggml_backend_cuda_graph_compute`` captures single-token batches), and the host's graph build per step spread over
-the layers. llama-bench samples nothing, so no host loop is added on top. Past 8 rows MMQ runs and decode takes the
+the dot products' rate (:func:`mmvq_flops`, which shows from ~4 rows on), plus a time per kernel
+(``LLAMA_CPP_CUDA_KERNEL_S``) for each kernel the layers launch (:func:`layer_kernels`: counted from each layer's
+structure after the fusions of the scenario's build), replayed as one CUDA graph (``ggml-cuda.cu``
+``ggml_backend_cuda_graph_compute`` captures single-token batches), with the host's graph build per step spread over
+them. llama-bench samples nothing, so no host loop is added on top. Past 8 rows MMQ runs and decode takes the
 step timer's generic path. A prompt run in micro-batches of at most 8 tokens (``-ub 1..8``) is the same step per
 micro-batch without the output matrix (only the last token's logits): JohannesGaessler's ``-ub 1, 4, 8`` prompt rows
 in llama.cpp PRs set the three constants (bench/data/llama-bench.csv).
@@ -57,7 +58,8 @@ from today's (:func:`build`): before b3121 quantized matmuls past 32 rows ran as
 (:func:`uses_mmq`), before b2540 every row of a micro-batch went through the output matrix (:func:`output_rows_s`),
 before b3983 cuBLAS wrote the KQ scores in f16 (:func:`score_bytes`), before b6293 Metal walked each ``mul_mat_id``'s
 id table one id at a time per expert and copied the routed rows out and back (:func:`expert_maps_s`); before b7819 a
-routed expert's generation step of 2 to 8 rows ran MMQ, not MMVQ (:func:`routed_mmq`).
+routed expert's generation step of 2 to 8 rows ran MMQ, not MMVQ (:func:`routed_mmq`); and CUDA generation launches
+the kernels of that build's graph (:data:`CUDA_KERNEL_CHANGES`, from b5778's swiglu to b10318's norm + rope).
 """
 
 from __future__ import annotations
@@ -412,7 +414,7 @@ def cuda_decode_parts(s: Scenario, m: ModelSpec, gpu: GpuSpec, tokens: int, kv_b
     """One step of ``tokens`` rows (at most ``MMVQ_MAX_BATCH_SIZE``) on CUDA: the weights the step reaches
     (:func:`streamed_bytes`) and ``kv_bytes`` of cache streamed at
     :data:`~gpuplan.overheads.LLAMA_CPP_CUDA_DECODE_BANDWIDTH_FRACTION` of the card's bandwidth, and
-    :data:`~gpuplan.overheads.LLAMA_CPP_CUDA_LAYER_S` per layer (module docstring)."""
+    :data:`~gpuplan.overheads.LLAMA_CPP_CUDA_KERNEL_S` for each kernel the layers launch (:func:`cuda_kernels`)."""
     bps = gpu.bandwidth_gbs * 1e9 * oh.LLAMA_CPP_CUDA_DECODE_BANDWIDTH_FRACTION
     weights, per_row, routed = streamed_bytes(s, m, tokens, head=head), streamed_bytes(s, m, 1, head=head), 0.0
     if tokens > 1 and routed_mmq(s):  # the routed experts through MMQ, the rest through MMVQ
@@ -422,7 +424,7 @@ def cuda_decode_parts(s: Scenario, m: ModelSpec, gpu: GpuSpec, tokens: int, kv_b
     # each row meets the weights one token reaches (a routed expert multiplies only the rows sent to it)
     flops = 2 * tokens * per_row / gguf.linear_bytes_per_param(m, ftype(s, m))
     return {"weights": _roofline(flops / mmvq_flops(gpu), weights / bps) + routed, "kv_cache": kv_bytes / bps,
-            "kernel_latency": m.num_layers * oh.LLAMA_CPP_CUDA_LAYER_S}
+            "kernel_latency": cuda_kernels(s, m) * oh.LLAMA_CPP_CUDA_KERNEL_S}
 
 
 def routed_mmq(s: Scenario) -> bool:
@@ -463,3 +465,141 @@ def small_batch_prefill_parts(s: Scenario, m: ModelSpec, gpu: GpuSpec, tokens: i
     step = cuda_decode_parts(s, m, gpu, ub, kv, head=False)
     return {"gemm": steps * step["weights"], "attention": steps * step["kv_cache"],
             "kernel_latency": steps * step["kernel_latency"]}
+
+
+# The first llama.cpp build (release tag) with each change to a decode layer's CUDA kernels: the merge date of the PR
+# (its ggml-org/ggml sync commit in bench/data/llama-cpp-cuda-kernels.csv) placed between known tags (b6263 2025-08-24,
+# b6341 2025-09-02, b7818 2026-01-24, b9578 2026-06-11), so +-20 builds; b6343 made flash attention llama-bench's
+# default (``--flash-attn auto``).
+CUDA_KERNEL_CHANGES = {
+    "glu": 5778,  # PR #14158: GGML_OP_GLU, swiglu one kernel (silu + mul)
+    "rms_norm_mul": 5986,  # PR #14800: rms_norm + mul in one kernel (ggml_cuda_op_rms_norm_fused)
+    "add_chain": 6306,  # PR #15631: a chain of adds in one kernel (ggml_cuda_op_fused_add)
+    "flash_auto": 6343,  # --flash-attn auto, on where the backend has it
+    "topk_moe": 6577,  # PR #16130: softmax, argsort, get_rows (sum_rows, div) in one kernel (ggml_cuda_op_topk_moe)
+    "topk_moe_late_softmax": 6844,  # PR #16649: the same with the softmax after the top-k (gpt-oss)
+    "gemv": 6895,  # PR #16715: mul_mat_vec + bias, gate + up + glu in one kernel (ggml_cuda_should_fuse_mul_mat)
+    "rope_set_rows": 7080,  # PR #16884: rope + view + set_rows of K in one kernel (ggml_cuda_op_rope_fused)
+    "moe_scale": 7882,  # PR #19126: the experts' weight scale in the top-k kernel (args.scale), none for 1.0
+    "norm_rope": 10318,  # PR #26767: rms_norm + mul + rope (+ view + set_rows) of Q and K in one kernel each
+}
+
+
+def cuda_kernels(s: Scenario, m: ModelSpec) -> int:
+    """CUDA kernels one generation step of ``s``'s llama.cpp build launches in ``m``'s decoder layers
+    (:func:`layer_kernels`, each layer from its structure), flash attention as ``s`` sets it (``auto`` is off before
+    b6343: llama-bench's default then)."""
+    b = build(s)
+    on = s.flash_attention == "on" or (s.flash_attention != "off" and _has(b, "flash_auto"))
+    return _model_kernels(m, on, ftype(s, m) not in PLAIN, b)
+
+
+@lru_cache(maxsize=256)
+def _model_kernels(m: ModelSpec, flash: bool, quantized: bool, build_no: int | None) -> int:
+    return sum(layer_kernels(m, i, flash=flash, quantized=quantized, build_no=build_no) for i in range(m.num_layers))
+
+
+def _has(build_no: int | None, change: str) -> bool:
+    """Whether build ``build_no`` (None: today's code) has :data:`CUDA_KERNEL_CHANGES` ``change``."""
+    return build_no is None or build_no >= CUDA_KERNEL_CHANGES[change]
+
+
+def layer_kernels(m: ModelSpec, i: int, *, flash: bool = True, quantized: bool = True,
+                  build_no: int | None = None) -> int:
+    """CUDA kernels decoder layer ``i`` of ``m`` launches for one token in llama.cpp (batch 1, quantized weights
+    through MMVQ), counted from the layer's structure as bench/data/llama-cpp-cuda-kernels.csv counts Llama, Qwen3,
+    Qwen3-MoE, gpt-oss and DeepSeek-V2-Lite: each graph node ggml-cuda runs (views free) after ggml-cuda.cu's fusions
+    in build ``build_no`` (:data:`CUDA_KERNEL_CHANGES`; ``ggml_cuda_can_fuse``, ``ggml_cuda_should_fuse_mul_mat``,
+    ``ggml_cuda_op_rms_norm_fused``, ``ggml_cuda_op_fused_add``, ``ggml_cuda_op_topk_moe``,
+    ``ggml_cuda_op_rope_fused``), in the graphs of llama.cpp's src/llama-graph.cpp ``build_norm``, ``build_attn``,
+    ``build_ffn`` and ``build_moe_ffn``. A quantized matmul is two kernels (``quantize_row_q8_1_cuda``, then
+    ``mul_mat_vec_q``), an f16 one or the router (llama-quant.cpp leaves expert gating tensors unquantized) one
+    (``mul_mat_vec_f``); flash attention two (the vector kernel and ``flash_attn_combine_results``), without it KQ,
+    soft_max, KQV and a cont. State-space and linear-attention mixers (not read): their matmuls and two kernels."""
+    layer = m.layers[i]
+    mm = 2 if quantized else 1
+    norm = 1 if _has(build_no, "rms_norm_mul") else 2
+    mixer = [lin for lin in layer.linears if lin.group == "attention"]
+    total = _norms(m, layer) * norm
+    if layer.attention in ("linear", "mamba", "conv"):
+        total += len(mixer) * mm + 2
+    else:
+        total += _attention_kernels(m, layer, mm, norm, flash, build_no) + (2 if layer.attention == "hybrid" else 0)
+    total += 1 + _mlp_kernels(m, layer, mm, build_no)  # the residual adds: one here, one in the MLP's count
+    return total
+
+
+def _norms(m: ModelSpec, layer) -> int:
+    """The hidden-size norms of ``layer`` (``attn_norm``, ``ffn_norm``, Gemma's post-norms): its norm weights less
+    MLA's latent norms and the per-head q/k norms (:func:`_qk_norm`), in vectors of the hidden size."""
+    return (layer.norm_params - _mla_norm_params(m, layer)) // m.hidden_size
+
+
+def _mla_norm_params(m: ModelSpec, layer) -> int:
+    mla = m.mla or {}
+    return (mla.get("kv_lora_rank") or 0) + (mla.get("q_lora_rank") or 0) if layer.attention == "mla" else 0
+
+
+def _qk_norm(m: ModelSpec, layer) -> bool:
+    """Whether queries and keys are normed before rope (Qwen3's q_norm and k_norm): norm weights beyond whole
+    vectors of the hidden size."""
+    return (layer.norm_params - _mla_norm_params(m, layer)) % m.hidden_size > 0
+
+
+def _attention_kernels(m: ModelSpec, layer, mm: int, norm: int, flash: bool, b: int | None) -> int:
+    """The attention's kernels (:func:`layer_kernels`): its matmuls (a bias add each until PR #16715's GEMV
+    fusion), rope of Q and K and the cache writes of K and V (rope + set_rows of K one kernel from PR #16884; with
+    q/k norms norm + rope of each one from PR #26767), and the attention. MLA (absorbed, llama-model.cpp's
+    deepseek2 builder): ``wk_b`` and ``wv_b`` in place of ``kv_b``, the latent's norm (and q-LoRA's), rope of the
+    two rope parts, their two concats, and a cont after the attention."""
+    linears = [lin for lin in layer.linears if lin.group == "attention"]
+    bias = 0 if _has(b, "gemv") else 1
+    total = sum(mm * (2 if lin.name == "kv_b_proj" else 1) + bias * lin.bias for lin in linears)
+    attention = 2 if flash else 3
+    if layer.attention == "mla":
+        latent = 2 if (m.mla or {}).get("q_lora_rank") else 1
+        return total + latent * norm + 2 + 2 + 2 + attention + 1
+    if _qk_norm(m, layer) and _has(b, "norm_rope"):
+        q, k = 1, 1
+    else:
+        qk = norm if _qk_norm(m, layer) else 0
+        q, k = qk + 1, qk + (1 if _has(b, "rope_set_rows") else 2)
+    return total + q + k + 1 + attention + (0 if flash else 1)
+
+
+def _ffn_kernels(m: ModelSpec, linears: list, mm: int, b: int | None) -> int:
+    """A feed-forward's kernels (``build_ffn``, or ``build_moe_ffn``'s ``mul_mat_id``): gate and up (one fused
+    ``gate_up_proj`` counts as both) and their glu, one quantize and one matmul from PR #16715's GEMV fusion;
+    down; a bias add (``add_id`` for experts) after each matmul until that fusion. Not gated: up, the activation,
+    down."""
+    gemv, glu = _has(b, "gemv"), 1 if _has(b, "glu") else 2
+    down = [lin for lin in linears if lin.name in ("down_proj", "w2", "fc2", "c_proj")]
+    up = [lin for lin in linears if lin not in down]
+    bias = 0 if gemv else sum(lin.bias for lin in linears) + any(lin.bias and "gate_up" in lin.name for lin in up)
+    if not m.gated_mlp:
+        return 2 * mm + 1 + bias
+    return mm + bias + (mm if gemv else 2 * mm + glu)
+
+
+def _mlp_kernels(m: ModelSpec, layer, mm: int, b: int | None) -> int:
+    """The MLP's kernels and the residual add after it. An MoE (``build_moe_ffn``): the unquantized router (a bias
+    add until PR #16715), the top-k (softmax, argsort, get_rows, with ``norm_topk_prob`` sum_rows and div; gpt-oss
+    argsort, get_rows, softmax over the top-k) one kernel from PR #16130 (#16649 for gpt-oss's order), a scale
+    where the config has ``routed_scaling_factor`` until PR #19126, the experts, the weights' mul, the ``k - 1``
+    adds over the experts in chains of up to 8 from PR #15631, the shared experts and their add."""
+    groups = {g: [lin for lin in layer.linears if lin.group == g] for g in ("mlp", "experts", "shared_experts")}
+    if not layer.moe:
+        return _ffn_kernels(m, groups["mlp"], mm, b) + 1 if groups["mlp"] else 0
+    router = [lin for lin in layer.linears if lin.group == "router"]
+    total = 1 + (0 if _has(b, "gemv") else sum(lin.bias for lin in router))
+    late = m.family == "gpt_oss"
+    if _has(b, "topk_moe_late_softmax" if late else "topk_moe"):
+        total += 1
+    else:
+        total += 3 + (0 if late or not m.config.get("norm_topk_prob") else 2)
+    total += 1 if "routed_scaling_factor" in m.config and not _has(b, "moe_scale") else 0
+    adds = layer.experts_per_token - 1
+    total += _ffn_kernels(m, groups["experts"], mm, b) + 1 + (math.ceil(adds / 8) if _has(b, "add_chain") else adds)
+    if groups["shared_experts"]:
+        total += _ffn_kernels(m, groups["shared_experts"], mm, b) + 1
+    return total + 1
