@@ -23,10 +23,11 @@ from ..tensors.state import attention_kernel, lora_targets, optimizer_step_tempo
 
 
 def training_memory(s: Scenario, m: ModelSpec, capacity_gib: float | None = None,
-                    outside_gib: float = 0.0) -> Estimate:
+                    outside_gib: float = 0.0, cuda: bool = True) -> Estimate:
     """The peak of one training step of ``s`` per GPU; ``capacity_gib`` (the card's usable memory) and
     ``outside_gib`` (what lives outside PyTorch's allocator: the CUDA context) only matter to stacks that size
-    buffers from the memory the driver reports free (Unsloth's fused loss: :func:`_free_at_loss`)."""
+    buffers from the memory the driver reports free (Unsloth's fused loss: :func:`_free_at_loss`); ``cuda``:
+    False on Apple silicon, whose Metal backend has no cuBLAS workspace."""
     stack, sharding = stack_for(s), sharding_for(s)
     if stack.own_memory:
         from .megatron import megatron_memory  # Megatron's layout rules load for its plans only
@@ -48,7 +49,7 @@ def training_memory(s: Scenario, m: ModelSpec, capacity_gib: float | None = None
     in_flight = min(pp, s.grad_accum_steps) if pp > 1 else 1  # 1F1B: first stage holds pp micro-batches
     A_all = in_flight * sum(resident)
     lm_head_cast = mixed and (autocast_fp32 or stack.head_upcast(s))
-    buffers, extras = sharding.buffers(s, m, stack, st), stack.extras(s, m, shard)
+    buffers, extras = sharding.buffers(s, m, stack, st), stack.extras(s, m, shard, cuda)
     other = {**buffers, **extras}
     # gathered layers and a dequantized 4-bit weight exist while a decoder layer runs, not at the loss
     layer_only = {**sharding.layer_buffers(s, stack, buffers), **stack.layer_buffers(extras)}
