@@ -44,8 +44,7 @@ def training_memory(s: Scenario, m: ModelSpec, capacity_gib: float | None = None
     mixed = s.precision.endswith("-mixed")
     autocast_fp32 = mixed and s.method == "full" and sharding.autocasts_fp32_weights
     setup, kinds, kept, kept_casts, recomputed, casts = _kept(s, m, stack, autocast_fp32, stage_layers)
-    resident = _offloaded(s, stack, e, kept, kept_casts)
-    cast_cache = _cast_cache(s, stack, casts, kept_casts)
+    resident, cast_cache = _offloaded(s, stack, e, kept, kept_casts), _cast_cache(s, stack, casts, kept_casts)
     in_flight = min(pp, s.grad_accum_steps) if pp > 1 else 1  # 1F1B: first stage holds pp micro-batches
     A_all = in_flight * sum(resident)
     lm_head_cast = mixed and (autocast_fp32 or stack.head_upcast(s))
