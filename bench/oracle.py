@@ -17,7 +17,7 @@ import time
 from pathlib import Path
 
 from gpuplan import estimate
-from gpuplan.model.catalog import bundled, bundled_repo
+from gpuplan.model.catalog import bundled, bundled_repo, load_model
 
 NARROW = {"hidden_size": 512, "intermediate_size": 1536, "num_attention_heads": 8, "num_hidden_layers": 4}
 
@@ -25,7 +25,8 @@ NARROW = {"hidden_size": 512, "intermediate_size": 1536, "num_attention_heads": 
 def narrowed(model: str, folder: Path, real_width: bool = False, **overrides) -> str:
     """Write a narrowed copy of a bundled config to ``folder`` and return its path (``real_width``: only the
     depth is cut to 4 layers)."""
-    config = json.loads(bundled()[bundled_repo(model)].read_text())
+    repo = bundled_repo(model)  # None: a published shape planned by size (synthetic-1b is --model-size 1B)
+    config = json.loads(bundled()[repo].read_text()) if repo else dict(load_model(model).config)
     config = {k: v for k, v in config.items() if not k.startswith("_transcription")}
     if real_width:
         config.update(num_hidden_layers=4, **overrides)
@@ -109,6 +110,10 @@ STACK_CASES = [
     ("llama-3.1-8b", dict(task=TRAIN, stack=TI, method="full", seq_len=512, grad_checkpointing="full",
                           checkpoint_every=2)),
     ("llama-3.1-8b", dict(task=TRAIN, stack=TI, method="full", seq_len=1024), True),
+    # a pretrain's micro-batch (8 x 2,048 tokens, 32k vocabulary): autocast's cached weight copies and the fp32
+    # block inputs weigh here, next to the loss's fp32 logits
+    ("synthetic-1b", dict(task=TRAIN, stack=TI, method="full", seq_len=2048, micro_batch_size=8,
+                          grad_accum_steps=8), True),
     ("llama-3.1-8b", dict(task=TRAIN, stack=US, method="qlora", seq_len=1024)),
     ("llama-3.1-8b", dict(task=TRAIN, stack=US, method="lora", seq_len=1024), True),
     ("llama-3.1-8b", dict(task=TRAIN, stack=AX, method="qlora", seq_len=1024), True),

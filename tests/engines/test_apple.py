@@ -178,3 +178,18 @@ def test_mlx_reads_a_tied_head_not_gemma_s_per_layer_token_tables():
     layers = sum(v for k, v in parts.items() if k not in ("embeddings", "lm_head", "vision"))
     assert mlx.weight_bytes(s, m, 1) == pytest.approx(layers + fmt.embedding_bytes(262144 * 1536), rel=1e-9)
     assert mlx.weight_bytes(s, m, 1) < parts["embeddings"]  # the tables alone outweigh the whole step
+
+
+def test_a_training_plan_on_a_mac_holds_no_cuda_buffer_and_names_its_counter():
+    """Session 17's first walk (user B, left 8): a QLoRA plan on an M4 Max listed "other: cuBLAS workspace 0.06 GiB"
+    and "its own log: ... torch.cuda.max_memory_allocated" on a Mac. Metal has no cuBLAS: the same plan on the Mac is
+    the CUDA card's less its 64 MiB workspace (the parts that do not depend on the card), and the log line names
+    the MPS counter."""
+    job = dict(model="llama-3.1-8b", task="train", method="qlora", seq_len=2048, micro_batch_size=1,
+               grad_accum_steps=16, precision="fp16-mixed")
+    mac = estimate({**job, "gpu": "apple-m4-max"}, advise=False).memory
+    cuda = estimate({**job, "gpu": "rtx-4090"}, advise=False).memory
+    assert "cuBLAS workspace" not in mac.other and cuda.other["cuBLAS workspace"] == 64 / 1024
+    assert mac.allocated_peak_gib == pytest.approx(cuda.allocated_peak_gib - 64 / 1024, abs=1e-9)
+    assert "torch.mps.current_allocated_memory()" in mac.logged_statistic and "cuda" not in mac.logged_statistic
+    assert mac.logged_gib == mac.allocated_peak_gib

@@ -204,3 +204,35 @@ def test_the_replicated_down_projection_is_held_whole_by_every_rank():
     even = sum(m.weight_bytes(fmt, skip=skip).values()) / 8
     assert held.weights == pytest.approx(even + 61 * 15_138_824 * 7 / 8)
     assert held.weights - even == pytest.approx(808_034_731, abs=1)
+
+
+def test_an_fp8_launch_asks_for_the_fp8_checkpoint_it_has_none_of(tmp_path):
+    """Session 17's first walk (left 9): the trtllm-serve.sh of an fp8 plan loaded the bf16 checkpoint id with a
+    comment to replace it; run as written it served bf16 weights (Scout at TP 2: 108 GiB a card against the plan's
+    54). TensorRT-LLM reads the format from the checkpoint and quantizes nothing as it loads (its quantization docs),
+    so the script asks for CHECKPOINT: unset, the shell stops with the sentence before trtllm-serve starts; set, the
+    server loads it."""
+    import os
+    import subprocess
+
+    from gpuplan.launchers import launch_files, launch_plan
+
+    plan = launch_plan({**SERVE, "quant": "fp8"})
+    text = {f.name: f for f in launch_files(plan, ["trtllm"])}["trtllm-serve.sh"].text
+    assert f"set CHECKPOINT to {plan.model.name} quantized to fp8 by NVIDIA ModelOpt" in text
+    assert f"--model {plan.model.name} --quant fp8 --export_fmt hf" in text
+    (tmp_path / "trtllm-serve.sh").write_text(text)
+    fake = tmp_path / "bin" / "trtllm-serve"
+    fake.parent.mkdir()
+    fake.write_text('#!/bin/sh\necho "loads $1"\n')
+    fake.chmod(0o755)
+    env = {k: v for k, v in os.environ.items() if k != "CHECKPOINT"}
+    env["PATH"] = f"{fake.parent}:{env['PATH']}"
+    run = subprocess.run(["bash", "trtllm-serve.sh"], cwd=tmp_path, env=env, capture_output=True, text=True)
+    assert run.returncode == 1 and not run.stdout
+    assert "CHECKPOINT: set CHECKPOINT to the model quantized to fp8 by NVIDIA ModelOpt" in run.stderr
+    run = subprocess.run(["bash", "trtllm-serve.sh"], cwd=tmp_path, env={**env, "CHECKPOINT": "/ckpt/llama-fp8"},
+                         capture_output=True, text=True)
+    assert run.returncode == 0 and run.stdout == "loads /ckpt/llama-fp8\n"
+    bf16 = {f.name: f for f in launch_files(launch_plan(SERVE), ["trtllm"])}["trtllm-serve.sh"].text
+    assert "CHECKPOINT" not in bf16 and f"trtllm-serve {plan.model.name} " in bf16

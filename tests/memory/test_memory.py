@@ -202,13 +202,15 @@ def test_gpu_precision_errors():
 @pytest.mark.parametrize("gpu", ["t4", "v100", "apple-m4-max"])
 def test_precision_follows_the_card_when_not_asked(task, precision, gpu):
     """No bf16 tensor cores (Turing, Volta, Apple silicon): fp16, as the Trainer's fp16=True runs there, said in
-    the first lines; the bytes are the same as bf16, so the memory is too."""
+    the first lines; the bytes are the same as bf16, so the memory is too (but for cuBLAS's workspace, which a
+    Mac's Metal has not: 64 MiB)."""
     r = estimate(dict(model="qwen2.5-0.5b", task=task, method="lora", gpu=gpu) if task == "train" else
                  dict(model="qwen2.5-0.5b", task=task, gpu=gpu))
     assert r.scenario["precision"] == precision and ("fp16-mixed" in r.resolved or "fp16 weights" in r.resolved)
     assert any(d.startswith(f"precision {precision}") for d in r.defaults)
     on_a100 = estimate({**r.scenario, "gpu": "a100-sxm4-80gb", "precision": "bf16" + precision[4:]}, advise=False)
-    assert on_a100.memory.allocated_peak_gib == pytest.approx(r.memory.allocated_peak_gib)
+    cuda_only = 64 / 1024 if gpu == "apple-m4-max" and task == "train" else 0.0
+    assert on_a100.memory.allocated_peak_gib - cuda_only == pytest.approx(r.memory.allocated_peak_gib)
 
 
 def test_full_finetune_8b_does_not_fit_24gb_and_says_what_does():

@@ -107,3 +107,18 @@ def test_the_layout_note_says_why_a_faster_micro_batch_was_not_taken():
     chosen = p.scenario["micro_batch_size"]
     assert len(times) >= 2 and chosen in times
     assert all(t >= 0.98 * times[chosen] for mb, t in times.items() if mb > chosen)
+
+
+def test_the_recipe_says_which_global_batch_runs():
+    """Session 17's second walk (user C, finding 5): a 1B pretrain on 16 H100s read "global batch: 488 sequences"
+    (GPT-3's 1M tokens / 2,048) and then "8 x 4 x 16 = 512 sequences", with no word on which one the steps use.
+    The layout line says it: 512 / 488 - 1 = 4.9 % over; a layout equal to the recipe's batch adds nothing."""
+    from gpuplan.plan.recipe import run_batch
+
+    plan = estimate(dict(model_size="1B", task="train", gpu="h100", num_gpus=16, train_tokens=5e10))
+    said = {c["name"]: c["value"] for c in plan.recipe["choices"]}
+    assert said["global batch"] == "488 sequences"
+    assert said["micro-batch x accumulation x GPUs"] == ("8 x 4 x 16 = 512 sequences, the global batch run (4.9% "
+                                                         "over the recipe's 488)")
+    assert plan.recipe["steps"] == -(-50_000_000_000 // (512 * 2048))
+    assert run_batch(16, 16) == "" and run_batch(96, 128).endswith("(25.0% under the recipe's 128)")

@@ -278,6 +278,30 @@ def test_the_torchtitan_sac_note_is_a_whole_sentence():
                     "torchtitan's _save_list)"]
 
 
+def test_a_torchtitan_pretrain_micro_batch_holds_its_forward_peak():
+    """Session 17's second walk (user C, finding 7): `simulate --model-size 1B --micro-batch-size 8
+    --grad-accum-steps 8` (torchtitan on one GPU: autocast over fp32 weights, per-op SAC, 8 x 2,048 tokens, 32k
+    vocabulary) peaked at 34.39 GiB in the forward, at the loss, against the estimate's 31.27 (-6.4 %). The loss was
+    right (bf16 logits, their fp32 copy and log-softmax's output: 10 bytes a logit). Each of the 22 layers was
+    short by the fp32 block input SAC keeps (2 bytes more a value: 2 x 16,384 x 2,048) and autocast's cached bf16
+    copy of the layer's weights (2 x 44,040,192 parameters), which lives to the end of the loss:
+    22 x 155,189,248 B = 3.18 GiB, the gap to the cuBLAS-less 31.205."""
+    require("torchtitan")
+    from gpuplan import estimate
+    from gpuplan.sim.simulate import simulate
+
+    scenario = {"model_size": "1B", "task": "train", "stack": "torchtitan", "gpu": "h100", "micro_batch_size": 8,
+                "seq_len": 2048, "grad_accum_steps": 8}
+    sim = simulate(scenario)
+    mem = estimate(scenario, advise=False).memory
+    forward = mem.phases_gib["forward"] - mem.other["cuBLAS workspace"]
+    assert (sim.peak_phase, sim.peak_op) == ("forward", "nll_loss_forward.default")
+    assert sim.phases_gib["forward"] == pytest.approx(34.386, abs=0.001)
+    gap, per_layer = 34.386 - 31.205, 2 * 16_384 * 2_048 + 2 * 44_040_192
+    assert gap == pytest.approx(22 * per_layer / GIB, abs=0.002)
+    assert mem.peak_phase == "forward" and forward == pytest.approx(sim.phases_gib["forward"], rel=1e-3)
+
+
 FAMILIES = [  # the other families, at full size: inference in bf16, or LoRA at 256 tokens
     ("deepseek-v3", dict(task="infer", batch_size=1, prompt_tokens=256, output_tokens=4, quant="none")),
     ("gpt-oss-20b", dict(task="train", method="lora", seq_len=256, quant="none")),

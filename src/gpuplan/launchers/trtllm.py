@@ -10,14 +10,15 @@ the KV cache's dtype and block size go in the ``--config`` YAML (``kv_cache_conf
 speculative plan's ``speculative_config`` (:func:`speculative_config`). Option
 names are those of ``trtllm-serve``'s click command (``tensorrt_llm/commands/serve.py``; transcribed in
 tests/data/trtllm, since TensorRT-LLM does not install without CUDA). An fp8 or nvfp4 plan needs a checkpoint
-quantized that way (NVIDIA ModelOpt): TensorRT-LLM reads the format from the checkpoint.
+quantized that way (NVIDIA ModelOpt): TensorRT-LLM reads the format from the checkpoint and quantizes nothing as it
+loads, so where no such checkpoint is known the script asks for one (:func:`checkpoint`).
 """
 
 from __future__ import annotations
 
 from ..engines import engine_for
 from ..engines import trtllm as trtllm_engine
-from .files import LaunchFile, shell_text, yaml_text
+from .files import LaunchFile, Raw, shell_text, yaml_text
 from .plan import LaunchPlan
 from .serving import draft_to_load, pool_line
 from .settings import LaunchOptions
@@ -48,12 +49,25 @@ def applies(plan: LaunchPlan) -> str | None:
 def command(plan: LaunchPlan, opts: LaunchOptions) -> list[str]:
     s, engine = plan.scenario, plan.result.memory.engine
     ep = ["--ep_size", str(s.ep)] if s.ep > 1 else []
-    return ["trtllm-serve", plan.model_ref, "--backend", trtllm_engine.backend(s), "--tp_size", str(s.tp),
+    return ["trtllm-serve", checkpoint(plan), "--backend", trtllm_engine.backend(s), "--tp_size", str(s.tp),
             "--pp_size", str(s.pp), *ep,
             "--max_batch_size", str(engine["max_batch_size"]), "--max_num_tokens", str(engine["max_num_tokens"]),
             "--max_seq_len", str(engine["max_seq_len"]),
             "--kv_cache_free_gpu_memory_fraction", f"{engine['free_gpu_memory_fraction']:g}",
             "--config", CONFIG, "--port", str(opts.port)]
+
+
+def checkpoint(plan: LaunchPlan) -> str:
+    """The checkpoint trtllm-serve loads: the plan's model, or its publisher's checkpoint in the plan's format. An
+    fp8 or nvfp4 plan of a model with no known checkpoint in that format asks for one in ``CHECKPOINT`` (the shell
+    stops with a sentence while it is unset): TensorRT-LLM takes the format from the checkpoint's
+    ``hf_quant_config.json`` (its quantization docs: "Running Pre-quantized Models", "Offline Quantization with
+    ModelOpt"), so the 16-bit checkpoint would be served in 16 bits, twice the fp8 plan's weights."""
+    if plan.scenario.quant in ("fp8", "nvfp4") and plan.model_ref == plan.model.name:
+        quant = plan.scenario.quant
+        return Raw(f'"${{CHECKPOINT:?set CHECKPOINT to the model quantized to {quant} by NVIDIA ModelOpt, as the '
+                   'comments above say}"')
+    return plan.model_ref
 
 
 def config(plan: LaunchPlan) -> dict:
@@ -90,8 +104,11 @@ def notes(plan: LaunchPlan, opts: LaunchOptions) -> list[str]:
         out.append(f"{s.quant} weights: the command loads {plan.model_ref}, the {s.quant} checkpoint of "
                    f"{plan.model.name} that its publisher ships")
     elif s.quant in ("fp8", "nvfp4"):
-        out.append(f"{s.quant} weights: replace {plan.model.name} with a checkpoint quantized to {s.quant} by NVIDIA "
-                   "ModelOpt (TensorRT-LLM reads its hf_quant_config.json)")
+        out.append(f"{s.quant} weights: set CHECKPOINT to {plan.model.name} quantized to {s.quant} by NVIDIA ModelOpt "
+                   "(TensorRT-LLM reads the format from its hf_quant_config.json and quantizes nothing as it loads); "
+                   "Model-Optimizer's examples/llm_ptq writes one: scripts/huggingface_example.sh --model "
+                   f"{plan.model.name} --quant {s.quant} --export_fmt hf (TensorRT-LLM's quantization docs, "
+                   "'Offline Quantization with ModelOpt')")
     return out
 
 

@@ -28,8 +28,11 @@ def estimate_memory(s: Scenario, m: ModelSpec, gpu: GpuSpec | None) -> Estimate:
     without a card and reports it on each card (:func:`report_of`)."""
     capacity = gpu.usable_gib if gpu else None
     outside = device_overheads(s, gpu.generation if gpu else None, gpu.memory_gib if gpu else None)
-    e = training_memory(s, m, capacity, sum(outside.values()) / GIB) if s.task == "train" else \
-        inference_memory(s, m, capacity, gpu)
+    if s.task == "train":
+        metal = gpu is not None and gpu.vendor == "Apple"
+        e = training_memory(s, m, capacity, sum(outside.values()) / GIB, cuda=not metal)
+    else:
+        e = inference_memory(s, m, capacity, gpu)
     e.outside_allocator = {**outside, **e.extra.get("outside", {})}
     return e
 
@@ -65,7 +68,12 @@ def report_of(s: Scenario, e: Estimate, gpu: GpuSpec | None) -> MemoryReport:
         max_concurrency=e.extra.get("max_concurrency"), max_context_tokens=e.extra.get("max_context_tokens"),
         kv_cache_pool_gib=e.extra.get("kv_cache_pool_gib"), gpu_layers=e.extra.get("gpu_layers"),
         offloaded_layers=e.extra.get("offloaded_layers"), engine=e.extra.get("engine"))
-    if s.task == "train":
+    if s.task == "train" and gpu is not None and gpu.vendor == "Apple":
+        # PyTorch's MPS backend counts what tensors hold now and keeps no peak (torch.mps)
+        report.logged_statistic = (f"{s.stack} on Apple silicon: none by default; torch.mps.current_allocated_memory() "
+                                   "counts what tensors hold when it is read (MPS keeps no peak)")
+        report.logged_gib = report.allocated_peak_gib
+    elif s.task == "train":
         report.logged_statistic = f"{s.stack}: {s.recipe.logs}"
         report.logged_gib = report.allocated_peak_gib if s.recipe.logs_level == "allocated" else \
             report.reserved_peak_gib

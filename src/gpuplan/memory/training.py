@@ -23,10 +23,11 @@ from ..tensors.state import attention_kernel, lora_targets, optimizer_step_tempo
 
 
 def training_memory(s: Scenario, m: ModelSpec, capacity_gib: float | None = None,
-                    outside_gib: float = 0.0) -> Estimate:
+                    outside_gib: float = 0.0, cuda: bool = True) -> Estimate:
     """The peak of one training step of ``s`` per GPU; ``capacity_gib`` (the card's usable memory) and
     ``outside_gib`` (what lives outside PyTorch's allocator: the CUDA context) only matter to stacks that size
-    buffers from the memory the driver reports free (Unsloth's fused loss: :func:`_free_at_loss`)."""
+    buffers from the memory the driver reports free (Unsloth's fused loss: :func:`_free_at_loss`); ``cuda``:
+    False on Apple silicon, whose Metal backend has no cuBLAS workspace."""
     stack, sharding = stack_for(s), sharding_for(s)
     if stack.own_memory:
         from .megatron import megatron_memory  # Megatron's layout rules load for its plans only
@@ -42,12 +43,12 @@ def training_memory(s: Scenario, m: ModelSpec, capacity_gib: float | None = None
     # -- activations: what each layer keeps under the checkpointing policy, on the GPU
     mixed = s.precision.endswith("-mixed")
     autocast_fp32 = mixed and s.method == "full" and sharding.autocasts_fp32_weights
-    setup, kinds, kept, kept_casts, recomputed = _kept(s, m, stack, autocast_fp32, stage_layers)
-    resident = _offloaded(s, stack, e, kept, kept_casts)
+    setup, kinds, kept, kept_casts, recomputed, casts = _kept(s, m, stack, autocast_fp32, stage_layers)
+    resident, cast_cache = _offloaded(s, stack, e, kept, kept_casts), _cast_cache(s, stack, casts, kept_casts)
     in_flight = min(pp, s.grad_accum_steps) if pp > 1 else 1  # 1F1B: first stage holds pp micro-batches
     A_all = in_flight * sum(resident)
     lm_head_cast = mixed and (autocast_fp32 or stack.head_upcast(s))
-    buffers, extras = sharding.buffers(s, m, stack, st), stack.extras(s, m, shard)
+    buffers, extras = sharding.buffers(s, m, stack, st), stack.extras(s, m, shard, cuda)
     other = {**buffers, **extras}
     # gathered layers and a dequantized 4-bit weight exist while a decoder layer runs, not at the loss
     layer_only = {**sharding.layer_buffers(s, stack, buffers), **stack.layer_buffers(extras)}
@@ -65,9 +66,11 @@ def training_memory(s: Scenario, m: ModelSpec, capacity_gib: float | None = None
     fwd_tmp = max(fwd_kinds[layer] for layer in stage_layers)
     grads_prev = grads_total if s.grad_accum_steps > 1 else 0.0
 
-    # forward: all kept activations + the last layer's transients, or the logits and loss at the end (and the output
-    # the loop keeps); each phase's peak is at a decoder layer (``at_layer``: the layer-only buffers alive) or not
-    fwd_layer, fwd_loss = grads_prev + A_all + fwd_tmp + L, grads_prev + A_all + lsaved + lfwd + held
+    # forward: all kept activations (and autocast's cached weight copies) + the last layer's transients, or the
+    # logits and loss at the end (and the output the loop keeps); each phase's peak is at a decoder layer
+    # (``at_layer``: the layer-only buffers alive) or not
+    fwd_layer = grads_prev + A_all + cast_cache + fwd_tmp + L
+    fwd_loss = grads_prev + A_all + cast_cache + lsaved + lfwd + held
     loss_point, layer_peak, cached = _backward_peak(s, stage_layers, resident, recomputed, fwd_kinds, bwd_kinds,
                                                     in_flight=in_flight, grads_total=grads_total,
                                                     grads_prev=grads_prev, loss_saved=lsaved, loss_backward=lbwd,
@@ -216,9 +219,10 @@ def _step_peak(s: Scenario, m: ModelSpec, sharding, st: State, shard: float) -> 
 
 
 def _kept(s: Scenario, m: ModelSpec, stack, autocast_fp32: bool, stage_layers):
-    """The layers' setup, what each layer kind saves, and per layer of the stage what the checkpointing policy
+    """The layers' setup, what each layer kind saves, per layer of the stage what the checkpointing policy
     keeps (:func:`_checkpointed`): saved tensors, autocast's 16-bit weight copies (kept when a layer is not
-    checkpointed) and what a checkpointed layer recomputes."""
+    checkpointed) and what a checkpointed layer recomputes; and per layer its 16-bit weight copies under autocast
+    over fp32 weights (0 otherwise)."""
     setup = stack.setup(s, m, autocast_fp32)
     kinds = {layer: stack.saved(layer, m, setup) for layer, _ in m.layer_kinds()}  # layers repeat
     saved = [kinds[layer] for layer in stage_layers]
@@ -226,7 +230,22 @@ def _kept(s: Scenario, m: ModelSpec, stack, autocast_fp32: bool, stage_layers):
         casts = [2 * sum(lin.weight_params for lin in layer.linears) / s.tp for layer in stage_layers]
     else:
         casts = [0.0] * len(stage_layers)
-    return (setup, kinds, *_checkpointed(s, m, stack, setup, stage_layers, saved, casts))
+    return (setup, kinds, *_checkpointed(s, m, stack, setup, stage_layers, saved, casts), casts)
+
+
+def _cast_cache(s: Scenario, stack, casts: list[float], kept_casts: list[float]) -> float:
+    """The 16-bit weight copies autocast's cache holds in the forward beyond those autograd saves on the GPU.
+    PyTorch caches the cast of an fp32 leaf that requires grad until the outermost autocast region exits
+    (pytorch ``aten/src/ATen/autocast_mode.cpp`` ``cached_cast``, ``clear_autocast_cache``), whatever the
+    checkpointing. The forward and the loss run inside that region and the backward outside it (torchtitan
+    ``train.py`` ``train_step``; accelerate's ``prepare_model`` wraps the model's forward, which computes
+    transformers' loss), so every layer's copies live to the end of the loss and none into the backward: those of
+    checkpointed layers, and those of layers whose saved tensors are offloaded, add to the forward only. Compiled,
+    the casts are ops of the graph (dynamo traces autocast) and the eager cache holds none."""
+    if s.compile:
+        return 0.0
+    stay = stack.offload_resident_layers if s.activation_offload else len(kept_casts)
+    return sum(casts) - (sum(kept_casts[-stay:]) if stay else 0.0)
 
 
 def offloaded_activation_bytes(s: Scenario, m: ModelSpec) -> float:
@@ -238,7 +257,7 @@ def offloaded_activation_bytes(s: Scenario, m: ModelSpec) -> float:
     stack, sharding = stack_for(s), sharding_for(s)
     autocast_fp32 = s.precision.endswith("-mixed") and s.method == "full" and sharding.autocasts_fp32_weights
     stage_layers = m.layers[:math.ceil(m.num_layers / s.pp)]
-    _, _, kept, kept_casts, _ = _kept(s, m, stack, autocast_fp32, stage_layers)
+    _, _, kept, kept_casts, _, _ = _kept(s, m, stack, autocast_fp32, stage_layers)
     resident = [k + c for k, c in zip(kept, kept_casts, strict=True)]
     stay = stack.offload_resident_layers
     return sum(resident[:-stay]) if len(resident) > stay else 0.0

@@ -118,8 +118,8 @@ def recipe(s, m, *, spot_mtbi_h: float | None = None, checkpoint_bytes: float = 
     mb, accum, dp = s.micro_batch_size, s.grad_accum_steps, s.dp
     why_layout = layout_why or as_set(s, global_batch)
     effective = mb * accum * dp
-    choices.append(Choice(name="micro-batch x accumulation x GPUs",
-                          value=f"{mb} x {accum} x {dp} = {effective:,} sequences", why=why_layout))
+    choices.append(Choice(name="micro-batch x accumulation x GPUs", value=f"{mb} x {accum} x {dp} = {effective:,} "
+                          f"sequences{run_batch(effective, global_batch)}", why=why_layout))
     choices.append(Choice(name="learning rate", value=f"{lr:g}", why=why))
     epochs = s.epochs or (1.0 if rows_per_epoch else None)
     steps, more = run_length(s, epochs, rows_per_epoch, examples_per_epoch, effective)
@@ -143,6 +143,16 @@ def recipe(s, m, *, spot_mtbi_h: float | None = None, checkpoint_bytes: float = 
                   max_grad_norm=clip, choices=tuple(choices), examples_per_step=examples,
                   suggested_epochs=suggested, assistant_only=assistant_only,
                   min_lr_ratio=GPT3_MIN_LR if kind == "pretraining" else 0.0)
+
+
+def run_batch(effective: int, global_batch: int) -> str:
+    """What the layout's ``effective`` sequences a step are beside the recipe's ``global_batch``, where they differ:
+    the batch the steps, the warm-up and the launch files use (a micro-batch that does not divide the recipe's
+    batch overshoots it by up to :data:`gpuplan.plan.layout.OVERSHOOT`; a layout set by hand may fall short)."""
+    if effective == global_batch:
+        return ""
+    side = "over" if effective > global_batch else "under"
+    return f", the global batch run ({abs(effective / global_batch - 1):.1%} {side} the recipe's {global_batch:,})"
 
 
 def as_set(s, global_batch: int) -> str:

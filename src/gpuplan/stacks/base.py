@@ -249,14 +249,16 @@ class Stack:
         return transformers_logits(m, setup, lm_head_cast, release(s.transformers_version), self.holds_output)
 
     # -- buffers, speed, what it reports -------------------------------------------------------------------
-    def extras(self, s: Scenario, m: ModelSpec, shard: float) -> dict[str, float]:
+    def extras(self, s: Scenario, m: ModelSpec, shard: float, cuda: bool = True) -> dict[str, float]:
         """Buffers the stack keeps besides tensors of the model: the dequantized 4-bit weight of the matmul that
-        runs (bitsandbytes dequantizes per call) and cuBLAS's workspace."""
+        runs (bitsandbytes dequantizes per call) and, on CUDA (``cuda``; not Apple silicon's Metal), cuBLAS's
+        workspace."""
         out: dict[str, float] = {}
         if s.method == "qlora":
             largest = max(lin.weight_params / lin.count for layer, _ in m.layer_kinds() for lin in layer.linears)
             out["dequantized 4-bit weight"] = s.compute_bytes * largest * shard
-        out["cuBLAS workspace"] = oh.CUBLAS_WORKSPACE_GIB * oh.GIB
+        if cuda:
+            out["cuBLAS workspace"] = oh.CUBLAS_WORKSPACE_GIB * oh.GIB
         return out
 
     def layer_buffers(self, extras: dict[str, float]) -> dict[str, float]:

@@ -325,8 +325,8 @@ class Megatron(Stack):
         Megatron-LM before its ``--async-tensor-model-parallel-allreduce`` (2021) waited for every one (``none``)."""
         return s.tp_overlap or "backward"
 
-    def extras(self, s: Scenario, m: ModelSpec, shard: float) -> dict[str, float]:
-        return {"cuBLAS workspace": oh.CUBLAS_WORKSPACE_GIB * oh.GIB}
+    def extras(self, s: Scenario, m: ModelSpec, shard: float, cuda: bool = True) -> dict[str, float]:
+        return {"cuBLAS workspace": oh.CUBLAS_WORKSPACE_GIB * oh.GIB}  # Megatron-Core runs on CUDA only
 
     def notes(self, s: Scenario) -> list[str]:
         out = ["Megatron-Core: sequence parallelism with TP, the distributed optimizer over DP x CP, fp32 gradient "

@@ -26,11 +26,13 @@ def op_sac_recomputed(layer) -> frozenset[str]:
 
 def op_sac_bytes(layer, m: ModelSpec, setup: act.ActivationSetup) -> float:
     """What torchtitan's per-op selective checkpointing keeps of one decoder layer: the layer input and the saved
-    op outputs (every other matmul in call order, SDPA's output and log-sum-exp), from the layer's linears."""
+    op outputs (every other matmul in call order, SDPA's output and log-sum-exp), from the layer's linears. The
+    input is the residual stream, as full checkpointing keeps it (:func:`~gpuplan.tensors.activations.boundary_bytes`):
+    fp32 where autocast runs over fp32 weights (torchtitan on one GPU: the fp32 embedding's output plus each 16-bit
+    block output promotes to fp32)."""
     T, c, t = setup.tokens, setup.compute_bytes, setup.tp
-    Ts = T / t
     mms = _mms(layer)
-    kept = c * Ts * m.hidden_size  # the checkpointed block's input
+    kept = act.boundary_bytes(m, setup)  # the checkpointed block's input
     for i, lin in enumerate(mms):
         if i % 2 == 0:  # the 1st, 3rd, 5th... matmul is saved, the 2nd, 4th... recomputed
             kept += c * T * lin.out_features / (1 if lin.name in ("o_proj", "down_proj") else t)

@@ -8,12 +8,16 @@
   the block input, wq's, wv's, w1's and w2's outputs and SDPA's output and fp32 log-sum-exp: per token per layer
   ``(4·h + kv + f)·c + 4·heads`` bytes (:func:`gpuplan.stacks.native.op_sac_bytes`). ``selective_ac_option = 'N'``
   checkpoints every N-th block fully (``checkpoint_every``);
+- attention: ``Attention.forward`` repeats the keys and values to every query head (``repeat_kv``: expand and
+  reshape, a copy) before SDPA, which saves the repeated ones, as torchtune's does;
 - the loss: ``components/loss.cross_entropy_loss`` upcasts the bf16 logits to fp32 for ``F.cross_entropy`` (the
   trainer deletes ``pred`` before the backward); ``training.compile`` compiles each block and the loss
   (``build_cross_entropy_loss``), so inductor fuses the upcast and saves the bf16 logits instead.
 """
 
 from __future__ import annotations
+
+from dataclasses import replace
 
 from ..model.spec import ModelSpec
 from ..scenario import Scenario
@@ -34,6 +38,9 @@ class Torchtitan(OpSelective):
     replicated_on_all_tokens = True  # models/deepseek_v3/infra/parallelize.py apply_non_moe_tp: NoParallel
     torchao_float8 = fp8_all_gather = True  # components/quantization/float8.py, [quantize.linear.float8]
     keeps_last_unit = True  # parallelize.py apply_fsdp: reshard_after_forward=False for the last transformer block
+
+    def setup(self, s: Scenario, m: ModelSpec, autocast_fp32: bool) -> act.ActivationSetup:
+        return replace(super().setup(s, m, autocast_fp32), kv_expanded=True)
 
     def loss(self, s: Scenario, m: ModelSpec, setup: act.ActivationSetup, lm_head_cast: bool,
              free: float | None) -> LossBytes:
