@@ -154,3 +154,11 @@ def test_the_api_refuses_a_list_that_names_nothing():
     for gpus in ([""], ["", " "], ","):
         with pytest.raises(GpuplanError, match="gpus names nothing"):
             recommend({"model": "qwen3-8b", "task": "infer"}, gpus=gpus)
+
+
+def test_a_buy_price_for_no_card_is_refused(capsys):
+    """``buy 2x3090 --price =5`` (a CARD=USD with no card) was read as a price for a card named '', and ignored
+    (session 18's fuzzing): one sentence, exit 2."""
+    code, out, err = cli(capsys, "buy", "2x3090", "--hours", "100", "--price", "=5")
+    assert code == 2 and not out and err.count("\n") == 1, err
+    assert err.startswith("error: --price takes USD (3000) or CARD=USD (5090=3000), got '=5': name the card"), err

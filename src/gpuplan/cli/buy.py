@@ -25,6 +25,8 @@ def _prices(values: list[str] | None) -> tuple[float | None, dict[str, float]]:
             value = float(amount)
         except ValueError:
             raise GpuplanError(f"--price takes USD (3000) or CARD=USD (5090=3000), got {item!r}") from None
+        if sep and not name.strip():
+            raise GpuplanError(f"--price takes USD (3000) or CARD=USD (5090=3000), got {item!r}: name the card")
         if sep:
             by_card[name.strip()] = value
         else:
