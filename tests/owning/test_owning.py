@@ -318,6 +318,19 @@ def test_workloads_file_refuses_what_it_cannot_price(tmp_path):
     assert [j.runs_per_year for j in w.workloads] == [pytest.approx(365.25 / 7)] * 2
 
 
+def test_a_yes_for_a_workloads_number_is_refused_as_the_page_refuses_it(tmp_path):
+    """``per_week: true`` was one run a week and ``years: yes`` one year (pydantic's lax mode) in a workloads file,
+    where the page's BuyJob refuses a yes/no for a number (session 18's fuzzing)."""
+    job = {"per_week": True, "scenario": {"model": "llama-3.1-8b", "task": "train", "train_tokens": 1e8}}
+    with pytest.raises(GpuplanError, match=r"workloads\.0: 'per_week' takes a number, not true"):
+        load_workloads([job])
+    path = tmp_path / "w.yaml"
+    path.write_text("years: yes\nworkloads:\n  - per_week: 1\n    scenario: {model: llama-3.1-8b, task: train, "
+                    "train_tokens: 1e8}\n")
+    with pytest.raises(GpuplanError, match="'years' takes a number, not true"):
+        load_workloads(path)
+
+
 def test_a_workloads_file_without_its_list_says_what_it_holds(tmp_path):
     """A file whose jobs sit under another key (``jobs:``) read "workloads: workloads: Field required" (session 7's
     walk): now one sentence naming the list and the key found."""
