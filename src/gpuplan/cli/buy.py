@@ -120,8 +120,11 @@ def buy_cmd(
 
     fmt = resolve_format(fmt, as_json)  # two formats asked for: refused before any work
     if count is not None and build:
-        counted = re.fullmatch(r"\s*\d+\s*x\s*(.+)", build, re.IGNORECASE)
-        build = f"{count}x{counted[1] if counted else build}"
+        counted = re.fullmatch(r"\s*(\d+)\s*x\s*(.+)", build, re.IGNORECASE)
+        if counted and int(counted[1]) != count:  # buy 2x3090 --count 3 priced three cards without a word
+            raise GpuplanError(f"the build {build.strip()} counts {int(counted[1])} cards and --count {count}: "
+                               "give the count once")
+        build = f"{count}x{counted[2] if counted else build}"
     one, by_card = _prices(price)
     report = api.buy(build, workloads=workloads, rent=rent or (), budget_usd=budget, years=years,
                      gpus=gpus or (), price=one, prices=by_card, used=used, host=host,
