@@ -34,6 +34,18 @@ def _prices(values: list[str] | None) -> tuple[float | None, dict[str, float]]:
     return one, by_card
 
 
+def _counted(build: str | None, count: int | None) -> str | None:
+    """The build with ``--count`` written in (``buy 3090 --count 3`` is 3x3090); a count that disagrees with the
+    build's own is one sentence (``buy 2x3090 --count 3`` priced three cards without a word, session 18's fuzzing)."""
+    if count is None or not build:
+        return build
+    counted = re.fullmatch(r"\s*(\d+)\s*x\s*(.+)", build, re.IGNORECASE)
+    if counted and int(counted[1]) != count:
+        raise GpuplanError(f"the build {build.strip()} counts {int(counted[1])} cards and --count {count}: give the "
+                           "count once")
+    return f"{count}x{counted[2] if counted else build}"
+
+
 BUY_HELP = """Buy or rent? The total cost of owning a build against renting any card for the same work.
 
 Owning: the cards (a dated street price, the launch MSRP, or --price) and the host (a profile or --host-usd),
@@ -119,12 +131,7 @@ def buy_cmd(
     from .. import api
 
     fmt = resolve_format(fmt, as_json)  # two formats asked for: refused before any work
-    if count is not None and build:
-        counted = re.fullmatch(r"\s*(\d+)\s*x\s*(.+)", build, re.IGNORECASE)
-        if counted and int(counted[1]) != count:  # buy 2x3090 --count 3 priced three cards without a word
-            raise GpuplanError(f"the build {build.strip()} counts {int(counted[1])} cards and --count {count}: "
-                               "give the count once")
-        build = f"{count}x{counted[2] if counted else build}"
+    build = _counted(build, count)
     one, by_card = _prices(price)
     report = api.buy(build, workloads=workloads, rent=rent or (), budget_usd=budget, years=years,
                      gpus=gpus or (), price=one, prices=by_card, used=used, host=host,
