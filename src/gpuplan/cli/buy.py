@@ -86,8 +86,8 @@ def buy_cmd(
     = None,
     gpus: Annotated[str | None, typer.Option(help="Search only these cards (comma-separated).")] = None,
     count: Annotated[int | None, typer.Option(help="How many cards (or write 8x5090).", min=1, max=8)] = None,
-    price: Annotated[list[str] | None, typer.Option(help="What you pay per card: USD, or CARD=USD in a search "
-                                                         "[default: a dated street price, else launch MSRP].",
+    price: Annotated[list[str] | None, typer.Option(help="What you pay per card: USD, or CARD=USD (a search's cards "
+                                                         "each) [default: a dated street price, else launch MSRP].",
                                                     rich_help_panel=HELP_PANEL_OWN)] = None,
     have: HaveOption = None,
     used: Annotated[bool, typer.Option("--used", help="Price the cards used.", rich_help_panel=HELP_PANEL_OWN)]
