@@ -128,6 +128,9 @@ def _valid(r: random.Random, name: str, param: inspect.Parameter, ctx: dict[str,
         "gpu": lambda: r.choice(["rtx-4090", "2x3090", "l40s", "h100-sxm", "a100-sxm4-80gb"]),
         "workload": lambda: r.choice([file_value(r, "workloads", False, fx), {"rate_rps": 1, "preset": "chat"},
                                       None]),
+        "workloads": lambda: r.choice([file_value(r, "owning", False, fx), None]),
+        "build": lambda: r.choice(["4090", "2x3090", "rtx-a6000"]), "hours": lambda: r.choice([None, 100.0]),
+        "prices": lambda: r.choice([None, {"3090": 700}, {"4090": 1700}]),
         "folder": lambda: r.choice(OUT["folder"][0]), "path": lambda: file_value(r, "scenarios", False, fx),
         "overrides": lambda: {"task": r.choice(["train", "infer"])},
         "targets": lambda: r.sample(["trainer", "accelerate", "torchrun", "skypilot", "vllm", "deepspeed"],
@@ -159,8 +162,9 @@ def _hostile(r: random.Random, name: str, param: inspect.Parameter, ctx: dict[st
         return model_value(r, True, fx)
     if name == "folder" and r.random() < 0.6:
         return r.choice(OUT["folder"][1])
-    if name in ("workload", "calibration", "path", "catalogs") and r.random() < 0.5:
-        kind = {"workload": "workloads", "calibration": "calibrations", "path": "scenarios"}.get(name, "offers")
+    if name in ("workload", "workloads", "calibration", "path", "catalogs") and r.random() < 0.5:
+        kind = {"workload": "workloads", "workloads": "owning", "calibration": "calibrations",
+                "path": "scenarios"}.get(name, "offers")
         found = file_value(r, kind, True, fx)
         return [found] if name == "catalogs" else found
     return r.choice(WRONG + V.HOSTILE_TEXT[:20] + [-5, 1e308, -math.inf, 2**63])

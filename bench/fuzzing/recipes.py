@@ -112,6 +112,16 @@ def _prices_update(r: random.Random, fx: Fixtures) -> dict[str, str]:
     return out
 
 
+def _buy(r: random.Random, fx: Fixtures) -> dict[str, str]:
+    """A build (its parameter is ``build``) and what it does: a workloads file, or hours of use."""
+    out = {"build": r.choice(["4090", "2x4090", "rtx-3090", "2x3090", "rtx-a6000", "5090", "dgx-spark"])}
+    if r.random() < 0.6:
+        out["workloads"] = file_value(r, "owning", False, fx)
+    else:
+        out["hours"] = r.choice(["100", "2000"])
+    return out
+
+
 def recipe(r: random.Random, cmd: Command, fx: Fixtures) -> dict[str, list[str]]:
     """Valid values for the parameters of ``cmd`` that must agree (name -> values)."""
     name = cmd.name
@@ -139,7 +149,7 @@ def recipe(r: random.Random, cmd: Command, fx: Fixtures) -> dict[str, list[str]]
     elif name == "model":
         base = {"name": model_value(r, False, fx)}
     elif name == "buy":
-        base = {"gpu": r.choice(["4090", "2x4090", "rtx-3090", "rtx-a6000", "h100-pcie", "l40s", "5090"])}
+        base = _buy(r, fx)
     elif name == "calibrate":
         base = {"records": file_value(r, "records", False, fx)}
     else:

@@ -81,6 +81,7 @@ LORA = ["all-linear", "q_proj,v_proj", "q_proj,k_proj,v_proj,o_proj", "gate_proj
         "q_proj,[x]", "nosuch_proj"]
 HEADROOM = ["10%", "0%", "5 GiB", "2GiB", "0.1", "100%", "150%", "-5%", "lots", "nan%"]
 DEVICES = ["0", "0,1", "0,2,3", "1,1", "-1", "a,b", "99"]
+PRICES = ["3000", "700", "3090=700", "4090=1700", "=5", "4090=5", "3090=nan", "0", "-1", "1e300", "3090=1=2", "x=y"]
 
 # option names -> what they hold (a role); every other option is drawn from its kind alone
 ROLES = {
@@ -93,6 +94,9 @@ ROLES = {
     "lora_targets": "lora", "model_size": "size", "host": "host", "min_headroom": "headroom",
     "visible_devices": "devices", "transformers_version": "version", "torch_version": "version",
     "torchtune_version": "version", "engine_version": "version",
+    # buy's: the build and the rentals are COUNTxCARD, the work a workloads file (session 18: the build was drawn as
+    # plain text and the file never, so buy was seldom run past its arguments), a price USD or CARD=USD
+    "build": "gpu-count", "rent": "gpu-count", "workloads": "file:owning", "price": "price",
 }
 
 
@@ -217,7 +221,8 @@ def named(r: random.Random, kind: str, hostile: bool) -> str:
             PROVIDERS[:6])
     pools = {"discount": (DISCOUNTS[:3], DISCOUNTS[3:]), "lora": (LORA[:4], LORA[4:]), "size": (SIZES[:5], SIZES[5:]),
              "host": (HOSTS[:5], HOSTS[5:]), "headroom": (HEADROOM[:5], HEADROOM[5:]),
-             "devices": (DEVICES[:3], DEVICES[3:]), "version": (VERSIONS[:6], VERSIONS[6:])}
+             "devices": (DEVICES[:3], DEVICES[3:]), "version": (VERSIONS[:6], VERSIONS[6:]),
+             "price": (PRICES[:4], PRICES[4:])}
     good, bad = pools.get(kind, ([], []))
     return r.choice(good if not hostile and good else bad + HOSTILE_TEXT)
 

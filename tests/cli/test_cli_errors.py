@@ -154,3 +154,21 @@ def test_the_api_refuses_a_list_that_names_nothing():
     for gpus in ([""], ["", " "], ","):
         with pytest.raises(GpuplanError, match="gpus names nothing"):
             recommend({"model": "qwen3-8b", "task": "infer"}, gpus=gpus)
+
+
+def test_a_buy_price_for_no_card_is_refused(capsys):
+    """``buy 2x3090 --price =5`` (a CARD=USD with no card) was read as a price for a card named '', and ignored
+    (session 18's fuzzing): one sentence, exit 2."""
+    code, out, err = cli(capsys, "buy", "2x3090", "--hours", "100", "--price", "=5")
+    assert code == 2 and not out and err.count("\n") == 1, err
+    assert err.startswith("error: --price takes USD (3000) or CARD=USD (5090=3000), got '=5': name the card"), err
+
+
+def test_a_build_and_a_count_that_disagree_are_refused(capsys):
+    """``buy 2x3090 --count 3`` priced three cards without a word, the build's own count dropped (session 18's
+    fuzzing): one sentence; a count that agrees, or a build without one, is read."""
+    code, out, err = cli(capsys, "buy", "2x3090", "--count", "3", "--hours", "100")
+    assert code == 2 and not out, out
+    assert err == "error: the build 2x3090 counts 2 cards and --count 3: give the count once\n", err
+    code, out, _ = cli(capsys, "buy", "3090", "--count", "3", "--hours", "100", "--json")
+    assert code == 0 and '"count": 3' in out, out

@@ -145,6 +145,10 @@ def test_what_a_killed_update_left_is_swept_by_the_next(cache, vms, capsys):
     (f"mycloud,,nvidia-l40s,512,on_demand,1.5,,{TODAY},me", "outside the plausible 1 to 256"),
     (f"my/../cloud,,nvidia-l40s,1,on_demand,1.5,,{TODAY},me", "is not a provider id"),
     (f"mycloud,,nvidia-l40s,1,on_demand,1.5,us\x1b[2J,{TODAY},me", "control character"),
+    # session 18's fuzzing: Python's float() reads digit grouping, and 0_55 was put in force at $55 an hour
+    (f"mycloud,,nvidia-l40s,1,on_demand,0_55,,{TODAY},me", "price_usd_per_gpu_hour must be a number, got '0_55'"),
+    (f"mycloud,,nvidia-l40s,1_6,on_demand,1.5,,{TODAY},me", "gpu_count must be a number, got '1_6'"),
+    (f"mycloud,,nvidia-l40s,1,on_demand,\uff15,,{TODAY},me", "price_usd_per_gpu_hour must be a number"),
 ])
 def test_implausible_rows_are_refused_everywhere_a_file_is_read(row, text, cache, tmp_path, capsys):
     """N2: $1e-300/h became recommend's first setup (1.9e-300 dollars in total), $1e300/h printed 300 digits, and

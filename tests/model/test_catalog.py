@@ -194,6 +194,12 @@ TINY = {"architectures": ["LlamaForCausalLM"], "model_type": "llama", "hidden_si
     ({"text_config": {"num_experts": 128, "top_k_experts": 999}},
      "999 experts per token but only 128 experts; top_k_experts must not exceed the expert count"),
     ({"text_config": {"num_experts": 128, "top_k_experts": 0}}, "top_k_experts must be between 1 and"),
+    # session 18's fuzzing: ERNIE 4.5's keys (moe_num_experts, moe_k) were not compared, and 6 of 1 expert planned
+    # more parameters active than in all (3.35 B of 1.76 B); Hunyuan's moe_topk likewise
+    ({"model_type": "ernie4_5_moe", "moe_num_experts": 1, "moe_k": 6},
+     "6 experts per token but only 1 expert; moe_k must not exceed the expert count"),
+    ({"model_type": "hunyuan_v1_moe", "num_experts": 4, "moe_topk": 8},
+     "8 experts per token but only 4 experts; moe_topk"),
     # the sizes the common-keys reader takes for Mamba and sparse-attention layers: a list (Nemotron-H's n_groups)
     # or an object (GLM-5's index_n_heads) ended in a TypeError inside the reader
     ({"n_groups": []}, "n_groups must be"), ({"index_n_heads": {}}, "index_n_heads must be"),

@@ -80,6 +80,22 @@ def test_card_prices_street_msrp_given_and_missing():
         card_price(load_gpu("rtx-5090"), used=True)
 
 
+def test_a_price_for_the_builds_card_prices_it_and_one_that_prices_nothing_is_refused():
+    """``buy 2x3090 --price 3090=100`` was answered at the $700 street price (CARD=USD read only in a search), and
+    ``--price 4090=5`` on that build, or a bare ``--price 100`` in a budget search, priced nothing without a word
+    (session 18's fuzzing). Hand arithmetic: 2 cards x $100 given + the desktop host's $1,500 = $1,700."""
+    for given in (gpuplan.buy("2x3090", prices={"3090": 100}, hours=100),
+                  gpuplan.buy("2x3090", price=100, prices={"rtx-3090": 100}, hours=100)):
+        build = given.builds[0].build
+        assert (build.card.usd, build.card.kind, build.count * build.card.usd + build.host_usd) == (100, "given", 1700)
+    with pytest.raises(GpuplanError, match="is for rtx-4090, a card the build of rtx-3090 does not hold"):
+        gpuplan.buy("2x3090", prices={"4090": 5}, hours=100)
+    with pytest.raises(GpuplanError, match=r"two prices for the build's rtx-3090 \(100 and 200 USD\)"):
+        gpuplan.buy("2x3090", price=100, prices={"3090": 200}, hours=100)
+    with pytest.raises(GpuplanError, match="names no card, and a search prices several"):
+        gpuplan.buy(budget_usd=4000, workloads=ROOT / "examples" / "owning-example.yaml", price=100)
+
+
 def test_electricity_by_region_and_given():
     assert electricity_price("us-ca").usd_per_kwh == pytest.approx(0.2951)
     assert electricity_price("us-ca", "commercial").usd_per_kwh == pytest.approx(0.2391)
@@ -300,6 +316,19 @@ def test_workloads_file_refuses_what_it_cannot_price(tmp_path):
         load_workloads(tmp_path / "w" / "jobs.yaml")
     w = load_workloads(WEEKLY)
     assert [j.runs_per_year for j in w.workloads] == [pytest.approx(365.25 / 7)] * 2
+
+
+def test_a_yes_for_a_workloads_number_is_refused_as_the_page_refuses_it(tmp_path):
+    """``per_week: true`` was one run a week and ``years: yes`` one year (pydantic's lax mode) in a workloads file,
+    where the page's BuyJob refuses a yes/no for a number (session 18's fuzzing)."""
+    job = {"per_week": True, "scenario": {"model": "llama-3.1-8b", "task": "train", "train_tokens": 1e8}}
+    with pytest.raises(GpuplanError, match=r"workloads\.0: 'per_week' takes a number, not true"):
+        load_workloads([job])
+    path = tmp_path / "w.yaml"
+    path.write_text("years: yes\nworkloads:\n  - per_week: 1\n    scenario: {model: llama-3.1-8b, task: train, "
+                    "train_tokens: 1e8}\n")
+    with pytest.raises(GpuplanError, match="'years' takes a number, not true"):
+        load_workloads(path)
 
 
 def test_a_workloads_file_without_its_list_says_what_it_holds(tmp_path):

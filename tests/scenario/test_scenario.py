@@ -19,6 +19,21 @@ def test_file_and_overrides(tmp_path):
     assert (s.method, s.micro_batch_size, s.seq_len) == ("lora", 8, 2048)
 
 
+def test_two_spellings_of_one_field_are_refused_and_a_flag_still_wins(tmp_path):
+    """``batch-size: 8`` then ``batch_size: 4`` in one file (or one dict) planned 4 without a word, where a key
+    written twice is refused (session 18's fuzzing); a flag over the file's dashed spelling still wins."""
+    path = tmp_path / "s.yaml"
+    path.write_text("model: llama-3.2-1b\ntask: infer\nbatch-size: 8\nbatch_size: 4\n")
+    with pytest.raises(GpuplanError, match="scenario field 'batch_size' is given twice, as 'batch-size' and "
+                                           "'batch_size'; keep one"):
+        load_scenario(path)
+    with pytest.raises(GpuplanError, match="given twice"):
+        scenario_from({"model": "llama-3.2-1b", "task": "infer", "num-gpus": 2, "num_gpus": 1})
+    path.write_text("model: llama-3.2-1b\ntask: infer\nbatch-size: 8\n")
+    assert load_scenario(path).batch_size == 8
+    assert load_scenario(path, {"batch_size": 3}).batch_size == 3
+
+
 @pytest.mark.parametrize("text, message", [
     ("model: [unclosed", "not valid YAML"),
     ("- a\n- b\n", "must hold a mapping"),

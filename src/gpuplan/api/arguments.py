@@ -169,7 +169,7 @@ ScenarioLike = Union["Scenario", Mapping[str, Any], str, Path]
 
 def scenario_of(scenario: ScenarioLike, overrides: Mapping[str, Any] | None = None) -> Scenario:
     """A scenario from an object, a dict of its fields or a YAML/JSON file, with ``overrides`` on top."""
-    from ..scenario import Scenario, load_scenario, scenario_from
+    from ..scenario import Scenario, load_scenario, scenario_from, snake_keys
 
     if not isinstance(scenario, (Scenario, Mapping, str, Path)):
         raise GpuplanError(f"a scenario is a Scenario, a dict of its fields or the path of a YAML/JSON file, not "
@@ -178,5 +178,5 @@ def scenario_of(scenario: ScenarioLike, overrides: Mapping[str, Any] | None = No
         return load_scenario(scenario, dict(overrides or {}))
     if overrides:
         base = scenario.model_dump(exclude_unset=True) if isinstance(scenario, Scenario) else dict(scenario)
-        return scenario_from({**base, **overrides})
+        return scenario_from({**snake_keys(base), **snake_keys(overrides)})  # batch-size given, batch_size wins
     return scenario_from(scenario if isinstance(scenario, Scenario) else dict(scenario))

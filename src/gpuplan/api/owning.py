@@ -39,6 +39,22 @@ def _owned(have: Any, gpu: Any, count: int) -> int:
     return n
 
 
+def _build_price(price: float | None, prices: dict[str, float], gpu: Any) -> float | None:
+    """What the named build's cards cost: ``price`` (``--price 3000``) or a ``prices`` entry naming the build's card
+    (``--price 3090=700``). An entry for another card would price nothing and two different prices contradict each
+    other: one sentence each, not a street price used in their place (session 18's fuzzing)."""
+    chosen = price
+    for name, usd in prices.items():
+        card = resolve_gpu(name)[0]
+        if card.id != gpu.id:
+            raise GpuplanError(f"--price {name}={usd:g} is for {short_id(card.id)}, a card the build of "
+                               f"{short_id(gpu.id)} does not hold: give --price USD, or {short_id(gpu.id)}=USD")
+        if chosen is not None and chosen != usd:
+            raise GpuplanError(f"two prices for the build's {short_id(gpu.id)} ({chosen:g} and {usd:g} USD): give one")
+        chosen = usd
+    return chosen
+
+
 def _bounded(value: Any, what: str, low: float, high: float) -> None:
     if value is not None:
         number(value, what, least=low, most=high, whole=what == "--top")
@@ -115,11 +131,15 @@ def buy(build: str | None = None, *, workloads: str | Path | Mapping[str, Any] |
     if budget_usd is not None:
         if w is None:
             raise GpuplanError("a budget search needs the work: --workloads FILE (jobs and how often they run)")
+        if price is not None:  # a bare USD names no card of the search: it would price nothing
+            raise GpuplanError(f"--price {price:g} names no card, and a search prices several: say which card it "
+                               "is for (--price 5090=3000)")
         price_map = {resolve_gpu(k)[0].id: v for k, v in prices.items()}
         return advise(w, budget_usd, terms, cards=gpu_ids(gpus, []), prices=price_map, used=used,
                       host_usd=host_usd, host_ram_gib=host_ram_gib, display=display, top=top)
     gpu, count = parse_build(build)
     owned = _owned(have, gpu, count)
+    price = _build_price(price, prices, gpu)
     b = make_build(gpu, count, price=price, used=used, host=host, host_usd=host_usd, host_ram_gib=host_ram_gib,
                    host_w=host_w, host_idle_w=host_idle_w, display=display, owned=owned)
     if w is not None:

@@ -20,7 +20,7 @@ from ..plan.module_searches import ModuleChoices
 from ..plan.recommend import Recommendation
 from ..plan.refusals import not_a_module, scenario_load
 from ..result import Answer
-from ..scenario import Scenario, load_scenario
+from ..scenario import Scenario, load_scenario, snake_keys
 from . import arguments as arg
 from .arguments import ScenarioLike, names_of
 from .planning import own_module
@@ -159,7 +159,7 @@ def fit(gpu: str, scenario: ScenarioLike | None = None, *, models: Iterable[str]
     elif isinstance(scenario, Scenario):
         template = scenario.model_dump(exclude_unset=True)
     elif isinstance(scenario, Mapping):
-        template = dict(scenario)
+        template = snake_keys(dict(scenario))  # num-gpus given, the card count below wins
     else:
         raise GpuplanError(f"a scenario is a Scenario, a dict of its fields or the path of a YAML/JSON file, not "
                            f"{type(scenario).__name__}")

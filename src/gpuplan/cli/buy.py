@@ -25,11 +25,25 @@ def _prices(values: list[str] | None) -> tuple[float | None, dict[str, float]]:
             value = float(amount)
         except ValueError:
             raise GpuplanError(f"--price takes USD (3000) or CARD=USD (5090=3000), got {item!r}") from None
+        if sep and not name.strip():
+            raise GpuplanError(f"--price takes USD (3000) or CARD=USD (5090=3000), got {item!r}: name the card")
         if sep:
             by_card[name.strip()] = value
         else:
             one = value
     return one, by_card
+
+
+def _counted(build: str | None, count: int | None) -> str | None:
+    """The build with ``--count`` written in (``buy 3090 --count 3`` is 3x3090); a count that disagrees with the
+    build's own is one sentence (``buy 2x3090 --count 3`` priced three cards without a word, session 18's fuzzing)."""
+    if count is None or not build:
+        return build
+    counted = re.fullmatch(r"\s*(\d+)\s*x\s*(.+)", build, re.IGNORECASE)
+    if counted and int(counted[1]) != count:
+        raise GpuplanError(f"the build {build.strip()} counts {int(counted[1])} cards and --count {count}: give the "
+                           "count once")
+    return f"{count}x{counted[2] if counted else build}"
 
 
 BUY_HELP = """Buy or rent? The total cost of owning a build against renting any card for the same work.
@@ -72,8 +86,8 @@ def buy_cmd(
     = None,
     gpus: Annotated[str | None, typer.Option(help="Search only these cards (comma-separated).")] = None,
     count: Annotated[int | None, typer.Option(help="How many cards (or write 8x5090).", min=1, max=8)] = None,
-    price: Annotated[list[str] | None, typer.Option(help="What you pay per card: USD, or CARD=USD in a search "
-                                                         "[default: a dated street price, else launch MSRP].",
+    price: Annotated[list[str] | None, typer.Option(help="What you pay per card: USD, or CARD=USD (a search's cards "
+                                                         "each) [default: a dated street price, else launch MSRP].",
                                                     rich_help_panel=HELP_PANEL_OWN)] = None,
     have: HaveOption = None,
     used: Annotated[bool, typer.Option("--used", help="Price the cards used.", rich_help_panel=HELP_PANEL_OWN)]
@@ -117,9 +131,7 @@ def buy_cmd(
     from .. import api
 
     fmt = resolve_format(fmt, as_json)  # two formats asked for: refused before any work
-    if count is not None and build:
-        counted = re.fullmatch(r"\s*\d+\s*x\s*(.+)", build, re.IGNORECASE)
-        build = f"{count}x{counted[1] if counted else build}"
+    build = _counted(build, count)
     one, by_card = _prices(price)
     report = api.buy(build, workloads=workloads, rent=rent or (), budget_usd=budget, years=years,
                      gpus=gpus or (), price=one, prices=by_card, used=used, host=host,

@@ -171,8 +171,16 @@ def price_origin(o: Offer, today: dt.date | None = None) -> str:
            f"{o.confidence} confidence)"
 
 
+# a number as a CSV writes it: ASCII digits, a point, an exponent. Python's float() and int() also read "0_55" as 55
+# (digit grouping) and fullwidth or Arabic-Indic digits: a price typed 0_55 was put in force at $55 an hour (session
+# 18's fuzzing); nan and inf read, to be refused as not finite
+CSV_NUMBER = re.compile(r"[+-]?((\d+\.?\d*|\.\d+)(e[+-]?\d+)?|nan|inf|infinity)", re.ASCII | re.IGNORECASE)
+
+
 def _number(value: str, where: str, name: str, kind=float):
     try:
+        if not CSV_NUMBER.fullmatch(value):
+            raise ValueError(value)
         x = kind(value)
     except ValueError:
         raise GpuplanError(f"{where}: {name} must be a number, got {echo(value)}") from None

@@ -290,11 +290,18 @@ def _mlp(h: int, i: int, *, bias: bool, group: str = "mlp", count: int = 1, fuse
                    adaptable=plain))
 
 
+# the keys of an expert block's expert count and of the experts each token is routed to, first found read (Mixtral
+# num_local_experts, DeepSeek n_routed_experts, ERNIE 4.5 moe_num_experts and moe_k, Hunyuan moe_topk); the config's
+# checks (validate.checked_config) read the same keys
+EXPERT_COUNT_KEYS = ("num_experts", "num_local_experts", "n_routed_experts", "moe_num_experts")
+EXPERTS_PER_TOKEN_KEYS = ("num_experts_per_tok", "moe_k", "moe_topk", "num_experts_per_token", "experts_per_token")
+
+
 def _experts(c: Keys, h: int, i: int) -> tuple[tuple[Linear, ...], int]:
     """(linears, top-k) of an expert block: router, routed experts, shared experts (with Qwen's sigmoid gate)."""
     traits = FAMILY_TRAITS.get(c.get("model_type"), {})
-    E = c.need("num_experts", "num_local_experts", "n_routed_experts", "moe_num_experts")
-    k = c.get("num_experts_per_tok", "moe_k", "moe_topk", "num_experts_per_token", "experts_per_token", default=1)
+    E = c.need(*EXPERT_COUNT_KEYS)
+    k = c.get(*EXPERTS_PER_TOKEN_KEYS, default=1)
     mi = c.get("moe_intermediate_size", default=i)
     if isinstance(mi, list):  # ERNIE 4.5 VL: text experts first, then the vision experts (not counted here)
         mi = mi[0]

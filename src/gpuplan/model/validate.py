@@ -12,6 +12,7 @@ import math
 from typing import Any
 
 from ..errors import GpuplanError, echo_value, shown_number
+from .conventions import EXPERT_COUNT_KEYS, EXPERTS_PER_TOKEN_KEYS
 from .quant import checkpoint_format
 
 # Sizes and counts that must be >= 1 wherever they appear.
@@ -104,11 +105,13 @@ def checked_config(config: dict[str, Any], where: str = "config.json", *, vision
     _check_heads(out, where, heads)
     _check_window(out, where)
     _check_layer_kinds(out, where)
-    experts = next((out[k] for k in ("num_local_experts", "num_experts", "n_routed_experts") if out.get(k)), None)
-    key = next((k for k in ("num_experts_per_tok", "experts_per_token", "top_k_experts") if out.get(k)), None)
+    # the keys the readers take (conventions._experts; Gemma 4's top_k_experts is read off its trace): ERNIE's moe_k
+    # of 6 over moe_num_experts 1 was planned with more parameters active than in all (session 18's fuzzing)
+    experts = next((out[k] for k in EXPERT_COUNT_KEYS if out.get(k)), None)
+    key = next((k for k in (*EXPERTS_PER_TOKEN_KEYS, "top_k_experts") if out.get(k)), None)
     per_token, experts = out.get(key) if key else None, experts if isinstance(experts, int) else None
     if experts and per_token and per_token > experts:  # Gemma 4 names it top_k_experts
-        raise GpuplanError(f"{where}: {per_token} experts per token but only {experts} experts; "
+        raise GpuplanError(f"{where}: {per_token} experts per token but only {experts} expert{'s' * (experts != 1)}; "
                            f"{key} must not exceed the expert count")
     if experts and out.get("moe_intermediate_size") == 0:
         raise GpuplanError(f"{where}: moe_intermediate_size 0 gives {experts} experts of no width; give the experts' "

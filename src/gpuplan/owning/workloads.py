@@ -32,7 +32,7 @@ from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
-from ..errors import GpuplanError
+from ..errors import GpuplanError, yes_for_a_number
 from ..scenario import Scenario, load_scenario, scenario_from
 from ..userfiles import read_mapping
 
@@ -45,6 +45,15 @@ MAX_JOBS = 20
 # agree (they were 2,000 a week, 10,000 a month and 100,000 a year: 104,357, 120,000 and 100,000 a year), and
 # large enough for a module's calls (an image endpoint's 500 images a day are 3,500 calls a week); about 3 a second
 MAX_RUNS_PER_YEAR = 1e8
+
+
+def _numbers_not_yes(model: Any, data: Any) -> Any:
+    """``per_week: true`` or ``years: yes`` was read as 1 by pydantic's lax mode, where the page's BuyJob refuses it
+    (session 18's fuzzing): the scenario's rule (errors.yes_for_a_number)."""
+    said = yes_for_a_number(model, data)
+    if said:
+        raise ValueError(said)
+    return data
 
 
 class Job(BaseModel):
@@ -61,6 +70,8 @@ class Job(BaseModel):
                                         description="serving: hours a day the server is up")
     output_tokens_per_day: float | None = Field(default=None, gt=0, le=1e13, allow_inf_nan=False,
                                                 description="serving as batch work: output tokens a day")
+
+    _no_yes = model_validator(mode="before")(classmethod(lambda cls, data: _numbers_not_yes(cls, data)))
 
     @model_validator(mode="after")
     def _one_rate(self) -> Job:
@@ -127,6 +138,8 @@ class Workloads(BaseModel):
 
     years: float = Field(default=1.0, gt=0, le=10, allow_inf_nan=False, description="the horizon")
     workloads: list[Job] = Field(min_length=1, max_length=MAX_JOBS)
+
+    _no_yes = model_validator(mode="before")(classmethod(lambda cls, data: _numbers_not_yes(cls, data)))
 
 
 def _scenario_data(job: Mapping[str, Any], folder: Path | None) -> dict[str, Any]:

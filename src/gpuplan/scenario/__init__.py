@@ -18,7 +18,8 @@ from .fields import (
                      load_scenario,
                      read_back,
                      scenario_from,
+                     snake_keys,
 )
 
 __all__ = ["FIELDS", "INFER_ONLY", "LOAD_FIELDS", "MOE_LAYOUT", "TRAIN_ONLY", "Scenario", "load_scenario", "read_back",
-           "scenario_from"]
+           "scenario_from", "snake_keys"]

@@ -868,13 +868,27 @@ def scenario_from(data: dict[str, Any] | Scenario) -> Scenario:
         return data
     if not isinstance(data, dict):
         raise GpuplanError(f"a scenario must be a mapping of fields, got {type(data).__name__}")
-    data = {str(k).replace("-", "_"): v for k, v in data.items()}
+    data = snake_keys(data)
     if isinstance(data.get("pricing"), str):
         data["pricing"] = data["pricing"].replace("-", "_")  # on-demand and on_demand alike
     try:
         return Scenario(**data)
     except ValidationError as err:
         raise GpuplanError(_one_sentence(err)) from None
+
+
+def snake_keys(data: dict[Any, Any]) -> dict[str, Any]:
+    """The fields under their snake_case names (``batch-size`` is ``batch_size``, as the CLI's flags are). Two
+    spellings of one field are refused as a key written twice is: ``batch-size: 8`` then ``batch_size: 4`` planned 4
+    without a word (session 18's fuzzing)."""
+    out: dict[str, Any] = {}
+    spelled: dict[str, str] = {}
+    for k, v in data.items():
+        key = str(k).replace("-", "_")
+        if key in out:
+            raise GpuplanError(f"scenario field {key!r} is given twice, as {spelled[key]!r} and {str(k)!r}; keep one")
+        out[key], spelled[key] = v, str(k)
+    return out
 
 
 def _one_sentence(err: ValidationError) -> str:
@@ -916,8 +930,8 @@ def load_scenario(path: str | Path | None = None, overrides: dict[str, Any] | No
         raise GpuplanError(f"a scenario file is a path (text or a Path), not {echo_value(path)}")
     if overrides is not None and not isinstance(overrides, Mapping):
         raise GpuplanError(f"overrides are a mapping of scenario fields to values, not {echo_value(overrides)}")
-    data: dict[str, Any] = dict(read_mapping(path, "scenario")) if path is not None else {}
-    data.update({k: v for k, v in (overrides or {}).items() if v is not None})
+    data: dict[str, Any] = snake_keys(read_mapping(path, "scenario")) if path is not None else {}
+    data.update(snake_keys({k: v for k, v in (overrides or {}).items() if v is not None}))  # flags win
     return scenario_from(data)
 
 
