@@ -289,7 +289,9 @@ def test_a_speed_below_ten_tokens_per_second_keeps_two_digits(capsys):
     # the range's ends move with the llama.cpp bands (0.05-0.073 before session 9's merges, 0.049-0.076 after
     # session 17's held-out rows): each end keeps its two significant digits
     assert re.search(r"speed: 0\.059 output tokens/s in all \(likely 0\.0[1-9]\d?-0\.0[1-9]\d?\)", text), text[:300]
-    assert "each user streams 0.06 tokens/s (decode step, TPOT 16,624.1 ms" in text
+    # the step is the CPU's layers' (16.62 s); the one layer on the card moves its last digits with llama.cpp's
+    # kernel cost (16,624.1 ms before session 18's kernel count, 16,623.7 after)
+    assert re.search(r"each user streams 0\.06 tokens/s \(decode step, TPOT 16,62\d\.\d ms", text), text[:400]
 
 
 def test_counts_and_times_past_a_thousand_are_written_with_commas(capsys):
