@@ -20,6 +20,7 @@ from pydantic import (
     BaseModel,
     ConfigDict,
     Field,
+    PrivateAttr,
     ValidationError,
     ValidationInfo,
     field_validator,
@@ -259,6 +260,9 @@ class Scenario(BaseModel):
     tensor_split: list[float] | None = Field(default=None, max_length=8, description="llama.cpp --tensor-split: "
                                              "each device's share of the layers, gpu first (default: in proportion "
                                              "to each card's memory, as llama.cpp splits by free memory)")
+    # llama.cpp split: gpu's place in llama.cpp's device order (0: the first, as tensor_split and extra_gpus list
+    # it); not input: the split's plan of each device sets it (gpuplan.plan.split), as llama.cpp places layers by it
+    _split_device: int = PrivateAttr(default=0)
     # hardware and parallelism
     gpu: str | None = None
     wired_limit_mb: int | None = Field(
