@@ -96,16 +96,18 @@ def test_usable_memory():
         assert load_gpu(name).usable_gib == pytest.approx(23028 / 1024, rel=0.001)
 
 
-def test_a_count_and_a_card_in_one_gpu_name_says_how_to_split_them():
-    """`fit --gpu 2x3090` takes a count; estimate's --gpu takes one card, and "2xh100" there got "did you mean
-    'h100'?" (dropping the count). It now says the two flags; a count of 0 or an unknown card stays unknown."""
-    with pytest.raises(GpuplanError, match=r"--gpu h100 --num-gpus 2\)$"):
+def test_a_count_and_a_card_where_one_card_is_asked_names_the_card():
+    """A scenario's ``gpu`` takes ``2xh100`` (the scenario's validator reads the count:
+    tests/test_gpu_spelling.py); where one card alone is asked (a list of cards, a card of a split) the sentence
+    names the card. A count of 0 is refused; an unknown card stays unknown."""
+    with pytest.raises(GpuplanError, match=r"^'2xh100' is a count and a card, where a card alone is asked: name h100$"):
         resolve_gpu("2xh100")
-    with pytest.raises(GpuplanError, match="--gpu rtx-4090 --num-gpus 4"):
+    with pytest.raises(GpuplanError, match=r"name rtx-4090$"):
         resolve_gpu("4 x rtx-4090")
-    for name in ("0x3090", "2xnosuch"):
-        with pytest.raises(GpuplanError, match="unknown GPU"):
-            resolve_gpu(name)
+    with pytest.raises(GpuplanError, match=r"^a count of cards starts at 1"):
+        resolve_gpu("0x3090")
+    with pytest.raises(GpuplanError, match="unknown GPU"):
+        resolve_gpu("2xnosuch")
 
 
 # ---- the 2025 local cards and unified-memory boxes (issue 33) ----------------------------------------------------

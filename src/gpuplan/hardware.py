@@ -245,6 +245,23 @@ def short_id(gpu_id: str) -> str:
     return short
 
 
+COUNTED = re.compile(r"(\d+)\s*x\s*(.+)", re.IGNORECASE)
+
+
+def counted_card(text: str) -> tuple[str, int | None]:
+    """``"2x3090"`` -> (``"3090"``, 2): the one parser of a count and a card (``--gpu`` of every command, the
+    scenario's ``gpu``, ``--have``, a build); a name with no count, or whose whole is a card's name, -> (it, None).
+    A count below 1 is one sentence."""
+    name = text.strip()
+    counted = COUNTED.fullmatch(name)
+    if not counted or not _names().get(normalize_name(counted[2])) or _names().get(normalize_name(name)):
+        return name, None
+    if int(counted[1]) < 1:
+        raise GpuplanError(f"a count of cards starts at 1: {name!r} has {int(counted[1])} (write 2x3090, or a name "
+                           "for one card)")
+    return counted[2].strip(), int(counted[1])
+
+
 def resolve_gpu(name: str) -> tuple[GpuSpec, str | None]:
     """A GPU by id or alias, and a note when the name was ambiguous (``H100``, ``A100-80GB``): the variant clouds
     rent most is taken (SXM, then the larger memory; :data:`PREFERRED_VARIANT`) and the note names the others."""
@@ -254,10 +271,9 @@ def resolve_gpu(name: str) -> tuple[GpuSpec, str | None]:
     ids = _names().get(key) or _names().get(key.replace("-", ""))
     worded = False
     if not ids:
-        count = re.fullmatch(r"([1-9]\d*)\s*x\s*(.+)", name.strip(), re.IGNORECASE)  # "2xh100": fit's --gpu syntax
-        if count and _names().get(normalize_name(count[2])):
-            raise GpuplanError(f"{name.strip()!r} is a count and a card: here name the card and the count apart "
-                               f"(--gpu {count[2]} --num-gpus {count[1]})")
+        card, count = counted_card(name)
+        if count is not None:  # a list of cards (recommend's and capacity's --gpus) or one card of a split
+            raise GpuplanError(f"{name.strip()!r} is a count and a card, where a card alone is asked: name {card}")
         ids, worded = _by_words(name), True
         if not ids:
             raise UnknownNameError("GPU", name, sorted(_names()), hint="`gpuplan gpus` lists the catalog.")

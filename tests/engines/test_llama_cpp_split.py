@@ -21,15 +21,16 @@ def test_a_4090_beside_a_3090_splits_70b_q4_k_m_by_memory():
     p = gpuplan.estimate(PAIR)
     devices = p.memory.engine["devices"]
     assert [d["gpu"] for d in devices] == ["nvidia-geforce-rtx-4090", "nvidia-geforce-rtx-3090"]
-    assert [d["layers"] for d in devices] == [40, 40] and sum(d["share"] for d in devices) == pytest.approx(1)
+    # llama.cpp's load_tensors: 80 layers, act_gpu_layers 81, layer il on device 0 while il / 81 < 0.5 (il <= 40)
+    assert [d["layers"] for d in devices] == [41, 39] and sum(d["share"] for d in devices) == pytest.approx(1)
     assert p.memory.fits and all(d["fits"] for d in devices) and p.cost is None
     assert p.scenario["tensor_split"] == pytest.approx([23.88, 23.88], abs=0.01)
     assert "rtx-4090 + rtx-3090" in p.resolved
     # each device holds half the layers: what two 4090s hold each, so the same per-device peak
     assert devices[0]["device_peak_gib"] == pytest.approx(one("rtx-4090").memory.device_peak_gib, rel=0.02)
-    # a layer split runs the devices in turn: the step is each card's weighted by its share
+    # a layer split runs the devices in turn: the step is each card's weighted by the layers it holds
     s4090, s3090 = one("rtx-4090").speed, one("rtx-3090").speed
-    assert p.speed.step_time_s == pytest.approx(0.5 * s4090.step_time_s + 0.5 * s3090.step_time_s)
+    assert p.speed.step_time_s == pytest.approx(41 / 80 * s4090.step_time_s + 39 / 80 * s3090.step_time_s)
     assert s3090.tokens_per_s < p.speed.tokens_per_s < s4090.tokens_per_s
 
 
@@ -61,7 +62,8 @@ def test_a_split_that_fits_says_its_largest_batch_and_prompt():
 def test_a_split_that_overfills_one_card_does_not_fit():
     p = gpuplan.estimate({**PAIR, "tensor_split": [3, 1]})
     first, second = p.memory.engine["devices"]
-    assert first["layers"] == 60 and not first["fits"] and second["fits"] and p.memory.fits is False
+    # il / 81 < 0.75 for il <= 60: llama.cpp's load_tensors puts layers 0-60 on the first card
+    assert first["layers"] == 61 and not first["fits"] and second["fits"] and p.memory.fits is False
     assert p.gpu.name == "GeForce RTX 4090" and p.memory.device_peak_gib == first["device_peak_gib"]
     assert any("GeForce RTX 4090 is over by" in w and "tensor_split" in w for w in p.warnings)
 
@@ -118,7 +120,42 @@ def test_the_device_sentence_names_its_card_beside_the_fullest_device_s_table():
     p = gpuplan.estimate({"model": "qwen3-14b", "task": "infer", "engine": "llama.cpp", "quant": "q4_k_m",
                           "gpu": "rtx-3090", "extra_gpus": ["rtx-3090", "rtx-4060-ti-16gb"], "batch_size": 4})
     assert p.gpu.id == "nvidia-geforce-rtx-4060-ti-16gb"
-    assert [d["layers"] for d in p.memory.engine["devices"]] == [15, 15, 10]
+    assert [d["layers"] for d in p.memory.engine["devices"]] == [16, 15, 9]  # llama.cpp's rule: the test below
     said = [a for a in p.assumptions if a.startswith("llama.cpp --tensor-split: ")]
-    assert said == ["llama.cpp --tensor-split: rtx-3090 holds 38% of the layers (15 of 40) and their KV cache, a "
-                    "compute buffer of its own and the output head"]
+    assert said == ["llama.cpp --tensor-split: rtx-3090 holds 16 of 40 layers (40%) and their KV cache, a compute "
+                    "buffer of its own, without the output head (src/llama-model.cpp load_tensors)"]
+
+
+@pytest.mark.parametrize(("split", "n_layer", "layers", "head"), [
+    # the s18 walk's Qwen3-14B (40 layers) on 3090 + 3090 + 4060 Ti, split by memory 23.88,23.88,15.92: cumulative
+    # 0.375, 0.75, 1; act_gpu_layers 41; il / 41 < 0.375 for il <= 15, < 0.75 for il <= 30: 16/15/9, and the
+    # output (il 40: 40 / 41 = 0.976) on the third
+    ([23.88, 23.88, 15.92], 40, [16, 15, 9], 2),
+    # by hand, 3,1 over 32 layers: cumulative 0.75, 1; il / 33 < 0.75 for il <= 24: 25/7, the output on the second
+    ([3, 1], 32, [25, 7], 1),
+    # a last share under 1 / (n_layer + 1): 40 / 41 = 0.976 < 0.99, so every layer and the output on the first
+    ([99, 1], 40, [40, 0], 0),
+])
+def test_layers_go_where_llama_cpp_s_load_tensors_puts_them(split, n_layer, layers, head):
+    from gpuplan.engines.llama_cpp import split_layers
+
+    assert split_layers(split, n_layer) == (layers, head)
+
+
+def test_the_walk_s_split_holds_the_head_on_the_last_card_only():
+    """The s18 walk's finding 11: gpuplan planned 15/15/10 layers with the output head on every card; llama.cpp
+    places 16/15/9 with the head on the 4060 Ti alone. Each device's plan knows its place
+    (``Scenario._split_device``)."""
+    from gpuplan.model.catalog import load_model
+    from gpuplan.model.quant import make_format
+
+    p = gpuplan.estimate({"model": "qwen3-14b", "task": "infer", "engine": "llama.cpp", "quant": "q4_k_m",
+                          "gpu": "rtx-3090", "extra_gpus": ["rtx-3090", "rtx-4060-ti-16gb"], "batch_size": 4})
+    devices = p.memory.engine["devices"]
+    assert [d["layers"] for d in devices] == [16, 15, 9]
+    held = [d["model_buffer_gib"] for d in devices]
+    parts = load_model("qwen3-14b").weight_bytes(make_format("gguf-q4_k_m"))
+    head = (parts["lm_head"] + parts["norms"]) / 2**30
+    per_layer = held[0] / 16  # the first 3090 holds 16 layers and no head
+    assert held[1] == pytest.approx(15 * per_layer, rel=1e-9)
+    assert held[2] == pytest.approx(9 * per_layer + head, rel=1e-9)

@@ -74,6 +74,28 @@ def test_a_smaller_micro_batch_keeps_the_global_batch_at_the_largest_that_fits(s
     assert estimate({**scenario, **fix.fields}).memory.fits
 
 
+def test_when_only_another_method_fits_the_combination_keeping_the_method_is_offered():
+    """The s18 walk's finding 8: Qwen3-14B LoRA (hf) on 2x RTX 3090 (59.6 GiB a card) named QLoRA, the one single
+    change that fits, and not ZeRO-3 + checkpointing (22.3 GiB in `fit`), which keeps bf16 LoRA. A single fix that
+    changes the method does not end the search: the smallest combination that keeps it, on the GPUs named, comes
+    first; and its fields, applied, fit at the peak it says."""
+    job = {"model": "qwen3-14b", "task": "train", "method": "lora", "gpu": "rtx-3090", "num_gpus": 2}
+    r = estimate(job)
+    singles = [x for x in r.suggestions if not x.combination and x.fits]
+    assert [x.fields["method"] for x in singles if "method" in x.fields] == ["qlora"]
+    assert not any(x.fits for x in r.suggestions if not x.combination and "method" not in x.fields
+                   and not {"seq_len", "num_gpus", "stack"} & set(x.fields))
+    combo = r.suggestions[0]
+    assert combo.combination and combo.fits and "method" not in combo.fields and "num_gpus" not in combo.fields
+    assert combo.fields == {"grad_checkpointing": "full", "sharding": "zero3"}
+    again = estimate({**job, **combo.fields}, advise=False).memory
+    assert again.fits and again.device_peak_gib == pytest.approx(combo.device_peak_gib)
+    assert combo.device_peak_gib < 23.88
+    fit_row = next(row for row in what_fits({"task": "train", "method": "lora"}, load_gpu("rtx-3090"), 2,
+                                            ["qwen3-14b"]))
+    assert fit_row.device_peak_gib == pytest.approx(combo.device_peak_gib)  # what `fit` finds, one search
+
+
 def test_fixes_keep_the_gpus_named_before_adding_more():
     """Serving Llama-3.1-70B as two replicas on two 80 GB cards does not fit (131 GiB each); splitting it over
     the same two cards does, and comes before tensor parallel over 4 or 8."""

@@ -596,3 +596,14 @@ def test_a_model_size_from_the_form_is_planned(client):
     r = client.post("/api/estimate", json={"model": "", "task": "train", "gpu": "h100-sxm"})
     assert r.status_code == 422 and r.json()["detail"] == \
         "scenario field 'model': String should have at least 1 character (got '')"
+
+
+def test_the_api_takes_a_count_and_a_card(client):
+    """``gpu: 2x3090``, as the command line's ``--gpu`` takes it (the s18 walk's finding 10): the plan of
+    ``gpu: 3090, num_gpus: 2``."""
+    body = {"model": "llama-3.2-1b", "task": "train", "method": "lora", "seq_len": 512}
+    counted = client.post("/api/estimate", json={**body, "gpu": "2x3090"})
+    apart = client.post("/api/estimate", json={**body, "gpu": "3090", "num_gpus": 2})
+    assert counted.status_code == apart.status_code == 200, counted.text
+    assert counted.json()["scenario"]["num_gpus"] == 2
+    assert counted.json() == apart.json()

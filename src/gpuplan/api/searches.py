@@ -10,7 +10,7 @@ from typing import Any
 from pydantic import Field
 
 from ..errors import GpuplanError, UnknownNameError, renamed
-from ..hardware import resolve_gpu, short_id
+from ..hardware import counted_card, resolve_gpu, short_id
 from ..market.cost import Cost
 from ..model.catalog import load_model
 from ..model.kinds import NotADecoder
@@ -139,7 +139,6 @@ def fit(gpu: str, scenario: ScenarioLike | None = None, *, models: Iterable[str]
     with the largest batch and longest context: ``gpuplan fit``. ``module``: your own PyTorch module instead
     (``package.module:function``), its one row the builder's plan of it on one of the cards."""
     from ..plan.capability import what_fits
-    from ..plan.recommend import parse_have
     from ..scenario.describe import describe, laid_out
 
     if not isinstance(gpu, str) or not gpu.strip():
@@ -147,9 +146,9 @@ def fit(gpu: str, scenario: ScenarioLike | None = None, *, models: Iterable[str]
     models = names_of(models, "models") if models is not None else None
     if models == []:  # an empty list planned every bundled model, as if none had been given
         raise GpuplanError("fit's models names no model: give model names, or leave it out for every bundled model")
-    gpu_id, count = parse_have(gpu)
-    count_text, sep, name = gpu.strip().partition("x")
-    card, note = resolve_gpu(name.strip() if sep and count_text.strip().isdigit() else gpu.strip())
+    name, count = counted_card(gpu)
+    card, note = resolve_gpu(name)
+    gpu_id, count = card.id, count or 1
     if count > 8:
         raise GpuplanError(f"fit looks at one machine: --gpu takes up to 8 cards, got {count}")
     if scenario is None:

@@ -19,6 +19,7 @@
 
 from __future__ import annotations
 
+import bisect
 import math
 
 from .. import overheads as oh
@@ -127,29 +128,55 @@ def llama_cpp_memory(s: Scenario, m: ModelSpec, e: Estimate, fmt: Format, capaci
     return e
 
 
-def device_share(s: Scenario) -> float:
-    """The share of the layers the scenario's ``gpu`` holds in a split: its ``tensor_split`` over their sum (equal
-    shares when none is given)."""
+def split_layers(split: list[float], n_layer: int) -> tuple[list[int], int]:
+    """The layers each device of a ``--tensor-split`` holds, in llama.cpp's device order, and the device of the
+    output head, every layer offloaded (ggml-org/llama.cpp src/llama-model.cpp ``llama_model::load_tensors``):
+    ``splits`` are the cumulative fractions of ``tensor_split``; with ``n_gpu_layers`` at all (-1, or more than
+    ``n_layer + 1``) ``i_gpu_start`` is 0 and ``act_gpu_layers = n_layer + 1``; repeating layer ``il`` goes to
+    ``upper_bound(splits, il / act_gpu_layers)`` and the output to ``get_layer_buft_list(n_layer)``'s device (the
+    last one, unless its share is under ``1 / (n_layer + 1)``); the input layer (``token_embd``) stays on the CPU.
+    Qwen3-14B's 40 layers at 23.88,23.88,15.92: layers 0-15 (il / 41 < 0.375), 16-30, 31-39, the head on the
+    third: 16/15/9."""
+    total, running, cumulative = sum(split), 0.0, []
+    for share in split:
+        running += share
+        cumulative.append(running / total)
+
+    def device(il: int) -> int:
+        return min(bisect.bisect_right(cumulative, il / (n_layer + 1)), len(split) - 1)
+
+    layers = [0] * len(split)
+    for il in range(n_layer):
+        layers[device(il)] += 1
+    return layers, device(n_layer)
+
+
+def device_layers(s: Scenario, n_layer: int) -> tuple[int, bool]:
+    """The layers the scenario's ``gpu`` holds in a split and whether it holds the output head: its place
+    ``_split_device`` in llama.cpp's order, whose shares are ``tensor_split`` with ``gpu``'s first share put back at
+    that place (equal shares when none is given): :func:`split_layers`."""
     split = s.tensor_split or [1.0] * (1 + len(s.extra_gpus or ()) if s.extra_gpus else s.num_gpus)
-    return split[0] / sum(split)
+    i = min(s._split_device, len(split) - 1)
+    order = [*split[1:i + 1], split[0], *split[i + 1:]]
+    layers, head = split_layers(order, n_layer)
+    return layers[i], head == i
 
 
 def _split_device(s: Scenario, m: ModelSpec, e: Estimate, head: float, whole: float, kv_whole: float) -> Estimate:
-    """One device of a ``--tensor-split`` run, the scenario's ``gpu``: llama.cpp gives each device the layers its
-    share of the split covers (src/llama-model.cpp ``load_tensors``: a layer goes to the device whose cumulative
-    split fraction its index reaches), with their KV cells, and every device runs its part of the graph with a
-    compute buffer of its own; the output head is counted on this device too (on the fullest, as above). Every
-    layer is on a GPU: CPU layers are not modelled with a split."""
-    share = device_share(s)
-    e.weights = (whole - head) * share + head
+    """One device of a ``--tensor-split`` run, the scenario's ``gpu``: the layers llama.cpp places on it
+    (:func:`device_layers`) with their KV cells, the output head where llama.cpp puts it (the last device), and a
+    compute buffer of its own on every device. Every layer is on a GPU: CPU layers are not modelled with a split."""
+    layers, holds_head = device_layers(s, m.num_layers)
+    share = layers / m.num_layers
+    e.weights = (whole - head) * share + (head if holds_head else 0.0)
     e.kv_cache = kv_whole * share
-    layers = round(m.num_layers * share)
     e.extra["gpu_layers"], e.extra["offloaded_layers"] = m.num_layers, 0
     e.extra["engine"] = {**e.extra["engine"], "model_buffer_gib": e.weights / GIB, "kv_buffer_gib": e.kv_cache / GIB,
                          "device_layers": layers, "device_share": share}
-    e.assumptions.append(f"llama.cpp --tensor-split: {short_id(s.gpu)} holds {share:.0%} of the layers "
-                         f"({layers} of {m.num_layers}) and their KV cache, a compute buffer of its own and the output "
-                         "head")
+    e.assumptions.append(f"llama.cpp --tensor-split: {short_id(s.gpu)} holds {layers} of {m.num_layers} layers "
+                         f"({share:.0%}) and their KV cache, a compute buffer of its own"
+                         + (" and the output head" if holds_head else ", without the output head")
+                         + " (src/llama-model.cpp load_tensors)")
     return e
 
 

@@ -265,9 +265,10 @@ def offloaded_activation_bytes(s: Scenario, m: ModelSpec) -> float:
 
 def _check_targets(s: Scenario, m: ModelSpec) -> None:
     targets = lora_targets(s, m)
-    unknown = targets - {lin.name for layer in m.layers for lin in layer.linears}
+    known = {lin.name for layer in m.layers for lin in layer.linears} | {lin.name for lin in m.tower_linears}
+    unknown = targets - known
     if unknown:
-        names = sorted({lin.name for layer in m.layers for lin in layer.linears})
+        names = sorted(known)
         raise GpuplanError(f"lora_targets {sorted(unknown)} are not modules of {m.name}; "
                            f"its linear layers are: {', '.join(names)}")
 

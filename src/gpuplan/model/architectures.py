@@ -165,6 +165,7 @@ def _gemma3(cfg: Config) -> dict:
     vision = cfg.get("vision_config")
     if vision and cfg.get("text_config"):
         spec["vision_params"] = _siglip_params(Config(vision)) + _gemma3_projector_params(Config(vision), spec)
+        spec["tower_linears"] = _siglip_linears(Config(vision))  # the projector is a Parameter, not a Linear
     # transformers' Gemma3TextConfig default when text_config omits it (the 27B's config.json does)
     return spec | {"tie_default": True, "max_context": text.get("max_position_embeddings", default=131_072)}
 
@@ -180,6 +181,24 @@ def _siglip_params(v: Config) -> int:
     if v.get("vision_use_head", default=True):  # pooling head: probe, attention, LayerNorm, MLP
         total += hv + (3 * hv * hv + 3 * hv) + (hv * hv + hv) + _layernorm(hv) + (hv * iv + iv) + (iv * hv + hv)
     return total
+
+
+def _siglip_linears(v: Config) -> tuple[Linear, ...]:
+    """The plain linears of SigLIP's encoder layers (transformers ``models/siglip/modeling_siglip.py``:
+    ``SiglipAttention`` q/k/v/out_proj, ``SiglipMLP`` fc1/fc2), ``count`` = its layers; the patch embedding is a
+    Conv2d, and the pooling head (``vision_use_head``) an ``nn.MultiheadAttention`` whose out_proj peft's all-linear
+    wraps too, with its MLP's fc1/fc2."""
+    hv, iv, n = v.get("hidden_size", default=768), v.get("intermediate_size", default=3072), \
+        v.get("num_hidden_layers", default=12)
+    out = [Linear(name=name, in_features=hv, out_features=hv, bias=True, count=n)
+           for name in ("q_proj", "k_proj", "v_proj", "out_proj")]
+    out += [Linear(name="fc1", in_features=hv, out_features=iv, bias=True, count=n, group="mlp"),
+            Linear(name="fc2", in_features=iv, out_features=hv, bias=True, count=n, group="mlp")]
+    if v.get("vision_use_head", default=True):
+        out += [Linear(name="out_proj", in_features=hv, out_features=hv, bias=True),
+                Linear(name="fc1", in_features=hv, out_features=iv, bias=True, group="mlp"),
+                Linear(name="fc2", in_features=iv, out_features=hv, bias=True, group="mlp")]
+    return tuple(out)
 
 
 def _gemma3_projector_params(v: Config, text: dict) -> int:

@@ -51,6 +51,9 @@ class ModelSpec:
     projection_params: int = 0
     final_norm_params: int
     vision_params: int = 0  # vision / audio towers and their projectors
+    # the towers' plain linears (counted in vision_params; ``count`` = the tower's layers): what peft's all-linear
+    # wraps there too (peft tuners_utils ``_maybe_include_all_linear_layers``: every nn.Linear but the output head)
+    tower_linears: tuple[Linear, ...] = ()
     other_params: int = 0  # anything else the checkpoint holds (MTP heads, extra projections)
     head_bias: bool = False
     eager_only: bool = False  # transformers has no SDPA attention for it (``_supports_sdpa = False``)

@@ -355,7 +355,8 @@ SHOWN_SAVING_GIB = 0.1
 
 def suggestions(s: Scenario, m: ModelSpec, gpu: GpuSpec, report) -> list[Suggestion]:
     """When ``s`` does not fit: a machine with enough RAM when only the host's RAM is short, the smallest
-    combination that fits (when no single fix does), then every single fix that lowers the device peak by what
+    combination that fits (when no single fix does, or only one that changes the method: then the smallest that
+    keeps it, on the GPUs named), then every single fix that lowers the device peak by what
     its line shows (:data:`SHOWN_SAVING_GIB`), fitting ones first, on the GPUs named before more GPUs."""
     fixes = on_card(s, m, gpu, candidate_fixes(s, m, report.max_batch_size))
     if engine_for(s).advised_by_pool:
@@ -374,11 +375,12 @@ def suggestions(s: Scenario, m: ModelSpec, gpu: GpuSpec, report) -> list[Suggest
                         f"{report.device_peak_gib:.1f} -> {peak:.1f} GiB",
                         fields={k: v for k, v in fix.change.items() if v is not None}, device_peak_gib=peak, fits=ok,
                         cost=fix.cost) for fix, ok, peak, implied in singles]
-    in_stack = [ok for fix, ok, _, _ in singles if fix.keeps_job and not fix.more_gpus and fix.group != "stack"]
-    if not any(in_stack):
+    in_stack = [fix for fix, ok, _, _ in singles if ok and fix.keeps_job and not fix.more_gpus and fix.group != "stack"]
+    if all(fix.group == "method" for fix in in_stack):
         # every fix that keeps the job: one that saves nothing alone (QLoRA when activations dominate) may be the
-        # one a combination needs
-        pool = [fix for fix in fixes if fix.keeps_job]
+        # one a combination needs; when only another method fits alone (LoRA -> QLoRA), the combinations that keep
+        # the user's method on the GPUs named (s18 walk: ZeRO-3 + checkpointing keeps bf16 LoRA on 2x 3090)
+        pool = [fix for fix in fixes if fix.keeps_job and not (in_stack and (fix.group == "method" or fix.more_gpus))]
         combos = [smallest_combination(s, m, gpu, pool)]
         if combos[0] is not None and set(combos[0].fields) & STACK_FIELDS:  # and the one with no extra library
             combos.append(smallest_combination(s, m, gpu, [f for f in pool if not set(f.change) & STACK_FIELDS]))

@@ -25,7 +25,7 @@ from pydantic import BaseModel, Field, SkipValidation, WrapValidator, model_seri
 from .. import overheads as oh
 from ..engines import ENGINES, engine_for
 from ..errors import GpuplanError
-from ..hardware import GpuSpec, gpus, load_gpu, short_id
+from ..hardware import GpuSpec, counted_card, gpus, load_gpu, short_id
 from ..market.choice import best_on_demand, cheapest_in_force
 from ..market.offers import Offer, max_per_node, multi_node, owned_offer, spot_rows_missing
 from ..market.store import load_offers, price_filter
@@ -209,14 +209,9 @@ class Recommendation(Answer):
 
 
 def parse_have(text: str) -> tuple[str, int]:
-    """``2x3090`` -> (GPU id, 2); a bare name is one card."""
-    count, sep, name = text.strip().partition("x")
-    if not sep or not count.strip().isdigit():
-        count, name = "1", text
-    if int(count) < 1:
-        raise GpuplanError(f"a count of cards starts at 1: {text!r} has {int(count)} (write 2x3090, or a name for "
-                           "one card)")
-    return load_gpu(name.strip()).id, int(count)
+    """``2x3090`` -> (GPU id, 2); a bare name is one card (:func:`gpuplan.hardware.counted_card`)."""
+    name, count = counted_card(text)
+    return load_gpu(name).id, count or 1
 
 
 def _variants(s: Scenario, c: Constraints, shipped: str | None = None) -> list[tuple[list[str], dict]]:

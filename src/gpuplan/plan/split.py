@@ -1,14 +1,15 @@
 """A llama.cpp run split over mixed cards (``--tensor-split``; a 4090 beside a 3090): each device's own plan,
 composed into one (issue 33).
 
-Each device is planned as the scenario's ``gpu`` with its share of the layers first in ``tensor_split`` (memory:
-:func:`gpuplan.engines.llama_cpp.device_share`); the split's default is in proportion to each card's memory, as
+Each device is planned as the scenario's ``gpu`` with its share first in ``tensor_split`` and its place in
+llama.cpp's device order in ``_split_device`` (its layers and whether it holds the output head, as llama.cpp places
+them: :func:`gpuplan.engines.llama_cpp.split_layers`); the split's default is in proportion to each card's memory, as
 llama.cpp splits by the devices' free memory when ``--tensor-split`` is not given (src/llama-model.cpp
 ``load_tensors``). The whole fits when every device fits; the memory shown is the fullest device's (least
 headroom), with every device in ``memory.engine["devices"]``. A layer split runs the devices one after another for
-each token, so a step is each device's step weighted by its share of the layers: ``step = sum(share_i x step_i)``,
-and tokens/s ``1 / sum(share_i / tokens_per_s_i)`` (each device timed as if it held the whole model, its host loop
-counted once). A split over one kind of card (``tensor_split`` alone) is priced on that card's offers, as
+each token, so a step is each device's step weighted by the fraction of the layers it holds: ``step = sum(share_i
+x step_i)``, and tokens/s ``1 / sum(share_i / tokens_per_s_i)`` (each device timed as if it held the whole model, its
+host loop counted once). A split over one kind of card (``tensor_split`` alone) is priced on that card's offers, as
 ``build`` prices a plan, at the composed speed; no offer rents a mixed pair, so a split over mixed cards is not.
 """
 
@@ -50,7 +51,9 @@ def _device_scenario(s: Scenario, cards: list[GpuSpec], split: list[float], i: i
     update = {"gpu": cards[i].id, "tensor_split": [split[j] for j in order]}
     if s.extra_gpus:
         update["extra_gpus"] = [cards[j].id for j in order[1:]]
-    return s.model_copy(update=update)
+    device = s.model_copy(update=update)
+    device._split_device = i
+    return device
 
 
 def _speed(plans: list[Plan], shares: list[float]) -> Speed | None:
@@ -138,7 +141,8 @@ def split_estimate(s: Scenario) -> Plan:
     how = "as given" if s.tensor_split else "by each card's memory, llama.cpp's default"
     over = tuple(f"{r['name']} is over by {r['device_peak_gib'] - r['usable_gib']:,.1f} GiB: give it a smaller share "
                  "(tensor_split), or a smaller quantization" for r in rows if not r["fits"])
-    card, base, speed = cards[fullest], plans[0], _speed(plans, shares)
+    held = [p.memory.engine["device_share"] for p in plans]  # each device's layers, as llama.cpp places them
+    card, base, speed = cards[fullest], plans[0], _speed(plans, held)
     cost, priced = _priced(s, base, speed, fits)
     plan = base.said(("a layer split runs the devices in turn: each step is every device's step weighted by its "
                       "share of the layers (plan/split.py)",), (*over, *priced),

@@ -20,6 +20,7 @@ from pydantic import (
     BaseModel,
     ConfigDict,
     Field,
+    PrivateAttr,
     ValidationError,
     ValidationInfo,
     field_validator,
@@ -29,6 +30,7 @@ from pydantic import (
 
 from .. import overheads as oh
 from ..errors import RENAMED_FIELDS, GpuplanError, did_you_mean, echo_value, renamed, yes_for_a_number
+from ..hardware import counted_card
 from ..model.quant import QUANT_FORMATS
 from ..userfiles import read_mapping
 from . import stacks
@@ -258,6 +260,9 @@ class Scenario(BaseModel):
     tensor_split: list[float] | None = Field(default=None, max_length=8, description="llama.cpp --tensor-split: "
                                              "each device's share of the layers, gpu first (default: in proportion "
                                              "to each card's memory, as llama.cpp splits by free memory)")
+    # llama.cpp split: gpu's place in llama.cpp's device order (0: the first, as tensor_split and extra_gpus list
+    # it); not input: the split's plan of each device sets it (gpuplan.plan.split), as llama.cpp places layers by it
+    _split_device: int = PrivateAttr(default=0)
     # hardware and parallelism
     gpu: str | None = None
     wired_limit_mb: int | None = Field(
@@ -439,10 +444,14 @@ class Scenario(BaseModel):
     @classmethod
     def _cards(cls, value: list[str] | None) -> list[str] | None:
         """A list naming no card (``--extra-gpus ''`` or ``,,``) is refused as every list option naming nothing is
-        (session 15's ``--gpus ,,``); it was planned as no split."""
+        (session 15's ``--gpus ,,``); it was planned as no split. A counted card (``2x3090``) is that many cards,
+        read by the one parser of ``--gpu`` (:func:`gpuplan.hardware.counted_card`)."""
         if value is not None and not value:
             raise ValueError("extra_gpus names no card: name the cards beside gpu (rtx-3090,rtx-3060) or drop it")
-        return value
+        if value is None:
+            return value
+        out = [(card, count or 1) for card, count in map(counted_card, value)]
+        return [card for card, count in out for _ in range(count)]
 
     @field_validator("lora_targets")
     @classmethod
@@ -465,6 +474,22 @@ class Scenario(BaseModel):
                 raise ValueError(f"give {new} or its old name {old}, not both")
             data[renamed(old, "scenario field")] = data.pop(old)
         return data
+
+    @model_validator(mode="before")
+    @classmethod
+    def _counted_gpu(cls, data: Any) -> Any:
+        """``gpu: 2x3090``, as ``fit --gpu`` and ``--have`` spell cards: the card and ``num_gpus`` 2, read by the
+        one parser (:func:`gpuplan.hardware.counted_card`); a ``num_gpus`` that says another count is one sentence."""
+        if not isinstance(data, Mapping) or not isinstance(data.get("gpu"), str):
+            return data
+        card, count = counted_card(data["gpu"])
+        if count is None:
+            return data
+        given = data.get("num_gpus")
+        if given is not None and given != count:
+            raise ValueError(f"gpu {data['gpu'].strip()} says {count} cards and num_gpus says {given}: give the "
+                             f"count once (--gpu {count}x{card}, or --gpu {card} --num-gpus {given})")
+        return {**data, "gpu": card, "num_gpus": count}
 
     @model_validator(mode="before")
     @classmethod

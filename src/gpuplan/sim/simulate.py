@@ -354,7 +354,7 @@ def build(s: Scenario, m: ModelSpec, config: dict[str, Any], notes: list[str]):
     from peft import LoraConfig, get_peft_model
 
     targets = "all-linear" if s.lora_targets == "all-linear" else list(s.lora_targets)
-    skip = _not_adaptable(model)
+    skip = _not_adaptable(model, towers=not m.tower_linears)
     if skip:
         notes.append(f"LoRA skips {len(skip)} modules peft's all-linear would wrap but that are not plain linears "
                      "(routers returning tuples) or belong to a vision / audio tower")
@@ -405,11 +405,12 @@ def _check_layers(m: ModelSpec, model, n: int) -> None:
                                f"{m.num_layers} to run the whole model")
 
 
-def _not_adaptable(model) -> list[str]:
+def _not_adaptable(model, towers: bool = True) -> list[str]:
     """Modules peft's ``all-linear`` would wrap but must not: subclasses of ``nn.Linear`` whose forward returns
     something else than a tensor (Llama 4's router returns scores and logits: a LoRA around it fails; each is
-    called once on a meta tensor to see), the linears of vision and audio towers (the estimate adapts the
-    language model), and what peft refuses on Mamba models (``out_proj`` and ``conv1d``)."""
+    called once on a meta tensor to see), with ``towers`` the linears of vision and audio towers (where the
+    estimate adapts the language model alone: a model without ``ModelSpec.tower_linears``), and what peft refuses
+    on Mamba models (``out_proj`` and ``conv1d``)."""
     import torch
 
     out = []
@@ -420,7 +421,8 @@ def _not_adaptable(model) -> list[str]:
         if not isinstance(module, torch.nn.Linear):
             continue
         if is_tower(name):
-            out.append(name)
+            if towers:
+                out.append(name)
         elif type(module).forward is not torch.nn.Linear.forward:
             try:
                 with torch.no_grad():

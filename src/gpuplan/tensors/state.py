@@ -78,9 +78,10 @@ def adapts_experts(s: Scenario, m: ModelSpec) -> bool:
 
 
 def lora_targets(s: Scenario, m: ModelSpec) -> frozenset[str]:
-    """Module names LoRA adapts. ``all-linear`` = every plain ``nn.Linear`` of the decoder layers except the
-    output head (peft's rule), with peft's MoE rewrite (:data:`PEFT_MOE_LAYOUT`: routers in, v4 expert names out)
-    and its Mamba refusals; fused 3-D expert weights are counted apart (:func:`adapts_experts`)."""
+    """Module names LoRA adapts. ``all-linear`` = every plain ``nn.Linear`` of the decoder layers and of a vision
+    tower (``ModelSpec.tower_linears``) except the output head (peft's rule), with peft's MoE rewrite
+    (:data:`PEFT_MOE_LAYOUT`: routers in, v4 expert names out) and its Mamba refusals; fused 3-D expert weights are
+    counted apart (:func:`adapts_experts`)."""
     if s.lora_targets != "all-linear":
         return frozenset(s.lora_targets)
     layout = PEFT_MOE_LAYOUT.get(m.family)
@@ -96,17 +97,22 @@ def lora_targets(s: Scenario, m: ModelSpec) -> frozenset[str]:
                     names.add(lin.name)
             elif lin.adaptable:
                 names.add(lin.name)
+    names.update(lin.name for lin in m.tower_linears)  # a vision tower's linears: peft wraps them too
     return frozenset(names)
 
 
 def lora_params(m: ModelSpec, targets: frozenset[str], rank: int, experts: bool = False) -> int:
-    """Trainable LoRA parameters: ``r·(in + out)`` per adapted linear (Hu et al. 2021, section 4). With
+    """Trainable LoRA parameters: ``r·(in + out)`` per adapted linear (Hu et al. 2021, section 4), a vision
+    tower's included. With
     ``experts`` (``all-linear`` on a mixture of experts), peft's ``ParamWrapper`` adapts the fused 3-D expert
     weights of transformers 5 too: ``r·E`` rows per expert matrix, doubled for the fused gate/up projection
     (peft ``lora.ParamWrapper``: ``lora_A = Linear(in, r·E)``, ``lora_B = Linear(r·E, out)``)."""
     total = sum(count * rank * (lin.in_features + lin.out_features) * lin.count
                 for layer, count in m.layer_kinds() for lin in layer.linears
                 if lin.name in targets and (lin.adaptable or lin.group == "router"))
+    # a tower's linears whose names match (peft matches a target by the module name's end, in every tower)
+    total += sum(rank * (lin.in_features + lin.out_features) * lin.count for lin in m.tower_linears
+                 if lin.name in targets)
     if experts:
         total += sum(count * expert_lora_params(layer, rank) for layer, count in m.layer_kinds() if layer.moe)
     return total

@@ -1,0 +1,65 @@
+"""One spelling of a count and a card (``2x3090``) for every command that takes ``--gpu``, read by one parser
+(:func:`gpuplan.hardware.counted_card`): the s18 walk's finding 10 (``estimate --gpu 2x3090`` was refused where
+``fit --gpu 2x3090`` and ``--have 2x3090`` took it)."""
+
+import json
+import re
+
+import pytest
+
+from gpuplan import GpuplanError
+from gpuplan.cli import run
+from gpuplan.hardware import counted_card
+from gpuplan.plan.recommend import parse_have
+from gpuplan.scenario import load_scenario
+
+ELAPSED = re.compile(r'"elapsed_s": [0-9.]+')  # simulate's own wall time
+JOB = ["--model", "llama-3.2-1b", "--task", "train", "--method", "lora", "--seq-len", "512"]
+
+
+@pytest.mark.parametrize(("text", "parsed"), [
+    ("2x3090", ("3090", 2)), ("8xh100-sxm", ("h100-sxm", 8)), ("2 x rtx-3090", ("rtx-3090", 2)),
+    ("rtx-3090", ("rtx-3090", None)), ("h100", ("h100", None)), ("2xnothing", ("2xnothing", None))])
+def test_the_one_parser(text, parsed):
+    assert counted_card(text) == parsed
+
+
+def test_a_count_below_one_is_refused():
+    with pytest.raises(GpuplanError, match=r"^a count of cards starts at 1: '0x3090' has 0"):
+        counted_card("0x3090")
+
+
+def test_have_and_the_scenario_read_it_alike():
+    assert parse_have("2x3090") == ("nvidia-geforce-rtx-3090", 2)
+    s = load_scenario(None, {"model": "llama-3.2-1b", "task": "infer", "gpu": "2x3090"})
+    assert (s.gpu, s.num_gpus, "num_gpus" in s.model_fields_set) == ("3090", 2, True)
+    assert load_scenario(None, {"model": "llama-3.2-1b", "task": "infer", "gpu": "2x3090", "num_gpus": 2}).num_gpus == 2
+    split = load_scenario(None, {"model": "llama-3.2-1b", "task": "infer", "engine": "llama.cpp", "quant": "q4_k_m",
+                                 "gpu": "rtx-4060-ti-16gb", "extra_gpus": "2x3090"})
+    assert (split.extra_gpus, split.num_gpus) == (["3090", "3090"], 3)
+
+
+def test_two_counts_that_disagree_are_one_sentence(capsys):
+    assert run(["estimate", *JOB, "--gpu", "2x3090", "--num-gpus", "3"]) == 2
+    assert capsys.readouterr().err.strip() == (
+        "error: gpu 2x3090 says 2 cards and num_gpus says 3: give the count once (--gpu 2x3090, or --gpu 3090 "
+        "--num-gpus 3)")
+
+
+def _answer(capsys, args: list[str]) -> str:
+    assert run(args) == 0, capsys.readouterr().err
+    return capsys.readouterr().out
+
+
+@pytest.mark.parametrize(("command", "count"), [
+    (["estimate", "--json"], 2), (["cost", "--json"], 2), (["launch", "-o", "-", "--sharding", "ddp"], 2),
+    (["simulate", "--layers", "1", "--json"], 1)])  # simulate runs one GPU's step
+def test_every_command_takes_the_count_and_the_card(capsys, command, count):
+    counted = _answer(capsys, [*command, *JOB, "--gpu", f"{count}x3090"])
+    apart = _answer(capsys, [*command, *JOB, "--gpu", "3090", "--num-gpus", str(count)])
+    assert ELAPSED.sub("", counted) == ELAPSED.sub("", apart)
+
+
+def test_estimate_counts_the_cards(capsys):
+    plan = json.loads(_answer(capsys, ["estimate", "--json", *JOB, "--gpu", "2x3090"]))
+    assert (plan["scenario"]["gpu"], plan["scenario"]["num_gpus"]) == ("nvidia-geforce-rtx-3090", 2)
