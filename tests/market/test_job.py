@@ -110,13 +110,11 @@ def test_a_checkpoint_holds_the_state_as_the_trainer_keeps_it(fields, per_param)
     + 3 x 2,048 x 5,632 + 2 x 2,048) + 2,048), as DeepSpeed saves it (bf16 weights, fp32 master, two moments). Its
     memory holds fp32 weights and moments and no 16-bit copy (FSDP2 casts for compute), so its model and optimizer
     state dicts are 12 B: 13.2 GB. The size sets Daly's spot interval and the saves' pause."""
-    from gpuplan.market.cost import state_bytes
     from gpuplan.model.synthetic import param_count
-    from gpuplan.scenario import scenario_from
 
     assert param_count("1B") == 1_100_048_384
-    s = scenario_from({"task": "train", "train_tokens": 1e9, **fields})
-    assert state_bytes(s, param_count("1B")) == 1_100_048_384 * per_param
+    plan = estimate({"task": "train", "train_tokens": 1e9, **fields}, advise=False)
+    assert plan.checkpoint_bytes == 1_100_048_384 * per_param
 
 
 def test_the_pretrain_plans_spot_checkpoint_is_its_fp32_state():

@@ -44,19 +44,21 @@ def test_sdxl_lora_on_a_12_gb_card_has_memory_speed_and_price():
 
 def test_a_spot_training_run_takes_dalys_checkpoints_and_restarts(capsys):
     """SDXL LoRA, 2,000 steps on an H100 spot offer, an interruption every 4 h, checkpoints written at 0.5 GB/s. The
-    checkpoint is the 23,224,320 adapter parameters and their AdamW states, 12 B each: 278.7 MB, written in
-    delta = 0.5574 s = 1.5483e-4 h. Daly's interval: sqrt(2 x delta x 4) x (1 + sqrt(delta / 8) / 3 + delta / 72)
-    - delta = 0.035194 x 1.0014684 - 0.000155 = 0.035091 h. Wall time for W h of work, a 10 min restart:
-    4 x e^(0.16667 / 4) x (e^((0.035091 + 0.000155) / 4) - 1) x W / 0.035091 = 1.05177 W (a decoder's plan takes the
+    checkpoint is the 23,224,320 adapter parameters in bf16 and their AdamW states as the plan's memory holds them,
+    fp32 under bf16-mixed: 2 + 8 = 10 B each (it was a flat 12 B), 232.2 MB, written in delta = 0.46449 s =
+    1.29024e-4 h. Daly's interval: sqrt(2 x delta x 4) x (1 + sqrt(delta / 8) / 3 + delta / 72) - delta =
+    0.0321277 x 1.0013405 - 0.000129 = 0.032042 h. Wall time for W h of work, a 10 min restart:
+    4 x e^(0.16667 / 4) x (e^((0.032042 + 0.000129) / 4) - 1) x W / 0.032042 = 1.05097 W (a decoder's plan takes the
     same, market/cost.py spot_plan)."""
     p = plan(model="sdxl", task="train", method="lora", resolution="1024", train_steps=2000, gpu="h100-sxm",
              pricing="spot", mtbi_hours=4, disk_gbs=0.5)
     sp, c = p.cost.spot, p.cost
     assert p.model.params_trainable == 23_224_320
-    assert sp.write_h == pytest.approx(23_224_320 * 12 / 0.5e9 / 3600)
-    assert sp.interval_h == pytest.approx(0.035091, rel=1e-4)
-    assert sp.overhead == pytest.approx(1.05177, rel=1e-4)
-    assert c.hours == pytest.approx(p.work.job_hours * 1.05177, rel=1e-4)
+    assert p.checkpoint_bytes == 23_224_320 * (2 + 2 * 4)
+    assert sp.write_h == pytest.approx(23_224_320 * 10 / 0.5e9 / 3600)
+    assert sp.interval_h == pytest.approx(0.032042, rel=1e-4)
+    assert sp.overhead == pytest.approx(1.05097, rel=1e-4)
+    assert c.hours == pytest.approx(p.work.job_hours * 1.05097, rel=1e-4)
     assert c.usd_total == pytest.approx(c.hours * c.usd_per_hour)
     demand = plan(model="sdxl", task="train", method="lora", resolution="1024", train_steps=2000, gpu="h100-sxm")
     assert demand.cost.spot is None and demand.cost.hours == pytest.approx(demand.work.job_hours)

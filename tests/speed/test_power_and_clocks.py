@@ -281,3 +281,25 @@ def test_the_blackwell_data_center_cards_keep_the_per_watt_rule():
     for card in ("b200", "b300", "gb200"):
         assert load_gpu(card).id not in oh.MATMUL_PEAK_FRACTION
     assert matmul_fraction(load_gpu("b200")) == pytest.approx(0.80 * (0.8 / (2250.0 / 1000)) ** 0.5, rel=1e-9)
+
+
+def test_an_unmeasured_card_run_below_its_tdp_is_lowered_too():
+    """Session 18's architecture walk: the power-limit factor lowered measured cards only, though a card run below
+    its TDP slows whatever its share's source. A synthetic L40 (no MAMF measured, 181.05 TFLOPS at 300 W: 0.60
+    TFLOPS/W, under the per-watt cap, so the NVIDIA default 0.80) held at 200 W sustains 0.80 x (200 / 300) ** 0.5 =
+    0.653 of its datasheet. Its fused attention's forward share stays the share at its own clock (the clock is
+    applied once, in attention_s): the same as the uncapped card's, where dividing the factor out of a share it was
+    never applied to raised it by 1 / 0.816."""
+    from dataclasses import replace
+
+    from gpuplan.speed.gemm import clock_factor, full_clock_fraction
+    from gpuplan.speed.work import forward_fraction
+
+    l40 = load_gpu("l40")
+    assert l40.id not in oh.MATMUL_PEAK_FRACTION and (l40.tdp_w, l40.power_limit_w) == (300, None)
+    capped = replace(l40, power_limit_w=200)
+    assert full_clock_fraction(capped) == full_clock_fraction(l40) == pytest.approx(0.80, rel=1e-12)
+    assert clock_factor(capped) == pytest.approx((200 / 300) ** 0.5, rel=1e-12)
+    assert matmul_fraction(capped) == pytest.approx(0.80 * (200 / 300) ** 0.5, rel=1e-12)
+    assert matmul_fraction(l40) == pytest.approx(0.80, rel=1e-12)
+    assert forward_fraction(capped, "flash2") == pytest.approx(forward_fraction(l40, "flash2"), rel=1e-12)

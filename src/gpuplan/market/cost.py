@@ -19,6 +19,7 @@ from ..model.spec import ModelSpec
 from ..scenario import Scenario
 from ..sharding import master_partition
 from ..speed import Speed
+from ..tensors.state import optimizer_state_bytes
 from .bill import BillLine, bill_lines
 from .job import JobTime, job_time, save_interval_h
 from .offers import Offer, interruption_priors, max_per_node, price_origin, providers
@@ -52,28 +53,29 @@ def default_mtbi_h(num_gpus: int) -> float:
 
 
 def checkpoint_bytes(s: Scenario, m: ModelSpec, trainable: int) -> float:
-    """What a resumable checkpoint of a decoder's training holds (:func:`state_bytes`): a full fine-tune saves
-    every weight, an adapter's the adapters."""
-    return state_bytes(s, m.params_total if s.method == "full" else trainable)
+    """What a resumable checkpoint of a decoder's training holds: the trained parameters (every weight in a full
+    fine-tune, the ``trainable`` adapters in LoRA) in the dtype the plan's memory holds them, and their optimizer
+    states as the memory model counts them (:func:`gpuplan.tensors.state.optimizer_state_bytes`, the one figure both
+    read), since a checkpoint saves what the optimizer holds: the HF Trainer's ``optimizer.pt``, torchtune's and
+    torchtitan's optimizer state dicts are ``torch.save`` of ``optimizer.state_dict()``, whose tensors are the
+    states themselves (AdamW's two moments; bitsandbytes' 8-bit AdamW its uint8 ``state1``/``state2`` and fp32
+    ``absmax1``/``absmax2`` per 256-value block, ``bitsandbytes/optim/optimizer.py`` ``Optimizer8bit.init_state``;
+    Adafactor's factored ``exp_avg_sq_row``/``exp_avg_sq_col``, transformers ``optimization.py`` ``Adafactor.step``).
 
-
-def state_bytes(s: Scenario, saved: int) -> float:
-    """What a resumable checkpoint of ``saved`` trained parameters holds: the weights and optimizer states as the
-    plan's memory holds them (:meth:`gpuplan.sharding.base.Sharding.state`). A full fine-tune under ``-mixed``
-    precision keeps fp32 weights and fp32 moments under torch autocast (the HF Trainer's DDP and FSDP, torchtitan's
-    FSDP2: 4 + 8 = 12 B/param with AdamW, as its model and optimizer state dicts save them), and a 16-bit working
-    copy beside them where the trainer keeps one apart from its fp32 master (:func:`gpuplan.sharding.master_partition`:
-    DeepSpeed ZeRO's bf16 model states and fp32 master partition, ``sharding/deepspeed.py``; Megatron-Core's bf16
-    parameters and its optimizer's fp32 main parameters, ``stacks/megatron.py`` ``OPTIMIZER_BYTES``: 2 + 4 + 8 = 14
-    B/param); under ``-true``, weights and moments in the compute dtype (bf16 AdamW: 2 + 4 = 6 B/param). LoRA: the
-    adapters and their states, 4 + 8 B/param."""
+    Full fine-tuning under ``-mixed`` precision keeps fp32 weights and fp32 states under torch autocast (the HF
+    Trainer's DDP and FSDP, torchtitan's FSDP2: 4 + 8 = 12 B/param with AdamW), and a 16-bit working copy beside an
+    fp32 master where the trainer keeps one (:func:`gpuplan.sharding.master_partition`: DeepSpeed ZeRO's bf16 model
+    states and fp32 master partition; Megatron-Core's bf16 parameters and its optimizer's fp32 main parameters, for
+    its adapters too: 2 + 4 + 8 = 14 B/param); under ``-true``, weights and states in the compute dtype (bf16 AdamW:
+    2 + 4 = 6 B/param). LoRA: the adapters in ``adapter_dtype`` and their states (fp32 AdamW: 4 + 8 B/param)."""
+    mixed = s.precision.endswith("mixed")
     if s.method == "full":
-        mixed = s.precision.endswith("mixed")
-        width = 4 if (mixed or s.precision == "fp32") else 2  # the weights' and the moments' bytes
-        states = {"adamw": 2 * width, "adamw-8bit": 2, "paged-adamw-8bit": 2, "sgd": 0}.get(s.optimizer, width)
-        apart = mixed and master_partition(s)  # a 16-bit copy beside the fp32 master (DeepSpeed, Megatron)
-        return saved * ((2 if apart else 0) + width + states)
-    return saved * (4 + 8)
+        saved, width = m.params_total, 4 if (mixed or s.precision == "fp32") else 2
+    else:
+        saved, width = trainable, s.adapter_bytes
+    if mixed and master_partition(s):  # a 16-bit copy beside the fp32 master, whose states are fp32
+        return saved * (2 + 4) + optimizer_state_bytes(s, m, saved, 4)
+    return saved * width + optimizer_state_bytes(s, m, saved, width)
 
 
 @dataclass(kw_only=True)

@@ -210,6 +210,9 @@ def training_memory(s: Scenario, job: ModuleJob, main: Profile, parts: dict[str,
     trainable += text.params
     e.optimizer = optimizer_bytes(s.optimizer, trainable, state, factored)
     e.extra["params_trainable"] = trainable
+    # a resumable checkpoint: the trained weights in their own dtype (one gradient element each) and their
+    # optimizer states, as held here (gpuplan.market.cost.checkpoint_bytes says the same of a decoder)
+    e.extra["checkpoint_bytes"] = e.gradients + e.optimizer
     freed = free_gradients(e, phases) if job.grads_freed and job.trained == "all" else None
     e.peak_phase = freed or max(phases, key=phases.get)
     e.activations = phases[e.peak_phase]

@@ -71,7 +71,7 @@ class ModuleChoices(Answer):
 def _setup(plan: ModulePlan, s: Scenario, offer: Offer) -> CardSetup:
     w, mem = plan.work, plan.memory
     assert w is not None  # a built plan on a card with a matrix rate
-    cost, per_1000 = priced(s, w.job_hours, w.samples_per_s, offer, plan.model.params_trainable)
+    cost, per_1000 = priced(s, w.job_hours, w.samples_per_s, offer, plan.checkpoint_bytes)
     unit = "images" if "diffusion" in w.kind else ("windows" if s.audio_seconds else "samples")
     return CardSetup(gpu_id=offer.gpu_id, offer=cost.offer, provider=cost.provider, pricing=cost.pricing,
                      usd_per_hour=cost.usd_per_hour, device_peak_gib=mem.device_peak_gib,

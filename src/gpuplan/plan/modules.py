@@ -23,7 +23,7 @@ from pydantic import BaseModel, PrivateAttr, computed_field
 
 from ..errors import GpuplanError
 from ..hardware import GpuSpec, short_id
-from ..market.cost import STALE_DAYS, Cost, offer_label, spot_plan, state_bytes
+from ..market.cost import STALE_DAYS, Cost, offer_label, spot_plan
 from ..market.offers import price_origin
 from ..memory.modules import generation_memory, model_memory, report, training_memory
 from ..model import diffusers as diff
@@ -135,6 +135,7 @@ class ModuleSetup:
     defaults: tuple[str, ...] = ()
     assumptions: tuple[str, ...] = ()
     warnings: tuple[str, ...] = ()
+    checkpoint_bytes: float = 0.0  # one resumable checkpoint of a training job, as its memory holds the state
 
 
 class ModulePlan(Plan):
@@ -181,6 +182,12 @@ class ModulePlan(Plan):
     def work_hours(self) -> float | None:
         return self.work.job_hours if self.work else None
 
+    @property
+    def checkpoint_bytes(self) -> float:
+        """What one resumable checkpoint of this training job writes: its trained weights and their optimizer states
+        as its memory holds them (``memory/modules.py`` ``training_memory``); 0 for an inference plan."""
+        return self.module.checkpoint_bytes
+
 
 def build_module(r: ResolvedModule, candidates: tuple = (), *, advise: bool = True,
                  memory_only: bool = False) -> ModulePlan:
@@ -190,6 +197,7 @@ def build_module(r: ResolvedModule, candidates: tuple = (), *, advise: bool = Tr
     s, spec, job, gpu = r.scenario, r.spec, r.job, r.gpu
     main, parts = profiles(job)
     e = _estimate(s, job, main, parts)
+    checkpoint = e.extra.get("checkpoint_bytes", 0.0) if s.task == "train" else 0.0
     mem = report(s, e, gpu)
     judged = verdict(s, gpu, mem)
     warnings, work, cost, suggestions, rates = list(e.warnings), None, None, (), ()
@@ -200,7 +208,7 @@ def build_module(r: ResolvedModule, candidates: tuple = (), *, advise: bool = Tr
             warnings.append(f"no speed or cost: {err}")
         else:
             work, cost, more = _work(s, job, main, speed, gpu, candidates, price_it=mem.fits is not False,
-                                     trainable=int(e.extra.get("params_trainable", 0)))
+                                     checkpoint=checkpoint)
             warnings += more
             rates = tuple(note for note in (fp32_rates(s, job, gpu),) if note)
             if spec.family == "whisper":
@@ -215,7 +223,8 @@ def build_module(r: ResolvedModule, candidates: tuple = (), *, advise: bool = Tr
     plan = ModulePlan(model=facts(spec, int(e.extra.get("params_trainable", 0))), gpu=gpu_facts(gpu), memory=mem,
                       verdict=judged, suggestions=suggestions, cost=cost, work=work)
     plan._module = ModuleSetup(scenario=s, job=job, gpu=gpu, defaults=r.defaults,
-                               assumptions=(*r.assumptions, *e.assumptions, *rates), warnings=tuple(warnings))
+                               assumptions=(*r.assumptions, *e.assumptions, *rates), warnings=tuple(warnings),
+                               checkpoint_bytes=checkpoint)
     return plan
 
 
@@ -374,7 +383,7 @@ def fixes(s: Scenario, spec: ModuleSpec, gpu: GpuSpec, now: MemoryReport) -> lis
 
 # ---- speed and price ---------------------------------------------------------------------------------------------
 def _work(s: Scenario, job: ModuleJob, main: Profile, speed: ModuleSpeed, gpu: GpuSpec, candidates: tuple, *,
-          price_it: bool, trainable: int) -> tuple[ModuleWork, Cost | None, list[str]]:
+          price_it: bool, checkpoint: float) -> tuple[ModuleWork, Cost | None, list[str]]:
     warnings: list[str] = []
     hours = s.train_steps * speed.step_s / 3600 if s.task == "train" and s.train_steps else None
     offers = sorted((o for o in candidates if o.pricing in ("on_demand", "owned") or s.pricing != "on_demand"),
@@ -382,7 +391,7 @@ def _work(s: Scenario, job: ModuleJob, main: Profile, speed: ModuleSpeed, gpu: G
     cost = None
     per_1000 = None
     if price_it and offers:
-        cost, per_1000 = priced(s, hours, speed.samples_per_s, offers[0], trainable)
+        cost, per_1000 = priced(s, hours, speed.samples_per_s, offers[0], checkpoint)
         if cost.stale:  # as a decoder LLM's plan says it (plan/build.py)
             warnings.append(f"the price of {cost.offer} is {cost.price_age_days} days old")
         if cost.pricing == "owned" and s.pricing != "owned":  # a card no offer lists (plan/build.py module_offers)
@@ -409,11 +418,12 @@ def _work(s: Scenario, job: ModuleJob, main: Profile, speed: ModuleSpeed, gpu: G
     return work, cost, warnings
 
 
-def priced(s: Scenario, hours: float | None, samples_per_s: float, o, trainable: int = 0) -> tuple[Cost, float]:
+def priced(s: Scenario, hours: float | None, samples_per_s: float, o, checkpoint: float = 0.0) -> tuple[Cost, float]:
     """The job on offer ``o``: its cost (the job's ``hours`` where training names its steps) and the dollars per
     thousand samples (images, windows) at ``samples_per_s`` per GPU. On a spot offer a training run's hours take
-    Daly's checkpoint-and-restart overhead (:func:`gpuplan.market.cost.spot_plan`), the checkpoint being the
-    trained parameters and their optimizer states (:func:`gpuplan.market.cost.state_bytes`), as a decoder's."""
+    Daly's checkpoint-and-restart overhead (:func:`gpuplan.market.cost.spot_plan`), the ``checkpoint`` being the
+    trained parameters and their optimizer states as the memory holds them (``memory/modules.py``
+    ``training_memory``), as a decoder's."""
     gpus = s.world_size
     per_hour = o.usd_per_gpu_hour * gpus
     per_1000 = 1000 / (samples_per_s * gpus) / 3600 * per_hour
@@ -424,7 +434,7 @@ def priced(s: Scenario, hours: float | None, samples_per_s: float, o, trainable:
                 stale=o.age_days() > STALE_DAYS, observed_at=o.observed_at.isoformat(),
                 price_confidence=o.confidence)
     if o.interruptible and s.task == "train" and hours:
-        spot = spot_plan(hours, state_bytes(s, trainable), gpus, mtbi_h=s.mtbi_hours, disk_gbs=s.disk_gbs)
+        spot = spot_plan(hours, checkpoint, gpus, mtbi_h=s.mtbi_hours, disk_gbs=s.disk_gbs)
         cost.spot, cost.hours = spot, hours * spot.overhead
         cost.usd_total, per_1000 = cost.hours * per_hour, per_1000 * spot.overhead
     return cost, per_1000

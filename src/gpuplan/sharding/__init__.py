@@ -34,12 +34,14 @@ def sharding_for(s: Scenario) -> Sharding:
 
 
 def master_partition(s: Scenario) -> bool:
-    """Whether ``-mixed`` precision keeps a 16-bit working copy of the weights beside an fp32 master copy, not fp32
-    weights under autocast: the sharding's own :attr:`~.base.Sharding.master_partition` (DeepSpeed ZeRO) or the
-    stack's (:attr:`gpuplan.stacks.base.Stack.master_partition`: Megatron-Core); a diffusion trainer has no stack
-    profile and keeps none apart."""
+    """Whether ``-mixed`` precision keeps a 16-bit working copy of the trained weights beside an fp32 master copy,
+    not fp32 weights under autocast, as the memory model holds them: the sharding's own
+    :attr:`~.base.Sharding.master_partition` in a full fine-tune (DeepSpeed ZeRO: :meth:`.deepspeed.DeepSpeed.state`
+    holds LoRA's adapters as the base sharding does), or the stack's
+    (:attr:`gpuplan.stacks.base.Stack.master_partition`: Megatron-Core, whose ``rank_state`` trains adapters like
+    full parameters); a diffusion trainer has no stack profile and keeps none apart."""
     stack = STACKS.get(s.stack)
-    return sharding_for(s).master_partition or (stack is not None and stack.master_partition)
+    return (s.method == "full" and sharding_for(s).master_partition) or (stack is not None and stack.master_partition)
 
 
 __all__ = ["SHARDINGS", "Sharding", "master_partition", "sharding_for"]

@@ -54,21 +54,26 @@ def continuous_clock_factor(gpu: GpuSpec, dtype: str = "bf16") -> float:
     return oh.CONTINUOUS_CLOCK_FACTOR.get(gpu.id, 1.0)
 
 
-def matmul_fraction(gpu: GpuSpec, dtype: str = "bf16") -> float:
-    """Achievable share of the datasheet matmul peak for ``dtype``: the measured MAMF where published (at most the
-    datasheet itself in a sustained run: :data:`~gpuplan.overheads.MATMUL_PEAK_FRACTION_SUSTAINED`) at the clock a
-    power-capped card keeps in continuous work (:func:`continuous_clock_factor`), else the vendor's default,
-    lowered for cards whose datasheet TFLOPS per watt exceed what their power cap sustains, and for a card run below
-    its TDP (:func:`power_limit_factor`). A GeForce card's default is what the GeForce cards measured reach
-    (:data:`~gpuplan.overheads.MATMUL_PEAK_FRACTION_GEFORCE`), not the data-center cards' range. fp32 on the CUDA cores
-    (``fp32``, or ``tf32`` on a card without TF32 tensor cores) takes the card's posted fp32 matmul rate where one is
-    posted (:data:`~gpuplan.overheads.MATMUL_FP32_TFLOPS_POSTED`)."""
+def clock_factor(gpu: GpuSpec, dtype: str = "bf16") -> float:
+    """Share of its own clock a card keeps in the work: run below its TDP (:func:`power_limit_factor`) and, held by a
+    low power cap, in continuous tensor work (:func:`continuous_clock_factor`). It slows every kernel of the card
+    alike, so it multiplies the GEMMs' share (:func:`matmul_fraction`) and the fused attentions' alike."""
+    return power_limit_factor(gpu) * continuous_clock_factor(gpu, dtype)
+
+
+def full_clock_fraction(gpu: GpuSpec, dtype: str = "bf16") -> float:
+    """Achievable share of the datasheet matmul peak for ``dtype`` at the card's own clock, before
+    :func:`clock_factor`: the measured MAMF where published (at most the datasheet itself in a sustained run:
+    :data:`~gpuplan.overheads.MATMUL_PEAK_FRACTION_SUSTAINED`), else the vendor's default, lowered for cards whose
+    datasheet TFLOPS per watt exceed what their power cap sustains. A GeForce card's default is what the GeForce
+    cards measured reach (:data:`~gpuplan.overheads.MATMUL_PEAK_FRACTION_GEFORCE`), not the data-center cards' range.
+    fp32 on the CUDA cores (``fp32``, or ``tf32`` on a card without TF32 tensor cores) takes the card's posted fp32
+    matmul rate where one is posted (:data:`~gpuplan.overheads.MATMUL_FP32_TFLOPS_POSTED`)."""
     cuda_cores = dtype == "fp32" or (dtype == "tf32" and not gpu.peak_tflops("tf32"))
     if cuda_cores and gpu.id in oh.MATMUL_FP32_TFLOPS_POSTED and gpu.peak_tflops("fp32"):
-        return oh.MATMUL_FP32_TFLOPS_POSTED[gpu.id] / gpu.peak_tflops("fp32") * power_limit_factor(gpu)
+        return oh.MATMUL_FP32_TFLOPS_POSTED[gpu.id] / gpu.peak_tflops("fp32")
     if gpu.id in oh.MATMUL_PEAK_FRACTION:
-        return (min(oh.MATMUL_PEAK_FRACTION[gpu.id], oh.MATMUL_PEAK_FRACTION_SUSTAINED) * power_limit_factor(gpu)
-                * continuous_clock_factor(gpu, dtype))
+        return min(oh.MATMUL_PEAK_FRACTION[gpu.id], oh.MATMUL_PEAK_FRACTION_SUSTAINED)
     if gpu.vendor != "NVIDIA":
         base = oh.MATMUL_PEAK_FRACTION_OTHER_VENDOR
     elif gpu.segment == "consumer":
@@ -80,6 +85,14 @@ def matmul_fraction(gpu: GpuSpec, dtype: str = "bf16") -> float:
     if per_watt > oh.POWER_CAPPED_TFLOPS_PER_W:
         base *= (oh.POWER_CAPPED_TFLOPS_PER_W / per_watt) ** oh.POWER_CAP_EXPONENT
     return base
+
+
+def matmul_fraction(gpu: GpuSpec, dtype: str = "bf16") -> float:
+    """Achievable share of the datasheet matmul peak for ``dtype`` in the work: the share at the card's own clock
+    (:func:`full_clock_fraction`: measured, posted or the vendor's default) times the clock it keeps
+    (:func:`clock_factor`), for every card, measured or not: a card run below its TDP or held by its power cap in
+    continuous work is lowered whatever its share's source."""
+    return full_clock_fraction(gpu, dtype) * clock_factor(gpu, dtype)
 
 
 def peak_flops(gpu: GpuSpec, dtype: str) -> float:

@@ -38,7 +38,7 @@ from ..model.layers import Linear
 from ..model.profile import Op, Profile, storage_format, text_encoder_storage
 from ..model.quant import make_format
 from ..scenario.modules import TEXT_LORA_ROLES, frozen_text_params, text_way, trained_text_params, trains_encoder
-from .gemm import bandwidth, continuous_clock_factor, gemm_time_s, matmul_fraction, peak_flops, power_limit_factor
+from .gemm import bandwidth, clock_factor, gemm_time_s, matmul_fraction, peak_flops
 from .work import attention_fraction, smooth_max, softmax_per_score
 
 
@@ -183,7 +183,7 @@ def _attention_s(gpu: GpuSpec, run: Run, work: float, d: tuple[float, ...], coun
     """A fused attention kernel's FLOPs ``work`` on heads of ``d``'s widths, and each call's latency."""
     share = attention_share(gpu, (d[3] + d[4]) / 2)
     dtype = _rate_dtype(run.dtype)
-    return work / (peak_flops(gpu, dtype) * share * power_limit_factor(gpu) * continuous_clock_factor(gpu, dtype)) \
+    return work / (peak_flops(gpu, dtype) * share * clock_factor(gpu, dtype)) \
         + count * oh.GEMM_KERNEL_LATENCY_S
 
 

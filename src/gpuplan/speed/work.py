@@ -29,7 +29,7 @@ from ..model.conventions import deltanet_shape, mamba2_shape
 from ..model.layers import Layer, Linear, attends
 from ..model.spec import ModelSpec
 from ..tensors.layout import replicated
-from .gemm import bandwidth, continuous_clock_factor, gemm_time_s, matmul_fraction, peak_flops, power_limit_factor
+from .gemm import bandwidth, clock_factor, full_clock_fraction, gemm_time_s, peak_flops
 
 _SHARED: ContextVar[dict | None] = ContextVar("gpuplan_shared_work", default=None)
 
@@ -196,8 +196,7 @@ def attention_s(m: ModelSpec, gpu: GpuSpec, dtype: str, seqs: float, seq: int, *
     else:
         fraction = attention_fraction(gpu, backend, forward=forward)
     rate_dtype = "bf16" if dtype == "fp8" and not fp8_kernel else dtype
-    total += flops / (peak_flops(gpu, rate_dtype) * fraction * power_limit_factor(gpu)
-                      * continuous_clock_factor(gpu, rate_dtype))
+    total += flops / (peak_flops(gpu, rate_dtype) * fraction * clock_factor(gpu, rate_dtype))
     return layers * total
 
 
@@ -254,8 +253,7 @@ def mamba_scans_s(m: ModelSpec, gpu: GpuSpec, seqs: float, seq: int, *, tp: int 
 def _triton_rate(gpu: GpuSpec) -> float:
     """FLOP/s of a recurrent mixer's ``tl.dot`` tiles: the 16-bit peak at the fused-attention share."""
     dtype = "bf16" if gpu.supports_dtype("bf16") else "fp16"
-    return peak_flops(gpu, dtype) * attention_fraction(gpu) * power_limit_factor(gpu) \
-        * continuous_clock_factor(gpu, dtype)
+    return peak_flops(gpu, dtype) * attention_fraction(gpu) * clock_factor(gpu, dtype)
 
 
 @_shared
@@ -388,11 +386,12 @@ def forward_fraction(gpu: GpuSpec, backend: str | None) -> float | None:
     """Share of the dense 16-bit peak the forward of a fused attention kernel of class ``backend`` reaches on
     ``gpu``, from the kernel benchmark of its architecture (:data:`~gpuplan.overheads.ATTENTION_FORWARD_PEAK_FRACTION`,
     by compute capability, else its major; None where none is published): the reference card's share times
-    ``gpu``'s sustained matmul share over the reference's (:func:`~.gemm.matmul_fraction` without the power-limit and
-    continuous-clock factors, which :func:`attention_s` applies: a card its power cap holds below its boost clock
-    runs both kernels there) and ``(1 + r_ref) / (1 + r)``, ``r`` the softmax's cost per score over the ``4d``
-    matmul FLOPs of a 128-wide head (:func:`softmax_per_score`: the A100's 0.375 against the RTX 4090's 0.078),
-    as :func:`gpuplan.speed.modules.attention_share` converts the generations' fractions; at most the datasheet
+    ``gpu``'s 16-bit matmul share at its own clock over the reference's (:func:`~.gemm.full_clock_fraction`; the
+    clock it keeps, :func:`~.gemm.clock_factor`, is what :func:`attention_s` applies once to the kernel's time: a card
+    its power cap holds below its boost clock runs both kernels there) and ``(1 + r_ref) / (1 + r)``, ``r`` the
+    softmax's cost per score over the ``4d`` matmul FLOPs of a 128-wide head (:func:`softmax_per_score`: the A100's
+    0.375 against the RTX 4090's 0.078), as :func:`gpuplan.speed.modules.attention_share` converts the generations'
+    fractions; at most the datasheet
     (:data:`~gpuplan.overheads.MATMUL_PEAK_FRACTION_SUSTAINED`, as the GEMMs). Cached per card and class: every prompt
     step asks for it."""
     cc = gpu.compute_capability or "0"
@@ -401,19 +400,12 @@ def forward_fraction(gpu: GpuSpec, backend: str | None) -> float | None:
     if entry is None:
         return None
     ref = load_gpu(entry[0])
-    share = entry[1] * _sustained_matmul(gpu) / _sustained_matmul(ref)
+    share = entry[1] * full_clock_fraction(gpu) / full_clock_fraction(ref)
     score, ref_score = softmax_per_score(gpu), softmax_per_score(ref)
     if score is not None and ref_score is not None:
         flops = 4 * oh.ATTENTION_REFERENCE_HEAD_DIM
         share *= (1 + ref_score / flops) / (1 + score / flops)
     return min(share, oh.MATMUL_PEAK_FRACTION_SUSTAINED)
-
-
-def _sustained_matmul(gpu: GpuSpec) -> float:
-    """The card's sustained 16-bit matmul share at its own clock (:func:`~.gemm.matmul_fraction` over
-    :func:`~.gemm.power_limit_factor` x :func:`~.gemm.continuous_clock_factor`, which :func:`attention_s` applies
-    once to the kernel's time): the ratio :func:`forward_fraction` carries a reference card's share over by."""
-    return matmul_fraction(gpu, "bf16") / (power_limit_factor(gpu) * continuous_clock_factor(gpu, "bf16"))
 
 
 def softmax_per_score(gpu: GpuSpec) -> float | None:

@@ -124,7 +124,7 @@ class Stack:
     own_model = False
     # under -mixed precision it keeps a 16-bit working copy of the weights beside the optimizer's fp32 master copy,
     # not fp32 weights under autocast (as a sharding does: gpuplan.sharding.base.Sharding.master_partition): what a
-    # checkpoint of a full fine-tune saves (gpuplan.market.cost.state_bytes)
+    # checkpoint saves (gpuplan.market.cost.checkpoint_bytes)
     master_partition = False
 
     @property

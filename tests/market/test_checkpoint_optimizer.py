@@ -1,0 +1,56 @@
+"""A checkpoint saves what the optimizer holds: its states are the memory model's
+(:func:`gpuplan.tensors.state.optimizer_state_bytes`), not a second table of bytes per optimizer (session 18's
+architecture walk, "Found and left": 8-bit AdamW was 2 B, Adafactor unfactored, every LoRA adapter 4 + 8 B).
+
+The model is ``model_size 1B``, TinyLlama-1.1B's shape: 22 layers of hidden 2,048, 4 KV heads of 64 (k and v
+2,048 -> 256), MLP 5,632, vocabulary 32,000, untied embeddings; 1,100,048,384 parameters (tests/market/test_job.py).
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from gpuplan import estimate
+
+P = 1_100_048_384
+LAYERS, H, KV, MLP, VOCAB = 22, 2048, 256, 5632, 32_000
+# LoRA rank 16 on every linear: r x (in + out) summed over q, k, v, o, gate, up, down
+IN_PLUS_OUT = (H + H) + 2 * (H + KV) + (H + H) + 3 * (H + MLP)  # 35,840 a layer
+LORA = LAYERS * 16 * IN_PLUS_OUT  # 12,615,680
+
+
+def checkpoint(**fields) -> float:
+    return estimate({"model_size": "1B", "task": "train", "train_tokens": 1e9, **fields}, advise=False).checkpoint_bytes
+
+
+def test_8bit_adamw_saves_its_bytes_and_their_absmax_blocks():
+    """bitsandbytes' 8-bit AdamW state dict holds, per parameter, ``state1`` and ``state2`` in uint8 and an fp32
+    ``absmax1`` and ``absmax2`` per 256-value block (``Optimizer8bit.init_state``, blockwise): 2 + 2 x 4/256 =
+    2.03125 B, beside the Trainer's fp32 weights under bf16-mixed: 4 + 2.03125 = 6.03125 B x 1,100,048,384 =
+    6,634,666,816 B (the second table said 6 B: 6,600,290,304)."""
+    assert P * (4 + 2 + 2 * 4 / 256) == 6_634_666_816
+    assert checkpoint(stack="hf", optimizer="adamw-8bit") == 6_634_666_816
+    assert checkpoint(stack="hf", optimizer="paged-adamw-8bit") == 6_634_666_816
+
+
+def test_adafactor_saves_a_row_and_a_column_per_matrix():
+    """transformers' Adafactor (beta1 None) keeps ``exp_avg_sq_row`` and ``exp_avg_sq_col`` for every matrix and
+    ``exp_avg_sq`` whole for vectors, in fp32. Rows + columns: the decoder's linears 22 x 35,840 = 788,480, the norms
+    whole 22 x 2 x 2,048 + 2,048 = 92,160, the embedding and the head (32,000 + 2,048) x 2 = 68,096: 948,736 fp32
+    elements. With the fp32 weights: 4 x 1,100,048,384 + 4 x 948,736 = 4,403,988,480 B (the second table said 8 B a
+    parameter, 8,800,387,072 B)."""
+    factors = LAYERS * IN_PLUS_OUT + (LAYERS * 2 * H + H) + 2 * (VOCAB + H)
+    assert factors == 948_736
+    assert checkpoint(stack="hf", optimizer="adafactor") == 4 * P + 4 * factors == 4_403_988_480
+
+
+@pytest.mark.parametrize("stack, per_param", [
+    ("hf", 4 + 2 * 4),  # peft's fp32 adapters, fp32 AdamW moments
+    ("torchtune", 2 + 2 * 2),  # bf16 adapters (the model's dtype), torch AdamW's moments zeros_like them: bf16
+    ("megatron", 2 + 4 + 2 * 4),  # NeMo PEFT: bf16 adapters, the distributed optimizer's fp32 main params + moments
+])
+def test_a_lora_checkpoint_saves_its_adapters_as_the_memory_holds_them(stack, per_param):
+    """Rank 16 on all seven linears of 22 layers: 16 x 35,840 x 22 = 12,615,680 adapter parameters. The second
+    table said 4 + 8 = 12 B for every stack."""
+    assert LORA == 12_615_680
+    assert checkpoint(stack=stack, method="lora") == LORA * per_param
