@@ -1366,6 +1366,10 @@ HOST_RAM_PER_GPU_GIB = 64.0
 # ---- checkpointing and spot (cost) --------------------------------------------------------------------
 CHECKPOINT_WRITE_GBS = 1.0  # sustained write to network/local storage, GB/s (override: --disk-gbs)
 RESTART_MINUTES = 10.0  # reprovision + load checkpoint + warm up after an interruption
+# A serving replica back after a spot interruption: its weights read at the plan's disk_gbs, then the engine's CUDA
+# graphs captured again: vLLM gpu_model_runner.py capture_model logs "Graph capturing finished in N secs" with the
+# comment "This usually takes 5~20 seconds"; the top of that range (market/cost.py spot_replicas)
+ENGINE_CAPTURE_S = 20.0
 # The whole bill (market/bill.py): defaults where data/providers.yaml gives no figure for a provider, each said as
 # an assumption. 730 h per month is the cloud providers' billing convention (AWS, GCP price pages).
 HOURS_PER_MONTH = 730.0

@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import json
+import math
 
 import pytest
 
@@ -110,3 +111,16 @@ def test_no_output_tokens_is_planned_as_estimate_plans_it(client):
                                        "--gpus", "h100-sxm", "--max-gpus", "2", "--top", "2", "--json"])
     assert out.exit_code == 0, out.output
     assert json.loads(out.output)["plans"] == page["plans"]
+
+
+def test_spot_on_the_page_api_is_the_python_apis(client):
+    """``pricing: spot`` (the page's pricing select): interruptible offers and each fleet sized for the interruptions,
+    the same answer as gpuplan.capacity's; another pricing is a 422."""
+    body = {**BODY, "engine": "vllm", "rate_rps": 30, "pricing": "spot", "mtbi_hours": 0.5}
+    r = client.post("/api/capacity", json=body)
+    assert r.status_code == 200, r.text
+    rows = r.json()["plans"]
+    assert rows and all("spot" in p["offer"] and p["spot_mtbi_h"] == 0.5 for p in rows)
+    assert all(p["replicas_for_target"] == math.ceil(p["replicas_up_for_target"] / p["availability"]) for p in rows)
+    assert any(n.startswith("spot:") and "not guaranteed" in n for n in r.json()["notes"])
+    assert client.post("/api/capacity", json={**body, "pricing": "owned"}).status_code == 422

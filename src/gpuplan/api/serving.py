@@ -47,7 +47,8 @@ def capacity(model: str, workload: str | Path | Mapping[str, Any] | None = None,
              kv_cache_dtype: str | None = None, calibration: str | Path | None = None, top: int = 8,
              chunked_prefill: bool | None = None, async_scheduling: bool | None = None,
              expert_parallel: bool = False, attention_dp: bool = False,
-             time_limit_s: float | None = None,
+             time_limit_s: float | None = None, pricing: str = "on_demand", mtbi_hours: float | None = None,
+             disk_gbs: float | None = None,
              **workload_fields: Any) -> CapacityReport:
     """For every GPU type x count x tensor parallelism that holds ``model`` in ``engine`` (vllm, sglang or trtllm), the
     highest request rate that meets the workload's SLOs, the cheapest offer and the price per million tokens: ``gpuplan
@@ -60,8 +61,10 @@ def capacity(model: str, workload: str | Path | Mapping[str, Any] | None = None,
     over them). ``quant``: the weights' format on every setup (the scenario field, as ``estimate`` takes it; None: the
     checkpoint's own, and with ``any_quant`` fp8 and AWQ int4 tried too). ``chunked_prefill``, ``async_scheduling``: the
     engine's switches (the scenario fields of those names; None: its own default by release). ``time_limit_s``: the wall
-    seconds all the simulations share (default 120; a simulation cut short says so in its row's warnings). Needs numpy
-    (the ``serving`` extra)."""
+    seconds all the simulations share (default 120; a simulation cut short says so in its row's warnings). ``pricing``
+    on_demand or spot: spot prices interruptible offers and sizes each fleet for the interruptions (the scenario's
+    ``mtbi_hours``, else the prior; a replica back after its weights read at ``disk_gbs`` and its graph capture:
+    :func:`gpuplan.plan.capacity.restart_s`). Needs numpy (the ``serving`` extra)."""
     try:
         import numpy  # noqa: F401
     except ImportError:
@@ -102,8 +105,12 @@ def capacity(model: str, workload: str | Path | Mapping[str, Any] | None = None,
                                              quant=quant,
                                              kv_cache_dtype=kv_cache_dtype, attention_dp=attention_dp or None,
                                              chunked_prefill=chunked_prefill,
-                                             async_scheduling=async_scheduling).items()
+                                             async_scheduling=async_scheduling, pricing=pricing,
+                                             mtbi_hours=mtbi_hours, disk_gbs=disk_gbs).items()
                        if v is not None})
+    if s.pricing not in ("on_demand", "spot"):
+        raise GpuplanError(f"capacity prices rented replicas on demand or on spot, not {s.pricing.replace('_', '-')}: "
+                           "--pricing on-demand or spot")
     notes: list[str] = []
     plans = search(s, m, w, gpu_ids=ids, max_gpus=max_gpus, any_quant=any_quant,
                    simulate_top=top, calibration=load_calibration(calibration) if calibration else None,

@@ -86,6 +86,12 @@ def capacity_cmd(
     chunked_prefill: ChunkedPrefill = None, async_scheduling: AsyncScheduling = None,
     calibration: Annotated[str | None, typer.Option(help="Corrections from `gpuplan calibrate-serving`.")] = None,
     top: Annotated[int, typer.Option(help="Setups simulated (the cheapest by the closed-form bound).")] = 6,
+    pricing: Annotated[str, typer.Option(help="on-demand, or spot: interruptible offers, each fleet sized for the "
+                                         "interruptions (replicas up / availability).")] = "on-demand",
+    mtbi_hours: Annotated[float | None, typer.Option(help="Spot: mean hours between interruptions [default: the "
+                                                     "AWS spot traces' 2 under 8 GPUs, 1 from 8].")] = None,
+    disk_gbs: Annotated[float | None, typer.Option(help="Spot: GB/s a restarted replica reads its weights at "
+                                                   "[default: 1].")] = None,
     plot: Annotated[str | None, typer.Option(help="Write the latency-vs-rate curves to this PNG (matplotlib).")
                     ] = None,
     fmt: FormatOption = None,
@@ -98,6 +104,8 @@ def capacity_cmd(
     million input and output tokens at that load, what the target costs in whole instances, and the Pareto front
     of cost vs time to first token. Rates carry the band of the serving accuracy table. With --batch, an offline
     job: how long each setup takes (the engine's cap and KV pool decide how many run at once) and its cost.
+    With --pricing spot, interruptible offers: each replica is down for its restart (weights read + CUDA graph
+    capture) after each interruption, so the fleet runs ceil(replicas up / availability).
 
     Examples:
 
@@ -106,6 +114,7 @@ def capacity_cmd(
       gpuplan capacity examples/chat-workload.yaml --model qwen2.5-72b --any-quant --json
       gpuplan capacity --model gpt-oss-120b --users 20 --prompt-tokens 8192 --output-tokens 512 --gpus h100
       gpuplan capacity --model llama-3.1-8b --batch 5000 --prompt-tokens 1000 --output-tokens 200
+      gpuplan capacity --model llama-3.1-8b --rate 20 --ttft 1 --tpot 0.05 --pricing spot --mtbi-hours 2
     """
     from .. import api
 
@@ -116,7 +125,8 @@ def capacity_cmd(
     report = api.capacity(model, workload, engine=engine, gpus=gpus or (), max_gpus=max_gpus, top=top,
                           any_quant=any_quant, engine_version=engine_version, kv_cache_dtype=kv_cache_dtype,
                           chunked_prefill=chunked_prefill, async_scheduling=async_scheduling, calibration=calibration,
-                          expert_parallel=expert_parallel, attention_dp=attention_dp, quant=quant, **dict(
+                          expert_parallel=expert_parallel, attention_dp=attention_dp, quant=quant,
+                          pricing=pricing, mtbi_hours=mtbi_hours, disk_gbs=disk_gbs, **dict(
                               rate_rps=rate, users=users, batch=batch, think_time_s=think_time, preset=preset,
                               prompt_tokens=prompt_tokens, output_tokens=output_tokens, length_spread=length_spread,
                               trace=trace, ttft_s=ttft, tpot_s=tpot, e2e_s=e2e, percentile=percentile,

@@ -52,6 +52,18 @@ def default_mtbi_h(num_gpus: int) -> float:
     return priors["spot, 1 GPU"] if num_gpus < 8 else priors["spot, 8 GPUs"]
 
 
+def spot_replicas(needed: int, mtbi_h: float, restart_s: float) -> tuple[int, float]:
+    """Serving replicas on spot for ``needed`` always up, and one replica's availability: each replica is down for
+    ``restart_s`` after each interruption, which come every ``mtbi_h`` hours on average, so it is up
+    MTBI / (MTBI + restart) of the time (the steady state of an up/down renewal process) and the fleet holds
+    ``ceil(needed / availability)`` to keep ``needed`` up on average. The mean, not a guarantee: SkyPilot's SkyServe
+    (docs serving/spot-policy: base_ondemand_fallback_replicas, dynamic_ondemand_fallback) keeps on-demand replicas
+    for the capacity a spot market may not return, and co-interruptions in one zone take replicas together."""
+    mtbi_s = mtbi_h * 3600
+    availability = mtbi_s / (mtbi_s + restart_s)
+    return math.ceil(needed / availability - 1e-9), availability
+
+
 def checkpoint_bytes(s: Scenario, m: ModelSpec, trainable: int) -> float:
     """What a resumable checkpoint of a decoder's training holds: the trained parameters (every weight in a full
     fine-tune, the ``trainable`` adapters in LoRA) in the dtype the plan's memory holds them, and their optimizer

@@ -31,6 +31,7 @@ from ..engines.records import KvPool
 from ..errors import GpuplanError
 from ..hardware import GpuSpec, gpus, short_id
 from ..market.choice import matching
+from ..market.cost import default_mtbi_h, spot_replicas
 from ..market.offers import Offer
 from ..market.store import load_offers
 from ..model.spec import ModelSpec
@@ -93,6 +94,12 @@ class Deployment:
     instances_for_target: int | None = None
     usd_per_hour_for_target: float | None = None
     usd_per_month_for_target: float | None = None  # at HOURS_PER_MONTH: a month of the service running
+    # spot (--pricing spot): the replicas the target needs up, the mean hours between interruptions assumed, a
+    # replica's restart (weights read + graph capture) and the share of time it is up (:func:`_spot_fleet`)
+    replicas_up_for_target: int | None = None
+    spot_mtbi_h: float | None = None
+    restart_s: float | None = None
+    availability: float | None = None
     max_users: int | None = None  # closed loop: most concurrent users one replica serves within the SLOs
     output_tokens_per_s: float | None = None  # at max_rate_rps
     ttft_alone_s: float | None = None  # one request on an idle engine (estimate's figure)
@@ -279,7 +286,7 @@ def capacity(s: Scenario, m: ModelSpec, w: Workload, *, gpu_ids: tuple[str, ...]
     _mark_pareto(plans)
     if notes is not None:
         notes += _left_out(gpu_ids, simulated, candidates, chosen, late_alone, max_gpus) + _priced_at(w, plans) + \
-            _unstreamed(plans)
+            _unstreamed(plans) + _spot_said(s, w, plans)
     return plans
 
 
@@ -331,6 +338,26 @@ def _priced_at(w: Workload, plans: list[Deployment]) -> list[str]:
     return [f"$/M out and $/M in price each replica at the {load} it serves within the SLOs (req/s x the mean "
             f"tokens), not at the target; `gpuplan estimate {flag}` prices one setup at the load asked, from what its "
             "simulated run served"]
+
+
+def _spot_said(s: Scenario, w: Workload, plans: list[Deployment]) -> list[str]:
+    """What a spot answer assumed (each row's MTBI, restart and availability: :func:`_spot_fleet`), and that its
+    capacity is not guaranteed."""
+    if s.pricing != "spot":
+        return []
+    rows = [p for p in plans if p.availability is not None]
+    said = "; ".join(f"{p.setup}: an interruption every {p.spot_mtbi_h:g} h, back in {p.restart_s:,.0f} s "
+                     f"(up {p.availability:.2%}), {p.replicas_up_for_target} up -> {p.replicas_for_target} run"
+                     for p in rows)
+    source = ("--mtbi-hours" if s.mtbi_hours else "the AWS spot traces' prior in data/providers.yaml, by the "
+              "instance's GPUs (one prior for every provider: none publishes its own rate)")
+    return [f"spot: offers that can be interrupted only; the fleet runs ceil(replicas up / availability), each "
+            f"replica up MTBI / (MTBI + restart) of the time, MTBI from {source}, restart = the weights read at "
+            f"--disk-gbs {s.disk_gbs:g} GB/s + {oh.ENGINE_CAPTURE_S:g} s of CUDA graph capture"
+            + (f" ({said})" if said else "") + ". Spot capacity is not guaranteed: a new instance may take hours "
+            "to come back and one zone's interruptions come together; keep an on-demand base (SkyServe's "
+            "base_ondemand_fallback_replicas) for what must stay up"
+            + ("" if w.rate_rps or w.users else "; no target (--rate or --users) was given, so no fleet was sized")]
 
 
 def _unstreamed(plans: list[Deployment]) -> list[str]:
@@ -436,11 +463,33 @@ def _row(st: Candidate, sc: Scenario, mem: ServingMemory, model: StepModel, boun
         if w.mean_output_tokens:  # a prompt-only trace outputs nothing to price per token
             row.usd_per_million_output = per_s / (rate * w.mean_output_tokens) * 1e6
         row.usd_per_1k_requests = per_s / rate * 1000
+        if row.replicas_for_target and sc.pricing == "spot":
+            _spot_fleet(row, sc, groups)
         if row.replicas_for_target:
             row.instances_for_target = math.ceil(row.replicas_for_target / groups)
             row.usd_per_hour_for_target = row.instances_for_target * per_hour
             row.usd_per_month_for_target = row.usd_per_hour_for_target * HOURS_PER_MONTH
     return row
+
+
+def restart_s(plan: Plan, num_gpus: int) -> float:
+    """Seconds a serving replica takes to come back: its weights (every GPU's shard) read at the plan's
+    ``disk_gbs``, then the engine's CUDA graphs captured (:data:`gpuplan.overheads.ENGINE_CAPTURE_S`). Not counted:
+    getting a new instance and its image, which a spot market may take hours to return."""
+    weights = plan.memory.weights_gib * oh.GIB * num_gpus
+    return weights / (plan.setup.scenario.disk_gbs * 1e9) + oh.ENGINE_CAPTURE_S
+
+
+def _spot_fleet(row: Deployment, sc: Scenario, groups: int) -> None:
+    """Size ``row``'s fleet for spot interruptions (:func:`gpuplan.market.cost.spot_replicas`): the replicas the
+    target needs up become the replicas to run, each up MTBI / (MTBI + restart) of the time; the MTBI is the
+    scenario's ``mtbi_hours``, else the prior for the instance's GPUs (:func:`gpuplan.market.cost.default_mtbi_h`)."""
+    assert row.plan is not None and row.replicas_for_target is not None
+    row.replicas_up_for_target = row.replicas_for_target
+    row.spot_mtbi_h = sc.mtbi_hours or default_mtbi_h(row.num_gpus * groups)
+    row.restart_s = restart_s(row.plan, row.num_gpus)
+    row.replicas_for_target, row.availability = spot_replicas(row.replicas_for_target, row.spot_mtbi_h,
+                                                              row.restart_s)
 
 
 def _job_row(st: Candidate, sc: Scenario, mem: ServingMemory, bound: tuple[float, float], price, w: Workload,
@@ -509,6 +558,8 @@ def shown(plans: list[Deployment]) -> list[dict]:
              "usd_per_1k_requests": p.usd_per_1k_requests, "replicas_for_target": p.replicas_for_target,
              "instances_for_target": p.instances_for_target, "usd_per_hour_for_target": p.usd_per_hour_for_target,
              "usd_per_month_for_target": p.usd_per_month_for_target,
+             **({"replicas_up_for_target": p.replicas_up_for_target, "spot_mtbi_h": p.spot_mtbi_h,
+                 "restart_s": p.restart_s, "availability": p.availability} if p.availability is not None else {}),
              "job_s": p.job_s, "usd_per_job": p.usd_per_job, "job_peak_running": p.job_peak_running,
              "job_preemptions": p.job_preemptions, "warnings": list(p.warnings)}
             for p in plans]

@@ -418,6 +418,10 @@ class CapacityRequest(RequestBody):
     async_scheduling: bool | None = Field(default=None, description="vLLM's async-scheduling switch (the scenario "
                                           "field); null: the release's own default (on from 0.14)")
     top: int = Field(default=4, ge=1, le=6, description="setups simulated")
+    pricing: Literal["on_demand", "spot"] = Field(default="on_demand", description="spot: interruptible offers, "
+                                                  "each fleet sized for the interruptions")
+    mtbi_hours: float | None = Field(default=None, gt=0, le=1e6, description="spot: mean hours between "
+                                     "interruptions (null: the prior in data/providers.yaml)")
 
 
 def capacity_json(body: dict[str, Any], hub: bool) -> str:

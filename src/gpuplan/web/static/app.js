@@ -943,7 +943,8 @@ function syncCapacityEngine(engine) {
 function capacityRequest() {
   const s = state.scenario, planned = state.result.scenario;  // the lengths the plan resolved, defaults included
   const body = {model: s.model, engine: $("#capacity-engine").value, prompt_tokens: planned.prompt_tokens,
-    output_tokens: planned.output_tokens, max_gpus: boxValue($("#capacity-max-gpus"))};
+    output_tokens: planned.output_tokens, max_gpus: boxValue($("#capacity-max-gpus")),
+    pricing: $("#capacity-pricing").value};
   const kind = $("#capacity-kind").value;
   body[kind] = boxValue($("#capacity-load"));  // as typed: 0.4 users is the API's sentence, not 0 users
   // the form's load shape, as the plan above simulates it: users who think between turns, the lengths' spread
@@ -980,7 +981,10 @@ function capacityColumns(kind, pct) {
       (p) => (p.streaming_tokens_per_s_per_user ? num(p.streaming_tokens_per_s_per_user, 0) : "")],
     ["usd_per_1k_requests", "$/1k req", (p) => (p.usd_per_1k_requests === null ? "" : usd(p.usd_per_1k_requests))],
     ["usd_per_hour_for_target", "$/h all", (p) => (p.usd_per_hour_for_target === null ? "" :
-      usd(p.usd_per_hour_for_target))]];
+      usd(p.usd_per_hour_for_target))],
+    // spot: the replicas run, and those the target needs up (the notes say the interruptions assumed)
+    ["replicas_for_target", "replicas", (p) => (p.replicas_for_target === null ? "" :
+      p.replicas_for_target + (p.replicas_up_for_target ? ` (${p.replicas_up_for_target} up)` : ""))]];
   return [...(kind === "batch" ? offline : online), ["offer", "offer", (p) => p.offer ?? ""],
     ["max_concurrency", "KV reqs", (p) => num(p.max_concurrency, 0)]];
 }

@@ -1,0 +1,100 @@
+"""``capacity --pricing spot``: interruptible offers priced, and each fleet sized for the interruptions
+(gpuplan/plan/capacity.py ``_spot_fleet``, gpuplan/market/cost.py ``spot_replicas``): a replica is down for its
+restart (its weights read at ``disk_gbs`` + the engine's CUDA graph capture) after each interruption, so it is up
+MTBI / (MTBI + restart) of the time and the fleet runs ceil(replicas up / availability). Numbers worked by hand."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+from typer.testing import CliRunner
+
+import gpuplan
+from gpuplan.cli import app as cli_app
+from gpuplan.cli import run
+from gpuplan.errors import GpuplanError
+from gpuplan.market.cost import spot_replicas
+from gpuplan.model.catalog import load_model
+from gpuplan.plan.capacity import capacity, shown
+from gpuplan.scenario import scenario_from
+from gpuplan.serving.workload import load_workload
+
+# Llama-3.1-8B's parameters (the safetensors index of meta-llama/Llama-3.1-8B-Instruct: 8,030,261,248), bf16
+LLAMA_8B_BYTES = 8_030_261_248 * 2
+
+
+def test_availability_and_replicas_by_hand():
+    # 2 h between interruptions, back in 36 s: up 7,200 / 7,236 = 99.50 %; 5 up need 5 / 0.995025 = 5.025 -> 6
+    replicas, up = spot_replicas(5, 2.0, 36.0)
+    assert up == pytest.approx(7200 / 7236) and replicas == 6
+    # an interruption every hour and an hour to come back: up half the time, 3 up need 6
+    assert spot_replicas(3, 1.0, 3600.0) == (6, 0.5)
+    # no restart time: up all the time, no spare (the ceiling does not round 4.0000000001 up)
+    assert spot_replicas(4, 2.0, 0.0) == (4, 1.0)
+    # 100 up at 99.50 %: 100.50 -> 101 (not 2x: the spares scale with the restart, not the fleet)
+    assert spot_replicas(100, 2.0, 36.0)[0] == 101
+
+
+def _search(pricing: str, **scenario):
+    m = load_model("llama-3.1-8b")
+    s = scenario_from({"model": "llama-3.1-8b", "task": "infer", "engine": "vllm", "pricing": pricing, **scenario})
+    w = load_workload(None, {"rate_rps": 20, "prompt_tokens": 1000, "output_tokens": 200, "ttft_s": 1,
+                             "tpot_s": 0.05, "num_requests": 80})
+    notes: list[str] = []
+    rows = capacity(s, m, w, gpu_ids=("nvidia-l40s",), max_gpus=1, simulate_top=1, notes=notes)
+    assert len(rows) == 1
+    return rows[0], notes
+
+
+def test_a_spot_fleet_on_one_l40s_by_hand():
+    """One L40S per replica (a 1-GPU instance: the 2 h prior): restart = 16.06 GB of bf16 weights at 1 GB/s + 20 s
+    of graph capture = 36.06 s; up 7,200 / 7,236.06 = 99.50 %, so the replicas the rate needs up, plus one."""
+    row, notes = _search("spot")
+    restart = LLAMA_8B_BYTES / 1e9 + 20.0
+    assert row.restart_s == pytest.approx(restart, rel=1e-9) == pytest.approx(36.0605, abs=1e-4)
+    assert row.spot_mtbi_h == 2.0
+    assert row.availability == pytest.approx(7200 / (7200 + restart), rel=1e-12)
+    up = math.ceil(20 / row.max_rate_rps)
+    assert row.replicas_up_for_target == up > 1
+    assert row.replicas_for_target == math.ceil(up / row.availability) == up + 1
+    assert "spot" in row.offer and row.replicas_per_instance == 1
+    assert row.instances_for_target == row.replicas_for_target
+    assert row.usd_per_hour_for_target == pytest.approx(row.instances_for_target * row.usd_per_hour)
+    said = next(n for n in notes if n.startswith("spot:"))
+    assert "not guaranteed" in said and "an interruption every 2 h, back in 36 s (up 99.50%)" in said
+    assert f"{up} up -> {up + 1} run" in said
+    row_json = shown([row])[0]
+    assert (row_json["replicas_up_for_target"], row_json["replicas_for_target"]) == (up, up + 1)
+
+
+def test_the_users_mtbi_and_disk_are_the_fleets():
+    """--mtbi-hours 0.25 and weights read at 0.1 GB/s: restart 160.6 + 20 = 180.6 s, up 900 / 1,080.6 = 83.3 %."""
+    row, notes = _search("spot", mtbi_hours=0.25, disk_gbs=0.1)
+    restart = LLAMA_8B_BYTES / 0.1e9 + 20.0
+    assert row.restart_s == pytest.approx(restart, rel=1e-9)
+    assert row.availability == pytest.approx(900 / (900 + restart), rel=1e-12) == pytest.approx(0.8329, abs=1e-4)
+    assert row.replicas_for_target == math.ceil(row.replicas_up_for_target / row.availability)
+    assert any("MTBI from --mtbi-hours" in n for n in notes)
+
+
+def test_on_demand_is_unchanged():
+    """The default prices on-demand offers and sizes the fleet to the replicas up: no spot fields, no spot note."""
+    row, notes = _search("on_demand")
+    assert row.availability is None and row.replicas_up_for_target is None
+    assert row.replicas_for_target == math.ceil(20 / row.max_rate_rps)
+    assert "spot" not in row.offer
+    assert "availability" not in shown([row])[0] and not any(n.startswith("spot:") for n in notes)
+
+
+def test_other_pricings_are_refused_in_one_sentence(capsys):
+    with pytest.raises(GpuplanError, match="on demand or on spot, not owned"):
+        gpuplan.capacity("llama-3.1-8b", rate_rps=1, preset="chat", pricing="owned")
+    assert run(["capacity", "--model", "llama-3.1-8b", "--rate", "1", "--preset", "chat", "--pricing", "any"]) == 2
+    said = capsys.readouterr().err
+    assert "Traceback" not in said and "not any: --pricing on-demand or spot" in said
+
+
+def test_the_help_shows_spot():
+    result = CliRunner().invoke(cli_app, ["capacity", "--help"], env={"COLUMNS": "200"})
+    assert result.exit_code == 0 and "--pricing spot --mtbi-hours 2" in result.output
