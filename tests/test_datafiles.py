@@ -46,7 +46,8 @@ def test_yaml_is_parsed_in_the_two_readers_only():
     from pathlib import Path
 
     package = Path(datafiles.__file__).parent
-    parsing = re.compile(r"\byaml\.(?:safe_load|load|full_load|unsafe_load|compose|SafeLoader|CSafeLoader)\b|\bfrom yaml\b")
+    parsing = re.compile(r"\byaml\.(?:safe_load|load|full_load|unsafe_load|compose|SafeLoader|CSafeLoader)\b"
+                         r"|\bfrom yaml\b")
     found = sorted(str(p.relative_to(package)) for p in package.rglob("*.py") if parsing.search(p.read_text()))
     assert found == ["datafiles.py", "useryaml.py"]
     from gpuplan.launchers import skypilot, torchtune

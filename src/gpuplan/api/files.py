@@ -11,7 +11,7 @@ from pydantic import BaseModel, Field
 from ..errors import GpuplanError
 from ..result import Answer
 from . import arguments as arg
-from .arguments import ScenarioLike, comma_names, names_of, scenario_of
+from .arguments import ScenarioLike, comma_names, scenario_of
 
 
 class LaunchFileInfo(BaseModel):
