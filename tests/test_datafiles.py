@@ -36,3 +36,21 @@ def test_a_stale_twin_is_passed_over(tmp_path, monkeypatch):
     assert read_yaml("providers.yaml")["added_by_the_test"] == 1
     (tmp_path / "providers.json").unlink()
     assert read_yaml("providers.yaml")["added_by_the_test"] == 1
+
+
+def test_yaml_is_parsed_in_the_two_readers_only():
+    """One reader per kind of YAML: the bundled files through :func:`read_yaml` (datafiles), a file on disk through
+    the bounded reader (useryaml, behind userfiles.load_yaml). The launchers' skypilot.py and torchtune.py read
+    data/skypilot.yaml and data/torchtune.yaml with their own yaml.safe_load, smoke.py the sky.yaml it wrote."""
+    import re
+    from pathlib import Path
+
+    package = Path(datafiles.__file__).parent
+    parsing = re.compile(r"\byaml\.(?:safe_load|load|full_load|unsafe_load|compose|SafeLoader|CSafeLoader)\b"
+                         r"|\bfrom yaml\b")
+    found = sorted(str(p.relative_to(package)) for p in package.rglob("*.py") if parsing.search(p.read_text()))
+    assert found == ["datafiles.py", "useryaml.py"]
+    from gpuplan.launchers import skypilot, torchtune
+
+    assert skypilot.names() == read_yaml("skypilot.yaml") and "accelerators" in str(skypilot.names())
+    assert torchtune.models() == read_yaml("torchtune.yaml")["models"]

@@ -43,6 +43,22 @@ def test_a_bad_folder_name_is_one_sentence_and_writes_nothing(folder, text, tmp_
     assert tree(tmp_path) == set()
 
 
+@pytest.mark.parametrize("folder", ["~", "~/runs/a"])
+def test_a_tilde_is_the_home_folder_as_a_shell_reads_it(folder, tmp_path, monkeypatch, capsys):
+    """``launch -o '~'`` (quoted, or from the Python API) made a folder literally named ``~`` in the current one;
+    ``~`` is expanded as a shell would, into $HOME."""
+    home, here = tmp_path / "home", tmp_path / "here"
+    home.mkdir(), here.mkdir()
+    monkeypatch.setenv("HOME", str(home))
+    monkeypatch.chdir(here)
+    code, err = launch(capsys, "-o", folder)
+    assert code == 0, err
+    assert tree(here) == set()
+    assert sorted(p.name for p in (home / folder[2:]).iterdir()) == WRITTEN
+    report = gpuplan.launch(SCENARIO, targets=["trainer"], folder="~/api", force=True)
+    assert report.folder == str(home / "api") and (home / "api" / "trainer.yaml").is_file()
+
+
 @pytest.fixture
 def read_only(tmp_path, monkeypatch):
     """A folder that cannot be written to: its mode 0o555 and, since root writes through any mode, creating or

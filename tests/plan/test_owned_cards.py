@@ -77,3 +77,27 @@ def test_commands_that_rank_rentals_refuse_pricing_owned(command, capsys):
     code = run([*command, "--model", "qwen3-8b", "--task", "train", "--pricing", "owned"])
     assert code == 2
     assert capsys.readouterr().err.startswith("error: --pricing owned ")
+
+
+@pytest.mark.parametrize("given, cards", [
+    (["1x3090,1x4090"], ["1x3090", "1x4090"]), (["1x3090", " 2x4090 , "], ["1x3090", "2x4090"]),
+    ("2x3090,1x4090", ["2x3090", "1x4090"]), ([("rtx-3090", 2), "1x4090"], [("rtx-3090", 2), "1x4090"]),
+])
+def test_have_takes_cards_comma_separated_as_repeated(given, cards):
+    """``--have 1x3090,1x4090`` was one card named "1x3090,1x4090" ("unknown GPU"); the option is repeatable and
+    comma-separated cards are split as ``--target`` splits targets."""
+    from gpuplan.api.arguments import haves_of
+
+    assert haves_of(given) == cards
+
+
+def test_have_names_nothing_is_one_sentence(capsys):
+    code = run(["recommend", "--model", "qwen2.5-0.5b", "--task", "infer", "--have", ","])
+    err = capsys.readouterr().err.strip()
+    assert code == 2 and err.startswith("error: have names nothing") and "\n" not in err
+
+
+def test_recommend_ranks_every_card_of_a_comma_separated_have():
+    answer = gpuplan.recommend({"model": "qwen2.5-0.5b", "task": "infer"}, have=["1x3090,1x4090"], top=2)
+    assert [(x.gpu_id, x.num_gpus, x.owned) for x in answer.owned] == [
+        ("nvidia-geforce-rtx-3090", 1, True), ("nvidia-geforce-rtx-4090", 1, True)]

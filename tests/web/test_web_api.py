@@ -143,6 +143,8 @@ def test_buy_with_cards_owned_is_the_python_api(client):
     page = r.json()
     assert page == json.loads(json.dumps(gpuplan.buy("3x3090", have="2x3090", used=True, workloads=[job]).to_dict()))
     assert page["builds"][0]["build"]["owned"] == 2 and page["builds"][0]["ownership"]["cards_usd"] == 700
+    # the build's label is in the answer (the page prints it, as `gpuplan buy` does, rather than spelling its own)
+    assert page["builds"][0]["build"]["label"] == "3x rtx-3090 (2 owned)"
     assert page["verdict"].startswith("with 2 owned, over 1 y: buy 1 more $")
 
 

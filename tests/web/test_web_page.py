@@ -227,6 +227,9 @@ def test_buy_or_rent_prices_the_job_on_the_page(server, page):
     assert page.text_content("#buy-verdict") == report.verdict
     own = report.builds[0].ownership.total_usd_low
     assert f"${own:,.0f}" in page.text_content("#buy-table")
+    # the build as `gpuplan buy` names it (Build.label, in the answer): the page spelt its own from the card's long name
+    assert report.builds[0].build.label == "8x rtx-5090"
+    assert page.text_content("#buy-table tr:nth-child(2) td").startswith("own 8x rtx-5090: purchase $")
     assert page.locator("#buy-checks li").count() >= len(report.builds[0].checks)
 
 

@@ -109,6 +109,18 @@ def owned_cards(item: Any, what: str = "have") -> tuple[str, int]:
     raise GpuplanError(f"{what} takes the cards you own as 2x3090 (or (card, count)), not {echo_value(item)}")
 
 
+def haves_of(value: Any) -> list[Any]:
+    """``have``, the cards owned: :func:`names_of` with ``(card, count)`` pairs, each string's comma-separated cards
+    split too, as :func:`comma_names` splits targets (``--have 1x3090,1x4090`` was one card "1x3090,1x4090", an
+    unknown GPU, where ``--have 1x3090 --have 1x4090`` was two)."""
+    items = names_of(value, "have", pairs=True)
+    cards = [n.strip() if isinstance(n, str) else n for item in items
+             for n in (item.split(",") if isinstance(item, str) else [item]) if not isinstance(n, str) or n.strip()]
+    if items and not cards:
+        raise GpuplanError(f"have names nothing ({items!r}): give the cards you own as 2x3090, or leave it out")
+    return cards
+
+
 def comma_names(value: Any, what: str) -> list[str]:
     """:func:`names_of`, each item's comma-separated names split too (``["trainer,torchrun", "sky"]``); refused when
     given but naming nothing (``-t ,`` wrote every target)."""

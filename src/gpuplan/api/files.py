@@ -11,7 +11,7 @@ from pydantic import BaseModel, Field
 from ..errors import GpuplanError
 from ..result import Answer
 from . import arguments as arg
-from .arguments import ScenarioLike, comma_names, names_of, scenario_of
+from .arguments import ScenarioLike, comma_names, scenario_of
 
 
 class LaunchFileInfo(BaseModel):
@@ -141,7 +141,7 @@ def ranked_launch(setup, *, have: Iterable[str | tuple[str, int]] = (), folder: 
     if not isinstance(setup, Setup):
         raise GpuplanError(f"ranked_launch takes a setup recommend ranked (its answer's setups or owned), not "
                            f"{type(setup).__name__}")
-    have = names_of(have, "have", pairs=True)
+    have = arg.haves_of(have)
     folder, force = check_launch((), folder)[1], arg.flag(force, "force")
     command = arg.text(command, "command")
     x = setup

@@ -99,7 +99,7 @@ def recommend(scenario: ScenarioLike, *, budget_usd: float | None = None, deadli
     catalogs = tuple(names_of(catalogs, "catalogs"))
     s, own = own_module(scenario, module)
     notes: list[str] = []
-    owned = tuple(arg.owned_cards(h) for h in names_of(have, "have", pairs=True))
+    owned = tuple(arg.owned_cards(h) for h in arg.haves_of(have))
     c = Constraints(budget_usd=budget_usd, deadline_hours=deadline_hours, max_gpus=max_gpus,
                     gpus=gpu_ids(gpus, notes), providers=_providers(s, providers), pricing=s.pricing, have=owned,
                     min_headroom=min_headroom, objective=objective, top=top, any_method=any_method,

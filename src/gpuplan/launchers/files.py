@@ -26,7 +26,7 @@ from pathlib import Path
 import yaml
 
 from ..errors import GpuplanError, echo, no_control
-from ..userfiles import signals_clean_up, sweep, temporary
+from ..userfiles import signals_clean_up, sweep, temporary, user_path
 from .plan import LaunchPlan
 
 
@@ -197,9 +197,10 @@ NAME_MAX = 255  # bytes in one file name: the limit of ext4, XFS, Btrfs and APFS
 
 
 def output_folder(folder, flag: str = "the output folder") -> Path:
-    """``folder`` as a path to write into, or one sentence saying why not: not a path, empty or blank (which
-    would write into the current folder unasked), a part that begins or ends with a space, a control character,
-    or a part longer than the file system allows."""
+    """``folder`` as a path to write into, ``~`` and ``~user`` expanded as a shell would (a folder named ``~``
+    is never what a user meant: :func:`~gpuplan.userfiles.user_path`), or one sentence saying why not: not a path,
+    empty or blank (which would write into the current folder unasked), a part that begins or ends with a space,
+    a control character, or a part longer than the file system allows."""
     if isinstance(folder, bytes) or not isinstance(folder, (str, os.PathLike)):
         raise GpuplanError(f"{flag} must be a folder path, got {type(folder).__name__}")
     text = os.fspath(folder)
@@ -213,7 +214,7 @@ def output_folder(folder, flag: str = "the output folder") -> Path:
         if len(os.fsencode(part)) > NAME_MAX:
             raise GpuplanError(f"{flag} has a name of {len(os.fsencode(part)):,} bytes ({echo(part)}); file "
                                f"systems allow {NAME_MAX}")
-    return Path(text)
+    return user_path(text)
 
 
 def write(files: list[LaunchFile], folder, *, force: bool = False) -> list[Path]:

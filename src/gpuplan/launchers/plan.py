@@ -199,17 +199,10 @@ class LaunchPlan:
         run = self.result.load
         offline = self.result.offline  # a batch of requests and no load: the batch queued at once
         if (run is None or not run.output_throughput) and offline is not None and offline.output_throughput:
-            return {"served_at": offline.load_words + " queued at once", "output_throughput":
-                    round(offline.output_throughput, 1), "request_throughput": round(offline.request_throughput, 3),
-                    **{f"{stat}_{metric}_ms": round(ms, 1) for metric in ("ttft", "tpot")
-                       for stat, ms in offline.latency(metric).items() if stat in ("median", "p99")}}
+            return _run_figures(offline, offline.load_words + " queued at once")
         if run is None or not run.output_throughput:
             return {}
-        out: dict[str, float | str] = {
-            "served_at": run.load_words, "output_throughput": round(run.output_throughput, 1),
-            "request_throughput": round(run.request_throughput, 3),
-            **{f"{stat}_{metric}_ms": round(ms, 1) for metric in ("ttft", "tpot")
-               for stat, ms in run.latency(metric).items() if stat in ("median", "p99")}}
+        out = _run_figures(run, run.load_words)
         if self.result.priced_tokens_per_s is not None and self.result.cost is not None:
             out["usd_per_million_output_tokens"] = round(self.result.cost.usd_per_million_tokens, 4)
         return out
@@ -291,6 +284,16 @@ class LaunchPlan:
         else:
             out.append("tested with: pip install " + " ".join(pip_packages(self)))
         return out
+
+
+def _run_figures(run, served_at: str) -> dict[str, float | str]:
+    """A serving run's figures as ``vllm bench serve`` saves them (output and request throughput, TTFT and TPOT
+    median and p99 in ms), ``served_at`` the load it ran at: the plan's run at its load or its batch's offline
+    run (:meth:`LaunchPlan.served`)."""
+    return {"served_at": served_at, "output_throughput": round(run.output_throughput, 1),
+            "request_throughput": round(run.request_throughput, 3),
+            **{f"{stat}_{metric}_ms": round(ms, 1) for metric in ("ttft", "tpot")
+               for stat, ms in run.latency(metric).items() if stat in ("median", "p99")}}
 
 
 def local_path(text: str | None) -> Path | None:

@@ -20,11 +20,9 @@ from __future__ import annotations
 
 import re
 from functools import cache
-from importlib import resources
 from typing import Any
 
-import yaml
-
+from ..datafiles import read_yaml
 from . import accelerate, axolotl, megatron, torchtitan, torchtune, unsloth, vllm
 from .files import LaunchFile, Raw, command_text, quote, yaml_text
 from .plan import LaunchPlan, pip_packages
@@ -37,8 +35,9 @@ CHECKPOINTS = "/checkpoints"
 
 @cache
 def names() -> dict[str, Any]:
-    path = resources.files("gpuplan") / "data" / "skypilot.yaml"
-    return yaml.safe_load(path.read_text(encoding="utf-8"))
+    """SkyPilot's accelerator and cloud names (``data/skypilot.yaml``), read as every bundled YAML file is
+    (:func:`gpuplan.datafiles.read_yaml`)."""
+    return read_yaml("skypilot.yaml")
 
 
 def applies(plan: LaunchPlan) -> str | None:

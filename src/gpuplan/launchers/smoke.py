@@ -32,6 +32,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ..scenario import Scenario
+from ..userfiles import load_yaml
 
 INPUTS = "smoke-inputs"  # the tiny model, tokenizer and data, inside the output folder
 STEPS = 6
@@ -194,10 +195,9 @@ def run_target(target: str, plan, opts, folder: Path, cuda: bool, timeout_s: flo
 
 
 def _sky_run(folder: Path) -> str:
-    """The ``run`` section of the sky.yaml written in ``folder``."""
-    import yaml
-
-    return yaml.safe_load((folder / "sky.yaml").read_text(encoding="utf-8"))["run"]
+    """The ``run`` section of the sky.yaml written in ``folder``, read by the bounded reader of files on disk
+    (:func:`gpuplan.userfiles.load_yaml`)."""
+    return load_yaml(folder / "sky.yaml", "sky.yaml")["run"]
 
 
 def _tune(plan) -> list[str]:

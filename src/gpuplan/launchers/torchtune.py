@@ -14,12 +14,10 @@ from __future__ import annotations
 
 import math
 from functools import cache
-from importlib import resources
 from pathlib import Path
 from typing import Any
 
-import yaml
-
+from ..datafiles import read_yaml
 from .data import chat_turns, local_file, record_kind
 from .files import Interpolation, LaunchFile, Raw, shell_text, yaml_text
 from .plan import LaunchPlan
@@ -39,8 +37,9 @@ OPTIMIZERS = {"adamw": {"_component_": "torch.optim.AdamW", "fused": True},
 
 @cache
 def models() -> dict[str, Any]:
-    path = resources.files("gpuplan") / "data" / "torchtune.yaml"
-    return yaml.safe_load(path.read_text(encoding="utf-8"))["models"]
+    """torchtune's model builders per bundled model (``data/torchtune.yaml``), read as every bundled YAML file is
+    (:func:`gpuplan.datafiles.read_yaml`)."""
+    return read_yaml("torchtune.yaml")["models"]
 
 
 def entry_of(plan: LaunchPlan) -> dict[str, Any] | None:

@@ -45,6 +45,35 @@ def _can_trace() -> bool:
     return all(importlib.util.find_spec(m) is not None for m in ("torch", "transformers"))
 
 
+def family_of(config: dict[str, Any]) -> str:
+    """The family a config is of: its ``model_type``; without one, the ``model_type`` transformers files the class
+    its ``architectures`` names under (transformers ``models/auto/modeling_auto.py``, the ``*_MAPPING_NAMES``
+    tables: Qwen2ForCausalLM -> qwen2, so the launchers' family checks read it as that family's config), else that
+    class's name, else ``unknown`` (never the text "None")."""
+    given = config.get("model_type")
+    if isinstance(given, str) and given:
+        return given
+    named = (config.get("architectures") or [None])[0]
+    if not isinstance(named, str) or not named:
+        return "unknown"
+    return _filed_under().get(named, named)
+
+
+def _filed_under() -> dict[str, str]:
+    """transformers' model classes -> the model_type each is filed under (empty without transformers)."""
+    if importlib.util.find_spec("transformers") is None:
+        return {}
+    from transformers.models.auto import modeling_auto
+
+    found: dict[str, str] = {}
+    for key, table in vars(modeling_auto).items():
+        if key.endswith("_MAPPING_NAMES") and isinstance(table, dict):
+            for model_type, classes in table.items():
+                for name in classes if isinstance(classes, (tuple, list)) else (classes,):
+                    found.setdefault(name, model_type)
+    return found
+
+
 def _one_size_each(config: dict[str, Any], model_type: str) -> None:
     """The exact family readers take one width for every layer: a list there (the per-layer form Gemma 3n writes,
     which the validator lets through) ended in a TypeError inside the reader (session 7's walk: a Llama config with
@@ -89,7 +118,7 @@ def read_architecture(config: dict[str, Any], *, use_transformers: bool = True) 
     if use_transformers and _can_trace():
         from .trace import TraceError, trace
 
-        progress = (f"gpuplan: reading the structure of this {model_type} model off transformers {installed} "
+        progress = (f"gpuplan: reading the structure of this {family_of(config)} model off transformers {installed} "
                     f"(once; cached in {structure.user_folder()})")
         try:
             arch, notes, problem = traced = trace(config, progress=progress)

@@ -19,7 +19,7 @@ from typing import Any
 from ..errors import GpuplanError
 from .layers import Layer, Linear
 from .quant import DTYPE_BYTES, Format, checkpoint_format
-from .reading import read_architecture
+from .reading import family_of, read_architecture
 from .validate import checked_config
 
 # The dtype checkpoints ship in when their config.json does not say (the repos' safetensors headers).
@@ -118,7 +118,7 @@ class ModelSpec:
             context = config.get("seq_length")
         return cls(
             name=name or config.get("_name_or_path") or (config.get("architectures") or ["model"])[0],
-            family=str(config.get("model_type")),
+            family=family_of(config),
             architecture=(config.get("architectures") or ["?"])[0],
             max_context=context,
             tie_word_embeddings=bool(tie),

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import math
 
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, Field, computed_field
 
 from ..errors import GpuplanError
 from ..hardware import GpuSpec, load_gpu, short_id
@@ -41,8 +41,10 @@ class Build(BaseModel):
     host_owned: bool = Field(default=False, exclude=True)
     notes: list[str] = Field(default_factory=list)
 
+    @computed_field  # in the answer, so that the page prints the words `gpuplan buy` prints (app.js renderBuy)
     @property
     def label(self) -> str:
+        """``2x 3090 (1 owned)``: the build as every face names it."""
         return f"{self.count}x {short_id(self.gpu_id)}" + (f" ({self.owned} owned)" if self.owned else "")
 
     @property

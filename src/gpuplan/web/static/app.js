@@ -866,7 +866,7 @@ function renderBuy(report) {
   const o = b.ownership;
   $("#buy-verdict").textContent = report.verdict;
   const rows = [h("tr", {}, ["setup", "total (low end)", "central", "break-even"].map((c) => h("th", {}, c))),
-    h("tr", {}, h("td", {}, `own ${b.build.count}x ${b.build.gpu_name}${b.build.owned ? ` (${b.build.owned} owned)` : ""}: purchase ${usd(o.purchase_usd)} + power ` +
+    h("tr", {}, h("td", {}, `own ${b.build.label}: purchase ${usd(o.purchase_usd)} + power ` +
       `${usd(o.power_low.usd)} - resale ${usd(o.resale_usd)}`), h("td", {class: "n"}, usd(o.total_usd_low)),
       h("td", {class: "n"}, usd(o.total_usd)), h("td", {}, `busy ${num(o.utilization_low * 100, 1)}% of hours`))];
   report.rentals.forEach((r, i) => {
