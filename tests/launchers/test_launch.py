@@ -68,8 +68,9 @@ def test_plan_numbers_are_estimates():
 
 def test_steps_by_hand():
     """max_steps = ceil(tokens / tokens per step); save_steps = floor(Daly interval / step time), the interval
-    from a LoRA checkpoint of 12 bytes per trainable parameter (fp32 adapters + two fp32 moments) written at
-    1 GB/s and the 1-GPU spot prior of 2 hours between interruptions (data/providers.yaml)."""
+    from a LoRA checkpoint of 6.03125 bytes per trainable parameter (fp32 adapters, 4 B, and paged_adamw_8bit's
+    two uint8 moments with an fp32 absmax a block of 256, 2 + 8/256 B: what the optimizer holds, s18-ckpt)
+    written at 1 GB/s and the 1-GPU spot prior of 2 hours between interruptions (data/providers.yaml)."""
     plan = launch_plan(QLORA_SPOT)
     tokens_per_step = 2 * 2048 * 8 * 1
     assert plan.max_steps == math.ceil(5e7 / tokens_per_step) == 1526
@@ -77,7 +78,7 @@ def test_steps_by_hand():
     # rank 16 x (in + out) of q, k, v, o, gate, up, down per layer: 16 x (8192 + 5120 + 5120 + 8192 + 3 x 18432)
     # = 1,310,720, times 32 layers
     assert trainable == 16 * (8192 + 5120 + 5120 + 8192 + 3 * 18432) * 32 == 41_943_040
-    write_h = trainable * 12 / 1e9 / 3600
+    write_h = trainable * (4 + 2 + 8 / 256) / 1e9 / 3600
     interval_h = daly_interval_h(write_h, 2.0)
     assert plan.spot.interval_h == pytest.approx(interval_h, rel=1e-12)
     assert plan.save_steps == max(1, math.floor(interval_h * 3600 / plan.speed.step_time_s))
