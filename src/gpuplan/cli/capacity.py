@@ -45,6 +45,18 @@ KvCacheDtype = Annotated[str | None, typer.Option(help="KV cache storage: auto |
                                                   "[default: auto].")]
 Ttft, Tpot, E2e = (Annotated[float | None, typer.Option(help=f"SLO: {what}, seconds (unset: no limit).")]
                    for what in ("time to first token", "time per output token", "end-to-end latency"))
+LengthSpread = Annotated[float | None, typer.Option(help="Each request's prompt and output lengths drawn uniformly "
+                                                   "within (1 +- spread) x the means (vllm bench serve "
+                                                   "--random-range-ratio); 0: fixed lengths, which keep a closed "
+                                                   "loop in lockstep [default 0.5].")]
+Pricing = Annotated[str, typer.Option(help="on-demand, or spot: interruptible offers, each fleet sized for the "
+                                      "interruptions (replicas up / availability).")]
+MtbiHours = Annotated[float | None, typer.Option(help="Spot: mean hours between interruptions [default: the AWS "
+                                                 "spot traces' 2 under 8 GPUs, 1 from 8].")]
+EngineVersion = Annotated[str | None, typer.Option(help="Engine release whose rules apply [default: current].")]
+Plot = Annotated[str | None, typer.Option(help="Write the latency-vs-rate curves to this PNG (matplotlib).")]
+DiskGbs = Annotated[float | None, typer.Option(help="Spot: GB/s a restarted replica reads its weights at "
+                                               "[default: 1].")]
 
 
 @app.command("capacity")
@@ -64,10 +76,7 @@ def capacity_cmd(
     prompt_tokens: Annotated[int | None, typer.Option(help="Mean prompt length, tokens (with --output-tokens, "
                                                       "instead of --preset).")] = None,
     output_tokens: Annotated[int | None, typer.Option(help="Mean output length, tokens.")] = None,
-    length_spread: Annotated[float | None, typer.Option(help="Each request's prompt and output lengths drawn "
-                                                        "uniformly within (1 +- spread) x the means (vllm bench "
-                                                        "serve --random-range-ratio); 0: fixed lengths, which keep "
-                                                        "a closed loop in lockstep [default 0.5].")] = None,
+    length_spread: LengthSpread = None,
     trace: Annotated[str | None, typer.Option(help="Trace: vllm bench serve result, JSON lines, ShareGPT.")] = None,
     ttft: Ttft = None, tpot: Tpot = None, e2e: E2e = None,
     percentile: Annotated[int | None, typer.Option(help="SLO percentile: 50, 90, 95 or 99 [default 95].")] = None,
@@ -80,20 +89,13 @@ def capacity_cmd(
     any_quant: Annotated[bool, typer.Option(help="Also try fp8 weights (where supported) and AWQ int4.")] = False,
     expert_parallel: ExpertParallel = False, attention_dp: AttentionDp = False,
     engine: Annotated[str, typer.Option(help="vllm, sglang or trtllm (its pool, scheduler and host loop).")] = "vllm",
-    engine_version: Annotated[str | None, typer.Option(help="Engine release whose rules apply [default: current].")
-                              ] = None,
+    engine_version: EngineVersion = None,
     kv_cache_dtype: KvCacheDtype = None,
     chunked_prefill: ChunkedPrefill = None, async_scheduling: AsyncScheduling = None,
     calibration: Annotated[str | None, typer.Option(help="Corrections from `gpuplan calibrate-serving`.")] = None,
     top: Annotated[int, typer.Option(help="Setups simulated (the cheapest by the closed-form bound).")] = 6,
-    pricing: Annotated[str, typer.Option(help="on-demand, or spot: interruptible offers, each fleet sized for the "
-                                         "interruptions (replicas up / availability).")] = "on-demand",
-    mtbi_hours: Annotated[float | None, typer.Option(help="Spot: mean hours between interruptions [default: the "
-                                                     "AWS spot traces' 2 under 8 GPUs, 1 from 8].")] = None,
-    disk_gbs: Annotated[float | None, typer.Option(help="Spot: GB/s a restarted replica reads its weights at "
-                                                   "[default: 1].")] = None,
-    plot: Annotated[str | None, typer.Option(help="Write the latency-vs-rate curves to this PNG (matplotlib).")
-                    ] = None,
+    pricing: Pricing = "on-demand", mtbi_hours: MtbiHours = None, disk_gbs: DiskGbs = None,
+    plot: Plot = None,
     fmt: FormatOption = None,
     as_json: JsonFlag = False,
 ) -> None:
