@@ -385,6 +385,18 @@ averaged rate, so the it/s measured is the plan's step. DreamBooth at 1024 px (+
 PR's merge has no EMA, encodes with an fp16 VAE and puts xformers on the U-Net alone, as planned. A lead, not built:
 SD 1.x's PNDM runs 51 UNet passes for 50 steps, 2 % more work in a whole call than the plan counts, which would move
 the whole-call rows of SD 1.x (those of the fit row sd15-a100-fal too, whose scheduler was not read).
+
+Session 19 (the same six misses, against the software that ran each): no estimate moved; held-out speed stays 73 of
+79 within 25 % (median 12.6 %), memory 31 of 31 within 15 % (median 5 %); the reading is in the rows' notes and in
+bench/results/diffusion_speed_s19.md. Ruled out: the L40S running 16-bit tensor work at half rate with FP32
+accumulation (a posted bf16 torch.matmul reaches 269 TFLOPS, above the 181 that allows; at half rate the SDXL row
+would read -42 %); every module pass taking the larger of host and GPU time, the three host constants refitted on
+their fit rows (held-out speed 72 of 79, median 12.9 %, the SDXL L40S row -31 %). Found, not built: xformers'
+CUTLASS backward before May 2023 launches one thread block per batch entry and head, 8 on the RTX 3060's 28 SMs, so
+DreamBooth's 80- and 160-wide heads take at least 3.5 times a full-card kernel (the row +56 to +45 % at that bound);
+the 40-wide heads' FlashAttention v1 backward, the rest, is untimed on sm86. The A100 rows' settings (fp16 VAE outside
+the it/s, channels-last UNet, SDPA, no slicing) are the scenario's; torch 2.0.0's compiled steps there are slower than
+the nightly's at every batch, a library cost no source names.
 """
 
 from __future__ import annotations
