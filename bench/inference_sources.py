@@ -325,7 +325,14 @@ CAUSES = {
         "-16..-48 %. Session 18 counted the kernels of each build's graph (51 a layer for this August 2025 graph "
         "without flash attention against Llama's 25) and adopted one cost a kernel (2.55 us): -ub 1 +81 % -> "
         "+14 %, -ub 8 +84 % -> +53 % (no CUDA graph there: ggml-cuda.cu disables it for a MUL_MAT_ID of more "
-        "than one row), the line 82 % -> 34 % (llama_bench.md, MoE section, 'Counted (session 18)')."),
+        "than one row), the line 82 % -> 34 % (llama_bench.md, MoE section, 'Counted (session 18)'). Session 19: "
+        "not the missing graph. Until PR #19645 (February 2026) every step of 2 to 8 rows ran without one (an ADD "
+        "of several rows turned graphs off), the fitted RTX 3090 -ub 4/8 Llama rows too, and fitted apart they "
+        "cost 2.5 us a kernel launched one by one against 2.6 in a graph; the same build's Qwen3-30B-A3B -ub 8 on "
+        "an RTX 4090, also without a graph, lands (-3 %). DeepSeek-V2-Lite's step grows 5.5 -> 16.8 ms from -ub 1 "
+        "to 8 where gpuplan's grows 4.8 -> 11.0 (4.4 of 4.9 GB a step the routed experts on MMQ; the PR column "
+        "these rows take builds the ids on the device, no host sync): left, the routed MMQ of its 1,408-wide "
+        "experts on the 3090, as at -ub 32 (+65 %) (llama_bench.md, MoE section, 'Read again (session 19)')."),
     ("llama_bench", "pr15631"): (
         "JohannesGaessler's sweeps (added session 14, held out): Qwen3-30B-A3B Q4_0 on an RTX 4090 at -ub 1 +3 %, "
         "-ub 8 +27 % -> +10 % (session 15: MMQ for a routed expert's 2 to 8 rows before PR #18958), -ub 32/64 "
@@ -363,7 +370,11 @@ CAUSES = {
         "t/s (-26 %) and Qwen3-30B-A3B Q4_K_M 366 t/s (-32 %), both faster than gpuplan says: 34 us a layer of "
         "fixed time on both against the 60 us fitted on 2025 builds' 3090 and 4090; at 2.55 us a kernel of their "
         "21 and 25 (session 18, PR #26767's own norm + rope fusion counted) -24 % and -38 %: 1.5 and 1.2 us a "
-        "kernel on this card and build, against 2.4 on the fitted 3090; " + NODE_COST_READ),
+        "kernel on this card and build, against 2.4 on the fitted 3090; " + NODE_COST_READ + " Session 19: from "
+        "PR #22522 (May 2026) ggml-cuda launches with programmatic dependent launch, which Hopper and Blackwell "
+        "act on (a kernel's start overlaps the one before); at the PR's own gpt-oss-20b tg128 saving, 0.59 us a "
+        "kernel, this card and build spend 1.96 us: -24 % -> -11 % and -38 % -> -24 % (llama_bench.md, MoE "
+        "section, 'Read again (session 19)'; at the PR's tg256 saving, 0.53 us, the MoE row -26 %)."),
     ("load_accuracy", "dstackr1"): (
         "dstack's vLLM 0.7 runs of DeepSeek-R1 at 4-128 users (8 H200s, 8 MI300Xs; added 2026-11-30 as a test of "
         "generalisation, held out). TTFT 68.9 % -> 50.3 %: V0 never chunks an MLA model's prompts by default (vLLM "

@@ -167,6 +167,17 @@ LLAMA_CPP_MMVQ_MAX_BATCH = 8
 LLAMA_CPP_MMVQ_MOE_BATCH_BUILD = 7819
 LLAMA_CPP_CUDA_DECODE_BANDWIDTH_FRACTION = 1.0
 LLAMA_CPP_CUDA_KERNEL_S = 2.55e-6
+# Programmatic dependent launch (speed/ggml.py cuda_kernel_s): from PR #22522 (merged 2026-05-20, ggml-org/ggml
+# 7b28f950; its release tag estimated by date as bench/data/llama-cpp-cuda-kernels.csv's build_from) ggml-cuda
+# launches its kernels with cudaLaunchAttributeProgrammaticStreamSerialization, inside CUDA graphs too, and on compute
+# capability 9.0 and later (common.cuh ggml_cuda_pdl_sync: __CUDA_ARCH__ >= GGML_CUDA_CC_HOPPER) each kernel's start
+# overlaps the tail of the one before it. The time saved a kernel is the PR's own llama-bench row, gpt-oss-20b MXFP4
+# tg128 332.05 -> 376.31 t/s (0.354 ms a token) over the 600 kernels of that month's graph (25 a layer x 24 layers):
+# 0.59 us. The same table's tg256 and tg512 give 0.53 and 0.23 us (its tg512 master ran faster than its tg128).
+# Session 19: the held-out CUDA generation median 13.25 % -> 13.10 %, pr26767's MoE line 37.6 % -> 24.4 %, #15013's
+# H100 row +21 % -> +40 % (bench/results/llama_cpp_s19.md).
+LLAMA_CPP_CUDA_PDL_BUILD = 9297
+LLAMA_CPP_CUDA_PDL_SAVING_S = 0.59e-6
 # MMVQ's dot-product rate per SM and clock (speed/ggml.py mmvq_flops), fitted with the two above (mean |error| 1.9 %
 # on the four rows); #15802's RTX 3090 micro-batch 4 and 8 rows (MMVQ with 4 and 8 columns) set it.
 LLAMA_CPP_MMVQ_FLOP_PER_SM_CYCLE = 70.0
@@ -1330,11 +1341,12 @@ DECODE_BANDS: dict[tuple[str, str, str], tuple[float, float, int, str]] = {
                                   "Mixtral-8x7B: gpuplan up to 1.5x too fast at short requests on the GB200 and "
                                   "1.4x too slow on Scout's 20,000-token prompts (bench/results/bands.md)"),
     ("transformers", "dense", "NVIDIA"): (-0.20, 0.05, 4, "Qwen-1 1.8B-72B decode runs (bench/results/bands.md)"),
-    ("llama.cpp", "dense", "NVIDIA"): (-0.17, 0.10, 19, "llama-bench generation of Llama-2-7B (Q4_0, Q8_0, F16) on 12 "
+    ("llama.cpp", "dense", "NVIDIA"): (-0.18, 0.05, 19, "llama-bench generation of Llama-2-7B (Q4_0, Q8_0, F16) on 12 "
                                        "CUDA cards, of Llama-3.1-70B Q4_K_M split over 4 RTX 4090s, of "
                                        "Llama-3.1-8B Q4_K_M on an RTX 3080 and an RTX 4090, of Llama-3.2-1B on an "
-                                       "RTX 3090 and Qwen3-4B on an RTX 5090 (a 2026 build measured 31% faster "
-                                       "than gpuplan; the A100 25% slower) (bench/results/llama_bench.md)"),
+                                       "RTX 3090 and Qwen3-4B on an RTX 5090 (a 2026 build measured 13% faster "
+                                       "than gpuplan; the H100 29% and the A100 25% slower) "
+                                       "(bench/results/llama_bench.md)"),
     ("llama.cpp", "MoE", "NVIDIA"): (-0.18, 0.22, 19, "llama-bench generation of gpt-oss-20b, Qwen3-30B-A3B and "
                                      "DeepSeek-V2-Lite on an RTX 3090, RTX 4080, RTX 4090, RTX A5000, RTX 5090 and "
                                      "RTX PRO 6000 (llama.cpp PRs #15451 to #26767, ik_llama.cpp discussion #758): "

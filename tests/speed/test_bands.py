@@ -38,10 +38,11 @@ def test_llama_cpp_and_mlx_bands_are_llama_benchs_check_rows():
     assert got == {k: v[:3] for k, v in oh.DECODE_BANDS.items() if k[0] in ("llama.cpp", "mlx")}
     # Metal's low tail is one source's M1 Max runs (-30 to -42 %; -0.25 on 15 rows, -0.16 on 25 with session 17's
     # LM Studio and Ollama rows, -18 % to +2 %); CUDA's errs both ways: since session 18's cost a kernel its low tail
-    # the data-centre cards measured slower than gpuplan (A100 -25 %, H100 -18 %), its high tail the cards and builds
-    # gpuplan times slow (a 2026 RTX 5090 build +31 %, #15013's RTX 5090 +15 %; -0.11..+0.19 at 60 us a layer)
+    # the data-centre cards measured slower than gpuplan (A100 -25 %, H100 -29 % since session 19's programmatic
+    # dependent launch on Hopper and Blackwell), its high tail the cards and builds gpuplan times slow (a 2026 RTX 5090
+    # build +13 %, +31 % before session 19; -0.11..+0.19 at 60 us a layer)
     assert got["llama.cpp", "dense", "Apple"][0] < -0.15
-    assert got["llama.cpp", "dense", "NVIDIA"][0] < -0.15 and got["llama.cpp", "dense", "NVIDIA"][1] >= 0.1
+    assert got["llama.cpp", "dense", "NVIDIA"][0] < -0.15 and got["llama.cpp", "dense", "NVIDIA"][1] >= 0.05
 
 
 def test_model_classes():

@@ -527,3 +527,23 @@ def test_a_user_estimate_takes_todays_graph():
     s = scenario_from({"task": "infer", "engine": "llama.cpp", "model": "mistralai/Mistral-7B-v0.1",
                        "gpu": "rtx-4090", "quant": "gguf-q4_k_m"})
     assert ggml.cuda_kernels(s, load_model(s.model)) == 32 * 21
+
+
+def test_programmatic_dependent_launch_on_hopper_and_later():
+    """From PR #22522 (b9297, May 2026) ggml-cuda launches with programmatic dependent launch, which only compute
+    capability 9.0 and later acts on (``ggml_cuda_pdl_sync``): grafail's RTX 5090 build of August 2026 (PR #26767's
+    row) spends 2.55 - 0.59 = 1.96 us a kernel; an RTX 4090 (8.9) of the same build and the 5090 on a build before
+    the PR spend 2.55; today's code (no build) has it. The saving: the PR's gpt-oss-20b tg128, 332.05 -> 376.31 t/s,
+    is 1/332.05 - 1/376.31 = 0.354 ms a token over 24 x 25 kernels."""
+    saving = (1 / 332.05 - 1 / 376.31) / (24 * 25)
+    assert saving == pytest.approx(oh.LLAMA_CPP_CUDA_PDL_SAVING_S, abs=0.005e-6)
+
+    def kernel_s(gpu, version):
+        fields = {"task": "infer", "engine": "llama.cpp", "model": "Qwen/Qwen3-4B", "gpu": gpu, "quant": "gguf-q4_k_m"}
+        s = scenario_from(fields | ({"engine_version": version} if version else {}))
+        return ggml.cuda_kernel_s(s, load_gpu(gpu))
+
+    assert kernel_s("rtx-5090", "b10228") == pytest.approx(1.96e-6)
+    assert kernel_s("rtx-5090", None) == pytest.approx(1.96e-6)
+    assert kernel_s("h100-sxm", "b10228") == pytest.approx(1.96e-6)
+    assert kernel_s("rtx-5090", "b9296") == kernel_s("rtx-4090", "b10228") == kernel_s("a100-80gb", None) == 2.55e-6

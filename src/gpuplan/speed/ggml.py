@@ -48,10 +48,14 @@ the dot products' rate (:func:`mmvq_flops`, which shows from ~4 rows on), plus a
 (``LLAMA_CPP_CUDA_KERNEL_S``) for each kernel the layers launch (:func:`layer_kernels`: counted from each layer's
 structure after the fusions of the scenario's build), replayed as one CUDA graph (``ggml-cuda.cu``
 ``ggml_backend_cuda_graph_compute`` captures single-token batches), with the host's graph build per step spread over
-them. llama-bench samples nothing, so no host loop is added on top. Past 8 rows MMQ runs and decode takes the
-step timer's generic path. A prompt run in micro-batches of at most 8 tokens (``-ub 1..8``) is the same step per
-micro-batch without the output matrix (only the last token's logits): JohannesGaessler's ``-ub 1, 4, 8`` prompt rows
-in llama.cpp PRs set the three constants (bench/data/llama-bench.csv).
+them. Steps of 2 to 8 rows ran without a graph until PR #19645 (February 2026: an ``ADD`` of several rows turned
+graphs off), at the same cost a kernel on the fitted rows (session 19: the RTX 3090's ``-ub 4``/``8`` rows fit 2.5 us
+launched one by one against 2.6 in a graph at ``-ub 1``), so one constant serves both. From PR #22522 (May 2026) a
+Hopper or Blackwell card overlaps each kernel's start with the one before it (programmatic dependent launch:
+:func:`cuda_kernel_s`). llama-bench samples nothing, so no host loop is added on top. Past 8 rows MMQ runs and decode
+takes the step timer's generic path. A prompt run in micro-batches of at most 8 tokens (``-ub 1..8``) is the same
+step per micro-batch without the output matrix (only the last token's logits): JohannesGaessler's ``-ub 1, 4, 8``
+prompt rows in llama.cpp PRs set the three constants (bench/data/llama-bench.csv).
 
 A scenario's ``engine_version`` ``b<N>`` (llama.cpp's release tag) times that build's prompt path where it differs
 from today's (:func:`build`): before b3121 quantized matmuls past 32 rows ran as dequantize + cuBLAS
@@ -124,6 +128,12 @@ def _ampere(gpu: GpuSpec) -> bool:
     """NVIDIA compute capability 8.0 to 8.7 (GA100, GA10x, Orin), not 8.9 (Ada)."""
     cc = gpu.compute_capability or ""
     return gpu.vendor == "NVIDIA" and cc.startswith("8.") and cc != "8.9"
+
+
+def _hopper_or_later(gpu: GpuSpec) -> bool:
+    """NVIDIA compute capability 9.0 or later (Hopper, Blackwell)."""
+    major = (gpu.compute_capability or "").partition(".")[0]
+    return gpu.vendor == "NVIDIA" and major.isdigit() and int(major) >= 9
 
 
 def metal_flops(gpu: GpuSpec, kind: str) -> float:
@@ -414,7 +424,7 @@ def cuda_decode_parts(s: Scenario, m: ModelSpec, gpu: GpuSpec, tokens: int, kv_b
     """One step of ``tokens`` rows (at most ``MMVQ_MAX_BATCH_SIZE``) on CUDA: the weights the step reaches
     (:func:`streamed_bytes`) and ``kv_bytes`` of cache streamed at
     :data:`~gpuplan.overheads.LLAMA_CPP_CUDA_DECODE_BANDWIDTH_FRACTION` of the card's bandwidth, and
-    :data:`~gpuplan.overheads.LLAMA_CPP_CUDA_KERNEL_S` for each kernel the layers launch (:func:`cuda_kernels`)."""
+    :func:`cuda_kernel_s` for each kernel the layers launch (:func:`cuda_kernels`)."""
     bps = gpu.bandwidth_gbs * 1e9 * oh.LLAMA_CPP_CUDA_DECODE_BANDWIDTH_FRACTION
     weights, per_row, routed = streamed_bytes(s, m, tokens, head=head), streamed_bytes(s, m, 1, head=head), 0.0
     if tokens > 1 and routed_mmq(s):  # the routed experts through MMQ, the rest through MMVQ
@@ -424,7 +434,17 @@ def cuda_decode_parts(s: Scenario, m: ModelSpec, gpu: GpuSpec, tokens: int, kv_b
     # each row meets the weights one token reaches (a routed expert multiplies only the rows sent to it)
     flops = 2 * tokens * per_row / gguf.linear_bytes_per_param(m, ftype(s, m))
     return {"weights": _roofline(flops / mmvq_flops(gpu), weights / bps) + routed, "kv_cache": kv_bytes / bps,
-            "kernel_latency": cuda_kernels(s, m) * oh.LLAMA_CPP_CUDA_KERNEL_S}
+            "kernel_latency": cuda_kernels(s, m) * cuda_kernel_s(s, gpu)}
+
+
+def cuda_kernel_s(s: Scenario, gpu: GpuSpec) -> float:
+    """Seconds each kernel of a CUDA generation step adds: :data:`~gpuplan.overheads.LLAMA_CPP_CUDA_KERNEL_S`, less
+    :data:`~gpuplan.overheads.LLAMA_CPP_CUDA_PDL_SAVING_S` where the build launches with programmatic dependent launch
+    (from PR #22522, :data:`~gpuplan.overheads.LLAMA_CPP_CUDA_PDL_BUILD`; today's code has it) on a card of compute
+    capability 9.0 or later (Hopper, Blackwell: ggml-cuda's ``ggml_cuda_pdl_sync`` compiles to nothing below)."""
+    b = build(s)
+    pdl = (b is None or b >= oh.LLAMA_CPP_CUDA_PDL_BUILD) and _hopper_or_later(gpu)
+    return oh.LLAMA_CPP_CUDA_KERNEL_S - (oh.LLAMA_CPP_CUDA_PDL_SAVING_S if pdl else 0.0)
 
 
 def routed_mmq(s: Scenario) -> bool:
