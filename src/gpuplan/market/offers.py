@@ -22,7 +22,7 @@ import tempfile
 from dataclasses import dataclass, replace
 from functools import cache
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 from .. import clock
 from ..datafiles import read_yaml
@@ -135,15 +135,24 @@ def check_provider(name: str, where: str = "provider") -> str:
     return name
 
 
-def implausible(price_usd_per_gpu_hour: float, gpu_count: int) -> str | None:
+class Implausible(NamedTuple):
+    """Why a vendor's row cannot be an offer: its ``kind`` (``price`` or ``GPU count``, what the refresh counts the
+    rows left out by) and the sentence that says so (``why``)."""
+
+    kind: str
+    why: str
+
+
+def implausible(price_usd_per_gpu_hour: float, gpu_count: int) -> Implausible | None:
     """Why a price or a GPU count cannot be an offer (outside :data:`USD_PER_GPU_HOUR` or above
     :data:`MAX_GPUS_PER_INSTANCE`), or None."""
     low, high = USD_PER_GPU_HOUR
     if not low <= price_usd_per_gpu_hour <= high:
-        return (f"price ${price_usd_per_gpu_hour:.3g} per GPU-hour is outside the plausible ${low:g} to "
-                f"${high:,.0f}")
+        return Implausible("price", f"price ${price_usd_per_gpu_hour:.3g} per GPU-hour is outside the plausible "
+                           f"${low:g} to ${high:,.0f}")
     if not 1 <= gpu_count <= MAX_GPUS_PER_INSTANCE:
-        return f"{gpu_count:.3g} GPUs per instance is outside the plausible 1 to {MAX_GPUS_PER_INSTANCE}"
+        return Implausible("GPU count", f"{gpu_count:.3g} GPUs per instance is outside the plausible 1 to "
+                           f"{MAX_GPUS_PER_INSTANCE}")
     return None
 
 
@@ -156,9 +165,9 @@ def check_offer(o: Offer, where: str) -> Offer:
     for name, value in o.row().items():
         if isinstance(value, str):
             no_control(value, f"{where}: {name}")
-    why = implausible(o.price_usd_per_gpu_hour, o.gpu_count)
-    if why:
-        raise GpuplanError(f"{where}: {why}; check the units (US dollars per GPU per hour)")
+    bad = implausible(o.price_usd_per_gpu_hour, o.gpu_count)
+    if bad:
+        raise GpuplanError(f"{where}: {bad.why}; check the units (US dollars per GPU per hour)")
     if o.inter_node_gbps is not None and o.inter_node_gbps > MAX_NODE_GBPS:
         raise GpuplanError(f"{where}: inter_node_gbps {o.inter_node_gbps:,.3g} is above the plausible "
                            f"{MAX_NODE_GBPS:,.0f} Gbit/s per node; check the units (Gbit/s, all the node's NICs)")
