@@ -763,9 +763,9 @@ def test_a_combination_of_changes_names_only_what_it_applies_and_takes_the_fewes
 def test_a_trainer_is_planned_and_advised_only_on_a_base_it_loads():
     """Session 10's walk: FLUX.1-dev LoRA with kohya on a 16 GB card was advised 'QLoRA (NF4 base)', and its
     combination took it, where `launch` refuses it (sd-scripts loads a 16-bit or --fp8_base base). The refusal is the
-    resolver's (scenario.modules.TRAINER_BASES), so estimate refuses it in one sentence and the advice, which
-    re-plans each change, offers only what the trainer runs: kohya's 16 GB recipe (fp8 base, checkpointing, 8-bit
-    AdamW, cached latents and text outputs) fits."""
+    resolver's (each profile's bases, scenario.diffusion_stacks), so estimate refuses it in one sentence and the
+    advice, which re-plans each change, offers only what the trainer runs: kohya's 16 GB recipe (fp8 base,
+    checkpointing, 8-bit AdamW, cached latents and text outputs) fits."""
     with pytest.raises(GpuplanError, match=r"kohya's sd-scripts trains on a 16-bit or fp8 base, not NF4: set quant "
                                            r"fp8, or stack simpletuner$"):
         plan(model="flux-dev", task="train", method="qlora", stack="kohya", gpu="rtx-4090")
