@@ -42,7 +42,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
-from ..model.profile import FP8_ALL, FP8_LINEARS
+from ..model.quant import FP8_ALL, FP8_LINEARS
 
 FAMILIES = ("sd", "sdxl", "sd3", "flux")  # the pipelines' families (gpuplan.scenario.modules.pipeline_family)
 
