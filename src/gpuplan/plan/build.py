@@ -127,7 +127,8 @@ def build(r: Resolved | ResolvedModule, offers: Offers | None = None, *, advise:
         plan = plan.said(**advice(r, plan))
     if s.task == "train" and recipe is not False and layout and \
             (recipe or s.dataset or s.samples or s.model_size or s.epochs):  # a recipe reads the builder's layout
-        from .dataset_report import data_warnings, dataset_section, plan_recipe
+        from .dataset_report import data_warnings, dataset_section
+        from .recipe import plan_recipe
 
         typed = plan_recipe(plan)
         plan = plan.said(warnings=data_warnings(s, typed), dataset=dataset_section(s, plan.cost),
