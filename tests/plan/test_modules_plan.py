@@ -74,7 +74,7 @@ def test_own_cards_are_priced_by_their_power_as_a_decoder_llms_plan_is():
     no offer lists (an M3 Max), where a decoder LLM's plan prices both as the user's own cards by their power:
     450 W under load x PUE 1.0 x $0.16/kWh (data/owning.yaml's us residential price, as buy prices a home's power)
     = $0.072 an hour for a 4090; an M2 Max, with no TDP in the catalog, at its Mac Studio's measured 145 W (as buy
-    prices it: gpuplan.market.electricity.busy_draw): $0.0232."""
+    prices it: gpuplan.market.owned_power.busy_draw): $0.0232."""
     whisper = plan(model="whisper-small", task="infer", gpu="rtx-4090", pricing="owned")
     llm = gpuplan.estimate(dict(model="qwen3-0.6b", task="infer", gpu="rtx-4090", pricing="owned"))
     assert whisper.cost.pricing == llm.cost.pricing == "owned"

@@ -29,7 +29,7 @@ from ..datafiles import read_yaml
 from ..errors import GpuplanError, UnknownNameError, echo, no_control
 from ..hardware import Network, gpus
 from ..userfiles import is_file, read_csv
-from .electricity import owned_usd_per_gpu_hour
+from .owned_power import owned_usd_per_gpu_hour
 
 PRICINGS = ("on_demand", "spot", "interruptible", "reserved")
 CONFIDENCES = ("high", "medium", "low")
@@ -114,9 +114,9 @@ class Offer:
 def owned_offer(gpu_id: str, count: int, usd_per_gpu_hour: float | None = None) -> Offer | None:
     """The user's own ``count`` cards of ``gpu_id`` as an offer priced by power only (``recommend --have``,
     ``estimate --pricing owned``, and any card no offer prices): the card's draw under load at a home's price of a
-    kWh, as ``buy`` prices it (:func:`~gpuplan.market.electricity.owned_usd_per_gpu_hour`), unless
+    kWh, as ``buy`` prices it (:func:`~gpuplan.market.owned_power.owned_usd_per_gpu_hour`), unless
     ``usd_per_gpu_hour`` says (a ranked setup's, launched); None when no draw is on file for the card (no TDP and no
-    measured draw of its computer: :func:`~gpuplan.market.electricity.busy_draw`). The links are the card's own
+    measured draw of its computer: :func:`~gpuplan.market.owned_power.busy_draw`). The links are the card's own
     (GeForce: no peer-to-peer), as ``estimate`` and ``launch`` time them."""
     if usd_per_gpu_hour is None:
         usd_per_gpu_hour = owned_usd_per_gpu_hour(gpus()[gpu_id])

@@ -27,9 +27,9 @@ from ..errors import GpuplanError, UnknownNameError
 from ..hardware import Network
 from ..market.choice import best_on_demand, matching
 from ..market.cost import Cost, price_job, spot_plan
-from ..market.electricity import HOME_PUE, busy_draw, home_kwh
 from ..market.job import save_interval_h
 from ..market.offers import Offer, owned_offer
+from ..market.owned_power import HOME_PUE, busy_draw, home_kwh
 from ..market.store import price_filter
 from ..scenario import Scenario
 from ..scenario.fields import MIN_MODEL_LEN
