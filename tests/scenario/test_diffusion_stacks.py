@@ -7,7 +7,7 @@ import pytest
 
 from gpuplan import GpuplanError
 from gpuplan.launchers.diffusion import NAMES, ST_PRECISION
-from gpuplan.model.profile import FP8_ALL, FP8_LINEARS
+from gpuplan.model.quant import FP8_ALL, FP8_LINEARS
 from gpuplan.scenario import scenario_from
 from gpuplan.scenario.diffusion_stacks import DIFFUSION_STACKS, FAMILIES
 from gpuplan.scenario.modules import resolve_module
