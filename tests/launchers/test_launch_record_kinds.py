@@ -20,7 +20,8 @@ from test_launch_stacks import AXOLOTL_READ, cached_packages, child
 from conftest import require
 from gpuplan import GpuplanError
 from gpuplan.launchers import launch_files, launch_plan, write
-from gpuplan.launchers.settings import AXOLOTL_VERSION, LaunchOptions
+from gpuplan.launchers.settings import LaunchOptions
+from gpuplan.stacks.releases import AXOLOTL_VERSION
 
 RECORDS = {
     "prompt-completion": [{"prompt": "the cat sat on", "completion": "the mat"},

@@ -33,7 +33,8 @@ from conftest import one_at_a_time, require
 from gpuplan.launchers import launch_files, launch_plan, write
 from gpuplan.launchers import torchtitan as titan
 from gpuplan.launchers.data import save_fields
-from gpuplan.launchers.settings import AXOLOTL_VERSION, UNSLOTH_VERSION, LaunchOptions
+from gpuplan.launchers.settings import LaunchOptions
+from gpuplan.stacks.releases import AXOLOTL_VERSION, UNSLOTH_VERSION
 
 
 def cached_packages(name: str, requirements: list[str]) -> Path:

@@ -67,7 +67,7 @@ def test_spot_saves_at_the_scenario_interval_counted_once():
     tau was Daly's optimum (35 min here), which the launch files did not use (they save every 500 steps)."""
     import math
 
-    from gpuplan.plan.dataset_report import plan_recipe
+    from gpuplan.plan.recipe import plan_recipe
 
     plan = _plan(save_interval=500, pricing="spot", mtbi_hours=6)
     job, spot, tps = plan.cost.job, plan.cost.spot, plan.speed.tokens_per_s

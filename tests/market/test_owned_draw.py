@@ -1,4 +1,4 @@
-"""One rule for a card's draw under load (:func:`gpuplan.market.electricity.busy_draw`), read by a plan on one's own
+"""One rule for a card's draw under load (:func:`gpuplan.market.owned_power.busy_draw`), read by a plan on one's own
 cards and by ``gpuplan buy``. Before, a plan priced a card with no TDP on file (Apple silicon) at 300 W, an
 unsourced figure, while ``buy`` took the Mac's draw as Apple measured it at the wall: an M2 Max Mac Studio was
 $0.048 an hour of work in ``estimate`` and $0.0232 in ``buy`` (145 W). Now both read the card's TDP or power limit,
@@ -13,7 +13,7 @@ import pytest
 import gpuplan
 from gpuplan.cli import run
 from gpuplan.hardware import gpus, load_gpu
-from gpuplan.market.electricity import busy_draw, computer_draw, home_kwh
+from gpuplan.market.owned_power import busy_draw, computer_draw, home_kwh
 from gpuplan.owning.builds import make_build
 from gpuplan.owning.plans import JobPlan
 from gpuplan.owning.power import electricity_price

@@ -131,7 +131,7 @@ def test_defaults_follow_each_trainer():
     ({"method": "full", "stack": "diffusers"}, "no full fine-tuning script for SDXL"),
 ])
 def test_what_cannot_train_the_encoders_is_refused(update, words):
-    """Each trainer's refusal names what it trains (scenario.modules.TEXT_REFUSALS)."""
+    """Each trainer's refusal names what it trains (each profile's text_refusal, scenario.diffusion_stacks)."""
     with pytest.raises(GpuplanError, match=words) as err:
         gpuplan.estimate({**KOHYA, "text_encoders": "trained", **update})
     assert "\n" not in str(err.value) and str(err.value).endswith("set text_encoders frozen or cached")

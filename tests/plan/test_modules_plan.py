@@ -74,7 +74,7 @@ def test_own_cards_are_priced_by_their_power_as_a_decoder_llms_plan_is():
     no offer lists (an M3 Max), where a decoder LLM's plan prices both as the user's own cards by their power:
     450 W under load x PUE 1.0 x $0.16/kWh (data/owning.yaml's us residential price, as buy prices a home's power)
     = $0.072 an hour for a 4090; an M2 Max, with no TDP in the catalog, at its Mac Studio's measured 145 W (as buy
-    prices it: gpuplan.market.electricity.busy_draw): $0.0232."""
+    prices it: gpuplan.market.owned_power.busy_draw): $0.0232."""
     whisper = plan(model="whisper-small", task="infer", gpu="rtx-4090", pricing="owned")
     llm = gpuplan.estimate(dict(model="qwen3-0.6b", task="infer", gpu="rtx-4090", pricing="owned"))
     assert whisper.cost.pricing == llm.cost.pricing == "owned"
@@ -763,9 +763,9 @@ def test_a_combination_of_changes_names_only_what_it_applies_and_takes_the_fewes
 def test_a_trainer_is_planned_and_advised_only_on_a_base_it_loads():
     """Session 10's walk: FLUX.1-dev LoRA with kohya on a 16 GB card was advised 'QLoRA (NF4 base)', and its
     combination took it, where `launch` refuses it (sd-scripts loads a 16-bit or --fp8_base base). The refusal is the
-    resolver's (scenario.modules.TRAINER_BASES), so estimate refuses it in one sentence and the advice, which
-    re-plans each change, offers only what the trainer runs: kohya's 16 GB recipe (fp8 base, checkpointing, 8-bit
-    AdamW, cached latents and text outputs) fits."""
+    resolver's (each profile's bases, scenario.diffusion_stacks), so estimate refuses it in one sentence and the
+    advice, which re-plans each change, offers only what the trainer runs: kohya's 16 GB recipe (fp8 base,
+    checkpointing, 8-bit AdamW, cached latents and text outputs) fits."""
     with pytest.raises(GpuplanError, match=r"kohya's sd-scripts trains on a 16-bit or fp8 base, not NF4: set quant "
                                            r"fp8, or stack simpletuner$"):
         plan(model="flux-dev", task="train", method="qlora", stack="kohya", gpu="rtx-4090")

@@ -10,7 +10,7 @@ import pytest
 import gpuplan
 from gpuplan.cli import run
 from gpuplan.hardware import load_gpu
-from gpuplan.market.electricity import home_kwh
+from gpuplan.market.owned_power import home_kwh
 from gpuplan.owning.power import electricity_price
 
 JOB = dict(model="qwen3-8b", task="train", method="qlora", framework="unsloth", samples=2000, mean_tokens=650)

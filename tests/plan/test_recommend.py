@@ -484,7 +484,7 @@ def test_every_stack_is_searched_over_its_own_shardings():
     import typing
 
     import gpuplan
-    from gpuplan.scenario.stacks import DIFFUSION_STACKS
+    from gpuplan.scenario.diffusion_stacks import DIFFUSION_STACKS
     from gpuplan.stacks import STACKS
 
     stacks = set(typing.get_args(Scenario.model_fields["stack"].annotation)) - set(DIFFUSION_STACKS)

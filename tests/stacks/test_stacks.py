@@ -12,7 +12,8 @@ import pytest
 from gpuplan import GpuplanError, estimate, load_scenario
 from gpuplan.plan.refusals import scenario_refusal
 from gpuplan.scenario import scenario_from
-from gpuplan.scenario.stacks import DIFFUSION_STACKS, RECIPES, SCALE_STACKS, STACK_NAMES, TECHNIQUES
+from gpuplan.scenario.diffusion_stacks import DIFFUSION_STACKS
+from gpuplan.scenario.stacks import RECIPES, SCALE_STACKS, STACK_NAMES, TECHNIQUES
 
 BASE = {"model": "llama-3.1-8b", "task": "train"}
 

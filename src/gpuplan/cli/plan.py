@@ -31,6 +31,18 @@ from .render import (
 
 
 # ---- recommend --------------------------------------------------------------------------------------
+def _headroom(min_headroom: str) -> float:
+    """``--min-headroom`` as a fraction: ``10%`` (or 10, a number above 1 read as a percentage) is 0.1."""
+    try:
+        headroom = float(min_headroom.rstrip("%")) / (100 if min_headroom.endswith("%") or
+                                                       float(min_headroom.rstrip("%")) > 1 else 1)
+    except ValueError:
+        raise GpuplanError(f"--min-headroom takes a percentage like 10%, got {min_headroom!r}") from None
+    if not (math.isfinite(headroom) and 0 <= headroom < 1):
+        raise GpuplanError(f"--min-headroom must be between 0% and 100%, got {min_headroom!r}")
+    return headroom
+
+
 def recommend_cmd(scenario: str | None = None, as_json: bool = False, budget_usd: float | None = None,
                   deadline_hours: float | None = None, max_gpus: int = 8, gpus: str | None = None,
                   providers: str | None = None, have: list[str] | None = None, min_headroom: str = "0%",
@@ -61,13 +73,7 @@ def recommend_cmd(scenario: str | None = None, as_json: bool = False, budget_usd
     fmt = resolve_format(fmt, as_json)
     if any_framework:
         renamed("any_framework", "flag")
-    try:
-        headroom = float(min_headroom.rstrip("%")) / (100 if min_headroom.endswith("%") or
-                                                       float(min_headroom.rstrip("%")) > 1 else 1)
-    except ValueError:
-        raise GpuplanError(f"--min-headroom takes a percentage like 10%, got {min_headroom!r}") from None
-    if not (math.isfinite(headroom) and 0 <= headroom < 1):
-        raise GpuplanError(f"--min-headroom must be between 0% and 100%, got {min_headroom!r}")
+    headroom = _headroom(min_headroom)
     target, s = module_of(fields), api.load_scenario(scenario, overrides(fields))  # --module first: it sets model
     result = api.recommend(s, module=target, budget_usd=budget_usd, deadline_hours=deadline_hours, max_gpus=max_gpus,
                            gpus=gpus or (), providers=providers or (), have=have or (),

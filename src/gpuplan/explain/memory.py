@@ -19,7 +19,7 @@ from .formula import GIB, Constant, Context, Formula, count, gib
 
 
 def weights(x: Context) -> Formula:
-    s, m = x.s, x.m
+    s = x.s
     value = x.r.memory.weights_gib
     if x.megatron:
         return megatron.weights(x)
@@ -30,54 +30,68 @@ def weights(x: Context) -> Formula:
     if own:
         return own
     if s.task == "infer" or s.method != "full":
-        if s.task == "train" and s.method == "lora" and s.quant in (None, "none"):  # else the quant named holds it
-            fmt, skip = make_format("none", high_bytes=x.c), ("router",)
-        else:
-            fmt, skip = weight_format(s, m)
-        parts = {k: v for k, v in m.weight_bytes(fmt, skip=skip).items() if v}
-        params = m.params_breakdown()
-        host = s.task == "infer" and engine_for(s).host_embedding
-        if host:  # llama.cpp keeps the embeddings in host memory, a tied output's token_embd also on the GPU
-            from ..engines.llama_cpp import gpu_embedding_bytes
+        return _stored_weights(x, value)
+    return _full_weights(x, value)
 
-            parts["embeddings"] = gpu_embedding_bytes(m, fmt)
-            params = {**params, "embeddings": m.vocab_size * m.embedding_dim}
-            parts = {k: v for k, v in parts.items() if v}
-        base = sum(parts.values())
-        terms = " + ".join(f"{k} {count(params[k])} x {v / params[k]:.3g} B" for k, v in parts.items() if params[k])
-        formula = "W = sum over parts of parameters x bytes per parameter in the storage format"
-        if host:
-            formula += (" (the embeddings stay in host memory; the tied output's copy of the token embedding is on "
-                        "the GPU)" if m.tie_word_embeddings else " (the token embedding stays in host memory)")
-        extra, upcast = "", 0.0
-        if s.task == "train":
-            if s.method == "qlora" and fmt.name in ("nf4", "fp4") and s.qlora_fp32_upcast:
-                high = x.P - sum(count * sum(lin.weight_params for lin in layer.linears if not lin.kept(skip))
-                                 for layer, count in m.layer_kinds())
-                upcast = high * (4 - x.c)
-                extra += f" + fp32 upcast {count(high)} x {4 - x.c} B"
-            extra += f" + adapters {x.trainable:,} x {x.state_bytes} B"
-            formula += " (+ peft's fp32 upcast of non-4-bit parameters, + the LoRA adapters)"
-        total = base + upcast + (x.state_bytes * x.trainable if s.task == "train" else 0)
-        div = x.shard * x.w_n
-        whole = replicated_bytes(s, m.layers, fmt, skip) / s.pp if s.task == "infer" else 0.0
-        computed = (total / div + whole) / GIB
-        formula += f", / ({x.shards_text(x.w_n)})"
-        substituted = f"({terms}{extra}) / {div}"
-        off = _llama_cpp_offloaded(x)
-        if off:  # llama.cpp's layers left in system RAM (engines/llama_cpp.py): their share of all but the head
-            head = sum(v for k, v in m.weight_bytes(fmt).items() if k in ("lm_head", "norms"))
-            cpu = off * (total - head) / m.num_layers / div
-            computed -= cpu / GIB
-            formula += f" - the {off} layers llama.cpp keeps in system RAM"
-            substituted += f" - {off} x ({gib(total)} - head {gib(head)}) / {m.num_layers} / {div}"
-        if whole:  # held whole on every tensor-parallel GPU (tensors/layout.replicated)
-            formula += " + the 1 - 1/TP of MLA's down-projections each GPU holds beyond its share"
-            substituted += f" + {whole / GIB:.2f} GiB"
-        return Formula(label="weights", value=value, unit="GiB", formula=formula,
-                       substituted=f"{substituted} = {computed:,.2f} GiB",
-                       computed=computed, constants=[Constant(name="storage format", value=fmt.name,
-                                                              source="gpuplan/model/quant.py (bytes per format)")])
+
+def _stored_weights(x: Context, value: float) -> Formula:
+    """The weights of a served model or of a LoRA / QLoRA base: each part's parameters in its storage format (the
+    adapters and peft's fp32 upcast added in training), over the GPUs that split them."""
+    s, m = x.s, x.m
+    if s.task == "train" and s.method == "lora" and s.quant in (None, "none"):  # else the quant named holds it
+        fmt, skip = make_format("none", high_bytes=x.c), ("router",)
+    else:
+        fmt, skip = weight_format(s, m)
+    parts = {k: v for k, v in m.weight_bytes(fmt, skip=skip).items() if v}
+    params = m.params_breakdown()
+    host = s.task == "infer" and engine_for(s).host_embedding
+    if host:  # llama.cpp keeps the embeddings in host memory, a tied output's token_embd also on the GPU
+        from ..engines.llama_cpp import gpu_embedding_bytes
+
+        parts["embeddings"] = gpu_embedding_bytes(m, fmt)
+        params = {**params, "embeddings": m.vocab_size * m.embedding_dim}
+        parts = {k: v for k, v in parts.items() if v}
+    base = sum(parts.values())
+    terms = " + ".join(f"{k} {count(params[k])} x {v / params[k]:.3g} B" for k, v in parts.items() if params[k])
+    formula = "W = sum over parts of parameters x bytes per parameter in the storage format"
+    if host:
+        formula += (" (the embeddings stay in host memory; the tied output's copy of the token embedding is on "
+                    "the GPU)" if m.tie_word_embeddings else " (the token embedding stays in host memory)")
+    extra, upcast = "", 0.0
+    if s.task == "train":
+        if s.method == "qlora" and fmt.name in ("nf4", "fp4") and s.qlora_fp32_upcast:
+            high = x.P - sum(count * sum(lin.weight_params for lin in layer.linears if not lin.kept(skip))
+                             for layer, count in m.layer_kinds())
+            upcast = high * (4 - x.c)
+            extra += f" + fp32 upcast {count(high)} x {4 - x.c} B"
+        extra += f" + adapters {x.trainable:,} x {x.state_bytes} B"
+        formula += " (+ peft's fp32 upcast of non-4-bit parameters, + the LoRA adapters)"
+    total = base + upcast + (x.state_bytes * x.trainable if s.task == "train" else 0)
+    div = x.shard * x.w_n
+    whole = replicated_bytes(s, m.layers, fmt, skip) / s.pp if s.task == "infer" else 0.0
+    computed = (total / div + whole) / GIB
+    formula += f", / ({x.shards_text(x.w_n)})"
+    substituted = f"({terms}{extra}) / {div}"
+    off = _llama_cpp_offloaded(x)
+    if off:  # llama.cpp's layers left in system RAM (engines/llama_cpp.py): their share of all but the head
+        head = sum(v for k, v in m.weight_bytes(fmt).items() if k in ("lm_head", "norms"))
+        cpu = off * (total - head) / m.num_layers / div
+        computed -= cpu / GIB
+        formula += f" - the {off} layers llama.cpp keeps in system RAM"
+        substituted += f" - {off} x ({gib(total)} - head {gib(head)}) / {m.num_layers} / {div}"
+    if whole:  # held whole on every tensor-parallel GPU (tensors/layout.replicated)
+        formula += " + the 1 - 1/TP of MLA's down-projections each GPU holds beyond its share"
+        substituted += f" + {whole / GIB:.2f} GiB"
+    return Formula(label="weights", value=value, unit="GiB", formula=formula,
+                   substituted=f"{substituted} = {computed:,.2f} GiB",
+                   computed=computed, constants=[Constant(name="storage format", value=fmt.name,
+                                                          source="gpuplan/model/quant.py (bytes per format)")])
+
+
+def _full_weights(x: Context, value: float) -> Formula:
+    """A full fine-tune's weights: the parameters this rank holds, in fp32 under autocast or the precision's
+    dtype, or a 16-bit working copy beside the fp32 master partition."""
+    s = x.s
     # full fine-tuning: the parameters this rank holds (sharding/base.py ``held_params``), over the data-parallel
     # ranks that split them
     held, text = _held(x)

@@ -25,11 +25,11 @@ from __future__ import annotations
 from typing import Any
 
 from .. import overheads as oh
+from ..stacks.releases import AXOLOTL_VERSION as VERSION
 from . import deepspeed
 from .data import chat_turns, local_file, record_kind, save_fields, save_note
 from .files import LaunchFile, shell_text, yaml_text
 from .plan import LaunchPlan
-from .settings import AXOLOTL_VERSION as VERSION
 from .settings import LaunchOptions, backend, fsdp_settings, hf_optim
 from .torchrun import launcher
 from .trainer import pretraining_refusal

@@ -26,10 +26,11 @@ from .. import clock
 from .._version import __version__
 from ..errors import GpuplanError
 from ..scenario import Scenario
+from ..scenario.diffusion_stacks import DIFFUSION_STACKS
 from ..scenario.modules import encoders_trained, parse_resolution, pipeline_family
 from .files import LaunchFile, command_text, comment, json_data, toml_text, yaml_text
 
-NAMES = ("diffusers", "kohya", "simpletuner", "ai-toolkit")
+NAMES = tuple(DIFFUSION_STACKS)  # one target per trainer, named as its stack
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -230,7 +231,7 @@ def kohya_tables(plan: DiffusionLaunch, images: str) -> dict[str, dict[str, Any]
                              "network_train_unet_only": not encoders_trained(s)}
         if s.text_encoders == "trained-all":  # lora_sd3.py / lora_flux.py create_network: T5-XXL's LoRA too
             tables["network"]["network_args"] = ["train_t5xxl=True"]
-        if (s.quant or "") == "fp8":  # the only quantized base it loads (scenario.modules.TRAINER_BASES)
+        if (s.quant or "") == "fp8":  # the only quantized base it loads (its profile's bases)
             tables["network"]["fp8_base"] = True
     return tables
 
@@ -286,7 +287,7 @@ ST_PRECISION = {None: "no_change", "none": "no_change", "fp8": "fp8-torchao", "n
 
 def simpletuner_config(plan: DiffusionLaunch) -> dict[str, Any]:
     s, family = plan.scenario, plan.family
-    quant = s.quant or ("nf4" if s.method == "qlora" else None)  # one of ST_PRECISION's (TRAINER_BASES)
+    quant = s.quant or ("nf4" if s.method == "qlora" else None)  # one of ST_PRECISION's (its profile's bases)
     config = {"--model_type": "full" if s.method == "full" else "lora", "--model_family": ST_FAMILY[family],
               "--pretrained_model_name_or_path": _repo(plan), "--output_dir": "output",
               "--train_batch_size": s.micro_batch_size, "--gradient_accumulation_steps": s.grad_accum_steps,
@@ -331,9 +332,9 @@ def ai_toolkit_config(plan: DiffusionLaunch, images: str) -> dict[str, Any]:
     if s.method == "full":
         raise GpuplanError("gpuplan writes ai-toolkit's LoRA jobs (its sd_trainer with a lora network): use "
                            "stack kohya or simpletuner for full fine-tuning")
-    quant = s.quant or ("nf4" if s.method == "qlora" else None)  # None, none or fp8 (TRAINER_BASES)
-    # its quantize applies to transformer denoisers only (scenario.modules._ai_toolkit_base)
-    model: dict[str, Any] = {"name_or_path": _repo(plan), "quantize": quant == "fp8" and family in ("flux", "sd3")}
+    quant = s.quant or ("nf4" if s.method == "qlora" else None)  # None, none or fp8 (its profile's bases)
+    quantizes = DIFFUSION_STACKS["ai-toolkit"].quantizes or ()  # transformer denoisers only
+    model: dict[str, Any] = {"name_or_path": _repo(plan), "quantize": quant == "fp8" and family in quantizes}
     model.update({"sd": {}, "sdxl": {"is_xl": True}, "sd3": {"is_v3": True}, "flux": {"is_flux": True}}[family])
     train = {"batch_size": s.micro_batch_size, "steps": _steps(plan), "gradient_accumulation_steps": s.grad_accum_steps,
              "train_unet": True, "train_text_encoder": train_te,

@@ -26,10 +26,11 @@ from __future__ import annotations
 from pathlib import Path
 
 from ..stacks.megatron import embedding_in_split
+from ..stacks.releases import MEGATRON_COMMIT, MEGATRON_IMAGE, MEGATRON_REPO
 from ..tensors.activations import INPUT_OF
 from .files import LaunchFile, command_text, quote, shell_text
 from .plan import LaunchPlan
-from .settings import MEGATRON_COMMIT, MEGATRON_IMAGE, MEGATRON_REPO, LaunchOptions
+from .settings import LaunchOptions
 from .torchrun import launcher
 
 NAME = "megatron"

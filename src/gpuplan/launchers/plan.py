@@ -28,16 +28,7 @@ from ..plan.recipe import Recipe
 from ..scenario import Scenario, scenario_from
 from ..speed import Speed
 from ..stacks import STACKS
-from .settings import (
-    AXOLOTL_VERSION,
-    MEGATRON_COMMIT,
-    MEGATRON_IMAGE,
-    MEGATRON_REPO,
-    TESTED,
-    TORCHTITAN_VERSION,
-    UNSLOTH_VERSION,
-    backend,
-)
+from .settings import backend
 
 # a checkpoint's weight files as transformers' from_pretrained finds them in a folder (model.safetensors, its shards
 # and index; pytorch_model.bin and its shards)
@@ -278,11 +269,8 @@ class LaunchPlan:
         if self.recipe is not None:
             out.append(f"recipe ({self.recipe.kind}):")
             out += [f"  {c.name}: {c.value} ({c.why})" for c in self.recipe.choices]
-        if self.scenario.stack == "megatron":  # no pip line: Megatron-LM's checkout in NVIDIA's container
-            out.append(f"tested with: Megatron-LM {MEGATRON_COMMIT[:12]} ({MEGATRON_REPO}) in {MEGATRON_IMAGE}; "
-                       "NeMo 2.0's recipes (--target nemo) in NVIDIA's NeMo container")
-        else:
-            out.append("tested with: pip install " + " ".join(pip_packages(self)))
+        container = STACKS[self.scenario.stack].container if self.train else None
+        out.append("tested with: " + (container or "pip install " + " ".join(pip_packages(self))))
         return out
 
 
@@ -333,29 +321,9 @@ def _check_names(s: Scenario) -> None:
 
 
 def pip_packages(plan: LaunchPlan) -> list[str]:
-    """What ``pip install`` needs for the plan, pinned to the releases gpuplan's rules follow and its launch tests
-    read the files with (:data:`TESTED`); a lower bound where no test reads it."""
+    """What ``pip install`` needs for the plan: the serving engine's release whose memory rules the estimate
+    followed, or the training stack's packages (:meth:`gpuplan.stacks.base.Stack.packages`)."""
     s = plan.scenario
-    if not plan.train:  # the release whose memory rules the estimate followed
+    if not plan.train:
         return [f"vllm=={plan.result.memory.engine['version']}"]
-    if s.stack == "torchtune":  # torchtune 0.6.1 imports torchao APIs that torchao 0.16 removed
-        return ["torch>=2.6", "torchtune>=0.6", "torchao>=0.13,<0.16"] + \
-            (["bitsandbytes>=0.45"] if "8bit" in s.optimizer else [])
-    if s.stack == "torchtitan":  # its config_manager imports tyro and its metrics tensorboard, undeclared
-        return ["torch>=2.7", f"torchtitan=={TORCHTITAN_VERSION}", "tyro", "tensorboard"] + \
-            (["torchao>=0.9"] if s.precision == "fp8-mixed" else [])
-    if s.stack == "unsloth":  # it brings TRL, peft and bitsandbytes
-        return [f"unsloth=={UNSLOTH_VERSION}", f"datasets=={TESTED['datasets']}"]
-    if s.stack == "axolotl":  # liger-kernel and bitsandbytes come with it
-        extras = [e for e, used in (("deepspeed", backend(s) == "deepspeed"), ("flash-attn", s.attention == "flash"))
-                  if used]
-        return [f"axolotl[{','.join(extras)}]=={AXOLOTL_VERSION}" if extras else f"axolotl=={AXOLOTL_VERSION}"]
-    pin = [f"{name}=={TESTED[name]}" for name in ("torch", "transformers", "accelerate", "trl", "datasets")]
-    packages = pin + ([f"peft=={TESTED['peft']}"] if s.method != "full" else [])
-    if s.method == "qlora" or s.quant in ("int8", "nf4", "fp4") or "8bit" in s.optimizer:
-        packages.append("bitsandbytes>=0.45")  # needs a GPU to import: not read by the tests, a lower bound
-    if backend(s) == "deepspeed":
-        packages.append(f"deepspeed=={TESTED['deepspeed']}")
-    if s.loss == "fused-linear":
-        packages.append("liger-kernel")
-    return packages
+    return STACKS[s.stack].packages(s, lambda: backend(s) == "deepspeed")

@@ -1,5 +1,6 @@
 """What the training and serving stacks are told, shared by the writers: the distributed backend a plan uses,
-the dtype the model is loaded in, the optimizer's name in the Hugging Face Trainer, and the packages to install.
+the dtype the model is loaded in and the optimizer's name in the Hugging Face Trainer (the packages to install are
+each stack's, :meth:`gpuplan.stacks.base.Stack.packages`).
 
 The dtypes follow the memory model (``gpuplan.memory.training``): ``-mixed`` full fine-tuning keeps fp32 weights
 and autocasts (the model is loaded in float32), except under DeepSpeed ZeRO, which holds bf16/fp16 weights and
@@ -15,20 +16,6 @@ from typing import Any
 
 from ..errors import GpuplanError, no_control
 from ..scenario import Scenario
-
-# the releases whose config schemas (Unsloth: signatures) the files follow; the launch tests read them with these
-# (tests/launchers/test_launch_readers.py parses trainer.yaml with this TRL and transformers, ds_config.json with this
-# DeepSpeed); the estimate's rules follow the same releases (transformers >= 4.46 loss, fused AdamW since torch 2.8)
-TESTED = {"torch": "2.13.0", "transformers": "5.24.0", "accelerate": "1.15.0", "trl": "1.16.0", "datasets": "5.2.0",
-          "peft": "0.21.2", "deepspeed": "0.19.8"}
-TORCHTITAN_VERSION = "0.1.0"
-AXOLOTL_VERSION = "0.18.0"
-UNSLOTH_VERSION = "2026.10.9"
-# Megatron-LM: the commit whose pretrain_gpt.py parser the tests read (tests/data/megatron/pretrain-args.json), run in
-# the container its CI runs in (docker/Dockerfile.ci.dev FROM_IMAGE_NAME at that commit)
-MEGATRON_REPO = "https://github.com/NVIDIA/Megatron-LM.git"
-MEGATRON_COMMIT = "d98e8a64ddf34856e74b24714e3bedb2f5a39553"
-MEGATRON_IMAGE = "nvcr.io/nvidia/pytorch:26.06-py3"
 
 
 @dataclass(frozen=True, kw_only=True)

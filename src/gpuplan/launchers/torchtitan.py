@@ -21,10 +21,10 @@ from pathlib import Path
 from typing import Any
 
 from .. import overheads as oh
+from ..stacks.releases import TORCHTITAN_VERSION as VERSION
 from .data import local_file
 from .files import LaunchFile, comment, shell_text, toml_text
 from .plan import LaunchPlan
-from .settings import TORCHTITAN_VERSION as VERSION
 from .settings import LaunchOptions
 from .torchrun import launcher
 

@@ -20,10 +20,10 @@ from __future__ import annotations
 from typing import Any
 
 from .. import overheads as oh
+from ..stacks.releases import UNSLOTH_VERSION as VERSION
 from .data import hf_dataset_call, local_file, save_fields, save_note, sft_fields
 from .files import LaunchFile, comment, shell_text
 from .plan import LaunchPlan
-from .settings import UNSLOTH_VERSION as VERSION
 from .settings import LaunchOptions, autocast, hf_optim
 from .torchrun import launcher
 from .trainer import smoke_fields

@@ -22,14 +22,14 @@ import tempfile
 from dataclasses import dataclass, replace
 from functools import cache
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 from .. import clock
 from ..datafiles import read_yaml
 from ..errors import GpuplanError, UnknownNameError, echo, no_control
 from ..hardware import Network, gpus
 from ..userfiles import is_file, read_csv
-from .electricity import owned_usd_per_gpu_hour
+from .owned_power import owned_usd_per_gpu_hour
 
 PRICINGS = ("on_demand", "spot", "interruptible", "reserved")
 CONFIDENCES = ("high", "medium", "low")
@@ -114,9 +114,9 @@ class Offer:
 def owned_offer(gpu_id: str, count: int, usd_per_gpu_hour: float | None = None) -> Offer | None:
     """The user's own ``count`` cards of ``gpu_id`` as an offer priced by power only (``recommend --have``,
     ``estimate --pricing owned``, and any card no offer prices): the card's draw under load at a home's price of a
-    kWh, as ``buy`` prices it (:func:`~gpuplan.market.electricity.owned_usd_per_gpu_hour`), unless
+    kWh, as ``buy`` prices it (:func:`~gpuplan.market.owned_power.owned_usd_per_gpu_hour`), unless
     ``usd_per_gpu_hour`` says (a ranked setup's, launched); None when no draw is on file for the card (no TDP and no
-    measured draw of its computer: :func:`~gpuplan.market.electricity.busy_draw`). The links are the card's own
+    measured draw of its computer: :func:`~gpuplan.market.owned_power.busy_draw`). The links are the card's own
     (GeForce: no peer-to-peer), as ``estimate`` and ``launch`` time them."""
     if usd_per_gpu_hour is None:
         usd_per_gpu_hour = owned_usd_per_gpu_hour(gpus()[gpu_id])
@@ -135,15 +135,24 @@ def check_provider(name: str, where: str = "provider") -> str:
     return name
 
 
-def implausible(price_usd_per_gpu_hour: float, gpu_count: int) -> str | None:
+class Implausible(NamedTuple):
+    """Why a vendor's row cannot be an offer: its ``kind`` (``price`` or ``GPU count``, what the refresh counts the
+    rows left out by) and the sentence that says so (``why``)."""
+
+    kind: str
+    why: str
+
+
+def implausible(price_usd_per_gpu_hour: float, gpu_count: int) -> Implausible | None:
     """Why a price or a GPU count cannot be an offer (outside :data:`USD_PER_GPU_HOUR` or above
     :data:`MAX_GPUS_PER_INSTANCE`), or None."""
     low, high = USD_PER_GPU_HOUR
     if not low <= price_usd_per_gpu_hour <= high:
-        return (f"price ${price_usd_per_gpu_hour:.3g} per GPU-hour is outside the plausible ${low:g} to "
-                f"${high:,.0f}")
+        return Implausible("price", f"price ${price_usd_per_gpu_hour:.3g} per GPU-hour is outside the plausible "
+                           f"${low:g} to ${high:,.0f}")
     if not 1 <= gpu_count <= MAX_GPUS_PER_INSTANCE:
-        return f"{gpu_count:.3g} GPUs per instance is outside the plausible 1 to {MAX_GPUS_PER_INSTANCE}"
+        return Implausible("GPU count", f"{gpu_count:.3g} GPUs per instance is outside the plausible 1 to "
+                           f"{MAX_GPUS_PER_INSTANCE}")
     return None
 
 
@@ -156,9 +165,9 @@ def check_offer(o: Offer, where: str) -> Offer:
     for name, value in o.row().items():
         if isinstance(value, str):
             no_control(value, f"{where}: {name}")
-    why = implausible(o.price_usd_per_gpu_hour, o.gpu_count)
-    if why:
-        raise GpuplanError(f"{where}: {why}; check the units (US dollars per GPU per hour)")
+    bad = implausible(o.price_usd_per_gpu_hour, o.gpu_count)
+    if bad:
+        raise GpuplanError(f"{where}: {bad.why}; check the units (US dollars per GPU per hour)")
     if o.inter_node_gbps is not None and o.inter_node_gbps > MAX_NODE_GBPS:
         raise GpuplanError(f"{where}: inter_node_gbps {o.inter_node_gbps:,.3g} is above the plausible "
                            f"{MAX_NODE_GBPS:,.0f} Gbit/s per node; check the units (Gbit/s, all the node's NICs)")

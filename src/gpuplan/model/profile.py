@@ -26,17 +26,11 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
+from .quant import FP8_ALL, FP8_LINEARS  # a module's fp8 storages (read here: text_encoder_storage)
+
 FORMAT = 1
 MAX_ENTRIES, MAX_TOTAL_BYTES = 1_000, 64 * 2**20  # the user cache's profiles (~20 KB each), the used last kept
 KINDS = ("linear", "conv", "attention", "matmul")
-# every weight of the module stored in fp8: kohya sd-scripts' --fp8_base (flux_train_network.py load_target_model:
-# model.to(torch.float8_e4m3fn), the norms and modulation linears too), where diffusers' layerwise casting skips some
-FP8_ALL = "fp8-all"
-# every nn.Linear and nn.Conv2d stored in fp8, the rest (norms, biases, embeddings) 16-bit: optimum-quanto's
-# quantize(model, weights=qfloat8) as ai-toolkit calls it with model.quantize true (ostris/ai-toolkit
-# toolkit/stable_diffusion_model.py load_model, no exclude for FLUX; optimum/quanto/nn/qmodule.py quantize_module:
-# QLinear and QConv2d take the weights, QLayerNorm only with quantized activations), the adaptive norms' linears too
-FP8_LINEARS = "fp8-linears"
 
 
 def text_encoder_storage(weights: str, cls: str) -> str:

@@ -61,6 +61,15 @@ FTYPES = {
 # (a type per tensor, by the file type's rules) are priced by :mod:`gpuplan.model.gguf`.
 GGUF_BITS = {kind: 8 * size / per for kind, (per, size) in BLOCKS.items()}
 
+# a diffusion module's weights stored in fp8 two ways beside plain fp8 (gpuplan.model.profile reads them): every
+# weight of the module in fp8, as kohya sd-scripts' --fp8_base (flux_train_network.py load_target_model:
+# model.to(torch.float8_e4m3fn), the norms and modulation linears too), where diffusers' layerwise casting skips some
+FP8_ALL = "fp8-all"
+# every nn.Linear and nn.Conv2d stored in fp8, the rest (norms, biases, embeddings) 16-bit: optimum-quanto's
+# quantize(model, weights=qfloat8) as ai-toolkit calls it with model.quantize true (ostris/ai-toolkit
+# toolkit/stable_diffusion_model.py load_model, no exclude for FLUX; optimum/quanto/nn/qmodule.py quantize_module:
+# QLinear and QConv2d take the weights, QLayerNorm only with quantized activations), the adaptive norms' linears too
+FP8_LINEARS = "fp8-linears"
 QUANT_FORMATS = ("none", "int8", "nf4", "fp4", "gptq-int4", "gptq-int8", "awq-int4", "fp8", "mxfp4", "nvfp4",
                  "mlx-4bit", "mlx-8bit", *(f"gguf-{t}" for t in FTYPES))
 MLX_GROUP = 64  # mlx.core.quantize's default group size

@@ -13,7 +13,7 @@ from pydantic import BaseModel, Field, computed_field
 
 from ..errors import GpuplanError
 from ..hardware import GpuSpec, load_gpu, short_id
-from ..market.electricity import computer_draw
+from ..market.owned_power import computer_draw
 from ..plan.recommend import parse_have
 from .facts import host_for, host_profile, linked
 from .prices import Price, card_price

@@ -9,7 +9,7 @@ from functools import cache
 from typing import Any
 
 from ..errors import GpuplanError, did_you_mean
-from ..market.electricity import electricity_facts, owning_yaml
+from ..market.owned_power import electricity_facts, owning_yaml
 
 
 @dataclass(frozen=True)
@@ -45,7 +45,7 @@ class HostProfile:
 
 
 def owning_facts() -> dict[str, Any]:
-    """data/owning.yaml, as the market reads it (:func:`gpuplan.market.electricity.owning_yaml`: one reading)."""
+    """data/owning.yaml, as the market reads it (:func:`gpuplan.market.owned_power.owning_yaml`: one reading)."""
     return owning_yaml()
 
 

@@ -27,9 +27,9 @@ from ..errors import GpuplanError, UnknownNameError
 from ..hardware import Network
 from ..market.choice import best_on_demand, matching
 from ..market.cost import Cost, price_job, spot_plan
-from ..market.electricity import HOME_PUE, busy_draw, home_kwh
 from ..market.job import save_interval_h
 from ..market.offers import Offer, owned_offer
+from ..market.owned_power import HOME_PUE, busy_draw, home_kwh
 from ..market.store import price_filter
 from ..scenario import Scenario
 from ..scenario.fields import MIN_MODEL_LEN
@@ -127,7 +127,8 @@ def build(r: Resolved | ResolvedModule, offers: Offers | None = None, *, advise:
         plan = plan.said(**advice(r, plan))
     if s.task == "train" and recipe is not False and layout and \
             (recipe or s.dataset or s.samples or s.model_size or s.epochs):  # a recipe reads the builder's layout
-        from .dataset_report import data_warnings, dataset_section, plan_recipe
+        from .dataset_report import data_warnings, dataset_section
+        from .recipe import plan_recipe
 
         typed = plan_recipe(plan)
         plan = plan.said(warnings=data_warnings(s, typed), dataset=dataset_section(s, plan.cost),

@@ -1,11 +1,11 @@
-"""What an estimate says about its data and recipe: the ``dataset`` and ``recipe`` sections of the result."""
+"""What an estimate says about its data: the ``dataset`` section of the result, and the warnings the data draws
+under the plan's recipe (the recipe itself is :func:`gpuplan.plan.recipe.plan_recipe`)."""
 
 from __future__ import annotations
 
 from typing import Any
 
 from ..dataset import profile
-from .recipe import recipe
 
 
 def dataset_section(s, cost) -> dict[str, Any] | None:
@@ -36,17 +36,3 @@ def data_warnings(s, typed) -> tuple[str, ...]:
     p = profile(s)
     return p.warnings if p is not None and typed.assistant_only else ()
 
-
-def plan_recipe(plan):
-    """The recipe of a plan: checkpointing by its step time (on the links of the offer it is priced on) for its spot
-    interruptions (if spot), its micro-batch x accumulation the plan's own (why, where the builder laid it out)."""
-    r = plan.setup
-    s, m = r.scenario, r.model
-    p = profile(s)
-    spot = plan.spot
-    return recipe(s, m, spot_mtbi_h=spot.mtbi_h if spot else None,
-                  checkpoint_bytes=plan.checkpoint_bytes,
-                  rows_per_epoch=p.batching.rows if p else None,
-                  examples_per_epoch=p.stats.samples if p else None,
-                  roles=bool(p) and "messages" in p.lengths.kind, layout_why=r.layout_why,
-                  step_s=plan.speed.step_time_s if plan.speed else None)

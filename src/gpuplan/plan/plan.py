@@ -35,7 +35,7 @@ from .resolve import Resolved, resolve
 
 if TYPE_CHECKING:
     from ..engines.records import KvPool  # a serving plan's pool (its engine's profile makes it)
-    from .recipe import Recipe  # made for a plan with data or a launch (gpuplan.plan.dataset_report)
+    from .recipe import Recipe  # made for a plan with data or a launch (gpuplan.plan.recipe.plan_recipe)
 
 BY_DESIGN = "small by design: Unsloth's fused loss sizes its chunks to half of the memory left free"
 

@@ -23,6 +23,7 @@ import math
 from dataclasses import asdict, dataclass
 
 from .. import overheads as oh
+from ..dataset import profile
 from .batch import ALPACA, GPT3, LLAMA2, QLORA, data_batch, kind_of, published, suggested_epochs
 
 WARMUP_RATIO = 0.03  # QLoRA and Alpaca
@@ -143,6 +144,22 @@ def recipe(s, m, *, spot_mtbi_h: float | None = None, checkpoint_bytes: float = 
                   max_grad_norm=clip, choices=tuple(choices), examples_per_step=examples,
                   suggested_epochs=suggested, assistant_only=assistant_only,
                   min_lr_ratio=GPT3_MIN_LR if kind == "pretraining" else 0.0)
+
+
+
+def plan_recipe(plan):
+    """The recipe of a plan: checkpointing by its step time (on the links of the offer it is priced on) for its spot
+    interruptions (if spot), its micro-batch x accumulation the plan's own (why, where the builder laid it out)."""
+    r = plan.setup
+    s, m = r.scenario, r.model
+    p = profile(s)
+    spot = plan.spot
+    return recipe(s, m, spot_mtbi_h=spot.mtbi_h if spot else None,
+                  checkpoint_bytes=plan.checkpoint_bytes,
+                  rows_per_epoch=p.batching.rows if p else None,
+                  examples_per_epoch=p.stats.samples if p else None,
+                  roles=bool(p) and "messages" in p.lengths.kind, layout_why=r.layout_why,
+                  step_s=plan.speed.step_time_s if plan.speed else None)
 
 
 def run_batch(effective: int, global_batch: int) -> str:

@@ -337,7 +337,7 @@ def _split_layouts(n: int, per_node: int, nodes: int, stack: str) -> list[dict]:
 
 def _owned_offers(c: Constraints) -> list[Offer]:
     """The user's own cards (``have``) as offers priced by their power; one sentence for a card whose draw is not on
-    file (:func:`gpuplan.market.electricity.busy_draw`), as ``gpuplan buy`` refuses to price it."""
+    file (:func:`gpuplan.market.owned_power.busy_draw`), as ``gpuplan buy`` refuses to price it."""
     out = []
     for gpu_id, count in c.have:
         offer = owned_offer(gpu_id, count)

@@ -27,30 +27,21 @@ from ..errors import GpuplanError
 from ..model.diffusers import SIDE_PIXELS, SIDE_STEP
 from ..model.families import FAMILIES
 from ..model.module_spec import ModuleSpec
-from ..model.profile import FP8_ALL, FP8_LINEARS
+from .diffusion_stacks import DIFFUSION_STACKS, diffusion_stack_for
 from .fields import Scenario
-from .stacks import DIFFUSION_STACKS
 
-# what each trainer's LoRA adapts by default (diffusers train_dreambooth_lora_*.py --lora_layers unset: the attention
-# projections; kohya networks.lora / lora_flux, SimpleTuner's "all" target, ai-toolkit: every linear of the blocks)
-LORA_DEFAULT = {"diffusers": "attention", "kohya": "all", "simpletuner": "all", "ai-toolkit": "all"}
 STORED = {None: "16bit", "none": "16bit"}
-# the quantized bases each trainer loads to train adapters (a trainer not named here: any the plan models):
-# kohya's sd-scripts --fp8_base (train_network.py; no 4-bit loading), SimpleTuner's --base_model_precision
-# (fp8-torchao, nf4-bnb, int8-quanto), ai-toolkit's quantize: true (optimum-quanto qfloat8); the launchers write
-# these flags (launchers/diffusion.py)
-TRAINER_BASES = {"kohya": ("fp8",), "simpletuner": ("fp8", "nf4", "int8"), "ai-toolkit": ("fp8",)}
-TRAINER_LABEL = {"kohya": "kohya's sd-scripts", "simpletuner": "SimpleTuner", "ai-toolkit": "ai-toolkit"}
 
 
 def _trainer_base(s: Scenario, weights: str | None) -> None:
-    """Refuse a quantized base the trainer cannot load (:data:`TRAINER_BASES`), naming the trainers that can."""
-    allowed = TRAINER_BASES.get(s.stack)
+    """Refuse a quantized base the trainer cannot load (its profile's
+    :attr:`~.diffusion_stacks.DiffusionStack.bases`), naming the trainers that can."""
+    allowed = diffusion_stack_for(s.stack).bases
     if weights in (None, "none", "16bit") or allowed is None or weights in allowed:
         return
-    others = [k for k, v in TRAINER_BASES.items() if weights in v]
-    raise GpuplanError(f"{TRAINER_LABEL[s.stack]} trains on a 16-bit or {' or '.join(allowed)} base, not "
-                       f"{weights.upper() if weights == 'nf4' else weights}: set quant {allowed[0]}"
+    others = [p.name for p in DIFFUSION_STACKS.values() if p.bases is not None and weights in p.bases]
+    raise GpuplanError(f"{diffusion_stack_for(s.stack).label} trains on a 16-bit or {' or '.join(allowed)} base, "
+                       f"not {weights.upper() if weights == 'nf4' else weights}: set quant {allowed[0]}"
                        + (f", or stack {' or '.join(others)}" if others else ""))
 # the roles of a CLIP text encoder's linears each trainer's LoRA preset adapts when it trains the text encoders
 # (gpuplan.model.diffusers.text_lora_role: attention = q, k, v and out projections; block = the MLP's fc1, fc2)
@@ -166,7 +157,7 @@ def _lora_roles(s: Scenario, stack: str) -> tuple[tuple[str, ...], str]:
         if names <= attention:
             return ("attention",), "attention"
         return ("attention", "block"), "all"
-    preset = LORA_DEFAULT.get(stack, "attention")
+    preset = diffusion_stack_for(stack).lora_preset
     return (("attention",), "attention") if preset == "attention" else (("attention", "block"), "all")
 
 
@@ -220,11 +211,8 @@ def resolve_diffusion(s: Scenario, spec: ModuleSpec) -> ModuleJob:
     if s.method == "qlora":
         weights = s.quant or "nf4"
     _trainer_base(s, weights)
-    if stack == "kohya" and weights == "fp8":
-        weights = FP8_ALL
-        notes.append("fp8 base: kohya's --fp8_base casts every weight to fp8, the norms and modulation too")
-    elif stack == "ai-toolkit" and weights == "fp8":
-        weights = _ai_toolkit_base(s, spec, notes)
+    if weights == "fp8":
+        weights = _fp8_base(s, spec, notes)
     batch = s.micro_batch_size * (2 if s.prior_preservation else 1)
     vae_dtype = "fp32" if upcast else dtype  # diffusers' SDXL scripts and kohya keep an fp32 VAE (no_half_vae)
     text_lora, text_trained = _text_training(s, spec, notes)
@@ -237,21 +225,20 @@ def resolve_diffusion(s: Scenario, spec: ModuleSpec) -> ModuleJob:
                      cache_latents=bool(s.cache_latents) or not vae, vae_dtype=vae_dtype, notes=tuple(notes))
 
 
-def _ai_toolkit_base(s: Scenario, spec: ModuleSpec, notes: list[str]) -> str:
-    """ai-toolkit's model.quantize: optimum-quanto's qfloat8 on every linear of a transformer denoiser (FLUX, SD3:
-    toolkit/stable_diffusion_model.py quantizes the transformer, without exclude, and T5 with quantize_te); a UNet it
-    does not quantize (its SD and SDXL loaders have no quantize call, and its UI disables model.quantize for sdxl and
-    sd15), so a UNet pipeline the scenario's defaults could not recognise before resolving it trains 16-bit, and
-    quant fp8 given for one is refused."""
-    if pipeline_family(spec) in ("flux", "sd3"):
-        notes.append("fp8 base: ai-toolkit's quantize (optimum-quanto qfloat8) stores every linear in fp8, the "
-                     "adaptive norms' modulation linears too; norms, biases and embeddings stay 16-bit")
-        return FP8_LINEARS
-    if "quant" in s.model_fields_set:
-        raise GpuplanError("ai-toolkit quantizes transformer denoisers (FLUX, SD3), not a UNet (its UI disables "
-                           "model.quantize for sdxl and sd15): set quant none, or stack kohya for --fp8_base")
-    notes.append("16-bit base: ai-toolkit does not quantize a UNet")
-    return "16bit"
+def _fp8_base(s: Scenario, spec: ModuleSpec, notes: list[str]) -> str:
+    """How the trainer stores an fp8 base (:attr:`~.diffusion_stacks.DiffusionStack.fp8_storage`): kohya's
+    ``--fp8_base`` every weight, ai-toolkit's quantize every linear of a transformer denoiser (FLUX, SD3); a
+    denoiser it does not quantize (ai-toolkit's UNet) trains 16-bit when the scenario's defaults could not recognise
+    the pipeline before resolving it, and quant fp8 given for one is refused."""
+    trainer = diffusion_stack_for(s.stack)
+    if trainer.quantizes is not None and pipeline_family(spec) not in trainer.quantizes:
+        if "quant" in s.model_fields_set:
+            raise GpuplanError(trainer.unquantized_refusal)
+        notes.append(trainer.unquantized_words)
+        return "16bit"
+    if trainer.fp8_words:
+        notes.append(trainer.fp8_words)
+    return trainer.fp8_storage
 
 
 def _last_layer_frozen(s: Scenario, spec: ModuleSpec, trained: tuple[str, ...], notes: list[str]) -> tuple[str, ...]:
@@ -260,12 +247,12 @@ def _last_layer_frozen(s: Scenario, spec: ModuleSpec, trained: tuple[str, ...], 
     and final_layer_norm in te1 since we use the output of the penultimate layer":
     ``text_encoder1.text_model.encoder.layers[-1].requires_grad_(False)``, ``final_layer_norm`` too; its optimizer
     gets the parameters, but AdamW keeps no state for one without a gradient)."""
-    if not (s.stack == "kohya" and s.method == "full" and pipeline_family(spec) == "sdxl"):
+    why = diffusion_stack_for(s.stack).clip_last_layer_frozen.get(pipeline_family(spec))
+    if s.method != "full" or why is None:
         return ()
     frozen = tuple(te.name for te in spec.role("text_encoder") if te.name in trained and te.cls == "CLIPTextModel")
     if frozen:
-        notes.append(f"{', '.join(frozen)}: last layer and final norm frozen (sdxl_train.py reads the penultimate "
-                     "layer)")
+        notes.append(f"{', '.join(frozen)}: last layer and final norm frozen ({why})")
     return frozen
 
 
@@ -330,44 +317,6 @@ def pipeline_family(spec: ModuleSpec) -> str:
     return {"SD3Transformer2DModel": "sd3", "FluxTransformer2DModel": "flux"}.get(den.cls, "")
 
 
-# Which text encoders each trainer trains with its switch, by (stack, method, family): "clip" the CLIP encoders,
-# "all" T5 too; absent: the trainer cannot (the sentence in TEXT_REFUSALS). Read off the trainers' code:
-# - diffusers (examples/dreambooth): the LoRA scripts' --train_text_encoder adds LoRA to the CLIP encoders only
-#   (train_dreambooth_lora_sd3.py, _flux.py: text_encoder_one/two, never T5); train_dreambooth.py trains the whole
-#   CLIP (``params_to_optimize = itertools.chain(unet.parameters(), text_encoder.parameters())``);
-#   train_dreambooth_sd3.py trains all three, T5 too (``text_encoder_three.requires_grad_(True)``);
-#   train_dreambooth_flux.py CLIP-L only (``text_encoder_two.requires_grad_(False)``); no SDXL full script.
-# - kohya sd-scripts: train_network.py / sdxl_ / sd3_ / flux_train_network.py LoRA on CLIP unless
-#   --network_train_unet_only (T5's LoRA too with network_args train_t5xxl=True: trained-all); train_db.py trains
-#   the CLIP encoder unless --stop_text_encoder_training -1; sdxl_train.py and sd3_train.py with
-#   --train_text_encoder (sd3_train.py: T5 too with --train_t5xxl); flux_train.py freezes clip_l and t5xxl.
-#   sdxl_train.py also freezes CLIP-L's last layer and final norm (SDXL reads its penultimate layer): 7,089,408 of
-#   its 123M parameters take no gradients or optimizer states (frozen_text_params).
-# - ai-toolkit (ostris/ai-toolkit toolkit/lora_special.py LoRANetwork): train.train_text_encoder adds LoRA to every
-#   linear of CLIPAttention and CLIPMLP; its FLUX example says "probably doesn't work for flux", and T5 gets none.
-TEXT_TRAINED = {("diffusers", "lora", f): "clip" for f in ("sd", "sdxl", "sd3", "flux")} | {
-    ("kohya", "lora", f): "clip" for f in ("sd", "sdxl", "sd3", "flux")} | {
-    ("ai-toolkit", "lora", "sd"): "clip", ("ai-toolkit", "lora", "sdxl"): "clip",
-    ("diffusers", "full", "sd"): "clip", ("diffusers", "full", "sd3"): "all", ("diffusers", "full", "flux"): "clip",
-    ("kohya", "full", "sd"): "clip", ("kohya", "full", "sdxl"): "clip", ("kohya", "full", "sd3"): "clip"}
-TEXT_REFUSALS = {
-    "simpletuner": "SimpleTuner's --train_text_encoder leaves them frozen (freeze_components sets "
-                   "requires_grad_(False) on each, and the step reads cached embeddings)",
-    "ai-toolkit": "ai-toolkit trains the CLIP encoders' LoRA (train_text_encoder) for SD 1.x/2.x and SDXL only, "
-                  "not FLUX ('probably doesn't work for flux'), SD3, T5 or a full fine-tune",
-    "diffusers": "diffusers has no full fine-tuning script for SDXL (examples/dreambooth)",
-    "kohya": "kohya's flux_train.py trains neither CLIP-L nor T5",
-}
-
-
-# who trains T5-XXL as well with text_encoders trained-all: diffusers' train_dreambooth_sd3.py (always, with
-# --train_text_encoder), kohya's sd3_train.py --train_t5xxl (``t5xxl.requires_grad_(train_t5xxl)``, which asserts
-# --train_text_encoder with it), and kohya's LoRA with network_args train_t5xxl=True (networks/lora_sd3.py and
-# lora_flux.py create_network: LoRA on T5's T5Attention and T5DenseGatedActDense linears beside CLIP's; the
-# scripts then refuse cached text-encoder outputs)
-TEXT_T5 = {("diffusers", "full", "sd3"), ("kohya", "full", "sd3"), ("kohya", "lora", "sd3"), ("kohya", "lora", "flux")}
-
-
 def encoders_trained(s: Scenario) -> bool:
     """Whether the scenario trains text encoders (``trained``, or ``trained-all``: T5 too)."""
     return s.text_encoders in ("trained", "trained-all")
@@ -376,19 +325,20 @@ def encoders_trained(s: Scenario) -> bool:
 def _text_training(s: Scenario, spec: ModuleSpec, notes: list[str]) -> tuple[str, tuple[str, ...]]:
     """The LoRA preset on the text encoders ("" for a full fine-tune, which trains them whole) and the names of the
     encoders the job trains (none unless ``text_encoders`` is trained): what the trainer's switch trains for this
-    pipeline (:data:`TEXT_TRAINED`; ``trained-all``: T5 too, :data:`TEXT_T5`), refused in one sentence where it
+    pipeline (its profile's :attr:`~.diffusion_stacks.DiffusionStack.text_trained`; ``trained-all``: T5 too,
+    :attr:`~.diffusion_stacks.DiffusionStack.text_t5`), refused in one sentence where it
     trains none."""
     if not encoders_trained(s):
         return "", ()
+    trainer = diffusion_stack_for(s.stack)
     method = "full" if s.method == "full" else "lora"
-    key = (s.stack, method, pipeline_family(spec))
-    which = TEXT_TRAINED.get(key)
+    key = (method, pipeline_family(spec))
+    which = trainer.text_trained.get(key)
     if which is None:
         raise GpuplanError(f"text_encoders {s.text_encoders} with {method} {s.stack} on {spec.name}: "
-                           f"{TEXT_REFUSALS.get(s.stack, 'this trainer trains no text encoder')}; set "
-                           "text_encoders frozen or cached")
+                           f"{trainer.text_refusal}; set text_encoders frozen or cached")
     if s.text_encoders == "trained-all":
-        if key not in TEXT_T5:
+        if key not in trainer.text_t5:
             raise GpuplanError("text_encoders trained-all trains T5-XXL too, which SD3's full fine-tunes do "
                                "(diffusers' train_dreambooth_sd3.py, kohya's sd3_train.py --train_t5xxl) and kohya's "
                                "SD3 and FLUX LoRA (network_args train_t5xxl=True), not "
@@ -397,7 +347,7 @@ def _text_training(s: Scenario, spec: ModuleSpec, notes: list[str]) -> tuple[str
     encoders = spec.role("text_encoder")
     names = tuple(te.name for te in encoders if which == "all" or te.cls != "T5EncoderModel")
     t5 = [te for te in encoders if te.cls == "T5EncoderModel"]
-    preset = "" if method == "full" else LORA_DEFAULT.get(s.stack, "attention")
+    preset = "" if method == "full" else trainer.lora_preset
     what = "whole: " if method == "full" else (
         f"LoRA r{s.lora_rank} on the " + ("attention projections" if preset == "attention" else
                                           "attention and MLP linears") + " of ")
@@ -417,9 +367,9 @@ def _grads_freed(s: Scenario, spec: ModuleSpec, notes: list[str]) -> bool:
         return s.set_grads_to_none
     if s.method != "full":
         return False
-    keeps = s.stack == "diffusers" and pipeline_family(spec) == "sd"
+    keeps = diffusion_stack_for(s.stack).keeps_grads.get(pipeline_family(spec))
     if keeps:
-        notes.append("gradients kept between steps (diffusers' train_dreambooth.py without --set_grads_to_none)")
+        notes.append(f"gradients kept between steps ({keeps})")
     return not keeps
 
 

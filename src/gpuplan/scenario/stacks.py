@@ -56,8 +56,6 @@ from typing import Any
 STACK_NAMES = ("hf", "torchtune", "torchtitan", "unsloth", "axolotl", "pytorch")
 # stacks for training at scale, estimated in closed form (Megatron-Core does not build on the CPU's meta device)
 SCALE_STACKS = ("megatron",)
-# stacks that train diffusion models (gpuplan.plan.modules): the denoiser's LoRA, DreamBooth or full fine-tuning
-DIFFUSION_STACKS = ("diffusers", "kohya", "simpletuner", "ai-toolkit")
 # the fields only Megatron-Core's parallelism and Transformer Engine's fp8 take
 MEGATRON_FIELDS = ("cp", "ep", "vpp", "fp8_recipe", "tp_overlap")
 # Technique fields whose ``None`` means "the stack's default"; resolved on every scenario.

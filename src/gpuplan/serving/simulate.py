@@ -231,7 +231,6 @@ def simulate(model: StepModel, engine: Scheduler, arrive: np.ndarray, prompt: np
     output = np.maximum(np.asarray(output, dtype=np.int64), 1)
     delay = model.request_s - model.frontend_s if users_wait else 0.0  # the frontend's part is its queue's
     clients = _Clients(arrive, max_concurrency or n, users, think_s, rng, delay, _Frontend.of(model))
-    arrive = clients.arrive
     if not engine.prefix_cache:
         shared_prefix, prefix_hits = 0, None
     hit, shared_blocks = _cached_tokens(n, prompt, engine.block_tokens, shared_prefix, prefix_hits, cached_blocks)

@@ -11,12 +11,15 @@ linear cross-entropy never makes the logits (:func:`~gpuplan.stacks.base.liger_f
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 from ..model.spec import ModelSpec
 from ..scenario import Scenario
 from ..tensors import activations as act
 from .base import LossBytes
 from .hf import Hf
 from .native import chunked_loss
+from .releases import AXOLOTL_VERSION
 
 
 class Axolotl(Hf):
@@ -24,6 +27,12 @@ class Axolotl(Hf):
     launch_targets = ("axolotl",)
     offloads_activations = True  # activation_offloading: its port of torchtune's OffloadActivations
     liger = "plugin"  # the Liger plugin's RoPE, RMSNorm and SwiGLU kernels, whatever the loss
+
+
+    def packages(self, s: Scenario, deepspeed: Callable[[], bool]) -> list[str]:
+        """Its release (liger-kernel and bitsandbytes come with it), with the extras the plan runs."""
+        extras = [e for e, used in (("deepspeed", deepspeed()), ("flash-attn", s.attention == "flash")) if used]
+        return [f"axolotl[{','.join(extras)}]=={AXOLOTL_VERSION}" if extras else f"axolotl=={AXOLOTL_VERSION}"]
 
     def loss(self, s: Scenario, m: ModelSpec, setup: act.ActivationSetup, lm_head_cast: bool,
              free: float | None) -> LossBytes:

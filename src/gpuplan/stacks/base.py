@@ -10,7 +10,7 @@ above the allocated peak.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -22,6 +22,7 @@ from ..scenario import Scenario
 from ..scenario.stacks import EVERY_SHARDING, RECIPES
 from ..tensors import activations as act
 from ..tensors.state import adapts_experts, attention_kernel, lora_targets, weight_format
+from .releases import TESTED
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -126,6 +127,25 @@ class Stack:
     # not fp32 weights under autocast (as a sharding does: gpuplan.sharding.base.Sharding.master_partition): what a
     # checkpoint saves (gpuplan.market.cost.checkpoint_bytes)
     master_partition = False
+    # where its launch files run when no pip line installs it (a checkout in a container), in words; None: the
+    # packages pip installs (packages)
+    container: str | None = None
+
+    def packages(self, s: Scenario, deepspeed: Callable[[], bool]) -> list[str]:
+        """What ``pip install`` needs for its launch files, pinned to the releases gpuplan's rules follow and its
+        launch tests read the files with (:data:`.releases.TESTED`), a lower bound where no test reads it;
+        ``deepspeed()``: whether the files run DeepSpeed (``gpuplan.launchers.settings.backend``, which refuses some
+        layouts: asked only where the packages depend on it). The Trainer's: TRL, transformers, accelerate, datasets,
+        peft for adapters."""
+        pin = [f"{name}=={TESTED[name]}" for name in ("torch", "transformers", "accelerate", "trl", "datasets")]
+        packages = pin + ([f"peft=={TESTED['peft']}"] if s.method != "full" else [])
+        if s.method == "qlora" or s.quant in ("int8", "nf4", "fp4") or "8bit" in s.optimizer:
+            packages.append("bitsandbytes>=0.45")  # needs a GPU to import: not read by the tests, a lower bound
+        if deepspeed():
+            packages.append(f"deepspeed=={TESTED['deepspeed']}")
+        if s.loss == "fused-linear":
+            packages.append("liger-kernel")
+        return packages
 
     @property
     def shardings(self) -> tuple[str, ...]:

@@ -69,6 +69,7 @@ from ..tensors.activations import INPUT_OF
 from ..tensors.layout import training_extra_params
 from ..tensors.state import lora_params, lora_targets
 from .base import Recompute, Stack
+from .releases import MEGATRON_COMMIT, MEGATRON_IMAGE, MEGATRON_REPO
 
 
 def _mid(layer: Layer, groups: tuple[str, ...]) -> int:
@@ -268,11 +269,14 @@ class Megatron(Stack):
 
     name = "megatron"
     launch_targets = ("megatron", "nemo")  # Megatron-LM's pretrain_gpt.py, NeMo 2.0's recipes
+    container = (f"Megatron-LM {MEGATRON_COMMIT[:12]} ({MEGATRON_REPO}) in {MEGATRON_IMAGE}; NeMo 2.0's recipes "
+                 "(--target nemo) in NVIDIA's NeMo container")  # no pip line: Megatron-LM's checkout
     model_parallel = ("tp", "pp")  # --tensor-model-parallel-size, --pipeline-model-parallel-size
     experts_loop = False  # its MoE layer runs grouped GEMMs
     own_memory = True  # gpuplan.memory.megatron: whole buffers per rank (rank_state)
     master_partition = True  # bf16 parameters beside the optimizer's fp32 main parameters (OPTIMIZER_BYTES)
     sums_replicated_grads = True  # finalize_model_grads _allreduce_non_tensor_model_parallel_grads
+
 
     def seq_len_step(self, s: Scenario) -> int:
         """Context parallelism cuts each sequence into 2·cp chunks and sequence parallelism splits a rank's share

@@ -17,6 +17,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import replace
 
 from ..model.spec import ModelSpec
@@ -24,6 +25,7 @@ from ..scenario import Scenario
 from ..tensors import activations as act
 from .base import LossBytes
 from .native import OpSelective, chunked_loss
+from .releases import TORCHTITAN_VERSION
 
 
 class Torchtitan(OpSelective):
@@ -38,6 +40,12 @@ class Torchtitan(OpSelective):
     replicated_on_all_tokens = True  # models/deepseek_v3/infra/parallelize.py apply_non_moe_tp: NoParallel
     torchao_float8 = fp8_all_gather = True  # components/quantization/float8.py, [quantize.linear.float8]
     keeps_last_unit = True  # parallelize.py apply_fsdp: reshard_after_forward=False for the last transformer block
+
+
+    def packages(self, s: Scenario, deepspeed: Callable[[], bool]) -> list[str]:
+        """Its release; its config_manager imports tyro and its metrics tensorboard, undeclared; torchao for fp8."""
+        return ["torch>=2.7", f"torchtitan=={TORCHTITAN_VERSION}", "tyro", "tensorboard"] + \
+            (["torchao>=0.9"] if s.precision == "fp8-mixed" else [])
 
     def setup(self, s: Scenario, m: ModelSpec, autocast_fp32: bool) -> act.ActivationSetup:
         return replace(super().setup(s, m, autocast_fp32), kv_expanded=True)

@@ -21,6 +21,7 @@ What differs from the HF stack, with the code that does it:
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import replace
 
 from ..model.spec import ModelSpec
@@ -40,6 +41,12 @@ class Torchtune(OpSelective):
     offloads_activations = True  # enable_activation_offloading (OffloadActivations)
     saves_4bit_inputs = False
     offload_resident_layers = 5  # OffloadActivations(max_fwd_stash_size=5): the last five stay on the GPU
+
+
+    def packages(self, s: Scenario, deepspeed: Callable[[], bool]) -> list[str]:
+        """torchtune 0.6.1 imports torchao APIs that torchao 0.16 removed; bitsandbytes for an 8-bit optimizer."""
+        return ["torch>=2.6", "torchtune>=0.6", "torchao>=0.13,<0.16"] + \
+            (["bitsandbytes>=0.45"] if "8bit" in s.optimizer else [])
 
     def fp32_upcast(self, s: Scenario) -> bool:
         return False

@@ -20,6 +20,7 @@ checkpointing in unslothai/unsloth-zoo).
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import replace
 
 from .. import overheads as oh
@@ -27,6 +28,7 @@ from ..model.spec import ModelSpec
 from ..scenario import Scenario
 from ..tensors import activations as act
 from .base import LossBytes, Stack
+from .releases import TESTED, UNSLOTH_VERSION
 
 FUSED_LOSS_MAX_GIB = 4.0  # unsloth-zoo fused_losses: target_gb = min(0.5 x free, 4.0)
 # how the plan's assumption that the fused loss was sized from the free memory begins (Plan.headroom_note reads it)
@@ -39,6 +41,11 @@ class Unsloth(Stack):
     offload_resident_layers = 3  # the last layer's input and two reload buffers
     saves_4bit_inputs = False
     sizes_from_free_memory = True  # the fused loss's chunk: half of what the card has free
+
+
+    def packages(self, s: Scenario, deepspeed: Callable[[], bool]) -> list[str]:
+        """Its release, which brings TRL, peft and bitsandbytes, and the datasets the Trainer's files are read with."""
+        return [f"unsloth=={UNSLOTH_VERSION}", f"datasets=={TESTED['datasets']}"]
 
     def fp32_upcast(self, s: Scenario) -> bool:
         return False

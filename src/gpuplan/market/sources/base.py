@@ -36,11 +36,10 @@ def plausible(offer: Offer, left_out: dict[str, int]) -> bool:
     """Whether a vendor catalog's row is a plausible offer (:func:`..offers.implausible`); one that is not is
     counted in ``left_out`` ("price" or "GPU count") and left out: SkyPilot's and gpuhunt's catalogs hold odd
     rows, and one should not cost the whole refresh (a file of the user's own is refused whole instead)."""
-    why = implausible(offer.price_usd_per_gpu_hour, offer.gpu_count)
-    if why:
-        kind = "price" if why.startswith("price") else "GPU count"
-        left_out[kind] = left_out.get(kind, 0) + 1
-    return why is None
+    bad = implausible(offer.price_usd_per_gpu_hour, offer.gpu_count)
+    if bad:
+        left_out[bad.kind] = left_out.get(bad.kind, 0) + 1
+    return bad is None
 
 
 class Source(Protocol):

@@ -1,8 +1,9 @@
-"""The price of a kWh where one's own cards run: the electricity figures of ``data/owning.yaml`` (each region's
-residential and commercial price with its url and the words that hold it), read here so that a plan priced on one's
-own cards (:func:`gpuplan.market.offers.owned_offer`) and ``gpuplan buy`` (:mod:`gpuplan.owning.power`) take one
-price of a kWh, and a card's draw under load as one rule (:func:`busy_draw`: its TDP or power limit, else the
-whole computer's measured draw)."""
+"""The power one's own cards draw and what it costs, for a plan priced on them: a card's draw under load as one rule
+(:func:`busy_draw`: its TDP or power limit, else the whole computer's measured draw) and the price of a kWh where it
+runs, both read from ``data/owning.yaml`` (each region's residential and commercial price with its url and the words
+that hold it; the computers' measured draw), so that a plan priced on one's own cards
+(:func:`gpuplan.market.offers.owned_offer`) and ``gpuplan buy`` (:mod:`gpuplan.owning.power`) take one draw and one
+price of a kWh."""
 
 from __future__ import annotations
 
