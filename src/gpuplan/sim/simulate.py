@@ -258,7 +258,7 @@ def _run(s: Scenario, m: ModelSpec, n: int, *, timeline: bool):
         tracker.cache = 0
         for tensor in [*model.parameters(), *model.buffers()]:
             tracker.relabel(tensor, "parameters")
-        with (tracker, _cuda_dropout(), _explained(m, n),
+        with (tracker, _cuda_dropout(), _unpacked_rows(), _explained(m, n),
               stacks.offloading(s, model, tracker, stacks.offload_resident(s))):
             if s.task == "train":
                 train_steps(s, m, model, tracker, notes, forward_loss=stacks.fused_loss(s, m, model))
@@ -281,6 +281,26 @@ def _explained(m: ModelSpec, n: int):
         what = m.architecture if m.architecture != "?" else m.family
         raise GpuplanError(f"transformers cannot run {m.name} ({what}, {n} layers) on fake CPU tensors: "
                            f"{type(err).__name__}: {line}; gpuplan estimate still answers") from None
+
+
+@contextlib.contextmanager
+def _unpacked_rows():
+    """Each simulated row one sequence, as transformers sees it on real tensors. Without a mask and a cache it looks
+    for packed sequences in the position ids (transformers 5.24 ``masking_utils.find_packed_sequence_indices``),
+    and on real tensors finds none (one sequence a row: ``None``), so SDPA runs ``is_causal`` without a mask and
+    grouped heads with ``enable_gqa``; on fake tensors ``is_tracing`` holds, the check is skipped and the rows read
+    as packed: a ``b·s²`` mask per layer and ``repeat_kv``'s copies of the keys and values (80 MiB a layer of
+    Llama-3.2-1B at 4 x 2,048) that no GPU run makes. The simulator feeds no position ids, so none is packed."""
+    from transformers import masking_utils
+
+    original = getattr(masking_utils, "find_packed_sequence_indices", None)
+    if original is not None:
+        masking_utils.find_packed_sequence_indices = lambda position_ids: None
+    try:
+        yield
+    finally:
+        if original is not None:
+            masking_utils.find_packed_sequence_indices = original
 
 
 @contextlib.contextmanager

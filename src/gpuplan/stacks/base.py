@@ -349,7 +349,7 @@ def head_inputs(s: Scenario, m: ModelSpec, setup: act.ActivationSetup) -> float:
     if setup.fused_norm:
         norm = r * T / t * h + 4 * T / t
     else:
-        norm = 4 * T / t * h + (r * T / t * h if setup.base_trainable else 0.0)
+        norm = 4 * T / t * h + ((setup.norm_out_bytes or r) * T / t * h if setup.base_trainable else 0.0)
     head = c * T * h if setup.base_trainable and s.loss != "fused-linear" else 0.0
     return norm + head
 

@@ -6,6 +6,13 @@ What differs from the HF stack, with the code that does it:
   8 bytes/parameter with bf16 AdamW, and LoRA adapters are in the model dtype (``validate_expected_param_dtype``);
 - ``modules/attention.py`` ``MultiHeadAttention.forward`` expands the keys and values to every query head
   (``k.unsqueeze(2).expand(...).flatten(1, 2)``) before SDPA, which saves the expanded copies;
+- ``modules/rms_norm.py`` ``RMSNorm.forward`` normalizes in fp32, ``F.rms_norm(x.float(), weight=self.scale)``
+  with the scale in the model dtype: the dtypes differ, so PyTorch takes the composite path on every device
+  (aten ``layer_norm.cpp`` ``rms_norm_symint``: "Mismatch dtype between input and module ... Can not dispatch to
+  fused implementation"), whose ``normalized * weight`` saves the fp32 normalized output for the scale's gradient
+  when the scale trains: ``4·T·h`` a norm beside the fp32 input, where HF's RMSNorm saves a 16-bit one. Since
+  0.5 (pytorch/torchtune#2054, 2024-11-25); before, ``(x_fp32 * rsqrt(...)).type_as(x) * self.scale`` saved it
+  in the model dtype, as HF does;
 - QLoRA's NF4 base (torchao ``NF4Tensor``, ``LinearNF4.forward``: ``ctx.save_for_backward(weight)``) saves only the
   packed weight, not the layer input as bitsandbytes' ``MatMul4Bit`` does; embeddings and the head stay bf16;
 - the loss: ``CEWithChunkedOutputLoss`` (8 chunks): ``TransformerDecoder.chunked_output`` projects each chunk of
@@ -69,7 +76,8 @@ class Torchtune(OpSelective):
         return float(r.reserved), float(r.init_reserved)
 
     def setup(self, s: Scenario, m: ModelSpec, autocast_fp32: bool) -> act.ActivationSetup:
-        return replace(super().setup(s, m, autocast_fp32), kv_expanded=True)
+        fp32_norm = not torchtune_before(s, 0, 5)  # F.rms_norm(x.float()) saves an fp32 normalized output
+        return replace(super().setup(s, m, autocast_fp32), kv_expanded=True, norm_out_bytes=4 if fp32_norm else 0)
 
     def loss(self, s: Scenario, m: ModelSpec, setup: act.ActivationSetup, lm_head_cast: bool,
              free: float | None) -> LossBytes:

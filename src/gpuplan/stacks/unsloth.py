@@ -16,6 +16,11 @@ checkpointing in unslothai/unsloth-zoo).
   ``LoRA_QKV`` and ``LoRA_W`` save their input once, in the compute dtype (the fp32 adapters are cast inside the
   kernel); its RMSNorm kernel saves the input and an fp32 ``r`` per row; the 4-bit base is dequantized inside the
   kernels, which save no extra input; embeddings stay bf16 (no fp32 upcast).
+- Attention (``models/llama.py`` ``LlamaAttention_fast_forward``, unslothai/unsloth 63782ea3, January 2025, the
+  context table's release): without the ``flash_attn`` package (its default install; ``attention: flash`` says it
+  is there) it runs xformers, and for grouped-query models in training it repeats the keys and values to every
+  query head with ``K.expand(...).reshape(bsz, kv_seq_len, n_heads, head_dim)``, a copy the attention saves (the
+  SDPA fallback does the same); ``flash_attn_func`` takes the grouped heads as they are.
 """
 
 from __future__ import annotations
@@ -57,7 +62,8 @@ class Unsloth(Stack):
         return s.method != "full" and s.lora_dropout == 0
 
     def setup(self, s: Scenario, m: ModelSpec, autocast_fp32: bool) -> act.ActivationSetup:
-        setup = super().setup(s, m, autocast_fp32)
+        # xformers (or the SDPA fallback) saves keys and values repeated to every query head; flash_attn does not
+        setup = replace(super().setup(s, m, autocast_fp32), kv_expanded=s.attention != "flash")
         if self.fast_lora(s):  # inputs saved once in the compute dtype, no rank-r intermediates
             setup = replace(setup, lora_cast_bytes=0, lora_rank=0)
         return setup

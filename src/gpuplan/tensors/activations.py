@@ -4,12 +4,13 @@ Per decoder layer of ``T`` tokens (micro-batch x sequence, divided by TP when se
 ``c`` bytes per element of the compute dtype, as the Hugging Face implementations run:
 
 - each norm saves its fp32 upcast input (``4·T·h``; HF RMSNorm computes in fp32), and its normalized
-  output when its weight trains;
+  output when its weight trains (in the compute dtype in HF's RMSNorm, in fp32 in torchtune's);
 - a linear saves its input when its weight trains or a LoRA adapter sits on it (frozen weights need no
   input: autograd saves only what a required gradient uses); under torch autocast with fp32 weights every
   linear casts its input separately, so q, k and v each save a bf16 copy;
-- attention with SDPA / FlashAttention saves q, k, v, the output and the fp32 log-sum-exp (``4·T·a``);
-  eager attention materializes the ``b·a·s²`` scores: fp32 softmax output + its cast to the compute dtype;
+- attention with SDPA / FlashAttention saves q, k, v, the output and the fp32 log-sum-exp (``4·T·a``); the output
+  is also the output projection's saved input, one tensor (:data:`SDPA_KINDS`); eager attention materializes the
+  ``b·a·s²`` scores: fp32 softmax output + its cast to the compute dtype, and saves no output of its own;
 - a SwiGLU MLP saves gate, act(gate) and up (``3·c·T·i``) plus the product when down_proj trains; a GELU MLP
   saves fc1's output;
 - MoE layers save the routed copies (top-k per token) through the experts, and the fp32 router softmax;
@@ -44,6 +45,13 @@ INPUT_OF = {
     "in_proj_b": "attn_in", "in_proj_a": "attn_in", "in_proj": "attn_in", "out_proj": "attn_out",  # DeltaNet, Mamba
 }
 CAST_FROM_FP32 = {"attn_in", "mlp_in"}  # inputs that come straight from an fp32 norm under autocast
+# Softmax-attention layers whose SDPA output is the output projection's input: the kernel allocates its output in
+# the query's layout (torch ``_meta_registrations.py`` ``meta__scaled_dot_product_flash_attention``: ``empty_like
+# (query)``; CUDA ``_flash_attention_forward``: ``empty_like(q)`` of the BSHD query), and every stack makes its
+# query a transposed (b, s, heads, d) projection, so ``attn_output.transpose(1, 2).contiguous()`` (transformers
+# integrations/sdpa_attention.py ``sdpa_attention_forward``; torchtitan models/llama3/model/model.py ``Attention``;
+# torchtune modules/attention.py ``MultiHeadAttention``) copies nothing: o_proj saves the tensor SDPA saved
+SDPA_KINDS = frozenset({"full", "sliding", "chunked", "mla", "cross"})
 QK_NORM = frozenset({"qwen3", "qwen3_moe", "olmo2", "gemma3", "gemma3_text"})  # families that norm q and k
 
 
@@ -68,8 +76,11 @@ class ActivationSetup:
     lora_cast_bytes: int = 0
     lora_inner_bytes: int = 0  # bytes of lora_A's rank-r output saved by lora_B (0: the compute dtype)
     fused_norm: bool = False  # RMSNorm kernel (Liger, Unsloth, inductor) saves its input and fp32 rstd per row
+    # bytes per element of the normalized output a trained norm weight saves (0: the residual stream's dtype);
+    # torchtune's fp32 RMSNorm keeps it in fp32 (:mod:`gpuplan.stacks.torchtune`)
+    norm_out_bytes: int = 0
     fused_mlp: bool = False  # SwiGLU kernel saves gate and up, recomputes act(gate) (Liger, Unsloth, inductor)
-    kv_expanded: bool = False  # keys and values repeated to every query head before SDPA (torchtune)
+    kv_expanded: bool = False  # keys and values repeated to every query head before attention (torchtune, Unsloth)
     lora_experts: bool = False  # peft ParamWrapper on fused MoE experts: W + B@A materialized per forward
     fp32_residual_4bit: bool = False  # QLoRA after peft's fp32 upcast: the residual stream runs in fp32
     base_4bit: bool = False  # bitsandbytes 4-bit base linears: MatMul4Bit saves its input for the backward
@@ -93,12 +104,13 @@ def saved_bytes(layer: Layer, model, setup: ActivationSetup) -> float:
     if setup.fused_norm:
         total += n_norms * (residual * Ts * h + 4 * Ts)
     else:
-        total += n_norms * (4 * Ts * h + (residual * Ts * h if setup.base_trainable else 0))
+        normalized = setup.norm_out_bytes or residual
+        total += n_norms * (4 * Ts * h + (normalized * Ts * h if setup.base_trainable else 0))
     if model.family in QK_NORM and layer.attention != "mla":  # RMSNorm on queries and keys: fp32 inputs saved
         qk = T * (max(model.num_heads // t, 1) + max(model.num_kv_heads // t, 1)) * model.head_dim
         total += 4 * qk + (c * qk if setup.base_trainable else 0)
-    # linear inputs
-    seen: set[str] = set()
+    # linear inputs (an SDPA layer's output projection reads the attention output, counted by attention_saved)
+    seen: set[str] = {"attn_out"} if setup.attention != "eager" and layer.attention in SDPA_KINDS else set()
     for lin in layer.linears:
         if lin.group == "experts" or not trains(lin, setup):
             continue
@@ -187,13 +199,15 @@ def attention_saved(layer: Layer, model, setup: ActivationSetup) -> float:
     else:
         d = model.head_dim
         kv = max(model.num_kv_heads // t, 1)
-        # eager (transformers' repeat_kv) and torchtune (expand + flatten) repeat KV heads before attention
+        # eager (transformers' repeat_kv), torchtune (expand + flatten) and Unsloth's xformers path (expand + reshape)
+        # repeat KV heads before attention
         kv_saved = a if setup.attention == "eager" or setup.kv_expanded else kv
         qkv, out = c * T * d * (a + 2 * kv_saved), c * T * a * d
-    if setup.attention == "eager":
+    if setup.attention == "eager":  # probs @ v saves its inputs: the output is o_proj's (a copy, counted there)
+        out = 0.0 if layer.attention in SDPA_KINDS else out
         scores = setup.batch * a * setup.seq * setup.seq  # full s x s, even for sliding-window layers
         softcap = c if softcapping(model, "attn_logit_softcapping") else 0  # Gemma-2 saves tanh(scores / cap)
-        return qkv + out + (4 + c + softcap) * scores
+        return qkv + (4 + c + softcap) * scores
     return qkv + out + 4 * T * a
 
 
