@@ -405,11 +405,15 @@ CAUSES = {
         "it or of that nightly's decode step was found (bench/results/load_accuracy.md). Not the decode attention's "
         "rate (s17-kvdec): gpuplan's cache term is 1.05/2.11/4.22 ms at 16/32/64 users while the excess stays at "
         "18-21 ms, and FlashMLA reads at 0.74-0.90 of the datasheet in public timings (its README's 3,000 GB/s on "
-        "an H800; achatbot PR #123 on an H100), at or above gpuplan's rate."),
+        "an H800; achatbot PR #123 on an H100), at or above gpuplan's rate. Nor that table's key 16 at a later "
+        "release (s19-serve): vLLM PR #28992's 'before' run, the entry it retuned still in place (DeepSeek-V3.1 on 8 "
+        "H200s, vLLM of 2025-11, Triton MoE, 16 users of 2 + 100 tokens), served 6.84 requests/s, a ~23 ms step; "
+        "gpuplan (R1's architecture, vLLM 0.11.1) 7.45 (+9 %), 21.2 ms: no +18 ms at 16 sequences there (the "
+        "entry's history between 0.7.3 and that run not read; bench/results/serving_s19.md)."),
     ("load_accuracy", "gpustack"): (
         "GPUStack's performance lab, vLLM 0.11.0 with no flags, bursts of 500 prompts of 4,000 or 2,000 tokens "
         "(added 2026-11-30, held out). The 8-GPU rows land (TTFT -19..+1 %); the misses above 25 % are Qwen3-14B on "
-        "one H100 (TPOT -44/-46 %, requests/s +68/+81 %), where the same harness on one A100 now gives +17/+5 % "
+        "one H100 (TPOT -45/-47 %, requests/s +69/+82 %), where the same harness on one A100 now gives +7/+5 % "
         "(-17/-22 % before s18-vttft timed FlashAttention-2's decodes beside a prompt chunk as vLLM V1 runs them: "
         "one varlen call, no query heads folded unless every query is one token, so each decode's every head takes "
         "a 64-row split-KV tile over its context; flash_api.cpp mha_varlen_fwd; the A100 page's median ITL 334/369 "
@@ -432,7 +436,16 @@ CAUSES = {
         "to match the median ITL (0.41) still leaves TPOT -34/-39 % while the vLLM blog's H100 row on the same FA3 "
         "path would go from -7 % to +47 %; the page's share of token gaps in prompt-chunk steps is the simulation's "
         "(0.156/0.311 against 0.145/0.296), and the compute-bound 8,192-token chunk steps, 1.77/1.82x gpuplan's, "
-        "carry about two thirds of the TPOT miss (bench/results/load_accuracy.md, note (d))."),
+        "carry about two thirds of the TPOT miss (bench/results/load_accuracy.md, note (d)). Session 19 "
+        "(s19-serve): vLLM V1's prefix cache keeps a preempted request's full blocks until the pool hands them out "
+        "again (kv_cache_manager.py KVCacheManager.free, tail blocks first; get_computed_blocks on resuming), so a "
+        "resumed request recomputes only what was evicted (serving/simulate.py _keep_preempted), where gpuplan "
+        "recomputed all of it: the A100's 4,000-token row TTFT +15 -> +6 %, TPOT +17 -> +7 %, requests/s -15 -> -7 "
+        "%; the H100 rows a point worse (TTFT -40/-46 -> -41/-47 %, TPOT -44/-46 -> -45/-47 %, requests/s "
+        "+68/+81 -> +69/+82 %). The same page's 32,000-token run (not a row: 100 prompts) had gpuplan 1.7x slow "
+        "(294 preemptions, each recomputing up to 32k tokens; median ITL 511 against 43.5 ms) where the other "
+        "runs are 1.6-1.8x fast; now 277 s against 386.8, median ITL 24.9 ms: fast like the rest, so every vLLM "
+        "run of that page reads as a slower card or host than an H100 SXM (bench/results/serving_s19.md)."),
     ("load_accuracy", "k8sllm"): (
         "a Kubernetes platform's baseline (added session 16, held out): vLLM 0.23.0, Qwen2.5-0.5B-Instruct on one L4 "
         "of a 4-vCPU GKE node, `vllm bench serve --backend openai-chat` in a closed loop at 1-32 users, the client "

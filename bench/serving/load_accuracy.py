@@ -701,6 +701,29 @@ NOTES = """What the misses say, row by row:
   context token at the A100's 0.30, 112 ns against the bytes' 100), not modelled; FA3's packing on Hopper
   (hopper/flash_api.cpp `get_pack_gqa`) not read; the dense TTFT median now sits on PegaInfer's +15..+18 % rows (their
   request constant, above).
+- **A preempted request's blocks in vLLM V1's prefix cache (s19-serve, 2026-12-01): the scheduler's code, no row
+  fitted.** vLLM V1 preempts by recompute (`scheduler.py`: the request's blocks freed, `num_computed_tokens` back to
+  0, the request to the head of the queue), but with automatic prefix caching on (V1's default) the freed blocks keep
+  their hashes: `KVCacheManager.free` returns them to the end of the free queue in reverse order "so that the tail
+  blocks are evicted first", `BlockPool.get_new_blocks` evicts a cached block only when it hands it out from the
+  queue's front, and the resumed request's `get_computed_blocks` finds the full blocks still there. gpuplan
+  recomputed every token of a resumed request; now only what the pool handed out since (serving/simulate.py
+  `_keep_preempted`, `_still_cached`: a request's blocks stay until the pool has handed out every block ahead of
+  them in the queue, then go tail first; vLLM 0.8+ with its prefix cache on, `engines/vllm.py` `scheduler_of`).
+  What it corrects: GPUStack's Qwen3-14B page's 32,000-token run on its H100 (not a row: 100 prompts, a pool of ~8),
+  where gpuplan's prompt admitted by its first chunk was preempted and recomputed again and again (294 preemptions;
+  665 s against the page's 386.8, median ITL 511 ms against 43.5): now 31 preemptions, 277 s, median ITL 24.9 ms,
+  1.4x fast like the page's 4,000- and 2,000-token runs. Moved here: GPUStack's A100 4,000-token row TTFT +15 % ->
+  +6 %, TPOT +17 % -> +7 %, requests/s -15 % -> -7 %; its H100 rows a point worse (TTFT -40/-46 % -> -41/-47 %,
+  TPOT -44/-46 % -> -45/-47 %, requests/s +68/+81 % -> +69/+82 %); Qwen3-235B on 8 H100s TTFT +1 % -> +0 %, TPOT -16
+  % -> -17 %; DeepSeek-R1 on 8 H200s TPOT -1/-7 % -> -2/-7 %; PegaInfer's QPS 16 TPOT -6 % -> -7 %. vLLM dense TPOT
+  median 9.1 % -> 8.3 %, requests/s 6.7 % -> 6.5 %; MoE unchanged. Read beside it, no change (bench/results/
+  serving_s19.md): the same page's other vLLM runs all read as one slower card or host (its 128-token burst serves
+  44 requests/s, its 8,192-token steps 1.6x gpuplan's); timed as an H100 PCIe (a what-if, not adopted: the page
+  says SXM) the 32,000-token run lands too (TTFT +8 %, TPOT -6 %, median ITL -2 %) beside the 4,000 and 2,000 rows
+  (TTFT -5/-15 %, TPOT -11/-15 %, requests/s +5/+14 %). And dstackr1's jump at 16 sequences is not the fused MoE
+  table's key 16 at a later release: vLLM PR #28992's run before its retune of that entry (DeepSeek-V3.1, 8 H200s,
+  16 users of 2 + 100 tokens) served 6.84 requests/s, gpuplan 7.45 (+9 %).
 - **Looked at and left out** (setup not stated in full, or a feature gpuplan does not model): vLLM recipes whose
   card is ambiguous ("8xH200 (or H20)", "80G*1 GPU") or on H20 (not in the catalog); tt-inference-server's other GPU
   reports (concurrency 1 only, same client); InferenceX's gpt-oss H100 sweep (TPOT only in the thread);

@@ -1320,9 +1320,9 @@ SPEED_SPREAD = {"train": (-0.14, 0.12), "decode": (-0.03, 0.16)}
 # (bench/results/bands.md). A plan on a maker missing here takes its engine's NVIDIA band, widened; an engine and
 # class missing here is uncalibrated: no bench measures it.
 DECODE_BANDS: dict[tuple[str, str, str], tuple[float, float, int, str]] = {
-    ("vllm", "dense", "NVIDIA"): (-0.10, 0.13, 48, "Llama-2 7B/70B, CodeLlama-34B, Llama-3.1-8B, Qwen2.5 1.5B-72B and "
+    ("vllm", "dense", "NVIDIA"): (-0.10, 0.12, 48, "Llama-2 7B/70B, CodeLlama-34B, Llama-3.1-8B, Qwen2.5 1.5B-72B and "
                                  "Qwen3 0.6B-14B serving and decode runs; bursts of 500 long prompts on one H100 "
-                                 "decode up to 46% slower (bench/results/bands.md)"),
+                                 "decode up to 47% slower (bench/results/bands.md)"),
     ("vllm", "MoE", "NVIDIA"): (-0.28, 0.01, 22, "Mixtral-8x7B, Qwen3-30B-A3B, Qwen3-235B-A22B, Nemotron-3-Nano and "
                                "DeepSeek-R1 serving runs; DeepSeek-R1 under vLLM 0.7 decodes up to 42% slower "
                                "(bench/results/bands.md)"),

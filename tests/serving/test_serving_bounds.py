@@ -74,6 +74,7 @@ def test_preemption_in_closed_form_keeps_the_rule_one_request_at_a_time():
                                    done.copy(), held.copy(), generated, hit)
         st = sim._Engine.__new__(sim._Engine)
         st.ra, st.waiting, st.free, st.preempt, st.bt = np.asarray(running), deque(waiting), free, 0, bt
+        st.freed = 0  # blocks freed so far (_Engine.__init__'s count; keeps_preempted off here)
         st.target, st.done, st.held, st.hit, st.prompt = target.copy(), done.copy(), held.copy(), hit, prompt
         st.output = prompt + generated + 5
         st.owed = st.output - generated

@@ -732,14 +732,17 @@ def scheduler_of(s: Scenario, mem: StartupMemory, *, chunked_prefill: bool | Non
     finds blocks for its whole known sequence (``seq.get_token_ids()``: the prompt, and the tokens generated
     before a preemption) with ``watermark`` (0.01) of the pool left free, and ``allocate`` takes them all at once;
     preemption recomputes (``Scheduler._preempt``: RECOMPUTE for a single sequence) the last running request
-    (``_schedule_running``: ``running_queue.pop()``)."""
+    (``_schedule_running``: ``running_queue.pop()``). V1 recomputes too, but with its prefix cache on
+    (:func:`prefix_caching`) a resumed request finds the full blocks the pool has not handed out again since
+    (``keeps_preempted``: :func:`gpuplan.serving.simulate._keep_preempted`)."""
     kv = mem.num_blocks if blocks is None else blocks
     v0 = version_tuple(s.engine_version) < (0, 8, 0)
     chunked = mem.limits.chunked_prefill if chunked_prefill is None else chunked_prefill
     return dict(kv_blocks=kv, block_tokens=oh.VLLM_BLOCK_TOKENS, max_num_seqs=mem.limits.max_num_seqs,
                 max_num_batched_tokens=mem.limits.max_num_batched_tokens, chunked_prefill=chunked,
                 mixed_prefill=chunked or not v0, reserve_full_sequence=reserve_full_sequence(s),
-                admit_watermark_blocks=int(oh.VLLM_V0_WATERMARK * kv) if v0 else 0)
+                admit_watermark_blocks=int(oh.VLLM_V0_WATERMARK * kv) if v0 else 0,
+                keeps_preempted=prefix_caching(s))
 
 
 class Vllm(Engine):

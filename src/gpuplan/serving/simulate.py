@@ -4,7 +4,8 @@ Each step (``vllm/v1/core/sched/scheduler.py`` ``Scheduler.schedule``): running 
 taking its next prefill chunk or one decode token out of the ``max_num_batched_tokens`` budget; a request that needs
 a KV block the pool lacks preempts the most recently admitted running request (recompute: its blocks are freed, it
 returns to the head of the queue keeping the tokens it generated, and recomputes prompt and those tokens when it
-resumes); then, unless this step preempted, waiting requests are admitted in arrival order while the budget,
+resumes, less what vLLM V1's prefix cache still holds of them: ``keeps_preempted``, :func:`_keep_preempted`);
+then, unless this step preempted, waiting requests are admitted in arrival order while the budget,
 ``max_num_seqs`` and free blocks allow (chunked prefill: a long prompt takes several steps; without it,
 ``--no-enable-chunked-prefill``, a prompt waits until it fits the step's budget whole). From 0.19 a waiting request
 is admitted only if its whole known sequence fits the free blocks, not just its first chunk
@@ -85,6 +86,9 @@ class Scheduler:
     # so nothing is ever preempted
     reserve_to_completion: bool = False
     prefix_cache: bool = True  # later requests find a shared prefix cached (TensorRT-LLM's block reuse: not modelled)
+    # vLLM V1's prefix cache keeps a preempted request's full blocks until the pool hands them out again
+    # (:func:`_keep_preempted`): resumed, it recomputes only what was evicted meanwhile
+    keeps_preempted: bool = False
     # SGLang's --scheduler-recv-interval (1: every loop turn, its default): new requests are taken in only once
     # this many decode steps have run since the last take, or right after a prefill batch (_Engine.receive)
     recv_interval: int = 1
@@ -342,6 +346,9 @@ class _Engine:
         self.first = np.full(n, np.nan)
         self.finish = np.full(n, np.nan)
         self.free = engine.kv_blocks - shared_blocks
+        self.freed = -self.free  # blocks freed so far, less the free ones at the start: taken = freed - free
+        self.kept = np.zeros(n, dtype=np.int64)  # a preempted request's full blocks left in the prefix cache
+        self.evict_at = np.zeros(n, dtype=np.int64)  # blocks taken when the pool starts evicting them
         self.ra = np.zeros(0, dtype=np.int64)
         self.waiting: deque[int] = deque()
         self.inbox: deque[int] = deque()  # sent, not yet taken in (SGLang's --scheduler-recv-interval)
@@ -490,7 +497,9 @@ class _Engine:
                 batch = idx[~going]
         if len(over):
             self.finish[over] = t
-            self.free += int(_add(self.held[over]))
+            released = int(_add(self.held[over]))
+            self.free += released
+            self.freed += released
             self.held[over] = 0
             self.ra = self.ra[np.isnan(self.finish[self.ra])] if batch is None else batch
             self.finished += len(over)
@@ -931,6 +940,8 @@ def _admit_waiting(st: _Engine, budget: int, admitted: list[int], takes: list[in
     while waiting and budget > 0 and len(admitted) < seats:
         r = waiting[0]
         have, want, has = int(done[r]), int(target[r]), int(held[r])
+        if st.kept[r]:
+            have = max(have, _still_cached(st, r))
         if engine.max_prefill_tokens and _closes_prefill_batch(engine, want - have, cap_left,
                                                                 prompts_in or bool(admitted)):
             break
@@ -955,6 +966,8 @@ def _admit_waiting(st: _Engine, budget: int, admitted: list[int], takes: list[in
                 break
             room -= take + (out if take == want - have else 0)
         waiting.popleft()
+        done[r] = have
+        st.kept[r] = 0
         st.free -= need
         held[r] += need
         admitted.append(r)
@@ -976,6 +989,33 @@ def _closes_prefill_batch(engine: Scheduler, prompt: int, cap_left: int, started
     if engine.prefill_cap_takes_last and engine.chunked_prefill:
         return cap_left <= 0
     return started and prompt >= cap_left
+
+
+def _keep_preempted(st: _Engine, gone, held_gone) -> None:
+    """Record what the prefix cache keeps of the requests ``gone`` (holding ``held_gone`` blocks) as vLLM V1 preempts
+    them, the last admitted first (``vllm/v1/core/sched/scheduler.py``: the preempted request's blocks freed,
+    ``num_computed_tokens`` back to 0, the request to the head of the waiting queue). Freed blocks join the end of
+    the pool's free queue, each request's in reverse order "so that the tail blocks are evicted first"
+    (``vllm/v1/core/kv_cache_manager.py`` ``KVCacheManager.free``), and keep their hashes until ``get_new_blocks``
+    hands them out from the queue's front (``vllm/v1/core/block_pool.py``, ``_maybe_evict_cached_block``): a
+    request's full blocks (``kept``) stay cached until the pool has handed out every block ahead of them in the
+    queue and its partial last block (``evict_at``, in blocks taken since the start). When it resumes,
+    ``get_computed_blocks`` finds what is left (:func:`_still_cached`)."""
+    order = np.arange(len(gone))[::-1]  # preempted from the end of the running batch
+    ahead = st.free + np.concatenate(([0], np.cumsum(held_gone[order])[:-1]))
+    full = np.minimum(st.done[gone[order]] // st.bt, held_gone[order])
+    taken = st.freed - st.free
+    st.kept[gone[order]] = full
+    st.evict_at[gone[order]] = taken + ahead + held_gone[order] - full
+
+
+def _still_cached(st: _Engine, r: int) -> int:
+    """Tokens of the preempted request ``r`` the prefix cache still holds (:func:`_keep_preempted`): its full blocks
+    less those the pool has handed out since, tail first; at most all but the last token of what it must recompute
+    (``get_computed_blocks``: ``max_cache_hit_length = request.num_tokens - 1``), in whole blocks."""
+    evicted = max(st.freed - st.free - int(st.evict_at[r]), 0)
+    blocks = min(max(int(st.kept[r]) - evicted, 0), (int(st.target[r]) - 1) // st.bt)
+    return blocks * st.bt
 
 
 def _blocks_to_finish(st: _Engine, idx) -> int:
@@ -1167,7 +1207,11 @@ def _schedule_with_preemption(st: _Engine, budget: int, take, need, held_ra) -> 
         served = cut = lo + int(np.flatnonzero(p <= np.arange(lo, m))[0])
     gone = ra[cut:]
     if len(gone):
-        st.free += int(_add(held_ra[cut:]))
+        if st.engine.keeps_preempted:
+            _keep_preempted(st, gone, held_ra[cut:])
+        released = int(_add(held_ra[cut:]))
+        st.free += released
+        st.freed += released
         st.prompting -= int(np.count_nonzero(done[gone] < target[gone]))
         held[gone] = 0
         done[gone] = st.hit[gone]
