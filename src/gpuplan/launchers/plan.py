@@ -10,6 +10,7 @@ this object.
 from __future__ import annotations
 
 import datetime as dt
+import re
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -336,6 +337,8 @@ def pip_packages(plan: LaunchPlan) -> list[str]:
     """What ``pip install`` needs for the plan, pinned to the releases gpuplan's rules follow and its launch tests
     read the files with (:data:`TESTED`); a lower bound where no test reads it."""
     s = plan.scenario
+    if not plan.train and plan.result.memory.engine["engine"] == "sglang":  # docs.sglang.io: `pip install sglang`
+        return [sglang_package(s.engine_version)]
     if not plan.train:  # the release whose memory rules the estimate followed
         return [f"vllm=={plan.result.memory.engine['version']}"]
     if s.stack == "torchtune":  # torchtune 0.6.1 imports torchao APIs that torchao 0.16 removed
@@ -359,3 +362,11 @@ def pip_packages(plan: LaunchPlan) -> list[str]:
     if s.loss == "fused-linear":
         packages.append("liger-kernel")
     return packages
+
+
+def sglang_package(version: str | None) -> str:
+    """SGLang's pip requirement: the release asked (``--engine-version 0.4.3.post2``), else at least 0.5, the
+    release whose memory rules the estimate follows by default (:func:`gpuplan.engines.sglang`'s ``version``)."""
+    if version and re.fullmatch(r"\d+(\.\d+)*(\.post\d+)?", version):
+        return f"sglang=={version}"
+    return "sglang>=0.5"
