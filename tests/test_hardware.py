@@ -16,7 +16,7 @@ from gpuplan.hardware import gpus, load_gpu, resolve_gpu
 def test_catalog_loads_every_entry():
     # GB300 and MI355X added (issue 24), Grand Teton's 96GB HBM2e H100 (issue 20); 2025 local cards and the
     # unified-memory boxes (issue 33); Apple M1 Max/Ultra, M2 Pro/Max, M3 Pro/Max, M4, M4 Pro (issue 31)
-    assert len(gpus()) == 68
+    assert len(gpus()) == 69
 
 
 @pytest.mark.parametrize("name, gpu_id, others", [
@@ -234,7 +234,7 @@ def test_a_card_named_by_its_words_in_another_order_is_found_and_said(name, gpu_
     assert gpu.id == gpu_id and note in said
 
 
-@pytest.mark.parametrize("name", ["rtx-4070", "RTX 4060", "geforce 4070 super", "rx 7900"])
+@pytest.mark.parametrize("name", ["rtx-4070", "RTX 5060", "geforce 4070 super", "rx 7900"])
 def test_a_card_of_another_tier_is_not_taken_for_the_one_asked(name):
     """s13 walk: `--gpu rtx-4070` was taken as the RTX 4070 Ti SUPER ("the one card whose name has those words"),
     16 GB at 672 GB/s where a 4070 has 12 GB at 504 GB/s, and `launch` wrote its files for it without the note.
@@ -249,3 +249,17 @@ def test_a_card_of_another_tier_is_not_taken_for_the_one_asked(name):
 def test_words_without_a_model_number_or_in_no_name_stay_unknown(name):
     with pytest.raises(UnknownNameError):
         resolve_gpu(name)
+
+
+def test_the_rtx_4060_is_its_own_card_not_the_4060_ti():
+    """The s19 walk: a hobbyist with an RTX 4060 (8 GB, the commonest Ada desktop card) got "unknown GPU 'rtx-4060';
+    did you mean 'rtx-4090'". Its entry, by hand from its spec sheet: 24 SMs x 2.46 GHz x 512 FLOP/clk/SM = 30.2
+    dense BF16 TFLOPS (x 4 = 120.9 INT8 TOPS, half NVIDIA's sparse 242 'AI TOPS'); 128-bit GDDR6 at 17 Gbps = 272
+    GB/s; 8 GB less the driver's reserve. '4060 Ti' still names the 16 GB Ti."""
+    g, said = resolve_gpu("rtx-4060")
+    assert g.id == "nvidia-geforce-rtx-4060" and said is None
+    assert g.peak_tflops("bf16") == pytest.approx(24 * 2.46 * 512 / 1000, abs=0.05)
+    assert g.peak_tflops("int8") == pytest.approx(24 * 2.46 * 2048 / 1000, abs=0.05)
+    assert g.bandwidth_gbs == 128 / 8 * 17 == 272 and g.memory_gib == 8 and g.usable_gib < 8
+    assert (g.tdp_w, g.msrp_usd, g.compute_capability) == (115, 299, "8.9")
+    assert resolve_gpu("4060 ti")[0].id == "nvidia-geforce-rtx-4060-ti-16gb"

@@ -51,7 +51,7 @@ def test_fp8_and_tensor_parallel_flags():
 
 
 def test_only_sglang_plans_take_the_sglang_target():
-    assert targets_for(launch_plan(SERVE)) == ["sglang"]
+    assert targets_for(launch_plan(SERVE)) == ["sglang", "skypilot"]
     with pytest.raises(Exception, match="plan again with --engine sglang"):
         targets_for(launch_plan({**SERVE, "engine": "vllm"}), ["sglang"])
 
@@ -99,3 +99,38 @@ def test_the_header_states_the_kv_pool_the_plan_expects(scenario):
     if plan.scenario.model.lower().endswith("qwen3-0.6b"):  # s9's walk: '1193 concurrent requests'
         assert mem.max_concurrency >= 1000 and f"up to {mem.max_concurrency:,} concurrent" in pool[0]
     assert mem.max_context_tokens > plan.scenario.prompt_tokens + plan.scenario.output_tokens
+
+
+def test_a_skypilot_task_serves_the_plan_with_sglang(tmp_path):
+    """The s19 walk: a startup that chose SGLang for gpt-oss-120b got no sky.yaml ("--target skypilot does not
+    apply: the plan is for engine sglang, whose memory differs from vLLM's preallocated pool"): the task ran vLLM
+    only. Now it installs SGLang (docs.sglang.io: `pip install sglang`; at least 0.5, the release whose rules the
+    estimate follows, or the release asked) and runs the script's own command; over two nodes the rank and the
+    first node come from SkyPilot's environment. TensorRT-LLM is refused in one sentence naming what runs it."""
+    import subprocess
+
+    import yaml
+
+    spot = {**SERVE, "provider": "aws", "pricing": "spot"}
+    text = {f.name: f.text for f in launch_files(launch_plan(spot), None, LaunchOptions())}
+    task = yaml.safe_load(text["sky.yaml"])
+    assert task["resources"]["use_spot"] is True and task["resources"]["accelerators"] == "H100:1"
+    assert shlex.split(task["setup"]) == ["pip", "install", "sglang>=0.5"]
+    script = [line for line in text["sglang-serve.sh"].splitlines() if line and not line.startswith(("#", "set "))]
+    assert shlex.split(task["run"].replace("\\\n", " ")) == shlex.split(" ".join(script).replace("\\ ", " "))
+    pinned = yaml.safe_load(launch_files(launch_plan({**spot, "engine_version": "0.4.3.post2"}), ["skypilot"],
+                                         LaunchOptions())[0].text)
+    assert pinned["setup"].split() == ["pip", "install", "sglang==0.4.3.post2"]
+    two = launch_plan(dict(model="deepseek-r1", task="infer", engine="sglang", gpu="h100-sxm", num_gpus=8,
+                           num_nodes=2, tp=16))
+    run = yaml.safe_load(launch_files(two, ["skypilot"], LaunchOptions())[0].text)["run"]
+    fake = tmp_path / "python"
+    fake.write_text('#!/bin/sh\nfor a in "$@"; do printf "%s\\n" "$a"; done\n')
+    fake.chmod(0o755)
+    env = {"PATH": f"{tmp_path}:/usr/bin:/bin", "SKYPILOT_NODE_RANK": "1", "SKYPILOT_NODE_IPS": "10.0.0.7\n10.0.0.8"}
+    argv = subprocess.run(["bash", "-c", run], env=env, capture_output=True, text=True, check=True).stdout.split()
+    f = dict(zip(argv[2::2], argv[3::2], strict=True))
+    assert (f["--nnodes"], f["--node-rank"], f["--dist-init-addr"]) == ("2", "1", "10.0.0.7:25000")
+    with pytest.raises(Exception, match="TensorRT-LLM's pip wheel needs the CUDA toolkit"):
+        targets_for(launch_plan({**spot, "engine": "trtllm"}), ["skypilot"])
+    assert targets_for(launch_plan({**spot, "engine": "trtllm"})) == ["trtllm"]

@@ -229,6 +229,22 @@ def test_spot_is_compared_with_the_best_on_demand_price_anywhere():
     assert anyp.pricing == "on_demand" and anyp.usd_per_gpu_hour == 1.29
 
 
+def test_a_serving_plan_on_spot_is_compared_with_the_best_on_demand_price_too():
+    """The s19 walk: `estimate --task infer --pricing spot` of gpt-oss-120b on one H100 took GCP's spot at $6.57 an
+    hour without a word, where Hyperbolic rents it on demand at $1.29: the comparison was made for training only.
+    A serving hour has no checkpoints to redo, so the multiplier is the hour's price alone, 6.57 / 1.29 = 5.09."""
+    job = dict(model="llama-3.1-8b", task="infer", engine="vllm", gpu="h100-sxm")
+    r = estimate({**job, "pricing": "spot"})
+    c = r.cost
+    assert c.pricing == "spot" and c.usd_per_gpu_hour == 6.57 and c.best_on_demand_usd_per_gpu_hour == 1.29
+    assert c.spot_multiplier == pytest.approx(6.57 / 1.29) and round(c.spot_multiplier, 2) == 5.09
+    said = [w for w in r.warnings if "--pricing any" in w]
+    assert said and "5.09x" in said[0] and "before the restarts" in said[0]
+    assert estimate({**job, "pricing": "any"}).cost.usd_per_gpu_hour == 1.29
+    l4 = estimate({**job, "gpu": "l4", "pricing": "spot"}).cost  # spot below every on-demand L4: nothing said
+    assert l4.spot_multiplier < 1
+
+
 def test_spot_on_a_whole_instance_counts_its_idle_gpus_in_the_comparison():
     """The rewalk of review-1 F14 with two GPUs: AWS sells A100 80GB spot only as 8-GPU p4de instances ($1.08 per
     GPU-hour), so a 2-GPU LoRA pays for 8 ($15.00 in all) while RunPod rents 2 on demand at $1.39 ($4.02); the line

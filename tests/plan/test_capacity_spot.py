@@ -98,3 +98,29 @@ def test_other_pricings_are_refused_in_one_sentence(capsys):
 def test_the_help_shows_spot():
     result = CliRunner().invoke(cli_app, ["capacity", "--help"], env={"COLUMNS": "200"})
     assert result.exit_code == 0 and "--pricing spot --mtbi-hours 2" in result.output
+
+
+def test_a_spot_fleet_dearer_than_on_demand_is_said():
+    """The s19 walk: gpt-oss-120b at 2 requests/s on one H100 (capacity --pricing spot): 1 replica up -> 2 run on
+    GCP's 1-GPU spot at $6.57, $13.14/h, where Hyperbolic rents the one replica on demand at $1.29/h; nothing was
+    said. Here Llama-3.1-8B at 2 requests/s, which one H100 serves: the same two prices. On an L4, AWS's spot
+    ($0.3689) is below every on-demand L4 (the cheapest $0.9776 an hour): its fleet, one spare
+    included, is the cheaper, and nothing is said (TPOT 0.1 s: 16 GB of weights at 300 GB/s take 53 ms a step)."""
+    m = load_model("llama-3.1-8b")
+    s = scenario_from({"model": "llama-3.1-8b", "task": "infer", "engine": "vllm", "pricing": "spot"})
+    w = load_workload(None, {"rate_rps": 2, "prompt_tokens": 1000, "output_tokens": 200, "ttft_s": 1,
+                             "tpot_s": 0.05, "num_requests": 80})
+    notes: list[str] = []
+    row = capacity(s, m, w, gpu_ids=("nvidia-h100-sxm5-80gb",), max_gpus=1, simulate_top=1, notes=notes)[0]
+    assert (row.replicas_up_for_target, row.replicas_for_target, row.usd_per_hour) == (1, 2, 6.57)
+    assert row.usd_per_hour_for_target == pytest.approx(13.14)
+    said = [n for n in notes if n.startswith("spot costs more than on demand")]
+    assert said == ["spot costs more than on demand for the same target here, with no interruptions: 1x h100-sxm "
+                    "tp1 $13.14/h on spot, $1.29/h on demand (hyperbolic 1x on_demand); --pricing on-demand ranks "
+                    "them so"]
+    l4_notes: list[str] = []
+    l4 = capacity(s, m, w.model_copy(update={"slo": w.slo.model_copy(update={"tpot_s": 0.1})}),
+                  gpu_ids=("nvidia-l4",), max_gpus=1, simulate_top=1, notes=l4_notes)[0]
+    assert l4.usd_per_hour == pytest.approx(0.3689) and l4.replicas_for_target == l4.replicas_up_for_target + 1
+    assert l4.usd_per_hour_for_target < l4.replicas_up_for_target * 0.9776
+    assert not any(n.startswith("spot costs more") for n in l4_notes)

@@ -10,6 +10,7 @@ this object.
 from __future__ import annotations
 
 import datetime as dt
+import re
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -324,6 +325,16 @@ def pip_packages(plan: LaunchPlan) -> list[str]:
     """What ``pip install`` needs for the plan: the serving engine's release whose memory rules the estimate
     followed, or the training stack's packages (:meth:`gpuplan.stacks.base.Stack.packages`)."""
     s = plan.scenario
+    if not plan.train and plan.result.memory.engine["engine"] == "sglang":  # docs.sglang.io: `pip install sglang`
+        return [sglang_package(s.engine_version)]
     if not plan.train:
         return [f"vllm=={plan.result.memory.engine['version']}"]
     return STACKS[s.stack].packages(s, lambda: backend(s) == "deepspeed")
+
+
+def sglang_package(version: str | None) -> str:
+    """SGLang's pip requirement: the release asked (``--engine-version 0.4.3.post2``), else at least 0.5, the
+    release whose memory rules the estimate follows by default (:func:`gpuplan.engines.sglang`'s ``version``)."""
+    if version and re.fullmatch(r"\d+(\.\d+)*(\.post\d+)?", version):
+        return f"sglang=={version}"
+    return "sglang>=0.5"

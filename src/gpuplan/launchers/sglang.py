@@ -12,7 +12,7 @@ simulated). Option names are those of SGLang's ``ServerArgs``
 (``python/sglang/srt/server_args.py`` ``add_cli_args``). A copy over several nodes runs the same script on each
 (``NODE_RANK``, ``MASTER_ADDR``) with ``--nnodes``, ``--node-rank`` and ``--dist-init-addr`` (SGLang's multi-node
 serving: ``ServerArgs.nnodes``, ``node_rank``, ``dist_init_addr``). A speculative plan writes its chain
-(:func:`speculative_flags`).
+(:func:`speculative_flags`). SkyPilot's ``sky.yaml`` runs the same command (:mod:`.skypilot`).
 """
 
 from __future__ import annotations
@@ -49,16 +49,12 @@ def applies(plan: LaunchPlan) -> str | None:
     return None
 
 
-def command(plan: LaunchPlan, opts: LaunchOptions) -> list[str]:
+def command(plan: LaunchPlan, opts: LaunchOptions, *, multinode_env: bool = False) -> list[str]:
     s, engine = plan.scenario, plan.result.memory.engine
     argv = ["python", "-m", "sglang.launch_server", "--model-path", plan.model_ref, "--tp-size", str(s.tp)]
     if s.pp > 1:
         argv += ["--pp-size", str(s.pp)]
-    argv += moe_layout(s)
-    if plan.num_nodes > 1:
-        argv += ["--nnodes", str(plan.num_nodes),
-                 "--node-rank", Raw('"${NODE_RANK:?set NODE_RANK to the rank of this node, 0 on the main one}"'),
-                 "--dist-init-addr", Raw(f'"${{MASTER_ADDR:?set MASTER_ADDR to the address of the main node}}:{PORT}"')]
+    argv += moe_layout(s) + nodes(plan, multinode_env=multinode_env)
     argv += ["--dtype", DTYPE[s.precision.split("-")[0]],
              "--mem-fraction-static", f"{engine['mem_fraction_static']:g}",
              "--context-length", str(engine["context_len"]),
@@ -72,6 +68,18 @@ def command(plan: LaunchPlan, opts: LaunchOptions) -> list[str]:
     if s.fp8_gemm_backend:
         argv += ["--fp8-gemm-backend", s.fp8_gemm_backend]
     return [*argv, *speculative_flags(plan), "--port", str(opts.port)]
+
+
+def nodes(plan: LaunchPlan, *, multinode_env: bool = False) -> list[str]:
+    """The flags that join the nodes of one copy (none on one node): this node's rank and the first node's address,
+    from ``NODE_RANK`` and ``MASTER_ADDR``, or with ``multinode_env`` SkyPilot's ``SKYPILOT_NODE_RANK`` and the
+    first of ``SKYPILOT_NODE_IPS`` (as :func:`.vllm.nodes`)."""
+    if plan.num_nodes <= 1:
+        return []
+    rank, addr = (("$SKYPILOT_NODE_RANK", f'"$(echo "$SKYPILOT_NODE_IPS" | head -n1):{PORT}"') if multinode_env else
+                  ('"${NODE_RANK:?set NODE_RANK to the rank of this node, 0 on the main one}"',
+                   f'"${{MASTER_ADDR:?set MASTER_ADDR to the address of the main node}}:{PORT}"'))
+    return ["--nnodes", str(plan.num_nodes), "--node-rank", Raw(rank), "--dist-init-addr", Raw(addr)]
 
 
 def speculative_flags(plan: LaunchPlan) -> list[str]:

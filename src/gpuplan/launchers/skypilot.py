@@ -9,7 +9,8 @@ to every node; ``file_mounts`` copies the local model folder, tokenizer and data
 absolute paths there (SkyPilot ``file_mounts``: ``/remote/path: /local/path``), so the configs read them alike;
 ``setup`` installs the stack; ``run`` is the training command (accelerate launch, tune run, torchrun
 torchtitan.train, axolotl train, the Unsloth script, torchrun pretrain_gpt.py in NVIDIA's PyTorch container with
-Megatron-LM checked out: :mod:`.megatron`) or vllm serve. On spot, the trainer saves every
+Megatron-LM checked out: :mod:`.megatron`), or the plan's server: vllm serve or SGLang's launch_server (TensorRT-LLM
+is refused: :func:`applies`). On spot, the trainer saves every
 ``save_steps`` (the Daly interval) into ``/checkpoints``, a bucket mounted with ``MOUNT_CACHED`` when ``--bucket``
 names one, and resumes from the newest checkpoint after an interruption (the Trainer with
 ``--resume_from_checkpoint``, torchtitan from its dump folder, Megatron-LM with ``--load``, Axolotl with
@@ -23,7 +24,8 @@ from functools import cache
 from typing import Any
 
 from ..datafiles import read_yaml
-from . import accelerate, axolotl, megatron, torchtitan, torchtune, unsloth, vllm
+from ..engines import engine_for
+from . import accelerate, axolotl, megatron, sglang, torchtitan, torchtune, unsloth, vllm
 from .files import LaunchFile, Raw, command_text, quote, yaml_text
 from .plan import LaunchPlan, pip_packages
 from .settings import LaunchOptions
@@ -43,14 +45,19 @@ def names() -> dict[str, Any]:
 def applies(plan: LaunchPlan) -> str | None:
     if plan.owned:
         return "the plan runs on your own cards; SkyPilot rents cloud ones (use accelerate-launch.sh or torchrun.sh)"
+    if not plan.train and engine_for(plan.scenario).launch_target == "trtllm":
+        return ("TensorRT-LLM's pip wheel needs the CUDA toolkit and MPI on the node, and NVIDIA ships it as a "
+                "container (nvcr.io/nvidia/tensorrt-llm/release) whose tag gpuplan does not pin: rent the card and "
+                "run trtllm-serve.sh there, or plan with --engine vllm or sglang for a SkyPilot task")
     return runner(plan).applies(plan)
 
 
 def runner(plan: LaunchPlan):
-    """The target whose command the task runs: vLLM to serve; to train, the stack's own (torchtune,
-    torchtitan, Axolotl, Unsloth, Megatron-LM's pretrain_gpt.py), else accelerate with the Trainer's arguments."""
+    """The target whose command the task runs: to serve, the plan's engine (SGLang's launch_server, else vLLM,
+    whose refusal names the engine it does not run); to train, the stack's own (torchtune, torchtitan, Axolotl,
+    Unsloth, Megatron-LM's pretrain_gpt.py), else accelerate with the Trainer's arguments."""
     if not plan.train:
-        return vllm
+        return sglang if engine_for(plan.scenario).launch_target == sglang.NAME else vllm
     return {"torchtune": torchtune, "torchtitan": torchtitan, "axolotl": axolotl, "unsloth": unsloth,
             "megatron": megatron}.get(plan.scenario.stack, accelerate)
 
@@ -105,7 +112,7 @@ def task(plan: LaunchPlan, opts: LaunchOptions) -> dict[str, Any]:
 
 def run(plan: LaunchPlan, opts: LaunchOptions) -> str:
     if not plan.train:
-        return command_text(vllm.command(plan, opts, multinode_env=True))
+        return command_text(runner(plan).command(plan, opts, multinode_env=True))
     if runner(plan) is torchtune:
         fetch = torchtune.download(plan)
         return (command_text(fetch) if fetch else "") + command_text(torchtune.command(plan, multinode_env=True))

@@ -205,6 +205,8 @@ def price_job(s: Scenario, m: ModelSpec, speed: Speed, offer: Offer, trainable: 
         cost.usd_per_million_tokens = per_hour / (speed.tokens_per_s * 3600) * 1e6
         cost.hours = 1.0
         cost.usd_total = per_hour
+        if offer.interruptible and cost.best_on_demand_usd_per_gpu_hour:  # the hour's price alone: no restarts
+            cost.spot_multiplier = per_hour / (gpus_needed * cost.best_on_demand_usd_per_gpu_hour)
         _bill(cost, s, m, offer, trainable, gpus_needed, work_h=1.0)
         return cost
     tokens = s.train_tokens or 0.0

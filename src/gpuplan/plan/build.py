@@ -344,6 +344,8 @@ def price_warnings(r: Resolved, chosen: Priced | None, offers: Offers) -> list[s
         out.append(f"the price of {best.offer} is marked low confidence in {offer.origin}")
     if best.spot_multiplier and best.spot_multiplier > 1:
         out.append(f"spot at {best.provider} costs {best.spot_multiplier:.2f}x the cheapest on-demand {gpu.name} "
-                   f"({best.best_on_demand_offer} at ${best.best_on_demand_usd_per_gpu_hour:.2f}/GPU-h) once "
-                   "interruptions are counted: --pricing any picks the cheaper")
+                   f"({best.best_on_demand_offer} at ${best.best_on_demand_usd_per_gpu_hour:.2f}/GPU-h) "
+                   + ("once interruptions are counted" if s.task == "train" else "an hour, before the restarts after "
+                      "interruptions (`gpuplan capacity --pricing spot` sizes a fleet for them)")
+                   + ": --pricing any picks the cheaper")
     return out

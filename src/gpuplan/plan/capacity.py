@@ -286,7 +286,7 @@ def capacity(s: Scenario, m: ModelSpec, w: Workload, *, gpu_ids: tuple[str, ...]
     _mark_pareto(plans)
     if notes is not None:
         notes += _left_out(gpu_ids, simulated, candidates, chosen, late_alone, max_gpus) + _priced_at(w, plans) + \
-            _unstreamed(plans) + _spot_said(s, w, plans)
+            _unstreamed(plans) + _spot_said(s, w, plans) + _spot_dearer(plans, offers)
     return plans
 
 
@@ -358,6 +358,26 @@ def _spot_said(s: Scenario, w: Workload, plans: list[Deployment]) -> list[str]:
             "to come back and one zone's interruptions come together; keep an on-demand base (SkyServe's "
             "base_ondemand_fallback_replicas) for what must stay up"
             + ("" if w.rate_rps or w.users else "; no target (--rate or --users) was given, so no fleet was sized")]
+
+
+def _spot_dearer(plans: list[Deployment], offers: list[Offer]) -> list[str]:
+    """The rows whose spot fleet costs more an hour than the same replicas on the card's cheapest on-demand
+    instances (:func:`cheapest_offer` at on-demand prices): what estimate's warning says of one setup
+    (:func:`gpuplan.plan.build.price_warnings`), here with the fleet's extra replicas counted."""
+    out = []
+    for p in plans:
+        if p.availability is None or not p.usd_per_hour_for_target or p.plan is None:
+            continue
+        on_demand = cheapest_offer(p.plan.setup.scenario.model_copy(update={"pricing": "on_demand"}), offers,
+                                   p.gpu_id)
+        if on_demand is None:
+            continue
+        per_hour, label, groups = on_demand
+        usd = math.ceil((p.replicas_up_for_target or 1) / groups) * per_hour
+        if usd < p.usd_per_hour_for_target:
+            out.append(f"{p.setup} ${p.usd_per_hour_for_target:,.2f}/h on spot, ${usd:,.2f}/h on demand ({label})")
+    return [f"spot costs more than on demand for the same target here, with no interruptions: {'; '.join(out)}; "
+            "--pricing on-demand ranks them so"] if out else []
 
 
 def _unstreamed(plans: list[Deployment]) -> list[str]:

@@ -1,5 +1,5 @@
 """The diffusion trainers a scenario names with ``stack``: one profile each, the facts the resolver
-(:mod:`.modules`) and the launch files (:mod:`gpuplan.launchers.diffusion`) read of it, as :mod:`gpuplan.stacks`
+(:mod:`.modules`) and the launch files (the diffusion launch writer) read of it, as :mod:`gpuplan.stacks`
 profiles the LLM stacks. Their recipe defaults are :data:`gpuplan.scenario.stacks.RECIPES`' entries.
 
 Read off the trainers' code:

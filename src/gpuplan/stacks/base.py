@@ -134,7 +134,7 @@ class Stack:
     def packages(self, s: Scenario, deepspeed: Callable[[], bool]) -> list[str]:
         """What ``pip install`` needs for its launch files, pinned to the releases gpuplan's rules follow and its
         launch tests read the files with (:data:`.releases.TESTED`), a lower bound where no test reads it;
-        ``deepspeed()``: whether the files run DeepSpeed (``gpuplan.launchers.settings.backend``, which refuses some
+        ``deepspeed()``: whether the files run DeepSpeed (the launch settings' ``backend``, which refuses some
         layouts: asked only where the packages depend on it). The Trainer's: TRL, transformers, accelerate, datasets,
         peft for adapters."""
         pin = [f"{name}=={TESTED[name]}" for name in ("torch", "transformers", "accelerate", "trl", "datasets")]
