@@ -187,3 +187,12 @@ def test_fit_refuses_in_one_sentence_what_no_model_changes(capsys):
     assert code == 2 and err.startswith("error: unknown GPU '1_000'"), err
     code, out, _ = cli(capsys, "fit", "--gpu", "2x3090", "--task", "infer", "--tp", "2", "--json")
     assert code == 0 and '"fits": true' in out
+
+
+def test_buy_gpus_beside_a_named_build_is_refused(capsys):
+    """``buy 2x3090 --gpus h100`` (or ``--gpus -inf``) priced the 3090s and dropped --gpus without a word
+    (session 19's fuzzing): --gpus narrows a budget search; beside a build it is one sentence."""
+    for cards in ("h100", "-inf"):
+        code, out, err = cli(capsys, "buy", "2x3090", "--hours", "100", "--gpus", cards)
+        assert code == 2 and not out, out
+        assert err.startswith("error: --gpus narrows a budget search, and the build 2x3090 names its cards"), err
