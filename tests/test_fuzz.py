@@ -202,6 +202,9 @@ def test_a_new_command_and_its_options_are_fuzzed_without_an_edit():
     (0, '{"memory": {"device_peak_gib": 30, "capacity_gib": 24, "fits": true}}', "", True, oracle.NONSENSE),
     (0, '{"speed": {"mfu": 1.4}}', "", True, oracle.NONSENSE),
     (0, '{"rows": [{"usd_total": -3}]}', "", True, oracle.NONSENSE),
+    (0, '{"work": {"parts_s": {"encoder": 0.06, "decoder steps": -0.03}}}', "", True, oracle.NONSENSE),  # s19
+    (0, '{"memory": {"max_concurrency": -1}}', "", True, oracle.NONSENSE),  # s19: a pool smaller than the prefix
+    (0, '{"verdict": {"headroom_gib": -3}}', "", True, oracle.OK),  # a headroom may be below zero
     (0, "cost: $nan per hour", "", False, oracle.NONSENSE),
 ])
 def test_the_oracle_classes_each_kind_of_run(code, out, err, wants_json, expected):

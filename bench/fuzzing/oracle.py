@@ -37,7 +37,8 @@ CLASSES = (OK, CLEAN, TRACEBACK, NONSENSE, HANG)
 FAILURES = (TRACEBACK, NONSENSE, HANG)
 
 # keys holding amounts that are never negative (headroom, differences and errors may be)
-AMOUNT = re.compile(r"(_gib|_gb|_usd|^usd.*|_days|hours|_h|_s|_ms|tokens_per_s.*|_rps|_tflops|_tbs)$")
+AMOUNT = re.compile(r"(_gib|_gb|_usd|^usd.*|_days|hours|_h|_s|_ms|tokens_per_s.*|_rps|_tflops|_tbs|_tokens|"
+                    r"concurrency|batch_size|seq_len)$")
 SIGNED = ("headroom", "difference", "error", "delta", "change", "saving", "slack", "margin", "vs_", "offset")
 PROGRESS = "gpuplan: "  # a slow step says what it does on stderr (model/reading.py)
 # a value printed as NaN or infinity; not the name of AMD's Infinity Fabric (the interconnect of MI300X and its kin)
@@ -62,6 +63,14 @@ def _number(v: Any) -> bool:
     return isinstance(v, (int, float)) and not isinstance(v, bool)
 
 
+def _below_zero(v: Any) -> bool:
+    """An amount below zero, or a part of one (``parts_s``: the seconds of a step by part, each an amount; s19: a
+    Whisper call's "decoder steps" at -0.031 s)."""
+    if isinstance(v, dict):
+        return any(_number(x) and x < 0 for x in v.values())
+    return _number(v) and v < 0
+
+
 def json_problems(data: Any, path: str = "") -> list[tuple[str, str]]:
     """(check, where) for every rule the data breaks."""
     found: list[tuple[str, str]] = []
@@ -70,7 +79,7 @@ def json_problems(data: Any, path: str = "") -> list[tuple[str, str]]:
             where = f"{path}.{k}"
             found += json_problems(v, where)
             key = str(k)
-            if _number(v) and AMOUNT.search(key) and not any(s in key for s in SIGNED) and v < 0:
+            if AMOUNT.search(key) and not any(s in key for s in SIGNED) and _below_zero(v):
                 found.append(("negative amount", where))
         found += _dict_rules(data, path)
     elif isinstance(data, list):

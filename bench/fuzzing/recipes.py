@@ -54,8 +54,11 @@ def _infer(r: random.Random, cmd: Command) -> dict[str, str]:
     job = {"task": "infer", "engine": engine, "model": r.choice(r.choice([V.SMALL_MODELS, V.MID_MODELS,
                                                                            V.MOE_MODELS])),
            "gpu": r.choice(ANY_CARDS), "batch_size": r.choice(["1", "4", "8", "32"]),
-           "prompt_tokens": r.choice(["128", "512", "1024", "2048"]), "output_tokens": r.choice(["16", "128", "256"])}
-    if engine == "llama.cpp":
+           "prompt_tokens": r.choice(["128", "512", "1024", "2048"]),
+           "output_tokens": r.choice(["0", "16", "128", "256"])}
+    if r.random() < 0.1:  # an encoder-decoder's generate (transformers), down to no output token (s19's fuzz)
+        job.update(model=r.choice(V.ENCODER_DECODERS), engine="transformers", output_tokens=r.choice(["0", "1", "64"]))
+    elif engine == "llama.cpp":
         job["quant"] = r.choice(["q4_k_m", "q8_0", "gguf-q4_k_m"])
     if r.random() < 0.2:
         job.update(num_gpus="2", tp="2")

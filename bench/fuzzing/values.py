@@ -62,6 +62,7 @@ MID_MODELS = ["llama-3.1-8b", "qwen2.5-7b", "mistral-7b", "gemma-2-9b", "phi-3-m
 # trace that left Gemma 4's experts per token at 0 broke every serving estimate of gemma-4-26b (session 7's walk)
 MOE_MODELS = ["mixtral-8x7b", "gpt-oss-20b", "qwen3-30b-a3b", "ernie-4.5-21b", "Qwen/Qwen3-VL-2B-Instruct",
               "gemma-4-26b", "qwen3.5-35b", "nemotron-3-nano", "qwen3-next"]
+ENCODER_DECODERS = ["whisper-large-v3", "flan-t5-base", "bart-large"]
 BIG_MODELS = ["llama-3.1-70b", "qwen2.5-72b", "deepseek-r1", "llama-3.1-405b"]
 MODEL_SPELLINGS = ["meta-llama/Llama-3.1-8B-Instruct", "Llama 3 70B", "BLOOM", "Qwen/Qwen2.5-0.5B",
                    "LLAMA-3.2-1B"]

@@ -172,3 +172,27 @@ def test_a_build_and_a_count_that_disagree_are_refused(capsys):
     assert err == "error: the build 2x3090 counts 2 cards and --count 3: give the count once\n", err
     code, out, _ = cli(capsys, "buy", "3090", "--count", "3", "--hours", "100", "--json")
     assert code == 0 and '"count": 3' in out, out
+
+
+def test_fit_refuses_in_one_sentence_what_no_model_changes(capsys):
+    """``fit --gpu rtx-4090 --pp 1000`` listed 92 rows, each refused as "tp x pp = 1000 must divide the 1 GPUs", and
+    said "92 are refused as asked" at exit 0 (session 19's fuzzing): the parallel sizes against the cards given, and
+    the scenario's own fields (a split over a card the catalog lacks), are one sentence before any model is planned;
+    a layout some models take (tp 2 of 2 cards) still lists them."""
+    code, out, err = cli(capsys, "fit", "--gpu", "rtx-4090", "--task", "infer", "--pp", "1000")
+    assert code == 2 and not out, out
+    assert err == "error: tp x pp = 1000 must divide the 1 GPUs (num_gpus x num_nodes)\n", err
+    code, out, err = cli(capsys, "fit", "--gpu", "2x3090", "--task", "infer", "--engine", "llama.cpp",
+                         "--extra-gpus", "1_000")
+    assert code == 2 and err.startswith("error: unknown GPU '1_000'"), err
+    code, out, _ = cli(capsys, "fit", "--gpu", "2x3090", "--task", "infer", "--tp", "2", "--json")
+    assert code == 0 and '"fits": true' in out
+
+
+def test_buy_gpus_beside_a_named_build_is_refused(capsys):
+    """``buy 2x3090 --gpus h100`` (or ``--gpus -inf``) priced the 3090s and dropped --gpus without a word
+    (session 19's fuzzing): --gpus narrows a budget search; beside a build it is one sentence."""
+    for cards in ("h100", "-inf"):
+        code, out, err = cli(capsys, "buy", "2x3090", "--hours", "100", "--gpus", cards)
+        assert code == 2 and not out, out
+        assert err.startswith("error: --gpus narrows a budget search, and the build 2x3090 names its cards"), err

@@ -288,6 +288,17 @@ def test_whisper_decoder_tokens_past_its_positions_are_refused():
         plan(model="whisper-large-v3", task="train", method="full", gpu="a100-80gb", decoder_tokens=1000)
 
 
+@pytest.mark.parametrize("model", ["whisper-large-v3", "flan-t5-base"])
+def test_no_output_tokens_on_an_encoder_decoder_is_timed_as_its_first_token(model):
+    # s19 fuzz: output_tokens 0 (allowed: a decoder LLM times it as one token) made the generate's "decoder steps"
+    # (tokens - 1) x step = -1 step: -0.031 s on a B200 for Whisper, and a call shorter than the encoder pass
+    base = dict(model=model, task="infer", gpu="b200")
+    none, one = gpuplan.estimate({**base, "output_tokens": 0}), gpuplan.estimate({**base, "output_tokens": 1})
+    assert none.work.parts_s["decoder steps"] == 0.0
+    assert none.work.sizes["decoder_tokens"] == [1]
+    assert none.work.samples_per_s == one.work.samples_per_s > 0
+
+
 def test_whisper_lora_and_checkpointing_save_memory():
     base = dict(model="whisper-large-v3", task="train", gpu="a100-80gb", micro_batch_size=16, decoder_tokens=448)
     full = plan(**base, method="full")

@@ -639,6 +639,10 @@ LLAMA_SERVED = {"model": "llama-3.1-8b", "task": "infer", "engine": "vllm"}
      "draft_model qwen2.5-0.5b has a vocabulary of 151,936 tokens and meta-llama/Llama-3.1-8B 128,256"),
     ({"speculative_method": "draft", "draft_model": "sdxl", "acceptance_length": 2.0},
      "draft_model sdxl: stabilityai/stable-diffusion-xl-base-1.0 is a diffusion pipeline"),
+    # s19's fuzz: both were recommend's "nothing in the catalog fits, even on 8 x Instinct MI300X"
+    ({"extra_gpus": ["rtx-3090"]}, "extra_gpus and tensor_split split a model's layers over devices by shares, "
+     "which vLLM does not"),
+    ({"engine": "llama.cpp", "extra_gpus": ["1_000"]}, "unknown GPU '1_000'"),
 ])
 def test_the_searches_refuse_what_no_card_changes_in_estimates_sentence(fields, said):
     """Session 17's outside fuzzer: recommend answered "nothing in the catalog fits, even on 8 x Instinct MI300X: a

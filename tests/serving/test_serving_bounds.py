@@ -4,6 +4,7 @@ calibrate-serving refuses what it cannot fit and never applies a correction that
 
 import json
 import math
+import re
 from collections import deque
 
 import numpy as np
@@ -204,6 +205,27 @@ def test_capacity_refuses_requests_longer_than_the_context():
                     output_tokens=0, preemptions=0, completed=0)
     keep, start, end = _judged(empty)
     assert (len(keep), start, end) == (0, 0.0, 0.0)
+
+
+@pytest.mark.parametrize("prompt, said", [
+    ({"kind": "uniform", "min": 300, "max": 2, "mean": 100}, "workload prompt: min 300 is above max 2"),
+    ({"kind": "normal", "mean": 1000, "std": 100, "min": 10_000_000, "max": 1000},
+     "workload prompt: min 10,000,000 is above max 1,000"),
+    ({"kind": "normal", "mean": 1000, "max": 100_000_000}, "less than or equal to 10000000"),
+])
+def test_a_workloads_lengths_between_a_min_above_their_max_are_one_sentence(tmp_path, prompt, said):
+    """s19's fuzz (seed 1905): a capacity workload file with prompt ``{kind: uniform, min: 300, max: 2}`` was
+    numpy's "high - low < 0" as a traceback; a normal draw with min above max clipped every prompt to max."""
+    import yaml
+
+    import gpuplan
+    from gpuplan.cli import run
+
+    path = tmp_path / "w.yaml"
+    path.write_text(yaml.safe_dump({"rate_rps": 1, "prompt": prompt, "output": {"mean": 100}}))
+    with pytest.raises(GpuplanError, match=re.escape(said)):
+        gpuplan.capacity("llama-3.2-1b", str(path), gpus=["l4"], top=1)
+    assert run(["capacity", str(path), "--model", "llama-3.2-1b", "--gpus", "l4", "--top", "1"]) == 2
 
 
 def _run(tmp_path, name: str, data: dict) -> str:

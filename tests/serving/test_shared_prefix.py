@@ -89,6 +89,17 @@ def test_the_kv_pool_holds_the_shared_prefix_once():
     assert math.floor(sm.kv_tokens / 2400) < kv_pool(g, M, H100).max_concurrency
 
 
+@pytest.mark.parametrize("engine, pool", [("vllm", "KV pool"), ("sglang", "token pool")])
+def test_a_pool_smaller_than_the_prefix_holds_no_request_not_minus_one(engine, pool):
+    """s19 fuzz (seed 1903): Qwen3-30B-A3B's 57 GiB of weights leave an RTX 4090 no pool; with a 64-token shared
+    prefix vLLM's (0 - 4 blocks) // own and SGLang's (0 - 64) // tokens counted -1 request, said as "holds -1 of the
+    1 concurrent request asked"."""
+    plan = estimate({"model": "qwen3-30b-a3b", "task": "infer", "gpu": "rtx-4090", "engine": engine,
+                     "shared_prefix_tokens": 64})
+    assert plan.memory.max_concurrency == 0
+    assert f"{pool} holds 0 of the 1 concurrent request" in plan.verdict.sentence
+
+
 def test_the_prefix_is_shared_only_where_every_layer_keeps_full_attention():
     """A sliding-window model (gpt-oss) keeps window blocks per request that the shared count does not cover: vLLM's
     concurrency is left as without the prefix, the TTFT still gains from the cache."""

@@ -137,6 +137,9 @@ def buy(build: str | None = None, *, workloads: str | Path | Mapping[str, Any] |
         price_map = {resolve_gpu(k)[0].id: v for k, v in prices.items()}
         return advise(w, budget_usd, terms, cards=gpu_ids(gpus, []), prices=price_map, used=used,
                       host_usd=host_usd, host_ram_gib=host_ram_gib, display=display, top=top)
+    if gpus:  # s19's fuzz: `buy 2x3090 --gpus h100` priced the 3090s without a word, and --gpus -inf too
+        raise GpuplanError(f"--gpus narrows a budget search, and the build {build} names its cards: drop --gpus, or "
+                           "search with --budget instead of the build")
     gpu, count = parse_build(build)
     owned = _owned(have, gpu, count)
     price = _build_price(price, prices, gpu)

@@ -324,11 +324,12 @@ def draft_bytes(s: Scenario, m: ModelSpec, tokens: int) -> float:
 def pool(s: Scenario, sm: StartupMemory) -> KvPool:
     """The pool of the startup memory ``sm`` (:func:`startup_memory` of ``s``): its ``max_total_num_tokens`` over
     the request's tokens, capped by ``max_running_requests``; the radix cache holds a shared prefix of ``c`` tokens
-    once: ``(pool - c) // (tokens - c)`` requests. ``kv_tokens`` is the pool."""
+    once: ``(pool - c) // (tokens - c)`` requests, none where the pool is smaller than the prefix. ``kv_tokens`` is
+    the pool."""
     tokens = s.prompt_tokens + s.output_tokens
     cached = SGLANG.cached_prefix_tokens(s)
     return KvPool(engine="sglang", pool_gib=sm.kv_pool_gib, request_tokens=tokens,
-                  max_concurrency=min((sm.kv_tokens - cached) // (tokens - cached), sm.max_running_requests)
+                  max_concurrency=min(max(sm.kv_tokens - cached, 0) // (tokens - cached), sm.max_running_requests)
                   if tokens else 0,
                   kv_tokens=sm.kv_tokens, logged_tokens=sm.kv_tokens, max_model_len=sm.context_len,
                   sim_blocks=sm.kv_tokens // oh.VLLM_BLOCK_TOKENS)

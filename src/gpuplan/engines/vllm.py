@@ -675,7 +675,8 @@ def pool(s: Scenario, m: ModelSpec, sm: StartupMemory) -> KvPool:
     (gpt-oss) a different number of tokens. A shared prefix the prefix cache holds (:meth:`Vllm.cached_prefix_tokens`)
     takes its ``S`` blocks once and each request adds its other ``R - S`` blocks: ``(blocks - S) // (R - S)``
     requests (only on models of full attention in every layer: a sliding window or a recurrent state keeps blocks
-    per request that this does not count); ``kv_tokens`` stays the pool's tokens, each held once."""
+    per request that this does not count); ``kv_tokens`` stays the pool's tokens, each held once. A pool too small
+    for the prefix itself holds no request (not -1)."""
     tokens = s.prompt_tokens + s.output_tokens
     per_request = max(kv_geometry(s, m, st, sm.limits, max_len=tokens)[1] for st in stages(m, s.pp))
     full = all(layer.kv_dims and not layer.window and not layer.state_elements for layer in m.layers)
@@ -685,7 +686,7 @@ def pool(s: Scenario, m: ModelSpec, sm: StartupMemory) -> KvPool:
     exact = sm.num_blocks / per_request if per_request else 0.0  # the pool in tokens, with or without sharing
     plain = math.ceil(tokens / oh.VLLM_BLOCK_TOKENS)  # the blocks of one group of full attention
     return KvPool(engine="vllm", pool_gib=sm.kv_pool / GIB, request_tokens=tokens,
-                  max_concurrency=(sm.num_blocks - shared) // own if own else 0,
+                  max_concurrency=max(sm.num_blocks - shared, 0) // own if own else 0,
                   kv_tokens=int(exact * tokens), logged_tokens=sm.kv_tokens, max_model_len=sm.limits.max_model_len,
                   sim_blocks=sm.num_blocks * plain // per_request if per_request else 0)
 

@@ -44,7 +44,7 @@ from .layout import accumulation, recipe_batch
 from .layout import layout as recipe_layout
 from .plan import Plan, card_memory, probe
 from .pricing import left_out
-from .refusals import check, engine_refusal, not_a_module, other_task, scenario_load
+from .refusals import check, engine_refusal, not_a_module, other_task, scenario_load, scenario_refusal
 from .resolve import resolve, tensor_parallel_ok, within_context
 
 COUNTS = (1, 2, 4, 8, 16, 32, 64, 128, 256, 512)
@@ -364,7 +364,9 @@ def recommend(s: Scenario, m: ModelSpec, c: Constraints, explain: bool = True) -
     started = time.perf_counter()
     not_a_module(s, m.name)  # a diffusion trainer or a module's field asked of a decoder LLM: one sentence, no search
     scenario_load(s)  # a load that cannot be simulated as given: the same sentence as estimate's
-    why = engine_refusal(s, m) if s.task == "infer" else None  # no card, count or variant changes it
+    if s.task == "infer":  # no card, count or variant changes these (a training search sets sharding, tp and pp,
+        scenario_refusal(s)  # which its stack's refusals read); s19: an unknown card in extra_gpus was "nothing fits"
+    why = engine_refusal(s, m) if s.task == "infer" else None
     if why:
         raise GpuplanError(why)
     fitted, context_note = within_context(s, m)  # default lengths past the model's context, shortened (said)

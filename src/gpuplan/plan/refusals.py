@@ -27,7 +27,7 @@ from typing import TYPE_CHECKING
 
 from ..engines import ENGINES, OWN_SETTINGS, REFUSES_FOREIGN, SIMULATED, engine_for, speculative
 from ..errors import GpuplanError
-from ..hardware import GpuSpec
+from ..hardware import GpuSpec, resolve_gpu
 from ..market.offers import NODE_GPUS, largest_node
 from ..model.spec import ModelSpec
 from ..scenario import INFER_ONLY, LOAD_FIELDS, TRAIN_ONLY, Scenario, stacks
@@ -126,7 +126,8 @@ def _reads_instead(name: str, s: Scenario, spec: ModuleSpec, *, t5: bool) -> str
 def scenario_refusal(s: Scenario) -> None:
     """What the scenario's own fields cannot run together, whatever the model and card: the training stack's
     refusals (:func:`gpuplan.scenario.stacks.refusal`), a split of the layers by shares asked of an engine that does
-    not split so (:attr:`gpuplan.engines.base.Engine.splits_by_share`), and ZeRO or FSDP asked of a serving plan."""
+    not split so (:attr:`gpuplan.engines.base.Engine.splits_by_share`) or over a card the catalog lacks, and ZeRO or
+    FSDP asked of a serving plan. The searches (recommend, fit) ask it once before they plan a card or model."""
     why = stacks.refusal(s)
     if why:
         raise GpuplanError(why)
@@ -135,6 +136,8 @@ def scenario_refusal(s: Scenario) -> None:
         raise GpuplanError(f"extra_gpus and tensor_split split a model's layers over devices by shares, which "
                            f"{engine_for(s).label or s.engine} does not: use them with engine {who} (other engines "
                            "split with tp or pp over cards of one kind)")
+    for card in s.extra_gpus or ():  # a card beside gpu the catalog lacks: no searched card or model changes it
+        resolve_gpu(card)
     if s.task == "infer" and s.sharding not in (None, "single", "ddp"):
         # serving splits a model with tensor or pipeline parallelism (tp, pp) or replicates it (ddp); ZeRO and
         # FSDP shard training states and do not apply
@@ -239,10 +242,7 @@ def _layout(s: Scenario, m: ModelSpec) -> list[str]:
     warnings: list[str] = []
     if s.task == "train":
         _model_parallel(s)
-    if s.world_size % (s.tp * s.pp * s.cp):
-        what = "tp x pp x cp" if s.cp > 1 else "tp x pp"
-        raise GpuplanError(f"{what} = {s.tp * s.pp * s.cp} must divide the {s.world_size} GPUs (num_gpus x "
-                           "num_nodes)")
+    world_refusal(s)
     if s.task == "infer" and s.num_nodes > 1:
         _across_nodes(s)
     if s.task == "train":
@@ -260,6 +260,14 @@ def _layout(s: Scenario, m: ModelSpec) -> list[str]:
     if s.pp > m.num_layers:
         raise GpuplanError(f"pp={s.pp} is more pipeline stages than {m.name}'s {m.num_layers} layers")
     return warnings
+
+
+def world_refusal(s: Scenario) -> None:
+    """The parallel sizes against the GPUs given, whatever the model: fit, whose cards are given, asks it once."""
+    if s.world_size % (s.tp * s.pp * s.cp):
+        what = "tp x pp x cp" if s.cp > 1 else "tp x pp"
+        raise GpuplanError(f"{what} = {s.tp * s.pp * s.cp} must divide the {s.world_size} GPUs (num_gpus x "
+                           "num_nodes)")
 
 
 def _model_parallel(s: Scenario) -> None:

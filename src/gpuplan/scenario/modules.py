@@ -373,6 +373,12 @@ def _grads_freed(s: Scenario, spec: ModuleSpec, notes: list[str]) -> bool:
     return not keeps
 
 
+def _generated(s: Scenario) -> int:
+    """The target tokens an encoder-decoder's generate makes for ``output_tokens``: at least the first, which the
+    encoder pass's first decoder step makes (output_tokens 0 is timed as one token, as a decoder LLM's is)."""
+    return max(s.output_tokens, 1)
+
+
 def resolve_model(s: Scenario, spec: ModuleSpec) -> ModuleJob:
     """The job of an encoder-decoder or encoder scenario: tokens per sample from ``seq_len`` and
     ``decoder_tokens`` (Whisper: the transcript's tokens; its encoder always runs 1,500 frames)."""
@@ -386,7 +392,7 @@ def resolve_model(s: Scenario, spec: ModuleSpec) -> ModuleJob:
             notes.append(f"seq_len {tokens:,} taken as the transcript's tokens: Whisper's encoder always runs "
                          f"{d['encoder_frames']:,} frames (30 s of audio)")
         else:
-            tokens = s.decoder_tokens or (s.output_tokens if s.task == "infer" else d["decoder_tokens"])
+            tokens = s.decoder_tokens or (_generated(s) if s.task == "infer" else d["decoder_tokens"])
         if tokens > d["decoder_tokens_max"]:
             raise GpuplanError(f"{spec.name}'s decoder takes at most {d['decoder_tokens_max']} tokens "
                                f"(max_target_positions), not {tokens:,}")
@@ -400,7 +406,7 @@ def resolve_model(s: Scenario, spec: ModuleSpec) -> ModuleJob:
             notes.append(f"{given} {limit:,}: the default {source:,} would run past {spec.name}'s {limit:,} "
                          f"positions (set {given} to choose)")
             source = limit
-        target = s.decoder_tokens or (max(source // 4, 1) if s.task == "train" else s.output_tokens)
+        target = s.decoder_tokens or (max(source // 4, 1) if s.task == "train" else _generated(s))
         if limit and max(source, target) > limit:
             raise GpuplanError(f"{spec.name} learns {limit:,} positions: use at most {limit:,} source and target "
                                "tokens")

@@ -36,8 +36,16 @@ class Lengths(BaseModel):
     kind: Literal["fixed", "uniform", "normal", "lognormal", "trace"] = "fixed"
     mean: float = Field(gt=0, le=10_000_000, allow_inf_nan=False)
     std: float = Field(default=0.0, ge=0, le=10_000_000, allow_inf_nan=False)
-    min: int = Field(default=1, ge=1)
-    max: int = Field(default=10_000_000, ge=1)
+    min: int = Field(default=1, ge=1, le=10_000_000)
+    max: int = Field(default=10_000_000, ge=1, le=10_000_000)
+
+    @model_validator(mode="after")
+    def _ordered(self) -> Lengths:
+        """min above max clips every length to max, and a uniform draw between them fails in numpy (s19's fuzz:
+        ``{kind: uniform, min: 300, max: 2}`` was a ValueError traceback): one sentence."""
+        if self.min > self.max:
+            raise ValueError(f"min {self.min:,} is above max {self.max:,}: the lengths are drawn between them")
+        return self
 
 
 # Named workloads: (prompt, output, what they stand for). chat is ShareGPT as vLLM's benchmarks sample it: means
