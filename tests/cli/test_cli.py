@@ -292,3 +292,13 @@ def test_the_stack_help_names_trl_under_hf(capsys):
     assert run(["estimate", "--help"]) == 0
     text = " ".join(capsys.readouterr().out.split())
     assert "hf: the Hugging Face Trainer with peft, as TRL's SFTTrainer runs it" in text
+
+
+@pytest.mark.parametrize("command", ["simulate", "estimate", "recommend", "cost", "fit"])
+def test_the_module_option_says_it_runs_the_code_it_names(command):
+    """--module imports and calls the function it names (by design, the one option that runs code a user points
+    at: docs/security.md); its help says so (s19-sec: it said "run once on fake tensors" only)."""
+    proc = gpuplan(command, "--help")
+    assert proc.returncode == 0, proc.stderr
+    text = " ".join(proc.stdout.split())
+    assert "imports and runs that code from the current folder, as python -m does: name only your own" in text

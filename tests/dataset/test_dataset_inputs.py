@@ -265,3 +265,34 @@ def test_a_parquet_file_is_read_only_by_a_pyarrow_that_runs_nothing_in_it(tmp_pa
     with pytest.raises(GpuplanError, match=r"needs pyarrow 14.0.1 or later .*this one is 14.0.0\): older releases "
                                            "run code a Parquet file carries"):
         profile(plan(paths[1], tokenizer))
+
+
+def test_a_parquet_file_that_decodes_past_its_bound_is_refused(tmp_path, tokenizer):
+    """s19-sec: a Parquet file's dictionary encoding repeats one value without bound (456 bytes, one 256 KiB text
+    named by 4,096 rows, took 2.7 GB and more than 300 s of ``gpuplan estimate``); what Arrow decodes is bounded
+    by 100 times the file's size, at least 64 MiB. Here: a file of a few KiB naming one 16 KiB text 20,000 times
+    (312 MiB decoded); the same rows with 100 distinct short texts pass."""
+    pa = pytest.importorskip("pyarrow")
+    import pyarrow.parquet as pq
+
+    from gpuplan.dataset import profile
+    from gpuplan.dataset.read import records
+
+    bomb, fine = tmp_path / "bomb.parquet", tmp_path / "fine.parquet"
+    rows = pa.array([0] * 20_000, pa.int32())
+    pq.write_table(pa.table({"text": pa.DictionaryArray.from_arrays(rows, pa.array(["hello world " * 1365]))}), bomb)
+    assert bomb.stat().st_size < 8_000
+    with pytest.raises(GpuplanError, match=r"^bomb.parquet decodes to more than 64 MiB \(Parquet's encodings repeat "
+                                           r"values; gpuplan reads at most 100 times the file's size"):
+        sum(1 for _ in records(str(bomb), "parquet"))
+    pq.write_table(pa.table({"text": [f"hello world {i % 100}" for i in range(20_000)]}), fine)
+    assert sum(1 for _ in records(str(fine), "parquet")) == 20_000
+    with pytest.raises(GpuplanError, match="decodes to more than 64 MiB"):
+        profile(plan(bomb, tokenizer))
+    # one 32 MiB text named by every row of the first batch (8 GiB as Python strings): refused before they are made
+    big = tmp_path / "big.parquet"
+    pq.write_table(pa.table({"text": pa.DictionaryArray.from_arrays(pa.array([0] * 256, pa.int32()),
+                                                                     pa.array(["x" * 2**25]))}), big,
+                   compression="zstd")
+    with pytest.raises(GpuplanError, match=r"^big\.parquet decodes to more than 64 MiB"):
+        next(records(str(big), "parquet"))

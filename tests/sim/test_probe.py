@@ -128,3 +128,28 @@ def test_folders_and_binary_files_are_not_records(tmp_path):
     (tmp_path / "x.json").write_bytes(b"\x89PNG\r\n\x1a\n\x00")
     with pytest.raises(GpuplanError, match="is not probe record text: it holds a NUL byte"):
         read_record(tmp_path / "x.json")
+
+
+def test_a_probe_record_is_written_whole_under_a_plain_name(tmp_path):
+    """s19-sec: the record was written in place (``Path.write_text``: half a file on a full disk, through a link put
+    at its name), named with the model folder's own name (any character), and a bad ``--out-dir`` was an OSError
+    traceback after the GPU had run."""
+    from gpuplan.sim.probe import record_folder, write_record
+
+    folder = tmp_path / "probes"
+    rec = {**record(1, 1, 1, (1, 1, 1)), "model": str(tmp_path / "my model $(x)`y`"),
+           "measured_at": "2026-12-01T04:00:00.123+00:00"}
+    victim = tmp_path / "victim"
+    victim.write_text("kept")
+    folder.mkdir()
+    name = "probe-my_model_x_y-train-2026-12-01T040000.json"
+    (folder / name).symlink_to(victim)
+    path = write_record(rec, folder)
+    assert path == folder / name and not path.is_symlink() and json.loads(path.read_text())["model"] == rec["model"]
+    assert victim.read_text() == "kept" and sorted(p.name for p in folder.iterdir()) == [name]
+    (tmp_path / "file").write_text("")
+    for bad, said in ((tmp_path / "file" / "probes", "cannot make --out-dir"), (tmp_path / "a\nb", "control character"),
+                      (tmp_path / "file", "is a file")):
+        with pytest.raises(GpuplanError, match=said):
+            record_folder(bad)
+    assert not (tmp_path / "a\nb").exists()

@@ -326,6 +326,11 @@ def test_foreign_host_headers_are_refused():
     assert "base_url='http://127.0.0.1'" in refused.json()["detail"]
     assert TestClient(create_app(), base_url="http://[::1]:8000").get("/api/gpus").status_code == 200
     assert TestClient(create_app(host="0.0.0.0"), base_url="http://192.168.1.7").get("/").status_code == 200
+    # s19-sec: the host was read up to the first colon, so "localhost:80@evil.com" passed as localhost
+    local = TestClient(create_app(), base_url="http://127.0.0.1")
+    for header, status in (("localhost:80@evil.com", 400), ("[::1]:80@evil.com", 400), ("localhost:8000", 200),
+                           ("LOCALHOST", 200), ("localhost.", 400), ("127.0.0.1.nip.io", 400)):
+        assert local.get("/api/gpus", headers={"host": header}).status_code == status, header
 
 
 # ---- what the page shows: formulas, exports, the catalog grid ----------------------------------------------------

@@ -71,6 +71,25 @@ def test_an_uploaded_config_gives_the_cli_plan(client, tmp_path):
     assert grid.status_code == 200 and "gpuplan-uploads" not in grid.text, grid.text
 
 
+
+def test_the_launch_files_of_an_uploaded_config_name_no_server_path(client):
+    """The model folder of an uploaded config (what vLLM loads, where the tokenizer is looked for) is named as the
+    user named the file: before s19-sec the reply read ``vllm serve /tmp/gpuplan-uploads-XXXX/config.json``, the
+    server's folder, and a plan with a dataset said ``tokenizer '/tmp/gpuplan-uploads-XXXX/config.json'``."""
+    ref = upload(client, "config.json", json.dumps(CONFIG).encode()).json()["ref"]
+    digest = ref.split(":")[1].split("/")[0]
+    served = asked(client, "/api/launch", {"model": ref, "task": "infer", "engine": "vllm", "gpu": "l40s"})
+    trained = asked(client, "/api/launch", {**SCENARIO, "model": ref, "pricing": "spot"})
+    for r in (served, trained):
+        assert r.status_code == 200, r.text
+        assert "gpuplan-uploads" not in r.text and digest not in r.text, r.text
+    (script,) = [f["text"] for f in served.json()["files"] if f["path"] == "vllm-serve.sh"]
+    assert "vllm serve config.json \\\n" in script
+    data = upload(client, "train.jsonl", b'{"text": "hello world"}\n', kind="dataset").json()["ref"]
+    r = asked(client, "/api/estimate", {**SCENARIO, "model": ref, "dataset": data})
+    assert r.status_code == 422 and r.json()["detail"].startswith("tokenizer 'config.json': no tokenizer.json"), r.text
+    assert "gpuplan-uploads" not in r.text and digest not in r.text
+
 def deep(levels: int) -> bytes:
     value: object = 1
     for _ in range(levels):

@@ -106,10 +106,12 @@ def probe(scenario, *, steps: int = 2, simulate_too: bool = True, out_dir: str |
     in use, step time, tokens/s), with the estimate and the simulation of the same scenario: ``gpuplan probe``.
     Returns the record and, with ``out_dir``, the JSON file it was written to (for ``calibrate``)."""
     from ..sim.probe import probe as run
-    from ..sim.probe import write_record
+    from ..sim.probe import record_folder, write_record
 
     steps = arg.count(steps, "steps", most=10_000)
     simulate_too, out_dir = arg.flag(simulate_too, "simulate_too"), arg.path(out_dir, "out_dir", optional=True)
+    if out_dir is not None:
+        record_folder(out_dir, make=False)  # before the GPU runs; made when the record is written
     record = run(scenario_of(scenario), steps=steps, simulate_too=simulate_too)
     path = write_record(record, Path(out_dir)) if out_dir is not None else None
     return Record(**finite(record)), path

@@ -203,7 +203,9 @@ MODULE_FLAG = inspect.Parameter("module", inspect.Parameter.KEYWORD_ONLY, defaul
     str | None, typer.Option("--module", hidden=True, help="estimate's option (refused here, saying so)")])
 OWN_MODULE = inspect.Parameter("module", inspect.Parameter.KEYWORD_ONLY, default=None, annotation=Annotated[
     str | None, typer.Option("--module", help="Your own PyTorch module instead of --model: package.module:function, "
-                             "a callable returning (module, example_input), run once on fake tensors (needs torch)",
+                             "a callable returning (module, example_input), run once on fake tensors (needs torch); "
+                             "imports and runs that code from the current folder, as python -m does: name only your "
+                             "own",
                              rich_help_panel="Model", show_default=False)])
 
 

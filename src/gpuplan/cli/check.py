@@ -148,7 +148,8 @@ scenario_command(
     option("layers", int | None, None, "Run this many layers as they are, without extrapolating."),
     option("module", str | None, None, "Your own PyTorch module: package.module:function, a callable returning "
            "(module, example_input), run once on fake tensors (with --task train|infer, --gpu for its time); "
-           "the scenario's --model is not needed"))
+           "the scenario's --model is not needed; imports and runs that code from the current folder, as python -m "
+           "does: name only your own"))
 
 
 def probe_cmd(scenario: str | None = None, as_json: bool = False, steps: int = 2, out_dir: str = "probes",

@@ -32,6 +32,10 @@ from ..userfiles import (
 HUB_ID = re.compile(r"^[A-Za-z0-9][\w.-]*/[\w.-]+$")  # org/name
 FORMATS = {".jsonl": "jsonl", ".ndjson": "jsonl", ".json": "json", ".parquet": "parquet", ".csv": "csv"}
 MAX_JSON_BYTES = 256 * 1024 * 1024  # a .json dataset, read whole; JSON Lines, CSV and Parquet stream
+# Parquet: records decoded at a time, and how many bytes Arrow may decode per byte of the file (text compresses
+# some 2-8 times with snappy or zstd; a repeated value far more, by the dictionary and run-length encodings)
+PARQUET_BATCH = 256
+PARQUET_EXPANSION = 100
 SAMPLE_RECORDS = 200_000  # more than this: tokenize a regular sample of this many records
 PROGRESS_EVERY_S = 1.0
 
@@ -120,13 +124,63 @@ def _parquet_file(path: Path):
 
 
 def _parquet(path: Path) -> Iterator[dict[str, Any]]:
+    """The records, :data:`PARQUET_BATCH` at a time, while what they hold stays within :data:`PARQUET_EXPANSION`
+    times the file's size (at least :data:`~gpuplan.userfiles.MAX_LINE_BYTES`, one JSON Lines record's bound),
+    counted before a batch's rows are made: a Parquet file's dictionary and run-length encodings expand without
+    bound (s19-sec: 456 bytes, one 256 KiB text in the dictionary and 4,096 rows naming it, took 2.7 GB and more
+    than 300 s before it was stopped)."""
     import pyarrow as pa
 
+    bound, decoded = max(MAX_LINE_BYTES, PARQUET_EXPANSION * path.stat().st_size), 0
     try:
-        for batch in _parquet_file(path).iter_batches(batch_size=4096):
-            yield from batch.to_pylist()
+        for batch in _parquet_file(path).iter_batches(batch_size=PARQUET_BATCH):
+            arrow = batch.nbytes + _dictionary_text(batch)  # what the rows will hold, before they are made
+            _within(path, decoded + arrow, bound)
+            rows = batch.to_pylist()
+            decoded += max(arrow, _size(rows))  # nested columns' text is counted in Python
+            _within(path, decoded, bound)
+            yield from rows
     except (pa.ArrowException, OSError) as err:
         raise GpuplanError(f"{path} is not a Parquet file pyarrow reads ({str(err).splitlines()[0][:160]})") from None
+
+
+def _within(path: Path, decoded: int, bound: int) -> None:
+    if decoded > bound:
+        raise GpuplanError(f"{path.name} decodes to more than {bound // 2**20:,} MiB (Parquet's encodings repeat "
+                           f"values; gpuplan reads at most {PARQUET_EXPANSION} times the file's size, "
+                           f"{MAX_LINE_BYTES // 2**20} MiB for a small file): pass the data as .jsonl")
+
+
+def _dictionary_text(batch) -> int:
+    """Bytes the text columns that the file's Arrow schema keeps dictionary-encoded hold once each row is expanded
+    (Arrow's ``nbytes`` counts the dictionary once), counted before they are."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    total = 0
+    for column in batch.columns:
+        if pa.types.is_dictionary(column.type) and (pa.types.is_string(column.type.value_type) or pa.types.is_binary(
+                column.type.value_type) or pa.types.is_large_string(column.type.value_type)):
+            total += pc.sum(pc.binary_length(column.dictionary).take(column.indices)).as_py() or 0
+    return total
+
+
+def _size(value: Any) -> int:
+    """Bytes of text in ``value`` (records as Python holds them), 8 for any other value; without recursion."""
+    total, stack = 0, [value]
+    while stack:
+        v = stack.pop()
+        if isinstance(v, (str, bytes)):
+            total += len(v)
+        elif isinstance(v, dict):
+            stack.extend(v.keys())
+            stack.extend(v.values())
+        elif isinstance(v, (list, tuple)):
+            total += 8
+            stack.extend(v)
+        else:
+            total += 8
+    return total
 
 
 def _hub(name: str) -> Iterator[dict[str, Any]]:

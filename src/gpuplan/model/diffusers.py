@@ -31,6 +31,7 @@ from typing import Any
 from ..errors import GpuplanError, echo, echo_value, normalize_name
 from .families import diffusers_class
 from .module_spec import Component, ModuleSpec
+from .validate import check_depth
 
 DENOISERS = ("UNet2DConditionModel", "SD3Transformer2DModel", "FluxTransformer2DModel")
 VAES = ("AutoencoderKL",)
@@ -306,6 +307,7 @@ def build(library_name: str, cls: str, config: dict[str, Any], dtype: str = "bfl
     if target is None:
         raise GpuplanError(f"{library_name} has no class {cls} (the config names it): upgrade {library_name}, or "
                            "pass a config of a class it has")
+    check_depth(config, where)
     base = lib.ModelMixin if library_name == "diffusers" else lib.PreTrainedModel
     if not (isinstance(target, type) and issubclass(target, base)):  # s17-sec: transformers.pipeline was called
         raise GpuplanError(f"{where} names {library_name}.{cls}, which is not a model class ({base.__name__}): "

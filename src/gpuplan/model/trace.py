@@ -31,6 +31,7 @@ from typing import Any
 from ..errors import GpuplanError
 from .layers import Layer
 from .meta_layers import _embedding_dim, _get, _int, _layer_structure, _top_level, decoder_layers
+from .validate import check_depth
 
 # the config keys of the experts each token is routed to (Gemma 4: ``top_k_experts``, transformers
 # ``Gemma4TextConfig``, read by its router as ``k=self.config.top_k_experts`` in ``modeling_gemma4.py``)
@@ -87,6 +88,7 @@ def build_meta(config: dict[str, Any], dtype: str = "bfloat16", progress: str | 
     model_type = clean.get("model_type")
     named = (clean.get("architectures") or [None])[0]
     known = getattr(transformers, named, None) if isinstance(named, str) else None
+    check_depth(clean, f"the {model_type} config")
     try:
         if model_type not in transformers.CONFIG_MAPPING and known is not None:
             # remote-code model types of a transformers architecture (Kimi K2's kimi_k2 is DeepseekV3ForCausalLM)

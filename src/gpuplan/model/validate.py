@@ -9,6 +9,7 @@ that must be mappings or lists are. Each problem is one sentence naming the key,
 from __future__ import annotations
 
 import math
+import re
 from typing import Any
 
 from ..errors import GpuplanError, echo_value, shown_number
@@ -68,6 +69,29 @@ LARGEST = 2**31  # no real size comes near; keeps products of sizes far from ove
 # The deepest released decoders have ~130 layers; the most routed experts, 384 (Kimi K2).
 BUILT = {"num_hidden_layers": 10_000, "n_layer": 10_000, "num_layers": 10_000, "num_local_experts": 65_536,
          "num_experts": 65_536, "n_routed_experts": 65_536, "n_shared_experts": 65_536}
+
+# The most layers (or blocks) one stack may have in a config that transformers or diffusers builds (a family without
+# an exact reader, an encoder, a pipeline's component): four times the deepest released decoder (Llama 3.1 405B's
+# 126). Those libraries build every layer on the meta device and gpuplan runs each on fake tensors, ~0.1-0.5 s a
+# layer, and they read layer counts BUILT does not name (Bart's decoder_layers, T5's num_decoder_layers, a vision
+# tower's depth, a UNet's layers_per_block): a config sent with decoder_layers 200,000 ran for hours (s19-sec).
+MOST_BUILT_LAYERS = 512
+LAYER_COUNT = re.compile(r"(^|_)(layers|blocks|depth)$|^n_layer$|layers_per_block$")
+
+
+def check_depth(config: dict[str, Any], where: str = "the config", path: str = "") -> None:
+    """Refuse, in one sentence naming ``where``, a count of layers past :data:`MOST_BUILT_LAYERS` anywhere in
+    ``config`` (sub-configs and per-block lists included), before a library builds them."""
+    for key, value in config.items():
+        if isinstance(value, dict):
+            check_depth(value, where, f"{path}{key}.")
+            continue
+        if not (isinstance(key, str) and LAYER_COUNT.search(key)):
+            continue
+        for count in value if isinstance(value, list) else [value]:
+            if isinstance(count, (int, float)) and not isinstance(count, bool) and count > MOST_BUILT_LAYERS:
+                raise GpuplanError(f"{where}: {path}{key} is {shown_number(count)}; a model built by transformers "
+                                   f"or diffusers may have at most {MOST_BUILT_LAYERS} layers in one stack")
 
 
 def checked_config(config: dict[str, Any], where: str = "config.json", *, vision: bool = False,

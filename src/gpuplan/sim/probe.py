@@ -20,18 +20,19 @@ from __future__ import annotations
 import datetime as dt
 import json
 import math
+import re
 import statistics
 import time
 from pathlib import Path
 from typing import Any
 
 from .. import overheads as oh
-from ..errors import GpuplanError, echo_value
+from ..errors import GpuplanError, echo, echo_value, no_control
 from ..model.catalog import load_model
 from ..plan.estimate import estimate
 from ..plan.refusals import scenario_refusal
 from ..scenario import Scenario, scenario_from
-from ..userfiles import is_folder, load_json
+from ..userfiles import is_folder, load_json, write_text
 
 GIB = 2**30
 
@@ -168,11 +169,33 @@ def _measure(s: Scenario, m, model, forward_loss, chosen, steps: int, notes: lis
             "step_time_s": step_s, "tokens_per_s": tokens / step_s, "timed": timed, "oom": False}
 
 
+def record_folder(folder: str | Path, *, make: bool = True) -> Path:
+    """``--out-dir`` checked (``~`` expanded; no control character, not a file) and, with ``make``, created with its
+    parents and checked by :func:`gpuplan.userfiles.output_file` on a record in it (no name too long, a folder that
+    takes a new file), or one sentence."""
+    from ..userfiles import output_file, user_path
+
+    path = user_path(no_control(str(folder), "--out-dir"))
+    if path.exists() and not path.is_dir():
+        raise GpuplanError(f"--out-dir {echo(str(folder))} is a file: name a folder for the probe records")
+    if not make:
+        return path
+    try:
+        path.mkdir(parents=True, exist_ok=True)
+    except (OSError, ValueError) as err:
+        why = err.strerror if isinstance(err, OSError) and err.strerror else str(err)
+        raise GpuplanError(f"cannot make --out-dir {echo(str(folder))}: {why}") from None
+    return output_file(path / "probe.json", "--out-dir").parent
+
+
 def write_record(record: dict[str, Any], folder: Path) -> Path:
-    folder.mkdir(parents=True, exist_ok=True)
+    """The record as ``folder/probe-MODEL-TASK-TIME.json``, whole or not at all (:func:`gpuplan.userfiles.write_text`:
+    a temporary renamed into place, a link at the name replaced, not followed); the model's name in it reduced to
+    letters, digits, ``.``, ``-`` and ``_`` (a folder's name may hold anything)."""
     stamp = record["measured_at"].replace(":", "").split(".")[0]
-    path = folder / f"probe-{Path(str(record['model'])).name}-{record['scenario']['task']}-{stamp}.json"
-    path.write_text(json.dumps(record, indent=2, default=str))
+    model = re.sub(r"[^A-Za-z0-9._-]+", "_", Path(str(record["model"])).name).strip("._")[:100] or "model"
+    path = record_folder(folder) / f"probe-{model}-{record['scenario']['task']}-{stamp}.json"
+    write_text(path, json.dumps(record, indent=2, default=str), "--out-dir")
     return path
 
 

@@ -12,6 +12,7 @@ deadline: :mod:`.lanes`.
 from __future__ import annotations
 
 import json
+import re
 from typing import Any
 
 import anyio
@@ -197,11 +198,11 @@ def _unbounded(body: bytes) -> str | None:
 
 def host_named(header: str) -> str:
     """The host a Host header names, without its port (``[::1]:8000`` -> ``[::1]``, ``localhost:80`` ->
-    ``localhost``)."""
+    ``localhost``); a header whose part after the host is not ``:`` and digits is returned whole, so no host of
+    this machine is read out of it (``localhost:80@evil.com``, s19-sec)."""
     header = header.strip().lower()
-    if header.startswith("["):
-        return header[: header.find("]") + 1] if "]" in header else header
-    return header.split(":")[0]
+    named = re.fullmatch(r"(\[[^\]]*\]|[^:\[\]]*)(:\d{1,5})?", header)
+    return named[1] if named else header
 
 
 class LocalHosts:

@@ -265,10 +265,16 @@ class Store:
         if root is None or (str(root) not in text and quote_plus(str(root)) not in text):
             return text
         text = re.sub(re.escape(quote_plus(str(root))) + r"%2F([0-9a-f]{16})%2F", r"upload%3A\1%2F", text)
-        for form in (str(root), json.dumps(str(root))[1:-1]):
-            text = re.sub(re.escape(form) + r"[/\\]+[0-9a-f]{16}[/\\]+", "", text)
         with self._lock:
             keys = list(self._files)
+        names = dict(key.split("/", 1) for key in keys)
+        for form in (str(root), json.dumps(str(root))[1:-1]):
+            text = re.sub(re.escape(form) + r"[/\\]+[0-9a-f]{16}[/\\]+", "", text)
+            # a file's folder named alone (an uploaded config's model folder, which the launch files load and the
+            # tokenizer is looked for in): the file's name, as the user gave it (s19-sec)
+            text = re.sub(re.escape(form) + r"[/\\]+([0-9a-f]{16})(?![0-9a-f])",
+                          lambda m: names.get(m[1], "the uploaded file"), text)
+            text = text.replace(form, "the server's upload folder")  # any other form: never the server's path
         return _name_configs(text, keys)
 
 
