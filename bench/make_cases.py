@@ -176,6 +176,40 @@ def peft_metamath(row):
     return case, None
 
 
+# torchtune releases by their tag's commit date (pytorch/torchtune tags v0.1.0 to v0.6.1; the PyPI uploads follow within
+# a day, 0.6.0's on 2025-03-25). Rule for a source that does not state its release (no torchtune source here does): the
+# release current on the source's date, the last one tagged on or before it. Read by torchtune_before
+# (gpuplan.scenario.stacks): < 0.2 torchao 0.1's whole-weight NF4, < 0.3 FSDP1 recipes, < 0.5 the bf16 RMSNorm output
+TORCHTUNE_RELEASES = (("2024-04-15", "0.1.0"), ("2024-04-18", "0.1.1"), ("2024-07-16", "0.2.0"),
+                      ("2024-07-25", "0.2.1"), ("2024-09-17", "0.3.0"), ("2024-10-02", "0.3.1"),
+                      ("2024-11-13", "0.4.0"), ("2024-12-20", "0.5.0"), ("2025-03-18", "0.6.0"),
+                      ("2025-04-07", "0.6.1"))
+# each torchtune source's date: the commit that wrote its numbers (git log -S on the figure)
+TORCHTUNE_DATES = {
+    "torchtune docs QLoRA tutorial": "2024-04-15",  # 0914d5cf 'QLoRA tutorial (#693)', in v0.1.0
+    "torchtune README (2024-04 memory table)": "2024-04-16",  # fef3ed10 'Memory update (#775)'
+    "torchtune docs Llama3 tutorial": "2024-04-18",  # 20747cd8 'Llama3 changes (#793)', in v0.1.1 (llama3 models)
+    "torchtune README (Llama 3.1 memory table)": "2024-09-24",  # 30b8519e 'Readme Updates (#1664)'
+    "torchtune README (optimization flags table)": "2024-11-18",  # 1814feb1 'add flags to readme (#2003)'
+}
+
+
+def release_on(releases: tuple[tuple[str, str], ...], date: str) -> str:
+    """The release current on ``date`` (ISO): the last of ``releases`` (date, release) dated on or before it."""
+    current = [release for day, release in releases if day <= date]
+    if not current:
+        raise ValueError(f"no release on or before {date}")
+    return current[-1]
+
+
+def torchtune_release(source: str) -> tuple[str, str]:
+    """The torchtune release a source ran, by :data:`TORCHTUNE_DATES` and :func:`release_on`, and the note saying
+    so."""
+    date = TORCHTUNE_DATES[source]
+    version = release_on(TORCHTUNE_RELEASES, date)
+    return version, f"torchtune {version}, the release current on the source's date ({date}; none stated)"
+
+
 def torchtune(row):
     """torchtune recipes (its own modules, not HF code). Sources for the defaults: the recipe configs of the
     time (llama2/7B_qlora_single_device: LoRA r=8 on q,k,v,output_proj + MLP; llama2/7B_lora_single_device and
@@ -233,8 +267,8 @@ def torchtune(row):
             notes.insert(0, "torchtune 0.1's full_finetune_distributed wrapped the model in FSDP1 (FULL_SHARD, one "
                             "unit per decoder layer, mixed_precision None, flat parameters: torch AdamW foreach "
                             "over them)")
-    if v01:
-        scenario["torchtune_version"] = "0.1.0"
+    scenario["torchtune_version"], release = torchtune_release(row["source"])
+    notes.append(release)
     if "after_model_init" in metric:
         notes.append("reserved right after model init = weights + LoRA adapters (+ RoPE cache), compared with "
                      "the weights")
@@ -276,7 +310,8 @@ def torchtune_flags(row):
     scenario = dict(model="llama-3.2-3b", task="train", stack="torchtune", micro_batch_size=2, seq_len=4096,
                     grad_checkpointing="full" if k >= 4 else "none", precision="bf16-true", attention="sdpa",
                     optimizer="adamw-8bit" if k == 7 else "adamw")
-    notes = ["packed to 4096 (fixed length)"]
+    scenario["torchtune_version"], release = torchtune_release(row["source"])
+    notes = ["packed to 4096 (fixed length)", release]
     if 5 <= k <= 7:
         scenario["optimizer_in_backward"] = True
         notes.insert(0, "optimizer step fused into backward (optimizer_in_bwd)")
@@ -321,7 +356,9 @@ def torchtune_llama31(row):
                     grad_checkpointing="full", precision="bf16-true", attention="sdpa", compile=True,
                     optimizer="adamw", optimizer_impl="fused", loss="full" if model == "llama-3.1-405b" else "chunked",
                     gpu={"RTX 4090 24GB": "rtx-4090", "RTX A6000 48GB": "rtx-a6000"}.get(row["gpu"], "a100-sxm4-80gb"))
-    notes = ["batch 2 x 2,048 packed, compile (the table's note); the llama3_1 config of 2024-09-24 for the rest"]
+    scenario["torchtune_version"], release = torchtune_release(row["source"])
+    notes = ["batch 2 x 2,048 packed, compile (the table's note); the llama3_1 config of 2024-09-24 for the rest",
+             release]
     if row["workload"] == "full-FT":
         scenario.update(method="full", optimizer="paged-adamw-8bit", optimizer_in_backward=True)
     elif model == "llama-3.1-8b":
