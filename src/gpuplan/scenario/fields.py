@@ -91,8 +91,10 @@ class Scenario(BaseModel):
         default=None, description="step each parameter as its gradient is ready (torchtune optimizer_in_bwd); "
         "needs grad_accum_steps 1 (default: false)")
     adapter_dtype: Literal["auto", "bf16", "fp16", "fp32"] = Field(
-        default="auto", description="LoRA adapter dtype; auto: peft's autocast_adapter_dtype (fp32) for hf, "
-        "axolotl, unsloth and pytorch, the model dtype for torchtune")
+        default="auto", description="LoRA adapter dtype (the optimizer's states take it); auto: peft's "
+        "autocast_adapter_dtype (fp32) for hf, axolotl, unsloth and pytorch, the model dtype for torchtune and "
+        "SimpleTuner, fp32 for kohya (bf16 under bf16-true: --full_bf16) and ai-toolkit, and for diffusers under "
+        "fp16-mixed only")
     checkpoint_every: int = Field(default=1, ge=1, le=1000, description="with grad_checkpointing full: "
                                   "checkpoint one decoder layer in N (torchtitan's layer-selective AC)")
     transformers_version: str | None = Field(
