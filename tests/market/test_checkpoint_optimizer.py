@@ -46,7 +46,6 @@ def test_adafactor_saves_a_row_and_a_column_per_matrix():
 
 @pytest.mark.parametrize("stack, per_param", [
     ("hf", 4 + 2 * 4),  # peft's fp32 adapters, fp32 AdamW moments
-    ("torchtune", 2 + 2 * 2),  # bf16 adapters (the model's dtype), torch AdamW's moments zeros_like them: bf16
     ("megatron", 2 + 4 + 2 * 4),  # NeMo PEFT: bf16 adapters, the distributed optimizer's fp32 main params + moments
 ])
 def test_a_lora_checkpoint_saves_its_adapters_as_the_memory_holds_them(stack, per_param):
@@ -74,3 +73,12 @@ def test_adafactor_factors_each_lora_matrix():
     elements = LAYERS * (IN_PLUS_OUT + 7 * 2 * 16)
     assert elements == LORA // 16 + 2 * 16 * 7 * LAYERS == 793_408
     assert checkpoint(stack="hf", optimizer="adafactor", method="lora") == 4 * LORA + 4 * elements == 53_636_352
+
+
+def test_torchtune_saves_the_merged_model_beside_its_adapters():
+    """torchtune's LoRA recipes (save_adapter_weights_only False) write at every save the merged model in bf16
+    (FullModelHFCheckpointer.save_checkpoint: the model's safetensors, get_merged_lora_ckpt), the adapters twice
+    (adapter_model.pt, adapter_model.safetensors) and the optimizer (recipe_state.pt): 2 x 1,100,048,384 +
+    12,615,680 x (2 + 2 + 2 x 2) = 2,301,022,208 B (75,694,080 before session 19: adapters and moments only). bf16
+    adapters (the model's dtype) and torch AdamW's moments zeros_like them."""
+    assert checkpoint(stack="torchtune", method="lora") == 2 * P + LORA * (2 + 2 + 2 * 2) == 2_301_022_208
