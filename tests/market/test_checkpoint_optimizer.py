@@ -46,7 +46,6 @@ def test_adafactor_saves_a_row_and_a_column_per_matrix():
 
 @pytest.mark.parametrize("stack, per_param", [
     ("hf", 4 + 2 * 4),  # peft's fp32 adapters, fp32 AdamW moments
-    ("torchtune", 2 + 2 * 2),  # bf16 adapters (the model's dtype), torch AdamW's moments zeros_like them: bf16
     ("megatron", 2 + 4 + 2 * 4),  # NeMo PEFT: bf16 adapters, the distributed optimizer's fp32 main params + moments
 ])
 def test_a_lora_checkpoint_saves_its_adapters_as_the_memory_holds_them(stack, per_param):
@@ -54,3 +53,32 @@ def test_a_lora_checkpoint_saves_its_adapters_as_the_memory_holds_them(stack, pe
     table said 4 + 8 = 12 B for every stack."""
     assert LORA == 12_615_680
     assert checkpoint(stack=stack, method="lora") == LORA * per_param
+
+
+def test_adafactor_states_are_fp32_under_bf16_true():
+    """transformers' Adafactor upcasts a bf16 gradient (``grad = grad.float()``) and makes every state from it
+    (``torch.zeros(grad_shape[:-1]).to(grad)``): fp32 under ``bf16-true`` too (session 19; the memory model held
+    them in the weights' bf16, 2 B). The 948,736 factor elements above, 4 B each, beside the bf16 weights:
+    2 x 1,100,048,384 + 4 x 948,736 = 2,203,891,712 B (2,201,994,240 at 2 B)."""
+    factors = 948_736
+    assert checkpoint(stack="hf", optimizer="adafactor", precision="bf16-true") == 2 * P + 4 * factors \
+        == 2_203_891_712
+
+
+def test_adafactor_factors_each_lora_matrix():
+    """A LoRA pair is two matrices, ``A (16 x in)`` and ``B (out x 16)``, each factored (``_get_options``: two
+    dimensions): rows + columns ``in + out + 2 x 16`` a linear, 35,840 + 7 x 32 = 36,064 a layer, 793,408 fp32
+    elements for 22 layers (the memory model took 5 % of the adapters, 630,784). peft's fp32 adapters beside them:
+    4 x 12,615,680 + 4 x 793,408 = 53,636,352 B."""
+    elements = LAYERS * (IN_PLUS_OUT + 7 * 2 * 16)
+    assert elements == LORA // 16 + 2 * 16 * 7 * LAYERS == 793_408
+    assert checkpoint(stack="hf", optimizer="adafactor", method="lora") == 4 * LORA + 4 * elements == 53_636_352
+
+
+def test_torchtune_saves_the_merged_model_beside_its_adapters():
+    """torchtune's LoRA recipes (save_adapter_weights_only False) write at every save the merged model in bf16
+    (FullModelHFCheckpointer.save_checkpoint: the model's safetensors, get_merged_lora_ckpt), the adapters twice
+    (adapter_model.pt, adapter_model.safetensors) and the optimizer (recipe_state.pt): 2 x 1,100,048,384 +
+    12,615,680 x (2 + 2 + 2 x 2) = 2,301,022,208 B (75,694,080 before session 19: adapters and moments only). bf16
+    adapters (the model's dtype) and torch AdamW's moments zeros_like them."""
+    assert checkpoint(stack="torchtune", method="lora") == 2 * P + LORA * (2 + 2 + 2 * 2) == 2_301_022_208

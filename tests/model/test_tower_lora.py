@@ -45,3 +45,40 @@ def test_named_targets_match_in_the_tower_as_peft_matches_them(targets):
     e = estimate({**JOB, "lora_targets": targets}, advise=False)
     want = {"q_proj": 16 * ((3840 + 4096 + 3840 + 2048) * 48 + 2 * 2304 * 27), "fc1": 16 * (1152 + 4304) * 27}
     assert e.model.params_trainable == want[targets[0]]
+
+
+# session 19: the towers of traced families (model.meta_layers reads each tower nn.Linear off the real class); rank 16.
+# Qwen3-VL-8B's vision blocks 27 x 16 x (qkv 1152+3456, proj 1152+1152, linear_fc1 1152+4304, linear_fc2 4304+1152),
+# its merger and three deepstack mergers 4 x 16 x (4608+4608 + 4608+4096): 8,846,848 beside the decoder's 43,646,976.
+# Mistral-Small-3.1: Pixtral's 24 layers 24 x 16 x (4 x 2048 + 3 x 5120) and the projector's linear_1, linear_2 and
+# patch merger 16 x (1024+5120 + 5120+5120 + 4096+1024): 9,388,032 beside 92,405,760. Llama-4-Scout: 34 layers
+# 34 x 16 x (4 x 2816 + 2 x 7040), the patch embedding (588+1408), vision adapter (5632+4096, 4096+4096) and projector
+# (4096+5120): 14,253,248 beside 55,836,672 (peft's count wraps Llama 4's routers too, 48 x 16 x (5120+16) =
+# 3,944,448 more: left out, as model.layers.Linear.adaptable says).
+TOWERS = {"qwen3-vl-8b": (43_646_976, 8_846_848), "mistral-small-3.1-24b": (92_405_760, 9_388_032),
+          "llama-4-scout": (55_836_672, 14_253_248)}
+
+
+@pytest.mark.parametrize("model", TOWERS)
+def test_traced_towers_are_counted_by_hand(model):
+    decoder, tower = TOWERS[model]
+    by_hand = {"qwen3-vl-8b": 27 * 16 * (4608 + 2304 + 5456 + 5456) + 4 * 16 * (9216 + 8704),
+               "mistral-small-3.1-24b": 24 * 16 * (4 * 2048 + 3 * 5120) + 16 * (6144 + 10240 + 5120),
+               "llama-4-scout": 34 * 16 * (4 * 2816 + 2 * 7040) + 16 * (1996 + 9728 + 8192 + 9216)}
+    assert by_hand[model] == tower
+    e = estimate({**JOB, "model": model}, advise=False)
+    assert e.model.params_trainable == decoder + tower
+
+
+@pytest.mark.parametrize("model", ["qwen3-vl-8b", "mistral-small-3.1-24b"])
+def test_traced_towers_match_peft_on_the_meta_device(model):
+    """peft's count on the real class of the bundled config (``AutoModelForImageTextToText`` on the meta device)."""
+    peft, torch = require("peft"), require("torch")
+    transformers = require("transformers")
+
+    config = transformers.AutoConfig.for_model(**json.loads(bundled()[bundled_repo(model)].read_text()))
+    with torch.device("meta"):
+        built = transformers.AutoModelForImageTextToText.from_config(config)
+    adapted = peft.get_peft_model(built, peft.LoraConfig(r=16, target_modules="all-linear"))
+    counted = sum(p.numel() for p in adapted.parameters() if p.requires_grad)
+    assert counted == estimate({**JOB, "model": model}, advise=False).model.params_trainable == sum(TOWERS[model])

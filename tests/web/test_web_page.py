@@ -564,3 +564,21 @@ def test_users_the_pool_cannot_hold_at_once_are_said_on_the_page(server, page):
     assert "decode step at 45 at once (all the KV pool holds of the 50 users)" in decode
     assert "the last of 45 arriving together" in page.text_content('details[data-key="speed.ttft_burst_s"] summary')
     assert value(page, 'details[data-key="speed.tokens_per_s"] .value') == pytest.approx(r.speed.tokens_per_s)
+
+
+def test_the_load_is_said_in_the_plans_words(server, page):
+    """The page said a load in its own words (app.js wrote "50 users (closed loop, think 20 s)" and "2000
+    requests/s" from the run's fields, unformatted); it prints the run's ``load_said`` and ``load_words`` from the
+    answer, as ``gpuplan estimate`` does, so the two cannot drift."""
+    require("numpy")
+    fields = {"model": "qwen3-32b", "task": "infer", "engine": "vllm", "gpu": "h100-sxm", "num_gpus": 2, "tp": 2,
+              "users": 50, "think_time_s": 20, "prompt_tokens": 6000, "output_tokens": 300}
+    page.goto(server + "/?" + "&".join(f"{k}={v}" for k, v in fields.items()))
+    settle(page)
+    run = gpuplan.estimate(fields).load
+    assert run.load_said == "50 users (closed loop, think 20 s)" and run.load_words == "50 users"
+    assert page.text_content("#load-head").startswith(run.load_said + ", ")
+    served = page.text_content('details[data-key="load.output_throughput"] summary')
+    assert "output tokens/s served at 50 users (the simulated run" in served
+    script = (ROOT / "src" / "gpuplan" / "web" / "static" / "app.js").read_text()
+    assert "closed loop, think" not in script and "open loop, Poisson" not in script

@@ -9,7 +9,7 @@ from typing import Any
 from pydantic import Field
 
 from ..engines import SIMULATED
-from ..errors import GpuplanError
+from ..errors import GpuplanError, echo_value
 from ..model.catalog import load_model
 from ..model.kinds import NotADecoder
 from ..plan.capacity import Deployment, shown
@@ -62,7 +62,7 @@ def capacity(model: str, workload: str | Path | Mapping[str, Any] | None = None,
     checkpoint's own, and with ``any_quant`` fp8 and AWQ int4 tried too). ``chunked_prefill``, ``async_scheduling``: the
     engine's switches (the scenario fields of those names; None: its own default by release). ``time_limit_s``: the wall
     seconds all the simulations share (default 120; a simulation cut short says so in its row's warnings). ``pricing``
-    on_demand or spot: spot prices interruptible offers and sizes each fleet for the interruptions (the scenario's
+    on-demand or spot: spot prices interruptible offers and sizes each fleet for the interruptions (the scenario's
     ``mtbi_hours``, else the prior; a replica back after its weights read at ``disk_gbs`` and its graph capture:
     :func:`gpuplan.plan.capacity.restart_s`). Needs numpy (the ``serving`` extra)."""
     try:
@@ -83,6 +83,9 @@ def capacity(model: str, workload: str | Path | Mapping[str, Any] | None = None,
     quant = arg.text(quant, "quant", optional=True)
     expert_parallel, attention_dp = arg.flag(expert_parallel, "expert_parallel"), arg.flag(attention_dp, "attention_dp")
     engine = arg.text(engine, "engine", choices=SIMULATED)
+    if (pricing.replace("_", "-") if isinstance(pricing, str) else pricing) not in ("on-demand", "spot"):
+        raise GpuplanError(f"capacity prices rented replicas on demand or on spot, not {echo_value(pricing)}: "
+                           "--pricing on-demand or spot")
     engine_version = arg.text(engine_version, "engine_version", optional=True)
     kv_cache_dtype = arg.text(kv_cache_dtype, "kv_cache_dtype", optional=True)
     chunked_prefill = arg.flag(chunked_prefill, "chunked_prefill") if chunked_prefill is not None else None
@@ -108,9 +111,6 @@ def capacity(model: str, workload: str | Path | Mapping[str, Any] | None = None,
                                              async_scheduling=async_scheduling, pricing=pricing,
                                              mtbi_hours=mtbi_hours, disk_gbs=disk_gbs).items()
                        if v is not None})
-    if s.pricing not in ("on_demand", "spot"):
-        raise GpuplanError(f"capacity prices rented replicas on demand or on spot, not {s.pricing.replace('_', '-')}: "
-                           "--pricing on-demand or spot")
     notes: list[str] = []
     plans = search(s, m, w, gpu_ids=ids, max_gpus=max_gpus, any_quant=any_quant,
                    simulate_top=top, calibration=load_calibration(calibration) if calibration else None,

@@ -184,9 +184,7 @@ def render_load(run, s: dict) -> None:
     """The simulated benchmark run at the scenario's users or rate, as ``vllm bench serve`` prints its result:
     throughput, then mean, median, p90 and p99 of TTFT, TPOT, ITL and E2EL in ms."""
     engine = api.engine_profile(run.engine).label
-    load = (f"{run.max_concurrency:,} users (closed loop, think {run.think_time_s:g} s)" if run.mode == "closed loop"
-            else f"{run.request_rate:g} requests/s (open loop, Poisson)")
-    bullet(f"serving {load}: {engine}'s scheduler simulated over {run.num_prompts:,} "
+    bullet(f"serving {run.load_said}: {engine}'s scheduler simulated over {run.num_prompts:,} "
            f"request{'s' if run.num_prompts != 1 else ''}, {run.lengths}",
            prefix="", style="bold")
     bullet(f"request throughput {run.request_throughput:,.2f} req/s, output token throughput "

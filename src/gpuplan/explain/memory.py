@@ -215,7 +215,8 @@ def optimizer(x: Context) -> Formula:
     factored = optimizer_state_bytes(s, x.m, t, b)  # tensors/state.py: what the plan counts for Adafactor
     rules["adafactor"] = (factored, f"{gib(factored)} of factors",
                           "Adafactor: row and column factors of the second moment per matrix (Shazeer & Stern "
-                          "2018), full moments for vectors")
+                          "2018), full moments for vectors, in fp32 whatever the weights' dtype (transformers' "
+                          "Adafactor.step upcasts the gradient and makes its states from it)")
     total, text, why = rules[s.optimizer]
     div = x.shard * x.o_n
     formula, substituted = f"O = state bytes x trainable parameters / shards ({why})", f"{text} / {div}"

@@ -149,13 +149,12 @@ def _states(s, job: ModuleJob, main: Profile, parts: dict[str, Profile], plan: M
     if job.trained == "all":
         trainable, what = c.params, f"the {c.cls}'s {count(c.params)} parameters"
         state = 4 if mixed or job.dtype == "fp32" else 2
-        grad = state
+        grad, moments = state, 2
         factored = mm.factored_elements(main, c.params)
     else:
         trainable = mm.lora_params(main, job.lora_roles, job.lora_rank)
         what = f"{trainable:,} adapter parameters"
-        grad = mm.BYTES["fp32" if s.adapter_dtype == "fp32" else job.dtype]
-        state = 4 if grad == 4 or mixed else 2
+        grad, state, moments = mm.lora_widths(s, job)
         factored = trainable // max(job.lora_rank, 1) * 2
         if text := sum(mm.text_lora_params(job, parts, te) for te in job.spec.role("text_encoder")):
             trainable += text  # the trained text encoders' adapters (memory.modules.text_encoders)
@@ -176,8 +175,9 @@ def _states(s, job: ModuleJob, main: Profile, parts: dict[str, Profile], plan: M
                                     "optimizer step (zero_grad(set_to_none=True))",
                             substituted=f"{grad} B x {what} = {trainable * grad / GIB:,.2f} GiB, held from the "
                                         f"backward on; the peak ({mem.peak_phase}) comes before it: 0 GiB")
-    total = mm.optimizer_bytes(s.optimizer, trainable, state, factored)
-    rules = {"adamw": (f"2 moments x {state} B x {trainable:,}", "AdamW keeps two moments per parameter"),
+    total = mm.optimizer_bytes(s.optimizer, trainable, state, factored, moments)
+    rules = {"adamw": (f"{moments} states x {state} B x {trainable:,}", "AdamW keeps two moments per parameter"
+                       + (", SimpleTuner's adamw_bf16 a Kahan-summation buffer too" if moments == 3 else "")),
              "adamw-8bit": (f"{trainable:,} x (2 x 1 B + 2 x 4 B / {oh.BNB_STATE_BLOCK})",
                             "bitsandbytes 8-bit AdamW: one byte per moment + an fp32 absmax per block"),
              "lion": (f"1 moment x {state} B x {trainable:,}", "Lion keeps one moment"),

@@ -87,7 +87,21 @@ def checkpoint_bytes(s: Scenario, m: ModelSpec, trainable: int) -> float:
         saved, width = trainable, s.adapter_bytes
     if mixed and master_partition(s):  # a 16-bit copy beside the fp32 master, whose states are fp32
         return saved * (2 + 4) + optimizer_state_bytes(s, m, saved, 4)
-    return saved * width + optimizer_state_bytes(s, m, saved, width)
+    return saved * width + optimizer_state_bytes(s, m, saved, width) + merged_model_bytes(s, m, saved * width)
+
+
+def merged_model_bytes(s: Scenario, m: ModelSpec, adapter_bytes: float) -> float:
+    """What torchtune's LoRA recipes save beside the adapters and the optimizer at every checkpoint: the model with
+    the adapters merged in, and the adapters a second time (0 for the other stacks, whose LoRA checkpoints hold the
+    adapters alone). With ``save_adapter_weights_only: False``, the recipes' default and what gpuplan's torchtune
+    config writes, ``CheckpointClient._save_checkpoint_sync`` merges the adapters into the full state dict
+    (``get_merged_lora_ckpt``) and ``FullModelHFCheckpointer.save_checkpoint`` writes it as the model's safetensors
+    shards in the model's dtype, then the adapters as ``adapter_model.pt`` (torchtune's keys) and
+    ``adapter_model.safetensors`` (peft's), and the optimizer in ``recipe_state.pt`` (pytorch/torchtune
+    torchtune/training/checkpointing/_checkpoint_client.py and _checkpointer.py, April 2026)."""
+    if s.stack != "torchtune" or s.method == "full" or s.task != "train":
+        return 0.0
+    return m.params_total * s.compute_bytes + adapter_bytes
 
 
 @dataclass(kw_only=True)
@@ -247,7 +261,8 @@ def price_job(s: Scenario, m: ModelSpec, speed: Speed, offer: Offer, trainable: 
 def _bill(cost: Cost, s: Scenario, m: ModelSpec, offer: Offer, trainable: int, gpus_needed: int,
           work_h: float) -> None:
     facts = providers().get(offer.provider, {}).get("bill") or {}
-    result = m.params_total * 2 if s.task == "infer" or s.method == "full" else trainable * 4
+    result = m.params_total * 2 if s.task == "infer" or s.method == "full" else \
+        trainable * 4 + merged_model_bytes(s, m, 0.0)  # torchtune's merged model is a result too
     cost.bill = bill_lines(
         per_gpu_hour=offer.usd_per_gpu_hour, gpus_used=gpus_needed, gpus_rented=cost.num_gpus, work_h=work_h,
         wall_h=cost.hours, instance=offer.instance, vcpus=offer.vcpus, memory_gib=offer.memory_gib,

@@ -91,12 +91,13 @@ def lora_params(p: Profile, roles: tuple[str, ...], rank: int) -> int:
                if op.kind in ("linear", "conv") and op.role in roles)
 
 
-def optimizer_bytes(optimizer: str, trainable: int, state_bytes: int, factored: int) -> float:
-    """AdamW: two moments; 8-bit AdamW one byte each plus an fp32 absmax per 256 values (Dettmers et al. 2022);
-    Lion and SGD with momentum one state; Adafactor (beta1 None) factored second moments, a row and a column per
-    matrix (Shazeer & Stern 2018: ``factored`` elements)."""
+def optimizer_bytes(optimizer: str, trainable: int, state_bytes: int, factored: int, adamw_states: int = 2) -> float:
+    """AdamW: two moments (``adamw_states``: SimpleTuner's adds a third, :func:`lora_widths`); 8-bit AdamW one byte
+    each plus an fp32 absmax per 256 values (Dettmers et al. 2022); Lion and SGD with momentum one state; Adafactor
+    (beta1 None) factored second moments, a row and a column per matrix (Shazeer & Stern 2018: ``factored``
+    elements)."""
     if optimizer == "adamw":
-        return 2 * state_bytes * trainable
+        return adamw_states * state_bytes * trainable
     if optimizer in ("adamw-8bit", "paged-adamw-8bit"):
         return trainable * (2 + 2 * 4 / oh.BNB_STATE_BLOCK)
     if optimizer in ("lion", "sgd-momentum"):
@@ -104,6 +105,19 @@ def optimizer_bytes(optimizer: str, trainable: int, state_bytes: int, factored: 
     if optimizer == "adafactor":
         return state_bytes * factored
     return 0.0
+
+
+def lora_widths(s: Scenario, job: ModuleJob) -> tuple[int, int, int]:
+    """How a diffusion trainer holds its LoRA adapters: bytes a parameter (weight and gradient alike), bytes an
+    optimizer-state element, and AdamW's states a parameter. The adapters are in the scenario's ``adapter_dtype``,
+    the trainer's own when not given (``DiffusionStack.fp32_adapters``: fp32 in kohya and ai-toolkit, in diffusers
+    under fp16; else the weights' dtype), and the states as wide as the adapters, autocast or not:
+    torch's AdamW, Lion and SGD make each with ``torch.zeros_like(p)`` (torch/optim/adamw.py ``_init_group``), as
+    prodigyopt does. SimpleTuner's default AdamW, ``adamw_bf16`` (helpers/training/optimizers/adamw_bfloat16
+    AdamWBF16), keeps three bf16 states a parameter, ``exp_avg``, ``exp_avg_sq`` and the Kahan-summation
+    ``shift``."""
+    adapter = BYTES["fp32" if s.adapter_dtype == "fp32" else job.dtype]
+    return adapter, adapter, 3 if s.stack == "simpletuner" and adapter == 2 else 2
 
 
 def component_bytes(c: Component, dtype: str) -> float:
@@ -180,7 +194,7 @@ def training_memory(s: Scenario, job: ModuleJob, main: Profile, parts: dict[str,
     state = 4 if mixed or job.dtype == "fp32" else 2
     sizes = job.shapes[0]
     scale = BYTES[job.dtype] / 2
-    adapter = BYTES["fp32" if s.adapter_dtype == "fp32" else job.dtype]
+    adapter, adapter_state, adamw_states = lora_widths(s, job)
     if job.trained == "all":
         trainable = c.params
         e.weights = c.params * (4 if mixed else BYTES[job.dtype])
@@ -192,7 +206,7 @@ def training_memory(s: Scenario, job: ModuleJob, main: Profile, parts: dict[str,
         trainable = lora_params(main, job.lora_roles, job.lora_rank)
         e.weights = stored_weight_bytes(main, c.params, job.weights, job.dtype) + trainable * adapter
         e.gradients = trainable * adapter
-        state = 4 if adapter == 4 or mixed else 2
+        state = adapter_state
         factored = trainable // max(job.lora_rank, 1) * 2  # thin factors: about r + d per r x d matrix
     batch = job.batch
     phases = {"forward and backward": main.activation_bytes(job.way, batch, sizes) * scale}
@@ -208,7 +222,8 @@ def training_memory(s: Scenario, job: ModuleJob, main: Profile, parts: dict[str,
     e.gradients += text.gradients  # the trained encoders' beside the denoiser's (Adafactor: their factors too)
     factored += text.factored
     trainable += text.params
-    e.optimizer = optimizer_bytes(s.optimizer, trainable, state, factored)
+    e.optimizer = optimizer_bytes(s.optimizer, trainable, state, factored,
+                                  2 if job.trained == "all" else adamw_states)
     e.extra["params_trainable"] = trainable
     # a resumable checkpoint: the trained weights in their own dtype (one gradient element each) and their
     # optimizer states, as held here (gpuplan.market.cost.checkpoint_bytes says the same of a decoder)

@@ -219,9 +219,14 @@ def _top_level(model, text, layers: list[Layer], layers_names: tuple[str, ...], 
     ids = {id(p) for p in (emb_w, head_w) if p is not None}
     norms = tower = positions = 0
     other_names: list[str] = []
+    tower_linears: dict[tuple[str, int, int, bool], int] = {}
     for module_name, module in model.named_modules():
         if any(module_name == name or module_name.startswith(name + ".") for name in layers_names):
             continue
+        if is_tower(module_name) and isinstance(module, torch.nn.Linear):  # what peft's all-linear wraps
+            kind = (".".join(part for part in module_name.split(".") if not part.isdigit()), module.in_features,
+                    module.out_features, module.bias is not None)
+            tower_linears[kind] = tower_linears.get(kind, 0) + 1
         for pname, p in module.named_parameters(recurse=False):
             if id(p) in ids:
                 continue
@@ -257,6 +262,7 @@ def _top_level(model, text, layers: list[Layer], layers_names: tuple[str, ...], 
         embedding_dim=dim, position_params=positions, projection_params=extra_embedding, vision_params=tower,
         other_params=other, tie_word_embeddings=tied, head_bias=head_bias, gated_mlp=_gated(layers),
         num_experts=experts, experts_per_token=top_k if experts else 0, _other_names=other_names,
+        tower_linears=_tower_linears(tower_linears),
         eager_only=not getattr(model, "_supports_sdpa", True))
     mla = {key: _int(_get(text, key)) for key in ("q_lora_rank", "kv_lora_rank", "qk_nope_head_dim",
                                                   "qk_rope_head_dim", "v_head_dim")}
@@ -268,6 +274,16 @@ def _top_level(model, text, layers: list[Layer], layers_names: tuple[str, ...], 
     if context:
         arch["max_context"] = context
     return arch
+
+
+def _tower_linears(found: dict[tuple[str, int, int, bool], int]) -> tuple[Linear, ...]:
+    """The towers' ``nn.Linear`` modules (subclasses too: ``nn.MultiheadAttention``'s out_proj), one
+    :class:`Linear` per path with its layer indices dropped, ``count`` the modules on it, named by the path's last
+    part as peft matches a target (``qkv``, ``linear_fc1``): what ``all-linear`` adapts beside the decoder's (peft
+    ``_maybe_include_all_linear_layers``: every linear but the output head)."""
+    return tuple(Linear(name=path.rsplit(".", 1)[-1], in_features=k, out_features=n, bias=bias, count=count,
+                        group="mlp" if any(word in path.lower() for word in MLP_WORDS) else "attention")
+                 for (path, k, n, bias), count in sorted(found.items()))
 
 
 def _path_of(model, module) -> str:

@@ -23,9 +23,10 @@ from typing import Any
 
 from .layers import Layer, Linear
 
-FORMAT = 4  # 2: Gemma 4's top_k_experts read (traces of 1 left its experts per token at 0); 3: every stack of the
+FORMAT = 5  # 2: Gemma 4's top_k_experts read (traces of 1 left its experts per token at 0); 3: every stack of the
 #   decoder layer class read (HRM-Text's H_module was 'other'), with the runs of each layer per forward; 4: a cache
-#   class of the model's own measured (xLSTM's was read as full attention), a failed prefill said (not exact)
+#   class of the model's own measured (xLSTM's was read as full attention), a failed prefill said (not exact); 5: the
+#   towers' linears (tower_linears: peft's all-linear adapts them)
 # the user cache's bound (a structure is ~10 KB): a page's uploaded configs, each traced and kept, filled it without
 # one (session 18's security audit)
 MAX_ENTRIES, MAX_TOTAL_BYTES = 1_000, 64 * 2**20
@@ -65,6 +66,7 @@ def to_json(arch: dict[str, Any], notes: list[str], problem: str | None, version
     distinct: dict[Layer, int] = {}
     pattern = [distinct.setdefault(layer, len(distinct)) for layer in arch["layers"]]
     fields = {k: v for k, v in arch.items() if k != "layers"}
+    fields["tower_linears"] = [asdict(lin) for lin in arch.get("tower_linears", ())]
     return {"format": FORMAT, "transformers": version, "notes": notes, "problem": problem, "fields": fields,
             "layers": [asdict(layer) for layer in distinct], "pattern": pattern}
 
@@ -73,6 +75,7 @@ def from_json(data: dict[str, Any]) -> tuple[dict[str, Any], list[str], str | No
     kinds = [Layer(**{**layer, "linears": tuple(Linear(**lin) for lin in layer["linears"])})
              for layer in data["layers"]]
     arch = dict(data["fields"], layers=[kinds[k] for k in data["pattern"]])
+    arch["tower_linears"] = tuple(Linear(**lin) for lin in arch.get("tower_linears", ()))
     return arch, list(data["notes"]), data.get("problem")
 
 

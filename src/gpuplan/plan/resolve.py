@@ -43,7 +43,7 @@ if TYPE_CHECKING:
 
 # the technique fields a module's plan reads, said when the stack chose them (scenario.stacks.defaults_in_force)
 MODULE_STACK_FIELDS = {"diffusion": ("precision", "grad_checkpointing", "cache_latents", "text_encoders", "optimizer",
-                                     "quant"),
+                                     "adapter_dtype", "quant"),
                        "encoder-decoder": ("precision", "grad_checkpointing"),
                        "encoder": ("precision", "grad_checkpointing")}
 

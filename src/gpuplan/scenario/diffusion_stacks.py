@@ -75,6 +75,13 @@ class DiffusionStack:
     clip_last_layer_frozen: Mapping[str, str] = field(default_factory=dict)
     # the families whose full fine-tune keeps the gradients between steps, with the words that say where
     keeps_grads: Mapping[str, str] = field(default_factory=dict)
+    # the precisions under which its LoRA adapters are fp32 (its optimizer's states take their width, torch's
+    # ``zeros_like(p)``); under the others they take the weights' dtype. "all": every precision
+    fp32_adapters_under: frozenset[str] | str = frozenset()
+
+    def fp32_adapters(self, precision: str) -> bool:
+        """Whether this trainer keeps its LoRA adapters in fp32 under ``precision``."""
+        return self.fp32_adapters_under == "all" or precision in self.fp32_adapters_under
 
 
 def _each(method: str, families: tuple[str, ...], which: str = "clip") -> dict[tuple[str, str], str]:
@@ -84,12 +91,20 @@ def _each(method: str, families: tuple[str, ...], which: str = "clip") -> dict[t
 DIFFUSION_STACKS: Mapping[str, DiffusionStack] = {p.name: p for p in (
     DiffusionStack(
         name="diffusers", label="diffusers' scripts", lora_preset="attention",
+        # train_dreambooth_lora_*.py add peft's adapters in the weights' dtype (add_adapter: peft's
+        # inject_adapter_in_model never autocasts, _move_adapter_to_device_of_base_layer takes the base layer's
+        # dtype) and cast_training_params(models, dtype=torch.float32) only when mixed_precision == "fp16"
+        fp32_adapters_under=frozenset({"fp16-mixed"}),
         text_trained=_each("lora", FAMILIES) | _each("full", ("sd", "flux")) | {("full", "sd3"): "all"},
         text_t5=frozenset({("full", "sd3")}),
         text_refusal="diffusers has no full fine-tuning script for SDXL (examples/dreambooth)",
         keeps_grads={"sd": "diffusers' train_dreambooth.py without --set_grads_to_none"}),
     DiffusionStack(
         name="kohya", label="kohya's sd-scripts", bases=("fp8",), fp8_storage=FP8_ALL,
+        # networks/lora.py builds each LoRAModule's lora_down and lora_up as default (fp32) torch.nn.Linear and
+        # train_network.py casts the network to the weight dtype only with --full_fp16 or --full_bf16 (the -true
+        # precisions here)
+        fp32_adapters_under=frozenset({"fp32", "fp16-mixed", "bf16-mixed", "fp8-mixed", "fp4-mixed"}),
         fp8_words="fp8 base: kohya's --fp8_base casts every weight to fp8, the norms and modulation too",
         text_trained=_each("lora", FAMILIES) | _each("full", ("sd", "sdxl", "sd3")),
         text_t5=frozenset({("full", "sd3"), ("lora", "sd3"), ("lora", "flux")}),
@@ -101,6 +116,8 @@ DIFFUSION_STACKS: Mapping[str, DiffusionStack] = {p.name: p for p in (
                      "requires_grad_(False) on each, and the step reads cached embeddings)"),
     DiffusionStack(
         name="ai-toolkit", label="ai-toolkit", bases=("fp8",), fp8_storage=FP8_LINEARS,
+        # BaseSDTrainProcess: self.network.force_to(self.device_torch, dtype=torch.float32)
+        fp32_adapters_under="all",
         fp8_words="fp8 base: ai-toolkit's quantize (optimum-quanto qfloat8) stores every linear in fp8, the "
                   "adaptive norms' modulation linears too; norms, biases and embeddings stay 16-bit",
         quantizes=("flux", "sd3"), unquantized_words="16-bit base: ai-toolkit does not quantize a UNet",

@@ -14,10 +14,11 @@ import os
 import re
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
 from pydantic import (
     BaseModel,
+    BeforeValidator,
     ConfigDict,
     Field,
     PrivateAttr,
@@ -37,6 +38,22 @@ from . import stacks
 
 Precision = Literal["bf16-mixed", "fp16-mixed", "bf16-true", "fp16-true", "fp32", "fp8-mixed", "fp4-mixed"]
 Optimizer = Literal["adamw", "adamw-8bit", "paged-adamw-8bit", "sgd", "sgd-momentum", "adafactor", "lion"]
+
+
+PRICINGS = ("on_demand", "spot", "any", "owned")
+
+
+def pricing_of(value: Any) -> Any:
+    """The pricing a user typed, as the scenario holds it: ``on-demand`` (the flag's and the docs' spelling) and
+    ``on_demand`` alike are ``on_demand``. Anything else is refused naming what the user can type (pydantic's own
+    sentence would list the held ``'on_demand'``, which no flag's help shows)."""
+    held = value.replace("-", "_") if isinstance(value, str) else value
+    if held not in PRICINGS:
+        raise ValueError("Input should be 'on-demand', 'spot', 'any' or 'owned'")
+    return held
+
+
+Pricing = Annotated[Literal["on_demand", "spot", "any", "owned"], BeforeValidator(pricing_of)]
 
 
 # The shortest max_model_len a scenario takes; a length derived from a workload (its longest request) is raised to
@@ -74,8 +91,10 @@ class Scenario(BaseModel):
         default=None, description="step each parameter as its gradient is ready (torchtune optimizer_in_bwd); "
         "needs grad_accum_steps 1 (default: false)")
     adapter_dtype: Literal["auto", "bf16", "fp16", "fp32"] = Field(
-        default="auto", description="LoRA adapter dtype; auto: peft's autocast_adapter_dtype (fp32) for hf, "
-        "axolotl, unsloth and pytorch, the model dtype for torchtune")
+        default="auto", description="LoRA adapter dtype (the optimizer's states take it); auto: peft's "
+        "autocast_adapter_dtype (fp32) for hf, axolotl, unsloth and pytorch, the model dtype for torchtune and "
+        "SimpleTuner, fp32 for kohya (bf16 under bf16-true: --full_bf16) and ai-toolkit, and for diffusers under "
+        "fp16-mixed only")
     checkpoint_every: int = Field(default=1, ge=1, le=1000, description="with grad_checkpointing full: "
                                   "checkpoint one decoder layer in N (torchtitan's layer-selective AC)")
     transformers_version: str | None = Field(
@@ -322,7 +341,7 @@ class Scenario(BaseModel):
         "(ComfyUI's default reserve: 0.4 GiB on Linux, 0.6-0.7 GiB on Windows) is counted on the card beside the job")
     # pricing (speed and cost sections need a gpu)
     provider: str | None = Field(default=None, description="price on this provider's offers (e.g. runpod)")
-    pricing: Literal["on_demand", "spot", "any", "owned"] = Field(
+    pricing: Pricing = Field(
         default="on_demand", description="on-demand, spot or any rented offer; owned: your own cards, priced by "
         "their power only (a card no offer prices is priced so too)")
     mtbi_hours: float | None = Field(default=None, gt=0, le=1e6, allow_inf_nan=False,
@@ -894,8 +913,6 @@ def scenario_from(data: dict[str, Any] | Scenario) -> Scenario:
     if not isinstance(data, dict):
         raise GpuplanError(f"a scenario must be a mapping of fields, got {type(data).__name__}")
     data = snake_keys(data)
-    if isinstance(data.get("pricing"), str):
-        data["pricing"] = data["pricing"].replace("-", "_")  # on-demand and on_demand alike
     try:
         return Scenario(**data)
     except ValidationError as err:

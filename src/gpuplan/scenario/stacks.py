@@ -52,6 +52,8 @@ from collections.abc import Set as AbstractSet
 from dataclasses import dataclass
 from typing import Any
 
+from .diffusion_stacks import DIFFUSION_STACKS
+
 # the fine-tuning stacks recommend and advice switch between, each checked on fake tensors (gpuplan simulate)
 STACK_NAMES = ("hf", "torchtune", "torchtitan", "unsloth", "axolotl", "pytorch")
 # stacks for training at scale, estimated in closed form (Megatron-Core does not build on the CPU's meta device)
@@ -371,6 +373,7 @@ RESOLVER_WHY = {"loss_chunks": "torchtune's CEWithChunkedOutputLoss num_output_c
 # with one of those)
 LATENTS_EVERY_STEP = "latents encoded every step unless --cache_latents"
 
+
 RECIPES: dict[str, Recipe] = {s.name: s for s in (
     Recipe(name="hf", title="Hugging Face Trainer + peft + accelerate/DeepSpeed",
           defaults={**BASE, "qlora_fp32_upcast": True}, fsdp="fsdp1",
@@ -431,12 +434,15 @@ RECIPES: dict[str, Recipe] = {s.name: s for s in (
           logs="none by default (its Flux QLoRA example prints torch.cuda.max_memory_allocated)",
           logs_level="allocated", peft_adapters=False, refuse=_refuse_diffusion, shardings=("ddp",),
           why={("cache_latents", False): LATENTS_EVERY_STEP,
-               ("text_encoders", "cached"): "the instance prompt's embeddings computed once, encoders freed"}),
+               ("text_encoders", "cached"): "the instance prompt's embeddings computed once, encoders freed",
+               ("adapter_dtype", "fp32"): "cast_training_params(dtype=torch.float32) under fp16 mixed precision",
+               ("adapter_dtype", "bf16"): "peft's add_adapter in the weights' dtype; upcast under fp16 only"}),
     Recipe(name="kohya", title="kohya-ss sd-scripts (train_network.py, sdxl_train_network.py, flux_train_network.py)",
           defaults={**BASE, "cache_latents": False, "text_encoders": "frozen"}, fsdp=None,
           logs="none (nvidia-smi, or the GUI's VRAM readout)", logs_level="reserved", peft_adapters=False,
           refuse=_refuse_diffusion, shardings=("ddp",), fill=_fill_kohya,
           why={("cache_latents", False): LATENTS_EVERY_STEP,
+               ("adapter_dtype", "fp32"): "networks/lora.py's LoRAModule Linears are fp32; --full_bf16 casts them",
                ("text_encoders", "frozen"): "sd-scripts keeps the text encoders on the GPU unless "
                "--cache_text_encoder_outputs",
                ("text_encoders", "trained"): "sd-scripts trains the text encoders' LoRA unless "
@@ -447,6 +453,7 @@ RECIPES: dict[str, Recipe] = {s.name: s for s in (
           refuse=_refuse_diffusion, shardings=("ddp",),
           why={("grad_checkpointing", "full"): "its quickstarts: 'set this to true in practically every situation'",
                ("cache_latents", True): "it always caches VAE latents",
+               ("adapter_dtype", "bf16"): "peft's adapters in the weights' dtype, as its adamw_bf16 requires",
                ("text_encoders", "cached"): "it always caches text embeddings"}),
     Recipe(name="ai-toolkit", title="ai-toolkit (ostris/ai-toolkit)",
           defaults={**BASE, "grad_checkpointing": "full", "cache_latents": True, "text_encoders": "frozen",
@@ -458,6 +465,7 @@ RECIPES: dict[str, Recipe] = {s.name: s for s in (
                ("text_encoders", "frozen"): "its example configs and its UI's default job leave cache_text_embeddings "
                "and unload_text_encoder false: the text encoders stay on the GPU (T5 in qfloat8 with quantize)",
                ("optimizer", "adamw-8bit"): "its example configs and its UI's default job: optimizer adamw8bit",
+               ("adapter_dtype", "fp32"): "BaseSDTrainProcess: network.force_to(dtype=torch.float32)",
                ("quant", "fp8"): "its example configs and its UI's default job: model.quantize true, "
                "optimum-quanto qfloat8"}),
     Recipe(name="megatron", title="Megatron-Core with NeMo's recipes (NVIDIA/Megatron-LM, NVIDIA/NeMo)",
@@ -501,7 +509,9 @@ def resolve(data: Mapping[str, Any], given: AbstractSet[str] | None = None) -> d
         out["loss_chunks"] = 8  # torchtune CEWithChunkedOutputLoss(num_output_chunks=8); axolotl's and torchtitan's 8
     if data.get("adapter_dtype") in (None, "auto"):
         compute = "fp32" if get("precision") == "fp32" else get("precision").split("-")[0]
-        out["adapter_dtype"] = "fp32" if stack.peft_adapters else compute
+        diffusion = DIFFUSION_STACKS.get(stack.name)
+        fp32 = stack.peft_adapters or (diffusion is not None and diffusion.fp32_adapters(get("precision")))
+        out["adapter_dtype"] = "fp32" if fp32 else compute
     if data.get("sharding") == "fsdp" and stack.fsdp:
         out["sharding"] = stack.fsdp
     return out

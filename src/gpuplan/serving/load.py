@@ -44,7 +44,7 @@ import dataclasses
 import math
 from typing import TYPE_CHECKING, Literal
 
-from pydantic import BaseModel, ConfigDict
+from pydantic import BaseModel, ConfigDict, computed_field
 
 from ..errors import GpuplanError
 from ..hardware import GpuSpec, Network
@@ -107,6 +107,7 @@ class LoadRun(BaseModel):
     per_request_s: float  # the engine's fixed latency per request outside its steps, in TTFT and E2EL
     warnings: tuple[str, ...] = ()
 
+    @computed_field  # in the answer: the page prints these words (app.js renderSpeed), as estimate does
     @property
     def load_words(self) -> str:
         """The load in a few words, as every face says it: "32 users" (closed loop) or "4 requests/s" (open loop);
@@ -116,6 +117,15 @@ class LoadRun(BaseModel):
         if self.mode == "open loop":
             return f"{self.request_rate:,g} requests/s"
         return f"the batch of {self.num_prompts:,}"
+
+    @computed_field  # the page's load section heads with it (app.js renderLoad), as estimate's does
+    @property
+    def load_said(self) -> str:
+        """The load and how it arrives: "32 users (closed loop, think 2 s)", "4 requests/s (open loop, Poisson)";
+        an offline run: "the batch of 16 (offline, all at once)"."""
+        how = {"closed loop": f"closed loop, think {self.think_time_s:g} s", "open loop": "open loop, Poisson",
+               "offline": "offline, all at once"}[self.mode]
+        return f"{self.load_words} ({how})"
 
     def latency(self, metric: str) -> dict[str, float]:
         """``{"mean": ..., "median": ..., "p90": ..., "p99": ...}`` of ``metric`` (ttft, tpot, itl, e2el), in ms."""

@@ -150,9 +150,8 @@ def attention_kernel(s: Scenario, m: ModelSpec) -> str:
 def optimizer_state_bytes(s: Scenario, m: ModelSpec, trainable: int, state_bytes: int) -> float:
     """Bytes of optimizer state for ``trainable`` parameters whose states are ``state_bytes`` wide.
 
-    AdamW: two moments; Lion and SGD with momentum: one; SGD: none; Adafactor (HF defaults, beta1=None):
-    row + column second-moment factors per matrix (Shazeer & Stern 2018); 8-bit AdamW: one byte per moment
-    plus an fp32 absmax per 256-element block (Dettmers et al. 2022).
+    AdamW: two moments; Lion and SGD with momentum: one; SGD: none; 8-bit AdamW: one byte per moment plus an fp32
+    absmax per 256-element block (Dettmers et al. 2022); Adafactor: :func:`adafactor_state_bytes`.
     """
     opt = s.optimizer
     if opt == "adamw":
@@ -163,7 +162,22 @@ def optimizer_state_bytes(s: Scenario, m: ModelSpec, trainable: int, state_bytes
         return state_bytes * trainable
     if opt == "sgd":
         return 0.0
-    # adafactor: factored second moment for matrices, full for vectors
+    return adafactor_state_bytes(s, m, trainable)
+
+
+# transformers' Adafactor holds its states in fp32 whatever the parameters' dtype: step() upcasts a 16-bit gradient
+# (``grad = grad.float()``) and makes each state from it (``torch.zeros(grad_shape[:-1]).to(grad)``, and
+# ``state[...].to(grad)`` on every later step), transformers/optimization.py ``Adafactor.step`` (5.24)
+ADAFACTOR_STATE_BYTES = 4
+
+
+def adafactor_state_bytes(s: Scenario, m: ModelSpec, trainable: int) -> float:
+    """transformers' Adafactor with the Trainer's settings (``beta1=None``: no first moment): for every parameter of
+    two or more dimensions a row and a column of second moments (``_get_options``: ``factored = len(param_shape) >=
+    2``; Shazeer & Stern 2018), for the others the full second moment, each element fp32
+    (:data:`ADAFACTOR_STATE_BYTES`). A LoRA pair ``A (r x in)``, ``B (out x r)`` is factored too: ``in + out + 2r``
+    elements a linear (a fused expert weight's ``r·E``-wide pair counted as ``trainable / r``: its rows and
+    columns without the ``2r·E``)."""
     if s.method == "full":
         factored = sum(count * sum((lin.in_features + lin.out_features) * lin.count for lin in layer.linears)
                        for layer, count in m.layer_kinds())
@@ -171,17 +185,27 @@ def optimizer_state_bytes(s: Scenario, m: ModelSpec, trainable: int, state_bytes
                                   for layer, count in m.layer_kinds()) - m.vocab_size * m.embedding_dim * (
             1 if m.tie_word_embeddings else 2)
         embeddings = (m.vocab_size + m.embedding_dim) * (1 if m.tie_word_embeddings else 2)
-        return state_bytes * (factored + max(vectors, 0) + embeddings)
-    return state_bytes * trainable * 0.05  # LoRA matrices are thin: r + d per (r x d) factor
+        return ADAFACTOR_STATE_BYTES * (factored + max(vectors, 0) + embeddings)
+    rank = max(s.lora_rank, 1)
+    targets = lora_targets(s, m)
+    adapted = sum(count * lin.count for layer, count in m.layer_kinds() for lin in layer.linears
+                  if lin.name in targets and (lin.adaptable or lin.group == "router"))
+    adapted += sum(lin.count for lin in m.tower_linears if lin.name in targets)
+    return ADAFACTOR_STATE_BYTES * (trainable / rank + 2 * rank * adapted)
 
 
 def optimizer_step_temporaries(s: Scenario, trainable: int, state_bytes: int, largest: int) -> float:
     """Transient bytes of ``optimizer.step()``: torch's foreach AdamW computes ``sqrt(v)`` for the whole
     parameter group at once (``torch/optim/adamw.py`` ``_multi_tensor_adamw``); fused AdamW and the
-    bitsandbytes kernels update in place; Adafactor and Lion make a few update-sized temporaries per tensor."""
+    bitsandbytes kernels update in place; Lion makes a few update-sized temporaries per tensor. transformers'
+    Adafactor works on the largest tensor in fp32: ``(grad**2) + eps`` and the factored approximation
+    ``_approx_sq_grad`` (two), beside the fp32 copies of a 16-bit gradient and parameter (``grad.float()``,
+    ``p.float()``; none for fp32 ones)."""
     if s.optimizer == "adamw" and s.optimizer_impl == "foreach":
         return state_bytes * trainable
-    if s.optimizer in ("adafactor", "lion"):
+    if s.optimizer == "adafactor":
+        return (2 + (2 if state_bytes < 4 else 0)) * ADAFACTOR_STATE_BYTES * largest
+    if s.optimizer == "lion":
         return 3 * state_bytes * largest
     return 0.0
 

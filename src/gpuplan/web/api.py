@@ -418,8 +418,8 @@ class CapacityRequest(RequestBody):
     async_scheduling: bool | None = Field(default=None, description="vLLM's async-scheduling switch (the scenario "
                                           "field); null: the release's own default (on from 0.14)")
     top: int = Field(default=4, ge=1, le=6, description="setups simulated")
-    pricing: Literal["on_demand", "spot"] = Field(default="on_demand", description="spot: interruptible offers, "
-                                                  "each fleet sized for the interruptions")
+    pricing: str = Field(default="on-demand", max_length=20, description="on-demand, or spot: interruptible "
+                         "offers, each fleet sized for the interruptions (checked by api.capacity)")
     mtbi_hours: float | None = Field(default=None, gt=0, le=1e6, description="spot: mean hours between "
                                      "interruptions (null: the prior in data/providers.yaml)")
 

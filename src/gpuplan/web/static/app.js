@@ -538,8 +538,7 @@ function renderSpeedCost(r, explanation) {
   const range = sp.tokens_per_s_high ? ` (${rate(sp.tokens_per_s_low)} to ${rate(sp.tokens_per_s_high)})` : "";
   const run = r.load;
   if (run && run.output_throughput) {  // the headline of a plan with a load run: what that run served
-    const load = run.mode === "closed loop" ? `${num(run.max_concurrency, 0)} users` : `${run.request_rate} requests/s`;
-    rows.push(numberRow("load.output_throughput", `output tokens/s served at ${load} (the simulated run` +
+    rows.push(numberRow("load.output_throughput", `output tokens/s served at ${run.load_words} (the simulated run` +
       (c ? "; the cost is priced on it)" : ")"), rate(run.output_throughput), run.output_throughput));
   }
   rows.push(numberRow("speed.tokens_per_s", train ? "training tokens/s" : run && run.output_throughput ?
@@ -675,9 +674,7 @@ function renderLoad(r) {
   if (!run && !off) return;
   const notes = [];
   if (run) {
-    const load = run.mode === "closed loop" ? `${run.max_concurrency} users (closed loop, think ${run.think_time_s} s)`
-      : `${run.request_rate} requests/s (open loop, Poisson)`;
-    $("#load-head").textContent = `${load}, ${run.num_prompts} request${run.num_prompts === 1 ? "" : "s"}, ` +
+    $("#load-head").textContent = `${run.load_said}, ${run.num_prompts} request${run.num_prompts === 1 ? "" : "s"}, ` +
       `${run.lengths}: ` +
       `${num(run.request_throughput, 2)} req/s, ${num(run.output_throughput, 0)} output tok/s, ` +
       `${num(run.total_token_throughput, 0)} total tok/s; at most ${run.peak_running} running at once, ` +
