@@ -136,7 +136,7 @@ def test_a_spot_fleet_dearer_than_on_demand_is_said():
     assert row.usd_per_hour_for_target == pytest.approx(13.14)
     said = [n for n in notes if n.startswith("spot costs more than on demand")]
     assert said == ["spot costs more than on demand for the same target here, with no interruptions: 1x h100-sxm "
-                    "tp1 $13.14/h on spot, $1.29/h on demand (hyperbolic 1x on_demand); --pricing on-demand ranks "
+                    "tp1 $13.14/h on spot, $1.29/h on demand (hyperbolic 1x on-demand); --pricing on-demand ranks "
                     "them so"]
     l4_notes: list[str] = []
     l4 = capacity(s, m, w.model_copy(update={"slo": w.slo.model_copy(update={"tpot_s": 0.1})}),

@@ -706,12 +706,12 @@ def test_a_module_plans_price_says_its_origin_and_age_as_a_decoder_llms_does(mon
     monkeypatch.setenv("GPUPLAN_TODAY", "2026-11-29")
     llm = gpuplan.estimate({"model": "qwen2.5-7b", "task": "infer", "gpu": "l40s"})
     sdxl = gpuplan.estimate({"model": "sdxl", "task": "infer", "gpu": "l40s"})
-    assert sdxl.cost.offer == llm.cost.offer == "runpod community 1x on_demand"
+    assert sdxl.cost.offer == llm.cost.offer == "runpod community 1x on-demand"
     assert sdxl.cost.observed_at == "2026-09-25" and sdxl.cost.price_age_days == 65 and sdxl.cost.stale
     assert sdxl.cost.price_origin == llm.cost.price_origin
     assert sdxl.cost.price_origin.endswith("observed 2026-09-25 (65 days old, medium confidence)")
-    assert "the price of runpod community 1x on_demand is 65 days old" in sdxl.warnings
-    assert "the price of runpod community 1x on_demand is 65 days old" in llm.warnings
+    assert "the price of runpod community 1x on-demand is 65 days old" in sdxl.warnings
+    assert "the price of runpod community 1x on-demand is 65 days old" in llm.warnings
 
 
 @pytest.mark.parametrize("flags", [

@@ -48,4 +48,4 @@ def best_on_demand(offers: list[Offer], gpu_id: str, f: PriceFilter) -> tuple[fl
     if not same:
         return None
     o = min(same, key=lambda x: x.usd_per_gpu_hour)
-    return o.usd_per_gpu_hour, f"{o.provider} {o.gpu_count}x on_demand"
+    return o.usd_per_gpu_hour, f"{o.provider} {o.gpu_count}x on-demand"

@@ -186,11 +186,11 @@ def instance_shape(offer: Offer, per_node: int) -> int:
 
 
 def offer_label(offer: Offer, gpus_per_instance: int) -> str:
-    """``runpod secure 8x on_demand``; the user's own cards (pricing owned): ``your 2x rtx-4090 (power only)``."""
+    """``runpod secure 8x on-demand``; the user's own cards (pricing owned): ``your 2x rtx-4090 (power only)``."""
     if offer.pricing == "owned":
         return f"your {gpus_per_instance}x {short_id(offer.gpu_id)} (power only)"
     tier = f" {offer.tier}" if offer.tier not in ("neocloud", "hyperscaler", "marketplace", "") else ""
-    return f"{offer.provider}{tier} {gpus_per_instance}x {offer.pricing}"
+    return f"{offer.provider}{tier} {gpus_per_instance}x {offer.pricing_words}"
 
 
 def price_job(s: Scenario, m: ModelSpec, speed: Speed, offer: Offer, trainable: int, *, today=None,

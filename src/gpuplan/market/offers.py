@@ -99,10 +99,15 @@ class Offer:
         return max(((today or clock.today()) - self.observed_at).days, 0)
 
     @property
+    def pricing_words(self) -> str:
+        """The pricing as users type it (``--pricing on-demand``): the catalog's ``on_demand`` is ``on-demand``."""
+        return self.pricing.replace("_", "-")
+
+    @property
     def label(self) -> str:
-        """``runpod community 1x on_demand``: provider, tier where it names a product line, instance size."""
+        """``runpod community 1x on-demand``: provider, tier where it names a product line, instance size."""
         tier = f" {self.tier}" if self.tier not in ("neocloud", "hyperscaler", "marketplace", "") else ""
-        return f"{self.provider}{tier} {self.gpu_count}x {self.pricing}"
+        return f"{self.provider}{tier} {self.gpu_count}x {self.pricing_words}"
 
     def row(self) -> dict[str, Any]:
         """The CSV/JSON row: the columns of offers.csv (discount and origin left out)."""
@@ -265,7 +270,7 @@ def check_spot_below_on_demand(offers: list[Offer]) -> None:
     for o in offers:
         base = on_demand.get((o.provider, o.tier, o.gpu_id, o.gpu_count, o.region))
         if o.interruptible and base and o.price_usd_per_gpu_hour > base.price_usd_per_gpu_hour:
-            raise GpuplanError(f"{o.origin}: {o.pricing} price {o.price_usd_per_gpu_hour} of {o.provider} "
+            raise GpuplanError(f"{o.origin}: {o.pricing_words} price {o.price_usd_per_gpu_hour} of {o.provider} "
                                f"{o.gpu_id} is above its on-demand price {base.price_usd_per_gpu_hour}")
 
 

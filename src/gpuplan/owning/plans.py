@@ -41,7 +41,7 @@ class JobPlan(BaseModel):
     model_config = ConfigDict(arbitrary_types_allowed=True)
 
     job: str
-    setup: str  # "8x rtx-5090 (owned)" or "8x h100-sxm, lambda 8x on_demand"
+    setup: str  # "8x rtx-5090 (owned)" or "8x h100-sxm, lambda 8x on-demand"
     cards: int | None = None  # how many of the setup's cards the job runs on (a module plan: one); None: all
     runs: bool
     why_not: str = ""  # when it cannot run: the verdict and the fix for this task
