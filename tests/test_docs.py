@@ -117,3 +117,21 @@ def test_the_readme_draws_the_house_as_it_is():
     for indent, rooms, _ in rows:
         if not indent and rooms[0] != "src/gpuplan/":
             assert (ROOT / rooms[0]).exists(), rooms[0]
+
+
+# the rooms whose rows in the README's layout list their modules one by one (the others say what they hold in
+# words: one module per command, engine, stack file or target); base.py holds a room's profile class
+LISTED_ROOMS = ("plan/", "serving/", "market/", "speed/", "memory/", "stacks/", "tensors/", "scenario/", "dataset/",
+                "owning/", "sim/")
+
+
+def test_the_readme_s_listing_rooms_name_every_module():
+    """A room whose layout row lists its modules names each of them, so a module moved or added shows in the
+    drawing (session 19's market/owned_power.py, stacks/releases.py and scenario/diffusion_stacks.py were missing,
+    and the market row still said electricity)."""
+    package = ROOT / "src" / "gpuplan"
+    rows = {room: " ".join(rooms) + " " + words for indent, rooms, words in _layout_rows() if indent
+            for room in rooms}
+    missing = [f"{room}{module.stem}" for room in LISTED_ROOMS for module in sorted((package / room).glob("*.py"))
+               if module.stem not in ("__init__", "base") and not re.search(rf"\b{module.stem}\b", rows[room])]
+    assert missing == [], f"modules the README's layout leaves out of their room's row: {missing}"
