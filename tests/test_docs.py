@@ -135,3 +135,73 @@ def test_the_readme_s_listing_rooms_name_every_module():
     missing = [f"{room}{module.stem}" for room in LISTED_ROOMS for module in sorted((package / room).glob("*.py"))
                if module.stem not in ("__init__", "base") and not re.search(rf"\b{module.stem}\b", rows[room])]
     assert missing == [], f"modules the README's layout leaves out of their room's row: {missing}"
+
+
+def _page(name: str) -> str:
+    """A docs page with its lines joined, so a quoted figure may wrap."""
+    return " ".join((DOCS / name).read_text(encoding="utf-8").split())
+
+
+def test_the_serving_page_s_llama_cpp_table_is_the_bench_s():
+    """docs/serve.md's table of llama.cpp and MLX accuracy (backend | test | rows | median) quotes
+    bench/results/llama_bench.md's check rows, and the CUDA generation row's cards (#15013's A100, H100, RTX 5090) and
+    range are the bench's: session 19's programmatic dependent launch moved the median 13.2 -> 13.1 % and the H100
+    +21 -> +40 %."""
+    bench = (ROOT / "bench" / "results" / "llama_bench.md").read_text(encoding="utf-8")
+    check = {(backend, test): (int(n), med, hi, lo) for backend, test, n, med, hi, lo in re.findall(
+        r"^\| (cuda|metal|mlx) (pp|tg) check \| (\d+) \| ([\d.]+)% \| ([+-]\d+)% \| ([+-]\d+)% \|$", bench, re.M)}
+    page = (DOCS / "serve.md").read_text(encoding="utf-8")
+    backends = {"CUDA": "cuda", "Metal": "metal", "MLX (mlx-lm)": "mlx"}
+    said = {(backends[b], "pp" if test.startswith("prompt") else "tg"): (int(n), med) for b, test, n, med in re.findall(
+        r"^\| (CUDA|Metal|MLX \(mlx-lm\)) \| (prompt|generation)[^|]* \| (\d+) \| ([\d.]+) % ", page, re.M)}
+    assert said == {k: v[:2] for k, v in check.items()}
+    rows = {card: sign + pct for card, sign, pct in re.findall(
+        r"^\| d15013-(a100|h100|rtx5090)-tg \|.*\| ([+-])(\d+)% \|$", bench, re.M)}
+    n, med, hi, lo = check["cuda", "tg"]
+    assert (f"| {n} | {med} % (12.7 % at 60 us a layer, was 26 %; A100 {rows['a100']} %, H100 {rows['h100']} %, "
+            f"RTX 5090 {rows['rtx5090']} %; 2025-2026 builds and hosts {lo} % to {hi} %;") in page
+
+
+def test_the_serving_page_quotes_the_capacity_bench():
+    """docs/serve.md's capacity sentence (the saturated runs' median, signed median and worst; the runs below the
+    knee none of which capacity refuses) is bench/results/capacity_accuracy.md's; held by nothing until session 19's
+    docs audit (the page had kept 'worst +60 %' after the file said +53 %)."""
+    bench = (ROOT / "bench" / "results" / "capacity_accuracy.md").read_text(encoding="utf-8")
+    n, med, signed, worst = re.search(
+        r"saturated runs \(highest throughput, no latency target\): n=(\d+), median abs error ([\d.]+)%, median signed "
+        r"([+-][\d.]+)%, worst ([+-][\d.]+)%", bench).groups()
+    below, refused = re.search(r"runs below the knee .*: n=(\d+), capacity allows less than the run served in (\d+) ",
+                               bench).groups()
+    page = _page("serve.md")
+    assert (f"on the {n} saturated runs the highest steady throughput capacity allows is within {med} % of the "
+            f"measured one (median; {signed} % signed; worst {round(float(worst)):+d} %,") in page
+    assert refused == "0" and f"on the {below} runs below the knee" in page
+    assert "it refuses no rate the server met" in page
+
+
+def test_the_formulas_page_s_session_19_terms_are_the_code_s():
+    """docs/formulas.md's figures for session 19's terms recompute from the code's constants and formulas: the
+    llama.cpp kernel cost under programmatic dependent launch (2.55 - 0.59 = 1.96 us, 0.59 from PR #22522's
+    332.05 -> 376.31 tokens/s over 600 kernels), torchtune's fp32 norm output (64 MiB a layer at 8,192 x 2,048) and
+    Unsloth's repeated keys and values (12 KiB a token for Llama 3.1 8B), and the GPUStack burst of section 13."""
+    from gpuplan import overheads as oh
+    from gpuplan.tensors.activations import ActivationSetup
+
+    page = _page("formulas.md")
+    saved_us = (1 / 332.05 - 1 / 376.31) / 600 * 1e6
+    assert round(saved_us, 2) == round(oh.LLAMA_CPP_CUDA_PDL_SAVING_S * 1e6, 2) == 0.59
+    assert f"b{oh.LLAMA_CPP_CUDA_PDL_BUILD}, `c_k` = " \
+           f"{(oh.LLAMA_CPP_CUDA_KERNEL_S - oh.LLAMA_CPP_CUDA_PDL_SAVING_S) * 1e6:.2f} us" in page
+    assert f"`c_k` = {oh.LLAMA_CPP_CUDA_KERNEL_S * 1e6:.2f} us fitted" in page
+    assert f"(`LLAMA_CPP_CUDA_DECODE_BANDWIDTH_FRACTION`, {oh.LLAMA_CPP_CUDA_DECODE_BANDWIDTH_FRACTION:.2f})" in page
+    assert {"norm_out_bytes", "kv_expanded"} <= set(ActivationSetup.__dataclass_fields__)
+    # two norms, fp32 (4 B) in place of bf16 (2 B), T = 8,192 tokens, h = 2,048
+    assert 2 * (4 - 2) * 8192 * 2048 == 64 * 2**20 and "64 MiB a layer of two norms" in page
+    # keys and values, 2 bytes, 32 - 8 more heads of 128
+    assert 2 * 2 * (32 - 8) * 128 == 12 * 2**10 and "12 KiB a token for Llama 3.1 8B (2 x 2 x 24 x 128)" in page
+    serving = (ROOT / "bench" / "results" / "serving_s19.md").read_text(encoding="utf-8")
+    page_s, before_s, before_p, after_s, after_p = re.search(
+        r"^\| page \| ([\d.]+) s .*\n\| gpuplan before \| ([\d.]+) s .*\| (\d+) \|\n"
+        r"\| gpuplan after \| ([\d.]+) s .*\| (\d+) \|$", serving, re.M).groups()
+    assert (f"took {page_s} s; gpuplan said {round(float(before_s))} s recomputing everything ({before_p} "
+            f"preemptions), {round(float(after_s))} s with the cache ({after_p})") in page
