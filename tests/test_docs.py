@@ -205,3 +205,23 @@ def test_the_formulas_page_s_session_19_terms_are_the_code_s():
         r"\| gpuplan after \| ([\d.]+) s .*\| (\d+) \|$", serving, re.M).groups()
     assert (f"took {page_s} s; gpuplan said {round(float(before_s))} s recomputing everything ({before_p} "
             f"preemptions), {round(float(after_s))} s with the cache ({after_p})") in page
+
+
+def test_the_beyond_llms_accuracy_table_is_the_modules_bench_s():
+    """docs/beyond-llms.md's held-out table (memory within 15 %, speed within 25 %, their medians, per group) and its
+    totals sentence are bench/results/modules.md's summary (the file bench/modules.py writes; tests/test_accuracy.py
+    holds it to the estimator); held by nothing until session 19's docs audit, which found them equal (session 19's
+    diffusion notes moved no estimate)."""
+    bench = (ROOT / "bench" / "results" / "modules.md").read_text(encoding="utf-8")
+    summary = {(kind, grp): (int(n), med, within) for kind, grp, n, med, within in re.findall(
+        r"^\| (memory|speed) held-out: ([\w -]+) \| (\d+) \| (\d+)% \| \d+% \| (\d+) of \d+ \(goal", bench, re.M)}
+    page = (DOCS / "beyond-llms.md").read_text(encoding="utf-8")
+    rows = re.findall(r"^\| (diffusion training|diffusion generation|encoder-decoders) \([^|]*\) \| (\d+) of (\d+) \| "
+                      r"(\d+) % \| (\d+) of (\d+) \| (\d+) % \|$", page, re.M)
+    assert len(rows) == 3
+    for grp, mem_in, mem_n, mem_med, speed_in, speed_n, speed_med in rows:
+        assert (int(mem_n), mem_med, mem_in) == summary["memory", grp], grp
+        assert (int(speed_n), speed_med, speed_in) == summary["speed", grp], grp
+    speed, memory = summary["speed", "all"], summary["memory", "all"]
+    assert (f"{speed[2]} of {speed[0]} held-out speed figures are within 25 % and {memory[2]} of {memory[0]} memory "
+            "figures within 15 %") in _page("beyond-llms.md")
