@@ -225,3 +225,38 @@ def test_the_beyond_llms_accuracy_table_is_the_modules_bench_s():
     speed, memory = summary["speed", "all"], summary["memory", "all"]
     assert (f"{speed[2]} of {speed[0]} held-out speed figures are within 25 % and {memory[2]} of {memory[0]} memory "
             "figures within 15 %") in _page("beyond-llms.md")
+
+
+def _oracle_tables() -> list[list[tuple[str, float]]]:
+    """bench/results/oracle.md's two tables (decoder LLMs, then the training stacks): (case, error %) per row."""
+    text = (ROOT / "bench" / "results" / "oracle.md").read_text(encoding="utf-8")
+    tables = []
+    for part in text.split("| case | simulated GiB")[1:]:
+        rows = []
+        for line in part.splitlines()[2:]:
+            row = re.match(r"^\| ([^|]+) \| [\d.]+ \| [\d.]+ \| ([+-]?[\d.]+) \|", line)
+            if not row:
+                break
+            rows.append((row.group(1), float(row.group(2))))
+        tables.append(rows)
+    return tables
+
+
+def test_how_numbers_are_made_quotes_the_oracle_tables():
+    """docs/how-numbers-are-made.md's oracle sentences (cases, how many at width 512, median and worst |error|, for
+    the decoder LLMs' matrix and the training stacks') are bench/results/oracle.md's; session 19's attention output
+    counted once moved the medians 0.2 -> 0.0 % and 0.2 -> 0.1 %, with the page (held by nothing before)."""
+    import statistics
+
+    llms, stacks = _oracle_tables()
+    page = _page("how-numbers-are-made.md")
+
+    def med(rows):
+        return f"{statistics.median(abs(e) for _, e in rows):.1f} %"
+
+    real = sum("(real width)" in case for case, _ in llms)
+    assert (f"{len(llms)} cases (Llama, Qwen2.5, Qwen3, Mistral, Gemma-2, Mixtral, Qwen3-MoE; inference, full, LoRA, "
+            f"QLoRA; {len(llms) - real} at width 512, {real} at real width), median |error| {med(llms)}, worst "
+            f"{max(abs(e) for _, e in llms):.1f} %") in page
+    assert (f"`python bench/oracle.py stacks`; {len(stacks)} cases, each held within 3 %, median |error| "
+            f"{med(stacks)}, worst {max(abs(e) for _, e in stacks):.1f} %") in page
