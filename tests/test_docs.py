@@ -260,3 +260,15 @@ def test_how_numbers_are_made_quotes_the_oracle_tables():
             f"{max(abs(e) for _, e in llms):.1f} %") in page
     assert (f"`python bench/oracle.py stacks`; {len(stacks)} cases, each held within 3 %, median |error| "
             f"{med(stacks)}, worst {max(abs(e) for _, e in stacks):.1f} %") in page
+
+
+def test_the_launch_page_names_the_releases_the_stacks_pin():
+    """docs/launch.md's releases of torchtitan, Axolotl and Unsloth are stacks/releases.py's (session 19 moved the
+    pins there from launchers/settings.py); held by nothing before."""
+    from gpuplan.stacks import releases
+
+    page = _page("launch.md")
+    assert f"torchtitan {releases.TORCHTITAN_VERSION}'s job config" in page
+    assert f"Axolotl {releases.AXOLOTL_VERSION} pins older" in page
+    assert f"Axolotl {releases.AXOLOTL_VERSION.rsplit('.', 1)[0]}'s keys" in page
+    assert f"the source of unsloth {releases.UNSLOTH_VERSION}" in page
