@@ -272,3 +272,28 @@ def test_the_launch_page_names_the_releases_the_stacks_pin():
     assert f"Axolotl {releases.AXOLOTL_VERSION} pins older" in page
     assert f"Axolotl {releases.AXOLOTL_VERSION.rsplit('.', 1)[0]}'s keys" in page
     assert f"the source of unsloth {releases.UNSLOTH_VERSION}" in page
+
+
+def test_the_serving_page_s_offline_and_overload_examples_are_the_plans():
+    """docs/serve.md's `capacity --batch 2000` example (one H100: the time, the job's cost, the pool, how many ran at
+    once and were preempted; an RTX 4090's time and cost) and its overloaded rate (Qwen3-30B-A3B on one H100 at 12
+    requests/s: what the engine completed and the median TTFT) are what gpuplan says: session 19's prefix-cache
+    resume moved them (81.4 -> 81.0 s, 238 -> 239 preempted, 518 -> 510 s; 5.67 -> 5.75 requests/s, 42 -> 41 s)
+    and nothing held them."""
+    require("numpy")  # the serving extra
+    import gpuplan
+
+    page = _page("serve.md")
+    report = gpuplan.capacity("llama-3.1-8b", batch=2000, prompt_tokens=1000, output_tokens=200,
+                              gpus=["h100-sxm", "rtx-4090"])
+    rows = {row["gpu_id"]: row for row in report.plans if row["num_gpus"] == 1}
+    h100, rtx = rows["nvidia-h100-sxm5-80gb"], rows["nvidia-geforce-rtx-4090"]
+    assert (f"puts one H100 first: {h100['job_s']:.1f} s and ${h100['usd_per_job']:.3f}. Its pool holds "
+            f"{h100['max_concurrency']} such requests; {h100['job_peak_running']} ran at once and "
+            f"{h100['job_preemptions']} were preempted. An RTX 4090 takes {rtx['job_s']:.0f} s for "
+            f"${rtx['usd_per_job']:.3f}.") in page
+    over = gpuplan.estimate({"model": "qwen3-30b-a3b", "task": "infer", "engine": "vllm", "gpu": "h100",
+                             "rate_rps": 12, "prompt_tokens": 2000, "output_tokens": 300}, advise=False).load
+    done, ttft = re.search(r"the engine completed ([\d.]+) requests/s .*\(TTFT median ([\d.]+) s",
+                           " ".join(over.warnings)).groups()
+    assert f"at 12 requests/s: {done} completed, median TTFT {float(ttft):.0f} s)" in page
