@@ -297,3 +297,26 @@ def test_the_serving_page_s_offline_and_overload_examples_are_the_plans():
     done, ttft = re.search(r"the engine completed ([\d.]+) requests/s .*\(TTFT median ([\d.]+) s",
                            " ".join(over.warnings)).groups()
     assert f"at 12 requests/s: {done} completed, median TTFT {float(ttft):.0f} s)" in page
+
+
+def test_the_serving_page_s_first_capacity_table_is_what_capacity_prints(monkeypatch):
+    """docs/serve.md's first example (capacity at 5 requests/s) shows the command's output at 80 columns down to its
+    "not shown at this width" line: its rows had kept an RTX A5000 pair and a 2x RTX 5090 setup that capacity no
+    longer ranks there, and the p95 TTFTs of before session 19's merges (held by nothing until its docs audit)."""
+    require("numpy")  # the serving extra
+    import contextlib
+    import io
+
+    from gpuplan.cli import run
+
+    page = (DOCS / "serve.md").read_text(encoding="utf-8")
+    command = re.search(r"```\n(gpuplan capacity --model llama-3.1-8b --rate 5 [^\n]*)\n```\n```\n", page).group(1)
+    shown = page.split(command + "\n```\n```\n", 1)[1].split("\n...\n```", 1)[0]
+    args = [w for w in command.split()[1:] if w not in ("--plot", "knee.png")]
+    monkeypatch.setenv("COLUMNS", "80")
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(io.StringIO()):
+        assert run(args) == 0
+    printed = out.getvalue().split("\n(not shown at this width", 1)
+    assert len(printed) == 2 and shown.startswith(printed[0] + "\n(not shown at this width")
