@@ -117,3 +117,206 @@ def test_the_readme_draws_the_house_as_it_is():
     for indent, rooms, _ in rows:
         if not indent and rooms[0] != "src/gpuplan/":
             assert (ROOT / rooms[0]).exists(), rooms[0]
+
+
+# the rooms whose rows in the README's layout list their modules one by one (the others say what they hold in
+# words: one module per command, engine, stack file or target); base.py holds a room's profile class
+LISTED_ROOMS = ("plan/", "serving/", "market/", "speed/", "memory/", "stacks/", "tensors/", "scenario/", "dataset/",
+                "owning/", "sim/")
+
+
+def test_the_readme_s_listing_rooms_name_every_module():
+    """A room whose layout row lists its modules names each of them, so a module moved or added shows in the
+    drawing (session 19's market/owned_power.py, stacks/releases.py and scenario/diffusion_stacks.py were missing,
+    and the market row still said electricity)."""
+    package = ROOT / "src" / "gpuplan"
+    rows = {room: " ".join(rooms) + " " + words for indent, rooms, words in _layout_rows() if indent
+            for room in rooms}
+    missing = [f"{room}{module.stem}" for room in LISTED_ROOMS for module in sorted((package / room).glob("*.py"))
+               if module.stem not in ("__init__", "base") and not re.search(rf"\b{module.stem}\b", rows[room])]
+    assert missing == [], f"modules the README's layout leaves out of their room's row: {missing}"
+
+
+def _page(name: str) -> str:
+    """A docs page with its lines joined, so a quoted figure may wrap."""
+    return " ".join((DOCS / name).read_text(encoding="utf-8").split())
+
+
+def test_the_serving_page_s_llama_cpp_table_is_the_bench_s():
+    """docs/serve.md's table of llama.cpp and MLX accuracy (backend | test | rows | median) quotes
+    bench/results/llama_bench.md's check rows, and the CUDA generation row's cards (#15013's A100, H100, RTX 5090) and
+    range are the bench's: session 19's programmatic dependent launch moved the median 13.2 -> 13.1 % and the H100
+    +21 -> +40 %."""
+    bench = (ROOT / "bench" / "results" / "llama_bench.md").read_text(encoding="utf-8")
+    check = {(backend, test): (int(n), med, hi, lo) for backend, test, n, med, hi, lo in re.findall(
+        r"^\| (cuda|metal|mlx) (pp|tg) check \| (\d+) \| ([\d.]+)% \| ([+-]\d+)% \| ([+-]\d+)% \|$", bench, re.M)}
+    page = (DOCS / "serve.md").read_text(encoding="utf-8")
+    backends = {"CUDA": "cuda", "Metal": "metal", "MLX (mlx-lm)": "mlx"}
+    said = {(backends[b], "pp" if test.startswith("prompt") else "tg"): (int(n), med) for b, test, n, med in re.findall(
+        r"^\| (CUDA|Metal|MLX \(mlx-lm\)) \| (prompt|generation)[^|]* \| (\d+) \| ([\d.]+) % ", page, re.M)}
+    assert said == {k: v[:2] for k, v in check.items()}
+    rows = {card: sign + pct for card, sign, pct in re.findall(
+        r"^\| d15013-(a100|h100|rtx5090)-tg \|.*\| ([+-])(\d+)% \|$", bench, re.M)}
+    n, med, hi, lo = check["cuda", "tg"]
+    assert (f"| {n} | {med} % (12.7 % at 60 us a layer, was 26 %; A100 {rows['a100']} %, H100 {rows['h100']} %, "
+            f"RTX 5090 {rows['rtx5090']} %; 2025-2026 builds and hosts {lo} % to {hi} %;") in page
+
+
+def test_the_serving_page_quotes_the_capacity_bench():
+    """docs/serve.md's capacity sentence (the saturated runs' median, signed median and worst; the runs below the
+    knee none of which capacity refuses) is bench/results/capacity_accuracy.md's; held by nothing until session 19's
+    docs audit (the page had kept 'worst +60 %' after the file said +53 %)."""
+    bench = (ROOT / "bench" / "results" / "capacity_accuracy.md").read_text(encoding="utf-8")
+    n, med, signed, worst = re.search(
+        r"saturated runs \(highest throughput, no latency target\): n=(\d+), median abs error ([\d.]+)%, median signed "
+        r"([+-][\d.]+)%, worst ([+-][\d.]+)%", bench).groups()
+    below, refused = re.search(r"runs below the knee .*: n=(\d+), capacity allows less than the run served in (\d+) ",
+                               bench).groups()
+    page = _page("serve.md")
+    assert (f"on the {n} saturated runs the highest steady throughput capacity allows is within {med} % of the "
+            f"measured one (median; {signed} % signed; worst {round(float(worst)):+d} %,") in page
+    assert refused == "0" and f"on the {below} runs below the knee" in page
+    assert "it refuses no rate the server met" in page
+
+
+def test_the_formulas_page_s_session_19_terms_are_the_code_s():
+    """docs/formulas.md's figures for session 19's terms recompute from the code's constants and formulas: the
+    llama.cpp kernel cost under programmatic dependent launch (2.55 - 0.59 = 1.96 us, 0.59 from PR #22522's
+    332.05 -> 376.31 tokens/s over 600 kernels), torchtune's fp32 norm output (64 MiB a layer at 8,192 x 2,048) and
+    Unsloth's repeated keys and values (12 KiB a token for Llama 3.1 8B), and the GPUStack burst of section 13."""
+    from gpuplan import overheads as oh
+    from gpuplan.tensors.activations import ActivationSetup
+
+    page = _page("formulas.md")
+    saved_us = (1 / 332.05 - 1 / 376.31) / 600 * 1e6
+    assert round(saved_us, 2) == round(oh.LLAMA_CPP_CUDA_PDL_SAVING_S * 1e6, 2) == 0.59
+    assert f"b{oh.LLAMA_CPP_CUDA_PDL_BUILD}, `c_k` = " \
+           f"{(oh.LLAMA_CPP_CUDA_KERNEL_S - oh.LLAMA_CPP_CUDA_PDL_SAVING_S) * 1e6:.2f} us" in page
+    assert f"`c_k` = {oh.LLAMA_CPP_CUDA_KERNEL_S * 1e6:.2f} us fitted" in page
+    assert f"(`LLAMA_CPP_CUDA_DECODE_BANDWIDTH_FRACTION`, {oh.LLAMA_CPP_CUDA_DECODE_BANDWIDTH_FRACTION:.2f})" in page
+    assert {"norm_out_bytes", "kv_expanded"} <= set(ActivationSetup.__dataclass_fields__)
+    # two norms, fp32 (4 B) in place of bf16 (2 B), T = 8,192 tokens, h = 2,048
+    assert 2 * (4 - 2) * 8192 * 2048 == 64 * 2**20 and "64 MiB a layer of two norms" in page
+    # keys and values, 2 bytes, 32 - 8 more heads of 128
+    assert 2 * 2 * (32 - 8) * 128 == 12 * 2**10 and "12 KiB a token for Llama 3.1 8B (2 x 2 x 24 x 128)" in page
+    serving = (ROOT / "bench" / "results" / "serving_s19.md").read_text(encoding="utf-8")
+    page_s, before_s, before_p, after_s, after_p = re.search(
+        r"^\| page \| ([\d.]+) s .*\n\| gpuplan before \| ([\d.]+) s .*\| (\d+) \|\n"
+        r"\| gpuplan after \| ([\d.]+) s .*\| (\d+) \|$", serving, re.M).groups()
+    assert (f"took {page_s} s; gpuplan said {round(float(before_s))} s recomputing everything ({before_p} "
+            f"preemptions), {round(float(after_s))} s with the cache ({after_p})") in page
+
+
+def test_the_beyond_llms_accuracy_table_is_the_modules_bench_s():
+    """docs/beyond-llms.md's held-out table (memory within 15 %, speed within 25 %, their medians, per group) and its
+    totals sentence are bench/results/modules.md's summary (the file bench/modules.py writes; tests/test_accuracy.py
+    holds it to the estimator); held by nothing until session 19's docs audit, which found them equal (session 19's
+    diffusion notes moved no estimate)."""
+    bench = (ROOT / "bench" / "results" / "modules.md").read_text(encoding="utf-8")
+    summary = {(kind, grp): (int(n), med, within) for kind, grp, n, med, within in re.findall(
+        r"^\| (memory|speed) held-out: ([\w -]+) \| (\d+) \| (\d+)% \| \d+% \| (\d+) of \d+ \(goal", bench, re.M)}
+    page = (DOCS / "beyond-llms.md").read_text(encoding="utf-8")
+    rows = re.findall(r"^\| (diffusion training|diffusion generation|encoder-decoders) \([^|]*\) \| (\d+) of (\d+) \| "
+                      r"(\d+) % \| (\d+) of (\d+) \| (\d+) % \|$", page, re.M)
+    assert len(rows) == 3
+    for grp, mem_in, mem_n, mem_med, speed_in, speed_n, speed_med in rows:
+        assert (int(mem_n), mem_med, mem_in) == summary["memory", grp], grp
+        assert (int(speed_n), speed_med, speed_in) == summary["speed", grp], grp
+    speed, memory = summary["speed", "all"], summary["memory", "all"]
+    assert (f"{speed[2]} of {speed[0]} held-out speed figures are within 25 % and {memory[2]} of {memory[0]} memory "
+            "figures within 15 %") in _page("beyond-llms.md")
+
+
+def _oracle_tables() -> list[list[tuple[str, float]]]:
+    """bench/results/oracle.md's two tables (decoder LLMs, then the training stacks): (case, error %) per row."""
+    text = (ROOT / "bench" / "results" / "oracle.md").read_text(encoding="utf-8")
+    tables = []
+    for part in text.split("| case | simulated GiB")[1:]:
+        rows = []
+        for line in part.splitlines()[2:]:
+            row = re.match(r"^\| ([^|]+) \| [\d.]+ \| [\d.]+ \| ([+-]?[\d.]+) \|", line)
+            if not row:
+                break
+            rows.append((row.group(1), float(row.group(2))))
+        tables.append(rows)
+    return tables
+
+
+def test_how_numbers_are_made_quotes_the_oracle_tables():
+    """docs/how-numbers-are-made.md's oracle sentences (cases, how many at width 512, median and worst |error|, for
+    the decoder LLMs' matrix and the training stacks') are bench/results/oracle.md's; session 19's attention output
+    counted once moved the medians 0.2 -> 0.0 % and 0.2 -> 0.1 %, with the page (held by nothing before)."""
+    import statistics
+
+    llms, stacks = _oracle_tables()
+    page = _page("how-numbers-are-made.md")
+
+    def med(rows):
+        return f"{statistics.median(abs(e) for _, e in rows):.1f} %"
+
+    real = sum("(real width)" in case for case, _ in llms)
+    assert (f"{len(llms)} cases (Llama, Qwen2.5, Qwen3, Mistral, Gemma-2, Mixtral, Qwen3-MoE; inference, full, LoRA, "
+            f"QLoRA; {len(llms) - real} at width 512, {real} at real width), median |error| {med(llms)}, worst "
+            f"{max(abs(e) for _, e in llms):.1f} %") in page
+    assert (f"`python bench/oracle.py stacks`; {len(stacks)} cases, each held within 3 %, median |error| "
+            f"{med(stacks)}, worst {max(abs(e) for _, e in stacks):.1f} %") in page
+
+
+def test_the_launch_page_names_the_releases_the_stacks_pin():
+    """docs/launch.md's releases of torchtitan, Axolotl and Unsloth are stacks/releases.py's (session 19 moved the
+    pins there from launchers/settings.py); held by nothing before."""
+    from gpuplan.stacks import releases
+
+    page = _page("launch.md")
+    assert f"torchtitan {releases.TORCHTITAN_VERSION}'s job config" in page
+    assert f"Axolotl {releases.AXOLOTL_VERSION} pins older" in page
+    assert f"Axolotl {releases.AXOLOTL_VERSION.rsplit('.', 1)[0]}'s keys" in page
+    assert f"the source of unsloth {releases.UNSLOTH_VERSION}" in page
+
+
+def test_the_serving_page_s_offline_and_overload_examples_are_the_plans():
+    """docs/serve.md's `capacity --batch 2000` example (one H100: the time, the job's cost, the pool, how many ran at
+    once and were preempted; an RTX 4090's time and cost) and its overloaded rate (Qwen3-30B-A3B on one H100 at 12
+    requests/s: what the engine completed and the median TTFT) are what gpuplan says: session 19's prefix-cache
+    resume moved them (81.4 -> 81.0 s, 238 -> 239 preempted, 518 -> 510 s; 5.67 -> 5.75 requests/s, 42 -> 41 s)
+    and nothing held them."""
+    require("numpy")  # the serving extra
+    import gpuplan
+
+    page = _page("serve.md")
+    report = gpuplan.capacity("llama-3.1-8b", batch=2000, prompt_tokens=1000, output_tokens=200,
+                              gpus=["h100-sxm", "rtx-4090"])
+    rows = {row["gpu_id"]: row for row in report.plans if row["num_gpus"] == 1}
+    h100, rtx = rows["nvidia-h100-sxm5-80gb"], rows["nvidia-geforce-rtx-4090"]
+    assert (f"puts one H100 first: {h100['job_s']:.1f} s and ${h100['usd_per_job']:.3f}. Its pool holds "
+            f"{h100['max_concurrency']} such requests; {h100['job_peak_running']} ran at once and "
+            f"{h100['job_preemptions']} were preempted. An RTX 4090 takes {rtx['job_s']:.0f} s for "
+            f"${rtx['usd_per_job']:.3f}.") in page
+    over = gpuplan.estimate({"model": "qwen3-30b-a3b", "task": "infer", "engine": "vllm", "gpu": "h100",
+                             "rate_rps": 12, "prompt_tokens": 2000, "output_tokens": 300}, advise=False).load
+    done, ttft = re.search(r"the engine completed ([\d.]+) requests/s .*\(TTFT median ([\d.]+) s",
+                           " ".join(over.warnings)).groups()
+    assert f"at 12 requests/s: {done} completed, median TTFT {float(ttft):.0f} s)" in page
+
+
+def test_the_serving_page_s_first_capacity_table_is_what_capacity_prints(monkeypatch):
+    """docs/serve.md's first example (capacity at 5 requests/s) shows the command's output at 80 columns down to its
+    "not shown at this width" line: its rows had kept an RTX A5000 pair and a 2x RTX 5090 setup that capacity no
+    longer ranks there, and the p95 TTFTs of before session 19's merges (held by nothing until its docs audit)."""
+    require("numpy")  # the serving extra
+    import contextlib
+    import io
+
+    from gpuplan.cli import run
+
+    page = (DOCS / "serve.md").read_text(encoding="utf-8")
+    command = re.search(r"```\n(gpuplan capacity --model llama-3.1-8b --rate 5 [^\n]*)\n```\n```\n", page).group(1)
+    shown = page.split(command + "\n```\n```\n", 1)[1].split("\n...\n```", 1)[0]
+    args = [w for w in command.split()[1:] if w not in ("--plot", "knee.png")]
+    monkeypatch.setenv("COLUMNS", "80")
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(io.StringIO()):
+        assert run(args) == 0
+    printed = out.getvalue().split("\n(not shown at this width", 1)
+    assert len(printed) == 2 and shown.startswith(printed[0] + "\n(not shown at this width")

@@ -10,7 +10,8 @@
   at a rate that sends it at once, and passes the API server one request at a time, :class:`.simulate._Frontend`):
   the engine's own cap on running requests
   (``max_num_seqs``, SGLang's ``max_running_requests``) and its KV pool decide how many run together; the rest wait
-  and are admitted as others finish (waves), and a pool that runs out preempts and recomputes.
+  and are admitted as others finish (waves), and a pool that runs out preempts and recomputes (vLLM V1 with its
+  prefix cache only what the pool handed out since: :func:`.simulate._keep_preempted`).
 
 The run is the scheduler simulation ``capacity`` uses (:mod:`.simulate`: the engine's pool and limits from
 :func:`gpuplan.plan.capacity.engine_memory`, as the plan's memory states them; the step model of :mod:`.steptime`,
