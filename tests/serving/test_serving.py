@@ -331,6 +331,18 @@ def test_vllm_keeps_preempted_blocks_only_where_its_prefix_cache_is_on():
     assert vllm.scheduler_of(v0, vllm.startup_memory(v0, M, H100))["keeps_preempted"] is False
 
 
+def test_a_hybrid_models_preempted_request_recomputes_whole():
+    """Hybrid models (Mamba or linear-attention layers beside attention) run with the prefix cache off in vLLM
+    (:func:`gpuplan.engines.vllm.prefix_caching`), so a preempted request keeps none of its blocks; the same
+    release keeps them for a plain transformer."""
+    hybrid = scenario_from(dict(model="nemotron-3-nano", task="infer", engine="vllm", gpu="h100-sxm"))
+    m = load_model("nemotron-3-nano")
+    mem = vllm.startup_memory(hybrid, m, H100)
+    assert mem.limits.prefix_caching is False
+    assert vllm.scheduler_of(hybrid, mem)["keeps_preempted"] is False
+    assert vllm.startup_memory(S, M, H100).limits.prefix_caching is True
+
+
 def test_from_vllm_0_19_a_waiting_prompt_is_admitted_only_when_it_fits_whole():
     """A 96-token prompt behind a running 64 + 60 request in a 10-block pool, 64 tokens per step: admitted by its
     first chunk it is preempted again and again as the first request grows (vLLM PR #37307's thrash); admitted

@@ -252,6 +252,7 @@ class Limits:
     max_model_len: int
     chunked_prefill: bool
     defaults: bool  # both token and sequence limits are vLLM's defaults
+    prefix_caching: bool = False  # automatic prefix caching on (:func:`prefix_caching`: V1, not a hybrid model)
 
 
 def cuda_total_gib(gpu: GpuSpec) -> float:
@@ -312,7 +313,8 @@ def scheduler_limits(s: Scenario, m: ModelSpec, gpu: GpuSpec | None, *, current:
     tokens = s.max_num_batched_tokens or tokens
     seqs = s.max_num_seqs or min(seqs, tokens)
     return Limits(max_num_batched_tokens=tokens, max_num_seqs=seqs, max_model_len=max_len, chunked_prefill=chunked,
-                  defaults=s.max_num_batched_tokens is None and s.max_num_seqs is None)
+                  defaults=s.max_num_batched_tokens is None and s.max_num_seqs is None,
+                  prefix_caching=prefix_caching(s, m))
 
 
 # ---- pipeline stages and their weights -------------------------------------------------------------
@@ -735,7 +737,8 @@ def scheduler_of(s: Scenario, mem: StartupMemory, *, chunked_prefill: bool | Non
     preemption recomputes (``Scheduler._preempt``: RECOMPUTE for a single sequence) the last running request
     (``_schedule_running``: ``running_queue.pop()``). V1 recomputes too, but with its prefix cache on
     (:func:`prefix_caching`) a resumed request finds the full blocks the pool has not handed out again since
-    (``keeps_preempted``: :func:`gpuplan.serving.simulate._keep_preempted`)."""
+    (``keeps_preempted``: :func:`gpuplan.serving.simulate._keep_preempted`); a hybrid model's pool, with the cache
+    off, recomputes the whole request."""
     kv = mem.num_blocks if blocks is None else blocks
     v0 = version_tuple(s.engine_version) < (0, 8, 0)
     chunked = mem.limits.chunked_prefill if chunked_prefill is None else chunked_prefill
@@ -743,7 +746,7 @@ def scheduler_of(s: Scenario, mem: StartupMemory, *, chunked_prefill: bool | Non
                 max_num_batched_tokens=mem.limits.max_num_batched_tokens, chunked_prefill=chunked,
                 mixed_prefill=chunked or not v0, reserve_full_sequence=reserve_full_sequence(s),
                 admit_watermark_blocks=int(oh.VLLM_V0_WATERMARK * kv) if v0 else 0,
-                keeps_preempted=prefix_caching(s))
+                keeps_preempted=mem.limits.prefix_caching)
 
 
 class Vllm(Engine):
