@@ -372,11 +372,11 @@ def block_swap_s(job, gpu: GpuSpec) -> float:
     then the host-to-device ones; one worker thread, so one swap at a time). At the link's pinned rate: the CPU
     copies are made by ``.to("cpu", non_blocking=True)``, which PyTorch allocates pinned (aten
     TensorConversions.cpp ``_to_copy``: ``pin_out = non_blocking && self.is_cuda() && options.device().is_cpu()``),
-    and the next copy onto the card reads them; PCIe x16 of the card's generation at
-    :data:`~gpuplan.overheads.PCIE_EFFICIENCY`. LoRA's adapters are modules of their own network, not of the
-    blocks, and stay on the card."""
+    and the next copy onto the card reads them; the card's PCIe generation and width (x16 unless the catalog says
+    less: the RTX 4060 and 4060 Ti's x8) at :data:`~gpuplan.overheads.PCIE_EFFICIENCY`. LoRA's adapters are
+    modules of their own network, not of the blocks, and stay on the card."""
     gen = gpu.pcie_generation or 4
-    link = oh.PCIE_X16_GBS.get(gen, 32.0) * 1e9 * oh.PCIE_EFFICIENCY
+    link = oh.PCIE_X16_GBS.get(gen, 32.0) * 1e9 * oh.PCIE_EFFICIENCY * min(gpu.pcie_lanes or 16, 16) / 16
     return 4 * swapped_weight_bytes(job) / link
 
 
