@@ -98,6 +98,7 @@ class GpuSpec:
     compute_capability: str | None
     aliases: tuple[str, ...]
     sm_count: int | None = None  # streaming multiprocessors (compute units), where the catalog has them
+    pcie_lanes: int | None = None  # the card's PCIe link width (x16, or x8 for the RTX 4060 and 4060 Ti)
     boost_clock_mhz: float | None = None  # rated boost clock, where the catalog has it
     # the L2 cache in MB and the partitions it is split into, each caching the accesses of the SMs wired to it (the
     # A100's two: data every SM reads is held in both, so one partition's share is what a kernel can count on)
@@ -193,6 +194,7 @@ def _spec(entry: dict[str, Any]) -> GpuSpec:
         pcie_generation=(entry.get("pcie") or {}).get("generation"), tdp_w=entry.get("tdp_w"),
         msrp_usd=entry.get("launch_msrp_usd"), compute_capability=entry.get("compute_capability"),
         aliases=tuple(str(a) for a in entry.get("aliases") or ()), sm_count=entry.get("sm_count"),
+        pcie_lanes=(entry.get("pcie") or {}).get("lanes"),
         boost_clock_mhz=entry.get("boost_clock_mhz"), l2_cache_mb=entry.get("l2_cache_mb"),
         l2_partitions=int(entry.get("l2_partitions") or 1), nvlink_domain=int(link.get("nvlink_domain") or 0),
         power_limit_w=entry.get("power_limit_w"),

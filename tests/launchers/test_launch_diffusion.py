@@ -91,6 +91,8 @@ def kohya_options() -> set[str]:
 @pytest.mark.parametrize("model, extra", [
     ("flux-dev", ["--quant", "fp8", "--resolution", "1024,1216x832,832x1216", "--grad-checkpointing", "full",
                   "--optimizer", "adamw-8bit", "--text-encoders", "cached"]),
+    ("flux-dev", ["--quant", "fp8", "--resolution", "1024", "--grad-checkpointing", "full", "--text-encoders",
+                  "cached", "--blocks-to-swap", "16"]),
     ("sdxl", ["--resolution", "1024", "--cache-latents", "true", "--text-encoders", "frozen"]),
     ("sd1.5", ["--method", "full", "--resolution", "512"]),
     ("sd1.5", ["--resolution", "512"]),  # sd-scripts' default for LoRA: the text encoders' LoRA trained too
@@ -110,6 +112,7 @@ def test_kohya_toml_holds_sd_scripts_options(model, extra, tmp_path):
         assert tables["network"]["network_train_unet_only"] == ("--text-encoders" in extra)
     if "fp8" in extra:
         assert tables["network"]["fp8_base"] and tables["network"]["network_module"] == "networks.lora_flux"
+    assert training.get("blocks_to_swap") == (16 if "--blocks-to-swap" in extra else None)
     argv = command_of((out / "kohya-train.sh").read_text())
     assert argv[-2:] == ["--config_file", "kohya.toml"]
     assert argv[4] == {"flux-dev": "flux_train_network.py", "sdxl": "sdxl_train_network.py",
@@ -198,6 +201,10 @@ def test_ai_toolkit_yaml_has_the_example_configs_layout(tmp_path):
     (["--model", "sdxl", "--stack", "simpletuner", "--text-encoders", "trained"], "leaves them frozen"),
     (["--model", "flux-dev", "--method", "full", "--stack", "kohya", "--text-encoders", "trained"],
      "flux_train.py trains neither"),
+    (["--model", "flux-dev", "--stack", "ai-toolkit", "--blocks-to-swap", "16"], "not for ai-toolkit"),
+    (["--model", "flux-dev", "--stack", "diffusers", "--blocks-to-swap", "16"], "no block swap"),
+    (["--model", "sdxl", "--stack", "kohya", "--blocks-to-swap", "8"], "modelled for FLUX.1"),
+    (["--model", "flux-dev", "--stack", "kohya", "--quant", "fp8", "--blocks-to-swap", "36"], "at most 35"),
 ])
 def test_what_a_trainer_cannot_run_is_one_sentence(args, words, tmp_path, capsys):
     base = ["launch", "--task", "train", "--method", "lora", "--gpu", "a100-80gb", "-o", str(tmp_path / "o")]

@@ -35,7 +35,8 @@ GROUPS = {
     "parallelism": ("num_nodes", "sharding", "tp", "pp", "ep", "attention_dp", "moe_dispatch", "offload",
                     "host_ram_gib", "extra_gpus", "tensor_split"),
     "pricing": ("provider", "pricing", "mtbi_hours", "disk_gbs", "max_price_age_days", "include_low_confidence"),
-    "diffusion": ("cfg", "cpu_offload", "cache_latents", "text_encoders", "set_grads_to_none", "prior_preservation"),
+    "diffusion": ("cfg", "cpu_offload", "cache_latents", "text_encoders", "set_grads_to_none", "prior_preservation",
+                  "blocks_to_swap"),
 }
 # The kinds of model the page plans (:func:`page_kind`), and the fields each reads beside the decoder LLM's: a
 # diffusion pipeline, Whisper (speech), another encoder-decoder (T5, BART) and an encoder (ViT, CLIP, SigLIP) are
@@ -49,6 +50,7 @@ MODULE_ONLY = frozenset(scenario.MODULE_FIELDS)
 # fields of a module plan that mean something for one task only (gpuplan.scenario.modules)
 MODULE_TASK = {"inference_steps": "infer", "cfg": "infer", "cpu_offload": "infer", "cache_latents": "train",
                "text_encoders": "train", "set_grads_to_none": "train", "prior_preservation": "train",
+               "blocks_to_swap": "train",
                "train_steps": "train"}
 # Fields that only mean something for one task (scenario.py; the normalized result drops them too), and those the
 # form also hides for inference (they change nothing there).

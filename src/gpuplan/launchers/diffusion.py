@@ -222,6 +222,8 @@ def kohya_tables(plan: DiffusionLaunch, images: str) -> dict[str, dict[str, Any]
         training["reg_data_dir"] = "class-images"
     if family == "flux":
         training.update(guidance_scale=1.0, timestep_sampling="flux_shift", model_prediction_type="raw")
+    if s.blocks_to_swap:  # flux_train_network.py --blocks_to_swap (the resolver refused it for other pipelines)
+        training["blocks_to_swap"] = s.blocks_to_swap
     tables = {"model": model, "training": training}
     if s.method == "full":
         _kohya_full_encoders(s, family, training)

@@ -15,6 +15,9 @@ the trained parameters' gradients and optimizer states, and the largest transien
 - **gradients freed** (a full fine-tune whose trainer calls ``zero_grad(set_to_none=True)``, as all but diffusers'
   train_dreambooth.py do): the peak is the larger of the moment before the backward and the end of the backward
   (:func:`free_gradients`);
+- **block swap** (kohya's ``--blocks_to_swap`` on FLUX): the swapped blocks' weights live in CPU memory; each is
+  copied into the GPU storage of a block that has run, in place, so the card holds the other blocks only
+  (:func:`swapped_weight_bytes`);
 - **offloading** (generation): diffusers' ``enable_model_cpu_offload`` keeps one model on the card at a time (the
   peak is the largest component with its transient); ``enable_sequential_cpu_offload`` one layer at a time.
 
@@ -120,6 +123,32 @@ def lora_widths(s: Scenario, job: ModuleJob) -> tuple[int, int, int]:
     return adapter, adapter, 3 if s.stack == "simpletuner" and adapter == 2 else 2
 
 
+def flux_block_weights(config: dict) -> tuple[int, int]:
+    """The linear weights of one FLUX double and one single block, ``h`` the inner width (heads x head dim), the MLP
+    4h wide (sd-scripts library/flux_models.py DoubleStreamBlock, SingleStreamBlock; diffusers'
+    FluxTransformerBlock the same): a double block's two modulation linears (``h x 6h`` each), its image and text
+    streams' qkv (``h x 3h``) and out projections and MLPs (``h x 4h`` twice): 36 h^2; a single block's modulation
+    (``h x 3h``), ``linear1`` (qkv and MLP in, ``h x 7h``) and ``linear2`` (``5h x h``): 15 h^2. FLUX.1 (h 3,072):
+    339,738,624 and 141,557,760. The biases and norm scales stay on the GPU (custom_offloading_utils.py moves each
+    module's ``weight`` only), 0.03 % of a block."""
+    h = config["num_attention_heads"] * config["attention_head_dim"]
+    return 36 * h * h, 15 * h * h
+
+
+def swapped_weight_bytes(job: ModuleJob) -> float:
+    """The weights kohya's ``--blocks_to_swap`` keeps in CPU memory (:attr:`ModuleJob.swapped`, double and single
+    blocks), as stored: one byte each under ``--fp8_base`` (every weight fp8), else the job's dtype. The card holds
+    no block beyond the others: each swap copies a block that has run to the CPU and the next swapped block's
+    weights into the same GPU storage (custom_offloading_utils.py ``swap_weight_devices``:
+    ``cuda_data_view.copy_(module_to_cuda.weight.data)``)."""
+    double, single = job.swapped
+    if not double and not single:
+        return 0.0
+    per_double, per_single = flux_block_weights(job.spec.main.config)
+    width = 1 if job.weights == FP8_ALL else BYTES[job.dtype]
+    return (double * per_double + single * per_single) * width
+
+
 def component_bytes(c: Component, dtype: str) -> float:
     return c.params * BYTES[dtype]
 
@@ -204,7 +233,11 @@ def training_memory(s: Scenario, job: ModuleJob, main: Profile, parts: dict[str,
             e.other["autocast 16-bit weight copies"] = linear_weights(main) * 2
     else:
         trainable = lora_params(main, job.lora_roles, job.lora_rank)
-        e.weights = stored_weight_bytes(main, c.params, job.weights, job.dtype) + trainable * adapter
+        e.cpu = swapped_weight_bytes(job)
+        e.weights = stored_weight_bytes(main, c.params, job.weights, job.dtype) - e.cpu + trainable * adapter
+        if e.cpu:
+            e.assumptions.append(f"block swap: {e.cpu / GIB:.2f} GiB of the transformer's block weights in CPU "
+                                 "memory, swapped onto the card in turn (kohya's --blocks_to_swap)")
         e.gradients = trainable * adapter
         state = adapter_state
         factored = trainable // max(job.lora_rank, 1) * 2  # thin factors: about r + d per r x d matrix

@@ -34,8 +34,17 @@ from ..model.profile import Profile, storage_format
 from ..model.record import obtain
 from ..result import MemoryReport, ModelFacts, Suggestion
 from ..scenario import Scenario
+from ..scenario.diffusion_stacks import diffusion_stack_for
 from ..scenario.fields import MODULE_FIELDS
-from ..scenario.modules import ModuleJob, encoders_trained, text_way, text_ways, trains_encoder
+from ..scenario.modules import (
+    ModuleJob,
+    encoders_trained,
+    pipeline_family,
+    swap_limit,
+    text_way,
+    text_ways,
+    trains_encoder,
+)
 from ..speed.breakdown import shares
 from ..speed.modules import ModuleSpeed, fp32_rates, generation, host_range, model_step, train_step
 from .edge import MODULE_BATCH_LIMIT, batch_fields
@@ -318,6 +327,10 @@ def _changes(s: Scenario, spec: ModuleSpec, largest: int | None = None) -> list[
         if s.method == "lora" and not s.quant:
             out.append(Fix(label="fp8 base weights", change={"quant": "fp8"}, group="base"))
             out.append(Fix(label="QLoRA (NF4 base)", change={"method": "qlora", "quant": "nf4"}, group="base"))
+        if pipeline_family(spec) in diffusion_stack_for(s.stack).swaps_blocks and \
+                (s.blocks_to_swap or 0) < swap_limit(spec):  # the most; fixes() takes the fewest that fit
+            out.append(Fix(label=f"blocks_to_swap {swap_limit(spec)}", change={"blocks_to_swap": swap_limit(spec)},
+                           group="swap"))
     if s.method == "full":
         out.append(Fix(label="LoRA instead of full fine-tuning", change={"method": "lora"}, group="method"))
     fewer = accumulation_fix(s, largest)  # the global batch kept, as a decoder LLM's fix keeps it
@@ -378,7 +391,35 @@ def fixes(s: Scenario, spec: ModuleSpec, gpu: GpuSpec, now: MemoryReport) -> lis
             out.append(Suggestion(change=" + ".join(f.label for f in combo),
                                   fields={k: v for f in combo for k, v in f.change.items()}, device_peak_gib=peak,
                                   fits=fits, combination=True, cost=f"{now.device_peak_gib:.1f} -> {peak:.1f} GiB"))
-    return sorted(out, key=lambda x: (not x.fits, x.device_peak_gib))
+    return sorted((fewest_blocks(s, spec, gpu, x) for x in out), key=lambda x: (not x.fits, x.device_peak_gib))
+
+
+def fewest_blocks(s: Scenario, spec: ModuleSpec, gpu: GpuSpec, x: Suggestion) -> Suggestion:
+    """A change that swaps blocks (kohya's ``--blocks_to_swap``, offered at its most) with the fewest blocks that
+    still fit beside the rest of it, by bisection on the memory alone, and what the swap costs a step on the card:
+    its copies (:func:`~gpuplan.speed.modules.block_swap_s`) and the part the step waits for."""
+    if not x.fits or "blocks_to_swap" not in x.fields:
+        return x
+    def with_blocks(n: int) -> tuple[bool, float]:
+        return _peak_with(s, spec, gpu, (Fix(label="", change={**x.fields, "blocks_to_swap": n}, group=""),))
+
+    low, high = 0, x.fields["blocks_to_swap"]  # fits at high; low is known not to (or none)
+    while high - low > 1:
+        mid = (low + high) // 2
+        low, high = (low, mid) if with_blocks(mid)[0] else (mid, high)
+    fields = {**x.fields, "blocks_to_swap": high}
+    changed = s.model_copy(update=fields)
+    r = resolve_module_scenario(changed, spec, gpu)
+    main, parts = profiles(r.job)
+    speed = _speed(changed, r.job, main, parts, gpu)
+    copies = speed.parts_s.get("block swap copies (overlapped)", 0.0)
+    waited = speed.parts_s.get("block swap copies (waited for)", 0.0)
+    peak = with_blocks(high)[1]
+    label = x.change.replace(f"blocks_to_swap {x.fields['blocks_to_swap']}", f"blocks_to_swap {high}")
+    return x.model_copy(update={
+        "change": label, "fields": fields, "device_peak_gib": peak,
+        "cost": f"{x.cost.split(' -> ')[0]} -> {peak:.1f} GiB; the swap copies {copies + waited:.2f} s a step over "
+                f"PCIe, {waited:.2f} s of it waited for ({speed.step_s:.2f} s a step)"})
 
 
 # ---- speed and price ---------------------------------------------------------------------------------------------

@@ -21,6 +21,10 @@ Read off the trainers' code:
   (``sd3_train.py``: T5 too with ``--train_t5xxl``); ``flux_train.py`` freezes ``clip_l`` and ``t5xxl``.
   ``sdxl_train.py`` also freezes CLIP-L's last layer and final norm ("freeze last layer and final_layer_norm in te1
   since we use the output of the penultimate layer").
+  ``--blocks_to_swap N`` (``flux_train_network.py``, ``library/flux_models.py`` ``enable_block_swap``,
+  ``library/custom_offloading_utils.py``): FLUX's ``N // 2`` last double blocks and ``2 (N - N // 2)`` last single
+  blocks keep their weights in CPU memory (at most all but two of each kind: 35 for FLUX.1), swapped in place with
+  the blocks that have run, during the forward and again the backward.
 - ``simpletuner``: SimpleTuner (bghira/SimpleTuner). Its ``"all"`` LoRA target; ``--base_model_precision``
   (``fp8-torchao``, ``nf4-bnb``, ``int8-quanto``); ``--train_text_encoder`` leaves the encoders frozen
   (``freeze_components`` sets ``requires_grad_(False)`` on each, and the step reads cached embeddings).
@@ -78,6 +82,9 @@ class DiffusionStack:
     # the precisions under which its LoRA adapters are fp32 (its optimizer's states take their width, torch's
     # ``zeros_like(p)``); under the others they take the weights' dtype. "all": every precision
     fp32_adapters_under: frozenset[str] | str = frozenset()
+    # the families whose transformer blocks its --blocks_to_swap offloads, and the sentence for the others
+    swaps_blocks: tuple[str, ...] = ()
+    swap_refusal: str = "this trainer has no block swap"
 
     def fp32_adapters(self, precision: str) -> bool:
         """Whether this trainer keeps its LoRA adapters in fp32 under ``precision``."""
@@ -91,6 +98,7 @@ def _each(method: str, families: tuple[str, ...], which: str = "clip") -> dict[t
 DIFFUSION_STACKS: Mapping[str, DiffusionStack] = {p.name: p for p in (
     DiffusionStack(
         name="diffusers", label="diffusers' scripts", lora_preset="attention",
+        swap_refusal="diffusers' scripts have no block swap (kohya's sd-scripts --blocks_to_swap): set stack kohya",
         # train_dreambooth_lora_*.py add peft's adapters in the weights' dtype (add_adapter: peft's
         # inject_adapter_in_model never autocasts, _move_adapter_to_device_of_base_layer takes the base layer's
         # dtype) and cast_training_params(models, dtype=torch.float32) only when mixed_precision == "fp16"
@@ -109,13 +117,17 @@ DIFFUSION_STACKS: Mapping[str, DiffusionStack] = {p.name: p for p in (
         text_trained=_each("lora", FAMILIES) | _each("full", ("sd", "sdxl", "sd3")),
         text_t5=frozenset({("full", "sd3"), ("lora", "sd3"), ("lora", "flux")}),
         text_refusal="kohya's flux_train.py trains neither CLIP-L nor T5",
-        clip_last_layer_frozen={"sdxl": "sdxl_train.py reads the penultimate layer"}),
+        clip_last_layer_frozen={"sdxl": "sdxl_train.py reads the penultimate layer"},
+        swaps_blocks=("flux",),
+        swap_refusal="kohya's --blocks_to_swap is modelled for FLUX.1 (flux_train_network.py), not this pipeline"),
     DiffusionStack(
         name="simpletuner", label="SimpleTuner", bases=("fp8", "nf4", "int8"),
+        swap_refusal="blocks_to_swap is modelled as kohya's sd-scripts runs it, not for SimpleTuner: set stack kohya",
         text_refusal="SimpleTuner's --train_text_encoder leaves them frozen (freeze_components sets "
                      "requires_grad_(False) on each, and the step reads cached embeddings)"),
     DiffusionStack(
         name="ai-toolkit", label="ai-toolkit", bases=("fp8",), fp8_storage=FP8_LINEARS,
+        swap_refusal="blocks_to_swap is modelled as kohya's sd-scripts runs it, not for ai-toolkit: set stack kohya",
         # BaseSDTrainProcess: self.network.force_to(self.device_torch, dtype=torch.float32)
         fp32_adapters_under="all",
         fp8_words="fp8 base: ai-toolkit's quantize (optimum-quanto qfloat8) stores every linear in fp8, the "

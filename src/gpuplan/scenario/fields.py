@@ -388,6 +388,11 @@ class Scenario(BaseModel):
         "each optimizer step (optimizer.zero_grad(set_to_none=True)), so the step holds them only from its backward "
         "on (default: true, as kohya, SimpleTuner, ai-toolkit and diffusers' scripts run; false for diffusers' "
         "train_dreambooth.py, which frees them only with --set_grads_to_none)")
+    blocks_to_swap: int | None = Field(
+        default=None, ge=0, le=1_000, exclude=True, description="diffusion training with kohya's sd-scripts on "
+        "FLUX.1: --blocks_to_swap, transformer blocks whose weights live in CPU memory and are swapped onto the GPU "
+        "in turn during the forward and the backward (N // 2 double blocks and 2 x (N - N // 2) single blocks; at "
+        "most 35)")
     prior_preservation: bool = Field(default=False, exclude=True, description="DreamBooth's prior-preservation "
                                      "loss: a class image beside each instance image (twice the batch)")
     train_steps: int | None = Field(default=None, ge=1, le=10**9, exclude=True, description="diffusion and "
@@ -856,13 +861,14 @@ FIELDS = tuple(Scenario.model_fields)
 # the fields only a model that is not a decoder LLM reads (gpuplan.scenario.modules; refused on a decoder's plan:
 # gpuplan.plan.refusals)
 MODULE_FIELDS = ("resolution", "inference_steps", "cfg", "cpu_offload", "cache_latents", "text_encoders",
-                 "set_grads_to_none", "prior_preservation", "train_steps", "decoder_tokens", "audio_seconds")
+                 "set_grads_to_none", "blocks_to_swap", "prior_preservation", "train_steps", "decoder_tokens",
+                 "audio_seconds")
 # Fields that mean something for one task only: the normalized result drops the other task's.
 TRAIN_ONLY = frozenset({"method", "optimizer", "optimizer_impl", "lora_rank", "lora_targets", "lora_dropout",
                         "micro_batch_size", "seq_len", "grad_accum_steps", "grad_checkpointing", "train_tokens",
                         "qlora_fp32_upcast", "loss", "loss_chunks", "activation_offload", "compile",
-                        "optimizer_in_backward", "adapter_dtype", "checkpoint_every", "transformers_version",
-                        "torchtune_version", "torch_version",
+                        "optimizer_in_backward", "adapter_dtype", "checkpoint_every", "blocks_to_swap",
+                        "transformers_version", "torchtune_version", "torch_version",
                         "dataset", "tokenizer", "samples", "mean_tokens", "max_tokens", "epochs", "packing",
                         "cp", "vpp", "fp8_recipe", "tp_overlap", "cuda_graphs", "fp8_attention",
                         "fp8_activation_store", "eval_interval", "eval_tokens", "save_interval",

@@ -76,6 +76,7 @@ class ModuleJob:
     steps: int = 1
     cfg: bool = False
     offload: str = "none"
+    swapped: tuple[int, int] = (0, 0)  # kohya's --blocks_to_swap: FLUX's (double, single) blocks held in CPU memory
     attention: str = "sdpa"  # sdpa (and flash, xformers: fused, no score matrix kept) | eager (scores kept)
     text_tokens: int = 77
     t5_tokens: int = 0
@@ -94,7 +95,7 @@ COMMON_READS = ("model", "task", "method", "stack", "precision", "quant", "micro
 KIND_READS = {
     # seq_len: the T5 tokens of a prompt, for the pipelines with a T5 encoder only (resolve_diffusion)
     "diffusion": ("resolution", "seq_len", "inference_steps", "cfg", "cpu_offload", "cache_latents", "text_encoders",
-                  "set_grads_to_none", "prior_preservation"),
+                  "set_grads_to_none", "prior_preservation", "blocks_to_swap"),
     # seq_len: the transcript's tokens when decoder_tokens is unset (resolve_model)
     "whisper": ("seq_len", "output_tokens", "decoder_tokens", "audio_seconds"),
     "encoder-decoder": ("seq_len", "prompt_tokens", "output_tokens", "decoder_tokens"),
@@ -189,6 +190,8 @@ def resolve_diffusion(s: Scenario, spec: ModuleSpec) -> ModuleJob:
     common = dict(kind="", spec=spec, task=s.task, shapes=shapes, pixels=tuple(buckets), dtype=dtype,
                   weights=weights, text_tokens=text, t5_tokens=t5, attention=s.attention)
     if s.task == "infer":
+        if s.blocks_to_swap:
+            raise GpuplanError("blocks_to_swap is kohya's training option: a pipeline generating sets cpu_offload")
         cfg = d["cfg"] if s.cfg is None else s.cfg
         steps = s.inference_steps or d["steps"]
         if s.inference_steps is None:
@@ -218,7 +221,9 @@ def resolve_diffusion(s: Scenario, spec: ModuleSpec) -> ModuleJob:
     text_lora, text_trained = _text_training(s, spec, notes)
     last_frozen = _last_layer_frozen(s, spec, text_trained, notes)
     freed = _grads_freed(s, spec, notes)
+    swapped = _swapped_blocks(s, spec, notes)
     return ModuleJob(**{**common, "kind": "diffusion-train", "weights": weights}, way=way, trained=trained,
+                     swapped=swapped,
                      lora_roles=roles, lora_rank=s.lora_rank, batch=batch, samples_per_step=batch,
                      text_encoders="trained" if text_trained else s.text_encoders or "cached", text_lora=text_lora,
                      text_trained=text_trained, text_last_frozen=last_frozen, grads_freed=freed,
@@ -239,6 +244,37 @@ def _fp8_base(s: Scenario, spec: ModuleSpec, notes: list[str]) -> str:
     if trainer.fp8_words:
         notes.append(trainer.fp8_words)
     return trainer.fp8_storage
+
+
+def swap_split(n: int) -> tuple[int, int]:
+    """The (double, single) FLUX blocks kohya's ``--blocks_to_swap n`` keeps in CPU memory: ``n // 2`` double and
+    ``2 (n - n // 2)`` single blocks (sd-scripts library/flux_models.py ``Flux.enable_block_swap``)."""
+    return n // 2, (n - n // 2) * 2
+
+
+def swap_limit(spec: ModuleSpec) -> int:
+    """The most blocks kohya swaps on this FLUX transformer: ``enable_block_swap`` asserts at most all but two
+    double blocks and all but two single blocks swapped (FLUX.1's 19 and 38: 35, as its docs say)."""
+    double, single = spec.main.config["num_layers"], spec.main.config["num_single_layers"]
+    return max(n for n in range(double + single) if swap_split(n)[0] <= double - 2 and swap_split(n)[1] <= single - 2)
+
+
+def _swapped_blocks(s: Scenario, spec: ModuleSpec, notes: list[str]) -> tuple[int, int]:
+    """The FLUX blocks ``blocks_to_swap`` keeps in CPU memory (:func:`swap_split`), refused in one sentence for a
+    trainer or pipeline without kohya's block swap, or past :func:`swap_limit`."""
+    if not s.blocks_to_swap:
+        return 0, 0
+    trainer = diffusion_stack_for(s.stack)
+    if pipeline_family(spec) not in trainer.swaps_blocks:
+        raise GpuplanError(f"blocks_to_swap {s.blocks_to_swap} on {spec.name}: {trainer.swap_refusal}")
+    limit = swap_limit(spec)
+    if s.blocks_to_swap > limit:
+        raise GpuplanError(f"blocks_to_swap {s.blocks_to_swap}: kohya swaps at most {limit} of {spec.name}'s blocks "
+                           "(all but two double and two single blocks)")
+    double, single = swap_split(s.blocks_to_swap)
+    notes.append(f"blocks_to_swap {s.blocks_to_swap}: {double} double and {single} single blocks' weights in CPU "
+                 "memory, swapped onto the GPU in turn in the forward and the backward (kohya's block swap)")
+    return double, single
 
 
 def _last_layer_frozen(s: Scenario, spec: ModuleSpec, trained: tuple[str, ...], notes: list[str]) -> tuple[str, ...]:

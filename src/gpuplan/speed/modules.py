@@ -33,7 +33,7 @@ from dataclasses import dataclass, replace
 from .. import overheads as oh
 from ..errors import GpuplanError
 from ..hardware import GpuSpec, load_gpu
-from ..memory.modules import encoded_again, pipeline_weight_bytes
+from ..memory.modules import encoded_again, pipeline_weight_bytes, swapped_weight_bytes
 from ..model.layers import Linear
 from ..model.profile import Op, Profile, storage_format, text_encoder_storage
 from ..model.quant import make_format
@@ -364,6 +364,31 @@ def offload_copy_s(nbytes: float, gpu: GpuSpec) -> float:
     return nbytes / min(oh.OFFLOAD_COPY_BYTES_PER_S / host_scale(gpu), link)
 
 
+def block_swap_s(job, gpu: GpuSpec) -> float:
+    """The copies of kohya's ``--blocks_to_swap`` in one forward and backward: each swapped block's weights onto the
+    card and a block that has run back to the CPU, in the forward and again in the backward, so four times the
+    swapped bytes (:func:`~gpuplan.memory.modules.swapped_weight_bytes`), one direction at a time (sd-scripts
+    custom_offloading_utils.py ``swap_weight_devices_cuda``: the device-to-host copies, ``stream.synchronize()``,
+    then the host-to-device ones; one worker thread, so one swap at a time). At the link's pinned rate: the CPU
+    copies are made by ``.to("cpu", non_blocking=True)``, which PyTorch allocates pinned (aten
+    TensorConversions.cpp ``_to_copy``: ``pin_out = non_blocking && self.is_cuda() && options.device().is_cpu()``),
+    and the next copy onto the card reads them; the card's PCIe generation and width (x16 unless the catalog says
+    less: the RTX 4060 and 4060 Ti's x8) at :data:`~gpuplan.overheads.PCIE_EFFICIENCY`. LoRA's adapters are
+    modules of their own network, not of the blocks, and stay on the card."""
+    gen = gpu.pcie_generation or 4
+    link = oh.PCIE_X16_GBS.get(gen, 32.0) * 1e9 * oh.PCIE_EFFICIENCY * min(gpu.pcie_lanes or 16, 16) / 16
+    return 4 * swapped_weight_bytes(job) / link
+
+
+def swap_exposed(job, gpu: GpuSpec, pass_s: float) -> tuple[float, float]:
+    """The block swap's copies in one forward and backward of ``pass_s`` seconds (:func:`block_swap_s`), and the
+    part of them the step waits for: kohya runs them on a side stream from a worker thread while the blocks between
+    compute (a swapped block is sent back after it runs and the next one is waited for only before it runs), so the
+    step waits only for copies beyond the pass's own time."""
+    copies = block_swap_s(job, gpu) if any(job.swapped) else 0.0
+    return copies, max(copies - pass_s, 0.0)
+
+
 # ---- jobs ---------------------------------------------------------------------------------------------------------
 @dataclass(frozen=True, kw_only=True)
 class ModuleSpeed:
@@ -410,7 +435,13 @@ def train_step(s, job, main: Profile, parts: dict[str, Profile], gpu: GpuSpec) -
         fwd = forward(main, gpu, job.batch, sizes, run)
         bwd = backward(main, gpu, job.batch, sizes, run)
         total = fwd + bwd
-        micro += total.total_s / len(job.shapes)
+        copies, exposed = swap_exposed(job, gpu, total.total_s)
+        if copies:
+            parts_s["block swap copies (overlapped)"] = parts_s.get("block swap copies (overlapped)", 0.0) + (
+                copies - exposed) / len(job.shapes)
+            parts_s["block swap copies (waited for)"] = parts_s.get("block swap copies (waited for)", 0.0) + \
+                exposed / len(job.shapes)
+        micro += (total.total_s + exposed) / len(job.shapes)
         flops += total.flops / len(job.shapes)
         for key, value in (("gemm", total.gemm_s), ("attention", total.attention_s),
                            ("elementwise", total.elementwise_s), ("dequantize", total.dequant_s)):
