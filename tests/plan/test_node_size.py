@@ -80,3 +80,14 @@ def test_not_priced_points_at_changes_only_where_some_are_listed(capsys) -> None
     assert run([*args, "--gpu", "rtx-4090"]) == 0
     box = " ".join(capsys.readouterr().out.split())
     assert "not priced: the job does not fit on this GPU (apply a change above, or ask `gpuplan recommend`)" in box
+
+
+def test_fit_names_the_ram_a_model_needs_past_the_mac_s_gpu() -> None:
+    """s19-rewalk's finding: `fit --gpu apple-m3-max --engine llama.cpp --quant q4_k_m` said of Qwen3-235B "no:
+    needs 94 GiB per card as asked" on a card of 96 usable: 94 GiB is the GPU's share of llama.cpp's split, and
+    the 30 layers past it need 42 GiB of RAM, more than the 32 GiB the Mac's one pool leaves the CPU."""
+    report = gpuplan.fit("apple-m3-max", {"engine": "llama.cpp", "quant": "q4_k_m"}, models=["qwen3-235b"])
+    (row,) = report.rows
+    assert not row.fits
+    assert row.reason == ("needs 94 GiB per card and 42 GiB of RAM for the 30 layers past them as asked, and no "
+                          "change on these cards fits")
