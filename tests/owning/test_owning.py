@@ -463,3 +463,21 @@ def test_how_often_is_one_bound_in_runs_a_year():
         with pytest.raises(GpuplanError, match=f"{rate} .* is {runs:,.0f} runs a year, more than the 100,000,000"):
             load_workloads([{rate: {"per_week": 2e6, "per_month": 1e7, "per_year": 1.5e8}[rate], "scenario": flux}])
     assert load_workloads([{"per_year": 1e8, "scenario": flux}]).workloads[0].runs_per_year == 1e8  # the bound itself
+
+
+def test_a_spot_rental_dearer_than_on_demand_is_left_out_and_said():
+    """s19-rewalk's finding: twice-weekly QLoRA of Qwen3-32B (3e7 tokens) against 1x A100 80GB rented listed
+    "rent 1x a100-sxm4-80gb spot $33,785" over 2 years, seven times its on-demand row ($4,819): the only spot offer
+    in force is aws's whole 8x instance. A spot run is the on-demand run with interruptions, so the row is left
+    out, and a note gives both rents a year (16,892 x 2 = 33,785 and 2,409 x 2 = 4,819 at the low end)."""
+    jobs = [{"name": "weekly-qlora", "per_week": 2, "scenario": {"model": "qwen3-32b", "task": "train",
+                                                                 "method": "qlora", "train_tokens": 3e7,
+                                                                 "seq_len": 4096}}]
+    report = gpuplan.buy("4x4090", workloads={"years": 2, "workloads": jobs}, rent=["1xa100-80gb"], region="de")
+    assert [r.label for r in report.rentals] == ["1x a100-sxm4-80gb on-demand"]
+    (od,) = report.rentals
+    (said,) = [n for n in report.notes if "on spot is left out" in n]
+    spot = float(re.search(r"\$([\d,]+) a year on aws 8x spot", said).group(1).replace(",", ""))
+    assert spot > 5 * od.usd_per_year_low
+    assert said.endswith(f"against ${od.usd_per_year_low:,.0f} on demand (whole instances, each as the catalog "
+                         "rents it)")

@@ -327,3 +327,19 @@ def test_the_setups_simulated_are_ranked_as_their_rows_are():
     assert costs == sorted(costs) and costs[0] <= 1.58
     # and the setups far faster than the target still come in, on the cost per request: 2x H100 ($4.80/h)
     assert "2x h100-sxm tp2" in [p.setup for p in rows]
+
+
+def test_a_setup_whose_bound_undercuts_the_cheapest_row_is_simulated_too():
+    """s19-rewalk's finding: GLM-4.5-Air for 80 users (4,000 in, 800 out, p95 TTFT 2 s, TPOT 40 ms) on SGLang
+    answered 4x H200 at $14.36/h first, while `--gpus b200` showed 2x B200 serving all 80 at $11.96/h. The closed
+    form ranked it 11th, behind an 8x A40 bound at $9.60/h that takes 14 instances ($44.80/h). A setup whose bound
+    (a lower bound of its row's cost) is under the cheapest row simulated is simulated too; the cheapest row is
+    the B200's, as with --gpus b200 alone."""
+    w = dict(users=80, prompt_tokens=4000, output_tokens=800, ttft_s=2, tpot_s=0.04, engine="sglang")
+    every = gpuplan.capacity("glm-4.5-air", **w)
+    alone = gpuplan.capacity("glm-4.5-air", gpus=["b200"], **w)
+    first, b200 = every.deployments[0], alone.deployments[0]
+    assert (first.setup, first.max_users) == (b200.setup, b200.max_users) == ("2x b200 tp2", 80)
+    assert first.usd_per_hour_for_target == b200.usd_per_hour_for_target == 11.96
+    assert [p.setup for p in every.deployments[1:3]] == ["4x h200-sxm tp4", "4x h100-nvl tp4"]
+    assert every.deployments[1].usd_per_hour_for_target == 14.36

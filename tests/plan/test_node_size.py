@@ -46,3 +46,48 @@ def test_several_unified_memory_computers_are_nodes_of_one_gpu() -> None:
     assert (sparks.scenario["num_gpus"], sparks.scenario["num_nodes"], sparks.scenario["tp"]) == (1, 2, 2)
     assert sparks.speed.tokens_per_s == nodes.speed.tokens_per_s
     assert sparks.speed.parts_s == nodes.speed.parts_s
+
+
+def test_a_mac_is_not_told_to_split_llama_cpp_over_more_gpus() -> None:
+    """s19-rewalk's finding: Qwen3-235B Q4_K_M on one M3 Max (96 GiB of its 128 GB for the GPU) was offered "split
+    the layers over 2 GPUs (llama.cpp --split-mode layer): 94.2 -> 69.1 GiB (fits)" and the same with CPU layers,
+    though a second M3 Max is a second computer and llama.cpp refuses to serve across machines. No change fits one
+    Mac now; an RTX 4090 box, which can hold more cards, keeps the split."""
+    serve = dict(model="qwen3-235b", task="infer", engine="llama.cpp", quant="q4_k_m")
+    mac = gpuplan.estimate(dict(serve, gpu="apple-m3-max"))
+    assert not mac.verdict.fits and round(mac.memory.device_peak_gib, 1) == 94.2
+    assert [f.change for f in mac.suggestions if "GPUs" in f.change] == []
+    try:
+        gpuplan.estimate(dict(serve, gpu="apple-m3-max", num_gpus=2))
+    except gpuplan.GpuplanError as e:  # what the old fix led to
+        assert "llama.cpp serves on one machine" in str(e)
+    else:
+        raise AssertionError("2 x M3 Max with llama.cpp was planned")
+    box = gpuplan.estimate(dict(serve, gpu="rtx-4090"))
+    split = "split the layers over 8 GPUs (llama.cpp --split-mode layer)"
+    assert any(f.change.startswith(split) for f in box.suggestions)
+
+
+def test_not_priced_points_at_changes_only_where_some_are_listed(capsys) -> None:
+    """The Mac above lists no change, so its "not priced" line does not send the user to "a change above"."""
+    from gpuplan.cli import run
+
+    args = ["estimate", "--model", "qwen3-235b", "--task", "infer", "--engine", "llama.cpp", "--quant", "q4_k_m"]
+    assert run([*args, "--gpu", "apple-m3-max"]) == 0
+    mac = " ".join(capsys.readouterr().out.split())
+    assert "not priced: the job does not fit on this GPU (ask `gpuplan recommend`)" in mac
+    assert "changes that would make it fit" not in mac
+    assert run([*args, "--gpu", "rtx-4090"]) == 0
+    box = " ".join(capsys.readouterr().out.split())
+    assert "not priced: the job does not fit on this GPU (apply a change above, or ask `gpuplan recommend`)" in box
+
+
+def test_fit_names_the_ram_a_model_needs_past_the_mac_s_gpu() -> None:
+    """s19-rewalk's finding: `fit --gpu apple-m3-max --engine llama.cpp --quant q4_k_m` said of Qwen3-235B "no:
+    needs 94 GiB per card as asked" on a card of 96 usable: 94 GiB is the GPU's share of llama.cpp's split, and
+    the 30 layers past it need 42 GiB of RAM, more than the 32 GiB the Mac's one pool leaves the CPU."""
+    report = gpuplan.fit("apple-m3-max", {"engine": "llama.cpp", "quant": "q4_k_m"}, models=["qwen3-235b"])
+    (row,) = report.rows
+    assert not row.fits
+    assert row.reason == ("needs 94 GiB per card and 42 GiB of RAM for the 30 layers past them as asked, and no "
+                          "change on these cards fits")

@@ -129,3 +129,18 @@ def test_spot_on_the_page_api_is_the_python_apis(client):
     # on-demand as the CLI and the docs spell it (was a 422 naming 'on_demand': the request's own Literal)
     typed = client.post("/api/capacity", json={**body, "pricing": "on-demand"})
     assert typed.status_code == 200 and not any("spot" in p["offer"] for p in typed.json()["plans"])
+
+
+def test_the_cli_s_flag_names_on_the_page_get_the_body_s_names(client):
+    """s19-rewalk's finding: a body written from `gpuplan capacity --ttft 2 --tpot 0.04` was answered "unknown field
+    'ttft' (and 1 more)", naming neither the second nor the fields meant. Each unknown field is named, with the
+    body's own closest field; an unknown field beside another error still counts that error."""
+    body = {k: v for k, v in BODY.items() if k not in ("ttft_s", "tpot_s")}
+    r = client.post("/api/capacity", json={**body, "ttft": 2, "tpot": 0.04})
+    assert (r.status_code, r.json()) == (422, {"detail": "unknown fields 'ttft', 'tpot'; did you mean 'ttft_s' or "
+                                                         "'tpot_s'?"})
+    r = client.post("/api/buy", json={"build": "4x4090", "hourz": 5})
+    assert r.json() == {"detail": "unknown field 'hourz'; did you mean 'hours'?"}
+    r = client.post("/api/capacity", json={**body, "zzzqqq": 1, "users": "many", "tpot": 1})
+    assert r.json()["detail"].startswith("field 'users': Input should be a valid integer")
+    assert r.json()["detail"].endswith("(got 'many') (and 2 more)")

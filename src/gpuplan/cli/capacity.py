@@ -59,6 +59,9 @@ DiskGbs = Annotated[float | None, typer.Option(help="Spot: GB/s a restarted repl
                                                "[default: 1].")]
 
 
+TOP_HELP = ("Setups simulated (the cheapest by the closed-form bound; one whose bound undercuts the cheapest row "
+            "found is simulated too).")
+
 @app.command("capacity")
 def capacity_cmd(
     workload: Annotated[str | None, typer.Argument(help="Workload YAML (rate_rps, preset or prompt/output, slo...); "
@@ -93,7 +96,7 @@ def capacity_cmd(
     kv_cache_dtype: KvCacheDtype = None,
     chunked_prefill: ChunkedPrefill = None, async_scheduling: AsyncScheduling = None,
     calibration: Annotated[str | None, typer.Option(help="Corrections from `gpuplan calibrate-serving`.")] = None,
-    top: Annotated[int, typer.Option(help="Setups simulated (the cheapest by the closed-form bound).")] = 6,
+    top: Annotated[int, typer.Option(help=TOP_HELP)] = 6,
     pricing: Pricing = "on-demand", mtbi_hours: MtbiHours = None, disk_gbs: DiskGbs = None,
     plot: Plot = None,
     fmt: FormatOption = None,

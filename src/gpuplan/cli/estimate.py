@@ -230,8 +230,9 @@ def render_offline(run, s: dict) -> None:
 def _cost(result, s: dict) -> None:
     c = result.cost
     if result.memory.fits is False:
-        bullet("not priced: the job does not fit on this GPU (apply a change above, or ask `gpuplan recommend`)",
-               prefix="", style="yellow")
+        above = "apply a change above, or " if result.suggestions else ""  # none: no change fits this card
+        bullet(f"not priced: the job does not fit on this GPU ({above}ask `gpuplan recommend`)", prefix="",
+               style="yellow")
         return
     if not c:
         return

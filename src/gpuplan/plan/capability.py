@@ -97,8 +97,10 @@ def _with_change(row: FitRow, plan: Plan) -> FitRow:
              and not _changes_job(x.fields, s)]
     if not fixes:
         row.device_peak_gib = plan.memory.device_peak_gib
-        row.reason = (f"needs {plan.memory.device_peak_gib:,.0f} GiB per card as asked, and no change on these cards "
-                      "fits")
+        mem = plan.memory  # llama.cpp's layers past the cards run from RAM: the card's share is not the need
+        ram = f" and {mem.cpu_gib:,.0f} GiB of RAM for the {mem.offloaded_layers} layers past them" \
+            if mem.offloaded_layers else ""
+        row.reason = f"needs {mem.device_peak_gib:,.0f} GiB per card{ram} as asked, and no change on these cards fits"
         return row
     # the most room on the cards (the question is how much fits), keeping the method and weights asked for, in the
     # user's stack, without CPU offload, as far as some change does without each

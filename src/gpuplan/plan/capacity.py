@@ -276,18 +276,40 @@ def capacity(s: Scenario, m: ModelSpec, w: Workload, *, gpu_ids: tuple[str, ...]
         candidates.append((st, sc, mem, model, bound, price,
                            _bound_rank(w, bound[0], price, min(slowest, slo.e2e_s or slowest))))
     candidates = _simulated_first(candidates)
-    chosen, start, plans = candidates[:simulate_top], time.monotonic(), []
-    for i, (st, sc, mem, model, bound, price, _) in enumerate(chosen):  # each the time left over the setups to go
-        now = time.monotonic()
-        deadline = now + max(time_limit_s - (now - start), 0.0) / (len(chosen) - i)
-        plans.append(_job_row(st, sc, mem, bound, price, w, m) if w.batch else
-                     _row(st, sc, mem, model, bound, price, w, m, deadline))
+    chosen, start = candidates[:simulate_top], time.monotonic()
+    plans = _simulated(chosen, w, m, start + time_limit_s)
+    undercut = _undercut(candidates[simulate_top:], plans) if time.monotonic() < start + time_limit_s else []
+    for c in undercut:  # the lowest bound first, each while it undercuts the cheapest row so far (the time left)
+        if c[6][1] < min(p.usd_per_hour_for_target or math.inf for p in plans):
+            plans += _simulated([c], w, m, start + time_limit_s)
+            chosen.append(c)
     plans.sort(key=_rank)
     _mark_pareto(plans)
     if notes is not None:
         notes += _left_out(gpu_ids, simulated, candidates, chosen, late_alone, max_gpus) + _priced_at(w, plans) + \
             _unstreamed(plans) + _spot_said(s, w, plans) + _spot_dearer(plans, offers)
     return plans
+
+
+def _simulated(chosen: list, w: Workload, m: ModelSpec, end: float) -> list[Deployment]:
+    """The rows of the setups ``chosen``, simulated in turn, each given the time left until ``end`` (monotonic
+    seconds) over the setups to go."""
+    plans = []
+    for i, (st, sc, mem, model, bound, price, _) in enumerate(chosen):
+        deadline = time.monotonic() + max(end - time.monotonic(), 0.0) / (len(chosen) - i)
+        plans.append(_job_row(st, sc, mem, bound, price, w, m) if w.batch else
+                     _row(st, sc, mem, model, bound, price, w, m, deadline))
+    return plans
+
+
+def _undercut(rest: list, plans: list[Deployment]) -> list:
+    """The setups ranked past those simulated whose closed-form cost of the target (a lower bound of their row's,
+    :func:`_bound_rank`) is under the cheapest simulated row's: each may serve the target for less, so each is
+    simulated too (branch and bound). s19-rewalk's finding: GLM-4.5-Air for 80 users on SGLang ranked 2x B200 11th
+    (bound $11.96/h) behind an 8x A40 bound at $9.60/h and served at $44.80/h, and answered 4x H200 at $14.36/h
+    where 2x B200 serves all 80 for $11.96/h."""
+    costs = [p.usd_per_hour_for_target for p in plans if p.usd_per_hour_for_target is not None]
+    return sorted((c for c in rest if costs and c[6][0] == 0 and c[6][1] < min(costs)), key=lambda c: c[6])
 
 
 def _simulated_first(candidates: list) -> list:

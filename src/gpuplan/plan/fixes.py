@@ -315,6 +315,8 @@ def on_card(s: Scenario, m: ModelSpec, gpu: GpuSpec, fixes: list[Fix]) -> list[F
     out = []
     before = None
     for fix in fixes:
+        if _another_machine(s, gpu, fix):
+            continue
         if fix.cost and fix.slowdown is not None:
             out.append(fix)
             continue
@@ -329,6 +331,14 @@ def on_card(s: Scenario, m: ModelSpec, gpu: GpuSpec, fixes: list[Fix]) -> list[F
             fix = replace(fix, slowdown=1.0 if fix.slowdown is None else fix.slowdown)
         out.append(fix)
     return out
+
+
+def _another_machine(s: Scenario, gpu: GpuSpec, fix: Fix) -> bool:
+    """Whether ``fix`` adds GPUs that only other machines hold, for an engine that serves on one: a unified-memory
+    computer (an Apple silicon Mac, a DGX Spark) holds one GPU, so a second is a second computer
+    (:func:`gpuplan.plan.nodes.node_shape`), which llama.cpp refuses to serve across
+    (:func:`gpuplan.plan.refusals.refused`: "serves on one machine")."""
+    return fix.more_gpus and gpu.unified_memory and s.task != "train" and not engine_for(s).tensor_parallel_flag
 
 
 def _more_host_ram(s: Scenario, gpu: GpuSpec, report) -> list[Suggestion]:

@@ -25,7 +25,7 @@ from fastapi_offline import FastAPIOffline
 
 from .. import api as gpuplan_api
 from .._version import __version__
-from ..errors import GpuplanError
+from ..errors import GpuplanError, did_you_mean
 from . import api
 from .guard import BoundedBody, LocalHosts
 from .lanes import Pools
@@ -94,11 +94,14 @@ async def _bad_input(request: Request, exc: Exception) -> JSONResponse:
 
 async def _invalid_request(request: Request, exc: Exception) -> JSONResponse:
     assert isinstance(exc, RequestValidationError)
-    return JSONResponse({"detail": validation_sentence(exc)}, status_code=422)
+    body = getattr(getattr(request.scope.get("route"), "body_field", None), "field_info", None)
+    fields = getattr(getattr(body, "annotation", None), "model_fields", {})
+    return JSONResponse({"detail": validation_sentence(exc, tuple(fields))}, status_code=422)
 
 
-def validation_sentence(exc: RequestValidationError) -> str:
-    """One sentence for a request FastAPI could not validate (a scenario is validated by its job, :mod:`.api`)."""
+def validation_sentence(exc: RequestValidationError, fields: tuple[str, ...] = ()) -> str:
+    """One sentence for a request FastAPI could not validate (a scenario is validated by its job, :mod:`.api`);
+    ``fields``: the body's own, for a "did you mean" beside an unknown one (the CLI's --ttft is ``ttft_s`` here)."""
     errors = exc.errors()
     first = errors[0]
     loc = [str(p) for p in first.get("loc", ())]
@@ -112,7 +115,11 @@ def validation_sentence(exc: RequestValidationError) -> str:
     msg = first["msg"].removeprefix("Value error, ")
     more = f" (and {len(errors) - 1} more)" if len(errors) > 1 else ""
     if first.get("type") == "extra_forbidden":
-        return f"unknown field {field!r}{more}"
+        unknown = [".".join(str(p) for p in e.get("loc", ())[1:]) for e in errors if e.get("type") == "extra_forbidden"]
+        close = [c for name in unknown for c in did_you_mean(name, fields, n=1)]
+        hint = f"; did you mean {' or '.join(map(repr, close))}?" if close else ""
+        others = f" (and {len(errors) - len(unknown)} more)" if len(errors) > len(unknown) else ""
+        return f"unknown field{'s' * (len(unknown) > 1)} {', '.join(map(repr, unknown))}{hint}{others}"
     if first.get("type") == "missing":
         return f"field {field!r} is required{more}"
     return f"field {field!r}: {msg} (got {repr(first.get('input'))[:100]}){more}"

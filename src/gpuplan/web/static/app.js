@@ -646,7 +646,8 @@ function workRows(r, explanation) {
       shares.map(([name, pct]) => `${name} ${pct}%`).join(", ")));
   }
   if (r.memory.fits === false) {
-    rows.push(h("p", {class: "hint"}, "Not priced: the job does not fit on this GPU (apply a change above)."));
+    rows.push(h("p", {class: "hint"}, "Not priced: the job does not fit on this GPU" +
+      (r.suggestions.length ? " (apply a change above)." : ".")));
   } else if (c) {
     rows.push(h("p", {class: "offer"}, `best offer: ${c.offer} (${c.gpu_id}), price from ${c.price_origin}`,
       c.stale ? h("span", {class: "stale"}, " (stale)") : null));
