@@ -20,6 +20,7 @@ import contextlib
 import dataclasses
 import json
 import os
+import re
 import signal
 import sys
 from pathlib import Path
@@ -627,3 +628,26 @@ def test_the_oracle_reads_infinity_fabric_as_a_name_not_a_value():
     assert oracle.NAN_WORD.search("step time inf s").group(1) == "inf"
     assert oracle.NAN_WORD.search("MFU NaN").group(1) == "NaN"
     assert oracle.NAN_WORD.search("cost: Infinity").group(1) == "Infinity"
+
+
+# the sentence pydantic builds for a union type names the branch's path ("lora_targets.literal['all-linear']")
+UNION_PATH = re.compile(r"literal\[|\.list\[|function-(?:after|before|wrap|plain)|tagged-union|"
+                        r"\.(?:int|float|str|bool)\b")
+
+
+@pytest.mark.parametrize("value", ["spot", 5, ["x", 3], {"a": 1}])
+def test_every_scenario_field_of_the_wrong_kind_is_a_sentence_without_a_type_path(value):
+    """s19-fuzz2 (seed 2010, the page): ``lora_targets: "spot"`` was 'scenario field "lora_targets.literal
+    ['all-linear']": Input should be 'all-linear'', where ``--lora-targets spot`` said the model has no module spot;
+    a text naming modules is now read as the command line reads it (q_proj,v_proj), and a value of another kind is
+    one sentence. Every field of the scenario, given a value of each kind, answers or refuses without a type path."""
+    from gpuplan.scenario import Scenario
+
+    for field in Scenario.model_fields:
+        try:
+            gpuplan.estimate({"model": "llama-3.2-1b", "task": "train", "method": "lora", field: value})
+        except GpuplanError as e:
+            assert not UNION_PATH.search(str(e)), (field, str(e))
+    plan = gpuplan.estimate({"model": "llama-3.2-1b", "task": "train", "method": "lora",
+                             "lora_targets": "q_proj, v_proj"})
+    assert plan.scenario["lora_targets"] == ["q_proj", "v_proj"]

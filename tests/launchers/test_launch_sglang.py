@@ -3,6 +3,7 @@ and the serving simulation assumed (engines/sglang.py, serving/simulate.py sglan
 
 from __future__ import annotations
 
+import re
 import shlex
 
 import pytest
@@ -134,3 +135,22 @@ def test_a_skypilot_task_serves_the_plan_with_sglang(tmp_path):
     with pytest.raises(Exception, match="TensorRT-LLM's pip wheel needs the CUDA toolkit"):
         targets_for(launch_plan({**spot, "engine": "trtllm"}), ["skypilot"])
     assert targets_for(launch_plan({**spot, "engine": "trtllm"})) == ["trtllm"]
+
+
+@pytest.mark.parametrize("fields, script", [
+    ({"engine": "sglang"}, "sglang-serve.sh"),
+    ({"engine": "vllm"}, "vllm-serve.sh"),
+    ({"engine": "llama.cpp", "quant": "q4_k_m"}, "llama-server.sh"),
+    ({"task": "train", "method": "lora", "stack": "torchtune"}, "tune-run.sh"),
+    ({"task": "train", "method": "lora"}, "accelerate-launch.sh or torchrun.sh"),
+])
+def test_skypilot_on_owned_cards_names_the_script_that_runs_the_plan(fields, script):
+    """s19-fuzz2 (seed 2003): ``launch --engine sglang --pricing owned --target skypilot`` was refused with "use
+    accelerate-launch.sh or torchrun.sh", training scripts a serving plan does not write; the sentence names the
+    engine's serving command, or the training stack's runner."""
+    scenario = {**SERVE, "gpu": "rtx-4090", "pricing": "owned", **fields}
+    if scenario["task"] == "train":
+        scenario = {k: v for k, v in scenario.items() if k not in ("engine", "batch_size", "prompt_tokens",
+                                                                   "output_tokens")} | {"model": "llama-3.2-1b"}
+    with pytest.raises(Exception, match=re.escape(f"SkyPilot rents cloud ones (use {script})")):
+        targets_for(launch_plan(scenario), ["skypilot"])

@@ -656,6 +656,23 @@ def test_the_searches_refuse_what_no_card_changes_in_estimates_sentence(fields, 
             ask({**LLAMA_SERVED, **fields})
 
 
+@pytest.mark.parametrize("engine", ["vllm", "sglang", "llama.cpp"])
+def test_a_training_search_given_a_serving_engine_refuses_it_as_estimate_does(engine):
+    """s19-fuzz2 (seed 2004): ``recommend --task train --engine llama.cpp`` warned "engine is a serving setting:
+    this training plan leaves it out", then refused every variant with it and answered "nothing in the catalog
+    fits, even on 8 x Instinct MI300X"; ``fit --task train --engine sglang`` listed 92 models refused so. Estimate,
+    cost, recommend and fit now give estimate's sentence (refusals.training_engine, one of scenario_refusal's)."""
+    import gpuplan
+
+    job = {"model": "llama-3.2-1b", "task": "train", "method": "lora", "engine": engine}
+    said = f"engine '{engine}' serves models; training runs on transformers (drop engine)"
+    for ask in (lambda s: gpuplan.estimate({**s, "gpu": "h100-sxm"}), lambda s: gpuplan.cost({**s, "gpu": "h100-sxm"}),
+                gpuplan.recommend, lambda s: gpuplan.fit("h100-sxm", {k: v for k, v in s.items() if k != "model"})):
+        with pytest.raises(GpuplanError, match=re.escape(said)):
+            ask(job)
+    assert gpuplan.recommend({**job, "engine": "transformers"}, gpus=["h100-sxm"], max_gpus=1, top=1).setups
+
+
 @pytest.mark.parametrize("fields, said", [
     ({"num_gpus": 3, "tp": 3}, "tp=3 does not divide the 32 attention heads of meta-llama/Llama-3.1-8B"),
     ({"provider": "../../x"}, "unknown provider '../../x'"),

@@ -153,3 +153,8 @@ def test_a_probe_record_is_written_whole_under_a_plain_name(tmp_path):
         with pytest.raises(GpuplanError, match=said):
             record_folder(bad)
     assert not (tmp_path / "a\nb").exists()
+    # s19-fuzz2: a name over 255 bytes was an OSError traceback (ENAMETOOLONG from Path.exists) at exit 1, and
+    # passed probe's check before the GPU ran (make=False)
+    for make in (True, False):
+        with pytest.raises(GpuplanError, match=r"--out-dir has a name of 300 bytes .* file systems allow 255"):
+            record_folder(tmp_path / ("x" * 300) / "probes", make=make)

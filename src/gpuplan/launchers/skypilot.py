@@ -25,7 +25,7 @@ from typing import Any
 
 from ..datafiles import read_yaml
 from ..engines import engine_for
-from . import accelerate, axolotl, megatron, sglang, torchtitan, torchtune, unsloth, vllm
+from . import accelerate, axolotl, llama_cpp, megatron, sglang, torchtitan, torchtune, trtllm, unsloth, vllm
 from .files import LaunchFile, Raw, command_text, quote, yaml_text
 from .plan import LaunchPlan, pip_packages
 from .settings import LaunchOptions
@@ -44,12 +44,22 @@ def names() -> dict[str, Any]:
 
 def applies(plan: LaunchPlan) -> str | None:
     if plan.owned:
-        return "the plan runs on your own cards; SkyPilot rents cloud ones (use accelerate-launch.sh or torchrun.sh)"
+        return f"the plan runs on your own cards; SkyPilot rents cloud ones (use {own_script(plan)})"
     if not plan.train and engine_for(plan.scenario).launch_target == "trtllm":
         return ("TensorRT-LLM's pip wheel needs the CUDA toolkit and MPI on the node, and NVIDIA ships it as a "
                 "container (nvcr.io/nvidia/tensorrt-llm/release) whose tag gpuplan does not pin: rent the card and "
                 "run trtllm-serve.sh there, or plan with --engine vllm or sglang for a SkyPilot task")
     return runner(plan).applies(plan)
+
+
+def own_script(plan: LaunchPlan) -> str:
+    """The script that runs the plan on cards already at hand: the engine's serving command, else the training
+    runner's (s19-fuzz2: a serving plan was told to use accelerate-launch.sh or torchrun.sh)."""
+    if not plan.train:
+        engines = {m.NAME: m.SCRIPT for m in (vllm, sglang, trtllm, llama_cpp)}
+        return engines.get(engine_for(plan.scenario).launch_target or "", "the engine's own serving command")
+    run = runner(plan)
+    return f"{accelerate.SCRIPT} or torchrun.sh" if run is accelerate else run.SCRIPT
 
 
 def runner(plan: LaunchPlan):

@@ -44,7 +44,7 @@ from .layout import accumulation, recipe_batch
 from .layout import layout as recipe_layout
 from .plan import Plan, card_memory, probe
 from .pricing import left_out
-from .refusals import check, engine_refusal, not_a_module, other_task, scenario_load, scenario_refusal
+from .refusals import check, engine_refusal, not_a_module, other_task, scenario_load, scenario_refusal, training_engine
 from .resolve import resolve, tensor_parallel_ok, within_context
 
 COUNTS = (1, 2, 4, 8, 16, 32, 64, 128, 256, 512)
@@ -366,6 +366,7 @@ def recommend(s: Scenario, m: ModelSpec, c: Constraints, explain: bool = True) -
     scenario_load(s)  # a load that cannot be simulated as given: the same sentence as estimate's
     if s.task == "infer":  # no card, count or variant changes these (a training search sets sharding, tp and pp,
         scenario_refusal(s)  # which its stack's refusals read); s19: an unknown card in extra_gpus was "nothing fits"
+    training_engine(s)  # a serving engine asked of a training search: no variant changes it
     why = engine_refusal(s, m) if s.task == "infer" else None
     if why:
         raise GpuplanError(why)

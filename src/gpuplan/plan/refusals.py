@@ -125,12 +125,14 @@ def _reads_instead(name: str, s: Scenario, spec: ModuleSpec, *, t5: bool) -> str
 
 def scenario_refusal(s: Scenario) -> None:
     """What the scenario's own fields cannot run together, whatever the model and card: the training stack's
-    refusals (:func:`gpuplan.scenario.stacks.refusal`), a split of the layers by shares asked of an engine that does
-    not split so (:attr:`gpuplan.engines.base.Engine.splits_by_share`) or over a card the catalog lacks, and ZeRO or
-    FSDP asked of a serving plan. The searches (recommend, fit) ask it once before they plan a card or model."""
+    refusals (:func:`gpuplan.scenario.stacks.refusal`), a serving engine asked to train (:func:`training_engine`),
+    a split of the layers by shares asked of an engine that does not split so
+    (:attr:`gpuplan.engines.base.Engine.splits_by_share`) or over a card the catalog lacks, and ZeRO or FSDP asked of
+    a serving plan. The searches (recommend, fit) ask it once before they plan a card or model."""
     why = stacks.refusal(s)
     if why:
         raise GpuplanError(why)
+    training_engine(s)
     if (s.extra_gpus or s.tensor_split is not None) and not engine_for(s).splits_by_share:
         who = " or ".join(name for name in ENGINES if ENGINES[name].splits_by_share)
         raise GpuplanError(f"extra_gpus and tensor_split split a model's layers over devices by shares, which "
@@ -327,12 +329,18 @@ def _offload(s: Scenario) -> None:
                            "them layer by layer; use offload optimizer, or sharding zero3")
 
 
-def _engine(s: Scenario, m: ModelSpec) -> list[str]:
-    """The serving engine: training runs on transformers; another engine's settings; what the engine does not load
-    (its profile's refusal); a request longer than the max_model_len it would reject. Warns of settings of other
-    engines that change nothing."""
+def training_engine(s: Scenario) -> None:
+    """Refuse a training plan given a serving engine that runs no model's modules (vLLM, SGLang, llama.cpp...),
+    whatever the card or layout (s19-fuzz2: recommend warned the engine was left out, then refused each variant
+    with it and answered that nothing in the catalog fits; fit listed 92 models refused so)."""
     if s.task == "train" and not engine_for(s).runs_model_modules:
         raise GpuplanError(f"engine {s.engine!r} serves models; training runs on transformers (drop engine)")
+
+
+def _engine(s: Scenario, m: ModelSpec) -> list[str]:
+    """The serving engine: another engine's settings; what the engine does not load
+    (its profile's refusal); a request longer than the max_model_len it would reject. Warns of settings of other
+    engines that change nothing."""
     foreign = _foreign_settings(s)
     if foreign:
         raise GpuplanError(foreign)

@@ -477,6 +477,20 @@ class Scenario(BaseModel):
         out = [(card, count or 1) for card, count in map(counted_card, value)]
         return [card for card, count in out for _ in range(count)]
 
+    @field_validator("lora_targets", mode="before")
+    @classmethod
+    def _targets_written(cls, value):
+        """Module names written as the command line takes them (``q_proj,v_proj``), in a file or a request too: a
+        text other than all-linear was "lora_targets.literal['all-linear']: Input should be 'all-linear'" where
+        ``--lora-targets`` named the modules the model lacks (s19-fuzz2); a value of another type in one sentence."""
+        if isinstance(value, str) and value.strip() != "all-linear":
+            return [name.strip() for name in value.split(",") if name.strip()]
+        if isinstance(value, str):
+            return "all-linear"
+        if not isinstance(value, list) or not all(isinstance(name, str) for name in value):
+            raise ValueError("lora_targets takes all-linear or module names like [q_proj, v_proj]")
+        return value
+
     @field_validator("lora_targets")
     @classmethod
     def _targets(cls, value):

@@ -20,6 +20,7 @@ from __future__ import annotations
 import datetime as dt
 import json
 import math
+import os
 import re
 import statistics
 import time
@@ -173,9 +174,13 @@ def record_folder(folder: str | Path, *, make: bool = True) -> Path:
     """``--out-dir`` checked (``~`` expanded; no control character, not a file) and, with ``make``, created with its
     parents and checked by :func:`gpuplan.userfiles.output_file` on a record in it (no name too long, a folder that
     takes a new file), or one sentence."""
-    from ..userfiles import output_file, user_path
+    from ..userfiles import NAME_MAX, output_file, user_path
 
     path = user_path(no_control(str(folder), "--out-dir"))
+    for part in path.parts:  # before the GPU runs: the system's lookup of a longer name is an OSError (s19-fuzz2)
+        if len(os.fsencode(part)) > NAME_MAX:
+            raise GpuplanError(f"--out-dir has a name of {len(os.fsencode(part)):,} bytes ({echo(part)}); file "
+                               f"systems allow {NAME_MAX}")
     if path.exists() and not path.is_dir():
         raise GpuplanError(f"--out-dir {echo(str(folder))} is a file: name a folder for the probe records")
     if not make:

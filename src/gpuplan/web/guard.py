@@ -199,7 +199,8 @@ def _unbounded(body: bytes) -> str | None:
 def host_named(header: str) -> str:
     """The host a Host header names, without its port (``[::1]:8000`` -> ``[::1]``, ``localhost:80`` ->
     ``localhost``); a header whose part after the host is not ``:`` and digits is returned whole, so no host of
-    this machine is read out of it (``localhost:80@evil.com``, s19-sec)."""
+    this machine is read out of it (``localhost:80@evil.com``, s19-sec). A bracket is a whole IPv6 literal's or
+    none: ``[::1`` and ``::1]`` are not ``::1`` (s19-fuzz2)."""
     header = header.strip().lower()
     named = re.fullmatch(r"(\[[^\]]*\]|[^:\[\]]*)(:\d{1,5})?", header)
     return named[1] if named else header
@@ -217,9 +218,12 @@ class LocalHosts:
     async def __call__(self, scope, receive, send):
         if scope["type"] not in ("http", "websocket"):
             return await self.app(scope, receive, send)
-        host = host_named(dict(scope["headers"]).get(b"host", b"").decode("latin-1"))
-        if host in self.hosts or host.strip("[]") in self.hosts:
+        named = [value for key, value in scope["headers"] if key.lower() == b"host"]
+        host = host_named(named[0].decode("latin-1")) if len(named) == 1 else ""
+        if host in self.hosts or (host.startswith("[") and host.endswith("]") and host[1:-1] in self.hosts):
             return await self.app(scope, receive, send)
+        if len(named) > 1:  # RFC 9112 3.2: a request with more than one Host field is answered 400
+            return await _reply(send, 400, f"this request names {len(named)} Host headers; HTTP allows one")
         return await _reply(send, 400, f"this server answers requests addressed to {', '.join(self.hosts)}, not "
                             f"{echo(host[:60]) if host else 'no host'} (a guard against DNS rebinding; `gpuplan "
                             "serve --host` binds another address; a TestClient needs base_url='http://127.0.0.1')")
