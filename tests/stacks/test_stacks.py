@@ -516,7 +516,7 @@ def test_every_stack_profile_is_found_by_its_name():
     assert list(STACKS) == ["hf", "torchtune", "torchtitan", "unsloth", "axolotl", "pytorch", "megatron"]
     assert all(STACKS[name].name == name for name in STACKS)
     folder = Path(gpuplan.stacks.__file__).parent
-    helpers = {"__init__", "base", "attention", "speedups", "native", "torchtune_step", "torchao_nf4"}
+    helpers = {"__init__", "base", "attention", "speedups", "native", "torchtune_step", "torchao_nf4", "releases"}
     assert {p.stem for p in folder.glob("*.py")} - helpers == {module for module, _ in HOMES.values()}
 
 

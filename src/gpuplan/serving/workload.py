@@ -26,6 +26,8 @@ from .. import overheads as oh
 from ..errors import GpuplanError, did_you_mean, echo_value, renamed
 from ..userfiles import number, parse_json, read_mapping, read_text
 
+MAX_TOKENS = 10_000_000  # one request's prompt or output, as the workload's own lengths
+
 
 class Lengths(BaseModel):
     """A length distribution in tokens: ``fixed``, ``uniform`` (min..max), ``normal`` (mean, std) or
@@ -34,10 +36,10 @@ class Lengths(BaseModel):
 
     model_config = ConfigDict(extra="forbid", frozen=True)
     kind: Literal["fixed", "uniform", "normal", "lognormal", "trace"] = "fixed"
-    mean: float = Field(gt=0, le=10_000_000, allow_inf_nan=False)
-    std: float = Field(default=0.0, ge=0, le=10_000_000, allow_inf_nan=False)
-    min: int = Field(default=1, ge=1, le=10_000_000)
-    max: int = Field(default=10_000_000, ge=1, le=10_000_000)
+    mean: float = Field(gt=0, le=MAX_TOKENS, allow_inf_nan=False)
+    std: float = Field(default=0.0, ge=0, le=MAX_TOKENS, allow_inf_nan=False)
+    min: int = Field(default=1, ge=1, le=MAX_TOKENS)
+    max: int = Field(default=MAX_TOKENS, ge=1, le=MAX_TOKENS)
 
     @model_validator(mode="after")
     def _ordered(self) -> Lengths:
@@ -79,7 +81,8 @@ def spread_lengths(mean: float, spread: float, least: int = 1) -> Lengths:
     ``RandomDataset.get_sampling_params``), at least ``least``; ``mean`` itself at spread 0 (fixed)."""
     if spread <= 0:
         return Lengths(mean=max(mean, least))
-    low, high = max(math.floor(mean * (1 - spread)), least), max(math.ceil(mean * (1 + spread)), least)
+    low = max(math.floor(mean * (1 - spread)), least)
+    high = min(max(math.ceil(mean * (1 + spread)), least), MAX_TOKENS)  # a mean near the bound: its spread clipped
     return Lengths(kind="uniform", mean=max(mean, least), min=low, max=high)
 
 
@@ -89,7 +92,7 @@ def lengths_words(prompt: Lengths, output: Lengths) -> str:
     def one(d: Lengths, what: str) -> str:
         if d.kind == "fixed" or d.min == d.max:
             return f"{what} {_clipped_mean(d):,.0f}"
-        low, high = f"{d.min:,}", f"{d.max:,}" if d.max < 10_000_000 else "any"
+        low, high = f"{d.min:,}", f"{d.max:,}" if d.max < MAX_TOKENS else "any"
         spread = f", std {d.std:,.0f}" if d.kind in ("normal", "lognormal") else ""
         kind = "" if d.kind == "trace" else f"{d.kind}, "
         return f"{what} {low}-{high} ({kind}mean {_clipped_mean(d):,.0f}{spread})"
@@ -224,7 +227,6 @@ def sample_lengths(d: Lengths, n: int, rng) -> Any:
 
 
 MAX_TRACE_REQUESTS = 1_000_000  # requests a trace may hold (the simulation draws num_requests of them)
-MAX_TOKENS = 10_000_000  # one request's prompt or output, as the workload's own lengths
 
 
 def read_trace(path: str | Path) -> tuple[list[int], list[int], list[float] | None, str]:
