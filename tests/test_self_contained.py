@@ -113,7 +113,7 @@ def test_no_code_reads_beside_the_repository():
 
 
 # A path of the machine the work was done on means nothing in a fresh clone: written results name files by the
-# repository's own paths (or the workspace's `../shared`), never the author's checkout.
+# repository's own paths (or the workspace's outside files, named in words), never the author's checkout.
 MACHINE_PATH = re.compile(r"(?<![\w.])/(?:work|root)/")
 
 
