@@ -535,7 +535,13 @@ CAUSES = {
         "adopted); the faster prompts leave that gap whole and add the 8k rows' shortfall beside it. Read again "
         "(s15-ttft, moe_layout.md note 17), nothing changed: the client's request path, the text path (at most "
         "~36 ms: the 8k rows at 4 requests share it), DP attention, mixed chunks, the prefill delayer and the "
-        "overlap scheduler's first token."),
+        "overlap scheduler's first token. Session 20 (s20-sgl; moe_layout.md note 20), nothing changed: issue #870 "
+        "ran its three 4-request v0.5.7 jobs on three H200 runners; the 1k/1k one (h200-nv_0) decoded at 22.73 ms a "
+        "token, 2.2x gpuplan's and 2.1x the 1k/8k job's on h200-cw_1, and the two whose decodes land miss TTFT by +120 "
+        "ms (1k prompts) and +133 ms (8k): under 0.5.7 the offset is there at 8k too, and runners of one label differ "
+        "2x on the same software. FlashInfer's fused all-reduce, which 0.5.12 turns on by itself for prompt steps of "
+        "up to 2,048 tokens on SM 9.0 and 10.x, runs on B300 too (+11..+17 ms there) and is timed within a few "
+        "hundredths of a ms a call of the unfused pair (vLLM PRs #37756, #22086)."),
     ("sglang_serving", "ix3318"): (
         "InferenceX DeepSeek-R1 TTFT under SGLang 0.5.19 on MI325X (8k prompts, means). Not SGLang's prefill cap: "
         "dsr1_fp8_mi325x.sh passes --max-prefill-tokens=131072 with --chunked-prefill-size=131072, the budget "
@@ -559,7 +565,10 @@ CAUSES = {
         "16-bit timing of these linears reads at a median 0.88: ~30 ms of the ~580 ms at 4 requests (moe_layout.md "
         "note 16). Nor the client's or the text path (s15-ttft, note 17): H200's 8k rows share the client, "
         "SGLang's TokenizerManager and 8k random-text prompts, and leave at most ~36 ms at 4 requests; no DP "
-        "attention, mixed chunks or prefill delayer in the script, and aiter's prompt attention reads no pool."),
+        "attention, mixed chunks or prefill delayer in the script, and aiter's prompt attention reads no pool. "
+        "Session 20 (s20-sgl; moe_layout.md note 20), nothing changed: 0.5.19's MinFreeSlotsDelayer is off without "
+        "--min-free-slots-delay or DFlash, its transformers-5 tokenizer fix-ups put the ByteLevel components back "
+        "(the Rust tokenizer's speed), and the client asks for no logprobs."),
     ("sglang_serving", "ix3363"): (
         "InferenceX DeepSeek-R1 TTFT under SGLang 0.5.12 on B200 (FP8, TP 8, EP 1, fp8 pool, 1k prompts, means). "
         "Session 10 priced its prompt steps of up to 2,048 tokens as piecewise CUDA graphs under which trtllm_mla "
@@ -576,7 +585,11 @@ CAUSES = {
         "(SGL_ENABLE_JIT_DEEPGEMM=false: the fp8_gemm_backend flashinfer_trtllm the rows now set) at 0.314 of the fp8 "
         "rate (SGLang PR #13528's B200 table; DeepGEMM's 0.875 before): ix3175 TTFT 26.6 % -> 15.8 %, its 8k offsets "
         "+95/+107 ms; these rows' TTFT -62/-41/-45/-50/-29/-29/-62 % -> -62/-41/-44/-47/-24/-21/-56 %. Left: ~85-105 "
-        "ms an 8k prompt that does not depend on TP, not found (moe_layout.md note 18)."),
+        "ms an 8k prompt that does not depend on TP, not found (moe_layout.md note 18). Session 20 (s20-sgl; note "
+        "20), nothing changed: B300 runs the same fused all-reduce kernel on 1k prompts (0.5.12 turns it on for any "
+        "SM 10.x), so it does not split the cards; InferenceX's b200 label spans three fleets (b200-cw, b200-nb, "
+        "b200-dgxc; configs/runners.yaml), and issue #870 measured two H200 runners of one label 2x apart in TPOT "
+        "on the same software: the host stays the suspect, not an input."),
     ("trtllm_serving", "i5929"): "trtllm-serve's B200 prompt steps: helper s8-trtllm's this session.",
 }
 

@@ -517,7 +517,45 @@ the TPOT does not rule it out (the placement table tested a cost on every reques
 simulated, the first wave would have waited 5.8, 4.6, 3.1, 2.0 and 1.6 s longer at 4-64 requests (the wave table's
 excess), falling as the warm-up's 2c copies cover more batch shapes. No log gives the compile times or a P99 TTFT for
 these runs; not modelled (a compile's time is a measurement, not a count). Left: the H200 1k offset (~80 ms), B200's
-(~100 ms at 1k), MI325X's; one server log with --enable-request-time-stats-logging, or a P99 TTFT, would place each."""
+(~100 ms at 1k), MI325X's; one server log with --enable-request-time-stats-logging, or a P99 TTFT, would place each.
+(20) Looked at next (session 20, s20-sgl); nothing built, no number moves (bench/results/sglang_ttft_s20.md). (a) The
+runners. Issue #870's comment of 2026-03-05 ran its three 4-request jobs of v0.5.7 on three H200 runners (the runner
+table below): the 1k/1k job on h200-nv_0 decoded at 22.73 ms a token, 2.2x gpuplan's 10.44 and 2.1x the 1k/8k job's
+10.93 on h200-cw_1, so its 267.3 ms mean TTFT, and the 4-request rest floor in the #870 table below (204 ms), were
+measured on a node that decoded at half speed; the two jobs whose decodes land (TPOT +4/+5 %) miss TTFT by +120 ms (1k
+prompts) and +133 ms (8k prompts). Under 0.5.7 the H200 offset is there at 8k too; the 0.5.12 rows' +75 ms at 1k
+against +32 ms at 8k compares two runs whose runners the tables do not print (configs/runners.yaml at 843c6254: h200
+is h200-cw_00/01, h200-nb_0/1 and h200-dgxc-slurm_0..13, b200 is b200-cw_00/01, b200-nb_0/1 and b200-dgxc_00..09; the
+same issue's ITL table of 2026-03-06 sets aside its 16-request point, "ran on a thermally-throttled non-DGXC node").
+Note (19d)'s host suspicion now has a measured 2x between two runners of one label on the same software; a runner is
+still not an input. (b) FlashInfer's fused all-reduce and RMSNorm, on every prompt step of up to 2,048 tokens
+(layers/communicator.py apply_flashinfer_allreduce_fusion): 0.5.12's server_args.py turns it on by itself for
+DeepseekV3ForCausalLM on SM 9.0 and 10.x at TP above 1 on one node ("Auto-enabling FlashInfer AllReduce Fusion on
+SM90/SM10X"), so the H200 runs use it though dsr1_fp8_h200.sh does not pass it, and is_sm100_supported takes any
+capability 10.x (utils/common.py), so B300 runs it as B200 does. flashinfer_comm_fusion.py passes use_oneshot None;
+the FlashInfer releases read take one-shot up to 128 tokens (trtllm_ar.py: use_oneshot = token_num <= 128; later ones
+a size rule, not read), so a 1k prompt runs the two-shot Lamport kernel and an 8k one the plain all-reduce, where the
+0.5.12 H200 rows miss and do not. Not the offset: B300 runs the same kernel on the same 1k prompts and misses by
++11..+17 ms at 1-8 requests; vLLM PR #37756 (SM 10.3, one of its world-size tables) times 8 MiB (512 tokens of 8,192)
+at 0.043 ms compiled and unfused against 0.070 two-shot and 0.115 one-shot, and at 64 MiB the one-shot at 0.197
+against 0.693; vLLM PR #22086 (H100, TP 2) the two-shot at 0.079-0.085 ms for 32-64 tokens against 0.010-0.012. A few
+hundredths of a ms a call more, over 122 calls a step, is 4-9 ms, not 80. No H200 TP 8 timing at 1k tokens was read
+(TensorRT-LLM PR #12887 prints an H200 x8 table of these kernels; only its header was reachable). (c) DeepGEMM's all-M
+warm-up runs on the node's first rank only (layers/deep_gemm_wrapper/compile_utils.py update_deep_gemm_config:
+_DO_COMPILE_ALL = _IS_FIRST_RANK_ON_NODE), so the other seven ranks load each kernel variant from the shared cache
+directory (DG_JIT_CACHE_DIR) when a prompt's M first selects it: note (6)'s one-time kind (it shrinks as c grows, the
+offsets do not), and not on B200 or B300 (SGL_ENABLE_JIT_DEEPGEMM=false). (d) 0.5.19 (MI325X): its MinFreeSlotsDelayer
+(managers/min_free_slots_delayer.py), which holds fresh prefills until enough running slots are free, is off unless
+--min-free-slots-delay is set or the run is DFlash (resolve_min_free_slots returns None); its transformers-5 tokenizer
+fix-ups (utils/hf_transformers/tokenizer.py _fix_v5_tokenizer_components) put tokenizer.json's own ByteLevel
+pre-tokenizer and decoder back, the Rust tokenizer's speed. (e) The client's payload (backend_request_func.py
+async_request_openai_completions at 843c6254): temperature 0, best_of 1, logprobs None (benchmark_serving.py's
+default), a stream with usage: no prompt logprobs. (f) InferenceX's own profiles of these recipes (issue #819:
+dsr1-fp8-b200-sglang TP 8 at 4 requests, v0.5.6, b200-dgxc-slurm_8; #1004 and #863: dsr1-fp8-h200-sglang at 16 and 64
+requests and dsr1-fp8-mi325x-sglang at 64, v0.5.9; traces in SemiAnalysisAI/InferenceX-trace-storage) would time
+prompt steps on the runners themselves, but the issues summarise decode steps and the trace files were not readable
+here. Left as before; a runner name on each published point, or one of those traces with a prompt step, would split
+host from software."""
 FAMILIES = (("ix3173-", "H200 FP8 TP 8, SGLang 0.5.12"), ("ix3363-", "B200 FP8 TP 8, SGLang 0.5.12"),
             ("ix3175-", "B300 FP8 TP 8/4 EP 1, SGLang 0.5.12 (the B200 recipe)"),
             ("ix3183-r1fp4-b300-tp8", "B300 NVFP4 TP 8 EP 8, SGLang 0.5.12"),
@@ -602,6 +640,27 @@ def outside_lines(rows: list[dict], max_requests: int) -> list[str]:
         lines.append(f"| TP {tp}, {c} request{'s' if c > 1 else ''} | {ttft:,.1f} ms | {got['median_ttft_ms']:,.1f} | "
                      f"{ttft - got['median_ttft_ms']:+,.0f} ms | {tpot:.2f} ms | {got['median_tpot_ms']:.2f} |")
     return lines + b300_fp8_lines(rows, max_requests)
+
+
+# InferenceX issue #870's three-job table (comment of 2026-03-05: SGLang v0.5.7, DeepSeek-R1-0528 FP8, TP 8, EP 1, 4
+# requests, the same client; "All 3 benchmark jobs completed successfully across 3 different H200 runners"):
+# (job, runner, ISL, OSL, mean TTFT ms, mean TPOT ms). The 1k/1k job is IX870_TTFT's 4-request point.
+IX870_RUNNERS = (("1k/1k", "h200-nv_0", 1024, 1024, 267.3, 22.73), ("1k/8k", "h200-cw_1", 1024, 8192, 204.1, 10.93),
+                 ("8k/1k", "h200-dgxc-slurm_11", 8192, 1024, 474.3, 12.05))
+
+
+def runner_lines(rows: list[dict], max_requests: int) -> list[str]:
+    """Issue #870's three jobs of one release at one concurrency, each on another H200 runner (not scored; session
+    20): replayed from the 0.5.12 4-request row's setup at v0.5.7 with each job's prompt and output lengths."""
+    base = next(r for r in rows if r["id"] == "ix3173-r1-h200-1k-c4")
+    lines = ["", "| issue #870 (v0.5.7, H200, 4 requests) | runner | TTFT published | gpuplan | offset | TPOT "
+             "published | gpuplan |", "|---|---|---|---|---|---|---|"]
+    for job, runner, isl, osl, ttft, tpot in IX870_RUNNERS:
+        got = bench.run(dict(base, sglang_version="0.5.7", random_input=str(isl), random_output=str(osl)),
+                        max_requests)
+        lines.append(f"| {job} | {runner} | {ttft:,.1f} ms | {got['median_ttft_ms']:,.1f} | "
+                     f"{ttft - got['median_ttft_ms']:+,.0f} ms | {tpot:.2f} ms | {got['median_tpot_ms']:.2f} |")
+    return lines
 
 
 def b300_fp8_lines(rows: list[dict], max_requests: int) -> list[str]:
@@ -771,8 +830,9 @@ def main() -> None:
                    f"{len(held['tpot'])} | {statistics.median(held['ttft']):.1f}% | "
                    f"{statistics.median(held['tpot']):.1f}% |")
     text = "\n".join(lines + summary) + "\n\n" + NOTES + "\n" + "\n".join(waves) + "\n\n" + WAVE_NOTES + "\n"
-    extra = factor_lines(results) + outside_lines(rows, args.max_requests) + placement_lines(rows, args.max_requests) \
-        + rate_lines(rows, args.max_requests) + amd_split_lines(rows, args.max_requests)
+    extra = factor_lines(results) + outside_lines(rows, args.max_requests) + runner_lines(rows, args.max_requests) \
+        + placement_lines(rows, args.max_requests) + rate_lines(rows, args.max_requests) \
+        + amd_split_lines(rows, args.max_requests)
     text += "\n" + FACTOR_NOTES + "\n" + "\n".join(extra) + "\n"
     Path(args.out).write_text(text)
     print(text)
