@@ -106,7 +106,8 @@ class Deployment:
     streaming_tokens_per_s_per_user: float | None = None  # 1 / decode step at this load (estimate's figure)
     pareto: bool = False
     # an offline job (the workload's batch queued at once): how long one replica takes, its share of the instance's
-    # price for that time, the most requests it ran at once and the requests preempted (recomputed)
+    # price for that time, the most requests it ran at once and the requests preempted (resumed as
+    # :func:`gpuplan.serving.load.preempted_words` says)
     job_s: float | None = None
     usd_per_job: float | None = None
     job_peak_running: int | None = None
