@@ -166,6 +166,46 @@ def test_parquet_csv_and_json_read_the_same(tmp_path, data, tokenizer):
         assert got == want, name
 
 
+def test_a_parquet_chat_reads_as_its_json_lines(tmp_path, tokenizer):
+    """The common chat layout in Parquet: a ``messages`` column, a list of {role, content} structs, written here by
+    pyarrow from the same records as a JSON Lines file. Arrow gives every struct every field some row has, null
+    where it has none: the user turn gained ``"name": None`` (which a template testing ``'name' in m`` rendered as
+    the word None, one more token) and the image part ``"text": None`` (the content's text could not be joined: a
+    TypeError's traceback). Both read as the JSON Lines now: "the cat" + "a dog ran" = 5 tokens of their own, 2 x 3
+    of the template and the reply's name "the" (7); a chat kept as JSON text in a string column is refused in one
+    sentence."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    from gpuplan.dataset import profile
+
+    folder = tmp_path / "tok"
+    folder.mkdir()
+    (folder / "tokenizer.json").write_text(tokenizer.read_text())
+    template = ("{% for m in messages %}<s> {{ m['role'] }} {% if 'name' in m %}{{ m['name'] }} {% endif %}"
+                "{% if m['content'] is string %}{{ m['content'] }}{% else %}{% for p in m['content'] %}"
+                "{% if 'text' in p %}{{ p['text'] }}{% endif %}{% endfor %}{% endif %} </s> {% endfor %}")
+    (folder / "tokenizer_config.json").write_text(json.dumps({"chat_template": template, "eos_token": "</s>"}))
+    records = [{"messages": [{"role": "user", "content": [{"type": "image"}, {"type": "text", "text": "the cat"}]},
+                             {"role": "assistant", "content": [{"type": "text", "text": "a dog ran"}],
+                              "name": "the"}]}]
+    (tmp_path / "chat.jsonl").write_text("".join(json.dumps(r) + "\n" for r in records))
+    table = pa.Table.from_pylist(records)
+    assert str(table.schema.field("messages").type) == ("list<item: struct<role: string, content: list<item: "
+                                                        "struct<type: string, text: string>>, name: string>>")
+    pq.write_table(table, tmp_path / "chat.parquet")
+    stats = {name: profile(scenario_from({"model": "llama-3.2-1b", "task": "train", "dataset": str(tmp_path / name),
+                                          "tokenizer": str(folder)})).stats for name in ("chat.jsonl", "chat.parquet")}
+    assert stats["chat.parquet"] == stats["chat.jsonl"]
+    assert (stats["chat.parquet"].tokens_total, stats["chat.parquet"].special_tokens) == (5, 7)
+    pq.write_table(pa.table({"messages": [json.dumps(records[0]["messages"])]}), tmp_path / "text.parquet")
+    with pytest.raises(GpuplanError, match=r"record 1: its messages is text, not a list of turns: a chat is read as "
+                                           r"a list of \{role, content\} objects \(a JSON array, or a Parquet list of "
+                                           r"structs\); decode the column first$"):
+        profile(scenario_from({"model": "llama-3.2-1b", "task": "train", "dataset": str(tmp_path / "text.parquet"),
+                               "tokenizer": str(folder)}))
+
+
 def test_padding_and_packing_by_hand():
     """Records of 2 and 4 tokens in micro-batches of 2 drawn at random: the batch pads to 4 with probability
     1 - (1/2)^2 = 3/4 and to 2 with 1/4, 3.5 tokens a record, 7 processed for 6 real: 1/7 padding. Wrapped

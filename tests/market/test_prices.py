@@ -16,7 +16,7 @@ import pytest
 
 from gpuplan import GpuplanError, estimate
 from gpuplan.market.bill import billed_hours
-from gpuplan.market.cost import daly_wall_time_h
+from gpuplan.market.cost import daly_wall_time_h, spot_dearer
 from gpuplan.market.offers import COLUMNS, read_offers
 from gpuplan.market.sources import Query, SourceError, fetch
 from gpuplan.market.sources.gpuhunt_source import GpuhuntSource
@@ -243,6 +243,26 @@ def test_a_serving_plan_on_spot_is_compared_with_the_best_on_demand_price_too():
     assert estimate({**job, "pricing": "any"}).cost.usd_per_gpu_hour == 1.29
     l4 = estimate({**job, "gpu": "l4", "pricing": "spot"}).cost  # spot below every on-demand L4: nothing said
     assert l4.spot_multiplier < 1
+
+
+def test_spot_dearer_is_one_verdict_in_one_sentence():
+    """Spot dearer than on demand was judged and worded three times (estimate's warning, capacity's note, buy's
+    rentals), each with its own comparison and its own words. One function says it now: the ratio, both prices in
+    one unit, what each counted and what to do; an equal price keeps spot, and no other module words it."""
+    said = spot_dearer("1x h100-sxm tp1", (13.14, "gcp 1x spot"), (1.29, "hyperbolic 1x on-demand"), per="/h",
+                       counted="spares counted", instead="--pricing on-demand ranks them so")
+    assert said == ("spot costs 10.19x on demand for 1x h100-sxm tp1: $13.14/h on gcp 1x spot against $1.29/h on "
+                    "hyperbolic 1x on-demand (spares counted); --pricing on-demand ranks them so")
+    year = spot_dearer("1x a100", (33785.4, "aws 8x spot"), (4819.0, "runpod 1x on-demand"), per=" a year",
+                       counted="c", instead="i")
+    assert "7.01x" in year and "$33,785 a year on aws 8x spot against $4,819 a year" in year
+    assert spot_dearer("x", (1.29, "a"), (1.29, "b"), per="/h", counted="c", instead="i") == ""
+    assert spot_dearer("x", (1.0, "a"), (1.29, "b"), per="/h", counted="c", instead="i") == ""
+    source = Path(__file__).resolve().parents[2] / "src" / "gpuplan"
+    wording = [p.relative_to(source).as_posix() for p in source.rglob("*.py")
+               if re.search(r"spot costs|costs more than on demand", p.read_text(encoding="utf-8"))
+               and p.name != "cost.py"]
+    assert wording == []
 
 
 def test_spot_on_a_whole_instance_counts_its_idle_gpus_in_the_comparison():

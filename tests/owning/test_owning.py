@@ -476,8 +476,8 @@ def test_a_spot_rental_dearer_than_on_demand_is_left_out_and_said():
     report = gpuplan.buy("4x4090", workloads={"years": 2, "workloads": jobs}, rent=["1xa100-80gb"], region="de")
     assert [r.label for r in report.rentals] == ["1x a100-sxm4-80gb on-demand"]
     (od,) = report.rentals
-    (said,) = [n for n in report.notes if "on spot is left out" in n]
+    (said,) = [n for n in report.notes if n.endswith("the spot rental is left out")]
     spot = float(re.search(r"\$([\d,]+) a year on aws 8x spot", said).group(1).replace(",", ""))
     assert spot > 5 * od.usd_per_year_low
-    assert said.endswith(f"against ${od.usd_per_year_low:,.0f} on demand (whole instances, each as the catalog "
-                         "rents it)")
+    assert said.startswith(f"spot costs {spot / od.usd_per_year_low:.2f}x on demand for 1x a100-sxm4-80gb: ")
+    assert f"against ${od.usd_per_year_low:,.0f} a year on {od.offers[0]} (whole instances" in said

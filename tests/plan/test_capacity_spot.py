@@ -134,13 +134,13 @@ def test_a_spot_fleet_dearer_than_on_demand_is_said():
     row = capacity(s, m, w, gpu_ids=("nvidia-h100-sxm5-80gb",), max_gpus=1, simulate_top=1, notes=notes)[0]
     assert (row.replicas_up_for_target, row.replicas_for_target, row.usd_per_hour) == (1, 2, 6.57)
     assert row.usd_per_hour_for_target == pytest.approx(13.14)
-    said = [n for n in notes if n.startswith("spot costs more than on demand")]
-    assert said == ["spot costs more than on demand for the same target here, with no interruptions: 1x h100-sxm "
-                    "tp1 $13.14/h on spot, $1.29/h on demand (hyperbolic 1x on-demand); --pricing on-demand ranks "
-                    "them so"]
+    said = [n for n in notes if n.startswith("spot costs")]
+    assert said == ["spot costs 10.19x on demand for 1x h100-sxm tp1 at the same target: $13.14/h on gcp 1x spot "
+                    "against $1.29/h on hyperbolic 1x on-demand (2 replicas on spot for 1 up, no spares on demand); "
+                    "--pricing on-demand ranks them so"]
     l4_notes: list[str] = []
     l4 = capacity(s, m, w.model_copy(update={"slo": w.slo.model_copy(update={"tpot_s": 0.1})}),
                   gpu_ids=("nvidia-l4",), max_gpus=1, simulate_top=1, notes=l4_notes)[0]
     assert l4.usd_per_hour == pytest.approx(0.3689) and l4.replicas_for_target == l4.replicas_up_for_target + 1
     assert l4.usd_per_hour_for_target < l4.replicas_up_for_target * 0.9776
-    assert not any(n.startswith("spot costs more") for n in l4_notes)
+    assert not any(n.startswith("spot costs") for n in l4_notes)

@@ -239,7 +239,7 @@ def test_malformed_and_missing_bodies(client):
     ({"model": "x" * 201, "task": "train"}, 422, "field 'model' is 201 characters long; at most 200"),
     ({"model": "llama-3.1-8b", "task": "train", "method": "lora", "lora_targets": ["q_proj"] * 65}, 422,
      "field 'lora_targets' has 65 entries; at most 64"),
-    ({"model": "llama-3.1-8b", "task": "train", "a": [[[[["deep"]]]]]}, 422, "nests deeper than 4 levels"),
+    ({"model": "llama-3.1-8b", "task": "train", "a": [[[[[["deep"]]]]]]}, 422, "nests deeper than 5 levels"),
     ({"model": "llama-3.1-8b", "task": "train", "provider": "y" * 200}, 200, ""),  # at the limit
 ])
 def test_oversized_inputs_are_refused(client, body, status, text):

@@ -212,7 +212,7 @@ def test_the_folder_goes_when_the_app_stops():
 def test_a_deeply_nested_body_is_422(client):
     body = b"[" * 15_000 + b"]" * 15_000  # the review's 30 KB body, a RecursionError (500) in the bound check
     r = client.post("/api/estimate", content=body, headers={"content-type": "application/json"})
-    assert r.status_code == 422 and r.json()["detail"] == "body nests deeper than 4 levels"
+    assert r.status_code == 422 and r.json()["detail"] == f"body nests deeper than {guard.MAX_DEPTH} levels"
 
 
 def test_a_key_twice_in_the_body_is_422_as_in_a_file(client):

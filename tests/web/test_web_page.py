@@ -209,6 +209,20 @@ def test_the_page_names_the_settings_of_each_offline_figure(server, page):
     assert "as vllm bench throughput" not in notes
 
 
+def test_the_page_says_what_became_of_the_preempted_requests(server, page):
+    """The page wrote "N preempted and recomputed" itself; a vLLM V1 request preempted resumes from what its prefix
+    cache still holds (serving/simulate.py ``_keep_preempted``), so the page prints the answer's
+    ``offline.preempted_words`` (serving.load.preempted_words), as estimate does."""
+    fields = {"model": "llama-3.1-8b", "task": "infer", "engine": "vllm", "batch_size": "200",
+              "prompt_tokens": "1000", "output_tokens": "200", "gpu": "rtx-4090"}
+    page.goto(server + "/?" + "&".join(f"{k}={v}" for k, v in fields.items()))
+    settle(page)
+    off = gpuplan.estimate({**fields, "batch_size": 200, "prompt_tokens": 1000, "output_tokens": 200}).offline
+    assert off.preemptions == 27 and "prefix cache" in off.preempted_words
+    notes = page.text_content("#load-notes")
+    assert off.preempted_words in notes and "preempted and recomputed" not in notes
+
+
 def test_buy_or_rent_prices_the_job_on_the_page(server, page):
     """The page's "Buy or rent" section: the form's job, owned on its cards against renting others, what
     gpuplan.buy answers (the verdict line and the owned total at the low end of the speed band)."""

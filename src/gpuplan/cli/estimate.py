@@ -219,7 +219,7 @@ def render_offline(run, s: dict) -> None:
         limit = (f"{engine} runs at most {run.running_cap:,} ({profile.running_cap})" if peak >= run.running_cap else
                  "the KV pool holds no more")
         together = f"at most {peak:,} of the {n:,} ran together ({limit}): the others waited for them to finish"
-    preempted = f", {run.preemptions:,} preempted and recomputed" if run.preemptions else ""
+    preempted = f", {run.preempted_words}" if run.preempted_words else ""
     bullet(f"offline under the plan's settings (all {n:,} requests queued at once; {engine}'s scheduler simulated): "
            f"{run.output_throughput:,.0f} output tokens/s, {run.duration:,.1f} s in all; {together}{preempted}",
            prefix="  ")

@@ -139,9 +139,41 @@ def _parquet(path: Path) -> Iterator[dict[str, Any]]:
             rows = batch.to_pylist()
             decoded += max(arrow, _size(rows))  # nested columns' text is counted in Python
             _within(path, decoded, bound)
-            yield from rows
+            yield from (_as_written(row) for row in rows)
     except (pa.ArrowException, OSError) as err:
         raise GpuplanError(f"{path} is not a Parquet file pyarrow reads ({str(err).splitlines()[0][:160]})") from None
+
+
+def _as_written(row: dict[str, Any]) -> dict[str, Any]:
+    """A Parquet row as the JSON Lines record it was written from: Arrow gives every struct in a column every field
+    any row's struct has, null where this one has none, so a chat's turns (``messages``: a list of
+    ``{role, content}`` structs) and their content parts come back with keys the record never had
+    (``{"type": "image", "text": None}``), which a chat template sees (``'name' in message``) and the text count
+    could not join. Those nulls inside lists are left out; a column's own null stays, as JSON's would."""
+    return {key: _unfilled(value) if isinstance(value, list) else value for key, value in row.items()}
+
+
+def _unfilled(value: Any) -> Any:
+    """``value`` without the null fields of the structs inside it, to the depth a Parquet schema nests (Arrow
+    bounds it; the walk is a loop over a stack, not recursion)."""
+    out: list[Any] = []
+    stack = [(value, out, None)]
+    while stack:
+        item, parent, key = stack.pop()
+        if isinstance(item, dict):
+            made: Any = {}
+            children = [(v, made, k) for k, v in item.items() if v is not None]
+        elif isinstance(item, list):
+            made = [None] * len(item)
+            children = [(v, made, i) for i, v in enumerate(item)]
+        else:
+            made, children = item, []
+        if key is None:
+            parent.append(made)
+        else:
+            parent[key] = made
+        stack.extend(children)
+    return out[0]
 
 
 def _within(path: Path, decoded: int, bound: int) -> None:

@@ -232,7 +232,7 @@ def _content(message: Any) -> str:
         raise GpuplanError("a chat record's messages must be objects with role and content")
     content = message.get("content", "")
     if isinstance(content, list):  # [{"type": "text", "text": ...}]
-        return "".join(part.get("text", "") for part in content if isinstance(part, dict))
+        return "".join(str(part.get("text") or "") for part in content if isinstance(part, dict))
     return "" if content is None else str(content)
 
 
@@ -249,6 +249,11 @@ def record_kind(record: dict[str, Any]) -> str:
     if "text" in record:
         _check_text(record, "text")
         return "text"
+    for key in ("messages", "conversations"):
+        if isinstance(record.get(key), str):  # a chat stored as JSON text (a string column)
+            raise GpuplanError(f"its {key} is text, not a list of turns: a chat is read as a list of "
+                               "{role, content} objects (a JSON array, or a Parquet list of structs); decode the "
+                               "column first")
     raise GpuplanError(f"its fields {sorted(record)[:6]} are none of the forms SFT trainers read: "
                        "messages (chat), prompt and completion, or text" + _renaming(record))
 

@@ -755,6 +755,9 @@ class Vllm(Engine):
 
     name = "vllm"
     scheduler_words = "From a simulation of vLLM's scheduler"
+    pool_admits = ("holds; the others wait for them to finish, and a pool that runs out preempts requests, which "
+                   "recompute when they resume what the prefix cache no longer holds of them (all of it with the "
+                   "cache off: the V0 engine, hybrid models).")
     rocm_build = True
     grid_note = ("vLLM preallocates gpu_memory_utilization of each card: a cell fits when its KV pool holds the "
                  "batch; the curve shows what the batch needs")

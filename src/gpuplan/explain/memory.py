@@ -13,7 +13,7 @@ from ..engines import deepep, engine_for
 from ..hardware import DRIVER_RESERVE, ECC_INBAND_RESERVE, REPORTED_USABLE_GIB
 from ..model.quant import make_format
 from ..tensors.layout import replicated_bytes
-from ..tensors.state import optimizer_state_bytes, weight_format
+from ..tensors.state import LION_STATE_BYTES, optimizer_state_bytes, weight_format
 from . import megatron
 from .formula import GIB, Constant, Context, Formula, count, gib
 
@@ -205,7 +205,8 @@ def optimizer(x: Context) -> Formula:
                        substituted="0 GiB in the allocator", computed=0.0)
     b, t = x.state_bytes, x.trainable
     rules = {"adamw": (2 * b * t, f"2 moments x {b} B x {t:,}", "AdamW keeps two moments per parameter"),
-             "lion": (b * t, f"1 moment x {b} B x {t:,}", "Lion keeps one moment"),
+             "lion": (LION_STATE_BYTES * t, f"1 moment x {LION_STATE_BYTES} B x {t:,}",
+                      "bitsandbytes' 32-bit Lion keeps one fp32 moment, whatever the parameters' dtype"),
              "sgd-momentum": (b * t, f"1 buffer x {b} B x {t:,}", "SGD with momentum keeps one buffer"),
              "sgd": (0.0, "0", "plain SGD keeps no state")}
     eight = t * (2 + 2 * 4 / oh.BNB_STATE_BLOCK)

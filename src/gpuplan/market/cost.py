@@ -135,6 +135,27 @@ def spot_plan(work_h: float, ckpt_bytes: float, num_gpus: int, *, mtbi_h: float 
                     overhead=wall / work_h if work_h else 1.0)
 
 
+def spot_dearer(what: str, spot: tuple[float, str], on_demand: tuple[float, str], *, per: str, counted: str,
+                instead: str) -> str:
+    """The one verdict that spot is dearer than on demand, and its one sentence: ``spot`` and ``on_demand`` are
+    (price, where) in the same unit ``per``; "" when spot is not dearer (an equal price keeps spot). A spot run is
+    the on-demand run with interruptions, so a dearer spot is never the better rental. Said by estimate's price
+    warning (:func:`gpuplan.plan.build.price_warnings`, per GPU-hour the job uses), capacity's note on a spot
+    fleet (:mod:`gpuplan.plan.capacity`, per hour of the target's replicas) and buy's rentals
+    (:mod:`gpuplan.owning.answer`, a year's rent), each with what its price ``counted`` and what to do
+    ``instead``."""
+    (usd, where), (od_usd, od_where) = spot, on_demand
+    if od_usd <= 0 or usd <= od_usd:
+        return ""
+    return (f"spot costs {usd / od_usd:.2f}x on demand for {what}: {_usd(usd)}{per} on {where} against "
+            f"{_usd(od_usd)}{per} on {od_where} ({counted}); {instead}")
+
+
+def _usd(x: float) -> str:
+    """Dollars as the sentences say them: cents below $1,000, whole dollars from there."""
+    return f"${x:,.2f}" if x < 1000 else f"${x:,.0f}"
+
+
 STALE_DAYS = 30  # a price older than this is flagged stale (clock.py)
 
 @dataclass(kw_only=True)

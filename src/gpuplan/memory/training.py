@@ -19,7 +19,7 @@ from ..stacks import State, stack_for
 from ..stacks.base import head_inputs
 from ..tensors import activations as act
 from ..tensors.breakdown import GIB, Estimate
-from ..tensors.state import attention_kernel, lora_targets, optimizer_step_temporaries
+from ..tensors.state import attention_kernel, lora_targets, optimizer_step_temporaries, stepped_tensors
 
 
 def training_memory(s: Scenario, m: ModelSpec, capacity_gib: float | None = None,
@@ -209,13 +209,13 @@ def _backward_peak(s: Scenario, stage_layers: list, resident: list[float], recom
 
 def _step_peak(s: Scenario, m: ModelSpec, sharding, st: State, shard: float) -> float:
     """The optimizer step: the gradients, and the step's temporaries over this rank's share (its TP/PP shard and
-    its ZeRO / FSDP partition); with offload, the step runs on the CPU."""
+    its ZeRO / FSDP partition, of the whole group and of each tensor); with offload, the step runs on the CPU."""
     if s.offload != "none":
         return st.gradients
-    largest_param = max(lin.weight_params / lin.count for layer, _ in m.layer_kinds() for lin in layer.linears)
-    local_trainable = st.trainable * shard / sharding.shards(s)[2]
-    return (st.gradients + optimizer_step_temporaries(s, local_trainable, st.state_bytes, int(largest_param * shard))
-            + st.step_extra)
+    local = shard / sharding.shards(s)[2]  # each rank steps its share of every tensor (FSDP's per-parameter shards)
+    local_trainable = st.trainable * local
+    stepped = [(int(n * local), int(before * local)) for n, before in stepped_tensors(s, m)]
+    return st.gradients + optimizer_step_temporaries(s, local_trainable, st.state_bytes, stepped) + st.step_extra
 
 
 def _kept(s: Scenario, m: ModelSpec, stack, autocast_fp32: bool, stage_layers):

@@ -7,6 +7,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from ..hardware import GpuSpec, gpus, short_id
+from ..market.cost import spot_dearer
 from ..market.offers import spot_rows_missing
 from ..plan.gpus import cheapest_rentals
 from .builds import Build
@@ -45,7 +46,7 @@ def workload_rows(w: Workloads) -> list[dict]:
 
 def rentals_for(w: Workloads, rent: list[tuple[GpuSpec, int]]) -> tuple[list[RentalAnswer], list[str]]:
     """Each rental asked for, on-demand, and spot when a job trains (spot serving would be interrupted); and a note
-    for each with no offer in force at all, or whose spot rent is dearer than its on-demand rent (:func:`_dearer`)."""
+    for each with no offer in force at all, or a spot rent above its on-demand rent (:func:`_dearer`)."""
     out, missing = [], []
     trains = any(not j.serving for j in w.workloads)
     for gpu, count in rent:
@@ -70,16 +71,16 @@ def rentals_for(w: Workloads, rent: list[tuple[GpuSpec, int]]) -> tuple[list[Ren
 
 
 def _dearer(spot: RentalAnswer, on_demand: RentalAnswer | None) -> str:
-    """Why a spot rental is left out: its rent over the horizon, at the low end of the speed band, above the same
-    cards' on-demand rent, as when the only spot offer is a whole instance of more cards than asked (1x A100 80GB
-    on aws's 8x spot instance: $33,785 against $4,819 on demand over 2 years, s19-rewalk's finding); "" to keep it.
-    A spot run is the on-demand run with interruptions, so a dearer one is never the rental to compare with (as
-    ``estimate``'s warning says of one setup, :func:`gpuplan.plan.build.price_warnings`)."""
-    if spot.pricing != "spot" or on_demand is None or not on_demand.runs_all or \
-            (spot.usd_per_year_low or 0.0) <= (on_demand.usd_per_year_low or 0.0):
+    """Why a spot rental is left out, in :func:`spot_dearer`'s words: its rent over a year, at the low end of the
+    speed band, above the same cards' on-demand rent, as when the only spot offer is a whole instance of more cards
+    than asked (1x A100 80GB on aws's 8x spot instance: $33,785 against $4,819 on demand over 2 years, s19-rewalk's
+    finding); "" to keep it."""
+    if spot.pricing != "spot" or on_demand is None or not on_demand.runs_all:
         return ""
-    return (f"{spot.setup} on spot is left out: ${spot.usd_per_year_low:,.0f} a year on {', '.join(spot.offers)} "
-            f"against ${on_demand.usd_per_year_low:,.0f} on demand (whole instances, each as the catalog rents it)")
+    return spot_dearer(spot.setup, (spot.usd_per_year_low or 0.0, ", ".join(spot.offers)),
+                       (on_demand.usd_per_year_low or 0.0, ", ".join(on_demand.offers)), per=" a year",
+                       counted="whole instances, each as the catalog rents it, at the low end of the speed band",
+                       instead="the spot rental is left out")
 
 
 def answer_build(build: Build, w: Workloads, terms: Terms, rentals: list[RentalAnswer]) -> BuildAnswer:

@@ -26,7 +26,7 @@ from .. import clock
 from ..errors import GpuplanError, UnknownNameError
 from ..hardware import Network
 from ..market.choice import best_on_demand, matching
-from ..market.cost import Cost, price_job, spot_plan
+from ..market.cost import Cost, price_job, spot_dearer, spot_plan
 from ..market.job import save_interval_h
 from ..market.offers import Offer, owned_offer
 from ..market.owned_power import HOME_PUE, busy_draw, home_kwh
@@ -322,7 +322,7 @@ def choose(priced: list[Priced], label: str | None = None) -> Priced | None:
 
 def price_warnings(r: Resolved, chosen: Priced | None, offers: Offers) -> list[str]:
     """What the price of the chosen offer needs said: none in force, old, low confidence, spot dearer than
-    on-demand once interruptions are counted."""
+    on-demand per GPU-hour the job uses (:func:`gpuplan.market.cost.spot_dearer`)."""
     s, gpu = r.scenario, r.gpu
     if chosen is None and (s.pricing == "owned" or not offers.listed) and busy_draw(gpu) is None:
         return [f"no price for {gpu.name}: " + ("" if s.pricing == "owned" else "no offer of it at all, and ") +
@@ -342,10 +342,12 @@ def price_warnings(r: Resolved, chosen: Priced | None, offers: Offers) -> list[s
         out.append(f"the price of {best.offer} is {best.price_age_days} days old")
     if best.price_confidence == "low":
         out.append(f"the price of {best.offer} is marked low confidence in {offer.origin}")
-    if best.spot_multiplier and best.spot_multiplier > 1:
-        out.append(f"spot at {best.provider} costs {best.spot_multiplier:.2f}x the cheapest on-demand {gpu.name} "
-                   f"({best.best_on_demand_offer} at ${best.best_on_demand_usd_per_gpu_hour:.2f}/GPU-h) "
-                   + ("once interruptions are counted" if s.task == "train" else "an hour, before the restarts after "
-                      "interruptions (`gpuplan capacity --pricing spot` sizes a fleet for them)")
-                   + ": --pricing any picks the cheaper")
+    if best.spot_multiplier and best.best_on_demand_usd_per_gpu_hour:
+        od = best.best_on_demand_usd_per_gpu_hour
+        counted = "interruptions counted" if s.task == "train" else \
+            "an hour's price before the restarts after interruptions: `gpuplan capacity --pricing spot` sizes a fleet"
+        said = spot_dearer(gpu.name, (best.spot_multiplier * od, best.offer),
+                           (od, f"{best.best_on_demand_offer}, the cheapest"), per="/GPU-h",
+                           counted=f"per GPU-hour the job uses, {counted}", instead="--pricing any picks the cheaper")
+        out += [said] if said else []
     return out

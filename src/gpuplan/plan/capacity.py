@@ -31,7 +31,7 @@ from ..engines.records import KvPool
 from ..errors import GpuplanError
 from ..hardware import GpuSpec, gpus, short_id
 from ..market.choice import matching
-from ..market.cost import default_mtbi_h, spot_replicas
+from ..market.cost import default_mtbi_h, spot_dearer, spot_replicas
 from ..market.offers import Offer
 from ..market.store import load_offers
 from ..model.spec import ModelSpec
@@ -106,7 +106,8 @@ class Deployment:
     streaming_tokens_per_s_per_user: float | None = None  # 1 / decode step at this load (estimate's figure)
     pareto: bool = False
     # an offline job (the workload's batch queued at once): how long one replica takes, its share of the instance's
-    # price for that time, the most requests it ran at once and the requests preempted (recomputed)
+    # price for that time, the most requests it ran at once and the requests preempted (resumed as
+    # :func:`gpuplan.serving.load.preempted_words` says)
     job_s: float | None = None
     usd_per_job: float | None = None
     job_peak_running: int | None = None
@@ -383,9 +384,9 @@ def _spot_said(s: Scenario, w: Workload, plans: list[Deployment]) -> list[str]:
 
 
 def _spot_dearer(plans: list[Deployment], offers: list[Offer]) -> list[str]:
-    """The rows whose spot fleet costs more an hour than the same replicas on the card's cheapest on-demand
-    instances (:func:`cheapest_offer` at on-demand prices): what estimate's warning says of one setup
-    (:func:`gpuplan.plan.build.price_warnings`), here with the fleet's extra replicas counted."""
+    """A note for each row whose spot fleet costs more an hour than the same replicas on the card's cheapest
+    on-demand instances (:func:`cheapest_offer` at on-demand prices), in :func:`spot_dearer`'s words, the fleet's
+    extra replicas counted."""
     out = []
     for p in plans:
         if p.availability is None or not p.usd_per_hour_for_target or p.plan is None:
@@ -396,10 +397,13 @@ def _spot_dearer(plans: list[Deployment], offers: list[Offer]) -> list[str]:
             continue
         per_hour, label, groups = on_demand
         usd = math.ceil((p.replicas_up_for_target or 1) / groups) * per_hour
-        if usd < p.usd_per_hour_for_target:
-            out.append(f"{p.setup} ${p.usd_per_hour_for_target:,.2f}/h on spot, ${usd:,.2f}/h on demand ({label})")
-    return [f"spot costs more than on demand for the same target here, with no interruptions: {'; '.join(out)}; "
-            "--pricing on-demand ranks them so"] if out else []
+        said = spot_dearer(f"{p.setup} at the same target", (p.usd_per_hour_for_target, p.offer or "spot"),
+                           (usd, label), per="/h",
+                           counted=f"{p.replicas_for_target} replicas on spot for {p.replicas_up_for_target} up, "
+                                   "no spares on demand",
+                           instead="--pricing on-demand ranks them so")
+        out += [said] if said else []
+    return out
 
 
 def _unstreamed(plans: list[Deployment]) -> list[str]:

@@ -10,8 +10,9 @@
   at a rate that sends it at once, and passes the API server one request at a time, :class:`.simulate._Frontend`):
   the engine's own cap on running requests
   (``max_num_seqs``, SGLang's ``max_running_requests``) and its KV pool decide how many run together; the rest wait
-  and are admitted as others finish (waves), and a pool that runs out preempts and recomputes (vLLM V1 with its
-  prefix cache only what the pool handed out since: :func:`.simulate._keep_preempted`).
+  and are admitted as others finish (waves), and a pool that runs out preempts requests, which recompute when they
+  resume (vLLM V1 with its prefix cache only what the pool handed out since: :func:`.simulate._keep_preempted`;
+  :func:`preempted_words` says which).
 
 The run is the scheduler simulation ``capacity`` uses (:mod:`.simulate`: the engine's pool and limits from
 :func:`gpuplan.plan.capacity.engine_memory`, as the plan's memory states them; the step model of :mod:`.steptime`,
@@ -45,7 +46,7 @@ import dataclasses
 import math
 from typing import TYPE_CHECKING, Literal
 
-from pydantic import BaseModel, ConfigDict, computed_field
+from pydantic import BaseModel, ConfigDict, Field, computed_field
 
 from ..errors import GpuplanError
 from ..hardware import GpuSpec, Network
@@ -104,9 +105,11 @@ class LoadRun(BaseModel):
     p99_e2el_ms: float
     running_cap: int  # the engine's cap on running requests (max_num_seqs, max_running_requests)
     peak_running: int  # the most requests the engine ran at once in this run
-    preemptions: int  # requests preempted (their KV freed, recomputed when resumed)
+    preemptions: int  # requests preempted (their KV freed; resumed, they recompute: preempted_words says what)
     per_request_s: float  # the engine's fixed latency per request outside its steps, in TTFT and E2EL
     warnings: tuple[str, ...] = ()
+    # the preemptions in words, as every face says them (:func:`preempted_words`); left out of the answer when none
+    preempted_words: str = Field(default="", exclude_if=lambda v: not v)
 
     @computed_field  # in the answer: the page prints these words (app.js renderSpeed), as estimate does
     @property
@@ -260,4 +263,19 @@ def summary(out, model: StepModel, s: Scenario, engine, offline: bool, prompt_d:
                    output_throughput=out.output_tokens / duration if duration else 0.0,
                    total_token_throughput=(out.input_tokens + out.output_tokens) / duration if duration else 0.0,
                    running_cap=engine.max_num_seqs, peak_running=out.peak_running, preemptions=out.preemptions,
+                   preempted_words=preempted_words(out.preemptions, engine.keeps_preempted),
                    per_request_s=model.request_s, warnings=tuple(warnings), **values)
+
+
+def preempted_words(preemptions: int, kept: bool) -> str:
+    """What the simulation did with the requests it preempted, as every face says it ("" for none): each freed its
+    blocks and, resumed, recomputed its prompt and the tokens it had made; with vLLM V1's prefix cache on (``kept``:
+    the scheduler's ``keeps_preempted``) only what the pool had handed out again meanwhile
+    (:func:`.simulate._keep_preempted`); all of it where the engine has no such cache or it is off (V0, hybrid
+    models with recurrent layers, SGLang and TensorRT-LLM as simulated)."""
+    if not preemptions:
+        return ""
+    if kept:
+        return (f"{preemptions:,} preempted, each resuming from what the prefix cache still held of it and "
+                "recomputing the rest")
+    return f"{preemptions:,} preempted and recomputed"

@@ -523,13 +523,14 @@ def _optimizer(s: Scenario, params: list, notes: list[str]):
 
         return Adafactor(params, lr=1e-3, scale_parameter=False, relative_step=False)  # the Trainer's settings
     notes.append(f"{s.optimizer} is a stand-in with bitsandbytes' state sizes (its CUDA kernels cannot run on "
-                 "fake tensors)" if "8bit" in s.optimizer else "lion is a stand-in with one momentum state")
+                 "fake tensors)" if "8bit" in s.optimizer else "lion is a stand-in with bitsandbytes' one fp32 state")
     return _StandIn(params, eight_bit="8bit" in s.optimizer, states=1 if s.optimizer == "lion" else 2)
 
 
 class _StandIn:
     """An optimizer with the state sizes of bitsandbytes' blockwise 8-bit AdamW (two uint8 moments, fp32
-    absmax per 256) or of Lion (one state in the parameter's dtype); it updates in place, as their kernels do."""
+    absmax per 256) or of its 32-bit Lion, the Trainer's ``lion_32bit`` (one fp32 state whatever the parameter's
+    dtype: :data:`gpuplan.tensors.state.LION_STATE_BYTES`); it updates in place, as their kernels do."""
 
     def __init__(self, params: list, *, eight_bit: bool, states: int) -> None:
         self.params, self.eight_bit, self.states = params, eight_bit, states
@@ -549,8 +550,8 @@ class _StandIn:
                                      for i in (1, 2)} | {
                         f"absmax{i}": torch.zeros(blocks, dtype=torch.float32, device=p.device) for i in (1, 2)}
                 else:
-                    self.state[p] = {"exp_avg": torch.zeros_like(p)}
-            p.data.add_(p.grad.sign(), alpha=-1e-5) if not self.eight_bit else p.data.add_(p.grad, alpha=-1e-5)
+                    self.state[p] = {"exp_avg": torch.zeros_like(p, dtype=torch.float32)}
+            p.data.add_(p.grad, alpha=-1e-5)
 
     def zero_grad(self, set_to_none: bool = True) -> None:
         for p in self.params:

@@ -60,7 +60,7 @@ from ..scenario import Scenario
 from ..sharding import sharding_for
 from ..stacks import stack_for
 from ..tensors.layout import replicated_params, training_extra_params
-from ..tensors.state import attention_kernel, lora_targets, weight_format
+from ..tensors.state import LION_STATE_BYTES, attention_kernel, lora_targets, weight_format
 from .breakdown import Speed
 from .comms import (
     all_reduce_s,
@@ -111,7 +111,7 @@ def _optimizer_bytes_per_param(s: Scenario) -> float:
     mixed = s.precision.endswith("mixed") or s.method != "full"
     master = 4 if mixed else 2
     grad = 4 if mixed else 2
-    state = {"adamw": 2 * master, "adamw-8bit": 2 + 8 / 256, "paged-adamw-8bit": 2 + 8 / 256, "lion": master,
+    state = {"adamw": 2 * master, "adamw-8bit": 2 + 8 / 256, "paged-adamw-8bit": 2 + 8 / 256, "lion": LION_STATE_BYTES,
              "sgd-momentum": master, "sgd": 0.0, "adafactor": 0.1}[s.optimizer]
     low_copy = 2 if mixed else 0
     if s.optimizer == "adamw" and s.optimizer_impl == "foreach":  # one kernel per op (overheads.ADAMW_FOREACH_PASSES)

@@ -150,15 +150,18 @@ def attention_kernel(s: Scenario, m: ModelSpec) -> str:
 def optimizer_state_bytes(s: Scenario, m: ModelSpec, trainable: int, state_bytes: int) -> float:
     """Bytes of optimizer state for ``trainable`` parameters whose states are ``state_bytes`` wide.
 
-    AdamW: two moments; Lion and SGD with momentum: one; SGD: none; 8-bit AdamW: one byte per moment plus an fp32
-    absmax per 256-element block (Dettmers et al. 2022); Adafactor: :func:`adafactor_state_bytes`.
+    AdamW: two moments; SGD with momentum: one; Lion: one, fp32 (:data:`LION_STATE_BYTES`); SGD: none; 8-bit
+    AdamW: one byte per moment plus an fp32 absmax per 256-element block (Dettmers et al. 2022); Adafactor:
+    :func:`adafactor_state_bytes`.
     """
     opt = s.optimizer
     if opt == "adamw":
         return 2 * state_bytes * trainable
     if opt in ("adamw-8bit", "paged-adamw-8bit"):
         return trainable * (2 + 2 * 4 / oh.BNB_STATE_BLOCK)
-    if opt in ("lion", "sgd-momentum"):
+    if opt == "lion":
+        return LION_STATE_BYTES * trainable
+    if opt == "sgd-momentum":
         return state_bytes * trainable
     if opt == "sgd":
         return 0.0
@@ -194,18 +197,74 @@ def adafactor_state_bytes(s: Scenario, m: ModelSpec, trainable: int) -> float:
     return ADAFACTOR_STATE_BYTES * (trainable / rank + 2 * rank * adapted)
 
 
-def optimizer_step_temporaries(s: Scenario, trainable: int, state_bytes: int, largest: int) -> float:
-    """Transient bytes of ``optimizer.step()``: torch's foreach AdamW computes ``sqrt(v)`` for the whole
-    parameter group at once (``torch/optim/adamw.py`` ``_multi_tensor_adamw``); fused AdamW and the
-    bitsandbytes kernels update in place; Lion makes a few update-sized temporaries per tensor. transformers'
-    Adafactor works on the largest tensor in fp32: ``(grad**2) + eps`` and the factored approximation
-    ``_approx_sq_grad`` (two), beside the fp32 copies of a 16-bit gradient and parameter (``grad.float()``,
-    ``p.float()``; none for fp32 ones)."""
+# bitsandbytes' Lion, the Trainer's ``lion_32bit`` (transformers trainer_optimizer.py
+# ``_get_bitsandbytes_optimizer``: ``optim_bits`` 32): ``Optimizer1State.init_state`` makes ``state1`` float32
+# whatever the parameter's dtype, and ``update_step`` runs one CUDA kernel in place over it, the gradient and the
+# parameter (bitsandbytes/optim/optimizer.py; backends/cuda/ops.py ``_optimizer_update_32bit_impl``), no temporary
+LION_STATE_BYTES = 4
+
+
+def stepped_tensors(s: Scenario, m: ModelSpec) -> list[tuple[int, int]]:
+    """The tensors ``optimizer.step()`` updates, as (elements, elements of the tensor stepped just before it): a
+    per-tensor optimizer frees one tensor's last temporary only when the next tensor reassigns the name, so that
+    one lingers beside the next's (see :func:`optimizer_step_temporaries`). The Trainer's first parameter group
+    holds the matrices in the model's order (``get_decay_parameter_names`` leaves the norms and biases to the
+    second): a full fine-tune's embedding, each layer's linears, an untied output head; LoRA's ``lora_A``
+    (``r x in``) and ``lora_B`` (``out x r``) of each adapted linear, in the layer's order (a fused expert weight's
+    pair ``r·E`` wide, peft ``ParamWrapper``). Each layer kind's tensors repeat after themselves."""
+    if s.method == "full":
+        seqs = [[lin.weight_params // lin.count for lin in layer.linears for _ in range(lin.count)]
+                for layer, _ in m.layer_kinds()]
+        embedding = m.vocab_size * m.embedding_dim
+        head = [] if m.tie_word_embeddings else [(embedding, seqs[-1][-1] if seqs and seqs[-1] else 0)]
+        return [(embedding, 0), *head] + [pair for seq in seqs for pair in _after_themselves(seq)]
+    rank, targets = max(s.lora_rank, 1), lora_targets(s, m)
+    seqs = [[n for lin in layer.linears if lin.name in targets and (lin.adaptable or lin.group == "router")
+             for _ in range(lin.count) for n in (rank * lin.in_features, rank * lin.out_features)]
+            for layer, _ in m.layer_kinds()]
+    seqs.append([n for lin in m.tower_linears if lin.name in targets for _ in range(lin.count)
+                 for n in (rank * lin.in_features, rank * lin.out_features)])
+    if adapts_experts(s, m):
+        seqs += [_expert_pairs(layer, rank) for layer, _ in m.layer_kinds() if layer.moe]
+    return [pair for seq in seqs for pair in _after_themselves(seq)]
+
+
+def _after_themselves(seq: list[int]) -> list[tuple[int, int]]:
+    """Each element with the one before it, the first after the last (the next layer of the same kind)."""
+    return [(n, seq[i - 1]) for i, n in enumerate(seq)] if seq else []
+
+
+def _expert_pairs(layer, rank: int) -> list[int]:
+    """peft ``ParamWrapper``'s tensors of one MoE layer's fused expert weights, in order: ``lora_A`` (``r·E x in``)
+    and ``lora_B`` (``out x r·E``) of the fused gate/up and of the down projection (:func:`expert_lora_params`)."""
+    experts = [lin for lin in layer.linears if lin.group == "experts"]
+    if not experts:
+        return []
+    wide = rank * experts[0].count
+    fused_in = [lin for lin in experts if act.INPUT_OF.get(lin.name) == "mlp_in"]
+    down = [lin for lin in experts if act.INPUT_OF.get(lin.name) == "mlp_mid"]
+    out = [wide * fused_in[0].in_features, wide * sum(lin.out_features for lin in fused_in)] if fused_in else []
+    return out + [n for lin in down for n in (wide * lin.in_features, wide * lin.out_features)]
+
+
+def optimizer_step_temporaries(s: Scenario, trainable: int, state_bytes: int,
+                               stepped: list[tuple[int, int]]) -> float:
+    """Transient bytes of ``optimizer.step()`` over ``stepped`` (:func:`stepped_tensors`, this rank's share).
+
+    torch's foreach AdamW computes ``sqrt(v)`` for the whole parameter group at once (``torch/optim/adamw.py``
+    ``_multi_tensor_adamw``); fused AdamW and the bitsandbytes kernels (8-bit AdamW, 32-bit Lion:
+    :data:`LION_STATE_BYTES`) update in place. transformers' Adafactor (``Adafactor.step``, 5.24) steps one tensor
+    of ``n`` elements at a time in fp32: ``(grad**2) + eps`` is two n-element tensors at once, as is the factored
+    approximation ``_approx_sq_grad`` beside the ``update`` it replaces, and ``-update`` beside ``update``; a 16-bit
+    gradient and parameter add their fp32 copies (``grad.float()``, ``p.float()``: 2n more); and the previous
+    tensor's ``update`` (``p`` elements) is still bound to the name until the first of these reassigns it. So
+    ``4 B x max(k·n + p)``, k = 2 for fp32 parameters, 4 for 16-bit ones: LoRA's fp32 ``lora_B`` of Qwen2.5-0.5B's
+    up projection (4,864 x 16) after its ``lora_A`` (16 x 896) is 4 x (2 x 77,824 + 14,336) = 679,936 bytes, what
+    the real optimizer allocates on the meta device (tests/memory/test_optimizer_step.py)."""
     if s.optimizer == "adamw" and s.optimizer_impl == "foreach":
         return state_bytes * trainable
-    if s.optimizer == "adafactor":
-        return (2 + (2 if state_bytes < 4 else 0)) * ADAFACTOR_STATE_BYTES * largest
-    if s.optimizer == "lion":
-        return 3 * state_bytes * largest
+    if s.optimizer == "adafactor" and stepped:
+        k = 2 + (2 if state_bytes < 4 else 0)
+        return ADAFACTOR_STATE_BYTES * max(k * n + before for n, before in stepped)
     return 0.0
 

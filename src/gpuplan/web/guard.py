@@ -25,7 +25,10 @@ from .uploads import Store, is_ref
 MAX_BODY_BYTES = 32 * 1024
 MAX_TEXT = 200  # characters in any JSON string (model ids are at most 96 on the hub)
 MAX_ITEMS = 64  # entries in any JSON list or object
-MAX_DEPTH = 4  # nesting of JSON lists and objects
+# nesting of JSON lists and objects: the deepest body a request takes, /api/buy's job with a list field in its
+# scenario as a workloads file writes it (the body, workloads, a job, its scenario, lora_targets, a name: 5);
+# tests/web/test_web_depth.py derives it from the request models
+MAX_DEPTH = 5
 BODY_TIMEOUT_S = 10.0  # to receive a request body
 STREAMED = ("/api/upload",)  # paths that read (and bound) their own bodies
 # The body a POST must declare: JSON, or a file's bytes for the upload. A page of another site can send neither

@@ -698,7 +698,7 @@ function renderLoad(r) {
     notes.push(`offline under the plan's settings (all ${off.num_prompts} requests queued at once; ` +
       "the engine's scheduler simulated): " +
       `${num(off.output_throughput, 0)} output tokens/s, ${num(off.duration, 1)} s in all; ${together}` +
-      (off.preemptions ? `, ${off.preemptions} preempted and recomputed` : ""), ...off.warnings);
+      (off.preempted_words ? `, ${off.preempted_words}` : ""), ...off.warnings);
   }
   $("#load-notes").replaceChildren(...notes.map((t) => h("li", {}, t)));
 }

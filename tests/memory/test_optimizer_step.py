@@ -1,0 +1,103 @@
+"""The optimizer's states and step temporaries for Adafactor and Lion, LoRA and full, against the real optimizer
+code: transformers' ``Adafactor.step`` run on the meta device under the simulator's allocation tracker, the
+fake-tensor simulation of a whole step, and bitsandbytes' 32-bit Lion read off its source (its CUDA kernel cannot
+run here: one fp32 state, updated in place)."""
+
+from __future__ import annotations
+
+import pytest
+
+from gpuplan import estimate
+from gpuplan.model.catalog import load_model
+from gpuplan.scenario import scenario_from
+from gpuplan.tensors.state import optimizer_step_temporaries, stepped_tensors
+
+GIB = 2**30
+QWEN_05B = dict(model="qwen2.5-0.5b", task="train", micro_batch_size=1, seq_len=256, gpu="h100-sxm")
+
+
+def _adafactor_second_step(shapes, dtype) -> int:
+    """Bytes transformers' Adafactor (the Trainer's settings) allocates beyond the parameters, gradients and its
+    states during its second step over ``shapes``, in order, on the meta device."""
+    torch = pytest.importorskip("torch")
+    optimization = pytest.importorskip("transformers.optimization")
+    from gpuplan.sim.tracker import MemoryTracker
+
+    with torch.device("meta"):
+        params = [torch.nn.Parameter(torch.empty(shape, dtype=dtype)) for shape in shapes]
+    for p in params:
+        p.grad = torch.empty_like(p)
+    opt = optimization.Adafactor(params, lr=1e-3, scale_parameter=False, relative_step=False)
+    tracker = MemoryTracker()
+    with tracker:
+        opt.step()
+        for p in params:
+            tracker.relabel(p, "parameters")
+        for state in opt.state.values():
+            for value in state.values():
+                if isinstance(value, torch.Tensor):
+                    tracker.relabel(value, "optimizer")
+        start = tracker.current
+        tracker.phase = "second"
+        opt.step()
+    return tracker.peaks["second"].bytes - start
+
+
+@pytest.mark.parametrize(("dtype", "k"), [("float32", 2), ("bfloat16", 4)])
+def test_adafactor_steps_one_tensor_at_a_time_as_its_code_allocates(dtype, k):
+    """Qwen2.5-0.5B's MLP adapters at rank 16, in peft's order (up's lora_A 16 x 896, lora_B 4,864 x 16, down's
+    lora_A 16 x 4,864, lora_B 896 x 16): the peak is at down's lora_A, two (fp32) or four (bf16: the fp32 copies
+    of the gradient and the parameter) of its 77,824 elements and up's lora_B's ``update`` still bound, 4 B each:
+    4 x (2 x 77,824 + 77,824) = 933,888 bytes, 4 x (4 x 77,824 + 77,824) = 1,556,480. The model counted two (or
+    four) of the base model's largest linear, 4,358,144 elements: 34.9 MB for these 0.9 MB."""
+    torch = pytest.importorskip("torch")
+    shapes = [(16, 896), (4864, 16), (16, 4864), (896, 16)]
+    sizes = [a * b for a, b in shapes]
+    stepped = [(n, sizes[i - 1] if i else 0) for i, n in enumerate(sizes)]
+    s = scenario_from(dict(QWEN_05B, method="lora", optimizer="adafactor"))
+    counted = optimizer_step_temporaries(s, sum(sizes), 4 if k == 2 else 2, stepped)
+    assert counted == 4 * (k * 77_824 + 77_824) == {2: 933_888, 4: 1_556_480}[k]
+    measured = _adafactor_second_step(shapes, getattr(torch, dtype))
+    # beyond the full-size tensors: the row and column means and factors, the norms' 0-d results (512-byte blocks)
+    assert counted <= measured <= counted + 4 * 4864 + 8 * 512
+
+
+def test_the_lora_step_counts_the_adapters_not_the_base_weights():
+    """Qwen2.5-0.5B LoRA (rank 16, all-linear, fp32 adapters): the largest stepped tensors are the MLP's
+    16 x 4,864 and 4,864 x 16 (77,824 elements); down's lora_A follows up's lora_B, so 2 x 77,824 + 77,824 =
+    233,472 elements, 933,888 bytes (0.0009 GiB, the simulation's 0.0009 GiB of step temporaries). It was
+    2 x 4 B x 4,358,144 (896 x 4,864, a frozen base weight) = 34.9 MB."""
+    s = scenario_from(dict(QWEN_05B, method="lora", optimizer="adafactor"))
+    m = load_model(s.model)
+    stepped = stepped_tensors(s, m)
+    assert max(n for n, _ in stepped) == 16 * 4864
+    assert optimizer_step_temporaries(s, 0, 4, stepped) == 933_888
+
+
+def test_a_full_adafactor_step_is_the_peak_where_the_embedding_is_stepped():
+    """Full bf16-true Adafactor of Qwen2.5-0.5B: the step's largest tensor is the tied embedding, 151,936 x 896 =
+    136,134,656 elements, stepped first: four fp32 copies of it, 4 x 4 B x 136,134,656 = 2.029 GiB, what the
+    fake-tensor simulation allocates (2.0291 GiB). The step, 0.92 GiB of weights and as much of gradients
+    beside it, is the peak: 3.93 GiB, the simulation's 3.87 + 0.0625 of cuBLAS workspace (which it does not
+    allocate). The model took the largest linear (4,358,144 elements) and put the peak at the backward, 2.41."""
+    fields = dict(QWEN_05B, method="full", optimizer="adafactor", precision="bf16-true")
+    s = scenario_from(fields)
+    assert stepped_tensors(s, load_model(s.model))[0] == (151_936 * 896, 0)
+    mem = estimate(fields, advise=False).memory
+    assert mem.peak_phase == "optimizer_step"
+    assert mem.other["optimizer step temporaries"] == pytest.approx(16 * 136_134_656 / GIB, rel=1e-3)
+    assert mem.phases_gib["optimizer_step"] == pytest.approx(3.8726 + 0.0625, rel=0.005)
+
+
+@pytest.mark.parametrize(("fields", "trainable_bytes"), [
+    (dict(method="lora", adapter_dtype="bf16"), 2), (dict(method="full", precision="bf16-true"), 2)])
+def test_lion_keeps_one_fp32_state_and_no_step_temporary(fields, trainable_bytes):
+    """The Trainer's ``lion_32bit`` is bitsandbytes' Lion with ``optim_bits`` 32: ``init_state`` makes ``state1``
+    float32 whatever the parameter's dtype, ``update_step`` one in-place CUDA kernel. So 4 B a trained parameter
+    (2 B were counted for bf16 adapters or a bf16-true fine-tune) and nothing more in the step (three of the
+    base model's largest linear, 2 x 4,358,144 x 3 bytes and more, were counted)."""
+    est = estimate(dict(QWEN_05B, optimizer="lion", **fields), advise=False)
+    trained = est.memory.gradients_gib * GIB / trainable_bytes
+    assert est.memory.optimizer_gib * GIB == pytest.approx(4 * trained, rel=1e-3)
+    s = scenario_from(dict(QWEN_05B, optimizer="lion", **fields))
+    assert optimizer_step_temporaries(s, int(trained), 2, stepped_tensors(s, load_model(s.model))) == 0.0
