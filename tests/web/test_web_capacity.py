@@ -121,7 +121,8 @@ def test_spot_on_the_page_api_is_the_python_apis(client):
     assert r.status_code == 200, r.text
     rows = r.json()["plans"]
     assert rows and all("spot" in p["offer"] and p["spot_mtbi_h"] == 0.5 for p in rows)
-    assert all(p["replicas_for_target"] == math.ceil(p["replicas_up_for_target"] / p["availability"]) for p in rows)
+    assert all(p["replicas_for_target"] == math.ceil(p["replicas_needed"] / p["availability"])
+               and p["replicas_needed"] == pytest.approx(30 / p["max_rate_rps"]) for p in rows)
     assert any(n.startswith("spot:") and "not guaranteed" in n for n in r.json()["notes"])
     refused = client.post("/api/capacity", json={**body, "pricing": "owned"})
     assert refused.status_code == 422 and refused.json()["detail"] == (
