@@ -16,7 +16,7 @@ from gpuplan.hardware import gpus, load_gpu, resolve_gpu
 def test_catalog_loads_every_entry():
     # GB300 and MI355X added (issue 24), Grand Teton's 96GB HBM2e H100 (issue 20); 2025 local cards and the
     # unified-memory boxes (issue 33); Apple M1 Max/Ultra, M2 Pro/Max, M3 Pro/Max, M4, M4 Pro (issue 31)
-    assert len(gpus()) == 69
+    assert len(gpus()) == 70
 
 
 @pytest.mark.parametrize("name, gpu_id, others", [
@@ -234,7 +234,7 @@ def test_a_card_named_by_its_words_in_another_order_is_found_and_said(name, gpu_
     assert gpu.id == gpu_id and note in said
 
 
-@pytest.mark.parametrize("name", ["rtx-4070", "RTX 5060", "geforce 4070 super", "rx 7900"])
+@pytest.mark.parametrize("name", ["rtx-4080 super", "RTX 5060", "geforce 4070 super", "rx 7900"])
 def test_a_card_of_another_tier_is_not_taken_for_the_one_asked(name):
     """s13 walk: `--gpu rtx-4070` was taken as the RTX 4070 Ti SUPER ("the one card whose name has those words"),
     16 GB at 672 GB/s where a 4070 has 12 GB at 504 GB/s, and `launch` wrote its files for it without the note.
@@ -263,3 +263,20 @@ def test_the_rtx_4060_is_its_own_card_not_the_4060_ti():
     assert g.bandwidth_gbs == 128 / 8 * 17 == 272 and g.memory_gib == 8 and g.usable_gib < 8
     assert (g.tdp_w, g.msrp_usd, g.compute_capability) == (115, 299, "8.9")
     assert resolve_gpu("4060 ti")[0].id == "nvidia-geforce-rtx-4060-ti-16gb"
+
+
+def test_the_rtx_4070_is_its_own_card_not_the_ti_super():
+    """The s20 walk: an artist with a 12 GB RTX 4070 (since the s13 walk refused as another tier's name) got
+    "unknown GPU 'rtx-4070'; did you mean 'rtx-5070'". Its entry, by hand from its spec sheets: 46 SMs x 2.475 GHz
+    x 512 FLOP/clk/SM = 58.3 dense BF16 TFLOPS (x 4 = 233.2 INT8 TOPS); FP32 46 x 128 x 2 x 2.475 = 29.1 (club386's
+    table); 192-bit GDDR6X at 21 Gbps = 504 GB/s; 12 GB less the driver's reserve; 200 W, $599. '4070 Ti SUPER'
+    still names the 16 GB AD103 card, and '4070 super' stays unknown."""
+    g, said = resolve_gpu("rtx-4070")
+    assert g.id == "nvidia-geforce-rtx-4070" and said is None
+    assert g.peak_tflops("bf16") == pytest.approx(46 * 2.475 * 512 / 1000, abs=0.05)
+    assert g.peak_tflops("int8") == pytest.approx(46 * 2.475 * 2048 / 1000, abs=0.05)
+    assert g.bandwidth_gbs == 192 / 8 * 21 == 504 and g.memory_gib == 12 and g.usable_gib < 12
+    assert (g.tdp_w, g.msrp_usd, g.compute_capability) == (200, 599, "8.9")
+    assert resolve_gpu("4070 ti super")[0].id == "nvidia-geforce-rtx-4070-ti-super"
+    with pytest.raises(UnknownNameError):
+        resolve_gpu("rtx 4070 super")

@@ -318,6 +318,26 @@ def test_owned_cards_that_cannot_hold_the_job_get_the_change_that_would():
     assert advice.startswith("your 1x rtx-3090: ") and "checkpointing" in advice and "accumulation" in advice
 
 
+def test_owned_cards_advice_names_the_sharding_and_the_hours_estimate_gives():
+    """The s20 walk: a student's 4 RTX 3090s for Qwen3-32B LoRA on 50k chats (3 epochs) got "your 4x rtx-3090:
+    enable gradient checkpointing + torch.compile: 74.7 -> 22.7 GiB" and no hours; it was planned sharded by
+    ZeRO-3, which the line did not say, so estimate with the same change (DDP, its default on 4 GPUs) did not fit.
+    The line now names the sharding and gives the changed plan's hours and power bill, estimate's own."""
+    fields = dict(model="qwen3-32b", task="train", method="lora", samples=50_000, mean_tokens=438, max_tokens=2048,
+                  seq_len=2048, epochs=3)
+    result = run(fields, have=(parse_have("4x3090"),), gpus=("nvidia-h100-sxm5-80gb",), max_gpus=1)
+    assert not result.owned and len(result.owned_changes) == 1
+    advice = result.owned_changes[0]
+    assert advice.startswith("your 4x rtx-3090, sharded zero3: enable gradient checkpointing + torch.compile")
+    plan = estimate({**fields, "gpu": "rtx-3090", "num_gpus": 4, "sharding": "zero3",
+                     "grad_checkpointing": "full", "compile": True, "pricing": "owned"})
+    assert plan.memory.fits and plan.cost.usd_per_hour == pytest.approx(4 * 0.350 * 0.16)  # 4 x 350 W x $0.16
+    assert advice.endswith(f"; with it {plan.cost.hours:,.1f} h at {plan.speed.tokens_per_s:,.0f} tokens/s, "
+                           f"${plan.cost.usd_total:,.2f} of power")
+    # 65.7M tokens (50,000 x 438 x 3) at the plan's tokens/s
+    assert plan.cost.hours == pytest.approx(65_700_000 / plan.speed.tokens_per_s / 3600, rel=1e-6)
+
+
 def test_nothing_fits_lists_changes_best_first():
     result = run(dict(model="llama-3.1-405b", task="train", train_tokens=1e8), max_gpus=1)
     assert not result.setups and result.changes

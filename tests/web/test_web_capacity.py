@@ -121,7 +121,8 @@ def test_spot_on_the_page_api_is_the_python_apis(client):
     assert r.status_code == 200, r.text
     rows = r.json()["plans"]
     assert rows and all("spot" in p["offer"] and p["spot_mtbi_h"] == 0.5 for p in rows)
-    assert all(p["replicas_for_target"] == math.ceil(p["replicas_up_for_target"] / p["availability"]) for p in rows)
+    assert all(p["replicas_for_target"] == math.ceil(p["replicas_needed"] / p["availability"])
+               and p["replicas_needed"] == pytest.approx(30 / p["max_rate_rps"]) for p in rows)
     assert any(n.startswith("spot:") and "not guaranteed" in n for n in r.json()["notes"])
     refused = client.post("/api/capacity", json={**body, "pricing": "owned"})
     assert refused.status_code == 422 and refused.json()["detail"] == (
@@ -144,3 +145,21 @@ def test_the_cli_s_flag_names_on_the_page_get_the_body_s_names(client):
     r = client.post("/api/capacity", json={**body, "zzzqqq": 1, "users": "many", "tpot": 1})
     assert r.json()["detail"].startswith("field 'users': Input should be a valid integer")
     assert r.json()["detail"].endswith("(got 'many') (and 2 more)")
+
+
+def test_a_preset_on_the_page_api_is_the_cli_s(client):
+    """The s20 walk: ``capacity --preset chat`` had no counterpart on the page's API (its ``prompt_tokens`` and
+    ``output_tokens`` defaulted to 1,024 and 256, a 422 for ``preset``). Now a preset draws ShareGPT's lengths as the
+    CLI does, the same row; without one, the page's 1,024 + 256 as before."""
+    body = {"model": "qwen3-14b", "engine": "vllm", "rate_rps": 0.5, "ttft_s": 1.5, "percentile": 90,
+            "gpus": ["a40"], "max_gpus": 1, "top": 1}
+    r = client.post("/api/capacity", json={**body, "preset": "chat"})
+    assert r.status_code == 200, r.text
+    page = r.json()["plans"][0]
+    cli = gpuplan.capacity("qwen3-14b", rate_rps=0.5, preset="chat", ttft_s=1.5, percentile=90, gpus=["a40"],
+                           max_gpus=1, top=1).deployments[0]
+    assert (page["setup"], page["max_rate_rps"], page["ttft_s"]) == (cli.setup, cli.max_rate_rps, cli.ttft_s)
+    assert r.json()["workload"]["preset"] == "chat"
+    plain = client.post("/api/capacity", json=body).json()["workload"]
+    assert (plain["prompt"]["mean"], plain["output"]["mean"]) == (1024, 256)
+    assert client.post("/api/capacity", json={**body, "preset": "chatt"}).status_code == 422

@@ -50,7 +50,7 @@ LengthSpread = Annotated[float | None, typer.Option(help="Each request's prompt 
                                                    "--random-range-ratio); 0: fixed lengths, which keep a closed "
                                                    "loop in lockstep [default 0.5].")]
 Pricing = Annotated[str, typer.Option(help="on-demand, or spot: interruptible offers, each fleet sized for the "
-                                      "interruptions (replicas up / availability).")]
+                                      "interruptions (the target / one replica's rate / availability).")]
 MtbiHours = Annotated[float | None, typer.Option(help="Spot: mean hours between interruptions [default: the AWS "
                                                  "spot traces' 2 under 8 GPUs, 1 from 8].")]
 EngineVersion = Annotated[str | None, typer.Option(help="Engine release whose rules apply [default: current].")]
@@ -110,7 +110,7 @@ def capacity_cmd(
     of cost vs time to first token. Rates carry the band of the serving accuracy table. With --batch, an offline
     job: how long each setup takes (the engine's cap and KV pool decide how many run at once) and its cost.
     With --pricing spot, interruptible offers: each replica is down for its restart (weights read + CUDA graph
-    capture) after each interruption, so the fleet runs ceil(replicas up / availability).
+    capture) after each interruption, so the fleet runs ceil(the target / one replica's rate / availability).
 
     Examples:
 

@@ -31,7 +31,7 @@ GROUPS = {
                    "checkpoint_every"),
     "inference": ("shared_prefix_tokens", "kv_cache_dtype", "gpu_memory_utilization", "max_num_batched_tokens",
                   "speculative_method", "speculative_tokens", "acceptance_length", "draft_model"),
-    "load": ("users", "think_time_s", "rate_rps", "length_spread", "num_requests"),
+    "load": ("users", "think_time_s", "rate_rps", "length_spread", "num_requests", "preset"),
     "parallelism": ("num_nodes", "sharding", "tp", "pp", "ep", "attention_dp", "moe_dispatch", "offload",
                     "host_ram_gib", "extra_gpus", "tensor_split"),
     "pricing": ("provider", "pricing", "mtbi_hours", "disk_gbs", "max_price_age_days", "include_low_confidence"),

@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..errors import GpuplanError, no_control
+from ..plan.refusals import offload_refusal
 from ..scenario import Scenario
 
 
@@ -53,17 +54,14 @@ class LaunchOptions:
 def backend(s: Scenario) -> str:
     """``none`` (one process), ``ddp``, ``deepspeed`` (ZeRO stages, or CPU offload on one GPU), ``fsdp1`` or
     ``fsdp2`` (the code that shards the scenario: ``sharding fsdp`` is FSDP1 in the HF stack)."""
+    why = offload_refusal(s, every_stack=True)
+    if why:
+        raise GpuplanError(why)
     sharded_by = s.sharded_by
     if sharded_by in ("fsdp1", "fsdp2"):
-        if s.offload == "optimizer":
-            raise GpuplanError("FSDP offloads parameters, gradients and optimizer states together: set offload "
-                               "optimizer+params, or sharding zero3 to offload the optimizer alone")
         return sharded_by
     if sharded_by == "deepspeed" or (sharded_by == "single" and s.offload != "none"):
         return "deepspeed"
-    if s.offload != "none":
-        raise GpuplanError("offloading with DDP needs DeepSpeed ZeRO: set sharding zero1 or zero2 (same memory per "
-                           "GPU, optimizer on the CPU)")
     return "ddp" if sharded_by == "ddp" else "none"
 
 

@@ -52,11 +52,15 @@ def default_mtbi_h(num_gpus: int) -> float:
     return priors["spot, 1 GPU"] if num_gpus < 8 else priors["spot, 8 GPUs"]
 
 
-def spot_replicas(needed: int, mtbi_h: float, restart_s: float) -> tuple[int, float]:
-    """Serving replicas on spot for ``needed`` always up, and one replica's availability: each replica is down for
-    ``restart_s`` after each interruption, which come every ``mtbi_h`` hours on average, so it is up
+def spot_replicas(needed: float, mtbi_h: float, restart_s: float) -> tuple[int, float]:
+    """Serving replicas on spot for ``needed`` replicas' worth of the target always up (the target's rate or users
+    / what one replica serves: a fraction, not rounded up first), and one replica's availability: each replica is
+    down for ``restart_s`` after each interruption, which come every ``mtbi_h`` hours on average, so it is up
     MTBI / (MTBI + restart) of the time (the steady state of an up/down renewal process) and the fleet holds
-    ``ceil(needed / availability)`` to keep ``needed`` up on average. The mean, not a guarantee: SkyPilot's SkyServe
+    ``ceil(needed / availability)`` to keep ``needed`` up on average. Rounding the need to whole replicas before
+    dividing (session 18's rule) added a spare to every fleet under 1 / (1 - availability) replicas (~200), however
+    much of the last replica the target left idle: 0.05 of one replica's rate ran two (s20 walk). The mean, not a
+    guarantee: SkyPilot's SkyServe
     (docs serving/spot-policy: base_ondemand_fallback_replicas, dynamic_ondemand_fallback) keeps on-demand replicas
     for the capacity a spot market may not return, and co-interruptions in one zone take replicas together."""
     mtbi_s = mtbi_h * 3600
@@ -143,12 +147,13 @@ def spot_dearer(what: str, spot: tuple[float, str], on_demand: tuple[float, str]
     warning (:func:`gpuplan.plan.build.price_warnings`, per GPU-hour the job uses), capacity's note on a spot
     fleet (:mod:`gpuplan.plan.capacity`, per hour of the target's replicas) and buy's rentals
     (:mod:`gpuplan.owning.answer`, a year's rent), each with what its price ``counted`` and what to do
-    ``instead``."""
+    ``instead`` (no parentheses when ``counted`` is "")."""
     (usd, where), (od_usd, od_where) = spot, on_demand
     if od_usd <= 0 or usd <= od_usd:
         return ""
+    counted = f" ({counted})" if counted else ""
     return (f"spot costs {usd / od_usd:.2f}x on demand for {what}: {_usd(usd)}{per} on {where} against "
-            f"{_usd(od_usd)}{per} on {od_where} ({counted}); {instead}")
+            f"{_usd(od_usd)}{per} on {od_where}{counted}; {instead}")
 
 
 def _usd(x: float) -> str:

@@ -94,9 +94,11 @@ class Deployment:
     instances_for_target: int | None = None
     usd_per_hour_for_target: float | None = None
     usd_per_month_for_target: float | None = None  # at HOURS_PER_MONTH: a month of the service running
-    # spot (--pricing spot): the replicas the target needs up, the mean hours between interruptions assumed, a
+    # spot (--pricing spot): the replicas the target needs up (whole, and the fraction of one replica's rate or
+    # users it needs: target / what one replica serves), the mean hours between interruptions assumed, a
     # replica's restart (weights read + graph capture) and the share of time it is up (:func:`_spot_fleet`)
     replicas_up_for_target: int | None = None
+    replicas_needed: float | None = None
     spot_mtbi_h: float | None = None
     restart_s: float | None = None
     availability: float | None = None
@@ -370,11 +372,13 @@ def _spot_said(s: Scenario, w: Workload, plans: list[Deployment]) -> list[str]:
         return []
     rows = [p for p in plans if p.availability is not None]
     said = "; ".join(f"{p.setup}: an interruption every {p.spot_mtbi_h:g} h, back in {p.restart_s:,.0f} s "
-                     f"(up {p.availability:.2%}), {p.replicas_up_for_target} up -> {p.replicas_for_target} run"
+                     f"(up {p.availability:.2%}), {p.replicas_needed:,.2f} replicas' worth up -> "
+                     f"{p.replicas_for_target} run"
                      for p in rows)
     source = ("--mtbi-hours" if s.mtbi_hours else "the AWS spot traces' prior in data/providers.yaml, by the "
               "instance's GPUs (one prior for every provider: none publishes its own rate)")
-    return [f"spot: offers that can be interrupted only; the fleet runs ceil(replicas up / availability), each "
+    return [f"spot: offers that can be interrupted only; the fleet runs ceil(replicas' worth / availability), the "
+            f"replicas' worth being the target over what one replica serves, each "
             f"replica up MTBI / (MTBI + restart) of the time, MTBI from {source}, restart = the weights read at "
             f"--disk-gbs {s.disk_gbs:g} GB/s + {oh.ENGINE_CAPTURE_S:g} s of CUDA graph capture"
             + (f" ({said})" if said else "") + ". Spot capacity is not guaranteed: a new instance may take hours "
@@ -399,11 +403,17 @@ def _spot_dearer(plans: list[Deployment], offers: list[Offer]) -> list[str]:
         usd = math.ceil((p.replicas_up_for_target or 1) / groups) * per_hour
         said = spot_dearer(f"{p.setup} at the same target", (p.usd_per_hour_for_target, p.offer or "spot"),
                            (usd, label), per="/h",
-                           counted=f"{p.replicas_for_target} replicas on spot for {p.replicas_up_for_target} up, "
-                                   "no spares on demand",
+                           counted=_spares(p.replicas_for_target, p.replicas_up_for_target),
                            instead="--pricing on-demand ranks them so")
         out += [said] if said else []
     return out
+
+
+def _spares(on_spot: int | None, up: int | None) -> str:
+    """What a spot fleet's price counts beyond the on-demand one: its spare replicas, "" when it has none."""
+    if not on_spot or not up or on_spot <= up:
+        return ""
+    return f"{on_spot} replicas on spot for {up} up, no spares on demand"
 
 
 def _unstreamed(plans: list[Deployment]) -> list[str]:
@@ -497,10 +507,10 @@ def _row(st: Candidate, sc: Scenario, mem: ServingMemory, model: StepModel, boun
     row.ttft_alone_s = speed.ttft_s
     if row.ttft_s is None or row.tpot_s is not None:  # no streaming speed where no request streams (_unstreamed)
         row.streaming_tokens_per_s_per_user = speed.streaming_tokens_per_s_per_user
-    if w.users and row.max_users:
-        row.replicas_for_target = math.ceil(w.users / row.max_users)
-    elif w.rate_rps and rate > 0:
-        row.replicas_for_target = math.ceil(w.rate_rps / rate)
+    needed = (w.users / row.max_users if w.users and row.max_users else
+              w.rate_rps / rate if w.rate_rps and rate > 0 else None)
+    if needed is not None:
+        row.replicas_for_target = math.ceil(needed)
     if price and rate > 0:
         per_hour, label, groups = price
         row.usd_per_hour, row.offer, row.replicas_per_instance = per_hour, label, groups
@@ -510,7 +520,7 @@ def _row(st: Candidate, sc: Scenario, mem: ServingMemory, model: StepModel, boun
             row.usd_per_million_output = per_s / (rate * w.mean_output_tokens) * 1e6
         row.usd_per_1k_requests = per_s / rate * 1000
         if row.replicas_for_target and sc.pricing == "spot":
-            _spot_fleet(row, sc, groups)
+            _spot_fleet(row, sc, groups, needed)
         if row.replicas_for_target:
             row.instances_for_target = math.ceil(row.replicas_for_target / groups)
             row.usd_per_hour_for_target = row.instances_for_target * per_hour
@@ -526,16 +536,16 @@ def restart_s(plan: Plan, num_gpus: int) -> float:
     return weights / (plan.setup.scenario.disk_gbs * 1e9) + oh.ENGINE_CAPTURE_S
 
 
-def _spot_fleet(row: Deployment, sc: Scenario, groups: int) -> None:
-    """Size ``row``'s fleet for spot interruptions (:func:`gpuplan.market.cost.spot_replicas`): the replicas the
-    target needs up become the replicas to run, each up MTBI / (MTBI + restart) of the time; the MTBI is the
-    scenario's ``mtbi_hours``, else the prior for the instance's GPUs (:func:`gpuplan.market.cost.default_mtbi_h`)."""
+def _spot_fleet(row: Deployment, sc: Scenario, groups: int, needed: float) -> None:
+    """Size ``row``'s fleet for spot interruptions (:func:`gpuplan.market.cost.spot_replicas`): the ``needed``
+    replicas' worth of the target (its rate or users / what one replica serves) becomes the replicas to run, each
+    up MTBI / (MTBI + restart) of the time; the MTBI is the scenario's ``mtbi_hours``, else the prior for the
+    instance's GPUs (:func:`gpuplan.market.cost.default_mtbi_h`)."""
     assert row.plan is not None and row.replicas_for_target is not None
-    row.replicas_up_for_target = row.replicas_for_target
+    row.replicas_up_for_target, row.replicas_needed = row.replicas_for_target, needed
     row.spot_mtbi_h = sc.mtbi_hours or default_mtbi_h(row.num_gpus * groups)
     row.restart_s = restart_s(row.plan, row.num_gpus)
-    row.replicas_for_target, row.availability = spot_replicas(row.replicas_for_target, row.spot_mtbi_h,
-                                                              row.restart_s)
+    row.replicas_for_target, row.availability = spot_replicas(needed, row.spot_mtbi_h, row.restart_s)
 
 
 def _job_row(st: Candidate, sc: Scenario, mem: ServingMemory, bound: tuple[float, float], price, w: Workload,
@@ -604,7 +614,8 @@ def shown(plans: list[Deployment]) -> list[dict]:
              "usd_per_1k_requests": p.usd_per_1k_requests, "replicas_for_target": p.replicas_for_target,
              "instances_for_target": p.instances_for_target, "usd_per_hour_for_target": p.usd_per_hour_for_target,
              "usd_per_month_for_target": p.usd_per_month_for_target,
-             **({"replicas_up_for_target": p.replicas_up_for_target, "spot_mtbi_h": p.spot_mtbi_h,
+             **({"replicas_up_for_target": p.replicas_up_for_target, "replicas_needed": p.replicas_needed,
+                 "spot_mtbi_h": p.spot_mtbi_h,
                  "restart_s": p.restart_s, "availability": p.availability} if p.availability is not None else {}),
              "job_s": p.job_s, "usd_per_job": p.usd_per_job, "job_peak_running": p.job_peak_running,
              "job_preemptions": p.job_preemptions, "warnings": list(p.warnings)}

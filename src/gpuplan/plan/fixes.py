@@ -36,7 +36,7 @@ from ..speed.gemm import can_time
 from ..stacks import stack_for
 from .edge import BATCH_LIMIT, batch_fields, fits_with, largest
 from .plan import memory_plan, probe
-from .refusals import refused
+from .refusals import offload_refusal, refused
 from .resolve import resolve
 
 MAX_COMBINED = 4  # fixes in one combination
@@ -121,8 +121,10 @@ def _training_fixes(s: Scenario, m: ModelSpec, largest_micro_batch: int | None =
     if s.world_size > 1 and not sharding_for(s).shards_weights(s) and s.tp * s.pp == 1:
         out.append(Fix(label=f"ZeRO-3 over your {s.world_size} GPUs", change={"sharding": "zero3"},
                        cost="all-gathers weights each step: NVLink recommended", group="gpus", slowdown=1.2))
-    if s.offload == "none":
-        out.append(Fix(label="offload the optimizer to CPU", change={"offload": "optimizer"},
+    if s.offload == "none":  # DDP offloads through DeepSpeed's ZeRO-Offload (refusals.offload_refusal)
+        ddp = offload_refusal(s.model_copy(update={"offload": "optimizer"})) and s.sharded_by == "ddp"
+        out.append(Fix(label="offload the optimizer to CPU" + (" (DeepSpeed ZeRO-2 offload)" if ddp else ""),
+                       change={"offload": "optimizer", **({"sharding": "zero2"} if ddp else {})},
                        cost="the step runs on the CPU: often 2-5x slower steps; needs CPU RAM", group="offload",
                        slowdown=3.0))
     if s.offload != "optimizer+params" and s.tp * s.pp == 1:  # on one GPU too (DeepSpeed ZeRO-Offload)

@@ -474,7 +474,7 @@ def _what_fits_owned(s: Scenario, m: ModelSpec, c: Constraints) -> list[str]:
             out.append(f"your {count}x {short_id(gpu_id)}: {err}")
             continue
         scenario, report = plan.setup.scenario, plan.memory
-        where = f"your {count}x {short_id(gpu_id)}"
+        where = f"your {count}x {short_id(gpu_id)}" + (f", sharded {scenario.layout}" if count > 1 else "")
         if report.fits and not can_time(gpu):  # it fits, but there is no rate to time or price it by
             out.append(f"{where}: fits ({report.device_peak_gib:.1f} of {gpu.usable_gib:.1f} GiB per card), but "
                        "gpuplan's GPU catalog has no matrix rate for it, so no speed or cost (gpuplan estimate "
@@ -482,11 +482,27 @@ def _what_fits_owned(s: Scenario, m: ModelSpec, c: Constraints) -> list[str]:
             continue
         fixes = [x for x in suggestions(scenario, m, gpu, report) if x.fits and "num_gpus" not in x.fields]
         if fixes:
-            out.append(f"{where}: {fixes[0].change} ({fixes[0].cost})")
+            out.append(f"{where}: {fixes[0].change} ({fixes[0].cost})" + _owned_run(scenario, fixes[0].fields, m))
         else:
             out.append(f"{where}: nothing fits, even with every change on these cards "
                        f"({report.device_peak_gib:.1f} of {gpu.usable_gib:.1f} GiB per card as asked)")
     return out
+
+
+def _owned_run(s: Scenario, change: dict, m: ModelSpec) -> str:
+    """How long the job takes on the user's own cards once ``change`` makes it fit, and its power bill: the plan of
+    the changed scenario priced as owned, the figures ``estimate --pricing owned`` prints for it (s20 walk: the line
+    gave the change and not the hours, and left out the sharding it was planned with, so that estimate's default,
+    DDP, did not fit with the same change)."""
+    try:
+        plan = build(resolve(s.model_copy(update={**change, "pricing": "owned"}), m))
+    except GpuplanError:
+        return ""
+    cost, speed = plan.cost, plan.speed
+    if cost is None or cost.hours is None or speed is None:
+        return ""
+    return (f"; with it {cost.hours:,.1f} h at {speed.tokens_per_s:,.0f} tokens/s, ${cost.usd_total:,.2f} of "
+            "power")
 
 
 def _load_note(s: Scenario) -> list[str]:

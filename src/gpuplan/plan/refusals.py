@@ -129,7 +129,7 @@ def scenario_refusal(s: Scenario) -> None:
     a split of the layers by shares asked of an engine that does not split so
     (:attr:`gpuplan.engines.base.Engine.splits_by_share`) or over a card the catalog lacks, and ZeRO or FSDP asked of
     a serving plan. The searches (recommend, fit) ask it once before they plan a card or model."""
-    why = stacks.refusal(s)
+    why = stacks.refusal(s) or offload_refusal(s)
     if why:
         raise GpuplanError(why)
     training_engine(s)
@@ -145,6 +145,31 @@ def scenario_refusal(s: Scenario) -> None:
         # FSDP shard training states and do not apply
         raise GpuplanError(f"sharding {s.sharding!r} shards training states and does not apply to serving: to split "
                            "a model over GPUs set tp (vLLM) or pp, or leave sharding unset")
+
+
+# the stacks whose multi-GPU runs go through accelerate, DeepSpeed or FSDP as gpuplan launches them (the HF Trainer
+# and axolotl: accelerate or DeepSpeed; torchtune: FSDP2 only); torchtitan refuses for itself (scenario/stacks.py)
+_OFFLOAD_BY_LAUNCHER = frozenset({"hf", "axolotl", "torchtune"})
+
+
+def offload_refusal(s: Scenario, *, every_stack: bool = False) -> str | None:
+    """Offloading that the plan's sharding has no switch for, which its launch files could not write (s20 walk:
+    ``estimate --sharding fsdp --offload optimizer`` planned 28.6 GiB per GPU and ranked it, while ``launch``
+    refused it). FSDP offloads the parameters, their gradients and the optimizer step together (FSDP1
+    ``CPUOffload(offload_params=True)``, FSDP2 ``CPUOffloadPolicy``; accelerate's ``fsdp_offload_params``): there is
+    no optimizer-only offload. DDP has none: DeepSpeed's ZeRO-Offload (``offload_optimizer`` in stages 1-3) is
+    what puts the optimizer on the CPU. The stacks gpuplan launches so (:data:`_OFFLOAD_BY_LAUNCHER`), or
+    ``every_stack`` for the accelerate, DeepSpeed and Trainer files a plan of another stack asks for."""
+    if s.task != "train" or s.offload == "none" or not (every_stack or s.stack in _OFFLOAD_BY_LAUNCHER):
+        return None
+    if s.sharded_by in ("fsdp1", "fsdp2") and s.offload == "optimizer":
+        return ("FSDP offloads parameters, gradients and optimizer states together (FSDP1 CPUOffload, FSDP2 "
+                "CPUOffloadPolicy): set offload optimizer+params, or sharding zero3 (stack hf or axolotl) to offload "
+                "the optimizer alone")
+    if s.sharded_by == "ddp":
+        return ("offloading with DDP needs DeepSpeed ZeRO: set sharding zero1 or zero2 (ZeRO-Offload: the optimizer "
+                "states and step on the CPU, the gradients sharded too under zero2)")
+    return None
 
 
 def load_refusal(users: int | None, rate_rps: float | None, *, batch: int | None = None,

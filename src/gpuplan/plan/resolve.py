@@ -289,6 +289,8 @@ def within_context(s: Scenario, m: ModelSpec) -> tuple[dict[str, Any], str | Non
     (gpt2's 1,024 positions hold the default 1,024-token prompt only without the 256 output tokens), the context
     as the default training sequence (a dataset's own lengths are capped where they are read,
     :func:`gpuplan.dataset.fields`). Lengths the user set are kept, and judged as set."""
+    if s.task == "infer" and s.preset:
+        return preset_lengths(s)
     context = m.max_context
     if not context:
         return {}, None
@@ -303,6 +305,27 @@ def within_context(s: Scenario, m: ModelSpec) -> tuple[dict[str, Any], str | Non
         return {"seq_len": context}, (f"seq_len {context:,}: the default {s.seq_len:,} would run past {m.name}'s "
                                       f"{context:,} positions (set seq_len to choose)")
     return {}, None
+
+
+def preset_lengths(s: Scenario) -> tuple[dict[str, Any], str | None]:
+    """A serving plan given a ``preset``: its means as ``prompt_tokens`` and ``output_tokens`` (the KV pool's
+    requests, the decode step, the price per token), as capacity plans each setup on them; the run draws each
+    request's lengths from the preset (:func:`gpuplan.serving.load.requests_of`). Lengths set otherwise, or a
+    spread, are refused: the preset says them (s20 walk: a row of ``capacity --preset chat`` could not be run
+    again by ``estimate --rate``, which had no preset)."""
+    from ..serving.workload import PRESETS, preset_means
+
+    prompt, output = preset_means(s.preset)
+    other = [f for f, v in (("prompt_tokens", prompt), ("output_tokens", output)) if f in s.model_fields_set
+             and getattr(s, f) != v] + (["length_spread"] if "length_spread" in s.model_fields_set else [])
+    if other:
+        raise GpuplanError(f"preset {s.preset} says the requests' lengths ({prompt:,} prompt and {output:,} output "
+                           f"tokens on average): drop {' and '.join(other)}, or the preset")
+    if (s.prompt_tokens, s.output_tokens) == (prompt, output):
+        return {}, None
+    return {"prompt_tokens": prompt, "output_tokens": output}, (
+        f"prompt_tokens {prompt:,} and output_tokens {output:,}: the means of preset {s.preset} "
+        f"({PRESETS[s.preset][2]}); a simulated run draws each request's lengths from it, as capacity does")
 
 
 def changed(r: Resolved, change: dict[str, Any], why: str | None, *, layout_why: str | None = None) -> Resolved:

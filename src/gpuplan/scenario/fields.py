@@ -188,6 +188,12 @@ class Scenario(BaseModel):
                                  "0: every request the same length, which keeps a closed loop in lockstep")
     num_requests: int | None = Field(default=None, ge=1, le=100_000, description="with users or rate_rps: "
                                      "requests the simulated run sends (default: 10 per user, or 1,000)")
+    preset: Literal["chat", "summarize", "generate", "balanced", "rag", "code"] | None = Field(
+        default=None, exclude_if=lambda v: v is None,  # said when set: other scenarios read as they did
+        description="the requests' lengths from a named mix, as `gpuplan capacity --preset` draws them (chat: "
+        "ShareGPT's long tail, 230 prompt and 203 output tokens on average, at most 1,024 each; the others fixed: "
+        "summarize 2048/128, generate 128/2048, balanced 1000/1000, rag 4000/300, code 1500/400): prompt_tokens "
+        "and output_tokens become its means")
     kv_cache_dtype: Literal["auto", "fp16", "bf16", "fp8", "int8"] = "auto"
     engine: Literal["transformers", "vllm", "sglang", "llama.cpp", "trtllm", "mlx"] = "transformers"
     gpu_memory_utilization: float = Field(default=0.9, gt=0.0, le=1.0, description="vLLM's share of the card")
@@ -915,7 +921,7 @@ TRAINER_NAMES = {
 MOE_LAYOUT = frozenset({"ep", "attention_dp", "moe_dispatch"})
 TRAINING_LAYOUT = frozenset({"num_nodes", "sharding", "pp", "offload", "stack"})
 INFER_ONLY = frozenset({"batch_size", "prompt_tokens", "output_tokens", "shared_prefix_tokens", "kv_cache_dtype",
-                        "engine", *LOAD_FIELDS,
+                        "engine", *LOAD_FIELDS, "preset",
                         "mem_fraction_static", "fp8_gemm_backend", "gpu_memory_utilization", "max_num_batched_tokens",
                         "max_num_seqs",
                         "max_model_len", "engine_version", "entry_point", "enforce_eager", "chunked_prefill",

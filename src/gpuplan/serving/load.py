@@ -200,6 +200,13 @@ def requests_of(s: Scenario, offline: bool) -> tuple[int, Lengths, Lengths]:
     spread = s.length_spread
     least = s.shared_prefix_tokens + 1  # a prompt holds the shared start and tokens of its own
     n = s.num_requests or (min(max(REQUESTS_PER_USER * s.users, 200), MAX_REQUESTS) if s.users else DEFAULT_REQUESTS)
+    if s.preset:  # drawn as capacity draws the preset (serving/workload.py PRESETS), not spread around its means
+        from .workload import PRESETS
+
+        prompt, output, _ = PRESETS[s.preset]
+        if prompt.min < least <= prompt.max:
+            prompt = prompt.model_copy(update={"min": least})
+        return n, prompt, output
     return n, spread_lengths(s.prompt_tokens, spread, least), spread_lengths(max(s.output_tokens, 1), spread)
 
 

@@ -72,6 +72,13 @@ PRESETS: dict[str, tuple[Lengths, Lengths, str]] = {
 }
 
 
+def preset_means(name: str) -> tuple[int, int]:
+    """The mean prompt and output tokens of preset ``name``, clipped as its requests are drawn (chat: 230 and 203),
+    rounded as capacity gives them to each setup's plan (:func:`gpuplan.plan.capacity.capacity`)."""
+    prompt, output, _ = PRESETS[name]
+    return round(_clipped_mean(prompt)), round(_clipped_mean(output))
+
+
 DEFAULT_SPREAD = oh.SERVING_LENGTH_SPREAD  # lengths given as means (flags): uniform within +-50 % of the mean
 
 

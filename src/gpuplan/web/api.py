@@ -399,8 +399,12 @@ class CapacityRequest(RequestBody):
     batch: int | None = Field(default=None, ge=2, le=20_000, description="offline: requests queued at once")
     think_time_s: float | None = Field(default=None, ge=0, le=3600, description="closed loop: mean seconds a "
                                       "user waits between a reply and the next request (the scenario's name)")
-    prompt_tokens: int = Field(default=1024, ge=1, le=1_000_000)
-    output_tokens: int = Field(default=256, ge=0, le=100_000)  # 0: timed as one token, as estimate does
+    # unset: 1,024 and 256, or a preset's means; 0 output tokens: timed as one token, as estimate does
+    prompt_tokens: int | None = Field(default=None, ge=1, le=1_000_000)
+    output_tokens: int | None = Field(default=None, ge=0, le=100_000)
+    preset: Literal["chat", "summarize", "generate", "balanced", "rag", "code"] | None = Field(
+        default=None, description="the requests' lengths from a named mix (capacity --preset), instead of "
+        "prompt_tokens and output_tokens")
     length_spread: float | None = Field(default=None, ge=0, le=0.99)
     ttft_s: float | None = Field(default=None, gt=0, le=3600)
     tpot_s: float | None = Field(default=None, gt=0, le=60)
@@ -430,6 +434,8 @@ def capacity_json(body: dict[str, Any], hub: bool) -> str:
     check_model(body["model"], hub)
     model = body.pop("model")
     fields = {k: v for k, v in body.items() if v is not None}
+    if "preset" not in fields:  # the lengths the page planned before presets: 1,024 + 256 unless given
+        fields = {"prompt_tokens": 1024, "output_tokens": 256, **fields}
     return api.capacity(model, time_limit_s=PAGE_SEARCH_S, **fields).model_dump_json()
 
 
