@@ -312,7 +312,7 @@ def draft_bytes(s: Scenario, m: ModelSpec, tokens: int) -> float:
     (:func:`defaults` grows it for that): the draft's weights (an EAGLE head, the MTP layers, a draft model:
     :mod:`.speculative`) and its own pool of the target's ``tokens`` (``draft_runner_cache_size``) at its layers'
     bytes a token. 0 without a draft model (n-gram, or no speculation)."""
-    draft = speculative.draft_of(s, m)
+    draft = speculative.draft_of(s, m, SGLANG)
     if draft is None or not draft.layers:
         return 0.0
     served = speculative.served_model(m, draft)  # in its own format: layers the checkpoint leaves unquantized kept
