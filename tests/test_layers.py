@@ -1,7 +1,8 @@
 """The house's rules, read off the source (docs/design.md, "The house"): no import circle between modules, not even
-one closed only by type-only imports (under ``if TYPE_CHECKING:``) or by an import of a parent package; no import
-from a lower layer up to a higher one; no import tucked inside a function to dodge a circle; and the faces (the
-command line, the web page) import the Python API, the errors and the result types, nothing else."""
+one closed only by type-only imports (under ``if TYPE_CHECKING:``), by an import of a parent package or by a module
+a registry loads by name; no import from a lower layer up to a higher one; no import tucked inside a function to
+dodge a circle; and the faces (the command line, the web page) import the Python API, the errors and the result
+types, nothing else."""
 
 from __future__ import annotations
 
@@ -84,14 +85,35 @@ def _targets(module: str, node: ast.ImportFrom | ast.Import) -> list[str]:
     return [n for n in names if n in MODULES and n != module]
 
 
+def _by_name(module: str, tree: ast.AST) -> set[str]:
+    """The gpuplan modules a module loads by name (``importlib.import_module``): a registry's homes, which an
+    import statement does not show (the package's and the API's ``_HOMES``, the stacks' and the engines'
+    ``HOMES``, the command line's ``COMMANDS``). Every text of such a module that names a module of the package,
+    relative (``".planning"``, ``"..plan.plan"``) or as a submodule of its own package (``"vllm"`` in
+    ``engines/__init__.py``), is an arrow: a profile that imports the registry loading it closes a circle."""
+    if not any(isinstance(n, ast.Call) and ast.unparse(n.func).endswith("import_module") for n in ast.walk(tree)):
+        return set()
+    package = module.split(".") if MODULES[module].name == "__init__.py" else module.split(".")[:-1]
+    found = set()
+    for node in ast.walk(tree):
+        text = node.value if isinstance(node, ast.Constant) and isinstance(node.value, str) else ""
+        if text and all(part.isidentifier() for part in text.lstrip(".").split(".")):
+            dots = len(text) - len(text.lstrip("."))
+            name = ".".join(package[:len(package) - max(dots, 1) + 1] + text.lstrip(".").split("."))
+            if name in MODULES and name != module:
+                found.add(name)
+    return found
+
+
 def imports() -> tuple[dict[str, set[str]], dict[str, set[str]], list[tuple[str, str, int]]]:
     """Module-level edges, type-only edges (under ``if TYPE_CHECKING:``), and the imports inside functions
-    (module, target, line)."""
+    (module, target, line: a module loaded by name, :func:`_by_name`, counts as one at line 0)."""
     edges: dict[str, set[str]] = defaultdict(set)
     typed: dict[str, set[str]] = defaultdict(set)
     local = []
     for module, path in MODULES.items():
         tree = ast.parse(path.read_text(encoding="utf-8"))
+        local += [(module, target, 0) for target in sorted(_by_name(module, tree))]
         type_only = _type_only(tree)
         in_function = {id(child) for f in ast.walk(tree) if isinstance(f, (ast.FunctionDef, ast.AsyncFunctionDef))
                        for child in ast.walk(f)}
@@ -143,6 +165,19 @@ def test_no_circles_of_any_kind():
     circles = sorted((a, b) for a in EVERY for b in EVERY[a] if reaches(b, a, EVERY))
     assert circles == [], f"modules that name each other, directly or through others: {circles[:10]}"
 
+
+
+def test_modules_loaded_by_name_are_arrows():
+    """A registry's homes are arrows (:func:`_by_name`), so that a module it loads cannot import it back unseen: the
+    engines' speculative draft once asked the registry for its engine's profile (``from . import engine_for``)
+    while the registry loaded SGLang's profile, which imports it; the command line's table of commands sat in
+    ``cli/app.py``, which every command imports."""
+    by_name = {(a, b) for a, b, line in LOCAL if line == 0}
+    assert {("gpuplan.engines", "gpuplan.engines.sglang"), ("gpuplan.stacks", "gpuplan.stacks.megatron"),
+            ("gpuplan.cli.commands", "gpuplan.cli.estimate"), ("gpuplan.api", "gpuplan.api.planning"),
+            ("gpuplan.api", "gpuplan.plan.plan"), ("gpuplan", "gpuplan.api")} <= by_name
+    assert reaches("gpuplan.engines", "gpuplan.engines.speculative", EVERY)  # through SGLang's profile
+    assert not reaches("gpuplan.engines.speculative", "gpuplan.engines", EVERY)
 
 def test_no_upward_imports():
     upward = []

@@ -267,13 +267,13 @@ def test_every_command_s_help_has_an_example():
 
 
 def test_every_command_is_named_in_the_lazy_table_with_its_module():
-    """The root group imports a command's module when the command is named (gpuplan.cli.app.COMMANDS): every
+    """The root group imports a command's module when the command is named (gpuplan.cli.commands.COMMANDS): every
     command and group the modules register is in that table, with the module that registers it, and the table
     names nothing else."""
     import typer
 
     from gpuplan.cli import app
-    from gpuplan.cli.app import COMMANDS
+    from gpuplan.cli.commands import COMMANDS
 
     root = typer.main.get_command(app)
     listed = root.list_commands(None)  # loads every module

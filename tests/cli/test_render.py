@@ -156,7 +156,7 @@ def _commands_with_two_format_flags() -> list[tuple[str, ...]]:
 
     found = []
 
-    def walk(cmd, path):  # click's own listing: the root loads its commands when they are listed (cli.app.LazyGroup)
+    def walk(cmd, path):  # click's own listing: the root loads its commands when they are listed (cli.commands)
         if hasattr(cmd, "list_commands"):
             ctx = cmd.context_class(cmd)
             for name in sorted(cmd.list_commands(ctx)):

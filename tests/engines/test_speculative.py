@@ -20,7 +20,7 @@ import benchfiles
 from gpuplan import estimate
 from gpuplan import overheads as oh
 from gpuplan.cli import app as cli_app
-from gpuplan.engines import speculative
+from gpuplan.engines import engine_for, speculative
 from gpuplan.errors import GpuplanError
 from gpuplan.hardware import load_gpu
 from gpuplan.launchers import launch_files, launch_plan
@@ -38,6 +38,10 @@ EAGLE3 = dict(LLAMA, speculative_method="eagle3", acceptance_length=3.0)
 HEAD = "yuhuili/EAGLE3-LLaMA3.1-Instruct-8B"
 
 
+def draft_of(s, m):
+    """The draft of ``s`` on ``m`` under its own engine's profile."""
+    return speculative.draft_of(s, m, engine_for(s))
+
 def _argv(script: str) -> list[str]:
     lines = [line for line in script.splitlines() if line and not line.startswith(("#", "set "))]
     return shlex.split(" ".join(lines).replace("\\ ", " "))
@@ -52,7 +56,7 @@ def test_an_eagle3_head_holds_one_layer_its_fc_and_its_own_lm_head():
     32 x 4,096 = 131,072."""
     m = load_model("llama-3.1-8b")
     s = scenario_from(EAGLE3)
-    served = speculative.served_model(m, speculative.draft_of(s, m))
+    served = speculative.served_model(m, draft_of(s, m))
     by_hand = 33_554_432 + 2 * 8_388_608 + 16_777_216 + 176_160_768 + 50_331_648 + 8_192 + 131_072_000
     assert served.params_total - m.params_total == by_hand == 424_681_472
     assert kv_bytes_per_sequence(s, m, 1) == 131_072 and kv_bytes_per_sequence(s, served, 1) == 135_168
@@ -93,7 +97,7 @@ def test_mtp_adds_deepseeks_mtp_layer_an_moe_layer_with_eh_proj():
     m = load_model("deepseek-ai/DeepSeek-V3")
     s = scenario_from(dict(model="deepseek-ai/DeepSeek-V3", task="infer", engine="sglang", gpu="h200", num_gpus=8,
                            speculative_method="mtp"))
-    d = speculative.draft_of(s, m)
+    d = draft_of(s, m)
     assert (d.tokens, d.acceptance) == (3, 2.82)  # the defaults: SGLang's DeepSeek chain, blog 1's MTP-3 figure
     assert len(d.layers) == 1 and d.layers[0].moe
     added = speculative.served_model(m, d).params_total - m.params_total
@@ -203,7 +207,7 @@ def test_a_draft_model_adds_its_layers_embeddings_and_head():
     the target's (tied embeddings counted once), its 16 layers cache 2 x 8 x 64 x 2 = 2,048 bytes a token each."""
     m = load_model("llama-3.1-8b")
     s = scenario_from(dict(LLAMA, speculative_method="draft", draft_model="llama-3.2-1b", acceptance_length=2.0))
-    served = speculative.served_model(m, speculative.draft_of(s, m))
+    served = speculative.served_model(m, draft_of(s, m))
     assert served.params_total - m.params_total == load_model("llama-3.2-1b").params_total == 1_235_814_400
     assert kv_bytes_per_sequence(s, served, 1) - kv_bytes_per_sequence(s, m, 1) == 16 * 2_048
 
@@ -282,15 +286,16 @@ def test_mtp_runs_in_bf16_beside_nvidias_nvfp4_decoder():
     fp4 = dict(model="deepseek-r1", task="infer", engine="trtllm", gpu="b200", num_gpus=8, tp=8, ep=4, quant="nvfp4",
                speculative_method="mtp")
     s = scenario_from(fp4)
-    assert speculative.draft_of(s, m).quant == "none"
+    assert draft_of(s, m).quant == "none"
     t = step_timer(s, m, b200)
     assert (t.weight_bytes_per_param, t.draft_timer.weight_bytes_per_param) == (pytest.approx(0.5625, rel=1e-5), 2.0)
-    assert speculative.draft_of(scenario_from(dict(fp4, quant="fp8", gpu="h200")), m).quant is None
+    assert draft_of(scenario_from(dict(fp4, quant="fp8", gpu="h200")), m).quant is None
     shipped = dataclasses.replace(m, quantization={"quant_method": "modelopt", "quant_algo": "NVFP4",
                                                    "exclude_modules": ["lm_head", "model.layers.61*"]})
-    layers = speculative.draft_of(s, m).layers
-    assert speculative.draft_quant(scenario_from(dict(fp4, quant=None)), shipped, layers, "mtp") == "none"
-    assert speculative.draft_quant(scenario_from(dict(fp4, quant=None)), m, layers, "mtp") is None  # DeepSeek's own FP8
+    layers = draft_of(s, m).layers
+    plain = scenario_from(dict(fp4, quant=None))
+    assert speculative.draft_quant(plain, shipped, layers, "mtp", engine_for(plain)) == "none"
+    assert speculative.draft_quant(plain, m, layers, "mtp", engine_for(plain)) is None  # DeepSeek's own FP8
 
 
 @pytest.mark.parametrize("version, eager, ops", [("0.8.4", True, (30, 11)), ("0.10.2", False, (32, 21)),
@@ -363,7 +368,7 @@ def test_nvidias_nvfp4_checkpoint_holds_its_mtp_layer_in_bf16():
     m = load_model("deepseek-r1")
     s = scenario_from(dict(model="deepseek-r1", task="infer", engine="trtllm", gpu="b200", num_gpus=8, tp=8, ep=4,
                            quant="nvfp4", speculative_method="mtp"))
-    served = speculative.served_model(m, speculative.draft_of(s, m))
+    served = speculative.served_model(m, draft_of(s, m))
     assert weight_format(s, m)[1] == ("attention", "router")
     fmt, skip = weight_format(s, served)
     assert fmt.name == "nvfp4" and skip == ("attention", "router", "experts@61", "mlp@61", "shared_experts@61")
@@ -385,7 +390,7 @@ def test_an_eagle_head_keeps_its_own_checkpoints_bf16_beside_an_fp8_target():
     for engine, quant, held, per_param in (("vllm", "none", bf16, 2.0), ("trtllm", "none", bf16, 2.0),
                                            ("sglang", None, fp8, 1.0)):
         s = scenario_from(dict(EAGLE3, engine=engine, quant="fp8"))
-        draft = speculative.draft_of(s, m)
+        draft = draft_of(s, m)
         served = speculative.served_model(m, draft)
         weights = (weights_per_gpu(s, served, *weight_format(s, served)) - weights_per_gpu(s, m, *weight_format(s, m)))
         t = step_timer(s, m, h100)
@@ -393,8 +398,8 @@ def test_an_eagle_head_keeps_its_own_checkpoints_bf16_beside_an_fp8_target():
         assert t.weight_bytes_per_param == pytest.approx(1.0, rel=1e-6)
         assert t.draft_timer.weight_bytes_per_param == pytest.approx(per_param, rel=1e-6)
     bf16_target = scenario_from(EAGLE3)  # the head in the target's own 16 bits: nothing apart
-    assert speculative.draft_of(bf16_target, m).quant is None
-    assert speculative.served_model(m, speculative.draft_of(bf16_target, m)).kept_layers == ()
+    assert draft_of(bf16_target, m).quant is None
+    assert speculative.served_model(m, draft_of(bf16_target, m)).kept_layers == ()
 
 
 def test_an_eagle_heads_pass_reads_its_bf16_linears_beside_an_fp8_target():
@@ -428,7 +433,7 @@ def test_a_draft_model_keeps_its_own_checkpoints_bf16_beside_an_fp8_target():
     assert (bf16, fp8) == (2_471_628_800, 1_498_550_720)
     for engine, quant, held in (("vllm", "none", bf16), ("trtllm", "none", bf16), ("sglang", None, fp8)):
         s = scenario_from(dict(DRAFT_70B, engine=engine, quant="fp8"))
-        draft = speculative.draft_of(s, m)
+        draft = draft_of(s, m)
         served = speculative.served_model(m, draft)
         weights = weights_per_gpu(s, served, *weight_format(s, served)) - weights_per_gpu(s, m, *weight_format(s, m))
         assert (draft.quant, weights) == (quant, held)
@@ -436,12 +441,12 @@ def test_a_draft_model_keeps_its_own_checkpoints_bf16_beside_an_fp8_target():
     fp8_ckpt = dataclasses.replace(m, quantization={"quant_method": "fp8", "activation_scheme": "dynamic"})
     for engine in ("vllm", "sglang", "trtllm"):
         s = scenario_from(dict(DRAFT_70B, engine=engine))
-        draft = speculative.draft_of(s, fp8_ckpt)
+        draft = draft_of(s, fp8_ckpt)
         served = speculative.served_model(fp8_ckpt, draft)
         weights = (weights_per_gpu(s, served, *weight_format(s, served))
                    - weights_per_gpu(s, fp8_ckpt, *weight_format(s, fp8_ckpt)))
         assert (draft.quant, weights) == ("none", bf16)
-    assert speculative.draft_of(scenario_from(dict(DRAFT_70B, engine="vllm")), m).quant is None  # a bf16 target
+    assert draft_of(scenario_from(dict(DRAFT_70B, engine="vllm")), m).quant is None  # a bf16 target
 
 
 def test_a_draft_models_pass_reads_its_bf16_linears_beside_an_fp8_target():

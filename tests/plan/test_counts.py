@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import contextlib
 import io
+from pathlib import Path
 
 import pytest
 
@@ -78,3 +79,17 @@ def test_fit_plans_each_model_and_its_probes():
     assert len(report.rows) == 2 and report.fitting == 2 and any(r.change for r in report.rows)
     assert seen[MEMORY] == seen[ESTIMATES] == seen[PLANS] > 2  # each model's plan and its largest-fit probes
     assert len(given) == len(set(given)) == seen[VALIDATIONS]
+
+
+@pytest.mark.parametrize("build", [["2x3090", "--used"], ["--budget", "5000"]])
+def test_buy_validates_each_job_once_and_reads_plans(build):
+    """``buy`` plans each job of the workloads file on the build and on each rental: the job's scenario is
+    validated once (the file's check), and each setup's plan is one validation of its copy on that setup's cards
+    (s20: the job was validated again for every setup, 4 times for one job on a build and two rentals; a budget's
+    search validated the job without its cards once per build tried, 10 times, and the advice's combination of
+    fixes once as searched and again as sized)."""
+    jobs = Path(__file__).resolve().parents[2] / "examples" / "owning-example.yaml"  # one job
+    seen = _counted(["buy", *build, "--workloads", str(jobs)], None)
+    assert seen[PLANS] >= 3  # the job on the build and on the two rentals (on demand, spot), and their layouts
+    assert seen[MEMORY] == seen[PLANS]
+    assert seen[VALIDATIONS] <= seen[PLANS] + 1  # + the job's own scenario, on no card

@@ -53,3 +53,10 @@ def test_ai_toolkit_refuses_an_fp8_unet_it_does_not_quantize():
                        "gpu": "rtx-4090"})
     with pytest.raises(GpuplanError, match="ai-toolkit quantizes transformer denoisers"):
         resolve_module(s, known_here("sdxl"))
+
+
+def test_simpletuner_alone_keeps_a_third_adamw_state_for_16_bit_adapters():
+    """SimpleTuner's default adamw_bf16 adds a Kahan-summation buffer to AdamW's two moments; the other trainers
+    use torch's AdamW (memory.modules.lora_widths reads the profile, not the trainer's name)."""
+    assert {name: p.adamw_states_16bit for name, p in DIFFUSION_STACKS.items()} == {
+        "diffusers": 2, "kohya": 2, "simpletuner": 3, "ai-toolkit": 2}

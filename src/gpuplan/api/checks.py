@@ -18,6 +18,12 @@ from ..result import Answer, MemoryReport, finite
 from . import arguments as arg
 from .arguments import scenario_of
 
+# simulate --compare's rows: a part's name, the simulation's categories and the estimate's fields that hold it
+PARTS = (("parameters", ("parameters",), ("weights_gib",)), ("gradients", ("gradients",), ("gradients_gib",)),
+         ("optimizer", ("optimizer",), ("optimizer_gib",)),
+         ("activations + temporaries", ("activations", "temporaries"), ("activations_gib", "other_gib")),
+         ("kv_cache", ("kv_cache",), ("kv_cache_gib",)))
+
 
 class SimulationReport(Answer):
     """``simulate``'s answer: what the simulated step allocated at the model's full depth (GiB), by phase and by
@@ -47,6 +53,23 @@ class SimulationReport(Answer):
         if self.estimate is None:
             data.pop("estimate")
         return data
+
+    @property
+    def cuda_only_gib(self) -> float:
+        """The estimate's cuBLAS workspace (0 without ``compare``): CUDA-only, no fake tensor holds it, so the
+        comparison leaves it out of the estimate's other memory."""
+        return self.estimate.other.get("cuBLAS workspace", 0.0) if self.estimate else 0.0
+
+    def compared(self) -> list[tuple[str, float, float | None]]:
+        """Each part of :data:`PARTS`: its name, the simulated GiB and the estimate's (None without ``compare``,
+        less :attr:`cuda_only_gib`), then ``"allocated peak"`` with both peaks."""
+        est, cuda = self.estimate, self.cuda_only_gib
+        rows: list[tuple[str, float, float | None]] = []
+        for name, categories, keys in PARTS:
+            estimated = sum(getattr(est, k) for k in keys) - (cuda if "other_gib" in keys else 0.0) if est else None
+            rows.append((name, sum(self.parts_gib.get(k, 0.0) for k in categories), estimated))
+        rows.append(("allocated peak", self.allocated_peak_gib, est.allocated_peak_gib - cuda if est else None))
+        return rows
 
 
 def simulate(scenario, *, layers: int | None = None, timeline: bool = False, compare: bool = False

@@ -1,7 +1,7 @@
 """The ``gpuplan`` command line (typer + rich). Bad input prints one line and exits with code 2.
 
-One module per group of commands; importing one registers its commands on :data:`app`, which imports a command's
-module when the command is first named (:class:`.app.LazyGroup`).
+One module per group of commands; importing one registers its commands on :data:`app`, whose root group imports a
+command's module when the command is first named (:class:`.commands.LazyGroup`).
 """
 
 from __future__ import annotations
@@ -10,7 +10,7 @@ import sys
 import warnings
 
 from ..errors import GpuplanError, RenamedWarning, cut_echoes
-from .app import app
+from .commands import app  # the app, its root group loading each command when named
 from .render import err
 
 try:  # typer >= 0.24 vendors click

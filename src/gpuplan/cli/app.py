@@ -2,55 +2,19 @@
 
 from __future__ import annotations
 
-import importlib
 import inspect
 import types
 import typing
 from typing import Annotated, Any
 
 import typer
-import typer.core
 
 from .._version import __version__
 from ..errors import RENAMED_FIELDS, GpuplanError, renamed
 from .render import follow_columns, out, write_json
 
-# each command -> the module of this package that registers it, in the order `gpuplan --help` lists them: the
-# questions first (does it fit, what fits, where, for how much, for how many users), then the files, the catalogs,
-# the page, and the checks against real runs
-COMMANDS = {"estimate": "estimate", "fit": "plan", "recommend": "plan", "cost": "market", "capacity": "capacity",
-            "buy": "buy", "launch": "launch", "models": "models", "model": "models", "gpus": "market",
-            "prices": "prices", "table": "plan", "serve": "serve", "simulate": "check", "probe": "check",
-            "calibrate": "check", "calibrate-serving": "capacity"}
-
-
-class LazyGroup(typer.core.TyperGroup):
-    """The root command, whose commands are imported when first named: ``gpuplan estimate`` imports and converts
-    to click the estimate command alone, not the 16 others (their modules, signatures of ~70 scenario options each
-    and click commands took about a fifth of a second of every run). Listing the commands (``--help``) or a name
-    that is none of them (click's "did you mean") loads them all. Click's documented pattern for large command
-    lines ("Lazily Loading Subcommands", click.palletsprojects.com/en/stable/complex/), over typer's conversion of
-    its registered commands (typer.main.get_group)."""
-
-    def get_command(self, ctx: Any, cmd_name: str) -> Any:
-        if cmd_name not in self.commands:
-            self._load([COMMANDS[cmd_name]] if cmd_name in COMMANDS else COMMANDS.values())
-        return self.commands.get(cmd_name)
-
-    def list_commands(self, ctx: Any) -> list[str]:
-        self._load(COMMANDS.values())
-        order = list(COMMANDS)
-        return sorted(self.commands, key=lambda name: order.index(name) if name in order else len(order))
-
-    def _load(self, modules: Any) -> None:
-        for module in dict.fromkeys(modules):
-            importlib.import_module(f"{__package__}.{module}")
-        self.commands.update(typer.main.get_group(app).commands)
-
-
 app = typer.Typer(
     name="gpuplan",
-    cls=LazyGroup,
     help="Which GPUs an LLM, diffusion or speech job needs and what it will cost: memory, speed and price, from "
     "the model's own config.json. `gpuplan COMMAND --help` says more.\n\nExamples:\n\n\b\n"
     "  gpuplan estimate --model llama-3.1-8b --task train --method qlora --gpu rtx-4090\n"

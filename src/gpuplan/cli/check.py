@@ -15,12 +15,6 @@ from ..userfiles import write_file
 from .app import JsonFlag, app, option, overrides, print_json, scenario_command
 from .render import Column, FormatOption, bullet, out, resolve_format, show
 
-# (row, simulated categories, the estimate's parts they correspond to)
-PARTS = (("parameters", ("parameters",), ("weights_gib",)), ("gradients", ("gradients",), ("gradients_gib",)),
-         ("optimizer", ("optimizer",), ("optimizer_gib",)),
-         ("activations + temporaries", ("activations", "temporaries"), ("activations_gib", "other_gib")),
-         ("kv_cache", ("kv_cache",), ("kv_cache_gib",)))
-
 
 def simulate_cmd(scenario: str | None = None, as_json: bool = False, compare: bool = False,
                  plot: str | None = None, layers: int | None = None, module: str | None = None,
@@ -59,30 +53,24 @@ def simulate_cmd(scenario: str | None = None, as_json: bool = False, compare: bo
     if as_json:
         print_json(sim)
         return
-    cuda_only = est.other.get("cuBLAS workspace", 0.0) if est else 0.0
     table = Table(title=f"{sim.model}: simulated step ({sim.elapsed_s:.1f} s on the CPU)", title_justify="left")
     table.add_column("part")
     table.add_column("simulated GiB", justify="right")
     if est:
         table.add_column("estimate GiB", justify="right")
         table.add_column("estimate - simulated", justify="right")
-    for name, categories, keys in PARTS:
-        simulated = sum(sim.parts_gib.get(k, 0.0) for k in categories)
-        row = [name, f"{simulated:.3f}"]
-        if est:
-            estimated = sum(getattr(est, k) for k in keys) - (cuda_only if "other_gib" in keys else 0.0)
-            row += [f"{estimated:.3f}", f"{estimated - simulated:+.3f}"]
-        table.add_row(*row)
-    total = [Text(f"allocated peak ({sim.peak_phase}, {sim.peak_op or '-'})", style="bold"),
-             f"{sim.allocated_peak_gib:.3f}"]
-    if est:
-        estimated = est.allocated_peak_gib - cuda_only
-        total += [f"{estimated:.3f}", f"{100 * (estimated / sim.allocated_peak_gib - 1):+.1f}%"]
+    *parts, (_, peak, estimated_peak) = sim.compared()
+    for name, simulated, estimated in parts:
+        table.add_row(name, f"{simulated:.3f}", *([f"{estimated:.3f}", f"{estimated - simulated:+.3f}"]
+                                                  if estimated is not None else []))
+    total = [Text(f"allocated peak ({sim.peak_phase}, {sim.peak_op or '-'})", style="bold"), f"{peak:.3f}"]
+    if estimated_peak is not None:
+        total += [f"{estimated_peak:.3f}", f"{100 * (estimated_peak / peak - 1):+.1f}%"]
     table.add_row(*total)
     out.print(table)
     out.print("phases: " + ", ".join(f"{k} {v:.3f} GiB" for k, v in sim.phases_gib.items()))
     if est:
-        out.print(f"the estimate's peak is in {est.peak_phase}; its cuBLAS workspace ({cuda_only:.3f} GiB) is "
+        out.print(f"the estimate's peak is in {est.peak_phase}; its cuBLAS workspace ({sim.cuda_only_gib:.3f} GiB) is "
                   "CUDA-only and left out; parts at the peak are split as each side sees them, the totals compare")
     for note in sim.notes:
         bullet(note, style="dim")

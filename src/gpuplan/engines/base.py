@@ -222,3 +222,9 @@ class Engine:
     def timing(self, s: Scenario, m: ModelSpec, gpu: GpuSpec) -> Timing:
         """How the speed model times this engine's steps on ``gpu``."""
         raise NotImplementedError
+
+    def packages(self, s: Scenario, version: str | None) -> list[str]:
+        """What ``pip install`` needs to serve ``s`` with it (``version``: the release whose memory rules the
+        estimate followed, as its memory report's engine says); none where gpuplan's launch files install it no
+        other way than its own (llama.cpp's binary, TensorRT-LLM's container)."""
+        return []

@@ -56,6 +56,7 @@ change these again; this module is the 2025 rule set, checked against the logs i
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, replace
 
 from .. import overheads as oh
@@ -312,7 +313,7 @@ def draft_bytes(s: Scenario, m: ModelSpec, tokens: int) -> float:
     (:func:`defaults` grows it for that): the draft's weights (an EAGLE head, the MTP layers, a draft model:
     :mod:`.speculative`) and its own pool of the target's ``tokens`` (``draft_runner_cache_size``) at its layers'
     bytes a token. 0 without a draft model (n-gram, or no speculation)."""
-    draft = speculative.draft_of(s, m)
+    draft = speculative.draft_of(s, m, SGLANG)
     if draft is None or not draft.layers:
         return 0.0
     served = speculative.served_model(m, draft)  # in its own format: layers the checkpoint leaves unquantized kept
@@ -525,6 +526,13 @@ class Sglang(Engine):
                               **fused_kernels(s, m, gpu), **(absorbed | early_deepseek(s, m, gpu)),
                               **triton_mla_decode(s, m), **block_fp8_kernels(s, m, gpu, "sglang", named_version(s)),
                               **graphs)
+
+    def packages(self, s: Scenario, version: str | None) -> list[str]:
+        """SGLang's wheel (docs.sglang.io: ``pip install sglang``): the release asked (``--engine-version
+        0.4.3.post2``), else at least 0.5, the release whose memory rules the estimate follows by default
+        (:func:`version`)."""
+        given = s.engine_version
+        return [f"sglang=={given}" if given and re.fullmatch(r"\d+(\.\d+)*(\.post\d+)?", given) else "sglang>=0.5"]
 
 
 def fused_kernels(s: Scenario, m: ModelSpec, gpu: GpuSpec) -> dict:

@@ -50,6 +50,7 @@ from ..model.layers import Layer, Linear
 from ..model.spec import ModelSpec
 from ..scenario import Scenario
 from ..tensors.state import weight_format
+from .base import Engine
 
 # The engines that run speculative decoding as gpuplan models it (their launch files write it), by method
 ENGINE_METHODS = {"vllm": ("ngram", "draft", "eagle", "eagle3", "mtp"), "sglang": ("ngram", "draft", "eagle", "eagle3",
@@ -102,9 +103,10 @@ class Draft:
         return self.tokens + 1
 
 
-def draft_of(s: Scenario, m: ModelSpec) -> Draft | None:
-    """The draft of ``s`` on target ``m`` (None without speculation), refused in one sentence
-    (:class:`GpuplanError`) where it cannot run: see :func:`refusal`."""
+def draft_of(s: Scenario, m: ModelSpec, engine: Engine) -> Draft | None:
+    """The draft of ``s`` on target ``m`` served by ``engine`` (the scenario's profile; None without speculation),
+    refused in one sentence (:class:`GpuplanError`) where it cannot run: see :func:`refusal`. The profile is given,
+    not looked up: the engines' registry loads the profiles that call this (SGLang's draft worker)."""
     if s.speculative_method == "none":
         return None
     why = refusal(s, m)
@@ -116,15 +118,15 @@ def draft_of(s: Scenario, m: ModelSpec) -> Draft | None:
     if method == "ngram":
         return Draft(method=method, tokens=k, acceptance=a, acceptance_source=source)
     if method == "draft":
-        return _draft_model(s, m, k, a, source)
+        return _draft_model(s, m, k, a, source, engine)
     layers, own = (_mtp_layers(m), 0) if method == "mtp" else _eagle_layer(m, method)
     head = dataclasses.replace(m, layers=layers, vision_params=0, other_params=0,
                                vocab_size=EAGLE3_DRAFT_VOCAB if method == "eagle3" else m.vocab_size)
     return Draft(method=method, tokens=k, acceptance=a, acceptance_source=source, layers=layers, own_params=own,
-                 model=head, quant=draft_quant(s, m, layers, method), **proposer(s))
+                 model=head, quant=draft_quant(s, m, layers, method, engine), **proposer(s))
 
 
-def draft_quant(s: Scenario, m: ModelSpec, layers: tuple[Layer, ...], method: str) -> str | None:
+def draft_quant(s: Scenario, m: ModelSpec, layers: tuple[Layer, ...], method: str, engine: Engine) -> str | None:
     """The format the draft's ``layers`` are served in where not the target's (None: the target's). An EAGLE head
     is a checkpoint of its own (:func:`own_quant`). MTP layers are the target checkpoint's: ``"none"`` where it
     leaves them unquantized, every group of each draft layer kept at 16 bits in the served model's format
@@ -134,7 +136,7 @@ def draft_quant(s: Scenario, m: ModelSpec, layers: tuple[Layer, ...], method: st
     :mod:`gpuplan.model.checkpoints`), so TensorRT-LLM runs it in bf16 beside the NVFP4 decoder (tech blog 1,
     "Precision Strategy": "3x MTP Layers | bf16")."""
     if method in ("eagle", "eagle3"):
-        return own_quant(s, m, "none")
+        return own_quant(s, m, "none", engine)
     served = dataclasses.replace(m, layers=(*m.layers, *layers))
     fmt, skip = weight_format(s, served)
     whole = {entry for entry in skip if "@" not in entry}
@@ -143,7 +145,7 @@ def draft_quant(s: Scenario, m: ModelSpec, layers: tuple[Layer, ...], method: st
     return "none" if layers and fmt.name != "none" and kept else None
 
 
-def own_quant(s: Scenario, m: ModelSpec, shipped: str) -> str | None:
+def own_quant(s: Scenario, m: ModelSpec, shipped: str, engine: Engine) -> str | None:
     """The format a draft checkpoint of its own is served in beside target ``m``, where not the target's (None: the
     target's): an EAGLE head or a draft model, ``shipped`` in the format its own config names (``"none"``: 16 bits).
     The heads are published in 16 bits with no quantization config (SafeAILab/EAGLE's and SpecForge's EAGLE-3
@@ -159,9 +161,6 @@ def own_quant(s: Scenario, m: ModelSpec, shipped: str) -> str | None:
     defaults to the target's ``--quantization`` (``ServerArgs``), which it applies to a 16-bit draft where it
     quantizes on load (:attr:`~gpuplan.engines.base.Engine.draft_inherits`: fp8). So an FP8 checkpoint's head or
     16-bit draft model runs in bf16 everywhere."""
-    from . import engine_for  # the engines' package imports this module
-
-    engine = engine_for(s)
     asked = engine.quantizes_to(s, m)
     own = asked if shipped == "none" and asked in engine.draft_inherits else shipped
     return None if own == weight_format(s, m)[0].name else own
@@ -262,7 +261,7 @@ def _eagle_layer(m: ModelSpec, method: str) -> tuple[tuple[Layer, ...], int]:
     return (layer,), EAGLE3_DRAFT_VOCAB * h if widen else 0
 
 
-def _draft_model(s: Scenario, m: ModelSpec, k: int, a: float, source: str) -> Draft:
+def _draft_model(s: Scenario, m: ModelSpec, k: int, a: float, source: str, engine: Engine) -> Draft:
     """A second, smaller model as the draft (vLLM ``method: draft_model``, SGLang ``STANDALONE``, TensorRT-LLM
     ``DraftTarget``): its layers, and its embeddings, final norm and head beside them. It proposes token ids the
     target verifies, so the two must share a vocabulary."""
@@ -272,7 +271,7 @@ def _draft_model(s: Scenario, m: ModelSpec, k: int, a: float, source: str) -> Dr
     parts = d.params_breakdown()
     own = parts["embeddings"] + parts["lm_head"] + d.final_norm_params
     return Draft(method="draft", tokens=k, acceptance=a, acceptance_source=source, layers=d.layers, own_params=own,
-                 model=d, quant=own_quant(s, m, d.shipped_format()[0].name))
+                 model=d, quant=own_quant(s, m, d.shipped_format()[0].name, engine))
 
 
 def served_model(m: ModelSpec, draft: Draft | None) -> ModelSpec:

@@ -862,6 +862,10 @@ class Vllm(Engine):
                               mixed_decode_rows=mixed_decode_rows(s, m, gpu),
                               **block_fp8_kernels(s, m, gpu, "vllm", named_version(s)))
 
+    def packages(self, s: Scenario, version: str | None) -> list[str]:
+        """vLLM's wheel at the release whose memory rules the estimate followed."""
+        return [f"vllm=={version}"]
+
 
 # compute capability majors on which vLLM's FLASH_ATTN backend runs FlashAttention-2 (Ampere and Ada, GeForce and
 # workstation Blackwell; FA2 needs SM 8.0 or later)

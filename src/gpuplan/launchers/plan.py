@@ -10,12 +10,12 @@ this object.
 from __future__ import annotations
 
 import datetime as dt
-import re
 from dataclasses import dataclass
 from pathlib import Path
 
 from .. import clock
 from .._version import __version__
+from ..engines import engine_for
 from ..errors import no_control
 from ..hardware import GpuSpec
 from ..market.cost import SpotPlan
@@ -322,19 +322,10 @@ def _check_names(s: Scenario) -> None:
 
 
 def pip_packages(plan: LaunchPlan) -> list[str]:
-    """What ``pip install`` needs for the plan: the serving engine's release whose memory rules the estimate
-    followed, or the training stack's packages (:meth:`gpuplan.stacks.base.Stack.packages`)."""
+    """What ``pip install`` needs for the plan: the serving engine's (:meth:`gpuplan.engines.base.Engine.packages`,
+    the release whose memory rules the estimate followed) or the training stack's packages
+    (:meth:`gpuplan.stacks.base.Stack.packages`)."""
     s = plan.scenario
-    if not plan.train and plan.result.memory.engine["engine"] == "sglang":  # docs.sglang.io: `pip install sglang`
-        return [sglang_package(s.engine_version)]
     if not plan.train:
-        return [f"vllm=={plan.result.memory.engine['version']}"]
+        return engine_for(s).packages(s, (plan.result.memory.engine or {}).get("version"))
     return STACKS[s.stack].packages(s, lambda: backend(s) == "deepspeed")
-
-
-def sglang_package(version: str | None) -> str:
-    """SGLang's pip requirement: the release asked (``--engine-version 0.4.3.post2``), else at least 0.5, the
-    release whose memory rules the estimate follows by default (:func:`gpuplan.engines.sglang`'s ``version``)."""
-    if version and re.fullmatch(r"\d+(\.\d+)*(\.post\d+)?", version):
-        return f"sglang=={version}"
-    return "sglang>=0.5"

@@ -19,6 +19,7 @@ from ..model.spec import ModelSpec
 from ..scenario import Scenario
 from ..sharding import master_partition
 from ..speed import Speed
+from ..stacks import STACKS
 from ..tensors.state import optimizer_state_bytes
 from .bill import BillLine, bill_lines
 from .job import JobTime, job_time, save_interval_h
@@ -96,14 +97,16 @@ def checkpoint_bytes(s: Scenario, m: ModelSpec, trainable: int) -> float:
 
 def merged_model_bytes(s: Scenario, m: ModelSpec, adapter_bytes: float) -> float:
     """What torchtune's LoRA recipes save beside the adapters and the optimizer at every checkpoint: the model with
-    the adapters merged in, and the adapters a second time (0 for the other stacks, whose LoRA checkpoints hold the
+    the adapters merged in, and the adapters a second time (its profile's
+    :attr:`~gpuplan.stacks.base.Stack.saves_merged_model`; 0 for the other stacks, whose LoRA checkpoints hold the
     adapters alone). With ``save_adapter_weights_only: False``, the recipes' default and what gpuplan's torchtune
     config writes, ``CheckpointClient._save_checkpoint_sync`` merges the adapters into the full state dict
     (``get_merged_lora_ckpt``) and ``FullModelHFCheckpointer.save_checkpoint`` writes it as the model's safetensors
     shards in the model's dtype, then the adapters as ``adapter_model.pt`` (torchtune's keys) and
     ``adapter_model.safetensors`` (peft's), and the optimizer in ``recipe_state.pt`` (pytorch/torchtune
     torchtune/training/checkpointing/_checkpoint_client.py and _checkpointer.py, April 2026)."""
-    if s.stack != "torchtune" or s.method == "full" or s.task != "train":
+    stack = STACKS.get(s.stack)  # a diffusion trainer has no profile: its checkpoints hold the adapters
+    if stack is None or not stack.saves_merged_model or s.method == "full" or s.task != "train":
         return 0.0
     return m.params_total * s.compute_bytes + adapter_bytes
 

@@ -26,7 +26,7 @@ def inference_memory(s: Scenario, m: ModelSpec, capacity_gib: float | None, gpu:
     (:attr:`~gpuplan.engines.base.Engine.draft_in_pool`: SGLang)."""
     e = Estimate(slack=oh.ALLOCATOR_SLACK_INFER)
     engine = engine_for(s)
-    draft = speculative.draft_of(s, m)
+    draft = speculative.draft_of(s, m, engine)
     if engine.draft_in_pool:
         m = speculative.served_model(m, draft)
     e.assumptions += engine.attention_notes(s, m)

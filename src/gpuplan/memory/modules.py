@@ -37,6 +37,7 @@ from ..model.profile import FP8_ALL, Profile, storage_format, text_encoder_stora
 from ..model.quant import make_format
 from ..result import MemoryReport
 from ..scenario import Scenario
+from ..scenario.diffusion_stacks import DIFFUSION_STACKS
 from ..scenario.modules import (
     TEXT_LORA_ROLES,
     ModuleJob,
@@ -118,9 +119,10 @@ def lora_widths(s: Scenario, job: ModuleJob) -> tuple[int, int, int]:
     torch's AdamW, Lion and SGD make each with ``torch.zeros_like(p)`` (torch/optim/adamw.py ``_init_group``), as
     prodigyopt does. SimpleTuner's default AdamW, ``adamw_bf16`` (helpers/training/optimizers/adamw_bfloat16
     AdamWBF16), keeps three bf16 states a parameter, ``exp_avg``, ``exp_avg_sq`` and the Kahan-summation
-    ``shift``."""
+    ``shift`` (its profile's ``DiffusionStack.adamw_states_16bit``)."""
     adapter = BYTES["fp32" if s.adapter_dtype == "fp32" else job.dtype]
-    return adapter, adapter, 3 if s.stack == "simpletuner" and adapter == 2 else 2
+    trainer = DIFFUSION_STACKS.get(s.stack)  # None: another module job's stack, torch's AdamW
+    return adapter, adapter, trainer.adamw_states_16bit if trainer is not None and adapter == 2 else 2
 
 
 def flux_block_weights(config: dict) -> tuple[int, int]:

@@ -37,7 +37,7 @@ def cheapest_rentals_of(w: Workloads) -> RentalAnswer | None:
     """Each job on its cheapest on-demand rental (``recommend``'s first setup), as one rental of the work."""
     plans = []
     for job in w.workloads:
-        s = job.parsed()
+        s = job.parsed
         if job.module is not None:  # one card per setup (plan/module_searches.py)
             found = recommend_module(s, job.module, Constraints(top=1))
         else:

@@ -89,7 +89,7 @@ def _placed(job: Job, gpu: GpuSpec, count: int, pricing: str | None, host_ram_gi
 
 def _scenario(job: Job, data: dict, gpu: GpuSpec, count: int) -> Scenario:
     try:
-        return job.parsed().model_copy(update=data)
+        return job.parsed.model_copy(update=data)
     except GpuplanError as err:
         raise GpuplanError(f"workload {job.label!r} on {count}x {short_id(gpu.id)}: {err}") from None
 

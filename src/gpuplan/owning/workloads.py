@@ -101,7 +101,10 @@ class Job(BaseModel):
     def serving(self) -> bool:
         return self.hours_per_day is not None or self.output_tokens_per_day is not None
 
+    @functools.cached_property
     def parsed(self) -> Scenario:
+        """The job's scenario, validated once: the check of the workloads file and each setup's plan (a copy of it
+        on the setup's cards) read this one."""
         return scenario_from(self.scenario)
 
     @functools.cached_property
@@ -169,7 +172,7 @@ def _check_job(job: Job) -> None:
     if hardware:
         raise GpuplanError(f"workload {job.label!r}: leave {', '.join(hardware)} out of its scenario: the build and "
                            "the rentals set the hardware")
-    s = job.parsed()
+    s = job.parsed
     if s.task == "train" and job.serving:
         raise GpuplanError(f"workload {job.label!r} trains: give runs (per_week, per_month, per_year), not serving "
                            "hours")

@@ -82,6 +82,9 @@ class DiffusionStack:
     # the precisions under which its LoRA adapters are fp32 (its optimizer's states take their width, torch's
     # ``zeros_like(p)``); under the others they take the weights' dtype. "all": every precision
     fp32_adapters_under: frozenset[str] | str = frozenset()
+    # AdamW's states a LoRA parameter under 16-bit adapters: two moments (torch's AdamW), three where its default
+    # optimizer adds a Kahan-summation buffer (SimpleTuner's adamw_bf16: gpuplan.memory.modules.lora_widths)
+    adamw_states_16bit: int = 2
     # the families whose transformer blocks its --blocks_to_swap offloads, and the sentence for the others
     swaps_blocks: tuple[str, ...] = ()
     swap_refusal: str = "this trainer has no block swap"
@@ -121,7 +124,7 @@ DIFFUSION_STACKS: Mapping[str, DiffusionStack] = {p.name: p for p in (
         swaps_blocks=("flux",),
         swap_refusal="kohya's --blocks_to_swap is modelled for FLUX.1 (flux_train_network.py), not this pipeline"),
     DiffusionStack(
-        name="simpletuner", label="SimpleTuner", bases=("fp8", "nf4", "int8"),
+        name="simpletuner", label="SimpleTuner", bases=("fp8", "nf4", "int8"), adamw_states_16bit=3,
         swap_refusal="blocks_to_swap is modelled as kohya's sd-scripts runs it, not for SimpleTuner: set stack kohya",
         text_refusal="SimpleTuner's --train_text_encoder leaves them frozen (freeze_components sets "
                      "requires_grad_(False) on each, and the step reads cached embeddings)"),

@@ -620,16 +620,18 @@ class Scenario(BaseModel):
     def model_copy(self, *, update: dict[str, Any] | None = None, deep: bool = False) -> "Scenario":
         """A copy with ``update`` applied to the fields given explicitly, validated again, so that the stack's
         defaults follow the change (changing ``method`` to qlora turns the HF QLoRA recipe's checkpointing on).
-        One change of one scenario is validated once (:func:`_copy`): a search and the advice ask for the same
-        changed scenario more than once (a layout tried, then planned)."""
+        One scenario is validated once (:func:`_copy`), however it is reached: a search and the advice ask for the
+        same changed scenario more than once (a layout tried, then planned; a combination of fixes searched, then
+        sized), and ``buy`` places one job's scenario, without its cards, on every build."""
         if not update:
             return super().model_copy(deep=deep)
-        key = (self, frozenset(self.model_fields_set), tuple(update.items()))
+        given = {**{k: getattr(self, k) for k in self.model_fields_set}, **update}
+        key = frozenset((k, tuple(v) if isinstance(v, list) else v) for k, v in given.items())
         try:
             hash(key)
-        except TypeError:  # a list among the values: validated without the memo
-            return _copy.__wrapped__(*key)
-        return _copy(*key)
+        except TypeError:  # a mapping among the values: validated without the memo
+            return scenario_from(given)
+        return _copy(key)
 
     def on_card(self, gpu: str) -> "Scenario":
         """This scenario, given no card, on card ``gpu`` (a search's placement): validated again only where the card
@@ -1004,8 +1006,8 @@ def load_scenario(path: str | Path | None = None, overrides: dict[str, Any] | No
 
 
 @functools.lru_cache(maxsize=1024)
-def _copy(s: Scenario, given: frozenset, update: tuple) -> Scenario:
-    """:meth:`Scenario.model_copy`'s validation, kept for the next ask of the same change (``given``: the fields
-    ``s`` sets, which the copy keeps and which equal scenarios may not share). A refusal is not kept: it raises
-    again."""
-    return scenario_from({**{k: getattr(s, k) for k in given}, **dict(update)})
+def _copy(given: frozenset) -> Scenario:
+    """:meth:`Scenario.model_copy`'s validation of the fields ``given`` (those the scenario sets, the change on top:
+    the scenario is a function of them alone), kept for the next ask of the same fields, by whatever copy. A list's
+    value is keyed as a tuple and given back as a list. A refusal is not kept: it raises again."""
+    return scenario_from({k: list(v) if isinstance(v, tuple) else v for k, v in given})

@@ -625,7 +625,7 @@ def step_timer(s: Scenario, m: ModelSpec, gpu: GpuSpec, network: Network | None 
         cpu_share = e.extra.get("offloaded_layers", 0) / m.num_layers
     inter = inter_node_link(gpu, network, s.num_gpus) if s.num_nodes > 1 else None
     timing = engine.timing(s, m, gpu)
-    draft = speculative.draft_of(s, m) if s.task == "infer" else None
+    draft = speculative.draft_of(s, m, engine) if s.task == "infer" else None
     plain = s.with_resolved({"speculative_method": "none", "speculative_tokens": None, "acceptance_length": None,
                              "draft_model": None}) if draft else s
     draft_timer = step_timer(draft_scenario(plain, draft), draft.model, gpu, network) if draft and draft.model \

@@ -127,6 +127,9 @@ class Stack:
     # not fp32 weights under autocast (as a sharding does: gpuplan.sharding.base.Sharding.master_partition): what a
     # checkpoint saves (gpuplan.market.cost.checkpoint_bytes)
     master_partition = False
+    # its LoRA checkpoints save the model with the adapters merged in beside the adapters (torchtune's recipes:
+    # gpuplan.market.cost.merged_model_bytes, with the code it reads); the others save the adapters alone
+    saves_merged_model = False
     # where its launch files run when no pip line installs it (a checkout in a container), in words; None: the
     # packages pip installs (packages)
     container: str | None = None

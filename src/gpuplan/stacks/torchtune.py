@@ -48,6 +48,7 @@ class Torchtune(OpSelective):
     offloads_activations = True  # enable_activation_offloading (OffloadActivations)
     saves_4bit_inputs = False
     offload_resident_layers = 5  # OffloadActivations(max_fwd_stash_size=5): the last five stay on the GPU
+    saves_merged_model = True  # save_adapter_weights_only: False, the recipes' default (market.cost)
 
 
     def packages(self, s: Scenario, deepspeed: Callable[[], bool]) -> list[str]:
