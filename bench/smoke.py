@@ -45,7 +45,8 @@ def main() -> int:
     for i, (scenario, targets) in enumerate(PLANS):
         start = time.monotonic()
         try:
-            _, runs = smoke(scenario_from(scenario), root / f"plan{i}", targets, steps=args.steps, cuda=args.cuda)
+            _, runs = smoke(scenario_from(scenario), root / f"plan{i}", targets, steps=args.steps, cuda=args.cuda,
+                            force=True)
         except Exception as err:  # a plan that cannot be written here (torchtune without its torchao)
             print(f"{','.join(targets):<11} error   {time.monotonic() - start:6.1f}  {type(err).__name__}: {err}")
             continue
@@ -57,7 +58,7 @@ def main() -> int:
     if binary is None:
         print("llama.cpp   skipped  no llama-server (python bench/llama_server.py builds it)")
     else:
-        _, run = smoke_llama_cpp(scenario_from(SERVE), root / "serve", binary)
+        _, run = smoke_llama_cpp(scenario_from(SERVE), root / "serve", binary, force=True)
         failed += not run.passed
         print(f"{run.target:<11} {'passed' if run.passed else 'FAILED':<7} {run.seconds:6.1f}  {run.tokens} tokens "
               f"{run.text!r}")

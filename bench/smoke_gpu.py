@@ -72,7 +72,7 @@ def train_commands(root: Path, name: str, steps: int) -> tuple[object, object, l
     plan, its options and each target's command."""
     scenario, targets, _ = TRAIN[name]
     folder = root / name
-    plan, opts, chosen = prepare(scenario_from(scenario), folder, targets, steps=steps, cuda=True)
+    plan, opts, chosen = prepare(scenario_from(scenario), folder, targets, steps=steps, cuda=True, force=True)
     return plan, opts, [(t, COMMANDS[t](plan, opts, folder)) for t in chosen]
 
 

@@ -411,6 +411,38 @@ def test_calibrate_serving_out_is_one_sentence_and_writes_nothing(tmp_path, monk
     assert err.count("\n") == 1 and sorted(p.name for p in tmp_path.rglob("*")) == ["existing"]
 
 
+def test_a_device_pipe_or_stream_named_as_an_output_is_refused_not_replaced(tmp_path, monkeypatch, capsys):
+    """`--out /dev/null` renamed a file over the null device (run as root: the system's /dev/null became a file),
+    and `--out /dev/stdout` over its link (s20-sec). A pipe, a link into /proc (as /dev/stdout is) and, as root, a
+    character device stand in for them here; each stays as it was, and a link to a file is still replaced."""
+    import os
+    import stat
+
+    monkeypatch.chdir(tmp_path)
+    os.mkfifo("pipe")
+    os.symlink("/proc/self/fd/1", "stdout")
+    names = ["pipe", "stdout"]
+    if os.geteuid() == 0:
+        os.mknod("null", stat.S_IFCHR | 0o666, os.makedev(1, 3))
+        names.append("null")
+    for name in names:
+        with pytest.raises(GpuplanError, match="it is a device, pipe or socket, not a file; name a file"):
+            uf.output_file(name, "--out")
+        with pytest.raises(GpuplanError, match="it is a device, pipe or socket"):
+            uf.write_text(tmp_path / name, "compute: 1.2\n", "--out")
+    assert stat.S_ISFIFO(os.lstat("pipe").st_mode) and os.readlink("stdout") == "/proc/self/fd/1"
+    assert os.geteuid() != 0 or stat.S_ISCHR(os.lstat("null").st_mode)
+    result = str(Path(__file__).parent / "data" / "fuzz" / "results" / "ok-vllm.json")
+    code, err = cli(capsys, "calibrate-serving", result, "--model", "llama-3.2-1b", "--gpu", "h200-sxm", "--out",
+                    "pipe")
+    assert code == 2 and err.count("\n") == 1 and "is a device, pipe or socket" in err, err
+    Path("mine.yaml").write_text("old\n")
+    os.symlink("mine.yaml", "link.yaml")
+    uf.write_text(uf.output_file("link.yaml", "--out"), "new\n", "--out")
+    assert Path("mine.yaml").read_text() == "old\n" and not Path("link.yaml").is_symlink()
+    assert sorted(p.name for p in tmp_path.iterdir()) == sorted([*names, "mine.yaml", "link.yaml"])
+
+
 def test_a_stop_signal_mid_write_leaves_no_temporary_file(tmp_path):
     """``--out`` and ``--plot`` files: a SIGTERM while the hidden temporary is written removes it, and the process
     ends by the signal; the file that was there is untouched."""

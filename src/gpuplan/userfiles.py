@@ -34,6 +34,7 @@ import json
 import math
 import os
 import re
+import stat
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -440,7 +441,12 @@ def write_file(path: Path, write: Any, flag: str, *, keep: bool = True) -> None:
     matplotlib reads the format from), then it is renamed over ``path`` (removed instead unless ``keep``: a
     probe of the folder); on any error, or a stop signal (:func:`signals_clean_up`), the temporary file goes and
     one sentence says why (nothing was written). What a killed write left beside ``path`` goes first
-    (:func:`sweep`)."""
+    (:func:`sweep`). A device, pipe or socket at ``path`` (``/dev/null``, or a link to one or into ``/proc`` such as
+    ``/dev/stdout``) is refused, never renamed over: run as root, ``--out /dev/null`` would replace the system's null
+    device with a file (:func:`not_a_file`)."""
+    if not_a_file(path):
+        raise GpuplanError(f"cannot write {flag} {echo(str(path))}: it is a device, pipe or socket, not a file; name "
+                           "a file to write (nothing was written)")
     stem = path.stem[:100]
     sweep(path.parent, stem)
     temp = temporary(path.parent, stem, path.suffix)
@@ -460,6 +466,18 @@ def write_file(path: Path, write: Any, flag: str, *, keep: bool = True) -> None:
             with contextlib.suppress(OSError):
                 temp.unlink()
             raise
+
+
+def not_a_file(path: Path) -> bool:
+    """Whether ``path`` is, or links to, something other than a file or a folder (a device, a pipe, a socket), or
+    is a link into ``/proc`` (``/dev/stdout`` is ``/proc/self/fd/1``: a stream, whatever it is open on)."""
+    try:
+        if os.path.islink(path) and os.readlink(path).startswith("/proc/"):
+            return True
+        mode = os.stat(path).st_mode
+    except (OSError, ValueError):  # absent, or a dangling link: a file may be written in its place
+        return False
+    return not (stat.S_ISREG(mode) or stat.S_ISDIR(mode))
 
 
 def write_text(path: Path, text: str, flag: str) -> None:

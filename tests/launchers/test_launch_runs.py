@@ -119,6 +119,27 @@ def test_local_model_folder_is_its_absolute_path(local_model, monkeypatch):
     assert body(files["sky.yaml"])["file_mounts"] == {str(local_model): str(local_model)}
 
 
+def test_sky_yaml_never_copies_the_home_folder(local_model, monkeypatch):
+    """A config.json kept in the home folder made the home folder the model's folder, and sky.yaml copied it whole
+    to every rented node (file_mounts: keys and credentials with it; s20-sec). The home folder, a folder above it
+    and / are refused for --target skypilot and left out of the default targets; a folder inside home is copied."""
+    top, home = local_model.parent, local_model.parent / "user"
+    inside = home / "models" / "qwen3-14b"
+    inside.mkdir(parents=True)
+    for folder in (top, home, inside):
+        shutil.copy(local_model / "config.json", folder / "config.json")
+    monkeypatch.setenv("HOME", str(home))
+    scenario = dict(task="train", method="qlora", gpu="a100-sxm4-80gb", train_tokens=1e7)
+    for model, what in ((home / "config.json", "the home folder"), (home, "the home folder"),
+                        (top, "above the home folder")):
+        with pytest.raises(GpuplanError, match=f"--target skypilot does not apply: the model's folder .* is {what}, "
+                           "and SkyPilot copies an input's folder whole to every node"):
+            files_of({**scenario, "model": str(model)}, ["skypilot"])
+        assert "sky.yaml" not in files_of({**scenario, "model": str(model)})  # the default targets leave it out
+    files = files_of({**scenario, "model": str(inside / "config.json")}, ["skypilot"])
+    assert body(files["sky.yaml"])["file_mounts"] == {str(inside): str(inside)}
+
+
 def test_local_dataset_and_tokenizer_are_absolute(tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
     chat_file(tmp_path / "chat.jsonl", 40)

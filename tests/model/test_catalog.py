@@ -439,3 +439,37 @@ def test_a_hub_file_larger_than_the_reader_takes_is_not_fetched(monkeypatch):
     with pytest.raises(GpuplanError, match=r"model_index\.json is 134,217,728 bytes"):
         catalog.load_model("someone/huge-pipeline")
     assert fetched == []
+
+
+def test_a_pipeline_listing_more_components_than_any_has_is_refused_before_fetching_them(monkeypatch, tmp_path):
+    """s20-sec: a repo's model_index.json listing 20,000 components made one model name ask the hub 20,000 times
+    (a TCP probe, a HEAD and a download of up to 64 MiB each), past the page's deadline with --hub. At most
+    MAX_COMPONENTS (16; SD3 lists 9) are read, counted before the first is fetched; a local folder alike. The hub is
+    unreachable here: its answers are stood in for."""
+    hub = pytest.importorskip("huggingface_hub")
+    from huggingface_hub.errors import LocalEntryNotFoundError
+
+    from gpuplan.model import catalog, diffusers
+
+    index = {"_class_name": "FluxPipeline", **{f"c{i}": ["diffusers", "AutoencoderKL"] for i in range(20_000)}}
+    (tmp_path / "model_index.json").write_text(json.dumps(index))
+    asked = []
+
+    def download(repo_id, filename, local_files_only=False, **_):
+        if local_files_only:
+            raise LocalEntryNotFoundError("not cached")
+        asked.append(filename)
+        return str(tmp_path / "model_index.json")
+
+    monkeypatch.setattr(hub, "hf_hub_download", download)
+    monkeypatch.setattr(hub, "get_hf_file_metadata", lambda url: SimpleNamespace(size=100))
+    monkeypatch.setattr(catalog, "_hub_reachable", lambda: True)
+    with pytest.raises(GpuplanError, match=r"^someone/wide: model_index\.json lists 20,000 components; a pipeline has "
+                                           r"at most 16 \(SD3 lists 9\)$"):
+        catalog.load_model("someone/wide")
+    assert asked == ["model_index.json"]
+    local = tmp_path / "wide"
+    local.mkdir()
+    (local / "model_index.json").write_text(json.dumps(dict(list(index.items())[:diffusers.MAX_COMPONENTS + 2])))
+    with pytest.raises(GpuplanError, match=r"lists 17 components; a pipeline has at most 16"):
+        diffusers.read_pipeline_folder(local, "wide")

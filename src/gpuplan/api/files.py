@@ -98,11 +98,12 @@ def _write_diffusion(s, spec, targets: list[str], folder: str | Path, force: boo
                         printed=[(f.name, f.target, f.text) for f in chosen] if folder == "-" else [], said=said)
 
 
-def smoke(scenario: ScenarioLike, *, folder: str | Path, targets: Iterable[str] = ()):
+def smoke(scenario: ScenarioLike, *, folder: str | Path, targets: Iterable[str] = (), force: bool = False):
     """``gpuplan launch --smoke``: the plan rewritten onto a tiny model of its architecture, its files written into
-    ``folder`` and each target that runs here run a few steps (:mod:`gpuplan.launchers.smoke`); the smoke plan and
-    one :class:`~gpuplan.launchers.smoke.SmokeRun` per target; for a serving plan, llama-server started on a tiny GGUF
-    and asked for one completion (:mod:`gpuplan.launchers.smoke_serve`, one
+    ``folder`` (new or empty; ``force``: what a smoke run makes there is replaced, the checkpoints of its
+    ``output_dir`` too) and each target that runs here run a few steps (:mod:`gpuplan.launchers.smoke`); the smoke
+    plan and one :class:`~gpuplan.launchers.smoke.SmokeRun` per target; for a serving plan, llama-server started on
+    a tiny GGUF and asked for one completion (:mod:`gpuplan.launchers.smoke_serve`, one
     :class:`~gpuplan.launchers.smoke_serve.ServeRun`)."""
     from ..launchers import check_target_names, with_targets
     from ..launchers.files import output_folder
@@ -111,10 +112,11 @@ def smoke(scenario: ScenarioLike, *, folder: str | Path, targets: Iterable[str] 
 
     names = comma_names(targets, "targets")
     check_target_names(names)
+    force = arg.flag(force, "force")
     s = with_targets(scenario_of(scenario), names)
     if s.task != "train":
-        return smoke_serving(s, output_folder(folder))
-    return run(s, output_folder(folder), names or None)
+        return smoke_serving(s, output_folder(folder), force=force)
+    return run(s, output_folder(folder), names or None, force=force)
 
 
 def check_launch(targets: Iterable[str] = (), folder: str | Path = "gpuplan-launch", *, flag: str = "folder"

@@ -54,7 +54,7 @@ def launch_cmd(scenario: str | None = None, as_json: bool = False, target: list[
         no_control(script, "--script")
     s = api.load_scenario(scenario, overrides(fields))
     if smoke:
-        smoke_run(s, target, output, as_json)
+        smoke_run(s, target, output, as_json, force)
         return
     report = api.launch(s, targets=target or (), folder=output, force=force, dataset=s.dataset, script=script,
                         bucket=bucket, visible_devices=parse_devices(visible_devices, s.num_gpus),
@@ -62,12 +62,12 @@ def launch_cmd(scenario: str | None = None, as_json: bool = False, target: list[
     show_launch(report, output, as_json)
 
 
-def smoke_run(s, names, output: str, as_json: bool) -> None:
+def smoke_run(s, names, output: str, as_json: bool, force: bool) -> None:
     """``--smoke``: the plan on a tiny model of its architecture, its files written into ``output`` and run a few
     steps (:mod:`gpuplan.launchers.smoke`); one row per target, exit 1 when one fails."""
     if output == "-":
         raise GpuplanError("--smoke writes and runs files: name a folder with -o, not -")
-    plan, runs = api.smoke(s, folder=output, targets=names or ())
+    plan, runs = api.smoke(s, folder=output, targets=names or (), force=force)
     if s.task != "train":
         serve_table(plan, runs, output, as_json)
         return
@@ -202,7 +202,8 @@ def launch_params() -> list[inspect.Parameter]:
                  "when --stack is not set, a serving engine's that engine when --engine is not", metavar="TARGET"),
         opt("output", str, DEFAULT_DIR, "--output", "-o", text="Folder to write into; - prints the files.",
             metavar="DIR"),
-        opt("force", bool, False, "--force", text="Overwrite files already in the folder."),
+        opt("force", bool, False, "--force", text="Overwrite files already in the folder (with --smoke: its launch "
+            "files, inputs and checkpoints; without it --smoke needs a new or empty folder)."),
         opt("script", str | None, None, "--script",
             text="Training entry point instead of `-m trl.scripts.sft`; it must read --config trainer.yaml.",
             metavar="COMMAND"),

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import re
 from functools import cache
+from pathlib import Path
 from typing import Any
 
 from ..datafiles import read_yaml
@@ -45,11 +46,29 @@ def names() -> dict[str, Any]:
 def applies(plan: LaunchPlan) -> str | None:
     if plan.owned:
         return f"the plan runs on your own cards; SkyPilot rents cloud ones (use {own_script(plan)})"
+    if wide := copied_too_wide(plan):
+        return wide
     if not plan.train and engine_for(plan.scenario).launch_target == "trtllm":
         return ("TensorRT-LLM's pip wheel needs the CUDA toolkit and MPI on the node, and NVIDIA ships it as a "
                 "container (nvcr.io/nvidia/tensorrt-llm/release) whose tag gpuplan does not pin: rent the card and "
                 "run trtllm-serve.sh there, or plan with --engine vllm or sglang for a SkyPilot task")
     return runner(plan).applies(plan)
+
+
+def copied_too_wide(plan: LaunchPlan) -> str | None:
+    """Why the task would copy too much, or None: SkyPilot copies each input folder whole to every node
+    (``file_mounts``), and a model's config.json in the home folder names the home folder as the model's (its
+    weights are looked for beside it), so the task would send the home folder, keys and credentials with it, to
+    rented machines; the home folder, a folder above it and ``/`` are never an input's folder."""
+    home = Path.home().resolve()
+    for role, path in plan.inputs.items():
+        p = Path(path).resolve()
+        if p == home or p in home.parents or p == Path(p.anchor):
+            what = "the home folder" if p == home else "the file system's root" if p == Path(p.anchor) else \
+                "above the home folder"
+            return (f"the {role}'s folder {path} is {what}, and SkyPilot copies an input's folder whole to every node "
+                    f"(file_mounts): move the {role}'s files into a folder of their own and name that")
+    return None
 
 
 def own_script(plan: LaunchPlan) -> str:

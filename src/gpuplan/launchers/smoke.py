@@ -25,12 +25,14 @@ import json
 import math
 import os
 import re
+import shutil
 import subprocess
 import sys
 import time
 from dataclasses import dataclass
 from pathlib import Path
 
+from ..errors import GpuplanError, echo
 from ..scenario import Scenario
 from ..userfiles import load_yaml
 
@@ -108,6 +110,33 @@ def chats(n: int = EXAMPLES) -> list[dict]:
             {"role": "assistant", "content": "The weights, the gradients, the optimizer states and the activations "
              "of one micro-batch, plus the allocator's slack."}]
     return [{"messages": turn} for _ in range(n)]
+
+
+def smoke_folder(folder, force: bool = False) -> Path:
+    """``folder`` as the place a smoke run writes and runs, or one sentence: a smoke run replaces the launch files
+    there, its runs clear the plan's ``output_dir`` (its checkpoints) between targets, and it writes its inputs and
+    log beside them, so the folder must be new or empty (a launch's own files, or a real run's checkpoints, are never
+    replaced unasked); with ``force`` what it makes there is removed first (:func:`clear`: a link is removed, never
+    followed)."""
+    folder = Path(folder)
+    if folder.exists() and not folder.is_dir():
+        raise GpuplanError(f"{echo(str(folder))} is a file, not a folder: --smoke writes and runs files in a new or "
+                           "empty folder (-o)")
+    held = sorted(p.name for p in folder.iterdir()) if folder.is_dir() else []
+    if held and not force:
+        shown = ", ".join(held[:4]) + (f" and {len(held) - 4} more" if len(held) > 4 else "")
+        raise GpuplanError(f"--smoke writes and runs files in a new or empty folder, and {echo(str(folder))} holds "
+                           f"{shown}: choose another folder with -o, or pass --force to replace its launch files, "
+                           "inputs and checkpoints")
+    return folder
+
+
+def clear(path: Path) -> None:
+    """``path`` removed: a link or a file unlinked (a link's target untouched), a folder with what it holds."""
+    if path.is_symlink() or path.is_file():
+        path.unlink()
+    elif path.is_dir():
+        shutil.rmtree(path)
 
 
 def write_inputs(folder: Path, config: dict, head_dim: int = 16) -> dict[str, Path]:
@@ -218,14 +247,16 @@ def model_config(s: Scenario) -> dict:
 
 
 def prepare(s: Scenario, folder: Path, targets: list[str] | None = None, *, steps: int = STEPS,
-            cuda: bool = False) -> tuple[object, object, list[str]]:
-    """The smoke run's files in ``folder`` (module docstring): its tiny inputs and the launch files of the rewritten
-    plan; the plan, its options and the targets that run here (``targets``, default every one of :data:`COMMANDS`
-    that applies)."""
+            cuda: bool = False, force: bool = False) -> tuple[object, object, list[str]]:
+    """The smoke run's files in ``folder`` (module docstring; new or empty unless ``force``: :func:`smoke_folder`):
+    its tiny inputs and the launch files of the rewritten plan; the plan, its options and the targets that run here
+    (``targets``, default every one of :data:`COMMANDS` that applies)."""
     from . import launch_files, launch_plan, targets_for, write
     from .settings import LaunchOptions
 
-    inputs = write_inputs(Path(folder) / INPUTS, model_config(s))
+    folder = smoke_folder(folder, force)
+    clear(folder / INPUTS)
+    inputs = write_inputs(folder / INPUTS, model_config(s))
     plan = launch_plan(smoke_scenario(s, inputs, cuda), command="gpuplan launch --smoke")
     opts = LaunchOptions(dataset=str(inputs["dataset"]), device="cuda" if cuda else "cpu", max_steps=steps)
     chosen = [t for t in targets_for(plan, targets) if t in (COMMANDS if cuda else CPU_TARGETS)]
@@ -239,17 +270,15 @@ def prepare(s: Scenario, folder: Path, targets: list[str] | None = None, *, step
 
 
 def smoke(s: Scenario, folder: Path, targets: list[str] | None = None, *, steps: int = STEPS,
-          cuda: bool | None = None, timeout_s: float = 600.0) -> tuple[object, list[SmokeRun]]:
+          cuda: bool | None = None, timeout_s: float = 600.0, force: bool = False) -> tuple[object, list[SmokeRun]]:
     """The smoke run of ``s`` in ``folder`` (:func:`prepare`), one run per target; the plan and the runs."""
-    import shutil
-
     if cuda is None:
         import torch
 
         cuda = torch.cuda.is_available()
-    plan, opts, chosen = prepare(s, folder, targets, steps=steps, cuda=cuda)
+    plan, opts, chosen = prepare(s, folder, targets, steps=steps, cuda=cuda, force=force)
     runs = []
     for target in chosen:
-        shutil.rmtree(Path(folder) / opts.output_dir, ignore_errors=True)  # each run starts, not resumes
+        clear(Path(folder) / opts.output_dir)  # each run starts, not resumes
         runs.append(run_target(target, plan, opts, Path(folder), cuda, timeout_s))
     return plan, runs

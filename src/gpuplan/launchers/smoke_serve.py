@@ -147,9 +147,12 @@ def free_port() -> int:
 def serve(folder: Path, port: int, gguf_file: Path, binary: Path, *, timeout_s: float = 120.0) -> ServeRun:
     """Start ``llama-server.sh`` in ``folder`` on ``gguf_file`` (``binary``'s folder first on ``PATH``), wait for
     ``/health``, ask for one completion of :data:`TOKENS` tokens, stop it."""
+    from .smoke import clear
+
     env = {**os.environ, "GGUF": str(gguf_file), "PATH": f"{binary.parent}{os.pathsep}{os.environ.get('PATH', '')}"}
     start, log = time.monotonic(), folder / "llama-server.log"
-    with open(log, "wb") as sink:
+    clear(log)  # a link put at its name is removed, not written through
+    with open(log, "xb") as sink:
         proc = subprocess.Popen(["bash", "llama-server.sh"], cwd=folder, env=env, stdout=sink,
                                 stderr=subprocess.STDOUT, start_new_session=True)
         answer, error = {}, ""
@@ -197,7 +200,7 @@ def _complete(port: int) -> dict:
         return json.loads(r.read())
 
 
-def smoke_serving(s: Scenario, folder: Path) -> tuple[object, list[ServeRun]]:
+def smoke_serving(s: Scenario, folder: Path, *, force: bool = False) -> tuple[object, list[ServeRun]]:
     """``gpuplan launch --smoke`` of a serving plan: llama.cpp's, the one engine that serves on a CPU; one sentence
     when the plan is another engine's or no ``llama-server`` is here."""
     from ..errors import GpuplanError
@@ -209,17 +212,20 @@ def smoke_serving(s: Scenario, folder: Path) -> tuple[object, list[ServeRun]]:
     if binary is None:
         raise GpuplanError("--smoke needs llama.cpp's llama-server on PATH (install llama.cpp, or build it with "
                            "python bench/llama_server.py from a gpuplan checkout)")
-    plan, run = smoke_llama_cpp(s, folder, binary)
+    plan, run = smoke_llama_cpp(s, folder, binary, force=force)
     return plan, [run]
 
 
-def smoke_llama_cpp(s: Scenario, folder: Path, binary: Path) -> tuple[object, ServeRun]:
-    """The llama.cpp smoke run of the serving plan ``s`` in ``folder`` (module docstring): the plan and the run."""
+def smoke_llama_cpp(s: Scenario, folder: Path, binary: Path, *, force: bool = False) -> tuple[object, ServeRun]:
+    """The llama.cpp smoke run of the serving plan ``s`` in ``folder`` (module docstring; new or empty unless
+    ``force``: :func:`~.smoke.smoke_folder`): the plan and the run."""
     from . import launch_files, launch_plan, write
     from .settings import LaunchOptions
-    from .smoke import INPUTS, model_config, write_inputs
+    from .smoke import INPUTS, clear, model_config, smoke_folder, write_inputs
 
-    inputs = write_inputs(Path(folder) / INPUTS, model_config(s))
+    folder = smoke_folder(folder, force)
+    clear(folder / INPUTS)
+    inputs = write_inputs(folder / INPUTS, model_config(s))
     gguf_file = write_gguf(inputs["model"], Path(folder) / INPUTS / "tiny-F16.gguf")
     plan = launch_plan(smoke_serving_scenario(s, inputs["model"]), command="gpuplan launch --smoke")
     port = free_port()

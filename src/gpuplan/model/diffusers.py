@@ -128,6 +128,23 @@ def component_entry(name: str, key: Any, entry: Any) -> tuple[str, str] | None:
     return entry[0], entry[1]
 
 
+# components a pipeline may list (model_index.json entries naming a library and class): the bundled pipelines list
+# at most 9 (SD3: transformer, VAE, three text encoders, their three tokenizers, the scheduler); each is a
+# config.json read, and from the Hub a request and a download of up to 64 MiB (s20-sec: a model_index.json of
+# 20,000 entries asked the hub 20,000 times for one model name, past the page's deadline)
+MAX_COMPONENTS = 16
+
+
+def component_keys(name: str, model_index: dict[str, Any]) -> list[str]:
+    """The keys of ``model_index`` that name a component (:func:`component_entry`), each checked, at most
+    :data:`MAX_COMPONENTS`; else one sentence, before any component's config is read or fetched."""
+    keys = [key for key, entry in model_index.items() if component_entry(name, key, entry) is not None]
+    if len(keys) > MAX_COMPONENTS:
+        raise GpuplanError(f"{name}: model_index.json lists {len(keys):,} components; a pipeline has at most "
+                           f"{MAX_COMPONENTS} (SD3 lists 9)")
+    return keys
+
+
 def pipeline_spec(name: str, model_index: dict[str, Any], configs: dict[str, dict[str, Any]], *,
                   params: dict[str, int] | None = None, counted_by: str = "") -> ModuleSpec:
     """The spec of a pipeline: its model components (tokenizers, schedulers and feature extractors hold no
@@ -257,10 +274,8 @@ def counted_by_library(library: str = "diffusers") -> str:
 def read_pipeline_folder(folder: Path, name: str) -> ModuleSpec:
     """A local pipeline folder: ``model_index.json`` and each component's ``<name>/config.json``."""
     index = read_json(folder / "model_index.json")
-    configs = {}
-    for key, entry in index.items():
-        if component_entry(name, key, entry) is not None and (folder / key / "config.json").is_file():
-            configs[key] = read_json(folder / key / "config.json")
+    configs = {key: read_json(folder / key / "config.json") for key in component_keys(name, index)
+               if (folder / key / "config.json").is_file()}
     return pipeline_spec(name, index, configs)
 
 

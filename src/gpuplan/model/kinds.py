@@ -148,9 +148,7 @@ def from_hub(repo_id: str, fetch) -> ModuleSpec | None:
 
     index = diffusers.read_json(Path(index_path))
     configs: dict[str, dict[str, Any]] = {}
-    for key, entry in index.items():
-        if diffusers.component_entry(repo_id, key, entry) is None:
-            continue
+    for key in diffusers.component_keys(repo_id, index):  # bounded before the first is fetched
         found = fetch(repo_id, f"{key}/config.json")
         if found is not None:
             configs[key] = diffusers.read_json(Path(found))
