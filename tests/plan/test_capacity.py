@@ -343,3 +343,16 @@ def test_a_setup_whose_bound_undercuts_the_cheapest_row_is_simulated_too():
     assert first.usd_per_hour_for_target == b200.usd_per_hour_for_target == 11.96
     assert [p.setup for p in every.deployments[1:3]] == ["4x h200-sxm tp4", "4x h100-nvl tp4"]
     assert every.deployments[1].usd_per_hour_for_target == 14.36
+
+
+def test_rows_without_a_price_say_why():
+    """Walk s20: Llama-3.1-8B for 10 chat users on ``--gpus t4`` listed 2x, 4x and 8x T4 at tp 2-8 with every price
+    cell blank under 'cheapest first' and no sentence. The T4's one offer in force is AWS's 1-GPU g4dn.xlarge, and a
+    tensor-parallel group is priced on one instance that holds it whole (``cheapest_offer``), so none is priced."""
+    report = gpuplan.capacity("llama-3.1-8b", gpus=["t4"], max_gpus=2, top=1, users=4, preset="chat")
+    assert [p.setup for p in report.deployments] == ["2x t4 tp2"] and report.deployments[0].usd_per_hour is None
+    (note,) = [n for n in report.notes if "no price" in n]
+    assert note.startswith("2x t4 tp2: no price: no rented instance holds the group whole (Tesla T4: the offers in "
+                           "force rent aws 1x;")
+    priced = gpuplan.capacity("llama-3.1-8b", gpus=["l4"], max_gpus=1, top=1, users=4, preset="chat")
+    assert priced.deployments[0].usd_per_hour and not any("no price" in n for n in priced.notes)
