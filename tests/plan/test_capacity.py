@@ -356,3 +356,16 @@ def test_rows_without_a_price_say_why():
                            "force rent aws 1x;")
     priced = gpuplan.capacity("llama-3.1-8b", gpus=["l4"], max_gpus=1, top=1, users=4, preset="chat")
     assert priced.deployments[0].usd_per_hour and not any("no price" in n for n in priced.notes)
+
+
+def test_users_without_a_latency_target_are_told_the_rows_size_nothing():
+    """Walk s20: 60,000 chat users thinking 30 s on ``--gpus h100`` with no --ttft/--tpot answered one H100 at
+    $1.29/h serving all 60,000 (p95 TTFT 785 s, 0 tok/s a user): a closed loop with no target counts every user
+    served however slow. A note says so; with a target, or an open loop (held to what a replica drains), none."""
+    fields = {"gpus": ["h100-sxm"], "max_gpus": 1, "top": 1, "preset": "chat"}
+    free = gpuplan.capacity("llama-3.1-8b", users=400, think_time_s=30, **fields)
+    assert free.deployments[0].max_users == 400
+    assert any(n.startswith("no latency target given (--ttft, --tpot, --e2e): each replica counts as serving every "
+                            "user however slow") for n in free.notes)
+    held = gpuplan.capacity("llama-3.1-8b", users=400, think_time_s=30, ttft_s=2, **fields)
+    assert not any("no latency target" in n for n in held.notes)
