@@ -369,3 +369,12 @@ def test_users_without_a_latency_target_are_told_the_rows_size_nothing():
                             "user however slow") for n in free.notes)
     held = gpuplan.capacity("llama-3.1-8b", users=400, think_time_s=30, ttft_s=2, **fields)
     assert not any("no latency target" in n for n in held.notes)
+
+
+def test_users_past_the_bound_are_refused_as_users():
+    """Walk s20: ``capacity --users 100000`` was refused as "scenario field 'batch_size': Input should be less than or
+    equal to 65536", a field the user had not given: the workload took 100,000 users and capacity plans each setup at
+    a batch of that many. The workload's bound is the scenario's batch bound, and the sentence names the users."""
+    with pytest.raises(GpuplanError) as e:
+        gpuplan.capacity("llama-3.1-8b", users=100_000, preset="chat", gpus=["h100-sxm"])
+    assert "users" in str(e.value) and "65536" in str(e.value) and "batch_size" not in str(e.value)
