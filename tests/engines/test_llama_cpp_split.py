@@ -159,3 +159,18 @@ def test_the_walk_s_split_holds_the_head_on_the_last_card_only():
     per_layer = held[0] / 16  # the first 3090 holds 16 layers and no head
     assert held[1] == pytest.approx(15 * per_layer, rel=1e-9)
     assert held[2] == pytest.approx(9 * per_layer + head, rel=1e-9)
+
+
+def test_a_tensor_parallel_size_given_to_llama_cpp_is_its_layer_split():
+    """Walk s20: ``estimate --engine llama.cpp --num-gpus 2 --tp 2`` headed the plan 'tensor parallel 2' and timed it
+    at 183 tok/s a user, where ``--pp 2`` (its --split-mode layer) gave 182: llama.cpp splits layers over GPUs (or
+    rows), it has no tensor parallelism. The resolver now takes tp as the layer split, says so, and the two plans are
+    one."""
+    from gpuplan import estimate
+
+    base = {"model": "llama-3.1-8b", "task": "infer", "engine": "llama.cpp", "gpu": "h100-sxm", "num_gpus": 2}
+    as_tp, as_pp = estimate({**base, "tp": 2}, advise=False), estimate({**base, "pp": 2}, advise=False)
+    assert "tensor parallel" not in as_tp.resolved and "layers split over 2" in as_tp.resolved
+    assert any("tp 2 taken as its layer split over 2 GPUs (llama.cpp --split-mode layer)" in n for n in as_tp.defaults)
+    assert as_tp.speed.tokens_per_s == as_pp.speed.tokens_per_s
+    assert as_tp.memory.device_peak_gib == as_pp.memory.device_peak_gib

@@ -3,6 +3,7 @@ and the GPUs the user named kept first; ``gpuplan fit`` built on them."""
 
 from __future__ import annotations
 
+import json
 import math
 import os
 import subprocess
@@ -375,3 +376,18 @@ def test_fit_rows_carry_the_capped_batch():
     assert (gpt2.max_batch_size, gpt2.max_batch_size_capped) == (4096, True)
     assert llama.max_batch_size_capped is False and llama.max_batch_size == estimate(dict(
         model="llama-3.1-8b", task="infer", gpu="h200", prompt_tokens=128, output_tokens=128)).memory.max_batch_size
+
+
+def test_a_recipe_layout_that_does_not_fit_is_not_called_as_set():
+    """Walk s20: QLoRA of Qwen2.5-14B on an RTX 4070 Ti SUPER (paged 8-bit AdamW, bf16 embeddings, checkpointing: a
+    setup recommend --have ranks) said 'micro-batch 1 x accumulation 1: as set: the recipe's 1 x 16 would not fit',
+    though neither was set: 1 x 16 holds the LoRA gradients whole beside the next micro-step (16.10 GiB of 15.92),
+    1 x 1 does not (15.82). The note says why and what the run's global batch then is."""
+    from gpuplan import estimate
+
+    plan = estimate({"model": "qwen2.5-14b", "task": "train", "method": "qlora", "gpu": "rtx-4070-ti-super",
+                     "optimizer": "paged-adamw-8bit", "qlora_fp32_upcast": False, "grad_checkpointing": "full"})
+    text = json.dumps(plan.to_dict())
+    assert plan.verdict.fits and plan.scenario["grad_accum_steps"] == 1 and "as set" not in text
+    assert ("the recipe's 1 x 16 would not fit GeForce RTX 4070 Ti SUPER (accumulation holds a whole gradient buffer "
+            "beside the next micro-step), so 1 x 1, a global batch of 1 sequence against the recipe's 16") in text

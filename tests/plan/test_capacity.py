@@ -343,3 +343,38 @@ def test_a_setup_whose_bound_undercuts_the_cheapest_row_is_simulated_too():
     assert first.usd_per_hour_for_target == b200.usd_per_hour_for_target == 11.96
     assert [p.setup for p in every.deployments[1:3]] == ["4x h200-sxm tp4", "4x h100-nvl tp4"]
     assert every.deployments[1].usd_per_hour_for_target == 14.36
+
+
+def test_rows_without_a_price_say_why():
+    """Walk s20: Llama-3.1-8B for 10 chat users on ``--gpus t4`` listed 2x, 4x and 8x T4 at tp 2-8 with every price
+    cell blank under 'cheapest first' and no sentence. The T4's one offer in force is AWS's 1-GPU g4dn.xlarge, and a
+    tensor-parallel group is priced on one instance that holds it whole (``cheapest_offer``), so none is priced."""
+    report = gpuplan.capacity("llama-3.1-8b", gpus=["t4"], max_gpus=2, top=1, users=4, preset="chat")
+    assert [p.setup for p in report.deployments] == ["2x t4 tp2"] and report.deployments[0].usd_per_hour is None
+    (note,) = [n for n in report.notes if "no price" in n]
+    assert note.startswith("2x t4 tp2: no price: no rented instance holds the group whole (Tesla T4: the offers in "
+                           "force rent aws 1x;")
+    priced = gpuplan.capacity("llama-3.1-8b", gpus=["l4"], max_gpus=1, top=1, users=4, preset="chat")
+    assert priced.deployments[0].usd_per_hour and not any("no price" in n for n in priced.notes)
+
+
+def test_users_without_a_latency_target_are_told_the_rows_size_nothing():
+    """Walk s20: 60,000 chat users thinking 30 s on ``--gpus h100`` with no --ttft/--tpot answered one H100 at
+    $1.29/h serving all 60,000 (p95 TTFT 785 s, 0 tok/s a user): a closed loop with no target counts every user
+    served however slow. A note says so; with a target, or an open loop (held to what a replica drains), none."""
+    fields = {"gpus": ["h100-sxm"], "max_gpus": 1, "top": 1, "preset": "chat"}
+    free = gpuplan.capacity("llama-3.1-8b", users=400, think_time_s=30, **fields)
+    assert free.deployments[0].max_users == 400
+    assert any(n.startswith("no latency target given (--ttft, --tpot, --e2e): each replica counts as serving every "
+                            "user however slow") for n in free.notes)
+    held = gpuplan.capacity("llama-3.1-8b", users=400, think_time_s=30, ttft_s=2, **fields)
+    assert not any("no latency target" in n for n in held.notes)
+
+
+def test_users_past_the_bound_are_refused_as_users():
+    """Walk s20: ``capacity --users 100000`` was refused as "scenario field 'batch_size': Input should be less than or
+    equal to 65536", a field the user had not given: the workload took 100,000 users and capacity plans each setup at
+    a batch of that many. The workload's bound is the scenario's batch bound, and the sentence names the users."""
+    with pytest.raises(GpuplanError) as e:
+        gpuplan.capacity("llama-3.1-8b", users=100_000, preset="chat", gpus=["h100-sxm"])
+    assert "users" in str(e.value) and "65536" in str(e.value) and "batch_size" not in str(e.value)

@@ -347,3 +347,17 @@ def test_a_load_without_an_engine_runs_vllm_as_capacity_does():
     assert scenario_from({k: v for k, v in fields.items() if k != "users"}).engine == "transformers"
     with pytest.raises(GpuplanError, match="not transformers: set engine vllm, sglang or trtllm"):
         estimate({**fields, "engine": "transformers"})
+
+
+@pytest.mark.parametrize("load", [{"users": 4}, {"rate_rps": 0.5}])
+def test_a_pool_that_holds_no_request_says_none_can_run(load):
+    """Walk s20: gpt-oss-20b under vLLM on an RTX 5080 (16 GB) leaves a KV pool of 0 tokens at the default 0.9. Under
+    a load the verdict read 'holds up to 0 concurrent requests, fewer than the 4 users: the others wait their turn
+    (the run of 4 users says how many were running at once)' (and 'the run at 0.5 requests/s'): no request runs,
+    nobody waits a turn, and a plan that does not fit has no run."""
+    plan = estimate({"model": "gpt-oss-20b", "task": "infer", "engine": "vllm", "gpu": "rtx-5080", **load},
+                    advise=False)
+    sentence = plan.verdict.sentence
+    assert plan.memory.max_concurrency == 0 and not plan.verdict.fits and plan.load is None
+    assert "cannot hold one request of 1,280 tokens, so no request can run" in sentence
+    assert "wait their turn" not in sentence and "the run" not in sentence

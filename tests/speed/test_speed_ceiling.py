@@ -103,17 +103,25 @@ def test_issue_20_rtx_3060_qlora_unsloth_is_inside_the_card():
 
 def test_a_card_without_a_matrix_rate_gets_no_speed_and_says_so():
     """fuzz-report-2: `gpuplan estimate --model llama-3.1-8b --task train --gpu apple-m4-max` divided by a zero
-    bf16 rate (Apple's GPUs have a rate since issue 31; Gaudi 2 has a bf16 but no fp16 rate in the catalog). A card
-    with no dense 16-bit matrix rate: memory is answered, speed is not, and a warning says why; timing one with no
-    rate at all directly is one sentence."""
+    bf16 rate (Apple's GPUs have a rate since issue 31). Timing a card with no dense 16-bit matrix rate at all is one
+    sentence (a bf16 rate without an fp16 one is a rate: Gaudi 2 and 3, the next test)."""
     import dataclasses
 
-    from gpuplan import estimate
     from gpuplan.speed import gemm_time_s
 
-    r = estimate(dict(model="llama-3.1-8b", task="train", gpu="intel-gaudi2"))
-    assert r.memory.device_peak_gib > 0 and not r.speed
-    assert any("no dense 16-bit matrix rate" in w for w in r.warnings)
     bare = dataclasses.replace(load_gpu("apple-m4-max"), dense_tflops={})
     with pytest.raises(GpuplanError, match="no dense 16-bit matrix rate"):
         gemm_time_s(bare, "bf16", 1024, 4096, 4096)
+
+
+def test_a_card_with_a_bf16_rate_and_no_fp16_rate_is_timed():
+    """Walk s20: Gaudi 3's catalog row has a bf16 (and fp8) matrix rate, 1,835 TFLOPS, and no fp16 one (``gpuplan
+    gpus`` lists the bf16 rate and its $/TFLOP), yet every estimate on it said 'no speed or cost: Gaudi 3 has no dense
+    16-bit matrix rate in the GPU catalog': the builder asked for the fp16 rate alone, where the GEMM timer
+    (``speed.gemm.can_time``) takes bf16 or fp16. The plan is now timed, below the card's datasheet rate."""
+    from gpuplan import estimate
+
+    for gpu in ("intel-gaudi3", "intel-gaudi2"):
+        plan = estimate({"model": "qwen2.5-7b", "task": "train", "method": "lora", "gpu": gpu, "train_tokens": 1e7})
+        assert plan.memory.device_peak_gib > 0 and plan.speed is not None and 0 < plan.speed.mfu < 1
+        assert not any("no dense 16-bit matrix rate" in w for w in plan.warnings)

@@ -182,7 +182,7 @@ def render(plans, w, fmt: str = "table", notes: list[str] | None = None) -> None
     if stress and not w.trace and w.prompt_lengths().kind == w.output_lengths().kind == "fixed":
         stress += ("; with fixed lengths too the users stay in lockstep, every prompt prefilled at once: "
                    "--length-spread 0.5 draws them")
-    load = (f"{w.users} users (closed loop, think {w.think_time_s:g} s{stress})" if w.users else
+    load = (f"{w.users:,} users (closed loop, think {w.think_time_s:g} s{stress})" if w.users else
             f"{'Poisson' if w.burstiness == 1 else f'gamma(shape {w.burstiness:g})'} arrivals"
             + (f", target {w.rate_rps:g} req/s" if w.rate_rps else ""))
     lengths = ("lengths from the trace: " if w.trace else "") + api.lengths_words(w.prompt_lengths(),

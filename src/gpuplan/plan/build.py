@@ -35,6 +35,7 @@ from ..scenario import Scenario
 from ..scenario.fields import MIN_MODEL_LEN
 from ..speed import Speed, speed_of
 from ..speed.comms import inter_node_link, intra_node_link
+from ..speed.gemm import can_time
 from .advice import advice
 from .layout import with_layout
 from .plan import Plan, memory_plan
@@ -101,7 +102,7 @@ def build(r: Resolved | ResolvedModule, offers: Offers | None = None, *, advise:
         return plan
     s, m, gpu = r.scenario, r.model, r.gpu
     asked, offers = offers is not None, offers or Offers()  # no offers given: timed, its price the caller's to find
-    if gpu is not None and gpu.peak_tflops("fp16"):  # speed always (what it would run at); cost for a job that fits
+    if gpu is not None and can_time(gpu):  # speed always (what it would run at); cost for a job that fits
         at = held(s, plan)
         priced = price_offers(at, m, gpu, plan.model.params_trainable, offers, speeds={} if speeds is None else speeds)
         chosen = choose(priced, offer_label)

@@ -290,8 +290,37 @@ def capacity(s: Scenario, m: ModelSpec, w: Workload, *, gpu_ids: tuple[str, ...]
     _mark_pareto(plans)
     if notes is not None:
         notes += _left_out(gpu_ids, simulated, candidates, chosen, late_alone, max_gpus) + _priced_at(w, plans) + \
-            _unstreamed(plans) + _spot_said(s, w, plans) + _spot_dearer(plans, offers)
+            _unstreamed(plans) + _spot_said(s, w, plans) + _spot_dearer(plans, offers) + _unpriced(s, plans, offers) + \
+            _unbounded(w)
     return plans
+
+
+def _unbounded(w: Workload) -> list[str]:
+    """What a search under a load without latency targets answers: every setup meets no SLO, so one replica counts
+    as serving the whole load however slow. Walk s20: 60,000 chat users thinking 30 s on ``--gpus h100`` answered
+    one H100 at $1.29/h serving all 60,000, its p95 TTFT 785 s, its streaming speed 0 tok/s a user."""
+    slo = w.slo
+    if not w.users or slo.ttft_s or slo.tpot_s or slo.e2e_s:  # an open loop's rate is held to what a replica drains
+        return []
+    return ["no latency target given (--ttft, --tpot, --e2e): each replica counts as serving every user however slow "
+            "(the p95 TTFT and TPOT columns say how slow), so the replica counts size no service: give the "
+            "latencies your users accept, e.g. --ttft 2 --tpot 0.05"]
+
+
+def _unpriced(s: Scenario, plans: list[Deployment], offers: list[Offer]) -> list[str]:
+    """Why rows have no price: no offer in force holds their tensor-parallel group on one instance
+    (:func:`cheapest_offer`). Walk s20: Llama-3.1-8B for 10 users on ``--gpus t4`` listed 2x, 4x and 8x T4 with every
+    price cell blank under 'cheapest first' and no sentence; the T4's one offer in force is AWS's 1-GPU g4dn.xlarge."""
+    out = []
+    for gpu_id in dict.fromkeys(p.gpu_id for p in plans if p.usd_per_hour is None):
+        rows = ", ".join(p.setup for p in plans if p.gpu_id == gpu_id and p.usd_per_hour is None)
+        sizes = sorted({f"{o.provider} {o.gpu_count}x" for o in matching(offers, s.model_copy(
+            update={"tp": 1, "pp": 1, "num_gpus": 1}), gpu_id)})
+        rented = f"the offers in force rent {', '.join(sizes)}" if sizes else "no offer of it is in force"
+        out.append(f"{rows}: no price: no rented instance holds the group whole ({gpus()[gpu_id].name}: {rented}; "
+                   f"a tensor-parallel group is priced on one instance); `gpuplan prices --gpu {short_id(gpu_id)}` "
+                   "lists its offers")
+    return out
 
 
 def _simulated(chosen: list, w: Workload, m: ModelSpec, end: float) -> list[Deployment]:

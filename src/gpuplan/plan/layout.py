@@ -124,4 +124,10 @@ def with_layout(r: Resolved, keep_micro_batch: bool = False) -> Resolved:
     again = changed(r, {"micro_batch_size": mb, "grad_accum_steps": accum}, None, layout_why=why)
     if memory_plan(again).verdict.fits or not memory_plan(r).verdict.fits:  # neither fits: the recipe's, as it runs
         return again
-    return Resolved(**{**r.__dict__, "layout_why": f"as set: the recipe's {mb} x {accum} would not fit {gpu.name}"})
+    run = s.micro_batch_size * s.grad_accum_steps * s.dp
+    kept = (f"{s.micro_batch_size} x {s.grad_accum_steps}, a global batch of {run:,} sequence{'s' if run != 1 else ''} "
+            f"against the recipe's {global_batch:,}")
+    why = (" (accumulation holds a whole gradient buffer beside the next micro-step)"
+           if mb == s.micro_batch_size and accum > s.grad_accum_steps else "")
+    return Resolved(**{**r.__dict__, "layout_why": f"the recipe's {mb} x {accum} would not fit {gpu.name}{why}, so "
+                       f"{kept}"})

@@ -267,6 +267,10 @@ def judge(r: Resolved, mem: MemoryReport, by_design: bool = False) -> Verdict:
     # the card holds it, the host not (no card: no verdict of the host either)
     if mem.fits is False and (mem.headroom_gib or 0) >= 0 and host_shortfall(s, mem, gpu):
         said = "the host's RAM cannot hold what it keeps there (the warning says how much); "
+    elif mem.max_concurrency == 0 and engine.pool_words and (s.rate_rps or s.users) and s.held_at_once == 1:
+        # a load queues what the pool cannot hold, but a pool that holds no request runs none (no run, no queue)
+        said = (f"{engine.pool_words} cannot hold one request of {s.prompt_tokens + s.output_tokens:,} tokens, so "
+                "no request can run; ")
     elif mem.max_concurrency is not None and engine.pool_words and s.rate_rps and s.held_at_once == 1:
         # a rate asks no number of requests at once: the simulated run says how many it kept (its peak)
         said = (f"{engine.pool_words} holds up to {mem.max_concurrency:,} concurrent requests (the run at "

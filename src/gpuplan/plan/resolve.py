@@ -258,6 +258,11 @@ def tensor_parallel_ok(m: ModelSpec, n: int) -> bool:
 def serving_split(s: Scenario, m: ModelSpec) -> tuple[dict[str, Any], str | None]:
     """How several GPUs serve one model when the scenario does not say: (fields to set, the sentence)."""
     n = s.world_size
+    if s.task == "infer" and s.tp > 1 and not engine_for(s).tensor_parallel:  # llama.cpp, mlx: layers, not tensors
+        engine = engine_for(s)
+        return {"tp": 1, "pp": s.tp * s.pp}, (
+            f"{engine.label} splits the model's layers over GPUs, not its tensors: tp {s.tp} taken as its layer split "
+            f"over {s.tp * s.pp} GPUs ({engine.layer_split_words}); set pp to say so")
     if s.task != "infer" or n == 1 or s.tp * s.pp != 1 or s.sharding is not None:
         return {}, None
     engine = engine_for(s)

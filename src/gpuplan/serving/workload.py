@@ -123,7 +123,9 @@ class Workload(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
     rate_rps: float | None = Field(default=None, gt=0, le=100_000, allow_inf_nan=False,
                                    description="the expected arrival rate, requests/s")
-    users: int | None = Field(default=None, ge=1, le=100_000, description="closed loop: concurrent users, each "
+    # at most the scenario's batch_size (65,536), which capacity plans each setup at: 100,000 users were refused as
+    # "scenario field 'batch_size'", a field the user had not given (walk s20)
+    users: int | None = Field(default=None, ge=1, le=65_536, description="closed loop: concurrent users, each "
                               "sending its next request think_time_s after its last one finished (instead of rate_rps)")
     batch: int | None = Field(default=None, ge=2, le=65_536, description="an offline job: this many requests queued "
                               "at once, the engine running as many as its cap and KV pool allow (instead of "
