@@ -138,6 +138,8 @@ def _speed(result, s: dict) -> None:
         line = (f"{head}: {_rate(sp.tokens_per_s)} tokens/s{likely}, {sp.step_time_s:,.2f} s per optimizer step "
                 f"({sp.bound}-bound" + (f", MFU {mfu:.2f}" if mfu else "") + ")")
         bullet(line, prefix="")
+        if sp.band:
+            bullet(f"range: {sp.band}", prefix="  ", style="yellow")
     else:
         per_user, rate = sp.tokens_per_s_per_sequence, sp.requests_per_s
         streaming = sp.streaming_tokens_per_s_per_user

@@ -46,12 +46,13 @@ def _flops_per_token(x: Context, recompute: bool = True, keys: int | None = None
 
 
 def _range(sp, kind: str) -> Constant:
-    if sp.band:  # serving: the engine x model class's measured band, or uncalibrated (speed/bands.py)
+    if sp.band:  # serving: the engine x model class's band (speed/bands.py); training: uncalibrated off NVIDIA
         rate = sp.tokens_per_s or 1.0
         low, high = (sp.tokens_per_s_low or 0) / rate - 1, (sp.tokens_per_s_high or 0) / rate - 1
         return Constant(name="range", value=f"{(sp.tokens_per_s_low or 0):,.0f} to {(sp.tokens_per_s_high or 0):,.0f} "
                         f"tokens/s ({low:+.0%} / {high:+.0%} of the estimate)",
-                        source=f"{sp.band}; overheads.DECODE_BANDS")
+                        source=f"{sp.band}; " + ("overheads.SPEED_SPREAD x SPEED_SPREAD_WIDENING" if kind == "train"
+                                                 else "overheads.DECODE_BANDS"))
     low, high = oh.SPEED_SPREAD[kind]
     return Constant(name="calibration spread", value=f"{(sp.tokens_per_s_low or 0):,.0f} to "
                     f"{(sp.tokens_per_s_high or 0):,.0f} tokens/s ({low:+.0%} / {high:+.0%} of the estimate, "
