@@ -31,7 +31,6 @@ from ..hardware import GpuSpec, resolve_gpu
 from ..market.offers import NODE_GPUS, largest_node
 from ..model.spec import ModelSpec
 from ..scenario import INFER_ONLY, LOAD_FIELDS, TRAIN_ONLY, Scenario, stacks
-from ..scenario.diffusion_stacks import DIFFUSION_STACKS
 from ..scenario.fields import MODULE_FIELDS
 from ..sharding import sharding_for
 from ..stacks import STACKS
@@ -70,7 +69,7 @@ def not_a_module(s: Scenario, name: str) -> None:
         one = len(stray) == 1
         raise GpuplanError(f"{', '.join(stray)} appl{'ies' if one else 'y'} to diffusion pipelines and "
                            f"encoder-decoders, and {name} is a decoder LLM: drop {'it' if one else 'them'}")
-    if s.stack in DIFFUSION_STACKS:
+    if s.stack in stacks.DIFFUSION_TRAINERS:
         raise GpuplanError(f"stack {s.stack} trains diffusion models, and {name} is a decoder LLM: use hf, "
                            "torchtune, torchtitan, unsloth, axolotl, pytorch or megatron")
 
