@@ -64,7 +64,8 @@ def test_a_training_estimate_loads_only_what_it_uses():
     statistics), nor the serving decode bands, nor the structures read off transformers (Llama has a reader of its
     own), nor the engines' pool and timing records, nor the records of models that are not decoders (a decoder's
     plan catches NotADecoder, in gpuplan.model.kinds), nor the changes that would make a plan fit (it fits), nor the
-    "utf-8-sig" codec (gpuplan.userfiles drops a byte-order mark itself)."""
+    "utf-8-sig" codec (gpuplan.userfiles drops a byte-order mark itself), nor a serving plan's memory and
+    speculative decoding, nor the diffusion trainers' profiles."""
     code = ("import json, sys, gpuplan\n"
             "gpuplan.estimate({'model': 'llama-3.1-8b', 'task': 'train', 'method': 'qlora', 'gpu': 'rtx-4090'})\n"
             "print(json.dumps(sorted(sys.modules)))")
@@ -79,7 +80,8 @@ def test_a_training_estimate_loads_only_what_it_uses():
         "gpuplan.speed.inference", "yaml", "gpuplan.useryaml", "gpuplan.model.gguf", "gpuplan.model.diffusers",
         "gpuplan.model.encoders", "gpuplan.dataset", "statistics", "gpuplan.speed.bands", "gpuplan.model.structure",
         "gpuplan.plan.recipe", "gpuplan.engines.records", "gpuplan.model.module_spec", "gpuplan.plan.fixes",
-        "encodings.utf_8_sig",
+        "encodings.utf_8_sig", "gpuplan.engines.speculative", "gpuplan.memory.inference",
+        "gpuplan.scenario.diffusion_stacks",
         *(f"gpuplan.engines.{m}" for m in ("vllm", "sglang", "trtllm", "llama_cpp", "mlx"))}
     assert not loaded & unused, loaded & unused
 

@@ -10,6 +10,7 @@ lets the GPU wire.
 from __future__ import annotations
 
 import re
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from functools import cache
 from typing import Any
@@ -182,8 +183,6 @@ def _spec(entry: dict[str, Any]) -> GpuSpec:
     entry = _per_device(entry)
     mem = entry["memory"]
     size = float(mem["size_gb"])
-    if size <= 0:
-        raise RuntimeError(f"gpus.yaml: {entry['id']} has memory {size}")
     link = entry.get("interconnect") or {}
     return GpuSpec(
         id=entry["id"], name=entry["name"], vendor=entry["vendor"], architecture=str(entry["architecture"]),
@@ -210,26 +209,62 @@ def _entries() -> list[dict]:
     return read_yaml("gpus.yaml")
 
 
+class Catalog(Mapping[str, GpuSpec]):
+    """The catalog by id, each card's :class:`GpuSpec` made when it is first asked for: a first estimate asks for
+    one or two of the 69 cards, and making them all took 2 ms of its CPU time (bench/results/startup_s20.md).
+    Membership and the names (:func:`_names`) read the entries alone."""
+
+    def __init__(self, entries: list[dict[str, Any]]) -> None:
+        self._entries = {e["id"]: e for e in entries}
+        self._specs: dict[str, GpuSpec] = {}
+
+    def __getitem__(self, gpu_id: str) -> GpuSpec:
+        spec = self._specs.get(gpu_id)
+        if spec is None:
+            spec = self._specs[gpu_id] = _spec(self._entries[gpu_id])
+        return spec
+
+    def __contains__(self, gpu_id: object) -> bool:
+        return gpu_id in self._entries
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._entries)
+
+    def __len__(self) -> int:
+        return len(self._entries)
+
+    def segment(self, gpu_id: str) -> str:
+        """The card's :attr:`GpuSpec.segment` without making its spec (the offers ask it of every card they list)."""
+        return str(self._entries[gpu_id].get("segment"))
+
+    def names(self) -> Iterator[tuple[str, str, tuple[str, ...]]]:
+        """(id, name, aliases) of every card, as its :class:`GpuSpec` says them, without making one."""
+        for gpu_id, entry in self._entries.items():
+            yield gpu_id, _per_device(entry)["name"], tuple(str(a) for a in entry.get("aliases") or ())
+
+
 @cache
-def gpus() -> dict[str, GpuSpec]:
+def gpus() -> Catalog:
     """The catalog by id, validated: unique ids, positive memory."""
-    specs = [_spec(e) for e in _entries()]
-    ids = [s.id for s in specs]
-    if len(ids) != len(set(ids)):
+    entries = _entries()
+    if len({e["id"] for e in entries}) != len(entries):
         raise RuntimeError("gpus.yaml has duplicate ids")
-    return {s.id: s for s in specs}
+    for e in entries:
+        if float(e["memory"]["size_gb"]) <= 0:
+            raise RuntimeError(f"gpus.yaml: {e['id']} has memory {float(e['memory']['size_gb'])}")
+    return Catalog(entries)
 
 
 @cache
 def _names() -> dict[str, tuple[str, ...]]:
     """Normalized name -> the ids it may mean."""
     table: dict[str, set[str]] = {}
-    for spec in gpus().values():
-        short = spec.id.removeprefix("nvidia-").removeprefix("geforce-")
-        number = GEFORCE_NUMBER.fullmatch(spec.name)  # "4080", "3090 Ti": as people name them
+    for gpu_id, full, aliases in gpus().names():
+        short = gpu_id.removeprefix("nvidia-").removeprefix("geforce-")
+        number = GEFORCE_NUMBER.fullmatch(full)  # "4080", "3090 Ti": as people name them
         numbers = (number[1], number[1].replace(" ", "")) if number else ()
-        for name in (spec.id, short, spec.name, *spec.aliases, *numbers):
-            table.setdefault(normalize_name(name), set()).add(spec.id)
+        for name in (gpu_id, short, full, *aliases, *numbers):
+            table.setdefault(normalize_name(name), set()).add(gpu_id)
     for alias, ids in EXTRA_ALIASES.items():
         table.setdefault(normalize_name(alias), set()).update(ids)
     return {k: tuple(sorted(v)) for k, v in table.items()}

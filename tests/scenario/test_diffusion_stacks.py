@@ -11,11 +11,12 @@ from gpuplan.model.quant import FP8_ALL, FP8_LINEARS
 from gpuplan.scenario import scenario_from
 from gpuplan.scenario.diffusion_stacks import DIFFUSION_STACKS, FAMILIES
 from gpuplan.scenario.modules import resolve_module
-from gpuplan.scenario.stacks import RECIPES
+from gpuplan.scenario.stacks import DIFFUSION_TRAINERS, RECIPES
 
 
 def test_every_diffusion_stack_has_one_profile_and_one_launch_target():
     assert set(DIFFUSION_STACKS) == {"diffusers", "kohya", "simpletuner", "ai-toolkit"} <= set(RECIPES)
+    assert set(DIFFUSION_STACKS) == DIFFUSION_TRAINERS  # what a decoder's plan asks without loading the profiles
     assert tuple(DIFFUSION_STACKS) == NAMES
     for name, p in DIFFUSION_STACKS.items():
         assert p.name == name and p.lora_preset in ("attention", "all")

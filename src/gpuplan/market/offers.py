@@ -320,7 +320,7 @@ def _links(given: dict[str, Any]) -> dict[str, Any]:
         if given.get("inter_node_gbps") is None and net.get("inter_node_gbps"):
             updates["inter_node_gbps"] = float(net["inter_node_gbps"])
     if not given["intra_node"]:
-        consumer = gpus()[given["gpu_id"]].segment == "consumer"
+        consumer = gpus().segment(given["gpu_id"]) == "consumer"
         intra = net.get("intra_node_consumer" if consumer else "intra_node")
         if intra:
             updates["intra_node"] = intra

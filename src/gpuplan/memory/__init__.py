@@ -9,8 +9,17 @@ The bytes of each kind of tensor they add up are in :mod:`gpuplan.tensors`; what
 :mod:`gpuplan.plan.refusals`'s.
 """
 
-from .inference import inference_memory
 from .report import device_gib, estimate_memory, memory_report, report_of
 from .training import training_memory
 
 __all__ = ["device_gib", "estimate_memory", "inference_memory", "memory_report", "report_of", "training_memory"]
+
+
+def __getattr__(name: str):
+    """``inference_memory``, its module loaded when first asked for: a training plan never calls it, and the
+    engines' speculative decoding it reads made a dataclass of every first estimate (bench/results/startup_s20.md)."""
+    if name == "inference_memory":
+        from .inference import inference_memory
+
+        return inference_memory
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

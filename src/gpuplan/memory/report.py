@@ -13,7 +13,6 @@ from ..result import MemoryReport
 from ..scenario import Scenario
 from ..tensors.breakdown import GIB, Estimate, device_overheads
 from .host import host_shortfall
-from .inference import inference_memory
 from .training import training_memory
 
 
@@ -32,6 +31,8 @@ def estimate_memory(s: Scenario, m: ModelSpec, gpu: GpuSpec | None) -> Estimate:
         metal = gpu is not None and gpu.vendor == "Apple"
         e = training_memory(s, m, capacity, sum(outside.values()) / GIB, cuda=not metal)
     else:
+        from .inference import inference_memory  # loaded by the first serving plan: a training plan never asks
+
         e = inference_memory(s, m, capacity, gpu)
     e.outside_allocator = {**outside, **e.extra.get("outside", {})}
     return e

@@ -25,13 +25,12 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from ..engines import ENGINES, OWN_SETTINGS, REFUSES_FOREIGN, SIMULATED, engine_for, speculative
+from ..engines import ENGINES, OWN_SETTINGS, REFUSES_FOREIGN, SIMULATED, engine_for
 from ..errors import GpuplanError
 from ..hardware import GpuSpec, resolve_gpu
 from ..market.offers import NODE_GPUS, largest_node
 from ..model.spec import ModelSpec
 from ..scenario import INFER_ONLY, LOAD_FIELDS, TRAIN_ONLY, Scenario, stacks
-from ..scenario.diffusion_stacks import DIFFUSION_STACKS
 from ..scenario.fields import MODULE_FIELDS
 from ..sharding import sharding_for
 from ..stacks import STACKS
@@ -70,7 +69,7 @@ def not_a_module(s: Scenario, name: str) -> None:
         one = len(stray) == 1
         raise GpuplanError(f"{', '.join(stray)} appl{'ies' if one else 'y'} to diffusion pipelines and "
                            f"encoder-decoders, and {name} is a decoder LLM: drop {'it' if one else 'them'}")
-    if s.stack in DIFFUSION_STACKS:
+    if s.stack in stacks.DIFFUSION_TRAINERS:
         raise GpuplanError(f"stack {s.stack} trains diffusion models, and {name} is a decoder LLM: use hf, "
                            "torchtune, torchtitan, unsloth, axolotl, pytorch or megatron")
 
@@ -396,8 +395,12 @@ def engine_refusal(s: Scenario, m: ModelSpec) -> str | None:
     search leaves out each card a plan refuses (session 17's outside fuzzer: recommend answered "nothing in the
     catalog fits, even on 8 x Instinct MI300X" to MTP on Llama-3.1-8B, which has no MTP layers)."""
     engine = engine_for(s)
-    speculation = s.task == "infer" and s.speculative_method != "none"
-    return engine.refusal(s, m) or _no_kv_cache(s, m, engine) or (speculative.refusal(s, m) if speculation else None)
+    refused = engine.refusal(s, m) or _no_kv_cache(s, m, engine)
+    if refused or s.task != "infer" or s.speculative_method == "none":
+        return refused or None
+    from ..engines import speculative  # loaded by the first plan that speculates
+
+    return speculative.refusal(s, m)
 
 
 def _no_kv_cache(s: Scenario, m: ModelSpec, engine) -> str | None:

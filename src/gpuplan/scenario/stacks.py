@@ -52,8 +52,6 @@ from collections.abc import Set as AbstractSet
 from dataclasses import dataclass
 from typing import Any
 
-from .diffusion_stacks import DIFFUSION_STACKS
-
 # the fine-tuning stacks recommend and advice switch between, each checked on fake tensors (gpuplan simulate)
 STACK_NAMES = ("hf", "torchtune", "torchtitan", "unsloth", "axolotl", "pytorch")
 # stacks for training at scale, estimated in closed form (Megatron-Core does not build on the CPU's meta device)
@@ -482,6 +480,9 @@ RECIPES: dict[str, Recipe] = {s.name: s for s in (
 )}
 # the scenario fields naming one stack's release -> that stack (Recipe.versioned_by)
 VERSION_FIELDS = {r.versioned_by: r.name for r in RECIPES.values() if r.versioned_by}
+# the diffusion trainers, whose profiles (gpuplan.scenario.diffusion_stacks) load with the first plan that names one:
+# a decoder's plan only asks whether its stack is one (loading them cost every first estimate 1.5 ms)
+DIFFUSION_TRAINERS = frozenset(r.name for r in RECIPES.values() if r.refuse is _refuse_diffusion)
 
 
 def resolve(data: Mapping[str, Any], given: AbstractSet[str] | None = None) -> dict[str, Any]:
@@ -509,12 +510,19 @@ def resolve(data: Mapping[str, Any], given: AbstractSet[str] | None = None) -> d
         out["loss_chunks"] = 8  # torchtune CEWithChunkedOutputLoss(num_output_chunks=8); axolotl's and torchtitan's 8
     if data.get("adapter_dtype") in (None, "auto"):
         compute = "fp32" if get("precision") == "fp32" else get("precision").split("-")[0]
-        diffusion = DIFFUSION_STACKS.get(stack.name)
-        fp32 = stack.peft_adapters or (diffusion is not None and diffusion.fp32_adapters(get("precision")))
+        fp32 = stack.peft_adapters or (stack.name in DIFFUSION_TRAINERS and _fp32_adapters(stack.name,
+                                                                                          get("precision")))
         out["adapter_dtype"] = "fp32" if fp32 else compute
     if data.get("sharding") == "fsdp" and stack.fsdp:
         out["sharding"] = stack.fsdp
     return out
+
+
+def _fp32_adapters(trainer: str, precision: str) -> bool:
+    """Whether diffusion trainer ``trainer`` keeps its LoRA adapters in fp32 under ``precision`` (its profile's)."""
+    from .diffusion_stacks import diffusion_stack_for
+
+    return diffusion_stack_for(trainer).fp32_adapters(precision)
 
 
 def card_precision(data: Mapping[str, Any], precision: str) -> str:
