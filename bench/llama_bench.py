@@ -140,6 +140,35 @@ def _best(rows: list[dict], grid: dict[str, tuple], score=median_abs, error=err)
     return best
 
 
+# ggml-org/llama.cpp PR #19057 (CUDA: re-use MLA K data for V in MMA FA), JohannesGaessler's table, column b7818
+# (January 2026): RTX 3090, deepseek2 16B Q4_0, pp512@d32768, tokens/s by micro-batch. Not a row of llama-bench.csv:
+# it sizes MMQ's weight streaming alone (:func:`fit_mmq_stream`), on how much a step grows over -ub 1's.
+MMQ_STREAM_TABLE = {1: 140.61, 2: 158.14, 4: 251.75, 8: 383.29, 16: 554.66, 32: 728.44}
+
+
+def mmq_stream_errors() -> list[float]:
+    """gpuplan's growth of the step over -ub 1's against :data:`MMQ_STREAM_TABLE`'s at each larger micro-batch:
+    the attention after 32,768 cached tokens, the same at every micro-batch size, drops out."""
+    base = {"id": "pr19057", "engine": "llama.cpp", "gpu": "nvidia-geforce-rtx-3090", "quant": "gguf-q4_0",
+            "model": "bench/models/DeepSeek-V2-Lite.json", "fa": "auto", "build": "7818", "graph": "",
+            "test": "pp512@d32768"}
+    step = {ub: (ub / tps, ub / predict(dict(base, ubatch=str(ub)))) for ub, tps in MMQ_STREAM_TABLE.items()}
+    return [(step[ub][1] - step[1][1]) / (step[ub][0] - step[1][0]) - 1 for ub in MMQ_STREAM_TABLE if ub > 1]
+
+
+def fit_mmq_stream() -> None:
+    """Grid-search :data:`~gpuplan.overheads.LLAMA_CPP_MMQ_WEIGHT_BYTES_PER_SM_CYCLE` on :func:`mmq_stream_errors`
+    (mean |error|)."""
+    scores = []
+    for value in (x / 10 for x in range(15, 41)):
+        oh.LLAMA_CPP_MMQ_WEIGHT_BYTES_PER_SM_CYCLE = value
+        scores.append((mean_abs(mmq_stream_errors()), value))
+    score, value = min(scores)
+    oh.LLAMA_CPP_MMQ_WEIGHT_BYTES_PER_SM_CYCLE = value
+    print(f"mmq stream: LLAMA_CPP_MMQ_WEIGHT_BYTES_PER_SM_CYCLE {value} -> mean |error| {score:.1%} on PR #19057's "
+          f"growth of the step over -ub 1 at -ub 2 to 32")
+
+
 def fit(rows: list[dict]) -> None:
     """Grid-search the constants on the fitted rows, each group on its own rows: MMQ on the CUDA Q4_0 prompts,
     cuBLAS's f16 GEMMs on Ampere on the CUDA F16 prompts,
@@ -167,6 +196,7 @@ def fit(rows: list[dict]) -> None:
              "mlx tg": {"MLX_STEP_OVERHEAD_S": tuple(x * 1e-4 for x in range(0, 21)),
                         "MLX_LAYER_S": tuple(x * 1e-6 for x in range(0, 241, 5))},
              "metal maps": {"LLAMA_CPP_METAL_MAP0_ID_S": tuple(x * 1e-9 for x in range(50, 251, 5))}}
+    fit_mmq_stream()
     for name, grid in grids.items():
         sel = [r for r in fitted if pick[name](r)]
         how = "mean" if name == "cuda tg" else "median"
@@ -508,7 +538,29 @@ MOE_NOTE = (
     "-> -11 %; #15013's tg line 7.4 % -> 5.2 % (RTX 5090 -13 % -> -3 %, RTX PRO 6000 -7 % -> +4 %, RTX 5080 -5 % -> "
     "+3 %, RTX 5070 Ti -8 % -> -1 %, but H100 +21 % -> +40 %, RTX 5070 +4 % -> +10 %, DGX Spark +12 % -> +15 %: the "
     "scoreboard's rows name no build and are timed as today's, with the launch); ORippler's RTX PRO 6000 "
-    "(November 2025) keeps -14 %/-13 %. At the tg256 row's 0.53 us pr26767 MoE would be 26 %, at 0.45 us 28 %.")
+    "(November 2025) keeps -14 %/-13 %. At the tg256 row's 0.53 us pr26767 MoE would be 26 %, at 0.45 us 28 %.", "",
+    "Read again (session 20) and adopted: MMQ's weight streaming by the SMs (bench/results/llama_cpp_s20.md). At the "
+    "PR's build (ggml-org/ggml 06034b3c) a `mul_mat_id` of more than one row is one MMQ launch over every expert, "
+    "its ids sorted on the device (`mmq_ids_helper`, one warp an expert): no loop of a launch an expert and no host "
+    "sync. On NVIDIA from Volta on it is stream-k: `nsm` blocks, one an SM (`__launch_bounds__(..., 1)`), each "
+    "taking an equal share of the (row tile, expert, column tile, k block) space and skipping an expert's empty "
+    "tiles, plus a fixup kernel where the tiles do not divide by the SMs (DeepSeek-V2-Lite's 704 and 1,024 on the "
+    "3090's 82; never Qwen3-30B-A3B's 768 and 2,048 on the 4090's 128). The blocks' uneven shares of the reached "
+    "experts (simulated over uniform routing: the slowest 1.6x and 1.4x the mean at `-ub 8`, 1.04x at 32) would "
+    "slow Qwen3-30B-A3B on the 4090 more (2.1x at 8), which lands: not the cause. What sets the two apart is the "
+    "SMs: each block loads and unpacks its 128-row weight tiles whatever their few columns, so past a few rows "
+    "MMQ's time is the SMs' work on the weight, not the bandwidth. PR #19057's b7818 table (JohannesGaessler's RTX "
+    "3090, DeepSeek-V2-Lite Q4_0 at 32k context, January 2026, before PR #18958; not a row here) grows the step "
+    "over `-ub 1`'s by 5.5/8.8/13.8/21.7/36.8 ms at `-ub` 2/4/8/16/32, gpuplan by 1.2/3.0/6.1/13.6/24.5 (mean "
+    "|error| 54 %); a bound of 2.3 bytes a cycle an SM (`LLAMA_CPP_MMQ_WEIGHT_BYTES_PER_SM_CYCLE`, speed/ggml.py "
+    "`mmq_stream_bw`, `--fit`) brings it to 13 %: 320 GB/s on the 3090 (936), 742 on the 4090 (1,008), where PR "
+    "#15131's RTX 4090 Llama-3.1-8B Q4_0 rows at `-ub` 10-16 (August 2025, not rows here) go +6 % -> +1..+3 %. "
+    "Before -> after (held out): pr15525 `-ub 8` +53 % -> -11 %, 32 +65 % -> -9 %, 128 +22 % -> +14 %, 256 +33 % "
+    "-> +26 % (tg line 33.7 % -> 12.5 %, pp line 33.4 % -> 14.0 %); PR #7676's RTX 4090 Llama-3-8B `-ub` 16/32/64 "
+    "+6/+10/+15 % -> +1/+5/+11 %; but Qwen3-30B-A3B on the 4090 (pr15631) `-ub` 8/32/64 -3/-14/-17 % -> "
+    "-8/-19/-20 % and pr19378's four 4090s -3 % -> -6 %; CUDA pp median 7.8 % -> 6.9 % (worst +65 % -> +30 %), "
+    "CUDA tg 13.1 % -> 12.7 % (worst +53 % -> +40 %, #15013's H100). No row here runs MMQ at a few rows on a "
+    "data-centre card, where the bound binds hardest (A100 350 GB/s of 2,039, H100 SXM 601 of 3,350): unchecked.")
 
 
 SPLIT_NOTE = (

@@ -134,6 +134,17 @@ LLAMA_CPP_KV_PAD_NO_FA = 32
 # only: MMQ on the Llama-2-7B Q4_0 prompts of the flagship GeForce card of each generation in llama.cpp's CUDA
 # scoreboard (RTX 3090, 4090, 5090: 7.5 %); every other card there is held out (bench/results/llama_bench.md).
 LLAMA_CPP_MMQ_FLOP_PER_SM_CYCLE = 700.0
+# MMQ streams a weight through its tiles at most this many bytes a cycle on each SM of an NVIDIA card (speed/ggml.py
+# mmq_stream_bw): one thread block an SM (mul_mat_q's __launch_bounds__(..., 1) from Volta on) loads and unpacks each
+# 128-row tile of the weight for however few columns the tile has, so past a few rows MMQ's time is the SMs' work on
+# the weight, not the card's bandwidth, where the SMs are few or slow. Sized on a public table outside the held-out
+# rows: ggml-org/llama.cpp PR #19057, JohannesGaessler's b7818 column (RTX 3090, DeepSeek-V2-Lite Q4_0, pp512@d32768,
+# January 2026, before PR #18958 so a routed expert of 2 to 8 rows ran MMQ too): how much a micro-batch's step grows
+# over -ub 1's at -ub 2/4/8/16/32 (5.5/8.8/13.8/21.7/36.8 ms), mean |error| 13 % at 2.3 (bench/llama_bench.py --fit;
+# without the bound 54 %). 2.3 x 82 SMs x 1,695 MHz is 320 GB/s on the RTX 3090 (936 GB/s); an RTX 4090 (128 SMs at
+# 2,520 MHz) reaches 742 GB/s, and PR #15131's RTX 4090 rows (Llama-3.1-8B Q4_0 at -ub 10 to 16, August 2025) stay
+# within +6 % (bench/results/llama_cpp_s20.md).
+LLAMA_CPP_MMQ_WEIGHT_BYTES_PER_SM_CYCLE = 2.3
 # By ggml type, against Q4_0: K-quants 0.90 (PR #7860's Q4_K_S against PR #7676's Q4_0 at micro-batch 512 on the
 # same RTX 4090, June 2024: 9,278.55 against 10,358.75 tokens/s); other types as Q4_0 (no like-for-like table read).
 LLAMA_CPP_MMQ_TYPE_FACTOR = {"q4_0": 1.0, "q4_1": 1.0, "q5_0": 1.0, "q5_1": 1.0, "q8_0": 1.0, "q2_k": 0.9,
@@ -1347,13 +1358,13 @@ DECODE_BANDS: dict[tuple[str, str, str], tuple[float, float, int, str]] = {
                                        "RTX 3090 and Qwen3-4B on an RTX 5090 (a 2026 build measured 13% faster "
                                        "than gpuplan; the H100 29% and the A100 25% slower) "
                                        "(bench/results/llama_bench.md)"),
-    ("llama.cpp", "MoE", "NVIDIA"): (-0.18, 0.22, 19, "llama-bench generation of gpt-oss-20b, Qwen3-30B-A3B and "
+    ("llama.cpp", "MoE", "NVIDIA"): (-0.17, 0.22, 19, "llama-bench generation of gpt-oss-20b, Qwen3-30B-A3B and "
                                      "DeepSeek-V2-Lite on an RTX 3090, RTX 4080, RTX 4090, RTX A5000, RTX 5090 and "
                                      "RTX PRO 6000 (llama.cpp PRs #15451 to #26767, ik_llama.cpp discussion #758): "
                                      "gpt-oss-20b measured 15-17% faster than gpuplan on the RTX PRO 6000 and up to "
-                                     "22% slower on the GeForce cards and an RTX A5000, DeepSeek-V2-Lite up to 35% "
-                                     "slower, Qwen3-30B-A3B up to 30% faster on an RTX 4090 and 60% on a 2026 RTX "
-                                     "5090 (bench/results/llama_bench.md)"),
+                                     "22% slower on the GeForce cards and an RTX A5000, DeepSeek-V2-Lite from 12% "
+                                     "slower to 12% faster, Qwen3-30B-A3B up to 30% faster on an RTX 4090 and 32% on "
+                                     "a 2026 RTX 5090 (bench/results/llama_bench.md)"),
     ("llama.cpp", "MoE", "Apple"): (-0.03, 0.07, 3, "llama-bench generation of gpt-oss-20b and Qwen3-30B-A3B on an "
                                     "M2 Ultra (llama.cpp PRs #16057, #15616): Q4_0 7-8% faster than gpuplan, Q8_0 5% "
                                     "slower (bench/results/llama_bench.md)"),

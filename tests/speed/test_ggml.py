@@ -50,7 +50,8 @@ def test_held_out_rows_within_the_issue_target(kind, test, count, limit):
     Q4_K_M (+6% and +7%) and ten Qwen2.5 and Llama-3.1 generation rows under LM Studio and Ollama on M3 Ultra, M4 Pro
     and M4 Max (-2% to +22%): CUDA prompts 7.8% on 34, CUDA generation 10.5% on 24, Metal generation 5.1% on 28;
     with s17-ggml2's 14 CUDA generation rows of 2025-2026 builds and hosts (JohannesGaessler's 2026 RTX 3090,
-    am17an's RTX 4090, an RTX A5000, an RTX 4080, a 2026 RTX 5090; -32% to +60%): CUDA generation 12.7% on 38)."""
+    am17an's RTX 4090, an RTX A5000, an RTX 4080, a 2026 RTX 5090; -32% to +60%): CUDA generation 12.7% on 38;
+    session 20's MMQ weight streaming by the SMs: CUDA prompts 7.8% -> 6.9%, CUDA generation 13.1% -> 12.7%)."""
     errors = _held_out(_bench(), kind, test)
     assert len(errors) == count
     assert statistics.median(abs(e) for e in errors) < limit
@@ -164,7 +165,8 @@ def test_old_builds_ran_a_moe_step_of_two_to_eight_rows_on_mmq():
     through MMQ at 8-column tiles (speed/ggml.py linears_s); today's code and one row keep the MMVQ step. Published
     (PR #15631, -ub 8, held out): 13.39 ms a micro-batch, gpuplan 10.52 (+27 %) -> 12.16 (+10 %); with its build's
     35 kernels a layer at 2.55 us (session 18, the PR's add chains) in place of 60 us a layer, -3 % (the kernels
-    follow the build, so only the weights' time is compared across builds here)."""
+    follow the build, so only the weights' time is compared across builds here); -8 % since session 20 streams MMQ's
+    weights at the SMs' 742 GB/s on the 4090 (``mmq_stream_bw``)."""
     old, new, today = (_timer("Qwen/Qwen3-30B-A3B", "rtx-4090", "gguf-q4_0", engine_version=v)
                        for v in ("b6263", "b7819", None))
     s, m, gpu = old.s, old.m, old.gpu
@@ -184,7 +186,7 @@ def test_old_builds_ran_a_moe_step_of_two_to_eight_rows_on_mmq():
     assert weights[new] == weights[today] != weights[old]
     assert old.decode_parts(1, 1000)["weights"] == today.decode_parts(1, 1000)["weights"]
     row = next(r for r in _bench().load_rows() if r["id"] == "pr15631-rtx4090-qwen3moe-ub8")
-    assert _bench().err(row) == pytest.approx(-0.03, abs=0.01)
+    assert _bench().err(row) == pytest.approx(-0.08, abs=0.01)
 
 
 def test_mmq_tile_width_covers_the_columns_in_the_fewest_tiles():
@@ -223,7 +225,7 @@ def test_moe_prompt_experts_fill_tiles_sized_for_the_whole_micro_batch():
     metal_rows = ggml.expert_tile_rows(512, 8 / 128, 32)
     assert cuda_rows == pytest.approx(128, rel=1e-6) and 1.3 * 32 < metal_rows < 1.6 * 32
     params, bw = 2048 * 768, ggml.bandwidth(gpu)
-    math_s, weight_s = 2 * cuda_rows * params / ggml.mmq_flops(gpu, "q4_0"), params * 18 / 32 / bw
+    math_s, weight_s = 2 * cuda_rows * params / ggml.mmq_flops(gpu, "q4_0"), params * 18 / 32 / ggml.mmq_stream_bw(gpu)
     got = ggml.matmul_s(gpu, "cuda", "q4_0", 32, params, 2048, tile_rows=cuda_rows)
     assert got == pytest.approx(ggml._roofline(math_s, weight_s) + 32 * 2048 * 5.125 / bw, rel=1e-12)
     assert got > ggml.matmul_s(gpu, "cuda", "q4_0", 32, params, 2048)
@@ -547,3 +549,20 @@ def test_programmatic_dependent_launch_on_hopper_and_later():
     assert kernel_s("rtx-5090", None) == pytest.approx(1.96e-6)
     assert kernel_s("h100-sxm", "b10228") == pytest.approx(1.96e-6)
     assert kernel_s("rtx-5090", "b9296") == kernel_s("rtx-4090", "b10228") == kernel_s("a100-80gb", None) == 2.55e-6
+
+
+def test_mmq_streams_a_weight_at_the_sms_pace_where_they_are_few():
+    """MMQ's weight streaming (``mmq_stream_bw``): SMs x clock x 2.3 bytes where that is below the card's achievable
+    bandwidth (RTX 3090: 82 x 1,695 MHz x 2.3 = 320 GB/s of 749), the bandwidth where the SMs keep up (an AMD card:
+    no bound read). The bound's source, PR #19057's RTX 3090 DeepSeek-V2-Lite table (b7818), grows the step over
+    -ub 1's by 5.5/8.8/13.8/21.7/36.8 ms at -ub 2..32: gpuplan within 13 % on the mean with the bound, 54 % without;
+    and it takes the held-out pr15525 -ub 8 and 32 rows from +53 % / +65 % to within 15 %."""
+    assert ggml.mmq_stream_bw(load_gpu("rtx-3090")) == pytest.approx(82 * 1695e6 * 2.3)
+    assert ggml.mmq_stream_bw(load_gpu("rtx-4090")) == pytest.approx(128 * 2520e6 * 2.3)
+    mi300x = load_gpu("mi300x")
+    assert ggml.mmq_stream_bw(mi300x) == pytest.approx(mi300x.bandwidth_gbs * 1e9 * oh.BANDWIDTH_FRACTION)
+    bench = _bench()
+    assert statistics.mean(abs(e) for e in bench.mmq_stream_errors()) < 0.15
+    rows = {r["id"]: r for r in bench.load_rows()}
+    for ub in (8, 32):
+        assert abs(bench.err(rows[f"pr15525-rtx3090-dsv2lite-ub{ub}"])) < 0.15

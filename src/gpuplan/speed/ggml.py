@@ -124,6 +124,19 @@ def cublas_s(gpu: GpuSpec, rows: float, k: float, n: float, *, count: float = 1,
     return gemm_time_s(gpu, "fp16", rows, k, n, count=count, kernels=1, latency_s=0.0) / speedup
 
 
+def mmq_stream_bw(gpu: GpuSpec) -> float:
+    """Bytes/s at which CUDA's MMQ streams a weight: the card's bandwidth, or on an NVIDIA card whose SMs cannot keep up
+    with it SMs x clock x :data:`~gpuplan.overheads.LLAMA_CPP_MMQ_WEIGHT_BYTES_PER_SM_CYCLE`: ``mul_mat_q`` runs one
+    thread block an SM (``__launch_bounds__(..., 1)`` from Volta on, stream-k over ``nsm`` blocks: ``mmq.cuh``
+    ``launch_mul_mat_q`` at ggml-org/ggml@06034b3c), which loads and unpacks each 128-row tile of the weight whatever
+    the tile's columns, so at a few rows the SMs' work on the weight, not the bandwidth, sets the time (RTX 3090:
+    320 GB/s of 936; RTX 4090: 742 of 1,008)."""
+    bw = bandwidth(gpu)
+    if gpu.vendor != "NVIDIA" or not (gpu.sm_count and gpu.boost_clock_mhz):
+        return bw
+    return min(bw, gpu.sm_count * gpu.boost_clock_mhz * 1e6 * oh.LLAMA_CPP_MMQ_WEIGHT_BYTES_PER_SM_CYCLE)
+
+
 def _ampere(gpu: GpuSpec) -> bool:
     """NVIDIA compute capability 8.0 to 8.7 (GA100, GA10x, Orin), not 8.9 (Ada)."""
     cc = gpu.compute_capability or ""
@@ -186,7 +199,7 @@ def matmul_s(gpu: GpuSpec, backend: str, kind: str, rows: float, params: float, 
     if backend == "metal":
         return _roofline(tiled / metal_flops(gpu, kind), weight / bw)
     if kind not in PLAIN and uses_mmq(gpu, rows, build_no):
-        return _roofline(tiled / mmq_flops(gpu, kind), weight / bw) + rows * in_features * 5.125 / bw
+        return _roofline(tiled / mmq_flops(gpu, kind), weight / mmq_stream_bw(gpu)) + rows * in_features * 5.125 / bw
     dequant = 0.0 if kind in PLAIN else (weight + 2 * params) / bw  # write the f16 copy cuBLAS then reads
     out_features = params / in_features
     return dequant + cublas_s(gpu, rows, in_features, out_features) + rows * (in_features + out_features) * 6.0 / bw
