@@ -337,3 +337,18 @@ def test_a_run_without_a_second_token_has_no_tpot_and_no_nan(tmp_path, fields):
     assert figures["predicted"]["median_tpot_ms"] is None, figures["predicted"]
     script = (tmp_path / "out" / "vllm-serve.sh").read_text()
     assert "nan" not in script and "no TPOT (one-token replies)" in script
+
+
+def test_a_run_where_no_request_completes_has_no_latency_and_answers():
+    """TensorRT-LLM without chunked prefill never admits a 32,768-token prompt past its 8,192-token step: no request
+    completes, so no latency has a sample. Those were NaN (null in JSON against a float schema); with None for
+    TPOT alone they raised pydantic's error (a traceback, session 20's own fuzzing, seed 3016 index 238). Every
+    latency is None now, and the answer is strict JSON."""
+    import gpuplan
+
+    plan = gpuplan.estimate({"task": "infer", "engine": "trtllm", "model": "llama-3.2-1b", "gpu": "l4",
+                             "batch_size": 64, "prompt_tokens": 32_768, "output_tokens": 1})
+    run = plan.offline
+    assert run.completed == 0 and run.median_ttft_ms is None and run.p99_e2el_ms is None
+    assert any("never admitted" in w for w in run.warnings)
+    json.dumps(plan.to_dict(), allow_nan=False)

@@ -211,12 +211,13 @@ class LaunchPlan:
         if "served_at" not in p:
             return [f"predicted: {speed}{self.price_words()}"]
         n = sp.batch_held or self.scenario.batch_size
-        tpot = "no TPOT (one-token replies)" if p["median_tpot_ms"] is None else \
-            f"TPOT median {p['median_tpot_ms']:,.1f} ms, p99 {p['p99_tpot_ms']:,.1f} ms"  # load.NO_GAP
+        latency = "no request completed" if p["median_ttft_ms"] is None else \
+            f"TTFT median {p['median_ttft_ms']:,.0f} ms, p99 {p['p99_ttft_ms']:,.0f} ms; " + (
+                "no TPOT (one-token replies)" if p["median_tpot_ms"] is None else  # load.NO_GAP
+                f"TPOT median {p['median_tpot_ms']:,.1f} ms, p99 {p['p99_tpot_ms']:,.1f} ms")
         return [f"predicted: {p['output_throughput']:,.0f} output tokens/s served at {p['served_at']}, "
                 f"{p['request_throughput']:,.3g} requests/s (the engine's scheduler simulated){self.price_words()}",
-                f"  TTFT median {p['median_ttft_ms']:,.0f} ms, p99 {p['p99_ttft_ms']:,.0f} ms; {tpot}; decode step "
-                f"at {n:,} request{'s' if n != 1 else ''} at once: {speed}"]
+                f"  {latency}; decode step at {n:,} request{'s' if n != 1 else ''} at once: {speed}"]
 
     def price_words(self) -> str:
         """The hours and price as the header states them: ``, 12.5 h, $2.10/h, $26 in total`` for a training run of

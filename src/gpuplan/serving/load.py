@@ -60,9 +60,10 @@ if TYPE_CHECKING:  # (the step model and the workload load with a run: a plan's 
 # Requests a run sends when the scenario does not say: vllm bench serve's --num-prompts default; a closed loop sends
 # ten per user (InferenceMAX's convention, 10 x CONC prompts per run), within bounds that keep a run to seconds.
 DEFAULT_REQUESTS, REQUESTS_PER_USER, MAX_REQUESTS = 1000, 10, 20_000
-# TPOT and ITL of a run where no request has a second token (one-token replies, ``output_tokens`` 0 or 1 with no
-# spread) have no sample: None, which every face prints as an empty cell. ``vllm bench serve`` writes 0 there
-# (``np.mean(tpots or 0)``, vllm/benchmarks/serve.py ``calculate_metrics``), a gap no token had; a NaN here was
+# A latency with no sample: TPOT and ITL of a run where no request has a second token (one-token replies,
+# ``output_tokens`` 0 or 1 with no spread), every figure of a run where no request completed (none admitted: longer
+# than the KV pool). None, which every face prints as an empty cell; ``vllm bench serve`` writes 0 there
+# (``np.mean(tpots or 0)``, vllm/benchmarks/serve.py ``calculate_metrics``), a time nothing took. A NaN here was
 # written into plan.json as ``NaN`` (not JSON) and "TPOT median nan ms" into the launch files (session 20's fuzz).
 NO_GAP = None
 
@@ -90,10 +91,10 @@ class LoadRun(BaseModel):
     request_throughput: float
     output_throughput: float
     total_token_throughput: float
-    mean_ttft_ms: float
-    median_ttft_ms: float
-    p90_ttft_ms: float
-    p99_ttft_ms: float
+    mean_ttft_ms: float | None  # None: no request completed
+    median_ttft_ms: float | None
+    p90_ttft_ms: float | None
+    p99_ttft_ms: float | None
     mean_tpot_ms: float | None  # None: no request had a second token (NO_GAP)
     median_tpot_ms: float | None
     p90_tpot_ms: float | None
@@ -102,10 +103,10 @@ class LoadRun(BaseModel):
     median_itl_ms: float | None
     p90_itl_ms: float | None
     p99_itl_ms: float | None
-    mean_e2el_ms: float
-    median_e2el_ms: float
-    p90_e2el_ms: float
-    p99_e2el_ms: float
+    mean_e2el_ms: float | None  # None: no request completed
+    median_e2el_ms: float | None
+    p90_e2el_ms: float | None
+    p99_e2el_ms: float | None
     running_cap: int  # the engine's cap on running requests (max_num_seqs, max_running_requests)
     peak_running: int  # the most requests the engine ran at once in this run
     preemptions: int  # requests preempted (their KV freed, recomputed when resumed)
