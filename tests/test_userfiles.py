@@ -5,10 +5,12 @@ characters, unquoted version numbers; every one is its data or one sentence nami
 from __future__ import annotations
 
 import json
+import re
 import tracemalloc
 from pathlib import Path
 
 import pytest
+import yaml
 from hypothesis import HealthCheck, given, seed, settings
 from hypothesis import strategies as st
 
@@ -225,6 +227,20 @@ def test_an_empty_yaml_file_is_an_empty_mapping_and_a_list_is_refused(tmp_path):
     listed.write_text(json.dumps([1, 2]))
     with pytest.raises(GpuplanError, match="must hold a mapping of workload fields, not a list"):
         uf.read_mapping(listed, "workload")
+
+
+@pytest.mark.parametrize("key, kind", [("1", "number (1)"), ("~", "null (None)"), ("yes", "boolean (True)"),
+                                       ("2026-01-01", "date")])
+@pytest.mark.parametrize("name", ["scenario.yaml", "workload.yaml", "calibration.yaml"])
+def test_a_key_yaml_reads_as_no_text_is_one_sentence(tmp_path, name, key, kind):
+    """Session 20's fuzzing: `1: 2` in a capacity workload file was a TypeError traceback ("keywords must be
+    strings", ``Workload(**data)``); the JSON the suite's fuzzing writes has text keys only. Every mapping of fields
+    refuses a key that is not text, by name."""
+    path = tmp_path / name
+    path.write_text(yaml.safe_dump(GOOD[name]) + f"{key}: 2\n")
+    with pytest.raises(GpuplanError, match=re.escape(f"a key YAML reads as a {kind}")) as err:
+        _readers()[name](path)
+    assert "quote it or remove it" in str(err.value)
 
 
 # ---- any value anywhere in any file a user gives ---------------------------------------------------------------

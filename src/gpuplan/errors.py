@@ -168,6 +168,14 @@ def did_you_mean(name: str, known: Iterable[str], n: int = 3) -> list[str]:
 _CONTROL = "[\x00-\x1f\x7f-\x9f\u2028\u2029\ud800-\udfff]"
 
 
+def printable(value: str) -> str:
+    """``value`` with each control character, line separator or lone surrogate written as its escape (``\\x1b``,
+    ``\\n``, ``\\u2028``, as ``ascii()`` writes it): a label read from a file or a folder's name printed to a
+    terminal cannot move the cursor, clear the screen or set the window's title."""
+    return value if value.isascii() and value.isprintable() else \
+        re.sub(_CONTROL, lambda m: ascii(m.group())[1:-1], value)
+
+
 def no_control(value: str, what: str) -> str:
     """``value`` unchanged, or one sentence refusing it when it holds a control character, a line separator or a
     byte that is not UTF-8: names (files, folders, models, providers) are written into files and messages."""

@@ -242,6 +242,12 @@ def read_mapping(path: str | Path, what: str) -> dict[str, Any]:
         return {}
     if not isinstance(loaded, dict):
         raise GpuplanError(f"{path} must hold a mapping of {what} fields, not a {type(loaded).__name__}")
+    for key in loaded:  # YAML reads `1:`, `~:` and `yes:` as a number, a null and a boolean: no field's name
+        if not isinstance(key, str):
+            kind = "null" if key is None else "boolean" if isinstance(key, bool) else \
+                "number" if isinstance(key, (int, float)) else type(key).__name__
+            raise GpuplanError(f"{path}: a key YAML reads as a {kind} ({echo_value(key)}) is no {what} field's "
+                               "name; quote it or remove it")
     return loaded
 
 

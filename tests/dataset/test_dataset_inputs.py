@@ -78,6 +78,14 @@ def test_a_csv_field_over_128k_characters_is_read(tmp_path, tokenizer):
     ("nochat.jsonl", '{"messages": [{"role": "user", "content": "a"}]}\n{"messages": []}\n',
      "nochat.jsonl, record 2: its messages list is empty: a chat record needs its turns; drop the record"),
     ("noshare.jsonl", '{"conversations": []}\n', "noshare.jsonl, record 1: its conversations list is empty"),
+    # session 20's fuzzing: a turn that is no object read "a chat record's messages must be objects with role and
+    # content", naming neither the file nor the record (the check ran in the batched count, after the numbering)
+    ("turns.jsonl", '{"text": "a"}\n{"messages": ["hi", "yo"]}\n',
+     "turns.jsonl, record 2: turn 1 of its messages is 'hi', not an object: chat turns are objects with role"),
+    ("share.jsonl", '{"conversations": [{"from": "human", "value": "a"}, 5]}\n',
+     "share.jsonl, record 1: turn 2 of its conversations is 5, not an object"),
+    ("pc.jsonl", '{"prompt": ["a"], "completion": [{"role": "assistant", "content": "b"}]}\n',
+     "pc.jsonl, record 1: turn 1 of its prompt is 'a', not an object"),
     # session 9's walk: Alpaca and question/answer files were refused without a word of how to convert them
     ("alpaca.jsonl", '{"instruction": "a", "input": "", "output": "b"}\n',
      "or text; Alpaca's instruction, input and output: write prompt (the instruction, then the input) and "

@@ -473,3 +473,31 @@ def test_a_pipeline_listing_more_components_than_any_has_is_refused_before_fetch
     (local / "model_index.json").write_text(json.dumps(dict(list(index.items())[:diffusers.MAX_COMPONENTS + 2])))
     with pytest.raises(GpuplanError, match=r"lists 17 components; a pipeline has at most 16"):
         diffusers.read_pipeline_folder(local, "wide")
+
+
+@pytest.mark.parametrize("folder, label", [
+    ("m\x1b[2J", None),  # the folder's name is the model's label
+    ("plain", "\x1b]0;title\x07\x1b[2Jx\ntouch PWNED"),  # config.json's _name_or_path is
+])
+def test_a_label_read_from_a_local_model_prints_no_control_character(tmp_path, capsys, folder, label):
+    """Session 20's fuzzing: a model folder or a config's _name_or_path holding ESC sequences was printed raw by
+    `model`, `estimate` and every command naming the model (cleared the screen, set the terminal's title); launch
+    refused the name. The label is read with each control character written as its escape."""
+    from gpuplan.cli import run
+    from gpuplan.errors import printable
+    from gpuplan.model import catalog
+
+    config = json.loads((Path(catalog.__file__).parent.parent / "data" / "models" /
+                         "meta-llama__Llama-3.2-1B.json").read_text())
+    if label is not None:
+        config["_name_or_path"] = label
+    (tmp_path / folder).mkdir()
+    (tmp_path / folder / "config.json").write_text(json.dumps(config))
+    name = catalog.load_model(str(tmp_path / folder)).name
+    assert name == printable(label or folder) and "\x1b" not in name and "\n" not in name
+    assert run(["model", str(tmp_path / folder)]) == 0
+    assert "\x1b" not in capsys.readouterr().out
+    assert run(["launch", "--model", str(tmp_path / folder), "--task", "train", "--method", "lora", "--gpu",
+                "rtx-4090", "-o", str(tmp_path / "out")]) == (2 if "\x1b" in folder else 0)
+    written = "".join(p.read_text() for p in (tmp_path / "out").glob("*") if p.is_file()) if label else ""
+    assert not any(line.startswith("touch") for line in written.splitlines())

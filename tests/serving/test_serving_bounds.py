@@ -311,3 +311,44 @@ def test_calibration_never_makes_its_own_run_worse(tmp_path, name):
             "made the held-out TTFT of " + row["run"] + " worse: no correction is applied")
     else:  # both quantities within 11 % of the run, from 39-74 % off
         assert abs(row["ttft_err_after_pct"]) < 11 and abs(row["tpot_err_after_pct"]) < 1 and notes == []
+
+
+@pytest.mark.parametrize("fields", [
+    {"users": 4, "output_tokens": 1, "length_spread": 0},  # a closed loop of one-token replies
+    {"batch_size": 4, "output_tokens": 0},  # an offline batch timed as one token (seed 3006, index 361)
+])
+def test_a_run_without_a_second_token_has_no_tpot_and_no_nan(tmp_path, fields):
+    """Session 20's fuzzing: a run whose requests all stop at their first token has no TPOT or ITL sample. They were
+    NaN: the answer's JSON said null against a float schema, plan.json held the bare word NaN (not JSON) and the
+    launch files said "TPOT median nan ms". They are None now (load.NO_GAP): null in JSON, an empty cell."""
+    import gpuplan
+    from gpuplan.cli import run
+
+    job = {"task": "infer", "engine": "vllm", "model": "llama-3.2-1b", "gpu": "l4", "prompt_tokens": 512, **fields}
+    plan = gpuplan.estimate(job)
+    loaded = plan.load or plan.offline
+    assert loaded.median_tpot_ms is None and loaded.p99_itl_ms is None and loaded.median_ttft_ms > 0
+    json.dumps(plan.to_dict(), allow_nan=False)
+    type(loaded).model_validate(loaded.model_dump())  # the answer matches its own response model
+    args = [f"--{k.replace('_', '-')}={v}" for k, v in job.items()]
+    assert run(["launch", *args, "-o", str(tmp_path / "out")]) == 0
+    figures = json.loads((tmp_path / "out" / "plan.json").read_text(),
+                         parse_constant=lambda word: pytest.fail(f"plan.json holds {word}"))
+    assert figures["predicted"]["median_tpot_ms"] is None, figures["predicted"]
+    script = (tmp_path / "out" / "vllm-serve.sh").read_text()
+    assert "nan" not in script and "no TPOT (one-token replies)" in script
+
+
+def test_a_run_where_no_request_completes_has_no_latency_and_answers():
+    """TensorRT-LLM without chunked prefill never admits a 32,768-token prompt past its 8,192-token step: no request
+    completes, so no latency has a sample. Those were NaN (null in JSON against a float schema); with None for
+    TPOT alone they raised pydantic's error (a traceback, session 20's own fuzzing, seed 3016 index 238). Every
+    latency is None now, and the answer is strict JSON."""
+    import gpuplan
+
+    plan = gpuplan.estimate({"task": "infer", "engine": "trtllm", "model": "llama-3.2-1b", "gpu": "l4",
+                             "batch_size": 64, "prompt_tokens": 32_768, "output_tokens": 1})
+    run = plan.offline
+    assert run.completed == 0 and run.median_ttft_ms is None and run.p99_e2el_ms is None
+    assert any("never admitted" in w for w in run.warnings)
+    json.dumps(plan.to_dict(), allow_nan=False)

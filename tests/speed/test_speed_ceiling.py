@@ -125,3 +125,21 @@ def test_a_card_with_a_bf16_rate_and_no_fp16_rate_is_timed():
         plan = estimate({"model": "qwen2.5-7b", "task": "train", "method": "lora", "gpu": gpu, "train_tokens": 1e7})
         assert plan.memory.device_peak_gib > 0 and plan.speed is not None and 0 < plan.speed.mfu < 1
         assert not any("no dense 16-bit matrix rate" in w for w in plan.warnings)
+
+
+@pytest.mark.parametrize("name, attending, heads_x_dim", [
+    ("nemotron-3-nano", 6, 32 * 128),  # 23 Mamba-2 and 23 MoE-only layers compute no scores
+    ("qwen3-next-80b-a3b", 12, 16 * 256),  # 36 Gated DeltaNet layers are timed as scans, not attention
+    ("falcon-h1-0.5b", 36, 8 * 64),  # parallel hybrid: every layer attends beside its Mamba mixer
+])
+def test_attention_flops_count_only_the_layers_that_attend(name, attending, heads_x_dim):
+    """Session 20's fuzzing: the FLOPs count (MFU's numerator, the explanation's formula, an evaluation pass's
+    share) gave every layer of a hybrid model an attention term, so Nemotron-3-Nano LoRA at 16,384 tokens on 2 x M4
+    Max read MFU 1.45, above the card. By hand: 4 x heads x head_dim x keys per attending layer."""
+    from gpuplan.speed.flops import attention_forward_flops
+
+    assert attention_forward_flops(load_model(name), 16_384) == 4 * heads_x_dim * 16_384 * attending
+    s = scenario_from({"model": "nemotron-3-nano", "task": "train", "method": "lora", "gpu": "apple-m4-max",
+                       "num_gpus": 2, "seq_len": 16_384, "micro_batch_size": 2, "stack": "hf", "sharding": "fsdp"})
+    mfu = speed_of(s, load_model("nemotron-3-nano"), load_gpu("apple-m4-max")).mfu
+    assert 0 < mfu <= 1, mfu

@@ -199,7 +199,7 @@ def render_load(run, s: dict) -> None:
         table.add_column(col, justify="left" if col == "ms" else "right")
     for metric, label in (("ttft", "TTFT"), ("tpot", "TPOT"), ("itl", "ITL"), ("e2el", "E2EL")):
         cells = run.latency(metric)
-        table.add_row(label, *(f"{v:,.1f}" if v == v else "" for v in cells.values()))
+        table.add_row(label, *("" if v is None else f"{v:,.1f}" for v in cells.values()))
     out.print(table)
     start = ("; every user sends its first request at once, as benchmark clients do, and that first wave is in "
              "the p99" if run.mode == "closed loop" else "")

@@ -242,6 +242,7 @@ def record_kind(record: dict[str, Any]) -> str:
         if isinstance(record.get(key), list):
             if not record[key]:  # TRL would render it as no tokens at all, a row with nothing to train on
                 raise GpuplanError(f"its {key} list is empty: a chat record needs its turns; drop the record")
+            _check_turns(record, key)
             return "messages"
     if "prompt" in record and "completion" in record:
         _check_text(record, "prompt", "completion", turns=True)
@@ -272,6 +273,17 @@ def _renaming(record: dict[str, Any]) -> str:
     return next((f"; {how}" for keys, how in SHAPES if keys <= set(record)), "")
 
 
+def _check_turns(record: dict[str, Any], *fields: str) -> None:
+    """One sentence when a list of chat turns holds something other than an object: a chat template reads each
+    turn's ``role`` and ``content`` (transformers' ``apply_chat_template``), so a text or a number is no turn. Asked
+    here, per record, so that the sentence names the file and the record (:func:`gpuplan.dataset._tokenized`)."""
+    for name in fields:
+        bad = next((i for i, turn in enumerate(record[name]) if not isinstance(turn, dict)), None)
+        if bad is not None:
+            raise GpuplanError(f"turn {bad + 1} of its {name} is {echo_value(record[name][bad])}, not an object: "
+                               "chat turns are objects with role and content")
+
+
 def _check_text(record: dict[str, Any], *fields: str, turns: bool = False) -> None:
     """One sentence when a field TRL's SFTTrainer tokenizes is not text (``null``, a number): the trainer's
     tokenizer refuses it, so counting ``str(value)`` would plan a run that fails (``turns``: a list of chat turns
@@ -281,6 +293,8 @@ def _check_text(record: dict[str, Any], *fields: str, turns: bool = False) -> No
         if not (isinstance(value, str) or (turns and isinstance(value, list))):
             shown = "null" if value is None else echo_value(value)
             raise GpuplanError(f"its {name} is {shown}, not text: SFT trainers tokenize strings")
+        if isinstance(value, list):  # TRL's conversational prompt-completion: chat turns
+            _check_turns(record, name)
 
 
 def count_records(tok: Tokenizer, batch: list[dict[str, Any]]) -> list[tuple[int, int, int]]:

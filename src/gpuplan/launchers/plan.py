@@ -211,11 +211,13 @@ class LaunchPlan:
         if "served_at" not in p:
             return [f"predicted: {speed}{self.price_words()}"]
         n = sp.batch_held or self.scenario.batch_size
+        latency = "no request completed" if p["median_ttft_ms"] is None else \
+            f"TTFT median {p['median_ttft_ms']:,.0f} ms, p99 {p['p99_ttft_ms']:,.0f} ms; " + (
+                "no TPOT (one-token replies)" if p["median_tpot_ms"] is None else  # load.NO_GAP
+                f"TPOT median {p['median_tpot_ms']:,.1f} ms, p99 {p['p99_tpot_ms']:,.1f} ms")
         return [f"predicted: {p['output_throughput']:,.0f} output tokens/s served at {p['served_at']}, "
                 f"{p['request_throughput']:,.3g} requests/s (the engine's scheduler simulated){self.price_words()}",
-                f"  TTFT median {p['median_ttft_ms']:,.0f} ms, p99 {p['p99_ttft_ms']:,.0f} ms; TPOT median "
-                f"{p['median_tpot_ms']:,.1f} ms, p99 {p['p99_tpot_ms']:,.1f} ms; decode step at {n:,} "
-                f"request{'s' if n != 1 else ''} at once: {speed}"]
+                f"  {latency}; decode step at {n:,} request{'s' if n != 1 else ''} at once: {speed}"]
 
     def price_words(self) -> str:
         """The hours and price as the header states them: ``, 12.5 h, $2.10/h, $26 in total`` for a training run of
@@ -281,7 +283,7 @@ def _run_figures(run, served_at: str) -> dict[str, float | str]:
     run (:meth:`LaunchPlan.served`)."""
     return {"served_at": served_at, "output_throughput": round(run.output_throughput, 1),
             "request_throughput": round(run.request_throughput, 3),
-            **{f"{stat}_{metric}_ms": round(ms, 1) for metric in ("ttft", "tpot")
+            **{f"{stat}_{metric}_ms": None if ms is None else round(ms, 1) for metric in ("ttft", "tpot")
                for stat, ms in run.latency(metric).items() if stat in ("median", "p99")}}
 
 

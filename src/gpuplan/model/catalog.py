@@ -21,7 +21,7 @@ from importlib import resources
 from pathlib import Path
 
 from ..datafiles import read_yaml
-from ..errors import GpuplanError, UnknownNameError, did_you_mean, echo, normalize_name
+from ..errors import GpuplanError, UnknownNameError, did_you_mean, echo, normalize_name, printable
 from ..userfiles import load_json, user_path
 from . import kinds
 from .kinds import NotADecoder
@@ -182,8 +182,10 @@ def _spec_from_file(path: Path, name: str | None) -> ModelSpec:
     config = load_json(path, "model config")
     if not isinstance(config, dict):
         raise GpuplanError(f"{path} holds a JSON {type(config).__name__}, not a config.json object")
-    if name is None:
-        name = config.get("_name_or_path") or (path.parent.name if path.name == "config.json" else path.stem)
+    if name is None:  # a label from the file or its folder's name, printed as a label (session 20's fuzzing: a
+        # folder or _name_or_path holding ESC [ 2 J cleared the terminal of every command that named the model)
+        label = config.get("_name_or_path") or (path.parent.name if path.name == "config.json" else path.stem)
+        name = printable(label) if isinstance(label, str) else label
     config = _with_modelopt_config(config, path.parent / "hf_quant_config.json")
     other = kinds.of_config(config, str(name))  # a diffusers class, an encoder-decoder, an encoder
     if other:

@@ -43,7 +43,6 @@ detokenizer process) and adds to no token's latency.
 from __future__ import annotations
 
 import dataclasses
-import math
 from typing import TYPE_CHECKING, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, computed_field
@@ -62,6 +61,12 @@ if TYPE_CHECKING:  # (the step model and the workload load with a run: a plan's 
 # Requests a run sends when the scenario does not say: vllm bench serve's --num-prompts default; a closed loop sends
 # ten per user (InferenceMAX's convention, 10 x CONC prompts per run), within bounds that keep a run to seconds.
 DEFAULT_REQUESTS, REQUESTS_PER_USER, MAX_REQUESTS = 1000, 10, 20_000
+# A latency with no sample: TPOT and ITL of a run where no request has a second token (one-token replies,
+# ``output_tokens`` 0 or 1 with no spread), every figure of a run where no request completed (none admitted: longer
+# than the KV pool). None, which every face prints as an empty cell; ``vllm bench serve`` writes 0 there
+# (``np.mean(tpots or 0)``, vllm/benchmarks/serve.py ``calculate_metrics``), a time nothing took. A NaN here was
+# written into plan.json as ``NaN`` (not JSON) and "TPOT median nan ms" into the launch files (session 20's fuzz).
+NO_GAP = None
 
 
 class LoadRun(BaseModel):
@@ -87,22 +92,22 @@ class LoadRun(BaseModel):
     request_throughput: float
     output_throughput: float
     total_token_throughput: float
-    mean_ttft_ms: float
-    median_ttft_ms: float
-    p90_ttft_ms: float
-    p99_ttft_ms: float
-    mean_tpot_ms: float
-    median_tpot_ms: float
-    p90_tpot_ms: float
-    p99_tpot_ms: float
-    mean_itl_ms: float
-    median_itl_ms: float
-    p90_itl_ms: float
-    p99_itl_ms: float
-    mean_e2el_ms: float
-    median_e2el_ms: float
-    p90_e2el_ms: float
-    p99_e2el_ms: float
+    mean_ttft_ms: float | None  # None: no request completed
+    median_ttft_ms: float | None
+    p90_ttft_ms: float | None
+    p99_ttft_ms: float | None
+    mean_tpot_ms: float | None  # None: no request had a second token (NO_GAP)
+    median_tpot_ms: float | None
+    p90_tpot_ms: float | None
+    p99_tpot_ms: float | None
+    mean_itl_ms: float | None  # None: no request had a second token (NO_GAP)
+    median_itl_ms: float | None
+    p90_itl_ms: float | None
+    p99_itl_ms: float | None
+    mean_e2el_ms: float | None  # None: no request completed
+    median_e2el_ms: float | None
+    p90_e2el_ms: float | None
+    p99_e2el_ms: float | None
     running_cap: int  # the engine's cap on running requests (max_num_seqs, max_running_requests)
     peak_running: int  # the most requests the engine ran at once in this run
     preemptions: int  # requests preempted (their KV freed; resumed, they recompute: preempted_words says what)
@@ -131,8 +136,9 @@ class LoadRun(BaseModel):
                "offline": "offline, all at once"}[self.mode]
         return f"{self.load_words} ({how})"
 
-    def latency(self, metric: str) -> dict[str, float]:
-        """``{"mean": ..., "median": ..., "p90": ..., "p99": ...}`` of ``metric`` (ttft, tpot, itl, e2el), in ms."""
+    def latency(self, metric: str) -> dict[str, float | None]:
+        """``{"mean": ..., "median": ..., "p90": ..., "p99": ...}`` of ``metric`` (ttft, tpot, itl, e2el), in ms; None
+        where the run has no such sample (:data:`NO_GAP`)."""
         return {stat: getattr(self, f"{stat}_{metric}_ms") for stat in ("mean", "median", "p90", "p99")}
 
 
@@ -226,15 +232,15 @@ def summary(out, model: StepModel, s: Scenario, engine, offline: bool, prompt_d:
 
     from .workload import lengths_words
 
-    def stats(x: np.ndarray) -> dict[str, float]:
+    def stats(x: np.ndarray) -> dict[str, float | None]:
         if not len(x):
-            return {"mean": math.nan, "median": math.nan, "p90": math.nan, "p99": math.nan}
+            return dict.fromkeys(("mean", "median", "p90", "p99"), NO_GAP)
         return {"mean": float(x.mean()) * 1e3, "median": float(np.percentile(x, 50)) * 1e3,
                 "p90": float(np.percentile(x, 90)) * 1e3, "p99": float(np.percentile(x, 99)) * 1e3}
 
     gaps = out.gaps
     itl = {"mean": gaps.mean_s * 1e3, "median": gaps.percentile(50) * 1e3, "p90": gaps.percentile(90) * 1e3,
-           "p99": gaps.percentile(99) * 1e3}
+           "p99": gaps.percentile(99) * 1e3} if gaps.tokens else dict.fromkeys(("mean", "median", "p90", "p99"), NO_GAP)
     ttft, tpot, e2el = stats(out.ttft_s), stats(out.tpot_s[out.tpot_s > 0]), stats(out.e2e_s)
     values = {f"{stat}_{name}_ms": v for name, d in (("ttft", ttft), ("tpot", tpot), ("itl", itl),
                                                         ("e2el", e2el)) for stat, v in d.items()}

@@ -240,6 +240,7 @@ def check_record(record: Any, path: str) -> dict[str, Any]:
     for key in ("allocated_peak_gib", "reserved_peak_gib", "device_used_gib"):
         if key in record["probe"] or key != "device_used_gib":
             _gib(record["probe"].get(key), f"{path}: probe.{key}")
+    _measured_in_order(record["probe"], path)
     for key in ("allocated_peak_gib", "reserved_peak_gib", "device_peak_gib"):
         if key not in record["estimate"]:
             raise GpuplanError(f"{path}: estimate.{key} is missing (the record was not written by gpuplan probe)")
@@ -247,6 +248,26 @@ def check_record(record: Any, path: str) -> dict[str, Any]:
     if "simulation" in record:
         _gib(record["simulation"].get("allocated_peak_gib"), f"{path}: simulation.allocated_peak_gib")
     return record
+
+
+def _measured_in_order(probe: dict[str, Any], path: str) -> None:
+    """One sentence when the probe's figures cannot all have been measured: PyTorch's caching allocator serves
+    every allocation from memory it reserved, so ``torch.cuda.max_memory_allocated()`` is at most
+    ``max_memory_reserved()`` (c10/cuda/CUDACachingAllocator.cpp: allocated bytes are blocks of reserved
+    segments), and no figure is above the card's own memory (``device_total_gib``, ``torch.cuda.mem_get_info``)."""
+    allocated, reserved = probe["allocated_peak_gib"], probe["reserved_peak_gib"]
+    if allocated > reserved:
+        raise GpuplanError(f"{path}: probe.allocated_peak_gib {allocated:,.4g} is above probe.reserved_peak_gib "
+                           f"{reserved:,.4g}; PyTorch allocates within the memory it reserved, so these were not "
+                           "measured together")
+    total = probe.get("device_total_gib")
+    if total is None:
+        return
+    _gib(total, f"{path}: probe.device_total_gib")
+    for key in ("allocated_peak_gib", "reserved_peak_gib", "device_used_gib"):
+        if probe.get(key, 0) > total:
+            raise GpuplanError(f"{path}: probe.{key} {probe[key]:,.4g} is above the card's "
+                               f"probe.device_total_gib {total:,.4g}")
 
 
 def _kind(value: Any) -> str:
@@ -277,7 +298,10 @@ def calibrate(records: list[dict[str, Any]]) -> dict[str, Any]:
             row["simulation_error_pct"] = 100 * (r["simulation"]["allocated_peak_gib"] / p["allocated_peak_gib"] - 1)
         if not p.get("oom") and p.get("allocated_peak_gib"):
             slack.append(p["reserved_peak_gib"] / p["allocated_peak_gib"] - 1)
-            if p.get("device_used_gib"):
+            # the device's use at the end holds the reserved segments unless an allocation retried after freeing
+            # the cache (CUDACachingAllocator's release_cached_blocks): then the peak is gone and the difference
+            # measures nothing, and is left out rather than counted as memory below zero
+            if p.get("device_used_gib") and p["device_used_gib"] >= p["reserved_peak_gib"]:
                 outside.append(p["device_used_gib"] - p["reserved_peak_gib"])
         rows.append(row)
     assumed_slack = {"train": oh.ALLOCATOR_SLACK_TRAIN, "infer": oh.ALLOCATOR_SLACK_INFER}

@@ -16,7 +16,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 from ..model import ModelSpec
-from ..model.layers import Layer
+from ..model.layers import Layer, attends
 from ..scenario import Scenario
 from ..stacks import Recompute, stack_for
 
@@ -39,9 +39,14 @@ def run_params(m: ModelSpec, *, grad: bool = False) -> int:
 
 def attention_forward_flops(m: ModelSpec, seq: int, *, grad: bool = False) -> float:
     """Forward attention FLOPs per token: ``4 · a · d · s_eff`` per layer run (scores and values; ``grad``: over
-    the runs the backward goes through)."""
+    the runs the backward goes through), over the layers that compute attention scores
+    (:func:`~gpuplan.model.layers.attends`, as :func:`gpuplan.speed.work.attention_s` times them): a Mamba, linear-
+    attention or MLP-only layer has no such term (session 20's fuzzing: Nemotron-3-Nano's 46 non-attention layers of
+    52 were counted at 16,384 keys, 41.9 GFLOPs a token of attention, and a LoRA step on an M4 Max read MFU 1.45)."""
     total = 0.0
     for layer, count in m.layer_kinds():
+        if not attends(layer):
+            continue
         keys = min(seq, layer.window) if layer.window else seq
         total += 4 * m.num_heads * m.head_dim * keys * count * (layer.grad_runs if grad else layer.runs)
     return total
