@@ -49,3 +49,14 @@ def test_lengths_beside_a_preset_are_refused(capsys):
     assert run(["estimate", "--model", "qwen3-14b", "--task", "infer", "--gpu", "a40", "--preset", "chatt"]) == 2
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and "Traceback" not in err and "preset" in err
+
+
+def test_capacity_refuses_lengths_beside_a_preset_as_estimate_does(capsys):
+    """The s20 walk: ``capacity --preset chat --prompt-tokens 500`` drew prompts around 500 tokens under the chat
+    preset's name and outputs from the preset, where ``estimate`` refuses the pair; both refuse it in one sentence."""
+    with pytest.raises(GpuplanError, match=r"preset chat says the requests' lengths \(230 prompt and 203 output"):
+        load_workload(None, {"preset": "chat", "prompt_tokens": 500})
+    assert run(["capacity", "--model", "qwen3-14b", "--gpus", "a40", "--preset", "chat", "--prompt-tokens", "500",
+                "--ttft", "1"]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "drop the prompt and output lengths, or the preset" in err

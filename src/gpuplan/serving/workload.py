@@ -159,6 +159,11 @@ class Workload(BaseModel):
         if self.trace is not None and (self.prompt or self.output or self.preset):  # the trace's lengths are drawn
             raise ValueError("a trace says its requests' lengths: drop the prompt and output lengths (or the preset) "
                              "given beside it")
+        if self.preset is not None and (self.prompt or self.output):  # as estimate (plan.resolve.preset_lengths)
+            mean_prompt, mean_output = preset_means(self.preset)
+            raise ValueError(f"preset {self.preset} says the requests' lengths ({mean_prompt:,} prompt and "
+                             f"{mean_output:,} output tokens on average): drop the prompt and output lengths, or "
+                             "the preset")
         if self.prompt is None and self.preset is None and self.trace is None:
             raise ValueError("say how long requests are: prompt and output lengths, a preset "
                              f"({', '.join(PRESETS)}) or a trace file")
