@@ -122,13 +122,14 @@ def test_the_readme_draws_the_house_as_it_is():
 # the rooms whose rows in the README's layout list their modules one by one (the others say what they hold in
 # words: one module per command, engine, stack file or target); base.py holds a room's profile class
 LISTED_ROOMS = ("plan/", "serving/", "market/", "speed/", "memory/", "stacks/", "tensors/", "scenario/", "dataset/",
-                "owning/", "sim/")
+                "owning/", "sim/", "explain/")
 
 
 def test_the_readme_s_listing_rooms_name_every_module():
     """A room whose layout row lists its modules names each of them, so a module moved or added shows in the
     drawing (session 19's market/owned_power.py, stacks/releases.py and scenario/diffusion_stacks.py were missing,
-    and the market row still said electricity)."""
+    and the market row still said electricity; session 20's docs audit added explain/, whose row left out megatron,
+    module_memory and module_speed)."""
     package = ROOT / "src" / "gpuplan"
     rows = {room: " ".join(rooms) + " " + words for indent, rooms, words in _layout_rows() if indent
             for room in rooms}
