@@ -380,3 +380,41 @@ def test_every_flag_a_page_gives_a_command_is_the_command_s():
                 wrong.append((where, f"gpuplan {' '.join(path)}", flag))
     assert checked >= 400
     assert wrong == [], f"flags the pages give commands that do not take them: {wrong}"
+
+
+def test_the_pretrain_and_fit_pages_quote_the_mlperf_and_trtllm_benches():
+    """docs/pretrain.md's MLPerf Training table (rows, median |error|, within 15 %, memory fits, per benchmark and
+    all) is bench/results/mlperf.md's, and docs/fit-a-model.md's trtllm-bench figures (fitted, held out, release
+    0.17's table, MoE fitted and held out, the worst MoE group) are bench/results/trtllm.md's; tests/test_mlperf.py
+    and tests/speed/test_trtllm_offline.py hold the errors under bounds, nothing held the figures the pages print
+    (session 20's docs audit)."""
+    mlperf = (ROOT / "bench" / "results" / "mlperf.md").read_text(encoding="utf-8")
+    bench = {name: (rows, med, within, fits) for name, rows, med, _, within, fits in re.findall(
+        r"^\| (llama2_70b_lora|llama31_405b|llama31_8b|all) \| (\d+) \| ([\d.]+) \| ([\d.]+) \| (\d+) \| (\d+) \|$",
+        mlperf, re.M)}
+    assert len(bench) == 4
+    page = (DOCS / "pretrain.md").read_text(encoding="utf-8")
+    names = {"Llama-2-70B LoRA": "llama2_70b_lora", "Llama 3.1 405B pre-training": "llama31_405b",
+             "Llama 3.1 8B pre-training": "llama31_8b", "all": "all"}
+    said = {names[name]: tuple(rest) for name, *rest in re.findall(
+        r"^\| (Llama-2-70B LoRA|Llama 3\.1 405B pre-training|Llama 3\.1 8B pre-training|all)[^|]* \| (\d+) \| "
+        r"([\d.]+) \| (\d+) \| (\d+) \|$", page, re.M)}
+    assert said == bench
+    trtllm = (ROOT / "bench" / "results" / "trtllm.md").read_text(encoding="utf-8")
+
+    def median(label: str) -> tuple[str, str]:
+        n, value = re.search(rf"^\| {re.escape(label)} \| (\d+) \| [\d.]+% \| ([\d.]+)% \|$", trtllm, re.M).groups()
+        return n, value
+
+    fitted, held, release = median("fitted (H100, B200)"), median("held-out (H200, GB200)"), median(
+        "release 0.17's table, held out (H200, H100, GH200; TP 1-8)")
+    moe_fitted = median("MoE on one GPU, fitted (B200: Scout, Qwen3-30B-A3B)")
+    moe_held = median("MoE on one GPU, held out (GB200: Scout, Qwen3-30B-A3B; Mixtral 8x7B from 0.17)")
+    worst = re.search(r"^\| Qwen3-30B-A3B \| GB200 \| 1 \| nvfp4 \| MoE held-out \| \d+ \| [\d.]+% \| ([\d.]+)% \|$",
+                      trtllm, re.M)[1]
+    fit = _page("fit-a-model.md")
+    assert (f"{int(fitted[0]) + int(held[0])} dense Llama 3.1 8B / 3.3 70B / 3.1 405B rows): fitted on the H100 and "
+            f"B200 columns, median error {fitted[1]} %; held out, H200 and GB200, {held[1]} %, and release 0.17's "
+            f"table ({release[0]} FP8 rows, TP 1 to 8), {release[1]} %") in fit
+    assert (f"Llama 4 Scout and Qwen3-30B-A3B, {moe_fitted[1]} %); held out, the GB200 rows and release 0.17's FP8 "
+            f"Mixtral 8x7B, {moe_held[1]} % (Qwen3-30B-A3B on GB200 the worst, {float(worst):.0f} %") in fit
