@@ -418,3 +418,27 @@ def test_the_pretrain_and_fit_pages_quote_the_mlperf_and_trtllm_benches():
             f"table ({release[0]} FP8 rows, TP 1 to 8), {release[1]} %") in fit
     assert (f"Llama 4 Scout and Qwen3-30B-A3B, {moe_fitted[1]} %); held out, the GB200 rows and release 0.17's FP8 "
             f"Mixtral 8x7B, {moe_held[1]} % (Qwen3-30B-A3B on GB200 the worst, {float(worst):.0f} %") in fit
+
+
+def test_the_serving_page_s_spot_example_is_the_plan():
+    """docs/serve.md's spot example (Llama-3.1-8B at 20 requests/s on one L40S or H100, `--pricing spot`): the
+    restart, the availability, what one L40S serves, the replicas up and run, the fleet's and the offer's $/h, and
+    the note that spot is the dearer, are what capacity answers. tests/plan/test_capacity_spot.py redoes the
+    arithmetic; nothing held the page's figures, and it said 4.6 req/s where capacity prints 4.69 (session 20's
+    docs audit)."""
+    require("numpy")  # the serving extra
+    import gpuplan
+
+    report = gpuplan.capacity("llama-3.1-8b", rate_rps=20, prompt_tokens=1000, output_tokens=200, ttft_s=1,
+                              tpot_s=0.05, gpus=["l40s", "h100"], max_gpus=1, pricing="spot")
+    l40s = next(row for row in report.plans if row["setup"] == "1x l40s tp1")
+    up, run = l40s["replicas_up_for_target"], l40s["replicas_for_target"]
+    page = _page("serve.md")
+    assert (f"restart in 16.06 + 20 = {l40s['restart_s']:.1f} s, so a 1-GPU replica is up 7,200 / "
+            f"{7200 + l40s['restart_s']:,.1f} = {l40s['availability']:.2%}".replace("%", " %")) in page
+    assert (f"One L40S serves {l40s['max_rate_rps']:.2f} req/s within those SLOs, so {up} are needed up and {run} run "
+            f"({up} / {l40s['availability']:.3f} = {up / l40s['availability']:.2f}): "
+            f"${l40s['usd_per_hour_for_target']:.2f}/h on the bundled L40S spot offer (${l40s['usd_per_hour']:.2f}/h)"
+            ) in page
+    dearer = next(n for n in report.notes if n.startswith("spot costs") and "1x l40s" in n)
+    assert f'("{dearer.split("; --pricing")[0]}' in page
