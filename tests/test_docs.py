@@ -442,3 +442,17 @@ def test_the_serving_page_s_spot_example_is_the_plan():
             ) in page
     dearer = next(n for n in report.notes if n.startswith("spot costs") and "1x l40s" in n)
     assert f'("{dearer.split("; --pricing")[0]}' in page
+
+
+def test_every_command_a_page_shows_runs_in_a_test():
+    """A ``gpuplan`` command in a fenced block that is not ``bash`` runs nowhere (tests/test_readme.py runs the bash
+    blocks): serve.md showed three so (the users, the spot and the SGLang load examples), which docs/index.md's
+    "every bash and python block runs" let pass. Only the first capacity example is shown so, with its output,
+    which test_the_serving_page_s_first_capacity_table_is_what_capacity_prints runs (session 20's docs audit)."""
+    pages = [ROOT / "README.md", *sorted(DOCS.glob("*.md")), ROOT / "src" / "gpuplan" / "data" / "accuracy.md"]
+    shown = [(page.name, line) for page in pages
+             for language, block in re.findall(r"```(\w*)\n(.*?)```", page.read_text(encoding="utf-8"), re.S)
+             if language != "bash" for line in block.splitlines() if line.startswith("gpuplan ")]
+    assert [(name, line.split(" --")[0:2]) for name, line in shown] == [
+        ("serve.md", ["gpuplan capacity", "model llama-3.1-8b"])]
+    assert "--rate 5 " in shown[0][1]
