@@ -456,3 +456,19 @@ def test_every_command_a_page_shows_runs_in_a_test():
     assert [(name, line.split(" --")[0:2]) for name, line in shown] == [
         ("serve.md", ["gpuplan capacity", "model llama-3.1-8b"])]
     assert "--rate 5 " in shown[0][1]
+
+
+def test_the_python_api_page_names_every_function_and_answer():
+    """docs/python-api.md's table has a row for every question function `import gpuplan` exports, with the answer
+    class it returns (`gpuplan.buy` and `BuyReport` had none until session 20's docs audit); the loaders are shown
+    in the page's example."""
+    import gpuplan
+
+    page = (DOCS / "python-api.md").read_text(encoding="utf-8")
+    rows = dict(re.findall(r"^\| `gpuplan\.(\w+)\(.*\| `(\w+)` \(`gpuplan \w+`\) \|$", page, re.M))
+    functions = {name for name in gpuplan.__all__ if name.islower() and not name.startswith(("load_", "_"))}
+    assert set(rows) == functions
+    for name, answer in rows.items():
+        returns = getattr(gpuplan, name).__annotations__["return"]  # 'Recommendation | ModuleChoices'
+        assert answer in gpuplan.__all__ and re.search(rf"\b{answer}\b", str(returns)), (name, returns)
+    assert "gpuplan.load_model(" in page
