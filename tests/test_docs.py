@@ -461,7 +461,7 @@ def test_every_command_a_page_shows_runs_in_a_test():
 def test_the_python_api_page_names_every_function_and_answer():
     """docs/python-api.md's table has a row for every question function `import gpuplan` exports, with the answer
     class it returns (`gpuplan.buy` and `BuyReport` had none until session 20's docs audit); the loaders are shown
-    in the page's example."""
+    in the page's example, and the count of commands the lazy command line chooses from is the CLI's."""
     import gpuplan
 
     page = (DOCS / "python-api.md").read_text(encoding="utf-8")
@@ -472,3 +472,6 @@ def test_the_python_api_page_names_every_function_and_answer():
         returns = getattr(gpuplan, name).__annotations__["return"]  # 'Recommendation | ModuleChoices'
         assert answer in gpuplan.__all__ and re.search(rf"\b{answer}\b", str(returns)), (name, returns)
     assert "gpuplan.load_model(" in page
+    from gpuplan.cli.app import COMMANDS
+
+    assert f"the command it runs, not all {len(COMMANDS)} (`cli.app.LazyGroup`)" in " ".join(page.split())
