@@ -122,13 +122,14 @@ def test_the_readme_draws_the_house_as_it_is():
 # the rooms whose rows in the README's layout list their modules one by one (the others say what they hold in
 # words: one module per command, engine, stack file or target); base.py holds a room's profile class
 LISTED_ROOMS = ("plan/", "serving/", "market/", "speed/", "memory/", "stacks/", "tensors/", "scenario/", "dataset/",
-                "owning/", "sim/")
+                "owning/", "sim/", "explain/")
 
 
 def test_the_readme_s_listing_rooms_name_every_module():
     """A room whose layout row lists its modules names each of them, so a module moved or added shows in the
     drawing (session 19's market/owned_power.py, stacks/releases.py and scenario/diffusion_stacks.py were missing,
-    and the market row still said electricity)."""
+    and the market row still said electricity; session 20's docs audit added explain/, whose row left out megatron,
+    module_memory and module_speed)."""
     package = ROOT / "src" / "gpuplan"
     rows = {room: " ".join(rooms) + " " + words for indent, rooms, words in _layout_rows() if indent
             for room in rooms}
@@ -320,3 +321,187 @@ def test_the_serving_page_s_first_capacity_table_is_what_capacity_prints(monkeyp
         assert run(args) == 0
     printed = out.getvalue().split("\n(not shown at this width", 1)
     assert len(printed) == 2 and shown.startswith(printed[0] + "\n(not shown at this width")
+
+
+def _cli() -> dict[tuple[str, ...], tuple[set[str], str]]:
+    """Every command and group of the CLI by its path (("gpus", "compare")): the options it takes, its --help."""
+    import click
+    import typer
+
+    from gpuplan.cli import app
+
+    root = typer.main.get_command(app)
+    root.list_commands(click.Context(root))  # loads every command's module
+    found: dict[tuple[str, ...], tuple[set[str], str]] = {}
+
+    def walk(cmd, path):
+        with click.Context(cmd, info_name=" ".join(("gpuplan", *path)), terminal_width=120) as ctx:
+            found[path] = ({"--help"} | {o for p in cmd.params for o in (*p.opts, *p.secondary_opts)},
+                           cmd.get_help(ctx))
+        for name, sub in getattr(cmd, "commands", {}).items():
+            walk(sub, (*path, name))
+
+    walk(root, ())
+    return found
+
+
+def _gpuplan_commands(text: str) -> list[str]:
+    """The ``gpuplan ...`` commands a page shows: in its inline code, its bash blocks and the lines of its other
+    fenced blocks that start with one (serve.md shows slow ones so, which tests/test_readme.py does not run)."""
+    spans = re.findall(r"`([^`\n]+)`", re.sub(r"```.*?```", "", text, flags=re.S))
+    for language, block in re.findall(r"```(\w*)\n(.*?)```", text, re.S):
+        lines = block.replace("\\\n", " ").splitlines()
+        spans += lines if language == "bash" else [line for line in lines if line.startswith("gpuplan ")]
+    return [part.split("gpuplan ", 1)[1].split("#", 1)[0] for span in spans for part in span.split("&&")
+            if "gpuplan " in part]
+
+
+def test_every_flag_a_page_gives_a_command_is_the_command_s():
+    """Every ``--flag`` written after ``gpuplan COMMAND`` on a page (the README, docs/, the Accuracy page: inline
+    code and bash blocks) or in a command's --help examples is an option of that command, so a renamed or removed
+    flag cannot stay in the prose (tests/test_readme.py runs the bash blocks, not the inline commands, and session
+    16's docs audit checked them once by hand)."""
+    cli = _cli()
+    pages = [ROOT / "README.md", *sorted(DOCS.glob("*.md")), ROOT / "src" / "gpuplan" / "data" / "accuracy.md"]
+    shown = [(p.name, c) for p in pages for c in _gpuplan_commands(p.read_text(encoding="utf-8"))]
+    shown += [(f"gpuplan {' '.join(path)} --help", line.split("gpuplan ", 1)[1].split("#", 1)[0])
+              for path, (_, text) in cli.items() if "Examples:" in text
+              for line in text.split("Examples:", 1)[1].splitlines() if "gpuplan " in line]
+    wrong, checked = [], 0
+    for where, command in shown:
+        words, path = command.split(), ()
+        while words and (*path, words[0]) in cli:
+            path, words = (*path, words[0]), words[1:]
+        if not path:
+            continue  # prose about gpuplan, not a command ("gpuplan itself")
+        for flag in (w.split("=", 1)[0].rstrip(".,;:)`") for w in words if w.startswith("--") and w != "--"):
+            checked += 1
+            if flag not in cli[path][0]:
+                wrong.append((where, f"gpuplan {' '.join(path)}", flag))
+    assert checked >= 400
+    assert wrong == [], f"flags the pages give commands that do not take them: {wrong}"
+
+
+def test_the_pretrain_and_fit_pages_quote_the_mlperf_and_trtllm_benches():
+    """docs/pretrain.md's MLPerf Training table (rows, median |error|, within 15 %, memory fits, per benchmark and
+    all) is bench/results/mlperf.md's, and docs/fit-a-model.md's trtllm-bench figures (fitted, held out, release
+    0.17's table, MoE fitted and held out, the worst MoE group) are bench/results/trtllm.md's; tests/test_mlperf.py
+    and tests/speed/test_trtllm_offline.py hold the errors under bounds, nothing held the figures the pages print
+    (session 20's docs audit)."""
+    mlperf = (ROOT / "bench" / "results" / "mlperf.md").read_text(encoding="utf-8")
+    bench = {name: (rows, med, within, fits) for name, rows, med, _, within, fits in re.findall(
+        r"^\| (llama2_70b_lora|llama31_405b|llama31_8b|all) \| (\d+) \| ([\d.]+) \| ([\d.]+) \| (\d+) \| (\d+) \|$",
+        mlperf, re.M)}
+    assert len(bench) == 4
+    page = (DOCS / "pretrain.md").read_text(encoding="utf-8")
+    names = {"Llama-2-70B LoRA": "llama2_70b_lora", "Llama 3.1 405B pre-training": "llama31_405b",
+             "Llama 3.1 8B pre-training": "llama31_8b", "all": "all"}
+    said = {names[name]: tuple(rest) for name, *rest in re.findall(
+        r"^\| (Llama-2-70B LoRA|Llama 3\.1 405B pre-training|Llama 3\.1 8B pre-training|all)[^|]* \| (\d+) \| "
+        r"([\d.]+) \| (\d+) \| (\d+) \|$", page, re.M)}
+    assert said == bench
+    trtllm = (ROOT / "bench" / "results" / "trtllm.md").read_text(encoding="utf-8")
+
+    def median(label: str) -> tuple[str, str]:
+        n, value = re.search(rf"^\| {re.escape(label)} \| (\d+) \| [\d.]+% \| ([\d.]+)% \|$", trtllm, re.M).groups()
+        return n, value
+
+    fitted, held, release = median("fitted (H100, B200)"), median("held-out (H200, GB200)"), median(
+        "release 0.17's table, held out (H200, H100, GH200; TP 1-8)")
+    moe_fitted = median("MoE on one GPU, fitted (B200: Scout, Qwen3-30B-A3B)")
+    moe_held = median("MoE on one GPU, held out (GB200: Scout, Qwen3-30B-A3B; Mixtral 8x7B from 0.17)")
+    worst = re.search(r"^\| Qwen3-30B-A3B \| GB200 \| 1 \| nvfp4 \| MoE held-out \| \d+ \| [\d.]+% \| ([\d.]+)% \|$",
+                      trtllm, re.M)[1]
+    fit = _page("fit-a-model.md")
+    assert (f"{int(fitted[0]) + int(held[0])} dense Llama 3.1 8B / 3.3 70B / 3.1 405B rows): fitted on the H100 and "
+            f"B200 columns, median error {fitted[1]} %; held out, H200 and GB200, {held[1]} %, and release 0.17's "
+            f"table ({release[0]} FP8 rows, TP 1 to 8), {release[1]} %") in fit
+    assert (f"Llama 4 Scout and Qwen3-30B-A3B, {moe_fitted[1]} %); held out, the GB200 rows and release 0.17's FP8 "
+            f"Mixtral 8x7B, {moe_held[1]} % (Qwen3-30B-A3B on GB200 the worst, {float(worst):.0f} %") in fit
+
+
+def test_the_serving_page_s_spot_example_is_the_plan():
+    """docs/serve.md's spot example (Llama-3.1-8B at 20 requests/s on one L40S or H100, `--pricing spot`): the
+    restart, the availability, what one L40S serves, the replicas up and run, the fleet's and the offer's $/h, and
+    the note that spot is the dearer, are what capacity answers. tests/plan/test_capacity_spot.py redoes the
+    arithmetic; nothing held the page's figures, and it said 4.6 req/s where capacity prints 4.69 (session 20's
+    docs audit)."""
+    require("numpy")  # the serving extra
+    import gpuplan
+
+    report = gpuplan.capacity("llama-3.1-8b", rate_rps=20, prompt_tokens=1000, output_tokens=200, ttft_s=1,
+                              tpot_s=0.05, gpus=["l40s", "h100"], max_gpus=1, pricing="spot")
+    l40s = next(row for row in report.plans if row["setup"] == "1x l40s tp1")
+    up, run = l40s["replicas_up_for_target"], l40s["replicas_for_target"]
+    page = _page("serve.md")
+    assert (f"restart in 16.06 + 20 = {l40s['restart_s']:.1f} s, so a 1-GPU replica is up 7,200 / "
+            f"{7200 + l40s['restart_s']:,.1f} = {l40s['availability']:.2%}".replace("%", " %")) in page
+    need = l40s["replicas_needed"]
+    assert up == 5 and run == 5  # 4.26 replicas' worth: a partly idle fifth replica covers the restarts (s20-walk)
+    assert (f"One L40S serves {l40s['max_rate_rps']:.2f} req/s within those SLOs, so 20 / {l40s['max_rate_rps']:.2f} = "
+            f"{need:.2f} replicas' worth are needed up and {run} run ({need:.2f} / {l40s['availability']:.3f} = "
+            f"{need / l40s['availability']:.2f}): ${l40s['usd_per_hour_for_target']:.2f}/h on the bundled L40S spot "
+            f"offer (${l40s['usd_per_hour']:.2f}/h)") in " ".join(page.split())
+    dearer = next(n for n in report.notes if n.startswith("spot costs") and "1x l40s" in n)
+    assert f'("{dearer.split("; --pricing")[0]}' in page
+
+
+def test_every_command_a_page_shows_runs_in_a_test():
+    """A ``gpuplan`` command in a fenced block that is not ``bash`` runs nowhere (tests/test_readme.py runs the bash
+    blocks): serve.md showed three so (the users, the spot and the SGLang load examples), which docs/index.md's
+    "every bash and python block runs" let pass. Only the first capacity example is shown so, with its output,
+    which test_the_serving_page_s_first_capacity_table_is_what_capacity_prints runs (session 20's docs audit)."""
+    pages = [ROOT / "README.md", *sorted(DOCS.glob("*.md")), ROOT / "src" / "gpuplan" / "data" / "accuracy.md"]
+    shown = [(page.name, line) for page in pages
+             for language, block in re.findall(r"```(\w*)\n(.*?)```", page.read_text(encoding="utf-8"), re.S)
+             if language != "bash" for line in block.splitlines() if line.startswith("gpuplan ")]
+    assert [(name, line.split(" --")[0:2]) for name, line in shown] == [
+        ("serve.md", ["gpuplan capacity", "model llama-3.1-8b"])]
+    assert "--rate 5 " in shown[0][1]
+
+
+def test_the_python_api_page_names_every_function_and_answer():
+    """docs/python-api.md's table has a row for every question function `import gpuplan` exports, with the answer
+    class it returns (`gpuplan.buy` and `BuyReport` had none until session 20's docs audit); the loaders are shown
+    in the page's example, and the count of commands the lazy command line chooses from is the CLI's."""
+    import gpuplan
+
+    page = (DOCS / "python-api.md").read_text(encoding="utf-8")
+    rows = dict(re.findall(r"^\| `gpuplan\.(\w+)\(.*\| `(\w+)` \(`gpuplan \w+`\) \|$", page, re.M))
+    functions = {name for name in gpuplan.__all__ if name.islower() and not name.startswith(("load_", "_"))}
+    assert set(rows) == functions
+    for name, answer in rows.items():
+        returns = getattr(gpuplan, name).__annotations__["return"]  # 'Recommendation | ModuleChoices'
+        assert answer in gpuplan.__all__ and re.search(rf"\b{answer}\b", str(returns)), (name, returns)
+    assert "gpuplan.load_model(" in page
+    from gpuplan.cli.commands import COMMANDS
+
+    assert f"the command it runs, not all {len(COMMANDS)} (`cli.commands.LazyGroup`)" in " ".join(page.split())
+
+
+def test_the_launch_page_lists_every_target_and_the_stack_it_plans():
+    """docs/launch.md's table has one row per target `gpuplan launch` writes (launchers.TARGETS), and its sentence
+    on a stack's own targets names each target with the stack it plans (launchers.stack_of: nemo plans megatron,
+    trainer, accelerate, deepspeed and torchrun plan hf, each diffusion trainer itself) and each engine's target
+    (launchers.engine_of); held by nothing until session 20's docs audit."""
+    from gpuplan.launchers import DIFFUSION_TARGETS, TARGETS, engine_of, stack_of
+
+    text = (DOCS / "launch.md").read_text(encoding="utf-8")
+    rows = re.findall(r"^\| `([\w.-]+)` \|", text, re.M)
+    assert sorted(rows) == sorted(TARGETS) and len(rows) == len(set(rows))
+    page = " ".join(text.split())
+    by_stack: dict[str, set[str]] = {}
+    for target, stack in stack_of().items():
+        by_stack.setdefault(stack, set()).add(target)
+    named = lambda words: set(re.findall(r"`([\w.-]+)`", words))  # noqa: E731
+    said = re.search(r"A stack's own target \((.*?)\) plans that stack", page)[1].split("; ")
+    megatron, hf, diffusion = said[0].split(" and "), said[1].removesuffix(" for `hf`"), said[2]
+    assert said[1].endswith(" for `hf`") and named(hf) == by_stack.pop("hf")
+    assert megatron[-1].endswith(" for `megatron`")
+    assert named(megatron[-1].removesuffix(" for `megatron`")) == by_stack["megatron"] - {"megatron"}
+    own = {stack for stack, targets in by_stack.items() if targets == {stack} and stack not in DIFFUSION_TARGETS}
+    assert named(megatron[0]) == own | {"megatron"}
+    assert named(diffusion.removeprefix("a diffusion model's ")) == set(DIFFUSION_TARGETS)
+    assert own | by_stack["megatron"] | set(DIFFUSION_TARGETS) == set(by_stack) | {"nemo"}
+    engines = re.search(r"The serving targets do the same for the engine: (.*?) each plan their engine", page)[1]
+    assert named(engines) == set(engine_of())

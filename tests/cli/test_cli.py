@@ -302,3 +302,32 @@ def test_the_module_option_says_it_runs_the_code_it_names(command):
     assert proc.returncode == 0, proc.stderr
     text = " ".join(proc.stdout.split())
     assert "imports and runs that code from the current folder, as python -m does: name only your own" in text
+
+
+def test_the_help_s_unset_values_are_the_code_s():
+    """Session 20's docs audit: `buy --count`, `--host-usd`, `--host-idle-w` and `--hours`, `prices --max-age`,
+    `capacity --rate`, `simulate --layers`, `calibrate-serving --out` and the scenario's `--provider` took a value
+    without saying what leaving them out does. Each help now says it, and says what the code does: a bare card is
+    one of it in the smallest host at that profile's price and idle draw, no hours is refused, and prices of every
+    age are listed (estimate's 90-day cut is its own --max-price-age-days)."""
+    from gpuplan import api
+    from gpuplan.errors import GpuplanError
+    from gpuplan.owning.facts import host_for
+
+    texts = {path: " ".join(text.split()) for path, text in _help_texts().items()}
+    buy = texts["gpuplan buy"]
+    for said in ("[default: the build's COUNTx, else 1]", "USD [default: the host profile's dated price",
+                 "idle draw, W [default: the profile's]", "(this, --utilization or --workloads is needed)"):
+        assert said in buy, said
+    assert "[default: any age]" in texts["gpuplan prices"]
+    assert "unset with no --users or --batch: each setup's most within the SLOs" in texts["gpuplan capacity"]
+    assert "[default: two depths a layer pattern apart" in texts["gpuplan simulate"]
+    assert "[default: none written]" in texts["gpuplan calibrate-serving"]
+    assert "default: every provider's" in texts["gpuplan estimate"]
+    build = api.buy("3090", hours=100).builds[0].build
+    profile = host_for(1)
+    assert (build.count, build.host, build.host_usd, build.host_idle_w) == (1, profile.id, profile.usd,
+                                                                             profile.idle_w)
+    with pytest.raises(GpuplanError, match="--hours"):
+        api.buy("3090")
+    assert len(api.prices().rows) > len(api.prices(max_age=90).rows) > 0

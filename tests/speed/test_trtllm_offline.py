@@ -25,7 +25,7 @@ from gpuplan.serving.offline import offline_throughput
 from gpuplan.speed.inference import step_timer
 
 ROOT = Path(__file__).resolve().parents[2]
-TOLERANCE = 0.12  # the held-out rows' median |error| is 5.3% (bench/results/trtllm.md); the largest of these 8%
+TOLERANCE = 0.12  # the held-out rows' median |error| is 5.5% (bench/results/trtllm.md); the largest of these 8%
 
 
 def bench_scenario(model: str, gpu: str, tp: int, quant: str, isl: int, osl: int):

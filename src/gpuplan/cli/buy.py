@@ -14,6 +14,8 @@ from .render import FORMAT_HELP, Column, FormatValue, bullet, err, num, out, res
 
 HELP_PANEL_OWN = "Owning"
 HELP_PANEL_POWER = "Power and upkeep"
+HOST_USD_HELP = ("What the computer around the cards costs, USD [default: the host profile's dated price, "
+                 "data/owning.yaml; 0 when the host the cards you --have sit in holds the build].")
 
 
 def _prices(values: list[str] | None) -> tuple[float | None, dict[str, float]]:
@@ -85,7 +87,8 @@ def buy_cmd(
     years: Annotated[float | None, typer.Option(help="The horizon in years [default: the workloads file's, else 1].")]
     = None,
     gpus: Annotated[str | None, typer.Option(help="Search only these cards (comma-separated).")] = None,
-    count: Annotated[int | None, typer.Option(help="How many cards (or write 8x5090).", min=1, max=8)] = None,
+    count: Annotated[int | None, typer.Option(help="How many cards (or write 8x5090) [default: the "
+                                                        "build's COUNTx, else 1].", min=1, max=8)] = None,
     price: Annotated[list[str] | None, typer.Option(help="What you pay per card: USD, or CARD=USD (a search's cards "
                                                          "each) [default: a dated street price, else launch MSRP].",
                                                     rich_help_panel=HELP_PANEL_OWN)] = None,
@@ -95,13 +98,13 @@ def buy_cmd(
     host: Annotated[str | None, typer.Option(help="Host profile: desktop, epyc-4gpu, workstation, server-8gpu "
                                                   "[default: the smallest that holds the cards].",
                                              rich_help_panel=HELP_PANEL_OWN)] = None,
-    host_usd: Annotated[float | None, typer.Option(help="What the computer around the cards costs, USD.",
+    host_usd: Annotated[float | None, typer.Option(help=HOST_USD_HELP,
                                                    rich_help_panel=HELP_PANEL_OWN)] = None,
     host_ram: Annotated[float | None, typer.Option(help="The host's RAM, GiB [default: the profile's, said].",
                                                    rich_help_panel=HELP_PANEL_OWN)] = None,
     host_w: Annotated[float | None, typer.Option(help="The host's draw while it works, W [default: the profile's].",
                                                  rich_help_panel=HELP_PANEL_POWER)] = None,
-    host_idle_w: Annotated[float | None, typer.Option(help="The host's idle draw, W.",
+    host_idle_w: Annotated[float | None, typer.Option(help="The host's idle draw, W [default: the profile's].",
                                                       rich_help_panel=HELP_PANEL_POWER)] = None,
     display: Annotated[str, typer.Option(help="A card also drives a desktop on this OS: linux or windows (what it "
                                               "holds is counted on the card, as estimate --display does).",
@@ -121,7 +124,8 @@ def buy_cmd(
                                                    rich_help_panel=HELP_PANEL_POWER)] = 0.0,
     space_usd_per_month: Annotated[float, typer.Option(help="Space (rack, colocation) per month, USD.",
                                                        rich_help_panel=HELP_PANEL_POWER)] = 0.0,
-    hours: Annotated[float | None, typer.Option(help="Without workloads: hours of use over the horizon.")] = None,
+    hours: Annotated[float | None, typer.Option(help="Without workloads: hours of use over the horizon (this, "
+                                                     "--utilization or --workloads is needed).")] = None,
     utilization: Annotated[float | None, typer.Option(help="Without workloads: the share of the horizon's HOURS the "
                                                            "cards work (0.3 = 30 %).")] = None,
     top: Annotated[int, typer.Option(help="Builds to show in a search.", min=1, max=100)] = 10,

@@ -59,6 +59,8 @@ DiskGbs = Annotated[float | None, typer.Option(help="Spot: GB/s a restarted repl
                                                "[default: 1].")]
 
 
+RATE_HELP = ("Expected arrival rate, requests/s (open loop; unset with no --users or --batch: each setup's most "
+             "within the SLOs).")
 TOP_HELP = ("Setups simulated (the cheapest by the closed-form bound; one whose bound undercuts the cheapest row "
             "found is simulated too).")
 
@@ -67,8 +69,7 @@ def capacity_cmd(
     workload: Annotated[str | None, typer.Argument(help="Workload YAML (rate_rps, preset or prompt/output, slo...); "
                                                    "flags override it.", show_default=False)] = None,
     model: Annotated[str | None, typer.Option(help="Catalog alias, HF repo id or config.json path.")] = None,
-    rate: Annotated[float | None, typer.Option("--rate", help="Expected arrival rate, requests/s (open loop).")
-                    ] = None,
+    rate: Annotated[float | None, typer.Option("--rate", help=RATE_HELP)] = None,
     users: Annotated[int | None, typer.Option("--users", help="Concurrent users instead of a rate (closed loop: "
                                               "each sends its next request after the last one finished).")] = None,
     batch: Annotated[int | None, typer.Option("--batch", help="An offline job instead: this many requests queued "
@@ -298,7 +299,8 @@ def calibrate_serving_cmd(
     model: Annotated[str, typer.Option(help="The model the runs served.")],
     gpu: Annotated[str, typer.Option(help="The GPU they ran on.")],
     tp: Annotated[int, typer.Option(help="Tensor parallelism of the deployment.")] = 1,
-    save: Annotated[str | None, typer.Option("--out", help="Write the corrections (YAML) for --calibration.")] = None,
+    save: Annotated[str | None, typer.Option("--out", help="Write the corrections (YAML) for --calibration "
+                                                      "[default: none written].")] = None,
     as_json: JsonFlag = False,
 ) -> None:
     """Fit per-deployment corrections on your own benchmark runs and show the error before and after.

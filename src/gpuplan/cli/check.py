@@ -133,7 +133,8 @@ scenario_command(
     "simulate", simulate_cmd,
     option("compare", bool, False, "Print the analytic estimate beside the simulation, part by part."),
     option("plot", str | None, None, "Draw memory over the step to this PNG (matplotlib)."),
-    option("layers", int | None, None, "Run this many layers as they are, without extrapolating."),
+    option("layers", int | None, None, "Run this many layers as they are, without extrapolating [default: two depths a "
+           "layer pattern apart, raised to the full depth exactly]."),
     option("module", str | None, None, "Your own PyTorch module: package.module:function, a callable returning "
            "(module, example_input), run once on fake tensors (with --task train|infer, --gpu for its time); "
            "the scenario's --model is not needed; imports and runs that code from the current folder, as python -m "

@@ -33,7 +33,8 @@ def prices_cmd(
     gpu: Annotated[str | None, typer.Option(help="Only this GPU: t4, l4, h100-sxm...")] = None,
     provider: Annotated[str | None, typer.Option(help="Only this provider: aws, runpod...")] = None,
     spot: Annotated[bool, typer.Option("--spot", help="Only spot / interruptible offers.")] = False,
-    max_age: Annotated[int | None, typer.Option(help="Only prices observed at most this many days ago.",
+    max_age: Annotated[int | None, typer.Option(help="Only prices observed at most this many days ago "
+                                                     "[default: any age].",
                                                 min=0)] = None,
     low_confidence: Annotated[bool, typer.Option("--low-confidence/--no-low-confidence",
                                                  help="List low-confidence rows too.")] = True,

@@ -346,7 +346,8 @@ class Scenario(BaseModel):
         description="the card also drives a desktop on this OS: the memory the desktop holds "
         "(ComfyUI's default reserve: 0.4 GiB on Linux, 0.6-0.7 GiB on Windows) is counted on the card beside the job")
     # pricing (speed and cost sections need a gpu)
-    provider: str | None = Field(default=None, description="price on this provider's offers (e.g. runpod)")
+    provider: str | None = Field(default=None, description="price on this provider's offers only (e.g. runpod; "
+                                                           "default: every provider's)")
     pricing: Pricing = Field(
         default="on_demand", description="on-demand, spot or any rented offer; owned: your own cards, priced by "
         "their power only (a card no offer prices is priced so too)")
