@@ -125,7 +125,8 @@ def test_128_node_lora_steps_against_the_logged_pace(scored):
 # AMD's and Intel's own submissions (bench/data/mlperf-training-other.csv, bench/make_mlperf_other.py): held out, as
 # NVIDIA's. Measured when written (bench/results/training_other_vendors_s20.md): MI355X +5.6 % (LoRA) and +0.1 % (8B),
 # MI325X -10.3 / -6.0 %, MI300X -31.5 / -28.9 % (gpuplan too fast: MI300X and MI325X share one matmul rate,
-# overheads.MATMUL_PEAK_FRACTION, yet the MI325X steps 1.35x faster), Gaudi 2 +94.8 % (gpuplan too slow).
+# overheads.MATMUL_PEAK_FRACTION, yet the MI325X steps 1.35x faster), Gaudi 2 +17.5 % (+94.8 % while its ZeRO-3
+# gathers ran over PCIe gen4 in place of the cards' on-chip RoCE scale-up ports, speed/comms.py).
 
 def _other_rows() -> list[dict]:
     with (BENCH / "data" / "mlperf-training-other.csv").open() as f:
@@ -156,11 +157,11 @@ def test_other_vendor_rows_carry_their_source_and_layout():
 def test_other_vendor_rows_scored_against_the_uncalibrated_range(scored_other):
     """Every row but the MI350X ones (no MI350X in the catalog) is expressed; the MI355X steps within 6 % of their
     logged pace, the MI325X within 11 %; the MI300X's 29-32 % short of it lies outside the range gpuplan prints off
-    NVIDIA (-28 % / +24 % of its tokens/s), as does the Gaudi 2 run, which took half of gpuplan's time."""
+    NVIDIA (-28 % / +24 % of its tokens/s); the Gaudi 2 run (no pace logged) within 25 % of its time to train."""
     rows, skipped = scored_other
     assert len(rows) == 7 and {r["id"] for r in skipped} == {"V006", "V008"}
     by = {r["id"]: r for r in rows}
     assert all(abs(by[i]["step_error_pct"]) <= 6 for i in ("V007", "V009"))
     assert all(abs(by[i]["step_error_pct"]) <= 11 for i in ("V003", "V005"))
     assert all(-35 <= by[i]["step_error_pct"] <= -28 for i in ("V002", "V004"))
-    assert by["V001"]["error_pct"] > 80
+    assert 0 < by["V001"]["error_pct"] <= 25
