@@ -26,7 +26,9 @@ import sys
 
 from make_mlperf import BENCHMARKS, COLUMNS, exports, git, runs
 
-SUBMITTERS = ("AMD", "Intel-HabanaLabs")
+# AMD's own and its partners' (AMD's recipe on their machines), Intel's
+SUBMITTERS = ("AMD", "ASUSTeK", "Dell", "GigaComputing", "MangoBoost", "MiTAC", "Oracle", "Supermicro",
+              "Intel-HabanaLabs")
 # gpuplan's ids by the accelerator name of the system description (MI350X: not in gpuplan's catalog)
 GPUS = {"MI300X": "amd-instinct-mi300x", "MI325X": "amd-instinct-mi325x", "MI355X": "amd-instinct-mi355x",
         "Gaudi(R) 2": "intel-gaudi2", "Gaudi 2": "intel-gaudi2", "MI350X": ""}
@@ -40,11 +42,17 @@ def accelerator_of(sysjson: dict) -> tuple[str, str]:
     return name, next((gpu for key, gpu in GPUS.items() if key in name), "")
 
 
-def amd_layout(files: set[str], benchmark: str, system: str, accel: str) -> tuple[dict, str] | None:
+def amd_layout(files: set[str], submitter: str, benchmark: str, system: str, accel: str,
+               nodes: int) -> str | None:
+    """The ``config_<chip>_<nodes>x8x1*.sh`` the system ran: AMD's own under ``implementations/<system>*``; a
+    partner's (Dell, Oracle, Supermicro, ...: AMD's recipe) wherever under its benchmark's folder, the system's own
+    folder first."""
     chip = next((k for k in GPUS if k.startswith("MI") and k in accel), "")
-    found = sorted(f for f in files if f.startswith(f"AMD/benchmarks/{benchmark}/implementations/{system}")
-                   and re.search(rf"/config_{chip}_[\w.]*\.sh$", f))
-    return (None if not found else ({}, found[0]))
+    found = [f for f in files if f.startswith(f"{submitter}/benchmarks/{benchmark}/")
+             and re.search(rf"/config_{chip}_{nodes}x\d+x\d+[\w.]*\.sh$", f)]
+    own = [f for f in files if f.startswith(f"{submitter}/benchmarks/{benchmark}/implementations/{system}")
+           and re.search(rf"/config_\w*{chip}\.sh$", f)]  # ASUSTeK's config_ESC_A8A_MI325X.sh
+    return min(found, key=lambda f: (f"/{system}" not in f, f), default=None) or min(own, default=None)
 
 
 def amd_fields(cfg: dict) -> dict:
@@ -66,29 +74,35 @@ def intel_fields(script: str) -> dict:
             "sharding": "zero3" if "ds_zero3" in flag.get("deepspeed", "") else ""}
 
 
+def layout_of(clone: str, files: set[str], submitter: str, benchmark: str, system: str, accel: str,
+              nodes: int) -> tuple[str, dict] | None:
+    """The launch file a system ran and the layout it sets; None off AMD and Intel (NVIDIA's cards: its own
+    submissions are bench/make_mlperf.py's) or where no launch file is found."""
+    if "Gaudi" in accel:
+        config = INTEL_SCRIPTS[benchmark]
+        return config, intel_fields(git(clone, "show", f"HEAD:{config}"))
+    config = amd_layout(files, submitter, benchmark, system, accel, nodes) if "MI3" in accel else None
+    return (config, amd_fields(exports(git(clone, "show", f"HEAD:{config}")))) if config else None
+
+
 def system_rows(round_: str, clone: str, commit: str, files: set[str], submitter: str) -> list[dict]:
     out = []
     for benchmark, (model, seq) in BENCHMARKS.items():
         systems = sorted({f.split("/")[2] for f in files
                           if re.match(rf"{submitter}/results/[^/]+/{benchmark}/result_\d+\.txt$", f)})
         for system in systems:
-            logs = sorted(f for f in files if re.match(rf"{submitter}/results/{system}/{benchmark}/result_\d+\.txt$",
-                                                       f))
-            done = runs(clone, logs)
-            if not done:
+            if f"{submitter}/systems/{system}.json" not in files:
                 continue
             sj = json.loads(git(clone, "show", f"HEAD:{submitter}/systems/{system}.json"))
             accel, gpu = accelerator_of(sj)
-            if submitter == "AMD":
-                found = amd_layout(files, benchmark, system, accel)
-                if not found:
-                    continue
-                config = found[1]
-                fields = amd_fields(exports(git(clone, "show", f"HEAD:{config}")))
-            else:
-                config = INTEL_SCRIPTS[benchmark]
-                fields = intel_fields(git(clone, "show", f"HEAD:{config}"))
             nodes, per_node = int(sj.get("number_of_nodes", 1)), int(sj.get("accelerators_per_node", 8))
+            found = layout_of(clone, files, submitter, benchmark, system, accel, nodes)
+            logs = sorted(f for f in files if re.match(rf"{submitter}/results/{system}/{benchmark}/result_\d+\.txt$",
+                                                       f))
+            done = runs(clone, logs) if found else []
+            if not done:
+                continue
+            config, fields = found
             paced = [r for r in done if "step_s" in r]
             evals = [r["evals"] for r in done]
             if not any(evals):  # Intel's v4.0 logs have no eval_start: one eval_accuracy line a pass

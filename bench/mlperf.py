@@ -194,9 +194,13 @@ def report_other(scored: list[dict], skipped: list[dict]) -> str:
                      f"{r['estimated_min']:.2f} ({r['eval_min']:.2f}) | {r['error_pct']:+.1f} | {step} | "
                      f"{band_check(r, low, high)} | {r['device_gib']:.1f} {'yes' if r['fits'] else 'NO'} | "
                      f"{r['software']} |")
-    lines += ["", "| submitter | rows | median error % | median abs error % | in range |", "|---|---:|---:|---:|---:|"]
-    for name in sorted({r["submitter"] for r in scored}):
-        rows = [r for r in scored if r["submitter"] == name]
+    lines += ["", "| card maker / card | rows | median error % | median abs error % | in range |",
+              "|---|---:|---:|---:|---:|"]
+    groups: dict[str, list[dict]] = {}
+    for r in scored:
+        for key in (load_gpu(r["gpu"]).vendor, f"{load_gpu(r['gpu']).vendor} / {r['gpu']}"):
+            groups.setdefault(key, []).append(r)
+    for name, rows in sorted(groups.items()):
         lines.append(f"| {name} | {len(rows)} | {statistics.median(r['error_pct'] for r in rows):+.1f} | "
                      f"{_median_abs(rows):.1f} | {sum(band_check(r, low, high) == 'yes' for r in rows)} |")
     lines += ["", "Not expressed:", ""]
