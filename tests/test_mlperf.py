@@ -120,3 +120,58 @@ def test_128_node_lora_steps_against_the_logged_pace(scored):
     assert float(t008["logged_eval_min"]) + t008["logged_rest_min"] > 0.3 * float(t008["time_to_train_min"])
     t001 = next(r for r in rows if r["id"] == "T001")
     assert float(t001["logged_step_s"]) > 1.2 * float(t008["logged_step_s"])
+
+
+# AMD's, its partners' (AMD's recipe on their machines) and Intel's submissions (bench/data/mlperf-training-other.csv,
+# bench/make_mlperf_other.py): held out, as NVIDIA's. Measured when written
+# (bench/results/training_other_vendors_s20.md):
+# step error MI355X -6 to +5 % (8 rows), MI325X -10 to -5 % (9), MI300X -33 to -29 % (6: gpuplan too fast; MI300X and
+# MI325X share one matmul rate, overheads.MATMUL_PEAK_FRACTION, yet the MI325X steps 1.35x faster), Gaudi 2 time
+# +17.5 % (+94.8 % while its ZeRO-3 gathers ran over PCIe gen4 in place of the cards' on-chip RoCE scale-up ports).
+
+def _other_rows() -> list[dict]:
+    with (BENCH / "data" / "mlperf-training-other.csv").open() as f:
+        return list(csv.DictReader(f))
+
+
+@pytest.fixture(scope="module")
+def scored_other():
+    spec = importlib.util.spec_from_file_location("mlperf_bench_other", BENCH / "mlperf.py")
+    bench = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(bench)
+    return bench.run(_other_rows())
+
+
+def test_other_vendor_rows_carry_their_source_and_layout():
+    rows = _other_rows()
+    assert len(rows) == 30 and {"AMD", "Intel-HabanaLabs", "Dell", "Oracle", "Supermicro"} <= {r["submitter"]
+                                                                                               for r in rows}
+    for row in rows:
+        assert row["source_locator"].startswith(f"mlcommons/training_results_v{row['round']}@")
+        assert row["commit"].startswith(row["source_locator"].split("@")[1][:8])
+        assert row["source_locator"].split("; ")[1].startswith(f"{row['submitter']}/benchmarks/")
+    gaudi = next(r for r in rows if r["gpu"] == "intel-gaudi2")  # run_llama_70B_fp8_submission.sh's flags
+    assert (gaudi["stack"], gaudi["sharding"], gaudi["recompute"], gaudi["precision"]) == ("hf", "zero3", "full", "fp8")
+    assert gaudi["evals"] == "5" and gaudi["samples_to_converge"] == "3072" and gaudi["time_to_train_min"] == "75.356"
+    mi355 = next(r for r in rows if r["system"] == "MI355X_EPYC_9575F_pytorch" and r["benchmark"] == "llama31_8b")
+    assert (mi355["micro_batch"], mi355["global_batch"], mi355["precision"], mi355["logged_step_s"]) == \
+        ("2", "32", "fp8", "1.0428")
+
+
+def test_other_vendor_rows_scored_against_the_uncalibrated_range(scored_other):
+    """Every one-node row on a catalog card is expressed (left out: MI350X, not in the catalog, and MangoBoost's
+    2- and 4-node rows, their fabric not transcribed); the MI355X steps within 7 % of their logged pace, the MI325X
+    within 11 %, both inside the range gpuplan prints off NVIDIA (-28 % / +24 % of its tokens/s); the MI300X's 29-34 %
+    short of it lies outside; the Gaudi 2 run (no pace logged) within 25 % of its time to train."""
+    rows, skipped = scored_other
+    assert len(rows) == 24 and all("MI350X" in r["why"] or "fabric" in r["why"] for r in skipped)
+    by_gpu = {}
+    for r in rows:
+        by_gpu.setdefault(r["gpu"], []).append(r)
+    assert len(by_gpu["amd-instinct-mi355x"]) == 8 and all(abs(r["step_error_pct"]) <= 7
+                                                           for r in by_gpu["amd-instinct-mi355x"])
+    assert len(by_gpu["amd-instinct-mi325x"]) == 9 and all(-11 <= r["step_error_pct"] <= 0
+                                                           for r in by_gpu["amd-instinct-mi325x"])
+    assert len(by_gpu["amd-instinct-mi300x"]) == 6 and all(-35 <= r["step_error_pct"] <= -28
+                                                           for r in by_gpu["amd-instinct-mi300x"])
+    assert 0 < by_gpu["intel-gaudi2"][0]["error_pct"] <= 25

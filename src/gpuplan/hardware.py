@@ -118,6 +118,7 @@ class GpuSpec:
     # AMD Instinct OAM modules: the Infinity Fabric (xGMI) links to the other GPUs of the node, GB/s in both
     # directions over all links (MI300X: 7 x 128 GB/s); None: no such fabric on file
     infinity_fabric_gbs: float | None = None
+    scale_up_gbs: float | None = None  # Gaudi's on-chip RoCE ports to the other cards of its server, bidirectional
 
     @property
     def busy_w(self) -> float | None:
@@ -200,7 +201,7 @@ def _spec(entry: dict[str, Any]) -> GpuSpec:
         msrp_date=str(entry["launch_msrp_date"]) if entry.get("launch_msrp_date") else None,
         slot_width=entry.get("slot_width"), unified_memory=bool(mem.get("unified")) or entry["vendor"] == "Apple",
         network=str(link.get("network") or ""), network_gbps=link.get("network_gbps"),
-        infinity_fabric_gbs=link.get("infinity_fabric_gbs"))
+        infinity_fabric_gbs=link.get("infinity_fabric_gbs"), scale_up_gbs=link.get("scale_up_gbs"))
 
 
 def _entries() -> list[dict]:

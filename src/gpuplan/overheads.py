@@ -1274,6 +1274,11 @@ NVLINK_EFFICIENCY = 0.8  # NCCL bus bandwidth of all-reduce on NVLink reaches ~8
 # AMD Instinct's xGMI links: ~48 of 64 GB/s per link and direction usable after CRC and protocol overhead (AMD ROCm
 # blog "Understanding RCCL Bandwidth and xGMI Performance on AMD Instinct MI300X", 2025-03-02)
 INFINITY_FABRIC_EFFICIENCY = 0.75
+# Intel Gaudi's scale-up ports inside a server (21 x 200 Gb/s on Gaudi 3, 525 GB/s a direction; 21 x 100 Gb/s on
+# Gaudi 2): HCCL's 8-card all-reduce of 256 MB on one HLS-3 box moves 512.96 GB/s on the network ("NW Bandwidth";
+# docs.habana.ai "How to Pick Good Nodes in the Datacenter", the expected single-box result), 97.7 % of 525. Gaudi 2
+# takes Gaudi 3's share (no Gaudi 2 figure published there). Not fitted on any training row.
+GAUDI_SCALE_UP_EFFICIENCY = 0.977
 # The ROCm builds of SGLang (and vLLM, borrowed) on AMD Instinct: decode GPU work (weight and KV streaming, kernel
 # latency, element-wise work; not the host loop or the all-reduces) over the CUDA-calibrated time. Fitted on
 # InferenceX's DeepSeek-R1-0528 FP8 SGLang TP 8 runs, 8k/1k: MI325X (v0.5.19, SemiAnalysisAI/InferenceX PR #3318) at

@@ -70,3 +70,17 @@ def test_new_catalog_entries(name, memory_gb, bf16, fp4, domain):
     assert g.memory_gib == memory_gb and g.peak_tflops("bf16") == bf16 and g.peak_tflops("fp4") == fp4
     assert g.nvlink_domain == domain and g.supports_dtype("fp4")
     assert pytest.approx(gpu("mi355x").peak_tflops("fp8"), rel=1e-3) == 256 * 8192 * 2.4e9 / 1e12
+
+
+@pytest.mark.parametrize("name, per_direction_gbs", [("intel-gaudi2", 262.5), ("intel-gaudi3", 525.0)])
+def test_gaudi_cards_of_a_server_talk_over_their_scale_up_ports(name, per_direction_gbs):
+    """An HLS server's Gaudis reach each other over 21 on-chip RoCE ports (docs.habana.ai "Intel Gaudi Network
+    Configuration": Gaudi 2 21 x 100 Gb/s = 262.5 GB/s a direction, Gaudi 3 21 x 200 Gb/s = 525), at HCCL's measured
+    97.7 % (512.96 GB/s of 525 on one HLS-3 box), not over PCIe (Gaudi 2 was ring-bound at PCIe gen4's ~25 GB/s).
+    By hand, Gaudi 2: 8-card all-reduce of 1 GB = 2 x 7/8 x 1e9 / (262.5e9 x 0.977) + 35 us = 6.86 ms."""
+    link = intra_node_link(gpu(name), Network())
+    assert link.kind == "scale-up"
+    assert link.bytes_per_s == pytest.approx(per_direction_gbs * 1e9 * oh.GAUDI_SCALE_UP_EFFICIENCY)
+    if name == "intel-gaudi2":
+        assert all_reduce_s(1e9, 8, link) == pytest.approx(6.858e-3, rel=1e-3)
+    assert intra_node_link(gpu(name), Network(intra_node="pcie")).kind == "pcie"  # an offer's PCIe-only node

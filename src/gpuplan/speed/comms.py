@@ -48,9 +48,16 @@ def intra_node_link(gpu: GpuSpec, network: Network) -> Link:
     """Within a node: NVLink (half the bidirectional catalog figure) where the offer says so, or the card is an
     SXM/OAM module and the offer does not say otherwise; AMD Instinct's Infinity Fabric likewise (an offer's
     ``nvlink`` reads as the node's GPU fabric); PCIe x16 of the card's generation with peer-to-peer;
-    through host memory without it (GeForce cards: NCCL's SHM transport)."""
+    through host memory without it (GeForce cards: NCCL's SHM transport). Intel Gaudi: the on-chip RoCE ports
+    that join the eight cards of a server all-to-all (docs.habana.ai "Intel Gaudi Network Configuration": 21 of the
+    24 ports, 3 to each other card), not PCIe."""
     kind = network.intra_node or ("nvlink" if _is_sxm(gpu) else "infinity-fabric" if gpu.infinity_fabric_gbs
+                                  else "scale-up" if gpu.scale_up_gbs
                                   else "pcie-no-p2p" if gpu.segment == "consumer" else "pcie")
+    if kind in ("nvlink", "scale-up") and gpu.scale_up_gbs:
+        bw = gpu.scale_up_gbs / 2 * 1e9 * oh.GAUDI_SCALE_UP_EFFICIENCY
+        return Link(bytes_per_s=bw, latency_s=oh.COLLECTIVE_LATENCY_S["roce"], kind="scale-up",
+                    label=f"on-chip RoCE scale-up {gpu.scale_up_gbs / 2:.0f} GB/s")
     if kind in ("nvlink", "infinity-fabric") and gpu.infinity_fabric_gbs:
         # AMD's fully connected xGMI mesh: 64 GB/s per link and direction on MI300X, ~48 usable (AMD ROCm blog,
         # "Understanding RCCL Bandwidth and xGMI Performance on AMD Instinct MI300X", 2025-03-02: 75 %)
