@@ -14,6 +14,7 @@ from __future__ import annotations
 
 from ..model.spec import ModelSpec
 from ..scenario import Scenario
+from ..stacks import STACKS
 from ..stacks.base import Stack, State
 from ..tensors.layout import layer_params_per_rank
 from .base import Sharding
@@ -31,6 +32,15 @@ class Fsdp(Sharding):
 
     def shards_optimizer(self, s: Scenario) -> bool:
         return True
+
+    def reduced_grad_bytes(self, s: Scenario) -> float:
+        """fp32 under ``-mixed`` autocast (the base's), unless the stack's FSDP policy reduces in the 16-bit compute
+        dtype (:attr:`gpuplan.stacks.base.Stack.fsdp_reduces_compute_dtype`: accelerate's, for the Trainer and
+        axolotl)."""
+        stack = STACKS.get(s.stack)
+        if stack is not None and stack.fsdp_reduces_compute_dtype:
+            return float(s.compute_bytes)
+        return super().reduced_grad_bytes(s)
 
     def reduce_copy_bytes(self, s: Scenario) -> int:
         """Bytes per element of a copy of a unit's gradient in the reduce dtype, made for the reduce-scatter (0:

@@ -250,7 +250,7 @@ def training_speed(s: Scenario, m: ModelSpec, gpu: GpuSpec, network: Network | N
              "elementwise": k * work.elementwise,
              "lora_adapters": k * work.lora, "dequant_and_casts": k * work.extra,
              "host_overhead": k * busy - k * work.gpu_busy, "tensor_parallel": k * tp_comm + tp_grads,
-             "context_parallel": k * cp_comm, "zero3_gathers": k * gather, "gradient_sync": k * reduce + sync,
+             "context_parallel": k * cp_comm, "parameter_gathers": k * gather, "gradient_sync": k * reduce + sync,
              "offload": k * offload, "activation_offload": k * activations_offload, "pipeline_bubble": bubble,
              "optimizer": optimizer, "trainer_loop": loop, "stragglers": straggle}
     speed = _speed(s, m, gpu, dtype, {k: v for k, v in parts.items() if v > 0}, step, tokens * k * s.dp * s.cp,
@@ -637,7 +637,7 @@ def _optimizer_s(s: Scenario, m: ModelSpec, gpu: GpuSpec, pcie: float, assumptio
 def _speed(s: Scenario, m: ModelSpec, gpu: GpuSpec, dtype: str, parts: dict[str, float], step: float,
            tokens_step: float, compute_s: float, assumptions: list[str]) -> Speed:
     """The step's parts as a Speed: tokens/s, what bounds it (compute, host, communication), MFU."""
-    comm = sum(parts.get(k, 0) for k in ("tensor_parallel", "context_parallel", "zero3_gathers", "gradient_sync"))
+    comm = sum(parts.get(k, 0) for k in ("tensor_parallel", "context_parallel", "parameter_gathers", "gradient_sync"))
     gpu_work = sum(parts.get(k, 0) for k in ("gemm", "attention", "ssm_scan", "elementwise", "lora_adapters",
                                              "dequant_and_casts"))
     bound = max(("compute", gpu_work), ("host (kernel launches)", parts.get("host_overhead", 0)),

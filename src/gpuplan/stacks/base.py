@@ -133,6 +133,11 @@ class Stack:
     # where its launch files run when no pip line installs it (a checkout in a container), in words; None: the
     # packages pip installs (packages)
     container: str | None = None
+    # under -mixed precision its FSDP policy reduce-scatters the gradients in the 16-bit compute dtype, not fp32:
+    # accelerate's FSDP plugin sets MixedPrecision(param_dtype=dtype, reduce_dtype=dtype)
+    # (utils/dataclasses.py FullyShardedDataParallelPlugin.set_mixed_precision), which the Trainer and axolotl run;
+    # torchtitan's reduce_dtype is float32 and fsdp_qlora's bf16_autocast policy keeps fp32 params and reduce
+    fsdp_reduces_compute_dtype = False
 
     def packages(self, s: Scenario, deepspeed: Callable[[], bool]) -> list[str]:
         """What ``pip install`` needs for its launch files, pinned to the releases gpuplan's rules follow and its

@@ -17,3 +17,4 @@ class Hf(Stack):
     name = "hf"
     liger = "loss"  # Trainer(use_liger_kernel=True)
     launch_targets = ("trainer", "deepspeed", "accelerate", "torchrun")  # TRL's SFTConfig, run by each launcher
+    fsdp_reduces_compute_dtype = True  # accelerate's FSDP plugin: reduce_dtype = the mixed-precision dtype
