@@ -481,3 +481,16 @@ def test_a_spot_rental_dearer_than_on_demand_is_left_out_and_said():
     assert spot > 5 * od.usd_per_year_low
     assert said.startswith(f"spot costs {spot / od.usd_per_year_low:.2f}x on demand for 1x a100-sxm4-80gb: ")
     assert f"against ${od.usd_per_year_low:,.0f} a year on {od.offers[0]} (whole instances" in said
+
+
+def test_a_rental_that_cannot_run_a_job_is_named_in_the_verdict():
+    """s20-rewalk2's finding: `buy 2xrtx-pro-6000-blackwell --rent h100-sxm` with the weekly 8B fine-tunes said
+    only "owning ...: $3,949 over 1 y (no rental of the work to compare with)": one H100 cannot hold the full
+    fine-tune (183.3 of 79.6 GiB), which only the per-job table said. The verdict names the rental and the job."""
+    jobs = [{"name": f"weekly {m}", "per_week": 1, "scenario": {"model": "llama-3.1-8b", "task": "train",
+                                                                 "method": m, "train_tokens": 1e8, "seq_len": 4096}}
+            for m in ("lora", "full")]
+    report = gpuplan.buy("2xrtx-pro-6000-blackwell", workloads={"years": 1, "workloads": jobs}, rent=["h100-sxm"])
+    assert [r.runs_all for r in report.rentals] == [False]
+    assert report.verdict.endswith("(no rental of the work to compare with: 1x h100-sxm on-demand cannot run "
+                                   "weekly full (the table says why; --rent more of the cards))")

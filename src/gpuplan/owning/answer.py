@@ -125,12 +125,15 @@ def notes_for(build: Build, terms: Terms, answer: BuildAnswer) -> list[str]:
     return notes + build.notes
 
 
-def _verdict(answer: BuildAnswer) -> str:
+def _verdict(answer: BuildAnswer, rentals: list[RentalAnswer] = ()) -> str:
     if answer.cannot:
         return f"{answer.build.label} cannot run all the work: " + "; ".join(answer.cannot)
     if not answer.versus:
+        short = [f"{r.label} cannot run " + ", ".join(j.job for j in r.jobs if not j.runs)
+                 for r in rentals if not r.runs_all]
+        why = f": {'; '.join(short)} (the table says why; --rent more of the cards)" if short else ""
         return f"owning {answer.build.label}: ${answer.ownership.total_usd_low:,.0f} over {answer.ownership.years:g} " \
-               "y (no rental of the work to compare with)"
+               f"y (no rental of the work to compare with{why})"
     best = min(answer.versus, key=lambda v: v.rent_usd)
     return best.line.replace("vs ", f"{answer.build.label} vs ", 1)
 
@@ -213,7 +216,7 @@ def buy_report(build: Build, w: Workloads, rent: list[tuple[GpuSpec, int]], term
     notes = missing + notes_for(build, terms, answer)
     if any(r.pricing == "spot" for r in rentals) or any(not j.serving for j in w.workloads):
         notes.append(spot_rows_missing())
-    verdict = _owned_verdict(answer) if kept is not None and not answer.cannot else _verdict(answer)
+    verdict = _owned_verdict(answer) if kept is not None and not answer.cannot else _verdict(answer, rentals)
     return BuyReport(years=w.years, workloads=workload_rows(w), builds=[answer], rentals=rentals,
                      verdict=verdict, notes=notes, warnings=warnings)
 
