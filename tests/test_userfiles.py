@@ -53,6 +53,33 @@ def test_the_alias_bomb_through_the_cli_is_one_line(tmp_path, capsys):
     assert code == 2 and err.count("\n") == 1 and "aliases" in err and len(err) < 300, err
 
 
+@pytest.mark.parametrize("text, sentence", [
+    ("rate_rps: 1:30\n", "key 'rate_rps': 1:30 reads as the base-60 number 90 in YAML 1.1; write 90, or quote it if "
+                         "it is text"),
+    ("users: 2\nthink_time_s: 1:00:00\n", "key 'think_time_s': 1:00:00 reads as the base-60 number 3600 in YAML 1.1; "
+                                           "write 3600, or quote it if it is text"),
+    ("lora_targets: [q_proj, 2:30.5]\n", "a value 2:30.5 reads as the base-60 number 150.5 in YAML 1.1; write 150.5, "
+                                         "or quote it if it is text"),
+])
+def test_a_base60_number_is_refused_naming_its_key(tmp_path, text, sentence):
+    """s20-fuzz's leftover: YAML 1.1 (PyYAML's) reads a plain ``1:30`` as 90, so ``rate_rps: 1:30`` was a rate of
+    90 requests a second without a word. The one field-file reader refuses it, naming the key; quoted, it is text."""
+    path = tmp_path / "w.yaml"
+    path.write_text(text)
+    with pytest.raises(GpuplanError) as err:
+        uf.read_mapping(path, "workload")
+    assert str(err.value) == f"{path} at line {text.count(chr(10))}: {sentence}"
+    path.write_text("rate_rps: '1:30'\nname: 01:30\n")  # quoted, and a leading zero YAML 1.1 leaves a string
+    assert uf.read_mapping(path, "workload") == {"rate_rps": "1:30", "name": "01:30"}
+
+
+def test_a_base60_rate_through_the_cli_is_one_line(tmp_path, capsys):
+    path = tmp_path / "w.yaml"
+    path.write_text("rate_rps: 1:30\nprompt: 800\noutput: 200\n")
+    code, err = cli(capsys, "capacity", str(path), "--model", "llama-3.1-8b", "--gpus", "h100")
+    assert code == 2 and err.count("\n") == 1 and "key 'rate_rps': 1:30 reads as the base-60 number 90" in err, err
+
+
 def test_a_few_aliases_and_merge_keys_still_read(tmp_path):
     path = tmp_path / "anchors.yaml"
     path.write_text("base: &b {rate_rps: 2, preset: chat}\nrun:\n  <<: *b\n  rate_rps: 4\ncopy: *b\n")
