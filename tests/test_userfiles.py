@@ -550,7 +550,8 @@ def test_no_control_refuses_exactly_the_control_pattern():
 
     refused = 0
     for char in [chr(code) for code in range(128)] + ["\x85", "\x9f", "\xa0", "\u2028", "\u2029", "\ud800",
-                                                       "\udfff", "é", "\u4e2d", "\U0001f600"]:
+                                                       "\udfff", "é", "\u4e2d", "\U0001f600", "\u202e", "\u2067",
+                                                       "\u200f", "\u061c", "\u200b"]:
         for value in (char, f"name{char}x"):
             try:
                 assert no_control(value, "name") is value
@@ -558,7 +559,21 @@ def test_no_control_refuses_exactly_the_control_pattern():
             except GpuplanError:
                 assert re.search(_CONTROL, value) is not None, ascii(value)
                 refused += 1
-    assert refused == 2 * (33 + 6)  # C0 and DEL; NEL, APC, the two separators, the two surrogates
+    # C0 and DEL; NEL, APC, the two separators, the two surrogates, four bidi controls (a zero-width space is kept)
+    assert refused == 2 * (33 + 6 + 4)
+
+
+def test_bidi_controls_are_printed_escaped_and_refused_in_names():
+    """s20-fuzz's leftover: a right-to-left override (U+202E) in a folder's name was printed raw, so the name read
+    backwards on a terminal, and written into launch files' names as any letter. Printed escaped, refused as a
+    name written into files, as other controls are."""
+    from gpuplan.errors import GpuplanError, no_control, printable
+
+    assert printable("run\u202efdp.sh\u2066x") == "run\\u202efdp.sh\\u2066x"
+    with pytest.raises(GpuplanError) as err:
+        no_control("run\u202efdp.sh", "folder")
+    assert str(err.value) == ("folder 'run\\u202efdp.sh' holds a text-direction control character (\\u202e): use a "
+                              "name without one")
 
 
 def test_an_empty_json_file_is_said_empty(tmp_path):
