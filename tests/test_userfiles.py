@@ -53,6 +53,33 @@ def test_the_alias_bomb_through_the_cli_is_one_line(tmp_path, capsys):
     assert code == 2 and err.count("\n") == 1 and "aliases" in err and len(err) < 300, err
 
 
+@pytest.mark.parametrize("text, sentence", [
+    ("rate_rps: 1:30\n", "key 'rate_rps': 1:30 reads as the base-60 number 90 in YAML 1.1; write 90, or quote it if "
+                         "it is text"),
+    ("users: 2\nthink_time_s: 1:00:00\n", "key 'think_time_s': 1:00:00 reads as the base-60 number 3600 in YAML 1.1; "
+                                           "write 3600, or quote it if it is text"),
+    ("lora_targets: [q_proj, 2:30.5]\n", "a value 2:30.5 reads as the base-60 number 150.5 in YAML 1.1; write 150.5, "
+                                         "or quote it if it is text"),
+])
+def test_a_base60_number_is_refused_naming_its_key(tmp_path, text, sentence):
+    """s20-fuzz's leftover: YAML 1.1 (PyYAML's) reads a plain ``1:30`` as 90, so ``rate_rps: 1:30`` was a rate of
+    90 requests a second without a word. The one field-file reader refuses it, naming the key; quoted, it is text."""
+    path = tmp_path / "w.yaml"
+    path.write_text(text)
+    with pytest.raises(GpuplanError) as err:
+        uf.read_mapping(path, "workload")
+    assert str(err.value) == f"{path} at line {text.count(chr(10))}: {sentence}"
+    path.write_text("rate_rps: '1:30'\nname: 01:30\n")  # quoted, and a leading zero YAML 1.1 leaves a string
+    assert uf.read_mapping(path, "workload") == {"rate_rps": "1:30", "name": "01:30"}
+
+
+def test_a_base60_rate_through_the_cli_is_one_line(tmp_path, capsys):
+    path = tmp_path / "w.yaml"
+    path.write_text("rate_rps: 1:30\nprompt: 800\noutput: 200\n")
+    code, err = cli(capsys, "capacity", str(path), "--model", "llama-3.1-8b", "--gpus", "h100")
+    assert code == 2 and err.count("\n") == 1 and "key 'rate_rps': 1:30 reads as the base-60 number 90" in err, err
+
+
 def test_a_few_aliases_and_merge_keys_still_read(tmp_path):
     path = tmp_path / "anchors.yaml"
     path.write_text("base: &b {rate_rps: 2, preset: chat}\nrun:\n  <<: *b\n  rate_rps: 4\ncopy: *b\n")
@@ -523,7 +550,8 @@ def test_no_control_refuses_exactly_the_control_pattern():
 
     refused = 0
     for char in [chr(code) for code in range(128)] + ["\x85", "\x9f", "\xa0", "\u2028", "\u2029", "\ud800",
-                                                       "\udfff", "é", "\u4e2d", "\U0001f600"]:
+                                                       "\udfff", "é", "\u4e2d", "\U0001f600", "\u202e", "\u2067",
+                                                       "\u200f", "\u061c", "\u200b"]:
         for value in (char, f"name{char}x"):
             try:
                 assert no_control(value, "name") is value
@@ -531,7 +559,21 @@ def test_no_control_refuses_exactly_the_control_pattern():
             except GpuplanError:
                 assert re.search(_CONTROL, value) is not None, ascii(value)
                 refused += 1
-    assert refused == 2 * (33 + 6)  # C0 and DEL; NEL, APC, the two separators, the two surrogates
+    # C0 and DEL; NEL, APC, the two separators, the two surrogates, four bidi controls (a zero-width space is kept)
+    assert refused == 2 * (33 + 6 + 4)
+
+
+def test_bidi_controls_are_printed_escaped_and_refused_in_names():
+    """s20-fuzz's leftover: a right-to-left override (U+202E) in a folder's name was printed raw, so the name read
+    backwards on a terminal, and written into launch files' names as any letter. Printed escaped, refused as a
+    name written into files, as other controls are."""
+    from gpuplan.errors import GpuplanError, no_control, printable
+
+    assert printable("run\u202efdp.sh\u2066x") == "run\\u202efdp.sh\\u2066x"
+    with pytest.raises(GpuplanError) as err:
+        no_control("run\u202efdp.sh", "folder")
+    assert str(err.value) == ("folder 'run\\u202efdp.sh' holds a text-direction control character (\\u202e): use a "
+                              "name without one")
 
 
 def test_an_empty_json_file_is_said_empty(tmp_path):

@@ -143,7 +143,13 @@ def cut_echoes(message: str) -> str:
 
 
 def normalize_name(name: str) -> str:
-    """Fold a name the way people type it: case, spaces and underscores do not matter."""
+    """Fold a name the way people type it: case, spaces and underscores do not matter, nor full-width or other
+    compatibility forms of letters and digits (Unicode NFKC, UAX #15: an East Asian keyboard's ``ｑｗｅｎ３-８ｂ`` is
+    ``qwen3-8b``)."""
+    if not name.isascii():
+        import unicodedata  # a name beyond ASCII is rare: 0.1 ms a process that never meets one
+
+        name = unicodedata.normalize("NFKC", name)
     return "-".join(name.strip().lower().replace("_", " ").split())
 
 
@@ -164,8 +170,12 @@ def did_you_mean(name: str, known: Iterable[str], n: int = 3) -> list[str]:
 # C0 and C1 controls and DEL, the line and paragraph separators, and lone surrogates (bytes that were not UTF-8,
 # as Python keeps them from a file name or argv: PEP 383): a value holding one could end a line of a written file
 # (a shell or YAML comment, a header) or move a terminal's cursor, and a surrogate cannot be written as UTF-8.
-# Compiled on the first value that is not printable ASCII (re caches it): 0.4 ms a process that never meets one.
-_CONTROL = "[\x00-\x1f\x7f-\x9f\u2028\u2029\ud800-\udfff]"
+# The bidirectional controls (Unicode's UAX #9, 2.1-2.7: the marks, embeddings, overrides and isolates) too: a
+# right-to-left override prints what follows backwards, so a folder or a comment can show other text than it holds
+# (CVE-2021-42574, "Trojan Source"). Compiled on the first value that is not printable ASCII (re caches it): 0.4 ms
+# a process that never meets one.
+_BIDI = "\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069"
+_CONTROL = "[\x00-\x1f\x7f-\x9f\u2028\u2029\ud800-\udfff" + _BIDI + "]"
 
 
 def printable(value: str) -> str:
@@ -184,7 +194,8 @@ def no_control(value: str, what: str) -> str:
     found = re.search(_CONTROL, value)
     if found:
         char = found.group()
-        kind = "a byte that is not UTF-8" if "\ud800" <= char <= "\udfff" else "a control character"
+        kind = "a byte that is not UTF-8" if "\ud800" <= char <= "\udfff" else \
+            "a text-direction control character" if re.match(f"[{_BIDI}]", char) else "a control character"
         raise GpuplanError(f"{what} {echo(value)} holds {kind} ({ascii(char)[1:-1]}): use a name without one")
     return value
 

@@ -16,10 +16,12 @@ import yaml
 from yaml.composer import Composer
 from yaml.constructor import SafeConstructor
 from yaml.events import AliasEvent, MappingStartEvent, SequenceStartEvent
-from yaml.nodes import MappingNode, SequenceNode
+from yaml.nodes import MappingNode, ScalarNode, SequenceNode
 from yaml.resolver import Resolver
 
 from .errors import GpuplanError, echo
+
+_NUMBER = ("tag:yaml.org,2002:int", "tag:yaml.org,2002:float")
 
 
 class _Refused(Exception):
@@ -79,8 +81,19 @@ class _Loader(Composer, _Parser, SafeConstructor, Resolver):
             self.depth -= 1
             if opens:
                 self.open.discard(event.anchor)
+        if isinstance(node, ScalarNode) and not node.style and ":" in node.value and node.tag in _NUMBER:
+            raise _Refused(self._base60(node, parent, index), node.start_mark)
         self.sizes[id(node)] = self._size(node)
         return node
+
+    def _base60(self, node, parent, index) -> str:
+        """The sentence refusing a plain scalar YAML 1.1 reads as a base-60 number (``rate_rps: 1:30`` is 90): a
+        time or a ratio written so is read as a number no one meant."""
+        value = self.construct_object(node)
+        where = f"key {echo(index.value)}: " if isinstance(index, ScalarNode) else \
+            "a key " if isinstance(parent, MappingNode) else "a value "
+        return (f"{where}{node.value} reads as the base-60 number {value:g} in YAML 1.1; write {value:g}, or quote "
+                "it if it is text")
 
     def _count_alias(self, event) -> None:
         node = self.anchors.get(event.anchor)

@@ -35,12 +35,13 @@ from gpuplan.launchers import TARGETS
 
 # ${HOME} and ${oc.env:HOME}: the readers that expand ${...} (torchtune's OmegaConf, ai-toolkit's get_config) must
 # read them back as written (s17-sec)
-HOSTILE = ("h'q\"$(touch PWNED)`touch PWNED`;touch PWNED&&touch PWNED|touch PWNED #x \u202eRTL\u200bzw é漢 "
+HOSTILE = ("h'q\"$(touch PWNED)`touch PWNED`;touch PWNED&&touch PWNED|touch PWNED #x RTL\u200bzw é漢 "
            "${HOME}\\${oc.env:HOME}")
 PLAIN = "plainname"
 # the header of every file holds the command; through the API it is free text, so it may break lines: escaped
 COMMAND = "gpuplan launch\ntouch PWNED\r\u2028touch PWNED\x85touch PWNED\x0b\u202e`touch PWNED` #"
-CONTROL = ["\n", "\r", "\x00", "\x1b[2J", "\x85", "\u2028", "\udcff"]
+# a right-to-left override or isolate in a name prints what follows backwards (Trojan Source): refused as controls
+CONTROL = ["\n", "\r", "\x00", "\x1b[2J", "\x85", "\u2028", "\udcff", "\u202e", "\u2067"]
 STUBS = ("accelerate", "torchrun", "tune", "hf", "axolotl", "vllm", "python", "trtllm-serve", "pip", "llama-server")
 CONFIG = {"model_type": "llama", "hidden_size": 256, "intermediate_size": 512, "num_hidden_layers": 2,
           "num_attention_heads": 4, "num_key_value_heads": 4, "vocab_size": 1000, "max_position_embeddings": 2048,

@@ -137,6 +137,21 @@ def test_a_skypilot_task_serves_the_plan_with_sglang(tmp_path):
     assert targets_for(launch_plan({**spot, "engine": "trtllm"})) == ["trtllm"]
 
 
+def test_skypilot_reads_which_engines_it_cannot_run_from_their_profiles(monkeypatch):
+    """s20's leftover: the SkyPilot launcher refused TensorRT-LLM by comparing the engine's launch target to
+    "trtllm"; the refusal is the engine profile's own field (Engine.skypilot_refusal), which the launcher reads."""
+    from gpuplan.engines.base import Engine
+    from gpuplan.engines.trtllm import Trtllm
+    from gpuplan.engines.vllm import Vllm
+
+    assert Engine.skypilot_refusal is None and Trtllm.skypilot_refusal.startswith("TensorRT-LLM's pip wheel")
+    spot = {**SERVE, "engine": "vllm", "provider": "aws", "pricing": "spot"}
+    assert targets_for(launch_plan(spot), ["skypilot"]) == ["skypilot"]
+    monkeypatch.setattr(Vllm, "skypilot_refusal", "vLLM refused for this test", raising=False)
+    with pytest.raises(Exception, match="vLLM refused for this test"):
+        targets_for(launch_plan(spot), ["skypilot"])
+
+
 @pytest.mark.parametrize("fields, script", [
     ({"engine": "sglang"}, "sglang-serve.sh"),
     ({"engine": "vllm"}, "vllm-serve.sh"),

@@ -54,6 +54,18 @@ def test_typo_suggests():
     assert "did you mean" in str(err.value)
 
 
+def test_full_width_letters_name_the_model_they_spell():
+    """s20-fuzz's leftover: ``ｑｗｅｎ３-８ｂ`` (an East Asian keyboard's full-width forms) was "unknown model" with no
+    suggestion; names are folded with NFKC, so it is Qwen3-8B, and a GPU so typed is the GPU."""
+    from gpuplan.hardware import load_gpu
+
+    assert load_model("ｑｗｅｎ３－８ｂ").name == load_model("qwen3-8b").name == "Qwen/Qwen3-8B"
+    assert load_gpu("ｈ１００").name == load_gpu("h100").name
+    with pytest.raises(UnknownNameError) as err:
+        load_model("ｌａｍａ-3.1-8b")
+    assert "llama-3.1-8b" in err.value.suggestions
+
+
 def test_local_file_and_folder(tmp_path):
     config = json.loads(bundled()["meta-llama/Llama-3.2-1B"].read_text())
     (tmp_path / "config.json").write_text(json.dumps(config))
@@ -480,6 +492,7 @@ def test_a_pipeline_listing_more_components_than_any_has_is_refused_before_fetch
 
 @pytest.mark.parametrize("folder, label", [
     ("m\x1b[2J", None),  # the folder's name is the model's label
+    ("m\u202eltuae", None),  # a right-to-left override: the name reads backwards (s20-fuzz's leftover)
     ("plain", "\x1b]0;title\x07\x1b[2Jx\ntouch PWNED"),  # config.json's _name_or_path is
 ])
 def test_a_label_read_from_a_local_model_prints_no_control_character(tmp_path, capsys, folder, label):
@@ -497,10 +510,10 @@ def test_a_label_read_from_a_local_model_prints_no_control_character(tmp_path, c
     (tmp_path / folder).mkdir()
     (tmp_path / folder / "config.json").write_text(json.dumps(config))
     name = catalog.load_model(str(tmp_path / folder)).name
-    assert name == printable(label or folder) and "\x1b" not in name and "\n" not in name
+    assert name == printable(label or folder) and not {"\x1b", "\n", "\u202e"} & set(name)
     assert run(["model", str(tmp_path / folder)]) == 0
-    assert "\x1b" not in capsys.readouterr().out
+    assert not {"\x1b", "\u202e"} & set(capsys.readouterr().out)
     assert run(["launch", "--model", str(tmp_path / folder), "--task", "train", "--method", "lora", "--gpu",
-                "rtx-4090", "-o", str(tmp_path / "out")]) == (2 if "\x1b" in folder else 0)
+                "rtx-4090", "-o", str(tmp_path / "out")]) == (2 if {"\x1b", "\u202e"} & set(folder) else 0)
     written = "".join(p.read_text() for p in (tmp_path / "out").glob("*") if p.is_file()) if label else ""
     assert not any(line.startswith("touch") for line in written.splitlines())

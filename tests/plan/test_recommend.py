@@ -205,6 +205,28 @@ def test_csv_writes_the_numbers_the_json_holds():
         assert int(row["price age"]) == x["price_age_days"]
 
 
+def test_the_speed_spread_is_the_answers_number_the_table_and_page_print():
+    """s20's leftover: the CLI computed the table's ``±%`` from tokens_per_s_low/high itself and the page printed
+    none. The row carries it (Setup.speed_spread_pct, in the JSON); the table's cell and the page's print it."""
+    from pathlib import Path
+
+    args = [sys.executable, "-m", "gpuplan", "recommend", "--model", "llama-3.2-1b", "--task", "infer", "--gpus",
+            "l4,a10g,l40s", "--max-gpus", "1", "--top", "3"]
+    rows = [line.split("|") for line in subprocess.run([*args, "--format", "plain"], capture_output=True,
+                                                       text=True, timeout=300, check=True).stdout.splitlines()]
+    setups = json.loads(subprocess.run([*args, "--json"], capture_output=True, text=True, timeout=300,
+                                       check=True).stdout)["setups"]
+    cells = re.findall(r"([\d,]+) ±(\d+)%", "\n".join("|".join(r) for r in rows))
+    assert len(cells) == len(setups) == 3
+    for (speed, spread), x in zip(cells, setups, strict=True):
+        assert x["speed_spread_pct"] == pytest.approx(
+            50 * (x["tokens_per_s_high"] - x["tokens_per_s_low"]) / x["tokens_per_s"], rel=1e-12)
+        assert x["speed_spread_pct"] > 0 and (speed, spread) == (f"{x['tokens_per_s']:,.0f}",
+                                                                 f"{x['speed_spread_pct']:.0f}")
+    page = (Path(estimate.__code__.co_filename).parents[1] / "web" / "static" / "app.js").read_text()
+    assert "±${num(x.speed_spread_pct, 0)}%" in page
+
+
 def test_every_format_says_what_would_fit_when_nothing_does():
     """Review 3's second rewalk: when no setup fits, ``--format plain`` (and csv, markdown) printed an empty header
     and nothing else, where the table lists the smallest changes that would fit and why the own cards have no row.

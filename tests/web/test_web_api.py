@@ -222,6 +222,31 @@ def test_fields_nested_under_scenario_are_told_in_http_words(client, path):
                                   "its own key (a line of a YAML file, a key of a JSON body)")
 
 
+@pytest.mark.parametrize("body, detail", [
+    (b'{"model": "llama-3.1-8b", "task": "\xff"}',
+     "the request body is not UTF-8 (byte 0xff at offset 35); send JSON encoded as UTF-8"),
+    (b"\xff\xfe{\x00}\x00", "the request body is not UTF-8 (byte 0xff at offset 0); send JSON encoded as UTF-8"),
+    (b"\xef\xbb\xbf{\x80}", "the request body is not UTF-8 (byte 0x80 at offset 4); send JSON encoded as UTF-8"),
+    (b'{"model": "llama-3.1-8b",}',
+     "the request body is not valid JSON (line 1, column 26: Expecting property name enclosed in double quotes)"),
+    (b"  ", "the request body is not valid JSON (line 1, column 3: Expecting value)"),
+])
+def test_every_unparseable_body_is_one_sentence(client, body, detail):
+    """s20-fuzz's leftover: a body that is not UTF-8 got FastAPI's generic 400 "There was an error parsing the body";
+    docs/security.md promises 422 with one sentence for bad input, and the guard now answers every body it cannot
+    parse (a wrong content type stays 415)."""
+    r = client.post("/api/estimate", content=body, headers={"content-type": "application/json"})
+    assert (r.status_code, r.json()["detail"]) == (422, detail)
+    r = client.post("/api/estimate", content=b"\xff", headers={"content-type": "text/plain"})
+    assert r.status_code == 415 and r.json()["detail"].startswith("send the body as application/json")
+
+
+def test_a_utf8_byte_order_mark_is_read_past(client):
+    body = b"\xef\xbb\xbf" + json.dumps({"model": "llama-3.1-8b", "task": "infer", "gpu": "h100"}).encode()
+    r = client.post("/api/estimate", content=body, headers={"content-type": "application/json"})
+    assert r.status_code == 200, r.text
+
+
 def test_malformed_and_missing_bodies(client):
     r = client.post("/api/estimate", content=b"{model: 1", headers={"content-type": "application/json"})
     assert r.status_code == 422 and r.json()["detail"].startswith("the request body is not valid JSON")

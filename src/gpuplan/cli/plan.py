@@ -130,12 +130,11 @@ def _rows(s, setups, start: int = 1) -> list[dict[str, Any]]:
     for i, x in enumerate(setups, start):
         techniques = [TECHNIQUE_CELLS.get(t, t) for t in x.techniques]
         tags = techniques if s.task == "infer" else [x.sharding, *techniques]  # serving: tensor parallel over all
-        spread = 50 * (x.tokens_per_s_high - x.tokens_per_s_low) / x.tokens_per_s if x.tokens_per_s else 0.0
         fields = {k: v for k, v in x.__dict__.items() if k != "band" or v is not None}  # band: serving only
         rows.append({**fields, "rank": f"{i}{'*' if x.pareto else ''}",
                      "setup": f"{x.num_gpus}x {short(x.gpu_id)}" + (f" {'+'.join(tags)}" if tags else ""),
                      "where": _where(x), "memory": f"{x.device_peak_gib:.0f}/{x.capacity_gib:.0f}",
-                     "speed": f"{x.tokens_per_s:,.0f} ±{spread:.0f}%",
+                     "speed": f"{x.tokens_per_s:,.0f} ±{x.speed_spread_pct:.0f}%",
                      "age": None if x.owned else f"{x.price_age_days} d" + (" low" if x.price_confidence == "low"
                                                                            else ""),
                      "price_age_days": None if x.owned else x.price_age_days})

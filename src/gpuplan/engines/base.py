@@ -68,6 +68,8 @@ class Engine:
     offline_bench = False
     # the ``gpuplan launch`` target that writes its command (None: the plan is launched with another engine)
     launch_target: str | None = None
+    # why a SkyPilot task cannot install and run it (None: the task's setup installs it with pip)
+    skypilot_refusal: str | None = None
     # what its shared-prefix cache is called ("prefix cache", "radix cache")
     cache_words = "prefix cache"
     # why it takes no chunked_prefill setting (None: it has the switch, vLLM and SGLang) and the one state gpuplan

@@ -251,6 +251,9 @@ class Trtllm(Engine):
     offline_bench = True
     gemm_share_by_rows = True  # NVIDIA's performance overview (overheads.TRTLLM_GEMM_PEAK_SHARE)
     launch_target = "trtllm"
+    skypilot_refusal = ("TensorRT-LLM's pip wheel needs the CUDA toolkit and MPI on the node, and NVIDIA ships it as a "
+                        "container (nvcr.io/nvidia/tensorrt-llm/release) whose tag gpuplan does not pin: rent the card "
+                        "and run trtllm-serve.sh there, or plan with --engine vllm or sglang for a SkyPilot task")
     no_chunked_prefill = "gpuplan times it with chunked context off, trtllm-serve's default (enable_chunked_prefill)"
     chunked_prefill_fixed = CHUNKED_CONTEXT
 

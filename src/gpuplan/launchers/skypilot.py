@@ -48,10 +48,8 @@ def applies(plan: LaunchPlan) -> str | None:
         return f"the plan runs on your own cards; SkyPilot rents cloud ones (use {own_script(plan)})"
     if wide := copied_too_wide(plan):
         return wide
-    if not plan.train and engine_for(plan.scenario).launch_target == "trtllm":
-        return ("TensorRT-LLM's pip wheel needs the CUDA toolkit and MPI on the node, and NVIDIA ships it as a "
-                "container (nvcr.io/nvidia/tensorrt-llm/release) whose tag gpuplan does not pin: rent the card and "
-                "run trtllm-serve.sh there, or plan with --engine vllm or sglang for a SkyPilot task")
+    if not plan.train and (refused := engine_for(plan.scenario).skypilot_refusal):
+        return refused
     return runner(plan).applies(plan)
 
 

@@ -20,7 +20,7 @@ import time
 from dataclasses import dataclass, replace
 from typing import Annotated, Any
 
-from pydantic import BaseModel, Field, SkipValidation, WrapValidator, model_serializer
+from pydantic import BaseModel, Field, SkipValidation, WrapValidator, computed_field, model_serializer
 
 from .. import overheads as oh
 from ..engines import ENGINES, engine_for
@@ -144,6 +144,13 @@ class Setup(BaseModel):
         (``tokens_per_s_low``, the calibration's spread) than at its central speed: deadlines and budgets are met
         only there."""
         return self.tokens_per_s / self.tokens_per_s_low if self.tokens_per_s_low else 1.0
+
+    @computed_field  # type: ignore[prop-decorator]
+    @property
+    def speed_spread_pct(self) -> float:
+        """Half the likely speed range (``tokens_per_s_low`` to ``_high``, the calibration's spread) as a percentage
+        of the central speed: the ``±`` the CLI's table and the page print beside tokens/s."""
+        return 50 * (self.tokens_per_s_high - self.tokens_per_s_low) / self.tokens_per_s if self.tokens_per_s else 0.0
 
     @property
     def hours_high(self) -> float | None:

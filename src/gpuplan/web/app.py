@@ -105,12 +105,9 @@ def validation_sentence(exc: RequestValidationError, fields: tuple[str, ...] = (
     errors = exc.errors()
     first = errors[0]
     loc = [str(p) for p in first.get("loc", ())]
-    if loc[:1] == ["body"]:
-        if exc.body is None or (first.get("type") == "missing" and len(loc) == 1):
-            return "the request has no JSON body: send a scenario such as {\"model\": \"llama-3.1-8b\", \"task\": " \
-                   "\"train\"}"
-        if first.get("type") == "json_invalid":
-            return f"the request body is not valid JSON ({first.get('ctx', {}).get('error', first['msg'])})"
+    if loc[:1] == ["body"] and (exc.body is None or (first.get("type") == "missing" and len(loc) == 1)):
+        return "the request has no JSON body: send a scenario such as {\"model\": \"llama-3.1-8b\", \"task\": " \
+               "\"train\"}"
     field = ".".join(loc[1:]) or loc[0] if loc else "request"
     msg = first["msg"].removeprefix("Value error, ")
     more = f" (and {len(errors) - 1} more)" if len(errors) > 1 else ""

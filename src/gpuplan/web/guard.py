@@ -182,20 +182,27 @@ class BoundedBody:
 
 
 def _unbounded(body: bytes) -> str | None:
-    """The sentence refusing a JSON body beyond :func:`check_bounds` or with a key twice in one object; None for
-    one within them, and for one that is not JSON at all (FastAPI's validation says so)."""
-    if not body.strip():
+    """The sentence refusing a JSON body that is not UTF-8 (RFC 8259 8.1), not JSON, beyond :func:`check_bounds` or
+    with a key twice in one object; None for one within them, and for an empty one (the route says it has none).
+    Every body the server cannot parse is answered here, so none reaches FastAPI's generic 400. A leading UTF-8
+    byte-order mark is ignored, as RFC 8259 allows and FastAPI's own parse does."""
+    if not body:
         return None
     try:
-        check_bounds(json.loads(body, object_pairs_hook=unique_pairs))
+        text = body.decode("utf-8-sig")
+    except UnicodeDecodeError as err:
+        at = err.start + len(body) - len(err.object)  # err.object: the body past its byte-order mark
+        return f"the request body is not UTF-8 (byte 0x{body[at]:02x} at offset {at}); send JSON encoded as UTF-8"
+    try:
+        check_bounds(json.loads(text, object_pairs_hook=unique_pairs))
     except DuplicateKey as dup:  # json.loads keeps the last silently; the CLI refuses it in a file (userfiles)
         return f"key {echo(dup.key)} appears twice in one object of the body; keep one"
     except GpuplanError as err:
         return str(err)
     except RecursionError:  # Python's parser gives up near 1,000 levels
         return f"body nests deeper than {MAX_DEPTH} levels"
-    except ValueError:  # malformed JSON (and bad UTF-8): FastAPI's to report
-        return None
+    except json.JSONDecodeError as err:
+        return f"the request body is not valid JSON (line {err.lineno}, column {err.colno}: {err.msg})"
     return None
 
 
