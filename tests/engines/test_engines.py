@@ -82,3 +82,13 @@ def test_enforce_eager_under_another_engine_is_said():
                for w in plan.warnings)
     vllm = estimate({"model": "llama-3.1-8b", "task": "infer", "engine": "vllm", "enforce_eager": True}, advise=False)
     assert not any("enforce_eager is vllm's setting" in w for w in vllm.warnings)
+
+
+@pytest.mark.parametrize("gpu", ["gaudi2", "gaudi3"])
+def test_llama_cpp_on_gaudi_is_refused_in_one_sentence(gpu):
+    """ggml has no Gaudi backend, and its timing reads SM counts Gaudi has none of: estimate --engine llama.cpp --gpu
+    gaudi3 was a ZeroDivisionError in speed/ggml.cuda_decode_parts (mmvq_flops 0; s20 fuzz2). vLLM still plans it."""
+    with pytest.raises(GpuplanError, match=r"llama\.cpp has no backend for Intel Gaudi.*engine vllm"):
+        estimate({"model": "llama-3.1-8b", "task": "infer", "engine": "llama.cpp", "gpu": gpu}, advise=False)
+    assert estimate({"model": "llama-3.1-8b", "task": "infer", "engine": "vllm", "gpu": gpu},
+                    advise=False).speed.tokens_per_s > 0

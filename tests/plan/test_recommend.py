@@ -739,3 +739,22 @@ def test_recommend_ranks_the_offers_of_the_scenarios_provider_as_cost_prices_the
     assert priced.rows and {r.provider for r in priced.rows} == {"runpod"}
     with pytest.raises(GpuplanError, match="provider 'runpod' is not one of providers vast: give one or the other"):
         gpuplan.recommend({**LLAMA_SERVED, "provider": "runpod"}, providers=["vast"])
+
+
+def test_one_owned_cards_advice_names_the_zero3_its_offload_sets():
+    """One RTX 3060 for Qwen3-32B LoRA: the change that fits offloads parameters, which sets sharding zero3 (ZeRO-3
+    offload, on one GPU too), yet the line read "your 1x rtx-3060: enable gradient checkpointing + offload optimizer
+    and parameters to CPU" (the 4-card line names its sharding, the 1-card one did not), and estimate with those
+    changes under its one-card default refuses: "offloading parameters needs ZeRO-3" (s20 fuzz2)."""
+    fields = dict(model="qwen3-32b", task="train", method="lora", train_tokens=6.5e7)
+    result = run(fields, have=(parse_have("1x3060"),), gpus=("nvidia-h100-sxm5-80gb",), max_gpus=1)
+    advice = result.owned_changes[0]
+    assert advice.startswith("your 1x rtx-3060, sharded zero3: enable gradient checkpointing + offload optimizer "
+                             "and parameters to CPU")
+    with pytest.raises(GpuplanError, match="offloading parameters needs ZeRO-3"):
+        estimate({**fields, "gpu": "rtx-3060", "grad_checkpointing": "full", "offload": "optimizer+params"})
+    plan = estimate({**fields, "gpu": "rtx-3060", "grad_checkpointing": "full", "offload": "optimizer+params",
+                     "sharding": "zero3", "pricing": "owned"})
+    assert plan.memory.fits and advice.endswith(f"; with it {plan.cost.hours:,.1f} h at "
+                                                f"{plan.speed.tokens_per_s:,.0f} tokens/s, "
+                                                f"${plan.cost.usd_total:,.2f} of power")

@@ -221,6 +221,15 @@ class LlamaCpp(Engine):
                     f"{s.quant!r}")
         return None
 
+    def card_refusal(self, s: Scenario, gpu: GpuSpec) -> str | None:
+        """ggml has no backend for Intel's Gaudi (README.md "Supported backends": Metal, CUDA, HIP, SYCL for Intel's
+        and NVIDIA's GPUs, Vulkan, MUSA, CANN, OpenCL for Adreno, zDNN; no HPU), so neither its kernels nor their
+        timing (:mod:`gpuplan.speed.ggml`, from SM counts Gaudi has none of) apply."""
+        if gpu.generation == "Gaudi":
+            return (f"llama.cpp has no backend for Intel Gaudi (its backends: CUDA, HIP, Metal, SYCL for Intel's GPUs, "
+                    f"Vulkan...), so it does not run on {gpu.name}: serve it with engine vllm (vllm-gaudi)")
+        return super().card_refusal(s, gpu)
+
     def memory(self, s: Scenario, m: ModelSpec, e: Estimate, fmt: Format, gpu: GpuSpec | None,
                capacity_gib: float | None) -> Estimate:
         return llama_cpp_memory(s, m, e, fmt, capacity_gib)

@@ -489,7 +489,9 @@ def _what_fits_owned(s: Scenario, m: ModelSpec, c: Constraints) -> list[str]:
             continue
         fixes = [x for x in suggestions(scenario, m, gpu, report) if x.fits and "num_gpus" not in x.fields]
         if fixes:
-            out.append(f"{where}: {fixes[0].change} ({fixes[0].cost})" + _owned_run(scenario, fixes[0].fields, m))
+            fix = fixes[0]  # one card's ZeRO-3 offload sets its sharding: said, as estimate refuses it unsharded
+            where += f", sharded {fix.fields['sharding']}" if count == 1 and "sharding" in fix.fields else ""
+            out.append(f"{where}: {fix.change} ({fix.cost})" + _owned_run(scenario, fix.fields, m))
         else:
             out.append(f"{where}: nothing fits, even with every change on these cards "
                        f"({report.device_peak_gib:.1f} of {gpu.usable_gib:.1f} GiB per card as asked)")
