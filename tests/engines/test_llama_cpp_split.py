@@ -174,3 +174,16 @@ def test_a_tensor_parallel_size_given_to_llama_cpp_is_its_layer_split():
     assert any("tp 2 taken as its layer split over 2 GPUs (llama.cpp --split-mode layer)" in n for n in as_tp.defaults)
     assert as_tp.speed.tokens_per_s == as_pp.speed.tokens_per_s
     assert as_tp.memory.device_peak_gib == as_pp.memory.device_peak_gib
+
+
+def test_tp_beside_a_tensor_split_is_the_layer_split_it_names():
+    """s20-fuzz2: since tp on llama.cpp is its layer split (plan.resolve.serving_split), ``--tp 2 --tensor-split 1,1``
+    was still refused as 'pp 2 on one machine (tp 1)'; it is the same run as ``--pp 2`` beside the split, and a tp
+    that names another count is one sentence."""
+    base = {"model": "qwen3-8b", "task": "infer", "engine": "llama.cpp", "gpu": "rtx-3090", "num_gpus": 2,
+            "tensor_split": [1, 1]}
+    by_tp, by_pp = gpuplan.estimate({**base, "tp": 2}), gpuplan.estimate({**base, "pp": 2})
+    assert (by_tp.scenario["tp"], by_tp.scenario["pp"]) == (1, 2)
+    assert by_tp.speed.tokens_per_s == pytest.approx(by_pp.speed.tokens_per_s)
+    with pytest.raises(GpuplanError, match=r"is pp 2 on one machine \(tp 1, or tp 2 taken as that layer split\)"):
+        gpuplan.estimate({**base, "tp": 3})

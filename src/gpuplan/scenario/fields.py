@@ -807,10 +807,12 @@ def _split_defaults(s: Scenario) -> dict[str, Any]:
     if s.tensor_split is not None and len(s.tensor_split) != n:
         raise ValueError(f"tensor_split gives {len(s.tensor_split)} shares for {n} devices: one per device, gpu "
                          "first")
-    if s.tp != 1 or s.num_nodes != 1 or ("pp" in s.model_fields_set and s.pp != n):
+    layers = n if s.tp == n and s.pp == 1 else s.pp  # tp n is the layer split the engine runs (plan.resolve)
+    if s.tp not in (1, n) or s.num_nodes != 1 or ("pp" in s.model_fields_set and layers != n) or \
+            (s.tp == n > 1 and s.pp != 1):
         raise ValueError(f"a split of the layers over {n} devices (extra_gpus, tensor_split) is pp {n} on one machine "
-                         "(tp 1)")
-    return {"num_gpus": n, "pp": n}
+                         f"(tp 1, or tp {n} taken as that layer split)")
+    return {"num_gpus": n, "pp": n, "tp": 1}
 
 
 LOAD_FIELDS = ("users", "think_time_s", "rate_rps", "length_spread", "num_requests")
