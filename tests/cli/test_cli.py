@@ -49,6 +49,7 @@ def test_version():
 
 @pytest.mark.parametrize("args, text", [
     (("model", "lama-3.1-8b"), "did you mean"),
+    (("ESTIMATE",), "No such command 'ESTIMATE'. Did you mean 'estimate'?"),  # s20-fuzz2: click compares as typed
     (("model", "./missing/config.json"), "no such file"),
     (("models", "--sort", "size"), "--sort must be one of"),
     (("model", "None"), "unknown model 'None'. Run `gpuplan models`"),  # the fuzz report's run-together sentence

@@ -37,6 +37,14 @@ class LazyGroup(typer.core.TyperGroup):
             self._load([COMMANDS[cmd_name]] if cmd_name in COMMANDS else COMMANDS.values())
         return self.commands.get(cmd_name)
 
+    def resolve_command(self, ctx: Any, args: list[str]) -> Any:
+        """A command typed in another case (``gpuplan ESTIMATE``) is named back in its own: click's "did you mean"
+        compares names as typed and finds none."""
+        name = args[0] if args else ""
+        if name not in COMMANDS and name.lower() in COMMANDS:
+            ctx.fail(f"No such command {name!r}. Did you mean {name.lower()!r}?")
+        return super().resolve_command(ctx, args)
+
     def list_commands(self, ctx: Any) -> list[str]:
         self._load(COMMANDS.values())
         order = list(COMMANDS)
