@@ -758,3 +758,14 @@ def test_one_owned_cards_advice_names_the_zero3_its_offload_sets():
     assert plan.memory.fits and advice.endswith(f"; with it {plan.cost.hours:,.1f} h at "
                                                 f"{plan.speed.tokens_per_s:,.0f} tokens/s, "
                                                 f"${plan.cost.usd_total:,.2f} of power")
+
+
+def test_owned_cards_advice_reads_one_plan_as_estimate_does():
+    """The line's memory came from a memory-only plan at accumulation 1 (122.9 -> 7.7 GiB, 3,741 tokens) and its hours
+    from the full plan at micro-batch 1 x accumulation 16, whose change estimate advises as 123.4 -> 8.2 GiB and 3,526
+    tokens (s20 fuzz2): the advice now reads the full plan, the one estimate prints for that card."""
+    fields = dict(model="qwen3-32b", task="train", method="lora", train_tokens=6.5e7)
+    advice = run(fields, have=(parse_have("1x3060"),), gpus=("nvidia-h100-sxm5-80gb",), max_gpus=1).owned_changes[0]
+    plan = estimate({**fields, "gpu": "rtx-3060"})
+    fix = next(f for f in plan.suggestions if f.fits and "offload optimizer and parameters" in f.change)
+    assert fix.change in advice and "123.4 -> 8.2 GiB" in advice and "3,526 tokens" in advice

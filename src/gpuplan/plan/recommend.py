@@ -476,7 +476,7 @@ def _what_fits_owned(s: Scenario, m: ModelSpec, c: Constraints) -> list[str]:
         else:
             layout.update(sharding=None, tp=1, pp=1)
         try:
-            plan = build(resolve(s.model_copy(update=layout), m), memory_only=True)
+            plan = build(resolve(s.model_copy(update=layout), m))
         except GpuplanError as err:
             out.append(f"your {count}x {short_id(gpu_id)}: {err}")
             continue
