@@ -112,11 +112,11 @@ def test_the_api_and_cli_take_the_switch_and_refuse_it_for_an_engine_without_it(
 
 
 def test_every_gpu_named_has_a_row_or_says_why():
-    """Review 3's second rewalk: ``--gpus l40s,rtx-4090,rtx-pro-6000-blackwell,mi300x`` showed L40S and RTX 4090
-    rows only, with no word of the other two (MI300X is another vendor's card, the RTX PRO 6000 has no offer so it
-    ranked below the setups simulated). Each GPU asked for now has a row or a note: here one row (one setup
-    simulated), and a note each for the card ranked below it, the AMD card, and the T4 (15 GiB usable: an 8B model's
-    16 GB of bf16 weights do not fit one)."""
+    """Review 3's second rewalk: ``--gpus l40s,rtx-4090,rtx-pro-6000-blackwell,mi300x`` showed L40S and RTX 4090 rows
+    only, with no word of the other two (MI300X is another vendor's card, the RTX PRO 6000 has no offer so it ranked
+    below the setups simulated). Each GPU asked for now has a row or a note: here one row (one setup simulated), and a
+    note each for the cards ranked below it (the AMD card among them since session 21), and the T4 (15 GiB usable: an
+    8B model's 16 GB of bf16 weights do not fit one)."""
     m = load_model("llama-3.1-8b")
     s = scenario_from({"model": "llama-3.1-8b", "task": "infer", "engine": "vllm"})
     w = load_workload(None, {"rate_rps": 1, "prompt_tokens": 500, "output_tokens": 50, "ttft_s": 2, "tpot_s": 0.1,
@@ -130,8 +130,7 @@ def test_every_gpu_named_has_a_row_or_says_why():
     assert notes[3].startswith("$/M out and $/M in price each replica at the highest rate it serves within the SLOs")
     assert notes[0].endswith(f"ranked below the 1 setups simulated (the cheapest first by the closed form: the "
                              f"target in whole instances, then per request): raise --top, or give --gpus {other} alone")
-    assert notes[1] == ("Instinct MI300X: not simulated (capacity simulates NVIDIA GPUs only; `gpuplan estimate "
-                        "--task infer --gpu amd-instinct-mi300x` gives its speed)")
+    assert notes[1].startswith("Instinct MI300X: ranked below the 1 setups simulated")  # simulated since s21
     assert notes[2].startswith("Tesla T4: no setup of up to 1 GPUs holds the model")
     late: list[str] = []
     tight = w.model_copy(update={"slo": w.slo.model_copy(update={"ttft_s": 0.001})})
@@ -378,3 +377,32 @@ def test_users_past_the_bound_are_refused_as_users():
     with pytest.raises(GpuplanError) as e:
         gpuplan.capacity("llama-3.1-8b", users=100_000, preset="chat", gpus=["h100-sxm"])
     assert "users" in str(e.value) and "65536" in str(e.value) and "batch_size" not in str(e.value)
+
+
+def test_amd_and_gaudi_cards_are_simulated_as_estimate_times_them():
+    """capacity refused every card but NVIDIA's ("their step model is measured there") while ``estimate --users``
+    simulated vLLM's and SGLang's ROCm builds on MI300X with the AMD band, and vLLM on Gaudi: two roads. A row on
+    an Instinct card now reads its plan as an NVIDIA row does: the engine's ROCm timing (decode GPU work
+    ``ROCM_DECODE_SLOWDOWN`` x the CUDA build's, engines/rocm.py) said in the plan, the TTFT alone and streaming
+    speed the same as estimate's on that setup; TensorRT-LLM, which builds CUDA engines only, is refused by its
+    own card rule, named for each card."""
+    import gpuplan
+
+    for engine in ("vllm", "sglang"):
+        report = gpuplan.capacity("qwen3-8b", engine=engine, users=8, prompt_tokens=1000, output_tokens=200,
+                                  ttft_s=2, tpot_s=0.1, gpus=["mi300x"], max_gpus=1, top=1)
+        (row,) = report.deployments
+        assert row.gpu_id == "amd-instinct-mi300x" and row.max_users == 8
+        sc = row.plan.setup.scenario
+        again = gpuplan.estimate(sc.model_dump(exclude_unset=True), advise=False)
+        assert again.speed.ttft_s == pytest.approx(row.ttft_alone_s, rel=1e-12)
+        assert again.speed.streaming_tokens_per_s_per_user == pytest.approx(
+            row.streaming_tokens_per_s_per_user, rel=1e-12)
+        assert any("on ROCm (Instinct MI300X): decode GPU work" in a for a in row.plan.assumptions)
+    gaudi = gpuplan.capacity("qwen3-8b", users=8, prompt_tokens=1000, output_tokens=200, ttft_s=2, tpot_s=0.1,
+                             gpus=["gaudi3"], max_gpus=1, top=1)
+    assert [d.gpu_id for d in gaudi.deployments] == ["intel-gaudi3"]
+    with pytest.raises(GpuplanError, match=r"simulates none of the cards named \(TensorRT-LLM runs on NVIDIA GPUs "
+                                           r"only, and Instinct MI300X is AMD's"):
+        gpuplan.capacity("qwen3-8b", engine="trtllm", users=8, prompt_tokens=1000, output_tokens=200, ttft_s=2,
+                         tpot_s=0.1, gpus=["mi300x"])

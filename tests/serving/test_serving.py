@@ -633,13 +633,15 @@ def test_capacity_with_sglang_uses_its_pool_and_scheduler_limits():
 
 
 def test_capacity_refuses_what_it_cannot_simulate():
-    """The search simulates NVIDIA cards only: asked for AMD ones alone it said "no setup meets the SLOs" with no
-    SLO set. OPT-6.7B learns 2,048 positions: a workload of 3,000 + 400 tokens cannot run on it (estimate refuses
-    it), and capacity ranked it at 2.6 req/s with max_model_len cut to 2,048."""
+    """A card the search cannot simulate is refused: asked for AMD ones alone (then NVIDIA only) it said
+    "no setup meets the SLOs" with no SLO set; a Mac's GPU, which vLLM does not run on, is refused now. OPT-6.7B
+    learns 2,048 positions: a workload of 3,000 + 400 tokens cannot run on it (estimate refuses it), and capacity
+    ranked it at 2.6 req/s with max_model_len cut to 2,048."""
     import gpuplan
 
-    with pytest.raises(GpuplanError, match=r"NVIDIA GPUs only .* not on amd-instinct-mi300x"):
-        gpuplan.capacity("qwen3-8b", rate_rps=2, prompt_tokens=3000, output_tokens=400, gpus=["mi300x"])
+    with pytest.raises(GpuplanError, match=r"simulates none of the cards named \(capacity times steps from a "
+                                           r"card's 16-bit matrix rate, and M4 Max .* lists none|no Metal backend"):
+        gpuplan.capacity("qwen3-8b", rate_rps=2, prompt_tokens=3000, output_tokens=400, gpus=["apple-m4-max"])
     with pytest.raises(GpuplanError, match=r"learns 2,048 positions .* up to 5,100 tokens"):  # 1.5 x 3,400
         gpuplan.capacity("opt-6.7b", rate_rps=1, prompt_tokens=3000, output_tokens=400, gpus=["h100"], top=1)
     fits = gpuplan.capacity("opt-6.7b", rate_rps=1, prompt_tokens=1000, output_tokens=360, gpus=["h100", "mi300x"],

@@ -39,8 +39,9 @@ AsyncScheduling = Annotated[BoolText | None, typer.Option(  # type: ignore[valid
 Preset = Annotated[str | None, typer.Option(
     help="Lengths, mean prompt/output tokens: chat 230/203 (ShareGPT's long tail, at most 1,024 each), summarize "
     "2048/128, generate 128/2048, balanced 1000/1000, rag 4000/300, code 1500/400.")]
-Gpus = Annotated[str | None, typer.Option(help="Only these GPUs, comma-separated [default: every NVIDIA card of the "
-                                          "catalog].")]
+Gpus = Annotated[str | None, typer.Option(help="Only these GPUs, comma-separated [default: every card of the "
+                                          "catalog the engine runs on: NVIDIA's; AMD Instinct and Gaudi for vllm "
+                                          "and sglang].")]
 KvCacheDtype = Annotated[str | None, typer.Option(help="KV cache storage: auto | fp8 | fp16 | bf16 | int8 "
                                                   "[default: auto].")]
 Ttft, Tpot, E2e = (Annotated[float | None, typer.Option(help=f"SLO: {what}, seconds (unset: no limit).")]

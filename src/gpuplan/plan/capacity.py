@@ -134,7 +134,7 @@ def setups(s: Scenario, m: ModelSpec, gpu_ids: tuple[str, ...] = (), max_gpus: i
     for gpu in gpus().values():
         if gpu_ids and gpu.id not in gpu_ids:
             continue
-        if gpu.vendor != "NVIDIA" or not gpu.peak_tflops("fp16"):
+        if _unsimulable(s, gpu):
             continue
         for n in (1, 2, 4, 8):
             if n > max_gpus or m.num_heads % n or (n > m.num_kv_heads and n % m.num_kv_heads and not m.mla):
@@ -240,10 +240,10 @@ def capacity(s: Scenario, m: ModelSpec, w: Workload, *, gpu_ids: tuple[str, ...]
     if (expert_parallel or s.attention_dp) and not m.is_moe:
         raise GpuplanError(f"expert parallelism and attention data parallelism lay out an MoE model, and {m.name} has "
                            "no experts: drop them")
-    simulated = [g for g in gpus().values() if g.vendor == "NVIDIA" and g.peak_tflops("fp16")]  # as setups()
+    simulated = [g for g in gpus().values() if not _unsimulable(s, g)]  # as setups()
     if gpu_ids and not any(g.id in gpu_ids for g in simulated):
-        raise GpuplanError(f"capacity simulates vLLM, SGLang and TensorRT-LLM on NVIDIA GPUs only (their step "
-                           f"model is measured there), not on {', '.join(gpu_ids)}: name NVIDIA cards, or leave "
+        whys = dict.fromkeys(_unsimulable(s, gpus()[g]) for g in gpu_ids)  # one sentence a reason, in order
+        raise GpuplanError(f"capacity simulates none of the cards named ({'; '.join(whys)}): name others, or leave "
                            "--gpus out")
     offers = load_offers(catalogs)
     w = with_scenario_prefix(w, s)
@@ -289,7 +289,7 @@ def capacity(s: Scenario, m: ModelSpec, w: Workload, *, gpu_ids: tuple[str, ...]
     plans.sort(key=_rank)
     _mark_pareto(plans)
     if notes is not None:
-        notes += _left_out(gpu_ids, simulated, candidates, chosen, late_alone, max_gpus) + _priced_at(w, plans) + \
+        notes += _left_out(s, gpu_ids, simulated, candidates, chosen, late_alone, max_gpus) + _priced_at(w, plans) + \
             _unstreamed(plans) + _spot_said(s, w, plans) + _spot_dearer(plans, offers) + _unpriced(s, plans, offers) + \
             _unbounded(w)
     return plans
@@ -455,16 +455,27 @@ def _unstreamed(plans: list[Deployment]) -> list[str]:
             "SLO; vllm bench serve counts a request's TPOT only when its output is longer than 1 token"]
 
 
-def _left_out(gpu_ids: tuple[str, ...], simulated: list[GpuSpec], candidates: list, chosen: list,
+def _unsimulable(s: Scenario, gpu: GpuSpec) -> str:
+    """Why capacity does not simulate ``s``'s engine on ``gpu`` ("": it does): a card with no 16-bit matrix rate
+    to time its steps on (Apple silicon's GPUs list none), or one the engine does not run on
+    (:meth:`~gpuplan.engines.Engine.card_refusal`: TensorRT-LLM off NVIDIA, an engine without Metal on a Mac). The
+    ROCm builds of vLLM and SGLang on AMD Instinct and vLLM on Gaudi are simulated as ``estimate --users`` simulates
+    them (:mod:`gpuplan.engines.rocm`), with the bands that say what was measured there (session 21: capacity had
+    refused every card but NVIDIA's, where estimate answered)."""
+    if not (gpu.peak_tflops("fp16") or gpu.peak_tflops("bf16")):
+        return f"capacity times steps from a card's 16-bit matrix rate, and {gpu.name} lists none"
+    return engine_for(s).card_refusal(s, gpu) or ""
+
+
+def _left_out(s: Scenario, gpu_ids: tuple[str, ...], simulated: list[GpuSpec], candidates: list, chosen: list,
               late_alone: set[str], max_gpus: int) -> list[str]:
-    """Why a GPU the user named has no row: not simulated (another vendor's), no setup that holds the model, its
+    """Why a GPU the user named has no row: not simulated (:func:`_unsimulable`), no setup that holds the model, its
     requests too slow even alone, or ranked below the setups simulated (``simulate_top``, unpriced setups last)."""
     out, simulable = [], {g.id for g in simulated}
     for gpu_id in gpu_ids:
         name = gpus()[gpu_id].name
         if gpu_id not in simulable:
-            out.append(f"{name}: not simulated (capacity simulates NVIDIA GPUs only; `gpuplan estimate --task infer "
-                       f"--gpu {gpu_id}` gives its speed)")
+            out.append(f"{name}: not simulated ({_unsimulable(s, gpus()[gpu_id])})")
         elif any(c[0].gpu.id == gpu_id for c in chosen):
             continue
         elif any(c[0].gpu.id == gpu_id for c in candidates):
