@@ -3,7 +3,8 @@
 Each row is a published number with its locator and the scenario that reproduces its settings: the denoising
 iterations per second of Stable Diffusion 1.5 across five cards and three batches (diffusers' PyTorch 2.0 benchmark)
 and SD 1.4's whole calls on seven cards at the same batches (the March 2023 table it replaced), SDXL's seconds per
-image on an A100 in fp32, bf16 and with SDPA (diffusers' fast_diffusion tutorial), FLUX.1-dev generation on an H100
+image on an A100 in fp32, bf16 and with SDPA (diffusers' fast_diffusion tutorial) and at 25 steps on an RTX 3090,
+RTX 4090, T4 and A100 80GB (Hugging Face's LCM-LoRA blog), FLUX.1-dev generation on an H100
 in bf16, NF4, LLM.int8, GGUF and fp8 storage (diffusers' quantization blog: time per image, memory after loading and
 at the peak) and in NF4 on an RTX 4090, FLUX.1-dev LoRA and QLoRA training (diffusers' QLoRA blog, SimpleTuner's
 quickstart, kohya's 24 GB sample command), SDXL LoRA training under 16 GB (diffusers' README), T0-3B fine-tuning
