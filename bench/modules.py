@@ -3,7 +3,8 @@
 Each row is a published number with its locator and the scenario that reproduces its settings: the denoising
 iterations per second of Stable Diffusion 1.5 across five cards and three batches (diffusers' PyTorch 2.0 benchmark)
 and SD 1.4's whole calls on seven cards at the same batches (the March 2023 table it replaced), SDXL's seconds per
-image on an A100 in fp32, bf16 and with SDPA (diffusers' fast_diffusion tutorial), FLUX.1-dev generation on an H100
+image on an A100 in fp32, bf16 and with SDPA (diffusers' fast_diffusion tutorial) and at 25 steps on an RTX 3090,
+RTX 4090, T4 and A100 80GB (Hugging Face's LCM-LoRA blog), FLUX.1-dev generation on an H100
 in bf16, NF4, LLM.int8, GGUF and fp8 storage (diffusers' quantization blog: time per image, memory after loading and
 at the peak) and in NF4 on an RTX 4090, FLUX.1-dev LoRA and QLoRA training (diffusers' QLoRA blog, SimpleTuner's
 quickstart, kohya's 24 GB sample command), SDXL LoRA training under 16 GB (diffusers' README), T0-3B fine-tuning
@@ -397,6 +398,18 @@ DreamBooth's 80- and 160-wide heads take at least 3.5 times a full-card kernel (
 the 40-wide heads' FlashAttention v1 backward, the rest, is untimed on sm86. The A100 rows' settings (fp16 VAE outside
 the it/s, channels-last UNet, SDPA, no slicing) are the scenario's; torch 2.0.0's compiled steps there are slower than
 the nightly's at every batch, a library cost no source names.
+
+Session 22 (the same six misses, from three angles: the attention kernel each release picks, CPU offload's copies,
+the L40S's sustained clock; and new rows): no estimate moved; four rows added held out, SDXL's 25-step calls at
+batch 1 on an RTX 3090, RTX 4090, T4 and A100 80GB from Hugging Face's LCM-LoRA blog (+11, +20, -5, -14 %), so
+held-out speed goes from 73 of 79 to 77 of 83 within 25 % (median 13 %), memory stays 31 of 31; the reading is in
+the six rows' notes and in bench/results/diffusion_speed_s22.md. Ruled out: the L40S's clock under its 350 W limit
+(the plan already takes its posted sustained matmul rate, and the row is host-bound in the plan: a further 0.80
+clock factor reads -34.7 % for -34.0 %); the attention kernel torch 2.0 picks (it orders its kernels by shape, pull
+request 91362, and picked the same ones for SD 1.5 on the RTX 3090 and 4090, whose rows the plan meets). A lead with
+a measurement, not built: copies from the far socket of a two-socket server run 3 to 5 times slower (a P100 under
+bandwidthTest, mpicbg-scicomp/gearshifft pull request 82), which would be a setting of the host: one slower rate for
+every server (the 0.46 of the plan's rate this row needs) reads the Colab A100's SDXL offload rows +26 and +58 %.
 """
 
 from __future__ import annotations
