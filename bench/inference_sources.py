@@ -380,7 +380,14 @@ CAUSES = {
         "release (s19-serve): vLLM PR #28992's 'before' run, the entry it retuned still in place (DeepSeek-V3.1 on 8 "
         "H200s, vLLM of 2025-11, Triton MoE, 16 users of 2 + 100 tokens), served 6.84 requests/s, a ~23 ms step; "
         "gpuplan (R1's architecture, vLLM 0.11.1) 7.45 (+9 %), 21.2 ms: no +18 ms at 16 sequences there (the "
-        "entry's history between 0.7.3 and that run not read; bench/results/serving_s19.md)."),
+        "entry's history between 0.7.3 and that run not read; bench/results/serving_s19.md). Session 22 "
+        "(s22-vload): the H200's 128-user run served no more requests/s than its 64-user one (0.931 against 0.948) "
+        "and over half its requests waited a whole ~53 s wave (median TTFT 82.8 s), so that engine ran about 64 "
+        "sequences where gpuplan's V0 startup (weights with the absorbed MLA matrices, a profile peak of 17.2 GiB "
+        "at 163,840 tokens) leaves 381,888 tokens, 95 requests; a pool of 253,648 tokens (a what-if) takes that row "
+        "to TTFT -28 %, requests/s +42 % with 64 users unchanged, but the median does not move (the row was already "
+        "above it), and the ~8.5 GiB a GPU is in no code read nor a public 0.7 startup log found "
+        "(bench/results/vllm_load_s22.md)."),
     ("load_accuracy", "gpustack"): (
         "GPUStack's performance lab, vLLM 0.11.0 with no flags, bursts of 500 prompts of 4,000 or 2,000 tokens "
         "(added 2026-11-30, held out). The 8-GPU rows land (TTFT -19..+1 %); the misses above 25 % are Qwen3-14B on "
@@ -416,7 +423,14 @@ CAUSES = {
         "+68/+81 -> +69/+82 %). The same page's 32,000-token run (not a row: 100 prompts) had gpuplan 1.7x slow "
         "(294 preemptions, each recomputing up to 32k tokens; median ITL 511 against 43.5 ms) where the other "
         "runs are 1.6-1.8x fast; now 277 s against 386.8, median ITL 24.9 ms: fast like the rest, so every vLLM "
-        "run of that page reads as a slower card or host than an H100 SXM (bench/results/serving_s19.md)."),
+        "run of that page reads as a slower card or host than an H100 SXM (bench/results/serving_s19.md). Session "
+        "22 (s22-vload) replayed the lab's other runs on that card, not rows: SGLang 0.5.5.post1 with Qwen3-14B-FP8 on "
+        "the same page and vLLM 0.11.0 with Qwen3-32B (qwen3-32b/h100.md), same bursts: their median ITL is "
+        "1.64/1.72x and 1.62/1.67x gpuplan's, as vLLM's 14B rows are 1.58/1.53x, where the lab's A100 (Qwen3-32B, "
+        "qwen3-32b/a100.md) is 1.08/1.06x; timed as an H100 PCIe all six land within +1..+8 %. Two engines, two "
+        "models and two weight formats decode ~1.6x slower on that card alone, so no vLLM mechanism is sought; nor "
+        "FA3's decodes beside a prompt chunk (a KV head's query heads packed into a 128-row tile, every row "
+        "computed: at most 1 point here) (bench/results/vllm_load_s22.md)."),
     ("load_accuracy", "k8sllm"): (
         "a Kubernetes platform's baseline (added session 16, held out): vLLM 0.23.0, Qwen2.5-0.5B-Instruct on one L4 "
         "of a 4-vCPU GKE node, `vllm bench serve --backend openai-chat` in a closed loop at 1-32 users, the client "
@@ -428,7 +442,9 @@ CAUSES = {
         "4 vCPUs beside the engine core, which gpuplan's API-server queue (1 ms a request, 72.8 us a token) puts ~30 % "
         "busy. A host's CPU is not an input of gpuplan and no run of this node outside these rows sets one: left "
         "(bench/results/load_accuracy.md). The ITL misses are not the decode attention's rate (s17-kvdec): the "
-        "cache is 0.58 of gpuplan's 5.84 ms step at 32 users."),
+        "cache is 0.58 of gpuplan's 5.84 ms step at 32 users. Nor the API-server queue's constants (s22-vload): "
+        "its serial part 1-10 ms and its per-token part 1-3x leave 2-16 users at -28..-62 % while 32 users go from "
+        "-78 % to +128 %: a cliff, not the measured steady growth (bench/results/vllm_load_s22.md)."),
     ("load_accuracy", "kvcached"): (
         "TPOT now within the limit (48.3 % -> 18.5 %): vLLM 0.19's steps past its largest CUDA graph (512 tokens: a "
         "512-token prompt beside the running decodes) run the compiled model without a graph, every kernel launched "
