@@ -528,7 +528,13 @@ CAUSES = {
         "ms (1k prompts) and +133 ms (8k): under 0.5.7 the offset is there at 8k too, and runners of one label differ "
         "2x on the same software. FlashInfer's fused all-reduce, which 0.5.12 turns on by itself for prompt steps of "
         "up to 2,048 tokens on SM 9.0 and 10.x, runs on B300 too (+11..+17 ms there) and is timed within a few "
-        "hundredths of a ms a call of the unfused pair (vLLM PRs #37756, #22086)."),
+        "hundredths of a ms a call of the unfused pair (vLLM PRs #37756, #22086). Session 22 (s22-ix; "
+        "bench/results/sglang_ttft_s22.md): the 8k rows' pool as the same launch line logged it under v0.5.19 "
+        "(509,930 tokens, InferenceX PR #3010; gpuplan's own 537,028) with SGLang's ignore_eos admission makes the "
+        "64 requests' whole outputs overflow it, so later prompts wait: 8k at 64 requests -47 % -> -18 %, median "
+        "37.0 % -> 30.2 %. A wait on each request that lifts the 1k rows (+126 ms, #870's two sound runners) gives "
+        "11.8 %, but a like one (+115 ms) on B300's FP8 rows of the same launch line sends 1k at one request to "
+        "+147 %: the offset follows the runners, not the software."),
     ("sglang_serving", "ix3318"): (
         "InferenceX DeepSeek-R1 TTFT under SGLang 0.5.19 on MI325X (8k prompts, means). Not SGLang's prefill cap: "
         "dsr1_fp8_mi325x.sh passes --max-prefill-tokens=131072 with --chunked-prefill-size=131072, the budget "
@@ -555,7 +561,11 @@ CAUSES = {
         "attention, mixed chunks or prefill delayer in the script, and aiter's prompt attention reads no pool. "
         "Session 20 (s20-sgl; moe_layout.md note 20), nothing changed: 0.5.19's MinFreeSlotsDelayer is off without "
         "--min-free-slots-delay or DFlash, its transformers-5 tokenizer fix-ups put the ByteLevel components back "
-        "(the Rust tokenizer's speed), and the client asks for no logprobs."),
+        "(the Rust tokenizer's speed), and the client asks for no logprobs. Session 22 (s22-ix; "
+        "bench/results/sglang_ttft_s22.md), not adopted: a wait on each request fitted on the source's own fit rows "
+        "(4/16/64 requests) is 309 ms and brings the held-out 8/32 to -15/+8 % (median 11.2 %), but it follows "
+        "neither the fit rows' shape (-27/0/+8 %) nor a mechanism, and on the ROCm rows of another source (dstack's "
+        "MI300X, SGLang 0.4.2) it moves TTFT +1/-1/-2/-4/+9/+5 % -> +20/+10/+5/0/+11/+7 %."),
     ("sglang_serving", "ix3363"): (
         "InferenceX DeepSeek-R1 TTFT under SGLang 0.5.12 on B200 (FP8, TP 8, EP 1, fp8 pool, 1k prompts, means). "
         "Session 10 priced its prompt steps of up to 2,048 tokens as piecewise CUDA graphs under which trtllm_mla "
@@ -576,7 +586,11 @@ CAUSES = {
         "20), nothing changed: B300 runs the same fused all-reduce kernel on 1k prompts (0.5.12 turns it on for any "
         "SM 10.x), so it does not split the cards; InferenceX's b200 label spans three fleets (b200-cw, b200-nb, "
         "b200-dgxc; configs/runners.yaml), and issue #870 measured two H200 runners of one label 2x apart in TPOT "
-        "on the same software: the host stays the suspect, not an input."),
+        "on the same software: the host stays the suspect, not an input. Session 22 (s22-ix; "
+        "bench/results/sglang_ttft_s22.md), not adopted: the wait on each request that PR #3363's B200 8k points "
+        "outside the bench ask for (+115 ms at 1-2 requests, TP 4 and 8) brings these rows to 9.3 % and H200's to "
+        "12.7 %, but sends B300's FP8 rows of the same launch line to +13..+147 % at 1k and 1-32 requests and B300's "
+        "NVFP4 rows' median to 87 %."),
     ("trtllm_serving", "i5929"): "trtllm-serve's B200 prompt steps: helper s8-trtllm's this session.",
 }
 

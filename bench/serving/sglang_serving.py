@@ -57,8 +57,15 @@ SHAREGPT_OUTPUT = Lengths(kind="lognormal", mean=197.5, std=197.5, min=4, max=10
 # admits those by PrefillAdder.add_one_req_ignore_eos (serving/simulate.py _fits_to_finish). DataCrunch's
 # Llama-3.3-70B runs (datacrunch-research/h200-benchmarks@c091ef530a52 sglang/experiments/llama_3_3_70b_sglang.sh:
 # launch_server ... --disable-radix-cache, then sglang.bench_serving) and PR #3550's two (bench/data/
-# sglang_prompt_runs.csv: --disable-radix-cache, bench_serving). The others ran the radix cache, or a client not read.
-WHOLE_OUTPUT_RUNS = ("dc-llama33-", "pr3550-")
+# sglang_prompt_runs.csv: --disable-radix-cache, bench_serving). InferenceX's runs (ix*) too: every recipe launched
+# --disable-radix-cache (SemiAnalysisAI/InferenceX@843c6254 benchmarks/single_node/fixed_seq_len/dsr1_fp8_h200.sh,
+# dsr1_fp8_b200.sh, dsr1_fp8_b300.sh, dsr1_fp4_b300.sh, dsr1_fp8_mi325x.sh) and the client sends ignore_eos
+# (benchmark_lib.sh run_benchmark_serving --ignore-eos; utils/bench_serving/backend_request_func.py
+# async_request_openai_completions: payload["ignore_eos"]); 0.5.12's PrefillAdder.add_one_req takes
+# add_one_req_ignore_eos when ``req.sampling_params.ignore_eos and getattr(self.tree_cache, "disable", True)``, and
+# the ChunkCache a disabled radix cache builds answers disable True (mem_cache/chunk_cache.py). The others ran the
+# radix cache, or a client not read.
+WHOLE_OUTPUT_RUNS = ("dc-llama33-", "pr3550-", "ix")
 IGNORE_EOS_RULE_FROM = (0, 3, 5)
 QUANTITIES = (("TTFT", "median_ttft_ms"), ("TPOT", "median_tpot_ms"), ("E2E", "median_e2e_ms"),
               ("throughput", "output_tokens_per_s"))
@@ -555,6 +562,17 @@ def main() -> None:
         "DeepGEMM's 0.875; nothing fitted on these rows. ix3175 TTFT -10..-48% -> -10..-33% (8k at one request "
         "-48% -> -33%, TP 4 -46% -> -28%), TPOT -15..-4% -> -15..-2%; ix3363 TTFT -29..-62% -> -21..-62%, TPOT "
         "-7..-14% -> -4..-14%; MoE TTFT median 21.1% -> 16.5%, TPOT 9.4% -> 8.4%.", "",
+        "Then (issue 31, session 22, s22-ix) InferenceX's runs admitted as SGLang admitted them, and the H200 8k "
+        "rows' pool as logged: every InferenceX recipe launched --disable-radix-cache and its client sends "
+        "ignore_eos, so PrefillAdder takes add_one_req_ignore_eos for them as for DataCrunch's and PR #3550's runs "
+        "(WHOLE_OUTPUT_RUNS above: every running request's remaining output reserved whole); and the "
+        "dsr1_fp8_h200.sh 8k branch's pool is 509,930 tokens as the same launch line logged under the v0.5.19 image "
+        "(InferenceX PR #3010, 2026-09-11; the csv's max_total_tokens on the ix3173 8k rows), where gpuplan's own "
+        "is 537,028 (+5.3%, bench/results/sglang_startup.md). With gpuplan's pool neither binds; with the logged "
+        "one the 64 requests' whole outputs no longer fit and later prompts wait, as the published mean says: "
+        "ix3173 8k at 64 requests TTFT 1,195 -> 1,837 ms against 2,246 (-46.8% -> -18.2%), TPOT +2.7% -> +1.6%; "
+        "ix3173 median |TTFT| 37.0% -> 30.2%; no other row moves. The rest of ix3173 (1k -36..-47%), ix3363 and "
+        "ix3318 stay: bench/results/sglang_ttft_s22.md.", "",
         "dstack's decode gap, what was checked (the 0.4.3.post2 and 0.4.2.post4 wheels from PyPI, read): before "
         "the early-release term, on the H200s measured TPOT less gpuplan's was nearly the same at every "
         "concurrency, 23-28 ms a step from 4 to 128 requests, so a per-step cost, not one per sequence or token; "

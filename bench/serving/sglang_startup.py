@@ -3,7 +3,8 @@
     python bench/serving/sglang_startup.py [--out bench/results/sglang_startup.md]
 
 Two checks per log: the pool SGLang's profile_max_num_token gives from the log's own memory numbers (the
-arithmetic), and the pool gpuplan predicts from the model and the card alone (engines/sglang.py).
+arithmetic; only where the log prints them), and the pool gpuplan predicts from the model and the card alone
+(engines/sglang.py).
 """
 
 from __future__ import annotations
@@ -36,12 +37,13 @@ def main() -> None:
         log, mfs = c["log"], c["mem_fraction_static"]
         m = load_model(s.model) if s else load_model("llama-3.1-8b")
         cell = sglang.cell_bytes(s or scenario_from({"task": "infer", "model": "llama-3.1-8b"}), m)
-        formula = sglang.kv_tokens(log["available_gib"], log["total_gib"], mfs, cell)
-        err = 100 * (formula - log["kv_tokens"]) / log["kv_tokens"]
+        formula = sglang.kv_tokens(log["available_gib"], log["total_gib"], mfs, cell) if "total_gib" in log else None
+        err = "" if formula is None else f"{100 * (formula - log['kv_tokens']) / log['kv_tokens']:+.2f}%"
         pred = "" if c.get("formula_only") else sglang.startup_memory(s, m, load_gpu(s.gpu),
                                                                       mem_fraction_static=mfs).kv_tokens
         perr = f"{100 * (pred - log['kv_tokens']) / log['kv_tokens']:+.2f}%" if pred != "" else "(card not named)"
-        lines.append(f"| {c['id']} | {c['role']} | {log['kv_tokens']:,} | {formula:,} | {err:+.2f}% | "
+        lines.append(f"| {c['id']} | {c['role']} | {log['kv_tokens']:,} | "
+                     f"{'(not logged)' if formula is None else f'{formula:,}'} | {err} | "
                      f"{pred if pred == '' else f'{pred:,}'} | {perr} |")
     text = "\n".join(lines) + "\n"
     Path(args.out).write_text(text)

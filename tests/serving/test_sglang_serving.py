@@ -326,3 +326,36 @@ def test_an_sglang_prefill_waits_on_its_python_launches():
     vllm_timer = step_timer(s.model_copy(update={"engine": "vllm"}), load_model(s.model), load_gpu(s.gpu))
     assert vllm_timer.timing.launch_s == oh.VLLM_EAGER_LAUNCH_S == 18e-6
     assert "kernel_launches" not in vllm_timer.prefill_parts(920)
+
+
+def test_inferencex_runs_are_admitted_whole_and_the_logged_pool_queues_64_8k_prompts(monkeypatch):
+    """Session 22: InferenceX's recipes launch --disable-radix-cache and its client sends ignore_eos, so SGLang admits
+    their requests by add_one_req_ignore_eos (every running request's remaining output reserved whole), and the
+    H200 8k rows carry the pool the same launch line logged (509,930 tokens, InferenceX PR #3010). With both, 64
+    requests of 6,553-8,192 + 819-1,024 tokens overflow the pool and later prompts wait: TTFT 2,245.6 ms published,
+    -18 % simulated (bench/results/sglang_ttft_s22.md); with gpuplan's own pool (537,028, +5.3 % on the log) nothing
+    binds and it stays at -47 %; without the whole-output reserve the wait is shorter. TPOT lands either way."""
+    import sys
+
+    sys.path.insert(0, str(ROOT / "bench/serving"))
+    import sglang_serving as bench
+
+    assert bench.whole_outputs("ix3173-r1-h200-8k-c64", "0.5.12")
+    assert not bench.whole_outputs("dstack-r1-h200-c4", "0.4.3.post2")
+    row = next(r for r in bench.load_rows() if r["id"] == "ix3173-r1-h200-8k-c64")
+    assert row["max_total_tokens"] == "509930"
+    s, m, gpu = bench.setup(row)
+    own = sglang.startup_memory(s, m, gpu, mem_fraction_static=0.82).kv_tokens
+    assert 1.03 < own / 509_930 < 1.08
+    published = float(row["median_ttft_ms"])
+
+    def ttft_tpot(r: dict) -> tuple[float, float]:
+        got = bench.run(r, 3000)
+        return bench.pct(got["median_ttft_ms"], published), bench.pct(got["median_tpot_ms"],
+                                                                     float(r["median_tpot_ms"]))
+
+    logged, own_pool = ttft_tpot(row), ttft_tpot(dict(row, max_total_tokens=""))
+    assert -25 < logged[0] < -10 and own_pool[0] < -40
+    assert abs(logged[1]) < 5 and abs(own_pool[1]) < 5
+    monkeypatch.setattr(bench, "WHOLE_OUTPUT_RUNS", ("dc-llama33-", "pr3550-"))
+    assert ttft_tpot(row)[0] < logged[0] - 2
