@@ -65,7 +65,8 @@ def test_a_training_estimate_loads_only_what_it_uses():
     own), nor the engines' pool and timing records, nor the records of models that are not decoders (a decoder's
     plan catches NotADecoder, in gpuplan.model.kinds), nor the changes that would make a plan fit (it fits), nor the
     "utf-8-sig" codec (gpuplan.userfiles drops a byte-order mark itself), nor a serving plan's memory and
-    speculative decoding, nor the diffusion trainers' profiles."""
+    speculative decoding, nor the diffusion trainers' profiles, nor the power of one's own cards (a plan priced on a
+    rented offer), nor llama.cpp's split over mixed cards."""
     code = ("import json, sys, gpuplan\n"
             "gpuplan.estimate({'model': 'llama-3.1-8b', 'task': 'train', 'method': 'qlora', 'gpu': 'rtx-4090'})\n"
             "print(json.dumps(sorted(sys.modules)))")
@@ -81,7 +82,7 @@ def test_a_training_estimate_loads_only_what_it_uses():
         "gpuplan.model.encoders", "gpuplan.dataset", "statistics", "gpuplan.speed.bands", "gpuplan.model.structure",
         "gpuplan.plan.recipe", "gpuplan.engines.records", "gpuplan.model.module_spec", "gpuplan.plan.fixes",
         "encodings.utf_8_sig", "gpuplan.engines.speculative", "gpuplan.memory.inference",
-        "gpuplan.scenario.diffusion_stacks",
+        "gpuplan.scenario.diffusion_stacks", "gpuplan.market.owned_power", "gpuplan.plan.split",
         *(f"gpuplan.engines.{m}" for m in ("vllm", "sglang", "trtllm", "llama_cpp", "mlx"))}
     assert not loaded & unused, loaded & unused
 

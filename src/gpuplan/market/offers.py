@@ -29,7 +29,6 @@ from ..datafiles import read_yaml
 from ..errors import GpuplanError, UnknownNameError, echo, no_control
 from ..hardware import Network, gpus
 from ..userfiles import is_file, read_csv
-from .owned_power import owned_usd_per_gpu_hour
 
 PRICINGS = ("on_demand", "spot", "interruptible", "reserved")
 CONFIDENCES = ("high", "medium", "low")
@@ -124,6 +123,8 @@ def owned_offer(gpu_id: str, count: int, usd_per_gpu_hour: float | None = None) 
     measured draw of its computer: :func:`~gpuplan.market.owned_power.busy_draw`). The links are the card's own
     (GeForce: no peer-to-peer), as ``estimate`` and ``launch`` time them."""
     if usd_per_gpu_hour is None:
+        from .owned_power import owned_usd_per_gpu_hour  # loaded by the first plan on one's own cards
+
         usd_per_gpu_hour = owned_usd_per_gpu_hour(gpus()[gpu_id])
     if usd_per_gpu_hour is None:
         return None

@@ -29,7 +29,6 @@ from ..market.choice import best_on_demand, matching
 from ..market.cost import Cost, price_job, spot_dearer, spot_plan
 from ..market.job import save_interval_h
 from ..market.offers import Offer, owned_offer
-from ..market.owned_power import HOME_PUE, busy_draw, home_kwh
 from ..market.store import price_filter
 from ..scenario import Scenario
 from ..scenario.fields import MIN_MODEL_LEN
@@ -305,6 +304,8 @@ def owned(s: Scenario, m, gpu, trainable: int) -> Priced | None:
 
 def power_words(gpu, cost: Cost) -> str:
     """How a plan on the user's own cards is priced, in words (the assumption it says)."""
+    from ..market.owned_power import HOME_PUE, busy_draw, home_kwh  # a plan on rented cards never asks
+
     kwh, where = home_kwh()
     watts, whence = busy_draw(gpu)  # an owned offer is made only for a card whose draw is on file
     whence = "" if gpu.busy_w else f" ({whence})"  # a TDP goes unsaid, as before; a computer's measured draw is said
@@ -325,11 +326,13 @@ def price_warnings(r: Resolved, chosen: Priced | None, offers: Offers) -> list[s
     """What the price of the chosen offer needs said: none in force, old, low confidence, spot dearer than
     on-demand per GPU-hour the job uses (:func:`gpuplan.market.cost.spot_dearer`)."""
     s, gpu = r.scenario, r.gpu
-    if chosen is None and (s.pricing == "owned" or not offers.listed) and busy_draw(gpu) is None:
-        return [f"no price for {gpu.name}: " + ("" if s.pricing == "owned" else "no offer of it at all, and ") +
-                "no power draw on file to price it as your own card by (no TDP in the GPU catalog, no measured draw "
-                "of its computer in data/owning.yaml; `gpuplan buy --host-w W` prices yours)"]
     if chosen is None:
+        from ..market.owned_power import busy_draw  # a plan priced on an offer never asks
+
+        if (s.pricing == "owned" or not offers.listed) and busy_draw(gpu) is None:
+            return [f"no price for {gpu.name}: " + ("" if s.pricing == "owned" else "no offer of it at all, and ") +
+                    "no power draw on file to price it as your own card by (no TDP in the GPU catalog, no measured "
+                    "draw of its computer in data/owning.yaml; `gpuplan buy --host-w W` prices yours)"]
         why = "" if offers.listed else " (no offer of it at all)"
         return [f"no price for {gpu.name}: no {s.pricing.replace('_', '-')} offer"
                 + (f" at {s.provider}" if s.provider else "") + f" in force{why}; "

@@ -13,7 +13,6 @@ from .build import build, offers_for
 from .nodes import on_nodes
 from .plan import Plan
 from .resolve import Resolved, ResolvedModule, resolve_any, resolve_module_scenario
-from .split import split_estimate
 
 if TYPE_CHECKING:
     from ..model.module_spec import ModuleSpec
@@ -31,6 +30,8 @@ def estimate(scenario: Scenario | dict[str, Any], *, advise: bool = True, spec: 
     if spec is not None:
         r: Resolved | ResolvedModule = resolve_module_scenario(s, spec)
     elif s.extra_gpus or s.tensor_split:
+        from .split import split_estimate  # loaded by the first split over mixed cards
+
         return split_estimate(s)
     else:
         r = resolve_any(s)
