@@ -943,3 +943,12 @@ def test_a_transcriptions_speed_names_its_step():
     assert " calls/s, " in speed_line(plan(model="vit-base", task="infer", batch_size=64, gpu="t4"))
     assert " it/s, " in speed_line(plan(model="flux-dev", task="infer", resolution="1024", gpu="h100-sxm"))
 
+
+def test_an_untimed_image_job_says_no_longest_sequence(capsys):
+    """Session 22's walk: an SDXL LoRA on an A10G (fits; no fp32 rate, so no speed) read "largest micro-batch that
+    fits: 2; longest sequence: none" on the command line and the page: a diffusion plan has no sequence, timed or
+    not (the test held only timed plans to it)."""
+    assert run(["estimate", "--model", "sdxl", "--task", "train", "--method", "lora", "--resolution", "1024",
+                "--gpu", "a10g"]) == 0
+    out = capsys.readouterr().out
+    assert "largest micro-batch that fits: 2\n" in out and "longest sequence" not in out
