@@ -532,7 +532,12 @@ function renderSpeedCost(r, explanation) {
     return;
   }
   if (!sp) {
-    $("#speed-rows").replaceChildren(h("p", {class: "hint"}, "Name a GPU for speed and cost."));
+    // a card named but not timed (no rate for its work: an A10G's fp32 under SDXL's VAE) says why, not "name a
+    // GPU" (session 22's walk)
+    const why = r.gpu && (r.warnings || []).find((w) => w.startsWith("no speed or cost: "));
+    $("#speed-rows").replaceChildren(h("p", {class: "hint"}, why
+      ? `No speed or cost on ${r.gpu.name}: ${why.slice("no speed or cost: ".length)}.`
+      : "Name a GPU for speed and cost."));
     return;
   }
   const train = r.scenario.task === "train";
