@@ -63,3 +63,24 @@ def test_every_command_takes_the_count_and_the_card(capsys, command, count):
 def test_estimate_counts_the_cards(capsys):
     plan = json.loads(_answer(capsys, ["estimate", "--json", *JOB, "--gpu", "2x3090"]))
     assert (plan["scenario"]["gpu"], plan["scenario"]["num_gpus"]) == ("nvidia-geforce-rtx-3090", 2)
+
+
+@pytest.mark.parametrize(("task", "said"), [
+    ("train", "training over different cards is not planned (DDP and FSDP step at the slower card's pace within the "
+              "smaller card's memory); plan that card as many times, --gpu 2x<smaller card>, or each card alone"),
+    ("infer", "to split a served model over different cards, engine llama.cpp takes --gpu rtx-3090 --extra-gpus "
+              "rtx-4090")])
+def test_a_list_of_cards_says_what_runs_on_mixed_cards(capsys, task, said):
+    """Session 22's walk: `--gpu rtx-3090,rtx-4090` (two cards in one PC) was "unknown GPU 'rtx-3090,rtx-4090'; did
+    you mean 'rtx-3090-ti'", a card the user does not have."""
+    args = ["estimate", "--model", "llama-3.2-1b", "--task", task, "--gpu", "rtx-3090,rtx-4090"]
+    assert run(args) == 2
+    assert capsys.readouterr().err.strip() == (
+        f"error: gpu names one kind of card, not a list ('rtx-3090,rtx-4090'): {said}")
+
+
+def test_fit_refuses_a_list_of_cards_without_guessing_a_third(capsys):
+    """`fit --gpu rtx-3090,rtx-4090` was "unknown GPU ...; did you mean 'rtx-3090-ti' or 'rtx-4090' or 'rtx-3090'"."""
+    assert run(["fit", "--gpu", "rtx-3090,rtx-4090", "--task", "train", "--method", "lora"]) == 2
+    assert capsys.readouterr().err.strip() == (
+        "error: 'rtx-3090,rtx-4090' is a list where one card is asked: name one (2x3090 for two of the same)")

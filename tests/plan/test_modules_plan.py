@@ -618,6 +618,29 @@ def test_recommend_ranks_the_cards_a_module_job_fits_each_built_by_the_one_build
     assert len(roomy.setups) < len(gpuplan.recommend(asked, top=50).setups)
 
 
+def test_a_card_the_job_fits_but_cannot_time_is_named_not_dropped():
+    """Session 22's walk: an SDXL LoRA at 1024 px fits a rented A10G (11.8 of 22.5 GiB), whose catalog entry has
+    no fp32 rate for the fp32 VAE; recommend left it out without a word ("1 of 2 cards planned fit"). Now it
+    counts as fitting and a note says why it has no row."""
+    asked = dict(model="sdxl", task="train", method="lora", resolution="1024")
+    r = gpuplan.recommend(asked, gpus=["a10g", "l4"])
+    assert [x.gpu_id for x in r.setups] == ["nvidia-l4"] and (r.evaluated, r.fitting) == (2, 2)
+    peak = plan(**asked, gpu="a10g").memory.device_peak_gib
+    assert f"a10g fits ({peak:.1f} of 22.5 GiB) but is not ranked: A10G (AWS) has no fp32 rate in gpuplan's GPU " \
+           "catalog, and this job runs fp32 work (a VAE kept in fp32, or fp32 precision)" in r.notes
+    assert any(n.startswith("a10g fits") for n in gpuplan.cost({**asked, "gpu": "a10g"}).notes)
+
+
+def test_cost_on_a_card_that_fits_but_cannot_be_timed_does_not_say_it_does_not_fit(capsys):
+    """Session 22's walk: `cost --model sdxl ... --gpu a10g` said "no card among the offers in force fits this job"
+    under a note that it fits."""
+    assert run(["cost", "--model", "sdxl", "--task", "train", "--method", "lora", "--resolution", "1024", "--gpu",
+                "a10g"]) == 0
+    said = " ".join(capsys.readouterr().out.split())
+    assert "no card to rank: the job fits 1 of the 1 cards planned, but none of them has the speed a price needs" \
+           in said and "fits this job" not in said
+
+
 def test_recommend_prints_the_cards_for_people_and_refuses_launch(capsys):
     args = ["recommend", "--model", "sdxl", "--task", "train", "--method", "lora", "--train-steps", "100", "--gpus",
             "rtx-4090,h100", "--max-gpus", "2", "--format", "plain"]
@@ -919,3 +942,13 @@ def test_a_transcriptions_speed_names_its_step():
     assert speed_line(whisper).startswith(f"Speed: {1 / whisper.work.step_s:,.2f} decoder steps/s, 9.035 windows/s")
     assert " calls/s, " in speed_line(plan(model="vit-base", task="infer", batch_size=64, gpu="t4"))
     assert " it/s, " in speed_line(plan(model="flux-dev", task="infer", resolution="1024", gpu="h100-sxm"))
+
+
+def test_an_untimed_image_job_says_no_longest_sequence(capsys):
+    """Session 22's walk: an SDXL LoRA on an A10G (fits; no fp32 rate, so no speed) read "largest micro-batch that
+    fits: 2; longest sequence: none" on the command line and the page: a diffusion plan has no sequence, timed or
+    not (the test held only timed plans to it)."""
+    assert run(["estimate", "--model", "sdxl", "--task", "train", "--method", "lora", "--resolution", "1024",
+                "--gpu", "a10g"]) == 0
+    out = capsys.readouterr().out
+    assert "largest micro-batch that fits: 2\n" in out and "longest sequence" not in out

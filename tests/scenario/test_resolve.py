@@ -23,6 +23,12 @@ def test_the_resolved_line_names_every_default():
                           "weights, KV cache bf16; 2 x h100-sxm, tensor parallel 2")
     r = estimate({"model": "deepseek-r1", "task": "infer"}, advise=False)
     assert "fp8 (as shipped) weights" in r.resolved
+    # session 22's walk: llama.cpp's cache is f16 by default (-ctk f16 in the launch file) under any weights; the
+    # line said "KV cache bf16"
+    r = estimate({"model": "llama-3.1-8b", "task": "infer", "engine": "llama.cpp", "quant": "q4_k_m",
+                  "gpu": "rtx-3090"}, advise=False)
+    assert r.resolved == ("meta-llama/Llama-3.1-8B: serve with llama.cpp, 1 x (1,024 prompt + 256 output tokens), "
+                          "gguf-q4_k_m weights, KV cache fp16; 1 x rtx-3090, single GPU")
 
 
 def test_every_answer_opens_with_it():

@@ -419,6 +419,22 @@ def test_sdxl_lora_on_a_3060(server, page):
     assert "resolution=1024" in page.url and "unet UNet2DConditionModel" in page.text_content("#model-facts")
 
 
+def test_a_card_that_fits_but_cannot_be_timed_says_why_on_the_page(server, page):
+    """Session 22's walk: an SDXL LoRA on a rented A10G fits, but the catalog has no fp32 rate for its VAE; the
+    speed panel said "Name a GPU for speed and cost." with the card named, and the verdict added "longest
+    sequence: none" to an image job."""
+    fields = {"model": "sdxl", "task": "train", "method": "lora", "resolution": "1024", "gpu": "a10g"}
+    page.goto(server + "/")
+    settle(page)
+    fill(page, fields)
+    assert page.get_attribute("#verdict", "data-fits") == "true"
+    assert "Largest micro-batch that fits: 2." in page.text_content("#verdict")
+    assert "longest" not in page.text_content("#verdict")
+    assert page.text_content("#speed-rows").strip() == (
+        "No speed or cost on A10G (AWS): A10G (AWS) has no fp32 rate in gpuplan's GPU catalog, and this job runs "
+        "fp32 work (a VAE kept in fp32, or fp32 precision).")
+
+
 def test_the_form_shows_seq_len_to_the_pipelines_that_read_it(server, page):
     """SDXL's plan refuses seq_len (its prompt is CLIP's 77 tokens), so its form hides the field and sends none;
     Flux reads it as its T5 tokens, so its form shows it, and a value typed there reaches the plan."""

@@ -248,8 +248,13 @@ def render(plans, w, fmt: str = "table", notes: list[str] | None = None) -> None
 def _bands_said(plans: list) -> str:
     """Where the step model's decode band comes from, once per distinct band of the setups' plans (the band
     estimate prints: overheads.DECODE_BANDS through speed/bands.py)."""
-    bands = dict.fromkeys(p.plan.speed.band for p in plans if p.plan is not None and p.plan.speed.band)
-    return "".join(f" Decode steps' band: {b}." for b in bands)
+    bands = list(dict.fromkeys(p.plan.speed.band for p in plans if p.plan is not None and p.plan.speed.band))
+    said = []
+    for b in bands:  # a band that extends another (the ROCm rows' widening) says only what it adds (s22 walk)
+        base = next((a for a in bands if a != b and b.startswith(a)), None)
+        said.append(f" Decode steps' band: {b}." if base is None else
+                    f" Rows on other vendors' cards: the same band, widened by {b[len(base):].lstrip(', ')}.")
+    return "".join(said)
 
 
 def _render_job(rows: list[dict], head: str, fmt: str, engine: str) -> None:

@@ -83,7 +83,7 @@ def render_estimate(result) -> None:
         batch = "micro-batch" if s["task"] == "train" else "batch"
         length = "sequence" if s["task"] == "train" else "prompt"
         longest = f"; longest {length}: {f'{mem.max_seq_len:,} tokens' if mem.max_seq_len else 'none'}"
-        if getattr(result, "work", None) is not None:  # images and audio windows have no longest sequence
+        if hasattr(result, "work"):  # images and audio windows have no longest sequence, timed or not (s22 walk)
             longest = ""
         out.print(f"largest {batch} that fits: {batch_words(mem.max_batch_size, mem.max_batch_size_capped)}{longest}")
     if result.suggestions:

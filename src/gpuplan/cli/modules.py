@@ -136,6 +136,10 @@ def render_choices(choices, fmt: str, *, ranked: bool) -> None:
     for note in [*choices.defaults, *choices.notes]:
         bullet(note, prefix="note: ", style="yellow", stream=err)
     rows = choices.setups
+    if not rows and choices.fitting:  # fits, but untimed (the note says why): not "no card fits" (s22 walk)
+        out.print(f"no card to rank: the job fits {choices.fitting} of the {choices.evaluated} cards planned, but "
+                  "none of them has the speed a price needs (the note above says why)")
+        return
     if not rows:
         out.print(f"no card among the offers in force fits this job ({choices.evaluated} planned): `gpuplan estimate "
                   "--gpu NAME` lists the changes that would make it fit (QLoRA, checkpointing, NF4 or fp8 weights, "

@@ -265,6 +265,14 @@ SHAPES = (
      "Alpaca's instruction, input and output: write prompt (the instruction, then the input) and completion "
      "(the output)"),
     ({"question", "answer"}, "question and answer: rename them prompt and completion"),
+    # session 22's walk: a DPO file was told only that it was no SFT form. TRL's DPOTrainer (huggingface/trl,
+    # trl/trainer/dpo_trainer.py: concatenated_forward) runs prompt + chosen and prompt + rejected as one batch of
+    # twice the pairs, padded to the longer, and the reference's log-probabilities in a forward without gradients
+    # (under peft, the same model with its adapters off)
+    ({"chosen", "rejected"},
+     "chosen and rejected: preference pairs (DPO), which gpuplan does not plan; TRL's DPOTrainer runs each pair "
+     "as two sequences of one batch plus a reference forward without gradients, so size it as prompt and "
+     "completion records (the prompt, then the longer reply) at twice the micro-batch, one forward more per step"),
 )
 
 

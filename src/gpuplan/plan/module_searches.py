@@ -16,7 +16,7 @@ import math
 from pydantic import BaseModel, Field
 
 from ..errors import GpuplanError
-from ..hardware import gpus, resolve_gpu
+from ..hardware import gpus, resolve_gpu, short_id
 from ..market.choice import cheapest_in_force
 from ..market.offers import Offer
 from ..market.store import price_filter
@@ -84,10 +84,13 @@ def _setup(plan: ModulePlan, s: Scenario, offer: Offer) -> CardSetup:
 
 
 def card_setups(s: Scenario, spec: ModuleSpec, catalog: list[Offer], *, every_offer: bool,
-                providers: tuple[str, ...] = (), cards_asked: tuple[str, ...] = ()) -> tuple[list[CardSetup], int, int]:
+                providers: tuple[str, ...] = (), cards_asked: tuple[str, ...] = ()
+                ) -> tuple[list[CardSetup], int, int, list[str]]:
     """The setups of ``s`` on the cards of the offers in force (the scenario's card, or ``cards_asked``, when
     named): each card's plan built once, priced on each offer (``every_offer``) or its cheapest; the count of
-    cards planned and of those the job fits."""
+    cards planned and of those the job fits; and a note for each card the job fits that has no speed to rank it
+    by (session 22's walk: an SDXL LoRA fits a rented A10G, whose catalog entry has no fp32 rate for the VAE, and
+    the card left the table without a word, "1 of 2 cards planned fit")."""
     in_force = [o for o in cheapest_in_force(catalog, price_filter(s))
                 if (s.pricing == "any" or (o.interruptible if s.pricing == "spot" else o.pricing == "on_demand"))
                 and (not providers or o.provider in providers)]
@@ -96,19 +99,25 @@ def card_setups(s: Scenario, spec: ModuleSpec, catalog: list[Offer], *, every_of
     for o in in_force:
         if not wanted or o.gpu_id in wanted:
             by_card.setdefault(o.gpu_id, []).append(o)
-    rows, fitting = [], 0
+    rows, fitting, untimed = [], 0, []
     for gpu_id, offers in by_card.items():
         try:
             r = resolve_module_scenario(s.on_card(gpu_id) if s.gpu is None else s, spec, gpus()[gpu_id])
             plan = build(r, offers_for(r, catalog), advise=False)
         except GpuplanError:  # the card cannot run it (no matrix rate, its precision)
             continue
-        if not plan.verdict.fits or plan.work is None:
+        if not plan.verdict.fits:
             continue
         fitting += 1
+        if plan.work is None:
+            why = next((w.removeprefix("no speed or cost: ") for w in plan.warnings if w.startswith("no speed")),
+                       "no speed model for it")
+            untimed.append(f"{short_id(gpu_id)} fits ({plan.memory.device_peak_gib:.1f} of "
+                           f"{plan.verdict.capacity_gib:.1f} GiB) but is not ranked: {why}")
+            continue
         offers.sort(key=lambda o: o.usd_per_gpu_hour)
         rows += [_setup(plan, r.scenario, o) for o in (offers if every_offer else offers[:1])]
-    return rows, len(by_card), fitting
+    return rows, len(by_card), fitting, untimed
 
 
 def _key(x: CardSetup, objective: str) -> tuple[float, ...]:
@@ -127,9 +136,9 @@ def recommend_module(s: Scenario, spec: ModuleSpec, c: Constraints, defaults: li
     the constraints that do not apply to a one-card module plan said in a note each."""
     from ..market.store import load_offers
 
-    rows, evaluated, fitting = card_setups(s, spec, load_offers(c.catalogs), every_offer=False,
-                                           providers=c.providers, cards_asked=c.gpus)
-    notes = []
+    rows, evaluated, fitting, untimed = card_setups(s, spec, load_offers(c.catalogs), every_offer=False,
+                                                    providers=c.providers, cards_asked=c.gpus)
+    notes = list(untimed)
     if (c.budget_usd is not None or c.deadline_hours is not None) and not (s.task == "train" and s.train_steps):
         notes.append("a budget or a deadline holds a whole job: set --train-steps (training) to apply them")
     else:
@@ -151,11 +160,11 @@ def recommend_module(s: Scenario, spec: ModuleSpec, c: Constraints, defaults: li
 
 def cost_module(s: Scenario, spec: ModuleSpec, catalog: list[Offer], top: int | None = None) -> ModuleChoices:
     """Every offer of every card the module job fits, cheapest first (the job's total, else per thousand)."""
-    rows, evaluated, fitting = card_setups(s, spec, catalog, every_offer=True)
+    rows, evaluated, fitting, untimed = card_setups(s, spec, catalog, every_offer=True)
     rows.sort(key=lambda x: _key(x, "cost"))
     line, said = describe_searched(s, spec)
     return ModuleChoices(resolved=f"{line}; on each offer", task=s.task, setups=rows[:top] if top else rows,
-                         evaluated=evaluated, fitting=fitting, defaults=list(said))
+                         evaluated=evaluated, fitting=fitting, notes=untimed, defaults=list(said))
 
 
 def describe_searched(s: Scenario, spec: ModuleSpec) -> tuple[str, tuple[str, ...]]:

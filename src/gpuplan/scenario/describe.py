@@ -69,7 +69,7 @@ def describe(s: Scenario, m: ModelSpec | None = None, gpu_id: str | None = None,
         parts = [f"serve with {engine or s.engine}",
                  f"{s.batch_size:,} x ({s.prompt_tokens:,} prompt + {s.output_tokens:,} output tokens)",
                  f"{weights} weights",
-                 f"KV cache {dense if s.kv_cache_dtype == 'auto' else s.kv_cache_dtype}"]
+                 f"KV cache {_kv_words(s, dense)}"]
     if stack and s.task == "train":  # the training stack; serving runs the engine named
         parts.append(str(stack))
     gpu = s.gpu if gpu_id is None else gpu_id
@@ -126,3 +126,12 @@ def defaults_said(s: Scenario) -> list[str]:
         else:
             out.append(f"{label} {value} (default)")
     return out
+
+
+def _kv_words(s, dense: str) -> str:
+    """The cache's dtype as the engine keeps it: ``auto`` is the weights' 16-bit dtype, except llama.cpp's, whose
+    ``-ctk``/``-ctv`` default is f16 whatever the weights (ggml-org/llama.cpp common/common.h ``cache_type_k``;
+    session 22's walk read "KV cache bf16" above a launch file with ``-ctk f16``)."""
+    if s.kv_cache_dtype != "auto":
+        return s.kv_cache_dtype
+    return "fp16" if s.engine == "llama.cpp" else dense

@@ -527,6 +527,8 @@ class Scenario(BaseModel):
         one parser (:func:`gpuplan.hardware.counted_card`); a ``num_gpus`` that says another count is one sentence."""
         if not isinstance(data, Mapping) or not isinstance(data.get("gpu"), str):
             return data
+        if "," in data["gpu"]:
+            raise ValueError(_listed_gpu(data["gpu"], data.get("task")))
         card, count = counted_card(data["gpu"])
         if count is None:
             return data
@@ -734,6 +736,20 @@ class Scenario(BaseModel):
 TORCHTITAN_TAKES = {"optimizer": ("adamw",), "precision": ("bf16-mixed", "fp8-mixed", "fp32"),
                     "loss": ("full", "chunked"), "sharding": ("single", "ddp", "fsdp", "fsdp2"),
                     "activation_offload": (False,), "offload": ("none", "optimizer+params")}
+
+
+def _listed_gpu(gpu: str, task: Any) -> str:
+    """The sentence for a list of cards in ``gpu`` (``--gpu rtx-3090,rtx-2080-ti``, session 22's walk), which was
+    "unknown GPU ...; did you mean 'rtx-3090-ti'": a plan runs on one kind of card; llama.cpp alone splits a
+    served model's layers over different cards (``extra_gpus``, :mod:`gpuplan.plan.split`)."""
+    cards = [c.strip() for c in gpu.split(",") if c.strip()]
+    first, rest = (cards[0], ",".join(cards[1:])) if len(cards) > 1 else ("CARD", "OTHER")
+    if task == "train":
+        return (f"gpu names one kind of card, not a list ({gpu.strip()!r}): training over different cards is not "
+                f"planned (DDP and FSDP step at the slower card's pace within the smaller card's memory); plan "
+                f"that card as many times, --gpu 2x<smaller card>, or each card alone")
+    return (f"gpu names one kind of card, not a list ({gpu.strip()!r}): to split a served model over different "
+            f"cards, engine llama.cpp takes --gpu {first} --extra-gpus {rest}")
 
 
 def _speculation(s: Scenario) -> None:

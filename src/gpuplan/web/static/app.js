@@ -446,8 +446,9 @@ function renderVerdict(r) {
   const lines = verdict.details.map((line) => line + ".");
   if (m.fits !== null) {
     const t = r.scenario.task === "train";
-    // images and audio windows have no longest sequence (a diffusion pipeline's, an encoder's plan: its work)
-    const longest = r.work ? "" : `; longest ${t ? "sequence" : "prompt"}: ` +
+    // images and audio windows have no longest sequence (a diffusion pipeline's, an encoder's plan: its work,
+    // null where the card has no rate to time it: session 22's walk read "longest sequence: none" for SDXL)
+    const longest = "work" in r ? "" : `; longest ${t ? "sequence" : "prompt"}: ` +
       (m.max_seq_len ? m.max_seq_len.toLocaleString() + " tokens" : "none");
     // max_batch_size_capped: the search's limit, a floor (gpuplan/result.py batch_words says it the same way)
     const most = m.max_batch_size ? m.max_batch_size.toLocaleString("en-US") +
@@ -531,7 +532,12 @@ function renderSpeedCost(r, explanation) {
     return;
   }
   if (!sp) {
-    $("#speed-rows").replaceChildren(h("p", {class: "hint"}, "Name a GPU for speed and cost."));
+    // a card named but not timed (no rate for its work: an A10G's fp32 under SDXL's VAE) says why, not "name a
+    // GPU" (session 22's walk)
+    const why = r.gpu && (r.warnings || []).find((w) => w.startsWith("no speed or cost: "));
+    $("#speed-rows").replaceChildren(h("p", {class: "hint"}, why
+      ? `No speed or cost on ${r.gpu.name}: ${why.slice("no speed or cost: ".length)}.`
+      : "Name a GPU for speed and cost."));
     return;
   }
   const train = r.scenario.task === "train";
