@@ -177,9 +177,9 @@ def stage_layers(s: Scenario, m: ModelSpec, *, first: bool, last: bool) -> int:
 def needs_fp8_transpose(s: Scenario) -> bool:
     """Whether the backward's fp8 GEMMs need a transposed copy of each fp8 weight: Hopper's and Ada's take the TN
     layout only; Blackwell's (compute capability 10.x and from 13) take any, and TE makes no transpose there
-    (``transformer_engine/pytorch/utils.py`` ``is_non_tn_fp8_gemm_supported``). AMD's cards (no compute capability)
-    and unknown ones: needed (ROCm Transformer Engine makes one, ``module/linear.py``
-    ``weightmat.update_usage(columnwise_usage=True)``)."""
+    (``transformer_engine/pytorch/utils.py`` ``is_non_tn_fp8_gemm_supported``). AMD's cards (no compute capability),
+    the MI355X too, and unknown ones: needed (ROCm/TransformerEngine's ``is_non_tn_fp8_gemm_supported`` returns
+    ``(not IS_HIP_EXTENSION) and ...``, "release until rocm support non-TN fp8 gemms")."""
     from ..hardware import load_gpu
 
     cc = load_gpu(s.gpu).compute_capability if s.gpu else None
