@@ -8,7 +8,8 @@ For each ``NVIDIA/results/<system>/<benchmark>/result_*.txt`` (MLLOG lines): the
 parallel layout comes from the launch configuration the system's README names
 (``NVIDIA/benchmarks/<benchmark>/implementations/<system>/README-<system>.md`` -> ``config_*.sh``, with the
 ``config_common.sh`` and the other ``config_*.sh`` it sources): TP, PP, virtual stages, CP, micro-batch, fp8 or
-fp4, activation recompute (``ACT_CKPT_GRANULARITY`` / ``RECOMPUTE_GRANULARITY``; the benchmarks' NeMo configs
+fp4, whether the fp8 weights' transposes are kept (:func:`transpose_cache`), activation recompute
+(``ACT_CKPT_GRANULARITY`` / ``RECOMPUTE_GRANULARITY``; the benchmarks' NeMo configs
 default to none), CUDA graphs, fp8 attention and the fp8 store of the MLP activation's input
 (``MCORE_CUDA_GRAPH`` / ``LAYER_CUDA_GRAPH``, ``FP8_DPA``, ``FP8_ACT`` / ``FP8_ACTIVATION``), tensor-parallel
 communication overlapped by userbuffers (``TP_COMM_OVERLAP``, where TP > 1), and for fp4 the steps
@@ -36,7 +37,10 @@ GPUS = {"H100": "h100-sxm", "H200": "h200-sxm", "B200": "b200", "GB200": "gb200"
 COLUMNS = ["id", "round", "system", "benchmark", "model", "accelerator", "gpu", "n_gpus", "nodes", "tp", "pp", "vpp",
            "cp", "micro_batch", "global_batch", "seq_len", "precision", "recompute", "runs", "time_to_train_min",
            "samples_to_converge", "evals", "eval_samples", "cuda_graphs", "fp8_attention", "fp8_activation_store",
-           "tp_overlap", "healing_iter", "logged_step_s", "logged_eval_min", "commit", "source_locator"]
+           "tp_overlap", "healing_iter", "logged_step_s", "logged_eval_min", "commit", "source_locator",
+           "fp8_transpose_cache"]
+# the NeMo model config beside a launch file, where the submission ships one
+NEMO_CONFIGS = ("conf/megatron_gpt_peft_tuning_config.yaml", "src/conf/megatron_gpt_peft_tuning_config.yaml")
 
 
 def gpu_id(accelerator: str) -> str:
@@ -49,6 +53,20 @@ def gpu_id(accelerator: str) -> str:
 
 def truthy(value: str | None) -> bool:
     return (value or "").lower() in ("true", "1")
+
+
+def transpose_cache(clone: str, config_path: str, files: set[str], cfg: dict[str, str]) -> str:
+    """Whether Transformer Engine keeps the fp8 weights' transposes (gpuplan ``fp8_transpose_cache``): "1" or "0"
+    where the launch file sets ``ENABLE_TRANSPOSE_CACHE`` (AMD's v5.1 configs: ROCm Transformer Engine's
+    ``keep_fp8_weight_transpose_cache``), else "0" where the NeMo config beside it sets
+    ``disable_parameter_transpose_cache: True`` (NVIDIA's v4.x and AMD's v5.0 LoRA configs: Megatron-Core passes
+    ``is_first_microbatch=None`` and Transformer Engine 1.x fills no transpose cache), else "" (gpuplan's default)."""
+    if "ENABLE_TRANSPOSE_CACHE" in cfg:
+        return "1" if truthy(cfg["ENABLE_TRANSPOSE_CACHE"]) else "0"
+    folder = config_path.rsplit("/", 1)[0]
+    nemo = next((f"{folder}/{name}" for name in NEMO_CONFIGS if f"{folder}/{name}" in files), None)
+    text = git(clone, "show", f"HEAD:{nemo}") if nemo else ""
+    return "0" if re.search(r"^\s*disable_parameter_transpose_cache:\s*True\b", text, re.M) else ""
 
 
 def git(clone: str, *args: str) -> str:
@@ -200,7 +218,8 @@ def rows(round_: str, clone: str) -> list[dict]:
                 "logged_eval_min": round(statistics.median(r["eval_s"] for r in done) / 60, 3),
                 "commit": commit,
                 "source_locator": f"mlcommons/training_results_v{round_}@{commit[:8]} NVIDIA/results/{system}/"
-                                  f"{benchmark}/result_*.txt; {config_path}"})
+                                  f"{benchmark}/result_*.txt; {config_path}",
+                "fp8_transpose_cache": transpose_cache(clone, config_path, files, cfg) if precision == "fp8" else ""})
     return out
 
 

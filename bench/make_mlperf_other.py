@@ -6,7 +6,11 @@ The layout each submitter ran:
 
 - AMD (v5.0, v5.1; NeMo, Megatron-Core and Transformer Engine on ROCm): the ``config_<GPU>_*.sh`` in
   ``AMD/benchmarks/<benchmark>/implementations/<system>*/`` (``TP``, ``PP``, ``CP``, ``MBS``, ``FP8`` or
-  ``FP8_PARAMS``, ``FP8_DPA``, ``FP8_ACTIVATION``; no activation recompute is set, as NeMo's default), stack megatron.
+  ``FP8_PARAMS``, ``FP8_DPA``, ``FP8_ACTIVATION``; ``ACG``, ``ACM``, ``ACL``: the activation recompute, none where
+  unset, as NeMo's default; the MI300X configs set ``ACG=full ACM=block ACL=21``: the first 21 layers recomputed,
+  ``recompute_layers``), stack megatron; whether Transformer Engine keeps the fp8 weights' transposes
+  (``fp8_transpose_cache``, :func:`make_mlperf.transpose_cache`: ``ENABLE_TRANSPOSE_CACHE=0`` in v5.1, the NeMo
+  config's ``disable_parameter_transpose_cache: True`` in v5.0).
 - Intel-HabanaLabs (v4.0, Gaudi 2): the launch script its README names
   (``benchmarks/llm_finetune/run_llama_70B_fp8_submission.sh``): the Hugging Face Trainer (optimum-habana) under
   DeepSpeed ZeRO-3 (``configs/ds_zero3.json``), ``--per_device_train_batch_size``, ``--fp8``,
@@ -24,7 +28,7 @@ import re
 import statistics
 import sys
 
-from make_mlperf import BENCHMARKS, COLUMNS, exports, git, runs
+from make_mlperf import BENCHMARKS, COLUMNS, exports, git, runs, transpose_cache
 
 # AMD's own and its partners' (AMD's recipe on their machines), Intel's
 SUBMITTERS = ("AMD", "ASUSTeK", "Dell", "GigaComputing", "MangoBoost", "MiTAC", "Oracle", "Supermicro",
@@ -34,7 +38,7 @@ GPUS = {"MI300X": "amd-instinct-mi300x", "MI325X": "amd-instinct-mi325x", "MI355
         "Gaudi(R) 2": "intel-gaudi2", "Gaudi 2": "intel-gaudi2", "MI350X": ""}
 # the launch script each Intel system's README names (benchmarks/llm_finetune/README.md, "./run_llama_70B_...")
 INTEL_SCRIPTS = {"llama2_70b_lora": "Intel-HabanaLabs/benchmarks/llm_finetune/run_llama_70B_fp8_submission.sh"}
-OTHER = ["submitter", "stack", "sharding", "software"]
+OTHER = ["submitter", "stack", "sharding", "software", "recompute_layers"]
 
 
 def accelerator_of(sysjson: dict) -> tuple[str, str]:
@@ -55,10 +59,23 @@ def amd_layout(files: set[str], submitter: str, benchmark: str, system: str, acc
     return min(found, key=lambda f: (f"/{system}" not in f, f), default=None) or min(own, default=None)
 
 
-def amd_fields(cfg: dict) -> dict:
+def chained_exports(text: str) -> dict[str, str]:
+    """:func:`make_mlperf.exports`, with the ``export A=x && export B=y`` chains AMD's configs write on one line."""
+    out = exports(text)
+    for name, value in re.findall(r"&&\s*export\s+(\w+)=([^\s#&;]*)", text):
+        if value and "$" not in value:
+            out[name] = value.strip("\"'")
+    return out
+
+
+def amd_fields(cfg: dict, cache: str = "") -> dict:
     fp8 = any(cfg.get(k, "").lower() in ("true", "1") for k in ("FP8", "FP8_PARAMS"))
+    full = cfg.get("ACG") == "full"
     return {"tp": cfg.get("TP", "1"), "pp": cfg.get("PP", "1"), "vpp": "1", "cp": cfg.get("CP", "1"),
-            "micro_batch": cfg.get("MBS", "1"), "precision": "fp8" if fp8 else "bf16", "recompute": "none",
+            "micro_batch": cfg.get("MBS", "1"), "precision": "fp8" if fp8 else "bf16",
+            "recompute": cfg.get("ACG", "none") if cfg.get("ACG") in ("full", "selective") else "none",
+            "recompute_layers": cfg.get("ACL", "") if full and cfg.get("ACM") == "block" else "",
+            "fp8_transpose_cache": cache if fp8 else "",
             "cuda_graphs": 0, "fp8_attention": int(cfg.get("FP8_DPA", "0").lower() in ("true", "1")),
             "fp8_activation_store": int(cfg.get("FP8_ACTIVATION", "").lower() in ("true", "1")),
             "tp_overlap": "", "healing_iter": 0, "stack": "megatron", "sharding": ""}
@@ -82,7 +99,10 @@ def layout_of(clone: str, files: set[str], submitter: str, benchmark: str, syste
         config = INTEL_SCRIPTS[benchmark]
         return config, intel_fields(git(clone, "show", f"HEAD:{config}"))
     config = amd_layout(files, submitter, benchmark, system, accel, nodes) if "MI3" in accel else None
-    return (config, amd_fields(exports(git(clone, "show", f"HEAD:{config}")))) if config else None
+    if not config:
+        return None
+    cfg = chained_exports(git(clone, "show", f"HEAD:{config}"))
+    return config, amd_fields(cfg, transpose_cache(clone, config, files, cfg))
 
 
 def system_rows(round_: str, clone: str, commit: str, files: set[str], submitter: str) -> list[dict]:

@@ -61,6 +61,9 @@ def scenario(row: dict) -> dict:
             "grad_checkpointing": row["recompute"], "cuda_graphs": row["cuda_graphs"] == "1",
             "fp8_attention": row["fp8_attention"] == "1", "fp8_activation_store": row["fp8_activation_store"] == "1",
             **({"tp_overlap": row["tp_overlap"]} if row["tp_overlap"] else {}),
+            # AMD's rows (bench/make_mlperf_other.py): block recompute of the first N layers, the fp8 transposes
+            **({"recompute_layers": int(row["recompute_layers"])} if row.get("recompute_layers") else {}),
+            **({"fp8_transpose_cache": row["fp8_transpose_cache"] == "1"} if row.get("fp8_transpose_cache") else {}),
             **(LORA if row["benchmark"] == "llama2_70b_lora" else {})}
 
 

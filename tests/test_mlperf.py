@@ -57,10 +57,14 @@ def test_time_to_train_median_error(scored):
 
 
 def test_hopper_layouts_fit(scored):
-    """The 405B on 512-8192 H100s (TP 8, PP 8, VP 8, CP 2, fp8 weights) and the LoRA layouts on H100 ran: they fit."""
+    """The 405B on 512-8192 H100s (TP 8, PP 8, VP 8, CP 2, fp8 weights) and the LoRA layouts on H100 and H200 ran:
+    they fit. The H200's TP 1 / CP 2 LoRA (v4.1) keeps no fp8 weight transposes (its NeMo config's
+    ``disable_parameter_transpose_cache: True``): 115 GiB of 141, 178.5 with the 64 GiB of transposes."""
     rows, _ = scored
-    hopper = [r for r in rows if r["gpu"] == "h100-sxm"]
-    assert len(hopper) >= 10 and all(r["fits"] for r in hopper)
+    hopper = [r for r in rows if r["gpu"] in ("h100-sxm", "h200-sxm")]
+    assert len(hopper) >= 12 and all(r["fits"] for r in hopper)
+    t011 = next(r for r in rows if r["system"] == "h200_ngc24.09_nemo")
+    assert t011["fp8_transpose_cache"] == "0" and 110 < t011["device_gib"] < 120
 
 
 def test_blackwell_tp1_lora_layouts_fit(scored):
@@ -161,8 +165,10 @@ def test_other_vendor_rows_carry_their_source_and_layout():
 def test_other_vendor_rows_scored_against_the_uncalibrated_range(scored_other):
     """Every one-node row on a catalog card is expressed (left out: MI350X, not in the catalog, and MangoBoost's
     2- and 4-node rows, their fabric not transcribed); the MI355X steps within 7 % of their logged pace, the MI325X
-    within 11 %, both inside the range gpuplan prints off NVIDIA (-28 % / +24 % of its tokens/s); the MI300X's 29-34 %
-    short of it lies outside; the Gaudi 2 run (no pace logged) within 25 % of its time to train."""
+    within 11 %, both inside the range gpuplan prints off NVIDIA (-28 % / +24 % of its tokens/s); the MI300X's, with
+    the 21 of 80 layers its configs recompute (``ACG=full ACM=block ACL=21``), 20-26 % short of it, inside too (29-34 %
+    without them); the Gaudi 2 run (no pace logged) within 25 % of its time to train. Every AMD row fits its card:
+    192 GB MI300X too, without the fp8 weight transposes AMD's configs do not keep (``ENABLE_TRANSPOSE_CACHE=0``)."""
     rows, skipped = scored_other
     assert len(rows) == 24 and all("MI350X" in r["why"] or "fabric" in r["why"] for r in skipped)
     by_gpu = {}
@@ -172,6 +178,12 @@ def test_other_vendor_rows_scored_against_the_uncalibrated_range(scored_other):
                                                            for r in by_gpu["amd-instinct-mi355x"])
     assert len(by_gpu["amd-instinct-mi325x"]) == 9 and all(-11 <= r["step_error_pct"] <= 0
                                                            for r in by_gpu["amd-instinct-mi325x"])
-    assert len(by_gpu["amd-instinct-mi300x"]) == 6 and all(-35 <= r["step_error_pct"] <= -28
+    assert len(by_gpu["amd-instinct-mi300x"]) == 6 and all(-26 <= r["step_error_pct"] <= -20
                                                            for r in by_gpu["amd-instinct-mi300x"])
+    assert all(r["recompute_layers"] == "21" for r in by_gpu["amd-instinct-mi300x"])
+    amd = [r for r in rows if r["gpu"].startswith("amd-")]
+    # inside the uncalibrated range: the logged step within 1/1.24 to 1/0.72 of gpuplan's
+    assert all(r["fits"] for r in amd) and all(1 / 1.24 <= float(r["logged_step_s"]) / r["step_s"] <= 1 / 0.72
+                                               for r in amd)
+    assert max(r["device_gib"] for r in by_gpu["amd-instinct-mi300x"]) < 150
     assert 0 < by_gpu["intel-gaudi2"][0]["error_pct"] <= 25

@@ -37,7 +37,13 @@ CASES = [
     {**MEGATRON, "model": "mixtral-8x7b", "num_nodes": 8, "tp": 1, "pp": 4, "vpp": 8, "ep": 8, "seq_len": 4096,
      "grad_accum_steps": 16, "precision": "fp8-mixed", "fp8_recipe": "current", "grad_checkpointing": "full",
      "fp8_activation_store": True},
+    # what AMD's MLPerf LoRA configs set (config_MI300X_1x8x1.sh: ACG=full ACM=block ACL=21, ENABLE_TRANSPOSE_CACHE=0)
+    {**MEGATRON, "gpu": "h200-sxm", "model": "llama-3.1-70b", "method": "lora",
+     "lora_targets": ["q_proj", "k_proj", "v_proj", "o_proj"], "seq_len": 4096, "grad_accum_steps": 1,
+     "train_tokens": 1e7, "precision": "fp8-mixed",
+     "grad_checkpointing": "full", "recompute_layers": 21, "fp8_transpose_cache": False},
 ]
+IDS = ["405b-pretrain", "8b-lora", "mixtral-ep", "70b-lora-block"]
 
 
 def _script(fields: dict):
@@ -56,7 +62,7 @@ def _assignments(tree: ast.Module) -> dict[str, object]:
     return out
 
 
-@pytest.mark.parametrize("fields", CASES, ids=["405b-pretrain", "8b-lora", "mixtral-ep"])
+@pytest.mark.parametrize("fields", CASES, ids=IDS)
 def test_nemo_recipe_names_are_nemos(fields):
     """The recipe function and its keywords, the precision factory and every field set exist in NeMo's source."""
     _, text = _script(fields)
@@ -79,7 +85,7 @@ def test_nemo_recipe_names_are_nemos(fields):
         assert name in HOLDERS[holder], path
 
 
-@pytest.mark.parametrize("fields", CASES, ids=["405b-pretrain", "8b-lora", "mixtral-ep"])
+@pytest.mark.parametrize("fields", CASES, ids=IDS)
 def test_nemo_recipe_values_are_the_plans(fields):
     plan, text = _script(fields)
     s = plan.scenario
@@ -97,6 +103,12 @@ def test_nemo_recipe_values_are_the_plans(fields):
     assert got.get("model.config.cuda_graph_impl") == ("full_iteration" if s.cuda_graphs else None)
     assert got.get("model.config.fp8_dot_product_attention") == (True if s.fp8_attention else None)
     assert got.get("model.config.activation_func_fp8_input_store") == (True if s.fp8_activation_store else None)
+    # Megatron-Core's block recompute of the first N layers; no fp8 weight transposes kept between steps
+    if s.grad_checkpointing == "full":
+        assert (got["model.config.recompute_method"], got["model.config.recompute_num_layers"]) == \
+            (("block", s.recompute_layers) if s.recompute_layers else ("uniform", 1))
+    assert got.get("model.config.disable_parameter_transpose_cache") == (True if s.fp8_transpose_cache is False
+                                                                         else None)
     # 405B over pp 8 x vpp 2: 126 + 2 layers, as NeMo's own llama31_405b recipe splits them
     assert got["trainer.strategy.account_for_embedding_in_pipeline_split"] == (s.model == "llama-3.1-405b")
     if s.method == "lora":

@@ -143,6 +143,14 @@ def test_megatrons_size_rules_are_its_profiles():
     (dict(precision="bf16-true"), "fp32 master weights"),
     (dict(sharding="zero3", num_gpus=2), "distributed optimizer"),
     (dict(fp8_recipe="current"), "set precision fp8-mixed"),
+    (dict(fp8_transpose_cache=False), "fp8_transpose_cache keeps the transposes of fp8 weights: set precision"),
+    (dict(recompute_layers=4, grad_checkpointing="selective"), "recompute_layers picks the layers of full"),
+    (dict(recompute_layers=4, grad_checkpointing="full", num_gpus=2, pp=2, vpp=2, grad_accum_steps=4),
+     "models recompute_layers on pipelines without virtual stages"),
+    (dict(stack="hf", recompute_layers=4, grad_checkpointing="full"),
+     "recompute_layers=4 is a Megatron-Core training setting"),
+    (dict(stack="hf", fp8_transpose_cache=False, precision="fp8-mixed"),
+     "fp8_transpose_cache=false is a Megatron-Core training setting"),
 ])
 def test_what_megatron_cannot_run(fields, message):
     with pytest.raises(GpuplanError, match=message):
@@ -504,3 +512,70 @@ def test_tp_overlap_is_a_megatron_setting():
     with pytest.raises(GpuplanError, match="tp_overlap=none is a Megatron-Core training setting"):
         estimate({"model": "llama-3.1-8b", "task": "train", "stack": "torchtitan", "num_gpus": 8, "tp": 2,
                   "tp_overlap": "none"}, advise=False)
+
+
+# AMD's MLPerf Training Llama-2-70B LoRA on one MI300X node (mlcommons/training_results_v5.1
+# AMD/benchmarks/llama2_70b_lora/implementations/MI300X_EPYC_9575F_pytorch_llama2_70b/config_MI300X_1x8x1.sh: TP 1,
+# MBS 1, FP8=True, FP8_ACTIVATION=True, ACG=full ACM=block ACL=21, ENABLE_TRANSPOSE_CACHE=0)
+AMD_LORA = {"model": "llama-2-70b", "task": "train", "stack": "megatron", "gpu": "amd-instinct-mi300x", "num_gpus": 8,
+            "seq_len": 8192, "micro_batch_size": 1, "precision": "fp8-mixed", "fp8_activation_store": True,
+            "method": "lora", "lora_rank": 16, "lora_targets": ["q_proj", "k_proj", "v_proj", "o_proj"]}
+# Llama-2-70B's linear weights per layer: q, o 8192·8192; k, v 8192·1024; gate, up, down 8192·28672
+LINEAR_70B = 80 * (2 * 8192 * 8192 + 2 * 8192 * 1024 + 3 * 8192 * 28672)
+
+
+def test_amd_lora_fp8_weights_and_transposes_by_hand():
+    """The frozen base's 68,451,041,280 linear weights in fp8, 1 B each (63.75 GiB): Transformer Engine keeps a
+    transposed copy of each, 1 B more, unless fp8_transpose_cache is false, as AMD's configs set it; then only the
+    transpose one dgrad GEMM makes is alive, the largest fused site's: linear_fc1, gate and up, 2·8192·28672 =
+    469,762,048 B."""
+    assert LINEAR_70B == 68_451_041_280
+    kept = estimate({**AMD_LORA, "grad_checkpointing": "none"}, advise=False).memory
+    freed = estimate({**AMD_LORA, "grad_checkpointing": "none", "fp8_transpose_cache": False}, advise=False).memory
+    assert kept.other["fp8 weight transposes (Transformer Engine)"] == pytest.approx(LINEAR_70B / GIB)
+    assert freed.other["fp8 weight transpose, one at a time (Transformer Engine)"] == pytest.approx(
+        2 * 8192 * 28672 / GIB)
+    assert "fp8 weight transposes (Transformer Engine)" not in freed.other
+    assert freed.weights_gib == pytest.approx(kept.weights_gib) and kept.weights_gib > LINEAR_70B / GIB
+    # true is the default where the GEMMs need a transpose; on Blackwell there is none to keep
+    assert estimate({**AMD_LORA, "grad_checkpointing": "none", "fp8_transpose_cache": True},
+                    advise=False).memory.device_peak_gib == pytest.approx(kept.device_peak_gib)
+    b200 = estimate({**AMD_LORA, "gpu": "b200", "grad_checkpointing": "none", "fp8_transpose_cache": False},
+                    advise=False).memory
+    assert not any("transpose" in k for k in b200.other)
+
+
+def test_block_recompute_of_21_layers_by_hand():
+    """recompute_layers 21 (Megatron-Core recompute_method block): the first 21 of the 80 layers keep their 16-bit
+    input, 2·8192·8192 = 134,217,728 B; the other 59 keep everything. Per token under LoRA on q, k, v, o in fp8 with
+    fp8_activation_store: norms 2·(2·8192 + 4) = 32,776; the QKV adapter's 16-bit input 16,384; rotary q, k, v
+    2·(64 + 16)·128 = 20,480; attention's output 16,384 (the projection adapter's input too) and fp32 log-sum-exp
+    4·64 = 256; SwiGLU's fp8 input 2·28672 = 57,344; frozen FC1 and FC2 keep none: 143,624 B, 1,176,567,808 B a
+    layer. The backward adds the recomputed layer's whole set to what full recompute of none adds: 21 layers'
+    difference less one layer's set."""
+    m, s = load_model("llama-2-70b"), scenario_from({**AMD_LORA, "grad_checkpointing": "full",
+                                                     "recompute_layers": 21})
+    none_layer = 143_624 * 8192
+    assert mg.layer_bytes(m.layers[0], m, s, "none") == none_layer
+    assert mg.layer_bytes(m.layers[0], m, s) == 2 * 8192 * 8192
+    plain = estimate({**AMD_LORA, "grad_checkpointing": "none"}, advise=False).memory
+    block = estimate({**AMD_LORA, "grad_checkpointing": "full", "recompute_layers": 21}, advise=False).memory
+    assert plain.peak_phase == block.peak_phase == "backward"
+    saved = 21 * (none_layer - 2 * 8192 * 8192) - none_layer
+    assert (plain.activations_gib - block.activations_gib) * GIB == pytest.approx(saved, rel=1e-9)
+    # the speed model re-runs the forward of 21 of 80 layers
+    from gpuplan.stacks import stack_for
+    assert stack_for(s).recompute(s, m).layers == pytest.approx(21 / 80)
+
+
+def test_freed_transposes_are_made_again_each_backward():
+    """Without a kept transpose each dgrad GEMM transposes its fp8 weight again: 1 B read and 1 B written per
+    linear weight a micro-step, 2 x 68,451,041,280 B more Transformer Engine traffic for Llama-2-70B on TP 1."""
+    from gpuplan.speed.float8 import te_cast_bytes
+
+    m = load_model("llama-2-70b")
+    more = te_cast_bytes(m, 8192, weight_grads=False, weight_transposes=True) - te_cast_bytes(m, 8192,
+                                                                                             weight_grads=False)
+    assert more == pytest.approx(2 * LINEAR_70B)
+    assert te_cast_bytes(m, 8192, tp=4, weight_transposes=True) - te_cast_bytes(m, 8192, tp=4) == pytest.approx(
+        2 * LINEAR_70B / 4)

@@ -49,10 +49,12 @@ def applies(plan: LaunchPlan) -> str | None:
     if s.method != "full":
         return ("Megatron-LM's pretrain_gpt.py trains every weight: for LoRA launch --target nemo (NeMo's finetune "
                 "recipe)")
-    stores = [k for k in ("fp8_attention", "fp8_activation_store") if getattr(s, k)]
-    if stores:  # TransformerConfig fields (fp8_dot_product_attention, activation_func_fp8_input_store) without a flag
+    stores = [k for k in ("fp8_attention", "fp8_activation_store") if getattr(s, k)] + \
+        (["fp8_transpose_cache false"] if s.fp8_transpose_cache is False else [])
+    if stores:  # TransformerConfig fields (fp8_dot_product_attention, activation_func_fp8_input_store,
+        # disable_parameter_transpose_cache) without a flag
         return (f"Megatron-LM's pretrain_gpt.py has no argument for {' or '.join(stores)} (TransformerConfig "
-                "fp8_dot_product_attention / activation_func_fp8_input_store): drop them, or launch --target nemo")
+                "fields without a flag): drop them, or launch --target nemo")
     if s.tp_overlap == "none":
         return ("tp_overlap none is Megatron-LM of 2021, which waited for every tensor-parallel all-reduce; today's "
                 "runs the backward's behind its GEMMs: drop tp_overlap, or set it to userbuffers")
@@ -115,7 +117,8 @@ def precision_args(plan: LaunchPlan) -> list[str]:
     if s.grad_checkpointing == "selective":
         argv += ["--recompute-granularity", "selective", "--recompute-modules", "core_attn"]
     elif s.grad_checkpointing == "full":
-        argv += ["--recompute-granularity", "full", "--recompute-method", "uniform", "--recompute-num-layers", "1"]
+        argv += ["--recompute-granularity", "full", "--recompute-method", "block" if s.recompute_layers else "uniform",
+                 "--recompute-num-layers", str(s.recompute_layers or 1)]
     return argv
 
 

@@ -110,8 +110,9 @@ def settings(plan: LaunchPlan) -> list[tuple[str, object]]:
     if s.grad_checkpointing == "selective":
         out += [("model.config.recompute_granularity", "selective"), ("model.config.recompute_modules", ["core_attn"])]
     elif s.grad_checkpointing == "full":
-        out += [("model.config.recompute_granularity", "full"), ("model.config.recompute_method", "uniform"),
-                ("model.config.recompute_num_layers", 1)]
+        out += [("model.config.recompute_granularity", "full"),
+                ("model.config.recompute_method", "block" if s.recompute_layers else "uniform"),
+                ("model.config.recompute_num_layers", s.recompute_layers or 1)]
     else:
         out.append(("model.config.recompute_granularity", None))
     if s.cuda_graphs:  # Megatron-Core's whole-iteration capture (megatron/core/full_cuda_graph.py)
@@ -120,6 +121,8 @@ def settings(plan: LaunchPlan) -> list[tuple[str, object]]:
         out.append(("model.config.fp8_dot_product_attention", True))
     if s.fp8_activation_store:
         out.append(("model.config.activation_func_fp8_input_store", True))
+    if s.fp8_transpose_cache is False:  # TELinear passes is_first_microbatch=None: no transpose kept between steps
+        out.append(("model.config.disable_parameter_transpose_cache", True))
     if s.method == "lora":
         out += [("peft.dim", s.lora_rank), ("peft.target_modules", lora_modules(plan))]
     if plan.max_steps is not None:

@@ -73,7 +73,9 @@ def _stage(s: Scenario, m: ModelSpec, rank: int) -> Estimate:
     st = mg.rank_state(s, m, first=first, last=last)
     e.weights, e.optimizer = st.weights, st.optimizer
     layers = m.layers[:mg.stage_layers(s, m, first=first, last=last)]
-    per_mb = sum(mg.layer_bytes(layer, m, s) for layer in layers)
+    redone = mg.recomputed_layers(s, len(layers))  # the first ones of the stage (recompute_method block)
+    rest = "none" if s.grad_checkpointing == "full" else s.grad_checkpointing
+    per_mb = sum(mg.layer_bytes(layer, m, s, "full" if i < redone else rest) for i, layer in enumerate(layers))
     flight = mg.in_flight(s, rank)
     acts = per_mb * flight
     kept, fwd = mg.logits_bytes(s, m) if last else (0.0, 0.0)
@@ -85,7 +87,8 @@ def _stage(s: Scenario, m: ModelSpec, rank: int) -> Estimate:
     e.gradients = st.gradients
     e.activations = phases[e.peak_phase]
     e.other = {k: v for k, v in {**stack_for(s).extras(s, m, 1.0),
-                                 "fp8 weight transposes (Transformer Engine)": st.fp8_copies,
+                                 ("fp8 weight transposes (Transformer Engine)" if mg.keeps_fp8_transpose(s) else
+                                  "fp8 weight transpose, one at a time (Transformer Engine)"): st.fp8_copies,
                                  "CUDA graph pool (validation capture)": _validation_pool(s, m, layers, last)
                                  }.items() if v}
     base = e.weights + e.optimizer + e.gradients + sum(e.other.values())
@@ -105,6 +108,7 @@ def _stage(s: Scenario, m: ModelSpec, rank: int) -> Estimate:
         + (f" + 12 B master/Adam over {s.dp * s.cp} DP x CP ranks (distributed optimizer)"
            if sharding_for(s).shards_optimizer(s) else " + optimizer states unsharded"),
         f"activations{stage}: {per_mb / GIB:.2f} GiB per micro-batch of {mg.tokens(s):,} tokens/rank "
-        f"(seq_len / cp) x {flight:.3g} in flight ({s.grad_checkpointing} recompute)",
+        f"(seq_len / cp) x {flight:.3g} in flight ({s.grad_checkpointing} recompute"
+        + (f" of the first {redone} of {len(layers)} layers, recompute_method block)" if s.recompute_layers else ")"),
         *stack_for(s).notes(s)]
     return e

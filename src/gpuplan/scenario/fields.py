@@ -336,6 +336,16 @@ class Scenario(BaseModel):
     fp8_activation_store: bool | None = Field(
         default=None, description="Megatron-Core activation_func_fp8_input_store (stack megatron, precision "
         "fp8-mixed): the MLP activation's input (SwiGLU's FC1 output) saved in fp8 for the backward (default: false)")
+    fp8_transpose_cache: bool | None = Field(
+        default=None, exclude_if=lambda v: v is None, description="stack megatron, precision fp8-mixed: Transformer "
+        "Engine keeps each fp8 weight's transposed copy for the backward between steps (false: Megatron-Core's "
+        "disable_parameter_transpose_cache, ROCm Transformer Engine's keep_fp8_weight_transpose_cache=False, as "
+        "AMD's MLPerf LoRA configs set it: each transpose made for its GEMM and freed) (default: true where the "
+        "card's fp8 GEMMs take the TN layout only, Hopper, Ada and AMD's cards)")
+    recompute_layers: int | None = Field(
+        default=None, ge=1, le=1000, exclude_if=lambda v: v is None, description="stack megatron, with "
+        "grad_checkpointing full: Megatron-Core's recompute_method block with recompute_num_layers N: the first N "
+        "layers of each pipeline stage re-run their forward, the others keep everything (default: every layer)")
     offload: Literal["none", "optimizer", "optimizer+params"] = "none"
     host_ram_gib: float | None = Field(default=None, gt=0, le=1e6, allow_inf_nan=False,
                                        description="RAM of each machine, GiB: offloaded states and llama.cpp's CPU "
@@ -912,7 +922,8 @@ TRAIN_ONLY = frozenset({"method", "optimizer", "optimizer_impl", "lora_rank", "l
                         "transformers_version", "torchtune_version", "torch_version",
                         "dataset", "tokenizer", "samples", "mean_tokens", "max_tokens", "epochs", "packing",
                         "cp", "vpp", "fp8_recipe", "tp_overlap", "cuda_graphs", "fp8_attention",
-                        "fp8_activation_store", "eval_interval", "eval_tokens", "save_interval",
+                        "fp8_activation_store", "fp8_transpose_cache", "recompute_layers", "eval_interval",
+                        "eval_tokens", "save_interval",
                         # a training run's checkpoints on spot (Daly's interval) and its data on disk: a serving
                         # plan is neither checkpointed nor fed a dataset (market.cost.price_job, dataset_gb)
                         "mtbi_hours", "disk_gbs", "dataset_gb"})

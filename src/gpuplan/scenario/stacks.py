@@ -246,6 +246,20 @@ def _refuse_megatron(s) -> str | None:
             return f"{name} keeps fp8 tensors: set precision fp8-mixed (or fp4-mixed), or drop {name}"
     if s.vpp > 1 and s.pp == 1:
         return f"vpp={s.vpp} interleaves virtual stages of a pipeline: set pp >= 2, or vpp 1"
+    return _megatron_fp8_recompute(s)
+
+
+def _megatron_fp8_recompute(s) -> str | None:
+    """fp8_transpose_cache keeps fp8 weights' transposes (fp8-mixed only); recompute_layers picks Megatron-Core's
+    block recompute (full only, one chunk a stage)."""
+    if s.fp8_transpose_cache is not None and s.precision != "fp8-mixed":
+        return ("fp8_transpose_cache keeps the transposes of fp8 weights: set precision fp8-mixed, or drop "
+                "fp8_transpose_cache")
+    if s.recompute_layers is not None and s.grad_checkpointing != "full":
+        return "recompute_layers picks the layers of full recompute: set grad_checkpointing full, or drop it"
+    if s.recompute_layers is not None and s.vpp > 1:
+        return ("gpuplan models recompute_layers on pipelines without virtual stages: set vpp 1, or drop "
+                "recompute_layers")
     return None
 
 
@@ -555,6 +569,8 @@ def refusal(s) -> str | None:
     used = [f"{k}={getattr(s, k)}" for k in MEGATRON_FIELDS if getattr(s, k) not in (None, 1)
             and not (k == "ep" and s.task == "infer")]
     used += [f"{k}=true" for k in ("cuda_graphs", "fp8_attention", "fp8_activation_store") if getattr(s, k)]
+    used += [f"{k}={str(getattr(s, k)).lower()}" for k in ("fp8_transpose_cache", "recompute_layers")
+             if getattr(s, k) is not None]
     if s.precision == "fp4-mixed":
         used.append("precision=fp4-mixed")
     if used and (s.stack != "megatron" or s.task != "train"):

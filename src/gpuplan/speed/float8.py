@@ -58,7 +58,7 @@ def torchao_cast_bytes(m: ModelSpec, tokens: float, *, tp: int = 1, layers: floa
 
 
 def te_cast_bytes(m: ModelSpec, tokens: float, *, tp: int = 1, layers: float = 1.0, again: float = 0.0,
-                  weight_grads: bool = True) -> float:
+                  weight_grads: bool = True, weight_transposes: bool = False) -> float:
     """Bytes one micro-step of ``tokens`` tokens moves casting to and between fp8 (1 B an element) and bf16 in
     Transformer Engine's linears as Megatron-Core builds them
     (``TELayerNormColumnParallelLinear`` for the projections that read a norm, ``TERowParallelLinear`` for the output
@@ -75,7 +75,10 @@ def te_cast_bytes(m: ModelSpec, tokens: float, *, tp: int = 1, layers: float = 1
     - every grad_output: cast and transposed the same way in the backward (``fp8_cast_transpose_bgrad_fused``),
       ``1/tp`` of it (without weight gradients, cast only);
     - the weights: none per micro-step (fp8 primary weights, ``fp8_param_gather``; or the cast kept over a step's
-      micro-batches, ``is_first_microbatch``). Routers stay bf16.
+      micro-batches, ``is_first_microbatch``), except with ``weight_transposes``: where no transpose is kept
+      (``fp8_transpose_cache`` false), each backward's dgrad transposes its fp8 weight again
+      (``Float8Tensor.transpose_2d`` into a fresh buffer: 2 B per weight element, its ``1/tp`` shard; routed
+      experts' left out). Routers stay bf16.
 
     Left out: sequence parallelism's gathered grad_output of the row-parallel projections is cast on each rank's
     shard and transposed after the gather (about ``tp`` times the ``1/tp`` share above for their transposes), and
@@ -97,5 +100,6 @@ def te_cast_bytes(m: ModelSpec, tokens: float, *, tp: int = 1, layers: float = 1
                 else:
                     forward += (3 + weight_grads) * rows * lin.in_features
             backward += (3 + weight_grads) * rows * lin.out_features
+            backward += 2 * lin.weight_params * (weight_transposes and lin.group != "experts")
         total += count * ((1 + again) * forward + backward)
     return total * layers / tp

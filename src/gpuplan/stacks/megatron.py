@@ -174,10 +174,12 @@ def stage_layers(s: Scenario, m: ModelSpec, *, first: bool, last: bool) -> int:
     return (m.num_layers + 2) // s.pp - first - last
 
 
-def keeps_fp8_transpose(s: Scenario) -> bool:
-    """Whether Transformer Engine keeps a transposed copy of each fp8 weight: Hopper's and Ada's fp8 GEMMs take the
-    TN layout only; Blackwell's (compute capability 10.x and from 13) take any, and TE makes no transpose there
-    (``transformer_engine/pytorch/utils.py`` ``is_non_tn_fp8_gemm_supported``). Unknown cards: kept."""
+def needs_fp8_transpose(s: Scenario) -> bool:
+    """Whether the backward's fp8 GEMMs need a transposed copy of each fp8 weight: Hopper's and Ada's take the TN
+    layout only; Blackwell's (compute capability 10.x and from 13) take any, and TE makes no transpose there
+    (``transformer_engine/pytorch/utils.py`` ``is_non_tn_fp8_gemm_supported``). AMD's cards (no compute capability),
+    the MI355X too, and unknown ones: needed (ROCm/TransformerEngine's ``is_non_tn_fp8_gemm_supported`` returns
+    ``(not IS_HIP_EXTENSION) and ...``, "release until rocm support non-TN fp8 gemms")."""
     from ..hardware import load_gpu
 
     cc = load_gpu(s.gpu).compute_capability if s.gpu else None
@@ -185,6 +187,44 @@ def keeps_fp8_transpose(s: Scenario) -> bool:
         return True
     major, minor = (int(x) for x in cc.split(".")[:2])
     return not ((10, 0) <= (major, minor) < (12, 0) or (major, minor) >= (13, 0))
+
+
+def keeps_fp8_transpose(s: Scenario) -> bool:
+    """Whether Transformer Engine keeps each fp8 weight's transpose from step to step: where the GEMMs need one
+    (:func:`needs_fp8_transpose`), unless ``fp8_transpose_cache`` is false. TE 1.x fills a primary fp8 weight's
+    transpose cache only when ``is_first_microbatch`` is set (``module/linear.py``: ``update_transpose_cache =
+    is_first_microbatch or skip_fp8_weight_update is not None``), which Megatron-Core passes as None under
+    ``disable_parameter_transpose_cache`` (``TELinear.forward``), and the backward's ``weight_fp8.transpose_2d()``
+    then allocates a fresh one; ROCm TE 2.x skips it under ``keep_fp8_weight_transpose_cache=False``. AMD's MLPerf
+    Llama-2-70B LoRA configs set both (mlcommons/training_results_v5.0 ``AMD/benchmarks/llama2_70b_lora/
+    implementations/MI300X_EPYC_9575F_pytorch/src/conf/megatron_gpt_peft_tuning_config.yaml``
+    ``disable_parameter_transpose_cache: True``; v5.1 ``config_MI300X_1x8x1.sh`` ``ENABLE_TRANSPOSE_CACHE=0``)."""
+    return needs_fp8_transpose(s) and s.fp8_transpose_cache is not False
+
+
+def transient_fp8_transpose(s: Scenario, m: ModelSpec) -> float:
+    """Bytes of the one fp8 weight transpose alive during a dgrad GEMM when none is kept
+    (``fp8_transpose_cache`` false where the GEMMs need one): the largest linear weight of a rank, 1 B each, with
+    Megatron-Core's fused sites (``linear_qkv``; ``linear_fc1`` holds the gate and up projections)."""
+    if s.precision != "fp8-mixed" or keeps_fp8_transpose(s) or not needs_fp8_transpose(s):
+        return 0.0
+    fused = {"q_proj": "qkv", "k_proj": "qkv", "v_proj": "qkv", "gate_proj": "fc1", "up_proj": "fc1"}
+    sites: dict[tuple[int, str], float] = {}
+    for i, lyr in enumerate(m.layers):
+        for lin in lyr.linears:
+            share = s.ep if lin.group == "experts" else s.tp
+            key = (i, fused.get(lin.name, lin.name) if lin.group != "experts" else f"{lin.name}#{id(lin)}")
+            sites[key] = sites.get(key, 0.0) + lin.weight_params / share
+    return max(sites.values(), default=0.0)
+
+
+def recomputed_layers(s: Scenario, layers: int) -> int:
+    """Layers of a stage of ``layers`` that re-run their forward: all of them under ``full``, the first
+    ``recompute_layers`` with it (Megatron-Core ``recompute_method='block'``, ``transformer_block.py``
+    ``_checkpointed_forward``: ``if layer_idx < recompute_num_layers`` checkpoint, else run plainly); none else."""
+    if s.grad_checkpointing != "full":
+        return 0
+    return layers if s.recompute_layers is None else min(s.recompute_layers, layers)
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -230,7 +270,8 @@ def rank_state(s: Scenario, m: ModelSpec, *, first: bool, last: bool) -> RankSta
     linear = sum(lin.weight_params for lyr in layers for lin in lyr.linears if lin.group != "experts") / t + \
         sum(lin.weight_params for lyr in layers for lin in lyr.linears if lin.group == "experts") / e + extra
     fp8 = linear if s.precision == "fp8-mixed" else 0.0  # fp8 primary weights: 1 B each
-    transposes = fp8 if keeps_fp8_transpose(s) else 0.0  # and on Hopper and Ada their transposes, 1 B each
+    # and on Hopper, Ada and AMD their transposes, 1 B each, kept; or the one made for a dgrad GEMM and freed
+    transposes = fp8 if keeps_fp8_transpose(s) else transient_fp8_transpose(s, m)
     n, n_experts = optimizer_shards(s)  # distributed optimizer: over DP x CP
     opt = OPTIMIZER_BYTES[s.optimizer]
     if s.method == "full":
@@ -314,8 +355,9 @@ class Megatron(Stack):
     def recompute(self, s: Scenario, m: ModelSpec) -> Recompute:
         """``full`` re-runs every layer's forward; ``selective`` re-runs core attention only (the speed model
         prices that attention pass itself): no linears."""
-        if s.grad_checkpointing == "full":
-            return Recompute(layers=1.0)
+        if s.grad_checkpointing == "full":  # every layer, or recompute_layers of a stage's
+            stage = stage_layers(s, m, first=True, last=s.pp == 1)
+            return Recompute(layers=recomputed_layers(s, stage) / stage)
         if s.grad_checkpointing == "selective":
             return Recompute(linears={layer: frozenset() for layer, _ in m.layer_kinds()}, attention=True)
         return Recompute()
@@ -342,7 +384,9 @@ class Megatron(Stack):
                        "weights; embedding, attention, norms and the loss in bf16 (attention fp8 with fp8_attention)")
         if s.precision == "fp8-mixed":
             out.append(f"fp8 ({s.fp8_recipe} scaling, Transformer Engine hybrid: E4M3 forward, E5M2 gradients): "
-                       "linears' inputs saved in fp8, linear weights held in fp8 with their transposes "
-                       "(fp8_param_gather, NeMo's fp8 recipes), fp32 master weights; embedding, attention, norms and "
-                       "the loss in bf16")
+                       "linears' inputs saved in fp8, linear weights held in fp8 "
+                       + ("(their transposes made for each backward GEMM and freed: fp8_transpose_cache false) "
+                          if needs_fp8_transpose(s) and not keeps_fp8_transpose(s) else "with their transposes ")
+                       + "(fp8_param_gather, NeMo's fp8 recipes), fp32 master weights; embedding, attention, norms "
+                       "and the loss in bf16")
         return out
