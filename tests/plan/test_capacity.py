@@ -406,3 +406,22 @@ def test_amd_and_gaudi_cards_are_simulated_as_estimate_times_them():
                                            r"only, and Instinct MI300X is AMD's"):
         gpuplan.capacity("qwen3-8b", engine="trtllm", users=8, prompt_tokens=1000, output_tokens=200, ttft_s=2,
                          tpot_s=0.1, gpus=["mi300x"])
+
+
+@pytest.mark.parametrize("load", [{"rate_rps": 5}, {"users": 4}])
+def test_a_setup_that_meets_the_slos_at_no_load_says_so_and_blames_no_offer(load):
+    """s22 fuzz: ``capacity --model qwen3-8b --gpus mi300x --max-gpus 1 --rate 5 --preset chat --ttft 0.03`` (TTFT
+    alone 22 ms, so the setup is simulated; under any load the p95 TTFT passes 30 ms) listed '1x mi300x tp1 0.00
+    req/s' and the note '1x mi300x tp1: no price: no rented instance holds the group whole (Instinct MI300X: the
+    offers in force rent runpod 1x ...)', false: runpod's 1x instance holds it, and the row has no price because it
+    serves no load within the SLOs. The note now says that, with the lightest load's figures."""
+    m = load_model("qwen3-8b")
+    s = scenario_from({"model": "qwen3-8b", "task": "infer", "engine": "vllm"})
+    w = load_workload(None, {**load, "preset": "chat", "ttft_s": 0.03, "num_requests": 60})
+    notes: list[str] = []
+    (row,) = capacity(s, m, w, gpu_ids=("amd-instinct-mi300x",), max_gpus=1, simulate_top=1, notes=notes)
+    assert row.max_rate_rps == 0 and row.usd_per_hour is None and row.ttft_alone_s < 0.03
+    assert not [n for n in notes if "no rented instance holds the group whole" in n], notes
+    (said,) = [n for n in notes if n.startswith("1x mi300x tp1: meets the SLOs at none of the loads simulated")]
+    lightest = min(row.curve, key=lambda p: p.users or p.rate_rps)
+    assert f"p95 TTFT {lightest.ttft_s * 1e3:,.0f} ms" in said and lightest.ttft_s > 0.03

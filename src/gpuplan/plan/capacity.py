@@ -290,8 +290,8 @@ def capacity(s: Scenario, m: ModelSpec, w: Workload, *, gpu_ids: tuple[str, ...]
     _mark_pareto(plans)
     if notes is not None:
         notes += _left_out(s, gpu_ids, simulated, candidates, chosen, late_alone, max_gpus) + _priced_at(w, plans) + \
-            _unstreamed(plans) + _spot_said(s, w, plans) + _spot_dearer(plans, offers) + _unpriced(s, plans, offers) + \
-            _unbounded(w)
+            _unstreamed(plans) + _spot_said(s, w, plans) + _spot_dearer(plans, offers) + _unserved(w, plans) + \
+            _unpriced(s, plans, offers) + _unbounded(w)
     return plans
 
 
@@ -311,15 +311,37 @@ def _unpriced(s: Scenario, plans: list[Deployment], offers: list[Offer]) -> list
     """Why rows have no price: no offer in force holds their tensor-parallel group on one instance
     (:func:`cheapest_offer`). Walk s20: Llama-3.1-8B for 10 users on ``--gpus t4`` listed 2x, 4x and 8x T4 with every
     price cell blank under 'cheapest first' and no sentence; the T4's one offer in force is AWS's 1-GPU g4dn.xlarge."""
-    out = []
-    for gpu_id in dict.fromkeys(p.gpu_id for p in plans if p.usd_per_hour is None):
-        rows = ", ".join(p.setup for p in plans if p.gpu_id == gpu_id and p.usd_per_hour is None)
+    out, unpriced = [], [p for p in plans if p.usd_per_hour is None and p.max_rate_rps > 0]  # _unserved: the rest
+    for gpu_id in dict.fromkeys(p.gpu_id for p in unpriced):
+        rows = ", ".join(p.setup for p in unpriced if p.gpu_id == gpu_id)
         sizes = sorted({f"{o.provider} {o.gpu_count}x" for o in matching(offers, s.model_copy(
             update={"tp": 1, "pp": 1, "num_gpus": 1}), gpu_id)})
         rented = f"the offers in force rent {', '.join(sizes)}" if sizes else "no offer of it is in force"
         out.append(f"{rows}: no price: no rented instance holds the group whole ({gpus()[gpu_id].name}: {rented}; "
                    f"a tensor-parallel group is priced on one instance); `gpuplan prices --gpu {short_id(gpu_id)}` "
                    "lists its offers")
+    return out
+
+
+def _unserved(w: Workload, plans: list[Deployment]) -> list[str]:
+    """Why a row serves nothing and has no price: no load simulated met the SLOs, though one request alone does
+    (its TTFT alone passed them, so it was simulated), with the lightest load's figures; or its simulations
+    stopped early (its warning says why). s22 fuzz: ``--gpus mi300x --rate 5 --preset chat --ttft 0.03`` listed
+    1x MI300X at 0.00 req/s, and its missing price was said to be the offers', though runpod's 1x holds it."""
+    out = []
+    for p in plans:
+        if w.batch or p.max_rate_rps > 0 or not p.curve:
+            continue
+        if any(c.stopped for c in p.curve):
+            out.append(f"{p.setup}: no load met the SLOs before its simulations stopped early (its warning says "
+                       "why), so it has no rate and no price")
+            continue
+        least = min(p.curve, key=lambda c: c.users or c.rate_rps)
+        load = f"{least.users:,} users" if least.users else f"{least.rate_rps:.3g} req/s"
+        tpot = f", TPOT {least.tpot_s * 1e3:,.0f} ms" if least.tpot_s is not None else ""
+        out.append(f"{p.setup}: meets the SLOs at none of the loads simulated (the lightest, {load}, had "
+                   f"p{w.slo.percentile} TTFT {least.ttft_s * 1e3:,.0f} ms{tpot}, E2E {least.e2e_s:,.2f} s), so it "
+                   "has no rate and no price: relax the SLOs, or allow more GPUs (--max-gpus)")
     return out
 
 
