@@ -425,3 +425,23 @@ def test_a_setup_that_meets_the_slos_at_no_load_says_so_and_blames_no_offer(load
     (said,) = [n for n in notes if n.startswith("1x mi300x tp1: meets the SLOs at none of the loads simulated")]
     lightest = min(row.curve, key=lambda p: p.users or p.rate_rps)
     assert f"p95 TTFT {lightest.ttft_s * 1e3:,.0f} ms" in said and lightest.ttft_s > 0.03
+
+
+def test_a_card_the_plan_refuses_is_named_with_the_refusal():
+    """s22 fuzz: ``capacity --quant nvfp4 --gpus h100,mi300x`` (``estimate`` refuses either card: 'H100 SXM5 80GB
+    (Hopper) has no fp4 tensor cores for nvfp4 weights (Blackwell has)') answered exit 0, 'no setup meets the SLOs:
+    relax them, allow more GPUs or quantization', each card noted 'no setup of up to 8 GPUs holds the model and one
+    request': the refusal was caught as a setup that does not fit. Now the note is the refusal, and a search whose
+    every card named is refused is that sentence (exit 2), as estimate's."""
+    m = load_model("qwen3-8b")
+    s = scenario_from({"model": "qwen3-8b", "task": "infer", "engine": "vllm", "quant": "nvfp4"})
+    w = load_workload(None, {"rate_rps": 2, "preset": "chat", "ttft_s": 2, "num_requests": 60})
+    with pytest.raises(GpuplanError, match=r"no fp4 tensor cores for nvfp4 weights.*Instinct MI300X|"
+                                           r"Instinct MI300X.*no fp4 tensor cores"):
+        capacity(s, m, w, gpu_ids=("nvidia-h100-sxm5-80gb", "amd-instinct-mi300x"), max_gpus=1)
+    notes: list[str] = []
+    rows = capacity(s, m, w, gpu_ids=("nvidia-h100-sxm5-80gb", "nvidia-b200"), max_gpus=1, simulate_top=1,
+                    notes=notes)
+    assert [r.setup for r in rows] == ["1x b200 tp1 nvfp4"]
+    (said,) = [n for n in notes if n.startswith("H100 SXM5 80GB:")]
+    assert "no fp4 tensor cores for nvfp4 weights" in said and "holds the model" not in said
