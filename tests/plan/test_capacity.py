@@ -335,7 +335,7 @@ def test_a_setup_whose_bound_undercuts_the_cheapest_row_is_simulated_too():
     (a lower bound of its row's cost) is under the cheapest row simulated is simulated too; the cheapest row is
     the B200's, as with --gpus b200 alone."""
     w = dict(users=80, prompt_tokens=4000, output_tokens=800, ttft_s=2, tpot_s=0.04, engine="sglang")
-    every = gpuplan.capacity("glm-4.5-air", **w)
+    every = gpuplan.capacity("glm-4.5-air", top=8, **w)  # 8 simulated: the 4x H200 below is the 8th (--top 8)
     alone = gpuplan.capacity("glm-4.5-air", gpus=["b200"], **w)
     first, b200 = every.deployments[0], alone.deployments[0]
     assert (first.setup, first.max_users) == (b200.setup, b200.max_users) == ("2x b200 tp2", 80)
@@ -445,3 +445,22 @@ def test_a_card_the_plan_refuses_is_named_with_the_refusal():
     assert [r.setup for r in rows] == ["1x b200 tp1 nvfp4"]
     (said,) = [n for n in notes if n.startswith("H100 SXM5 80GB:")]
     assert "no fp4 tensor cores for nvfp4 weights" in said and "holds the model" not in said
+
+
+def test_the_api_and_the_command_line_simulate_as_many_setups_unless_told():
+    """s22 fuzz, the same question through both faces: `gpuplan capacity --model qwen3-8b --gpus mi300x,gaudi3,h100
+    --users 20 --preset chat --ttft 2 --tpot 0.1` simulated 6 setups (--top 6) and ``gpuplan.capacity`` with the same
+    arguments 8 (its ``top=8``), so the API listed 2x and 8x rows the command line never showed, and could rank
+    another setup first. One default, the search's own (``simulate_top``)."""
+    import inspect
+
+    import typer
+
+    from gpuplan.cli import app
+    from gpuplan.plan import capacity as search
+
+    command = typer.main.get_command(app).get_command(None, "capacity")
+    cli = next(p.default for p in command.params if p.name == "top")
+    api = inspect.signature(gpuplan.capacity).parameters["top"].default
+    plan = inspect.signature(search.capacity).parameters["simulate_top"].default
+    assert cli == api == plan == 6
