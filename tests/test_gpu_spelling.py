@@ -24,7 +24,8 @@ def test_the_one_parser(text, parsed):
     assert counted_card(text) == parsed
 
 
-@pytest.mark.parametrize("text", ["2\uff383090", "\uff12\uff58\uff13\uff10\uff19\uff10", "2\u00d73090", "2 \u00d7 3090"])
+@pytest.mark.parametrize("text", ["2\uff383090", "\uff12\uff58\uff13\uff10\uff19\uff10", "2\u00d73090",
+                                  "2 \u00d7 3090"])
 def test_a_count_written_full_width_or_with_a_times_sign_is_read(text):
     """s22 fuzz: 'recommend --have 2\uff383090' (a full-width X, as an East Asian keyboard types it) and '2\u00d73090'
     (the multiplication sign) were 'unknown GPU', while the names they count fold with NFKC (71dcb799) and
