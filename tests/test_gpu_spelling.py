@@ -24,6 +24,16 @@ def test_the_one_parser(text, parsed):
     assert counted_card(text) == parsed
 
 
+@pytest.mark.parametrize("text", ["2\uff383090", "\uff12\uff58\uff13\uff10\uff19\uff10", "2\u00d73090",
+                                  "2 \u00d7 3090"])
+def test_a_count_written_full_width_or_with_a_times_sign_is_read(text):
+    """s22 fuzz: 'recommend --have 2\uff383090' (a full-width X, as an East Asian keyboard types it) and '2\u00d73090'
+    (the multiplication sign) were 'unknown GPU', while the names they count fold with NFKC (71dcb799) and
+    '\uff12x3090' was read. A count's 'x' is read in every form the name's letters are."""
+    assert counted_card(text) == ("3090", 2)
+    assert parse_have(text) == parse_have("2x3090") == ("nvidia-geforce-rtx-3090", 2)
+
+
 def test_a_count_below_one_is_refused():
     with pytest.raises(GpuplanError, match=r"^a count of cards starts at 1: '0x3090' has 0"):
         counted_card("0x3090")

@@ -283,14 +283,19 @@ def short_id(gpu_id: str) -> str:
     return short
 
 
-COUNTED = re.compile(r"(\d+)\s*x\s*(.+)", re.IGNORECASE)
+COUNTED = re.compile(r"(\d+)\s*[x\u00d7]\s*(.+)", re.IGNORECASE)  # 2x3090, 2 X 3090, 2\u00d73090
 
 
 def counted_card(text: str) -> tuple[str, int | None]:
     """``"2x3090"`` -> (``"3090"``, 2): the one parser of a count and a card (``--gpu`` of every command, the
     scenario's ``gpu``, ``--have``, a build); a name with no count, or whose whole is a card's name, -> (it, None).
-    A count below 1 is one sentence."""
+    A count below 1 is one sentence. Read after NFKC, as names are (:func:`~gpuplan.errors.normalize_name`): a
+    full-width ``２Ｘ３０９０`` is ``2X3090``."""
     name = text.strip()
+    if not name.isascii():
+        import unicodedata  # rare, as in normalize_name
+
+        name = unicodedata.normalize("NFKC", name)
     counted = COUNTED.fullmatch(name)
     if not counted or not _names().get(normalize_name(counted[2])) or _names().get(normalize_name(name)):
         return name, None

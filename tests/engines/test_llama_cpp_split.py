@@ -187,3 +187,14 @@ def test_tp_beside_a_tensor_split_is_the_layer_split_it_names():
     assert by_tp.speed.tokens_per_s == pytest.approx(by_pp.speed.tokens_per_s)
     with pytest.raises(GpuplanError, match=r"is pp 2 on one machine \(tp 1, or tp 2 taken as that layer split\)"):
         gpuplan.estimate({**base, "tp": 3})
+
+
+@pytest.mark.parametrize("share", [1e-320, 1e-39])
+def test_a_share_llama_cpp_cannot_read_is_refused(share):
+    """s22 fuzz: '--tensor-split 1e-320,1' was planned (1 layer on the first card) and launch wrote
+    '-ts 9.99989e-321,1'; llama-server reads each share with std::stof (common/arg.cpp, --tensor-split), which
+    throws std::out_of_range below a float's range (FLT_MIN, 1.1754944e-38), so the script stopped at its start.
+    A share llama.cpp cannot read is refused in one sentence; the least it reads is planned."""
+    with pytest.raises(GpuplanError, match=r"tensor_split takes one positive share per device, each from 1\.2e-38"):
+        gpuplan.estimate({**PAIR, "tensor_split": [share, 1]})
+    assert gpuplan.estimate({**PAIR, "tensor_split": [1.2e-38, 1]}, advise=False).memory is not None

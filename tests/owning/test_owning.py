@@ -226,6 +226,15 @@ def test_host_ram_and_display_against_the_plans():
         make_build("rtx-4090", 2, display="mac")
 
 
+@pytest.mark.parametrize("ram", [0, 0.5])
+def test_a_host_without_ram_is_refused(ram):
+    """s22 fuzz: 'buy 2x3090 --host-ram 0 --utilization 0.5' priced the build and checked it 'ok: no job keeps
+    anything in host memory; the host has 0 GiB', a computer that cannot boot. Its RAM starts at 1 GiB."""
+    with pytest.raises(GpuplanError, match=r"--host-ram must be between 1 and 65,536, got 0"):
+        make_build("rtx-3090", 2, host_ram_gib=ram)
+    assert make_build("rtx-3090", 2, host_ram_gib=1).host_ram_gib == 1
+
+
 def test_unified_memory_computers_are_bought_whole():
     spark = make_build("dgx-spark")
     assert spark.host_usd == 0 and spark.purchase_usd == 3999 and spark.whole_computer

@@ -335,7 +335,7 @@ def test_a_setup_whose_bound_undercuts_the_cheapest_row_is_simulated_too():
     (a lower bound of its row's cost) is under the cheapest row simulated is simulated too; the cheapest row is
     the B200's, as with --gpus b200 alone."""
     w = dict(users=80, prompt_tokens=4000, output_tokens=800, ttft_s=2, tpot_s=0.04, engine="sglang")
-    every = gpuplan.capacity("glm-4.5-air", **w)
+    every = gpuplan.capacity("glm-4.5-air", top=8, **w)  # 8 simulated: the 4x H200 below is the 8th (--top 8)
     alone = gpuplan.capacity("glm-4.5-air", gpus=["b200"], **w)
     first, b200 = every.deployments[0], alone.deployments[0]
     assert (first.setup, first.max_users) == (b200.setup, b200.max_users) == ("2x b200 tp2", 80)
@@ -406,3 +406,61 @@ def test_amd_and_gaudi_cards_are_simulated_as_estimate_times_them():
                                            r"only, and Instinct MI300X is AMD's"):
         gpuplan.capacity("qwen3-8b", engine="trtllm", users=8, prompt_tokens=1000, output_tokens=200, ttft_s=2,
                          tpot_s=0.1, gpus=["mi300x"])
+
+
+@pytest.mark.parametrize("load", [{"rate_rps": 5}, {"users": 4}])
+def test_a_setup_that_meets_the_slos_at_no_load_says_so_and_blames_no_offer(load):
+    """s22 fuzz: ``capacity --model qwen3-8b --gpus mi300x --max-gpus 1 --rate 5 --preset chat --ttft 0.03`` (TTFT
+    alone 22 ms, so the setup is simulated; under any load the p95 TTFT passes 30 ms) listed '1x mi300x tp1 0.00
+    req/s' and the note '1x mi300x tp1: no price: no rented instance holds the group whole (Instinct MI300X: the
+    offers in force rent runpod 1x ...)', false: runpod's 1x instance holds it, and the row has no price because it
+    serves no load within the SLOs. The note now says that, with the lightest load's figures."""
+    m = load_model("qwen3-8b")
+    s = scenario_from({"model": "qwen3-8b", "task": "infer", "engine": "vllm"})
+    w = load_workload(None, {**load, "preset": "chat", "ttft_s": 0.03, "num_requests": 60})
+    notes: list[str] = []
+    (row,) = capacity(s, m, w, gpu_ids=("amd-instinct-mi300x",), max_gpus=1, simulate_top=1, notes=notes)
+    assert row.max_rate_rps == 0 and row.usd_per_hour is None and row.ttft_alone_s < 0.03
+    assert not [n for n in notes if "no rented instance holds the group whole" in n], notes
+    (said,) = [n for n in notes if n.startswith("1x mi300x tp1: meets the SLOs at none of the loads simulated")]
+    lightest = min(row.curve, key=lambda p: p.users or p.rate_rps)
+    assert f"p95 TTFT {lightest.ttft_s * 1e3:,.0f} ms" in said and lightest.ttft_s > 0.03
+
+
+def test_a_card_the_plan_refuses_is_named_with_the_refusal():
+    """s22 fuzz: ``capacity --quant nvfp4 --gpus h100,mi300x`` (``estimate`` refuses either card: 'H100 SXM5 80GB
+    (Hopper) has no fp4 tensor cores for nvfp4 weights (Blackwell has)') answered exit 0, 'no setup meets the SLOs:
+    relax them, allow more GPUs or quantization', each card noted 'no setup of up to 8 GPUs holds the model and one
+    request': the refusal was caught as a setup that does not fit. Now the note is the refusal, and a search whose
+    every card named is refused is that sentence (exit 2), as estimate's."""
+    m = load_model("qwen3-8b")
+    s = scenario_from({"model": "qwen3-8b", "task": "infer", "engine": "vllm", "quant": "nvfp4"})
+    w = load_workload(None, {"rate_rps": 2, "preset": "chat", "ttft_s": 2, "num_requests": 60})
+    with pytest.raises(GpuplanError, match=r"no fp4 tensor cores for nvfp4 weights.*Instinct MI300X|"
+                                           r"Instinct MI300X.*no fp4 tensor cores"):
+        capacity(s, m, w, gpu_ids=("nvidia-h100-sxm5-80gb", "amd-instinct-mi300x"), max_gpus=1)
+    notes: list[str] = []
+    rows = capacity(s, m, w, gpu_ids=("nvidia-h100-sxm5-80gb", "nvidia-b200"), max_gpus=1, simulate_top=1,
+                    notes=notes)
+    assert [r.setup for r in rows] == ["1x b200 tp1 nvfp4"]
+    (said,) = [n for n in notes if n.startswith("H100 SXM5 80GB:")]
+    assert "no fp4 tensor cores for nvfp4 weights" in said and "holds the model" not in said
+
+
+def test_the_api_and_the_command_line_simulate_as_many_setups_unless_told():
+    """s22 fuzz, the same question through both faces: `gpuplan capacity --model qwen3-8b --gpus mi300x,gaudi3,h100
+    --users 20 --preset chat --ttft 2 --tpot 0.1` simulated 6 setups (--top 6) and ``gpuplan.capacity`` with the same
+    arguments 8 (its ``top=8``), so the API listed 2x and 8x rows the command line never showed, and could rank
+    another setup first. One default, the search's own (``simulate_top``)."""
+    import inspect
+
+    import typer
+
+    from gpuplan.cli import app
+    from gpuplan.plan import capacity as search
+
+    command = typer.main.get_command(app).get_command(None, "capacity")
+    cli = next(p.default for p in command.params if p.name == "top")
+    api = inspect.signature(gpuplan.capacity).parameters["top"].default
+    plan = inspect.signature(search.capacity).parameters["simulate_top"].default
+    assert cli == api == plan == 6

@@ -44,7 +44,7 @@ def _decoder(model: str):
 def capacity(model: str, workload: str | Path | Mapping[str, Any] | None = None, *, engine: str = "vllm",
              gpus: Iterable[str] = (),
              max_gpus: int = 8, quant: str | None = None, any_quant: bool = False, engine_version: str | None = None,
-             kv_cache_dtype: str | None = None, calibration: str | Path | None = None, top: int = 8,
+             kv_cache_dtype: str | None = None, calibration: str | Path | None = None, top: int = 6,
              chunked_prefill: bool | None = None, async_scheduling: bool | None = None,
              expert_parallel: bool = False, attention_dp: bool = False,
              time_limit_s: float | None = None, pricing: str = "on_demand", mtbi_hours: float | None = None,

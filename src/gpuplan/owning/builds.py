@@ -61,12 +61,13 @@ class UnknownDraw(GpuplanError):
     """A whole computer whose chip has no TDP in the catalog and whose draw is not on file: the user gives it."""
 
 
-def _positive(value: float | None, what: str, high: float) -> float | None:
+def _positive(value: float | None, what: str, high: float, low: float = 0.0) -> float | None:
+    """``value`` checked to lie in [``low``, ``high``]; None left unset."""
     if value is None:
         return None
     if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value) \
-            or not 0 <= value <= high:
-        raise GpuplanError(f"{what} must be between 0 and {high:,.0f}, got {value!r}")
+            or not low <= value <= high:
+        raise GpuplanError(f"{what} must be between {low:g} and {high:,.0f}, got {value!r}")
     return float(value)
 
 
@@ -90,7 +91,7 @@ def make_build(gpu: GpuSpec | str, count: int = 1, *, price: float | None = None
     if not isinstance(owned, int) or isinstance(owned, bool) or not 0 <= owned <= count:
         raise GpuplanError(f"--have counts the build's cards you own already: 0 to {count} of {count}x "
                            f"{short_id(gpu.id)}, got {owned!r}")
-    host_usd, host_ram_gib = _positive(host_usd, "--host-usd", 1e7), _positive(host_ram_gib, "--host-ram", 65536)
+    host_usd, host_ram_gib = _positive(host_usd, "--host-usd", 1e7), _positive(host_ram_gib, "--host-ram", 65536, 1)
     host_w, host_idle_w = _positive(host_w, "--host-w", 1e5), _positive(host_idle_w, "--host-idle-w", 1e5)
     if display not in ("none", "linux", "windows"):
         raise GpuplanError(f"--display takes linux, windows or none (the desktop's OS), got {display!r}")

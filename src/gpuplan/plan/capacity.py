@@ -251,7 +251,7 @@ def capacity(s: Scenario, m: ModelSpec, w: Workload, *, gpu_ids: tuple[str, ...]
     _within_context(w, m)
     prompts = w.prompt_lengths()  # the longest against the engine: refused rather than simulate requests never served
     whole_prompts(s, int(prompts.max if prompts.kind != "fixed" else prompts.mean))
-    candidates, late_alone = [], set()
+    candidates, late_alone, refused = [], set(), {}
     prompt = round(w.mean_prompt_tokens)
     lengths = {"max_model_len": s.max_model_len or max(longest, MIN_MODEL_LEN), "prompt_tokens": prompt,
                "output_tokens": round(w.mean_output_tokens), "batch_size": w.batch or w.users or s.batch_size,
@@ -259,6 +259,9 @@ def capacity(s: Scenario, m: ModelSpec, w: Workload, *, gpu_ids: tuple[str, ...]
     for st in setups(s, m, gpu_ids, max_gpus, any_quant, fields=lengths, expert_parallel=expert_parallel):
         try:
             mem = engine_memory(st.scenario, m, st.gpu, longest)
+        except GpuplanError as err:  # the plan's own refusal (nvfp4 off Blackwell...): named, as estimate says it
+            refused.setdefault(st.gpu.id, str(err))
+            continue
         except (ValueError, ZeroDivisionError):
             continue
         if mem is None:
@@ -278,6 +281,9 @@ def capacity(s: Scenario, m: ModelSpec, w: Workload, *, gpu_ids: tuple[str, ...]
         slowest = (slo.ttft_s or ttft0) + (slo.tpot_s or tpot0) * w.mean_output_tokens  # a request within the SLOs
         candidates.append((st, sc, mem, model, bound, price,
                            _bound_rank(w, bound[0], price, min(slowest, slo.e2e_s or slowest))))
+    named = [g for g in gpu_ids if g in {x.id for x in simulated}]
+    if named and all(g in refused for g in named):  # every card named refused: that sentence, as estimate's
+        raise GpuplanError("; ".join(dict.fromkeys(refused[g] for g in named)))
     candidates = _simulated_first(candidates)
     chosen, start = candidates[:simulate_top], time.monotonic()
     plans = _simulated(chosen, w, m, start + time_limit_s)
@@ -289,9 +295,10 @@ def capacity(s: Scenario, m: ModelSpec, w: Workload, *, gpu_ids: tuple[str, ...]
     plans.sort(key=_rank)
     _mark_pareto(plans)
     if notes is not None:
-        notes += _left_out(s, gpu_ids, simulated, candidates, chosen, late_alone, max_gpus) + _priced_at(w, plans) + \
-            _unstreamed(plans) + _spot_said(s, w, plans) + _spot_dearer(plans, offers) + _unpriced(s, plans, offers) + \
-            _unbounded(w)
+        notes += _left_out(s, gpu_ids, simulated, candidates, chosen, late_alone, max_gpus, refused) + \
+            _priced_at(w, plans) + \
+            _unstreamed(plans) + _spot_said(s, w, plans) + _spot_dearer(plans, offers) + _unserved(w, plans) + \
+            _unpriced(s, plans, offers) + _unbounded(w)
     return plans
 
 
@@ -311,15 +318,37 @@ def _unpriced(s: Scenario, plans: list[Deployment], offers: list[Offer]) -> list
     """Why rows have no price: no offer in force holds their tensor-parallel group on one instance
     (:func:`cheapest_offer`). Walk s20: Llama-3.1-8B for 10 users on ``--gpus t4`` listed 2x, 4x and 8x T4 with every
     price cell blank under 'cheapest first' and no sentence; the T4's one offer in force is AWS's 1-GPU g4dn.xlarge."""
-    out = []
-    for gpu_id in dict.fromkeys(p.gpu_id for p in plans if p.usd_per_hour is None):
-        rows = ", ".join(p.setup for p in plans if p.gpu_id == gpu_id and p.usd_per_hour is None)
+    out, unpriced = [], [p for p in plans if p.usd_per_hour is None and p.max_rate_rps > 0]  # _unserved: the rest
+    for gpu_id in dict.fromkeys(p.gpu_id for p in unpriced):
+        rows = ", ".join(p.setup for p in unpriced if p.gpu_id == gpu_id)
         sizes = sorted({f"{o.provider} {o.gpu_count}x" for o in matching(offers, s.model_copy(
             update={"tp": 1, "pp": 1, "num_gpus": 1}), gpu_id)})
         rented = f"the offers in force rent {', '.join(sizes)}" if sizes else "no offer of it is in force"
         out.append(f"{rows}: no price: no rented instance holds the group whole ({gpus()[gpu_id].name}: {rented}; "
                    f"a tensor-parallel group is priced on one instance); `gpuplan prices --gpu {short_id(gpu_id)}` "
                    "lists its offers")
+    return out
+
+
+def _unserved(w: Workload, plans: list[Deployment]) -> list[str]:
+    """Why a row serves nothing and has no price: no load simulated met the SLOs, though one request alone does
+    (its TTFT alone passed them, so it was simulated), with the lightest load's figures; or its simulations
+    stopped early (its warning says why). s22 fuzz: ``--gpus mi300x --rate 5 --preset chat --ttft 0.03`` listed
+    1x MI300X at 0.00 req/s, and its missing price was said to be the offers', though runpod's 1x holds it."""
+    out = []
+    for p in plans:
+        if w.batch or p.max_rate_rps > 0 or not p.curve:
+            continue
+        if any(c.stopped for c in p.curve):
+            out.append(f"{p.setup}: no load met the SLOs before its simulations stopped early (its warning says "
+                       "why), so it has no rate and no price")
+            continue
+        least = min(p.curve, key=lambda c: c.users or c.rate_rps)
+        load = f"{least.users:,} users" if least.users else f"{least.rate_rps:.3g} req/s"
+        tpot = f", TPOT {least.tpot_s * 1e3:,.0f} ms" if least.tpot_s is not None else ""
+        out.append(f"{p.setup}: meets the SLOs at none of the loads simulated (the lightest, {load}, had "
+                   f"p{w.slo.percentile} TTFT {least.ttft_s * 1e3:,.0f} ms{tpot}, E2E {least.e2e_s:,.2f} s), so it "
+                   "has no rate and no price: relax the SLOs, or allow more GPUs (--max-gpus)")
     return out
 
 
@@ -468,9 +497,10 @@ def _unsimulable(s: Scenario, gpu: GpuSpec) -> str:
 
 
 def _left_out(s: Scenario, gpu_ids: tuple[str, ...], simulated: list[GpuSpec], candidates: list, chosen: list,
-              late_alone: set[str], max_gpus: int) -> list[str]:
-    """Why a GPU the user named has no row: not simulated (:func:`_unsimulable`), no setup that holds the model, its
-    requests too slow even alone, or ranked below the setups simulated (``simulate_top``, unpriced setups last)."""
+              late_alone: set[str], max_gpus: int, refused: dict[str, str]) -> list[str]:
+    """Why a GPU the user named has no row: not simulated (:func:`_unsimulable`), the plan's refusal on it
+    (``refused``: nvfp4 weights off Blackwell), no setup that holds the model, its requests too slow even alone, or
+    ranked below the setups simulated (``simulate_top``, unpriced setups last)."""
     out, simulable = [], {g.id for g in simulated}
     for gpu_id in gpu_ids:
         name = gpus()[gpu_id].name
@@ -484,6 +514,8 @@ def _left_out(s: Scenario, gpu_ids: tuple[str, ...], simulated: list[GpuSpec], c
             out.append(f"{name}: ranked below the {len(chosen)} setups simulated (the cheapest first by the closed "
                        f"form: the target in whole instances, then per request{unpriced}): raise --top, or give "
                        f"--gpus {gpu_id} alone")
+        elif gpu_id in refused and gpu_id not in late_alone:
+            out.append(f"{name}: {refused[gpu_id]}")
         elif gpu_id in late_alone:
             out.append(f"{name}: misses the SLOs even with one request at a time on up to {max_gpus} GPUs")
         else:

@@ -477,8 +477,11 @@ class Scenario(BaseModel):
     @field_validator("tensor_split")
     @classmethod
     def _shares(cls, value: list[float] | None) -> list[float] | None:
-        if value is not None and (not value or any(not (0 < v < 1e6) for v in value)):
-            raise ValueError("tensor_split takes one positive share per device, e.g. 24,24 or 3,1")
+        """Shares llama.cpp reads: each from a float's least normal value (llama-server parses ``-ts`` with
+        ``std::stof``, common/arg.cpp, which throws out_of_range below it: s22 fuzz's 1e-320) to 1e6."""
+        if value is not None and (not value or any(not (FLOAT32_LEAST <= v < 1e6) for v in value)):
+            raise ValueError("tensor_split takes one positive share per device, each from 1.2e-38 (the least "
+                             "llama.cpp reads) to 1e6, e.g. 24,24 or 3,1")
         return value
 
     @field_validator("extra_gpus")
@@ -845,6 +848,9 @@ LOAD_FIELDS = ("users", "think_time_s", "rate_rps", "length_spread", "num_reques
 # the engine a load (users, rate_rps) runs when none is named: `gpuplan capacity`'s default (its --engine); the
 # scenario's own default, transformers' generate, has no scheduler to simulate (gpuplan.engines.SIMULATED)
 LOAD_ENGINE = "vllm"
+# just above FLT_MIN (1.1754944e-38), the least normal float std::stof reads without out_of_range, so that the
+# 6 digits launch writes of a share read too
+FLOAT32_LEAST = 1.2e-38
 
 
 def _load_defaults(s: Scenario) -> dict[str, Any]:

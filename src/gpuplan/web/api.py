@@ -136,7 +136,7 @@ class BuyRequest(RequestBody):
     have: str | None = Field(default=None, max_length=80, description="of the build's cards, those owned: 2x3090")
     host: str | None = Field(default=None, max_length=40)
     host_usd: float | None = Field(default=None, ge=0, le=1e7)
-    host_ram_gib: float | None = Field(default=None, ge=0, le=65536)
+    host_ram_gib: float | None = Field(default=None, ge=1, le=65536)  # a computer holds some RAM (make_build's)
     display: Literal["none", "linux", "windows"] = "none"
     region: str | None = Field(default=None, max_length=40)
     sector: Literal["residential", "commercial"] = "residential"
