@@ -101,3 +101,30 @@ def test_lion_keeps_one_fp32_state_and_no_step_temporary(fields, trainable_bytes
     assert est.memory.optimizer_gib * GIB == pytest.approx(4 * trained, rel=1e-3)
     s = scenario_from(dict(QWEN_05B, optimizer="lion", **fields))
     assert optimizer_step_temporaries(s, int(trained), 2, stepped_tensors(s, load_model(s.model))) == 0.0
+
+
+def test_zero_hands_adafactor_flat_partitions_so_it_keeps_the_whole_second_moment():
+    """DeepSpeed ZeRO gives the client optimizer one flat fp32 tensor a parameter group (``stage_1_and_2.py``:
+    ``param_group['params'] = [single_partition_of_fp32_groups[i]]``, each group its own ``step()``; stage 3 its
+    sub-groups'), so transformers' Adafactor sees 1-D tensors (``factored = len(shape) >= 2`` is False) and keeps
+    ``exp_avg_sq`` whole. By hand, Qwen2.5-0.5B full under ZeRO-2 on 2 GPUs: 494,032,768 parameters, of them
+    71,552 norms and biases (24 x (2 x 896 norms + 896 + 128 + 128 q/k/v biases) + 896), so the Trainer's two
+    groups are 493,961,216 and 71,552 elements; a rank holds half of each. States: 4 B x 494,032,768 / 2 =
+    988,065,536 bytes (1,548,544 were counted, rows and columns of matrices the optimizer never sees). Step: two
+    fp32 tensors of the larger partition, 4 x 2 x 246,980,608 = 1,975,844,864 bytes, beside the fp32 gradient
+    partition (4 x 247,016,384), what the real optimizer allocates for a 1-D fp32 tensor on the meta device."""
+    torch = pytest.importorskip("torch")
+    fields = dict(QWEN_05B, method="full", optimizer="adafactor", sharding="zero2", num_gpus=2)
+    s = scenario_from(fields)
+    assert stepped_tensors(s, load_model(s.model)) == [(493_961_216, 0), (71_552, 0)]
+    mem = estimate(fields, advise=False).memory
+    assert mem.optimizer_gib * GIB == pytest.approx(4 * 494_032_768 / 2, rel=1e-6)
+    assert mem.other["optimizer step temporaries"] * GIB == pytest.approx(
+        4 * 2 * 246_980_608 + 4 * 247_016_384, rel=1e-6)
+    measured = _adafactor_second_step([(246_980_608,)], torch.float32)
+    assert 8 * 246_980_608 <= measured <= 8 * 246_980_608 + 8 * 512
+    lora = estimate(dict(fields, method="lora"), advise=False).memory  # 8,798,208 adapter elements, flat too
+    assert lora.optimizer_gib * GIB == pytest.approx(4 * 8_798_208 / 2, rel=1e-6)
+    three = scenario_from(dict(fields, sharding="zero3"))  # stage 3 steps sub-groups of 1e9 of the rank's elements
+    assert optimizer_step_temporaries(three, 0, 4, [(3_000_000_000, 0)]) == 4 * 2 * 1e9
+
