@@ -201,8 +201,9 @@ def adafactor_state_bytes(s: Scenario, m: ModelSpec, trainable: int) -> float:
     if s.sharded_by == "deepspeed":
         return ADAFACTOR_STATE_BYTES * trainable
     if s.method == "full":
-        factored = sum(count * sum((lin.in_features + lin.out_features) * lin.count for lin in layer.linears)
-                       for layer, count in m.layer_kinds())
+        fused = m.family in FUSED_EXPERTS
+        factored = sum(count * (sum((lin.in_features + lin.out_features) * lin.count for lin in layer.linears)
+                                - (_fused_columns_saved(layer) if fused else 0)) for layer, count in m.layer_kinds())
         embeddings = (m.vocab_size + m.embedding_dim) * (1 if m.tie_word_embeddings else 2)
         return ADAFACTOR_STATE_BYTES * (factored + _vectors(m, trainable) + embeddings)
     rank = max(s.lora_rank, 1)
@@ -236,8 +237,8 @@ def stepped_tensors(s: Scenario, m: ModelSpec) -> list[tuple[int, int]]:
         vectors = _vectors(m, trainable) if s.method == "full" else 0
         return [(n, 0) for n in (trainable - vectors, vectors) if n]
     if s.method == "full":
-        seqs = [[lin.weight_params // lin.count for lin in layer.linears for _ in range(lin.count)]
-                for layer, _ in m.layer_kinds()]
+        fused = m.family in FUSED_EXPERTS
+        seqs = [_full_tensors(layer, fused) for layer, _ in m.layer_kinds()]
         embedding = m.vocab_size * m.embedding_dim
         head = [] if m.tie_word_embeddings else [(embedding, seqs[-1][-1] if seqs and seqs[-1] else 0)]
         return [(embedding, 0), *head] + [pair for seq in seqs for pair in _after_themselves(seq)]
@@ -250,6 +251,42 @@ def stepped_tensors(s: Scenario, m: ModelSpec) -> list[tuple[int, int]]:
     if adapts_experts(s, m):
         seqs += [_expert_pairs(layer, rank) for layer, _ in m.layer_kinds() if layer.moe]
     return [pair for seq in seqs for pair in _after_themselves(seq)]
+
+
+# transformers 5 holds a mixture of experts' weights as 3-D parameters of all E experts at once (the fused gate/up
+# ``gate_up_proj`` (E, 2i, h) and ``down_proj`` (E, h, i), e.g. ``Qwen3MoeExperts``, ``MixtralExperts``): the model
+# types whose modeling file makes an ``nn.Parameter`` of ``num_experts`` leading, transformers 5.24
+FUSED_EXPERTS = frozenset((
+    "afmoe", "aria", "beam", "cohere2_moe", "deepseek_v2", "deepseek_v3", "deepseek_v32", "deepseek_v4", "dots1",
+    "ernie4_5_moe", "ernie4_5_vl_moe", "exaone_moe", "flex_olmo", "gemma4", "glm4_moe", "glm4_moe_lite", "glm4v_moe",
+    "glm_moe_dsa", "gpt_oss", "granitemoe", "granitemoehybrid", "granitemoeshared", "hunyuan_v1_moe", "jamba",
+    "jetmoe", "kimi_linear", "lfm2_moe", "llama4", "mellum", "minimax", "minimax_m2", "mixtral", "nemotron_h",
+    "olmoe", "phimoe", "qwen2_moe", "qwen3_5_moe", "qwen3_moe", "qwen3_next", "qwen3_omni_moe", "qwen3_vl_moe",
+    "solar_open"))
+
+
+def _full_tensors(layer, fused: bool) -> list[int]:
+    """The elements of each tensor a full fine-tune steps in one layer, in the layer's order: a linear per
+    instance, or, where ``fused`` (:data:`FUSED_EXPERTS`), the experts' as transformers 5 holds them, one tensor of
+    all E experts for the gate/up projections together and one for the down projection."""
+    out, experts_done = [], False
+    for lin in layer.linears:
+        if not (fused and lin.group == "experts"):
+            out += [lin.weight_params // lin.count] * lin.count
+        elif not experts_done:
+            experts_done = True
+            experts = [x for x in layer.linears if x.group == "experts"]
+            gate_up = sum(x.weight_params for x in experts if act.INPUT_OF.get(x.name) == "mlp_in")
+            out += [n for n in (gate_up, *(x.weight_params for x in experts
+                                          if act.INPUT_OF.get(x.name) != "mlp_in")) if n]
+    return out
+
+
+def _fused_columns_saved(layer) -> int:
+    """Adafactor's factors of a fused (E, 2i, h) gate/up tensor are E·2i rows and E·h columns (``_get_options``
+    factors the last two dimensions, the leading ones kept): E·h fewer than two (E, i, h) matrices' columns."""
+    fused_in = [lin for lin in layer.linears if lin.group == "experts" and act.INPUT_OF.get(lin.name) == "mlp_in"]
+    return sum(lin.in_features * lin.count for lin in fused_in[1:])
 
 
 def _after_themselves(seq: list[int]) -> list[tuple[int, int]]:
