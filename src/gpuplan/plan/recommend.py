@@ -147,10 +147,14 @@ class Setup(BaseModel):
 
     @computed_field  # type: ignore[prop-decorator]
     @property
-    def speed_spread_pct(self) -> float:
+    def speed_spread_pct(self) -> int:
         """Half the likely speed range (``tokens_per_s_low`` to ``_high``, the calibration's spread) as a percentage
-        of the central speed: the ``±`` the CLI's table and the page print beside tokens/s."""
-        return 50 * (self.tokens_per_s_high - self.tokens_per_s_low) / self.tokens_per_s if self.tokens_per_s else 0.0
+        of the central speed, in whole percent, half rounded up: the ``±`` the CLI's table and the page print beside
+        tokens/s as it stands (each rounding its own way, Python's ``:.0f`` half to even and the page's
+        ``toLocaleString`` half away from zero, they could differ by one at an exact half)."""
+        if not self.tokens_per_s:
+            return 0
+        return math.floor(50 * (self.tokens_per_s_high - self.tokens_per_s_low) / self.tokens_per_s + 0.5)
 
     @property
     def hours_high(self) -> float | None:
