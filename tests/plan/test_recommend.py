@@ -783,3 +783,25 @@ def test_owned_cards_advice_reads_one_plan_as_estimate_does():
     plan = estimate({**fields, "gpu": "rtx-3060"})
     fix = next(f for f in plan.suggestions if f.fits and "offload optimizer and parameters" in f.change)
     assert fix.change in advice and "123.4 -> 8.2 GiB" in advice and "3,526 tokens" in advice
+
+
+def test_an_owned_screen_card_with_less_free_than_a_desktop_holds_is_warned_of():
+    """s20 rewalk's leftover 2: `recommend --have 1xrtx-4070-ti-super` ranked QLoRA of Qwen2.5-14B first at 15.82 of
+    15.92 GiB, 0.10 GiB free, without a word, where a desktop on the card holds about 0.39 GiB (Linux, ComfyUI's
+    400 MiB reserve) or 0.68 (Windows: 600 MiB and 100 more on a card over 15 GiB). It is said now, with the flag
+    that plans with the desktop; not for a data-centre card, unified memory, a card with room, or display set."""
+    from gpuplan.hardware import load_gpu
+    from gpuplan.plan.desktop import desktop_warning
+
+    fields = {"model": "qwen2.5-14b", "task": "train", "method": "qlora"}
+    s = Scenario.model_validate(fields)
+    result = run(fields, have=(parse_have("1xrtx-4070-ti-super"),), gpus=(RTX4090,), max_gpus=1, top=3)
+    x = result.owned[0]
+    assert (round(x.device_peak_gib, 2), x.capacity_gib) == (15.82, 15.92)
+    said = [w for w in result.warnings if w.startswith("your 1x rtx-4070-ti-super: 15.82 of 15.92 GiB leaves 0.10")]
+    assert len(said) == 1 and "about 0.39 GiB on Linux, 0.68 on Windows" in said[0] and "--display" in said[0]
+    card = load_gpu("rtx-4070-ti-super")
+    assert desktop_warning(s, card, 1, 15.5, 15.92) is None  # 0.42 GiB free: a Linux desktop's 0.39 fits
+    assert desktop_warning(s.model_copy(update={"display": "linux"}), card, 1, 15.82, 15.92) is None
+    assert desktop_warning(s, load_gpu("l4"), 1, 21.9, 22.0) is None
+    assert desktop_warning(s, load_gpu("apple-m4-max"), 1, 95.9, 96.0) is None

@@ -40,6 +40,7 @@ from ..speed.gemm import can_time
 from ..speed.work import shared_work
 from ..stacks import STACKS, stack_for
 from .build import Offers, build, own_links
+from .desktop import desktop_warning
 from .layout import accumulation, recipe_batch
 from .layout import layout as recipe_layout
 from .plan import Plan, card_memory, probe
@@ -421,7 +422,9 @@ def recommend(s: Scenario, m: ModelSpec, c: Constraints, explain: bool = True) -
                             "and is priced only when asked")
     result.model_exact, result.model_exact_reason = m.exact, m.inexact_reason
     result.defaults = [*m.notes, *([context_note] if context_note else [])]
-    result.warnings = [w for w in (inexact_warning(m),) if w] + other_task(s)
+    result.warnings = [w for w in (inexact_warning(m),) if w] + other_task(s) + [
+        w for x in owned[:1] if (w := desktop_warning(s, gpus()[x.gpu_id], x.num_gpus, x.device_peak_gib,
+                                                        x.capacity_gib))]
     result.resolved = searched(s, m, c, split)
     if explain and c.have and not owned:
         result.owned_changes = _what_fits_owned(s, m, c)
