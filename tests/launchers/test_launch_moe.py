@@ -38,3 +38,27 @@ def test_an_nvfp4_plan_loads_nvidias_checkpoint():
     assert args.model_tag == "nvidia/DeepSeek-R1-FP4" and args.quantization == "modelopt_fp4"
     assert "the fp4" not in files["vllm-serve.sh"] and "nvfp4 checkpoint of deepseek-ai/DeepSeek-R1" in files[
         "vllm-serve.sh"]
+
+
+def test_the_resolver_takes_the_engines_dispatch_and_the_launchers_read_it():
+    """s20-left2's leftover 3: the MoE dispatch default was filled by the speed model (``speed.experts.moe_dispatch``)
+    and the vLLM and SGLang launchers imported it. Now the resolver takes the engine's own, says so, and the plan's
+    scenario carries it for the speed model and the launchers; where tokens never leave their GPU (no ep and
+    attention_dp) nothing is taken, and a dispatch the user set is kept unsaid."""
+    import gpuplan
+    from gpuplan.launchers import sglang, vllm
+
+    for engine, gpu, dispatch, flag in (("sglang", "h200", "allgather", "--moe-a2a-backend none"),
+                                        ("vllm", "h200", "allgather", "--all2all-backend allgather_reducescatter"),
+                                        ("trtllm", "b200", "deepep", "timed as DeepEP's")):
+        plan = gpuplan.estimate({**R1, **DP, "engine": engine, "gpu": gpu})
+        assert plan.scenario["moe_dispatch"] == dispatch
+        said = [d for d in plan.defaults if d.startswith(f"moe_dispatch {dispatch}: ")]
+        assert len(said) == 1 and flag in said[0] and said[0].endswith("(set moe_dispatch to choose)")
+    assert "moe_dispatch" not in gpuplan.estimate(R1).scenario
+    assert not [d for d in gpuplan.estimate({**R1, **DP, "moe_dispatch": "deepep"}).defaults if "moe_dispatch" in d]
+    for module in (sglang, vllm):
+        assert not any(getattr(v, "__module__", "").startswith("gpuplan.speed") for v in vars(module).values())
+    launched = launch_plan({**R1, **DP}).scenario.model_copy(update={"moe_dispatch": "deepep"})
+    assert sglang.moe_layout(launched)[-2:] == ["--moe-a2a-backend", "deepep"]
+    assert vllm.parallel(launched)[-2:] == ["--all2all-backend", "deepep_low_latency"]

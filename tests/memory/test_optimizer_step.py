@@ -101,3 +101,72 @@ def test_lion_keeps_one_fp32_state_and_no_step_temporary(fields, trainable_bytes
     assert est.memory.optimizer_gib * GIB == pytest.approx(4 * trained, rel=1e-3)
     s = scenario_from(dict(QWEN_05B, optimizer="lion", **fields))
     assert optimizer_step_temporaries(s, int(trained), 2, stepped_tensors(s, load_model(s.model))) == 0.0
+
+
+def test_zero_hands_adafactor_flat_partitions_so_it_keeps_the_whole_second_moment():
+    """DeepSpeed ZeRO gives the client optimizer one flat fp32 tensor a parameter group (``stage_1_and_2.py``:
+    ``param_group['params'] = [single_partition_of_fp32_groups[i]]``, each group its own ``step()``; stage 3 its
+    sub-groups'), so transformers' Adafactor sees 1-D tensors (``factored = len(shape) >= 2`` is False) and keeps
+    ``exp_avg_sq`` whole. By hand, Qwen2.5-0.5B full under ZeRO-2 on 2 GPUs: 494,032,768 parameters, of them
+    71,552 norms and biases (24 x (2 x 896 norms + 896 + 128 + 128 q/k/v biases) + 896), so the Trainer's two
+    groups are 493,961,216 and 71,552 elements; a rank holds half of each. States: 4 B x 494,032,768 / 2 =
+    988,065,536 bytes (1,548,544 were counted, rows and columns of matrices the optimizer never sees). Step: two
+    fp32 tensors of the larger partition, 4 x 2 x 246,980,608 = 1,975,844,864 bytes, beside the fp32 gradient
+    partition (4 x 247,016,384), what the real optimizer allocates for a 1-D fp32 tensor on the meta device."""
+    torch = pytest.importorskip("torch")
+    fields = dict(QWEN_05B, method="full", optimizer="adafactor", sharding="zero2", num_gpus=2)
+    s = scenario_from(fields)
+    assert stepped_tensors(s, load_model(s.model)) == [(493_961_216, 0), (71_552, 0)]
+    mem = estimate(fields, advise=False).memory
+    assert mem.optimizer_gib * GIB == pytest.approx(4 * 494_032_768 / 2, rel=1e-6)
+    assert mem.other["optimizer step temporaries"] * GIB == pytest.approx(
+        4 * 2 * 246_980_608 + 4 * 247_016_384, rel=1e-6)
+    measured = _adafactor_second_step([(246_980_608,)], torch.float32)
+    assert 8 * 246_980_608 <= measured <= 8 * 246_980_608 + 8 * 512
+    lora = estimate(dict(fields, method="lora"), advise=False).memory  # 8,798,208 adapter elements, flat too
+    assert lora.optimizer_gib * GIB == pytest.approx(4 * 8_798_208 / 2, rel=1e-6)
+    three = scenario_from(dict(fields, sharding="zero3"))  # stage 3 steps sub-groups of 1e9 of the rank's elements
+    assert optimizer_step_temporaries(three, 0, 4, [(3_000_000_000, 0)]) == 4 * 2 * 1e9
+
+
+def test_transformers_5_fused_experts_are_stepped_and_factored_whole():
+    """transformers 5 holds Qwen3-30B-A3B's experts as two 3-D parameters a layer (``Qwen3MoeExperts``:
+    ``gate_up_proj`` (128, 1,536, 2,048), ``down_proj`` (128, 2,048, 768)). A full fine-tune's Adafactor steps each
+    whole: two fp32 tensors of 128 x 1,536 x 2,048 = 402,653,184 elements with the router's 2,048 x 128 update
+    still bound, 4 x (2 x 402,653,184 + 262,144) bytes, what the real optimizer allocates for that tensor on the
+    meta device (one expert's 1,572,864 elements were counted). Its factors: rows E x 2i and columns E x h of the
+    fused tensor (``_get_options`` factors the last two dimensions), 128 x (1,536 + 2,048) + 128 x (768 + 2,048) =
+    819,200 elements a layer, what the optimizer makes; 128 x 2,048 a layer fewer than per-expert gate and up.
+    The fake-tensor simulation of the whole step (bf16-true, micro-batch 1, 256 tokens, extrapolated from 1 and 2
+    layers) peaks at the step, 119.8949 GiB (+ 0.0625 of cuBLAS workspace it does not allocate), with 6.0017 GiB
+    of temporaries and 0.1522 of states; the estimate was 118.64 (4.64 and 0.199: one expert's matrix as the
+    largest tensor, the embedding's 311,164,928 elements stepped first), and is 119.96 (6.00, 0.152)."""
+    torch = pytest.importorskip("torch")
+    optimization = pytest.importorskip("transformers.optimization")
+    import dataclasses
+
+    from gpuplan.tensors.state import adafactor_state_bytes
+
+    s = scenario_from(dict(QWEN_05B, model="qwen3-30b-a3b", method="full", optimizer="adafactor"))
+    m = load_model(s.model)
+    stepped = stepped_tensors(s, m)
+    assert (402_653_184, 2048 * 128) in stepped and (128 * 2048 * 768, 402_653_184) in stepped
+    assert max(n for n, _ in stepped) == 402_653_184
+    counted = optimizer_step_temporaries(s, 0, 4, [(402_653_184, 0)])
+    measured = _adafactor_second_step([(128, 1536, 2048)], torch.float32)
+    assert counted == 8 * 402_653_184 and counted <= measured <= counted + 4 * 2 * 128 * (1536 + 2048) + 8 * 512
+    with torch.device("meta"):
+        params = [torch.nn.Parameter(torch.empty(shape)) for shape in ((128, 1536, 2048), (128, 2048, 768))]
+    for p in params:
+        p.grad = torch.empty_like(p)
+    opt = optimization.Adafactor(params, lr=1e-3, scale_parameter=False, relative_step=False)
+    opt.step()
+    made = sum(v.numel() for state in opt.state.values() for v in state.values() if isinstance(v, torch.Tensor)
+               and v.dim() > 0)
+    assert made == 819_200
+    per_expert = adafactor_state_bytes(s, dataclasses.replace(m, family="per-expert"), m.params_total)
+    assert per_expert - adafactor_state_bytes(s, m, m.params_total) == 4 * 48 * 128 * 2048
+    mem = estimate(dict(QWEN_05B, model="qwen3-30b-a3b", method="full", optimizer="adafactor", precision="bf16-true",
+                        gpu="h200"), advise=False).memory
+    assert mem.phases_gib["optimizer_step"] == pytest.approx(119.8949 + 0.0625, rel=1e-3)
+    assert mem.optimizer_gib == pytest.approx(0.1522, rel=0.01)

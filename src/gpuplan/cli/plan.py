@@ -134,7 +134,7 @@ def _rows(s, setups, start: int = 1) -> list[dict[str, Any]]:
         rows.append({**fields, "rank": f"{i}{'*' if x.pareto else ''}",
                      "setup": f"{x.num_gpus}x {short(x.gpu_id)}" + (f" {'+'.join(tags)}" if tags else ""),
                      "where": _where(x), "memory": f"{x.device_peak_gib:.0f}/{x.capacity_gib:.0f}",
-                     "speed": f"{x.tokens_per_s:,.0f} ±{x.speed_spread_pct:.0f}%",
+                     "speed": f"{x.tokens_per_s:,.0f} ±{x.speed_spread_pct}%",
                      "age": None if x.owned else f"{x.price_age_days} d" + (" low" if x.price_confidence == "low"
                                                                            else ""),
                      "price_age_days": None if x.owned else x.price_age_days})

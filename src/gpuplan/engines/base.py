@@ -93,6 +93,8 @@ class Engine:
     # how its MoE layers send tokens to their experts unless moe_dispatch is set: SGLang and vLLM gather and
     # reduce-scatter ("allgather")
     moe_dispatch = "allgather"
+    # that default in words, the resolver's line when it takes it (:func:`gpuplan.plan.resolve.dispatch_default`)
+    moe_dispatch_words = "each GPU gathers the step's tokens and reduce-scatters the experts' outputs"
     # a speculative draft's layers take their KV cache from the engine's one pool, sized with them (vLLM's KV cache
     # spec lists every attention layer, TensorRT-LLM's pool counts the MTP layers); False: the engine holds the draft
     # apart and says how in its memory (SGLang: a draft pool of the target's tokens, out of its reserve)

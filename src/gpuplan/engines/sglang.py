@@ -407,6 +407,8 @@ class Sglang(Engine):
     running_cap = "max_running_requests"
     rocm_build = True
     expert_parallel = True
+    moe_dispatch_words = ("SGLang's default --moe-a2a-backend none: each GPU gathers the step's tokens and "
+                          "reduce-scatters the experts' outputs")
     label = "SGLang"
     pool_words = "SGLang's token pool"
     preallocates = True

@@ -241,6 +241,8 @@ class Trtllm(Engine):
     pool_admits = ("holds for their whole output (GUARANTEED_NO_EVICT: nothing is preempted); the others wait for "
                    "them to finish.")
     expert_parallel = True
+    moe_dispatch_words = ("TensorRT-LLM's attention-DP MoE sends tokens to their experts by its own all-to-all, "
+                          "timed as DeepEP's")
     label = "TensorRT-LLM"
     pool_words = "TensorRT-LLM's KV pool"
     preallocates = True

@@ -762,6 +762,8 @@ class Vllm(Engine):
     grid_note = ("vLLM preallocates gpu_memory_utilization of each card: a cell fits when its KV pool holds the "
                  "batch; the curve shows what the batch needs")
     expert_parallel = True
+    moe_dispatch_words = ("vLLM's default --all2all-backend allgather_reducescatter: each GPU gathers the step's "
+                          "tokens and reduce-scatters the experts' outputs")
     label = "vLLM"
     pool_words = "vLLM's KV pool"
     preallocates = True

@@ -218,6 +218,9 @@ def optimizer(x: Context) -> Formula:
                           "Adafactor: row and column factors of the second moment per matrix (Shazeer & Stern "
                           "2018), full moments for vectors, in fp32 whatever the weights' dtype (transformers' "
                           "Adafactor.step upcasts the gradient and makes its states from it)")
+    if s.sharded_by == "deepspeed":
+        rules["adafactor"] = (factored, f"1 moment x 4 B x {t:,}", "Adafactor under DeepSpeed ZeRO keeps the whole "
+                              "fp32 second moment: ZeRO hands it flat 1-D partitions, which it does not factor")
     total, text, why = rules[s.optimizer]
     div = x.shard * x.o_n
     formula, substituted = f"O = state bytes x trainable parameters / shards ({why})", f"{text} / {div}"

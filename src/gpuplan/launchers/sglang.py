@@ -18,7 +18,6 @@ serving: ``ServerArgs.nnodes``, ``node_rank``, ``dist_init_addr``). A speculativ
 from __future__ import annotations
 
 from ..engines import engine_for
-from ..speed.experts import moe_dispatch
 from .files import LaunchFile, Raw, shell_text
 from .plan import LaunchPlan
 from .serving import converted_note, draft_to_load, pool_line, quant_to_ask
@@ -105,7 +104,7 @@ def moe_layout(s) -> list[str]:
     if s.ep > 1:
         argv += ["--ep-size", str(s.ep)]
     if s.ep > 1 and s.attention_dp:
-        argv += ["--moe-a2a-backend", "deepep" if moe_dispatch(s) == "deepep" else "none"]
+        argv += ["--moe-a2a-backend", "deepep" if s.moe_dispatch == "deepep" else "none"]
     return argv
 
 

@@ -24,7 +24,6 @@ import json
 from ..engines import engine_for
 from ..engines.vllm import version_tuple
 from ..errors import GpuplanError
-from ..speed.experts import moe_dispatch
 from .files import LaunchFile, Raw, shell_text
 from .plan import LaunchPlan
 from .serving import converted_note, draft_to_load, pool_line, quant_to_ask
@@ -91,7 +90,7 @@ def parallel(s) -> list[str]:
     if s.ep > 1:
         argv.append("--enable-expert-parallel")
     if s.ep > 1 and s.attention_dp:
-        argv += ["--all2all-backend", "deepep_low_latency" if moe_dispatch(s) == "deepep" else
+        argv += ["--all2all-backend", "deepep_low_latency" if s.moe_dispatch == "deepep" else
                  "allgather_reducescatter"]
     return argv
 

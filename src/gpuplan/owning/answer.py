@@ -55,6 +55,8 @@ def rentals_for(w: Workloads, rent: list[tuple[GpuSpec, int]]) -> tuple[list[Ren
             plans = [job_plan(j, gpu, count, owned=False, pricing=pricing) if not (j.serving and pricing == "spot")
                      else job_plan(j, gpu, count, owned=False) for j in w.workloads]
             answer = rental_answer(setup, pricing, plans)
+            if pricing == "on_demand" and not answer.runs_all and any(p.offer for p in plans):
+                answer.runs_all_on = fewest_rented(w, gpu, count, plans)
             if not any(p.offer for p in plans):
                 if pricing == "on_demand":
                     missing.append(f"no offer of {setup} in force to rent: `gpuplan prices --gpu {short_id(gpu.id)}`; "
@@ -68,6 +70,21 @@ def rentals_for(w: Workloads, rent: list[tuple[GpuSpec, int]]) -> tuple[list[Ren
                 continue
             out.append(answer)
     return out, missing
+
+
+# the counts of a card a rental is tried at when the work does not all run on the count asked: the instances'
+# sizes (1, 2, 4, 8 GPUs a machine) and whole 8-GPU machines beyond
+RENT_COUNTS = (2, 4, 8, 16, 32, 64)
+
+
+def fewest_rented(w: Workloads, gpu: GpuSpec, count: int, plans: list[JobPlan]) -> str:
+    """The fewest of ``gpu`` above ``count`` (:data:`RENT_COUNTS`) on which every job runs on demand, as ``"4x
+    h100-sxm"`` ("" where none does): each job planned again there, those that did not run on ``count`` first."""
+    order = sorted(range(len(w.workloads)), key=lambda i: plans[i].runs)
+    for n in (c for c in RENT_COUNTS if c > count):
+        if all(job_plan(w.workloads[i], gpu, n, owned=False).runs for i in order):
+            return f"{n}x {short_id(gpu.id)}"
+    return ""
 
 
 def _dearer(spot: RentalAnswer, on_demand: RentalAnswer | None) -> str:
@@ -129,13 +146,23 @@ def _verdict(answer: BuildAnswer, rentals: list[RentalAnswer] = ()) -> str:
     if answer.cannot:
         return f"{answer.build.label} cannot run all the work: " + "; ".join(answer.cannot)
     if not answer.versus:
-        short = [f"{r.label} cannot run " + ", ".join(j.job for j in r.jobs if not j.runs)
-                 for r in rentals if not r.runs_all]
-        why = f": {'; '.join(short)} (the table says why; --rent more of the cards)" if short else ""
+        short = [f"{r.label} cannot run " + ", ".join(j.job for j in r.jobs if not j.runs) + f" (the table says why; "
+                 f"{_more(r)})" for r in rentals if not r.runs_all]
+        why = f": {'; '.join(short)}" if short else ""
         return f"owning {answer.build.label}: ${answer.ownership.total_usd_low:,.0f} over {answer.ownership.years:g} " \
                f"y (no rental of the work to compare with{why})"
     best = min(answer.versus, key=lambda v: v.rent_usd)
     return best.line.replace("vs ", f"{answer.build.label} vs ", 1)
+
+
+def _more(r: RentalAnswer) -> str:
+    """What to rent instead of a rental that cannot run the work: the fewest of its cards that can
+    (:func:`fewest_rented`), or that no count of them up to :data:`RENT_COUNTS`' last can."""
+    if r.runs_all_on:
+        return f"{r.runs_all_on} runs it all: --rent {r.runs_all_on.replace(' ', '')}"
+    if r.runs_all_on == "":
+        return f"no count of these cards up to {RENT_COUNTS[-1]} runs it all: --rent other cards"
+    return "--rent more of the cards"
 
 
 def overflow_share(busy: float, horizon: float) -> float:

@@ -33,6 +33,9 @@ class RentalAnswer(BaseModel):
     usd_per_year: float | None = None
     usd_per_year_low: float | None = None
     offers: list[str] = Field(default_factory=list)
+    # where the work does not all run: the fewest of the same cards on which it does ("2x h100-sxm"; "": none up to
+    # :data:`gpuplan.owning.answer.RENT_COUNTS`' last), None where it runs or was not searched
+    runs_all_on: str | None = Field(default=None, exclude_if=lambda v: v is None)
 
     @property
     def label(self) -> str:

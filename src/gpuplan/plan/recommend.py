@@ -40,6 +40,7 @@ from ..speed.gemm import can_time
 from ..speed.work import shared_work
 from ..stacks import STACKS, stack_for
 from .build import Offers, build, own_links
+from .desktop import desktop_warning
 from .layout import accumulation, recipe_batch
 from .layout import layout as recipe_layout
 from .plan import Plan, card_memory, probe
@@ -147,10 +148,14 @@ class Setup(BaseModel):
 
     @computed_field  # type: ignore[prop-decorator]
     @property
-    def speed_spread_pct(self) -> float:
+    def speed_spread_pct(self) -> int:
         """Half the likely speed range (``tokens_per_s_low`` to ``_high``, the calibration's spread) as a percentage
-        of the central speed: the ``±`` the CLI's table and the page print beside tokens/s."""
-        return 50 * (self.tokens_per_s_high - self.tokens_per_s_low) / self.tokens_per_s if self.tokens_per_s else 0.0
+        of the central speed, in whole percent, half rounded up: the ``±`` the CLI's table and the page print beside
+        tokens/s as it stands (each rounding its own way, Python's ``:.0f`` half to even and the page's
+        ``toLocaleString`` half away from zero, they could differ by one at an exact half)."""
+        if not self.tokens_per_s:
+            return 0
+        return math.floor(50 * (self.tokens_per_s_high - self.tokens_per_s_low) / self.tokens_per_s + 0.5)
 
     @property
     def hours_high(self) -> float | None:
@@ -417,7 +422,9 @@ def recommend(s: Scenario, m: ModelSpec, c: Constraints, explain: bool = True) -
                             "and is priced only when asked")
     result.model_exact, result.model_exact_reason = m.exact, m.inexact_reason
     result.defaults = [*m.notes, *([context_note] if context_note else [])]
-    result.warnings = [w for w in (inexact_warning(m),) if w] + other_task(s)
+    result.warnings = [w for w in (inexact_warning(m),) if w] + other_task(s) + [
+        w for x in owned[:1] if (w := desktop_warning(s, gpus()[x.gpu_id], x.num_gpus, x.device_peak_gib,
+                                                        x.capacity_gib))]
     result.resolved = searched(s, m, c, split)
     if explain and c.have and not owned:
         result.owned_changes = _what_fits_owned(s, m, c)

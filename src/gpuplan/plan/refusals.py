@@ -57,8 +57,34 @@ def check(s: Scenario, m: ModelSpec, gpu: GpuSpec | None) -> list[str]:
     warnings += _engine(s, m)
     if gpu is not None:
         _card(s, gpu)
-        warnings += _node(s, gpu)
+        warnings += _node(s, gpu) + _apple(s, gpu)
     return warnings + _context(s, m)
+
+
+def _apple(s: Scenario, gpu: GpuSpec) -> list[str]:
+    """Training on Apple silicon with software whose Metal support is new, said (s20 rewalk's leftover 3): a
+    bitsandbytes QLoRA base (the stacks :func:`gpuplan.stacks.speedups.kernels` times with its kernels) runs on its
+    MPS backend (bitsandbytes-foundation/bitsandbytes ``bitsandbytes/backends/mps/ops.py``: 4-bit quantize,
+    dequantize and one-row gemv in Metal kernels loaded from the Kernels Hub, ``kernels-community/bitsandbytes-mps``,
+    a matmul of more rows dequantized and run in 16 bits); Unsloth's device check accepts MPS
+    (``unsloth/device_type.py``) while its Apple port was merged in part (unslothai/unsloth#4259, September 2026)
+    and its Triton kernels have no Metal backend."""
+    if gpu.vendor != "Apple" or s.task != "train":
+        return []
+    from ..stacks.speedups import kernels  # read for a training plan on a Mac only
+
+    out = []
+    if s.method == "qlora" and kernels(s.stack, s).dequant == "bnb":
+        out.append(f"QLoRA on Apple silicon: bitsandbytes runs the {s.quant or 'nf4'} base on its MPS backend, new "
+                   "(Metal kernels fetched from the Kernels Hub, kernels-community/bitsandbytes-mps, through the "
+                   "kernels package, both to install; a training matmul dequantizes and runs in 16 bits), which no "
+                   "run on a Mac has measured")
+    if s.stack == "unsloth":
+        out.append("stack unsloth on Apple silicon: its device check accepts MPS, but its Apple port was merged only "
+                   "in part (unslothai/unsloth#4259) and its Triton kernels have no Metal backend; the plan times "
+                   "Unsloth's CUDA kernels, which no run on a Mac has measured (stack hf plans the same job with "
+                   "PyTorch's own kernels)")
+    return out
 
 
 def not_a_module(s: Scenario, name: str) -> None:

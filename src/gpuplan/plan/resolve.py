@@ -10,7 +10,10 @@ Each default has one home, and the resolver gathers their reasons:
 - **several GPUs for serving split the model** instead of copying it (:func:`serving_split`): an engine that
   shards with tensor parallelism does (vLLM ``--tensor-parallel-size``, SGLang ``--tp``, TensorRT-LLM
   ``--tp_size``), the others place layers across the cards (transformers' ``device_map="auto"``, llama.cpp's
-  ``--split-mode layer``); replicas need ``sharding: ddp``.
+  ``--split-mode layer``); replicas need ``sharding: ddp``;
+- **how a served MoE model's tokens reach their experts** under expert and attention data parallelism
+  (:func:`dispatch_default`): the engine's own ``moe_dispatch`` (:attr:`gpuplan.engines.base.Engine.moe_dispatch`),
+  which the speed model times and the launchers write.
 
 These need no second validation of the scenario: the card's id and the split change no stack default, so the
 resolved scenario is a copy with them set (as given fields). :func:`gpuplan.plan.refusals.check` then refuses
@@ -61,6 +64,7 @@ class Resolved:
     split_note: str | None = None  # the serving split
     length_note: str | None = None  # a default length shortened to the model's context
     dtype_note: str | None = None  # a served checkpoint's own 16-bit dtype taken (:func:`served_dtype`)
+    dispatch_note: str | None = None  # the engine's MoE dispatch taken (:func:`dispatch_default`)
     checked: tuple[str, ...] = ()  # the refusals' warnings
     chosen: tuple[str, ...] = ()  # defaults a run takes beyond an estimate's, with why (gpuplan.plan.launch)
     layout_why: str | None = None  # why the micro-batch x accumulation are the recipe's (gpuplan.plan.layout)
@@ -74,8 +78,8 @@ class Resolved:
         """The defaults taken for this card and model, in words: the GPU name's variant, the model's notes, the
         card's precision, the serving split."""
         said = (self.gpu_note, *self.model.notes, size_note(self.scenario.model_size),
-                precision_note(self.scenario, self.gpu), self.dtype_note,
-                self.split_note, self.length_note, pretraining_note(self.scenario), load_note(self.scenario),
+                precision_note(self.scenario, self.gpu), self.dtype_note, self.split_note, self.dispatch_note,
+                self.length_note, pretraining_note(self.scenario), load_note(self.scenario),
                 *self.chosen, self.layout_note)
         return tuple(n for n in said if n)
 
@@ -134,8 +138,25 @@ def resolve(s: Scenario, m: ModelSpec | None = None, gpu: GpuSpec | None = None)
     s, (said, shortened) = card_free(s, m)
     s, dtype = served_dtype(s, m, gpu)
     warnings = check(s, m, gpu)
+    s, dispatch = dispatch_default(s, m)
     return Resolved(scenario=s, model=m, gpu=gpu, gpu_note=note, split_note=said, length_note=shortened,
-                    dtype_note=dtype, checked=tuple(warnings))
+                    dtype_note=dtype, dispatch_note=dispatch, checked=tuple(warnings))
+
+
+def dispatch_default(s: Scenario, m: ModelSpec) -> tuple[Scenario, str | None]:
+    """A served MoE model under expert parallelism and attention data parallelism (``ep`` > 1 with ``attention_dp``,
+    the only layout where tokens travel to experts on other GPUs) that left ``moe_dispatch`` unset: the engine's own
+    (:attr:`gpuplan.engines.base.Engine.moe_dispatch`: vLLM's ``--all2all-backend`` and SGLang's
+    ``--moe-a2a-backend`` default to gathering the batch and reduce-scattering the outputs, TensorRT-LLM runs its own
+    all-to-all), set as a given field so the speed model and the launchers read one value, and the sentence saying
+    so (None: not taken). Run after :func:`gpuplan.plan.refusals.check`, which judges only what the user set."""
+    if s.task != "infer" or s.moe_dispatch is not None or s.ep <= 1 or not s.attention_dp or not m.is_moe:
+        return s, None
+    engine = engine_for(s)
+    if not engine.expert_parallel:
+        return s, None
+    return s.with_resolved({"moe_dispatch": engine.moe_dispatch}), (
+        f"moe_dispatch {engine.moe_dispatch}: {engine.moe_dispatch_words} (set moe_dispatch to choose)")
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -338,5 +359,6 @@ def changed(r: Resolved, change: dict[str, Any], why: str | None, *, layout_why:
     a run takes: :mod:`gpuplan.plan.nodes`, :mod:`gpuplan.plan.launch`)."""
     again = resolve(r.scenario.model_copy(update=change), r.model)
     return Resolved(scenario=again.scenario, model=again.model, gpu=again.gpu, gpu_note=r.gpu_note,
-                    split_note=r.split_note, dtype_note=r.dtype_note or again.dtype_note, checked=again.checked,
+                    split_note=r.split_note, dtype_note=r.dtype_note or again.dtype_note,
+                    dispatch_note=r.dispatch_note or again.dispatch_note, checked=again.checked,
                     chosen=(*r.chosen, *([why] if why else [])), layout_why=layout_why or r.layout_why)

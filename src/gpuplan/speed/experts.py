@@ -44,8 +44,6 @@ from __future__ import annotations
 import math
 
 from .. import overheads as oh
-from ..engines import engine_for
-from ..scenario import Scenario
 from .comms import DataParallel, Link, all_reduce_s
 from .gemm import gemm_time_s, peak_flops
 
@@ -200,7 +198,7 @@ def layout_comms_s(timer, tokens: float, seqs: float, *, decode: bool) -> dict[s
         gather = all_reduce_s(nbytes, s.tp, timer.link)
     extra = timer.timing.loop.all_reduce_s if timer.timing.loop else 0.0
     parts = {"tensor_parallel": dense_layers * (gather + extra)}
-    if s.ep > 1 and moe_dispatch(s) == "deepep":
+    if s.ep > 1 and s.moe_dispatch == "deepep":  # the resolver took the engine's own where none was set
         per_rank = tokens * rank_share(seqs, s.attention_ranks) / max(seqs, 1)
         parts["expert_dispatch"] = dispatch_combine_s(timer, per_rank, decode=decode)
     else:
@@ -208,11 +206,5 @@ def layout_comms_s(timer, tokens: float, seqs: float, *, decode: bool) -> dict[s
     return parts
 
 
-def moe_dispatch(s: Scenario) -> str:
-    """How tokens reach their experts: the scenario's ``moe_dispatch``, else the engine's default
-    (:attr:`gpuplan.engines.base.Engine.moe_dispatch`)."""
-    return s.moe_dispatch or engine_for(s).moe_dispatch
-
-
 __all__ = ["dispatch_combine_s", "expanded_rows_s", "experts_s", "imbalance", "layout_comms_s", "mla_absorbed_s",
-           "moe_dispatch", "rank_share"]
+           "rank_share"]

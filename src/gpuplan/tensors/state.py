@@ -173,6 +173,21 @@ def optimizer_state_bytes(s: Scenario, m: ModelSpec, trainable: int, state_bytes
 # ``state[...].to(grad)`` on every later step), transformers/optimization.py ``Adafactor.step`` (5.24)
 ADAFACTOR_STATE_BYTES = 4
 
+# DeepSpeed ZeRO gives the client optimizer one flat fp32 tensor a parameter group: stages 1 and 2 set each group's
+# ``params`` to ``[single_partition_of_fp32_groups[i]]`` (``stage_1_and_2.py``, a 1-D slice of the flattened
+# group) and step the groups one ``optimizer.step()`` each (``_optimizer_step(group_no)``); stage 3 steps each
+# sub-group's ``fp32_partitioned_groups_flat[i]`` alone (``stage3.py _optimizer_step``), a sub-group closing once
+# it holds ``sub_group_size`` elements of the rank's partition (``_create_fp16_sub_groups``; 1e9, DeepSpeed's
+# default). deepspeedai/DeepSpeed deepspeed/runtime/zero/, read at edaa7221.
+ZERO3_SUB_GROUP = 1e9
+
+
+def _vectors(m: ModelSpec, trainable: int) -> int:
+    """Parameters of a full fine-tune outside the linears' and the embeddings' matrices: the norms and biases, the
+    Trainer's second parameter group (``get_decay_parameter_names`` leaves them out of weight decay)."""
+    matrices = sum(count * sum(lin.weight_params for lin in layer.linears) for layer, count in m.layer_kinds())
+    return max(trainable - matrices - m.vocab_size * m.embedding_dim * (1 if m.tie_word_embeddings else 2), 0)
+
 
 def adafactor_state_bytes(s: Scenario, m: ModelSpec, trainable: int) -> float:
     """transformers' Adafactor with the Trainer's settings (``beta1=None``: no first moment): for every parameter of
@@ -180,15 +195,17 @@ def adafactor_state_bytes(s: Scenario, m: ModelSpec, trainable: int) -> float:
     2``; Shazeer & Stern 2018), for the others the full second moment, each element fp32
     (:data:`ADAFACTOR_STATE_BYTES`). A LoRA pair ``A (r x in)``, ``B (out x r)`` is factored too: ``in + out + 2r``
     elements a linear (a fused expert weight's ``r·E``-wide pair counted as ``trainable / r``: its rows and
-    columns without the ``2r·E``)."""
+    columns without the ``2r·E``). Under DeepSpeed ZeRO the optimizer is handed flat partitions, not the model's
+    matrices (:data:`ZERO3_SUB_GROUP`): every tensor it steps is 1-D, so it keeps the full second moment, one
+    fp32 element a trained parameter."""
+    if s.sharded_by == "deepspeed":
+        return ADAFACTOR_STATE_BYTES * trainable
     if s.method == "full":
-        factored = sum(count * sum((lin.in_features + lin.out_features) * lin.count for lin in layer.linears)
-                       for layer, count in m.layer_kinds())
-        vectors = trainable - sum(count * sum(lin.weight_params for lin in layer.linears)
-                                  for layer, count in m.layer_kinds()) - m.vocab_size * m.embedding_dim * (
-            1 if m.tie_word_embeddings else 2)
+        fused = m.family in FUSED_EXPERTS
+        factored = sum(count * (sum((lin.in_features + lin.out_features) * lin.count for lin in layer.linears)
+                                - (_fused_columns_saved(layer) if fused else 0)) for layer, count in m.layer_kinds())
         embeddings = (m.vocab_size + m.embedding_dim) * (1 if m.tie_word_embeddings else 2)
-        return ADAFACTOR_STATE_BYTES * (factored + max(vectors, 0) + embeddings)
+        return ADAFACTOR_STATE_BYTES * (factored + _vectors(m, trainable) + embeddings)
     rank = max(s.lora_rank, 1)
     targets = lora_targets(s, m)
     adapted = sum(count * lin.count for layer, count in m.layer_kinds() for lin in layer.linears
@@ -211,10 +228,17 @@ def stepped_tensors(s: Scenario, m: ModelSpec) -> list[tuple[int, int]]:
     holds the matrices in the model's order (``get_decay_parameter_names`` leaves the norms and biases to the
     second): a full fine-tune's embedding, each layer's linears, an untied output head; LoRA's ``lora_A``
     (``r x in``) and ``lora_B`` (``out x r``) of each adapted linear, in the layer's order (a fused expert weight's
-    pair ``r·E`` wide, peft ``ParamWrapper``). Each layer kind's tensors repeat after themselves."""
+    pair ``r·E`` wide, peft ``ParamWrapper``). Each layer kind's tensors repeat after themselves. Under DeepSpeed
+    ZeRO the optimizer steps each group's flat partition in a ``step()`` of its own (:data:`ZERO3_SUB_GROUP`):
+    the matrices' group, then the norms and biases, nothing lingering from one to the next."""
+    if s.sharded_by == "deepspeed":
+        trainable = m.params_total if s.method == "full" else lora_params(m, lora_targets(s, m), s.lora_rank,
+                                                                          experts=adapts_experts(s, m))
+        vectors = _vectors(m, trainable) if s.method == "full" else 0
+        return [(n, 0) for n in (trainable - vectors, vectors) if n]
     if s.method == "full":
-        seqs = [[lin.weight_params // lin.count for lin in layer.linears for _ in range(lin.count)]
-                for layer, _ in m.layer_kinds()]
+        fused = m.family in FUSED_EXPERTS
+        seqs = [_full_tensors(layer, fused) for layer, _ in m.layer_kinds()]
         embedding = m.vocab_size * m.embedding_dim
         head = [] if m.tie_word_embeddings else [(embedding, seqs[-1][-1] if seqs and seqs[-1] else 0)]
         return [(embedding, 0), *head] + [pair for seq in seqs for pair in _after_themselves(seq)]
@@ -227,6 +251,42 @@ def stepped_tensors(s: Scenario, m: ModelSpec) -> list[tuple[int, int]]:
     if adapts_experts(s, m):
         seqs += [_expert_pairs(layer, rank) for layer, _ in m.layer_kinds() if layer.moe]
     return [pair for seq in seqs for pair in _after_themselves(seq)]
+
+
+# transformers 5 holds a mixture of experts' weights as 3-D parameters of all E experts at once (the fused gate/up
+# ``gate_up_proj`` (E, 2i, h) and ``down_proj`` (E, h, i), e.g. ``Qwen3MoeExperts``, ``MixtralExperts``): the model
+# types whose modeling file makes an ``nn.Parameter`` of ``num_experts`` leading, transformers 5.24
+FUSED_EXPERTS = frozenset((
+    "afmoe", "aria", "beam", "cohere2_moe", "deepseek_v2", "deepseek_v3", "deepseek_v32", "deepseek_v4", "dots1",
+    "ernie4_5_moe", "ernie4_5_vl_moe", "exaone_moe", "flex_olmo", "gemma4", "glm4_moe", "glm4_moe_lite", "glm4v_moe",
+    "glm_moe_dsa", "gpt_oss", "granitemoe", "granitemoehybrid", "granitemoeshared", "hunyuan_v1_moe", "jamba",
+    "jetmoe", "kimi_linear", "lfm2_moe", "llama4", "mellum", "minimax", "minimax_m2", "mixtral", "nemotron_h",
+    "olmoe", "phimoe", "qwen2_moe", "qwen3_5_moe", "qwen3_moe", "qwen3_next", "qwen3_omni_moe", "qwen3_vl_moe",
+    "solar_open"))
+
+
+def _full_tensors(layer, fused: bool) -> list[int]:
+    """The elements of each tensor a full fine-tune steps in one layer, in the layer's order: a linear per
+    instance, or, where ``fused`` (:data:`FUSED_EXPERTS`), the experts' as transformers 5 holds them, one tensor of
+    all E experts for the gate/up projections together and one for the down projection."""
+    out, experts_done = [], False
+    for lin in layer.linears:
+        if not (fused and lin.group == "experts"):
+            out += [lin.weight_params // lin.count] * lin.count
+        elif not experts_done:
+            experts_done = True
+            experts = [x for x in layer.linears if x.group == "experts"]
+            gate_up = sum(x.weight_params for x in experts if act.INPUT_OF.get(x.name) == "mlp_in")
+            out += [n for n in (gate_up, *(x.weight_params for x in experts
+                                          if act.INPUT_OF.get(x.name) != "mlp_in")) if n]
+    return out
+
+
+def _fused_columns_saved(layer) -> int:
+    """Adafactor's factors of a fused (E, 2i, h) gate/up tensor are E·2i rows and E·h columns (``_get_options``
+    factors the last two dimensions, the leading ones kept): E·h fewer than two (E, i, h) matrices' columns."""
+    fused_in = [lin for lin in layer.linears if lin.group == "experts" and act.INPUT_OF.get(lin.name) == "mlp_in"]
+    return sum(lin.in_features * lin.count for lin in fused_in[1:])
 
 
 def _after_themselves(seq: list[int]) -> list[tuple[int, int]]:
@@ -260,10 +320,14 @@ def optimizer_step_temporaries(s: Scenario, trainable: int, state_bytes: int,
     tensor's ``update`` (``p`` elements) is still bound to the name until the first of these reassigns it. So
     ``4 B x max(k·n + p)``, k = 2 for fp32 parameters, 4 for 16-bit ones: LoRA's fp32 ``lora_B`` of Qwen2.5-0.5B's
     up projection (4,864 x 16) after its ``lora_A`` (16 x 896) is 4 x (2 x 77,824 + 14,336) = 679,936 bytes, what
-    the real optimizer allocates on the meta device (tests/memory/test_optimizer_step.py)."""
+    the real optimizer allocates on the meta device (tests/memory/test_optimizer_step.py). Under DeepSpeed ZeRO the
+    stepped tensors are fp32 partitions (k = 2), stage 3's each at most a sub-group (:data:`ZERO3_SUB_GROUP`)."""
     if s.optimizer == "adamw" and s.optimizer_impl == "foreach":
         return state_bytes * trainable
     if s.optimizer == "adafactor" and stepped:
+        if s.sharded_by == "deepspeed":
+            cap = ZERO3_SUB_GROUP if s.resolved_sharding == "zero3" else float("inf")
+            return ADAFACTOR_STATE_BYTES * max(2 * min(n, cap) + before for n, before in stepped)
         k = 2 + (2 if state_bytes < 4 else 0)
         return ADAFACTOR_STATE_BYTES * max(k * n + before for n, before in stepped)
     return 0.0
