@@ -11,6 +11,8 @@ call, with that bench's split (fitted rows set a constant; held-out rows are ind
   ``excluded`` left out), by its quantities (TTFT and TPOT below the knee, throughput when saturated);
 - bench/serving/load_accuracy.py ``predict`` (vLLM and SGLang at a load or offline; every row held out): TTFT,
   TPOT, ITL and requests/s where the source gives them;
+- bench/serving/rocm_dense.py ``amd_rps`` (vLLM's ROCm build on MI300X, dense, offline: ``rocm-fit`` fitted,
+  ``rocm-check`` held out): requests/s;
 - bench/serving/sglang_serving.py ``run`` (``calibration`` and ``rocm-fit`` fitted; ``check``, ``moe`` and
   ``rocm-check`` held out): its ``scored`` quantities;
 - bench/serving/trtllm_serving.py ``predict`` (trtllm-serve; ``calibration`` fitted): TTFT and TPOT;
@@ -49,6 +51,7 @@ sys.path.insert(0, str(HERE))
 sys.path.insert(0, str(HERE / "serving"))
 
 import load_accuracy  # noqa: E402
+import rocm_dense  # noqa: E402
 import serving_accuracy  # noqa: E402
 import sglang_serving  # noqa: E402
 import speculative  # noqa: E402
@@ -111,6 +114,18 @@ def load_rows() -> list[Scored]:
             if r[col]:
                 out.append(Scored("load_accuracy", load_accuracy.source_of(r), r["engine"], cls, q, False,
                                   pred[q] / float(r[col]) - 1, r["id"]))
+    return out
+
+
+def rocm_dense_rows() -> list[Scored]:
+    """vLLM's ROCm build on MI300X, dense (rocm_dense_runs.csv: ``rocm-fit`` fitted, ``rocm-check`` held out), its
+    requests/s as rocm_dense.py scores it with overheads.ROCM_DENSE_DECODE_SLOWDOWN."""
+    out = []
+    twins = rocm_dense.nvidia_rows()
+    for r in rocm_dense.amd_rows():
+        pred = rocm_dense.amd_rps(r, twins[r["twin"]], oh.ROCM_DENSE_DECODE_SLOWDOWN)
+        out.append(Scored("rocm_dense", _id_source(r["id"]), "vllm", _cls(r["model"]), "req/s",
+                          r["role"] == "rocm-fit", pred / float(r["request_throughput"]) - 1, r["id"]))
     return out
 
 
@@ -203,9 +218,9 @@ def speculative_rows() -> list[Scored]:
 
 
 def every_row(max_requests: int) -> list[Scored]:
-    return (serving_rows(max_requests) + load_rows() + sglang_rows(max_requests) + trtllm_serving_rows()
-            + trtllm_rows() + mlperf_rows() + llama_bench_rows() + decode_rows() + startup_rows()
-            + speculative_rows())
+    return (serving_rows(max_requests) + load_rows() + rocm_dense_rows() + sglang_rows(max_requests)
+            + trtllm_serving_rows() + trtllm_rows() + mlperf_rows() + llama_bench_rows() + decode_rows()
+            + startup_rows() + speculative_rows())
 
 
 Key = tuple[str, str, str, str, str]  # bench, source, engine, class, quantity
@@ -260,7 +275,7 @@ def goal_lines(rows: list[Scored], table: dict[Key, dict]) -> list[str]:
     (runs through a serving engine's scheduler: not the offline tables), vLLM's KV tokens, and the sources above
     the limit."""
     held = [r for r in rows if not r.fitted]
-    serving = ("serving_accuracy", "load_accuracy", "sglang_serving", "trtllm_serving")
+    serving = ("serving_accuracy", "load_accuracy", "rocm_dense", "sglang_serving", "trtllm_serving")
     moe = [abs(r.error) for r in held if r.cls == "MoE" and r.bench in serving]
     moe_q = {q: [abs(r.error) for r in held if r.cls == "MoE" and r.bench in serving and r.quantity in names]
              for q, names in (("TTFT", ("TTFT",)), ("TPOT", ("TPOT", "ITL")))}

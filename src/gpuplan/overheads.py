@@ -1291,6 +1291,13 @@ GAUDI_SCALE_UP_EFFICIENCY = 0.977
 # 1.67 before session 9's step-model changes; 1.90 before the SGLang DeepSeek kernel count and fused all-reduce;
 # 1.77 until the later releases' block-FP8 kernels timed the H200 side (engines/block_fp8.py, session 14).
 ROCM_DECODE_SLOWDOWN = 1.73
+# ... and on dense models (no MoE layer): fitted the same way on dstack's vLLM benchmark_throughput runs of Llama 3.1
+# 405B FP8 at TP 8 (dstackai/benchmarks comparison/h100sxm5_vs_mi300x: MI300X on the ROCm build of vLLM 0.6.3 with
+# AMD's FP8-KV checkpoint, --enforce-eager, against 8x H100 on 0.6.3.post2 with Meta's FP8 checkpoint, the same client
+# and workloads), batch 4, 16, 64 and 256 fitted, 8, 32, 128 and the 32k prompts held out (bench/serving/rocm_dense.py,
+# bench/results/rocm_dense.md). Held out, the AMD / NVIDIA ratio's median error is 7.7% with it and 19.4% with the MoE
+# figure above, which dense models took, unmeasured, until session 22 (MI300X predicted 17-21% slow at batch 4-8).
+ROCM_DENSE_DECODE_SLOWDOWN = 1.44
 # ... and about the largest error of the AMD / NVIDIA TPOT ratio it gives on the MI325X rows (fitted -10% at 64
 # requests; held out +0% and +4%), added to each side of an AMD plan's band
 ROCM_BAND = 0.11

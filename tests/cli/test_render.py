@@ -358,5 +358,5 @@ def test_capacity_says_a_widened_band_once_with_what_it_adds():
     base = plans[0].plan.speed.band
     said = _bands_said(plans)
     assert said == (f" Decode steps' band: {base}. Rows on other vendors' cards: the same band, widened by +-11% for "
-                    "the ROCm build's measured share (bench/results/rocm_share.md) (widened: other vendor).")
+                    "the ROCm build's measured share (bench/results/rocm_dense.md) (widened: other vendor).")
     assert said.count(base) == 1

@@ -967,12 +967,12 @@ def current_timing(s: Scenario, m: ModelSpec, gpu: GpuSpec, *, current: bool = T
                         overlapped=overlapped, chunk_tokens=limits.max_num_batched_tokens)
     if graph_max_batch is None:
         graph_max_batch = capture_sizes(limits.max_num_seqs, gpu)[-1] if v1 else 0
-    rocm = rocm_note(label, gpu, measured=rocm_measured)
+    rocm = rocm_note(label, gpu, m, measured=rocm_measured)
     if v1:  # a step past the largest capture size: the compiled model's kernels launched from Python
         kernels = {"launch_s": oh.VLLM_EAGER_LAUNCH_S, **kernels}
     return Timing(graphs=v1, packed_linears=True, streaming_bandwidth=True, loop=loop,
                   note="; ".join(x for x in (note, rocm) if x), graph_max_batch=graph_max_batch,
-                  gpu_scale=gpu_scale(gpu), **kernels)
+                  gpu_scale=gpu_scale(gpu, m), **kernels)
 
 
 VLLM = Vllm()

@@ -22,8 +22,8 @@ from typing import Annotated, Any
 
 from pydantic import BaseModel, Field, SkipValidation, WrapValidator, computed_field, model_serializer
 
-from .. import overheads as oh
 from ..engines import ENGINES, engine_for
+from ..engines.rocm import class_slowdown
 from ..errors import GpuplanError
 from ..hardware import GpuSpec, counted_card, gpus, load_gpu, short_id
 from ..market.choice import best_on_demand, cheapest_in_force
@@ -762,8 +762,9 @@ def _rationale(x: Setup, gpu: GpuSpec, speed, link: tuple[Link, bool]) -> str:
     """Memory, then communication, then budget, as the guides order the decision."""
     parts = [f"fits with {x.headroom_pct:.0f}% headroom ({x.device_peak_gib:.1f} of {x.capacity_gib:.1f} GiB)"]
     if gpu.vendor == "AMD" and speed.ttft_s is not None and ENGINES[x.scenario.engine].rocm_build:
-        parts.append(f"AMD: the engine's ROCm build, its decode timed {oh.ROCM_DECODE_SLOWDOWN:.2f}x the CUDA build's "
-                     "on the same datasheet (measured: bench/results/rocm_share.md)")
+        moe = any("moe" in kind for kind in x.plan.model.layer_kinds)
+        parts.append(f"AMD: the engine's ROCm build, its decode timed {class_slowdown(moe):.2f}x the CUDA build's "
+                     f"on the same datasheet (measured: bench/results/{'rocm_share' if moe else 'rocm_dense'}.md)")
     elif gpu.vendor not in ("NVIDIA", "Apple"):  # Apple: the engines without Metal are refused (Engine.metal)
         parts.append(f"{gpu.vendor}: check your stack supports it (ROCm / Gaudi software)")
     parts.append(links_said(x.num_gpus, *link, speed))

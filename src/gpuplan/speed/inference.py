@@ -831,6 +831,7 @@ def banded(speed: Speed, engine: str, m: ModelSpec, widen: list[str], *, maker: 
         widen = [w for w in widen if w != "other vendor"]
     elif rocm:
         low, high = low - oh.ROCM_BAND, high + oh.ROCM_BAND
-        where += f", +-{oh.ROCM_BAND:.0%} for the ROCm build's measured share (bench/results/rocm_share.md)"
+        where += (f", +-{oh.ROCM_BAND:.0%} for the ROCm build's measured share (bench/results/"
+                  f"{'rocm_share' if m.is_moe else 'rocm_dense'}.md)")
     speed.band = where + (" (widened: " + ", ".join(widen) + ")" if widen else "")
     return speed.with_range("decode", *widen, band=(low, high))
