@@ -121,3 +121,33 @@ def test_the_capacity_note_says_where_sglang_s_host_loop_was_fitted_and_checked(
                                if not line.startswith("#")))
     calibration = {r["sglang_version"] for r in rows if r["role"] == "calibration"}
     assert calibration == {"0.3.0"} and sum(r["role"] != "calibration" for r in rows) >= 60
+
+
+def test_rocm_aiter_scales_mem_fraction_static_above_8192_tokens_of_context():
+    """SGLang from 0.4.7 on ROCm: attention backend aiter (the default for DeepSeek-R1 at TP 8: 128 KV heads / 8 =
+    16) and a context above 8,192 tokens (R1's 163,840) scale --mem-fraction-static by 0.85. InferenceX's
+    dsr1_fp8_mi325x.sh launch (0.5.19, TP 8, 0.8, fp8 KV: 576 x 61 = 35,136 B a token) on an MI325X (cudaMemGetInfo
+    254.72 - 0.41 GiB, less 0.38 of start-up = 253.93 GiB free; the weights 79.248 GiB a GPU) by hand:
+    (253.93 - 79.248 - 253.93 x (1 - 0.8 x 0.85)) x 2^30 // 35,136 = 2,855,020 tokens, not the 3,786,218 the flag
+    alone gives (-24.6 %). The launch flag stays 0.8; H200, 0.4.6 and a 8,192-token context keep it."""
+    r1 = load_model("deepseek-r1")
+    mi325x = load_gpu("mi325x")
+    s = scenario_from(dict(model="deepseek-r1", task="infer", gpu="mi325x", tp=8, num_gpus=8, engine="sglang",
+                           engine_version="0.5.19", kv_cache_dtype="fp8"))
+    sm = sglang.startup_memory(s, r1, mi325x, mem_fraction_static=0.8)
+    assert sm.total_gib == pytest.approx(253.93, abs=0.005) and sm.weights_gib == pytest.approx(79.248, abs=0.001)
+    by_hand = int((sm.total_gib - sm.weights_gib - sm.total_gib * (1 - 0.8 * 0.85)) * 2**30) // 35136
+    assert sm.kv_tokens == by_hand == pytest.approx(2_855_020, abs=60)
+    assert (sm.mem_fraction_static, sm.applied_fraction) == (0.8, pytest.approx(0.68))
+    assert sglang.kv_tokens(sm.available_gib, sm.total_gib, 0.8, 35136) == pytest.approx(3_786_218, abs=60)
+    for other in (dict(engine_version="0.4.6"), dict(max_model_len=8192), dict(gpu="h200")):
+        t = s.model_copy(update=other)
+        assert sglang.aiter_scale(t, r1, load_gpu(t.gpu), t.max_model_len or r1.max_context) == 1.0
+    # TP 4: 32 KV heads a GPU, triton by default; before 0.5.3 MTP also kept MLA models off aiter
+    assert sglang.aiter_scale(s.model_copy(update={"tp": 4, "num_gpus": 4}), r1, mi325x, 163840) == 1.0
+    mtp = s.model_copy(update={"speculative_method": "mtp", "engine_version": "0.5.2"})
+    assert sglang.aiter_scale(mtp, r1, mi325x, 163840) == 1.0
+    assert sglang.aiter_scale(mtp.model_copy(update={"engine_version": "0.5.3"}), r1, mi325x, 163840) == 0.85
+    # a model without MLA takes aiter on ROCm at any TP
+    llama = scenario_from(dict(model="llama-3.1-70b", task="infer", gpu="mi300x", tp=2, num_gpus=2, engine="sglang"))
+    assert sglang.aiter_scale(llama, load_model("llama-3.1-70b"), load_gpu("mi300x"), 131072) == 0.85

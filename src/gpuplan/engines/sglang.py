@@ -49,8 +49,10 @@ past ``cuda_graph_max_bs``, and prefill batches, run without CUDA graphs, each k
 requests read every N decode steps) is simulated when a run sets it (``Scheduler.recv_interval``); the default, 1,
 is what gpuplan's launch files leave.
 
-Later releases (2026: draft weights counted, disaggregation-aware reserves, the ``KVCacheConfigurator`` budget)
-change these again; this module is the 2025 rule set, checked against the logs in
+On ROCm, from 0.4.7, SGLang scales ``mem_fraction_static`` by 0.85 where its attention backend is aiter and the
+context is above 8,192 tokens (:func:`aiter_scale`): the flag stays what a launch file passes, the pool is sized
+with the product. Later releases (2026: draft weights counted, disaggregation-aware reserves, the
+``KVCacheConfigurator`` budget) change these again; this module is the 2025 rule set, checked against the logs in
 ``bench/serving/sglang_startup_cases.yaml``. Hybrid sliding-window pools and Mamba state are not modelled.
 """
 
@@ -132,6 +134,17 @@ EARLY_MIN_NEW_TOKEN_RATIO = 0.1
 NEW_TOKEN_RATIO_DECAY_STEPS = 600
 DP_CONSERVATIVENESS = 0.3
 MIN_RATIO_FACTOR_FROM = (0, 3, 5)
+# SGLang's ROCm rule (sgl-project/sglang, read in the PyPI wheels): where the attention backend is aiter and the
+# context is above 8,192 tokens, mem_fraction_static is scaled by 0.85 (ModelRunner.model_specific_adjustment in
+# model_executor/model_runner.py from 0.4.7, absent in 0.4.6.post5; ServerArgs._handle_attention_backend_compatibility
+# in server_args.py by 0.5.12; arg_groups/attention_hook.py handle_attention_backend_compatibility in 0.5.19, which
+# applies it to a value given on the command line too unless SGLANG_AITER_HONOR_EXPLICIT_MEM_FRACTION is set, default
+# False). MLA models took aiter by default only without speculative decoding up to 0.5.2 (0.5.3 dropped the condition)
+AITER_MEM_FRACTION_FROM = (0, 4, 7)
+AITER_MLA_WITH_SPECULATION_FROM = (0, 5, 3)
+AITER_MEM_FRACTION_SCALE = 0.85
+AITER_LONG_CONTEXT = 8192
+AITER_MLA_KV_HEADS = (16, 128)  # "current aiter only support head number 16 or 128"
 ALL_REDUCE_FUSION_ARCHS = frozenset({"DeepseekV3ForCausalLM", "GptOssForCausalLM", "Glm4MoeForCausalLM",
                                      "Qwen3MoeForCausalLM"})
 
@@ -160,6 +173,25 @@ def kv_tokens(available_gib: float, total_gib: float, mem_fraction_static: float
     ``total x (1 - mem_fraction_static)`` is set aside (GiB as SGLang's log prints them)."""
     rest = available_gib - total_gib * (1 - mem_fraction_static)
     return max(int(rest * (1 << 30)) // int(cell), 0)
+
+
+def aiter_scale(s: Scenario, m: ModelSpec, gpu: GpuSpec, context_len: int) -> float:
+    """The factor SGLang applies to ``mem_fraction_static`` on ``gpu`` (:data:`AITER_MEM_FRACTION_SCALE` or 1):
+    on ROCm from :data:`AITER_MEM_FRACTION_FROM`, where the default attention backend is aiter and the context
+    (``--context-length``, else the model's; ``ModelConfig.context_len``) is above 8,192 tokens. The default backend
+    on ROCm (``get_default_attn_backend``; ``ModelRunner.model_specific_adjustment`` before it) is aiter for every
+    model without MLA, and for an MLA model whose KV heads per GPU (``get_num_kv_heads(tp_size)``: the config's
+    ``num_key_value_heads`` over TP, 128 // 8 = 16 for DeepSeek-V3/R1 at TP 8) are 16 or 128, triton otherwise;
+    before :data:`AITER_MLA_WITH_SPECULATION_FROM` an MLA model with speculative decoding took triton."""
+    version = version_tuple(s.engine_version or "0.5.3")
+    if gpu.vendor != "AMD" or version < AITER_MEM_FRACTION_FROM or context_len <= AITER_LONG_CONTEXT:
+        return 1.0
+    if any(layer.attention == "mla" for layer in m.layers):
+        heads = max(1, (m.num_kv_heads or 1) // s.tp)
+        speculating = s.speculative_method != "none" and version < AITER_MLA_WITH_SPECULATION_FROM
+        if heads not in AITER_MLA_KV_HEADS or speculating:
+            return 1.0
+    return AITER_MEM_FRACTION_SCALE
 
 
 def max_running_requests(tokens: int, context_len: int) -> int:
@@ -234,7 +266,7 @@ class StartupMemory:
     total_gib: float  # "Load weight begin. avail mem"
     weights_gib: float  # "Load weight end. ... mem usage"
     available_gib: float  # "Load weight end. ... avail mem"
-    mem_fraction_static: float
+    mem_fraction_static: float  # --mem-fraction-static as given or defaulted (what a launch file passes)
     kv_tokens: int  # "KV Cache is allocated. #tokens" = max_total_num_tokens
     kv_pool_gib: float  # K size + V size
     chunked_prefill_size: int
@@ -248,11 +280,17 @@ class StartupMemory:
     prefill_cap_takes_last: bool = False  # the release's rule for it (PREFILL_CAP_TAKES_LAST_FROM, scheduler_of)
     new_token_ratio: float = NEW_TOKEN_RATIO  # init_new_token_ratio and min_new_token_ratio (:func:`new_token_ratios`)
     min_new_token_ratio: float = NEW_TOKEN_RATIO * MIN_NEW_TOKEN_RATIO_FACTOR
+    fraction_scale: float = 1.0  # SGLang's own factor on mem_fraction_static (:func:`aiter_scale`)
+
+    @property
+    def applied_fraction(self) -> float:
+        """The ``mem_fraction_static`` SGLang sizes the pool with: the flag's times :attr:`fraction_scale`."""
+        return self.mem_fraction_static * self.fraction_scale
 
     @property
     def reserve_gib(self) -> float:
         """What ``mem_fraction_static`` keeps back for activations, CUDA graphs and the ``req_to_token`` pool."""
-        return self.total_gib * (1 - self.mem_fraction_static)
+        return self.total_gib * (1 - self.applied_fraction)
 
     def ranks(self, n: int) -> StartupMemory:
         """``n`` attention data-parallel ranks of one copy: the pools, running-request caps and chunk sizes add up
@@ -283,8 +321,9 @@ def startup_memory(s: Scenario, m: ModelSpec, gpu: GpuSpec, *, mem_fraction_stat
     weights = weights_per_gpu(s, m, fmt, skip) / GIB + oh.SGLANG_LOAD_EXTRA_GIB
     available = total - weights
     cell = cell_bytes(s, m)
-    tokens = kv_tokens(available, total, mfs, cell)
     context = s.max_model_len or m.max_context or (s.prompt_tokens + s.output_tokens)
+    scale = aiter_scale(s, m, gpu, context)
+    tokens = kv_tokens(available, total, mfs * scale, cell)
     ratio, floor = new_token_ratios(s)
     running = max_running_requests(tokens, context)
     tokens += speculative_headroom(s, running)
@@ -292,7 +331,7 @@ def startup_memory(s: Scenario, m: ModelSpec, gpu: GpuSpec, *, mem_fraction_stat
                          kv_tokens=tokens, kv_pool_gib=tokens * cell / GIB, chunked_prefill_size=chunk_size(s, d),
                          max_running_requests=running, context_len=context,
                          cuda_graph_max_bs=d.cuda_graph_max_bs, card_gib=max(card, total),
-                         new_token_ratio=ratio, min_new_token_ratio=floor,
+                         new_token_ratio=ratio, min_new_token_ratio=floor, fraction_scale=scale,
                          prefill_cap_takes_last=version_tuple(s.engine_version or "0.5.3")
                          >= PREFILL_CAP_TAKES_LAST_FROM)
 
@@ -353,6 +392,14 @@ ABSORBED_NOTE = ("this release prefills MLA prompts absorbed once its radix cach
                  "one): about 3.4x the attention FLOPs, timed at the fused-attention rate, a lower bound")
 
 
+def applied_words(sm: StartupMemory) -> str:
+    """What SGLang makes of the flag on ROCm (:func:`aiter_scale`), said after it ("" where it keeps it)."""
+    if sm.fraction_scale == 1.0:
+        return ""
+    return (f" (x {sm.fraction_scale} = {sm.applied_fraction:.3f}: SGLang's aiter attention on ROCm above "
+            f"{AITER_LONG_CONTEXT:,} tokens of context)")
+
+
 def _engine_dict(s: Scenario, sm: StartupMemory) -> dict:
     """What SGLang's startup log prints, for the report."""
     return {"engine": "sglang", "version": s.engine_version or "0.5 (2025-10 reserve rule)",
@@ -360,7 +407,8 @@ def _engine_dict(s: Scenario, sm: StartupMemory) -> dict:
             "chunked_prefill_size": sm.chunked_prefill_size, "max_running_requests": sm.max_running_requests,
             "context_len": sm.context_len, "available_kv_cache_gib": sm.kv_pool_gib,
             "cuda_graph_max_bs": sm.cuda_graph_max_bs, "schedule_policy": SCHEDULE_POLICY,
-            "mixed_chunk": sm.mixed_chunk, "radix_cache": True, "overlap_schedule": overlap_schedule(s)}
+            "mixed_chunk": sm.mixed_chunk, "radix_cache": True, "overlap_schedule": overlap_schedule(s)} | (
+        {} if sm.fraction_scale == 1.0 else {"applied_mem_fraction_static": round(sm.applied_fraction, 4)})
 
 
 
@@ -490,7 +538,8 @@ class Sglang(Engine):
         e.extra.update(max_concurrency=kv.max_concurrency, max_context_tokens=kv.kv_tokens,
                        kv_cache_pool_gib=sm.kv_pool_gib, engine=_engine_dict(s, sm), kv_pool=kv, startup=sm)
         e.assumptions.append(
-            f"SGLang: mem_fraction_static {sm.mem_fraction_static} of {sm.total_gib:.1f} GiB free at start, pool of "
+            f"SGLang: mem_fraction_static {sm.mem_fraction_static}{applied_words(sm)} of {sm.total_gib:.1f} GiB free "
+            f"at start, pool of "
             f"{sm.kv_tokens:,} tokens at {cell:,.0f} B each, chunked_prefill_size {sm.chunked_prefill_size:,}, "
             f"max_running_requests {sm.max_running_requests:,}")
         if sm.kv_tokens < tokens:

@@ -359,6 +359,13 @@ def _trtllm_pool(x: Context) -> Formula:
                                        source="TensorRT-LLM KvCacheConfig default (0.9) unless set")])
 
 
+def applied(eng: dict) -> str:
+    """The fraction SGLang sizes its pool with where it differs from the flag (ROCm's aiter rule,
+    engines/sglang.py ``aiter_scale``), else ""."""
+    scaled = eng.get("applied_mem_fraction_static")
+    return "" if scaled is None else f" (x 0.85 = {scaled:g}: aiter attention on ROCm, context above 8,192 tokens)"
+
+
 def _sglang_pool(x: Context) -> Formula:
     """SGLang's token pool: what the weights leave once the reserve is set aside, in whole tokens
     (engines/sglang.py ``profile_max_num_token``)."""
@@ -372,7 +379,8 @@ def _sglang_pool(x: Context) -> Formula:
                            "per token (K and V of every layer on this GPU); pool = tokens x bytes per token",
                    substituted=f"{tokens:,} tokens x {cell:,.0f} B = {tokens * cell / GIB:.2f} GiB",
                    computed=tokens * cell / GIB,
-                   note=f"SGLang: mem_fraction_static {eng['mem_fraction_static']}, max_running_requests "
+                   note=f"SGLang: mem_fraction_static {eng['mem_fraction_static']}"
+                        f"{applied(eng)}, max_running_requests "
                         f"{eng['max_running_requests']:,}",
                    constants=[Constant(name="mem_fraction_static", value=f"{eng['mem_fraction_static']}",
                                        source="SGLang's default for the card (server_args.py) unless set")])
