@@ -505,3 +505,14 @@ def test_the_launch_page_lists_every_target_and_the_stack_it_plans():
     assert own | by_stack["megatron"] | set(DIFFUSION_TARGETS) == set(by_stack) | {"nemo"}
     engines = re.search(r"The serving targets do the same for the engine: (.*?) each plan their engine", page)[1]
     assert named(engines) == set(engine_of())
+
+
+def test_the_fine_tune_page_s_stack_cards_table_is_the_code_s():
+    """docs/fine-tune.md's table of the cards each training stack runs on is gpuplan.scenario.stack_cards.table over
+    every stack, in the recipes' order (s22: the stacks had no such table, and no refusal off their cards)."""
+    from gpuplan.scenario import stack_cards
+    from gpuplan.scenario.stacks import RECIPES
+
+    table = stack_cards.table(RECIPES)
+    assert table in (DOCS / "fine-tune.md").read_text(encoding="utf-8")
+    assert "| unsloth | NVIDIA (CUDA), AMD (ROCm), Apple silicon (MPS) in part |" in table

@@ -50,6 +50,7 @@ from ..speed.modules import ModuleSpeed, fp32_rates, generation, host_range, mod
 from .edge import MODULE_BATCH_LIMIT, batch_fields
 from .fixes import SHOWN_SAVING_GIB, Fix, accumulation_fix, fewest
 from .plan import Plan, gpu_facts, verdict
+from .refusals import stack_card_warnings
 from .resolve import ResolvedModule, resolve_module_scenario
 
 # what the published Whisper runs spent beyond the model's work (bench/results/modules.md: whisper-small on a V100,
@@ -210,6 +211,7 @@ def build_module(r: ResolvedModule, candidates: tuple = (), *, advise: bool = Tr
     mem = report(s, e, gpu)
     judged = verdict(s, gpu, mem)
     warnings, work, cost, suggestions, rates = list(e.warnings), None, None, (), ()
+    warnings += stack_card_warnings(s, gpu) if gpu is not None else []  # a trainer that runs on the card in part
     if not memory_only and gpu is not None and (gpu.peak_tflops("bf16") or gpu.peak_tflops("fp16")):
         try:
             speed = _speed(s, job, main, parts, gpu)

@@ -45,7 +45,16 @@ from .layout import accumulation, recipe_batch
 from .layout import layout as recipe_layout
 from .plan import Plan, card_memory, probe
 from .pricing import left_out
-from .refusals import check, engine_refusal, not_a_module, other_task, scenario_load, scenario_refusal, training_engine
+from .refusals import (
+    check,
+    engine_refusal,
+    not_a_module,
+    other_task,
+    scenario_load,
+    scenario_refusal,
+    stack_card,
+    training_engine,
+)
 from .resolve import resolve, tensor_parallel_ok, within_context
 
 COUNTS = (1, 2, 4, 8, 16, 32, 64, 128, 256, 512)
@@ -415,7 +424,7 @@ def recommend(s: Scenario, m: ModelSpec, c: Constraints, explain: bool = True) -
         result.fewest = min(setups, key=lambda x: (x.num_gpus, _key(x, c.objective)), default=None)
         if result.fewest is not None:
             result.fewest_line = fewest_line(s, m, result.fewest, c.deadline_hours)
-    result.notes = _price_notes(s, c, all_offers, cards) + _load_note(s)
+    result.notes = _price_notes(s, c, all_offers, cards) + _load_note(s) + stack_left_out(s, cards.values())
     if shipped and c.any_quant and s.task == "infer" and s.quant is None:
         result.notes.append(f"the checkpoint ships as {shipped}: rows serve it as shipped (and with an fp8 KV "
                             "cache); re-quantizing it (--quant awq-int4, fp8, int8) needs a converted checkpoint "
@@ -432,6 +441,18 @@ def recommend(s: Scenario, m: ModelSpec, c: Constraints, explain: bool = True) -
         with shared_work():  # the relaxations' searches share their passes of the model
             result.changes = _what_would_fit(s, m, c, biggest, fitting, all_offers)
     return result
+
+
+def stack_left_out(s: Scenario, cards) -> list[str]:
+    """The ``cards`` recommend weighs that the scenario's training stack does not run on
+    (:func:`.refusals.stack_card`), left out of its setups (each plan on them is refused): one note per vendor, with
+    the refusal's sentence."""
+    by_vendor: dict[str, list[GpuSpec]] = {}
+    for gpu in cards:
+        if stack_card(s, gpu):
+            by_vendor.setdefault(gpu.vendor, []).append(gpu)
+    return [f"{', '.join(short_id(g.id) for g in out)} left out of stack {s.stack}'s setups: {stack_card(s, out[0])}"
+            for out in by_vendor.values()]
 
 
 def fewest_line(s: Scenario, m: ModelSpec, x: Setup, deadline_hours: float) -> str:

@@ -16,8 +16,9 @@ The rules, in the order they are asked:
 - the serving engine: training on transformers only, another engine's settings, what it does not load (its
   profile's :meth:`~gpuplan.engines.Engine.refusal`), speculative decoding it does not run on the model
   (:func:`gpuplan.engines.speculative.refusal`), a max_model_len shorter than one request;
-- the card: what the engine does not run on it (:meth:`~gpuplan.engines.Engine.card_refusal`), dtypes without
-  tensor cores;
+- the card: what the training stack does not run on it (:func:`stack_card`: the vendors its project documents,
+  warned where it runs there in part), what the engine does not run on it
+  (:meth:`~gpuplan.engines.Engine.card_refusal`), dtypes without tensor cores;
 - the context: a learned position table the sequence runs past.
 """
 
@@ -30,7 +31,7 @@ from ..errors import GpuplanError
 from ..hardware import GpuSpec, resolve_gpu
 from ..market.offers import NODE_GPUS, largest_node
 from ..model.spec import ModelSpec
-from ..scenario import INFER_ONLY, LOAD_FIELDS, TRAIN_ONLY, Scenario, stacks
+from ..scenario import INFER_ONLY, LOAD_FIELDS, TRAIN_ONLY, Scenario, stack_cards, stacks
 from ..scenario.fields import MODULE_FIELDS
 from ..sharding import sharding_for
 from ..stacks import STACKS
@@ -57,7 +58,7 @@ def check(s: Scenario, m: ModelSpec, gpu: GpuSpec | None) -> list[str]:
     warnings += _engine(s, m)
     if gpu is not None:
         _card(s, gpu)
-        warnings += _node(s, gpu) + _apple(s, gpu)
+        warnings += _node(s, gpu) + _apple(s, gpu) + stack_card_warnings(s, gpu)
     return warnings + _context(s, m)
 
 
@@ -66,9 +67,9 @@ def _apple(s: Scenario, gpu: GpuSpec) -> list[str]:
     bitsandbytes QLoRA base (the stacks :func:`gpuplan.stacks.speedups.kernels` times with its kernels) runs on its
     MPS backend (bitsandbytes-foundation/bitsandbytes ``bitsandbytes/backends/mps/ops.py``: 4-bit quantize,
     dequantize and one-row gemv in Metal kernels loaded from the Kernels Hub, ``kernels-community/bitsandbytes-mps``,
-    a matmul of more rows dequantized and run in 16 bits); Unsloth's device check accepts MPS
-    (``unsloth/device_type.py``) while its Apple port was merged in part (unslothai/unsloth#4259, September 2026)
-    and its Triton kernels have no Metal backend."""
+    a matmul of more rows dequantized and run in 16 bits). What each stack lacks on a Mac (Unsloth's device check
+    accepts MPS, ``unsloth/device_type.py``, while its Apple port was merged in part, unslothai/unsloth#4259,
+    September 2026, and its Triton kernels have no Metal backend) is :func:`stack_card_warnings`'."""
     if gpu.vendor != "Apple" or s.task != "train":
         return []
     from ..stacks.speedups import kernels  # read for a training plan on a Mac only
@@ -79,11 +80,6 @@ def _apple(s: Scenario, gpu: GpuSpec) -> list[str]:
                    "(Metal kernels fetched from the Kernels Hub, kernels-community/bitsandbytes-mps, through the "
                    "kernels package, both to install; a training matmul dequantizes and runs in 16 bits), which no "
                    "run on a Mac has measured")
-    if s.stack == "unsloth":
-        out.append("stack unsloth on Apple silicon: its device check accepts MPS, but its Apple port was merged only "
-                   "in part (unslothai/unsloth#4259) and its Triton kernels have no Metal backend; the plan times "
-                   "Unsloth's CUDA kernels, which no run on a Mac has measured (stack hf plans the same job with "
-                   "PyTorch's own kernels)")
     return out
 
 
@@ -505,8 +501,30 @@ def _node(s: Scenario, gpu: GpuSpec) -> list[str]:
             "to the GPUs of one machine and num_nodes to the machines"]
 
 
+def stack_card(s: Scenario, gpu: GpuSpec) -> str | None:
+    """Why the training stack does not run on ``gpu`` (:func:`gpuplan.scenario.stack_cards.refusal`: the vendors
+    each stack's project documents), naming the stacks that train the same kind of model there; None: it runs, or
+    the plan serves. recommend leaves such a card out with this sentence as its note, fit refuses with it."""
+    if s.task != "train":
+        return None
+    family = [name for name in stacks.RECIPES if (name in stacks.DIFFUSION_TRAINERS) ==
+              (s.stack in stacks.DIFFUSION_TRAINERS)]
+    return stack_cards.refusal(s.stack, gpu.vendor, gpu.name, family)
+
+
+def stack_card_warnings(s: Scenario, gpu: GpuSpec) -> list[str]:
+    """What the training stack lacks on ``gpu``'s vendor where its project supports that vendor in part
+    (:func:`gpuplan.scenario.stack_cards.warning`: a port, a backend called partial or new)."""
+    said = stack_cards.warning(s.stack, gpu.vendor) if s.task == "train" else None
+    return [said] if said else []
+
+
 def _card(s: Scenario, gpu: GpuSpec) -> None:
-    """What the engine does not run on the card, and dtypes the card has no tensor cores for."""
+    """What the training stack or the engine does not run on the card, and dtypes the card has no tensor cores
+    for."""
+    why = stack_card(s, gpu)
+    if why:
+        raise GpuplanError(why)
     why = engine_for(s).card_refusal(s, gpu)
     if why:
         raise GpuplanError(why)

@@ -38,7 +38,7 @@ from ..model.synthetic import size_note
 from ..scenario import Scenario
 from ..scenario.fields import LOAD_ENGINE
 from ..scenario.stacks import defaults_in_force
-from .refusals import check, module_refusal
+from .refusals import check, module_refusal, stack_card
 
 if TYPE_CHECKING:
     from ..model.module_spec import ModuleSpec
@@ -201,7 +201,8 @@ def resolve_any(s: Scenario) -> Resolved | ResolvedModule:
 def resolve_module_scenario(s: Scenario, spec: ModuleSpec, gpu: GpuSpec | None = None) -> ResolvedModule:
     """``s`` on module ``spec`` and its card (resolved by name as a decoder's is, or ``gpu`` when a search already
     did), refused in one sentence where the module cannot run it (:func:`gpuplan.scenario.modules.resolve_module`)
-    or is given a field its plan does not read (:func:`gpuplan.plan.refusals.module_refusal`)."""
+    or is given a field its plan does not read (:func:`gpuplan.plan.refusals.module_refusal`), or trains with a
+    stack that does not run on the card (:func:`gpuplan.plan.refusals.stack_card`)."""
     note = None
     if gpu is None or gpu.id != s.gpu:
         gpu, note = resolve_gpu(s.gpu) if s.gpu else (None, None)
@@ -211,6 +212,9 @@ def resolve_module_scenario(s: Scenario, spec: ModuleSpec, gpu: GpuSpec | None =
 
     s, job = resolve_module(s, spec)
     module_refusal(s, spec)
+    why = stack_card(s, gpu) if gpu is not None else None  # a diffusion trainer off its cards (kohya on Gaudi)
+    if why:
+        raise GpuplanError(why)
     return ResolvedModule(scenario=s, spec=spec, job=job, gpu=wired(s, gpu), gpu_note=note)
 
 
