@@ -516,3 +516,59 @@ def test_the_fine_tune_page_s_stack_cards_table_is_the_code_s():
     table = stack_cards.table(RECIPES)
     assert table in (DOCS / "fine-tune.md").read_text(encoding="utf-8")
     assert "| unsloth | NVIDIA (CUDA), AMD (ROCm), Apple silicon (MPS) in part |" in table
+
+
+def test_the_serving_page_quotes_the_rocm_shares():
+    """docs/serve.md's ROCm decode shares are the code's and bench/results/rocm_dense.md's: the MoE figure
+    (overheads.ROCM_DECODE_SLOWDOWN), the dense one session 22 fitted (ROCM_DENSE_DECODE_SLOWDOWN, as the bench
+    file says it), how many rows it was fitted on and held out, and the held-out median ratio errors with it and
+    with the MoE figure (session 22's docs audit: nothing held these)."""
+    from gpuplan import overheads as oh
+
+    bench = (ROOT / "bench" / "results" / "rocm_dense.md").read_text(encoding="utf-8")
+    fitted = float(re.search(r"Fitted ROCM_DENSE_DECODE_SLOWDOWN = ([\d.]+)", bench)[1])
+    fit_rows, check_rows = (len(re.findall(rf"^\| \S+ \| {role} \|", bench, re.M)) for role in ("rocm-fit",
+                                                                                                 "rocm-check"))
+    dense, moe = re.search(r"Held out \(rocm-check, (\d+) rows\): median \|AMD / NVIDIA ratio error\| ([\d.]+)% "
+                           r"with the fitted dense factor, ([\d.]+)% with the MoE factor", bench).groups()[1:]
+    assert fitted == oh.ROCM_DENSE_DECODE_SLOWDOWN and (fit_rows, check_rows) == (7, 8)
+    page = _page("serve.md")
+    assert f"takes {oh.ROCM_DECODE_SLOWDOWN}x what the CUDA-calibrated model gives" in page
+    assert (f"{fitted}x, fitted on {fit_rows} batch and prompt shapes, {check_rows} held out within a median {dense} % "
+            f"on the AMD / NVIDIA ratio ({moe} % with the MoE figure") in page
+
+
+def test_the_pretrain_page_quotes_the_amd_mlperf_rows():
+    """docs/pretrain.md's sentence on AMD's MLPerf rows is bench/results/mlperf.md's second section: the MI300X rows'
+    memory a card and their step errors' range, and the MI325X and MI355X median errors (session 22's docs audit)."""
+    mlperf = (ROOT / "bench" / "results" / "mlperf.md").read_text(encoding="utf-8")
+    mi300x = re.findall(r"^\| V\d+ \|.*\| 8x amd-instinct-mi300x \|.*\| [\d.]+ / [\d.]+ \(([-+][\d.]+)\) \| yes \| "
+                        r"([\d.]+) yes \|", mlperf, re.M)
+    assert len(mi300x) == 6 and len({gib for _, gib in mi300x}) == 1
+    steps = [abs(float(e)) for e, _ in mi300x]
+    median = {card: float(m) for card, m in re.findall(
+        r"^\| AMD / amd-instinct-(mi325x|mi355x) \| \d+ \| ([-+][\d.]+) \|", mlperf, re.M)}
+    page = _page("pretrain.md")
+    assert (f"the MI300X rows come to {float(mi300x[0][1]):.0f} GiB a card (227 GiB without either), and their step "
+            f"to {min(steps):.0f}-{max(steps):.0f} % short of the logged one") in page
+    assert f"MI325X {median['mi325x']:+.0f} % and MI355X {median['mi355x']:+.0f} % (median)" in page
+
+
+def test_the_buying_page_s_speed_ranges_are_the_code_s():
+    """docs/buy-or-rent.md's ranges (training's spread, vLLM's dense NVIDIA band, the uncalibrated decode spread) and
+    serve.md's uncalibrated spread, doubled, are overheads.SPEED_SPREAD's and bench/results/bands.md's: the vLLM band
+    read -17 % there after bands.md said -10 % (session 22's docs audit)."""
+    from gpuplan import overheads as oh
+
+    def words(low: float, high: float) -> str:
+        return f"{-low * 100:.0f} % below to {high * 100:.0f} % above"
+
+    bands = (ROOT / "bench" / "results" / "bands.md").read_text(encoding="utf-8")
+    row = r"^\| vllm \| dense \| NVIDIA \| \d+ \| ([-+][\d.]+) \| ([-+][\d.]+) \|"
+    low, high = re.search(row, bands, re.M).groups()
+    page = _page("buy-or-rent.md")
+    assert f"training: the true rate is {words(*oh.SPEED_SPREAD['train'])}" in page
+    assert f"vLLM on dense models on NVIDIA cards {words(float(low), float(high))}" in page
+    assert f"the held-out decode rows' {words(*oh.SPEED_SPREAD['decode'])}, doubled" in page
+    doubled = tuple(2 * x for x in oh.SPEED_SPREAD["decode"])
+    assert f"({words(*oh.SPEED_SPREAD['decode'])}, so {words(*doubled)})" in _page("serve.md")

@@ -97,7 +97,8 @@ FIELD_HELP = {
     "batch_size": "concurrent requests (serve)", "prompt_tokens": "prompt length per request (serve)",
     "output_tokens": "generated tokens per request (serve)", "kv_cache_dtype": "KV cache storage (serve)",
     "engine": "serving engine: its memory policy, scheduler and step times",
-    "gpu": "GPU name or id (`gpuplan gpus`); a count and a card (2x3090) sets num_gpus too",
+    "gpu": "GPU name or id (`gpuplan gpus`), one kind of card; a count and a card (2x3090) sets num_gpus too "
+           "(different cards: --extra-gpus, engine llama.cpp)",
     "num_gpus": "GPUs per node", "num_nodes": "nodes",
     "tp": "tensor parallel degree", "pp": "pipeline stages (serve: layers split over GPUs)",
     "offload": "training states kept in CPU memory",

@@ -81,7 +81,8 @@ def buy_cmd(
     workloads: Annotated[str | None, typer.Option(help="YAML file of the work: jobs, how often they run "
                                                        "(docs/owning.md).")] = None,
     rent: Annotated[list[str] | None, typer.Option(help="Rent these instead: COUNTxCARD (8xh100-sxm); repeatable "
-                                                        "[default: the same cards].")] = None,
+                                                        "[default: the same cards]; one that cannot run the work is "
+                                                        "named with the fewest of its cards that can.")] = None,
     budget: Annotated[float | None, typer.Option(help="Search the builds this many USD buy (with --workloads).")]
     = None,
     years: Annotated[float | None, typer.Option(help="The horizon in years [default: the workloads file's, else 1].")]

@@ -227,7 +227,8 @@ scenario_command(
         ("gpus", str | None, None, "Only these GPUs, comma-separated: h100-sxm,l40s."),
         ("providers", str | None, None, "Only these providers, comma-separated: runpod,vast."),
         ("have", list[str] | None, None, "Hardware you own, priced by power only, listed first: 2x3090 "
-                                         "(repeatable, or comma-separated: 2x3090,1x4090)."),
+                                         "(repeatable, or comma-separated: 2x3090,1x4090); a screen card left less "
+                                         "free than a desktop holds is warned of (--display plans with it)."),
         ("min_headroom", str, "0%", "Leave this share of GPU memory free: 10%."),
         ("objective", str, "cost", "Rank by cost, time or balanced."),
         ("top", int, 10, "Show this many setups."),

@@ -147,7 +147,8 @@ class Scenario(BaseModel):
     # the training data (gpuplan.dataset): a file or id, or the shorthand samples x mean_tokens
     dataset: str | None = Field(default=None, min_length=1, description="training data: a .jsonl, .json, "
                                 ".parquet or .csv file (chat messages, prompt/completion or text) or a Hugging Face "
-                                "dataset id; sets train_tokens, packing and the recipe")
+                                "dataset id; sets train_tokens, packing and the recipe (DPO's chosen/rejected "
+                                "pairs are named, not planned)")
     tokenizer: str | None = Field(default=None, min_length=1, description="tokenizer.json (or its folder, or a "
                                   "repo in the local Hugging Face cache) that counts the dataset (default: the "
                                   "model's own, from the cache)")
@@ -345,7 +346,8 @@ class Scenario(BaseModel):
     recompute_layers: int | None = Field(
         default=None, ge=1, le=1000, exclude_if=lambda v: v is None, description="stack megatron, with "
         "grad_checkpointing full: Megatron-Core's recompute_method block with recompute_num_layers N: the first N "
-        "layers of each pipeline stage re-run their forward, the others keep everything (default: every layer)")
+        "layers of each pipeline stage re-run their forward, the others keep everything (AMD's MLPerf MI300X LoRA: "
+        "21 of 80) (default: every layer)")
     offload: Literal["none", "optimizer", "optimizer+params"] = "none"
     host_ram_gib: float | None = Field(default=None, gt=0, le=1e6, allow_inf_nan=False,
                                        description="RAM of each machine, GiB: offloaded states and llama.cpp's CPU "
