@@ -531,9 +531,11 @@ def _on_users(s: Scenario, ranked: list[Setup], c: Constraints) -> list[Setup]:
     run of ``users`` with their think time (:func:`gpuplan.plan.build.serving_runs`, the run ``estimate --users``
     prices on, :func:`~gpuplan.plan.build.priced_on_load`): the rows are run best first until ``c.top`` of them
     rank ahead of the next row's decode-step price, at most :data:`USERS_SIMULATED` of them. A run serves no more
-    than its users at once, so the decode step at all of them is the run's bound: a row not run ranks on it (said,
-    :func:`_load_note`). Session 22 (the s20b walk's left 3): on 2x H200, 40 users thinking 15 s read 53 tok/s a
-    user at the decode step and 92 in the run."""
+    than its users at once, so the decode step at all of them (or at what the KV pool holds) is about the most it
+    serves, not a strict bound (Qwen3-32B, 50 users on an H100: the run 101 tok/s, the step at the pool's 3, 91:
+    the run's contexts are shorter on average); a row not run ranks on it (said, :func:`_load_note`). Session 22
+    (the s20b walk's left 3): on 2x H200, 40 users thinking 15 s read 53 tok/s a user at the decode step and 92 in
+    the run."""
     if s.task != "infer" or not s.users or not ranked:
         return ranked
     done: list[Setup] = []
@@ -579,7 +581,7 @@ def _load_note(s: Scenario) -> list[str]:
         return [f"$/M tok: the best rows (up to {USERS_SIMULATED}) are priced on their simulated run of {s.users:,} "
                 f"users{think}, as `gpuplan estimate --users` and `gpuplan capacity` price them; a row whose "
                 f"tokens/s do not say 'simulated run' is priced at its decode step at {s.users:,} requests at "
-                "once, the most its run could serve"]
+                "once (or as many as its KV pool holds), about the most its run serves"]
     load = f"--rate {s.rate_rps:,g}"
     return [f"$/M tok prices each setup at its decode step at {s.batch_size:,} request"
             f"{'s' if s.batch_size != 1 else ''} at once, not at a simulated run of {load}: `gpuplan estimate "
