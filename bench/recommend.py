@@ -23,6 +23,8 @@ JOBS = {
                                    prompt_tokens=4096), {}),
     "serve 70B 32x4k, any quant": (dict(model="llama-3.1-70b", task="infer", batch_size=32, prompt_tokens=4096),
                                    {"any_quant": True}),
+    "serve 8B, 40 users think 15 s": (dict(model="llama-3.1-8b", task="infer", engine="vllm", users=40,
+                                           think_time_s=15, prompt_tokens=2000, output_tokens=300), {}),
     "nothing fits: 405B on 1 GPU": (dict(model="llama-3.1-405b", task="train", train_tokens=1e8),
                                     {"max_gpus": 1}),
 }

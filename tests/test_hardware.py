@@ -15,8 +15,9 @@ from gpuplan.hardware import gpus, load_gpu, resolve_gpu
 
 def test_catalog_loads_every_entry():
     # GB300 and MI355X added (issue 24), Grand Teton's 96GB HBM2e H100 (issue 20); 2025 local cards and the
-    # unified-memory boxes (issue 33); Apple M1 Max/Ultra, M2 Pro/Max, M3 Pro/Max, M4, M4 Pro (issue 31)
-    assert len(gpus()) == 70
+    # unified-memory boxes (issue 33); Apple M1 Max/Ultra, M2 Pro/Max, M3 Pro/Max, M4, M4 Pro (issue 31); the RTX 2080
+    # Ti (session 22)
+    assert len(gpus()) == 71
 
 
 @pytest.mark.parametrize("name, gpu_id, others", [
@@ -280,3 +281,37 @@ def test_the_rtx_4070_is_its_own_card_not_the_ti_super():
     assert resolve_gpu("4070 ti super")[0].id == "nvidia-geforce-rtx-4070-ti-super"
     with pytest.raises(UnknownNameError):
         resolve_gpu("rtx 4070 super")
+
+
+def test_the_rtx_2080_ti_is_turing_as_the_t4_is():
+    """Session 22: the RTX 2080 Ti from NVIDIA's Turing whitepaper, checked by hand: 68 SMs x 1.545 GHz x 8 tensor
+    cores x 64 FP16 FMA x 2 = 107.6 TFLOPS with FP16 accumulate, half that (53.8) with FP32 accumulate on GeForce
+    Turing; FP32 68 x 64 x 2 x 1.545 = 13.4; 352 bits x 14 Gbps / 8 = 616 GB/s; deviceQuery's 11523260416 bytes.
+    sm75 like the T4: a bf16 plan is refused with the T4's sentence, and left unset it runs fp16-mixed."""
+    import gpuplan
+
+    card = load_gpu("rtx-2080-ti")
+    assert card.peak_tflops("fp16") == pytest.approx(68 * 1.545e9 * 8 * 64 * 2 / 2 / 1e12, abs=0.05)
+    assert card.peak_tflops("fp32") == pytest.approx(68 * 64 * 2 * 1.545e9 / 1e12, abs=0.06)
+    assert card.bandwidth_gbs == 352 * 14 / 8 and card.usable_gib == pytest.approx(10.73, abs=0.005)
+    assert card.peak_tflops("bf16") is None and card.compute_capability == load_gpu("t4").compute_capability
+    job = {"model": "Qwen/Qwen2.5-0.5B", "task": "train", "method": "full"}
+    for name in ("rtx-2080-ti", "t4"):
+        with pytest.raises(GpuplanError, match="has no bf16 tensor cores \\(Turing\\): set precision fp16-mixed"):
+            gpuplan.estimate({**job, "gpu": name, "precision": "bf16-mixed"})
+    assert gpuplan.estimate({**job, "gpu": "rtx-2080-ti"}).scenario["precision"] == "fp16-mixed"
+
+
+def test_llama_cpp_on_the_rtx_2080_ti_streams_its_weights_at_the_datasheet_bandwidth():
+    """Hand check of the decode step of Llama-3.1-8B Q4_K_M under llama.cpp on the 2080 Ti: the weights part is the
+    GGUF bytes held on the card (the 4.92 GB file less its token embedding, kept in host memory) over the 616 GB/s
+    llama.cpp's CUDA decode reaches (LLAMA_CPP_CUDA_DECODE_BANDWIDTH_FRACTION 1.0): 7.0 to 8.0 ms; memory-bound, and the
+    step no faster than that bandwidth floor (kernel launches and the KV cache add to it)."""
+    import gpuplan
+
+    plan = gpuplan.estimate({"model": "meta-llama/Llama-3.1-8B-Instruct", "task": "infer", "engine": "llama.cpp",
+                             "quant": "gguf-q4_k_m", "gpu": "rtx-2080-ti"})
+    assert plan.verdict.fits and plan.speed.bound == "memory"
+    on_card = plan.speed.parts_s["weights"] * 616e9
+    assert 4.3e9 < on_card < 4.92e9
+    assert plan.speed.step_time_s > plan.speed.parts_s["weights"] and plan.speed.tokens_per_s < 616e9 / 4.3e9

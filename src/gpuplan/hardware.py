@@ -31,6 +31,9 @@ REPORTED_USABLE_GIB = {
     "nvidia-l40s": 46068 / 1024,
     "nvidia-rtx-pro-6000-blackwell": 97887 / 1024,
     "nvidia-b300": 270e9 / 2**30,
+    # RTX 2080 Ti: deviceQuery's total global memory, 11523260416 bytes (WonyoungCho/CUDA docs/rtx2080Ti.md, driver
+    # 10.1): 10.73 of its 11 GiB, where the 0.5 % driver reserve would give 10.95.
+    "nvidia-geforce-rtx-2080-ti": 11523260416 / 2**30,
     # Unified memory shared with the OS and the CPU (GPUS.md section 7). DGX Spark: what the kernel can hand the GPU,
     # /proc/meminfo MemAvailable on a GB10 at rest, 115.85 of the 121.69 GiB pool (unslothai/unsloth PR #10704:
     # "[baseline] cuda_free=103.25 MemFree=103.25 MemAvailable=115.85"; vLLM reads MemAvailable on integrated GPUs

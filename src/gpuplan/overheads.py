@@ -450,13 +450,15 @@ MATMUL_PEAK_FRACTION_GEFORCE = 0.999
 # set. A card without a posted fp32 rate keeps its 16-bit share (matmul_fraction). Issue 34, session 15: the module
 # plans' fp32 matmuls had taken TF32 (speed/modules.py _matmul_dtype); at the fp32 rate and the A100's bf16 share
 # (0.859) a Colab A100's fp32 SDXL call (bench/modules.py sdxl-a100-colab-fp32, held out) read +27 %, at this share
-# +15 %; the T4's fp32 SD 1.5 call (sd15-t4-colab-fp32, held out) -2 % to +10 %.
+# +15 %; the T4's fp32 SD 1.5 call (sd15-t4-colab-fp32, held out) -2 % to +10 %. The A10G's, 23.37 of 35, is the
+# zzc0721/torch-performance-test-data issue 126 row of MATMUL_PEAK_FRACTION's note (the same run's TF32 34.71 is 0.99 of
+# the 35 NVIDIA's A10G datasheet gives; session 22: the A10G had no fp32 rate, so fp32 jobs could not be timed on it).
 MATMUL_FP32_TFLOPS_POSTED = {
     "nvidia-a100-pcie-80gb": 19.0, "nvidia-a100-sxm4-80gb": 19.0, "nvidia-a100-pcie-40gb": 19.0,
     "nvidia-a100-sxm4-40gb": 19.0, "nvidia-t4": 4.0, "nvidia-a10": 14.0, "nvidia-l4": 12.0,
     "nvidia-h100-pcie-80gb": 38.0, "nvidia-geforce-rtx-3060-12gb": 7.4, "nvidia-geforce-rtx-3090": 27.0,
     "nvidia-geforce-rtx-4090": 58.0, "nvidia-geforce-rtx-4060-ti-16gb": 12.0, "nvidia-geforce-rtx-4070-ti-super": 31.0,
-    "nvidia-geforce-rtx-5070-ti": 32.0,
+    "nvidia-geforce-rtx-5070-ti": 32.0, "nvidia-a10g": 23.37,
 }
 MATMUL_PEAK_FRACTION_OTHER_VENDOR = 0.60  # MI300X's figure for other vendors' software stacks
 # Peak TFLOPS per watt above which a card cannot hold its boost clock under dense tensor work; its sustained

@@ -805,3 +805,30 @@ def test_an_owned_screen_card_with_less_free_than_a_desktop_holds_is_warned_of()
     assert desktop_warning(s.model_copy(update={"display": "linux"}), card, 1, 15.82, 15.92) is None
     assert desktop_warning(s, load_gpu("l4"), 1, 21.9, 22.0) is None
     assert desktop_warning(s, load_gpu("apple-m4-max"), 1, 95.9, 96.0) is None
+
+
+def test_recommend_with_users_ranks_its_best_rows_on_their_simulated_run_and_its_think_time():
+    """Session 22 (the s20b walk's left 3): `recommend --users N --think-time T` ranked on the decode step at N at
+    once and ignored T. Now its best rows are priced on the closed-loop run `estimate --users` prices on (the same
+    tokens/s and $/M on the same offer). Hand bound: 40 users who each wait 15 s after a 300-token reply ask for at
+    most 40 x 300 / 15 = 800 tokens/s, so the H100's 2,300 tokens/s at 40 at once cannot be sold: with the think
+    time it falls behind two RTX A4000s, which it beats without one."""
+    import gpuplan as api
+
+    job = dict(model="llama-3.1-8b", task="infer", engine="vllm", users=40, prompt_tokens=2000, output_tokens=300)
+    cards = ["h100-sxm", "rtx-a4000", "rtx-4090"]
+
+    def order(think: float) -> tuple[list[tuple[str, int]], object]:
+        r = api.recommend({**job, "think_time_s": think}, gpus=cards, top=5)
+        return [(x.gpu_id, x.num_gpus) for x in r.setups], r
+
+    busy, _ = order(0)
+    thinking, r = order(15)
+    h100, a4000 = ("nvidia-h100-sxm5-80gb", 1), ("nvidia-rtx-a4000", 2)
+    assert busy.index(h100) < busy.index(a4000) and thinking.index(h100) > thinking.index(a4000)
+    row = next(x for x in r.setups if x.gpu_id == h100[0])
+    assert row.tokens_per_s < 40 * 300 / 15 and "simulated run of the 40 users" in row.rationale
+    alone = api.estimate({**job, "think_time_s": 15, "gpu": "h100-sxm", "provider": row.provider})
+    assert row.tokens_per_s == pytest.approx(alone.priced_tokens_per_s, rel=1e-9)
+    assert row.usd_per_million_tokens == pytest.approx(alone.cost.usd_per_million_tokens, rel=1e-9)
+    assert any("priced on their simulated run of 40 users, each thinking 15 s" in n for n in r.notes)

@@ -318,7 +318,9 @@ def test_users_the_pool_cannot_hold_at_once_wait_their_turn_and_the_setup_is_pri
 def test_recommend_for_users_prices_a_setup_at_the_requests_its_pool_holds():
     """Walk s16: recommend --users 50 (Qwen3-32B, 6,000 + 300 tokens) ranks each setup at its decode step of the
     users at once; a 1x H100, whose KV pool holds 3 such requests, is timed at the 3 it can run, not at 50, so its
-    row is the pool's tokens/s and its $/M that rate's (at 50 at once it read 298 tok/s and ranked first)."""
+    row is the pool's tokens/s and its $/M that rate's (at 50 at once it read 298 tok/s and ranked first). Session 22:
+    the row is priced on the simulated run of the 50 users, as estimate prices it (101 tok/s, where the decode step
+    at the 3 the pool holds gave 91)."""
     from gpuplan import recommend
 
     fields = {"model": "qwen3-32b", "task": "infer", "engine": "vllm", "users": 50, "think_time_s": 20,
@@ -328,7 +330,8 @@ def test_recommend_for_users_prices_a_setup_at_the_requests_its_pool_holds():
     plan = estimate({**fields, "gpu": "h100-sxm", "num_gpus": 1}, advise=False)
     fifty = estimate({**fields, "gpu": "h100-sxm", "num_gpus": 1, "batch_size": 50}, advise=False)
     assert plan.memory.max_concurrency == 3 and plan.speed.batch_held == 3
-    assert row.tokens_per_s == pytest.approx(plan.speed.tokens_per_s, rel=1e-6)
+    assert row.tokens_per_s == pytest.approx(plan.priced_tokens_per_s, rel=1e-6)
+    assert row.usd_per_million_tokens == pytest.approx(plan.cost.usd_per_million_tokens, rel=1e-6)
     assert row.tokens_per_s < 0.5 * fifty.speed.tokens_per_s
 
 

@@ -420,19 +420,19 @@ def test_sdxl_lora_on_a_3060(server, page):
 
 
 def test_a_card_that_fits_but_cannot_be_timed_says_why_on_the_page(server, page):
-    """Session 22's walk: an SDXL LoRA on a rented A10G fits, but the catalog has no fp32 rate for its VAE; the
-    speed panel said "Name a GPU for speed and cost." with the card named, and the verdict added "longest
-    sequence: none" to an image job."""
-    fields = {"model": "sdxl", "task": "train", "method": "lora", "resolution": "1024", "gpu": "a10g"}
+    """Session 22's walk: an SDXL LoRA on a rented A10G fitted, but the catalog had no fp32 rate for its VAE (a
+    Gaudi 2 has none still); the speed panel said "Name a GPU for speed and cost." with the card named, and the
+    verdict added "longest sequence: none" to an image job."""
+    fields = {"model": "sdxl", "task": "train", "method": "lora", "resolution": "1024", "gpu": "gaudi2"}
     page.goto(server + "/")
     settle(page)
     fill(page, fields)
     assert page.get_attribute("#verdict", "data-fits") == "true"
-    assert "Largest micro-batch that fits: 2." in page.text_content("#verdict")
+    assert "Largest micro-batch that fits: 15." in page.text_content("#verdict")
     assert "longest" not in page.text_content("#verdict")
     assert page.text_content("#speed-rows").strip() == (
-        "No speed or cost on A10G (AWS): A10G (AWS) has no fp32 rate in gpuplan's GPU catalog, and this job runs "
-        "fp32 work (a VAE kept in fp32, or fp32 precision).")
+        "No speed or cost on Gaudi 2 (HL-225): Gaudi 2 (HL-225) has no fp32 rate in gpuplan's GPU catalog, and this "
+        "job runs fp32 work (a VAE kept in fp32, or fp32 precision).")
 
 
 def test_the_form_shows_seq_len_to_the_pipelines_that_read_it(server, page):

@@ -89,7 +89,7 @@ def card_setups(s: Scenario, spec: ModuleSpec, catalog: list[Offer], *, every_of
     """The setups of ``s`` on the cards of the offers in force (the scenario's card, or ``cards_asked``, when
     named): each card's plan built once, priced on each offer (``every_offer``) or its cheapest; the count of
     cards planned and of those the job fits; and a note for each card the job fits that has no speed to rank it
-    by (session 22's walk: an SDXL LoRA fits a rented A10G, whose catalog entry has no fp32 rate for the VAE, and
+    by (session 22's walk: an SDXL LoRA fitted a rented A10G, whose catalog entry had no fp32 rate for the VAE, and
     the card left the table without a word, "1 of 2 cards planned fit")."""
     in_force = [o for o in cheapest_in_force(catalog, price_filter(s))
                 if (s.pricing == "any" or (o.interruptible if s.pricing == "spot" else o.pricing == "on_demand"))

@@ -39,7 +39,7 @@ from ..speed.comms import Link, intra_node_link, slowest_link
 from ..speed.gemm import can_time
 from ..speed.work import shared_work
 from ..stacks import STACKS, stack_for
-from .build import Offers, build, own_links
+from .build import Offers, build, own_links, priced_on_load, serving_runs
 from .desktop import desktop_warning
 from .layout import accumulation, recipe_batch
 from .layout import layout as recipe_layout
@@ -407,7 +407,7 @@ def recommend(s: Scenario, m: ModelSpec, c: Constraints, explain: bool = True) -
             more, fitting, setups, pending = _search(s, m, c, offers, cards, references, shipped, split=True)
             evaluated += more
     owned = _filter_rank([x for x in setups if x.owned], c)
-    setups = _filter_rank([x for x in setups if not x.owned], c)
+    setups = _on_users(s, _filter_rank([x for x in setups if not x.owned], c), c)
     for x in setups[: c.top]:  # the scenario as priced: validated for the setups shown only (thousands are ranked)
         x.scenario = x.scenario.model_copy(update={
             "provider": x.provider, "pricing": "spot" if x.pricing in ("spot", "interruptible") else "on_demand"})
@@ -542,16 +542,70 @@ def _owned_run(s: Scenario, change: dict, m: ModelSpec) -> str:
             "power")
 
 
+# Rows of a ``--users`` search re-ranked on their own simulated run, as ``estimate --users`` and ``capacity`` read it
+# (a run is 0.08 to 0.4 s: the first ones of a search, best first, and no more than this many).
+USERS_SIMULATED = 6
+
+
+def _on_users(s: Scenario, ranked: list[Setup], c: Constraints) -> list[Setup]:
+    """``ranked`` (on the decode step at ``users`` at once) with its best rows priced and ranked on the closed-loop
+    run of ``users`` with their think time (:func:`gpuplan.plan.build.serving_runs`, the run ``estimate --users``
+    prices on, :func:`~gpuplan.plan.build.priced_on_load`): the rows are run best first until ``c.top`` of them
+    rank ahead of the next row's decode-step price, at most :data:`USERS_SIMULATED` of them. A run serves no more
+    than its users at once, so the decode step at all of them (or at what the KV pool holds) is about the most it
+    serves, not a strict bound (Qwen3-32B, 50 users on an H100: the run 101 tok/s, the step at the pool's 3, 91:
+    the run's contexts are shorter on average); a row not run ranks on it (said, :func:`_load_note`). Session 22
+    (the s20b walk's left 3): on 2x H200, 40 users thinking 15 s read 53 tok/s a user at the decode step and 92 in
+    the run."""
+    if s.task != "infer" or not s.users or not ranked:
+        return ranked
+    done: list[Setup] = []
+    for x in ranked[:USERS_SIMULATED]:
+        kept = sorted(_key(y, c.objective) for y in done)[: c.top]
+        if len(kept) == c.top and kept[-1] <= _key(x, c.objective):
+            break
+        done.append(_run_row(x))
+    return _mark_pareto(sorted(done, key=lambda y: (float(f"{_key(y, c.objective):.3g}"), -y.tokens_per_s))
+                        + ranked[len(done):])
+
+
+def _run_row(x: Setup) -> Setup:
+    """Row ``x`` priced at the output tokens/s its simulated run of the users served (the range scaled with it),
+    its streaming rate a user the run's mean TPOT; unchanged where its engine's scheduler is not simulated."""
+    plan = priced_on_load(serving_runs(x.plan.setup, x.plan))
+    run = plan.load
+    if run is None or not run.output_throughput or plan.cost is None:
+        return x
+    scale = run.output_throughput / x.tokens_per_s
+    row = x.model_copy(update={
+        "tokens_per_s": run.output_throughput, "tokens_per_s_low": x.tokens_per_s_low * scale,
+        "tokens_per_s_high": x.tokens_per_s_high * scale, "usd_per_million_tokens": plan.cost.usd_per_million_tokens,
+        "tokens_per_s_per_user": 1000 / run.mean_tpot_ms if run.mean_tpot_ms else x.tokens_per_s_per_user,
+        "plan": plan})
+    row.rationale = x.rationale.rsplit("; $", 1)[0] + (
+        f"; ${row.usd_per_million_tokens:,.3g} per million tokens at the {row.tokens_per_s:,.0f} tokens/s its "
+        f"simulated run of the {x.scenario.users:,} users served (decode step at all of them at once: "
+        f"{x.tokens_per_s:,.0f})")
+    return row
+
+
 def _load_note(s: Scenario) -> list[str]:
-    """What the rows' price reads when a load is asked (``users`` or ``rate_rps``): each setup's decode step at its
-    batch, not a simulated run of the load (a run per setup is ``capacity``'s search, and ``estimate``'s plan is
-    priced on its own run, :func:`gpuplan.plan.build.priced_on_load`), so the two can differ."""
+    """What the rows' price reads when a load is asked (``users`` or ``rate_rps``): with ``users``, the best rows
+    their simulated run (:func:`_on_users`), the rest the decode step at all users at once; with a rate, each
+    setup's decode step at its batch, not a simulated run (a run per setup is ``capacity``'s search, and
+    ``estimate``'s plan is priced on its own run, :func:`gpuplan.plan.build.priced_on_load`), so the two can
+    differ."""
     if s.task != "infer" or not (s.users or s.rate_rps):
         return []
-    load = f"--users {s.users:,}" if s.users else f"--rate {s.rate_rps:,g}"
-    pool = " (or as many as its KV pool holds: the other users wait)" if s.users and s.batch_size > 1 else ""
+    if s.users:
+        think = f", each thinking {s.think_time_s:g} s between requests" if s.think_time_s else ""
+        return [f"$/M tok: the best rows (up to {USERS_SIMULATED}) are priced on their simulated run of {s.users:,} "
+                f"users{think}, as `gpuplan estimate --users` and `gpuplan capacity` price them; a row whose "
+                f"tokens/s do not say 'simulated run' is priced at its decode step at {s.users:,} requests at "
+                "once (or as many as its KV pool holds), about the most its run serves"]
+    load = f"--rate {s.rate_rps:,g}"
     return [f"$/M tok prices each setup at its decode step at {s.batch_size:,} request"
-            f"{'s' if s.batch_size != 1 else ''} at once{pool}, not at a simulated run of {load}: `gpuplan estimate "
+            f"{'s' if s.batch_size != 1 else ''} at once, not at a simulated run of {load}: `gpuplan estimate "
             f"{load}` on a setup prices what its run serves, and `gpuplan capacity {load}` ranks setups on runs"]
 
 
@@ -853,7 +907,12 @@ def _filter_rank(setups: list[Setup], c: Constraints) -> list[Setup]:
     # equal cost (3 significant digits): the faster first, then the fewer GPUs, then the roomier
     ranked = sorted(best.values(), key=lambda x: (float(f"{_key(x, c.objective):.3g}"), -x.tokens_per_s, x.num_gpus,
                                                   -x.headroom_pct))
-    for x in ranked:  # Pareto front of cost vs time
+    return _mark_pareto(ranked)
+
+
+def _mark_pareto(ranked: list[Setup]) -> list[Setup]:
+    """``ranked`` with each row's ``pareto``: on the front of cost against time."""
+    for x in ranked:
         x.pareto = not any(y.usd_per_million_tokens <= x.usd_per_million_tokens and y.tokens_per_s >= x.tokens_per_s
                            and (y.usd_per_million_tokens, y.tokens_per_s) != (x.usd_per_million_tokens,
                                                                              x.tokens_per_s) for y in ranked)

@@ -113,7 +113,7 @@ def can_time(gpu: GpuSpec) -> bool:
 
 def _require_rate(gpu: GpuSpec, dtype: str) -> None:
     """One sentence where the catalog has no rate for the GEMMs asked: no 16-bit matrix rate at all, or, for fp32
-    and tf32 work, no fp32 rate (A10G, Gaudi 2 and 3 publish none; :func:`peak_flops` does not fall back to a 16-bit
+    and tf32 work, no fp32 rate (Gaudi 2 and 3 publish none; :func:`peak_flops` does not fall back to a 16-bit
     rate for them), which divided by zero (fuzz_s16: ``recommend --precision fp32`` and ``estimate --precision fp32
     --gpu gaudi2`` ended in a ZeroDivisionError)."""
     if not can_time(gpu):
