@@ -147,3 +147,13 @@ def test_a_budget_search_rents_each_module_job_on_its_cheapest_card():
         plan = gpuplan.estimate({**scenario, "gpu": top.gpu_id}, advise=False)
         assert job.usd_per_hour == pytest.approx(plan.cost.usd_per_hour)
     assert report.builds[0].build.label == "1x rtx-3090" and report.builds[0].runs == 2
+
+
+def test_the_display_check_counts_a_windows_desktop_as_the_plan_would():
+    """buy's display check for a plan that does not count the desktop takes the desktop's GiB from the one rule
+    estimate --display and recommend --have use (tensors.breakdown.display_gib): on a 24 GB card Windows holds
+    600 + 100 MiB = 0.68 GiB (ComfyUI's reserve, 100 MiB more on cards over 15 GiB), where it read 0.59."""
+    w = load_workloads(HOBBY)
+    p = job_plan(w.workloads[0], load_gpu("rtx-3090"), 1, owned=True)
+    shown = [c for c in build_checks(make_build("rtx-3090", 1, display="windows"), [p]) if c.name == "display"]
+    assert len(shown) == 1 and "does not count the windows desktop's 0.68 GiB" in shown[0].line

@@ -18,7 +18,7 @@ import math
 from pydantic import BaseModel
 
 from ..hardware import GpuSpec, gpus
-from ..overheads import DISPLAY_GIB
+from ..tensors.breakdown import display_gib
 from .builds import Build
 from .facts import Source, coolers, host_profiles, linked, power
 from .plans import JobPlan
@@ -145,20 +145,20 @@ def _memory(b: Build, gpu: GpuSpec, plans: list[JobPlan]) -> list[Check]:
                              line=f"{p.job}: needs {p.cpu_gib:,.1f} GiB of host RAM, the host has "
                              f"{b.host_ram_gib:,.0f} GiB" + ("" if ok else ": more RAM (--host-ram) or less offload")))
         if b.display != "none" and p.capacity_gib and p.plan is not None:
-            out.append(_display(p, b.display))
+            out.append(_display(p, b.display, gpu.memory_gib))
     if not any(c.name in ("host RAM", "memory pool") for c in out):
         out.append(Check(name="host RAM", status="ok", source=b.host_ram_note,
                          line=f"no job keeps anything in host memory; the host has {b.host_ram_gib:,.0f} GiB"))
     return out
 
 
-def _display(p: JobPlan, display: str) -> Check:
+def _display(p: JobPlan, display: str, memory_gib: float | None) -> Check:
     """The desktop a card drives, as the job's Plan counts it on the card (the scenario's ``display``); a module
     plan (diffusion, Whisper, encoders) does not read ``display``: its check says the desktop's share is not in it."""
     source = "overheads.DISPLAY_GIB (ComfyUI's default reserve for the OS: comfy/model_management.py " \
              "EXTRA_RESERVED_VRAM)"
     if p.plan.scenario.get("display", "none") == "none":
-        gib, left = DISPLAY_GIB[display], p.capacity_gib - p.device_peak_gib
+        gib, left = display_gib(display, memory_gib), p.capacity_gib - p.device_peak_gib
         return Check(name="display", status="ok" if left >= gib else "warn", source=source,
                      line=f"{p.job}: its plan does not count the {display} desktop's {gib:.2f} GiB: "
                      f"{p.device_peak_gib:,.1f} of {p.capacity_gib:,.1f} GiB leaves "

@@ -70,10 +70,15 @@ def device_overheads(s: Scenario, generation: str | None, memory_gib: float | No
 
 
 def desktop_gib(s: Scenario, memory_gib: float | None) -> float:
-    """GiB a desktop holds on the card that drives it (``s.display``; 0 for none): :data:`~gpuplan.overheads.
-    DISPLAY_GIB`, on Windows 100 MiB more on a card of over 15 GiB (``memory_gib``), as ComfyUI reserves."""
-    if s.display == "none":
+    """GiB a desktop holds on the card that drives it (``s.display``; 0 for none): :func:`display_gib`."""
+    return display_gib(s.display, memory_gib)
+
+
+def display_gib(display: str, memory_gib: float | None) -> float:
+    """GiB a ``display`` desktop (none, linux, windows) holds on a card of ``memory_gib``: :data:`~gpuplan.overheads.
+    DISPLAY_GIB`, on Windows 100 MiB more on a card of over 15 GiB, as ComfyUI reserves."""
+    if display == "none":
         return 0.0
-    large = s.display == "windows" and (memory_gib or 0) > 15
-    return oh.DISPLAY_GIB[s.display] + (oh.DISPLAY_WINDOWS_LARGE_CARD_GIB if large else 0.0)
+    large = display == "windows" and (memory_gib or 0) > 15
+    return oh.DISPLAY_GIB[display] + (oh.DISPLAY_WINDOWS_LARGE_CARD_GIB if large else 0.0)
 
