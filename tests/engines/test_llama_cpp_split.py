@@ -198,3 +198,12 @@ def test_a_share_llama_cpp_cannot_read_is_refused(share):
     with pytest.raises(GpuplanError, match=r"tensor_split takes one positive share per device, each from 1\.2e-38"):
         gpuplan.estimate({**PAIR, "tensor_split": [share, 1]})
     assert gpuplan.estimate({**PAIR, "tensor_split": [1.2e-38, 1]}, advise=False).memory is not None
+
+
+def test_the_split_line_prints_the_shares_as_the_scenario_holds_them():
+    # a 4090 beside a 3080: the 3080's usable memory is no round number, and the line once printed 9.95123 where
+    # the scenario (and its --json) holds 9.95
+    p = gpuplan.estimate({**PAIR, "extra_gpus": ["rtx-3080"]}, advise=False)
+    line = next(c for c in p.setup.chosen if "tensor-split" in c)
+    assert p.scenario["tensor_split"] == pytest.approx([23.88, 9.95])
+    assert line.startswith("llama.cpp --tensor-split 23.88,9.95 (")

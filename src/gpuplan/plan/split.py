@@ -150,7 +150,7 @@ def split_estimate(s: Scenario) -> Plan:
                      verdict=_verdict(cards, plans[fullest], card, fits),
                      gpu=GpuFacts(id=card.id, name=card.name, memory_gib=card.memory_gib, usable_gib=card.usable_gib,
                                   architecture=card.architecture))
-    plan._setup = replace(base.setup, chosen=(*base.setup.chosen, f"llama.cpp --tensor-split "
-                                              f"{','.join(f'{v:g}' for v in split)} ({how}): {said}; the memory shown "
-                                              "is the fullest device's"))
+    shares = ",".join(f"{round(v, 2):g}" for v in split)
+    plan._setup = replace(base.setup, chosen=(*base.setup.chosen, f"llama.cpp --tensor-split {shares} ({how}): "
+                                              f"{said}; the memory shown is the fullest device's"))
     return plan
