@@ -37,13 +37,26 @@ def test_one_gpu_needs_no_links():
 @pytest.mark.parametrize("engine, said", [
     ("sglang", "AMD: the engine's ROCm build, its decode timed"),
     ("vllm", "AMD: the engine's ROCm build, its decode timed"),
-    ("transformers", "AMD: check your stack supports it"),
+    ("transformers", "AMD (ROCm): transformers timed from the datasheet as its CUDA build, no run on this vendor "
+                     "measured (uncalibrated)"),
 ])
 def test_an_amd_row_says_how_its_engine_is_timed_there(engine, said):
     """The engines with a ROCm build (their profile's rocm_build: vLLM, SGLang) are timed by the measured share on
-    AMD cards and say so; another engine's row asks the reader to check its stack."""
+    AMD cards and say so; another engine's row says it is timed as its CUDA build, uncalibrated."""
     rec = recommend({"model": "qwen2.5-0.5b", "task": "infer", "engine": engine}, gpus=["mi300x"],
                             max_gpus=1, top=1)
+    assert rec.setups and said in rec.setups[0].rationale
+
+
+@pytest.mark.parametrize("stack, said", [
+    ("hf", "AMD (ROCm): stack hf runs there;"),
+    ("torchtune", "AMD (ROCm): stack torchtune runs there;"),
+])
+def test_an_amd_training_row_says_its_stack_runs_there(stack, said):
+    """A training row on an AMD card names its stack as running there (stack_cards: the stacks that do not were
+    refused before ranking), where it once asked the reader to check."""
+    rec = recommend({"model": "qwen2.5-0.5b", "task": "train", "method": "lora", "stack": stack}, gpus=["mi300x"],
+                    max_gpus=1, top=1)
     assert rec.setups and said in rec.setups[0].rationale
 
 

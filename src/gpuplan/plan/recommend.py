@@ -33,7 +33,7 @@ from ..memory import device_gib, estimate_memory
 from ..model.report import inexact_warning
 from ..model.spec import ModelSpec
 from ..result import Answer, usd_amount
-from ..scenario import Scenario, read_back
+from ..scenario import Scenario, read_back, stack_cards
 from ..scenario.stacks import STACK_NAMES
 from ..speed.comms import Link, intra_node_link, slowest_link
 from ..speed.gemm import can_time
@@ -841,13 +841,26 @@ def _rationale(x: Setup, gpu: GpuSpec, speed, link: tuple[Link, bool]) -> str:
         parts.append(f"AMD: the engine's ROCm build, its decode timed {class_slowdown(moe):.2f}x the CUDA build's "
                      f"on the same datasheet (measured: bench/results/{'rocm_share' if moe else 'rocm_dense'}.md)")
     elif gpu.vendor not in ("NVIDIA", "Apple"):  # Apple: the engines without Metal are refused (Engine.metal)
-        parts.append(f"{gpu.vendor}: check your stack supports it (ROCm / Gaudi software)")
+        parts.append(_vendor_said(x.scenario, gpu))
     parts.append(links_said(x.num_gpus, *link, speed))
     if speed.bound.startswith("host"):
         parts.append("eager decoding: a serving engine (--engine vllm) is several times faster")
     parts.append(f"${x.usd_per_million_tokens:,.3g} per million tokens at {x.tokens_per_s:,.0f} tokens/s "
                  f"(likely {x.tokens_per_s_low:,.0f}-{x.tokens_per_s_high:,.0f}: ranked on the central value)")
     return "; ".join(parts)
+
+
+def _vendor_said(s: Scenario, gpu: GpuSpec) -> str:
+    """What the row's software is on a card off NVIDIA: a training stack runs there fully or in part (the others were
+    refused: :mod:`gpuplan.scenario.stack_cards`, whose partial warning the plan carries); a serving engine without a
+    measured ROCm share is timed from the datasheet as its CUDA build is."""
+    label = stack_cards.LABELS.get(gpu.vendor, gpu.vendor)
+    if s.task == "train":
+        part = " in part (the plan's warning says what is missing)" if stack_cards.warning(s.stack, gpu.vendor) else ""
+        return f"{label}: stack {s.stack} runs there{part}"
+    engine = ENGINES[s.engine]
+    return (f"{label}: {engine.label or engine.name} timed from the datasheet as its CUDA build, no run on this "
+            "vendor measured (uncalibrated)")
 
 
 # Below this share of the step, the links of a PCIe card are not worth replacing (the plan's own breakdown).
