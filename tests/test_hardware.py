@@ -315,3 +315,15 @@ def test_llama_cpp_on_the_rtx_2080_ti_streams_its_weights_at_the_datasheet_bandw
     on_card = plan.speed.parts_s["weights"] * 616e9
     assert 4.3e9 < on_card < 4.92e9
     assert plan.speed.step_time_s > plan.speed.parts_s["weights"] and plan.speed.tokens_per_s < 616e9 / 4.3e9
+
+
+def test_every_catalog_card_compares_and_a_card_without_bf16_names_its_fp16_rate():
+    """Session 23's fuzz: `gpus compare rtx-2080-ti rtx-3090` crashed (a traceback) on the Turing card, whose FP16
+    with FP32 accumulate rate (53.8 TFLOPS, the Turing whitepaper's Table 1) was read as its bf16 rate, which it has
+    none of. Every card in the catalog is compared here, so the next card added is too."""
+    from gpuplan.api.catalog import gpus, gpus_compare
+
+    ids = [r["id"] for r in gpus()]
+    rows = {r["id"]: r["marketing_note"] for r in gpus_compare(ids)}
+    assert len(rows) == len(ids) > 40
+    assert rows["nvidia-geforce-rtx-2080-ti"] == "FP16 with FP16 accumulate 108, but PyTorch accumulates in FP32: 54"

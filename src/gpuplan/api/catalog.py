@@ -132,8 +132,9 @@ def gpus_compare(names: list[str], notes: list[str] | None = None) -> list[dict[
         if bf16 and g.sparse_tensor_cores:  # no such figure for cards without 2:4 sparsity (MI250X, Gaudi)
             also = f" and {2 * fp8:,.0f} fp8" if fp8 else ""  # what guides quote as a card's fp8 speed
             text.append(f"datasheets with 2:4 sparsity say {2 * bf16:,.0f} bf16{also} TFLOPS")
-        if half:
-            text.append(f"FP16 with FP16 accumulate {half:,.0f}, but PyTorch accumulates in FP32: {bf16:,.0f}")
+        fp32acc = g.peak_tflops("fp16") or bf16  # Turing has no bf16: its fp16 figure is the FP32-accumulate one
+        if half and fp32acc:
+            text.append(f"FP16 with FP16 accumulate {half:,.0f}, but PyTorch accumulates in FP32: {fp32acc:,.0f}")
         rows.append({**gpu_row(g, rentals.get(g.id)), "marketing_note": "; ".join(text)})
     return rows
 
