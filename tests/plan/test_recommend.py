@@ -832,3 +832,34 @@ def test_recommend_with_users_ranks_its_best_rows_on_their_simulated_run_and_its
     assert row.tokens_per_s == pytest.approx(alone.priced_tokens_per_s, rel=1e-9)
     assert row.usd_per_million_tokens == pytest.approx(alone.cost.usd_per_million_tokens, rel=1e-9)
     assert any("priced on their simulated run of 40 users, each thinking 15 s" in n for n in r.notes)
+
+
+def test_recommend_with_a_rate_ranks_its_best_rows_on_their_simulated_open_loop_run():
+    """Session 24 (a leftover since session 20): `recommend --rate 4` priced every row at its decode step at
+    ``batch_size`` (1 for a rate): Llama-3.1-8B at 4 requests/s of 1,000 + 200 tokens ranked an RTX 4090 first at
+    49 tokens/s, while the rate asks 4 x 200 = 800 (hand bound: an open loop serves no more than arrives). Now rows
+    are run best first on their floor (the rate's tokens at their $/h, or less where capacity's closed-form bound
+    says the engine full completes fewer requests/s) as `estimate --rate` runs them, a row whose queue grows ranked
+    after those that keep up, and a row not run is priced at its floor, never above what its run would cost."""
+    import gpuplan as api
+
+    job = dict(model="llama-3.1-8b", task="infer", engine="vllm", rate_rps=4, prompt_tokens=1000, output_tokens=200)
+    r = api.recommend(job, gpus=["rtx-4090", "rtx-a4000", "a10", "l40s"], top=50)
+    top = r.setups[0]
+    assert "simulated run of 4 requests/s" in top.rationale
+    step = float(top.rationale.rsplit("request at once: ", 1)[1].split(")")[0])
+    assert 5 * step < top.tokens_per_s <= 4 * 200
+    alone = api.estimate({**job, "gpu": top.gpu_id, "num_gpus": top.num_gpus, "provider": top.provider})
+    assert top.tokens_per_s == pytest.approx(alone.priced_tokens_per_s, rel=1e-9)
+    assert top.usd_per_million_tokens == pytest.approx(alone.cost.usd_per_million_tokens, rel=1e-9)
+    # one A10 full completes ~1.7 requests/s (closed form; its simulated run 1.6): it cannot hold 4, and ranks
+    # after every row that can, though its $/h is among the lowest
+    holds = [i for i, x in enumerate(r.setups) if "queue grows" not in x.rationale and "serves at most" not in
+             x.rationale]
+    a10 = next(i for i, x in enumerate(r.setups) if (x.gpu_id, x.num_gpus) == ("nvidia-a10", 1))
+    assert a10 > max(holds) and r.setups[a10].tokens_per_s < 400 and "serves at most" in r.setups[a10].rationale
+    floor = next(x for x in r.setups if "not simulated" in x.rationale)
+    assert "at least $" in floor.rationale
+    run = api.estimate({**job, "gpu": floor.gpu_id, "num_gpus": floor.num_gpus, "provider": floor.provider})
+    assert floor.usd_per_million_tokens <= run.cost.usd_per_million_tokens * (1 + 1e-9)
+    assert any("priced on their simulated run of --rate 4" in n for n in r.notes)

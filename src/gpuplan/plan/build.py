@@ -181,20 +181,47 @@ def serving_runs(r: Resolved, plan: Plan) -> Plan:
     for key, offline in (("load", False), ("offline", True)):
         if not (asked if key == "load" else batch):
             continue
-        longest, said = longest_request(s, r.model, offline), ()
-        engine = scheduler_for(s, plan.startup, plan.pool, longest)
-        if engine is None and s.max_model_len is None:  # the default context would not start: the longest request
-            fitted = memory_plan(resolve(s.with_resolved({"max_model_len": max(longest, MIN_MODEL_LEN)}), r.model,
-                                         r.gpu))
-            engine = scheduler_for(fitted.setup.scenario, fitted.startup, fitted.pool, longest)
-            said = (f"simulated with --max-model-len {longest:,} (the longest request): at the model's context the "
-                    "engine would not start",)
+        longest = longest_request(s, r.model, offline)
+        engine, said = _scheduler(r, plan, longest, scheduler_for)
         if engine is not None:
             runs[key] = run_load(s, r.model, r.gpu, engine, network, offline=offline, said=said)
     # (the batch's run is not asked for: a pool too small for one request is the verdict's to say)
     warned = ("no simulated run: the engine's KV pool cannot hold one request of the longest length",) \
         if asked and "load" not in runs else ()
     return plan.said(warnings=warned, **runs)
+
+
+def _scheduler(r: Resolved, plan: Plan, longest: int, scheduler_for) -> tuple[object, tuple[str, ...]]:
+    """The scheduler a serving run of ``plan`` goes through (:func:`gpuplan.serving.simulate.scheduler_for`, passed
+    in: it needs numpy), and what to say of it: where vLLM would not start at the model's context and none is asked,
+    the one it starts with at ``--max-model-len`` of the longest request (as the verdict tells the user to)."""
+    s = r.scenario
+    engine = scheduler_for(s, plan.startup, plan.pool, longest)
+    if engine is not None or s.max_model_len is not None:
+        return engine, ()
+    fitted = memory_plan(resolve(s.with_resolved({"max_model_len": max(longest, MIN_MODEL_LEN)}), r.model, r.gpu))
+    return scheduler_for(fitted.setup.scenario, fitted.startup, fitted.pool, longest), (
+        f"simulated with --max-model-len {longest:,} (the longest request): at the model's context the engine would "
+        "not start",)
+
+
+def saturation_of(r: Resolved, plan: Plan) -> float | None:
+    """Requests/s ``plan``'s setup completes with its engine full, in closed form
+    (:func:`gpuplan.serving.load.saturation_bound`), over the scheduler :func:`serving_runs` would run it on; None
+    where its engine is not simulated, numpy is missing, or its pool holds no request of the longest length."""
+    from ..engines import SIMULATED
+
+    if r.scenario.engine not in SIMULATED:
+        return None
+    try:
+        from ..serving.load import longest_request, saturation_bound
+        from ..serving.simulate import scheduler_for
+    except ImportError:  # numpy
+        return None
+    engine, _ = _scheduler(r, plan, longest_request(r.scenario, r.model), scheduler_for)
+    if engine is None:
+        return None
+    return saturation_bound(r.scenario, r.model, r.gpu, engine, plan.offer.network if plan.offer else None)
 
 
 def priced_on_load(plan: Plan) -> Plan:

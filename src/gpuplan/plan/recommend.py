@@ -15,6 +15,7 @@ offers; memory does not depend on the GPU type beyond its capacity and CUDA cont
 
 from __future__ import annotations
 
+import heapq
 import math
 import time
 from dataclasses import dataclass, replace
@@ -25,7 +26,7 @@ from pydantic import BaseModel, Field, SkipValidation, WrapValidator, computed_f
 from ..engines import ENGINES, engine_for
 from ..engines.rocm import class_slowdown
 from ..errors import GpuplanError
-from ..hardware import GpuSpec, counted_card, gpus, load_gpu, short_id
+from ..hardware import GpuSpec, Network, counted_card, gpus, load_gpu, short_id
 from ..market.choice import best_on_demand, cheapest_in_force
 from ..market.offers import Offer, max_per_node, multi_node, owned_offer, spot_rows_missing
 from ..market.store import load_offers, price_filter
@@ -35,11 +36,12 @@ from ..model.spec import ModelSpec
 from ..result import Answer, usd_amount
 from ..scenario import Scenario, read_back, stack_cards
 from ..scenario.stacks import STACK_NAMES
+from ..serving.capacity import STABLE_LOAD
 from ..speed.comms import Link, intra_node_link, slowest_link
 from ..speed.gemm import can_time
 from ..speed.work import shared_work
 from ..stacks import STACKS, stack_for
-from .build import Offers, build, own_links, priced_on_load, serving_runs
+from .build import Offers, build, links_that_matter, own_links, priced_on_load, saturation_of, serving_runs
 from .desktop import desktop_warning
 from .layout import accumulation, recipe_batch
 from .layout import layout as recipe_layout
@@ -147,6 +149,8 @@ class Setup(BaseModel):
     change: str = ""  # what the techniques or the stack change save and cost against the scenario as given
     # the plan this row reads (the setup's scenario, memory, speed and cost on its offer); not in the JSON
     plan: SkipValidation[Plan | None] = Field(default=None, exclude=True, repr=False)
+    # under a rate: the requests/s its engine full completes (closed form, recommend._rate_order); not in the JSON
+    saturated_rps: float | None = Field(default=None, exclude=True, repr=False)
 
     @property
     def slow_end(self) -> float:
@@ -407,7 +411,7 @@ def recommend(s: Scenario, m: ModelSpec, c: Constraints, explain: bool = True) -
             more, fitting, setups, pending = _search(s, m, c, offers, cards, references, shipped, split=True)
             evaluated += more
     owned = _filter_rank([x for x in setups if x.owned], c)
-    setups = _on_users(s, _filter_rank([x for x in setups if not x.owned], c), c)
+    setups = _on_load(s, _filter_rank([x for x in setups if not x.owned], c), c)
     for x in setups[: c.top]:  # the scenario as priced: validated for the setups shown only (thousands are ranked)
         x.scenario = x.scenario.model_copy(update={
             "provider": x.provider, "pricing": "spot" if x.pricing in ("spot", "interruptible") else "on_demand"})
@@ -542,36 +546,95 @@ def _owned_run(s: Scenario, change: dict, m: ModelSpec) -> str:
             "power")
 
 
-# Rows of a ``--users`` search re-ranked on their own simulated run, as ``estimate --users`` and ``capacity`` read it
-# (a run is 0.08 to 0.4 s: the first ones of a search, best first, and no more than this many).
+# Rows of a ``--users`` or ``--rate`` search re-ranked on their own simulated run, as ``estimate`` and ``capacity``
+# read it (a run is 0.08 to 0.4 s: the first ones of a search, best first, and no more than this many).
 USERS_SIMULATED = 6
 
 
-def _on_users(s: Scenario, ranked: list[Setup], c: Constraints) -> list[Setup]:
-    """``ranked`` (on the decode step at ``users`` at once) with its best rows priced and ranked on the closed-loop
-    run of ``users`` with their think time (:func:`gpuplan.plan.build.serving_runs`, the run ``estimate --users``
-    prices on, :func:`~gpuplan.plan.build.priced_on_load`): the rows are run best first until ``c.top`` of them
-    rank ahead of the next row's decode-step price, at most :data:`USERS_SIMULATED` of them. A run serves no more
-    than its users at once, so the decode step at all of them (or at what the KV pool holds) is about the most it
-    serves, not a strict bound (Qwen3-32B, 50 users on an H100: the run 101 tok/s, the step at the pool's 3, 91:
-    the run's contexts are shorter on average); a row not run ranks on it (said, :func:`_load_note`). Session 22
-    (the s20b walk's left 3): on 2x H200, 40 users thinking 15 s read 53 tok/s a user at the decode step and 92 in
-    the run."""
-    if s.task != "infer" or not s.users or not ranked:
+def _on_load(s: Scenario, ranked: list[Setup], c: Constraints) -> list[Setup]:
+    """``ranked`` with its best rows priced and ranked on their simulated run of the load asked
+    (:func:`gpuplan.plan.build.serving_runs`, the run ``estimate --users/--rate`` prices on,
+    :func:`~gpuplan.plan.build.priced_on_load`): rows are run best first by :func:`_floor` until ``c.top`` of them
+    rank ahead of the next row's floor, at most :data:`USERS_SIMULATED` of them; a row whose open-loop queue grows
+    ranks after those that keep up. A closed loop serves no more than its users at once, so the decode step at all
+    of them (or at what the KV pool holds) is about the most it serves (Qwen3-32B, 50 users on an H100: the run 101
+    tok/s, the step at the pool's 3, 91: the run's contexts are shorter on average; session 22, the s20b walk's left
+    3: on 2x H200, 40 users thinking 15 s read 53 tok/s a user at the decode step and 92 in the run). An open loop
+    serves no more than arrives, ``rate x output tokens``: its decode step at ``batch_size`` (1) is no bound at all
+    (Llama-3.1-8B at 4 requests/s ranked an RTX 4090 first at 49 tokens/s, a fifth of the 800 the rate asks)."""
+    if s.task != "infer" or not (s.users or s.rate_rps) or not ranked:
         return ranked
+    order = _rate_order(ranked, s, c) if not s.users else ranked
     done: list[Setup] = []
-    for x in ranked[:USERS_SIMULATED]:
-        kept = sorted(_key(y, c.objective) for y in done)[: c.top]
-        if len(kept) == c.top and kept[-1] <= _key(x, c.objective):
+    for x in order[:USERS_SIMULATED]:
+        kept = sorted(_key(y, c.objective) for y in done if not _behind(y))[: c.top]
+        if len(kept) == c.top and kept[-1] <= _floor(x, s, c.objective):
             break
         done.append(_run_row(x))
-    return _mark_pareto(sorted(done, key=lambda y: (float(f"{_key(y, c.objective):.3g}"), -y.tokens_per_s))
-                        + ranked[len(done):])
+    rest = [_unrun_row(x, s) for x in order[len(done):]] if not s.users else order[len(done):]
+    done.sort(key=lambda y: (float(f"{_key(y, c.objective):.3g}"), -y.tokens_per_s))
+    return _mark_pareto([y for y in done if not _behind(y)] + rest + [y for y in done if _behind(y)])
+
+
+def _floor(x: Setup, s: Scenario, objective: str) -> float:
+    """The best ``objective`` key row ``x``'s run can reach: its decode-step key under ``users``; under a rate,
+    the key were it served every output token it can (:func:`_most_served`), its price
+    ``usd_per_hour / (that x 3,600) x 1e6``."""
+    if s.users:
+        return _key(x, objective)
+    most = _most_served(x, s)
+    bound = x.model_copy(update={"tokens_per_s": most, "usd_per_million_tokens": x.usd_per_hour / (most * 3600) * 1e6})
+    return _key(bound, objective)
+
+
+def _rate_order(rows: list[Setup], s: Scenario, c: Constraints) -> list[Setup]:
+    """``rows`` best first by their floor under a rate (:func:`_floor`), rows that would not hold it as a steady
+    state (:func:`_steady`) last: best-first on the cheap floor (the rate's tokens at the row's $/h), each row's
+    closed-form bound (:func:`gpuplan.plan.build.saturation_of`) computed when it comes first, and only until the
+    rows a search shows and runs are in order; the rest follow on the floor known of them. A bound is computed once
+    for the rows that differ only in their offer's price or in links the speed does not read
+    (:func:`gpuplan.plan.build.links_that_matter`)."""
+    heap = [((False, _floor(x, s, c.objective)), i, False, x) for i, x in enumerate(rows)]
+    heapq.heapify(heap)
+    seen: dict[tuple, float | None] = {}
+    out: list[Setup] = []
+    while heap and len(out) < c.top + USERS_SIMULATED:
+        _, i, bounded, x = heapq.heappop(heap)
+        if bounded:
+            out.append(x)
+            continue
+        setup = x.plan.setup
+        key = (x.gpu_id, x.num_gpus, x.sharding, tuple(x.techniques), setup.scenario.tp, setup.scenario.pp,
+               links_that_matter(setup.scenario, setup.gpu, x.plan.offer.network if x.plan.offer else Network()))
+        if key not in seen:
+            seen[key] = saturation_of(setup, x.plan)
+        x.saturated_rps = seen[key]
+        heapq.heappush(heap, ((_steady(x, s) is False, _floor(x, s, c.objective)), i, True, x))
+    return out + [x for *_, x in sorted(heap, key=lambda h: h[:2])]
+
+
+def _steady(x: Setup, s: Scenario) -> bool | None:
+    """Whether row ``x`` holds the rate as a steady state, as capacity judges a rate: under
+    :data:`~gpuplan.serving.capacity.STABLE_LOAD` of the requests/s its engine full completes (closed form); None
+    where that is not known."""
+    return None if x.saturated_rps is None else s.rate_rps <= STABLE_LOAD * x.saturated_rps
+
+
+def _most_served(x: Setup, s: Scenario) -> float:
+    """The most output tokens/s an open-loop run of row ``x`` can serve: what the rate asks
+    (``rate_rps x output_tokens``: no run serves more than arrives), or less where its engine full completes fewer
+    requests/s (``saturated_rps``: capacity's closed-form bound, :func:`_rate_order`)."""
+    return max(s.output_tokens, 1) * min(s.rate_rps, x.saturated_rps or s.rate_rps)
+
+
+def _behind(x: Setup) -> bool:
+    """Whether row ``x``'s simulated open-loop run fell behind its rate (its queue grew)."""
+    return x.plan.load is not None and x.plan.load.falls_behind
 
 
 def _run_row(x: Setup) -> Setup:
-    """Row ``x`` priced at the output tokens/s its simulated run of the users served (the range scaled with it),
-    its streaming rate a user the run's mean TPOT; unchanged where its engine's scheduler is not simulated."""
+    """Row ``x`` priced at the output tokens/s its simulated run served (the range scaled with it), its streaming
+    rate a user the run's mean TPOT; unchanged where its engine's scheduler is not simulated."""
     plan = priced_on_load(serving_runs(x.plan.setup, x.plan))
     run = plan.load
     if run is None or not run.output_throughput or plan.cost is None:
@@ -582,19 +645,48 @@ def _run_row(x: Setup) -> Setup:
         "tokens_per_s_high": x.tokens_per_s_high * scale, "usd_per_million_tokens": plan.cost.usd_per_million_tokens,
         "tokens_per_s_per_user": 1000 / run.mean_tpot_ms if run.mean_tpot_ms else x.tokens_per_s_per_user,
         "plan": plan})
+    behind = (f"; its queue grows at {run.load_words}: it completed {run.request_throughput:,.3g} requests/s "
+              f"(`gpuplan capacity --rate` finds the rate it serves)") if run.falls_behind else ""
     row.rationale = x.rationale.rsplit("; $", 1)[0] + (
         f"; ${row.usd_per_million_tokens:,.3g} per million tokens at the {row.tokens_per_s:,.0f} tokens/s its "
-        f"simulated run of the {x.scenario.users:,} users served (decode step at all of them at once: "
-        f"{x.tokens_per_s:,.0f})")
+        f"simulated run of {_load_of(run)} served ({_step_words(x, run)}: {x.tokens_per_s:,.0f}){behind}")
+    return row
+
+
+def _load_of(run) -> str:
+    """The load of a run as the row says it: "the 40 users", "4 requests/s"."""
+    return f"the {run.load_words}" if run.mode == "closed loop" else run.load_words
+
+
+def _step_words(x: Setup, run) -> str:
+    """What row ``x``'s speed before its run read: the decode step at all the users at once, or at the batch."""
+    if run.mode == "closed loop":
+        return "decode step at all of them at once"
+    batch = x.scenario.batch_size
+    return f"decode step at {batch:,} request{'s' if batch != 1 else ''} at once"
+
+
+def _unrun_row(x: Setup, s: Scenario) -> Setup:
+    """A row of a ``--rate`` search left unsimulated (its floor ranks it below the rows shown): priced at that floor,
+    the most it could serve being what the rate asks (:func:`_floor`), and said so: its decode step at
+    ``batch_size`` is no bound on what a batched run serves."""
+    asked, most = s.rate_rps * max(s.output_tokens, 1), _most_served(x, s)
+    scale = most / x.tokens_per_s
+    row = x.model_copy(update={"usd_per_million_tokens": x.usd_per_hour / (most * 3600) * 1e6, "tokens_per_s": most,
+                               "tokens_per_s_low": x.tokens_per_s_low * scale,
+                               "tokens_per_s_high": x.tokens_per_s_high * scale})
+    why = (f"no run serves more than the {asked:,.0f} output tokens/s {s.rate_rps:,g} requests/s ask" if most >= asked
+           else f"its engine full serves at most {most:,.0f} of the {asked:,.0f} output tokens/s {s.rate_rps:,g} "
+           "requests/s ask")
+    row.rationale = x.rationale.rsplit("; $", 1)[0] + (
+        f"; at least ${row.usd_per_million_tokens:,.3g} per million tokens: not simulated, and {why}")
     return row
 
 
 def _load_note(s: Scenario) -> list[str]:
-    """What the rows' price reads when a load is asked (``users`` or ``rate_rps``): with ``users``, the best rows
-    their simulated run (:func:`_on_users`), the rest the decode step at all users at once; with a rate, each
-    setup's decode step at its batch, not a simulated run (a run per setup is ``capacity``'s search, and
-    ``estimate``'s plan is priced on its own run, :func:`gpuplan.plan.build.priced_on_load`), so the two can
-    differ."""
+    """What the rows' price reads when a load is asked (``users`` or ``rate_rps``): the best rows their simulated
+    run (:func:`_on_load`); the rest, with ``users``, the decode step at all users at once, with a rate, the floor
+    of serving every token it asks (:func:`_unrun_row`)."""
     if s.task != "infer" or not (s.users or s.rate_rps):
         return []
     if s.users:
@@ -604,9 +696,10 @@ def _load_note(s: Scenario) -> list[str]:
                 f"tokens/s do not say 'simulated run' is priced at its decode step at {s.users:,} requests at "
                 "once (or as many as its KV pool holds), about the most its run serves"]
     load = f"--rate {s.rate_rps:,g}"
-    return [f"$/M tok prices each setup at its decode step at {s.batch_size:,} request"
-            f"{'s' if s.batch_size != 1 else ''} at once, not at a simulated run of {load}: `gpuplan estimate "
-            f"{load}` on a setup prices what its run serves, and `gpuplan capacity {load}` ranks setups on runs"]
+    return [f"$/M tok: the best rows (up to {USERS_SIMULATED}) are priced on their simulated run of {load}, as "
+            f"`gpuplan estimate {load}` prices it, a row whose queue grows ranked after those that keep up; a row "
+            "not simulated is priced at the least it could be, had it served every token the rate asks; "
+            f"`gpuplan capacity {load}` ranks setups on the latency each run gives"]
 
 
 def _price_notes(s: Scenario, c: Constraints, all_offers: list[Offer], cards: dict) -> list[str]:

@@ -115,6 +115,8 @@ class LoadRun(BaseModel):
     warnings: tuple[str, ...] = ()
     # the preemptions in words, as every face says them (:func:`preempted_words`); left out of the answer when none
     preempted_words: str = Field(default="", exclude_if=lambda v: not v)
+    # an open-loop run whose queue grew (the rate past what the setup serves); left out of the answer when not
+    falls_behind: bool = Field(default=False, exclude_if=lambda v: not v)
 
     @computed_field  # in the answer: the page prints these words (app.js renderSpeed), as estimate does
     @property
@@ -184,6 +186,21 @@ def _saturated(s: Scenario, model: StepModel, engine: Scheduler, out, prompt_d: 
     _, batch = saturation_rate(model, w, engine.kv_blocks * engine.block_tokens, engine.max_num_seqs,
                                engine.max_num_batched_tokens, engine.mixed_prefill)
     return saturated_rps(model, engine, w, batch).requests_per_s or None
+
+
+def saturation_bound(s: Scenario, m: ModelSpec, gpu: GpuSpec, engine: Scheduler, network: Network | None = None
+                     ) -> float:
+    """Requests/s the setup completes with its engine full, in closed form (:func:`.capacity.saturation_rate`, the
+    bound ``capacity`` drops hopeless setups by): the most an open-loop run of ``s``'s lengths can keep up with."""
+    from .capacity import saturation_rate
+    from .steptime import step_model
+    from .workload import Workload
+
+    _, prompt_d, output_d = requests_of(s, False)
+    w = Workload(prompt=prompt_d, output=output_d, shared_prefix_tokens=s.shared_prefix_tokens, rate_rps=s.rate_rps)
+    rate, _ = saturation_rate(step_model(s, m, gpu, network), w, engine.kv_blocks * engine.block_tokens,
+                              engine.max_num_seqs, engine.max_num_batched_tokens, engine.mixed_prefill)
+    return rate
 
 
 def longest_request(s: Scenario, m: ModelSpec, offline: bool = False) -> int:
@@ -259,7 +276,8 @@ def summary(out, model: StepModel, s: Scenario, engine, offline: bool, prompt_d:
     from .capacity import STABLE_LOAD
 
     past = saturated is not None and s.rate_rps > STABLE_LOAD * saturated  # capacity's steady-state bound
-    if mode == "open loop" and out.completed and (_falls_behind(out) or past):
+    behind = mode == "open loop" and bool(out.completed) and (_falls_behind(out) or past)
+    if behind:
         most = (f" (at most {saturated:,.3g} saturated, and a steady rate stays under {STABLE_LOAD:.0%} of that, "
                 "as capacity judges its rates)" if past else "")
         warnings.append(f"the queue grows at {s.rate_rps:,g} requests/s: the engine completed "
@@ -277,7 +295,7 @@ def summary(out, model: StepModel, s: Scenario, engine, offline: bool, prompt_d:
                    total_token_throughput=(out.input_tokens + out.output_tokens) / duration if duration else 0.0,
                    running_cap=engine.max_num_seqs, peak_running=out.peak_running, preemptions=out.preemptions,
                    preempted_words=preempted_words(out.preemptions, engine.keeps_preempted),
-                   per_request_s=model.request_s, warnings=tuple(warnings), **values)
+                   per_request_s=model.request_s, warnings=tuple(warnings), falls_behind=behind, **values)
 
 
 def preempted_words(preemptions: int, kept: bool) -> str:
