@@ -159,7 +159,8 @@ def test_a_stated_expectation_is_shown_marked_and_a_not_comparable_row_is_in_no_
     held = [r for r in rows if r["error"] is not None and not r["fit"] and "GiB" not in r["quantity"]]
     assert totals["speed held-out: all"]["rows"] == len(held) - 1
     encoders = [r for r in held if r["group"] == "encoder-decoders"]  # with the not comparable one
-    assert totals["speed held-out: encoder-decoders"]["rows"] == len(encoders) - 1 == 2  # A100 FA2, T4 int8 LoRA
+    # A100 FA2, T4 int8 LoRA and insanely-fast-whisper's five T4 calls (session 24)
+    assert totals["speed held-out: encoder-decoders"]["rows"] == len(encoders) - 1 == 7
     assert "speed held-out: all, measured figures only" not in totals  # no other stated row is left
 
 
