@@ -97,6 +97,21 @@ def test_when_only_another_method_fits_the_combination_keeping_the_method_is_off
     assert fit_row.device_peak_gib == pytest.approx(combo.device_peak_gib)  # what `fit` finds, one search
 
 
+def test_a_fix_that_keeps_the_method_asked_comes_before_a_change_of_method():
+    """Session 20's walk, item 9 (left for the lead until session 24): a full fine-tune was told first to switch to
+    LoRA or QLoRA, a change of what is trained, because their rough slowdown (1.05, 1.5) is below offload's. The user
+    asked for full: among the fixes that fit on the GPUs named, those that keep the method come first, the method
+    changes after them (both still listed). Qwen2.5-1.5B full on one RTX 4090 (39.1 GiB): ZeRO-3 offload fits at
+    10.5 GiB and leads; LoRA and QLoRA follow."""
+    r = estimate({"model": "qwen2.5-1.5b", "task": "train", "method": "full", "gpu": "rtx-4090"})
+    fitting = [x for x in r.suggestions if x.fits and not x.combination and "num_gpus" not in x.fields]
+    methods = [i for i, x in enumerate(fitting) if "method" in x.fields]
+    kept = [i for i, x in enumerate(fitting) if "method" not in x.fields and "stack" not in x.fields]
+    assert fitting[0].fields.get("offload") and "method" not in fitting[0].fields
+    assert {fitting[i].fields["method"] for i in methods} >= {"lora", "qlora"}
+    assert max(kept) < min(methods)
+
+
 def test_fixes_keep_the_gpus_named_before_adding_more():
     """Serving Llama-3.1-70B as two replicas on two 80 GB cards does not fit (131 GiB each); splitting it over
     the same two cards does, and comes before tensor parallel over 4 or 8."""
