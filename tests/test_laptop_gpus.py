@@ -31,8 +31,9 @@ def test_a_laptop_gpu_is_found_by_the_names_people_give_it(name, gpu_id):
 @pytest.mark.parametrize("name, gpu_id", [
     ("4090", "nvidia-geforce-rtx-4090"), ("rtx 4090", "nvidia-geforce-rtx-4090"),
     ("nvidia geforce rtx 4090", "nvidia-geforce-rtx-4090"), ("nvidia rtx 4090", "nvidia-geforce-rtx-4090"),
-    ("geforce 4090", "nvidia-geforce-rtx-4090"), ("4080", "nvidia-geforce-rtx-4080"), ("4070", "nvidia-geforce-rtx-4070"),
-    ("rtx-4060", "nvidia-geforce-rtx-4060"), ("3080", "nvidia-geforce-rtx-3080-10gb"), ("5090", "nvidia-geforce-rtx-5090"),
+    ("geforce 4090", "nvidia-geforce-rtx-4090"), ("4080", "nvidia-geforce-rtx-4080"),
+    ("4070", "nvidia-geforce-rtx-4070"), ("rtx-4060", "nvidia-geforce-rtx-4060"),
+    ("3080", "nvidia-geforce-rtx-3080-10gb"), ("5090", "nvidia-geforce-rtx-5090"),
 ])
 def test_the_desktop_cards_keep_their_names(name, gpu_id):
     """'laptop' and 'mobile' are tier words (hardware.TIER_WORDS): a name without them never means the laptop GPU,
@@ -70,7 +71,8 @@ def test_the_4090_and_5090_laptop_rates_and_what_nvidias_figures_would_need():
     x 512 = 90.7, and its 1,824 AI TOPS (FP4 sparse) would need 2.7 GHz at the desktop 5090's 8,192 a SM."""
     g = load_gpu("4090 laptop")
     assert g.peak_tflops("bf16") == pytest.approx(76 * 2.04 * 512 / 1000, abs=0.05)
-    assert 686e12 / (76 * 4096) / 1e9 == pytest.approx(2.2, abs=0.01)
+    needed_ghz = 686e12 / (76 * 4096) / 1e9
+    assert needed_ghz == pytest.approx(2.2, abs=0.01)
     b = load_gpu("5090 laptop")
     assert b.peak_tflops("bf16") == pytest.approx(82 * 2.16 * 512 / 1000, abs=0.05)
     assert b.peak_tflops("fp4") == pytest.approx(82 * 2.16 * 4096 / 1000, abs=0.1)
@@ -126,6 +128,6 @@ def test_fit_and_compare_take_the_laptop_gpus(capsys):
     from gpuplan.api.catalog import gpus_compare
 
     assert run(["fit", "--gpu", "4060m", "--task", "infer"]) == 0
-    rows = {r["id"]: r for r in gpus_compare(list(LAPTOPS) + ["nvidia-geforce-rtx-4090"])}
+    rows = {r["id"]: r for r in gpus_compare([*LAPTOPS, "nvidia-geforce-rtx-4090"])}
     assert len(rows) == len(LAPTOPS) + 1
     assert rows["nvidia-geforce-rtx-4090-laptop"]["marketing_note"].endswith("PyTorch accumulates in FP32: 79")
