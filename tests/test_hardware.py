@@ -16,8 +16,8 @@ from gpuplan.hardware import gpus, load_gpu, resolve_gpu
 def test_catalog_loads_every_entry():
     # GB300 and MI355X added (issue 24), Grand Teton's 96GB HBM2e H100 (issue 20); 2025 local cards and the
     # unified-memory boxes (issue 33); Apple M1 Max/Ultra, M2 Pro/Max, M3 Pro/Max, M4, M4 Pro (issue 31); the RTX 2080
-    # Ti (session 22)
-    assert len(gpus()) == 71
+    # Ti (session 22); the laptop GPUs: RTX 4090/4080/4070/4060, 3080 (8 and 16 GB) and 5090 Laptop (session 24)
+    assert len(gpus()) == 78
 
 
 @pytest.mark.parametrize("name, gpu_id, others", [

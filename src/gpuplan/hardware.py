@@ -342,8 +342,9 @@ def _words(text: str) -> set[str]:
 
 
 # words that name another card of the same number: an RTX 4070 is not the 4070 Ti SUPER (12 GB at 504 GB/s against
-# 16 GB at 672 GB/s), a 4060 not the 4060 Ti 16GB, an RX 7900 XT not the XTX
-TIER_WORDS = frozenset({"ti", "super", "xt", "xtx"})
+# 16 GB at 672 GB/s), a 4060 not the 4060 Ti 16GB, an RX 7900 XT not the XTX, an RTX 4090 not the 4090 Laptop GPU
+# (AD103, 16 GB at 576 GB/s against AD102, 24 GB at 1,008 GB/s)
+TIER_WORDS = frozenset({"ti", "super", "xt", "xtx", "laptop", "mobile"})
 
 
 def _by_words(name: str) -> tuple[str, ...]:

@@ -1366,11 +1366,12 @@ DECODE_BANDS: dict[tuple[str, str, str], tuple[float, float, int, str]] = {
                                   "Mixtral-8x7B: gpuplan up to 1.5x too fast at short requests on the GB200 and "
                                   "1.4x too slow on Scout's 20,000-token prompts (bench/results/bands.md)"),
     ("transformers", "dense", "NVIDIA"): (-0.20, 0.05, 4, "Qwen-1 1.8B-72B decode runs (bench/results/bands.md)"),
-    ("llama.cpp", "dense", "NVIDIA"): (-0.18, 0.05, 19, "llama-bench generation of Llama-2-7B (Q4_0, Q8_0, F16) on 12 "
+    ("llama.cpp", "dense", "NVIDIA"): (-0.17, 0.03, 21, "llama-bench generation of Llama-2-7B (Q4_0, Q8_0, F16) on 12 "
                                        "CUDA cards, of Llama-3.1-70B Q4_K_M split over 4 RTX 4090s, of "
                                        "Llama-3.1-8B Q4_K_M on an RTX 3080 and an RTX 4090, of Llama-3.2-1B on an "
                                        "RTX 3090 and Qwen3-4B on an RTX 5090 (a 2026 build measured 13% faster "
-                                       "than gpuplan; the H100 29% and the A100 25% slower) "
+                                       "than gpuplan; the H100 29% and the A100 25% slower); Ollama generation of "
+                                       "Llama-3.1-8B and Qwen3-8B on an RTX 4060 Laptop GPU, 6-9% slower "
                                        "(bench/results/llama_bench.md)"),
     ("llama.cpp", "MoE", "NVIDIA"): (-0.17, 0.22, 19, "llama-bench generation of gpt-oss-20b, Qwen3-30B-A3B and "
                                      "DeepSeek-V2-Lite on an RTX 3090, RTX 4080, RTX 4090, RTX A5000, RTX 5090 and "

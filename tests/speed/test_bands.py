@@ -40,9 +40,10 @@ def test_llama_cpp_and_mlx_bands_are_llama_benchs_check_rows():
     # LM Studio and Ollama rows, -18 % to +2 %); CUDA's errs both ways: since session 18's cost a kernel its low tail
     # the data-centre cards measured slower than gpuplan (A100 -25 %, H100 -29 % since session 19's programmatic
     # dependent launch on Hopper and Blackwell), its high tail the cards and builds gpuplan times slow (a 2026 RTX 5090
-    # build +13 %, +31 % before session 19; -0.11..+0.19 at 60 us a layer)
+    # build +13 %, +31 % before session 19; -0.11..+0.19 at 60 us a layer; +0.05 on 19 rows, +0.03 on 21 with session
+    # 24's two Ollama rows on an RTX 4060 Laptop GPU, -6 % and -9 %)
     assert got["llama.cpp", "dense", "Apple"][0] < -0.15
-    assert got["llama.cpp", "dense", "NVIDIA"][0] < -0.15 and got["llama.cpp", "dense", "NVIDIA"][1] >= 0.05
+    assert got["llama.cpp", "dense", "NVIDIA"][0] < -0.15 and got["llama.cpp", "dense", "NVIDIA"][1] > 0.0
 
 
 def test_model_classes():

@@ -86,6 +86,10 @@ def make_build(gpu: GpuSpec | str, count: int = 1, *, price: float | None = None
     what was paid for them is the same whatever is decided now), and neither is the host when the smallest host
     for the owned cards (:func:`.facts.host_for`) is the build's and ``--host-usd`` is not given."""
     gpu = gpu if isinstance(gpu, GpuSpec) else load_gpu(gpu)
+    if gpu.form_factor == "Laptop":  # gpus.yaml's laptop GPUs: no card to buy, and the laptop's price is not its own
+        raise GpuplanError(f"{gpu.name} comes soldered into a laptop, whose price and draw are the whole laptop's: "
+                           f"buy prices desktop cards and whole computers, not laptops (estimate --gpu "
+                           f"{short_id(gpu.id)} says what it runs and prices its power)")
     if not isinstance(count, int) or isinstance(count, bool) or not 1 <= count <= 8:
         raise GpuplanError(f"a build holds 1 to 8 cards in one machine, got {count!r}")
     if not isinstance(owned, int) or isinstance(owned, bool) or not 0 <= owned <= count:
