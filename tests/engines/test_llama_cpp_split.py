@@ -207,3 +207,19 @@ def test_the_split_line_prints_the_shares_as_the_scenario_holds_them():
     line = next(c for c in p.setup.chosen if "tensor-split" in c)
     assert p.scenario["tensor_split"] == pytest.approx([23.88, 9.95])
     assert line.startswith("llama.cpp --tensor-split 23.88,9.95 (")
+
+
+def test_the_split_s_assumptions_say_its_own_decode_step_and_first_token():
+    """The split's assumed lines were the first device's: an RTX 4070 beside an RTX 3060 printed "time to first
+    token: 0.43 s" in its speed and "assumed: time to first token 0.28 s" (the 4070 alone) below it, and a decode
+    step of 9.88 ms of weights where the parts summed 12.95 (session 24's walk). They say the composed figures."""
+    p = gpuplan.estimate({"model": "llama-3.1-8b", "task": "infer", "engine": "llama.cpp", "quant": "q4_k_m",
+                          "gpu": "rtx-4070", "extra_gpus": ["rtx-3060"], "batch_size": 3})
+    first = [a for a in p.assumptions if a.startswith("time to first token")]
+    step = [a for a in p.assumptions if a.startswith("decode step of")]
+    assert len(first) == 1 and len(step) == 1
+    assert f"{p.speed.ttft_s:.2f} s for one" in first[0] and f"{p.speed.ttft_burst_s:.2f} s for the last" in first[0]
+    assert f"weights {1e3 * p.speed.parts_s['weights']:.2f} ms" in step[0]
+    alone = gpuplan.estimate({"model": "llama-3.1-8b", "task": "infer", "engine": "llama.cpp", "quant": "q4_k_m",
+                              "gpu": "rtx-4070", "batch_size": 3}, advise=False)
+    assert p.speed.ttft_s > 1.2 * alone.speed.ttft_s  # the 3060's share is slower: not the 4070's own figure
