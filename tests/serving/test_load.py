@@ -142,6 +142,9 @@ def test_spread_lengths_are_vllms_random_dataset_bounds():
 @pytest.mark.parametrize("fields, text", [
     ({"users": 4, "rate_rps": 1}, "give users (a closed loop) or rate_rps (an open loop), not both"),
     ({"users": 4, "engine": "llama.cpp"}, "simulated for vllm, sglang and trtllm, not llama.cpp"),
+    # a llama.cpp user is told how to stay on it (session 24's walk: "serve to 3 friends" met only other engines)
+    ({"users": 4, "engine": "llama.cpp"}, "to stay on llama.cpp, give batch_size N instead (N requests decoded "
+     "together, as llama-server --parallel N"),
     ({"think_time_s": 3}, "give users (closed loop) or rate_rps (open loop) too"),
     ({"rate_rps": 2, "think_time_s": 3}, "a think time is the pause of closed-loop users between a reply and"),
     ({"users": 4, "task": "train"}, "describe a serving load: drop them for training"),
