@@ -175,9 +175,25 @@ def diffusers_argv(plan: DiffusionLaunch, images: str) -> list[str]:
     return argv
 
 
+# the release whose scripts and classes the plans were profiled with (constraints.txt); its examples ask for it
+# (each script's check_min_version), so the checkout and the library are that release's
+DIFFUSERS_RELEASE = "0.42.1"
+REQUIREMENTS = {"sd": "requirements.txt", "sdxl": "requirements_sdxl.txt", "sd3": "requirements_sd3.txt",
+                "flux": "requirements_flux.txt"}  # huggingface/diffusers examples/dreambooth
+
+
+def diffusers_run_line(family: str) -> str:
+    """How to run the file: the script is diffusers' own, in its checkout's examples/dreambooth, not written here
+    (session 24's walk: the file called ``train_dreambooth_lora_sdxl.py`` and said nowhere where it comes from)."""
+    return (f"run: git clone --depth 1 --branch v{DIFFUSERS_RELEASE} https://github.com/huggingface/diffusers && "
+            f"pip install ./diffusers -r diffusers/examples/dreambooth/{REQUIREMENTS[family]}; then, with this file "
+            "and your images/ folder in diffusers/examples/dreambooth: bash diffusers-train.sh")
+
+
 def diffusers_files(plan: DiffusionLaunch, images: str) -> list[LaunchFile]:
-    text = "#!/usr/bin/env bash\n" + comment(plan.header()) + "set -euo pipefail\n" + \
-        command_text(diffusers_argv(plan, images))
+    argv = diffusers_argv(plan, images)  # (refuses first what has no script)
+    text = "#!/usr/bin/env bash\n" + comment([*plan.header(), diffusers_run_line(plan.family)]) + \
+        "set -euo pipefail\n" + command_text(argv)
     return [LaunchFile(name="diffusers-train.sh", target="diffusers", text=text, executable=True,
                        reader="bash, in a diffusers checkout's examples/dreambooth (its parse_args reads the flags)")]
 
