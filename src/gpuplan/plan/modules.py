@@ -371,14 +371,26 @@ def fixes(s: Scenario, spec: ModuleSpec, gpu: GpuSpec, now: MemoryReport) -> lis
     (:func:`gpuplan.plan.fixes.fewest`, the search a decoder's advice makes); when no combination of those fits,
     the strongest change of each group together, where it saves more than each change alone. A change alone is
     said where it fits or saves what its line shows (:data:`gpuplan.plan.fixes.SHOWN_SAVING_GIB`), as a decoder's."""
-    out, peaks = [], {}
+    out, peaks, alone = [], {}, []
     for fix in _changes(s, spec, now.max_batch_size):
         fits, peaks[fix] = _peak_with(s, spec, gpu, (fix,))
+        alone += [fix] if fits else []
         if math.isfinite(peaks[fix]) and (fits or peaks[fix] <= now.device_peak_gib - SHOWN_SAVING_GIB):
             out.append(Suggestion(change=fix.label, fields=fix.change, device_peak_gib=peaks[fix], fits=fits,
                                   cost=f"{now.device_peak_gib:.1f} -> {peaks[fix]:.1f} GiB"))
     tried = [f for f, peak in peaks.items() if math.isfinite(peak) and f.keeps_job]
-    if len(tried) > 1 and not any(x.fits for x in out):
+    if alone and all(f.group == "method" for f in alone):  # only another method fits alone (LoRA for a full
+        # fine-tune): the combinations that keep the user's method, as a decoder's advice searches them
+        # (plan/fixes.py; session 24's walk: Whisper-large-v3 full on an RTX 4090 offered LoRA alone, where 8-bit
+        # AdamW with micro-batch 1 x 16 fits in 19.7 GiB)
+        kept = [f for f in tried if f.group != "method"]
+        found = fewest(kept, lambda combo: _peak_with(s, spec, gpu, combo)) if len(kept) > 1 else None
+        if found is not None:
+            combo, peak = found
+            out.append(Suggestion(change=" + ".join(f.label for f in combo),
+                                  fields={k: v for f in combo for k, v in f.change.items()}, device_peak_gib=peak,
+                                  fits=True, combination=True, cost=f"{now.device_peak_gib:.1f} -> {peak:.1f} GiB"))
+    elif len(tried) > 1 and not any(x.fits for x in out):
         found = fewest(tried, lambda combo: _peak_with(s, spec, gpu, combo))
         if found is None:
             strongest: dict[str, Fix] = {}
