@@ -132,6 +132,10 @@ def test_kohya_toml_holds_sd_scripts_options(model, extra, tmp_path):
     assert argv[-2:] == ["--config_file", "kohya.toml"]
     assert argv[4] == {"flux-dev": "flux_train_network.py", "sdxl": "sdxl_train_network.py",
                        "sd1.5": "train_db.py" if "full" in extra else "train_network.py"}[model]
+    # where sd-scripts comes from (session 24's walk): the commit whose options these keys were checked against
+    commit = (DATA / "kohya" / "arguments.txt").read_text().split("at commit ")[1].split()[0]
+    run_line = next(line for line in (out / "kohya-train.sh").read_text().splitlines() if line.startswith("# run:"))
+    assert f"git -C sd-scripts checkout {commit[:12]}" in run_line and "pip install -r requirements.txt" in run_line
 
 
 @pytest.mark.parametrize("model, encoders, key, value", [
