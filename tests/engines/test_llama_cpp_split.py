@@ -223,3 +223,19 @@ def test_the_split_s_assumptions_say_its_own_decode_step_and_first_token():
     alone = gpuplan.estimate({"model": "llama-3.1-8b", "task": "infer", "engine": "llama.cpp", "quant": "q4_k_m",
                               "gpu": "rtx-4070", "batch_size": 3}, advise=False)
     assert p.speed.ttft_s > 1.2 * alone.speed.ttft_s  # the 3060's share is slower: not the 4070's own figure
+
+
+def test_a_split_whose_fastest_card_holds_the_job_alone_says_so():
+    """Session 24's walk: Llama-3.1-8B Q4_K_M for 3 users over an RTX 4070 and an RTX 3060 streams 63 tokens/s a
+    user, where the 4070 alone holds it (5.7 of 11.9 GiB) and streams 80: a layer split runs the cards in turn, so
+    the 3060's share slows every token. The split says so; a split no card holds alone (70B) does not."""
+    s = {"model": "llama-3.1-8b", "task": "infer", "engine": "llama.cpp", "quant": "q4_k_m", "gpu": "rtx-4070",
+         "extra_gpus": ["rtx-3060"], "batch_size": 3}
+    p = gpuplan.estimate(s)
+    alone = gpuplan.estimate({**{k: v for k, v in s.items() if k != "extra_gpus"}}, advise=False)
+    said = [w for w in p.warnings if "holds this job alone" in w]
+    assert len(said) == 1 and said[0].startswith("GeForce RTX 4070 holds this job alone")
+    assert f"streams {alone.speed.streaming_tokens_per_s_per_user:,.0f} tokens/s a user there, against " \
+           f"{p.speed.streaming_tokens_per_s_per_user:,.0f} split" in said[0]
+    assert alone.speed.streaming_tokens_per_s_per_user > 1.2 * p.speed.streaming_tokens_per_s_per_user
+    assert not any("holds this job alone" in w for w in gpuplan.estimate(PAIR).warnings)
