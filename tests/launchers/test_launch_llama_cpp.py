@@ -77,6 +77,11 @@ def test_a_split_over_mixed_cards_launches_the_plan_estimate_makes():
     assert plan.setup_label == "GeForce RTX 4090 + GeForce RTX 3060 12GB, llama.cpp layer split"
     assert flags(s)["-ts"] == "23.88,11.94"  # by each card's memory (usable GiB), as estimate split it
     text = script(s)
+    # the memory line is the fullest device's (the 3060's 11.9 usable, not the 4090's 23.9), as llama.cpp logs it
+    peak = next(line for line in text.splitlines() if line.startswith("# predicted on the fullest device"))
+    assert peak.startswith(f"# predicted on the fullest device, GeForce RTX 3060 12GB: device peak "
+                           f"{est.memory.device_peak_gib:.1f} GiB of 11.9 (")
+    assert "llama-server's load log" in peak and "torch.cuda" not in text
     said = next(line for line in text.splitlines() if line.startswith("# predicted: "))
     assert said.startswith(f"# predicted: {est.speed.tokens_per_s:,.0f} tokens/s") and "$" not in said
 
