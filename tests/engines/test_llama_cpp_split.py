@@ -207,3 +207,35 @@ def test_the_split_line_prints_the_shares_as_the_scenario_holds_them():
     line = next(c for c in p.setup.chosen if "tensor-split" in c)
     assert p.scenario["tensor_split"] == pytest.approx([23.88, 9.95])
     assert line.startswith("llama.cpp --tensor-split 23.88,9.95 (")
+
+
+def test_the_split_s_assumptions_say_its_own_decode_step_and_first_token():
+    """The split's assumed lines were the first device's: an RTX 4070 beside an RTX 3060 printed "time to first
+    token: 0.43 s" in its speed and "assumed: time to first token 0.28 s" (the 4070 alone) below it, and a decode
+    step of 9.88 ms of weights where the parts summed 12.95 (session 24's walk). They say the composed figures."""
+    p = gpuplan.estimate({"model": "llama-3.1-8b", "task": "infer", "engine": "llama.cpp", "quant": "q4_k_m",
+                          "gpu": "rtx-4070", "extra_gpus": ["rtx-3060"], "batch_size": 3})
+    first = [a for a in p.assumptions if a.startswith("time to first token")]
+    step = [a for a in p.assumptions if a.startswith("decode step of")]
+    assert len(first) == 1 and len(step) == 1
+    assert f"{p.speed.ttft_s:.2f} s for one" in first[0] and f"{p.speed.ttft_burst_s:.2f} s for the last" in first[0]
+    assert f"weights {1e3 * p.speed.parts_s['weights']:.2f} ms" in step[0]
+    alone = gpuplan.estimate({"model": "llama-3.1-8b", "task": "infer", "engine": "llama.cpp", "quant": "q4_k_m",
+                              "gpu": "rtx-4070", "batch_size": 3}, advise=False)
+    assert p.speed.ttft_s > 1.2 * alone.speed.ttft_s  # the 3060's share is slower: not the 4070's own figure
+
+
+def test_a_split_whose_fastest_card_holds_the_job_alone_says_so():
+    """Session 24's walk: Llama-3.1-8B Q4_K_M for 3 users over an RTX 4070 and an RTX 3060 streams 63 tokens/s a
+    user, where the 4070 alone holds it (5.7 of 11.9 GiB) and streams 80: a layer split runs the cards in turn, so
+    the 3060's share slows every token. The split says so; a split no card holds alone (70B) does not."""
+    s = {"model": "llama-3.1-8b", "task": "infer", "engine": "llama.cpp", "quant": "q4_k_m", "gpu": "rtx-4070",
+         "extra_gpus": ["rtx-3060"], "batch_size": 3}
+    p = gpuplan.estimate(s)
+    alone = gpuplan.estimate({**{k: v for k, v in s.items() if k != "extra_gpus"}}, advise=False)
+    said = [w for w in p.warnings if "holds this job alone" in w]
+    assert len(said) == 1 and said[0].startswith("GeForce RTX 4070 holds this job alone")
+    assert f"streams {alone.speed.streaming_tokens_per_s_per_user:,.0f} tokens/s a user there, against " \
+           f"{p.speed.streaming_tokens_per_s_per_user:,.0f} split" in said[0]
+    assert alone.speed.streaming_tokens_per_s_per_user > 1.2 * p.speed.streaming_tokens_per_s_per_user
+    assert not any("holds this job alone" in w for w in gpuplan.estimate(PAIR).warnings)

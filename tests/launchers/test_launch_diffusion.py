@@ -81,6 +81,21 @@ def test_diffusers_command_reads_back_through_the_scripts_parse_args(model, scri
         assert parsed.rank == int(given.get("--lora-rank", 16))
     plan = json.loads((out / "plan.json").read_text())
     assert plan["predicted"]["it_per_s"] > 0 and plan["files"]["diffusers-train.sh"].startswith("bash")
+    # where the script comes from (session 24's walk: nowhere said): the pinned release's checkout, its requirements
+    from gpuplan.launchers.diffusion import DIFFUSERS_RELEASE, REQUIREMENTS
+
+    run_line = next(line for line in (out / "diffusers-train.sh").read_text().splitlines() if line.startswith("# run:"))
+    family = {"flux-dev": "flux", "sd3-medium": "sd3", "sdxl": "sdxl", "sd1.5": "sd"}[model]
+    assert f"--branch v{DIFFUSERS_RELEASE} https://github.com/huggingface/diffusers" in run_line
+    assert f"diffusers/examples/dreambooth/{REQUIREMENTS[family]}" in run_line
+    assert (DATA / "diffusers" / script.replace(".py", "_args.py")).exists()
+
+
+def test_the_diffusers_release_the_files_clone_is_the_pinned_one():
+    from gpuplan.launchers.diffusion import DIFFUSERS_RELEASE
+
+    pins = (Path(__file__).resolve().parents[2] / "constraints.txt").read_text().splitlines()
+    assert f"diffusers=={DIFFUSERS_RELEASE}" in pins
 
 
 def kohya_options() -> set[str]:
@@ -117,6 +132,10 @@ def test_kohya_toml_holds_sd_scripts_options(model, extra, tmp_path):
     assert argv[-2:] == ["--config_file", "kohya.toml"]
     assert argv[4] == {"flux-dev": "flux_train_network.py", "sdxl": "sdxl_train_network.py",
                        "sd1.5": "train_db.py" if "full" in extra else "train_network.py"}[model]
+    # where sd-scripts comes from (session 24's walk): the commit whose options these keys were checked against
+    commit = (DATA / "kohya" / "arguments.txt").read_text().split("at commit ")[1].split()[0]
+    run_line = next(line for line in (out / "kohya-train.sh").read_text().splitlines() if line.startswith("# run:"))
+    assert f"git -C sd-scripts checkout {commit[:12]}" in run_line and "pip install -r requirements.txt" in run_line
 
 
 @pytest.mark.parametrize("model, encoders, key, value", [

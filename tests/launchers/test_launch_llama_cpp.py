@@ -62,6 +62,30 @@ def test_cache_type_micro_batch_and_a_split_over_two_cards():
     assert flags({**SERVE, "gpu": "rtx-3090", "num_gpus": 2, "pp": 2})["-ts"] == "1,1"
 
 
+def test_a_split_over_mixed_cards_launches_the_plan_estimate_makes():
+    """Session 24's walk: an RTX 4070 beside an RTX 3060 was launched as two RTX 4070s (`plan: 2x GeForce RTX
+    4070`), predicted at 187 tokens/s and priced at $0.06/h with `-ts 1,1`, where estimate composes each card's plan
+    (141 tokens/s), splits by memory as llama.cpp does and prices nothing (no offer rents a mixed pair). The launch
+    reads estimate's plan (plan/split.py), so the two say one thing."""
+    import gpuplan
+
+    s = {**SERVE, "gpu": "rtx-4090", "extra_gpus": ["rtx-3060"], "batch_size": 3}
+    plan, est = launch_plan(s), gpuplan.estimate(s)
+    assert plan.speed.tokens_per_s == pytest.approx(est.speed.tokens_per_s)
+    assert plan.result.memory.device_peak_gib == pytest.approx(est.memory.device_peak_gib)
+    assert plan.usd_per_hour is None and est.cost is None
+    assert plan.setup_label == "GeForce RTX 4090 + GeForce RTX 3060 12GB, llama.cpp layer split"
+    assert flags(s)["-ts"] == "23.88,11.94"  # by each card's memory (usable GiB), as estimate split it
+    text = script(s)
+    # the memory line is the fullest device's (the 3060's 11.9 usable, not the 4090's 23.9), as llama.cpp logs it
+    peak = next(line for line in text.splitlines() if line.startswith("# predicted on the fullest device"))
+    assert peak.startswith(f"# predicted on the fullest device, GeForce RTX 3060 12GB: device peak "
+                           f"{est.memory.device_peak_gib:.1f} GiB of 11.9 (")
+    assert "llama-server's load log" in peak and "torch.cuda" not in text
+    said = next(line for line in text.splitlines() if line.startswith("# predicted: "))
+    assert said.startswith(f"# predicted: {est.speed.tokens_per_s:,.0f} tokens/s") and "$" not in said
+
+
 def test_only_llama_cpp_plans_take_the_target():
     assert targets_for(launch_plan(SERVE)) == ["llama.cpp"]
     with pytest.raises(Exception, match=r"plan again with --engine llama\.cpp"):

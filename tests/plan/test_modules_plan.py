@@ -987,3 +987,27 @@ def test_an_untimed_image_job_says_no_longest_sequence(capsys):
                 "--gpu", "a10g"]) == 0
     out = capsys.readouterr().out
     assert "largest micro-batch that fits: 2\n" in out and "longest sequence" not in out
+
+
+def test_a_full_fine_tune_that_only_lora_fits_alone_gets_the_combination_that_keeps_it_full():
+    """Session 24's walk: Whisper-large-v3 fully fine-tuned at micro-batch 16 on a 24 GB RTX 4090 (38.9 GiB) was
+    offered "LoRA instead of full fine-tuning" as the one change that fits, where 8-bit AdamW with micro-batch 1 x 16
+    keeps it full and fits (19.7 GiB): the combination was searched only when no change fit alone. As a decoder's
+    advice does (plan/fixes.py), a change of method that fits alone no longer stops the search of the changes that
+    keep the method."""
+    base = {"model": "whisper-large-v3", "task": "train", "method": "full", "decoder_tokens": 448,
+            "micro_batch_size": 16, "grad_checkpointing": "full", "gpu": "rtx-4090"}
+    p = plan(**base)
+    assert not p.memory.fits
+    assert [x.change for x in p.suggestions if x.fits and not x.combination] == ["LoRA instead of full fine-tuning"]
+    kept = [x for x in p.suggestions if x.combination]
+    assert len(kept) == 1 and kept[0].fits and "method" not in kept[0].fields
+    assert kept[0].fields["optimizer"] == "adamw-8bit"
+    # the widest micro-batch that fits with it, the global batch of 16 kept: 4 x 4 (8 x 2 does not fit)
+    assert (kept[0].fields["micro_batch_size"], kept[0].fields["grad_accum_steps"]) == (4, 4)
+    assert not plan(**{**base, **kept[0].fields, "micro_batch_size": 8, "grad_accum_steps": 2}).memory.fits
+    again = plan(**{**base, **kept[0].fields})
+    assert again.memory.fits and again.memory.device_peak_gib == pytest.approx(kept[0].device_peak_gib)
+    # hand check: fp32 weights and gradients 2 x 5.75 GiB, 8-bit Adam 2 bytes a parameter 2.88 GiB, bf16 autocast
+    # copies 2.88 GiB: 17.3 GiB before one sample's activations and the allocator's slack
+    assert 17.3 < again.memory.device_peak_gib < 23.9

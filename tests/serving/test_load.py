@@ -142,6 +142,9 @@ def test_spread_lengths_are_vllms_random_dataset_bounds():
 @pytest.mark.parametrize("fields, text", [
     ({"users": 4, "rate_rps": 1}, "give users (a closed loop) or rate_rps (an open loop), not both"),
     ({"users": 4, "engine": "llama.cpp"}, "simulated for vllm, sglang and trtllm, not llama.cpp"),
+    # a llama.cpp user is told how to stay on it (session 24's walk: "serve to 3 friends" met only other engines)
+    ({"users": 4, "engine": "llama.cpp"}, "to stay on llama.cpp, give batch_size N instead (N requests decoded "
+     "together, as llama-server --parallel N"),
     ({"think_time_s": 3}, "give users (closed loop) or rate_rps (open loop) too"),
     ({"rate_rps": 2, "think_time_s": 3}, "a think time is the pause of closed-loop users between a reply and"),
     ({"users": 4, "task": "train"}, "describe a serving load: drop them for training"),
@@ -306,7 +309,7 @@ def test_users_the_pool_cannot_hold_at_once_wait_their_turn_and_the_setup_is_pri
     assert "holds up to 45 concurrent requests, fewer than the 50 users" in plan.verdict.sentence
     assert plan.load.peak_running < 45 and plan.load.preemptions == 0
     assert plan.cost.usd_per_hour == pytest.approx(4.80)  # 2 x $2.40, capacity's row
-    assert plan.cost.usd_per_million_tokens == pytest.approx(4.80 / (plan.load.output_throughput * 3600) * 1e6)
+    assert plan.cost.usd_per_million_tokens == pytest.approx(4.80 / (plan.load.served[0] * 3600) * 1e6)
     asked = estimate({**fields, "batch_size": 50}, advise=False)
     assert not asked.verdict.fits and "holds 45 of the 50 concurrent requests asked" in asked.verdict.sentence
     # its decode step runs the pool's 45 at once, the other 5 users waiting (the batch the speed says it timed)

@@ -26,9 +26,11 @@ def test_a_rate_is_priced_at_the_tokens_its_run_served_by_hand():
     The instance's $/h over an hour of those tokens is the price: $/h / (tokens/s x 3,600) x 1e6."""
     plan = estimate(RATE, advise=False)
     run, cost = plan.load, plan.cost
-    served = run.total_output_tokens / run.duration  # what the run served per second
-    assert plan.priced_tokens_per_s == pytest.approx(served) == pytest.approx(run.output_throughput)
+    served = run.steady_output_throughput  # what the run served per second after its warm-up, before its drain
+    assert plan.priced_tokens_per_s == pytest.approx(served) == pytest.approx(run.served[0])
     assert served == pytest.approx(4 * 200, rel=0.1)  # Poisson arrivals of 1,000 requests: +-3% on the rate
+    # the whole run (vllm bench serve's output_throughput) counts its ramp and drain too: near it at a light load
+    assert run.output_throughput == pytest.approx(served, rel=0.05)
     assert cost.usd_per_million_tokens == pytest.approx(cost.usd_per_hour / (served * 3600) * 1e6)
     # an hour at $1.29 (hyperbolic's H100, bundled catalog) over 800 tokens/s x 3,600 s = 2.88 M tokens: $0.448/M
     hand = cost.usd_per_hour / (4 * 200 * 3600) * 1e6
@@ -45,10 +47,32 @@ def test_a_rate_is_priced_at_the_tokens_its_run_served_by_hand():
 def test_users_are_priced_at_their_runs_tokens():
     """A closed loop of 16 users: the price reads the run's output tokens/s, not the decode step at 16."""
     plan = estimate({**RATE, "rate_rps": None, "users": 16, "num_requests": 160}, advise=False)
-    served = plan.load.total_output_tokens / plan.load.duration
+    run = plan.load
+    served = run.steady_request_throughput * run.total_output_tokens / run.completed  # the steady window's
     assert plan.priced_tokens_per_s == pytest.approx(served)
     assert plan.cost.usd_per_million_tokens == pytest.approx(plan.cost.usd_per_hour / (served * 3600) * 1e6)
-    assert any("the simulated run at 16 users served" in a for a in plan.assumptions)
+    assert any("the simulated run at 16 users served (steady" in a for a in plan.assumptions)
+
+
+def test_estimate_users_and_capacity_price_one_setup_at_one_load_alike():
+    """Session 24's walk: Qwen3-30B-A3B on one H100 for 50 chat users. capacity said 11.14 requests/s and $0.158
+    per million output tokens, estimate --users 50 9.82 requests/s and $0.20: estimate priced its whole run, whose
+    last requests decode in a thinning batch (its drain), and capacity the preset's mean reply (203 tokens) over a
+    rate its shorter drawn replies (192) allowed. Both now read the steady window and the run's own tokens.
+    Hand check (Little's law): 50 users / (0.08 s to first token + 23.3 ms x 202 more tokens) = 10.4 requests/s x
+    203 tokens = 2,118 output tokens/s."""
+    from gpuplan import capacity
+
+    s = {"model": "qwen3-30b-a3b", "task": "infer", "engine": "vllm", "gpu": "h100-sxm", "users": 50,
+         "preset": "chat"}
+    plan = estimate(s, advise=False)
+    assert plan.priced_tokens_per_s == pytest.approx(2118, rel=0.05)
+    assert plan.load.steady_request_throughput > 1.1 * plan.load.request_throughput  # the drain left out
+    rows = capacity("qwen3-30b-a3b", users=50, preset="chat", ttft_s=1.0, gpus=["h100-sxm"], top=1).deployments
+    row = next(r for r in rows if r.num_gpus == 1)
+    assert row.max_users == 50 and plan.cost.offer.startswith(row.offer.split(" ")[0])
+    assert row.usd_per_million_output == pytest.approx(plan.cost.usd_per_million_tokens, rel=0.04)
+    assert row.max_rate_rps == pytest.approx(plan.load.steady_request_throughput, rel=0.04)
 
 
 def test_a_plan_without_a_load_keeps_its_speeds_price_and_says_nothing_of_it():

@@ -572,12 +572,12 @@ def test_a_load_is_priced_on_the_page_at_what_its_run_served(server, page):
     settle(page)
     r = gpuplan.estimate(fields)
     served = 'details[data-key="load.output_throughput"]'
-    assert value(page, served + " .value") == pytest.approx(r.load.output_throughput)
+    assert value(page, served + " .value") == pytest.approx(r.load.served[0]) == pytest.approx(r.priced_tokens_per_s)
     assert value(page, 'details[data-key="cost.usd_per_million_tokens"] .value') == pytest.approx(
         r.cost.usd_per_million_tokens)
     assert value(page, 'details[data-key="speed.tokens_per_s"] .value') == pytest.approx(r.speed.tokens_per_s)
     page.click(served + " summary")
-    assert f"{r.load.total_output_tokens:,} / {r.load.duration:,.1f} s" in page.text_content(served + " .formula")
+    assert f"x {r.load.total_output_tokens:,} / {r.load.completed:,} =" in page.text_content(served + " .formula")
 
 
 def test_users_the_pool_cannot_hold_at_once_are_said_on_the_page(server, page):

@@ -144,9 +144,12 @@ def _speed(result, s: dict) -> None:
         per_user, rate = sp.tokens_per_s_per_sequence, sp.requests_per_s
         streaming = sp.streaming_tokens_per_s_per_user
         run = result.load
-        if run is not None and run.output_throughput:  # the headline is what the run at the load served
-            bullet(f"{head}: {_rate(run.output_throughput)} output tokens/s served at {run.load_words}, "
-                   f"{run.request_throughput:,.3g} requests/s (the simulated run below"
+        if run is not None and run.served[0]:  # the headline is what the run at the load served
+            out, rps = run.served
+            steady = " after its warm-up and before its drain, as capacity judges" \
+                if run.steady_output_throughput else ""
+            bullet(f"{head}: {_rate(out)} output tokens/s served at {run.load_words}, "
+                   f"{rps:,.3g} requests/s (the simulated run below{steady}"
                    + ("; the cost is priced on it)" if result.cost else ")"), prefix="")
             n = sp.batch_held or s["batch_size"]
             head = (f"  decode step at {n:,} request{'s' if n != 1 else ''} at once"
@@ -189,10 +192,11 @@ def render_load(run, s: dict) -> None:
     bullet(f"serving {run.load_said}: {engine}'s scheduler simulated over {run.num_prompts:,} "
            f"request{'s' if run.num_prompts != 1 else ''}, {run.lengths}",
            prefix="", style="bold")
+    whole = ", the whole run as vllm bench serve counts it" if run.steady_output_throughput else ""
     bullet(f"request throughput {run.request_throughput:,.2f} req/s, output token throughput "
            f"{run.output_throughput:,.0f} tok/s, total token throughput {run.total_token_throughput:,.0f} tok/s "
-           f"over {run.duration:,.1f} s; at most {run.peak_running:,} request{'s' if run.peak_running != 1 else ''} "
-           f"running at once (cap "
+           f"over {run.duration:,.1f} s{whole}; at most {run.peak_running:,} "
+           f"request{'s' if run.peak_running != 1 else ''} running at once (cap "
            f"{run.running_cap:,}), {run.preemptions:,} preempted", prefix="  ")
     table = Table(title_justify="left", box=None, padding=(0, 2))
     for col in ("ms", "mean", "median", "p90", "p99"):

@@ -238,11 +238,17 @@ def cost(x: Context) -> dict[str, Formula]:
             substituted=f"{per_hour:,.2f} x {overhead:.2f} / ({tps:,.0f} x 3600) x 1e6 = ${per_m:,.3f}")
     run = getattr(x.r, "load", None)
     if served and run is not None:
+        steady = run.steady_request_throughput
         out["load.output_throughput"] = Formula(
-            label="output tokens/s served", value=served, unit="tok/s", computed=run.total_output_tokens / run.duration,
+            label="output tokens/s served", value=served, unit="tok/s",
+            computed=run.total_output_tokens / run.duration if steady is None else
+            steady * run.total_output_tokens / run.completed,
             formula="output tokens/s served = the run's output tokens / its duration, first request sent to last "
-                    "token (vllm bench serve's output_throughput; gpuplan/serving/load.py summary)",
-            substituted=f"{run.total_output_tokens:,} / {run.duration:,.1f} s = {served:,.0f} tok/s")
+                    "token (vllm bench serve's output_throughput; gpuplan/serving/load.py summary)" if steady is None
+            else "output tokens/s served = requests/s completed in the steady window (after the warm-up, before the "
+                 "drain, as capacity judges) x the run's output tokens per request (gpuplan/serving/load.py summary)",
+            substituted=f"{run.total_output_tokens:,} / {run.duration:,.1f} s = {served:,.0f} tok/s" if steady is None
+            else f"{steady:,.3g} req/s x {run.total_output_tokens:,} / {run.completed:,} = {served:,.0f} tok/s")
     if s.task == "train" and s.train_tokens and tps:
         out["cost.hours"] = _hours(s, c, tps, acc)
         if c.job:  # evaluation passes or checkpoint saves: their hours are priced too

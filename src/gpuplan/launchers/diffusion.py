@@ -175,9 +175,25 @@ def diffusers_argv(plan: DiffusionLaunch, images: str) -> list[str]:
     return argv
 
 
+# the release whose scripts and classes the plans were profiled with (constraints.txt); its examples ask for it
+# (each script's check_min_version), so the checkout and the library are that release's
+DIFFUSERS_RELEASE = "0.42.1"
+REQUIREMENTS = {"sd": "requirements.txt", "sdxl": "requirements_sdxl.txt", "sd3": "requirements_sd3.txt",
+                "flux": "requirements_flux.txt"}  # huggingface/diffusers examples/dreambooth
+
+
+def diffusers_run_line(family: str, images: str) -> str:
+    """How to run the file: the script is diffusers' own, in its checkout's examples/dreambooth, not written here
+    (session 24's walk: the file called ``train_dreambooth_lora_sdxl.py`` and said nowhere where it comes from)."""
+    return (f"run: git clone --depth 1 --branch v{DIFFUSERS_RELEASE} https://github.com/huggingface/diffusers && "
+            f"pip install ./diffusers -r diffusers/examples/dreambooth/{REQUIREMENTS[family]}; then, in "
+            f"diffusers/examples/dreambooth with this file there: bash diffusers-train.sh (images read from {images})")
+
+
 def diffusers_files(plan: DiffusionLaunch, images: str) -> list[LaunchFile]:
-    text = "#!/usr/bin/env bash\n" + comment(plan.header()) + "set -euo pipefail\n" + \
-        command_text(diffusers_argv(plan, images))
+    argv = diffusers_argv(plan, images)  # (refuses first what has no script)
+    text = "#!/usr/bin/env bash\n" + comment([*plan.header(), diffusers_run_line(plan.family, images)]) + \
+        "set -euo pipefail\n" + command_text(argv)
     return [LaunchFile(name="diffusers-train.sh", target="diffusers", text=text, executable=True,
                        reader="bash, in a diffusers checkout's examples/dreambooth (its parse_args reads the flags)")]
 
@@ -252,14 +268,28 @@ def _kohya_full_encoders(s: Scenario, family: str, training: dict[str, Any]) -> 
             training["train_t5xxl"] = True
 
 
+# the sd-scripts commit whose options the TOML's keys are checked against (tests/data/kohya/arguments.txt)
+KOHYA_COMMIT = "48d368fa557731ad0488c07304dfeba8c07910eb"
+
+
+def kohya_run_line(images: str) -> str:
+    """How to run the files: in an sd-scripts checkout at the commit their keys were checked against, its
+    requirements installed (its README: ``pip install -r requirements.txt``, which installs the library itself), as
+    the diffusers files say theirs (session 24's walk)."""
+    return ("run: git clone https://github.com/kohya-ss/sd-scripts && git -C sd-scripts checkout "
+            f"{KOHYA_COMMIT[:12]} && (cd sd-scripts && pip install -r requirements.txt); then, in sd-scripts with "
+            f"these files there: bash kohya-train.sh (images read from {images})")
+
+
 def kohya_files(plan: DiffusionLaunch, images: str) -> list[LaunchFile]:
     s, family = plan.scenario, plan.family
     script = KOHYA_SCRIPTS[(family, "full" if s.method == "full" else "lora")]
     notes = ["kohya-ss sd-scripts: accelerate launch " + script + " --config_file kohya.toml",
              f"pretrained_model_name_or_path: the single-file checkpoint (.safetensors) of {_repo(plan)}"]
     toml = toml_text(_plan_header(plan), kohya_tables(plan, images), notes)
-    run = "#!/usr/bin/env bash\n" + comment(plan.header()) + "set -euo pipefail\n" + command_text(
-        ["accelerate", "launch", "--num_cpu_threads_per_process", "1", script, "--config_file", "kohya.toml"])
+    run = "#!/usr/bin/env bash\n" + comment([*plan.header(), kohya_run_line(images)]) + "set -euo pipefail\n" + \
+        command_text(["accelerate", "launch", "--num_cpu_threads_per_process", "1", script, "--config_file",
+                      "kohya.toml"])
     return [LaunchFile(name="kohya.toml", target="kohya", text=toml,
                        reader=f"kohya-ss sd-scripts {script} --config_file (toml.load, tables flattened)"),
             LaunchFile(name="kohya-train.sh", target="kohya", text=run, executable=True,

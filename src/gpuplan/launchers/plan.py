@@ -244,9 +244,16 @@ class LaunchPlan:
             lines.append(f"  {self.model.name}, micro-batch {s.micro_batch_size} x {s.seq_len:,} tokens x "
                          f"accumulation {s.grad_accum_steps} x {s.dp} data-parallel, checkpointing "
                          f"{s.grad_checkpointing}, optimizer {s.optimizer}, {s.precision}")
-        lines.append(f"predicted per GPU: device peak {mem.device_peak_gib:.1f} GiB of {self.gpu.usable_gib:.1f} "
+        devices = (mem.engine or {}).get("devices")  # a llama.cpp split over mixed cards: its fullest device's
+        fullest = min(devices, key=lambda d: d["usable_gib"] - d["device_peak_gib"]) if devices else None
+        where = f"predicted on the fullest device, {fullest['name']}" if fullest else "predicted per GPU"
+        usable = fullest["usable_gib"] if fullest else self.gpu.usable_gib  # (session 24: "2.9 of 23.9" for a
+        # 3060's 2.9 of 11.9 beside a 4090)
+        log = "llama-server's load log prints its buffers" if self.scenario.engine == "llama.cpp" and not self.train \
+            else "torch.cuda.max_memory_reserved / max_memory_allocated"
+        lines.append(f"{where}: device peak {mem.device_peak_gib:.1f} GiB of {usable:.1f} "
                      f"(reserved {mem.reserved_peak_gib:.1f}, allocated {mem.allocated_peak_gib:.1f}; "
-                     f"torch.cuda.max_memory_reserved / max_memory_allocated), peak in {mem.peak_phase}")
+                     f"{log}), peak in {mem.peak_phase}")
         if self.result.headroom_note():
             lines.append(f"  headroom {mem.headroom_gib:+.1f} GiB, {self.result.headroom_note()}")
         lines += self.speed_lines()

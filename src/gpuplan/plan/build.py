@@ -226,19 +226,21 @@ def saturation_of(r: Resolved, plan: Plan) -> float | None:
 
 def priced_on_load(plan: Plan) -> Plan:
     """``plan`` priced at the output tokens/s its load run served (``users`` or ``rate_rps``: the run's
-    ``output_throughput``, :func:`gpuplan.serving.load.summary`) where it has one: the instance's $/h over the
+    ``served``: its steady window's, :func:`gpuplan.serving.load.summary`) where it has one: the instance's $/h over the
     tokens an hour of that run serves, ``usd_per_hour / (output_throughput x 3600) x 1e6`` per million output
     tokens, as ``capacity`` prices its rows from its simulation (:func:`gpuplan.plan.capacity._row`). Before, a
     loaded plan was priced at its decode step's tokens/s at ``batch_size`` (1 for a rate): an 8B model at 4
     requests/s on an H100 quoted $2.32 per million at 155 tokens/s while its own run served 759. The assumption
     says which throughput the price reads; a plan without a load run keeps its speed's."""
     run, cost = plan.load, plan.cost
-    if run is None or cost is None or not run.output_throughput:
+    if run is None or cost is None or not run.served[0]:
         return plan
-    served = run.output_throughput
+    served = run.served[0]  # its steady window's, as capacity judges (not the ramp and drain of a finite run)
     usd = cost.usd_per_hour / (served * 3600) * 1e6
     batch = plan.speed.batch_held or plan.setup.scenario.batch_size
-    said = (f"cost: priced at the {served:,.0f} output tokens/s the simulated run at {run.load_words} served, not "
+    window = " (steady, after its warm-up and before its drain)" if run.steady_output_throughput else ""
+    said = (f"cost: priced at the {served:,.0f} output tokens/s the simulated run at {run.load_words} "
+            f"served{window}, not "
             f"the decode step's {plan.speed.tokens_per_s:,.0f} at {batch:,} request{'s' if batch != 1 else ''} at "
             f"once: ${cost.usd_per_hour:,.2f}/h / "
             f"({served:,.0f} x 3,600 s) = ${usd:,.2f} per million output tokens",)

@@ -558,8 +558,11 @@ def _row(st: Candidate, sc: Scenario, mem: ServingMemory, model: StepModel, boun
         in_flight_s = best.e2e_mean_s or best.e2e_s
         row.max_rate_rps = best.rate_rps if w.users else rate
         # an engine that keeps up completes what arrives: the rate x the mean output (the short simulated window
-        # counts fewer completions while the queue fills, 10-20 % below the rate the row states)
-        row.output_tokens_per_s = row.max_rate_rps * w.mean_output_tokens
+        # counts fewer completions while the queue fills, 10-20 % below the rate the row states); a closed loop's
+        # rate is what its drawn replies allow (shorter ones, more requests), so its tokens are the run's own, as
+        # estimate --users prices them (serving.load.summary; session 24's walk: 11.14 requests/s x the preset's 203
+        # tokens priced 50 chat users on an H100 7 % over the 192 tokens a reply its run drew)
+        row.output_tokens_per_s = best.output_tokens_per_s if w.users else row.max_rate_rps * w.mean_output_tokens
     row.rate_band_rps = (row.max_rate_rps * low, row.max_rate_rps * high)
     rate = row.max_rate_rps
     # estimate's figures for this load: TTFT alone, streaming speed with as many requests in flight (users who
@@ -589,7 +592,7 @@ def _row(st: Candidate, sc: Scenario, mem: ServingMemory, model: StepModel, boun
         per_s = per_hour / groups / 3600  # one replica's share of the instance
         row.usd_per_million_input = per_s / (rate * w.mean_prompt_tokens) * 1e6
         if w.mean_output_tokens:  # a prompt-only trace outputs nothing to price per token
-            row.usd_per_million_output = per_s / (rate * w.mean_output_tokens) * 1e6
+            row.usd_per_million_output = per_s / (row.output_tokens_per_s or rate * w.mean_output_tokens) * 1e6
         row.usd_per_1k_requests = per_s / rate * 1000
         if row.replicas_for_target and sc.pricing == "spot":
             _spot_fleet(row, sc, groups, needed)

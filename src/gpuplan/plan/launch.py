@@ -37,6 +37,7 @@ from .build import Offers, build, offers_for
 from .nodes import on_nodes
 from .plan import Plan
 from .resolve import Resolved, changed, resolve
+from .split import split_cards
 
 
 def runnable(s: Scenario, *, offer_label: str | None = None, owned_usd_per_hour: float | None = None,
@@ -45,6 +46,12 @@ def runnable(s: Scenario, *, offer_label: str | None = None, owned_usd_per_hour:
     if not s.gpu:
         raise GpuplanError("launch needs a GPU: set --gpu (and --num-gpus), or pick a setup with "
                            "`gpuplan recommend ... --launch N`")
+    if (s.extra_gpus or s.tensor_split) and owned_usd_per_hour is None and offer_label is None:
+        from .split import split_estimate  # a llama.cpp split: the plan estimate makes of it, each device's composed
+
+        plan = split_estimate(s)  # (session 24's walk: launch built 2x the first card, 187 tokens/s and $0.06/h for
+        _fits(plan)  # an RTX 4070 beside an RTX 3060 that estimate put at 141 tokens/s, unpriced, split by memory)
+        return plan
     catalog = load_offers()
     r = resolve(s)
     if owned_usd_per_hour is None and offer_label is None:
@@ -219,6 +226,8 @@ def setup_label(plan: Plan, offer: Offer | None, offer_label: str | None, owned:
     s, gpu = plan.setup.scenario, plan.setup.gpu
     if s.task == "train":
         what = f"{s.world_size}x {gpu.name}, {s.layout}, {s.method}"
+    elif s.extra_gpus:  # a llama.cpp split over mixed cards: each card named, in llama.cpp's device order
+        what = " + ".join(c.name for c in split_cards(s)) + f", {s.engine} layer split"
     else:
         what = f"{s.tp * s.pp}x {gpu.name}, {s.engine} tp{s.tp}" + (f" pp{s.pp}" if s.pp > 1 else "")
     if offer is not None:

@@ -366,19 +366,52 @@ def _peak_with(s: Scenario, spec: ModuleSpec, gpu: GpuSpec, combo: tuple[Fix, ..
     return r.fits, r.device_peak_gib
 
 
+def _widest(s: Scenario, spec: ModuleSpec, gpu: GpuSpec, combo: tuple[Fix, ...], peak: float
+            ) -> tuple[tuple[Fix, ...], float]:
+    """``combo`` with its smaller micro-batch (:func:`gpuplan.plan.fixes.accumulation_fix`, sized by what fits
+    before the other changes: 1 where nothing did) widened to the largest divisor of the global batch that fits with
+    them, as a decoder's combination takes the largest micro-batch that still fits (plan/fixes.py ``_room``):
+    Whisper-large-v3 full on an RTX 4090 with 8-bit AdamW fits micro-batch 4 x 4 (21.7 GiB, 5.04 samples/s) where
+    1 x 16 was offered (3.44 samples/s; session 24's walk)."""
+    fewer = next((f for f in combo if f.group == "micro-batch"), None)
+    if fewer is None:
+        return combo, peak
+    total, others = s.micro_batch_size * s.grad_accum_steps, tuple(f for f in combo if f is not fewer)
+    for micro in range(s.micro_batch_size - 1, fewer.change["micro_batch_size"], -1):
+        if total % micro:
+            continue
+        wider = accumulation_fix(s, micro)  # (the largest divisor up to micro: micro itself here)
+        ok, wide_peak = _peak_with(s, spec, gpu, (*others, wider))
+        if ok:
+            return tuple(wider if f is fewer else f for f in combo), wide_peak
+    return combo, peak
+
+
 def fixes(s: Scenario, spec: ModuleSpec, gpu: GpuSpec, now: MemoryReport) -> list[Suggestion]:
     """Each change alone; when none fits, the fewest that fit together, one of each group, gentlest first
     (:func:`gpuplan.plan.fixes.fewest`, the search a decoder's advice makes); when no combination of those fits,
     the strongest change of each group together, where it saves more than each change alone. A change alone is
     said where it fits or saves what its line shows (:data:`gpuplan.plan.fixes.SHOWN_SAVING_GIB`), as a decoder's."""
-    out, peaks = [], {}
+    out, peaks, alone = [], {}, []
     for fix in _changes(s, spec, now.max_batch_size):
         fits, peaks[fix] = _peak_with(s, spec, gpu, (fix,))
+        alone += [fix] if fits else []
         if math.isfinite(peaks[fix]) and (fits or peaks[fix] <= now.device_peak_gib - SHOWN_SAVING_GIB):
             out.append(Suggestion(change=fix.label, fields=fix.change, device_peak_gib=peaks[fix], fits=fits,
                                   cost=f"{now.device_peak_gib:.1f} -> {peaks[fix]:.1f} GiB"))
     tried = [f for f, peak in peaks.items() if math.isfinite(peak) and f.keeps_job]
-    if len(tried) > 1 and not any(x.fits for x in out):
+    if alone and all(f.group == "method" for f in alone):  # only another method fits alone (LoRA for a full
+        # fine-tune): the combinations that keep the user's method, as a decoder's advice searches them
+        # (plan/fixes.py; session 24's walk: Whisper-large-v3 full on an RTX 4090 offered LoRA alone, where 8-bit
+        # AdamW with micro-batch 1 x 16 fits in 19.7 GiB)
+        kept = [f for f in tried if f.group != "method"]
+        found = fewest(kept, lambda combo: _peak_with(s, spec, gpu, combo)) if len(kept) > 1 else None
+        if found is not None:
+            combo, peak = _widest(s, spec, gpu, *found)
+            out.append(Suggestion(change=" + ".join(f.label for f in combo),
+                                  fields={k: v for f in combo for k, v in f.change.items()}, device_peak_gib=peak,
+                                  fits=True, combination=True, cost=f"{now.device_peak_gib:.1f} -> {peak:.1f} GiB"))
+    elif len(tried) > 1 and not any(x.fits for x in out):
         found = fewest(tried, lambda combo: _peak_with(s, spec, gpu, combo))
         if found is None:
             strongest: dict[str, Fix] = {}
@@ -388,7 +421,7 @@ def fixes(s: Scenario, spec: ModuleSpec, gpu: GpuSpec, now: MemoryReport) -> lis
             combo = tuple(f for f in tried if strongest[f.group] is f)
             fits, peak = _peak_with(s, spec, gpu, combo)
         else:
-            (combo, peak), fits = found, True
+            (combo, peak), fits = _widest(s, spec, gpu, *found), True
         if fits or peak < min(peaks[f] for f in tried):  # (changes can undo each other: say only a saving)
             out.append(Suggestion(change=" + ".join(f.label for f in combo),
                                   fields={k: v for f in combo for k, v in f.change.items()}, device_peak_gib=peak,

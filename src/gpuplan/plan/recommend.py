@@ -637,11 +637,12 @@ def _run_row(x: Setup) -> Setup:
     rate a user the run's mean TPOT; unchanged where its engine's scheduler is not simulated."""
     plan = priced_on_load(serving_runs(x.plan.setup, x.plan))
     run = plan.load
-    if run is None or not run.output_throughput or plan.cost is None:
+    if run is None or not run.served[0] or plan.cost is None:
         return x
-    scale = run.output_throughput / x.tokens_per_s
+    served = run.served[0]  # the steady window's, as the price reads it (build.priced_on_load) and capacity judges
+    scale = served / x.tokens_per_s
     row = x.model_copy(update={
-        "tokens_per_s": run.output_throughput, "tokens_per_s_low": x.tokens_per_s_low * scale,
+        "tokens_per_s": served, "tokens_per_s_low": x.tokens_per_s_low * scale,
         "tokens_per_s_high": x.tokens_per_s_high * scale, "usd_per_million_tokens": plan.cost.usd_per_million_tokens,
         "tokens_per_s_per_user": 1000 / run.mean_tpot_ms if run.mean_tpot_ms else x.tokens_per_s_per_user,
         "plan": plan})

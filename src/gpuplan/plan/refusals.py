@@ -244,8 +244,13 @@ def unsimulated(engine: str, what: str) -> str | None:
     ``what`` its subject ("users and rate_rps run"), or None."""
     if engine in SIMULATED:
         return None
+    slots = {"llama.cpp": "llama-server --parallel N"}.get(engine)  # (launchers/llama_cpp.py writes -np batch)
+    # a llama.cpp user serving "3 friends" reached a refusal naming engines they do not run (session 24's walk)
     return (f"{what} a decoder LLM engine's scheduler, simulated for {', '.join(SIMULATED[:-1])} and "
-            f"{SIMULATED[-1]}, not {engine}: set engine {' or '.join([', '.join(SIMULATED[:-1]), SIMULATED[-1]])}")
+            f"{SIMULATED[-1]}, not {engine}: set engine {' or '.join([', '.join(SIMULATED[:-1]), SIMULATED[-1]])}"
+            + (f"; or, to stay on {engine}, give batch_size N instead (N requests decoded together, as {slots} "
+               "serves N users at once: its tokens/s per user and time to first token for the last of N)"
+               if slots else ""))
 
 
 def refused(s: Scenario) -> bool:

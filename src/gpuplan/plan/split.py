@@ -22,7 +22,7 @@ from ..hardware import GpuSpec, resolve_gpu, short_id
 from ..market.cost import Cost
 from ..market.store import load_offers
 from ..result import GpuFacts
-from ..scenario import Scenario
+from ..scenario import Scenario, scenario_from
 from ..speed.breakdown import Speed
 from .advice import largest_fitting
 from .build import build, choose, links_that_matter, offers_for, price_offers, price_warnings
@@ -122,6 +122,55 @@ def _priced(s: Scenario, device: Plan, speed: Speed | None, fits: bool) -> tuple
     return (chosen.cost if chosen else None), tuple(price_warnings(r, chosen, offers))
 
 
+def _composed_words(base: Plan, speed: Speed | None, s: Scenario) -> Plan:
+    """``base`` (the first device's plan) with its decode-step and time-to-first-token assumptions said of the
+    composed ``speed``: they were the first device's own (an RTX 4070's 0.28 s to first token beside an RTX 3060,
+    where the split's headline said 0.43 s; session 24's walk)."""
+    if speed is None:
+        return base
+    parts = ", ".join(f"{k.replace('_', ' ')} {1e3 * v:.2f} ms" for k, v in
+                      sorted(speed.parts_s.items(), key=lambda kv: -kv[1])[:4])
+    b, p = s.batch_size, s.prompt_tokens
+    words = []
+    for a in base._said[0]:
+        if a.startswith("decode step of "):
+            a = f"{a.split(':', 1)[0]}, each device's step weighted by its share of the layers: {parts}"
+        elif a.startswith("time to first token ") and speed.ttft_s is not None:
+            a = (f"time to first token {speed.ttft_s:.2f} s for one {p:,}-token prompt alone, "
+                 f"{speed.ttft_burst_s:.2f} s for the last of {b} arriving together (each device's prefill of "
+                 "its layers, in turn)")
+        words.append(a)
+    plan = base.model_copy()
+    plan._said = (tuple(words), base._said[1])
+    return plan
+
+
+def _one_card_faster(s: Scenario, cards: list[GpuSpec], plans: list[Plan], speed: Speed | None) -> tuple[str, ...]:
+    """One sentence when the fastest card of a split over mixed cards holds the whole job alone and streams faster
+    there: a layer split runs the cards in turn, so the slower card's share slows every token (session 24's walk:
+    Llama-3.1-8B Q4_K_M, which an RTX 4070 holds with 6 GiB to spare, split over it and an RTX 3060 streamed 63
+    tokens/s a user at 3 users, the 4070 alone 80)."""
+    if not s.extra_gpus or speed is None or not speed.step_time_s:
+        return ()
+    timed = [(p.speed.step_time_s, i) for i, p in enumerate(plans) if p.speed and p.speed.step_time_s]
+    if not timed:
+        return ()
+    step, i = min(timed)  # each device's plan is timed as if it held the whole model (module docstring)
+    if step >= 0.95 * speed.step_time_s:
+        return ()
+    given = {k: getattr(s, k) for k in s.model_fields_set if k not in ("extra_gpus", "tensor_split", "num_gpus",
+                                                                          "tp", "pp")}
+    try:
+        memory = build(resolve(scenario_from({**given, "gpu": cards[i].id})), memory_only=True).memory
+    except GpuplanError:
+        return ()
+    if not memory.fits:
+        return ()
+    return (f"{cards[i].name} holds this job alone ({memory.device_peak_gib:,.1f} of {memory.capacity_gib:,.1f} GiB) "
+            f"and streams {1 / step:,.0f} tokens/s a user there, against {1 / speed.step_time_s:,.0f} split (the "
+            f"cards run in turn, each at its own speed): plan it on {short_id(cards[i].id)} alone (drop extra_gpus)",)
+
+
 def split_estimate(s: Scenario) -> Plan:
     """The plan of a llama.cpp split over the devices of ``s`` (module docstring): each device a plan of its own
     (unpriced, unadvised), composed."""
@@ -144,8 +193,10 @@ def split_estimate(s: Scenario) -> Plan:
     held = [p.memory.engine["device_share"] for p in plans]  # each device's layers, as llama.cpp places them
     card, base, speed = cards[fullest], plans[0], _speed(plans, held)
     cost, priced = _priced(s, base, speed, fits)
+    base = _composed_words(base, speed, s)
+    faster = _one_card_faster(s, cards, plans, speed) if fits else ()
     plan = base.said(("a layer split runs the devices in turn: each step is every device's step weighted by its "
-                      "share of the layers (plan/split.py)",), (*over, *priced),
+                      "share of the layers (plan/split.py)",), (*over, *priced, *faster),
                      memory=memory, speed=speed, cost=cost, suggestions=(),
                      verdict=_verdict(cards, plans[fullest], card, fits),
                      gpu=GpuFacts(id=card.id, name=card.name, memory_gib=card.memory_gib, usable_gib=card.usable_gib,

@@ -92,6 +92,12 @@ class LoadRun(BaseModel):
     request_throughput: float
     output_throughput: float
     total_token_throughput: float
+    # the steady window's (after the warm-up, before the drain: capacity's judgement,
+    # gpuplan.serving.capacity.steady_requests_per_s), its requests/s x the run's mean output tokens (a closed loop's
+    # rate rises as its drawn replies run short: 500 chat replies averaging 187 tokens, not the preset's 203); what
+    # the plan is priced on and its headline says. None: offline, or no steady window
+    steady_request_throughput: float | None = Field(default=None, exclude_if=lambda v: v is None)
+    steady_output_throughput: float | None = Field(default=None, exclude_if=lambda v: v is None)
     mean_ttft_ms: float | None  # None: no request completed
     median_ttft_ms: float | None
     p90_ttft_ms: float | None
@@ -137,6 +143,14 @@ class LoadRun(BaseModel):
         how = {"closed loop": f"closed loop, think {self.think_time_s:g} s", "open loop": "open loop, Poisson",
                "offline": "offline, all at once"}[self.mode]
         return f"{self.load_words} ({how})"
+
+    @property
+    def served(self) -> tuple[float, float]:
+        """(output tokens/s, requests/s) the setup serves at this load: the steady window's where the run has one
+        (what capacity judges), else the whole run's (an offline batch's)."""
+        if self.steady_output_throughput is not None and self.steady_request_throughput is not None:
+            return self.steady_output_throughput, self.steady_request_throughput
+        return self.output_throughput, self.request_throughput
 
     def latency(self, metric: str) -> dict[str, float | None]:
         """``{"mean": ..., "median": ..., "p90": ..., "p99": ...}`` of ``metric`` (ttft, tpot, itl, e2el), in ms; None
@@ -273,7 +287,9 @@ def summary(out, model: StepModel, s: Scenario, engine, offline: bool, prompt_d:
         warnings.append(f"{out.refused:,} requests are longer than the engine's KV pool holds{budget}, and were "
                         "never admitted")
     mode = "offline" if offline else "closed loop" if s.users else "open loop"
-    from .capacity import STABLE_LOAD
+    from .capacity import STABLE_LOAD, steady_requests_per_s
+
+    steady = None if offline else steady_requests_per_s(out)
 
     past = saturated is not None and s.rate_rps > STABLE_LOAD * saturated  # capacity's steady-state bound
     behind = mode == "open loop" and bool(out.completed) and (_falls_behind(out) or past)
@@ -293,6 +309,8 @@ def summary(out, model: StepModel, s: Scenario, engine, offline: bool, prompt_d:
                    request_throughput=out.completed / duration if duration else 0.0,
                    output_throughput=out.output_tokens / duration if duration else 0.0,
                    total_token_throughput=(out.input_tokens + out.output_tokens) / duration if duration else 0.0,
+                   steady_request_throughput=steady,
+                   steady_output_throughput=None if steady is None else steady * out.output_tokens / out.completed,
                    running_cap=engine.max_num_seqs, peak_running=out.peak_running, preemptions=out.preemptions,
                    preempted_words=preempted_words(out.preemptions, engine.keeps_preempted),
                    per_request_s=model.request_s, warnings=tuple(warnings), falls_behind=behind, **values)

@@ -544,8 +544,11 @@ function renderSpeedCost(r, explanation) {
   const range = sp.tokens_per_s_high ? ` (${rate(sp.tokens_per_s_low)} to ${rate(sp.tokens_per_s_high)})` : "";
   const run = r.load;
   if (run && run.output_throughput) {  // the headline of a plan with a load run: what that run served
+    // its steady window's (after the warm-up, before the drain), as the CLI and capacity say it (load.py served)
+    const served = run.steady_output_throughput ?? run.output_throughput;
     rows.push(numberRow("load.output_throughput", `output tokens/s served at ${run.load_words} (the simulated run` +
-      (c ? "; the cost is priced on it)" : ")"), rate(run.output_throughput), run.output_throughput));
+      (run.steady_output_throughput != null ? " after its warm-up and before its drain" : "") +
+      (c ? "; the cost is priced on it)" : ")"), rate(served), served));
   }
   rows.push(numberRow("speed.tokens_per_s", train ? "training tokens/s" : run && run.output_throughput ?
     `output tokens/s of the decode step at ${sp.batch_held ?? r.scenario.batch_size} at once` +
