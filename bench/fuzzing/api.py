@@ -224,7 +224,53 @@ def _extra_fields(r: random.Random, name: str, ctx: dict[str, Any], mode: str) -
 META_MODELS = ["llama-3.2-1b", "qwen2.5-0.5b", "mistral-7b", "gemma-2-9b", "mixtral-8x7b", "qwen3-4b", "gpt-oss-20b"]
 
 
+STACKS = ["hf", "unsloth", "axolotl", "torchtune", "torchtitan", "pytorch", "megatron"]
+ENGINES = ["transformers", "vllm", "sglang", "llama.cpp", "trtllm", "mlx"]
+
+
+def card_case(r: random.Random) -> dict[str, Any]:
+    """A job on any catalog card with its precision left to the card (s24: torchtune took fp16 on a 2080 Ti and was
+    refused with "use precision bf16-true", which the card lacks; MLX advised llama.cpp on a Gaudi card)."""
+    from gpuplan.hardware import gpus
+
+    gpu = r.choice(sorted(gpus()))
+    if r.random() < 0.5:
+        return {"model": "llama-3.2-1b", "task": "infer", "engine": r.choice(ENGINES), "gpu": gpu}
+    method = r.choice(["full", "lora", "qlora"])
+    return {"model": "qwen2.5-0.5b", "task": "train", "method": method, "stack": r.choice(STACKS), "gpu": gpu}
+
+
+def judge_card(fields: dict[str, Any]) -> Verdict:
+    """A refusal of a job whose precision the card chose must not blame that precision nor advise a dtype the card
+    lacks, and every engine it advises must plan on that card."""
+    import re
+
+    import gpuplan
+    from gpuplan.hardware import load_gpu
+
+    try:
+        gpuplan.estimate(fields, advise=False)
+        return Verdict(OK)
+    except gpuplan.GpuplanError as e:
+        why = str(e)
+    if re.search(r"(use|set) precision", why):
+        return Verdict(NONSENSE, "a refusal blames the precision the card chose", f"{fields} -> {why}")
+    if not load_gpu(fields["gpu"]).supports_dtype("bf16") and re.search(r"precision (to )?bf16", why):
+        return Verdict(NONSENSE, "a refusal advises bf16 on a card without it", f"{fields} -> {why}")
+    advice = re.split(r"serve it with|use engine", why)
+    for engine in ENGINES if len(advice) > 1 else []:
+        if re.search(rf"(?<![\w.-]){re.escape(engine)}(?![\w-])", advice[-1]):
+            try:
+                gpuplan.estimate({**fields, "engine": engine}, advise=False)
+            except gpuplan.GpuplanError as other:
+                return Verdict(NONSENSE, "a refusal advises an engine that refuses the card", f"{fields} -> {why} "
+                               f"-> {engine}: {other}")
+    return Verdict(OK, detail="refused")
+
+
 def meta_case(r: random.Random, which: str) -> dict[str, Any]:
+    if which == "card":
+        return {"card": card_case(r)}
     base = {"model": r.choice(META_MODELS), "task": "train", "method": r.choice(["full", "lora", "qlora"]),
             "grad_checkpointing": r.choice(["none", "selective", "full"]), "micro_batch_size": r.randint(1, 4)}
     if which == "seq_len":
@@ -237,9 +283,12 @@ def meta_case(r: random.Random, which: str) -> dict[str, Any]:
 
 
 def judge_meta(case: dict[str, Any]) -> Verdict:
-    """Longer sequences never need less training memory; more ZeRO-3 GPUs never need more per GPU."""
+    """Longer sequences never need less training memory; more ZeRO-3 GPUs never need more per GPU; a card's own
+    defaults are not refused (:func:`judge_card`)."""
     import gpuplan
 
+    if "card" in case:
+        return judge_card(case["card"])
     peaks = []
     for v in case["values"]:
         fields = {**case["base"], case["vary"]: int(v)}

@@ -92,3 +92,36 @@ def test_llama_cpp_on_gaudi_is_refused_in_one_sentence(gpu):
         estimate({"model": "llama-3.1-8b", "task": "infer", "engine": "llama.cpp", "gpu": gpu}, advise=False)
     assert estimate({"model": "llama-3.1-8b", "task": "infer", "engine": "vllm", "gpu": gpu},
                     advise=False).speed.tokens_per_s > 0
+
+
+def _engines_named(sentence: str) -> list[str]:
+    """The engines a refusal's advice names (after "serve it with" or "use engine")."""
+    import re
+
+    tail = re.split(r"serve it with|use engine", sentence)[-1] if re.search(r"serve it with|use engine",
+                                                                            sentence) else ""
+    return [n for n in ENGINES if re.search(rf"(?<![\w.-]){re.escape(n)}(?![\w-])", tail)]
+
+
+def test_an_engines_card_refusal_advises_only_engines_that_run_on_that_card():
+    """s24 fuzz: MLX refused a Gaudi card with "serve it with vllm, sglang or llama.cpp", and llama.cpp then refused
+    the same card (no Gaudi backend). Every engine a card refusal names, on every catalog card, must itself plan
+    there (the plan's refusals included, not only the engine's own)."""
+    from gpuplan.hardware import gpus
+
+    kinds = {}
+    for g in gpus().values():  # one card of each vendor and generation
+        kinds.setdefault((g.vendor, g.generation), g)
+    checked = 0
+    for g in kinds.values():
+        for name in ENGINES:
+            base = {"model": "llama-3.2-1b", "task": "infer", "gpu": g.id}
+            try:
+                estimate({**base, "engine": name}, advise=False)
+                continue
+            except GpuplanError as e:
+                advised = _engines_named(str(e))
+            for other in advised:
+                checked += 1
+                estimate({**base, "engine": other}, advise=False)  # raises if the advice is refused too
+    assert checked > 20

@@ -102,3 +102,24 @@ def test_spot_costs_more_hours_than_on_demand():
     assert spot.best_on_demand_usd_per_gpu_hour == 0.425
     assert math.isclose(spot.spot_multiplier, spot.spot.overhead * 0.232 / 0.425, rel_tol=1e-9)
     assert spot.usd_total == pytest.approx(spot.hours * 0.232)
+
+
+def test_cost_says_why_a_named_card_has_no_row(capsys):
+    """s24 fuzz: `cost --gpu rtx-2080-ti` (a card with no offer) read "no offer in force fits this scenario (try ...
+    more GPUs, QLoRA)", though the job fits the card (estimate: 2.78 of 10.73 GiB). The table now says why it has
+    no row: no offer of the card, none in force, none of the pricing asked, or the card's own refusal; a job that
+    fits no offer keeps the advice to shrink it."""
+    from gpuplan import cost
+    from gpuplan.cli import run
+
+    job = {"model": "llama-3.2-1b", "task": "infer"}
+    table = cost({**job, "gpu": "rtx-2080-ti"})
+    assert table.rows == [] and table.why_none.startswith("no offer of GeForce RTX 2080 Ti is in the prices at all")
+    assert estimate({**job, "gpu": "rtx-2080-ti"}).verdict.fits  # the job fits: the offer is what is missing
+    assert "MLX runs on Apple silicon" in cost({**job, "gpu": "rtx-4090", "engine": "mlx"}).why_none
+    too_big = cost({"model": "llama-3.1-70b", "task": "infer", "gpu": "rtx-4090"})
+    assert too_big.rows == [] and too_big.why_none == ""  # it fits no 4090 offer: shrink the job
+    assert cost({**job, "gpu": "rtx-4090"}).why_none == ""  # rows, no reason
+    assert run(["cost", "--model", "llama-3.2-1b", "--task", "infer", "--gpu", "rtx-2080-ti"]) == 0
+    printed = " ".join(capsys.readouterr().out.split())
+    assert "no row: no offer of GeForce RTX 2080 Ti" in printed and "QLoRA" not in printed

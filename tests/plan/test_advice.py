@@ -406,3 +406,24 @@ def test_a_recipe_layout_that_does_not_fit_is_not_called_as_set():
     assert plan.verdict.fits and plan.scenario["grad_accum_steps"] == 1 and "as set" not in text
     assert ("the recipe's 1 x 16 would not fit GeForce RTX 4070 Ti SUPER (accumulation holds a whole gradient buffer "
             "beside the next micro-step), so 1 x 1, a global batch of 1 sequence against the recipe's 16") in text
+
+
+def test_qlora_embeddings_are_named_in_the_cards_16_bit_dtype():
+    """s24 fuzz: on a card without bf16 (GeForce RTX 2080 Ti, T4) QLoRA computes in fp16, and its embeddings left
+    in the compute dtype were called "bf16 embeddings" (fit, recommend, estimate's changes), and from fp32 the QLoRA
+    changes set bf16-mixed, which the T4 refused, so estimate offered none."""
+    from gpuplan import fit, recommend
+
+    row = fit("rtx-2080-ti", {"task": "train"}, models=["llama-2-13b"]).rows[0]
+    assert row.fields["precision"] == "fp16-mixed" and "fp16 embeddings" in row.change
+    assert "bf16" not in row.change
+    on_ampere = fit("rtx-3080", {"task": "train"}, models=["olmo-2-7b"]).rows[0]
+    assert "bf16 embeddings" in on_ampere.change, on_ampere.change
+    ranked = recommend({"model": "llama-2-13b", "task": "train", "method": "qlora"}, have=["rtx-2080-ti"], top=3)
+    mine = [x for x in ranked.owned if x.gpu_id.endswith("2080-ti")]  # the card --have names
+    assert mine and all("bf16 embeddings" not in x.techniques for x in mine)
+    assert any("fp16 embeddings" in x.techniques for x in mine)
+    plan = estimate({"model": "llama-3.1-8b", "task": "train", "method": "full", "precision": "fp32", "gpu": "t4"})
+    qlora = [x for x in plan.suggestions if x.fields.get("method") == "qlora"]
+    assert qlora and all(x.fields["precision"] == "fp16-mixed" for x in qlora)
+    assert any(x.fits for x in qlora)

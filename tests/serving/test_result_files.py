@@ -213,3 +213,15 @@ def test_a_burst_run_is_said_sent_all_at_once(tmp_path, capsys):
     assert run(["calibrate-serving", path, "--model", "llama-3.2-1b", "--gpu", "h100-sxm"]) == 0
     table = capsys.readouterr().out
     assert "all at once" in table and " inf " not in table
+
+
+@pytest.mark.parametrize("gpu, said", [("apple-m4-max", "vLLM has no Metal backend"),
+                                       ("rtx-2080-ti", "does not fit GeForce RTX 2080 Ti")])
+def test_calibrate_serving_refuses_a_card_vllm_does_not_run_on(tmp_path, capsys, gpu, said):
+    """s24 fuzz: a vLLM result calibrated against an Apple M4 Max was fitted (TTFT error before +103,276 %,
+    compute x0.05) where estimate refuses vLLM there: calibrate-serving now applies estimate's refusals."""
+    path = write(tmp_path, "v.json", VLLM_OK)
+    assert run(["calibrate-serving", path, "--model", "llama-3.1-8b", "--gpu", gpu]) == 2
+    err = capsys.readouterr().err
+    assert said in err and len(err.strip().splitlines()) == 1
+    assert run(["calibrate-serving", path, "--model", "llama-3.1-8b", "--gpu", "h100-sxm"]) == 0

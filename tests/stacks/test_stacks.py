@@ -111,6 +111,34 @@ def test_a_size_only_model_pretrains_on_torchtitan_unless_told_otherwise():
     assert estimate({**size, "gpu": "t4", "num_gpus": 1}, advise=False).speed.tokens_per_s > 0
 
 
+@pytest.mark.parametrize("stack, method, gpu", [
+    *[("torchtune", "lora", g) for g in ("rtx-2080-ti", "t4", "v100-sxm2-16gb", "apple-m4-max")],
+    *[("torchtitan", "full", g) for g in ("rtx-2080-ti", "t4")]])  # torchtitan runs on no Apple silicon
+def test_a_stack_without_fp16_trains_in_fp32_on_a_card_without_bf16(gpu, stack, method):
+    """s24 fuzz: torchtune (bf16-true by default) took the card's fp16 on a GeForce RTX 2080 Ti, T4, V100 or Apple
+    silicon and was then refused, advising bf16, which the card lacks; torchtitan likewise. Both recipes run fp32
+    there (torchtune: "fp16 precision is not supported in this recipe. Please use fp32 or bf16."), and the plan
+    says why."""
+    fields = {"model": "qwen2.5-0.5b", "task": "train", "method": method, "stack": stack, "gpu": gpu}
+    s = scenario_from(fields)
+    assert s.precision == "fp32"
+    plan = estimate(fields, advise=False)
+    assert plan.speed.tokens_per_s > 0
+    assert any("fp32 is what runs there" in n and stack in n for n in plan.defaults)
+    assert scenario_from({**fields, "stack": "hf"}).precision == "fp16-mixed"  # the Trainer's fp16 autocast
+    assert scenario_from({**fields, "gpu": "a10g"}).precision.startswith("bf16")  # Ampere keeps the recipe's bf16
+
+
+def test_torchtune_qlora_on_a_card_without_bf16_is_refused_naming_the_stacks_that_run_it():
+    """torchtune has no fp16 and QLoRA's 4-bit base computes in no fp32: on a T4 the refusal names the stacks
+    whose QLoRA runs in fp16 there, not a precision the card or the stack lacks."""
+    fields = {"model": "llama-3.2-1b", "task": "train", "method": "qlora", "stack": "torchtune"}
+    with pytest.raises(GpuplanError, match="has no bf16: use stack hf or unsloth"):
+        estimate({**fields, "gpu": "t4"}, advise=False)
+    assert estimate({**fields, "stack": "unsloth", "gpu": "t4"}, advise=False).verdict.fits
+    assert scenario_from({**fields, "gpu": "a10g"}).precision == "bf16-true"
+
+
 def test_a_change_of_framework_or_method_reapplies_the_defaults():
     s = scenario(method="lora", micro_batch_size=2)
     tt = s.model_copy(update={"stack": "torchtune"})

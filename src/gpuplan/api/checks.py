@@ -185,6 +185,7 @@ def calibrate_serving(results: Iterable[str | Path], *, model: str, gpu: str, tp
         raise GpuplanError("the serving simulation needs numpy: pip install 'gpuplan[serving]'") from None
     from ..hardware import load_gpu
     from ..model.catalog import load_model
+    from ..plan.refusals import check
     from ..scenario import scenario_from
     from ..serving.calibrate import deployment, fit, read_results, save_calibration
 
@@ -201,6 +202,7 @@ def calibrate_serving(results: Iterable[str | Path], *, model: str, gpu: str, tp
     runs = [r for path in results for r in read_results(path)]
     g, m = load_gpu(gpu), load_model(model)
     s = scenario_from(dict(model=model, task="infer", engine="vllm", gpu=g.id, tp=tp, num_gpus=tp))
+    check(s, m, g)  # what vLLM cannot run there, as estimate refuses it (s24 fuzz: an Apple M4 Max was fitted)
     cal, rows, notes = fit(*deployment(s, m, g), runs)
     if out:
         save_calibration(cal, out)

@@ -226,6 +226,7 @@ class CostTable(Answer):
     warnings: list[str] = Field(default_factory=list)  # a model not counted exactly, before every number
     left_out: dict[str, int] = Field(default_factory=dict)  # offers the price filter left out, by reason
     rows: list[Cost]
+    why_none: str = ""  # no rows: why, where the card named has no offer to fit (plan.pricing.why_none)
 
 
 def cost(scenario: ScenarioLike, *, catalogs: Iterable[str] = (), discounts: Mapping[str, float] | None = None,
@@ -235,7 +236,7 @@ def cost(scenario: ScenarioLike, *, catalogs: Iterable[str] = (), discounts: Map
     or an encoder gets a :class:`~gpuplan.plan.module_searches.ModuleChoices`, one row per offer."""
     from ..market.offers import spot_rows_missing
     from ..market.store import load_offers
-    from ..plan.pricing import compare, left_out
+    from ..plan.pricing import compare, left_out, why_none
     from ..plan.resolve import card_free
     from ..scenario.describe import describe, laid_out
 
@@ -269,4 +270,4 @@ def cost(scenario: ScenarioLike, *, catalogs: Iterable[str] = (), discounts: Map
                      notes=[*m.notes, *defaults, *([spot_rows_missing()] if s.pricing != "on_demand" else [])],
                      warnings=[w for w in (inexact_warning(m),) if w],
                      left_out={k: v for k, v in left_out(offers, s).items() if v},
-                     rows=rows[:top] if top else rows)
+                     rows=rows[:top] if top else rows, why_none="" if rows else why_none(s, m, offers))

@@ -147,7 +147,7 @@ def cost_cmd(scenario: str | None = None, as_json: bool = False, catalog: list[s
     if table.warnings:
         for note in table.notes:
             bullet(note, prefix="note: ", style="yellow")
-    render_costs(s, table.rows, table.left_out, fmt)
+    render_costs(s, table.rows, table.left_out, fmt, table.why_none)
 
 
 def _offer_cell(c) -> str:
@@ -157,7 +157,10 @@ def _offer_cell(c) -> str:
     return " ".join(p for p in parts if not (p.endswith("x") and p[:-1].isdigit()) and p != "on-demand")
 
 
-def render_costs(s, rows, skipped: dict[str, int], fmt: str = "table") -> None:
+def render_costs(s, rows, skipped: dict[str, int], fmt: str = "table", why_none: str = "") -> None:
+    if not rows and why_none:
+        out.print(f"no row: {why_none}", markup=False, highlight=False)
+        return
     if not rows:
         fix = "QLoRA" if s.task == "train" else "quantized weights (--quant awq-int4 or fp8), nodes (--num-nodes)"
         out.print(f"no offer in force fits this scenario (try --pricing any, more GPUs, {fix}, --max-price-age-days "

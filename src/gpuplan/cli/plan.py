@@ -121,8 +121,8 @@ def recommend_cmd(scenario: str | None = None, as_json: bool = False, budget_usd
 
 # technique labels as table cells (the rationale lines keep the words)
 TECHNIQUE_CELLS = {"gradient checkpointing": "ckpt", "micro-batch 1 + accumulation": "mb1", "8-bit AdamW": "adam8",
-                   "bf16 embeddings": "bf16-emb", "fp8 KV cache": "kv8", "int8 weights": "int8",
-                   "fp8 weights": "fp8", "AWQ 4-bit weights": "awq", "transformers": "hf"}
+                   "bf16 embeddings": "bf16-emb", "fp16 embeddings": "fp16-emb", "fp8 KV cache": "kv8",
+                   "int8 weights": "int8", "fp8 weights": "fp8", "AWQ 4-bit weights": "awq", "transformers": "hf"}
 
 
 def _rows(s, setups, start: int = 1) -> list[dict[str, Any]]:

@@ -59,9 +59,9 @@ class Mlx(Engine):
         return None
 
     def card_refusal(self, s: Scenario, gpu: GpuSpec) -> str | None:
-        if gpu.vendor != "Apple":
-            return (f"MLX runs on Apple silicon (Metal), and {gpu.name} is {gpu.vendor}'s: serve it with vllm, "
-                    "sglang or llama.cpp")
+        if gpu.vendor != "Apple":  # llama.cpp has no Gaudi backend (engines/llama_cpp.py card_refusal)
+            others = "vllm or sglang" if gpu.generation == "Gaudi" else "vllm, sglang or llama.cpp"
+            return f"MLX runs on Apple silicon (Metal), and {gpu.name} is {gpu.vendor}'s: serve it with {others}"
         return None
 
     def memory(self, s: Scenario, m: ModelSpec, e: Estimate, fmt: Format, gpu: GpuSpec | None,

@@ -144,6 +144,13 @@ def _changes_job(fields: dict[str, Any], s: Scenario) -> bool:
     return any(k in fields and fields[k] < getattr(s, k) for k in ("seq_len", "prompt_tokens", "batch_size"))
 
 
+def embedding_words(precision: str) -> str:
+    """QLoRA's embeddings and norms left in the compute dtype (``qlora_fp32_upcast`` false), named by that dtype:
+    "fp16 embeddings" where the plan computes in fp16 (a card without bf16: the RTX 2080 Ti, T4, V100), else
+    "bf16 embeddings" (s24 fuzz: ``fit --gpu rtx-2080-ti`` offered "bf16 embeddings" at fp16-mixed)."""
+    return "fp16 embeddings" if precision.startswith("fp16") else "bf16 embeddings"
+
+
 def change_words(fields: dict[str, Any], s: Scenario) -> str:
     """The scenario fields of a change, in a few words: ``checkpointing + QLoRA``."""
     words = []
@@ -157,8 +164,8 @@ def change_words(fields: dict[str, Any], s: Scenario) -> str:
     if fields.get("optimizer"):
         words.append({"adamw-8bit": "8-bit AdamW", "paged-adamw-8bit": "paged 8-bit AdamW"}.get(
             fields["optimizer"], fields["optimizer"]))
-    if fields.get("qlora_fp32_upcast") is False:
-        words.append("bf16 embeddings")
+    if fields.get("qlora_fp32_upcast") is False:  # kept in the compute dtype: fp16 on a card without bf16
+        words.append(embedding_words(fields.get("precision") or s.precision))
     if fields.get("quant"):
         words.append({"awq-int4": "AWQ 4-bit", "int8": "int8", "fp8": "fp8"}.get(fields["quant"], fields["quant"])
                      + " weights")

@@ -29,7 +29,7 @@ from ..model.checkpoints import published
 from ..model.spec import ModelSpec
 from ..result import Suggestion, batch_words
 from ..scenario import Scenario
-from ..scenario.stacks import RECIPES, STACK_NAMES
+from ..scenario.stacks import RECIPES, STACK_NAMES, card_precision
 from ..sharding import sharding_for
 from ..speed import training_speed
 from ..speed.gemm import can_time
@@ -104,18 +104,21 @@ def _training_fixes(s: Scenario, m: ModelSpec, largest_micro_batch: int | None =
     if s.method == "full":
         out.append(Fix(label="LoRA instead of full fine-tuning", change={"method": "lora"},
                        cost="about 1/3 less compute per step; trains adapters only", group="method", slowdown=1.05))
+    # QLoRA computes in 16 bits: the scenario's, or from fp32 the card's (fp16 where it has no bf16: the 2080 Ti, T4)
+    half = card_precision({"precision": None, "task": "train", "gpu": s.gpu, "stack": "hf"}, "bf16-mixed") \
+        if s.precision == "fp32" else s.precision
+    dtype = half.split("-")[0]
     if s.method == "qlora" and s.qlora_fp32_upcast and (s.quant or "nf4") in ("nf4", "fp4"):
-        out.append(Fix(label="keep embeddings and norms in bf16 (no fp32 upcast by prepare_model_for_kbit_training)",
+        out.append(Fix(label=f"keep embeddings and norms in {dtype} (no fp32 upcast by "
+                             "prepare_model_for_kbit_training)",
                        change={"qlora_fp32_upcast": False}, cost="same speed; as Unsloth and torchtune run QLoRA",
                        group="upcast", slowdown=1.0))
     if s.method != "qlora":
-        out.append(Fix(label="QLoRA (4-bit base)", change={
-            "method": "qlora", "quant": None, "precision": "bf16-mixed" if s.precision == "fp32" else s.precision},
+        out.append(Fix(label="QLoRA (4-bit base)", change={"method": "qlora", "quant": None, "precision": half},
             cost="slower than LoRA (dequantization on every matmul); small quality cost", group="method",
             slowdown=1.5))
-        out.append(Fix(label="QLoRA with embeddings and norms in bf16 (as Unsloth and torchtune run it)", change={
-            "method": "qlora", "quant": None, "qlora_fp32_upcast": False,
-            "precision": "bf16-mixed" if s.precision == "fp32" else s.precision},
+        out.append(Fix(label=f"QLoRA with embeddings and norms in {dtype} (as Unsloth and torchtune run it)", change={
+            "method": "qlora", "quant": None, "qlora_fp32_upcast": False, "precision": half},
             cost="slower than LoRA (dequantization on every matmul); small quality cost", group="method",
             slowdown=1.5))
     if s.world_size > 1 and not sharding_for(s).shards_weights(s) and s.tp * s.pp == 1:

@@ -74,6 +74,32 @@ def _on_load(r, offers, base: Plan, plan: Plan) -> list[Cost]:
     return out
 
 
+def why_none(s: Scenario, m: ModelSpec, catalog: list[Offer]) -> str:
+    """Why :func:`compare` found no row for a scenario that names its card, in one sentence ("" where the card's
+    offers are in force and the job fits none of them, or no card is named): the card has no offer at all, none
+    recent and confident enough, none of the pricing asked, or the card cannot run the plan (its refusal). Session
+    24's fuzz: ``cost --gpu rtx-2080-ti`` (no offer of it) read "no offer in force fits this scenario (try ...
+    more GPUs, QLoRA)", where the job fits the card, as recommend's ``_no_price`` says it."""
+    if not s.gpu:
+        return ""
+    name = gpus()[s.gpu].name
+    mine = [o for o in catalog if o.gpu_id == s.gpu]
+    if not mine:
+        return (f"no offer of {name} is in the prices at all (`gpuplan prices update` or --catalog FILE); "
+                "`gpuplan estimate --pricing owned` prices your own card by its power")
+    if not cheapest_in_force(mine, price_filter(s)):
+        return (f"no offer of {name} is recent and confident enough: its {len(mine)} offers are older than "
+                f"{s.max_price_age_days} days or low confidence (--max-price-age-days, --include-low-confidence)")
+    try:
+        r = on_nodes(resolve(s, m, gpus()[s.gpu]), catalog)
+    except GpuplanError as e:  # the card cannot run the plan: its own sentence
+        return str(e)
+    if not offers_for(r, catalog).candidates:
+        return (f"no offer of {name} in force matches the pricing ({s.pricing.replace('_', '-')}), the provider or "
+                f"the {s.world_size} GPU{'s' if s.world_size > 1 else ''} asked: --pricing any, or fewer GPUs")
+    return ""
+
+
 def left_out(offers: list[Offer], s: Scenario) -> dict[str, int]:
     """How many offers the price filter leaves out, by reason (stale, low confidence), to say so."""
     f = price_filter(s)

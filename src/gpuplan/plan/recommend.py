@@ -42,6 +42,7 @@ from ..speed.gemm import can_time
 from ..speed.work import shared_work
 from ..stacks import STACKS, stack_for
 from .build import Offers, build, links_that_matter, own_links, priced_on_load, saturation_of, serving_runs
+from .capability import embedding_words
 from .desktop import desktop_warning
 from .layout import accumulation, recipe_batch
 from .layout import layout as recipe_layout
@@ -779,7 +780,8 @@ def _on_card(scenario, m, c: Constraints, gpu: GpuSpec, laid, accumulated, share
 
 # the scenario field each technique's word changes: a word is said only where its field changes
 TECHNIQUE_FIELDS = {"gradient checkpointing": "grad_checkpointing", "8-bit AdamW": "optimizer",
-                    "bf16 embeddings": "qlora_fp32_upcast", "fp8 KV cache": "kv_cache_dtype"}
+                    "bf16 embeddings": "qlora_fp32_upcast", "fp16 embeddings": "qlora_fp32_upcast",
+                    "fp8 KV cache": "kv_cache_dtype"}
 
 
 def _said(labels: list[str], effect: frozenset) -> list[str]:
@@ -887,6 +889,7 @@ def _priced(plan: Plan, labels: list[str], offers: list[Offer], reference: tuple
     ``reference``, the cheapest on-demand price of the card anywhere."""
     s, gpu = plan.setup.scenario, plan.setup.gpu
     per_node = (s.world_size if s.task == "train" else s.tp * s.pp) // s.num_nodes
+    said = [embedding_words(s.precision) if w == "bf16 embeddings" else w for w in labels]  # fp16 off bf16 cards
     out = []
     for offer in offers:
         if offer.gpu_id != gpu.id or per_node > max_per_node(offer):
@@ -898,7 +901,7 @@ def _priced(plan: Plan, labels: list[str], offers: list[Offer], reference: tuple
         row = build(plan.setup, Offers(candidates=(offer,), reference=reference), advise=False, base=plan,
                     speeds=speeds, recipe=False, layout=False)
         if row.cost is not None:  # a card without a matrix rate (Apple silicon) fits but cannot be timed or priced
-            out.append(Setup.of(row, labels, offer))
+            out.append(Setup.of(row, said, offer))
     return out
 
 

@@ -37,7 +37,7 @@ from ..model.spec import ModelSpec
 from ..model.synthetic import size_note
 from ..scenario import Scenario
 from ..scenario.fields import LOAD_ENGINE
-from ..scenario.stacks import defaults_in_force
+from ..scenario.stacks import NO_FP16_STACKS, defaults_in_force
 from .refusals import check, module_refusal, stack_card
 
 if TYPE_CHECKING:
@@ -267,8 +267,12 @@ def served_dtype(s: Scenario, m: ModelSpec, gpu: GpuSpec | None) -> tuple[Scenar
 
 def precision_note(s: Scenario, gpu: GpuSpec | None) -> str | None:
     """The sentence for a precision the card chose (:func:`gpuplan.scenario.stacks.card_precision`)."""
-    if gpu is None or "precision" in s.model_fields_set or gpu.supports_dtype("bf16") or \
-            not s.precision.startswith("fp16"):
+    if gpu is None or "precision" in s.model_fields_set or gpu.supports_dtype("bf16"):
+        return None
+    if s.precision == "fp32" and s.task == "train" and s.stack in NO_FP16_STACKS:
+        return (f"precision fp32: {gpu.name} has no bf16 ({gpu.architecture}) and {s.stack} trains in no fp16, so "
+                "fp32 is what runs there (set precision to choose)")
+    if not s.precision.startswith("fp16"):
         return None
     return (f"precision {s.precision}: {gpu.name} has no bf16 ({gpu.architecture}), so fp16 is what runs there (set "
             "precision to choose)")

@@ -656,8 +656,8 @@ class Scenario(BaseModel):
         changes a default (a card without bf16 takes fp16, :func:`gpuplan.scenario.stacks.card_precision`), else a
         copy with the card set."""
         given = self.precision if "precision" in self.model_fields_set else None
-        if self.gpu is None and stacks.card_precision({"precision": given, "task": self.task, "gpu": gpu},
-                                                      self.precision) == self.precision:
+        card = {"precision": given, "task": self.task, "gpu": gpu, "stack": self.stack}
+        if self.gpu is None and stacks.card_precision(card, self.precision) == self.precision:
             return self.with_resolved({"gpu": gpu})
         return self.model_copy(update={"gpu": gpu})
 

@@ -168,6 +168,10 @@ def torchtune_before(s, major: int, minor: int) -> bool:
 
 
 def _refuse_torchtune(s) -> str | None:
+    if s.method == "qlora" and s.precision == "fp32" and "precision" not in s.model_fields_set:
+        # fp32 is what the card took (no bf16: card_precision); torchtune has no fp16 and QLoRA no fp32 base compute
+        return ("torchtune's QLoRA computes in bf16 (its recipes refuse fp16, and a 4-bit base computes in 16 bits) "
+                "and this card has no bf16: use stack hf or unsloth, which run QLoRA in fp16-mixed there")
     if s.precision not in ("bf16-true", "fp32"):
         return (f"torchtune trains in one dtype (no autocast, no fp32 master weights): use precision bf16-true or "
                 f"fp32, not {s.precision}")
@@ -539,16 +543,27 @@ def _fp32_adapters(trainer: str, precision: str) -> bool:
     return diffusion_stack_for(trainer).fp32_adapters(precision)
 
 
+# training stacks that never compute in fp16: on a card without bf16 they train in fp32. torchtune's recipes
+# raise "fp16 precision is not supported in this recipe. Please use fp32 or bf16." and, on a CUDA card without
+# bf16, "Full bf16 training is not supported on this hardware" (pytorch/torchtune
+# recipes/lora_finetune_single_device.py, LoRAFinetuneRecipeSingleDevice.__init__); torchtitan's FSDP2
+# MixedPrecisionPolicy takes mixed_precision_param bfloat16 or float32 (its refusal above, ``_refuse_torchtitan``)
+NO_FP16_STACKS = frozenset({"torchtune", "torchtitan"})
+
+
 def card_precision(data: Mapping[str, Any], precision: str) -> str:
     """The precision that runs on the scenario's card when it was left to the stack: GPUs without bf16 tensor cores
     (V100, T4 and other Turing cards, Apple silicon) run fp16 (``fp16-mixed`` for training as the Trainer's
-    ``fp16=True``, ``-true`` where the stack holds one dtype; ``fp16-true`` weights for serving). A card the catalog
-    does not know keeps the stack's."""
+    ``fp16=True``, ``-true`` where the stack holds one dtype; ``fp16-true`` weights for serving), and fp32 under a
+    training stack that has no fp16 (:data:`NO_FP16_STACKS`: fp16 there was refused with advice to use bf16, which
+    the card lacks). A card the catalog does not know keeps the stack's."""
     if data.get("precision") is not None or not precision.startswith("bf16") or not data.get("gpu"):
         return precision
     if _has_bf16(str(data["gpu"])):
         return precision
-    return "fp16-true" if data["task"] == "infer" else precision.replace("bf16", "fp16")
+    if data["task"] == "infer":
+        return "fp16-true"
+    return "fp32" if data.get("stack") in NO_FP16_STACKS else precision.replace("bf16", "fp16")
 
 
 @functools.cache
