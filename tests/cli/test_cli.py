@@ -129,6 +129,15 @@ def test_gpus_compare_says_a_card_has_no_nvlink():
     assert row[1:] == ["none", "112", "none"]
 
 
+def test_gpus_compare_names_the_fp16_rate_it_shows_for_a_card_without_bf16():
+    """Session 24's fuzz: the 2080 Ti's and T4's 'bf16' cells held their fp16 rates (53.8 and 65.0 TFLOPS, FP32
+    accumulate) beside a catalog that says they have no bf16; the row's label says which figure it is."""
+    proc = gpuplan("gpus", "compare", "2080 ti", "t4", "--format", "csv")
+    assert proc.returncode == 0, proc.stderr
+    row = next(r for r in csv.reader(proc.stdout.splitlines()) if r and r[0].startswith("bf16"))
+    assert row == ["bf16 dense TFLOPS (fp16 without bf16)", "53.8", "65.0"]
+
+
 def test_cost_json_sorted_by_total():
     proc = gpuplan("cost", "--model", "llama-3.2-1b", "--task", "train", "--method", "lora",
                    "--train-tokens", "1e8", "--json")

@@ -57,7 +57,9 @@ def gpus_cmd(
                Column("usd_per_tflop_hour", "$/TFLOP-h", fmt=num("{:.4f}"), align="right", priority=2)]
     show(rows, columns, resolve_format(fmt, as_json), title=f"{len(rows)} GPUs (dense TFLOPS; GiB as sold, usable "
          "as the driver reports)", notes=["rent: the cheapest on-demand offer in force (<= 90 days old, not low "
-                                          "confidence; `gpuplan prices`); $/TFLOP-h = rent / dense bf16 TFLOPS"],
+                                          "confidence; `gpuplan prices`); $/TFLOP-h = rent / dense bf16 TFLOPS",
+                                          "bf16: a card without bf16 (Turing, Volta) shows its fp16 rate, FP32 "
+                                          "accumulate, what PyTorch trains and serves it at"],
          json_data=[{k: v for k, v in r.items() if k != "short"} for r in rows])
 
 
@@ -84,7 +86,7 @@ def gpus_compare(
     notes = {r["id"]: r["marketing_note"] for r in rows}
     # a card without NVLink says so ("none": the catalog's interconnect states it); a blank figure is not in the catalog
     labels = [("memory (GiB)", "memory_gib", "{:,.0f}"), ("usable (GiB)", "usable_gib", "{:,.1f}"),
-              ("bandwidth (GB/s)", "bandwidth_gbs", "{:,.0f}"), ("bf16 dense TFLOPS", "bf16_tflops", "{:,.1f}"),
+              ("bandwidth (GB/s)", "bandwidth_gbs", "{:,.0f}"), ("bf16 dense TFLOPS (fp16 without bf16)", "bf16_tflops", "{:,.1f}"),
               ("fp8 dense TFLOPS", "fp8_tflops", "{:,.1f}"), ("fp4 dense TFLOPS", "fp4_tflops", "{:,.1f}"),
               ("tf32 dense TFLOPS (tf32 true)", "tf32_tflops", "{:,.1f}"),
               ("fp32 TFLOPS (precision fp32)", "fp32_tflops", "{:,.1f}"),
