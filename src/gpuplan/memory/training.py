@@ -83,7 +83,7 @@ def training_memory(s: Scenario, m: ModelSpec, capacity_gib: float | None = None
     phases = {"forward": max(fwd_layer, fwd_loss), "backward": max(loss_point, layer_peak + L)}
     at_layer = {"forward": fwd_layer >= fwd_loss, "backward": layer_peak + L >= loss_point, "optimizer_step": False}
     if loss and (ref := dpo.reference_forward(s, m, setup, layer=fwd_tmp + L, head=loss)):  # after the policy's
-        phases["reference_forward"], at_layer["reference_forward"] = fwd_loss + ref, True
+        phases["reference_forward"], at_layer["reference_forward"] = fwd_loss - lfwd + ref, True
     if not s.optimizer_in_backward:
         phases["optimizer_step"] = step
     e.peak_phase = max(phases, key=phases.get)
