@@ -1,11 +1,14 @@
-"""DPO (train_objective dpo): the estimate against the fake-tensor simulation (real transformers + TRL 1.16 head, bench/results/dpo_s24.md), one GPU, full depth. Usage: python bench/dpo_simcheck.py [model]"""
-import sys, time
-from gpuplan.sim.simulate import simulate
-from gpuplan.scenario import scenario_from
+"""DPO (train_objective dpo): the estimate against the fake-tensor simulation (real transformers and TRL 1.16's
+head), one GPU, full depth (bench/results/dpo_s24.md). Usage: python bench/dpo_simcheck.py [model]"""
+import sys
+import time
+
+from gpuplan import overheads as oh
 from gpuplan.memory.training import training_memory
 from gpuplan.model.catalog import load_model
+from gpuplan.scenario import scenario_from
+from gpuplan.sim.simulate import simulate
 from gpuplan.tensors.breakdown import GIB
-from gpuplan import overheads as oh
 
 model = sys.argv[1] if len(sys.argv) > 1 else "qwen2.5-0.5b"
 rows = []

@@ -140,8 +140,8 @@ def _parts_at_peak(e: Estimate, peak: float, other: dict[str, float], layer_only
         if held:
             other["model output kept by the loop (logits)"] = held
     else:
-        live_grads = grads_prev if e.peak_phase in ("forward", "reference_forward") else min(grads_total, max(peak - activations,
-                                                                                         grads_prev))
+        forward = e.peak_phase in ("forward", "reference_forward")
+        live_grads = grads_prev if forward else min(grads_total, max(peak - activations, grads_prev))
         e.gradients = live_grads
         e.activations = peak - live_grads - (sum(layer_only.values()) if at_layer else 0.0)
     e.other = {k: v for k, v in other.items() if v > 0}

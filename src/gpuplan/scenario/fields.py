@@ -117,9 +117,9 @@ class Scenario(BaseModel):
         "adapters off under lora and qlora); stacks hf, axolotl and unsloth (default: dpo for a dataset of "
         "chosen/rejected pairs, else sft)")
     precompute_ref_log_probs: bool = Field(
-        default=False, exclude_if=lambda v: not v, description="with train_objective dpo: TRL's precompute_ref_log_probs: the reference's "
-        "log-probabilities computed in one pass before training, so no reference model or reference forward in "
-        "the step")
+        default=False, exclude_if=lambda v: not v, description="with train_objective dpo: TRL's "
+        "precompute_ref_log_probs: the reference's log-probabilities computed in one pass before training, so no "
+        "reference model or reference forward in the step")
     precision: Precision | None = Field(
         default=None, description="-mixed: fp32 master weights + autocast; -true: one dtype throughout; "
         "fp4-mixed: NVFP4 linears (Transformer Engine, Blackwell, stack megatron) "
@@ -934,7 +934,8 @@ MODULE_FIELDS = ("resolution", "inference_steps", "cfg", "cpu_offload", "cache_l
                  "set_grads_to_none", "blocks_to_swap", "prior_preservation", "train_steps", "decoder_tokens",
                  "audio_seconds")
 # Fields that mean something for one task only: the normalized result drops the other task's.
-TRAIN_ONLY = frozenset({"method", "train_objective", "precompute_ref_log_probs", "optimizer", "optimizer_impl", "lora_rank", "lora_targets", "lora_dropout",
+TRAIN_ONLY = frozenset({"method", "train_objective", "precompute_ref_log_probs", "optimizer", "optimizer_impl",
+                        "lora_rank", "lora_targets", "lora_dropout",
                         "micro_batch_size", "seq_len", "grad_accum_steps", "grad_checkpointing", "train_tokens",
                         "qlora_fp32_upcast", "loss", "loss_chunks", "activation_offload", "compile",
                         "optimizer_in_backward", "adapter_dtype", "checkpoint_every", "blocks_to_swap",
