@@ -92,7 +92,8 @@ def test_a_csv_field_over_128k_characters_is_read(tmp_path, tokenizer):
      "completion (the output)"),
     ("qa.csv", "question,answer\nx,y\n", "or text; question and answer: rename them prompt and completion"),
     # (session 22's DPO file of prompt/chosen/rejected is planned since session 24: test_dataset.py)
-    ('dpo.jsonl', '{"prompt": "a", "chosen": null, "rejected": "c"}\n', "dpo.jsonl, record 1: its chosen is null, not text"),
+    ("dpo.jsonl", '{"prompt": "a", "chosen": null, "rejected": "c"}\n',
+     "dpo.jsonl, record 1: its chosen is null, not text"),
 ])
 def test_bad_dataset_files_are_one_sentence_naming_the_file(tmp_path, tokenizer, name, content, said):
     path = tmp_path / name
