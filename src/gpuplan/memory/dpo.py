@@ -47,13 +47,16 @@ def reference_model(s: Scenario, st: State) -> dict[str, float]:
     return {"DPO reference model (frozen copy)": st.weights - master}
 
 
-def trl_head(s: Scenario, m, setup: act.ActivationSetup) -> LossBytes:
+def trl_head(s: Scenario, m, setup: act.ActivationSetup, head_cast: bool) -> LossBytes:
     """TRL's fused log-prob head (``ChunkedLogProbFunction``) over the ``T`` positions of the paired batch (an upper
     bound: on CUDA it scores only the reply positions, ``hidden_states[mask]``). Saved: the hidden rows it scores (a
     copy, in the residual dtype; under full fine-tuning :func:`~gpuplan.stacks.base.head_inputs` counts it as the
     head's input), the targets (int64) and ``log_z`` (fp32). Forward: one ``min(T, 4096) x 32768`` tile in the
     compute dtype and six fp32 vectors of ``T``. Backward: ``grad_hidden`` (fp32, ``T x h``), under full
-    fine-tuning ``grad_weight`` (fp32, ``V x h``), the tile, and their casts back to the tensors' dtypes."""
+    fine-tuning ``grad_weight`` (fp32, ``V x h``), the tile, and their casts back to the tensors' dtypes. In both,
+    each tile's operands cast to the compute dtype (``.to(compute_dtype)``): a chunk of ``32768`` rows of the head's
+    weight (two in the backward) when it is fp32 (``head_cast``: autocast over fp32 weights, QLoRA's upcast), ``4096`` hidden rows when
+    the residual stream is fp32."""
     T, c, h, V = setup.tokens, setup.compute_bytes, m.embedding_dim, m.vocab_size / setup.tp
     r = residual_bytes(setup)
     tile = c * min(T, TOKEN_TILE) * min(V, VOCAB_TILE)
@@ -61,8 +64,11 @@ def trl_head(s: Scenario, m, setup: act.ActivationSetup) -> LossBytes:
     full = s.method == "full"
     w = 4 if setup.autocast_fp32_weights else c
     casts = (r * T * h if r < 4 else 0.0) + (w * V * h if full and w < 4 else 0.0)
-    backward = 4 * T * h + (4 * V * h if full else 0.0) + max(tile, casts)
-    return LossBytes(saved=hidden + 12 * T, forward=tile + 24 * T, backward=backward)
+    chunk = c * min(V, VOCAB_TILE) * h if head_cast else 0.0
+    rows = c * min(T, TOKEN_TILE) * h if r > c else 0.0
+    # the backward binds each cast chunk to ``w_chunk``: the last one lives until the next replaces it
+    backward = 4 * T * h + (4 * V * h if full else 0.0) + max(tile + 2 * chunk + rows, casts)
+    return LossBytes(saved=hidden + 12 * T, forward=tile + chunk + rows + 24 * T, backward=backward)
 
 
 def reference_forward(s: Scenario, m, setup: act.ActivationSetup, *, layer: float, head: LossBytes) -> float:
