@@ -55,8 +55,8 @@ def trl_head(s: Scenario, m, setup: act.ActivationSetup, head_cast: bool) -> Los
     compute dtype and six fp32 vectors of ``T``. Backward: ``grad_hidden`` (fp32, ``T x h``), under full
     fine-tuning ``grad_weight`` (fp32, ``V x h``), the tile, and their casts back to the tensors' dtypes. In both,
     each tile's operands cast to the compute dtype (``.to(compute_dtype)``): a chunk of ``32768`` rows of the head's
-    weight (two in the backward) when it is fp32 (``head_cast``: autocast over fp32 weights, QLoRA's upcast), ``4096`` hidden rows when
-    the residual stream is fp32."""
+    weight (two in the backward) when it is fp32 (``head_cast``: autocast over fp32 weights, QLoRA's upcast),
+    ``4096`` hidden rows when the residual stream is fp32."""
     T, c, h, V = setup.tokens, setup.compute_bytes, m.embedding_dim, m.vocab_size / setup.tp
     r = residual_bytes(setup)
     tile = c * min(T, TOKEN_TILE) * min(V, VOCAB_TILE)
