@@ -47,6 +47,14 @@ def reference_model(s: Scenario, st: State) -> dict[str, float]:
     return {"DPO reference model (frozen copy)": st.weights - master}
 
 
+def loss_of(stack, s: Scenario, m, setup: act.ActivationSetup, head_cast: bool, free: float | None) -> LossBytes:
+    """The output head and loss of a step: TRL's fused log-prob head under DPO (:func:`trl_head`), else the
+    stack's own (:meth:`gpuplan.stacks.base.Stack.loss`)."""
+    if s.train_objective == "dpo":
+        return trl_head(s, m, setup, head_cast)
+    return stack.loss(s, m, setup, head_cast, free)
+
+
 def trl_head(s: Scenario, m, setup: act.ActivationSetup, head_cast: bool) -> LossBytes:
     """TRL's fused log-prob head (``ChunkedLogProbFunction``) over the ``T`` positions of the paired batch (an upper
     bound: on CUDA it scores only the reply positions, ``hidden_states[mask]``). Saved: the hidden rows it scores (a

@@ -58,8 +58,7 @@ def training_memory(s: Scenario, m: ModelSpec, capacity_gib: float | None = None
     L = sum(layer_only.values())
     free = _free_at_loss(s, m, setup, e.weights + persistent_other + L + A_all, capacity_gib, outside_gib,
                          sharding.slack)
-    loss = (dpo.trl_head(s, m, setup, lm_head_cast) if s.train_objective == "dpo" else stack.loss(s, m, setup, lm_head_cast, free)) \
-        if pp == 1 else None
+    loss = dpo.loss_of(stack, s, m, setup, lm_head_cast, free) if pp == 1 else None
     if loss and loss.note:
         e.assumptions.append(loss.note)
     lsaved, lfwd, lbwd, held = (loss.saved + head_inputs(s, m, setup), loss.forward, loss.backward,

@@ -327,7 +327,8 @@ def _micro_work(s: Scenario, m: ModelSpec, gpu: GpuSpec, dtype: str, tokens: int
     reference = _reference_s(s, m, gpu, kern, forward + head, attention / passes,
                              elementwise / (1 + rest_again + oh.ELEMENTWISE_BACKWARD_RATIO)) if \
         s.train_objective == "dpo" and not s.precompute_ref_log_probs else 0.0
-    return _Micro(reference=reference, gemm=forward + grad * (1 + full) + again + head * (2 + full), lora=lora, attention=attention,
+    return _Micro(reference=reference, gemm=forward + grad * (1 + full) + again + head * (2 + full), lora=lora,
+                  attention=attention,
                   elementwise=elementwise, scan=scan,
                   extra=_dequant_and_casts_s(s, m, gpu, dtype, tokens, rc, kern, assumptions, share),
                   recompute=again / forward if forward else rc.layers, rest_again=rest_again,
@@ -348,7 +349,8 @@ def _reference_s(s: Scenario, m: ModelSpec, gpu: GpuSpec, kern, gemm: float, att
                  elementwise: float) -> float:
     """DPO's reference forward in one micro-step (TRL's DPOTrainer ``_compute_loss``, under ``torch.no_grad()``):
     the policy's forward GEMMs and output head (``gemm``), one attention forward (``attention``, the pass the
-    attention term counts in forwards), the element-wise ops of one forward (``elementwise``) and, under QLoRA, one dequantization pass of the 4-bit base; no recompute, no adapters (peft's
+    attention term counts in forwards), the element-wise ops of one forward (``elementwise``) and, under QLoRA,
+    one dequantization pass of the 4-bit base; no recompute, no adapters (peft's
     adapters are off for it), no backward. Its host launches are not counted: they overlap a GPU-bound step."""
     dequant = _dequant_pass_s(s, m, gpu, kern) if s.method == "qlora" else 0.0
     return gemm + attention + elementwise + dequant
