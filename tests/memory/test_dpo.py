@@ -103,7 +103,6 @@ def test_estimate_matches_the_simulated_dpo_step(tmp_path, fields):
     require("trl")
     sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "bench"))
     import oracle
-
     from gpuplan import overheads as oh
     from gpuplan.sim.simulate import simulate
 
