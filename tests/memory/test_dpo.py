@@ -84,6 +84,7 @@ def test_speed_is_the_paired_step_plus_one_reference_forward():
     ({"stack": "megatron"}, "no DPO loss"),
     ({"stack": "pytorch"}, "your own loop"),
     ({"packing": "bfd"}, "set packing none"),
+    ({"loss": "full"}, "drop loss and loss_chunks"),
     ({"train_objective": "sft", "precompute_ref_log_probs": True}, "set train_objective dpo"),
 ])
 def test_what_dpo_does_not_plan_is_one_sentence(fields, said):
@@ -112,3 +113,14 @@ def test_estimate_matches_the_simulated_dpo_step(tmp_path, fields):
     sim = simulate(s, layers=4)
     est = training_memory(s, load_model(model)).allocated / GIB - oh.CUBLAS_WORKSPACE_GIB
     assert est == pytest.approx(sim.allocated_peak_gib, rel=0.05)
+
+
+def test_launch_says_dpo_files_are_not_written():
+    """The launch targets write SFT recipes: a DPO plan is refused in one sentence, exit 2, no file written."""
+    import subprocess
+
+    proc = subprocess.run([sys.executable, "-m", "gpuplan", "launch", "--model", "llama-3.1-8b", "--task", "train",
+                           "--method", "lora", "--train-objective", "dpo", "--gpu", "h100", "--output",
+                           "dpo-launch-never-written"], capture_output=True, text=True)
+    assert proc.returncode == 2 and "DPO launch files" in proc.stderr and "Traceback" not in proc.stderr
+    assert not Path("dpo-launch-never-written").exists()

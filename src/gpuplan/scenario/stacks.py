@@ -625,6 +625,9 @@ def dpo_refusal(s) -> str | None:
     if s.stack not in DPO_STACKS:
         why = _NO_DPO.get(s.stack, f"{s.stack} trains diffusion models, not on preference pairs")
         return f"{why}: plan DPO with stack hf (TRL's DPOTrainer), axolotl or unsloth"
+    if "loss" in s.model_fields_set or "loss_chunks" in s.model_fields_set:
+        return ("TRL's DPOTrainer scores the pairs with its own fused log-prob head (add_fused_lm_head, no logits), "
+                "whatever the stack's loss: drop loss and loss_chunks")
     if s.packing in ("bfd", "wrapped"):
         return (f"packing {s.packing} is not how TRL's DPOTrainer batches pairs (it pads each batch, prompt left "
                 "and replies right): set packing none")
