@@ -968,6 +968,8 @@ TRAINER_NAMES = {
     "gradient_checkpointing": "grad_checkpointing", "optim": "optimizer", "base_model": "model",
     "model_name_or_path": "model", "learning_rate": "", "lr": "", "warmup_steps": "", "weight_decay": "",
     "lora_alpha": "", "seed": "", "logging_steps": "", "output_dir": "",
+    # TRL's DPOConfig keys that move no byte or second of the step (precompute_ref_log_probs is a field of its own)
+    "beta": "", "loss_type": "", "label_smoothing": "", "truncation_mode": "",
 }
 # how serving lays an MoE model over its GPUs: said only when asked (a dense model's plans read as they did)
 MOE_LAYOUT = frozenset({"ep", "attention_dp", "moe_dispatch"})
