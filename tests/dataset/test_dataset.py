@@ -473,3 +473,42 @@ def test_the_step_summary_is_of_the_data_mix(packing):
     assert len(shares) == 3 and f"per-step costs ({', '.join(shares)})" in summary[0]
     assert summary[0].endswith(f"implied MFU {sp.mfu:.2f}") and 0.3 < sp.mfu < 0.5
     assert math.isclose(sum(sp.parts_s.values()), sp.step_time_s, rel_tol=1e-9)
+
+
+# two pairs: prompt 2 + chosen 3 / rejected 1 words, and prompt 1 + chosen 2 / rejected 4 words
+PAIRS = [{"prompt": "hello world", "chosen": "the cat sat", "rejected": "a"},
+         {"prompt": "hello", "chosen": "a dog", "rejected": "the cat sat on"}]
+
+
+@pytest.fixture
+def pairs(tmp_path) -> Path:
+    path = tmp_path / "pairs.jsonl"
+    path.write_text("".join(json.dumps(p) + "\n" for p in PAIRS))
+    return path
+
+
+def test_pairs_plan_dpo_with_their_lengths(pairs, tokenizer):
+    """Done when: each pair is its longer row, prompt + reply + EOS: 2 + 3 + 1 = 6 and 1 + 4 + 1 = 6 tokens; the
+    loss is on both replies with their EOS: (3 + 1) + (1 + 1) = 6 and (2 + 1) + (4 + 1) = 8; the data sets
+    train_objective dpo, packing none, seq_len 6 (the longest row), and train_tokens 2 rows x (6 + 6) = 24."""
+    proc = cli("estimate", "--model", "llama-3.2-1b", "--task", "train", "--dataset", str(pairs), "--tokenizer",
+               str(tokenizer), "--json")
+    assert proc.returncode == 0, proc.stderr
+    out = json.loads(proc.stdout)
+    d, s = out["dataset"], out["scenario"]
+    assert d["kind"] == "preference" and d["samples"] == 2 and d["max_tokens"] == 6
+    assert d["tokens_trained"] == 12 and d["loss_tokens"] == 14
+    assert s["train_objective"] == "dpo" and s["packing"] == "none" and s["seq_len"] == 6
+    assert s["train_tokens"] == 24
+
+
+def test_pairs_refuse_sft_and_sft_records_refuse_dpo(pairs, tokenizer, tmp_path):
+    """One sentence, exit 2: pairs asked to train as SFT, and SFT text asked to train as DPO."""
+    proc = cli("estimate", "--model", "llama-3.2-1b", "--task", "train", "--dataset", str(pairs), "--tokenizer",
+               str(tokenizer), "--train-objective", "sft")
+    assert proc.returncode == 2 and "set train_objective dpo" in proc.stderr and "Traceback" not in proc.stderr
+    text = tmp_path / "text.jsonl"
+    text.write_text(json.dumps({"text": "the cat sat"}) + "\n")
+    proc = cli("estimate", "--model", "llama-3.2-1b", "--task", "train", "--dataset", str(text), "--tokenizer",
+               str(tokenizer), "--train-objective", "dpo")
+    assert proc.returncode == 2 and "preference pairs" in proc.stderr and "Traceback" not in proc.stderr

@@ -91,12 +91,9 @@ def test_a_csv_field_over_128k_characters_is_read(tmp_path, tokenizer):
      "or text; Alpaca's instruction, input and output: write prompt (the instruction, then the input) and "
      "completion (the output)"),
     ("qa.csv", "question,answer\nx,y\n", "or text; question and answer: rename them prompt and completion"),
-    # session 22's walk: a DPO file of prompt/chosen/rejected was told only that it was none of the SFT forms
-    ("dpo.jsonl", '{"prompt": "a", "chosen": "b", "rejected": "c"}\n',
-     "or text; chosen and rejected: preference pairs (DPO), which gpuplan does not plan; TRL's DPOTrainer runs "
-     "each pair as two sequences of one batch plus a reference forward without gradients, so size it as prompt "
-     "and completion records (the prompt, then the longer reply) at twice the micro-batch, one forward more per "
-     "step"),
+    # (session 22's DPO file of prompt/chosen/rejected is planned since session 24: test_dataset.py)
+    ("dpo.jsonl", '{"prompt": "a", "chosen": null, "rejected": "c"}\n',
+     "dpo.jsonl, record 1: its chosen is null, not text"),
 ])
 def test_bad_dataset_files_are_one_sentence_naming_the_file(tmp_path, tokenizer, name, content, said):
     path = tmp_path / name

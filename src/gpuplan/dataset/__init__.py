@@ -209,9 +209,11 @@ def fields(data: dict[str, Any], explicit: set[str], recipe: Any) -> dict[str, A
     (the longest record, when batches are padded: no truncation, and the peak at the longest batch) and
     ``train_tokens`` (epochs x tokens trained per epoch)."""
     lengths = lengths_of(data)
-    out: dict[str, Any] = {}
+    out: dict[str, Any] = pair_fields(data, explicit, lengths)
     seq_len = data["seq_len"] if "seq_len" in explicit else None
     packing = data.get("packing")
+    if packing is None and out.get("train_objective", data.get("train_objective")) == "dpo":
+        packing = out["packing"] = "none"  # TRL's DPOTrainer pads each batch of pairs
     if packing is None:
         packing, _ = default_packing(recipe, lengths, seq_len)
         out["packing"] = packing
@@ -223,8 +225,31 @@ def fields(data: dict[str, Any], explicit: set[str], recipe: Any) -> dict[str, A
     seq_len = out.get("seq_len", data["seq_len"])
     if "train_tokens" not in explicit:
         epochs = data.get("epochs") or 1.0
-        out["train_tokens"] = float(epochs * _statistics(lengths, seq_len).tokens_trained)
+        rows = 2 if out.get("train_objective", data.get("train_objective")) == "dpo" else 1  # a pair runs two rows
+        out["train_tokens"] = float(epochs * rows * _statistics(lengths, seq_len).tokens_trained)
     return out
+
+
+def pair_fields(data: dict[str, Any], explicit: set[str], lengths: Lengths) -> dict[str, Any]:
+    """``train_objective dpo`` for a file of preference pairs (``chosen`` and ``rejected``: TRL's DPOTrainer) when
+    the objective was not given; one sentence when the records and the objective disagree, or pairs are mixed with
+    SFT records (no one trainer reads both)."""
+    kinds = set(lengths.kind.split("/"))
+    if "preference" in kinds and len(kinds) > 1:
+        others = "/".join(sorted(kinds - {"preference"}))
+        raise GpuplanError(f"the dataset mixes preference pairs (chosen, rejected) with {others} records: DPO and "
+                           "SFT trainers each read one form; split the file")
+    objective = data.get("train_objective") if "train_objective" in explicit else None
+    if "preference" in kinds:
+        if objective == "sft":
+            raise GpuplanError("the records are preference pairs (chosen and rejected), which TRL's DPOTrainer "
+                               "trains: set train_objective dpo (SFT trainers read messages, prompt and completion, "
+                               "or text)")
+        return {} if objective else {"train_objective": "dpo"}
+    if objective == "dpo" and lengths.kind != "shorthand":
+        raise GpuplanError(f"train_objective dpo trains on preference pairs (prompt, chosen, rejected), and the "
+                           f"dataset holds {lengths.kind} records: give a file of pairs, or train_objective sft")
+    return {}
 
 
 def model_context(data: dict[str, Any]) -> int | None:

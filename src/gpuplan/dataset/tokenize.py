@@ -14,7 +14,10 @@ One record is counted as TRL's ``SFTTrainer`` (trl 1.x ``trainer/sft_trainer.py`
 - ``messages`` (chat): the chat template rendered as transformers' ``apply_chat_template`` does (jinja2,
   ``add_generation_prompt=False``) and tokenized without added special tokens; the loss on every token
   (``assistant_only_loss`` is off by default). Without a template the turns are joined by newlines, plus EOS,
-  and the report says so.
+  and the report says so;
+- ``prompt`` / ``chosen`` / ``rejected`` (preference pairs, TRL's ``DPOTrainer``: ``train_objective dpo``): two
+  rows, the prompt then each reply, each counted as a prompt-completion record; the pair's sequence is the longer
+  row (the batch pads both rows to the longer reply), its loss tokens the replies of both.
 
 Each record gives ``(content, special, loss)``: the tokens of its own text (the text fields tokenized alone: the
 exact count of the tokenizer), the tokens the stack adds (BOS, EOS, the template's role and turn markers), and the
@@ -250,6 +253,9 @@ def record_kind(record: dict[str, Any]) -> str:
     if "text" in record:
         _check_text(record, "text")
         return "text"
+    if "chosen" in record and "rejected" in record:  # TRL's preference pairs: DPO (train_objective dpo)
+        _check_text(record, "chosen", "rejected", *(("prompt",) if "prompt" in record else ()), turns=True)
+        return "preference"
     for key in ("messages", "conversations"):
         if isinstance(record.get(key), str):  # a chat stored as JSON text (a string column)
             raise GpuplanError(f"its {key} is text, not a list of turns: a chat is read as a list of "
@@ -265,14 +271,6 @@ SHAPES = (
      "Alpaca's instruction, input and output: write prompt (the instruction, then the input) and completion "
      "(the output)"),
     ({"question", "answer"}, "question and answer: rename them prompt and completion"),
-    # session 22's walk: a DPO file was told only that it was no SFT form. TRL's DPOTrainer (huggingface/trl,
-    # trl/trainer/dpo_trainer.py: concatenated_forward) runs prompt + chosen and prompt + rejected as one batch of
-    # twice the pairs, padded to the longer, and the reference's log-probabilities in a forward without gradients
-    # (under peft, the same model with its adapters off)
-    ({"chosen", "rejected"},
-     "chosen and rejected: preference pairs (DPO), which gpuplan does not plan; TRL's DPOTrainer runs each pair "
-     "as two sequences of one batch plus a reference forward without gradients, so size it as prompt and "
-     "completion records (the prompt, then the longer reply) at twice the micro-batch, one forward more per step"),
 )
 
 
@@ -305,11 +303,25 @@ def _check_text(record: dict[str, Any], *fields: str, turns: bool = False) -> No
             _check_turns(record, name)
 
 
+def _pair(tok: Tokenizer, record: dict[str, Any]) -> tuple[int, int, int]:
+    """A preference pair (``prompt``, ``chosen``, ``rejected``) as TRL's DPOTrainer batches it: two rows, the prompt
+    then each reply (``DataCollatorForPreference``), each counted as a prompt-completion record is (a missing prompt
+    is empty: TRL's implicit prompt, the replies whole). ``(content, special)`` of the longer row, the row every
+    pair of the batch is padded to; ``loss``: the reply tokens of both rows (what the log-probabilities sum over)."""
+    prompt = record.get("prompt", [] if isinstance(record["chosen"], list) else "")
+    rows = count_records(tok, [{"prompt": prompt, "completion": record[k]} for k in ("chosen", "rejected")])
+    content, special, _ = max(rows, key=lambda row: row[0] + row[1])
+    return content, special, rows[0][2] + rows[1][2]
+
+
 def count_records(tok: Tokenizer, batch: list[dict[str, Any]]) -> list[tuple[int, int, int]]:
-    """``(content, special, loss)`` tokens of each record (module docstring)."""
+    """``(content, special, loss)`` tokens of each record (module docstring; a preference pair: :func:`_pair`)."""
     out = []
     for record in batch:
         kind = record_kind(record)
+        if kind == "preference":
+            out.append(_pair(tok, record))
+            continue
         eos = 1 if tok.eos_token else 0
         if kind == "text":
             text = str(record["text"])

@@ -20,6 +20,7 @@ from ..stacks.base import head_inputs
 from ..tensors import activations as act
 from ..tensors.breakdown import GIB, Estimate
 from ..tensors.state import attention_kernel, lora_targets, optimizer_step_temporaries, stepped_tensors
+from . import dpo
 
 
 def training_memory(s: Scenario, m: ModelSpec, capacity_gib: float | None = None,
@@ -33,6 +34,7 @@ def training_memory(s: Scenario, m: ModelSpec, capacity_gib: float | None = None
         from .megatron import megatron_memory  # Megatron's layout rules load for its plans only
 
         return megatron_memory(s, m)
+    s = dpo.pair_rows(s)  # DPO: chosen and rejected are two rows of one batch
     e = _checked(s, m)
     pp = s.pp
     stage_layers = m.layers[:math.ceil(m.num_layers / pp)]  # the first stage holds the most micro-batches
@@ -49,14 +51,14 @@ def training_memory(s: Scenario, m: ModelSpec, capacity_gib: float | None = None
     A_all = in_flight * sum(resident)
     lm_head_cast = mixed and (autocast_fp32 or stack.head_upcast(s))
     buffers, extras = sharding.buffers(s, m, stack, st), stack.extras(s, m, shard, cuda)
-    other = {**buffers, **extras}
+    other = {**buffers, **extras, **dpo.reference_model(s, st)}
     # gathered layers and a dequantized 4-bit weight exist while a decoder layer runs, not at the loss
     layer_only = {**sharding.layer_buffers(s, stack, buffers), **stack.layer_buffers(extras)}
     persistent_other = sum(other.values()) - sum(layer_only.values())
     L = sum(layer_only.values())
     free = _free_at_loss(s, m, setup, e.weights + persistent_other + L + A_all, capacity_gib, outside_gib,
                          sharding.slack)
-    loss = stack.loss(s, m, setup, lm_head_cast, free) if pp == 1 else None
+    loss = dpo.loss_of(stack, s, m, setup, lm_head_cast, free) if pp == 1 else None
     if loss and loss.note:
         e.assumptions.append(loss.note)
     lsaved, lfwd, lbwd, held = (loss.saved + head_inputs(s, m, setup), loss.forward, loss.backward,
@@ -75,14 +77,12 @@ def training_memory(s: Scenario, m: ModelSpec, capacity_gib: float | None = None
                                                     in_flight=in_flight, grads_total=grads_total,
                                                     grads_prev=grads_prev, loss_saved=lsaved, loss_backward=lbwd,
                                                     held=held)
-    if s.method == "full" and m.tie_word_embeddings and s.grad_accum_steps == 1:
-        # tied embeddings: the lm_head's gradient waits in autograd's input buffer until the embedding's
-        # arrives, and the two are summed out of place (what the fake-tensor simulation runs)
-        tied = m.vocab_size * m.embedding_dim * shard * grads_total / max(st.trainable * shard, 1)
-        loss_point = max(loss_point, (tied if s.optimizer_in_backward else grads_total) + 2 * tied + held)
+    loss_point = max(loss_point, _tied_gradients(s, m, st, shard, grads_total) + held)
     step = _step_peak(s, m, sharding, st, shard) + held
     phases = {"forward": max(fwd_layer, fwd_loss), "backward": max(loss_point, layer_peak + L)}
     at_layer = {"forward": fwd_layer >= fwd_loss, "backward": layer_peak + L >= loss_point, "optimizer_step": False}
+    if loss and (ref := dpo.reference_forward(s, m, setup, layer=fwd_tmp + L, head=loss)):  # after the policy's
+        phases["reference_forward"], at_layer["reference_forward"] = fwd_loss - lfwd + ref, True
     if not s.optimizer_in_backward:
         phases["optimizer_step"] = step
     e.peak_phase = max(phases, key=phases.get)
@@ -102,6 +102,15 @@ def training_memory(s: Scenario, m: ModelSpec, capacity_gib: float | None = None
     e.extra["params_trainable"] = st.trainable
     e.assumptions += stack.notes(s)
     return e
+
+
+def _tied_gradients(s: Scenario, m: ModelSpec, st: State, shard: float, grads_total: float) -> float:
+    """Tied embeddings under full fine-tuning: the lm_head's gradient waits in autograd's input buffer until the
+    embedding's arrives, and the two are summed out of place (what the fake-tensor simulation runs); 0 otherwise."""
+    if not (s.method == "full" and m.tie_word_embeddings and s.grad_accum_steps == 1):
+        return 0.0
+    tied = m.vocab_size * m.embedding_dim * shard * grads_total / max(st.trainable * shard, 1)
+    return (tied if s.optimizer_in_backward else grads_total) + 2 * tied
 
 
 def _checked(s: Scenario, m: ModelSpec) -> Estimate:
@@ -130,8 +139,8 @@ def _parts_at_peak(e: Estimate, peak: float, other: dict[str, float], layer_only
         if held:
             other["model output kept by the loop (logits)"] = held
     else:
-        live_grads = grads_prev if e.peak_phase == "forward" else min(grads_total, max(peak - activations,
-                                                                                         grads_prev))
+        forward = e.peak_phase in ("forward", "reference_forward")
+        live_grads = grads_prev if forward else min(grads_total, max(peak - activations, grads_prev))
         e.gradients = live_grads
         e.activations = peak - live_grads - (sum(layer_only.values()) if at_layer else 0.0)
     e.other = {k: v for k, v in other.items() if v > 0}

@@ -57,6 +57,10 @@ def describe(s: Scenario, m: ModelSpec | None = None, gpu_id: str | None = None,
         if s.method == "lora" and s.quant not in (None, "none"):
             method += f" ({s.quant} base)"
         batches = batches or f"micro-batch {s.micro_batch_size} x {s.grad_accum_steps} accumulation"
+        if s.train_objective == "dpo":  # TRL's DPOTrainer: the micro-batch counts pairs (gpuplan.memory.dpo)
+            method += " DPO" + (" (reference precomputed)" if s.precompute_ref_log_probs else "")
+            mb = s.micro_batch_size
+            batches = batches.replace(f"micro-batch {mb}", f"micro-batch {mb} pair{'s' * (mb > 1)} ({2 * mb} rows)", 1)
         parts = [f"train {method}", f"seq {s.seq_len:,} x {batches}",
                  "no checkpointing" if s.grad_checkpointing == "none" else
                  f"{s.grad_checkpointing} checkpointing", s.precision, s.optimizer, s.attention]

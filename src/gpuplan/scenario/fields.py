@@ -109,6 +109,17 @@ class Scenario(BaseModel):
         "wrapped the model in FSDP1 (default: the current release)")
     # training
     method: Literal["full", "lora", "qlora"] = "full"
+    train_objective: Literal["sft", "dpo"] = Field(
+        default="sft", exclude_if=lambda v: v == "sft",  # said when set: other scenarios read as they did
+        description="sft: next-token loss on each sequence (SFT, pre-training); dpo: TRL's DPOTrainer "
+        "on prompt/chosen/rejected pairs: chosen and rejected run as one batch of twice the micro-batch, plus a "
+        "reference forward without gradients (a frozen copy of the model under method full; the base with the "
+        "adapters off under lora and qlora); stacks hf, axolotl and unsloth (default: dpo for a dataset of "
+        "chosen/rejected pairs, else sft)")
+    precompute_ref_log_probs: bool = Field(
+        default=False, exclude_if=lambda v: not v, description="with train_objective dpo: TRL's "
+        "precompute_ref_log_probs: the reference's log-probabilities computed in one pass before training, so no "
+        "reference model or reference forward in the step")
     precision: Precision | None = Field(
         default=None, description="-mixed: fp32 master weights + autocast; -true: one dtype throughout; "
         "fp4-mixed: NVFP4 linears (Transformer Engine, Blackwell, stack megatron) "
@@ -147,8 +158,8 @@ class Scenario(BaseModel):
     # the training data (gpuplan.dataset): a file or id, or the shorthand samples x mean_tokens
     dataset: str | None = Field(default=None, min_length=1, description="training data: a .jsonl, .json, "
                                 ".parquet or .csv file (chat messages, prompt/completion or text) or a Hugging Face "
-                                "dataset id; sets train_tokens, packing and the recipe (DPO's chosen/rejected "
-                                "pairs are named, not planned)")
+                                "dataset id; sets train_tokens, packing and the recipe (records of prompt, chosen "
+                                "and rejected: train_objective dpo)")
     tokenizer: str | None = Field(default=None, min_length=1, description="tokenizer.json (or its folder, or a "
                                   "repo in the local Hugging Face cache) that counts the dataset (default: the "
                                   "model's own, from the cache)")
@@ -923,7 +934,8 @@ MODULE_FIELDS = ("resolution", "inference_steps", "cfg", "cpu_offload", "cache_l
                  "set_grads_to_none", "blocks_to_swap", "prior_preservation", "train_steps", "decoder_tokens",
                  "audio_seconds")
 # Fields that mean something for one task only: the normalized result drops the other task's.
-TRAIN_ONLY = frozenset({"method", "optimizer", "optimizer_impl", "lora_rank", "lora_targets", "lora_dropout",
+TRAIN_ONLY = frozenset({"method", "train_objective", "precompute_ref_log_probs", "optimizer", "optimizer_impl",
+                        "lora_rank", "lora_targets", "lora_dropout",
                         "micro_batch_size", "seq_len", "grad_accum_steps", "grad_checkpointing", "train_tokens",
                         "qlora_fp32_upcast", "loss", "loss_chunks", "activation_offload", "compile",
                         "optimizer_in_backward", "adapter_dtype", "checkpoint_every", "blocks_to_swap",
@@ -956,6 +968,8 @@ TRAINER_NAMES = {
     "gradient_checkpointing": "grad_checkpointing", "optim": "optimizer", "base_model": "model",
     "model_name_or_path": "model", "learning_rate": "", "lr": "", "warmup_steps": "", "weight_decay": "",
     "lora_alpha": "", "seed": "", "logging_steps": "", "output_dir": "",
+    # TRL's DPOConfig keys that move no byte or second of the step (precompute_ref_log_probs is a field of its own)
+    "beta": "", "loss_type": "", "label_smoothing": "", "truncation_mode": "",
 }
 # how serving lays an MoE model over its GPUs: said only when asked (a dense model's plans read as they did)
 MOE_LAYOUT = frozenset({"ep", "attention_dp", "moe_dispatch"})

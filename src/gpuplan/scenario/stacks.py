@@ -596,6 +596,9 @@ def refusal(s) -> str | None:
             return (f"stack {s.stack} is a training stack; for inference leave stack hf and choose engine "
                     "transformers, vllm or llama.cpp")
         return None
+    why = dpo_refusal(s)
+    if why:
+        return why
     if s.loss_chunks is not None and s.loss != "chunked":
         return f"loss_chunks applies to loss chunked, not {s.loss}: drop it or set loss chunked"
     if s.checkpoint_every > 1 and s.grad_checkpointing != "full":
@@ -613,6 +616,37 @@ def refusal(s) -> str | None:
     if s.sharding == "fsdp" and RECIPES[s.stack].fsdp is None:
         return f"stack {s.stack} does not shard with FSDP: use sharding single or ddp"
     return RECIPES[s.stack].refuse(s)
+
+
+# the stacks that train DPO with TRL's DPOTrainer, as gpuplan plans it: hf (TRL itself), axolotl (``rl: dpo``:
+# its HFRLTrainerBuilder wraps trl's DPOTrainer, axolotl docs/rlhf.qmd) and unsloth (``PatchDPOTrainer()``, then
+# trl's DPOTrainer over its patched model); why each other LLM stack is refused
+DPO_STACKS = ("hf", "axolotl", "unsloth")
+_NO_DPO = {
+    "torchtune": "torchtune trains DPO in recipes of its own (lora_dpo_single_device, lora_dpo_distributed, "
+                 "full_dpo_distributed) whose memory gpuplan does not model yet",
+    "torchtitan": "torchtitan has no DPO recipe (pytorch/torchtitan issue 756 asks for one)",
+    "megatron": "gpuplan's megatron stack is Megatron-Core's pre-training and SFT loop, which has no DPO loss",
+    "pytorch": "stack pytorch is your own loop, whose DPO step gpuplan cannot know",
+}
+
+
+def dpo_refusal(s) -> str | None:
+    """One sentence when ``train_objective: dpo`` (or its setting) is asked of what gpuplan does not plan as TRL's
+    DPOTrainer runs it (:data:`DPO_STACKS`), or with packing: the DPOTrainer pads each batch of pairs."""
+    if s.train_objective != "dpo":
+        return ("precompute_ref_log_probs is a setting of TRL's DPOTrainer: set train_objective dpo, or drop it"
+                if s.precompute_ref_log_probs else None)
+    if s.stack not in DPO_STACKS:
+        why = _NO_DPO.get(s.stack, f"{s.stack} trains diffusion models, not on preference pairs")
+        return f"{why}: plan DPO with stack hf (TRL's DPOTrainer), axolotl or unsloth"
+    if "loss" in s.model_fields_set or "loss_chunks" in s.model_fields_set:
+        return ("TRL's DPOTrainer scores the pairs with its own fused log-prob head (add_fused_lm_head, no logits), "
+                "whatever the stack's loss: drop loss and loss_chunks")
+    if s.packing in ("bfd", "wrapped"):
+        return (f"packing {s.packing} is not how TRL's DPOTrainer batches pairs (it pads each batch, prompt left "
+                "and replies right): set packing none")
+    return None
 
 
 def reason(stack: str, name: str, value: Any) -> str | None:

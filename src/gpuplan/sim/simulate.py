@@ -250,6 +250,7 @@ def _run(s: Scenario, m: ModelSpec, n: int, *, timeline: bool):
         torch.set_grad_enabled(True)
         return tracker, notes
     model = build(s, m, sized_config(m, depth=n), notes)
+    ref = _dpo_reference(s, m, n, notes)  # DPO under method full: a frozen copy, built as the policy is
     with FakeTensorMode(allow_non_fake_inputs=True):
         model = model.to_empty(device="cpu")
         model.tie_weights()  # to_empty gives every module its own tensor: tie embeddings again
@@ -260,13 +261,44 @@ def _run(s: Scenario, m: ModelSpec, n: int, *, timeline: bool):
             tracker.relabel(tensor, "parameters")
         with (tracker, _cuda_dropout(), _unpacked_rows(), _explained(m, n),
               stacks.offloading(s, model, tracker, stacks.offload_resident(s))):
-            if s.task == "train":
+            if s.task == "train" and s.train_objective == "dpo":
+                _dpo_steps(s, m, model, ref, tracker, notes)
+            elif s.task == "train":
                 train_steps(s, m, model, tracker, notes, forward_loss=stacks.fused_loss(s, m, model))
             else:
                 generate_steps(s, m, model, tracker, notes=notes)
-        del model
+        del model, ref
     torch.set_grad_enabled(True)
     return tracker, notes
+
+
+def _dpo_reference(s: Scenario, m: ModelSpec, n: int, notes: list[str]):
+    """The DPO reference on the meta device (:func:`gpuplan.sim.dpo.reference`), or None."""
+    if s.task != "train" or s.train_objective != "dpo":
+        return None
+    from .dpo import reference, require_trl
+
+    require_trl()
+    return reference(s, lambda: build(s, m, sized_config(m, depth=n), notes))
+
+
+def _dpo_steps(s: Scenario, m: ModelSpec, model, ref, tracker, notes: list[str]) -> None:
+    """Two DPO steps (:mod:`gpuplan.sim.dpo`): the paired batch (twice the micro-batch) and TRL's loss, with the
+    frozen reference (``ref``, on the meta device: materialized here, its weights counted as parameters)."""
+    from ..memory.dpo import pair_rows
+    from .dpo import cuda_head, dpo_loss
+
+    if ref is not None:
+        ref = ref.to_empty(device="cpu")
+        ref.tie_weights()
+        for tensor in [*ref.parameters(), *ref.buffers()]:
+            tracker.relabel(tensor, "parameters")
+    notes.append("DPO: chosen and rejected as one batch of twice the micro-batch, TRL's fused log-prob head, the "
+                 + ("reference's log-probabilities precomputed" if s.precompute_ref_log_probs else
+                    "reference forward without gradients " + ("(a frozen copy)" if ref is not None else
+                                                              "(adapters off)")))
+    with cuda_head():
+        train_steps(pair_rows(s), m, model, tracker, notes, forward_loss=dpo_loss(s, model, ref))
 
 
 @contextlib.contextmanager

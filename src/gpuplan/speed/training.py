@@ -54,6 +54,7 @@ from dataclasses import dataclass
 
 from .. import overheads as oh
 from ..hardware import GpuSpec, Network
+from ..memory.dpo import pair_rows
 from ..memory.training import offloaded_activation_bytes
 from ..model.spec import ModelSpec
 from ..scenario import Scenario
@@ -153,6 +154,7 @@ class _Micro:
     recompute: float  # the re-run share of a forward pass
     rest_again: float  # the element-wise ops' and adapters' re-run share
     attention_passes: float  # attention's forward, its re-run and its backward, in forwards
+    reference: float = 0.0  # DPO: the reference model's forward, without gradients (outside gpu_busy's shares)
 
     @property
     def gpu_busy(self) -> float:
@@ -211,6 +213,7 @@ def training_speed(s: Scenario, m: ModelSpec, gpu: GpuSpec, network: Network | N
     GPU work and host work, its communication, then the step's accumulation, synchronization, optimizer and
     pipeline bubble."""
     network = network or Network()
+    s = pair_rows(s)  # DPO: chosen and rejected are two rows of one batch (gpuplan.memory.dpo)
     dtype = compute_dtype(s)
     tokens = s.micro_batch_size * s.seq_len // s.cp  # context parallel: each rank runs seq_len / cp tokens
     assumptions: list[str] = []
@@ -233,7 +236,7 @@ def training_speed(s: Scenario, m: ModelSpec, gpu: GpuSpec, network: Network | N
     cp_comm = comm.context_parallel_s(tokens, work, stage)
     gather, reduce, sync = comm.data_parallel_s(forward_time, 2 * forward_time)
     offload, activations_offload = _offload_s(s, m, forward_time, 2 * forward_time, comm, assumptions)
-    micro = busy + tp_comm + cp_comm + gather + reduce + offload + activations_offload
+    micro = busy + tp_comm + cp_comm + gather + reduce + offload + activations_offload + work.reference
     optimizer = _optimizer_s(s, m, gpu, comm.pcie, assumptions)
     # the trainer's per-step Python (scheduler, zero_grad, clipping, the loss's sync) runs inside the captured
     # iteration under full-iteration CUDA graphs; the dataloader still feeds every micro-batch
@@ -249,6 +252,7 @@ def training_speed(s: Scenario, m: ModelSpec, gpu: GpuSpec, network: Network | N
     parts = {"gemm": k * work.gemm, "attention": k * work.attention, "ssm_scan": k * work.scan,
              "elementwise": k * work.elementwise,
              "lora_adapters": k * work.lora, "dequant_and_casts": k * work.extra,
+             "reference_forward": k * work.reference,
              "host_overhead": k * busy - k * work.gpu_busy, "tensor_parallel": k * tp_comm + tp_grads,
              "context_parallel": k * cp_comm, "parameter_gathers": k * gather, "gradient_sync": k * reduce + sync,
              "offload": k * offload, "activation_offload": k * activations_offload, "pipeline_bubble": bubble,
@@ -256,6 +260,8 @@ def training_speed(s: Scenario, m: ModelSpec, gpu: GpuSpec, network: Network | N
     speed = _speed(s, m, gpu, dtype, {k: v for k, v in parts.items() if v > 0}, step, tokens * k * s.dp * s.cp,
                    k * busy, assumptions)
     speed.assumptions.insert(0, step_summary(s, gpu, speed))
+    if s.train_objective == "dpo":
+        speed.assumptions.append(_dpo_said(s, work.reference))
     if s.world_size > 1:
         speed.assumptions.append(f"collectives over {comm.dp_link.label if s.num_nodes > 1 else comm.intra.label}"
                                  + ("; DeepSpeed ZeRO-3 module hooks on every pass" if deepspeed_zero3 else ""))
@@ -318,11 +324,36 @@ def _micro_work(s: Scenario, m: ModelSpec, gpu: GpuSpec, dtype: str, tokens: int
         elementwise *= oh.FP32_UPCAST_ELEMENTWISE_FACTOR
     elementwise += loss_s(m, gpu, tokens, tp=tp, bytes_per_logit=kern.loss_bytes_per_logit) * stage.head
     scan = scans_training_s(m, gpu, s.micro_batch_size, s.seq_len, tp=tp, again=attention_again) / s.cp * share
-    return _Micro(gemm=forward + grad * (1 + full) + again + head * (2 + full), lora=lora, attention=attention,
+    reference = _reference_s(s, m, gpu, kern, forward + head, attention / passes,
+                             elementwise / (1 + rest_again + oh.ELEMENTWISE_BACKWARD_RATIO)) if \
+        s.train_objective == "dpo" and not s.precompute_ref_log_probs else 0.0
+    return _Micro(reference=reference, gemm=forward + grad * (1 + full) + again + head * (2 + full), lora=lora,
+                  attention=attention,
                   elementwise=elementwise, scan=scan,
                   extra=_dequant_and_casts_s(s, m, gpu, dtype, tokens, rc, kern, assumptions, share),
                   recompute=again / forward if forward else rc.layers, rest_again=rest_again,
                   attention_passes=passes)
+
+
+def _dpo_said(s: Scenario, reference: float) -> str:
+    """What a DPO step's speed counts, in one sentence."""
+    ref = "the reference's log-probabilities precomputed, no reference forward in the step" if \
+        s.precompute_ref_log_probs else f"the reference forward {reference * 1e3:.0f} ms per micro-step (no backward)"
+    gathers = "; the reference's own ZeRO-3 / FSDP weight gathers are not counted" if \
+        s.method == "full" and s.resolved_sharding == "zero3" and not s.precompute_ref_log_probs else ""
+    return (f"DPO: each micro-step runs {s.micro_batch_size} rows (chosen and rejected of "
+            f"{s.micro_batch_size // 2} pairs, the prompt in both), and tokens/s counts both rows; {ref}{gathers}")
+
+
+def _reference_s(s: Scenario, m: ModelSpec, gpu: GpuSpec, kern, gemm: float, attention: float,
+                 elementwise: float) -> float:
+    """DPO's reference forward in one micro-step (TRL's DPOTrainer ``_compute_loss``, under ``torch.no_grad()``):
+    the policy's forward GEMMs and output head (``gemm``), one attention forward (``attention``, the pass the
+    attention term counts in forwards), the element-wise ops of one forward (``elementwise``) and, under QLoRA,
+    one dequantization pass of the 4-bit base; no recompute, no adapters (peft's
+    adapters are off for it), no backward. Its host launches are not counted: they overlap a GPU-bound step."""
+    dequant = _dequant_pass_s(s, m, gpu, kern) if s.method == "qlora" else 0.0
+    return gemm + attention + elementwise + dequant
 
 
 def _userbuffers_chunks(s: Scenario) -> int:
@@ -648,7 +679,7 @@ def _speed(s: Scenario, m: ModelSpec, gpu: GpuSpec, dtype: str, parts: dict[str,
     """The step's parts as a Speed: tokens/s, what bounds it (compute, host, communication), MFU."""
     comm = sum(parts.get(k, 0) for k in ("tensor_parallel", "context_parallel", "parameter_gathers", "gradient_sync"))
     gpu_work = sum(parts.get(k, 0) for k in ("gemm", "attention", "ssm_scan", "elementwise", "lora_adapters",
-                                             "dequant_and_casts"))
+                                             "dequant_and_casts", "reference_forward"))
     bound = max(("compute", gpu_work), ("host (kernel launches)", parts.get("host_overhead", 0)),
                 ("communication", comm + parts.get("offload", 0) + parts.get("activation_offload", 0)),
                 key=lambda kv: kv[1])[0]

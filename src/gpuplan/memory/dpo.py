@@ -1,0 +1,91 @@
+"""DPO's step as TRL's DPOTrainer runs it (``train_objective: dpo``; huggingface/trl 1.16, ``trainer/dpo_trainer.py``).
+
+- **Pairs as rows.** ``DataCollatorForPreference`` pads the prompts (left) and the chosen and rejected replies (right)
+  and stacks ``[prompt + chosen; prompt + rejected]``: the model's batch is twice the pairs of the micro-batch
+  (``_compute_loss``: ``chosen_logps, rejected_logps = logps.chunk(2, dim=0)``), each row the prompt and the longer
+  reply of the batch. :func:`pair_rows` is that scenario; memory and speed plan it.
+- **The reference.** ``_compute_loss`` runs the policy's forward first, then the reference's under
+  ``torch.no_grad()`` (gradient checkpointing off for it), while the policy's saved activations wait for the
+  backward. Under peft it is the same model with the adapters off (``use_adapter(..., adapter_name=None)``): no
+  second copy. Under full fine-tuning ``__init__`` loads a second model from the same checkpoint in the policy's
+  dtype (``ref_model_init_kwargs.setdefault("dtype", self.model.dtype)``) and prepares it as the policy is
+  (``prepare_deepspeed``: ZeRO-3 shards it, ZeRO-1/2 keep a whole copy; ``prepare_fsdp``: sharded), unless
+  ``precompute_ref_log_probs``, which computes the reference's log-probabilities in one pass before training and
+  keeps no reference model (``self.ref_model = None``).
+- **The head.** ``add_fused_lm_head`` makes ``model(..., fused_lm_head=True)`` score the labelled positions with
+  ``ChunkedLogProbFunction`` (``trl/kernels/chunked_logprob.py``): no ``(batch, seq, vocab)`` logits; tiles of
+  ``TOKEN_CHUNK_SIZE`` (4096) tokens by 32,768 vocabulary entries (:func:`trl_head`).
+"""
+
+from __future__ import annotations
+
+from ..scenario import Scenario
+from ..stacks import State
+from ..stacks.base import LossBytes, residual_bytes
+from ..tensors import activations as act
+
+TOKEN_TILE, VOCAB_TILE = 4096, 32768  # trl/kernels/chunked_logprob.py TOKEN_CHUNK_SIZE; _CHUNKED_LOGPROB_CHUNK_SIZE
+
+
+def pair_rows(s: Scenario) -> Scenario:
+    """The scenario as the model's forward sees a DPO micro-batch: the chosen and the rejected sequence of each pair
+    as two rows of one batch (TRL's ``DataCollatorForPreference``), so ``micro_batch_size`` doubles; ``s`` itself
+    when it is no DPO run."""
+    if s.train_objective != "dpo":
+        return s
+    return s.with_resolved({"micro_batch_size": 2 * s.micro_batch_size})
+
+
+def reference_model(s: Scenario, st: State) -> dict[str, float]:
+    """Bytes per GPU of the DPO reference kept through training: under method full a frozen copy of the policy's
+    module weights (``st``: the policy's state per GPU; same dtype, same sharding: module docstring), without
+    DeepSpeed's fp32 master partition, which belongs to the policy's optimizer (the reference's engine has none);
+    none under lora and qlora (the base with the adapters off) or with ``precompute_ref_log_probs``."""
+    if s.train_objective != "dpo" or s.method != "full" or s.precompute_ref_log_probs:
+        return {}
+    master = st.master if s.offload == "none" else 0.0  # offloaded, it already left st.weights
+    return {"DPO reference model (frozen copy)": st.weights - master}
+
+
+def loss_of(stack, s: Scenario, m, setup: act.ActivationSetup, head_cast: bool, free: float | None) -> LossBytes:
+    """The output head and loss of a step: TRL's fused log-prob head under DPO (:func:`trl_head`), else the
+    stack's own (:meth:`gpuplan.stacks.base.Stack.loss`)."""
+    if s.train_objective == "dpo":
+        return trl_head(s, m, setup, head_cast)
+    return stack.loss(s, m, setup, head_cast, free)
+
+
+def trl_head(s: Scenario, m, setup: act.ActivationSetup, head_cast: bool) -> LossBytes:
+    """TRL's fused log-prob head (``ChunkedLogProbFunction``) over the ``T`` positions of the paired batch (an upper
+    bound: on CUDA it scores only the reply positions, ``hidden_states[mask]``). Saved: the hidden rows it scores (a
+    copy, in the residual dtype; under full fine-tuning :func:`~gpuplan.stacks.base.head_inputs` counts it as the
+    head's input), the targets (int64) and ``log_z`` (fp32). Forward: one ``min(T, 4096) x 32768`` tile in the
+    compute dtype and six fp32 vectors of ``T``. Backward: ``grad_hidden`` (fp32, ``T x h``), under full
+    fine-tuning ``grad_weight`` (fp32, ``V x h``), the tile, and their casts back to the tensors' dtypes. In both,
+    each tile's operands cast to the compute dtype (``.to(compute_dtype)``): a chunk of ``32768`` rows of the head's
+    weight (two in the backward) when it is fp32 (``head_cast``: autocast over fp32 weights, QLoRA's upcast),
+    ``4096`` hidden rows when the residual stream is fp32."""
+    T, c, h, V = setup.tokens, setup.compute_bytes, m.embedding_dim, m.vocab_size / setup.tp
+    r = residual_bytes(setup)
+    tile = c * min(T, TOKEN_TILE) * min(V, VOCAB_TILE)
+    hidden = 0.0 if setup.base_trainable else r * T * h
+    full = s.method == "full"
+    w = 4 if setup.autocast_fp32_weights else c
+    casts = (r * T * h if r < 4 else 0.0) + (w * V * h if full and w < 4 else 0.0)
+    chunk = c * min(V, VOCAB_TILE) * h if head_cast else 0.0
+    rows = c * min(T, TOKEN_TILE) * h if r > c else 0.0
+    # the backward binds each cast chunk to ``w_chunk``: the last one lives until the next replaces it
+    backward = 4 * T * h + (4 * V * h if full else 0.0) + max(tile + 2 * chunk + rows, casts)
+    return LossBytes(saved=hidden + 12 * T, forward=tile + chunk + rows + 24 * T, backward=backward)
+
+
+def reference_forward(s: Scenario, m, setup: act.ActivationSetup, *, layer: float, head: LossBytes) -> float:
+    """What the reference's forward adds on top of what the policy's forward left alive (its saved activations,
+    its head's saved tensors): under ``torch.no_grad()`` nothing is saved, so its peak is one decoder layer's
+    transients (``layer``) or its head's (the scored hidden rows and a tile: ``head.forward``) over the residual
+    stream running through it (one boundary tensor). 0 with ``precompute_ref_log_probs`` (no reference forward)."""
+    if s.train_objective != "dpo" or s.precompute_ref_log_probs:
+        return 0.0
+    boundary = act.boundary_bytes(m, setup)
+    rows = residual_bytes(setup) * setup.tokens * m.embedding_dim
+    return boundary + max(layer, head.forward + rows)

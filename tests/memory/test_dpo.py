@@ -1,0 +1,126 @@
+"""DPO (``train_objective: dpo``, TRL's DPOTrainer): the reference copy counted by hand, the paired batch, the
+reference forward in memory and speed, the refusals, and the estimate against the fake-tensor simulation of a DPO
+step (real transformers, TRL's own head) within the 5 % the simulator's matrix holds (bench/results/dpo_s24.md)."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import pytest
+
+from conftest import require
+from gpuplan import GpuplanError
+from gpuplan.hardware import load_gpu
+from gpuplan.memory.training import training_memory
+from gpuplan.model.catalog import load_model
+from gpuplan.plan.refusals import scenario_refusal
+from gpuplan.scenario import scenario_from
+from gpuplan.speed.training import training_speed
+
+GIB = 2**30
+REF = "DPO reference model (frozen copy)"
+BASE = {"model": "llama-3.1-8b", "task": "train", "seq_len": 1024, "micro_batch_size": 2, "gpu": "h100"}
+
+
+def plan(**fields):
+    s = scenario_from({**BASE, **fields})
+    return s, training_memory(s, load_model(s.model))
+
+
+def test_full_keeps_a_frozen_copy_as_the_policy_holds_its_weights():
+    """By hand, Llama-3.1-8B's 8,030,261,248 parameters: ZeRO-3 over 8 GPUs keeps the reference's bf16 copy in
+    eighths (2 x P / 8 = 1.87 GiB; DeepSpeed's fp32 master partition is the policy optimizer's, not the
+    reference's), FSDP's fp32 parameters in eighths (4 x P / 8 = 3.74 GiB), one GPU the whole bf16 model under
+    bf16-true (2 x P = 14.96 GiB); peft's reference is the base with the adapters off: no copy."""
+    P = load_model("llama-3.1-8b").params_total
+    assert P == 8_030_261_248
+    _, zero3 = plan(method="full", num_gpus=8, sharding="zero3", train_objective="dpo")
+    assert zero3.other[REF] == pytest.approx(2 * P / 8)
+    _, fsdp = plan(method="full", num_gpus=8, sharding="fsdp", train_objective="dpo")
+    assert fsdp.other[REF] == pytest.approx(4 * P / 8)
+    _, single = plan(method="full", precision="bf16-true", train_objective="dpo")
+    assert single.other[REF] == pytest.approx(2 * P) and single.weights == pytest.approx(2 * P)
+    for method in ("lora", "qlora"):
+        assert REF not in plan(method=method, train_objective="dpo")[1].other
+    _, pre = plan(method="full", num_gpus=8, sharding="zero3", train_objective="dpo", precompute_ref_log_probs=True)
+    assert REF not in pre.other and "reference_forward" not in pre.phases
+
+
+def test_the_pair_is_two_rows_and_the_reference_forward_a_phase():
+    """The reference's forward is a phase of its own, above the policy's forward (it runs while the policy's
+    activations are kept). A pair is two rows, so DPO at micro-batch 1 keeps more than SFT at 1; TRL's head scores
+    them in tiles, so it keeps less than SFT at 2, whose fp32 logits alone are 2 x 1024 x 128,256 x 4 B = 0.98
+    GiB."""
+    _, dpo = plan(method="lora", micro_batch_size=1, train_objective="dpo")
+    assert set(dpo.phases) == {"forward", "reference_forward", "backward", "optimizer_step"}
+    assert dpo.phases["reference_forward"] > dpo.phases["forward"]
+    _, sft1 = plan(method="lora", micro_batch_size=1)
+    _, sft2 = plan(method="lora", micro_batch_size=2)
+    assert sft1.allocated < dpo.allocated < sft2.allocated
+
+
+def test_speed_is_the_paired_step_plus_one_reference_forward():
+    """With the reference precomputed, a DPO step is an SFT step at twice the micro-batch, to the second; without,
+    it adds the reference forward, which is a forward without recompute or backward: under full fine-tuning
+    between a quarter and a half of the step's GPU work (a forward is about a third of forward + backward)."""
+    gpu = load_gpu("h100")
+    s_pre, _ = plan(method="full", num_gpus=8, sharding="zero3", train_objective="dpo", precompute_ref_log_probs=True)
+    s_sft, _ = plan(method="full", num_gpus=8, sharding="zero3", micro_batch_size=4)
+    s_dpo, _ = plan(method="full", num_gpus=8, sharding="zero3", train_objective="dpo")
+    m = load_model("llama-3.1-8b")
+    pre, sft, dpo = (training_speed(s, m, gpu) for s in (s_pre, s_sft, s_dpo))
+    assert pre.step_time_s == pytest.approx(sft.step_time_s)
+    ref = dpo.parts_s["reference_forward"]
+    assert dpo.step_time_s == pytest.approx(pre.step_time_s + ref, rel=0.05)
+    work = sum(dpo.parts_s[k] for k in ("gemm", "attention", "elementwise"))
+    assert 0.25 < ref / work < 0.5
+    assert any("DPO: each micro-step runs 4 rows" in a for a in dpo.assumptions)
+
+
+@pytest.mark.parametrize(("fields", "said"), [
+    ({"stack": "torchtune"}, "torchtune trains DPO in recipes of its own"),
+    ({"stack": "torchtitan"}, "torchtitan has no DPO recipe"),
+    ({"stack": "megatron"}, "no DPO loss"),
+    ({"stack": "pytorch"}, "your own loop"),
+    ({"packing": "bfd"}, "set packing none"),
+    ({"loss": "full"}, "drop loss and loss_chunks"),
+    ({"train_objective": "sft", "precompute_ref_log_probs": True}, "set train_objective dpo"),
+])
+def test_what_dpo_does_not_plan_is_one_sentence(fields, said):
+    s = scenario_from({**BASE, "train_objective": "dpo", **fields})
+    with pytest.raises(GpuplanError) as err:
+        scenario_refusal(s)
+    assert said in str(err.value) and str(err.value).count(". ") == 0
+
+
+@pytest.mark.sim
+@pytest.mark.parametrize("fields", [{"method": "full"}, {"method": "lora"}, {"method": "qlora"},
+                                    {"method": "full", "precompute_ref_log_probs": True}])
+def test_estimate_matches_the_simulated_dpo_step(tmp_path, fields):
+    """A narrowed Llama-3.2-1B (4 layers), every layer run (no extrapolation): the estimate's allocated peak without
+    the cuBLAS workspace (absent on the CPU) within 5 % of the simulated DPO step's."""
+    require("torch")
+    require("trl")
+    sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "bench"))
+    import oracle
+    from gpuplan import overheads as oh
+    from gpuplan.sim.simulate import simulate
+
+    model = oracle.narrowed("llama-3.2-1b", tmp_path, real_width=True)
+    s = scenario_from({"model": model, "task": "train", "seq_len": 256, "micro_batch_size": 2,
+                       "train_objective": "dpo", **fields})
+    sim = simulate(s, layers=4)
+    est = training_memory(s, load_model(model)).allocated / GIB - oh.CUBLAS_WORKSPACE_GIB
+    assert est == pytest.approx(sim.allocated_peak_gib, rel=0.05)
+
+
+def test_launch_says_dpo_files_are_not_written():
+    """The launch targets write SFT recipes: a DPO plan is refused in one sentence, exit 2, no file written."""
+    import subprocess
+
+    proc = subprocess.run([sys.executable, "-m", "gpuplan", "launch", "--model", "llama-3.1-8b", "--task", "train",
+                           "--method", "lora", "--train-objective", "dpo", "--gpu", "h100", "--output",
+                           "dpo-launch-never-written"], capture_output=True, text=True)
+    assert proc.returncode == 2 and "DPO launch files" in proc.stderr and "Traceback" not in proc.stderr
+    assert not Path("dpo-launch-never-written").exists()
