@@ -205,8 +205,25 @@ def model_part(spec: ModuleSpec, c: Component):
                 degree=2 if family in PAIRWISE else 1, ways=ways, role=linear_role,
                 forward=_both_towers if family in ("clip", "siglip") else None,
                 versions=_versions("torch", "transformers", "peft"),
-                build=lambda way: _with_way(build("transformers", c.cls, c.config), way),
+                build=lambda way: _with_way(build("transformers", c.cls, recorded_config(family, c.config)), way),
                 inputs=lambda batch, sizes: _inputs(spec, c, batch, sizes))
+
+
+# the attention-dropout key of the families whose attention runs through SDPA (transformers' default)
+SDPA_DROPOUT = {"bert": "attention_probs_dropout_prob", "roberta": "attention_probs_dropout_prob",
+                "xlm-roberta": "attention_probs_dropout_prob"}
+
+
+def recorded_config(family: str, config: dict[str, Any]) -> dict[str, Any]:
+    """The config a family is recorded with: BERT's and RoBERTa's attention dropout (0.1) off. On CUDA, SDPA runs
+    dropout inside its fused kernel (FlashAttention and the memory-efficient kernel draw it from a Philox seed: no
+    mask and no score matrix kept for the backward), where on the CPU the fake-tensor recording runs on, a dropout
+    above 0 sends SDPA to its math path, which keeps every layer's batch x heads x tokens² scores, softmax and mask
+    (12 bytes a score in bf16: BERT-base's train-full peak at batch 4 and 512 tokens read 2.5 GiB instead of about
+    0.7). The ops are the same either way (SDPA's, from the inference passes, which run no dropout). DeBERTa's
+    disentangled attention is eager matmuls on CUDA too, so its dropout is kept; ModernBERT's is 0."""
+    key = SDPA_DROPOUT.get(family)
+    return {**config, key: 0.0} if key else config
 
 
 def _both_towers(module, args, kwargs):
