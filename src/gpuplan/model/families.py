@@ -35,10 +35,12 @@ TEXT_ENCODERS = ("bert", "roberta", "xlm-roberta", "deberta-v2", "modernbert")
 # transformers families that are no decoder LLM and that gpuplan does not model: encoders of text (but the
 # TEXT_ENCODERS above), speech and images,
 # and encoder-decoders other than the FAMILIES above. A config of one is refused (kinds.of_config) where it would
-# otherwise be read off transformers as a decoder (BERT's BertModel: a KV cache and causal decoding it has not).
+# otherwise be read off transformers as a decoder (DistilBERT's DistilBertModel: a KV cache and causal decoding it
+# has not).
 NOT_DECODERS = frozenset((
     "xlm-roberta-xl", "distilbert", "albert", "electra", "deberta", "camembert", "mpnet", "longformer", "xlm",
-    "flaubert", "funnel", "mobilebert", "squeezebert", "ernie", "canine", "esm", "layoutlm", "layoutlmv2", "layoutlmv3", "data2vec-text", "wav2vec2", "wav2vec2-bert",
+    "flaubert", "funnel", "mobilebert", "squeezebert", "ernie", "canine", "esm", "layoutlm", "layoutlmv2",
+    "layoutlmv3", "data2vec-text", "wav2vec2", "wav2vec2-bert",
     "wav2vec2-conformer", "hubert", "wavlm", "data2vec-audio", "unispeech", "unispeech-sat", "sew", "sew-d",
     "beit", "deit", "dinov2", "swin", "swinv2", "convnext", "convnextv2", "resnet", "segformer", "mobilevit",
     "data2vec-vision", "sam", "detr", "yolos", "owlvit", "owlv2", "clap", "marian", "pegasus", "pegasus_x", "led",
