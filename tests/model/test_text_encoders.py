@@ -200,3 +200,34 @@ def test_an_xlm_roberta_config_not_bundled_is_counted_by_its_class(tmp_path):
     spec = found.value.spec
     assert spec.main.cls == "XLMRobertaForSequenceClassification" and spec.params_total == 278_045_186
     assert spec.defaults == {"encoder_tokens_max": 512}
+
+
+@pytest.mark.parametrize("precision, per_score, softmax", [("fp32", 4 + 1 + 4, 4), ("fp16-mixed", 2 + 2 + 1 + 2, 2)])
+def test_eager_attention_keeps_bert_s_scores_softmax_and_dropout(precision, per_score, softmax):
+    """BERT-large at batch 4 x 512 tokens: 24 layers x 4 x 16 heads x 512² = 402,653,184 scores. Eager attention
+    keeps, for the backward, the softmax (fp32 under autocast: 2 + 2 bytes over the 16-bit count), the dropout's mask
+    (1) and its output as the product with the values reads it (4 in fp32, 2 after autocast's cast), and one layer's
+    scores and softmax at a time beside them; SDPA on CUDA keeps none (the recording runs it without dropout)."""
+    scenario = {"model": "bert-large-uncased", "task": "train", "method": "full", "seq_len": 512,
+                "micro_batch_size": 4, "precision": precision, "gpu": "v100-sxm2-16gb"}
+    sdpa = gpuplan.estimate({**scenario, "attention": "sdpa"}, advise=False).memory
+    eager = gpuplan.estimate({**scenario, "attention": "eager"}, advise=False).memory
+    scores = 24 * 4 * 16 * 512 * 512
+    added = per_score * scores + 2 * (scores // 24) * softmax
+    assert (eager.activations_gib - sdpa.activations_gib) * 2**30 == pytest.approx(added, rel=1e-9)
+
+
+def test_bert_s_recorded_training_activations_hold_no_score_matrix():
+    """Recorded with its attention dropout at 0 (encoders.recorded_config), BERT-base's train-full activations grow
+    with the tokens as its hidden states do (173, 344 and 696 MiB at batch 4 and 128, 256, 512 tokens), not with
+    their square as SDPA's CPU math path kept them with dropout on (306, 824, 2,517 MiB: 12 bytes a score)."""
+    from gpuplan.model.profile import lookup
+
+    spec = kinds.named("bert-base-uncased")
+    found, bundled = lookup(spec.main.config, "model")
+    assert bundled
+    at = {n: found.activation_bytes("train-full", 4, (n,)) / 2**20 for n in (128, 256, 512)}
+    assert at[512] / at[256] < 2.1 and at[256] / at[128] < 2.1
+    assert 600 < at[512] < 800
+    assert encoders.recorded_config("bert", spec.main.config)["attention_probs_dropout_prob"] == 0.0
+    assert encoders.recorded_config("deberta-v2", {"a": 1}) == {"a": 1}
