@@ -533,10 +533,13 @@ def run() -> tuple[list[dict], dict]:
 
 
 def group(case: dict) -> str:
-    """Which goal of issue 34 a case checks: diffusion training, diffusion generation, encoder-decoders."""
+    """Which goal of issue 34 a case checks: diffusion training, diffusion generation, encoder-decoders, text
+    encoders."""
     sc = scenario(case)
     if any(name in str(sc["model"]).lower() for name in ("whisper", "t0", "t5", "bart")):
         return "encoder-decoders"
+    if any(name in str(sc["model"]).lower() for name in ("bert", "roberta", "deberta")):
+        return "text encoders"
     return "diffusion training" if sc["task"] == "train" else "diffusion generation"
 
 

@@ -217,9 +217,9 @@ def test_the_beyond_llms_accuracy_table_is_the_modules_bench_s():
     summary = {(kind, grp): (int(n), med, within) for kind, grp, n, med, within in re.findall(
         r"^\| (memory|speed) held-out: ([\w -]+) \| (\d+) \| (\d+)% \| \d+% \| (\d+) of \d+ \(goal", bench, re.M)}
     page = (DOCS / "beyond-llms.md").read_text(encoding="utf-8")
-    rows = re.findall(r"^\| (diffusion training|diffusion generation|encoder-decoders) \([^|]*\) \| (\d+) of (\d+) \| "
-                      r"(\d+) % \| (\d+) of (\d+) \| (\d+) % \|$", page, re.M)
-    assert len(rows) == 3
+    rows = re.findall(r"^\| (diffusion training|diffusion generation|encoder-decoders|text encoders) \([^|]*\) \| "
+                      r"(\d+) of (\d+) \| (\d+) % \| (\d+) of (\d+) \| (\d+) % \|$", page, re.M)
+    assert len(rows) == 4
     for grp, mem_in, mem_n, mem_med, speed_in, speed_n, speed_med in rows:
         assert (int(mem_n), mem_med, mem_in) == summary["memory", grp], grp
         assert (int(speed_n), speed_med, speed_in) == summary["speed", grp], grp

@@ -104,13 +104,14 @@ def test_an_encoder_head_is_refused_not_read_as_a_decoder(tmp_path):
 
 
 @pytest.mark.parametrize("config", [
-    {"model_type": "bert", "architectures": ["BertModel"], "hidden_size": 768, "num_hidden_layers": 12,
-     "num_attention_heads": 12, "intermediate_size": 3072, "vocab_size": 30522},  # read off transformers as a decoder
+    # read off transformers as a decoder (BERT itself is modelled since session 24: tests/model/test_text_encoders.py)
+    {"model_type": "distilbert", "architectures": ["DistilBertModel"], "dim": 768, "n_layers": 6, "n_heads": 12,
+     "hidden_dim": 3072, "vocab_size": 30522},
     {"model_type": "marian", "architectures": ["MarianMTModel"], "d_model": 512, "encoder_layers": 6,
      "decoder_layers": 6, "vocab_size": 58101, "is_encoder_decoder": True},
     {"model_type": "my_seq2seq", "is_encoder_decoder": True, "hidden_size": 512, "num_hidden_layers": 6,
      "num_attention_heads": 8, "vocab_size": 32000},
-], ids=["bert", "marian", "custom-encoder-decoder"])
+], ids=["distilbert", "marian", "custom-encoder-decoder"])
 def test_an_encoder_or_encoder_decoder_family_is_refused(tmp_path, config):
     """A bare BERT was counted and planned as a decoder LLM (a KV cache it has not): families that are no decoder
     and not modelled, and any config that says is_encoder_decoder, are refused in one sentence."""

@@ -239,13 +239,17 @@ def test_form_shows_each_kind_its_fields(client):
     assert fields["audio_seconds"]["kinds"] == ["speech"]
     assert fields["train_steps"]["task"] == "train" and "decoder" not in fields["train_steps"]["kinds"]
     assert fields["engine"]["kinds"] == ["decoder"] and fields["kv_cache_dtype"]["kinds"] == ["decoder"]
-    assert set(fields["gpu"]["kinds"]) == {"decoder", "diffusion", "speech", "encoder-decoder", "encoder"}
+    assert set(fields["gpu"]["kinds"]) == {"decoder", "diffusion", "speech", "encoder-decoder", "encoder",
+                                           "text-encoder"}
+    assert "text-encoder" in fields["seq_len"]["kinds"] and "text-encoder" in fields["prompt_tokens"]["kinds"]
     kinds = {m["name"]: m for m in form["module_models"]}
     assert kinds["stabilityai/stable-diffusion-xl-base-1.0"]["kind"] == "diffusion"
     assert "sdxl" in kinds["stabilityai/stable-diffusion-xl-base-1.0"]["names"]
     assert kinds["openai/whisper-large-v3"]["kind"] == "speech"
     assert kinds["google/flan-t5-base"]["kind"] == "encoder-decoder" and kinds["google/vit-base-patch16-224"][
         "kind"] == "encoder"
+    assert kinds["google-bert/bert-base-uncased"]["kind"] == "text-encoder"
+    assert kinds["google-bert/bert-base-uncased"]["reads"]["infer"].count("prompt_tokens") == 1
     assert kinds["black-forest-labs/FLUX.1-dev"]["params_total"] == gpuplan.estimate(
         {"model": "flux-dev", "task": "infer"}).model.params_total
 

@@ -39,13 +39,14 @@ GROUPS = {
                   "blocks_to_swap"),
 }
 # The kinds of model the page plans (:func:`page_kind`), and the fields each reads beside the decoder LLM's: a
-# diffusion pipeline, Whisper (speech), another encoder-decoder (T5, BART) and an encoder (ViT, CLIP, SigLIP) are
-# planned by gpuplan.plan.modules, whose resolver reads these and refuses the others (gpuplan.scenario.modules.reads:
-# one model's own list, which the page is given with each bundled model); every other field is a decoder's.
-KINDS = ("decoder", "diffusion", "speech", "encoder-decoder", "encoder")
+# diffusion pipeline, Whisper (speech), another encoder-decoder (T5, BART), an encoder (ViT, CLIP, SigLIP) and a text
+# encoder (BERT, RoBERTa, DeBERTa, ModernBERT) are planned by gpuplan.plan.modules, whose resolver reads these and
+# refuses the others (gpuplan.scenario.modules.reads: one model's own list, which the page is given with each bundled
+# model); every other field is a decoder's.
+KINDS = ("decoder", "diffusion", "speech", "encoder-decoder", "encoder", "text-encoder")
 MODULE_READS = {page: (*modules.COMMON_READS, *modules.KIND_READS[kind]) for page, kind in
                 (("diffusion", "diffusion"), ("speech", "whisper"), ("encoder-decoder", "encoder-decoder"),
-                 ("encoder", "encoder"))}
+                 ("encoder", "encoder"), ("text-encoder", "text-encoder"))}
 MODULE_ONLY = frozenset(scenario.MODULE_FIELDS)
 # fields of a module plan that mean something for one task only (gpuplan.scenario.modules)
 MODULE_TASK = {"inference_steps": "infer", "cfg": "infer", "cpu_offload": "infer", "cache_latents": "train",
@@ -157,8 +158,9 @@ def _kinds(name: str) -> list[str]:
 
 def page_kind(spec: Any) -> str:
     """The page's word for a model that is not a decoder LLM (a :class:`~gpuplan.model.module_spec.ModuleSpec`):
-    Whisper is speech, the others their kind (diffusion, encoder-decoder, encoder)."""
-    return "speech" if spec.family == "whisper" else spec.kind
+    Whisper is speech, BERT and the other text encoders text-encoder (they read seq_len and prompt_tokens), the
+    others their kind (diffusion, encoder-decoder, encoder)."""
+    return "speech" if spec.family == "whisper" else modules.reads_kind(spec)
 
 
 def given(s: Scenario) -> dict[str, Any]:

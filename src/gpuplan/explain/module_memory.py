@@ -14,7 +14,14 @@ from .. import overheads as oh
 from ..memory import modules as mm
 from ..model.profile import FP8_ALL, Profile, storage_format, text_encoder_storage
 from ..plan.modules import ModulePlan, profiles
-from ..scenario.modules import ModuleJob, frozen_text_params, text_ways, trained_text_params, trains_encoder
+from ..scenario.modules import (
+    ModuleJob,
+    frozen_text_params,
+    reads_kind,
+    text_ways,
+    trained_text_params,
+    trains_encoder,
+)
 from . import memory as mf
 from .accuracy import module_accuracy
 from .formula import GIB, Constant, Formula, count
@@ -25,10 +32,13 @@ GROUPS = {"diffusion-generate": "diffusion generation", "diffusion-train": "diff
 
 
 def accuracy_group(job: ModuleJob) -> str | None:
-    """The group of published rows that measure ``job``'s kind of plan; None for an encoder or a user's module,
-    which no published row measures."""
+    """The group of published rows that measure ``job``'s kind of plan: a text encoder's training is measured by the
+    BERT-large fine-tuning rows; None for a vision encoder, a text encoder's inference or a user's module, which no
+    published row measures."""
     if job.kind in GROUPS:
         return GROUPS[job.kind]
+    if reads_kind(job.spec) == "text-encoder":
+        return "text encoders" if job.task == "train" else None
     return "encoder-decoders" if job.spec.kind == "encoder-decoder" else None
 
 

@@ -246,7 +246,9 @@ def training_memory(s: Scenario, job: ModuleJob, main: Profile, parts: dict[str,
     batch = job.batch
     phases = {"forward and backward": main.activation_bytes(job.way, batch, sizes) * scale}
     if job.attention == "eager":
-        phases["forward and backward"] += eager_scores(main, batch, sizes, job.dtype, not job.way.endswith("-gc"))
+        saved = not job.way.endswith("-gc")
+        phases["forward and backward"] += eager_scores(main, batch, sizes, job.dtype, saved) + \
+            eager_dropout_bytes(job, main, batch, sizes, mixed) * saved
     vae = job.spec.role("vae")
     if vae and not job.cache_latents:
         e.other["VAE (encodes each batch)"] = component_bytes(vae[0], job.vae_dtype)
@@ -393,6 +395,24 @@ def eager_scores(p: Profile, batch: int, sizes: tuple[int, ...], dtype: str, sav
     largest = max((e / op.count for e, op in zip(each, [o for o in p.ops if o.kind == "attention"], strict=True)),
                   default=0.0)
     return 2 * largest + (sum(each) if saved else 0.0)
+
+
+def eager_dropout_bytes(job: ModuleJob, p: Profile, batch: int, sizes: tuple[int, ...], mixed: bool) -> float:
+    """What BERT's and RoBERTa's eager attention keeps for a training backward beyond :func:`eager_scores`' softmax in
+    the job's dtype: its attention dropout (``attention_probs_dropout_prob``, 0.1 by default) on the probabilities,
+    whose mask (1 byte a score) and output (the product with the values saves it: 2 bytes under autocast, which
+    casts it to 16 bits, 4 in fp32) stay until the backward; under autocast the softmax itself runs in fp32
+    (torch.autocast's fp32 op list), 2 bytes a score more than the 16-bit one counted. transformers'
+    ``eager_attention_forward`` (softmax, ``nn.functional.dropout``, ``matmul``). The recording runs SDPA without
+    that dropout (:func:`gpuplan.model.encoders.recorded_config`), as CUDA's fused kernels keep no mask."""
+    from ..model.encoders import SDPA_DROPOUT
+
+    key = SDPA_DROPOUT.get(job.spec.family)
+    if not key or not job.spec.main.config.get(key, 0.1):
+        return 0.0
+    per_score = 1 + (2 + 2 if mixed else BYTES[job.dtype])
+    return per_score * sum(op.count * op.at(batch, sizes)[0] * op.at(batch, sizes)[1] * op.at(batch, sizes)[2]
+                           for op in p.ops if op.kind == "attention")
 
 
 def vae_decode_bytes(job: ModuleJob, vae: Profile, sizes: tuple[float, ...]) -> float:

@@ -16,7 +16,14 @@ Each family's inputs are what its training and inference feed it:
   CLIP and SigLIP: an image and a text of the text model's ``max_position_embeddings`` tokens (77; SigLIP pads to
   64), through both towers to their embeddings (``get_image_features``, ``get_text_features``). The contrastive
   logits of a batch against itself (batch² values, a few kilobytes) are left out: they are no polynomial of degree
-  1 in the batch.
+  1 in the batch;
+- text encoders (BERT, RoBERTa, XLM-RoBERTa, DeBERTa-v2/v3, ModernBERT): one sequence of ``encoder_tokens`` tokens
+  (``input_ids`` and an ``attention_mask``, as a tokenizer's padded batch feeds them) through the classifier
+  fine-tuning builds (``...ForSequenceClassification``, 2 labels unless the config says more; a config naming a
+  pretraining head such as ``BertForMaskedLM`` is fine-tuned with this one, the Trainer's
+  ``AutoModelForSequenceClassification`` recipe). Their attention takes a 4-D mask (batch x 1 x query x key, built
+  by transformers' masking_utils from the padding mask; DeBERTa's disentangled attention and ModernBERT's sliding
+  window are of the same shape), so their profiles are of degree 2 (:data:`PAIRWISE`).
 """
 
 from __future__ import annotations
@@ -28,7 +35,7 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import GpuplanError, echo_value, normalize_name
-from .families import FAMILIES
+from .families import FAMILIES, TEXT_ENCODERS
 from .module_spec import Component, ModuleSpec
 
 # the families whose config is the vision tower itself (CLIP's and SigLIP's hold it in vision_config)
@@ -37,9 +44,13 @@ VISION_TOWERS = ("vit", "clip_vision_model", "siglip_vision_model")
 # tensors of one value per pair of tokens, so profiles of degree 2 in the tokens: T5's relative position bias (heads x
 # query x key, added to every score), BART's 4-D attention masks (batch x 1 x query x key, built by transformers'
 # masking_utils for its decoder's causal and cross attention)
-PAIRWISE = ("t5", "mt5", "umt5", "bart", "mbart")
-# the projections peft's usual recipes adapt (the Whisper int8 LoRA example: q_proj and v_proj; T5: q and v)
-ATTENTION_LEAVES = ("q_proj", "v_proj", "q", "v", "query", "value")
+PAIRWISE = ("t5", "mt5", "umt5", "bart", "mbart", *TEXT_ENCODERS)
+# the projections peft's usual recipes adapt (the Whisper int8 LoRA example: q_proj and v_proj; T5: q and v; peft's
+# TRANSFORMERS_MODELS_TO_LORA_TARGET_MODULES_MAPPING: BERT and RoBERTa query and value, DeBERTa-v2 query_proj and
+# value_proj; ModernBERT, which peft maps to none, has one fused query-key-value projection, Wqkv, in every layer)
+ATTENTION_LEAVES = ("q_proj", "v_proj", "q", "v", "query", "value", "query_proj", "value_proj", "Wqkv")
+# the heads a text encoder's config may name that fine-tuning keeps (others, ForMaskedLM, get the family's classifier)
+TEXT_HEADS = ("ForSequenceClassification", "ForTokenClassification", "ForQuestionAnswering")
 HEADS = ("lm_head", "proj_out", "classifier")  # output heads: not adapted by LoRA
 
 
@@ -91,6 +102,9 @@ def class_of(config: dict[str, Any]) -> str:
     kind, default, _ = FAMILIES[config["model_type"]]
     if kind == "encoder-decoder" and not (isinstance(named, str) and named.endswith("ForConditionalGeneration")):
         return default
+    if config["model_type"] in TEXT_ENCODERS and not (isinstance(named, str) and (
+            named.endswith(TEXT_HEADS) or named == default.replace("ForSequenceClassification", "Model"))):
+        return default  # a pretraining head (BertForMaskedLM) or none: fine-tuned as a classifier
     return named if isinstance(named, str) else default
 
 
@@ -133,10 +147,23 @@ def defaults(config: dict[str, Any], where: str = "config.json") -> dict[str, An
                 "decoder_tokens_max": int(config.get("max_target_positions", 448)), "decoder_tokens": 128}
     if family in ("bart", "mbart"):
         return {"encoder_tokens_max": int(config.get("max_position_embeddings", 1024))}
+    if family in TEXT_ENCODERS:
+        return {"encoder_tokens_max": text_positions(config)}
     if family in ("vit", "clip_vision_model", "siglip_vision_model", "clip", "siglip"):
         size, patch = image_sides(config, where)
         return {"image_size": size, "patch_size": patch}
     return {}
+
+
+def text_positions(config: dict[str, Any]) -> int:
+    """The tokens a text encoder takes: ``max_position_embeddings`` (BERT 512, ModernBERT 8,192 as
+    ModernBertConfig's default), less RoBERTa's and XLM-RoBERTa's ``pad_token_id + 1`` (their position ids start
+    after the padding index: ``create_position_ids_from_input_ids``, so 514 positions hold 512 tokens)."""
+    family = config["model_type"]
+    positions = int(config.get("max_position_embeddings", 8192 if family == "modernbert" else 512))
+    if family in ("roberta", "xlm-roberta"):
+        positions -= int(config.get("pad_token_id", 1) if config.get("pad_token_id") is not None else 1) + 1
+    return max(positions, 1)
 
 
 def image_sides(config: dict[str, Any], where: str) -> tuple[int, int]:
@@ -167,7 +194,7 @@ def model_part(spec: ModuleSpec, c: Component):
 
     family = spec.family
     variables = FAMILIES[family][2]
-    if variables == ("decoder_tokens",):
+    if len(variables) == 1:  # Whisper's decoder tokens, a text encoder's tokens
         base, second, third, check = (64,), (128,), (96,), (192,)
     elif variables:
         base, second, third, check = (64, 32), (128, 64), (96, 48), (160, 80)
@@ -178,8 +205,25 @@ def model_part(spec: ModuleSpec, c: Component):
                 degree=2 if family in PAIRWISE else 1, ways=ways, role=linear_role,
                 forward=_both_towers if family in ("clip", "siglip") else None,
                 versions=_versions("torch", "transformers", "peft"),
-                build=lambda way: _with_way(build("transformers", c.cls, c.config), way),
+                build=lambda way: _with_way(build("transformers", c.cls, recorded_config(family, c.config)), way),
                 inputs=lambda batch, sizes: _inputs(spec, c, batch, sizes))
+
+
+# the attention-dropout key of the families whose attention runs through SDPA (transformers' default)
+SDPA_DROPOUT = {"bert": "attention_probs_dropout_prob", "roberta": "attention_probs_dropout_prob",
+                "xlm-roberta": "attention_probs_dropout_prob"}
+
+
+def recorded_config(family: str, config: dict[str, Any]) -> dict[str, Any]:
+    """The config a family is recorded with: BERT's and RoBERTa's attention dropout (0.1) off. On CUDA, SDPA runs
+    dropout inside its fused kernel (FlashAttention and the memory-efficient kernel draw it from a Philox seed: no
+    mask and no score matrix kept for the backward), where on the CPU the fake-tensor recording runs on, a dropout
+    above 0 sends SDPA to its math path, which keeps every layer's batch x heads x tokens² scores, softmax and mask
+    (12 bytes a score in bf16: BERT-base's train-full peak at batch 4 and 512 tokens read 2.5 GiB instead of about
+    0.7). The ops are the same either way (SDPA's, from the inference passes, which run no dropout). DeBERTa's
+    disentangled attention is eager matmuls on CUDA too, so its dropout is kept; ModernBERT's is 0."""
+    key = SDPA_DROPOUT.get(family)
+    return {**config, key: 0.0} if key else config
 
 
 def _both_towers(module, args, kwargs):
@@ -222,6 +266,9 @@ def _inputs(spec: ModuleSpec, c: Component, batch: int, sizes: tuple[int, ...]):
         return (), {"input_features": torch.randn(batch, int(cfg.get("num_mel_bins", 80)), frames,
                                                   dtype=torch.bfloat16),
                     "decoder_input_ids": torch.randint(0, 1000, (batch, sizes[0]))}
+    if family in TEXT_ENCODERS:
+        return (), {"input_ids": torch.randint(0, 1000, (batch, sizes[0])),
+                    "attention_mask": torch.ones(batch, sizes[0], dtype=torch.long)}
     if FAMILIES[family][0] == "encoder-decoder":
         return (), {"input_ids": torch.randint(0, 1000, (batch, sizes[0])),
                     "decoder_input_ids": torch.randint(0, 1000, (batch, sizes[1]))}

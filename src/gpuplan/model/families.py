@@ -23,14 +23,24 @@ FAMILIES: dict[str, tuple[str, str, tuple[str, ...]]] = {
     "siglip": ("encoder", "SiglipModel", ()),
     "clip_vision_model": ("encoder", "CLIPVisionModel", ()),
     "siglip_vision_model": ("encoder", "SiglipVisionModel", ()),
+    # text encoders, fine-tuned as classifiers (a config naming a pretraining head, ForMaskedLM, gets this one)
+    "bert": ("encoder", "BertForSequenceClassification", ("encoder_tokens",)),
+    "roberta": ("encoder", "RobertaForSequenceClassification", ("encoder_tokens",)),
+    "xlm-roberta": ("encoder", "XLMRobertaForSequenceClassification", ("encoder_tokens",)),
+    "deberta-v2": ("encoder", "DebertaV2ForSequenceClassification", ("encoder_tokens",)),
+    "modernbert": ("encoder", "ModernBertForSequenceClassification", ("encoder_tokens",)),
 }
-# transformers families that are no decoder LLM and that gpuplan does not model: encoders of text, speech and images,
+# the text encoders of FAMILIES: one variable, the sequence's tokens
+TEXT_ENCODERS = ("bert", "roberta", "xlm-roberta", "deberta-v2", "modernbert")
+# transformers families that are no decoder LLM and that gpuplan does not model: encoders of text (but the
+# TEXT_ENCODERS above), speech and images,
 # and encoder-decoders other than the FAMILIES above. A config of one is refused (kinds.of_config) where it would
-# otherwise be read off transformers as a decoder (BERT's BertModel: a KV cache and causal decoding it has not).
+# otherwise be read off transformers as a decoder (DistilBERT's DistilBertModel: a KV cache and causal decoding it
+# has not).
 NOT_DECODERS = frozenset((
-    "bert", "roberta", "xlm-roberta", "xlm-roberta-xl", "distilbert", "albert", "electra", "deberta", "deberta-v2",
-    "camembert", "mpnet", "modernbert", "longformer", "xlm", "flaubert", "funnel", "mobilebert", "squeezebert",
-    "ernie", "canine", "esm", "layoutlm", "layoutlmv2", "layoutlmv3", "data2vec-text", "wav2vec2", "wav2vec2-bert",
+    "xlm-roberta-xl", "distilbert", "albert", "electra", "deberta", "camembert", "mpnet", "longformer", "xlm",
+    "flaubert", "funnel", "mobilebert", "squeezebert", "ernie", "canine", "esm", "layoutlm", "layoutlmv2",
+    "layoutlmv3", "data2vec-text", "wav2vec2", "wav2vec2-bert",
     "wav2vec2-conformer", "hubert", "wavlm", "data2vec-audio", "unispeech", "unispeech-sat", "sew", "sew-d",
     "beit", "deit", "dinov2", "swin", "swinv2", "convnext", "convnextv2", "resnet", "segformer", "mobilevit",
     "data2vec-vision", "sam", "detr", "yolos", "owlvit", "owlv2", "clap", "marian", "pegasus", "pegasus_x", "led",
@@ -54,11 +64,19 @@ def family_named(config: dict[str, Any]) -> str | None:
     """The modelled encoder family whose class a config names in ``architectures`` (``WhisperForConditionalGeneration``
     -> whisper: each family's classes start with its name, underscores dropped) where its ``model_type`` names no
     modelled family (missing, empty, or another's), else None: such a config is refused, not read as a decoder
-    (transformers reads no config without its ``model_type``: ``AutoConfig.from_pretrained``)."""
+    (transformers reads no config without its ``model_type``: ``AutoConfig.from_pretrained``). A text encoder's
+    classes are its name and ``For...`` or ``Model`` (``BertForMaskedLM``, ``DebertaV2Model``): ``BertGeneration...``
+    and ``RobertaPreLayerNorm...`` are other families'."""
     named = config.get("architectures")
     given = config.get("model_type")
     if (isinstance(given, str) and given in FAMILIES) or not isinstance(named, list):
         return None
     classes = [a.lower() for a in named if isinstance(a, str)]
-    found = [f for f in FAMILIES if any(c.startswith(f.replace("_", "")) for c in classes)]
+    def names(family: str, c: str) -> bool:
+        plain = family.replace("_", "").replace("-", "")
+        if family in TEXT_ENCODERS:
+            return c.startswith(f"{plain}for") or c == f"{plain}model"
+        return c.startswith(plain)
+
+    found = [f for f in FAMILIES if any(names(f, c) for c in classes)]
     return max(found, key=len) if found else None  # mt5 before t5: the longest name that fits

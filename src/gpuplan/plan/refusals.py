@@ -121,7 +121,9 @@ def module_refusal(s: Scenario, spec: ModuleSpec) -> None:
 
 def _reads_instead(name: str, s: Scenario, spec: ModuleSpec, *, t5: bool) -> str:
     """What the plan of ``spec`` reads in place of field ``name`` (``t5``: its prompt has T5 tokens, seq_len)."""
-    kind = "whisper" if spec.family == "whisper" else spec.kind
+    from ..scenario.modules import reads_kind
+
+    kind = reads_kind(spec)
     if kind == "module":
         whole = ", trained whole" if s.task == "train" else ""
         return f"its plan is one pass of the example input its build() returns{whole}: set the batch and sizes there"
@@ -137,7 +139,8 @@ def _reads_instead(name: str, s: Scenario, spec: ModuleSpec, *, t5: bool) -> str
     runs = {"diffusion": "it generates with diffusers' pipeline, per batch_size images x inference_steps (and cfg)",
             "whisper": "it runs on transformers, per batch_size windows of audio_seconds and decoder_tokens",
             "encoder-decoder": "it runs on transformers, per batch_size samples of prompt_tokens and output_tokens",
-            "encoder": "it runs on transformers, per batch_size samples"}[kind]
+            "encoder": "it runs on transformers, per batch_size samples",
+            "text-encoder": "it runs on transformers, per batch_size sequences of prompt_tokens"}[kind]
     if s.task == "infer" or name in ("engine", "kv_cache_dtype") or name.startswith(("max_", "engine")):
         return runs
     timed = ", cache_latents and text_encoders" if kind == "diffusion" else ""

@@ -25,6 +25,7 @@ from typing import Any
 
 from ..errors import GpuplanError
 from ..model.diffusers import SIDE_PIXELS, SIDE_STEP
+from ..model.encoders import ATTENTION_LEAVES
 from ..model.families import FAMILIES
 from ..model.module_spec import ModuleSpec
 from .diffusion_stacks import DIFFUSION_STACKS, diffusion_stack_for
@@ -100,6 +101,8 @@ KIND_READS = {
     "whisper": ("seq_len", "output_tokens", "decoder_tokens", "audio_seconds"),
     "encoder-decoder": ("seq_len", "prompt_tokens", "output_tokens", "decoder_tokens"),
     "encoder": (),
+    # a text encoder's sequence: seq_len in training, prompt_tokens in inference (resolve_model)
+    "text-encoder": ("seq_len", "prompt_tokens"),
 }
 # your own module (gpuplan.sim.module.module_spec): its build() fixes the batch and the sizes, and it is trained
 # whole, so its plan reads what runs the example input and what prices it
@@ -121,12 +124,20 @@ def reads(spec: ModuleSpec, task: str | None = None) -> tuple[str, ...]:
     its prompt is CLIP's 77 tokens; an encoder-decoder's inference reads its source as prompt_tokens."""
     if spec.kind == "module":
         return tuple(name for name in MODULE_READS if task != "infer" or name not in TRAIN_READS)
-    kind = "whisper" if spec.family == "whisper" else spec.kind
+    kind = reads_kind(spec)
     own = KIND_READS[kind]
-    if (kind == "diffusion" and not spec.defaults.get("t5_tokens")) or (kind == "encoder-decoder" and task == "infer"):
+    if (kind == "diffusion" and not spec.defaults.get("t5_tokens")) or \
+            (kind in ("encoder-decoder", "text-encoder") and task == "infer"):
         own = tuple(name for name in own if name != "seq_len")
     other = INFER_READS if task == "train" else TRAIN_READS if task == "infer" else frozenset()
     return tuple(name for name in (*COMMON_READS, *own) if name not in other)
+
+
+def reads_kind(spec: ModuleSpec) -> str:
+    """The kind whose fields a module's plan reads (:data:`KIND_READS`): Whisper's and the text encoders' apart."""
+    if spec.family == "whisper":
+        return "whisper"
+    return "text-encoder" if spec.kind == "encoder" and _variables(spec) == ("encoder_tokens",) else spec.kind
 
 
 def parse_resolution(text: str) -> list[tuple[int, int]]:
@@ -436,12 +447,13 @@ def resolve_model(s: Scenario, spec: ModuleSpec) -> ModuleJob:
         windows, words = audio_windows(s, spec)
         notes += words
     elif variables:
-        given = s.length_field
-        source, limit = getattr(s, given), d.get("encoder_tokens_max")
-        if limit and source > limit and given not in s.model_fields_set:  # a default, not the user's: within reach
-            notes.append(f"{given} {limit:,}: the default {source:,} would run past {spec.name}'s {limit:,} "
-                         f"positions (set {given} to choose)")
-            source = limit
+        source = _source_tokens(s, spec, notes)
+        if variables == ("encoder_tokens",):  # a text encoder: the sequence alone
+            if s.decoder_tokens is not None:
+                raise GpuplanError(f"{spec.name} is an encoder: it has no decoder, so decoder_tokens does not apply "
+                                   f"(set {s.length_field} to the tokens of one sequence)")
+            return _resolved(s, spec, ((source,),), 0, notes)
+        limit = d.get("encoder_tokens_max")
         target = s.decoder_tokens or (max(source // 4, 1) if s.task == "train" else _generated(s))
         if limit and max(source, target) > limit:
             raise GpuplanError(f"{spec.name} learns {limit:,} positions: use at most {limit:,} source and target "
@@ -449,6 +461,27 @@ def resolve_model(s: Scenario, spec: ModuleSpec) -> ModuleJob:
         shapes = ((source, target),)
     else:
         shapes = ((),)
+    return _resolved(s, spec, shapes, windows, notes)
+
+
+def _source_tokens(s: Scenario, spec: ModuleSpec, notes: list[str]) -> int:
+    """The tokens of one source sequence: ``seq_len`` (training) or ``prompt_tokens`` (inference), a default held
+    to the model's positions (``encoder_tokens_max``) with a note, a given length past them refused."""
+    given = s.length_field
+    source, limit = getattr(s, given), spec.defaults.get("encoder_tokens_max")
+    if limit and source > limit and given not in s.model_fields_set:  # a default, not the user's: within reach
+        notes.append(f"{given} {limit:,}: the default {source:,} would run past {spec.name}'s {limit:,} "
+                     f"positions (set {given} to choose)")
+        source = limit
+    if limit and source > limit and FAMILIES[spec.family][2] == ("encoder_tokens",):
+        raise GpuplanError(f"{spec.name} learns {limit:,} positions: set {given} to at most {limit:,} tokens "
+                           f"(not {source:,})")
+    return source
+
+
+def _resolved(s: Scenario, spec: ModuleSpec, shapes: tuple[tuple[int, ...], ...], windows: int,
+              notes: list[str]) -> ModuleJob:
+    """The inference or training job of an encoder-decoder or encoder once its sizes are known."""
     dtype = _dtype(s)
     batch = s.micro_batch_size if s.task == "train" else s.batch_size
     if s.task == "infer":
@@ -460,10 +493,10 @@ def resolve_model(s: Scenario, spec: ModuleSpec) -> ModuleJob:
         way, roles, trained = "train-full", (), "all"
     else:
         if ("lora_targets" in s.model_fields_set and s.lora_targets == "all-linear") or \
-                ("lora_targets" in s.model_fields_set and not set(s.lora_targets) <= {"q_proj", "v_proj", "q", "v",
-                                                                                       "query", "value"}):
+                ("lora_targets" in s.model_fields_set and not set(s.lora_targets) <= set(ATTENTION_LEAVES)):
             raise GpuplanError(f"LoRA of {spec.name} is modelled on the attention's query and value projections "
-                               "(peft's usual q_proj, v_proj): set lora_targets q_proj,v_proj or leave it unset")
+                               "(peft's usual q_proj, v_proj; BERT's query, value; DeBERTa's query_proj, value_proj; "
+                               "ModernBERT's Wqkv): set lora_targets to those or leave it unset")
         way, roles, trained = "train-lora-attention", ("attention",), "none"
     if s.grad_checkpointing != "none":
         way += "-gc"

@@ -158,7 +158,7 @@ class ModuleModel(BaseModel):
 
     name: str
     names: list[str]
-    kind: str  # diffusion | speech | encoder-decoder | encoder
+    kind: str  # diffusion | speech | encoder-decoder | encoder | text-encoder
     reads: dict[str, list[str]]  # per task, the fields its plan reads (gpuplan.scenario.modules.reads): the form's
     family: str
     params_total: int

@@ -83,7 +83,8 @@ function learnKind(r) {  // a repo id fetched from the hub: its plan's work says
   const w = r.work;
   if (!w || kindOf(r.scenario.model) !== "decoder") return;
   state.kinds[r.scenario.model.trim().toLowerCase()] = w.kind.startsWith("diffusion") ? "diffusion" :
-    r.model.family === "whisper" ? "speech" : "decoder_tokens" in w.sizes ? "encoder-decoder" : "encoder";
+    r.model.family === "whisper" ? "speech" : "decoder_tokens" in w.sizes ? "encoder-decoder" :
+    "encoder_tokens" in w.sizes ? "text-encoder" : "encoder";
 }
 
 // ---- the form ------------------------------------------------------------------------------------------
