@@ -86,7 +86,8 @@ def gpus_compare(
     notes = {r["id"]: r["marketing_note"] for r in rows}
     # a card without NVLink says so ("none": the catalog's interconnect states it); a blank figure is not in the catalog
     labels = [("memory (GiB)", "memory_gib", "{:,.0f}"), ("usable (GiB)", "usable_gib", "{:,.1f}"),
-              ("bandwidth (GB/s)", "bandwidth_gbs", "{:,.0f}"), ("bf16 dense TFLOPS (fp16 without bf16)", "bf16_tflops", "{:,.1f}"),
+              ("bandwidth (GB/s)", "bandwidth_gbs", "{:,.0f}"),
+              ("bf16 dense TFLOPS (fp16 without bf16)", "bf16_tflops", "{:,.1f}"),
               ("fp8 dense TFLOPS", "fp8_tflops", "{:,.1f}"), ("fp4 dense TFLOPS", "fp4_tflops", "{:,.1f}"),
               ("tf32 dense TFLOPS (tf32 true)", "tf32_tflops", "{:,.1f}"),
               ("fp32 TFLOPS (precision fp32)", "fp32_tflops", "{:,.1f}"),
