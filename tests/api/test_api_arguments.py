@@ -168,3 +168,10 @@ def test_fit_with_an_empty_models_list_is_refused_not_every_model(models):
     given: an empty list names no model and is one sentence."""
     with pytest.raises(gpuplan.GpuplanError, match="fit's models names no model"):
         gpuplan.fit("rtx-3090", models=models)
+
+
+@pytest.mark.parametrize("names", ["", ",", [], [""], ["", " "]])
+def test_gpus_compare_given_no_name_says_what_it_needs(names):
+    """Session 24: a blank value read as names_of's "names names nothing"; the API says the command's sentence."""
+    with pytest.raises(GpuplanError, match=r"^gpus compare needs two or more GPU names, e.g. 4090 a6000$"):
+        api.gpus_compare(names)

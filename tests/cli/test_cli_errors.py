@@ -196,3 +196,11 @@ def test_buy_gpus_beside_a_named_build_is_refused(capsys):
         code, out, err = cli(capsys, "buy", "2x3090", "--hours", "100", "--gpus", cards)
         assert code == 2 and not out, out
         assert err.startswith("error: --gpus narrows a budget search, and the build 2x3090 names its cards"), err
+
+
+@pytest.mark.parametrize("names", [[""], ["", " "], [","]])
+def test_gpus_compare_without_names_is_one_clear_sentence(capsys, names):
+    """Session 24: `gpuplan gpus compare ''` said "names names nothing ([''])": names_of's wording, with the
+    argument's own name. The command says what it needs, once, and exits 2."""
+    code, _, err = cli(capsys, "gpus", "compare", *names)
+    assert code == 2 and err.strip() == "error: gpus compare needs two or more GPU names, e.g. 4090 a6000", err

@@ -236,3 +236,19 @@ def test_an_fp8_launch_asks_for_the_fp8_checkpoint_it_has_none_of(tmp_path):
     assert run.returncode == 0 and run.stdout == "loads /ckpt/llama-fp8\n"
     bf16 = {f.name: f for f in launch_files(launch_plan(SERVE), ["trtllm"])}["trtllm-serve.sh"].text
     assert "CHECKPOINT" not in bf16 and f"trtllm-serve {plan.model.name} " in bf16
+
+
+def test_cards_older_than_ampere_are_warned_not_refused():
+    """NVIDIA's supported-hardware page (nvidia.github.io/TensorRT-LLM/supported-hardware.html) lists Blackwell,
+    Hopper, Ada and Ampere; its support matrix leaves other architectures to community support. Volta and Turing
+    plans are made, with one warning; Ampere's and newer carry none."""
+    for gpu, arch in (("v100-32gb", "Volta"), ("t4", "Turing"), ("2080ti", "Turing")):
+        plan = estimate({**SERVE, "model": "qwen2.5-1.5b", "gpu": gpu, "precision": "fp16-true"}, advise=False)
+        said = [w for w in plan.warnings if w.startswith("TensorRT-LLM is not developed or tested")]
+        assert len(said) == 1 and f"on {arch} (" in said[0] and "community support" in said[0]
+    for gpu in ("a100-80gb", "l40s", "h100-sxm"):
+        plan = estimate({**SERVE, "model": "qwen2.5-1.5b", "gpu": gpu}, advise=False)
+        assert not [w for w in plan.warnings if "not developed or tested" in w]
+    vllm = estimate({**SERVE, "model": "qwen2.5-1.5b", "gpu": "t4", "engine": "vllm", "precision": "fp16-true"},
+                    advise=False)
+    assert not [w for w in vllm.warnings if "not developed or tested" in w]

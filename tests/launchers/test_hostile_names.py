@@ -42,7 +42,8 @@ PLAIN = "plainname"
 COMMAND = "gpuplan launch\ntouch PWNED\r\u2028touch PWNED\x85touch PWNED\x0b\u202e`touch PWNED` #"
 # a right-to-left override or isolate in a name prints what follows backwards (Trojan Source): refused as controls
 CONTROL = ["\n", "\r", "\x00", "\x1b[2J", "\x85", "\u2028", "\udcff", "\u202e", "\u2067"]
-STUBS = ("accelerate", "torchrun", "tune", "hf", "axolotl", "vllm", "python", "trtllm-serve", "pip", "llama-server")
+STUBS = ("accelerate", "torchrun", "tune", "hf", "axolotl", "vllm", "python", "trtllm-serve", "pip", "llama-server",
+         "simpletuner")
 CONFIG = {"model_type": "llama", "hidden_size": 256, "intermediate_size": 512, "num_hidden_layers": 2,
           "num_attention_heads": 4, "num_key_value_heads": 4, "vocab_size": 1000, "max_position_embeddings": 2048,
           "torch_dtype": "bfloat16"}

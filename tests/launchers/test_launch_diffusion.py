@@ -182,6 +182,23 @@ def test_simpletuner_config_keys_are_its_options(tmp_path):
     assert config["--train_batch_size"] == 2 and config["--resolution"] == 1024
     backends = json.loads((out / "multidatabackend.json").read_text())
     assert {b["id"] for b in backends} == {"images", "text-embeds"}
+    # where SimpleTuner comes from, as kohya's files say theirs: the commit whose options these keys were checked
+    commit = (DATA / "simpletuner" / "arguments.txt").read_text().split("at commit ")[1].split()[0]
+    script = (out / "simpletuner-train.sh").read_text()
+    run_line = next(line for line in script.splitlines() if line.startswith("# run:"))
+    assert f"git -C SimpleTuner checkout {commit[:12]}" in run_line and "simpletuner train" in run_line
+    assert command_of(script) == ["simpletuner", "train"]
+
+
+def test_ai_toolkit_yaml_says_where_ai_toolkit_comes_from(tmp_path):
+    """The # run: line, as kohya's files have: the commit whose example config the layout follows."""
+    out = write(tmp_path, "--model", "flux-dev", "--task", "train", "--method", "lora", "--gpu", "rtx-4090",
+                "--stack", "ai-toolkit", "--resolution", "1024")
+    commit = (DATA / "ai-toolkit" / "train_lora_flux_24gb.yaml").read_text().split("at commit ")[1].split()[0]
+    text = (out / "ai-toolkit.yaml").read_text()
+    run_line = next(line for line in text.splitlines() if line.startswith("# run:"))
+    assert f"git -C ai-toolkit checkout {commit[:12]}" in run_line and "python run.py ai-toolkit.yaml" in run_line
+    assert yaml.safe_load(text)["job"] == "extension"
 
 
 def test_ai_toolkit_yaml_has_the_example_configs_layout(tmp_path):
@@ -283,7 +300,8 @@ def test_a_hostile_pipeline_folder_name_stays_data(via, tmp_path, monkeypatch):
                                                                                         monkeypatch)
     names = sorted(str(p.relative_to(bad)) for p in bad.rglob("*") if p.is_file())
     assert {Path(n).name for n in names} == {"ai-toolkit.yaml", "config.json", "diffusers-train.sh", "kohya-train.sh",
-                                             "kohya.toml", "multidatabackend.json", "plan.json"}
+                                             "kohya.toml", "multidatabackend.json", "plan.json",
+                                             "simpletuner-train.sh"}
     carried = set()
     for name in names:
         got, want = hostile.reading(bad / name, kit), hostile.reading(plain / name, kit)

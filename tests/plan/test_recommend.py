@@ -863,3 +863,20 @@ def test_recommend_with_a_rate_ranks_its_best_rows_on_their_simulated_open_loop_
     run = api.estimate({**job, "gpu": floor.gpu_id, "num_gpus": floor.num_gpus, "provider": floor.provider})
     assert floor.usd_per_million_tokens <= run.cost.usd_per_million_tokens * (1 + 1e-9)
     assert any("priced on their simulated run of --rate 4" in n for n in r.notes)
+
+
+def test_a_stream_slower_than_reading_notes_capacity_tpot():
+    """Session 24: a serving recommend whose best row streams each user fewer than ~10 tokens/s (238-400 words/min
+    read at ~1.3 tokens a word is 5.2-8.7 tokens/s) says so, and points to `gpuplan capacity --tpot` (capacity's
+    per-token latency SLO); a best row that streams faster gets no such note."""
+    job = dict(model="llama-3.1-70b", task="infer", engine="vllm", prompt_tokens=1000, output_tokens=300)
+    slow = run({**job, "users": 400}, gpus=[H100], top=3)
+    best = slow.setups[0].tokens_per_s_per_user
+    said = [n for n in slow.notes if "slower than people read" in n]
+    assert best < 10 and said == [f"the best row streams {best:.1f} tokens/s to each user, slower than people read "
+                                  "(about 10): `gpuplan capacity --tpot 0.1` (with the same model, load and request "
+                                  "lengths) ranks setups on that per-token latency target"]
+    fast = run({**job, "users": 4}, gpus=[H100], top=3)
+    assert fast.setups[0].tokens_per_s_per_user >= 10 and not [n for n in fast.notes if "people read" in n]
+    trained = run({"model": "llama-3.1-8b", "task": "train", "method": "lora"}, gpus=[H100], top=1)
+    assert not [n for n in trained.notes if "people read" in n]

@@ -116,11 +116,14 @@ def gpus_compare(names: list[str], notes: list[str] | None = None) -> list[dict[
     from ..plan.gpus import cheapest_rentals, gpu_row
     from .arguments import names_of
 
+    needs = "gpus compare needs two or more GPU names, e.g. 4090 a6000"
+    blank = (isinstance(names, str) and not names.strip(" ,")) or (
+        isinstance(names, (list, tuple)) and all(isinstance(n, str) and not n.strip(" ,") for n in names))
+    if blank:  # '' or [''] (the command line's `gpus compare ''`) read as names_of's "names names nothing"
+        raise GpuplanError(needs)
     names = names_of(names, "names")
     if notes is not None and not isinstance(notes, list):
         raise GpuplanError(f"gpus_compare's notes takes a list to add the notes to, not {echo(notes)}")
-    if not names:
-        raise GpuplanError("gpus compare needs the cards to compare: two or more names (4090 a6000)")
     resolved = [resolve_gpu(n) for n in names]  # every name checked before anything is answered
     if notes is not None:
         notes += [note for _, note in resolved if note]

@@ -184,6 +184,11 @@ class Engine:
                     "engine llama.cpp or mlx")
         return None
 
+    def card_warning(self, s: Scenario, gpu: GpuSpec) -> str | None:
+        """What is doubtful of the engine on ``gpu`` though it runs there (a card its makers do not test on); None:
+        nothing."""
+        return None
+
     def attention_notes(self, s: Scenario, m: ModelSpec) -> list[str]:
         """What the plan's assumptions say of the attention kernel the engine runs for ``m`` (none: its own)."""
         return []

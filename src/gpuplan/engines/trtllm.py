@@ -53,6 +53,7 @@ MAX_NUM_TOKENS = 8192  # trtllm-serve --max_num_tokens
 # trtllm-serve --enable_chunked_prefill, off by default (tensorrt_llm/commands/serve.py get_llm_args): a context is
 # scheduled whole, within max_num_tokens
 CHUNKED_CONTEXT = False
+TESTED_GENERATIONS = ("Ampere", "Ada", "Hopper", "Blackwell")  # TrtllmEngine.card_warning's source
 BENCH_KV_FRACTION = 0.95  # perf-overview.md: "--kv_cache_free_gpu_mem_fraction 0.95" in NVIDIA's runs
 BENCH_MAX_REQUESTS = 4096  # tuning.py finetune_setting: "Cap total batch size to avoid decoder buffer ..."
 BENCH_MAX_TOKENS = 32768  # tuning.py finetune_setting: "Cap num tokens to avoid TRT activation buffer ..."
@@ -294,6 +295,18 @@ class Trtllm(Engine):
             return (f"TensorRT-LLM runs fp8 weights on Ada, Hopper and Blackwell only, and {gpu.name} is "
                     f"{gpu.architecture}: use awq-int4 or gptq-int4 (W4A16), or engine vllm (weight-only fp8)")
         return None
+
+    def card_warning(self, s: Scenario, gpu: GpuSpec) -> str | None:
+        """An NVIDIA card older than Ampere (Volta's V100, Turing's T4 and RTX 2080 Ti): NVIDIA's supported-hardware
+        page (https://nvidia.github.io/TensorRT-LLM/supported-hardware.html) lists Blackwell, Hopper, Ada Lovelace and
+        Ampere, and its support matrix (https://nvidia.github.io/TensorRT-LLM/reference/support-matrix.html,
+        "Hardware": "If a GPU architecture is not listed, the TensorRT-LLM team does not develop or test the software
+        on the architecture and support is limited to community support") leaves the others to the community."""
+        if s.task != "infer" or gpu.vendor != "NVIDIA" or gpu.generation in TESTED_GENERATIONS:
+            return None
+        return (f"TensorRT-LLM is not developed or tested on {gpu.architecture} ({gpu.name}): NVIDIA lists Blackwell, "
+                "Hopper, Ada and Ampere and leaves other cards to community support, so its kernels may be missing or "
+                "slower there; engine vllm or llama.cpp may suit the card better")
 
     def memory(self, s: Scenario, m: ModelSpec, e: Estimate, fmt: Format, gpu: GpuSpec | None,
                capacity_gib: float | None) -> Estimate:

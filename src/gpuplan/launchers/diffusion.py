@@ -338,6 +338,19 @@ def simpletuner_config(plan: DiffusionLaunch) -> dict[str, Any]:
     return config
 
 
+# the SimpleTuner commit whose options config.json's keys are checked against (tests/data/simpletuner/arguments.txt)
+SIMPLETUNER_COMMIT = "bc8e6ab7738ce457a2ed8eb2d26cadd91c6442cb"
+
+
+def simpletuner_run_line(images: str) -> str:
+    """How to run the files, as kohya's say theirs: a SimpleTuner checkout at the commit the keys were checked
+    against, installed as its docs' development setup (``pip install -e ".[cuda]"``), the files in its config/,
+    where ``simpletuner train`` reads config/config.json (its INSTALL and QUICKSTART docs)."""
+    return ("run: git clone https://github.com/bghira/SimpleTuner && git -C SimpleTuner checkout "
+            f"{SIMPLETUNER_COMMIT[:12]} && pip install -e './SimpleTuner[cuda]'; then, in SimpleTuner with "
+            f"config.json and multidatabackend.json in its config/: simpletuner train (images read from {images})")
+
+
 def simpletuner_files(plan: DiffusionLaunch, images: str) -> list[LaunchFile]:
     config = simpletuner_config(plan)  # its keys are read as options: the header is in plan.json
     backends = [{"id": "images", "type": "local", "instance_data_dir": images, "caption_strategy": "textfile",
@@ -350,7 +363,11 @@ def simpletuner_files(plan: DiffusionLaunch, images: str) -> list[LaunchFile]:
                        reader="SimpleTuner (config/config.json; its options with their -- names)"),
             LaunchFile(name="multidatabackend.json", target="simpletuner",
                        text=json_data(backends, expands="simpletuner"),
-                       reader="SimpleTuner's data backends (--data_backend_config)")]
+                       reader="SimpleTuner's data backends (--data_backend_config)"),
+            LaunchFile(name="simpletuner-train.sh", target="simpletuner", executable=True,
+                       text="#!/usr/bin/env bash\n" + comment([*plan.header(), simpletuner_run_line(images)]) +
+                       "set -euo pipefail\n" + command_text(["simpletuner", "train"]),
+                       reader="bash, in a SimpleTuner checkout")]
 
 
 # ---- ai-toolkit ----------------------------------------------------------------------------------------------------
@@ -387,8 +404,21 @@ def ai_toolkit_config(plan: DiffusionLaunch, images: str) -> dict[str, Any]:
             "meta": {"name": "gpuplan-lora", "version": "1.0"}}
 
 
+# the ai-toolkit commit whose example config the YAML's layout is checked against (tests/data/ai-toolkit)
+AI_TOOLKIT_COMMIT = "27a03a91f23eb1b757d5ec2e80ee3e129cfcc350"
+
+
+def ai_toolkit_run_line(images: str) -> str:
+    """How to run the file, as kohya's say theirs: an ai-toolkit checkout at the commit whose example config the
+    layout follows, its requirements installed (its README: ``pip3 install -r requirements.txt``), then its run.py."""
+    return ("run: git clone https://github.com/ostris/ai-toolkit && git -C ai-toolkit checkout "
+            f"{AI_TOOLKIT_COMMIT[:12]} && (cd ai-toolkit && pip install -r requirements.txt); then, in ai-toolkit "
+            f"with this file there: python run.py ai-toolkit.yaml (images read from {images})")
+
+
 def ai_toolkit_files(plan: DiffusionLaunch, images: str) -> list[LaunchFile]:
-    text = yaml_text(_plan_header(plan), ai_toolkit_config(plan, images), ["ai-toolkit: python run.py ai-toolkit.yaml"],
+    header = _Header([*plan.header(), ai_toolkit_run_line(images)])
+    text = yaml_text(header, ai_toolkit_config(plan, images), ["ai-toolkit: python run.py ai-toolkit.yaml"],
                      expands="text")  # its get_config replaces ${VAR} in the file's text
     return [LaunchFile(name="ai-toolkit.yaml", target="ai-toolkit", text=text,
                        reader="ai-toolkit's run.py (its job config)")]

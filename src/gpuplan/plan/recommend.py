@@ -429,7 +429,8 @@ def recommend(s: Scenario, m: ModelSpec, c: Constraints, explain: bool = True) -
         result.fewest = min(setups, key=lambda x: (x.num_gpus, _key(x, c.objective)), default=None)
         if result.fewest is not None:
             result.fewest_line = fewest_line(s, m, result.fewest, c.deadline_hours)
-    result.notes = _price_notes(s, c, all_offers, cards) + _load_note(s) + stack_left_out(s, cards.values())
+    result.notes = _price_notes(s, c, all_offers, cards) + _load_note(s) + stack_left_out(s, cards.values()) + \
+        _slow_stream_note(s, result.setups)
     if shipped and c.any_quant and s.task == "infer" and s.quant is None:
         result.notes.append(f"the checkpoint ships as {shipped}: rows serve it as shipped (and with an fp8 KV "
                             "cache); re-quantizing it (--quant awq-int4, fp8, int8) needs a converted checkpoint "
@@ -683,6 +684,27 @@ def _unrun_row(x: Setup, s: Scenario) -> Setup:
     row.rationale = x.rationale.rsplit("; $", 1)[0] + (
         f"; at least ${row.usd_per_million_tokens:,.3g} per million tokens: not simulated, and {why}")
     return row
+
+
+# Tokens/s a reader keeps up with: silent reading runs about 238 words/min, fast readers about 400 (Brysbaert 2019,
+# "How many words do we read per minute?", J. Memory and Language 109, 104047: 238 for non-fiction); at about 1.3
+# tokens a word (Llama-3-class tokenizers on English) that is 238 / 60 * 1.3 = 5.2 to 400 / 60 * 1.3 = 8.7 tokens/s:
+# a stream under 10 tokens/s is slower than most people read it.
+READING_TOKENS_PER_S = 10.0
+
+
+def _slow_stream_note(s: Scenario, rows: list[Setup]) -> list[str]:
+    """Where the best serving row streams each user fewer than :data:`READING_TOKENS_PER_S` tokens/s (its
+    ``tokens_per_s_per_user``: one over its decode step, or its simulated run's mean TPOT), a note that recommend
+    ranks on price and throughput, and that ``gpuplan capacity --tpot`` (its per-token latency SLO, seconds) ranks
+    on a latency target instead."""
+    best = rows[0].tokens_per_s_per_user if rows and s.task == "infer" else None
+    if best is None or best >= READING_TOKENS_PER_S:
+        return []
+    tpot = 1 / READING_TOKENS_PER_S
+    return [f"the best row streams {best:.1f} tokens/s to each user, slower than people read (about "
+            f"{READING_TOKENS_PER_S:.0f}): `gpuplan capacity --tpot {tpot:g}` (with the same model, load and request "
+            "lengths) ranks setups on that per-token latency target"]
 
 
 def _load_note(s: Scenario) -> list[str]:

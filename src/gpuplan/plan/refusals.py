@@ -59,6 +59,8 @@ def check(s: Scenario, m: ModelSpec, gpu: GpuSpec | None) -> list[str]:
     if gpu is not None:
         _card(s, gpu)
         warnings += _node(s, gpu) + _apple(s, gpu) + stack_card_warnings(s, gpu)
+        said = engine_for(s).card_warning(s, gpu)
+        warnings += [said] if said else []
     return warnings + _context(s, m)
 
 
