@@ -121,7 +121,7 @@ def test_launch_says_axolotl_dpo_files_are_not_written():
     import subprocess
 
     proc = subprocess.run([sys.executable, "-m", "gpuplan", "launch", "--model", "llama-3.1-8b", "--task", "train",
-                           "--method", "lora", "--train-objective", "dpo", "--stack", "axolotl", "--gpu", "h100", "--output",
-                           "dpo-launch-never-written"], capture_output=True, text=True)
+                           "--method", "lora", "--train-objective", "dpo", "--stack", "axolotl", "--gpu", "h100",
+                           "--output", "dpo-launch-never-written"], capture_output=True, text=True)
     assert proc.returncode == 2 and "stack axolotl's DPO files" in proc.stderr and "Traceback" not in proc.stderr
     assert not Path("dpo-launch-never-written").exists()

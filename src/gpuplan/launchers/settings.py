@@ -18,7 +18,6 @@ from ..errors import GpuplanError, no_control
 from ..plan.refusals import offload_refusal
 from ..scenario import Scenario
 
-
 SFT_SCRIPT = ("-m", "trl.scripts.sft")
 DPO_SCRIPT = ("-m", "trl.scripts.dpo")  # TRL's DPO script: ScriptArguments, DPOConfig, ModelConfig (trl 1.16)
 SFT_DATASET = "trl-lib/Capybara"
@@ -30,12 +29,12 @@ def is_dpo(scenario: Scenario) -> bool:
     return getattr(scenario, "train_objective", "sft") == "dpo"
 
 
-def entry_script(scenario: Scenario, opts: "LaunchOptions") -> tuple[str, ...]:
+def entry_script(scenario: Scenario, opts: LaunchOptions) -> tuple[str, ...]:
     """The training entry point: the user's ``--script``, else TRL's SFT or DPO script by the objective."""
     return DPO_SCRIPT if is_dpo(scenario) and opts.script == SFT_SCRIPT else opts.script
 
 
-def dataset_for(scenario: Scenario, opts: "LaunchOptions") -> "LaunchOptions":
+def dataset_for(scenario: Scenario, opts: LaunchOptions) -> LaunchOptions:
     """``opts`` with TRL's preference example as the data of a DPO plan that names none (the SFT default
     ``trl-lib/Capybara`` has no chosen/rejected columns)."""
     if is_dpo(scenario) and opts.dataset == SFT_DATASET:
