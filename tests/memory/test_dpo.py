@@ -115,12 +115,13 @@ def test_estimate_matches_the_simulated_dpo_step(tmp_path, fields):
     assert est == pytest.approx(sim.allocated_peak_gib, rel=0.05)
 
 
-def test_launch_says_dpo_files_are_not_written():
-    """The launch targets write SFT recipes: a DPO plan is refused in one sentence, exit 2, no file written."""
+def test_launch_says_axolotl_dpo_files_are_not_written():
+    """DPO files are written for stack hf only (tests/launchers/test_launch_dpo.py): axolotl's DPO plan is refused
+    in one sentence, exit 2, no file written."""
     import subprocess
 
     proc = subprocess.run([sys.executable, "-m", "gpuplan", "launch", "--model", "llama-3.1-8b", "--task", "train",
-                           "--method", "lora", "--train-objective", "dpo", "--gpu", "h100", "--output",
-                           "dpo-launch-never-written"], capture_output=True, text=True)
-    assert proc.returncode == 2 and "DPO launch files" in proc.stderr and "Traceback" not in proc.stderr
+                           "--method", "lora", "--train-objective", "dpo", "--stack", "axolotl", "--gpu", "h100",
+                           "--output", "dpo-launch-never-written"], capture_output=True, text=True)
+    assert proc.returncode == 2 and "stack axolotl's DPO files" in proc.stderr and "Traceback" not in proc.stderr
     assert not Path("dpo-launch-never-written").exists()

@@ -26,9 +26,10 @@ def launch_cmd(scenario: str | None = None, as_json: bool = False, target: list[
                smoke: bool = False, **fields: str | None) -> None:
     """Write the files that run the plan, with the plan's settings intact: a SkyPilot task (rent the cards),
     an accelerate config and its launch command, a DeepSpeed JSON (ZeRO plans), a torchrun command, the
-    trainer's arguments (Hugging Face Trainer / TRL SFTConfig, read by `trl sft --config`), a torchtune recipe
-    config (stack torchtune), a torchtitan job config (stack torchtitan), an Axolotl config (stack
-    axolotl), an Unsloth script (stack unsloth), or the serving command of a serving plan (`vllm serve`,
+    trainer's arguments (Hugging Face Trainer / TRL SFTConfig, read by `trl sft --config`; DPOConfig and
+    `trl dpo` for a DPO plan), a torchtune recipe config (stack torchtune), a torchtitan job config (stack
+    torchtitan), an Axolotl config (stack axolotl), an Unsloth script (stack unsloth), or the serving command of
+    a serving plan (`vllm serve`,
     SGLang's launch_server, `trtllm-serve`, llama.cpp's `llama-server`); for a diffusion pipeline, diffusers'
     DreamBooth command, kohya sd-scripts' TOML, SimpleTuner's config.json or ai-toolkit's job YAML. Every file
     opens with the command that wrote it and what gpuplan predicted (peak memory per GPU, tokens/s, hours,
@@ -205,7 +206,8 @@ def launch_params() -> list[inspect.Parameter]:
         opt("force", bool, False, "--force", text="Overwrite files already in the folder (with --smoke: its launch "
             "files, inputs and checkpoints; without it --smoke needs a new or empty folder)."),
         opt("script", str | None, None, "--script",
-            text="Training entry point instead of `-m trl.scripts.sft`; it must read --config trainer.yaml.",
+            text="Training entry point instead of `-m trl.scripts.sft` (`-m trl.scripts.dpo` for DPO); it must read "
+            "--config trainer.yaml.",
             metavar="COMMAND"),
         opt("bucket", str | None, None, "--bucket",
             text="Cloud bucket SkyPilot mounts at /checkpoints, so spot checkpoints survive interruptions.",

@@ -15,7 +15,7 @@ from typing import Any
 from .data import resume_token
 from .files import LaunchFile, Raw, shell_text, yaml_text
 from .plan import LaunchPlan
-from .settings import LaunchOptions, autocast, backend, fsdp_settings, zero_stage
+from .settings import LaunchOptions, autocast, backend, entry_script, fsdp_settings, zero_stage
 from .trainer import FILE as TRAINER_FILE
 from .trainer import applies as trainer_applies
 
@@ -64,7 +64,7 @@ def command(plan: LaunchPlan, opts: LaunchOptions, *, multinode_env: bool = Fals
                      "--main_process_ip", Raw('"${MAIN_PROCESS_IP:?set MAIN_PROCESS_IP to the address of the main '
                                               'machine}"')]
         argv += ["--main_process_port", "29500"]
-    return [*argv, *opts.script, "--config", TRAINER_FILE]
+    return [*argv, *entry_script(plan.scenario, opts), "--config", TRAINER_FILE]
 
 
 def files(plan: LaunchPlan, opts: LaunchOptions) -> list[LaunchFile]:

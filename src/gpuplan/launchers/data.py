@@ -68,6 +68,9 @@ def hf_dataset_call(opts: LaunchOptions, name: str = "DATASET") -> str:
     return f"load_dataset({local[0]!r}, data_files={name}, split=\"train\")"
 
 
+DPO_BETA = 0.1  # TRL DPOConfig.beta default (trl 1.16 trainer/dpo_config.py)
+
+
 def sft_fields(plan: LaunchPlan) -> dict[str, Any]:
     """TRL ``SFTConfig`` / Trainer fields of the recipe: learning rate, schedule, warm-up, clipping, run length,
     checkpoints, and the packing the estimate assumed."""
@@ -91,6 +94,18 @@ def sft_fields(plan: LaunchPlan) -> dict[str, Any]:
         out["num_train_epochs"] = r.epochs or 1.0
     if r.assistant_only:  # TRL patches the chat templates it knows with {% generation %} markers
         out["assistant_only_loss"] = True
+    return out
+
+
+def dpo_fields(plan: LaunchPlan) -> dict[str, Any]:
+    """TRL ``DPOConfig`` fields of a DPO plan (trl 1.16 ``trainer/dpo_config.py``): the recipe's schedule as for
+    SFT, no packing (``DPOConfig`` has no ``packing``; its collator pads each pair's prompt+chosen and
+    prompt+rejected rows, as the estimate assumes), ``beta`` at TRL's default 0.1, the sigmoid loss the plan costs,
+    and ``precompute_ref_log_probs`` from the scenario (no reference forward during training)."""
+    dropped = ("packing", "packing_strategy", "padding_free", "train_sampling_strategy", "assistant_only_loss")
+    out = {k: v for k, v in sft_fields(plan).items() if k not in dropped}
+    out.update({"beta": DPO_BETA, "loss_type": ["sigmoid"],
+                "precompute_ref_log_probs": bool(plan.scenario.precompute_ref_log_probs)})
     return out
 
 

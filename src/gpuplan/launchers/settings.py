@@ -11,20 +11,43 @@ in that dtype.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from ..errors import GpuplanError, no_control
 from ..plan.refusals import offload_refusal
 from ..scenario import Scenario
 
+SFT_SCRIPT = ("-m", "trl.scripts.sft")
+DPO_SCRIPT = ("-m", "trl.scripts.dpo")  # TRL's DPO script: ScriptArguments, DPOConfig, ModelConfig (trl 1.16)
+SFT_DATASET = "trl-lib/Capybara"
+DPO_DATASET = "trl-lib/ultrafeedback_binarized"  # TRL's own DPO example (trl/scripts/dpo.py docstring)
+
+
+def is_dpo(scenario: Scenario) -> bool:
+    """Whether the plan trains TRL's DPO objective (scenario ``train_objective: dpo``)."""
+    return getattr(scenario, "train_objective", "sft") == "dpo"
+
+
+def entry_script(scenario: Scenario, opts: LaunchOptions) -> tuple[str, ...]:
+    """The training entry point: the user's ``--script``, else TRL's SFT or DPO script by the objective."""
+    return DPO_SCRIPT if is_dpo(scenario) and opts.script == SFT_SCRIPT else opts.script
+
+
+def dataset_for(scenario: Scenario, opts: LaunchOptions) -> LaunchOptions:
+    """``opts`` with TRL's preference example as the data of a DPO plan that names none (the SFT default
+    ``trl-lib/Capybara`` has no chosen/rejected columns)."""
+    if is_dpo(scenario) and opts.dataset == SFT_DATASET:
+        return replace(opts, dataset=DPO_DATASET)
+    return opts
+
 
 @dataclass(frozen=True, kw_only=True)
 class LaunchOptions:
     """How to run the plan, beyond what the scenario holds."""
 
-    dataset: str = "trl-lib/Capybara"  # TRL's own SFT example; replace with yours
-    script: tuple[str, ...] = ("-m", "trl.scripts.sft")  # the training entry point; reads trainer.yaml
+    dataset: str = SFT_DATASET  # TRL's own SFT example; replace with yours
+    script: tuple[str, ...] = SFT_SCRIPT  # the training entry point; reads trainer.yaml
     bucket: str | None = None  # SkyPilot storage for checkpoints that survive spot interruptions
     output_dir: str = "checkpoints"
     port: int = 8000  # vLLM's default port

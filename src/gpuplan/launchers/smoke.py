@@ -42,7 +42,7 @@ EXAMPLES = 64
 # what each target's smoke runs, from the output folder (its files as written; the Trainer's entry point alone for
 # the trainer target, the accelerate script for DeepSpeed, torchtune's recipe without the download)
 COMMANDS = {
-    "trainer": lambda plan, opts, folder: [sys.executable, *opts.script, "--config", "trainer.yaml"],
+    "trainer": lambda plan, opts, folder: _trainer(plan, opts),
     "accelerate": lambda plan, opts, folder: ["bash", "accelerate-launch.sh"],
     "torchrun": lambda plan, opts, folder: ["bash", "torchrun.sh"],
     "deepspeed": lambda plan, opts, folder: ["bash", "accelerate-launch.sh"],
@@ -244,6 +244,13 @@ def model_config(s: Scenario) -> dict:
 
         return config(nearest_size(s.model_size))
     return dict(load_model(s.model).config)
+
+
+def _trainer(plan, opts) -> list[str]:
+    """The Trainer's entry point alone (TRL's SFT or DPO script, :func:`.settings.entry_script`)."""
+    from .settings import entry_script
+
+    return [sys.executable, *entry_script(plan.scenario, opts), "--config", "trainer.yaml"]
 
 
 def prepare(s: Scenario, folder: Path, targets: list[str] | None = None, *, steps: int = STEPS,

@@ -9,7 +9,7 @@ from __future__ import annotations
 from .data import resume_token
 from .files import LaunchFile, Raw, shell_text
 from .plan import LaunchPlan
-from .settings import LaunchOptions
+from .settings import LaunchOptions, entry_script
 from .trainer import FILE as TRAINER_FILE
 from .trainer import applies as trainer_applies
 
@@ -37,7 +37,7 @@ def launcher(plan: LaunchPlan, *, multinode_env: bool = False) -> list[str]:
 
 
 def command(plan: LaunchPlan, opts: LaunchOptions) -> list[str]:
-    return [*launcher(plan), *opts.script, "--config", TRAINER_FILE]
+    return [*launcher(plan), *entry_script(plan.scenario, opts), "--config", TRAINER_FILE]
 
 
 def env(plan: LaunchPlan) -> dict[str, str]:

@@ -17,10 +17,10 @@ from typing import Any
 
 from .. import overheads as oh
 from ..errors import GpuplanError
-from .data import save_fields, save_note, sft_fields, trl_dataset
+from .data import dpo_fields, save_fields, save_note, sft_fields, trl_dataset
 from .files import LaunchFile, yaml_text
 from .plan import LaunchPlan
-from .settings import LaunchOptions, autocast, backend, fsdp_settings, hf_optim, model_dtype
+from .settings import LaunchOptions, autocast, backend, dataset_for, fsdp_settings, hf_optim, is_dpo, model_dtype
 
 NAME = "trainer"
 FILE = "trainer.yaml"
@@ -53,10 +53,15 @@ def pretraining_refusal(plan: LaunchPlan) -> str:
 
 
 def fields(plan: LaunchPlan, opts: LaunchOptions) -> dict[str, Any]:
+    """The config's fields: TRL's SFTConfig, or DPOConfig for a DPO plan (:func:`.data.dpo_fields`: ``max_length``
+    is the pair's longer row, prompt + reply; ``per_device_train_batch_size`` counts pairs, as the plan's
+    micro-batch does)."""
     s = plan.scenario
+    dpo = is_dpo(s)
     data: dict[str, Any] = {"model_name_or_path": plan.model_ref, "dtype": model_dtype(s),
-                            "attn_implementation": ATTENTION[s.attention], **trl_dataset(opts),
-                            "output_dir": opts.output_dir, "max_length": s.seq_len, **sft_fields(plan),
+                            "attn_implementation": ATTENTION[s.attention], **trl_dataset(dataset_for(s, opts)),
+                            "output_dir": opts.output_dir, "max_length": s.seq_len,
+                            **(dpo_fields(plan) if dpo else sft_fields(plan)),
                             "per_device_train_batch_size": s.micro_batch_size,
                             "gradient_accumulation_steps": s.grad_accum_steps,
                             "gradient_checkpointing": s.grad_checkpointing != "none"}
@@ -72,7 +77,7 @@ def fields(plan: LaunchPlan, opts: LaunchOptions) -> dict[str, Any]:
     if optim_args:
         data["optim_args"] = optim_args
     data.setdefault("max_grad_norm", 1.0)
-    if s.loss == "fused-linear":
+    if s.loss == "fused-linear" and not dpo:  # TRL's DPOTrainer fuses its own head (use_liger_kernel deprecated)
         data["use_liger_kernel"] = True  # the Trainer's switch for Liger's fused linear cross-entropy
     if s.compile:
         data["torch_compile"] = True
@@ -127,8 +132,12 @@ def _quantized_base(plan: LaunchPlan) -> dict[str, Any]:
 
 def notes(plan: LaunchPlan) -> list[str]:
     s = plan.scenario
-    out = ["run: bash accelerate-launch.sh or torchrun.sh; TRL's SFT script (python -m trl.scripts.sft --config "
-           "trainer.yaml) reads every field below"]
+    kind = ("DPO", "dpo") if is_dpo(s) else ("SFT", "sft")
+    out = [f"run: bash accelerate-launch.sh or torchrun.sh; TRL's {kind[0]} script (python -m trl.scripts.{kind[1]} "
+           "--config trainer.yaml) reads every field below"]
+    if is_dpo(s):
+        out.append("DPO: the data needs prompt/chosen/rejected columns (TRL's preference format); "
+                   "per_device_train_batch_size counts pairs, each two rows of up to max_length tokens")
     out += save_note(plan)
     if s.method == "qlora" and not s.qlora_fp32_upcast:
         out.append("the plan assumes no fp32 upcast of the non-4-bit weights: TRL's peft preparation upcasts them "
@@ -144,5 +153,6 @@ def notes(plan: LaunchPlan) -> list[str]:
 
 
 def files(plan: LaunchPlan, opts: LaunchOptions) -> list[LaunchFile]:
-    return [LaunchFile(name=FILE, target=NAME, text=yaml_text(plan, fields(plan, opts), notes(plan)),
-                       reader="trl sft --config trainer.yaml (TRL: SFTConfig, ModelConfig)")]
+    reader = ("trl dpo --config trainer.yaml (TRL: DPOConfig, ModelConfig)" if is_dpo(plan.scenario) else
+              "trl sft --config trainer.yaml (TRL: SFTConfig, ModelConfig)")
+    return [LaunchFile(name=FILE, target=NAME, text=yaml_text(plan, fields(plan, opts), notes(plan)), reader=reader)]
