@@ -63,3 +63,14 @@ def test_torchtune_recipe_trains(tmp_path, monkeypatch):
                        ["torchtune"], cuda=False)
     assert (tmp_path / "torchtune.yaml").is_file() and plan.scenario.stack == "torchtune"
     check(runs, ["torchtune"])
+
+
+def test_dpo_plan_trains_with_the_trainer_on_preference_pairs(tmp_path):
+    """Session 24: `gpuplan launch` writes TRL's DPO script for a DPO plan, but the smoke run fed it its SFT chats
+    (``messages``), which DPOTrainer does not read; a DPO plan's smoke run now writes preference pairs (the chat
+    split at its reply, a worse reply beside it) and runs `trl.scripts.dpo`: the loss starts at log 2 and falls."""
+    plan, runs = smoke(scenario_from({**BASE, "method": "lora", "train_objective": "dpo"}), tmp_path, ["trainer"],
+                       cuda=False)
+    assert plan.scenario.train_objective == "dpo" and (tmp_path / "smoke-inputs" / "pairs.jsonl").is_file()
+    assert "-m trl.scripts.dpo" in runs[0].command
+    check(runs, ["trainer"])

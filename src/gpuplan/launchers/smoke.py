@@ -112,6 +112,14 @@ def chats(n: int = EXAMPLES) -> list[dict]:
     return [{"messages": turn} for _ in range(n)]
 
 
+def pairs(n: int = EXAMPLES) -> list[dict]:
+    """``n`` copies of one preference pair in TRL's conversational form (``prompt``, ``chosen``, ``rejected``), the
+    chat of :func:`chats` split at its reply, for a DPO plan's smoke run (TRL's DPOTrainer reads no ``messages``)."""
+    system, user, reply = chats(1)[0]["messages"]
+    worse = {"role": "assistant", "content": "Only the weights."}
+    return [{"prompt": [system, user], "chosen": [reply], "rejected": [worse]} for _ in range(n)]
+
+
 def smoke_folder(folder, force: bool = False) -> Path:
     """``folder`` as the place a smoke run writes and runs, or one sentence: a smoke run replaces the launch files
     there, its runs clear the plan's ``output_dir`` (its checkpoints) between targets, and it writes its inputs and
@@ -139,20 +147,21 @@ def clear(path: Path) -> None:
         shutil.rmtree(path)
 
 
-def write_inputs(folder: Path, config: dict, head_dim: int = 16) -> dict[str, Path]:
+def write_inputs(folder: Path, config: dict, head_dim: int = 16, dpo: bool = False) -> dict[str, Path]:
     """The tiny model (random weights, safetensors; :func:`tiny_config`), its tokenizer (tokenizer.json, and
-    vocab.json + merges.txt for torchtune's Qwen2 tokenizer) and the chats, under ``folder``; their paths by role."""
+    vocab.json + merges.txt for torchtune's Qwen2 tokenizer) and the chats (with ``dpo``, the preference pairs of
+    :func:`pairs`), under ``folder``; their paths by role."""
     from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
     from transformers import AutoConfig, AutoModelForCausalLM, PreTrainedTokenizerFast
 
     folder.mkdir(parents=True, exist_ok=True)
-    data = folder / "chats.jsonl"
-    records = chats()
+    data = folder / ("pairs.jsonl" if dpo else "chats.jsonl")
+    records = pairs() if dpo else chats()
     data.write_text("".join(json.dumps(r) + "\n" for r in records), encoding="utf-8")
     bpe = Tokenizer(models.BPE())
     bpe.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
     bpe.decoder = decoders.ByteLevel()
-    texts = [m["content"] for r in records[:1] for m in r["messages"]]
+    texts = [m["content"] for r in chats(1) for m in r["messages"]] + (["Only the weights."] if dpo else [])
     bpe.train_from_iterator(texts, trainers.BpeTrainer(vocab_size=300, special_tokens=list(SPECIAL),
                                                        initial_alphabet=pre_tokenizers.ByteLevel.alphabet()))
     model = folder / "model"
@@ -263,7 +272,7 @@ def prepare(s: Scenario, folder: Path, targets: list[str] | None = None, *, step
 
     folder = smoke_folder(folder, force)
     clear(folder / INPUTS)
-    inputs = write_inputs(folder / INPUTS, model_config(s))
+    inputs = write_inputs(folder / INPUTS, model_config(s), dpo=s.train_objective == "dpo")
     plan = launch_plan(smoke_scenario(s, inputs, cuda), command="gpuplan launch --smoke")
     opts = LaunchOptions(dataset=str(inputs["dataset"]), device="cuda" if cuda else "cpu", max_steps=steps)
     chosen = [t for t in targets_for(plan, targets) if t in (COMMANDS if cuda else CPU_TARGETS)]
