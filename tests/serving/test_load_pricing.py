@@ -123,17 +123,22 @@ def test_capacity_and_estimate_agree_at_the_same_rate_and_say_what_each_prices()
     assert plan.cost.usd_per_million_tokens == pytest.approx(row.usd_per_million_output, rel=0.15)
 
 
-def test_recommend_with_a_load_says_its_rows_are_priced_at_the_decode_step():
+def test_recommend_with_a_rate_says_its_rows_are_priced_on_their_run():
+    """Since session 24 recommend under a rate prices its best rows on their simulated run, as `estimate --rate`
+    does (the note says so; tests/plan/test_recommend.py checks the ranking): the H100's row here is the run's
+    throughput and price, not its decode step at one request."""
     from gpuplan.api import recommend
 
     searched = {k: v for k, v in RATE.items() if k != "gpu"}
     rec = recommend(searched, gpus=["h100-sxm"], top=1)
-    note = [n for n in rec.notes if n.startswith("$/M tok prices each setup at its decode step")]
-    assert len(note) == 1 and "`gpuplan estimate --rate 4`" in note[0]
+    note = [n for n in rec.notes if n.startswith("$/M tok: the best rows")]
+    assert len(note) == 1 and "`gpuplan estimate --rate 4`" in note[0] and "simulated run of --rate 4" in note[0]
     row = rec.setups[0]
     assert row.usd_per_million_tokens == pytest.approx(row.usd_per_hour / (row.tokens_per_s * 3600) * 1e6)
+    alone = estimate({**RATE, "provider": row.provider})
+    assert row.tokens_per_s == pytest.approx(alone.priced_tokens_per_s, rel=1e-9)
     unloaded = recommend({**searched, "rate_rps": None}, gpus=["h100-sxm"], top=1)
-    assert not any(n.startswith("$/M tok prices each setup") for n in unloaded.notes)
+    assert not any(n.startswith("$/M tok: the best rows") for n in unloaded.notes)
 
 
 def test_a_rate_just_past_saturation_says_its_queue_grows_as_capacity_judges_it():

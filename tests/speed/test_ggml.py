@@ -31,7 +31,7 @@ def _held_out(bench, kind: str, test: str) -> list[float]:
     return [bench.err(r) for r in rows]
 
 
-@pytest.mark.parametrize(("kind", "test", "count", "limit"), [("cuda", "pp", 34, 0.15), ("cuda", "tg", 38, 0.15),
+@pytest.mark.parametrize(("kind", "test", "count", "limit"), [("cuda", "pp", 34, 0.15), ("cuda", "tg", 40, 0.15),
                                                               ("metal", "pp", 30, 0.15), ("metal", "tg", 28, 0.15)])
 def test_held_out_rows_within_the_issue_target(kind, test, count, limit):
     """Held-out llama-bench rows, median |error| under the issue's 15% (when written: CUDA prompts 9.6%, 10.2% with

@@ -340,7 +340,7 @@ def _dpo_said(s: Scenario, reference: float) -> str:
     ref = "the reference's log-probabilities precomputed, no reference forward in the step" if \
         s.precompute_ref_log_probs else f"the reference forward {reference * 1e3:.0f} ms per micro-step (no backward)"
     gathers = "; the reference's own ZeRO-3 / FSDP weight gathers are not counted" if \
-        s.method == "full" and s.resolved_sharding == "zero3" and not s.precompute_ref_log_probs else ""
+        s.method == "full" and sharding_for(s).shards_weights(s) and not s.precompute_ref_log_probs else ""
     return (f"DPO: each micro-step runs {s.micro_batch_size} rows (chosen and rejected of "
             f"{s.micro_batch_size // 2} pairs, the prompt in both), and tokens/s counts both rows; {ref}{gathers}")
 
