@@ -210,12 +210,14 @@ def fresh_structures(folder: Path):
             os.environ["GPUPLAN_CACHE_DIR"] = saved
 
 
-def read_trainer(folder: Path, monkeypatch, world_size: int):
-    """``trainer.yaml`` through TRL's parser, on an emulated bf16 GPU and ``world_size`` processes."""
+def read_trainer(folder: Path, monkeypatch, world_size: int, script: str = "sft"):
+    """``trainer.yaml`` through TRL's parser (its ``sft`` or ``dpo`` script's), on an emulated bf16 GPU and
+    ``world_size`` processes."""
     require("trl")
     import transformers.training_args as ta
     from transformers import TrainingArguments
-    from trl.scripts.sft import make_parser
+
+    make_parser = importlib.import_module(f"trl.scripts.{script}").make_parser
 
     monkeypatch.setattr(ta, "is_torch_bf16_gpu_available", lambda: True)
     monkeypatch.setattr(TrainingArguments, "world_size", property(lambda self: world_size))

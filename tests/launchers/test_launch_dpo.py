@@ -7,7 +7,7 @@ from __future__ import annotations
 import pytest
 import yaml
 
-from conftest import require
+from conftest import read_trainer
 from gpuplan.errors import GpuplanError
 from gpuplan.launchers import launch_files, launch_plan, targets_for, write
 from gpuplan.launchers.settings import LaunchOptions
@@ -22,16 +22,7 @@ QLORA = dict(model="qwen2.5-7b", task="train", gpu="l4", num_gpus=1, method="qlo
 
 def read_dpo(folder, monkeypatch, world_size):
     """``trainer.yaml`` through TRL's DPO parser, on an emulated bf16 GPU and ``world_size`` processes."""
-    require("trl")
-    import transformers.training_args as ta
-    from transformers import TrainingArguments
-    from trl.scripts.dpo import make_parser
-
-    monkeypatch.setattr(ta, "is_torch_bf16_gpu_available", lambda: True)
-    monkeypatch.setattr(TrainingArguments, "world_size", property(lambda self: world_size))
-    monkeypatch.chdir(folder)
-    script, args, model, _ = make_parser().parse_args_and_config(["--config", "trainer.yaml"])
-    return script, args, model
+    return read_trainer(folder, monkeypatch, world_size, "dpo")
 
 
 @pytest.mark.parametrize("scenario", [LORA, FULL_ZERO3, QLORA], ids=["lora", "full-zero3", "qlora"])
