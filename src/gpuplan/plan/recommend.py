@@ -580,13 +580,15 @@ def _on_load(s: Scenario, ranked: list[Setup], c: Constraints) -> list[Setup]:
 
 def _floor(x: Setup, s: Scenario, objective: str) -> float:
     """The best ``objective`` key row ``x``'s run can reach: its decode-step key under ``users``; under a rate,
-    the key were it served every output token it can (:func:`_most_served`), its price
-    ``usd_per_hour / (that x 3,600) x 1e6``."""
+    the key were it served every output token it can (:func:`_most_served`) at :func:`_floor_price`."""
     if s.users:
         return _key(x, objective)
-    most = _most_served(x, s)
-    bound = x.model_copy(update={"tokens_per_s": most, "usd_per_million_tokens": x.usd_per_hour / (most * 3600) * 1e6})
-    return _key(bound, objective)
+    return _objective(_floor_price(x, s), _most_served(x, s), objective)
+
+
+def _floor_price(x: Setup, s: Scenario) -> float:
+    """Row ``x``'s least $ per million output tokens under a rate: ``usd_per_hour / (most served x 3,600) x 1e6``."""
+    return x.usd_per_hour / (_most_served(x, s) * 3600) * 1e6
 
 
 def _rate_order(rows: list[Setup], s: Scenario, c: Constraints) -> list[Setup]:
@@ -675,7 +677,7 @@ def _unrun_row(x: Setup, s: Scenario) -> Setup:
     ``batch_size`` is no bound on what a batched run serves."""
     asked, most = s.rate_rps * max(s.output_tokens, 1), _most_served(x, s)
     scale = most / x.tokens_per_s
-    row = x.model_copy(update={"usd_per_million_tokens": x.usd_per_hour / (most * 3600) * 1e6, "tokens_per_s": most,
+    row = x.model_copy(update={"usd_per_million_tokens": _floor_price(x, s), "tokens_per_s": most,
                                "tokens_per_s_low": x.tokens_per_s_low * scale,
                                "tokens_per_s_high": x.tokens_per_s_high * scale})
     why = (f"no run serves more than the {asked:,.0f} output tokens/s {s.rate_rps:,g} requests/s ask" if most >= asked
@@ -1011,8 +1013,13 @@ def links_said(num_gpus: int, link: Link, between_nodes: bool, speed) -> str:
 
 
 def _key(x: Setup, objective: str) -> float:
-    cost, speed = x.usd_per_million_tokens, 1 / x.tokens_per_s
-    return {"cost": cost, "time": speed, "balanced": math.sqrt(cost * speed)}[objective]
+    return _objective(x.usd_per_million_tokens, x.tokens_per_s, objective)
+
+
+def _objective(usd_per_million: float, tokens_per_s: float, objective: str) -> float:
+    """What ``objective`` ranks by, lower first: the price, the time a token takes, or their geometric mean."""
+    speed = 1 / tokens_per_s
+    return {"cost": usd_per_million, "time": speed, "balanced": math.sqrt(usd_per_million * speed)}[objective]
 
 
 # a technique that changes the job (8-bit AdamW's moments, QLoRA's 4-bit base) is taken only where it saves more than
