@@ -473,8 +473,8 @@ CAUSES = {
         "numpy), but a prompt that re-encodes short is padded by gen_prompt_decode_to_target_len from the generator "
         "after all offsets are drawn, so its tail differs between levels: at most the last one or two 16-token blocks, "
         "a few tokens of prefill: not the miss. Session 25 (s25-ix; bench/results/inference_sources_s25.md): the "
-        "source's own Prometheus peaks (31 running, 0 waiting, at 32 users in flight) put the time before the "
-        "engine's queue; client and server pods both ask 1 CPU and may take all 4 of the node; the TTFT over the "
+        "source's own Prometheus peaks (31 running, 0 waiting, at 32 users in flight; few scrapes) put the time "
+        "outside the engine; client and server pods both ask 1 CPU and may take all 4 of the node; the TTFT over the "
         "1-user level grows with the streamed tokens/s from 2 users on (26-34 ms per 1,000 tokens/s at every "
         "level), and gpuplan's serial frontend at 4/7/10 ms a request leaves 32 users at -77/-73/-73 % (a closed "
         "loop of fixed lengths staggers through a FIFO queue and stops queueing): the node's shared CPUs."),
