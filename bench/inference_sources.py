@@ -472,7 +472,12 @@ CAUSES = {
         "re-read in vLLM's RandomDataset: each prompt's offset is drawn the same for any --num-prompts (checked with "
         "numpy), but a prompt that re-encodes short is padded by gen_prompt_decode_to_target_len from the generator "
         "after all offsets are drawn, so its tail differs between levels: at most the last one or two 16-token blocks, "
-        "a few tokens of prefill: not the miss."),
+        "a few tokens of prefill: not the miss. Session 25 (s25-ix; bench/results/inference_sources_s25.md): the "
+        "source's own Prometheus peaks (31 running, 0 waiting, at 32 users in flight; few scrapes) put the time "
+        "outside the engine; client and server pods both ask 1 CPU and may take all 4 of the node; the TTFT over the "
+        "1-user level grows with the streamed tokens/s from 2 users on (26-34 ms per 1,000 tokens/s at every "
+        "level), and gpuplan's serial frontend at 4/7/10 ms a request leaves 32 users at -77/-73/-73 % (a closed "
+        "loop of fixed lengths staggers through a FIFO queue and stops queueing): the node's shared CPUs."),
     ("load_accuracy", "kvcached"): (
         "TPOT now within the limit (48.3 % -> 18.5 %): vLLM 0.19's steps past its largest CUDA graph (512 tokens: a "
         "512-token prompt beside the running decodes) run the compiled model without a graph, every kernel launched "
@@ -497,7 +502,13 @@ CAUSES = {
         "against 8.4-12.0 ms); it does not grow with the prompt across the calibration rows (6-15 ms at ~590 tokens, "
         "21-23 at 204); and this source's mean ITL equals its mean TPOT (2.40 against 2.39 ms), so its API server "
         "held no streams back: the host. Session 24 (s24-ix): run_sweep.sh warms up with --seed 1 and times seeds "
-        "42, 99 and 7 on one server, prefix cache on: no prompt of the seed-42 rows was cached; nothing changed."),
+        "42, 99 and 7 on one server, prefix cache on: no prompt of the seed-42 rows was cached; nothing changed. "
+        "Session 25 (s25-ix; bench/results/inference_sources_s25.md): the API-server process made work-conserving "
+        "(no more than a second of work a second; streamed tokens the process cannot keep up with reach their "
+        "clients late) serves the burst in 5.16 s of process time against 5.40 measured (requests/s +29 -> +4 %, TTFT "
+        "-42 -> -19 %, the line 37.3 -> 26.1 %) but sends the Nemotron recipe's TTFT to +182 %: a repeat of s9's "
+        "s9-lag-paced; vLLM PR #12298 (0.7.1) coalesces a lagging stream's outputs, so the per-token figure from "
+        "PR #12287's run (the day before) is partly per chunk, and no public split of it was found; not kept."),
     ("load_accuracy", "recipes"): (
         "The Nemotron-3-Nano recipe (FP8, one H200, 1,024 users): Mamba-2 layers are no longer timed as attention "
         "and add their chunked scan from mamba_ssm's kernels; decode reads and writes each sequence's recurrent "
@@ -627,7 +638,11 @@ CAUSES = {
         "12.7 %, but sends B300's FP8 rows of the same launch line to +13..+147 % at 1k and 1-32 requests and B300's "
         "NVFP4 rows' median to 87 %. Session 24 (s24-ix): dsr1_fp8_b200.sh and dsr1_fp8_b300.sh differ only in "
         "comments at InferenceX ed5867f9e, and both configs ran v0.5.12-cu130 for the 05-22 tables: the B200's +100 ms "
-        "at one request has no software side; nothing changed."),
+        "at one request has no software side; nothing changed. Session 25 (s25-ix; "
+        "bench/results/inference_sources_s25.md): against PR #3175's B300 rows of the same launch line, the B200's "
+        "mean TTFT is +89/+61/+75/+103/+56/+50/+547 ms at 1-64 requests where its mean TPOT is within 2-8 % of "
+        "B300's (gpuplan puts the two cards 0-15 ms apart): a near-constant extra a request that no queue grows, and "
+        "one outlier level, on the same engine steps: the runners."),
     ("trtllm_serving", "i5929"): "trtllm-serve's B200 prompt steps: helper s8-trtllm's this session.",
 }
 
