@@ -1,6 +1,8 @@
-"""What AMD's own Max-Achievable FLOPs would do to the AMD MLPerf Training rows (bench/data/mlperf-training-other.csv):
-a check of one mechanism, not adopted by gpuplan (its MI300X and MI325X matmul share is one figure for every
-precision, overheads.MATMUL_PEAK_FRACTION 0.601: stas00/ml-engineering's BF16 MAMF on MI300X, ROCm 6.2).
+"""What AMD's own Max-Achievable FLOPs would do to the AMD MLPerf Training rows (bench/data/mlperf-training-other.csv)
+taken as the matmul share outright (every GEMM, thin ones too, at it): a check of one mechanism. gpuplan's MI300X and
+MI325X share is one figure for every precision (overheads.MATMUL_PEAK_FRACTION 0.601: stas00/ml-engineering's BF16
+MAMF on MI300X, ROCm 6.2), and since session 25 AMD's figures are a ceiling on every GEMM's achieved rate
+(overheads.SUSTAINED_MATMUL_TFLOPS, speed/gemm.py sustained_flops), which the first column below includes.
 
 AMD's table (ROCm blogs, "Measuring Max-Achievable FLOPs - Part 2", Table 1; ROCm/rocm-blogs
 blogs/software-tools-optimization/measuring-max-achievable-flops-part2/README.md, hipBLASLt db8e93b, normal-like

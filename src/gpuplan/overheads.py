@@ -423,6 +423,29 @@ MATMUL_PEAK_FRACTION = {
 # A training step, a denoising loop or a long prefill multiply for longer than that loop. Not fitted on a bench
 # row: every T4 row (bench/modules.py) is held out, and no other bench has one.
 CONTINUOUS_CLOCK_FACTOR = {"nvidia-t4": 24.0 / 41.93}
+# The dense matmul rate a card sustains at its power cap, in TFLOPS by dtype: a ceiling on what any GEMM achieves
+# (speed/gemm.py sustained_flops), where the best-shape rate above, measured in a short loop, is higher. A chip's power
+# management lowers its clock under dense matrix work until the board holds its power cap, and the more matrix work a
+# kernel issues per clock the lower that clock: a kernel far below the ceiling (a decode GEMV, a thin GEMM, an early
+# block-scaled fp8 kernel at a seventh of the fast rate) keeps the higher clock, a large dense GEMM does not. AMD's
+# Max-Achievable FLOPs (ROCm blogs "Measuring Max-Achievable FLOPs - Part 2", 2025-02-28, Table 1; ROCm/rocm-blogs
+# blogs/software-tools-optimization/measuring-max-achievable-flops-part2/README.md): hipBLASLt (db8e93b) at the best
+# shape for 304 CUs, normal-like trig_float inputs, a warmed-up card, cold caches, the median of the lowest XCD clock
+# (boost 2,100 MHz): MI300X (750 W) FP16 654 TFLOPS at 1,115 MHz, BF16 708 at 1,207, FP8 1,273 at 1,230; MI325X
+# (1,000 W, the same chip) FP16 794 at 1,354, BF16 843 at 1,447, FP8 1,519 at 1,464. The blog: "the power management
+# system reduces the clock speed when running dense tensor-core logic", and lightly loaded work boosts "by over 25 %".
+# Check, another method on another software release: Azure's AI-benchmarking-guide (hipBLASLt fp8, random inputs,
+# 10,000 warm-up iterations; samuel-bohman/AI-benchmarking-guide Azure_Results/ND_MI300X_v5_results.md, the fork of
+# Azure/AI-benchmarking-guide that keeps the MI300X page) reads 1,159.5 TFLOPS at 6,144 x 12,288 x 12,288 and 1,029 at
+# 32,768^3 on an MI300X, where the same method on an H100 reads 1,382.2 (Azure_Results/ND_H100_v5_results.md) against
+# the H100's short-loop fp8 MAMF 0.709 x 1,979 = 1,403 (FP8_SPLIT_ACCUMULATOR_SHARE's note): NVIDIA's short-loop rates
+# already hold in sustained work, so no NVIDIA card has a row. gpuplan's MI300X share (0.601, stas00's short-loop BF16
+# MAMF, taken for every precision) put its fp8 GEMMs at 1,572 TFLOPS. Not fitted: every AMD training row
+# (bench/results/mlperf.md) is held out (session 25, bench/results/rocm_training_s25.md).
+SUSTAINED_MATMUL_TFLOPS = {
+    "amd-instinct-mi300x": {"fp16": 654.0, "bf16": 708.0, "fp8": 1273.0},
+    "amd-instinct-mi325x": {"fp16": 794.0, "bf16": 843.0, "fp8": 1519.0},
+}
 # A training run is planned at no more than the datasheet rate: the best-shape rates measured above it on GeForce
 # cards (RTX 3090 1.079, RTX 5090 1.141) come from short matmul loops at the clock GPU Boost reaches on a card
 # inside its power and temperature limits, which an hours-long step at the power limit does not hold; the rated boost

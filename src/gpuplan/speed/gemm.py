@@ -8,6 +8,8 @@ For ``[M x K] @ [K x N]`` (``M`` tokens in the micro-step, ``K`` input width, ``
   measured; power-capped cards lower), ``a`` what the shapes of LLM layers reach of that best (cuBLAS tile, wave
   and prologue costs that thin operands pay more of): both fitted on a real card's matmul rates
   (``bench/data/gpu-measurements/gemm-h200-2026-11-27.json``: torch.matmul bf16 on an H200, 49 LLM shapes);
+  never faster than ``2·M·K·N`` at the rate the card sustains at its power cap where that is measured below the
+  short-loop rate (:func:`sustained_flops`: AMD's Max-Achievable FLOPs on MI300X and MI325X);
 - traffic: ``M·K·a + K·N·w + M·N·o`` bytes (``a``, ``w``, ``o`` bytes per input activation, weight and output
   element: an fp8 GEMM reads 1-byte operands and writes a bf16 output) at the achievable bandwidth;
 - time: ``(compute^p + traffic^p)^(1/p) + latency``: the roofline of Williams et al. (2009) with a smooth
@@ -162,20 +164,31 @@ def accumulation_share(gpu: GpuSpec, dtype: str, split_accumulator: bool) -> flo
         gpu.generation, 1.0))
 
 
-_RATES: dict[tuple[int, str, bool], tuple[GpuSpec, tuple[float, float, float]]] = {}
+def sustained_flops(gpu: GpuSpec, dtype: str) -> float:
+    """FLOP/s of dense matrix work ``gpu`` sustains at its power cap in ``dtype``
+    (:data:`~gpuplan.overheads.SUSTAINED_MATMUL_TFLOPS`: AMD's Max-Achievable FLOPs, a warmed-up card at the median
+    clock its power management holds under a dense GEMM), lowered as its rate is where it runs below its TDP
+    (:func:`power_limit_factor`): a ceiling on any GEMM's achieved rate, so a large GEMM whose best-shape rate
+    (:func:`matmul_fraction`, a short loop) is above it runs at it, and a thin or slow kernel below it keeps its own.
+    Infinite for cards and dtypes without a measurement."""
+    tflops = oh.SUSTAINED_MATMUL_TFLOPS.get(gpu.id, {}).get(dtype)
+    return tflops * 1e12 * power_limit_factor(gpu) if tflops else float("inf")
 
 
-def _card_rates(gpu: GpuSpec, dtype: str, split_accumulator: bool = False) -> tuple[float, float, float]:
+_RATES: dict[tuple[int, str, bool], tuple[GpuSpec, tuple[float, float, float, float]]] = {}
+
+
+def _card_rates(gpu: GpuSpec, dtype: str, split_accumulator: bool = False) -> tuple[float, float, float, float]:
     """The card's part of every GEMM's time, worked out once per card, dtype and accumulation (a search times
-    hundreds of thousands of GEMMs): achievable FLOP/s at the best shape, :func:`shape_scale` and
-    :func:`bandwidth`."""
+    hundreds of thousands of GEMMs): achievable FLOP/s at the best shape, :func:`shape_scale`, :func:`bandwidth` and
+    the :func:`sustained_flops` ceiling."""
     key = (id(gpu), dtype, split_accumulator)
     held = _RATES.get(key)
     if held is None or held[0] is not gpu:  # the id of a card that is gone may be reused
         _require_rate(gpu, dtype)
         rate = peak_flops(gpu, dtype) * matmul_fraction(gpu, dtype) * oh.GEMM_SHAPE_ASYMPTOTE.get(gpu.id, 1.0) \
             * accumulation_share(gpu, dtype, split_accumulator)
-        held = _RATES[key] = (gpu, (rate, shape_scale(gpu), bandwidth(gpu)))
+        held = _RATES[key] = (gpu, (rate, shape_scale(gpu), bandwidth(gpu), sustained_flops(gpu, dtype)))
     return held[1]
 
 
@@ -190,12 +203,12 @@ def gemm_time_s(gpu: GpuSpec, dtype: str, m: float, k: float, n: float, *, count
     ``split_accumulator``: an fp8 GEMM's partial sums promoted to fp32 (:func:`accumulation_share`);
     ``kernel_share``: the share of that rate the engine's own kernel reaches (an early block-scaled fp8 kernel:
     :data:`~gpuplan.overheads.BLOCK_FP8_KERNEL_SHARE`). A GEMM with a side of 0 (no rows, or a Linear(0, n) of a
-    user's module) does no work: 0 s."""
+    user's module) does no work: 0 s. No GEMM's compute runs faster than the card's :func:`sustained_flops`."""
     if min(m, k, n) <= 0 or count <= 0:
         return 0.0
-    rate, scale, card_bandwidth = _card_rates(gpu, dtype, split_accumulator)
+    rate, scale, card_bandwidth, ceiling = _card_rates(gpu, dtype, split_accumulator)
     shape = 1 + scale * (oh.GEMM_SHAPE_M / max(m, oh.MMA_TILE_M) + oh.GEMM_SHAPE_K / k + oh.GEMM_SHAPE_N / n)
-    compute = 2 * m * k * n * shape / (rate * kernel_share)
+    compute = max(2 * m * k * n * shape / (rate * kernel_share), 2 * m * k * n / ceiling)
     out = act_bytes if out_bytes is None else out_bytes
     traffic = (m * k * act_bytes + m * n * out + k * n * weight_bytes) / (bandwidth_bps or card_bandwidth)
     p = oh.GEMM_ROOFLINE_SHARPNESS
