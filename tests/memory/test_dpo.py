@@ -125,3 +125,23 @@ def test_launch_says_axolotl_dpo_files_are_not_written():
                            "--output", "dpo-launch-never-written"], capture_output=True, text=True)
     assert proc.returncode == 2 and "stack axolotl's DPO files" in proc.stderr and "Traceback" not in proc.stderr
     assert not Path("dpo-launch-never-written").exists()
+
+
+def test_axolotl_loads_the_reference_in_bf16_and_keeps_it_when_precomputed():
+    """axolotl 0.18.0 loads the full fine-tune's reference itself (train.py ``setup_reference_model``, cast to
+    ``cfg.torch_dtype`` by core/builders/rl.py ``ensure_dtype``) and hands it to TRL's DPOTrainer, which keeps a
+    reference it was given even with ``precompute_ref_log_probs`` (trl 1.16 ``__init__``: ``self.ref_model =
+    ref_model``). By hand, Llama-3.1-8B's P = 8,030,261,248: under FSDP bf16-mixed the copy is bf16 in eighths,
+    2 x P / 8 = 1.87 GiB (TRL's own: the fp32 policy's dtype, 4 x P / 8); precomputed under ZeRO-3 the same
+    2 x P / 8 stays, with no reference forward in the step."""
+    P = load_model("llama-3.1-8b").params_total
+    _, fsdp = plan(method="full", num_gpus=8, sharding="fsdp", precision="bf16-mixed", train_objective="dpo",
+                   stack="axolotl")
+    assert fsdp.other[REF] == pytest.approx(2 * P / 8)
+    s, pre = plan(method="full", num_gpus=8, sharding="zero3", train_objective="dpo", stack="axolotl",
+                  precompute_ref_log_probs=True)
+    assert pre.other[REF] == pytest.approx(2 * P / 8) and "reference_forward" not in pre.phases
+    speed = training_speed(s, load_model(s.model), load_gpu("h100"))
+    assert not any("reference forward" in a and "ms" in a for a in speed.assumptions)
+    assert REF not in plan(method="lora", train_objective="dpo", stack="axolotl",
+                           precompute_ref_log_probs=True)[1].other

@@ -36,15 +36,25 @@ def pair_rows(s: Scenario) -> Scenario:
     return s.with_resolved({"micro_batch_size": 2 * s.micro_batch_size})
 
 
-def reference_model(s: Scenario, st: State) -> dict[str, float]:
+def reference_model(s: Scenario, st: State, stack, master_partition: bool) -> dict[str, float]:
     """Bytes per GPU of the DPO reference kept through training: under method full a frozen copy of the policy's
-    module weights (``st``: the policy's state per GPU; same dtype, same sharding: module docstring), without
-    DeepSpeed's fp32 master partition, which belongs to the policy's optimizer (the reference's engine has none);
-    none under lora and qlora (the base with the adapters off) or with ``precompute_ref_log_probs``."""
-    if s.train_objective != "dpo" or s.method != "full" or s.precompute_ref_log_probs:
+    module weights (``st``: the policy's state per GPU; same sharding: module docstring), without DeepSpeed's fp32
+    master partition, which belongs to the policy's optimizer (the reference's engine has none); none under lora
+    and qlora (the base with the adapters off). TRL loads it in the policy's dtype (fp32 where ``-mixed`` precision
+    keeps fp32 weights, no ``master_partition``) and drops it with ``precompute_ref_log_probs``; a stack that loads
+    the reference itself (:attr:`~gpuplan.stacks.base.Stack.dpo_loads_reference`: axolotl) holds it in the compute
+    dtype and hands it to the DPOTrainer, which keeps a reference it was given even when the log-probabilities are
+    precomputed (trl 1.16 ``trainer/dpo_trainer.py`` ``__init__``: ``self.ref_model = ref_model``)."""
+    if s.train_objective != "dpo" or s.method != "full":
+        return {}
+    own = stack.dpo_loads_reference
+    if s.precompute_ref_log_probs and not own:
         return {}
     master = st.master if s.offload == "none" else 0.0  # offloaded, it already left st.weights
-    return {"DPO reference model (frozen copy)": st.weights - master}
+    copy = st.weights - master
+    if own and s.precision.endswith("-mixed") and not master_partition:  # fp32 module weights, a 16-bit copy
+        copy /= 2
+    return {"DPO reference model (frozen copy)": copy}
 
 
 def loss_of(stack, s: Scenario, m, setup: act.ActivationSetup, head_cast: bool, free: float | None) -> LossBytes:

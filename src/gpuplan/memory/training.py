@@ -51,7 +51,7 @@ def training_memory(s: Scenario, m: ModelSpec, capacity_gib: float | None = None
     A_all = in_flight * sum(resident)
     lm_head_cast = mixed and (autocast_fp32 or stack.head_upcast(s))
     buffers, extras = sharding.buffers(s, m, stack, st), stack.extras(s, m, shard, cuda)
-    other = {**buffers, **extras, **dpo.reference_model(s, st)}
+    other = {**buffers, **extras, **dpo.reference_model(s, st, stack, sharding.master_partition)}
     # gathered layers and a dequantized 4-bit weight exist while a decoder layer runs, not at the loss
     layer_only = {**sharding.layer_buffers(s, stack, buffers), **stack.layer_buffers(extras)}
     persistent_other = sum(other.values()) - sum(layer_only.values())
