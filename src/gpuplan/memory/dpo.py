@@ -61,8 +61,25 @@ def loss_of(stack, s: Scenario, m, setup: act.ActivationSetup, head_cast: bool, 
     """The output head and loss of a step: TRL's fused log-prob head under DPO (:func:`trl_head`), else the
     stack's own (:meth:`gpuplan.stacks.base.Stack.loss`)."""
     if s.train_objective == "dpo":
-        return trl_head(s, m, setup, head_cast)
+        return logits_head(s, m, setup) if stack.dpo_logits_head else trl_head(s, m, setup, head_cast)
     return stack.loss(s, m, setup, head_cast, free)
+
+
+def logits_head(s: Scenario, m, setup: act.ActivationSetup) -> LossBytes:
+    """torchtune's DPO head (0.6.1 ``recipes/lora_dpo_single_device.py`` ``concatenated_forward``, as in
+    ``full_dpo_distributed.py``): ``TransformerDecoder.unembed`` returns fp32 logits (``self.output(h).float()``, no
+    output chunks in the DPO recipes), then ``rlhf.get_batch_log_probs`` -> ``logits_to_logprobs``:
+    ``torch.gather(F.log_softmax(logits / temperature, -1), 2, labels)``. Over the ``T x V`` positions of the paired
+    batch: saved, the log_softmax output (fp32; its backward reads it); forward, the fp32 logits (held by the
+    returned chosen/rejected views until the train loop's ``del``) and the fp32 copy ``logits / 1.0`` makes; backward,
+    gather's scattered fp32 gradient and log_softmax's fp32 input gradient (each later step, the division's and
+    the slice's gradients, and the bf16 cast back, holds no more). Held: the LoRA recipes unpack the reference's
+    chosen and rejected logits into ``_, _`` (``lora_dpo_single_device.py`` and ``lora_dpo_distributed.py``
+    ``train``), so the reference's fp32 logits stay alive through the backward, the optimizer step and the next
+    micro-step's policy forward, until the next reference forward rebinds ``_``; ``full_dpo_distributed.py``
+    deletes them (``del reference_chosen_logits, reference_rejected_logits``)."""
+    TV = setup.tokens * m.vocab_size / setup.tp
+    return LossBytes(saved=4 * TV, forward=8 * TV, backward=8 * TV, held=4 * TV if s.method != "full" else 0.0)
 
 
 def trl_head(s: Scenario, m, setup: act.ActivationSetup, head_cast: bool) -> LossBytes:
@@ -89,13 +106,16 @@ def trl_head(s: Scenario, m, setup: act.ActivationSetup, head_cast: bool) -> Los
     return LossBytes(saved=hidden + 12 * T, forward=tile + chunk + rows + 24 * T, backward=backward)
 
 
-def reference_forward(s: Scenario, m, setup: act.ActivationSetup, *, layer: float, head: LossBytes) -> float:
+def reference_forward(s: Scenario, m, setup: act.ActivationSetup, *, layer: float, head: LossBytes,
+                      logits: bool = False) -> float:
     """What the reference's forward adds on top of what the policy's forward left alive (its saved activations,
     its head's saved tensors): under ``torch.no_grad()`` nothing is saved, so its peak is one decoder layer's
     transients (``layer``) or its head's (the scored hidden rows and a tile: ``head.forward``) over the residual
-    stream running through it (one boundary tensor). 0 with ``precompute_ref_log_probs`` (no reference forward)."""
+    stream running through it (one boundary tensor). With torchtune's ``logits`` head (:func:`logits_head`) the
+    head's peak is its fp32 logits, their copy and the log_softmax output at once (``forward + saved``: nothing is
+    saved under no_grad, but all three are alive). 0 with ``precompute_ref_log_probs`` (no reference forward)."""
     if s.train_objective != "dpo" or s.precompute_ref_log_probs:
         return 0.0
     boundary = act.boundary_bytes(m, setup)
     rows = residual_bytes(setup) * setup.tokens * m.embedding_dim
-    return boundary + max(layer, head.forward + rows)
+    return boundary + max(layer, head.forward + (head.saved if logits else rows))
