@@ -109,22 +109,23 @@ def test_axolotl_dpo_config_against_captured_schema(name):
 
 
 def test_axolotl_dpo_reads_a_local_pairs_file_and_quotes_it(tmp_path):
-    """A local file of TRL's explicit pairs (the smoke run's, smoke.pairs) becomes chat_template.default with its
-    prompt as the messages; whole conversations (no prompt) chat_template.argilla_chat; a hostile file name
-    round-trips through YAML."""
+    """A local file of whole chosen/rejected conversations (the smoke run's, smoke.pairs) becomes
+    chat_template.argilla_chat; TRL's explicit pairs (a prompt column) chat_template.default with the prompt as the
+    messages; a hostile folder name round-trips through YAML."""
     from gpuplan.launchers.smoke import pairs
 
     folder = tmp_path / "me: 'x' # y"
     folder.mkdir()
-    explicit, implicit = folder / "pairs.jsonl", folder / "conv.jsonl"
-    explicit.write_text("".join(json.dumps(p) + "\n" for p in pairs(2)))
-    implicit.write_text("".join(json.dumps({"chosen": p["prompt"] + p["chosen"], "rejected": p["prompt"] +
-                                            p["rejected"]}) + "\n" for p in pairs(2)))
+    implicit, explicit = folder / "pairs.jsonl", folder / "explicit.jsonl"
+    implicit.write_text("".join(json.dumps(p) + "\n" for p in pairs(2)))
+    explicit.write_text("".join(json.dumps({"prompt": p["chosen"][:-1], "chosen": p["chosen"][-1:],
+                                            "rejected": p["rejected"][-1:]}) + "\n" for p in pairs(2)))
     one = axolotl_cfg(AXOLOTL_DPO["lora"], LaunchOptions(dataset=str(explicit)))["datasets"]
     assert one == [{"path": "json", "split": "train", "data_files": [str(explicit)], "type": "chat_template.default",
                     "field_messages": "prompt", "field_chosen": "chosen", "field_rejected": "rejected"}]
     two = axolotl_cfg(AXOLOTL_DPO["lora"], LaunchOptions(dataset=str(implicit)))["datasets"]
-    assert two[0]["type"] == "chat_template.argilla_chat" and two[0]["data_files"] == [str(implicit)]
+    assert two == [{"path": "json", "split": "train", "data_files": [str(implicit)],
+                    "type": "chat_template.argilla_chat"}]
 
 
 def test_axolotl_dpo_refuses_quantized_loading_under_fsdp2():

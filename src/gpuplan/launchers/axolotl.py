@@ -27,7 +27,7 @@ from typing import Any
 from .. import overheads as oh
 from ..stacks.releases import AXOLOTL_VERSION as VERSION
 from . import deepspeed
-from .data import DPO_BETA, chat_turns, local_file, record_kind, save_fields, save_note
+from .data import DPO_BETA, chat_turns, explicit_prompt, local_file, record_kind, save_fields, save_note
 from .files import LaunchFile, shell_text, yaml_text
 from .plan import LaunchPlan
 from .settings import LaunchOptions, backend, dataset_for, fsdp_settings, hf_optim, is_dpo
@@ -238,18 +238,7 @@ def dpo_dataset(opts: LaunchOptions) -> dict[str, Any]:
     local = local_file(opts)
     if local is not None:
         entry.update({"path": local[0], "data_files": [local[1]]})
-    if _explicit_prompt(opts):
+    if explicit_prompt(opts):
         return {**entry, "type": "chat_template.default", "field_messages": "prompt", "field_chosen": "chosen",
                 "field_rejected": "rejected"}
     return {**entry, "type": "chat_template.argilla_chat"}
-
-
-def _explicit_prompt(opts: LaunchOptions) -> bool:
-    """Whether the first record of a local preference file holds a ``prompt`` (False for a Hugging Face id)."""
-    from ..dataset.read import dataset_format, records
-    from .plan import local_path
-
-    path = local_path(opts.dataset)
-    if path is None or not path.is_file():
-        return False
-    return "prompt" in next(records(str(path), dataset_format(str(path))), {})
