@@ -205,3 +205,75 @@ def test_unsloth_dpo_quotes_the_dataset(tmp_path):
     hostile = "me/prefs\"); import os; ('"
     write(launch_files(launch_plan(UNSLOTH_DPO), ["unsloth"], LaunchOptions(dataset=hostile)), tmp_path)
     assert read_unsloth(tmp_path)["DATASET"] == hostile
+
+
+# ---- torchtune --------------------------------------------------------------------------------------------
+TUNE_DPO = {  # torchtune 0.6.1's three DPO recipes
+    "lora_dpo_single_device": dict(model="llama-3.1-8b", task="train", stack="torchtune", method="lora",
+                                   train_objective="dpo", gpu="h100", seq_len=1024, micro_batch_size=2),
+    "lora_dpo_distributed": dict(model="llama-3.2-1b", task="train", stack="torchtune", method="lora",
+                                 train_objective="dpo", gpu="l40s", num_gpus=2, sharding="fsdp", seq_len=1024),
+    "full_dpo_distributed": dict(model="llama-3.1-8b", task="train", stack="torchtune", method="full",
+                                 train_objective="dpo", gpu="h100", num_gpus=8, sharding="fsdp", seq_len=2048,
+                                 micro_batch_size=1),
+}
+
+
+def tune_cfg(scenario, opts=None) -> tuple[str, dict]:
+    files = {f.name: f.text for f in launch_files(launch_plan(scenario), ["torchtune"], opts or LaunchOptions())}
+    return files["tune-run.sh"], yaml.safe_load(files["torchtune.yaml"])
+
+
+@pytest.mark.parametrize("recipe", sorted(TUNE_DPO))
+def test_torchtune_dpo_config_against_captured_signatures(recipe):
+    """torchtune 0.6.1's DPO recipe for the layout (its registry: tests/data/torchtune), every component's keys
+    parameters of that component (preference_dataset, DPOLoss captured from torchtune), DPOLoss at TRL's beta 0.1,
+    pairs per batch, TRL's preference example as the data, and full DPO's reference loaded by its own
+    ref_checkpointer from the same checkpoint (recipes/configs/llama3_1/8B_full_dpo.yaml)."""
+    from test_launch import TUNE_SIGNATURES
+
+    scenario = TUNE_DPO[recipe]
+    script, cfg = tune_cfg(scenario)
+    assert f"{recipe} \\\n    --config torchtune.yaml" in script and recipe in TUNE_SIGNATURES["recipes"]
+    components = TUNE_SIGNATURES["components"]
+    for key, node in cfg.items():
+        if isinstance(node, dict) and "_component_" in node:
+            sig = components[node["_component_"]]
+            assert sig["var_keyword"] or not set(node) - {"_component_"} - set(sig["parameters"]), key
+    assert cfg["loss"] == {"_component_": "torchtune.rlhf.loss.DPOLoss", "beta": 0.1, "label_smoothing": 0.0}
+    assert cfg["dataset"] == {"_component_": "torchtune.datasets.preference_dataset",
+                              "source": "trl-lib/ultrafeedback_binarized", "split": "train"}
+    assert cfg["batch_size"] == scenario.get("micro_batch_size", launch_plan(scenario).scenario.micro_batch_size)
+    assert cfg["tokenizer"]["max_seq_len"] == scenario["seq_len"]
+    assert ("ref_checkpointer" in cfg) is (scenario["method"] == "full")
+    if "ref_checkpointer" in cfg:
+        assert cfg["ref_checkpointer"] == cfg["checkpointer"]
+
+
+def test_torchtune_dpo_quotes_the_dataset_for_omegaconf(tmp_path):
+    """tune run reads the config with OmegaConf: a dataset name holding an interpolation and quotes comes back as
+    written, not resolved."""
+    from omegaconf import OmegaConf
+
+    hostile = "me/prefs ${oc.env:HOME} 'x' \"y\""
+    write(launch_files(launch_plan(TUNE_DPO["lora_dpo_single_device"]), ["torchtune"], LaunchOptions(dataset=hostile)),
+          tmp_path)
+    cfg = OmegaConf.to_container(OmegaConf.load(tmp_path / "torchtune.yaml"), resolve=True)
+    assert cfg["dataset"]["source"] == hostile
+
+
+def test_torchtune_dpo_refusals(tmp_path):
+    """In one sentence each: an explicit-prompt pairs file (preference_dataset reads whole conversations), a
+    precomputed reference, full DPO on one GPU."""
+    from gpuplan.launchers.smoke import pairs
+
+    explicit = tmp_path / "explicit.jsonl"
+    explicit.write_text("".join(json.dumps({"prompt": p["chosen"][:-1], "chosen": p["chosen"][-1:],
+                                            "rejected": p["rejected"][-1:]}) + "\n" for p in pairs(2)))
+    with pytest.raises(GpuplanError, match=r"preference_dataset reads whole chosen and rejected conversations"):
+        launch_files(launch_plan(TUNE_DPO["lora_dpo_single_device"]), ["torchtune"],
+                     LaunchOptions(dataset=str(explicit)))
+    with pytest.raises(GpuplanError, match=r"no precompute_ref_log_probs"):
+        launch_plan({**TUNE_DPO["lora_dpo_single_device"], "precompute_ref_log_probs": True})
+    with pytest.raises(GpuplanError, match=r"full_dpo_distributed only"):
+        launch_plan({**TUNE_DPO["full_dpo_distributed"], "num_gpus": 1, "sharding": "single"})
