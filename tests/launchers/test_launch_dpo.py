@@ -171,10 +171,9 @@ def test_unsloth_dpo_script_builds_trls_dpoconfig(tmp_path, monkeypatch):
     import ast
 
     import transformers.training_args as ta
+    from test_launch_stacks import read_unsloth
     from transformers import TrainingArguments
     from trl import DPOConfig
-
-    from test_launch_stacks import read_unsloth
 
     plan = launch_plan(UNSLOTH_DPO)
     write(launch_files(plan, ["unsloth"]), tmp_path)

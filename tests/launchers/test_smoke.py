@@ -76,7 +76,7 @@ def test_torchtune_dpo_recipe_trains(tmp_path, monkeypatch):
     monkeypatch.setenv("PYTHONPATH", os.pathsep.join([str(old), *filter(None, [os.environ.get("PYTHONPATH")])]))
     plan, runs = smoke(scenario_from({**BASE, "method": "lora", "stack": "torchtune", "train_objective": "dpo"}),
                        tmp_path, ["torchtune"], cuda=False)
-    assert runs[0].command.startswith("tune run lora_dpo_single_device")
+    assert plan.scenario.train_objective == "dpo" and runs[0].command.startswith("tune run lora_dpo_single_device")
     assert runs[0].losses[0] == pytest.approx(math.log(2), abs=0.01)
     check(runs, ["torchtune"])
 

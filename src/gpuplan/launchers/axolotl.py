@@ -160,10 +160,11 @@ def notes(plan: LaunchPlan, opts: LaunchOptions | None = None) -> list[str]:
         out.append(f"{plan.num_nodes} machines: run {SCRIPT} on each with NODE_RANK and MASTER_ADDR set")
     out += save_note(plan)
     if is_dpo(s):
+        hub = local_file(dataset_for(s, opts or LaunchOptions())) is None
         out.append("DPO: micro_batch_size counts pairs, each two rows of up to sequence_len tokens; " + (
             "the pairs are read as whole chosen/rejected conversations (chat_template.argilla_chat): for "
-            "prompt/chosen/rejected records set type chat_template.default and field_messages prompt"
-            if local_file(dataset_for(s, opts or LaunchOptions())) is None else "the pairs' form was read from the file"))
+            "prompt/chosen/rejected records set type chat_template.default and field_messages prompt" if hub else
+            "the pairs' form was read from the file"))
     if s.attention == "sdpa" and dtype_flags(s)["bf16"] and not is_dpo(s) and plan.gpu.compute_capability != "9.0":
         out.append("axolotl warns that sample packing under SDPA in bf16 may give a zero loss except on sm_90 "
                    "(check_sample_packing_w_sdpa_bf16): plan attention flash if it does")

@@ -106,16 +106,15 @@ def trl_head(s: Scenario, m, setup: act.ActivationSetup, head_cast: bool) -> Los
     return LossBytes(saved=hidden + 12 * T, forward=tile + chunk + rows + 24 * T, backward=backward)
 
 
-def reference_forward(s: Scenario, m, setup: act.ActivationSetup, *, layer: float, head: LossBytes,
-                      logits: bool = False) -> float:
+def reference_forward(stack, s: Scenario, m, setup: act.ActivationSetup, *, layer: float, head: LossBytes) -> float:
     """What the reference's forward adds on top of what the policy's forward left alive (its saved activations,
     its head's saved tensors): under ``torch.no_grad()`` nothing is saved, so its peak is one decoder layer's
     transients (``layer``) or its head's (the scored hidden rows and a tile: ``head.forward``) over the residual
-    stream running through it (one boundary tensor). With torchtune's ``logits`` head (:func:`logits_head`) the
+    stream running through it (one boundary tensor). With a stack's logits head (:func:`logits_head`) the
     head's peak is its fp32 logits, their copy and the log_softmax output at once (``forward + saved``: nothing is
     saved under no_grad, but all three are alive). 0 with ``precompute_ref_log_probs`` (no reference forward)."""
     if s.train_objective != "dpo" or s.precompute_ref_log_probs:
         return 0.0
     boundary = act.boundary_bytes(m, setup)
     rows = residual_bytes(setup) * setup.tokens * m.embedding_dim
-    return boundary + max(layer, head.forward + (head.saved if logits else rows))
+    return boundary + max(layer, head.forward + (head.saved if stack.dpo_logits_head else rows))

@@ -81,8 +81,7 @@ def training_memory(s: Scenario, m: ModelSpec, capacity_gib: float | None = None
     step = _step_peak(s, m, sharding, st, shard) + held
     phases = {"forward": max(fwd_layer, fwd_loss), "backward": max(loss_point, layer_peak + L)}
     at_layer = {"forward": fwd_layer >= fwd_loss, "backward": layer_peak + L >= loss_point, "optimizer_step": False}
-    if loss and (ref := dpo.reference_forward(s, m, setup, layer=fwd_tmp + L, head=loss,
-                                                 logits=stack.dpo_logits_head)):  # after the policy's
+    if loss and (ref := dpo.reference_forward(stack, s, m, setup, layer=fwd_tmp + L, head=loss)):  # after the policy's
         phases["reference_forward"], at_layer["reference_forward"] = fwd_loss - lfwd + ref, True
     if not s.optimizer_in_backward:
         phases["optimizer_step"] = step

@@ -4,8 +4,8 @@ transformers 5.14.1, peft 0.19.1 and torch<=2.12.1, older than the test environm
 Axolotl validates a config with pydantic models (``src/axolotl/utils/schemas/config.py`` ``AxolotlInputConfig``,
 merged with each plugin's arguments by ``axolotl.integrations.config.merge_input_args``); their JSON schema
 cannot be generated (an enum holds ``torch.dtype`` values), so this records what the offline test checks: every
-field's name, alias, type and allowed values, those of the nested ``fsdp_config`` and ``datasets`` entries (SFT and DPO), and
-the ``axolotl train`` launchers. Axolotl's schema modules import with the test environment's libraries, so a
+field's name, alias, type and allowed values, those of the nested ``fsdp_config`` and ``datasets`` entries (SFT and
+DPO), and the ``axolotl train`` launchers. Axolotl's schema modules import with the test environment's libraries, so a
 no-deps install is enough:
 
     pip install --no-deps --target /tmp/axolotl axolotl==0.18.0 addict
