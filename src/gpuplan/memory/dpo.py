@@ -1,4 +1,5 @@
-"""DPO's step as TRL's DPOTrainer runs it (``train_objective: dpo``; huggingface/trl 1.16, ``trainer/dpo_trainer.py``).
+"""DPO's step as TRL's DPOTrainer runs it (``train_objective: dpo``; huggingface/trl 1.16, ``trainer/dpo_trainer.py``;
+stacks hf, axolotl, unsloth), and as torchtune 0.6.1's DPO recipes run it (its fp32 logits: :func:`logits_head`).
 
 - **Pairs as rows.** ``DataCollatorForPreference`` pads the prompts (left) and the chosen and rejected replies (right)
   and stacks ``[prompt + chosen; prompt + rejected]``: the model's batch is twice the pairs of the micro-batch
