@@ -554,7 +554,7 @@ UNSLOTH_SIGNATURES = json.loads((Path(__file__).parents[1] / "data" / "unsloth" 
 
 def read_unsloth(folder: Path) -> dict:
     """The script's literals (``LOAD``, ``PEFT``, ``TRAIN``, ``DTYPE``, ``DATASET``), after checking that it
-    compiles, that it calls from_pretrained, get_peft_model and SFTConfig with them, and sets
+    compiles, that it calls from_pretrained, get_peft_model and SFTConfig (DPOConfig) with them, and sets
     ``UNSLOTH_RETURN_LOGITS`` (if it does) before importing Unsloth."""
     import ast
 
@@ -566,7 +566,8 @@ def read_unsloth(folder: Path) -> dict:
     calls = {ast.unparse(n.func): [ast.unparse(k.value) for k in n.keywords if k.arg is None]
              for n in ast.walk(tree) if isinstance(n, ast.Call)}
     assert calls["FastLanguageModel.from_pretrained"] == ["LOAD"]
-    assert calls["FastLanguageModel.get_peft_model"] == ["PEFT"] and calls["SFTConfig"] == ["TRAIN"]
+    assert calls["FastLanguageModel.get_peft_model"] == ["PEFT"]
+    assert calls.get("SFTConfig", calls.get("DPOConfig")) == ["TRAIN"]  # TRL's SFT or DPO config (a DPO plan)
     lines = source.splitlines()
     logits = [i for i, line in enumerate(lines) if line.startswith('os.environ["UNSLOTH_RETURN_LOGITS"] = "1"')]
     out["return_logits"] = bool(logits)

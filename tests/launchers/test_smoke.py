@@ -65,10 +65,27 @@ def test_torchtune_recipe_trains(tmp_path, monkeypatch):
     check(runs, ["torchtune"])
 
 
+def test_torchtune_dpo_recipe_trains(tmp_path, monkeypatch):
+    """A torchtune DPO plan runs torchtune 0.6.1's own lora_dpo_single_device on the CPU (torchao 0.15 first on its
+    path, as above) over the smoke pairs (whole chosen and rejected conversations: its preference_dataset), DPOLoss
+    starting at log 2 and falling."""
+    pytest.importorskip("torchtune")
+    from test_launch_stacks import cached_packages
+
+    old = cached_packages("torchao-0.15.0", ["torchao==0.15.0"])
+    monkeypatch.setenv("PYTHONPATH", os.pathsep.join([str(old), *filter(None, [os.environ.get("PYTHONPATH")])]))
+    plan, runs = smoke(scenario_from({**BASE, "method": "lora", "stack": "torchtune", "train_objective": "dpo"}),
+                       tmp_path, ["torchtune"], cuda=False)
+    assert plan.scenario.train_objective == "dpo" and runs[0].command.startswith("tune run lora_dpo_single_device")
+    assert runs[0].losses[0] == pytest.approx(math.log(2), abs=0.01)
+    check(runs, ["torchtune"])
+
+
 def test_dpo_plan_trains_with_the_trainer_on_preference_pairs(tmp_path):
     """Session 24: `gpuplan launch` writes TRL's DPO script for a DPO plan, but the smoke run fed it its SFT chats
     (``messages``), which DPOTrainer does not read; a DPO plan's smoke run now writes preference pairs (the chat
-    split at its reply, a worse reply beside it) and runs `trl.scripts.dpo`: the loss starts at log 2 and falls."""
+    and the same chat with a worse reply: TRL extracts the shared prompt) and runs `trl.scripts.dpo`: the loss
+    starts at log 2 and falls."""
     plan, runs = smoke(scenario_from({**BASE, "method": "lora", "train_objective": "dpo"}), tmp_path, ["trainer"],
                        cuda=False)
     assert plan.scenario.train_objective == "dpo" and (tmp_path / "smoke-inputs" / "pairs.jsonl").is_file()

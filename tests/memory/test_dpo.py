@@ -79,7 +79,11 @@ def test_speed_is_the_paired_step_plus_one_reference_forward():
 
 
 @pytest.mark.parametrize(("fields", "said"), [
-    ({"stack": "torchtune"}, "torchtune trains DPO in recipes of its own"),
+    ({"stack": "torchtune", "method": "lora", "precompute_ref_log_probs": True}, "no precompute_ref_log_probs"),
+    ({"stack": "torchtune", "method": "full"}, "full_dpo_distributed only"),
+    ({"stack": "torchtune", "method": "lora", "compile": True}, "drop compile"),
+    ({"stack": "torchtune", "method": "lora", "activation_offload": True}, "read no enable_activation_offloading"),
+    ({"stack": "torchtune", "method": "lora", "loss": "chunked"}, "fp32 logits (no output chunks)"),
     ({"stack": "torchtitan"}, "torchtitan has no DPO recipe"),
     ({"stack": "megatron"}, "no DPO loss"),
     ({"stack": "pytorch"}, "your own loop"),
@@ -115,13 +119,58 @@ def test_estimate_matches_the_simulated_dpo_step(tmp_path, fields):
     assert est == pytest.approx(sim.allocated_peak_gib, rel=0.05)
 
 
-def test_launch_says_axolotl_dpo_files_are_not_written():
-    """DPO files are written for stack hf only (tests/launchers/test_launch_dpo.py): axolotl's DPO plan is refused
-    in one sentence, exit 2, no file written."""
+def test_launch_refuses_what_axolotl_cannot_run_in_one_sentence():
+    """A DPO plan axolotl's own validator refuses (4-bit loading under FSDP2 with rl: dpo) is one sentence on
+    stderr, exit 2, no file written (tests/launchers/test_launch_dpo.py has the files axolotl does run)."""
     import subprocess
 
-    proc = subprocess.run([sys.executable, "-m", "gpuplan", "launch", "--model", "llama-3.1-8b", "--task", "train",
-                           "--method", "lora", "--train-objective", "dpo", "--stack", "axolotl", "--gpu", "h100",
+    proc = subprocess.run([sys.executable, "-m", "gpuplan", "launch", "--model", "qwen2.5-7b", "--task", "train",
+                           "--method", "qlora", "--train-objective", "dpo", "--stack", "axolotl", "--gpu", "l40s",
+                           "--num-gpus", "2", "--sharding", "fsdp2", "--target", "axolotl",
                            "--output", "dpo-launch-never-written"], capture_output=True, text=True)
-    assert proc.returncode == 2 and "stack axolotl's DPO files" in proc.stderr and "Traceback" not in proc.stderr
-    assert not Path("dpo-launch-never-written").exists()
+    assert proc.returncode == 2 and "Traceback" not in proc.stderr, proc.stderr
+    assert "axolotl refuses 4-bit or 8-bit loading under FSDP2 with rl: dpo" in proc.stderr
+    assert len(proc.stderr.strip().splitlines()) == 1 and not Path("dpo-launch-never-written").exists()
+
+
+@pytest.mark.sim
+@pytest.mark.parametrize("fields", [{"grad_checkpointing": "full"}, {"grad_checkpointing": "none"}])
+def test_torchtune_dpo_matches_the_simulated_recipe_step(tmp_path, fields):
+    """torchtune 0.6.1's lora_dpo_single_device step run on fake tensors (sim/stacks.py ``_torchtune_dpo``: real
+    torchtune modules, get_batch_log_probs, disable_adapter, DPOLoss; the reference's logits kept in ``_``): a
+    narrowed Llama-3.2-1B (4 layers, every layer run), 2 pairs x 256, within 5 % (Llama-3.2-1B at full depth:
+    +0.2 % and +0.3 %, bench/results/dpo_s25.md)."""
+    require("torch")
+    require("torchtune")
+    sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "bench"))
+    import oracle
+    from gpuplan import overheads as oh
+    from gpuplan.sim.simulate import simulate
+
+    model = oracle.narrowed("llama-3.2-1b", tmp_path, real_width=True)
+    s = scenario_from({"model": model, "task": "train", "seq_len": 256, "micro_batch_size": 2, "stack": "torchtune",
+                       "method": "lora", "train_objective": "dpo", **fields})
+    sim = simulate(s, layers=4)
+    e = training_memory(s, load_model(model))
+    assert e.peak_phase == "reference_forward"
+    assert e.allocated / GIB - oh.CUBLAS_WORKSPACE_GIB == pytest.approx(sim.allocated_peak_gib, rel=0.05)
+
+
+def test_axolotl_loads_the_reference_in_bf16_and_keeps_it_when_precomputed():
+    """axolotl 0.18.0 loads the full fine-tune's reference itself (train.py ``setup_reference_model``, cast to
+    ``cfg.torch_dtype`` by core/builders/rl.py ``ensure_dtype``) and hands it to TRL's DPOTrainer, which keeps a
+    reference it was given even with ``precompute_ref_log_probs`` (trl 1.16 ``__init__``: ``self.ref_model =
+    ref_model``). By hand, Llama-3.1-8B's P = 8,030,261,248: under FSDP bf16-mixed the copy is bf16 in eighths,
+    2 x P / 8 = 1.87 GiB (TRL's own: the fp32 policy's dtype, 4 x P / 8); precomputed under ZeRO-3 the same
+    2 x P / 8 stays, with no reference forward in the step."""
+    P = load_model("llama-3.1-8b").params_total
+    _, fsdp = plan(method="full", num_gpus=8, sharding="fsdp", precision="bf16-mixed", train_objective="dpo",
+                   stack="axolotl")
+    assert fsdp.other[REF] == pytest.approx(2 * P / 8)
+    s, pre = plan(method="full", num_gpus=8, sharding="zero3", train_objective="dpo", stack="axolotl",
+                  precompute_ref_log_probs=True)
+    assert pre.other[REF] == pytest.approx(2 * P / 8) and "reference_forward" not in pre.phases
+    speed = training_speed(s, load_model(s.model), load_gpu("h100"))
+    assert not any("reference forward" in a and "ms" in a for a in speed.assumptions)
+    assert REF not in plan(method="lora", train_objective="dpo", stack="axolotl",
+                           precompute_ref_log_probs=True)[1].other

@@ -27,8 +27,9 @@ def launch_cmd(scenario: str | None = None, as_json: bool = False, target: list[
     """Write the files that run the plan, with the plan's settings intact: a SkyPilot task (rent the cards),
     an accelerate config and its launch command, a DeepSpeed JSON (ZeRO plans), a torchrun command, the
     trainer's arguments (Hugging Face Trainer / TRL SFTConfig, read by `trl sft --config`; DPOConfig and
-    `trl dpo` for a DPO plan), a torchtune recipe config (stack torchtune), a torchtitan job config (stack
-    torchtitan), an Axolotl config (stack axolotl), an Unsloth script (stack unsloth), or the serving command of
+    `trl dpo` for a DPO plan), a torchtune recipe config (stack torchtune; its DPO recipes for a DPO plan), a
+    torchtitan job config (stack torchtitan), an Axolotl config (stack axolotl; `rl: dpo` for DPO), an Unsloth
+    script (stack unsloth; PatchDPOTrainer and TRL's DPOTrainer for DPO), or the serving command of
     a serving plan (`vllm serve`,
     SGLang's launch_server, `trtllm-serve`, llama.cpp's `llama-server`); for a diffusion pipeline, diffusers'
     DreamBooth command, kohya sd-scripts' TOML, SimpleTuner's config.json or ai-toolkit's job YAML. Every file

@@ -106,12 +106,8 @@ def _implied(s: Scenario, keys: list[str], field: str, of: dict[str, str]) -> Sc
 
 def targets_for(plan: LaunchPlan, names: list[str] | None = None) -> list[str]:
     """The targets to write: ``names`` (each must apply to the plan, else one clear error), or every target
-    that applies. A DPO plan is written for stack hf (TRL's DPO script reads ``trainer.yaml`` as DPOConfig); the
-    axolotl and Unsloth writers write SFT recipes, and a DPO run read off them would train the wrong objective."""
-    if plan.train and plan.scenario.train_objective == "dpo" and plan.scenario.stack != "hf":
-        raise GpuplanError(f"gpuplan launch writes DPO files for stack hf (TRL's DPOConfig); stack "
-                           f"{plan.scenario.stack}'s DPO files (axolotl's rl: dpo, Unsloth's PatchDPOTrainer "
-                           "script) are not written yet: plan --stack hf, or write them from the plan by hand")
+    that applies. A DPO plan is written by its stack's target (TRL's DPOConfig, axolotl's ``rl: dpo``, Unsloth's
+    script over TRL's DPOTrainer); the targets that cannot run it say why in their ``applies``."""
     if not names:
         chosen = [name for name, module in TARGETS.items() if module.applies(plan) is None]
         if not chosen:

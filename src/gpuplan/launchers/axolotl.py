@@ -27,10 +27,10 @@ from typing import Any
 from .. import overheads as oh
 from ..stacks.releases import AXOLOTL_VERSION as VERSION
 from . import deepspeed
-from .data import chat_turns, local_file, record_kind, save_fields, save_note
+from .data import DPO_BETA, chat_turns, explicit_prompt, local_file, record_kind, save_fields, save_note
 from .files import LaunchFile, shell_text, yaml_text
 from .plan import LaunchPlan
-from .settings import LaunchOptions, backend, fsdp_settings, hf_optim
+from .settings import LaunchOptions, backend, dataset_for, fsdp_settings, hf_optim, is_dpo
 from .torchrun import launcher
 from .trainer import pretraining_refusal
 
@@ -65,6 +65,9 @@ def applies(plan: LaunchPlan) -> str | None:
         return f"axolotl's QLoRA loads bitsandbytes 4-bit weights: set quant nf4 or fp4, not {s.quant}"
     if s.method == "lora" and s.quant not in (None, "none", "int8"):
         return f"axolotl's LoRA loads 16-bit or bitsandbytes 8-bit weights: set quant int8 or none, not {s.quant}"
+    if is_dpo(s) and kind == "fsdp2" and (s.method == "qlora" or s.quant == "int8"):
+        return ("axolotl refuses 4-bit or 8-bit loading under FSDP2 with rl: dpo (check_fsdp2_base_model_quant_rl): "
+                "plan sharding fsdp1 or zero3")
     return None
 
 
@@ -92,17 +95,19 @@ def config(plan: LaunchPlan, opts: LaunchOptions) -> dict[str, Any]:
             data["lora_target_modules"] = list(s.lora_targets)
         data["peft_autocast_adapter_dtype"] = s.adapter_dtype == "fp32"
         data.update({k: False for k in KERNELS})
+    dpo = is_dpo(s)
     data.update({
-        "datasets": [axolotl_dataset(opts, record_kind(plan))],
+        **(dpo_settings(plan, opts) if dpo else {"datasets": [axolotl_dataset(opts, record_kind(plan))]}),
         "chat_template": "tokenizer_default_fallback_chatml", "dataset_prepared_path": "last_run_prepared",
-        "val_set_size": 0.0, "output_dir": opts.output_dir,
-        "sequence_len": s.seq_len, "sample_packing": (s.packing or "bfd") in ("bfd", "wrapped"),
-        "pad_to_sequence_len": (s.packing or "bfd") != "none", "group_by_length": s.packing == "bucket",
+        "val_set_size": 0.0, "output_dir": opts.output_dir, "sequence_len": s.seq_len,
+        **({"sample_packing": False} if dpo else {
+            "sample_packing": (s.packing or "bfd") in ("bfd", "wrapped"),
+            "pad_to_sequence_len": (s.packing or "bfd") != "none", "group_by_length": s.packing == "bucket"}),
         "micro_batch_size": s.micro_batch_size, "gradient_accumulation_steps": s.grad_accum_steps,
         "num_epochs": (plan.recipe.epochs or 1) if plan.recipe and (s.dataset or s.samples) else 1})
     if plan.max_steps is not None and not (s.dataset or s.samples):
         data["max_steps"] = plan.max_steps
-    if plan.recipe is not None and plan.recipe.assistant_only:  # the loss on the assistant turns only
+    if plan.recipe is not None and plan.recipe.assistant_only and not dpo:  # the loss on the assistant turns only
         data["train_on_inputs"] = False
     optim, optim_args = hf_optim(s)
     data["optimizer"] = optim
@@ -121,8 +126,8 @@ def config(plan: LaunchPlan, opts: LaunchOptions) -> dict[str, Any]:
     if s.compile:
         data["torch_compile"] = True
     data.update({"plugins": [LIGER], "liger_rope": True, "liger_rms_norm": True, "liger_glu_activation": True,
-                 "liger_fused_linear_cross_entropy": s.loss == "fused-linear"})
-    if s.loss == "chunked":
+                 "liger_fused_linear_cross_entropy": s.loss == "fused-linear" and not dpo})
+    if s.loss == "chunked" and not dpo:
         data.update({"chunked_cross_entropy": True, "chunked_cross_entropy_num_chunks": s.loss_chunks})
     kind = backend(s)
     if kind == "deepspeed":
@@ -148,13 +153,19 @@ def command(plan: LaunchPlan, *, multinode_env: bool = False, output_dir: str | 
     return [*argv, "--launcher", "torchrun", "--", *launcher(plan, multinode_env=multinode_env)[1:]]
 
 
-def notes(plan: LaunchPlan) -> list[str]:
+def notes(plan: LaunchPlan, opts: LaunchOptions | None = None) -> list[str]:
     s = plan.scenario
     out = [f"run: bash {SCRIPT}; checked against axolotl {VERSION}'s config schema"]
     if plan.num_nodes > 1:
         out.append(f"{plan.num_nodes} machines: run {SCRIPT} on each with NODE_RANK and MASTER_ADDR set")
     out += save_note(plan)
-    if s.attention == "sdpa" and dtype_flags(s)["bf16"] and plan.gpu.compute_capability != "9.0":
+    if is_dpo(s):
+        hub = local_file(dataset_for(s, opts or LaunchOptions())) is None
+        out.append("DPO: micro_batch_size counts pairs, each two rows of up to sequence_len tokens; " + (
+            "the pairs are read as whole chosen/rejected conversations (chat_template.argilla_chat): for "
+            "prompt/chosen/rejected records set type chat_template.default and field_messages prompt" if hub else
+            "the pairs' form was read from the file"))
+    if s.attention == "sdpa" and dtype_flags(s)["bf16"] and not is_dpo(s) and plan.gpu.compute_capability != "9.0":
         out.append("axolotl warns that sample packing under SDPA in bf16 may give a zero loss except on sm_90 "
                    "(check_sample_packing_w_sdpa_bf16): plan attention flash if it does")
     if s.transformers_version and s.loss == "full":
@@ -168,7 +179,7 @@ def notes(plan: LaunchPlan) -> list[str]:
 
 
 def files(plan: LaunchPlan, opts: LaunchOptions) -> list[LaunchFile]:
-    out = [LaunchFile(name=FILE, target=NAME, text=yaml_text(plan, config(plan, opts), notes(plan)),
+    out = [LaunchFile(name=FILE, target=NAME, text=yaml_text(plan, config(plan, opts), notes(plan, opts)),
                       reader="axolotl train axolotl.yaml (Axolotl: AxolotlInputConfig)"),
            LaunchFile(name=SCRIPT, target=NAME, text=shell_text(plan, command(plan)), reader="bash (axolotl train)",
                       executable=True)]
@@ -203,3 +214,32 @@ def axolotl_dataset(opts: LaunchOptions, kind: str = "messages") -> dict[str, An
     if local is not None:
         entry.update({"path": local[0], "data_files": local[1]})
     return entry
+
+
+def dpo_settings(plan: LaunchPlan, opts: LaunchOptions) -> dict[str, Any]:
+    """A DPO plan in axolotl's keys (axolotl 0.18.0 docs/rlhf.qmd "DPO"; ``core/trainers/dpo/__init__.py``
+    ``DPOStrategy.set_training_args_kwargs`` and ``core/builders/rl.py`` pass them to TRL's DPOConfig): ``rl: dpo``,
+    ``rl_beta`` at TRL's default, the sigmoid loss the plan costs (``dpo_loss_type``), ``precompute_ref_log_probs``
+    from the scenario, the pairs as a preference dataset (:func:`dpo_dataset`); ``sequence_len`` becomes DPOConfig's
+    ``max_length`` (the pair's longer row, as the plan counts it) and ``micro_batch_size`` counts pairs. No sample
+    packing (``check_sample_packing_w_rl`` refuses it): the DPOTrainer pads each batch of pairs."""
+    return {"rl": "dpo", "rl_beta": DPO_BETA, "dpo_loss_type": ["sigmoid"],
+            "precompute_ref_log_probs": bool(plan.scenario.precompute_ref_log_probs),
+            "datasets": [dpo_dataset(dataset_for(plan.scenario, opts))]}
+
+
+def dpo_dataset(opts: LaunchOptions) -> dict[str, Any]:
+    """One DPO ``datasets`` entry (axolotl 0.18.0 ``utils/schemas/datasets.py`` ``DPODataset``;
+    ``prompt_strategies/dpo/chat_template.py``): records with a ``prompt`` (TRL's explicit preference form, its
+    prompt a message list or text, each reply a message list or text) as ``chat_template.default`` with
+    ``field_messages: prompt``; records of whole ``chosen`` and ``rejected`` conversations (TRL's implicit-prompt
+    form, trl-lib/ultrafeedback_binarized) as ``chat_template.argilla_chat``. A local file is read for its form; a
+    Hugging Face id is taken in the implicit form (:func:`notes` says so)."""
+    entry: dict[str, Any] = {"path": opts.dataset, "split": "train"}
+    local = local_file(opts)
+    if local is not None:
+        entry.update({"path": local[0], "data_files": [local[1]]})
+    if explicit_prompt(opts):
+        return {**entry, "type": "chat_template.default", "field_messages": "prompt", "field_chosen": "chosen",
+                "field_rejected": "rejected"}
+    return {**entry, "type": "chat_template.argilla_chat"}

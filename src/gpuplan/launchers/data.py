@@ -51,6 +51,18 @@ def chat_turns(opts: LaunchOptions) -> tuple[str, bool]:
     return column, isinstance(turns[0], dict) and "from" in turns[0] and "value" in turns[0]
 
 
+def explicit_prompt(opts: LaunchOptions) -> bool:
+    """Whether the first record of a local preference file holds a ``prompt`` (TRL's explicit preference form)
+    rather than whole ``chosen`` and ``rejected`` conversations (its implicit-prompt form); False for a Hugging Face
+    id, which is not fetched here."""
+    from ..dataset.read import dataset_format, records
+
+    path = local_path(opts.dataset)
+    if path is None or not path.is_file():
+        return False
+    return "prompt" in next(records(str(path), dataset_format(str(path))), {})
+
+
 def trl_dataset(opts: LaunchOptions) -> dict[str, Any]:
     """TRL's script arguments for the data: ``dataset_name``, or a ``datasets`` mixture entry for a local file
     (``trl/scripts/utils.py`` ``DatasetConfig``: path, data_files, split)."""

@@ -113,11 +113,14 @@ def chats(n: int = EXAMPLES) -> list[dict]:
 
 
 def pairs(n: int = EXAMPLES) -> list[dict]:
-    """``n`` copies of one preference pair in TRL's conversational form (``prompt``, ``chosen``, ``rejected``), the
-    chat of :func:`chats` split at its reply, for a DPO plan's smoke run (TRL's DPOTrainer reads no ``messages``)."""
+    """``n`` copies of one preference pair as whole ``chosen`` and ``rejected`` conversations, the chat of
+    :func:`chats` and the same chat with a worse reply, for a DPO plan's smoke run: the form every DPO stack reads
+    (TRL's implicit prompt, which its DPOTrainer extracts as the shared turns; axolotl's
+    ``chat_template.argilla_chat``; torchtune's ``preference_dataset``), where TRL's DPOTrainer reads no
+    ``messages``."""
     system, user, reply = chats(1)[0]["messages"]
     worse = {"role": "assistant", "content": "Only the weights."}
-    return [{"prompt": [system, user], "chosen": [reply], "rejected": [worse]} for _ in range(n)]
+    return [{"chosen": [system, user, reply], "rejected": [system, user, worse]} for _ in range(n)]
 
 
 def smoke_folder(folder, force: bool = False) -> Path:

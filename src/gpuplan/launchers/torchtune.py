@@ -18,10 +18,11 @@ from pathlib import Path
 from typing import Any
 
 from ..datafiles import read_yaml
-from .data import chat_turns, local_file, record_kind
+from ..errors import GpuplanError
+from .data import DPO_BETA, chat_turns, explicit_prompt, local_file, record_kind
 from .files import Interpolation, LaunchFile, Raw, shell_text, yaml_text
 from .plan import LaunchPlan
-from .settings import LaunchOptions
+from .settings import LaunchOptions, dataset_for, is_dpo
 
 NAME = "torchtune"
 FILE = "torchtune.yaml"
@@ -88,9 +89,25 @@ def applies(plan: LaunchPlan) -> str | None:
     return None
 
 
+def dpo_refusal(plan: LaunchPlan, opts: LaunchOptions) -> str | None:
+    """A local preference file with a ``prompt`` column: torchtune's ``preference_dataset`` reads whole chosen and
+    rejected conversations (0.6.1 ``data/_messages.py`` ``ChosenRejectedToMessages``)."""
+    if is_dpo(plan.scenario) and explicit_prompt(dataset_for(plan.scenario, opts)):
+        return ("torchtune's preference_dataset reads whole chosen and rejected conversations "
+                "(ChosenRejectedToMessages), and this file has a prompt column: put the prompt's turns at the start "
+                "of both, or plan stack hf")
+    return None
+
+
 def recipe(plan: LaunchPlan) -> str:
-    kind = "full_finetune" if plan.scenario.method == "full" else "lora_finetune"
-    return f"{kind}_{'single_device' if plan.scenario.world_size == 1 else 'distributed'}"
+    """The recipe: ``{full,lora}_finetune_{single_device,distributed}``, or for DPO torchtune 0.6.1's
+    ``lora_dpo_single_device``, ``lora_dpo_distributed`` or ``full_dpo_distributed`` (its recipe registry; no
+    single-device full DPO, which the plan refuses)."""
+    s = plan.scenario
+    where = "single_device" if s.world_size == 1 else "distributed"
+    if is_dpo(s):
+        return f"{'full' if s.method == 'full' else 'lora'}_dpo_{where}"
+    return f"{'full_finetune' if s.method == 'full' else 'lora_finetune'}_{where}"
 
 
 def _dataset(plan: LaunchPlan, opts: LaunchOptions, local: tuple[str, str] | None) -> dict[str, Any]:
@@ -101,6 +118,8 @@ def _dataset(plan: LaunchPlan, opts: LaunchOptions, local: tuple[str, str] | Non
     s, r = plan.scenario, plan.recipe
     kind = record_kind(plan)
     where = {"source": local[0] if local else opts.dataset, **({"data_files": local[1]} if local else {})}
+    if is_dpo(s):  # whole chosen and rejected conversations (ChosenRejectedToMessages), padded per batch
+        return {"_component_": "torchtune.datasets.preference_dataset", **where, "split": "train"}
     packed = {"packed": (s.packing or "bfd") in ("bfd", "wrapped")}
     if kind == "prompt-completion":
         return {"_component_": "torchtune.datasets.instruct_dataset", **where,
@@ -133,7 +152,9 @@ def _lora_modules(s) -> tuple[list[str], bool, bool]:
 
 
 def config(plan: LaunchPlan, opts: LaunchOptions) -> dict[str, Any]:
-    s, r, local = plan.scenario, plan.recipe, local_file(opts)
+    s, r = plan.scenario, plan.recipe
+    opts = dataset_for(s, opts)  # a DPO plan that names no data: TRL's preference example
+    local = local_file(opts)
     entry = entry_of(plan)
     folder = entry["folder"]
     model: dict[str, Any] = {"_component_": entry["builders"][s.method], **entry["args"]}
@@ -164,6 +185,10 @@ def config(plan: LaunchPlan, opts: LaunchOptions) -> dict[str, Any]:
     data["loss"] = {"_component_": "torchtune.modules.loss.CEWithChunkedOutputLoss",
                     "num_output_chunks": s.loss_chunks} if s.loss == "chunked" else \
         {"_component_": "torch.nn.CrossEntropyLoss", "ignore_index": -100}
+    if is_dpo(s):  # recipes/configs/llama3_1/8B_full_dpo.yaml: DPOLoss, and the reference's own checkpointer
+        data["loss"] = {"_component_": "torchtune.rlhf.loss.DPOLoss", "beta": DPO_BETA, "label_smoothing": 0.0}
+        if s.method == "full":
+            data["ref_checkpointer"] = dict(data["checkpointer"])
     data.update({"epochs": 1 if opts.max_steps else math.ceil(r.epochs) if r and r.epochs else 1,
                  "max_steps_per_epoch": opts.max_steps or (None if r and r.epochs else plan.max_steps),
                  "gradient_accumulation_steps": s.grad_accum_steps, "clip_grad_norm": None,
@@ -204,6 +229,9 @@ def notes(plan: LaunchPlan) -> list[str]:
     s = plan.scenario
     out = [f"run: bash {SCRIPT} (downloads the weights with tune download, then tune run {recipe(plan)}); from "
            f"torchtune's {entry_of(plan)['config']} config"]
+    if is_dpo(s):
+        out.append("DPO: batch_size counts pairs, each two rows of up to max_seq_len tokens; the data needs whole "
+                   "chosen and rejected conversations (preference_dataset)")
     if s.grad_checkpointing == "selective" or s.checkpoint_every > 1:
         out.append("torchtune's LoRA and full recipes expose whole-layer checkpointing only: every layer is "
                    "checkpointed (less memory, slower than planned)")
@@ -217,6 +245,9 @@ def notes(plan: LaunchPlan) -> list[str]:
 
 
 def files(plan: LaunchPlan, opts: LaunchOptions) -> list[LaunchFile]:
+    why = dpo_refusal(plan, opts)
+    if why:
+        raise GpuplanError(why)
     script = shell_text(plan, command(plan), before=[d for d in [download(plan)] if d])
     text = yaml_text(plan, config(plan, opts), notes(plan), expands="omegaconf")  # tune run reads it with OmegaConf
     return [LaunchFile(name=FILE, target=NAME, text=text,

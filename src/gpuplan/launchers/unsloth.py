@@ -21,10 +21,10 @@ from typing import Any
 
 from .. import overheads as oh
 from ..stacks.releases import UNSLOTH_VERSION as VERSION
-from .data import hf_dataset_call, local_file, save_fields, save_note, sft_fields
+from .data import dpo_fields, hf_dataset_call, local_file, save_fields, save_note, sft_fields
 from .files import LaunchFile, comment, shell_text
 from .plan import LaunchPlan
-from .settings import LaunchOptions, autocast, hf_optim
+from .settings import LaunchOptions, autocast, dataset_for, hf_optim, is_dpo
 from .torchrun import launcher
 from .trainer import smoke_fields
 
@@ -67,7 +67,8 @@ def arguments(plan: LaunchPlan, opts: LaunchOptions) -> dict[str, dict[str, Any]
                              "per_device_train_batch_size": s.micro_batch_size,
                              "gradient_accumulation_steps": s.grad_accum_steps, "bf16": mixed == "bf16",
                              "fp16": mixed == "fp16", "optim": optim, "learning_rate": 2e-4, "max_grad_norm": 1.0,
-                             **sft_fields(plan), "logging_steps": 10, **save_fields(plan),
+                             **(dpo_fields(plan) if is_dpo(s) else sft_fields(plan)), "logging_steps": 10,
+                             **save_fields(plan),
                              "save_total_limit": oh.CHECKPOINTS_KEPT, "report_to": "none"}
     if optim_args:
         train["optim_args"] = optim_args
@@ -78,23 +79,44 @@ def arguments(plan: LaunchPlan, opts: LaunchOptions) -> dict[str, dict[str, Any]
 
 def script(plan: LaunchPlan, opts: LaunchOptions) -> str:
     s = plan.scenario
+    opts = dataset_for(s, opts)  # a DPO plan that names no data: TRL's preference example
     literals = "".join(f"{name} = {{\n" + "".join(f"    {k!r}: {v!r},\n" for k, v in value.items()) + "}\n"
                        for name, value in arguments(plan, opts).items())
     dtype = {"bf16": "bfloat16", "fp16": "float16"}[autocast(s)]
     logits = 'os.environ["UNSLOTH_RETURN_LOGITS"] = "1"  # loss full: make the logits (no fused loss)\n' \
-        if s.loss == "full" else ""
+        if s.loss == "full" and not is_dpo(s) else ""
     return ("#!/usr/bin/env python\n" + comment([*plan.header(), *notes(plan)]) +
-            "import os\nfrom pathlib import Path\n\n" + logits +
-            "from unsloth import FastLanguageModel  # first: Unsloth patches transformers and TRL on import\n"
-            "import torch\nfrom datasets import load_dataset\nfrom trl import SFTConfig, SFTTrainer\n\n"
+            "import os\nfrom pathlib import Path\n\n" + logits + _imports(s) +
             f"DATASET = {(local_file(opts) or (None, opts.dataset))[1]!r}\nDTYPE = {dtype!r}\n" + literals +
             "TRAIN[\"output_dir\"] = os.environ.get(\"OUTPUT_DIR\", TRAIN[\"output_dir\"])  # SkyPilot: the bucket\n"
             "\nmodel, tokenizer = FastLanguageModel.from_pretrained(**LOAD, dtype=getattr(torch, DTYPE))\n"
-            "model = FastLanguageModel.get_peft_model(model, **PEFT)\n"
-            "trainer = SFTTrainer(model=model, processing_class=tokenizer,\n"
-            f"                     train_dataset={hf_dataset_call(opts)}, args=SFTConfig(**TRAIN))\n"
+            "model = FastLanguageModel.get_peft_model(model, **PEFT)\n" + _trainer(s, opts) +
             "# after a spot interruption: resume from the newest checkpoint in output_dir\n"
             "trainer.train(resume_from_checkpoint=any(Path(TRAIN[\"output_dir\"]).glob(\"checkpoint-*\")))\n")
+
+
+def _imports(s) -> str:
+    """Unsloth first (it patches transformers and TRL on import), then TRL's trainer for the objective. A DPO run
+    calls ``PatchDPOTrainer()`` as Unsloth's DPO notebooks and docs do (unsloth.ai/docs, "Preference
+    Optimization Training - DPO, ORPO & KTO"); in 2026.10.9 it is a no-op kept for them (``unsloth/models/dpo.py``)
+    and the import's patches run TRL 1.16's own DPOTrainer with its fused log-prob head, which Unsloth keeps
+    (``models/rl.py`` ``patch_trl_fused_lm_head_devices``), so the plan's TRL head holds."""
+    if not is_dpo(s):
+        return ("from unsloth import FastLanguageModel  # first: Unsloth patches transformers and TRL on import\n"
+                "import torch\nfrom datasets import load_dataset\nfrom trl import SFTConfig, SFTTrainer\n\n")
+    return ("from unsloth import FastLanguageModel, PatchDPOTrainer  # first: Unsloth patches transformers and TRL\n"
+            "PatchDPOTrainer()\nimport torch\nfrom datasets import load_dataset\nfrom trl import DPOConfig, "
+            "DPOTrainer\n\n")
+
+
+def _trainer(s, opts: LaunchOptions) -> str:
+    """The trainer over the LoRA model: SFTTrainer, or DPOTrainer with ``ref_model=None`` (the reference is the
+    base with the adapters off, TRL ``use_adapter(..., None)``, as the plan counts it: no copy)."""
+    if is_dpo(s):
+        return ("trainer = DPOTrainer(model=model, ref_model=None, processing_class=tokenizer,\n"
+                f"                     train_dataset={hf_dataset_call(opts)}, args=DPOConfig(**TRAIN))\n")
+    return ("trainer = SFTTrainer(model=model, processing_class=tokenizer,\n"
+            f"                     train_dataset={hf_dataset_call(opts)}, args=SFTConfig(**TRAIN))\n")
 
 
 def command(plan: LaunchPlan, *, multinode_env: bool = False) -> list[str]:
@@ -106,12 +128,17 @@ def command(plan: LaunchPlan, *, multinode_env: bool = False) -> list[str]:
 
 def notes(plan: LaunchPlan) -> list[str]:
     out = [f"run: bash {SCRIPT} ({' '.join(command(plan)[:3])}...); arguments checked against unsloth {VERSION}"]
+    if is_dpo(plan.scenario):
+        out.append("DPO: the data needs prompt/chosen/rejected columns (TRL's preference format) or whole chosen and "
+                   "rejected conversations; per_device_train_batch_size counts pairs, each two rows of up to "
+                   "max_length tokens")
     out += save_note(plan)
     return out
 
 
 def files(plan: LaunchPlan, opts: LaunchOptions) -> list[LaunchFile]:
-    return [LaunchFile(name=FILE, target=NAME, text=script(plan, opts), reader="python (Unsloth + TRL SFTTrainer)",
+    trainer = "DPOTrainer" if is_dpo(plan.scenario) else "SFTTrainer"
+    return [LaunchFile(name=FILE, target=NAME, text=script(plan, opts), reader=f"python (Unsloth + TRL {trainer})",
                        executable=True),
             LaunchFile(name=SCRIPT, target=NAME, text=shell_text(plan, command(plan)),
                        reader="bash (python or torchrun unsloth_train.py)", executable=True)]

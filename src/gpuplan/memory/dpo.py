@@ -1,4 +1,5 @@
-"""DPO's step as TRL's DPOTrainer runs it (``train_objective: dpo``; huggingface/trl 1.16, ``trainer/dpo_trainer.py``).
+"""DPO's step as TRL's DPOTrainer runs it (``train_objective: dpo``; huggingface/trl 1.16, ``trainer/dpo_trainer.py``;
+stacks hf, axolotl, unsloth), and as torchtune 0.6.1's DPO recipes run it (its fp32 logits: :func:`logits_head`).
 
 - **Pairs as rows.** ``DataCollatorForPreference`` pads the prompts (left) and the chosen and rejected replies (right)
   and stacks ``[prompt + chosen; prompt + rejected]``: the model's batch is twice the pairs of the micro-batch
@@ -36,23 +37,50 @@ def pair_rows(s: Scenario) -> Scenario:
     return s.with_resolved({"micro_batch_size": 2 * s.micro_batch_size})
 
 
-def reference_model(s: Scenario, st: State) -> dict[str, float]:
+def reference_model(s: Scenario, st: State, stack, master_partition: bool) -> dict[str, float]:
     """Bytes per GPU of the DPO reference kept through training: under method full a frozen copy of the policy's
-    module weights (``st``: the policy's state per GPU; same dtype, same sharding: module docstring), without
-    DeepSpeed's fp32 master partition, which belongs to the policy's optimizer (the reference's engine has none);
-    none under lora and qlora (the base with the adapters off) or with ``precompute_ref_log_probs``."""
-    if s.train_objective != "dpo" or s.method != "full" or s.precompute_ref_log_probs:
+    module weights (``st``: the policy's state per GPU; same sharding: module docstring), without DeepSpeed's fp32
+    master partition, which belongs to the policy's optimizer (the reference's engine has none); none under lora
+    and qlora (the base with the adapters off). TRL loads it in the policy's dtype (fp32 where ``-mixed`` precision
+    keeps fp32 weights, no ``master_partition``) and drops it with ``precompute_ref_log_probs``; a stack that loads
+    the reference itself (:attr:`~gpuplan.stacks.base.Stack.dpo_loads_reference`: axolotl) holds it in the compute
+    dtype and hands it to the DPOTrainer, which keeps a reference it was given even when the log-probabilities are
+    precomputed (trl 1.16 ``trainer/dpo_trainer.py`` ``__init__``: ``self.ref_model = ref_model``)."""
+    if s.train_objective != "dpo" or s.method != "full":
+        return {}
+    own = stack.dpo_loads_reference
+    if s.precompute_ref_log_probs and not own:
         return {}
     master = st.master if s.offload == "none" else 0.0  # offloaded, it already left st.weights
-    return {"DPO reference model (frozen copy)": st.weights - master}
+    copy = st.weights - master
+    if own and s.precision.endswith("-mixed") and not master_partition:  # fp32 module weights, a 16-bit copy
+        copy /= 2
+    return {"DPO reference model (frozen copy)": copy}
 
 
 def loss_of(stack, s: Scenario, m, setup: act.ActivationSetup, head_cast: bool, free: float | None) -> LossBytes:
     """The output head and loss of a step: TRL's fused log-prob head under DPO (:func:`trl_head`), else the
     stack's own (:meth:`gpuplan.stacks.base.Stack.loss`)."""
     if s.train_objective == "dpo":
-        return trl_head(s, m, setup, head_cast)
+        return logits_head(s, m, setup) if stack.dpo_logits_head else trl_head(s, m, setup, head_cast)
     return stack.loss(s, m, setup, head_cast, free)
+
+
+def logits_head(s: Scenario, m, setup: act.ActivationSetup) -> LossBytes:
+    """torchtune's DPO head (0.6.1 ``recipes/lora_dpo_single_device.py`` ``concatenated_forward``, as in
+    ``full_dpo_distributed.py``): ``TransformerDecoder.unembed`` returns fp32 logits (``self.output(h).float()``, no
+    output chunks in the DPO recipes), then ``rlhf.get_batch_log_probs`` -> ``logits_to_logprobs``:
+    ``torch.gather(F.log_softmax(logits / temperature, -1), 2, labels)``. Over the ``T x V`` positions of the paired
+    batch: saved, the log_softmax output (fp32; its backward reads it); forward, the fp32 logits (held by the
+    returned chosen/rejected views until the train loop's ``del``) and the fp32 copy ``logits / 1.0`` makes; backward,
+    gather's scattered fp32 gradient and log_softmax's fp32 input gradient (each later step, the division's and
+    the slice's gradients, and the bf16 cast back, holds no more). Held: the LoRA recipes unpack the reference's
+    chosen and rejected logits into ``_, _`` (``lora_dpo_single_device.py`` and ``lora_dpo_distributed.py``
+    ``train``), so the reference's fp32 logits stay alive through the backward, the optimizer step and the next
+    micro-step's policy forward, until the next reference forward rebinds ``_``; ``full_dpo_distributed.py``
+    deletes them (``del reference_chosen_logits, reference_rejected_logits``)."""
+    TV = setup.tokens * m.vocab_size / setup.tp
+    return LossBytes(saved=4 * TV, forward=8 * TV, backward=8 * TV, held=4 * TV if s.method != "full" else 0.0)
 
 
 def trl_head(s: Scenario, m, setup: act.ActivationSetup, head_cast: bool) -> LossBytes:
@@ -79,13 +107,15 @@ def trl_head(s: Scenario, m, setup: act.ActivationSetup, head_cast: bool) -> Los
     return LossBytes(saved=hidden + 12 * T, forward=tile + chunk + rows + 24 * T, backward=backward)
 
 
-def reference_forward(s: Scenario, m, setup: act.ActivationSetup, *, layer: float, head: LossBytes) -> float:
+def reference_forward(stack, s: Scenario, m, setup: act.ActivationSetup, *, layer: float, head: LossBytes) -> float:
     """What the reference's forward adds on top of what the policy's forward left alive (its saved activations,
     its head's saved tensors): under ``torch.no_grad()`` nothing is saved, so its peak is one decoder layer's
     transients (``layer``) or its head's (the scored hidden rows and a tile: ``head.forward``) over the residual
-    stream running through it (one boundary tensor). 0 with ``precompute_ref_log_probs`` (no reference forward)."""
+    stream running through it (one boundary tensor). With a stack's logits head (:func:`logits_head`) the
+    head's peak is its fp32 logits, their copy and the log_softmax output at once (``forward + saved``: nothing is
+    saved under no_grad, but all three are alive). 0 with ``precompute_ref_log_probs`` (no reference forward)."""
     if s.train_objective != "dpo" or s.precompute_ref_log_probs:
         return 0.0
     boundary = act.boundary_bytes(m, setup)
     rows = residual_bytes(setup) * setup.tokens * m.embedding_dim
-    return boundary + max(layer, head.forward + rows)
+    return boundary + max(layer, head.forward + (head.saved if stack.dpo_logits_head else rows))

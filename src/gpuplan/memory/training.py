@@ -51,7 +51,7 @@ def training_memory(s: Scenario, m: ModelSpec, capacity_gib: float | None = None
     A_all = in_flight * sum(resident)
     lm_head_cast = mixed and (autocast_fp32 or stack.head_upcast(s))
     buffers, extras = sharding.buffers(s, m, stack, st), stack.extras(s, m, shard, cuda)
-    other = {**buffers, **extras, **dpo.reference_model(s, st)}
+    other = {**buffers, **extras, **dpo.reference_model(s, st, stack, sharding.master_partition)}
     # gathered layers and a dequantized 4-bit weight exist while a decoder layer runs, not at the loss
     layer_only = {**sharding.layer_buffers(s, stack, buffers), **stack.layer_buffers(extras)}
     persistent_other = sum(other.values()) - sum(layer_only.values())
@@ -81,7 +81,7 @@ def training_memory(s: Scenario, m: ModelSpec, capacity_gib: float | None = None
     step = _step_peak(s, m, sharding, st, shard) + held
     phases = {"forward": max(fwd_layer, fwd_loss), "backward": max(loss_point, layer_peak + L)}
     at_layer = {"forward": fwd_layer >= fwd_loss, "backward": layer_peak + L >= loss_point, "optimizer_step": False}
-    if loss and (ref := dpo.reference_forward(s, m, setup, layer=fwd_tmp + L, head=loss)):  # after the policy's
+    if loss and (ref := dpo.reference_forward(stack, s, m, setup, layer=fwd_tmp + L, head=loss)):  # after the policy's
         phases["reference_forward"], at_layer["reference_forward"] = fwd_loss - lfwd + ref, True
     if not s.optimizer_in_backward:
         phases["optimizer_step"] = step

@@ -111,10 +111,10 @@ class Scenario(BaseModel):
     method: Literal["full", "lora", "qlora"] = "full"
     train_objective: Literal["sft", "dpo"] = Field(
         default="sft", exclude_if=lambda v: v == "sft",  # said when set: other scenarios read as they did
-        description="sft: next-token loss on each sequence (SFT, pre-training); dpo: TRL's DPOTrainer "
-        "on prompt/chosen/rejected pairs: chosen and rejected run as one batch of twice the micro-batch, plus a "
-        "reference forward without gradients (a frozen copy of the model under method full; the base with the "
-        "adapters off under lora and qlora); stacks hf, axolotl and unsloth (default: dpo for a dataset of "
+        description="sft: next-token loss on each sequence (SFT, pre-training); dpo: preference pairs as TRL's "
+        "DPOTrainer (stacks hf, axolotl, unsloth) or torchtune's DPO recipes run them: chosen and rejected as one "
+        "batch of twice the micro-batch, plus a reference forward without gradients (a frozen copy of the model "
+        "under method full; the base with the adapters off under lora and qlora) (default: dpo for a dataset of "
         "chosen/rejected pairs, else sft)")
     precompute_ref_log_probs: bool = Field(
         default=False, exclude_if=lambda v: not v, description="with train_objective dpo: TRL's "

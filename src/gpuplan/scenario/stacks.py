@@ -618,13 +618,12 @@ def refusal(s) -> str | None:
     return RECIPES[s.stack].refuse(s)
 
 
-# the stacks that train DPO with TRL's DPOTrainer, as gpuplan plans it: hf (TRL itself), axolotl (``rl: dpo``:
-# its HFRLTrainerBuilder wraps trl's DPOTrainer, axolotl docs/rlhf.qmd) and unsloth (``PatchDPOTrainer()``, then
-# trl's DPOTrainer over its patched model); why each other LLM stack is refused
-DPO_STACKS = ("hf", "axolotl", "unsloth")
+# the stacks that train DPO as gpuplan plans it: TRL's DPOTrainer under hf (TRL itself), axolotl (``rl: dpo``: its
+# HFRLTrainerBuilder wraps trl's DPOTrainer, axolotl docs/rlhf.qmd) and unsloth (``PatchDPOTrainer()``, then trl's
+# DPOTrainer over its patched model); torchtune's own DPO recipes (torchtune 0.6.1 recipes/lora_dpo_single_device.py,
+# lora_dpo_distributed.py, full_dpo_distributed.py); why each other LLM stack is refused
+DPO_STACKS = ("hf", "axolotl", "unsloth", "torchtune")
 _NO_DPO = {
-    "torchtune": "torchtune trains DPO in recipes of its own (lora_dpo_single_device, lora_dpo_distributed, "
-                 "full_dpo_distributed) whose memory gpuplan does not model yet",
     "torchtitan": "torchtitan has no DPO recipe (pytorch/torchtitan issue 756 asks for one)",
     "megatron": "gpuplan's megatron stack is Megatron-Core's pre-training and SFT loop, which has no DPO loss",
     "pytorch": "stack pytorch is your own loop, whose DPO step gpuplan cannot know",
@@ -633,19 +632,46 @@ _NO_DPO = {
 
 def dpo_refusal(s) -> str | None:
     """One sentence when ``train_objective: dpo`` (or its setting) is asked of what gpuplan does not plan as TRL's
-    DPOTrainer runs it (:data:`DPO_STACKS`), or with packing: the DPOTrainer pads each batch of pairs."""
+    DPOTrainer or torchtune's DPO recipes run it (:data:`DPO_STACKS`), or with packing: both pad each batch of
+    pairs."""
     if s.train_objective != "dpo":
         return ("precompute_ref_log_probs is a setting of TRL's DPOTrainer: set train_objective dpo, or drop it"
                 if s.precompute_ref_log_probs else None)
     if s.stack not in DPO_STACKS:
         why = _NO_DPO.get(s.stack, f"{s.stack} trains diffusion models, not on preference pairs")
-        return f"{why}: plan DPO with stack hf (TRL's DPOTrainer), axolotl or unsloth"
+        return f"{why}: plan DPO with stack hf (TRL's DPOTrainer), axolotl, unsloth or torchtune"
+    if s.stack == "torchtune":
+        return _torchtune_dpo_refusal(s)
     if "loss" in s.model_fields_set or "loss_chunks" in s.model_fields_set:
         return ("TRL's DPOTrainer scores the pairs with its own fused log-prob head (add_fused_lm_head, no logits), "
                 "whatever the stack's loss: drop loss and loss_chunks")
     if s.packing in ("bfd", "wrapped"):
         return (f"packing {s.packing} is not how TRL's DPOTrainer batches pairs (it pads each batch, prompt left "
                 "and replies right): set packing none")
+    return None
+
+
+def _torchtune_dpo_refusal(s) -> str | None:
+    """What torchtune 0.6.1's DPO recipes cannot run: the keys each reads (``recipes/lora_dpo_single_device.py``,
+    ``lora_dpo_distributed.py``, ``full_dpo_distributed.py``), no full DPO on one device, no precomputed reference
+    (each step runs the reference forward), fp32 logits whatever the loss (no output chunks), padded pairs."""
+    if s.precompute_ref_log_probs:
+        return ("torchtune's DPO recipes run the reference forward in every step and have no "
+                "precompute_ref_log_probs: drop it, or plan stack hf")
+    if s.method == "full" and s.world_size == 1:
+        return ("torchtune trains full DPO with full_dpo_distributed only (no single-device recipe): plan 2 or more "
+                "GPUs, or method lora")
+    if "loss" in s.model_fields_set or "loss_chunks" in s.model_fields_set:
+        return ("torchtune's DPO recipes score the pairs from the model's fp32 logits (no output chunks), whatever "
+                "the loss: drop loss and loss_chunks")
+    if s.compile:
+        return "gpuplan does not model torchtune's compiled DPO step: drop compile"
+    if s.method != "full" and (s.activation_offload or s.optimizer_in_backward):
+        return ("torchtune's LoRA DPO recipes read no enable_activation_offloading or optimizer_in_bwd: drop "
+                "activation_offload and optimizer_in_backward")
+    if s.packing in ("bfd", "wrapped"):
+        return (f"packing {s.packing} is not how torchtune's DPO recipes batch pairs (padded_collate_dpo pads chosen "
+                "and rejected rows): set packing none")
     return None
 
 

@@ -245,7 +245,7 @@ def _run(s: Scenario, m: ModelSpec, n: int, *, timeline: bool):
             tracker.cache = 0
             stacks.relabel_parameters(model, tracker)
             with tracker, _cuda_dropout(), stacks.offloading(s, model, tracker, stacks.offload_resident(s)):
-                train_steps(s, m, model, tracker, notes, forward_loss=forward_loss)
+                train_steps(_pair_rows(s), m, model, tracker, notes, forward_loss=forward_loss)
             del model, forward_loss
         torch.set_grad_enabled(True)
         return tracker, notes
@@ -270,6 +270,13 @@ def _run(s: Scenario, m: ModelSpec, n: int, *, timeline: bool):
         del model, ref
     torch.set_grad_enabled(True)
     return tracker, notes
+
+
+def _pair_rows(s: Scenario) -> Scenario:
+    """The batch a step runs: a DPO plan's pairs as two rows each (:func:`gpuplan.memory.dpo.pair_rows`)."""
+    from ..memory.dpo import pair_rows
+
+    return pair_rows(s)
 
 
 def _dpo_reference(s: Scenario, m: ModelSpec, n: int, notes: list[str]):

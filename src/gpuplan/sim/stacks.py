@@ -126,6 +126,8 @@ def _torchtune(s: Scenario, m: ModelSpec, layers: int, notes: list[str]):
     elif s.grad_checkpointing == "selective":
         raise GpuplanError("simulate runs torchtune with grad_checkpointing none or full")
     model.train()
+    if s.train_objective == "dpo":
+        return model, _torchtune_dpo(model, notes)
     if s.loss == "chunked":
         model.set_num_output_chunks(s.loss_chunks or 8)
         loss_fn = CEWithChunkedOutputLoss(num_output_chunks=s.loss_chunks or 8)
@@ -142,6 +144,37 @@ def _torchtune(s: Scenario, m: ModelSpec, layers: int, notes: list[str]):
         return loss
 
     return model, forward_loss
+
+
+def _torchtune_dpo(model, notes: list[str]):
+    """One micro-step of torchtune 0.6.1's LoRA DPO recipe (``recipes/lora_dpo_single_device.py`` ``train`` and
+    ``concatenated_forward``) on the paired batch ``ids`` (chosen rows, then rejected): the policy's fp32 logits
+    through ``rlhf.get_batch_log_probs``, deleted; the reference forward under ``torch.no_grad()`` with
+    ``disable_adapter``, its logits kept as the recipe's ``_, _`` keep them (until the next reference forward);
+    ``DPOLoss`` (beta 0.1). Real torchtune code on fake tensors."""
+    import torch
+    from torchtune import rlhf
+    from torchtune.modules.peft import disable_adapter
+    from torchtune.rlhf.loss import DPOLoss
+
+    loss_fn, kept = DPOLoss(beta=0.1), {}
+    notes.append("torchtune DPO: lora_dpo_single_device's step (fp32 logits, get_batch_log_probs, the reference "
+                 "with the adapters off, its logits kept in `_` until the next reference forward)")
+
+    def forward_loss(ids):
+        half = ids.shape[0] // 2
+        logits = model(ids)
+        logps = rlhf.get_batch_log_probs(logits, ids)
+        del logits  # del policy_chosen_logits, policy_rejected_logits
+        with torch.no_grad(), disable_adapter(model):
+            ref_logits = model(ids)
+            ref = rlhf.get_batch_log_probs(ref_logits, ids)
+        kept["_"] = ref_logits
+        del ref_logits
+        loss, _, _ = loss_fn(logps[:half], logps[half:], ref[:half], ref[half:])
+        return loss.mean()
+
+    return forward_loss
 
 
 def _torchtune_targets(s: Scenario, m: ModelSpec) -> dict[str, Any]:

@@ -27,6 +27,10 @@ class Axolotl(Hf):
     launch_targets = ("axolotl",)
     offloads_activations = True  # activation_offloading: its port of torchtune's OffloadActivations
     liger = "plugin"  # the Liger plugin's RoPE, RMSNorm and SwiGLU kernels, whatever the loss
+    # rl: dpo under full fine-tuning loads the reference with its ModelLoader (axolotl 0.18.0 src/axolotl/train.py
+    # setup_reference_model; core/builders/rl.py ensure_dtype(trainer.ref_model, cfg.torch_dtype)) and passes it
+    # to TRL's DPOTrainer; with an adapter it passes None (the adapters off, as TRL's own)
+    dpo_loads_reference = True
 
 
     def packages(self, s: Scenario, deepspeed: Callable[[], bool]) -> list[str]:

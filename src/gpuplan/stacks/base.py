@@ -138,6 +138,13 @@ class Stack:
     # (utils/dataclasses.py FullyShardedDataParallelPlugin.set_mixed_precision), which the Trainer and axolotl run;
     # torchtitan's reduce_dtype is float32 and fsdp_qlora's bf16_autocast policy keeps fp32 params and reduce
     fsdp_reduces_compute_dtype = False
+    # under DPO with method full it loads the reference model itself, in the compute dtype, and hands it to TRL's
+    # DPOTrainer, which then keeps it even with precompute_ref_log_probs (gpuplan.memory.dpo.reference_model);
+    # False: TRL loads it in the policy's dtype and drops it when the log-probabilities are precomputed
+    dpo_loads_reference = False
+    # under DPO it scores the pairs from the model's fp32 logits (torchtune's recipes: gpuplan.memory.dpo.logits_head),
+    # not with TRL's fused log-prob head
+    dpo_logits_head = False
 
     def packages(self, s: Scenario, deepspeed: Callable[[], bool]) -> list[str]:
         """What ``pip install`` needs for its launch files, pinned to the releases gpuplan's rules follow and its

@@ -49,6 +49,7 @@ class Torchtune(OpSelective):
     saves_4bit_inputs = False
     offload_resident_layers = 5  # OffloadActivations(max_fwd_stash_size=5): the last five stay on the GPU
     saves_merged_model = True  # save_adapter_weights_only: False, the recipes' default (market.cost)
+    dpo_logits_head = True  # its DPO recipes' concatenated_forward: fp32 logits, log_softmax (memory.dpo.logits_head)
 
 
     def packages(self, s: Scenario, deepspeed: Callable[[], bool]) -> list[str]:

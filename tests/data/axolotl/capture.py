@@ -4,8 +4,8 @@ transformers 5.14.1, peft 0.19.1 and torch<=2.12.1, older than the test environm
 Axolotl validates a config with pydantic models (``src/axolotl/utils/schemas/config.py`` ``AxolotlInputConfig``,
 merged with each plugin's arguments by ``axolotl.integrations.config.merge_input_args``); their JSON schema
 cannot be generated (an enum holds ``torch.dtype`` values), so this records what the offline test checks: every
-field's name, alias, type and allowed values, those of the nested ``fsdp_config`` and ``datasets`` entries, and
-the ``axolotl train`` launchers. Axolotl's schema modules import with the test environment's libraries, so a
+field's name, alias, type and allowed values, those of the nested ``fsdp_config`` and ``datasets`` entries (SFT and
+DPO), and the ``axolotl train`` launchers. Axolotl's schema modules import with the test environment's libraries, so a
 no-deps install is enough:
 
     pip install --no-deps --target /tmp/axolotl axolotl==0.18.0 addict
@@ -26,7 +26,7 @@ from axolotl.integrations.config import merge_input_args
 from axolotl.utils.config import prepare_plugins
 from axolotl.utils.dict import DictDefault
 from axolotl.utils.schemas import enums
-from axolotl.utils.schemas.datasets import SFTDataset
+from axolotl.utils.schemas.datasets import DPODataset, SFTDataset
 from axolotl.utils.schemas.fsdp import FSDPConfig
 
 PLUGINS = ["axolotl.integrations.liger.LigerPlugin"]  # the plugins gpuplan's axolotl configs name
@@ -67,6 +67,7 @@ def main() -> None:
                          "plugins' arguments by integrations/config.py merge_input_args), cli/main.py train",
                "axolotl_version": version("axolotl"), "plugins": PLUGINS, "fields": fields(config),
                "fsdp_config": fields(FSDPConfig), "sft_dataset": fields(SFTDataset),
+               "dpo_dataset": fields(DPODataset),
                "attn_implementations": sorted(enums.CANONICAL_ATTN_IMPLS),
                "custom_optimizers": [o.value for o in enums.CustomSupportedOptimizers],
                "train_launchers": list(launcher.type.choices)}

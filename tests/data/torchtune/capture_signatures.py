@@ -25,6 +25,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[3] / "src"))
 from gpuplan.launchers import torchtune as target
 
 OTHER = ["torchtune.training.FullModelHFCheckpointer", "torchtune.datasets.chat_dataset",
+         "torchtune.datasets.preference_dataset", "torchtune.rlhf.loss.DPOLoss",
          "torchtune.modules.loss.CEWithChunkedOutputLoss", "torch.nn.CrossEntropyLoss",
          "torchtune.training.lr_schedulers.get_cosine_schedule_with_warmup",
          "torchtune.training.metric_logging.DiskLogger", "torch.optim.AdamW", "torch.optim.SGD",
