@@ -37,8 +37,14 @@ from ..memory.modules import encoded_again, pipeline_weight_bytes, swapped_weigh
 from ..model.layers import Linear
 from ..model.profile import Op, Profile, storage_format, text_encoder_storage
 from ..model.quant import make_format
-from ..scenario.modules import (TEXT_LORA_ROLES, frozen_text_params, pass_tokens, text_way, trained_text_params,
-                                trains_encoder)
+from ..scenario.modules import (
+    TEXT_LORA_ROLES,
+    frozen_text_params,
+    pass_tokens,
+    text_way,
+    trained_text_params,
+    trains_encoder,
+)
 from .gemm import bandwidth, clock_factor, gemm_time_s, matmul_fraction, peak_flops
 from .work import attention_fraction, smooth_max, softmax_per_score
 
