@@ -428,6 +428,22 @@ takes the longer of its host and GPU time, where the row took a pipeline step's 
 closer; held-out speed 80 of 88. The other five rows time what their plans time (the torch 2.0 A100 rows: tqdm's
 smoothed rate of the third call's denoising loop, PNDM's 51st pass outside it; DreamBooth: the training bar's s/it,
 a whole optimizer step; SD3 with offload: the mean of 10 whole calls after 3 warm-up calls): nothing changed there.
+
+Session 25 (issue 34: the Whisper rows' per-window part, bench/results/whisper_s25.md): the same repository's
+faster-whisper notebook (edc8d93) keeps the whole timestamped transcript of the podcast the six Whisper rows
+transcribe; cut into the pipeline's 30-second windows and tokenized with Whisper's tokenizer it holds 101 text tokens
+a window, standard deviation 16.5, and 19.5 timestamp tokens, so the rows take 105 decoder tokens a window without
+timestamps and 124 with them (session 24 assumed 110). Built from it: a pass of windows decodes until its longest
+window ends (transformers' generate steps the batch until every row is done), the expected largest of the pass at a
+16 % spread (scenario.modules.pass_tokens, overheads.WHISPER_WINDOW_TOKENS_CV: 1.23, 1.28 and 1.31 times the mean
+at 8, 16 and 24 windows; the transcript's own consecutive windows give 1.19, 1.24 and 1.28). The rows, held out:
+fp32 at batch 1 and 8 -14 and +14 % to -11 and +7 %, fp16 with timestamps at batch 16, 16 with BetterTransformer
+and 24 +68, +67 and +74 % to +34, +31 and +38 %, the A100 row +21 to -13 %; held-out speed stays 85 of 99 within
+25 % (encoder-decoders 4 of 7, median 21 to 13 %). Left: split at these steps, a decoder step is 27.4 ms fixed in
+both modes (the plan's host, 31.3 ms, 14 % more) and 3.0 ms per window in fp32, 1.9 ms in fp16 with timestamps,
+where the plan's GPU work per window is 2.2 and 1.0 ms; the timestamp processor's per-row host work (session 24:
+about 0.2 ms a window and step) and the eager cross-attention's one-row products below the card's bandwidth
+(no source times them on a T4) remain unsized in the plan.
 """
 
 from __future__ import annotations

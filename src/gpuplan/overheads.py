@@ -1005,6 +1005,16 @@ GENERATE_STEP_OVERHEAD_S = 2e-3  # transformers generate: inputs, mask update, l
 # in its DataLoader, num_workers 0 by default (pipelines/base.py Pipeline.__call__), so they run between the GPU's
 # batches, not beside them. A slower or busier host takes longer; decoding the audio file (ffmpeg) is not counted.
 WHISPER_LOG_MEL_S_PER_WINDOW = 0.015
+# How much a Whisper window's transcript varies from window to window of one recording: the standard deviation of
+# the decoder's tokens per 30-second window over their mean. Counted from the one long-form transcript found published
+# with its timing: Vaibhavs10/insanely-fast-whisper infer_faster_whisper_large_v2.ipynb at edc8d93 (a Colab T4,
+# 2023-10-18), faster-whisper large-v2's full timestamped output of the Lex Fridman #367 podcast (8,627 s, 23,648
+# words), cut into transformers' pipeline windows (30 s every 20 s: 431) and tokenized with Whisper's own tokenizer
+# (openai-whisper 20250625 multilingual.tiktoken): 101 text tokens a window, standard deviation 16.5 (0.164 of the
+# mean; 0.159 in the notebook's int8 run); with the 4 prompt and end tokens 105 and 0.157, with timestamps (19.5
+# timestamp tokens a window) 124 and 0.159 (bench/results/whisper_s25.md). Conversational English: a recording with
+# long silences or music between speech spreads more.
+WHISPER_WINDOW_TOKENS_CV = 0.16
 # Whisper training as Hugging Face's recipes feed it (transformers' run_speech_recognition_seq2seq.py, the "Fine-Tune
 # Whisper" blog): the log-mel features are computed once before training (datasets map) and stored as Arrow lists;
 # each step the Trainer's DataLoader (dataloader_num_workers 0 by default: in the training process, between steps)

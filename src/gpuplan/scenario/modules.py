@@ -21,8 +21,10 @@ from __future__ import annotations
 import math
 import re
 from dataclasses import dataclass, field
+from statistics import NormalDist
 from typing import Any
 
+from .. import overheads as oh
 from ..errors import GpuplanError
 from ..model.diffusers import SIDE_PIXELS, SIDE_STEP
 from ..model.encoders import ATTENTION_LEAVES
@@ -444,7 +446,7 @@ def resolve_model(s: Scenario, spec: ModuleSpec) -> ModuleJob:
             raise GpuplanError(f"{spec.name}'s decoder takes at most {d['decoder_tokens_max']} tokens "
                                f"(max_target_positions), not {tokens:,}")
         shapes: tuple[tuple[int, ...], ...] = ((tokens,),)
-        windows, words = audio_windows(s, spec)
+        windows, words = audio_windows(s, spec, tokens)
         notes += words
     elif variables:
         source = _source_tokens(s, spec, notes)
@@ -514,10 +516,10 @@ WHISPER_WINDOW_S = 30.0
 WHISPER_STRIDE_S = WHISPER_WINDOW_S / 6
 
 
-def audio_windows(s: Scenario, spec: ModuleSpec) -> tuple[int, list[str]]:
+def audio_windows(s: Scenario, spec: ModuleSpec, tokens: int) -> tuple[int, list[str]]:
     """The 30-second windows of a Whisper inference on ``audio_seconds`` of audio (0 when no length is given: one
-    window per sample), and the words that say how they were counted; a training clip longer than a window is
-    refused."""
+    window per sample), and the words that say how they were counted (with the decoder steps a pass of them runs,
+    :func:`pass_tokens`, for a window's mean ``tokens``); a training clip longer than a window is refused."""
     seconds = s.audio_seconds
     if seconds is None:
         return 0, []
@@ -531,9 +533,31 @@ def audio_windows(s: Scenario, spec: ModuleSpec) -> tuple[int, list[str]]:
     windows = 1 if seconds <= WHISPER_WINDOW_S else 1 + math.ceil((seconds - WHISPER_WINDOW_S) / step)
     cut = f"{windows:,} window{'s' if windows != 1 else ''}"
     over = f" (batch {s.batch_size:,} asked: the recording has no more)" if s.batch_size > windows else ""
-    return windows, [f"{seconds:,g} s of audio: {cut} of {WHISPER_WINDOW_S:.0f} s ({frames} each; "
-                     f"transformers' pipeline: {WHISPER_STRIDE_S:.0f} s overlap on each side, {step:.0f} s new "
-                     f"per window after the first), {min(s.batch_size, windows)} per pass{over}"]
+    words = [f"{seconds:,g} s of audio: {cut} of {WHISPER_WINDOW_S:.0f} s ({frames} each; "
+             f"transformers' pipeline: {WHISPER_STRIDE_S:.0f} s overlap on each side, {step:.0f} s new "
+             f"per window after the first), {min(s.batch_size, windows)} per pass{over}"]
+    batch = min(s.batch_size, windows)
+    if batch > 1:
+        longest = pass_tokens(tokens, batch, spec.defaults["decoder_tokens_max"])
+        words.append(f"a pass decodes until its longest window's transcript ends: about {longest:,.0f} decoder "
+                     f"steps for {batch} windows of {tokens:,} tokens on average (windows spread "
+                     f"{oh.WHISPER_WINDOW_TOKENS_CV:.0%} about their mean)")
+    return windows, words
+
+
+def pass_tokens(tokens: float, batch: int, cap: int) -> float:
+    """The decoder steps a pass of ``batch`` Whisper windows runs, for a window's mean ``tokens``: transformers'
+    generate steps the whole batch until its last row has ended (``unfinished_sequences``: ``greedy_search`` in
+    transformers 4.35 generation/utils.py, ``_sample`` today), so a pass runs as long as its longest window. The
+    windows' tokens are taken as normal, their standard deviation :data:`~gpuplan.overheads.WHISPER_WINDOW_TOKENS_CV`
+    of the mean (counted on a published transcript), and the largest of ``batch`` at Blom's approximation of its
+    expectation (G. Blom, *Statistical Estimates and Transformed Beta-Variables*, 1958: the normal quantile at
+    (n - 0.375) / (n + 0.25); 1.434, 1.769, 1.947 standard deviations at n = 8, 16, 24, where the exact values are
+    1.424, 1.766, 1.948); at most the decoder's ``cap`` positions."""
+    if batch <= 1:
+        return tokens
+    largest = NormalDist().inv_cdf((batch - 0.375) / (batch + 0.25))
+    return min(tokens * (1 + oh.WHISPER_WINDOW_TOKENS_CV * largest), cap)
 
 
 def _variables(spec: ModuleSpec) -> tuple[str, ...]:

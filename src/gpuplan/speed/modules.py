@@ -37,7 +37,14 @@ from ..memory.modules import encoded_again, pipeline_weight_bytes, swapped_weigh
 from ..model.layers import Linear
 from ..model.profile import Op, Profile, storage_format, text_encoder_storage
 from ..model.quant import make_format
-from ..scenario.modules import TEXT_LORA_ROLES, frozen_text_params, text_way, trained_text_params, trains_encoder
+from ..scenario.modules import (
+    TEXT_LORA_ROLES,
+    frozen_text_params,
+    pass_tokens,
+    text_way,
+    trained_text_params,
+    trains_encoder,
+)
 from .gemm import bandwidth, clock_factor, gemm_time_s, matmul_fraction, peak_flops
 from .work import attention_fraction, smooth_max, softmax_per_score
 
@@ -646,9 +653,10 @@ def _transcribe(job, main: Profile, gpu: GpuSpec, sizes: tuple[float, ...],
                 run: Run) -> tuple[dict[str, float], PassTime, float]:
     """An encoder-decoder's generate on ``job.batch`` samples, or a recording's ``job.windows`` Whisper windows
     ``job.batch`` at a time (the last pass on the rest): per pass the encoder and the first token, then one decoder
-    step per further token; Whisper's log-mel features built on the CPU between passes. The parts of the call, the
-    passes' work summed (its FLOPs, and its GPU and host seconds for :func:`bound_of`) and one decoder step's
-    seconds."""
+    step per further token, a pass of windows until its longest window ends (:func:`pass_tokens`; the batch's rows
+    all step, their self-attention caches as long as the longest); Whisper's log-mel features built on the CPU
+    between passes. The parts of the call, the passes' work summed (its FLOPs, and its GPU and host seconds for
+    :func:`bound_of`) and one decoder step's seconds."""
     index = main.variables.index("decoder_tokens")
     first = tuple(1 if i == index else x for i, x in enumerate(sizes))
     passes = [(job.batch, 1)]
@@ -659,13 +667,17 @@ def _transcribe(job, main: Profile, gpu: GpuSpec, sizes: tuple[float, ...],
     for batch, times in passes:
         if not batch or not times:
             continue
+        tokens = sizes[index]
+        if job.windows:
+            tokens = pass_tokens(tokens, batch, job.spec.defaults["decoder_tokens_max"])
+        grown = tuple(tokens if i == index else x for i, x in enumerate(sizes))
         prefill = forward(main, gpu, batch, first, run)
         # transformers' generate between steps: inputs, cache and mask updates, logits processors, stopping criteria
-        step = decode_step(main, gpu, batch, sizes, index, run) + PassTime(host_s=oh.GENERATE_STEP_OVERHEAD_S)
+        step = decode_step(main, gpu, batch, grown, index, run) + PassTime(host_s=oh.GENERATE_STEP_OVERHEAD_S)
         step_s = step_s or step.total_s
         parts_s["encoder and first token"] += times * prefill.total_s
-        parts_s["decoder steps"] += times * (sizes[index] - 1) * step.total_s
-        work = work + (prefill + step.scaled(sizes[index] - 1)).scaled(times)
+        parts_s["decoder steps"] += times * (tokens - 1) * step.total_s
+        work = work + (prefill + step.scaled(tokens - 1)).scaled(times)
     if job.spec.family == "whisper":
         parts_s["log-mel features (CPU)"] = (job.windows or job.batch) * oh.WHISPER_LOG_MEL_S_PER_WINDOW
     return parts_s, work, step_s
