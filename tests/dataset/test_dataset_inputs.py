@@ -362,3 +362,18 @@ def test_a_pattern_the_regex_engine_gives_up_on_is_one_sentence(tmp_path, tokeni
     tok = tokenize.load_tokenizer(str(tokenizer_with(tmp_path, tokenizer, pre_tokenizer=split)))
     with pytest.raises(GpuplanError, match="the tokenizers library failed on a text"):
         tok.count(["a" * 40 + "b"])
+
+
+def test_a_post_processor_that_adds_a_flood_of_tokens_is_refused(tmp_path, tokenizer):
+    """s25-sec: a TemplateProcessing of 300,000 special tokens (14 MB) took 3.2 s a text record; real templates add
+    one to three (BOS, BOS + EOS, [CLS] + [SEP])."""
+    special = {"SpecialToken": {"id": "</s>", "type_id": 0}}
+    template = {"type": "TemplateProcessing", "single": [special] * 1000 + [{"Sequence": {"id": "A", "type_id": 0}}],
+                "pair": [{"Sequence": {"id": "A", "type_id": 0}}, {"Sequence": {"id": "B", "type_id": 1}}],
+                "special_tokens": {"</s>": {"id": "</s>", "ids": [1], "tokens": ["</s>"]}}}
+    path = tokenizer_with(tmp_path, tokenizer, post_processor=template)
+    with pytest.raises(GpuplanError, match=r"post-processor adds 1,000 tokens to every text"):
+        tokenize.load_tokenizer(str(path))
+    template["single"] = [special, {"Sequence": {"id": "A", "type_id": 0}}, special]  # BOS + EOS: counted
+    tok = tokenize.load_tokenizer(str(tokenizer_with(tmp_path, tokenizer, post_processor=template)))
+    assert tok.count(["hello world"], special=True) == [4]
