@@ -312,3 +312,68 @@ def test_a_parquet_file_that_decodes_past_its_bound_is_refused(tmp_path, tokeniz
                    compression="zstd")
     with pytest.raises(GpuplanError, match=r"^big\.parquet decodes to more than 64 MiB"):
         next(records(str(big), "parquet"))
+
+
+def tokenizer_with(tmp_path: Path, tokenizer: Path, **settings) -> Path:
+    """The word-level tokenizer.json with ``settings`` (padding, truncation, normalizer, pre_tokenizer) set in it."""
+    data = json.loads(tokenizer.read_text())
+    data.update(settings)
+    path = tmp_path / "tokenizer.json"
+    path.write_text(json.dumps(data))
+    tokenize.load_tokenizer.cache_clear()
+    return path
+
+
+PAD = {"direction": "Right", "pad_to_multiple_of": None, "pad_id": 0, "pad_type_id": 0, "pad_token": "[UNK]"}
+
+
+@pytest.mark.parametrize("settings", [
+    {"padding": {"strategy": {"Fixed": 5000}, **PAD}},  # s25-sec: 2e8 here aborted the process (signal 6) at 1.7 GB
+    {"padding": {"strategy": "BatchLongest", **PAD}},
+    {"truncation": {"direction": "Right", "max_length": 1, "strategy": "LongestFirst", "stride": 0}},
+])
+def test_padding_and_truncation_saved_in_a_tokenizer_json_do_not_count(tmp_path, tokenizer, settings):
+    """A tokenizer.json saved after enable_padding / enable_truncation carries them; transformers' fast tokenizer
+    sets both per call (``set_truncation_and_padding``: none unless the call asks, and SFT collators pad per batch),
+    so the count is the words'. Read as saved, a fixed length of 2e8 allocated 2e8 tokens a record (s25-sec) and a
+    truncation to 1 planned every record at one token."""
+    tok = tokenize.load_tokenizer(str(tokenizer_with(tmp_path, tokenizer, **settings)))
+    assert tok.count(["hello world the cat", "a"]) == [4, 1]
+    assert tok.count(["hello world the cat"], special=True) == [4]
+
+
+@pytest.mark.parametrize("normalizer", [
+    {"type": "Replace", "pattern": {"String": "o"}, "content": "z" * 100_000},
+    {"type": "Sequence", "normalizers": [{"type": "NFC"}, {"type": "Prepend", "prepend": "y" * 100_000}]},
+])
+def test_a_normalizer_that_grows_the_text_is_refused(tmp_path, tokenizer, normalizer):
+    """s25-sec: a Replace normalizer turning each 'o' into 4,000,000 characters took 3.4 GB and aborted on a 24 kB
+    record; real ones replace a character or two ('▁' for a space)."""
+    path = tokenizer_with(tmp_path, tokenizer, normalizer=normalizer)
+    with pytest.raises(GpuplanError, match=r"tokenizer\.json's normalizer writes 100,000 characters"):
+        tokenize.load_tokenizer(str(path))
+
+
+def test_a_pattern_the_regex_engine_gives_up_on_is_one_sentence(tmp_path, tokenizer):
+    """s25-sec: a pre-tokenizer regex with catastrophic backtracking hits Oniguruma's retry limit, and the
+    tokenizers library panics (pyo3's PanicException, a BaseException that ``except Exception`` misses): it was a
+    traceback and exit 1."""
+    split = {"type": "Split", "pattern": {"Regex": "(a|a)+$"}, "behavior": "Isolated", "invert": False}
+    tok = tokenize.load_tokenizer(str(tokenizer_with(tmp_path, tokenizer, pre_tokenizer=split)))
+    with pytest.raises(GpuplanError, match="the tokenizers library failed on a text"):
+        tok.count(["a" * 40 + "b"])
+
+
+def test_a_post_processor_that_adds_a_flood_of_tokens_is_refused(tmp_path, tokenizer):
+    """s25-sec: a TemplateProcessing of 300,000 special tokens (14 MB) took 3.2 s a text record; real templates add
+    one to three (BOS, BOS + EOS, [CLS] + [SEP])."""
+    special = {"SpecialToken": {"id": "</s>", "type_id": 0}}
+    template = {"type": "TemplateProcessing", "single": [special] * 1000 + [{"Sequence": {"id": "A", "type_id": 0}}],
+                "pair": [{"Sequence": {"id": "A", "type_id": 0}}, {"Sequence": {"id": "B", "type_id": 1}}],
+                "special_tokens": {"</s>": {"id": "</s>", "ids": [1], "tokens": ["</s>"]}}}
+    path = tokenizer_with(tmp_path, tokenizer, post_processor=template)
+    with pytest.raises(GpuplanError, match=r"post-processor adds 1,000 tokens to every text"):
+        tokenize.load_tokenizer(str(path))
+    template["single"] = [special, {"Sequence": {"id": "A", "type_id": 0}}, special]  # BOS + EOS: counted
+    tok = tokenize.load_tokenizer(str(tokenizer_with(tmp_path, tokenizer, post_processor=template)))
+    assert tok.count(["hello world"], special=True) == [4]

@@ -410,3 +410,17 @@ def test_simpletuner_gets_names_it_reads_as_written(name, refused, tmp_path, cap
         variables = {"model_family": "flux", "output_dir": "output", "id": "images"}
         assert simpletuner_reading(backends, variables) == backends
         assert backends[0]["instance_data_dir"] == given.get("dataset", "images")
+
+
+@pytest.mark.parametrize("stack", ["diffusers", "kohya", "simpletuner", "ai-toolkit"])
+def test_the_run_line_names_the_image_folder_as_a_shell_reads_it(stack, tmp_path):
+    """Each file's ``# run:`` line is pasted into a shell; the image folder in it is quoted (s25-sec: a folder named
+    ``a $(touch PWNED)`` was written bare, so pasting the line ran ``touch``)."""
+    images = "my images $(touch PWNED) `id`;x"
+    gpuplan.launch(dict(model="sdxl", task="train", method="lora", gpu="rtx-4090", stack=stack), folder=tmp_path / "o",
+                   dataset=images)
+    lines = [line for f in (tmp_path / "o").iterdir() for line in f.read_text().splitlines() if "# run:" in line]
+    assert lines
+    for line in lines:
+        said = line.split("(images read from ", 1)[1].rstrip(")")
+        assert shlex.split(said.replace("$\\x7b", "${")) == [images], line

@@ -49,7 +49,13 @@ class Tokenizer:
     template_refused: str | None = None  # why the chat template beside it is not applied, in words
 
     def count(self, texts: list[str], special: bool = False) -> list[int]:
-        return [len(e.ids) for e in self.tokenizer.encode_batch(texts, add_special_tokens=special)]
+        try:
+            return [len(e.ids) for e in self.tokenizer.encode_batch(texts, add_special_tokens=special)]
+        except BaseException as err:  # the library's panics are pyo3's PanicException, a BaseException
+            if type(err).__name__ != "PanicException":
+                raise
+            raise GpuplanError(f"the tokenizers library failed on a text of {self.source} "
+                               f"({str(err).splitlines()[0][:120]})") from None
 
 
 def _token_text(value: Any) -> str | None:
@@ -97,6 +103,10 @@ def load_tokenizer(name: str) -> Tokenizer:
     except Exception as err:
         raise GpuplanError(f"{path} is not a tokenizer.json the tokenizers library reads "
                            f"({str(err).splitlines()[0][:120]})") from None
+    _check_normalizer(path, parse_json(text, str(path)))
+    rust.no_padding()  # as transformers' fast tokenizer sets them per call (set_truncation_and_padding): a record is
+    rust.no_truncation()  # counted whole, and padded per batch by the collator (batching.py), not to the file's length
+    _check_added(path, rust)
     config = _settings(path, name)
     template, refused = _template(path, config)
     special = {k: token for k, v in config.items() if k.endswith("_token") and (token := _token_text(v))}
@@ -109,6 +119,47 @@ def load_tokenizer(name: str) -> Tokenizer:
     tok = Tokenizer(tokenizer=rust, source=str(path), chat_template=template, eos_token=eos, special=special,
                     template_refused=refused)
     return _tried(tok)
+
+
+# Characters a normalizer may write in place of what it reads: real ones write one or two ("▁" for " ", SentencePiece's
+# Metaspace), a Replace of 4,000,000 turned a 24 kB record into 96 GB (s25-sec).
+MAX_NORMALIZER_TEXT = 64
+
+
+def _check_normalizer(path: Path, data: Any) -> None:
+    """One sentence when the tokenizer's normalizer (a ``Sequence`` of them, read whole) replaces or prepends
+    more than :data:`MAX_NORMALIZER_TEXT` characters: it grows every record by that factor before it is tokenized."""
+    stack, longest = [data.get("normalizer") if isinstance(data, dict) else None], 0
+    while stack:
+        node = stack.pop()
+        if isinstance(node, dict):
+            text = node.get("content") if node.get("type") == "Replace" else node.get("prepend")
+            longest = max(longest, len(text) if isinstance(text, str) else 0)
+            stack.extend(node.get("normalizers") or [] if isinstance(node.get("normalizers"), list) else [])
+    if longest > MAX_NORMALIZER_TEXT:
+        raise GpuplanError(f"{path.name}'s normalizer writes {longest:,} characters in place of what it reads (real "
+                           f"ones write a few, at most {MAX_NORMALIZER_TEXT}): every record would grow that much "
+                           "before it is tokenized; pass the model's own tokenizer.json")
+
+
+# Tokens a post-processor may add to a text: real ones add one to three (BOS; BOS and EOS; [CLS] and [SEP]); a
+# template of 300,000 added tokens (14 MB) took 3.2 s a record, a week for 200,000 records (s25-sec).
+MAX_ADDED_TOKENS = 64
+
+
+def _check_added(path: Path, rust: Any) -> None:
+    """One sentence when the tokenizer's post-processor adds more than :data:`MAX_ADDED_TOKENS` tokens to an empty
+    text (its template, counted once: every ``text`` record would carry them)."""
+    try:
+        added = len(rust.encode("", add_special_tokens=True).ids)
+    except BaseException as err:  # the library's panics are pyo3's PanicException, a BaseException
+        if type(err).__name__ != "PanicException":
+            raise
+        raise GpuplanError(f"the tokenizers library failed on an empty text of {path} "
+                           f"({str(err).splitlines()[0][:120]})") from None
+    if added > MAX_ADDED_TOKENS:
+        raise GpuplanError(f"{path.name}'s post-processor adds {added:,} tokens to every text (real ones add a few, "
+                           f"at most {MAX_ADDED_TOKENS}): pass the model's own tokenizer.json")
 
 
 def tokenizer_files(name: str) -> list[Path] | None:

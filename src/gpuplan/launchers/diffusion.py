@@ -19,6 +19,7 @@ in each file's header; every value goes through the writers of :mod:`.files`, wh
 from __future__ import annotations
 
 import json
+import shlex
 from dataclasses import dataclass
 from typing import Any
 
@@ -177,6 +178,12 @@ def diffusers_argv(plan: DiffusionLaunch, images: str) -> list[str]:
 
 # the release whose scripts and classes the plans were profiled with (constraints.txt); its examples ask for it
 # (each script's check_min_version), so the checkout and the library are that release's
+def images_read(images: str) -> str:
+    """Where a run line says the images are read from: the folder as a shell reads it (a run line is pasted into
+    one; s25-sec: ``$(...)`` in the folder's name ran there)."""
+    return f"(images read from {shlex.quote(images)})"
+
+
 DIFFUSERS_RELEASE = "0.42.1"
 REQUIREMENTS = {"sd": "requirements.txt", "sdxl": "requirements_sdxl.txt", "sd3": "requirements_sd3.txt",
                 "flux": "requirements_flux.txt"}  # huggingface/diffusers examples/dreambooth
@@ -187,7 +194,7 @@ def diffusers_run_line(family: str, images: str) -> str:
     (session 24's walk: the file called ``train_dreambooth_lora_sdxl.py`` and said nowhere where it comes from)."""
     return (f"run: git clone --depth 1 --branch v{DIFFUSERS_RELEASE} https://github.com/huggingface/diffusers && "
             f"pip install ./diffusers -r diffusers/examples/dreambooth/{REQUIREMENTS[family]}; then, in "
-            f"diffusers/examples/dreambooth with this file there: bash diffusers-train.sh (images read from {images})")
+            "diffusers/examples/dreambooth with this file there: bash diffusers-train.sh " + images_read(images))
 
 
 def diffusers_files(plan: DiffusionLaunch, images: str) -> list[LaunchFile]:
@@ -278,7 +285,7 @@ def kohya_run_line(images: str) -> str:
     the diffusers files say theirs (session 24's walk)."""
     return ("run: git clone https://github.com/kohya-ss/sd-scripts && git -C sd-scripts checkout "
             f"{KOHYA_COMMIT[:12]} && (cd sd-scripts && pip install -r requirements.txt); then, in sd-scripts with "
-            f"these files there: bash kohya-train.sh (images read from {images})")
+            "these files there: bash kohya-train.sh " + images_read(images))
 
 
 def kohya_files(plan: DiffusionLaunch, images: str) -> list[LaunchFile]:
@@ -348,7 +355,7 @@ def simpletuner_run_line(images: str) -> str:
     where ``simpletuner train`` reads config/config.json (its INSTALL and QUICKSTART docs)."""
     return ("run: git clone https://github.com/bghira/SimpleTuner && git -C SimpleTuner checkout "
             f"{SIMPLETUNER_COMMIT[:12]} && pip install -e './SimpleTuner[cuda]'; then, in SimpleTuner with "
-            f"config.json and multidatabackend.json in its config/: simpletuner train (images read from {images})")
+            "config.json and multidatabackend.json in its config/: simpletuner train " + images_read(images))
 
 
 def simpletuner_files(plan: DiffusionLaunch, images: str) -> list[LaunchFile]:
@@ -413,7 +420,7 @@ def ai_toolkit_run_line(images: str) -> str:
     layout follows, its requirements installed (its README: ``pip3 install -r requirements.txt``), then its run.py."""
     return ("run: git clone https://github.com/ostris/ai-toolkit && git -C ai-toolkit checkout "
             f"{AI_TOOLKIT_COMMIT[:12]} && (cd ai-toolkit && pip install -r requirements.txt); then, in ai-toolkit "
-            f"with this file there: python run.py ai-toolkit.yaml (images read from {images})")
+            "with this file there: python run.py ai-toolkit.yaml " + images_read(images))
 
 
 def ai_toolkit_files(plan: DiffusionLaunch, images: str) -> list[LaunchFile]:
