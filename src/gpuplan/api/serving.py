@@ -16,6 +16,7 @@ from ..plan.capacity import Deployment, shown
 from ..result import Answer
 from ..scenario import scenario_from
 from ..serving.workload import DEFAULT_SPREAD, Workload
+from ..userfiles import read_mapping
 from . import arguments as arg
 from .arguments import names_of
 
@@ -27,6 +28,20 @@ class CapacityReport(Answer):
     plans: list[dict[str, Any]]  # the rows ``gpuplan capacity`` shows
     notes: list[str] = Field(default_factory=list)  # each GPU named in ``gpus`` that has no row, and why
     deployments: list[Deployment] = Field(default_factory=list, exclude=True)  # each with its latency curve
+
+
+def _named(model: str | None, workload: str | Path | Mapping[str, Any] | None) -> str:
+    """The model named; none: one sentence, which says so where the workload names one (it holds requests and SLOs
+    only; the model and cards are arguments), so the workload's ``model:`` is not taken for read."""
+    if model is not None:
+        return arg.text(model, "model")
+    try:
+        data = workload if isinstance(workload, Mapping) else read_mapping(workload, "workload") if workload else {}
+    except GpuplanError:
+        data = {}
+    said = (f"; a workload file holds the requests and their SLOs, not the model: its model: "
+            f"{str(data['model'])[:60]!r} is not read there") if "model" in data else ""
+    raise GpuplanError("name the model: --model llama-3.1-8b (or a HF repo id / config.json path)" + said)
 
 
 def _decoder(model: str):
@@ -41,7 +56,7 @@ def _decoder(model: str):
                            "thousand") from None
 
 
-def capacity(model: str, workload: str | Path | Mapping[str, Any] | None = None, *, engine: str = "vllm",
+def capacity(model: str | None, workload: str | Path | Mapping[str, Any] | None = None, *, engine: str = "vllm",
              gpus: Iterable[str] = (),
              max_gpus: int = 8, quant: str | None = None, any_quant: bool = False, engine_version: str | None = None,
              kv_cache_dtype: str | None = None, calibration: str | Path | None = None, top: int = 6,
@@ -74,7 +89,7 @@ def capacity(model: str, workload: str | Path | Mapping[str, Any] | None = None,
     from ..serving.calibrate import load_calibration
     from ..serving.workload import load_workload
 
-    model = arg.text(model, "model")
+    model = _named(model, workload)
     m = _decoder(model)
     max_gpus = arg.count(max_gpus, "max_gpus", most=64)
     top = arg.count(top, "top", most=100)

@@ -126,7 +126,6 @@ def capacity_cmd(
     from .. import api
 
     fmt = resolve_format(fmt, as_json)  # two formats asked for: refused before the search
-    _need_model(model, workload)
     if plot:
         _plot_first(plot, batch)
     report = api.capacity(model, workload, engine=engine, gpus=gpus or (), max_gpus=max_gpus, top=top,
@@ -144,22 +143,6 @@ def capacity_cmd(
 
         plot_curves(plans, w, plot)
     render(plans, w, fmt, report.notes)
-
-
-def _need_model(model: str | None, workload: str | None) -> None:
-    """No model named: one sentence, which says so where the workload file names one (it holds requests and SLOs
-    only; the model and cards are flags), so the file's ``model:`` is not taken for read."""
-    if model is not None:
-        return
-    from ..userfiles import read_mapping
-
-    try:
-        data = read_mapping(workload, "workload") if workload else {}
-    except GpuplanError:
-        data = {}
-    said = (f"; a workload file holds the requests and their SLOs, not the model: its model: "
-            f"{str(data['model'])[:60]!r} is not read there") if "model" in data else ""
-    raise GpuplanError("name the model: --model llama-3.1-8b (or a HF repo id / config.json path)" + said)
 
 
 def _plot_first(plot: str, batch: int | None) -> None:

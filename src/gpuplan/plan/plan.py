@@ -8,8 +8,10 @@ searches' fits build. The command line, the web page, the Python API, the search
 plans; none recomputes a number of one.
 """
 
-from __future__ import annotations
-
+# No `from __future__ import annotations` here: pydantic would evaluate each of the Plan's and the Verdict's field
+# annotations from its text when it collects their fields (compiling each), on import; evaluated on import, they come
+# compiled in the bytecode (about 0.5 ms of the first estimate, bench/results/startup_s25.md). The names imported for
+# type checking only, and the Plan in its own methods, stay quoted.
 import functools
 import math
 from typing import TYPE_CHECKING, Any
@@ -92,9 +94,9 @@ class Plan(Answer):
     _offer: Offer | None = PrivateAttr(default=None)  # the offer it is priced on (chosen by the builder)
     _priced: tuple = PrivateAttr(default=())  # every offer it may use, priced (gpuplan.plan.build.Priced)
     _spot: SpotPlan | None = PrivateAttr(default=None)  # spot without an offer priced: the interruptions' prior
-    _recipe: Recipe | None = PrivateAttr(default=None)  # the recipe, typed (``recipe`` is its JSON)
+    _recipe: "Recipe | None" = PrivateAttr(default=None)  # the recipe, typed (``recipe`` is its JSON)
     # a serving engine's KV pool and its start-up state (limits, blocks): what capacity's simulation runs over
-    _pool: KvPool | None = PrivateAttr(default=None)
+    _pool: "KvPool | None" = PrivateAttr(default=None)
     _startup: Any = PrivateAttr(default=None)
 
     @property
@@ -156,7 +158,7 @@ class Plan(Answer):
         return self.cost.spot if self.cost is not None else self.__pydantic_private__["_spot"]
 
     @property
-    def pool(self) -> KvPool | None:
+    def pool(self) -> "KvPool | None":
         """The serving engine's KV pool (None: training, or an engine that grows its cache per request)."""
         return self.__pydantic_private__["_pool"]
 
@@ -167,7 +169,7 @@ class Plan(Answer):
         return self.__pydantic_private__["_startup"]
 
     @property
-    def typed_recipe(self) -> Recipe | None:
+    def typed_recipe(self) -> "Recipe | None":
         """The training recipe (its JSON is :attr:`recipe`)."""
         return self.__pydantic_private__["_recipe"]
 
@@ -189,7 +191,7 @@ class Plan(Answer):
             return 0.0
         return checkpoint_bytes(r.scenario, r.model, self.model.params_trainable)
 
-    def said(self, assumptions: tuple[str, ...] = (), warnings: tuple[str, ...] = (), **update: Any) -> Plan:
+    def said(self, assumptions: tuple[str, ...] = (), warnings: tuple[str, ...] = (), **update: Any) -> "Plan":
         """A copy with ``update`` (the builder's later stages) and their assumptions and warnings added."""
         plan = self.model_copy(update=update)
         plan._said = ((*self._said[0], *assumptions), (*self._said[1], *warnings))

@@ -40,8 +40,9 @@ chunk; fitted per engine on published runs, :data:`gpuplan.overheads.VLLM_V1_REQ
 detokenizer process) and adds to no token's latency.
 """
 
-from __future__ import annotations
-
+# No `from __future__ import annotations` here: pydantic would evaluate each of the LoadRun's ~40 field annotations
+# from its text when it collects its fields (compiling each), on the import every plan makes (about 0.5 ms of the first
+# estimate, bench/results/startup_s25.md); the names imported for type checking only stay quoted.
 import dataclasses
 from typing import TYPE_CHECKING, Literal
 
@@ -158,7 +159,7 @@ class LoadRun(BaseModel):
         return {stat: getattr(self, f"{stat}_{metric}_ms") for stat in ("mean", "median", "p90", "p99")}
 
 
-def run_load(s: Scenario, m: ModelSpec, gpu: GpuSpec, engine: Scheduler, network: Network | None = None, *,
+def run_load(s: Scenario, m: ModelSpec, gpu: GpuSpec, engine: "Scheduler", network: Network | None = None, *,
              offline: bool = False, said: tuple[str, ...] = ()) -> LoadRun:
     """The benchmark run of ``s`` on ``gpu`` over ``network`` through the scheduler ``engine`` (the plan's pool and
     limits, :func:`.simulate.scheduler_for`): its ``users`` (closed loop) or ``rate_rps`` (open loop), or with
@@ -183,7 +184,7 @@ def run_load(s: Scenario, m: ModelSpec, gpu: GpuSpec, engine: Scheduler, network
     return summary(out, model, s, engine, offline, prompt_d, output_d, list(said), saturated)
 
 
-def _saturated(s: Scenario, model: StepModel, engine: Scheduler, out, prompt_d: Lengths, output_d: Lengths
+def _saturated(s: Scenario, model: "StepModel", engine: "Scheduler", out, prompt_d: "Lengths", output_d: "Lengths"
                ) -> float | None:
     """Requests/s the engine completes saturated, where an open-loop run's queue climbed over its steady window at
     all (else None: a run whose queue held or shrank is not near it, and no second simulation is run): capacity's
@@ -202,7 +203,7 @@ def _saturated(s: Scenario, model: StepModel, engine: Scheduler, out, prompt_d: 
     return saturated_rps(model, engine, w, batch).requests_per_s or None
 
 
-def saturation_bound(s: Scenario, m: ModelSpec, gpu: GpuSpec, engine: Scheduler, network: Network | None = None
+def saturation_bound(s: Scenario, m: ModelSpec, gpu: GpuSpec, engine: "Scheduler", network: Network | None = None
                      ) -> float:
     """Requests/s the setup completes with its engine full, in closed form (:func:`.capacity.saturation_rate`, the
     bound ``capacity`` drops hopeless setups by): the most an open-loop run of ``s``'s lengths can keep up with."""
@@ -228,7 +229,7 @@ def longest_request(s: Scenario, m: ModelSpec, offline: bool = False) -> int:
     return longest
 
 
-def requests_of(s: Scenario, offline: bool) -> tuple[int, Lengths, Lengths]:
+def requests_of(s: Scenario, offline: bool) -> "tuple[int, Lengths, Lengths]":
     """How many requests the run sends, and their prompt and output lengths (see the module docstring)."""
     from .workload import spread_lengths
 
@@ -255,7 +256,7 @@ def _falls_behind(out) -> bool:
     return queue_grows(out)[0]
 
 
-def summary(out, model: StepModel, s: Scenario, engine, offline: bool, prompt_d: Lengths, output_d: Lengths,
+def summary(out, model: "StepModel", s: Scenario, engine, offline: bool, prompt_d: "Lengths", output_d: "Lengths",
             said: list[str], saturated: float | None = None) -> LoadRun:
     """The run ``out`` of :func:`.simulate.simulate` as a benchmark client reports it (all completed requests);
     ``saturated``: the requests/s the engine completes saturated, where measured (:func:`_saturated`)."""
