@@ -22,6 +22,7 @@ from .module_spec import ModuleSpec
 def parts_of(spec: ModuleSpec) -> list[tuple[dict, str, object]]:
     """(config, part name, Part) for every part of ``spec`` that a plan reads."""
     from . import diffusers, encoders
+    from .families import TEXT_ENCODERS
 
     out = []
     for c in spec.components:
@@ -35,6 +36,8 @@ def parts_of(spec: ModuleSpec) -> list[tuple[dict, str, object]]:
             out.append((c.config, "text-encoder", diffusers.text_encoder_part(c, ways)))
         else:
             out.append((c.config, "model", encoders.model_part(spec, c)))
+            if spec.family in TEXT_ENCODERS:  # a mixed-precision full fine-tune's: fp32 weights under autocast
+                out.append((c.config, encoders.AUTOCAST_PART, encoders.model_part(spec, c, autocast="float16")))
     return out
 
 

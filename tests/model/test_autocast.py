@@ -1,0 +1,116 @@
+"""CUDA autocast replayed on fake CPU tensors (gpuplan.model.autocast): each op in the dtype PyTorch's CUDA lists give
+it (aten/src/ATen/autocast_mode.h), the casts counted where a recording runs them, and a text encoder's mixed-precision
+full fine-tune read from the profile recorded so."""
+
+from __future__ import annotations
+
+import pytest
+
+import gpuplan
+from conftest import require
+
+
+def _fake(*modules):
+    import torch
+    from torch._subclasses.fake_tensor import FakeTensorMode
+
+    fake = FakeTensorMode(allow_non_fake_inputs=True)
+    with fake:
+        return fake, [m.to_empty(device="cpu") for m in modules]
+
+
+def test_each_op_runs_in_the_dtype_cuda_autocast_gives_it():
+    """A linear (lower-precision list) writes fp16 from fp32 inputs, layer_norm (fp32 list) reads and writes fp32,
+    softmax (fp32 output dtype) writes fp32 from fp16 scores, an fp32 residual plus an fp16 output promotes to fp32,
+    and the weight that takes gradients is cast once while its copy lives (autocast_mode.cpp cached_cast)."""
+    require("torch")
+    import torch
+
+    from gpuplan.model.autocast import mode
+
+    fake, (lin, norm) = _fake(torch.nn.Linear(8, 8, device="meta"), torch.nn.LayerNorm(8, device="meta"))
+    casts = []
+
+    from torch.utils._python_dispatch import TorchDispatchMode
+
+    class Count(TorchDispatchMode):
+        def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+            if func is torch.ops.aten._to_copy.default:
+                casts.append((tuple(args[0].shape), args[0].dtype, kwargs["dtype"]))
+            return func(*args, **(kwargs or {}))
+
+    with fake, Count(), mode("float16"):
+        x = torch.randn(4, 8)
+        y = lin(x)
+        z = lin(y)  # the same weight again: its cached copy, no second cast
+        assert (y.dtype, z.dtype) == (torch.float16, torch.float16)
+        assert norm(z).dtype == torch.float32
+        assert torch.softmax(z, -1).dtype == torch.float32
+        assert (x + z).dtype == torch.float32
+    assert casts.count(((8, 8), torch.float32, torch.float16)) == 1  # the weight
+    assert casts.count(((8,), torch.float32, torch.float16)) == 1  # the bias
+    assert ((4, 8), torch.float32, torch.float16) in casts  # the input
+    assert ((4, 8), torch.float16, torch.float32) in casts  # layer_norm's input
+
+
+def test_a_recorded_linear_counts_autocast_s_casts_by_hand():
+    """A Linear(64, 32) recorded under autocast at batch B: its input cast (B x 64 values read in fp32 and written in
+    fp16, 6 bytes each), its weight's (64 x 32) and its bias's (32): (64·B + 2,048 + 32) x 6 bytes in three kernels,
+    which a 16-bit recording, with no cast, has none of."""
+    require("torch")
+    import torch
+
+    from gpuplan.model.record import Part, run_pass
+
+    def part(autocast):
+        return Part(name="Linear", variables=(), base=(), second=(), check=(), autocast=autocast,
+                    build=lambda way: torch.nn.Linear(64, 32, device="meta", dtype=torch.bfloat16),
+                    inputs=lambda batch, sizes: ((torch.randn(batch, 64, dtype=torch.float32 if autocast else
+                                                              torch.bfloat16),), {}))
+
+    for batch in (2, 5):
+        under = run_pass(part("float16"), "inference", batch, (), record_ops=True)
+        assert (under.other_bytes, under.other_kernels) == ((64 * batch + 64 * 32 + 32) * 6, 3)
+        plain = run_pass(part(""), "inference", batch, (), record_ops=True)
+        assert (plain.other_bytes, plain.other_kernels) == (0, 0)
+
+
+BERT_LARGE = {"model": "bert-large-uncased", "task": "train", "method": "full", "seq_len": 512,
+              "micro_batch_size": 4, "attention": "eager", "gpu": "v100-sxm2-16gb"}
+
+
+def test_a_mixed_precision_bert_fine_tune_reads_its_autocast_profile():
+    """BERT-large's fp16-mixed full fine-tune is planned from the profile recorded under autocast (bundled): its
+    element-wise bytes beside the bf16 recording's, its activations holding the 16-bit weight copies (no separate
+    line), and more of them than fp16-true's; LoRA and fp16-true keep the 16-bit profile."""
+    from gpuplan.model import kinds
+    from gpuplan.model.encoders import AUTOCAST_PART
+    from gpuplan.model.profile import lookup
+    from gpuplan.plan.modules import profiles
+
+    spec = kinds.named("bert-large-uncased")
+    amp, bundled = lookup(spec.main.config, AUTOCAST_PART)
+    plain, _ = lookup(spec.main.config, "model")
+    assert bundled and amp.under_autocast and not plain.under_autocast
+    assert set(amp.memory) == {"inference", "train-full", "train-full-gc"}
+    assert [(o.kind, o.count) for o in amp.ops] == [(o.kind, o.count) for o in plain.ops]  # the same GEMMs
+    ratio = amp.other_bytes.at(4, (512,)) / plain.other_bytes.at(4, (512,))
+    assert 2.0 < ratio < 3.5
+    mixed = gpuplan.estimate({**BERT_LARGE, "precision": "fp16-mixed"}, advise=False)
+    true = gpuplan.estimate({**BERT_LARGE, "precision": "fp16-true"}, advise=False)
+    assert profiles(mixed.module.job)[0].under_autocast and not profiles(true.module.job)[0].under_autocast
+    assert "autocast 16-bit weight copies" not in mixed.memory.other
+    assert mixed.memory.activations_gib > true.memory.activations_gib + 0.5
+    lora = gpuplan.estimate({**BERT_LARGE, "method": "lora", "precision": "fp16-mixed"}, advise=False)
+    assert not profiles(lora.module.job)[0].under_autocast
+
+
+@pytest.mark.parametrize("precision", ["fp16-mixed", "bf16-mixed"])
+def test_autocast_s_work_slows_the_mixed_step_against_true_16_bit(precision):
+    """The same GEMMs, more element-wise bytes: the mixed step's element-wise time is the larger, its GEMM time
+    the same."""
+    mixed = gpuplan.estimate({**BERT_LARGE, "precision": precision, "gpu": "a100-80gb"}, advise=False).work
+    true = gpuplan.estimate({**BERT_LARGE, "precision": precision.replace("mixed", "true"), "gpu": "a100-80gb"},
+                            advise=False).work
+    assert mixed.parts_s["gemm"] == pytest.approx(true.parts_s["gemm"], rel=1e-9)
+    assert mixed.parts_s["elementwise"] > 2 * true.parts_s["elementwise"]
