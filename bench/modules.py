@@ -428,6 +428,14 @@ takes the longer of its host and GPU time, where the row took a pipeline step's 
 closer; held-out speed 80 of 88. The other five rows time what their plans time (the torch 2.0 A100 rows: tqdm's
 smoothed rate of the third call's denoising loop, PNDM's 51st pass outside it; DreamBooth: the training bar's s/it,
 a whole optimizer step; SD3 with offload: the mean of 10 whole calls after 3 warm-up calls): nothing changed there.
+
+Session 25 (issue 34: the BERT misses, bench/results/encoders_s25.md): a text encoder's fp16-mixed or bf16-mixed
+full fine-tune is read from a profile recorded under CUDA autocast (fp32 weights, autocast_mode.h's op lists
+replayed on fake tensors: gpuplan/model/autocast.py), and BERT's eager attention moves its scale, mask add, softmax
+and dropout one kernel each (speed/modules.py masked_score_bytes); NVIDIA's SQuAD fp16 rows are apex O2 (the model
+cast to fp16, no autocast: run_squad.py at 23a6382c), now fp16-true. Held-out speed 85 of 99 to 90 of 99 within
+25 % (BERT fp16 +89 and +65 % to +26 and +6 %, NVIDIA's rows +28..+30 % to +20..+24 %, the page's fp32 rows -4, 0,
+-3, -12 % to -12, -7, -10, -18 %); memory stays 36 of 37 (the fp16 row -18 to -15.2 %).
 """
 
 from __future__ import annotations
