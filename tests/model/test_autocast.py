@@ -11,7 +11,6 @@ from conftest import require
 
 
 def _fake(*modules):
-    import torch
     from torch._subclasses.fake_tensor import FakeTensorMode
 
     fake = FakeTensorMode(allow_non_fake_inputs=True)

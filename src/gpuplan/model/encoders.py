@@ -208,7 +208,8 @@ def model_part(spec: ModuleSpec, c: Component, autocast: str = ""):
     if autocast:  # fp32 master weights are a full fine-tune's (a LoRA job's frozen base is planned in 16 bits)
         ways = ("inference", "train-full", "train-full-gc")
     return Part(name=c.cls, variables=variables, autocast=autocast,
-                dtype=f"{autocast} under autocast, fp32 weights" if autocast else "bfloat16", base=base, second=second, third=third, check=check,
+                dtype=f"{autocast} under autocast, fp32 weights" if autocast else "bfloat16", base=base,
+                second=second, third=third, check=check,
                 degree=2 if family in PAIRWISE else 1, ways=ways, role=linear_role,
                 forward=_both_towers if family in ("clip", "siglip") else None,
                 versions=_versions("torch", "transformers", "peft"),
