@@ -4,6 +4,8 @@ full fine-tune read from the profile recorded so."""
 
 from __future__ import annotations
 
+import json
+
 import pytest
 
 import gpuplan
@@ -145,3 +147,18 @@ def test_eager_bert_memory_is_the_real_class_on_fake_tensors(precision, autocast
                              "gpu": "a100-80gb"}, advise=False).memory
     # within 6 %: bf16 +5.3 % here (BERT-large: +3.1 %), autocast within 4 % (BERT-large: +0.9 %)
     assert 0.97 < plan.activations_gib * 2**30 / (peak - (noise - 1) * scores) < 1.06
+
+
+def test_simulate_runs_a_mixed_bert_fine_tune_under_autocast_as_its_profile(capsys):
+    """``gpuplan simulate`` of BERT-base's fp16-mixed full fine-tune runs the real class once under the replayed
+    autocast (fp32 weights), at 4 x 256 tokens where the profile was fitted on 64 to 128: the same activations as the
+    profile's (0.571 GiB)."""
+    require("transformers")
+    from gpuplan.cli import run
+
+    code = run(["simulate", "--model", "bert-base-uncased", "--task", "train", "--method", "full", "--seq-len", "256",
+                "--micro-batch-size", "4", "--precision", "fp16-mixed", "--gpu", "a100-80gb", "--json"])
+    out = json.loads(capsys.readouterr().out)
+    assert code == 0
+    assert out["simulated_activations_gib"] == pytest.approx(out["estimated_activations_gib"], rel=1e-3)
+    assert out["simulated_activations_gib"] == pytest.approx(0.571, abs=0.001)
