@@ -4,7 +4,8 @@ what is bundled; ``--prune`` only prunes the bundled profiles' memory segments a
 
 Each component's exact parameter count (its real class on the meta device) is written into its bundled file, and
 each part it runs (a denoiser in every way of training, a VAE encoding and decoding, a text encoder, an
-encoder-decoder) is recorded on fake tensors (:mod:`.record`) into ``data/modules/profiles``. Tests check the
+encoder-decoder, an encoder, and a text encoder again under autocast for its mixed-precision full fine-tunes) is
+recorded on fake tensors (:mod:`.record`) into ``data/modules/profiles``. Tests check the
 bundled counts against the classes and one recorded part against a fresh recording. Needs torch, diffusers,
 transformers and peft; an hour of CPU for all of them.
 """

@@ -23,7 +23,9 @@ Passes at batch 2 and 3 (:data:`FIT_BATCHES`), at as many sizes as the polynomia
 every size exactly (fractions: ``Σ (p + q·B)·Π x_i^e_i``, degree 1, or 2 for modules with eager attention); a pass
 at batch 4 with every variable changed beyond the fitted range must then match, exactly for the ops and within
 :data:`MEMORY_TOLERANCE` (3 %) for the peaks, or the recording fails with the op or way that is not such a polynomial.
-Needs torch, and the library whose class the module is.
+Needs torch, and the library whose class the module is. A part recorded under mixed precision (``Part.autocast``)
+runs with fp32 weights under CUDA autocast's op lists (:mod:`.autocast`), its casts counted where autocast runs
+them, inside the linears too.
 """
 
 from __future__ import annotations
