@@ -444,6 +444,14 @@ both modes (the plan's host, 31.3 ms, 14 % more) and 3.0 ms per window in fp32, 
 where the plan's GPU work per window is 2.2 and 1.0 ms; the timestamp processor's per-row host work (session 24:
 about 0.2 ms a window and step) and the eager cross-attention's one-row products below the card's bandwidth
 (no source times them on a T4) remain unsized in the plan.
+
+Session 25 (issue 34: the BERT misses, bench/results/encoders_s25.md): a text encoder's fp16-mixed or bf16-mixed
+full fine-tune is read from a profile recorded under CUDA autocast (fp32 weights, autocast_mode.h's op lists
+replayed on fake tensors: gpuplan/model/autocast.py), and BERT's eager attention moves its scale, mask add, softmax
+and dropout one kernel each (speed/modules.py masked_score_bytes); NVIDIA's SQuAD fp16 rows are apex O2 (the model
+cast to fp16, no autocast: run_squad.py at 23a6382c), now fp16-true. Held-out speed 85 of 99 to 90 of 99 within
+25 % (BERT fp16 +89 and +65 % to +26 and +6 %, NVIDIA's rows +28..+30 % to +20..+24 %, the page's fp32 rows -4, 0,
+-3, -12 % to -12, -7, -10, -18 %); memory stays 36 of 37 (the fp16 row -18 to -15.2 %).
 """
 
 from __future__ import annotations

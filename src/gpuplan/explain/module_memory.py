@@ -233,7 +233,9 @@ def _activations(job: ModuleJob, main: Profile, parts: dict[str, Profile], plan:
     return Formula(label="activations", value=mem.activations_gib, unit="GiB", computed=computed,
                    formula=f"A = the transient of the peak phase (the largest{_offload_words(job)}); "
                            f"{main_phase}: the {main.module}'s activation peak "
-                           f"recorded on fake tensors ({way}) at batch {job.batch} and sizes "
+                           f"recorded on fake tensors ({way}"
+                           + (", fp32 weights under autocast: its 16-bit weight copies in it" if main.under_autocast
+                              else "") + f") at batch {job.batch} and sizes "
                            f"{', '.join(f'{v:,}' for v in sizes)}" + (" x 2 (fp32)" if scale == 2 else "")
                            + (" + eager attention's score matrices" if eager else "")
                            + (" + what the trained text encoders' forward keeps for their backward (their recorded "

@@ -7,7 +7,9 @@ the trained parameters' gradients and optimizer states, and the largest transien
 - **gradients and optimizer states** of what is trained (:func:`optimizer_bytes`), in fp32 under ``-mixed``;
 - **activations**: the main component's peak from its profile for the way it runs, at the job's batch and largest
   sizes (fp32 activations twice the recorded bf16); under autocast a full fine-tune also holds the 16-bit copies of
-  its fp32 linear weights that autocast makes for the forward and autograd keeps for the backward;
+  its fp32 linear weights that autocast makes for the forward and autograd keeps for the backward (a text
+  encoder's full fine-tune is recorded under autocast, :mod:`gpuplan.model.autocast`: its peaks hold those copies
+  and the fp32 tensors autocast makes, the residual stream and the norms);
 - **the other components' transients**: a VAE encoding each batch (training without cached latents) or decoding
   the latents (generation), text encoders encoding the prompts, each in its own phase, after or before the
   denoiser's: the step's peak is the largest phase; a VAE's decode holds about twice its recorded tensors on CUDA
@@ -231,7 +233,7 @@ def training_memory(s: Scenario, job: ModuleJob, main: Profile, parts: dict[str,
         e.weights = c.params * (4 if mixed else BYTES[job.dtype])
         e.gradients = trainable * state
         factored = factored_elements(main, c.params)
-        if mixed:
+        if mixed and not main.under_autocast:  # an autocast profile's peaks hold the copies
             e.other["autocast 16-bit weight copies"] = linear_weights(main) * 2
     else:
         trainable = lora_params(main, job.lora_roles, job.lora_rank)

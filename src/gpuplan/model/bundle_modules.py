@@ -4,7 +4,8 @@ what is bundled; ``--prune`` only prunes the bundled profiles' memory segments a
 
 Each component's exact parameter count (its real class on the meta device) is written into its bundled file, and
 each part it runs (a denoiser in every way of training, a VAE encoding and decoding, a text encoder, an
-encoder-decoder) is recorded on fake tensors (:mod:`.record`) into ``data/modules/profiles``. Tests check the
+encoder-decoder, an encoder, and a text encoder again under autocast for its mixed-precision full fine-tunes) is
+recorded on fake tensors (:mod:`.record`) into ``data/modules/profiles``. Tests check the
 bundled counts against the classes and one recorded part against a fresh recording. Needs torch, diffusers,
 transformers and peft; an hour of CPU for all of them.
 """
@@ -22,6 +23,7 @@ from .module_spec import ModuleSpec
 def parts_of(spec: ModuleSpec) -> list[tuple[dict, str, object]]:
     """(config, part name, Part) for every part of ``spec`` that a plan reads."""
     from . import diffusers, encoders
+    from .families import TEXT_ENCODERS
 
     out = []
     for c in spec.components:
@@ -35,6 +37,8 @@ def parts_of(spec: ModuleSpec) -> list[tuple[dict, str, object]]:
             out.append((c.config, "text-encoder", diffusers.text_encoder_part(c, ways)))
         else:
             out.append((c.config, "model", encoders.model_part(spec, c)))
+            if spec.family in TEXT_ENCODERS:  # a mixed-precision full fine-tune's: fp32 weights under autocast
+                out.append((c.config, encoders.AUTOCAST_PART, encoders.model_part(spec, c, autocast="float16")))
     return out
 
 

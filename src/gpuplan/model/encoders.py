@@ -52,6 +52,8 @@ ATTENTION_LEAVES = ("q_proj", "v_proj", "q", "v", "query", "value", "query_proj"
 # the heads a text encoder's config may name that fine-tuning keeps (others, ForMaskedLM, get the family's classifier)
 TEXT_HEADS = ("ForSequenceClassification", "ForTokenClassification", "ForQuestionAnswering")
 HEADS = ("lm_head", "proj_out", "classifier")  # output heads: not adapted by LoRA
+# the part name of a text encoder's profile recorded under autocast (fp16-mixed and bf16-mixed full fine-tunes)
+AUTOCAST_PART = "model-autocast"
 
 
 def _data() -> Path:
@@ -187,8 +189,10 @@ def image_sides(config: dict[str, Any], where: str) -> tuple[int, int]:
     return sides[0], sides[1]
 
 
-def model_part(spec: ModuleSpec, c: Component):
-    """The model as :mod:`.record` runs it (see the module docstring for its inputs)."""
+def model_part(spec: ModuleSpec, c: Component, autocast: str = ""):
+    """The model as :mod:`.record` runs it (see the module docstring for its inputs); ``autocast`` (a 16-bit dtype)
+    records it as a mixed-precision full fine-tune runs it: fp32 weights under CUDA autocast (:mod:`.autocast`), in
+    the inference pass its ops are read from and the full fine-tune's ways (:data:`AUTOCAST_PART`)."""
     from .diffusers import _versions, build
     from .record import Part
 
@@ -201,11 +205,16 @@ def model_part(spec: ModuleSpec, c: Component):
     else:
         base = second = third = check = ()
     ways = ("inference", "train-full", "train-full-gc", "train-lora-attention", "train-lora-attention-gc")
-    return Part(name=c.cls, variables=variables, base=base, second=second, third=third, check=check,
+    if autocast:  # fp32 master weights are a full fine-tune's (a LoRA job's frozen base is planned in 16 bits)
+        ways = ("inference", "train-full", "train-full-gc")
+    return Part(name=c.cls, variables=variables, autocast=autocast,
+                dtype=f"{autocast} under autocast, fp32 weights" if autocast else "bfloat16", base=base,
+                second=second, third=third, check=check,
                 degree=2 if family in PAIRWISE else 1, ways=ways, role=linear_role,
                 forward=_both_towers if family in ("clip", "siglip") else None,
                 versions=_versions("torch", "transformers", "peft"),
-                build=lambda way: _with_way(build("transformers", c.cls, recorded_config(family, c.config)), way),
+                build=lambda way: _with_way(build("transformers", c.cls, recorded_config(family, c.config)), way,
+                                            autocast),
                 inputs=lambda batch, sizes: _inputs(spec, c, batch, sizes))
 
 
@@ -242,11 +251,20 @@ def linear_role(name: str) -> str:
     return "attention" if leaf in ATTENTION_LEAVES else "block"
 
 
-def _with_way(module, way: str):
+def _with_way(module, way: str, autocast: str = ""):
     """Checkpointing (transformers' non-reentrant ``gradient_checkpointing_enable``) and peft's LoRA adapters, rank
-    16, on the attention's query and value projections (or every linear of the blocks) as the way says."""
+    16, on the attention's query and value projections (or every linear of the blocks) as the way says. Under
+    ``autocast`` the recomputed forward runs under it again, as torch.utils.checkpoint restores the autocast state
+    of the forward it saved (its ``context_fn``'s recompute context carries the replayed lists here)."""
     if way.endswith("-gc"):
-        module.gradient_checkpointing_enable(gradient_checkpointing_kwargs={"use_reentrant": False})
+        kwargs: dict[str, Any] = {"use_reentrant": False}
+        if autocast:
+            import contextlib
+
+            from .autocast import mode
+
+            kwargs["context_fn"] = lambda: (contextlib.nullcontext(), mode(autocast))
+        module.gradient_checkpointing_enable(gradient_checkpointing_kwargs=kwargs)
     if "-lora-" in way:
         from peft import LoraConfig, inject_adapter_in_model
 

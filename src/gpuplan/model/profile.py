@@ -142,6 +142,12 @@ class Profile:
     recorded_with: dict[str, str] = field(default_factory=dict)
     notes: tuple[str, ...] = ()
 
+    @property
+    def under_autocast(self) -> bool:
+        """Recorded with fp32 weights under autocast (:mod:`.autocast`): its bytes and peaks are at the widths
+        autocast gives each tensor, the 16-bit copies of the trained weights among them."""
+        return "autocast" in self.dtype
+
     def flops(self, batch: int, sizes: tuple[float, ...]) -> float:
         """FLOPs of one forward pass (2 per multiply-add; attention: its two products)."""
         total = 0.0

@@ -23,7 +23,9 @@ Passes at batch 2 and 3 (:data:`FIT_BATCHES`), at as many sizes as the polynomia
 every size exactly (fractions: ``Σ (p + q·B)·Π x_i^e_i``, degree 1, or 2 for modules with eager attention); a pass
 at batch 4 with every variable changed beyond the fitted range must then match, exactly for the ops and within
 :data:`MEMORY_TOLERANCE` (3 %) for the peaks, or the recording fails with the op or way that is not such a polynomial.
-Needs torch, and the library whose class the module is.
+Needs torch, and the library whose class the module is. A part recorded under mixed precision (``Part.autocast``)
+runs with fp32 weights under CUDA autocast's op lists (:mod:`.autocast`), its casts counted where autocast runs
+them, inside the linears too.
 """
 
 from __future__ import annotations
@@ -74,6 +76,7 @@ class Part:
     materialized: Any = None  # the FakeTensorMode a module built already fake belongs to (simulate --module)
     dtype: str = "bfloat16"
     versions: dict[str, str] = field(default_factory=dict)
+    autocast: str = ""  # a 16-bit dtype: fp32 weights, run under CUDA autocast's op lists (:mod:`.autocast`)
 
 
 @dataclass
@@ -101,7 +104,7 @@ def _torch():
 class Recorder:
     """The dispatch mode and module hooks of one pass (see the module docstring)."""
 
-    def __init__(self, module, record_ops: bool, role: Callable[[str], str]):
+    def __init__(self, module, record_ops: bool, role: Callable[[str], str], casts: bool = False):
         torch = _torch()
         from torch.utils._python_dispatch import TorchDispatchMode
         from torch.utils._pytree import tree_flatten
@@ -128,10 +131,12 @@ class Recorder:
                     recorder._track(value)
                 if recorder.record_ops and outs:
                     recorder.result.dispatches += 1
-                    if recorder.depth == 0 and not func.is_view:
+                    # autocast's casts of a linear's input and weight run inside it: counted (``casts``)
+                    if (recorder.depth == 0 or (casts and func is to_copy)) and not func.is_view:
                         recorder._op(func, args, kwargs or {}, outs, tree_flatten)
                 return out
 
+        to_copy = torch.ops.aten._to_copy.default
         self.mode = Mode()
         self.handles = []
         convs = (torch.nn.Conv1d, torch.nn.Conv2d, torch.nn.Conv3d)
@@ -303,6 +308,8 @@ def _materialize(part: Part, way: str):
         fake = FakeTensorMode(allow_non_fake_inputs=True)
         with quiet():
             module = part.build(way)
+            if part.autocast:  # fp32 weights, as a mixed-precision fine-tune keeps them
+                module = module.float()
             with fake:
                 module = module.to_empty(device="cpu")
     train = way != "inference"
@@ -321,7 +328,7 @@ def run_pass(part: Part, way: str, batch: int, sizes: tuple[int, ...], record_op
     """One pass of ``part`` at ``batch`` and ``sizes``, run the way ``way`` says (see the module docstring)."""
     torch = _torch()
     module, fake = _materialize(part, way)
-    recorder = Recorder(module, record_ops, part.role)
+    recorder = Recorder(module, record_ops, part.role, casts=bool(part.autocast))
     train = way != "inference"
     if train:
         for p in module.parameters():
@@ -332,7 +339,8 @@ def run_pass(part: Part, way: str, batch: int, sizes: tuple[int, ...], record_op
         with quiet(), fake:
             args, kwargs = part.inputs(batch, sizes)
             with recorder.mode, (contextlib.nullcontext() if train else torch.no_grad()):
-                out = _first_tensor(forward(module, args, kwargs))
+                with autocast_mode(part):  # the forward's region (checkpointing enters its own to recompute)
+                    out = _first_tensor(forward(module, args, kwargs))
                 if train:
                     loss = out.float().square().mean()
                     del out
@@ -350,6 +358,15 @@ def run_pass(part: Part, way: str, batch: int, sizes: tuple[int, ...], record_op
     finally:
         recorder.close()
     return recorder.result
+
+
+def autocast_mode(part: Part):
+    """CUDA autocast's op lists replayed (:mod:`.autocast`) when ``part`` is recorded under mixed precision."""
+    if not part.autocast:
+        return contextlib.nullcontext()
+    from .autocast import mode
+
+    return mode(part.autocast)
 
 
 def _first_tensor(out):

@@ -111,6 +111,8 @@ def profiles(job: ModuleJob) -> tuple[Profile, dict[str, Profile]]:
         return main_c.profile, {}
     if spec.kind == "diffusion":
         main = obtain(main_c.config, "denoiser", lambda ways: diff.denoiser_part(main_c, ways), (job.way,))
+    elif job.autocast:  # a text encoder's mixed-precision full fine-tune: recorded under autocast
+        main = obtain(main_c.config, enc.AUTOCAST_PART, lambda ways: _model_part(spec, ways, "float16"), (job.way,))
     else:
         main = obtain(main_c.config, "model", lambda ways: _model_part(spec, ways), (job.way,))
     parts: dict[str, Profile] = {}
@@ -127,10 +129,10 @@ def profiles(job: ModuleJob) -> tuple[Profile, dict[str, Profile]]:
     return main, parts
 
 
-def _model_part(spec: ModuleSpec, ways: tuple[str, ...]):
+def _model_part(spec: ModuleSpec, ways: tuple[str, ...], autocast: str = ""):
     from dataclasses import replace
 
-    return replace(enc.model_part(spec, spec.main), ways=ways)
+    return replace(enc.model_part(spec, spec.main, autocast), ways=ways)
 
 
 # ---- the plan ------------------------------------------------------------------------------------------------------

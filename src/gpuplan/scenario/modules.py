@@ -28,7 +28,7 @@ from .. import overheads as oh
 from ..errors import GpuplanError
 from ..model.diffusers import SIDE_PIXELS, SIDE_STEP
 from ..model.encoders import ATTENTION_LEAVES
-from ..model.families import FAMILIES
+from ..model.families import FAMILIES, TEXT_ENCODERS
 from ..model.module_spec import ModuleSpec
 from .diffusion_stacks import DIFFUSION_STACKS, diffusion_stack_for
 from .fields import Scenario
@@ -81,6 +81,7 @@ class ModuleJob:
     offload: str = "none"
     swapped: tuple[int, int] = (0, 0)  # kohya's --blocks_to_swap: FLUX's (double, single) blocks held in CPU memory
     attention: str = "sdpa"  # sdpa (and flash, xformers: fused, no score matrix kept) | eager (scores kept)
+    autocast: bool = False  # precision *-mixed: a text encoder's full fine-tune read from its autocast profile
     text_tokens: int = 77
     t5_tokens: int = 0
     windows: int = 0  # Whisper inference on a recording (audio_seconds): its 30 s windows, batch at a time
@@ -504,7 +505,8 @@ def _resolved(s: Scenario, spec: ModuleSpec, shapes: tuple[tuple[int, ...], ...]
         way += "-gc"
     return ModuleJob(kind="train", spec=spec, task="train", way=way, trained=trained, lora_roles=roles,
                      lora_rank=s.lora_rank, batch=batch, samples_per_step=batch, shapes=shapes, dtype=dtype,
-                     attention=s.attention,
+                     attention=s.attention, autocast=s.precision.endswith("-mixed") and trained == "all"
+                     and spec.family in TEXT_ENCODERS,
                      weights=STORED.get(s.quant, s.quant) if s.method != "qlora" else (s.quant or "nf4"),
                      notes=tuple(notes))
 

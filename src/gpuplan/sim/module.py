@@ -281,7 +281,8 @@ def simulate_pipeline(s, spec) -> PipelineSimulation:
     s, job = r.scenario, r.job
     main, parts = profiles(job)
     c = spec.main
-    part = diffusers.denoiser_part(c, (job.way,)) if spec.kind == "diffusion" else encoders.model_part(spec, c)
+    part = diffusers.denoiser_part(c, (job.way,)) if spec.kind == "diffusion" else \
+        encoders.model_part(spec, c, "float16" if job.autocast else "")  # as its profile was recorded
     sizes = job.shapes[0]
     if spec.kind == "diffusion" and any(w != h for w, h in job.pixels[:1]):
         sizes = (sizes[0], sizes[1])  # the recorder feeds square latents of the same pixel count

@@ -19,6 +19,10 @@ at the batch and sizes asked, timed as the LLM passes are (:mod:`.work`, :mod:`.
   their smooth maximum (:func:`~.work.smooth_max`); an optimizer that loops over its tensors in Python (Adafactor)
   adds its ops per trained tensor once a step (:func:`optimizer_host_s`);
 - **eager attention under mixed precision**: autocast's fp32 softmax, 16 bytes per score (:func:`score_bytes`);
+  BERT's eager chain (scale, padding mask, softmax, dropout: :func:`masked_score_bytes`) one kernel a step;
+- **autocast** (precision ``*-mixed``): a text encoder's full fine-tune is read from its profile recorded under
+  autocast (:mod:`gpuplan.model.autocast`), whose element-wise bytes hold the casts and the fp32 residual stream
+  and norms;
 - **weights stored in fewer bits**: a bitsandbytes NF4 weight is dequantized to 16 bits before each GEMM that
   uses it (forward, and the input gradient), fp8 storage (diffusers' layerwise casting, kohya's ``--fp8_base``)
   cast up the same way, and GGUF blocks unpacked by diffusers' PyTorch code: the bytes those kernels move per
@@ -34,6 +38,7 @@ from .. import overheads as oh
 from ..errors import GpuplanError
 from ..hardware import GpuSpec, load_gpu
 from ..memory.modules import encoded_again, pipeline_weight_bytes, swapped_weight_bytes
+from ..model.encoders import SDPA_DROPOUT
 from ..model.layers import Linear
 from ..model.profile import Op, Profile, storage_format, text_encoder_storage
 from ..model.quant import make_format
@@ -97,6 +102,7 @@ class Run:
     host_factor: float = 1.0  # compiled graphs and fused stacks launch fewer ops
     attention: str = "sdpa"  # eager: the scores as two batched GEMMs and a softmax through memory
     autocast: bool = False  # mixed precision (torch.autocast): an eager softmax runs in fp32 (_eager)
+    masked: str = ""  # BERT's eager chain (score_bytes): "scale-mask" (inference), "scale-mask-dropout" (training)
     tf32: bool = False  # fp32 matmuls on TF32 tensor cores (torch.backends.cuda.matmul.allow_tf32)
 
 
@@ -267,11 +273,33 @@ def score_bytes(run: Run) -> float:
     softmax is on autocast's float32 list (PyTorch's Automatic Mixed Precision reference, "CUDA Ops that can autocast
     to float32": softmax), so it writes fp32 probabilities, and ``P·V``, on the 16-bit list, casts them back first
     (a kernel reading 4 bytes and writing 2): 2 + 2 + 4 + (4 + 2) + 2 = 16 bytes where a 16-bit pass moves 8
-    (transformers' Whisper and BART attention call ``softmax`` on 16-bit scores; diffusers' eager processor too)."""
+    (transformers' Whisper and BART attention call ``softmax`` on 16-bit scores; diffusers' eager processor too).
+    BERT's chain (``run.masked``: :func:`masked_score_bytes`) has more kernels."""
     width = _act_bytes(run.dtype)
+    if run.masked:
+        return masked_score_bytes(run, width)
     if not _upcast(run):
         return 4 * width
     return width + width + 4 + (4 + width) + width
+
+
+def masked_score_bytes(run: Run, width: float) -> float:
+    """BERT's, RoBERTa's and XLM-RoBERTa's eager attention, one kernel per step (transformers 5.24
+    ``eager_attention_forward``: ``matmul(query, keyᵀ) * scaling``, ``+ attention_mask``, ``softmax``,
+    ``nn.functional.dropout``, ``matmul(·, value)``; transformers 4.16's BertSelfAttention and NVIDIA's BERT
+    modeling.py at DeepLearningExamples 23a6382c, lines 390-402, the same with a division): the scores written
+    (``w``), scaled (read and written, ``2w``), the padding mask added (read ``w``, written at the mask's width: the
+    extended mask is in the weights' dtype, fp32 under autocast, so the sum is fp32 by type promotion), the softmax
+    (read and written at that width), in training the dropout (read, written, its 1-byte mask), under autocast
+    ``P·V``'s cast back to 16 bits (read 4, written 2), and ``P·V`` reading ``w``: 16-bit training 2 + 4 + 4 + 4 +
+    5 + 2 = 21 bytes, autocast 2 + 4 + 6 + 8 + 9 + 6 + 2 = 37, fp32 41; inference without the dropout."""
+    wide = 4.0 if _upcast(run) else width
+    out = width + 2 * width + (width + wide) + 2 * wide + width
+    if run.masked.endswith("dropout"):
+        out += 2 * wide + 1
+    if _upcast(run):
+        out += 4 + width
+    return out
 
 
 def _lora_forward(gpu: GpuSpec, run: Run, op: Op, m: float, k: float, n: float) -> float:
@@ -422,11 +450,21 @@ class ModuleSpeed:
     high: float = 0.0
 
 
+def _masked(job) -> str:
+    """BERT's eager chain (:func:`masked_score_bytes`) for the families whose attention runs it, with the dropout
+    when training and the config's attention dropout is above 0."""
+    key = SDPA_DROPOUT.get(job.spec.family)
+    if job.attention != "eager" or not key:
+        return ""
+    dropout = job.kind == "train" and job.spec.main.config.get(key, 0.1)
+    return "scale-mask-dropout" if dropout else "scale-mask"
+
+
 def _run(job, s) -> Run:
     compiled = bool(getattr(s, "compile", False))
     return Run(dtype=job.dtype, weights=job.weights, trained=job.trained, lora_roles=job.lora_roles,
                lora_rank=job.lora_rank, recompute=job.way.endswith("-gc"), attention=job.attention,
-               autocast=str(getattr(s, "precision", "")).endswith("-mixed"),
+               autocast=str(getattr(s, "precision", "")).endswith("-mixed"), masked=_masked(job),
                host_factor=oh.HOST_OPS_FACTOR["compile"] if compiled else 1.0, tf32=bool(getattr(s, "tf32", False)))
 
 
