@@ -32,3 +32,10 @@ def test_a_pool_too_small_for_a_long_prompt_still_says_the_pool():
 def test_the_missing_run_names_the_weights():
     r = estimate({**PHI4_L4, "users": 30, "think_time_s": 10}, advise=False)
     assert "no simulated run: the weights alone are more than the GPU holds" in r.warnings
+
+
+def test_one_user_is_one_user():
+    """s25 walk: `estimate --users 1` printed "served at 1 users" and "serving 1 users (closed loop ...)"."""
+    r = estimate({"model": "qwen3-0.6b", "task": "infer", "engine": "vllm", "gpu": "h100-sxm", "users": 1,
+                  "prompt_tokens": 256, "output_tokens": 64}, advise=False)
+    assert r.load.load_words == "1 user" and r.load.load_said.startswith("1 user (closed loop")
