@@ -6,7 +6,8 @@ from __future__ import annotations
 
 from gpuplan import estimate
 
-PHI4_L4 = {"model": "phi-4", "task": "infer", "engine": "vllm", "gpu": "l4", "prompt_tokens": 1500, "output_tokens": 300}
+PHI4_L4 = {"model": "phi-4", "task": "infer", "engine": "vllm", "gpu": "l4", "prompt_tokens": 1500,
+           "output_tokens": 300}
 
 
 def test_the_verdict_names_the_weights():
