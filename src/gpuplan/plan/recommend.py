@@ -162,14 +162,17 @@ class Setup(BaseModel):
 
     @computed_field  # type: ignore[prop-decorator]
     @property
-    def speed_spread_pct(self) -> int:
-        """Half the likely speed range (``tokens_per_s_low`` to ``_high``, the calibration's spread) as a percentage
-        of the central speed, in whole percent, half rounded up: the ``±`` the CLI's table and the page print beside
-        tokens/s as it stands (each rounding its own way, Python's ``:.0f`` half to even and the page's
-        ``toLocaleString`` half away from zero, they could differ by one at an exact half)."""
+    def speed_band(self) -> str:
+        """The likely speed range (``tokens_per_s_low`` to ``_high``, the calibration's spread) around the central
+        speed, in whole percent, half rounded up, as the CLI's table and the page print it beside tokens/s: ``±13%``
+        where it reaches as far each way, else each side (``-0/+16%``: DeepSeek-R1 on 4x MI300X under SGLang,
+        491 tok/s likely 491-569, was printed ``491 ±8%``, s25 walk). One rounding for both faces (the table's
+        ``:.0f`` rounds half to even, the page's ``toLocaleString`` half away from zero: s20-left2)."""
         if not self.tokens_per_s:
-            return 0
-        return math.floor(50 * (self.tokens_per_s_high - self.tokens_per_s_low) / self.tokens_per_s + 0.5)
+            return "±0%"
+        below, above = (math.floor(100 * abs(self.tokens_per_s - x) / self.tokens_per_s + 0.5)
+                        for x in (self.tokens_per_s_low, self.tokens_per_s_high))
+        return f"±{below}%" if below == above else f"-{below}/+{above}%"
 
     @property
     def hours_high(self) -> float | None:
