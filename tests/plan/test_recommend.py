@@ -882,3 +882,23 @@ def test_a_stream_slower_than_reading_notes_capacity_tpot():
     assert fast.setups[0].tokens_per_s_per_user >= 10 and not [n for n in fast.notes if "people read" in n]
     trained = run({"model": "llama-3.1-8b", "task": "train", "method": "lora"}, gpus=[H100], top=1)
     assert not [n for n in trained.notes if "people read" in n]
+
+
+def test_a_card_named_in_gpus_but_ranked_below_the_rows_shown_is_said():
+    """s25 walk: `recommend --gpus l4,a10g,rtx-4090,l40s` for a Gemma-3-12B QLoRA showed ten RTX 4090 and L40S rows
+    and said nothing of the L4 and the A10G the user had named (capacity says so of its own). The note names each
+    one's best row and its rank in the whole ranking, which the longer list confirms."""
+    L4, A10G, L40S = "nvidia-l4", "nvidia-a10g", "nvidia-l40s"
+    fields = {"model": "gemma-3-12b", "task": "train", "method": "qlora", "train_tokens": 5e7}
+    short = run(fields, gpus=(L4, A10G, RTX4090, L40S), top=3)
+    whole = run(fields, gpus=(L4, A10G, RTX4090, L40S), top=500).setups
+    assert {x.gpu_id for x in short.setups} == {RTX4090}
+    for gpu_id, name in ((L4, "L4"), (A10G, "A10G (AWS)"), (L40S, "L40S")):
+        rank = next(i for i, x in enumerate(whole, 1) if x.gpu_id == gpu_id)
+        best = whole[rank - 1]
+        note = next(n for n in short.notes if n.startswith(f"{name}: "))
+        assert note == (f"{name}: its best setup ranks #{rank}, below the 3 shown ({best.num_gpus}x, "
+                        f"{best.tokens_per_s:,.0f} tokens/s, ${best.usd_per_million_tokens:,.3g} per million "
+                        f"tokens): raise --top to {rank}, or give --gpus {gpu_id} alone")
+    assert not any(n.startswith("GeForce RTX 4090: ") for n in short.notes)
+    assert not any(": its best setup ranks" in n for n in run(fields, gpus=(RTX4090, L40S), top=10).notes)
