@@ -52,6 +52,11 @@ REPORTED_USABLE_GIB = {
 APPLE_WIRED_SHARE_SMALL = 2 / 3
 APPLE_WIRED_SHARE = 3 / 4
 APPLE_SMALL_GB = 36
+# Raising it: exo's configure_mlx.sh (exo-explore/exo, configure_mlx.sh) sets iogpu.wired_limit_mb to the larger of
+# 80 % of RAM and RAM less 5,120 MB, which leaves macOS the few GB it needs ("leave 4-6GB for MacOS", instructlab's
+# lab-troubleshoot.md).
+APPLE_RAISED_WIRED_SHARE = 0.8
+APPLE_RAISED_WIRED_RESERVE_MB = 5120
 
 # The variant a bare name means when several cards share it: what clouds rent most (SXM boards, the larger memory;
 # GH200 in its 96 GB form, the one Lambda and most clouds list).
@@ -156,6 +161,15 @@ class GpuSpec:
         key = {"bf16": "bf16_tensor", "fp16": "fp16_tensor", "fp8": "fp8_tensor", "fp4": "fp4_tensor",
                "tf32": "tf32_tensor", "fp32": "fp32", "int8": "int8_tensor_tops"}[dtype]
         return self.dense_tflops.get(key)
+
+
+def raised_wired_limit_mb(gpu: GpuSpec) -> int | None:
+    """The ``iogpu.wired_limit_mb`` a Mac's GPU can be given (:data:`APPLE_RAISED_WIRED_SHARE`, exo's rule: the larger
+    of 80 % of RAM and RAM less 5,120 MB); None on any other card."""
+    if gpu.vendor != "Apple":
+        return None
+    total = round(gpu.memory_gib * 1024)
+    return max(int(total * APPLE_RAISED_WIRED_SHARE), total - APPLE_RAISED_WIRED_RESERVE_MB)
 
 
 def _usable_gib(entry: dict[str, Any], size: float) -> float:

@@ -193,3 +193,44 @@ def test_a_training_plan_on_a_mac_holds_no_cuda_buffer_and_names_its_counter():
     assert mac.allocated_peak_gib == pytest.approx(cuda.allocated_peak_gib - 64 / 1024, abs=1e-9)
     assert "torch.mps.current_allocated_memory()" in mac.logged_statistic and "cuda" not in mac.logged_statistic
     assert mac.logged_gib == mac.allocated_peak_gib
+
+
+def test_a_mac_that_misses_by_its_wired_limit_is_told_to_raise_it():
+    """Llama 4 Scout at Q8_0 (112.2 GiB with its buffers) misses a 128 GB M4 Max's default 96 GiB GPU share; the
+    first fix is macOS's limit raised as exo's configure_mlx.sh raises it, max(80 % of RAM, RAM - 5,120 MB) =
+    131,072 - 5,120 = 125,952 MB (123.0 GiB), at the same speed, not llama.cpp's CPU layers (s25 walk: only
+    --cpu-layers was offered, "several times slower")."""
+    from gpuplan.hardware import raised_wired_limit_mb
+    assert raised_wired_limit_mb(load_gpu("apple-m4-max")) == 125_952
+    assert raised_wired_limit_mb(load_gpu("apple-m4")) == 27_648  # 32 GB: 32,768 - 5,120 over 80 % (26,214)
+    assert raised_wired_limit_mb(load_gpu("rtx-4090")) is None
+    r = estimate({**SERVE, "engine": "llama.cpp", "gpu": "apple-m4-max", "quant": "gguf-q8_0",
+                  "model": "llama-4-scout"})
+    assert not r.memory.fits
+    first = r.suggestions[0]
+    assert first.fields == {"wired_limit_mb": 125_952} and first.fits
+    assert "sudo sysctl iogpu.wired_limit_mb=125952" in first.change and "same speed" in first.cost
+    assert estimate({**SERVE, "engine": "llama.cpp", "gpu": "apple-m4-max", "quant": "gguf-q8_0",
+                     "model": "llama-4-scout", **first.fields}, advise=False).memory.fits
+    # already raised that far: not offered again
+    raised = estimate({**SERVE, "engine": "llama.cpp", "gpu": "apple-m4-max", "quant": "gguf-q8_0",
+                       "model": "llama-4-scout", "wired_limit_mb": 125_952, "prompt_tokens": 100_000})
+    assert not any("wired_limit_mb" in x.fields for x in raised.suggestions)
+    # fit takes the raised limit before the CPU layers (their peak on the GPU is lower, but they run on the CPU),
+    # and adds no RAM on top of the Mac's one pool
+    from gpuplan.plan.capability import what_fits
+    row, = what_fits({"task": "infer", "engine": "llama.cpp", "quant": "gguf-q8_0"}, load_gpu("apple-m4-max"), 1,
+                     ["llama-4-scout"])
+    assert row.fits and row.fields == {"wired_limit_mb": 125_952}
+    assert row.change == "macOS's GPU limit raised to 125,952 MB"
+
+
+def test_cpu_layers_on_a_mac_are_said_as_they_are_timed():
+    """On Metal the decode step times every layer on the GPU (no ``cpu_layers`` part): the sentence said they ran
+    "from system RAM at ~48 GB/s (assumed dual-channel DDR5)", which a Mac has not and the step did not use (s25
+    walk, Qwen3-235B-A22B Q4_K_M on an M4 Max)."""
+    r = estimate({**SERVE, "engine": "llama.cpp", "gpu": "apple-m4-max", "quant": "gguf-q4_k_m",
+                  "model": "qwen3-235b-a22b", "cpu_layers": True}, advise=False)
+    assert "cpu_layers" not in r.speed.parts_s
+    said = [a for a in r.assumptions if "of the layers run on the CPU" in a]
+    assert said and "DDR5" not in said[0] and "timed as the GPU's" in said[0]

@@ -464,3 +464,17 @@ def test_the_api_and_the_command_line_simulate_as_many_setups_unless_told():
     api = inspect.signature(gpuplan.capacity).parameters["top"].default
     plan = inspect.signature(search.capacity).parameters["simulate_top"].default
     assert cli == api == plan == 6
+
+
+def test_capacity_takes_estimates_name_for_the_shared_prefix():
+    """s25 walk: estimate took --shared-prefix-tokens and capacity --shared-prefix for one field; capacity takes
+    both now, and either reaches the workload."""
+    import typer
+
+    from gpuplan.cli import app
+
+    command = typer.main.get_command(app).get_command(None, "capacity")
+    option = next(p for p in command.params if p.name == "shared_prefix")
+    assert {"--shared-prefix-tokens", "--shared-prefix"} <= set(option.opts)
+    estimate_cmd = typer.main.get_command(app).get_command(None, "estimate")
+    assert any("--shared-prefix-tokens" in p.opts for p in estimate_cmd.params)

@@ -87,7 +87,8 @@ def capacity_cmd(
     percentile: Annotated[int | None, typer.Option(help="SLO percentile: 50, 90, 95 or 99 [default 95].")] = None,
     burstiness: Annotated[float | None, typer.Option(help="Gamma shape of arrivals (1 Poisson, <1 bursty) "
                                                      "[default 1].")] = None,
-    shared_prefix: Annotated[int | None, typer.Option(help="Tokens every prompt shares (prefix cache) [default 0].")
+    shared_prefix: Annotated[int | None, typer.Option(  # estimate's name too (s25 walk: one field, two names)
+        "--shared-prefix-tokens", "--shared-prefix", help="Tokens every prompt shares (prefix cache) [default 0].")
                              ] = None,
     gpus: Gpus = None,
     max_gpus: Annotated[int, typer.Option(help="Largest tensor-parallel group.")] = 8, quant: Quant = None,

@@ -134,7 +134,7 @@ def _rows(s, setups, start: int = 1) -> list[dict[str, Any]]:
         rows.append({**fields, "rank": f"{i}{'*' if x.pareto else ''}",
                      "setup": f"{x.num_gpus}x {short(x.gpu_id)}" + (f" {'+'.join(tags)}" if tags else ""),
                      "where": _where(x), "memory": f"{x.device_peak_gib:.0f}/{x.capacity_gib:.0f}",
-                     "speed": f"{x.tokens_per_s:,.0f} ±{x.speed_spread_pct}%",
+                     "speed": f"{x.tokens_per_s:,.0f} {x.speed_band}",
                      "age": None if x.owned else f"{x.price_age_days} d" + (" low" if x.price_confidence == "low"
                                                                            else ""),
                      "price_age_days": None if x.owned else x.price_age_days})
@@ -205,8 +205,8 @@ def render_recommendation(s, result, fmt: str = "table") -> None:
     tokens = "output" if s.task == "infer" else "training"
     show(_rows(s, result.setups, len(result.owned) + 1), columns,
          title=f"rented setups that fit, best first (on-demand unless marked; $/M tok: per million {tokens} "
-         "tokens; * Pareto front of cost vs speed; tok/s ± the speed model's spread; yellow: price over 30 days "
-         "old or low confidence)")
+         "tokens; * Pareto front of cost vs speed; tok/s and the speed model's likely range below/above it; "
+         "yellow: price over 30 days old or low confidence)")
     for i, x in enumerate(result.setups[:3], len(result.owned) + 1):
         bullet(f"{x.num_gpus}x {short(x.gpu_id)} on {_where(x)}: {x.rationale}", prefix=f"{i}. ")
     for band in dict.fromkeys(x.band for x in result.setups if x.band):  # serving: each range's source, once

@@ -837,9 +837,12 @@ class Vllm(Engine):
             fix = (f"set --max-model-len {sm.max_model_len_fit:,} or less" if sm.max_model_len_fit >= tokens else
                    "the KV pool cannot hold one request of this length: use more GPUs (tp), quantization, or a "
                    "shorter context")
-            e.warnings.append(f"vLLM will refuse to start with max_model_len {sm.limits.max_model_len:,}: its KV "
-                              f"pool holds {sm.kv_tokens:,} tokens, one request of up to {sm.max_model_len_fit:,}; "
-                              f"{fix}")
+            why = f"its KV pool holds {sm.kv_tokens:,} tokens, one request of up to {sm.max_model_len_fit:,}; {fix}"
+            if sm.weights > sm.requested:  # no context is short enough: the budget is gone before the pool
+                why = (f"the weights alone ({sm.weights / GIB:,.2f} GiB per GPU) are more than its budget "
+                       f"({s.gpu_memory_utilization:g} of the GPU, {sm.requested / GIB:,.2f} GiB): use more "
+                       "GPUs (tp) or quantized weights")
+            e.warnings.append(f"vLLM will refuse to start with max_model_len {sm.limits.max_model_len:,}: {why}")
         return e
 
     def kv_pool(self, s: Scenario, m: ModelSpec, gpu: GpuSpec) -> KvPool:

@@ -186,8 +186,10 @@ def serving_runs(r: Resolved, plan: Plan) -> Plan:
         if engine is not None:
             runs[key] = run_load(s, r.model, r.gpu, engine, network, offline=offline, said=said)
     # (the batch's run is not asked for: a pool too small for one request is the verdict's to say)
-    warned = ("no simulated run: the engine's KV pool cannot hold one request of the longest length",) \
-        if asked and "load" not in runs else ()
+    why = "the weights alone are more than the GPU holds" \
+        if plan.memory.capacity_gib and plan.memory.weights_gib > plan.memory.capacity_gib \
+        else "the engine's KV pool cannot hold one request of the longest length"
+    warned = (f"no simulated run: {why}",) if asked and "load" not in runs else ()
     return plan.said(warnings=warned, **runs)
 
 

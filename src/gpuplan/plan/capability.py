@@ -103,8 +103,10 @@ def _with_change(row: FitRow, plan: Plan) -> FitRow:
         row.reason = f"needs {mem.device_peak_gib:,.0f} GiB per card{ram} as asked, and no change on these cards fits"
         return row
     # the most room on the cards (the question is how much fits), keeping the method and weights asked for, in the
-    # user's stack, without CPU offload, as far as some change does without each
-    fixes.sort(key=lambda x: ("offload" in x.fields or "activation_offload" in x.fields, "stack" in x.fields,
+    # user's stack, without CPU offload (llama.cpp's CPU layers are one: a Mac's raised GPU limit holds them on the
+    # GPU, s25 walk), as far as some change does without each
+    fixes.sort(key=lambda x: ("offload" in x.fields or "activation_offload" in x.fields or "cpu_layers" in x.fields,
+                              "stack" in x.fields,
                               "method" in x.fields or "quant" in x.fields, x.device_peak_gib))
     best = fixes[0]
     unlaid = build(resolve(s.model_copy(update=best.fields), m, gpu), memory_only=True)
@@ -114,7 +116,7 @@ def _with_change(row: FitRow, plan: Plan) -> FitRow:
     moved = {k: getattr(changed, k) for k in type(s).model_fields if getattr(changed, k) != getattr(s, k)}
     row.fits, row.change, row.fields = True, change_words(moved, s), best.fields  # what moves, said; what to set
     row.cpu_gib = fixed.memory.cpu_gib
-    if row.cpu_gib:
+    if row.cpu_gib and not (gpu.unified_memory and "wired_limit_mb" in moved):  # a Mac's own pool, not more RAM
         row.change += f" ({row.cpu_gib:,.0f} GiB {'of it used' if 'host_ram_gib' in moved else 'of RAM'})"
     row.device_peak_gib, row.sharding = best.device_peak_gib, after.layout
     if fixed is not unlaid:  # at the recipe's layout, as estimate plans the change
@@ -192,10 +194,13 @@ def change_words(fields: dict[str, Any], s: Scenario) -> str:
         words.insert(0, f"the {fields['stack']} stack")
     if fields.get("cpu_layers") and not s.cpu_layers:
         words.append("llama.cpp layers on the CPU")
+    if fields.get("wired_limit_mb"):
+        words.append(f"macOS's GPU limit raised to {fields['wired_limit_mb']:,} MB")
     if fields.get("host_ram_gib"):  # was "host ram gib 1472.0" (session 8's walk)
         words.append(f"host RAM of {fields['host_ram_gib']:,.0f} GiB")
     said = {"grad_checkpointing", "micro_batch_size", "grad_accum_steps", "method", "optimizer", "qlora_fp32_upcast",
             "host_ram_gib", "quant", "kv_cache_dtype", "sharding", "tp", "offload", "attention", "loss", "compile",
-            "activation_offload", "optimizer_in_backward", "stack", "precision", "pp", "num_gpus", "cpu_layers"}
+            "activation_offload", "optimizer_in_backward", "stack", "precision", "pp", "num_gpus", "cpu_layers",
+            "wired_limit_mb"}
     words += [f"{k.replace('_', ' ')} {v}" for k, v in fields.items() if k not in said and v != getattr(s, k, v)]
     return " + ".join(words) or "a change"

@@ -23,7 +23,7 @@ from typing import Any
 
 from ..engines import engine_for
 from ..errors import GpuplanError
-from ..hardware import GpuSpec
+from ..hardware import GpuSpec, raised_wired_limit_mb
 from ..memory.host import host_need_gib, host_ram
 from ..model.checkpoints import published
 from ..model.spec import ModelSpec
@@ -273,6 +273,19 @@ def _serving_fixes(s: Scenario, m: ModelSpec) -> list[Fix]:
     return out
 
 
+def _wired_fixes(gpu: GpuSpec) -> list[Fix]:
+    """A Mac's GPU share of unified memory raised as far as :func:`gpuplan.hardware.raised_wired_limit_mb` says, when
+    it is below that: the same machine and speed, where llama.cpp's CPU layers were the only fix offered (s25 walk:
+    Llama 4 Scout at Q8_0 on a 128 GB M4 Max)."""
+    limit = raised_wired_limit_mb(gpu)
+    if limit is None or limit <= gpu.usable_gib * 1024:
+        return []
+    left = gpu.memory_gib - limit / 1024
+    return [Fix(label=f"raise macOS's GPU memory limit to {limit:,} MB (sudo sysctl iogpu.wired_limit_mb={limit})",
+                change={"wired_limit_mb": limit}, cost=f"the same speed; leaves macOS and other apps {left:.0f} GiB; "
+                "until the next reboot", group="wired", slowdown=1.0)]
+
+
 def _apply(s: Scenario, fixes: tuple[Fix, ...]) -> Scenario | None:
     """``s`` with the fixes' changes, validated again (the stack's defaults follow, e.g. QLoRA's recipe turns
     checkpointing on; :meth:`Scenario.model_copy` validates one change once, though the advice asks of one fix
@@ -373,7 +386,7 @@ def suggestions(s: Scenario, m: ModelSpec, gpu: GpuSpec, report) -> list[Suggest
     combination that fits (when no single fix does, or only one that changes the method: then the smallest that
     keeps it, on the GPUs named), then every single fix that lowers the device peak by what
     its line shows (:data:`SHOWN_SAVING_GIB`), fitting ones first, on the GPUs named before more GPUs."""
-    fixes = on_card(s, m, gpu, candidate_fixes(s, m, report.max_batch_size))
+    fixes = on_card(s, m, gpu, _wired_fixes(gpu) + candidate_fixes(s, m, report.max_batch_size))
     if engine_for(s).advised_by_pool:
         return _vllm_suggestions(s, m, gpu, report, fixes)
     singles: list[tuple[Fix, bool, float, dict[str, Any]]] = []

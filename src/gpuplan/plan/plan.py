@@ -269,6 +269,9 @@ def judge(r: Resolved, mem: MemoryReport, by_design: bool = False) -> Verdict:
     # the card holds it, the host not (no card: no verdict of the host either)
     if mem.fits is False and (mem.headroom_gib or 0) >= 0 and host_shortfall(s, mem, gpu):
         said = "the host's RAM cannot hold what it keeps there (the warning says how much); "
+    elif engine.pool_words and mem.capacity_gib and mem.weights_gib > mem.capacity_gib:
+        # no pool to speak of: the engine cannot load its weights (s25 walk: Phi-4 bf16 on an L4 blamed the pool)
+        said = f"the weights alone ({mem.weights_gib:,.2f} GiB per GPU) are more than the GPU holds; "
     elif mem.max_concurrency == 0 and engine.pool_words and (s.rate_rps or s.users) and s.held_at_once == 1:
         # a load queues what the pool cannot hold, but a pool that holds no request runs none (no run, no queue)
         said = (f"{engine.pool_words} cannot hold one request of {s.prompt_tokens + s.output_tokens:,} tokens, so "

@@ -162,14 +162,17 @@ class Setup(BaseModel):
 
     @computed_field  # type: ignore[prop-decorator]
     @property
-    def speed_spread_pct(self) -> int:
-        """Half the likely speed range (``tokens_per_s_low`` to ``_high``, the calibration's spread) as a percentage
-        of the central speed, in whole percent, half rounded up: the ``±`` the CLI's table and the page print beside
-        tokens/s as it stands (each rounding its own way, Python's ``:.0f`` half to even and the page's
-        ``toLocaleString`` half away from zero, they could differ by one at an exact half)."""
+    def speed_band(self) -> str:
+        """The likely speed range (``tokens_per_s_low`` to ``_high``, the calibration's spread) around the central
+        speed, in whole percent, half rounded up, as the CLI's table and the page print it beside tokens/s: ``±13%``
+        where it reaches as far each way, else each side (``-0/+16%``: DeepSeek-R1 on 4x MI300X under SGLang,
+        491 tok/s likely 491-569, was printed ``491 ±8%``, s25 walk). One rounding for both faces (the table's
+        ``:.0f`` rounds half to even, the page's ``toLocaleString`` half away from zero: s20-left2)."""
         if not self.tokens_per_s:
-            return 0
-        return math.floor(50 * (self.tokens_per_s_high - self.tokens_per_s_low) / self.tokens_per_s + 0.5)
+            return "±0%"
+        below, above = (math.floor(100 * abs(self.tokens_per_s - x) / self.tokens_per_s + 0.5)
+                        for x in (self.tokens_per_s_low, self.tokens_per_s_high))
+        return f"±{below}%" if below == above else f"-{below}/+{above}%"
 
     @property
     def hours_high(self) -> float | None:
@@ -429,8 +432,8 @@ def recommend(s: Scenario, m: ModelSpec, c: Constraints, explain: bool = True) -
         result.fewest = min(setups, key=lambda x: (x.num_gpus, _key(x, c.objective)), default=None)
         if result.fewest is not None:
             result.fewest_line = fewest_line(s, m, result.fewest, c.deadline_hours)
-    result.notes = _price_notes(s, c, all_offers, cards) + _load_note(s) + stack_left_out(s, cards.values()) + \
-        _slow_stream_note(s, result.setups)
+    result.notes = _named_below(c, setups) + _price_notes(s, c, all_offers, cards) + _load_note(s) + \
+        stack_left_out(s, cards.values()) + _slow_stream_note(s, result.setups)
     if shipped and c.any_quant and s.task == "infer" and s.quant is None:
         result.notes.append(f"the checkpoint ships as {shipped}: rows serve it as shipped (and with an fp8 KV "
                             "cache); re-quantizing it (--quant awq-int4, fp8, int8) needs a converted checkpoint "
@@ -726,6 +729,22 @@ def _load_note(s: Scenario) -> list[str]:
             f"`gpuplan estimate {load}` prices it, a row whose queue grows ranked after those that keep up; a row "
             "not simulated is priced at the least it could be, had it served every token the rate asks; "
             f"`gpuplan capacity {load}` ranks setups on the latency each run gives"]
+
+
+def _named_below(c: Constraints, ranked: list[Setup]) -> list[str]:
+    """The cards named in ``--gpus`` that have rows, none of them among the ``c.top`` shown: each one's best row and
+    its rank (s25 walk: ``--gpus l4,a10g,rtx-4090,l40s`` showed RTX 4090 and L40S rows and said nothing of the L4 and
+    the A10G; capacity's notes say it of its own, :func:`gpuplan.plan.capacity._left_out`)."""
+    shown, out = {x.gpu_id for x in ranked[: c.top]}, []
+    for gpu_id in c.gpus:
+        rank = next((i for i, x in enumerate(ranked, 1) if x.gpu_id == gpu_id), None)
+        if gpu_id in shown or rank is None:
+            continue
+        x = ranked[rank - 1]
+        out.append(f"{gpus()[gpu_id].name}: its best setup ranks #{rank}, below the {c.top} shown ({x.num_gpus}x, "
+                   f"{x.tokens_per_s:,.0f} tokens/s, ${x.usd_per_million_tokens:,.3g} per million tokens): raise "
+                   f"--top to {rank}, or give --gpus {gpu_id} alone")
+    return out
 
 
 def _price_notes(s: Scenario, c: Constraints, all_offers: list[Offer], cards: dict) -> list[str]:

@@ -131,7 +131,7 @@ class LoadRun(BaseModel):
         """The load in a few words, as every face says it: "32 users" (closed loop) or "4 requests/s" (open loop);
         an offline run: "the batch of 16"."""
         if self.mode == "closed loop":
-            return f"{self.max_concurrency:,} users"
+            return f"{self.max_concurrency:,} user{'s' if self.max_concurrency != 1 else ''}"  # not "1 users"
         if self.mode == "open loop":
             return f"{self.request_rate:,g} requests/s"
         return f"the batch of {self.num_prompts:,}"

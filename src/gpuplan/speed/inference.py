@@ -757,7 +757,11 @@ def inference_speed(s: Scenario, m: ModelSpec, gpu: GpuSpec, network: Network | 
         speed.assumptions.append(timer.timing.note)
     if timer.timing.graphs and timer.timing.loop is not None:
         speed.assumptions.append(decode_words(timer, engine.label, b, parts))
-    if timer.cpu_layer_share:
+    if timer.cpu_layer_share and timer.timing.kernels == "ggml-metal":  # decode_parts times every layer on Metal
+        speed.assumptions.append(f"llama.cpp: {timer.cpu_layer_share:.0%} of the layers run on the CPU, timed as "
+                                 "the GPU's: both read the one unified memory, and the CPU's own rate is not "
+                                 "modelled (slower: raise macOS's GPU limit to keep them on the GPU)")
+    elif timer.cpu_layer_share:
         speed.assumptions.append(f"llama.cpp: {timer.cpu_layer_share:.0%} of the layers run on the CPU from system "
                                  f"RAM at ~{oh.CPU_MEMORY_GBS * oh.CPU_BANDWIDTH_FRACTION:.0f} GB/s (assumed "
                                  "dual-channel DDR5)")

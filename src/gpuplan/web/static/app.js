@@ -765,7 +765,7 @@ function renderSetups(rec, scenario) {
       h("td", {}, `${i + 1}${x.pareto ? "*" : ""}`), h("td", {}, setupLabel(x)),
       h("td", {}, x.offer + (x.stale ? " (old price)" : "")),
       h("td", {class: "n"}, `${x.device_peak_gib.toFixed(0)}/${x.capacity_gib.toFixed(0)}`),
-      h("td", {class: "n"}, `${num(x.tokens_per_s, 0)} ±${x.speed_spread_pct}%`),
+      h("td", {class: "n"}, `${num(x.tokens_per_s, 0)} ${x.speed_band}`),
       ...(train ? [h("td", {class: "n"}, num(x.hours, 1)), h("td", {class: "n"}, usd(x.usd_total))] : []),
       h("td", {class: "n"}, usd(x.usd_per_million_tokens)))));
   scatter($("#scatter"), rec.setups, (x) => `${setupLabel(x)} on ${x.offer}: ${num(x.tokens_per_s, 0)} tok/s, ` +
