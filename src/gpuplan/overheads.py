@@ -1015,6 +1015,20 @@ WHISPER_LOG_MEL_S_PER_WINDOW = 0.015
 # timestamp tokens a window) 124 and 0.159 (bench/results/whisper_s25.md). Conversational English: a recording with
 # long silences or music between speech spreads more.
 WHISPER_WINDOW_TOKENS_CV = 0.16
+# Whisper with return_timestamps=True: transformers' generate adds WhisperTimeStampLogitsProcessor
+# (generation/logits_process.py), run on the host at every decoder step. Aten ops it dispatches per step, counted by
+# running transformers 5.24.0's code under a TorchDispatchMode counter on CPU tensors (whisper-large-v2's token ids,
+# batch 1, 16, 24; bench/results/whisper_ts_s25.md): 20 whatever the batch (the scores' clone, the timestamp mask
+# built once for the batch, one batched log_softmax, logsumexp, max and masked_fill), and 4 more for each row whose
+# last token was a timestamp (select, slice, fill_ of that row's scores), which is the share of a row's steps that
+# follow a timestamp token: 19.5 of 123.6 decoder tokens a 30 s window of conversation (WHISPER_WINDOW_TOKENS_CV's
+# transcript). Plus one copy of the batch's token ids back to the host (input_ids.tolist(), a sync each step).
+# transformers 4.35 (the T4 rows' notebook, bench/modules_cases.yaml) looped over the rows with tensor ops instead:
+# 14.3 ops, a .tolist() and an .item() per row and step (session 24, bench/results/whisper_t4_s24.md); that loop is
+# gone in 5.24.0, whose processor checks the timestamps' log-probability "for the whole batch at once". Each op at
+# DISPATCH_OVERHEAD_S on the card's host (speed.modules.host_scale).
+WHISPER_TIMESTAMP_OPS_PER_STEP = 20 + 1
+WHISPER_TIMESTAMP_OPS_PER_ROW = 4 * 19.5 / 123.6
 # Whisper training as Hugging Face's recipes feed it (transformers' run_speech_recognition_seq2seq.py, the "Fine-Tune
 # Whisper" blog): the log-mel features are computed once before training (datasets map) and stored as Arrow lists;
 # each step the Trainer's DataLoader (dataloader_num_workers 0 by default: in the training process, between steps)

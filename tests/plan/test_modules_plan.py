@@ -1039,3 +1039,29 @@ def test_a_full_fine_tune_that_only_lora_fits_alone_gets_the_combination_that_ke
     # hand check: fp32 weights and gradients 2 x 5.75 GiB, 8-bit Adam 2 bytes a parameter 2.88 GiB, bf16 autocast
     # copies 2.88 GiB: 17.3 GiB before one sample's activations and the allocator's slack
     assert 17.3 < again.memory.device_peak_gib < 23.9
+
+
+def test_timestamps_charge_the_timestamp_processors_host_work_at_every_decoder_step():
+    """Issue 34, s25: return_timestamps=True adds transformers' WhisperTimeStampLogitsProcessor to generate. Counted
+    under a dispatch counter on transformers 5.24.0's code: 20 aten ops a step, 4 more for each row whose last token
+    was a timestamp (19.5 of 123.6 tokens a window), and the input_ids.tolist() copy: 21 + 0.6311 ops a row. At
+    DISPATCH_OVERHEAD_S (7 us) on a T4's server (SERVER_HOST_FACTOR 1.75): batch 16, 21 + 16 x 0.6311 = 31.097 ops,
+    31.097 x 7e-6 x 1.75 = 0.38094 ms a step; batch 1, 21.631 x 12.25e-6 = 0.26498 ms; on an RTX 4090 (a desktop
+    host, factor 1) batch 16, 31.097 x 7e-6 = 0.21768 ms. Without timestamps, nothing."""
+    from gpuplan.speed.modules import timestamps_host_s
+
+    base = dict(model="whisper-large-v3", task="infer", output_tokens=124, batch_size=16, precision="fp16-true",
+                audio_seconds=330)  # 16 windows, one pass
+    on, off = plan(**base, gpu="t4", timestamps=True), plan(**base, gpu="t4")
+    t4 = on.module.gpu
+    assert timestamps_host_s(on.module.job, t4, 16) == pytest.approx(0.38094e-3, rel=1e-4)
+    assert timestamps_host_s(on.module.job, t4, 1) == pytest.approx(0.26498e-3, rel=1e-4)
+    assert timestamps_host_s(off.module.job, t4, 16) == 0.0
+    desktop = plan(**base, gpu="rtx-4090", timestamps=True)
+    assert timestamps_host_s(desktop.module.job, desktop.module.gpu, 16) == pytest.approx(0.21768e-3, rel=1e-4)
+    # the step takes the smooth maximum of its host and GPU work (p = 2): host-led, it grows by most of the added
+    # host work, never by more (0.301 ms here, host 79 % of the step)
+    grown = on.work.step_s - off.work.step_s
+    assert 0.7 * 0.38094e-3 < grown <= 0.38094e-3
+    assert any("WhisperTimeStampLogitsProcessor" in n for n in on.defaults)
+    assert run(["estimate", "--model", "sdxl", "--task", "infer", "--gpu", "t4", "--timestamps", "true"]) == 2

@@ -21,7 +21,8 @@ from ..scenario import fields as scenario
 
 # Shown first, in this order (names the model lacks are skipped: `stack` appears once it exists).
 PRIMARY = ("model", "task", "method", "stack", "precision", "tf32", "quant", "resolution", "seq_len",
-           "micro_batch_size", "grad_checkpointing", "batch_size", "inference_steps", "audio_seconds", "prompt_tokens",
+           "micro_batch_size", "grad_checkpointing", "batch_size", "inference_steps", "audio_seconds", "timestamps",
+           "prompt_tokens",
            "output_tokens", "decoder_tokens", "train_steps", "engine", "gpu", "num_gpus")
 GROUPS = {
     "training": ("dataset", "tokenizer", "optimizer", "optimizer_impl", "lora_rank", "lora_targets", "lora_dropout",
@@ -51,7 +52,7 @@ MODULE_ONLY = frozenset(scenario.MODULE_FIELDS)
 # fields of a module plan that mean something for one task only (gpuplan.scenario.modules)
 MODULE_TASK = {"inference_steps": "infer", "cfg": "infer", "cpu_offload": "infer", "cache_latents": "train",
                "text_encoders": "train", "set_grads_to_none": "train", "prior_preservation": "train",
-               "blocks_to_swap": "train",
+               "blocks_to_swap": "train", "timestamps": "infer",
                "train_steps": "train"}
 # Fields that only mean something for one task (scenario.py; the normalized result drops them too), and those the
 # form also hides for inference (they change nothing there).

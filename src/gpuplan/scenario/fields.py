@@ -439,6 +439,11 @@ class Scenario(BaseModel):
                                         "training: each clip, at most 30 s. Whisper pads every window to 30 s, so "
                                         "its encoder always runs 1,500 frames (100 log-mel frames a second, halved "
                                         "by its strided convolution)")
+    timestamps: bool = Field(default=False, exclude=True, description="Whisper inference: return_timestamps=True "
+                             "in transformers' speech-recognition pipeline. Its generate runs "
+                             "WhisperTimeStampLogitsProcessor at every decoder step (host work per step and per "
+                             "window); the decoder tokens given (output_tokens or decoder_tokens) count the "
+                             "timestamp tokens, about 19.5 a 30 s window of conversation")
 
     @field_validator("quant")
     @classmethod
@@ -932,7 +937,7 @@ FIELDS = tuple(Scenario.model_fields)
 # gpuplan.plan.refusals)
 MODULE_FIELDS = ("resolution", "inference_steps", "cfg", "cpu_offload", "cache_latents", "text_encoders",
                  "set_grads_to_none", "blocks_to_swap", "prior_preservation", "train_steps", "decoder_tokens",
-                 "audio_seconds")
+                 "audio_seconds", "timestamps")
 # Fields that mean something for one task only: the normalized result drops the other task's.
 TRAIN_ONLY = frozenset({"method", "train_objective", "precompute_ref_log_probs", "optimizer", "optimizer_impl",
                         "lora_rank", "lora_targets", "lora_dropout",
@@ -974,7 +979,8 @@ TRAINER_NAMES = {
 # how serving lays an MoE model over its GPUs: said only when asked (a dense model's plans read as they did)
 MOE_LAYOUT = frozenset({"ep", "attention_dp", "moe_dispatch"})
 TRAINING_LAYOUT = frozenset({"num_nodes", "sharding", "pp", "offload", "stack"})
-INFER_ONLY = frozenset({"batch_size", "prompt_tokens", "output_tokens", "shared_prefix_tokens", "kv_cache_dtype",
+INFER_ONLY = frozenset({"batch_size", "prompt_tokens", "output_tokens", "timestamps", "shared_prefix_tokens",
+                        "kv_cache_dtype",
                         "engine", *LOAD_FIELDS, "preset",
                         "mem_fraction_static", "fp8_gemm_backend", "gpu_memory_utilization", "max_num_batched_tokens",
                         "max_num_seqs",

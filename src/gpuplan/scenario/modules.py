@@ -85,6 +85,7 @@ class ModuleJob:
     text_tokens: int = 77
     t5_tokens: int = 0
     windows: int = 0  # Whisper inference on a recording (audio_seconds): its 30 s windows, batch at a time
+    timestamps: bool = False  # Whisper inference with return_timestamps=True (WhisperTimeStampLogitsProcessor)
     notes: tuple[str, ...] = ()
     fields: dict[str, Any] = field(default_factory=dict)
 
@@ -101,7 +102,7 @@ KIND_READS = {
     "diffusion": ("resolution", "seq_len", "inference_steps", "cfg", "cpu_offload", "cache_latents", "text_encoders",
                   "set_grads_to_none", "prior_preservation", "blocks_to_swap"),
     # seq_len: the transcript's tokens when decoder_tokens is unset (resolve_model)
-    "whisper": ("seq_len", "output_tokens", "decoder_tokens", "audio_seconds"),
+    "whisper": ("seq_len", "output_tokens", "decoder_tokens", "audio_seconds", "timestamps"),
     "encoder-decoder": ("seq_len", "prompt_tokens", "output_tokens", "decoder_tokens"),
     "encoder": (),
     # a text encoder's sequence: seq_len in training, prompt_tokens in inference (resolve_model)
@@ -449,6 +450,10 @@ def resolve_model(s: Scenario, spec: ModuleSpec) -> ModuleJob:
         shapes: tuple[tuple[int, ...], ...] = ((tokens,),)
         windows, words = audio_windows(s, spec, tokens)
         notes += words
+        if s.timestamps and s.task == "infer":
+            notes.append(f"timestamps: transformers' WhisperTimeStampLogitsProcessor runs on the host at every decoder "
+                         f"step; the {tokens:,} decoder tokens a window count its timestamp tokens (about 19.5 a 30 s "
+                         "window of conversation)")
     elif variables:
         source = _source_tokens(s, spec, notes)
         if variables == ("encoder_tokens",):  # a text encoder: the sequence alone
@@ -491,6 +496,7 @@ def _resolved(s: Scenario, spec: ModuleSpec, shapes: tuple[tuple[int, ...], ...]
         return ModuleJob(kind="infer", spec=spec, task="infer", way="inference", trained="none",
                          batch=min(batch, windows) if windows else batch, samples_per_step=windows or batch,
                          shapes=shapes, dtype=dtype, attention=s.attention, windows=windows,
+                         timestamps=s.timestamps and spec.family == "whisper",
                          weights=STORED.get(s.quant, s.quant), notes=tuple(notes))
     if s.method == "full":
         way, roles, trained = "train-full", (), "all"

@@ -711,7 +711,8 @@ def _transcribe(job, main: Profile, gpu: GpuSpec, sizes: tuple[float, ...],
         grown = tuple(tokens if i == index else x for i, x in enumerate(sizes))
         prefill = forward(main, gpu, batch, first, run)
         # transformers' generate between steps: inputs, cache and mask updates, logits processors, stopping criteria
-        step = decode_step(main, gpu, batch, grown, index, run) + PassTime(host_s=oh.GENERATE_STEP_OVERHEAD_S)
+        step = decode_step(main, gpu, batch, grown, index, run) + PassTime(host_s=oh.GENERATE_STEP_OVERHEAD_S
+                                                                            + timestamps_host_s(job, gpu, batch))
         step_s = step_s or step.total_s
         parts_s["encoder and first token"] += times * prefill.total_s
         parts_s["decoder steps"] += times * (tokens - 1) * step.total_s
@@ -719,6 +720,18 @@ def _transcribe(job, main: Profile, gpu: GpuSpec, sizes: tuple[float, ...],
     if job.spec.family == "whisper":
         parts_s["log-mel features (CPU)"] = (job.windows or job.batch) * oh.WHISPER_LOG_MEL_S_PER_WINDOW
     return parts_s, work, step_s
+
+
+def timestamps_host_s(job, gpu: GpuSpec, batch: int) -> float:
+    """Host seconds a decoder step of ``batch`` Whisper windows spends in transformers' WhisperTimeStampLogitsProcessor
+    when the transcription returns timestamps (``job.timestamps``; 0 without): the ops it dispatches per step and per
+    row (:data:`~gpuplan.overheads.WHISPER_TIMESTAMP_OPS_PER_STEP`, :data:`~gpuplan.overheads.
+    WHISPER_TIMESTAMP_OPS_PER_ROW`, counted on transformers 5.24.0's code) at eager PyTorch's host cost per op
+    (:data:`~gpuplan.overheads.DISPATCH_OVERHEAD_S`, on the card's host: :func:`host_scale`)."""
+    if not job.timestamps:
+        return 0.0
+    ops = oh.WHISPER_TIMESTAMP_OPS_PER_STEP + batch * oh.WHISPER_TIMESTAMP_OPS_PER_ROW
+    return ops * oh.DISPATCH_OVERHEAD_S * host_scale(gpu)
 
 
 def bound_of(work: PassTime) -> str:
