@@ -65,3 +65,12 @@ def test_searches_refuse_a_serving_format_base_in_one_sentence():
     rec = gpuplan.recommend({"model": "llama-3.2-1b", "task": "train", "method": "full", "quant": "nf4",
                              "train_tokens": 1e6}, any_method=True, gpus=["rtx-4090"], top=1)
     assert rec.to_dict()["setups"][0]["scenario"]["method"] == "lora"
+
+
+@pytest.mark.parametrize("price", [-5, 0, 0.5, 1e9])
+def test_buy_says_one_range_for_any_price_out_of_it(price):
+    """s25-fuzz: --price -5 said 'price must be a number from 0', --price 0 'between 1 and 100,000,000'."""
+    with pytest.raises(GpuplanError, match=r"^--price must be a number from 1 to 100,000,000"):
+        gpuplan.buy("h100", hours=10, price=price)
+    with pytest.raises(GpuplanError, match=r"^price of rtx-5090 must be a number from 1 to 100,000,000"):
+        gpuplan.buy(budget_usd=20000, hours=10, prices={"rtx-5090": price})
