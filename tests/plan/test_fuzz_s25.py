@@ -74,3 +74,12 @@ def test_buy_says_one_range_for_any_price_out_of_it(price):
         gpuplan.buy("h100", hours=10, price=price)
     with pytest.raises(GpuplanError, match=r"^price of rtx-5090 must be a number from 1 to 100,000,000"):
         gpuplan.buy(budget_usd=20000, hours=10, prices={"rtx-5090": price})
+
+
+@pytest.mark.parametrize("model, tokens", [("flux-dev", 100_000), ("sd3.5-large", 513)])
+def test_a_prompt_past_the_pipelines_t5_limit_is_refused(model, tokens):
+    """s25-fuzz: FLUX.1-dev generating with 100,000 T5 tokens a prompt was planned (2,518 GiB); diffusers'
+    FluxPipeline and StableDiffusion3Pipeline raise above max_sequence_length 512 in check_inputs."""
+    with pytest.raises(GpuplanError, match="at most 512 T5 tokens"):
+        gpuplan.estimate({"model": model, "task": "infer", "seq_len": tokens, "gpu": "h100"}, advise=False)
+    assert gpuplan.estimate({"model": model, "task": "infer", "seq_len": 512, "gpu": "h100"}, advise=False)
