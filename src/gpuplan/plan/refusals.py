@@ -12,7 +12,8 @@ The rules, in the order they are asked:
 - the layout: tp x pp x cp against the GPUs, data-parallel shardings against their ranks, DeepSpeed's pipeline
   limit, Megatron-Core's own sizes, tensor parallelism against the attention and KV heads, pipeline stages against
   the layers;
-- offloading, and a full fine-tune of frozen quantized weights;
+- offloading, and a base no trainer loads (:func:`frozen_base`: a full fine-tune of frozen quantized weights, a GGUF
+  or MLX file);
 - the serving engine: training on transformers only, another engine's settings, what it does not load (its
   profile's :meth:`~gpuplan.engines.Engine.refusal`), speculative decoding it does not run on the model
   (:func:`gpuplan.engines.speculative.refusal`), a max_model_len shorter than one request;
@@ -20,6 +21,9 @@ The rules, in the order they are asked:
   warned where it runs there in part), what the engine does not run on it
   (:meth:`~gpuplan.engines.Engine.card_refusal`), dtypes without tensor cores;
 - the context: a learned position table the sequence runs past.
+
+A module (diffusion pipeline, Whisper, encoder) is asked the base, loader and card-dtype rules that apply to it
+(:func:`module_quant`).
 """
 
 from __future__ import annotations
