@@ -323,12 +323,12 @@ def test_web_fuzz(ctx, endpoint):
     assert not any(o.failed() for o in outcomes), failures_text(outcomes)
 
 
-@pytest.mark.parametrize("check", ["seq_len", "zero3 GPUs", "card defaults"])
+@pytest.mark.parametrize("check", ["seq_len", "zero3 GPUs", "card defaults", "module rules"])
 def test_metamorphic(ctx, check):
     """A longer seq_len never lowers training memory; more ZeRO-3 GPUs never raise memory per GPU; a job on any
     card with the precision left to it is not refused for that precision, nor advised a dtype or engine the card
-    lacks."""
-    outcomes = campaign(ctx, f"meta {check}", runs(check, {"card defaults": 40}, 15))
+    lacks; a module (diffusion, Whisper, T5, BERT) is refused what the card or a loader refuses a decoder."""
+    outcomes = campaign(ctx, f"meta {check}", runs(check, {"card defaults": 40, "module rules": 40}, 15))
     assert not any(o.failed() for o in outcomes), failures_text(outcomes)
     assert sum(o.klass == oracle.OK for o in outcomes) == len(outcomes)
 

@@ -268,9 +268,57 @@ def judge_card(fields: dict[str, Any]) -> Verdict:
     return Verdict(OK, detail="refused")
 
 
+MODULE_MODELS = ["bert-base-uncased", "whisper-large-v3", "sdxl", "flux-dev", "flan-t5-base"]
+# the decoder's refusals that no model changes: a dtype the card lacks, a base no loader keeps
+CARD_OR_BASE = (r"tensor cores|take no gradients|serving format|FlashAttention 2|does not load|MLX's own|"
+                r"dequantizes a GGUF")
+
+
+def module_case(r: random.Random) -> dict[str, Any]:
+    """A diffusion pipeline, Whisper, T5 or an encoder with one weight format, precision or attention on any card
+    (s25: module plans skipped the decoder's card and base rules: BERT bf16 on a T4, Whisper in q4_k_m, SDXL fully
+    fine-tuned on nf4 were planned)."""
+    from gpuplan.hardware import gpus
+
+    fields: dict[str, Any] = {"model": r.choice(MODULE_MODELS), "gpu": r.choice(sorted(gpus())),
+                              "task": r.choice(["train", "infer"])}
+    if fields["task"] == "train":
+        fields["method"] = r.choice(["full", "lora", "qlora"])
+    which = r.choice(["quant", "precision", "attention"])
+    fields[which] = r.choice({"quant": ["int8", "nf4", "fp8", "nvfp4", "awq-int4", "mlx-4bit", "gguf-q4_k_m"],
+                              "precision": ["bf16-mixed", "fp16-mixed", "bf16-true", "fp8-mixed", "fp32"],
+                              "attention": ["sdpa", "flash", "eager"]}[which])
+    return fields
+
+
+def judge_module(fields: dict[str, Any]) -> Verdict:
+    """A module plan must be refused where a decoder's plan of the same fields on the same card is refused for a
+    reason no model changes (:data:`CARD_OR_BASE`); a GGUF denoiser is diffusers' own (kept quantized)."""
+    import re
+
+    import gpuplan
+
+    try:
+        gpuplan.estimate({**fields, "model": "llama-3.2-1b"}, advise=False)
+        return Verdict(OK, detail="decoder plans")
+    except gpuplan.GpuplanError as e:
+        why = str(e)
+    if not re.search(CARD_OR_BASE, why) or ("GGUF" in why and fields["model"] in ("sdxl", "flux-dev")
+                                           and fields["task"] == "infer"):
+        return Verdict(OK, detail="decoder refused for its own reason")
+    try:
+        gpuplan.estimate(fields, advise=False)
+    except gpuplan.GpuplanError:
+        return Verdict(OK, detail="refused")
+    return Verdict(NONSENSE, "a module is planned where a decoder is refused for the card or base", f"{fields} -> "
+                   f"decoder: {why}")
+
+
 def meta_case(r: random.Random, which: str) -> dict[str, Any]:
     if which == "card":
         return {"card": card_case(r)}
+    if which == "module":
+        return {"module": module_case(r)}
     base = {"model": r.choice(META_MODELS), "task": "train", "method": r.choice(["full", "lora", "qlora"]),
             "grad_checkpointing": r.choice(["none", "selective", "full"]), "micro_batch_size": r.randint(1, 4)}
     if which == "seq_len":
@@ -284,11 +332,14 @@ def meta_case(r: random.Random, which: str) -> dict[str, Any]:
 
 def judge_meta(case: dict[str, Any]) -> Verdict:
     """Longer sequences never need less training memory; more ZeRO-3 GPUs never need more per GPU; a card's own
-    defaults are not refused (:func:`judge_card`)."""
+    defaults are not refused (:func:`judge_card`); a module is refused what the card or loader refuses a decoder
+    (:func:`judge_module`)."""
     import gpuplan
 
     if "card" in case:
         return judge_card(case["card"])
+    if "module" in case:
+        return judge_module(case["module"])
     peaks = []
     for v in case["values"]:
         fields = {**case["base"], case["vary"]: int(v)}

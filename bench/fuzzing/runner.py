@@ -95,7 +95,8 @@ class Context:
         """(kind, row) of everything a campaign draws from."""
         rows = [("cli", c.name) for c in self.commands] + [("api", f"api {n}") for n in self.api]
         rows += [("web", e.row) for e in self.web]
-        rows += [("meta", "meta seq_len"), ("meta", "meta zero3 GPUs"), ("meta", "meta card defaults")]
+        rows += [("meta", "meta seq_len"), ("meta", "meta zero3 GPUs"), ("meta", "meta card defaults"),
+                 ("meta", "meta module rules")]
         return [(k, n) for k, n in rows if not self.only or n in self.only]
 
 
@@ -117,7 +118,8 @@ def draw(ctx: Context, seed: int, index: int) -> tuple[str, str, Any]:
         name = r.choice(names)
         return kind, name, draw_web(r, next(e for e in ctx.web if e.row == name), ctx.schemas)
     name = r.choice(names)
-    return kind, name, meta_case(r, "seq_len" if "seq_len" in name else "card" if "card" in name else "zero3")
+    which = next((w for w in ("seq_len", "card", "module") if w in name), "zero3")
+    return kind, name, meta_case(r, which)
 
 
 # ---- one run -----------------------------------------------------------------------------------------------------
@@ -302,8 +304,8 @@ def _run(ctx: Context, kind: str, case: Any, index: int, drop: tuple[int, ...], 
         return verdict, case.text(drop, roots), len(case.optional) - len(drop), []
     with isolated(root, cwd):
         verdict = judge_meta(case)
-    if "card" in case:
-        return verdict, f"gpuplan.estimate({case['card']})", 0, []
+    if "card" in case or "module" in case:
+        return verdict, f"gpuplan.estimate({case.get('card') or case['module']})", 0, []
     return verdict, f"gpuplan.estimate({case['base']} with {case['vary']} in {case['values']})", 0, []
 
 

@@ -51,6 +51,15 @@ MODEL = textwrap.dedent('''
 
     def not_a_pair():
         return Net()
+
+
+    def two_names():
+        return "net", "input"
+
+
+    def chatty():
+        print("building the net")
+        return mlp()
 ''')
 
 
@@ -129,6 +138,7 @@ def test_the_table_says_simulated_and_modelled(package, capsys):
     ("my_pkg.my_model:missing", "no callable missing"),
     ("my_pkg.my_model:broken", "failed on fake tensors (RuntimeError: no weights here)"),
     ("my_pkg.my_model:not_a_pair", "must return (module, example_input)"),
+    ("my_pkg.my_model:two_names", "an nn.Module first, not (str, str)"),  # was "not tuple"
 ])
 def test_a_bad_target_is_one_sentence(package, target, words, capsys):
     assert run(["simulate", "--module", target]) == 2
@@ -273,3 +283,10 @@ def test_a_pipeline_simulated_at_its_sizes_matches_its_profile(capsys):
     data = json.loads(capsys.readouterr().out)
     assert data["sizes"] == [64 * 64, 77]
     assert data["simulated_activations_gib"] == pytest.approx(data["estimated_activations_gib"], rel=0.02)
+
+
+def test_what_the_users_code_prints_leaves_json_on_stdout(package, capsys):
+    """s25-fuzz: a print() in build() came first on stdout, so ``--json`` printed no JSON."""
+    assert run(["estimate", "--module", "my_pkg.my_model:chatty", "--task", "infer", "--gpu", "l4", "--json"]) == 0
+    said = capsys.readouterr()
+    assert json.loads(said.out)["memory"]["fits"] is True and "building the net" in said.err

@@ -76,7 +76,7 @@ def _buy_kinds(build: Any, host: Any, region: Any, sector: Any, display: Any, pr
         return {}
     if not isinstance(prices, Mapping):
         raise GpuplanError(f"prices takes a dict of card: USD (e.g. {{'rtx-5090': 2500}}), not {echo_value(prices)}")
-    return {arg.text(k, "prices' card names"): number(v, f"price of {k}", above=True, most=1e8)
+    return {arg.text(k, "prices' card names"): number(v, f"price of {k}", least=1, most=1e8)
             for k, v in prices.items()}
 
 
@@ -111,12 +111,12 @@ def buy(build: str | None = None, *, workloads: str | Path | Mapping[str, Any] |
 
     gpus = names_of(gpus, "gpus")
     prices = _buy_kinds(build, host, region, sector, display, prices, {"used": used, "off_when_idle": off_when_idle},
-                        {"price": price, "host_usd": host_usd, "host_ram_gib": host_ram_gib, "host_w": host_w,
+                        {"host_usd": host_usd, "host_ram_gib": host_ram_gib, "host_w": host_w,
                          "host_idle_w": host_idle_w, "usd_per_kwh": usd_per_kwh})
-    for value, what, low, high in ((budget_usd, "--budget", 1, 1e9), (years, "--years", 0.01, 10), (pue, "--pue", 1, 3),
-                                   (maintenance_usd_per_year, "--maintenance-usd", 0, 1e7),
+    for value, what, low, high in ((price, "--price", 1, 1e8), (budget_usd, "--budget", 1, 1e9), (pue, "--pue", 1, 3),
+                                   (years, "--years", .01, 10), (maintenance_usd_per_year, "--maintenance-usd", 0, 1e7),
                                    (space_usd_per_month, "--space-usd-per-month", 0, 1e6), (hours, "--hours", 1, 1e6),
-                                   (utilization, "--utilization", 0.0001, 1), (top, "--top", 1, 100)):
+                                   (utilization, "--utilization", 1e-4, 1), (top, "--top", 1, 100)):
         _bounded(value, what, low, high)
     if (build is None) == (budget_usd is None):
         raise GpuplanError("name a build to price (8x5090) or give a budget to search (--budget 15000), one of them")

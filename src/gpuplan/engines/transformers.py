@@ -95,9 +95,17 @@ class Transformers(Engine):
     metal = True
 
     def refusal(self, s: Scenario, m: ModelSpec) -> str | None:
-        if s.task == "infer" and (s.quant or "").startswith("gguf-"):
+        """A served weight format transformers does not keep: a GGUF file it dequantizes on load
+        (``transformers/modeling_gguf_pytorch_utils.py``), an MLX checkpoint it has no quantizer for (its
+        ``quantizers/auto.py`` lists none)."""
+        if s.task != "infer":
+            return None
+        if (s.quant or "").startswith("gguf-"):
             return (f"transformers dequantizes a GGUF file when it loads it, so {s.quant} saves no GPU memory there: "
                     "serve it with engine llama.cpp, or drop quant")
+        if (s.quant or "").startswith("mlx-"):
+            return (f"{s.quant} is MLX's own checkpoint format, which transformers does not load: serve it with "
+                    "engine mlx (Apple silicon), or choose another quant")
         return None
 
     def card_refusal(self, s: Scenario, gpu: GpuSpec) -> str | None:

@@ -51,6 +51,7 @@ from .pricing import left_out
 from .refusals import (
     check,
     engine_refusal,
+    frozen_base,
     not_a_module,
     other_task,
     scenario_load,
@@ -396,6 +397,7 @@ def recommend(s: Scenario, m: ModelSpec, c: Constraints, explain: bool = True) -
     if s.task == "infer":  # no card, count or variant changes these (a training search sets sharding, tp and pp,
         scenario_refusal(s)  # which its stack's refusals read); s19: an unknown card in extra_gpus was "nothing fits"
     training_engine(s)  # a serving engine asked of a training search: no variant changes it
+    frozen_base(s, full=False)  # nor of a base no trainer loads (a GGUF file); a full fine-tune's LoRA is advised
     why = engine_refusal(s, m) if s.task == "infer" else None
     if why:
         raise GpuplanError(why)

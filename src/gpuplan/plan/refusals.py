@@ -12,7 +12,8 @@ The rules, in the order they are asked:
 - the layout: tp x pp x cp against the GPUs, data-parallel shardings against their ranks, DeepSpeed's pipeline
   limit, Megatron-Core's own sizes, tensor parallelism against the attention and KV heads, pipeline stages against
   the layers;
-- offloading, and a full fine-tune of frozen quantized weights;
+- offloading, and a base no trainer loads (:func:`frozen_base`: a full fine-tune of frozen quantized weights, a GGUF
+  or MLX file);
 - the serving engine: training on transformers only, another engine's settings, what it does not load (its
   profile's :meth:`~gpuplan.engines.Engine.refusal`), speculative decoding it does not run on the model
   (:func:`gpuplan.engines.speculative.refusal`), a max_model_len shorter than one request;
@@ -20,6 +21,9 @@ The rules, in the order they are asked:
   warned where it runs there in part), what the engine does not run on it
   (:meth:`~gpuplan.engines.Engine.card_refusal`), dtypes without tensor cores;
 - the context: a learned position table the sequence runs past.
+
+A module (diffusion pipeline, Whisper, encoder) is asked the base, loader and card-dtype rules that apply to it
+(:func:`module_quant`).
 """
 
 from __future__ import annotations
@@ -158,6 +162,7 @@ def scenario_refusal(s: Scenario) -> None:
     why = stacks.refusal(s) or offload_refusal(s)
     if why:
         raise GpuplanError(why)
+    frozen_base(s)
     training_engine(s)
     if (s.extra_gpus or s.tensor_split is not None) and not engine_for(s).splits_by_share:
         who = " or ".join(name for name in ENGINES if ENGINES[name].splits_by_share)
@@ -400,9 +405,6 @@ def _engine(s: Scenario, m: ModelSpec) -> list[str]:
     foreign = _foreign_settings(s)
     if foreign:
         raise GpuplanError(foreign)
-    if s.task == "train" and s.method == "full" and s.quant not in (None, "none"):  # it was counted 16-bit
-        raise GpuplanError(f"full fine-tuning updates every weight, and {s.quant} weights take no gradients (they "
-                           "are loaded frozen): train LoRA or QLoRA on them, or drop quant")
     engine = engine_for(s)
     why = engine_refusal(s, m) or _moe_layout(s, m)
     if why:
@@ -417,6 +419,51 @@ def _engine(s: Scenario, m: ModelSpec) -> list[str]:
                            f"rejects: set max_model_len to {tokens:,} or more (or leave it unset), or shorten the "
                            "requests")
     return _other_engines_settings(s)
+
+
+def frozen_base(s: Scenario, *, full: bool = True) -> None:
+    """A training plan's quantized base, refused where no trainer loads it so: a full fine-tune of frozen quantized
+    weights (counted 16-bit otherwise), and a GGUF or MLX file under LoRA: those are serving formats, llama.cpp's
+    and mlx-lm's, which no training stack gpuplan plans loads (transformers dequantizes a GGUF file to 16 bits on
+    load, ``transformers/modeling_gguf_pytorch_utils.py``, and has no MLX quantizer). Asked of decoder LLMs and of
+    modules (diffusion pipelines, Whisper, encoders) alike (s25-fuzz: BERT trained full on a q4_k_m base fitted).
+    ``full`` False leaves a full fine-tune to the caller (recommend, whose variants and advice offer LoRA)."""
+    if s.task != "train" or s.quant in (None, "none"):
+        return
+    if s.quant.startswith(("gguf-", "mlx-")):
+        reader = "llama.cpp" if s.quant.startswith("gguf-") else "mlx-lm"
+        raise GpuplanError(f"{s.quant} is a serving format that {reader} loads, and no training stack loads it as a "
+                           "base (transformers dequantizes a GGUF file to 16 bits and reads no MLX one): train "
+                           "LoRA on a 16-bit, int8 or fp8 base, or QLoRA on nf4")
+    if full and s.method == "full":
+        raise GpuplanError(f"full fine-tuning updates every weight, and {s.quant} weights take no gradients (they "
+                           "are loaded frozen): train LoRA or QLoRA on them, or drop quant")
+
+
+def module_quant(s: Scenario, spec: ModuleSpec, gpu: GpuSpec | None) -> None:
+    """What a module's loader (transformers for Whisper, encoders and encoder-decoders; diffusers for pipelines)
+    does not load, and the dtypes its card has no tensor cores for, as a decoder's plan refuses them (s25-fuzz: a
+    BERT served in q4_k_m or mlx-4bit on an RTX 4090, Whisper in fp8 on a T4, were planned): the training base
+    (:func:`frozen_base`), an MLX checkpoint (mlx-lm's, which only engine mlx serves, and no module runs there), a
+    GGUF file where transformers loads it (diffusers keeps a GGUF denoiser quantized:
+    ``diffusers/quantizers/gguf``), what transformers runs on no card of its kind (FlashAttention 2 before Ampere,
+    fp8 weights without fp8 tensor cores) and :func:`card_dtypes`."""
+    frozen_base(s)
+    if (s.quant or "").startswith("mlx-"):
+        raise GpuplanError(f"{s.quant} is MLX's own checkpoint format, which mlx-lm serves for decoder LLMs only, and "
+                           f"{spec.describe()}: choose another quant, or drop it")
+    if spec.kind != "diffusion" and (s.quant or "").startswith("gguf-"):
+        raise GpuplanError(f"transformers dequantizes a GGUF file when it loads it, so {s.quant} saves no GPU memory "
+                           f"for {spec.name}: choose int8 or nf4 (bitsandbytes), or drop quant")
+    if gpu is None:
+        return
+    if spec.kind != "diffusion" and s.quant == "fp8" and not gpu.supports_dtype("fp8"):
+        raise GpuplanError(f"{gpu.name} ({gpu.architecture}) has no fp8 tensor cores, which transformers' fp8 weights "
+                           "need: choose int8 or nf4 (bitsandbytes), or drop quant")
+    why = ENGINES["transformers"].card_refusal(s, gpu) if spec.kind != "diffusion" else None
+    if why:
+        raise GpuplanError(why)
+    card_dtypes(s, gpu)
 
 
 def engine_refusal(s: Scenario, m: ModelSpec) -> str | None:
@@ -538,6 +585,11 @@ def _card(s: Scenario, gpu: GpuSpec) -> None:
     why = engine_for(s).card_refusal(s, gpu)
     if why:
         raise GpuplanError(why)
+    card_dtypes(s, gpu)
+
+
+def card_dtypes(s: Scenario, gpu: GpuSpec) -> None:
+    """A precision, weight format or KV cache dtype ``gpu`` has no tensor cores for."""
     dtype = s.precision.split("-")[0]
     if dtype in ("bf16", "fp8") and not gpu.supports_dtype(dtype):
         if s.task == "infer":

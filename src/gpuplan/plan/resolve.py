@@ -38,7 +38,7 @@ from ..model.synthetic import size_note
 from ..scenario import Scenario
 from ..scenario.fields import LOAD_ENGINE
 from ..scenario.stacks import NO_FP16_STACKS, defaults_in_force
-from .refusals import check, module_refusal, stack_card
+from .refusals import check, module_quant, module_refusal, stack_card
 
 if TYPE_CHECKING:
     from ..model.module_spec import ModuleSpec
@@ -212,6 +212,7 @@ def resolve_module_scenario(s: Scenario, spec: ModuleSpec, gpu: GpuSpec | None =
 
     s, job = resolve_module(s, spec)
     module_refusal(s, spec)
+    module_quant(s, spec, gpu)
     why = stack_card(s, gpu) if gpu is not None else None  # a diffusion trainer off its cards (kohya on Gaudi)
     if why:
         raise GpuplanError(why)

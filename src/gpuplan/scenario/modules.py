@@ -34,6 +34,10 @@ from .diffusion_stacks import DIFFUSION_STACKS, diffusion_stack_for
 from .fields import Scenario
 
 STORED = {None: "16bit", "none": "16bit"}
+# the most T5 tokens a FLUX or SD3 pipeline encodes per prompt: their check_inputs raise "`max_sequence_length` cannot
+# be greater than 512" (diffusers pipelines/flux/pipeline_flux.py, pipelines/stable_diffusion_3/
+# pipeline_stable_diffusion_3.py)
+T5_MAX_TOKENS = 512
 
 
 def _trainer_base(s: Scenario, weights: str | None) -> None:
@@ -194,6 +198,10 @@ def resolve_diffusion(s: Scenario, spec: ModuleSpec) -> ModuleJob:
     if "seq_len" in s.model_fields_set:  # the prompt's T5 tokens (the pipelines' max_sequence_length)
         if not t5:
             raise GpuplanError(f"seq_len sets the T5 tokens of a prompt, and {den.cls} reads CLIP's 77: drop it")
+        if s.task == "infer" and s.seq_len > T5_MAX_TOKENS:
+            raise GpuplanError(f"{den.cls}'s pipeline takes at most {T5_MAX_TOKENS} T5 tokens a prompt "
+                               f"(max_sequence_length; diffusers raises above it), not {s.seq_len:,}: set seq_len "
+                               f"to {T5_MAX_TOKENS} or less")
         t5 = s.seq_len
         notes.append(f"{t5} T5 tokens per prompt (seq_len: the pipeline's max_sequence_length)")
     text = t5 if den.cls == "FluxTransformer2DModel" else (77 + t5 if t5 else d["text_tokens"])

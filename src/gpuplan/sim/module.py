@@ -21,7 +21,7 @@ from __future__ import annotations
 import importlib
 import sys
 import time
-from contextlib import contextmanager
+from contextlib import contextmanager, redirect_stdout
 from pathlib import Path
 from typing import Any
 
@@ -152,7 +152,9 @@ def _built(target: str):
     except (Exception, SystemExit) as err:  # the user's code: its failure (sys.exit too), in one sentence
         raise GpuplanError(f"{target} failed on fake tensors ({_failure(err)})") from None
     if not (isinstance(made, tuple) and len(made) == 2 and isinstance(made[0], torch.nn.Module)):
-        raise GpuplanError(f"{target} must return (module, example_input), not {type(made).__name__}")
+        got = "(" + ", ".join(type(x).__name__ for x in made[:3]) + (", ...)" if len(made) > 3 else ")") \
+            if isinstance(made, tuple) else type(made).__name__  # "not tuple" said nothing of a tuple's parts
+        raise GpuplanError(f"{target} must return (module, example_input), an nn.Module first, not {got}")
     return made[0], made[1], fake
 
 
@@ -161,7 +163,15 @@ def module_spec(target: str, task: str = "train") -> ModuleSpec:
     builder plan as they plan a bundled model (:func:`gpuplan.plan.modules.build_module`): ``target``'s module run
     once on fake tensors at its example input (a forward with its ops recorded, and for ``task`` train a training
     step), its one component carrying the profile of that pass: every op, and the activation peak of each way
-    (scaled to 16-bit activations, as bundled profiles are, from the dtype of its parameters)."""
+    (scaled to 16-bit activations, as bundled profiles are, from the dtype of its parameters). What your code
+    prints (as it is imported, built or run) goes to stderr, so that stdout holds gpuplan's answer alone: a print in
+    build() made ``estimate --module ... --json`` print no JSON (s25-fuzz)."""
+    with redirect_stdout(sys.stderr):
+        return _spec(target, task)
+
+
+def _spec(target: str, task: str) -> ModuleSpec:
+    """:func:`module_spec`'s work."""
     import torch
 
     module, example, fake = _built(target)
