@@ -114,3 +114,30 @@ def test_serving_engines_run_their_own_attention_for_eager_only_models():
     assert seconds["vllm"] == pytest.approx(flops / (989.4e12 * 0.35), rel=1e-3)
     assert seconds["vllm"] == pytest.approx(0.1150, rel=1e-3)
     assert seconds["transformers"] > 10 * seconds["vllm"]
+
+
+def _attention_notes(**fields) -> list[str]:
+    from gpuplan.speed.training import training_speed
+
+    s = scenario_from({"model": "llama-3.1-8b", "task": "train", "method": "full", "seq_len": 8192,
+                       "micro_batch_size": 2, "grad_checkpointing": "full", "num_gpus": 8,
+                       "gpu": "nvidia-h100-sxm5-96gb", **fields})
+    speed = training_speed(s, load_model(s.model), load_gpu(s.gpu))
+    return [a for a in speed.assumptions if a.startswith("attention:")]
+
+
+def test_the_plan_names_the_attention_kernel_it_times_on_hopper():
+    """torchtitan's December 2024 H100 run (bench/results/titan_s25.md) ran FlashAttention-2's kernel; a plan of
+    today's torch times cuDNN's, 0.35 of the peak against 0.19 (8,256 against 7,005 tokens/s/GPU on that row): the
+    plan says which, and how to plan the other; Transformer Engine's cuDNN (tensor parallel) is no SDPA choice."""
+    today = _attention_notes(stack="torchtitan", compile=True, grad_checkpointing="selective")
+    assert today == ["attention: SDPA runs cuDNN's fused attention first on Hopper (torch 2.11 and later), 0.35 of "
+                     "the peak; torch 2.5.1 to 2.8 and 2.10 run FlashAttention-2's kernel at 0.19 (--torch-version "
+                     "or --attention flash to plan them)"]
+    old = _attention_notes(stack="torchtitan", compile=True, grad_checkpointing="selective",
+                           torch_version="2.6.0")
+    assert old == ["attention: a FlashAttention-2-class kernel (Ampere's mma.sync) on Hopper, 0.19 of the peak "
+                   "against 0.35 for cuDNN's fused attention (SDPA in torch 2.5.0, 2.9 and from 2.11; Transformer "
+                   "Engine)"]
+    assert _attention_notes(tp=8) == []  # the default stack under TP stands for NeMo: Transformer Engine's cuDNN
+    assert _attention_notes(gpu="nvidia-a100-sxm4-80gb") == []  # Ampere: one rate for both classes

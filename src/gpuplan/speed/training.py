@@ -208,6 +208,28 @@ def _pacing_stage(s: Scenario, m: ModelSpec, gpu: GpuSpec, dtype: str, tokens: i
     return stage, work, host, zero3, tp
 
 
+def _attention_note(s: Scenario, m: ModelSpec, gpu: GpuSpec, kern) -> str | None:
+    """Which fused attention kernel class the step is timed with, where the classes differ on ``gpu``'s generation
+    (:mod:`gpuplan.stacks.attention`: FlashAttention-2's against cuDNN's on Hopper): a plan of today's PyTorch
+    runs cuDNN's through SDPA, a run of the end of 2024 ran FlashAttention-2's (torchtitan's December 2024
+    benchmarks: 15 % apart on their Llama 3.1 8B step, bench/results/titan_s25.md). None where one rate serves
+    both."""
+    flash2 = oh.ATTENTION_KERNEL_PEAK_FRACTION.get(("flash2", gpu.generation))
+    if flash2 is None or attention_kernel(s, m) == "eager":
+        return None
+    cudnn = attention_fraction(gpu)
+    if kern.attention == "flash2":
+        return (f"attention: a FlashAttention-2-class kernel (Ampere's mma.sync) on {gpu.generation}, {flash2:.2f} "
+                f"of the peak against {cudnn:.2f} for cuDNN's fused attention (SDPA in torch 2.5.0, 2.9 and from "
+                "2.11; Transformer Engine)")
+    if not kern.attention_by_sdpa:
+        return None
+    release = f"torch {s.torch_version}" if s.torch_version else "torch 2.11 and later"
+    return (f"attention: SDPA runs cuDNN's fused attention first on {gpu.generation} ({release}), {cudnn:.2f} of "
+            f"the peak; torch 2.5.1 to 2.8 and 2.10 run FlashAttention-2's kernel at {flash2:.2f} (--torch-version "
+            "or --attention flash to plan them)")
+
+
 def training_speed(s: Scenario, m: ModelSpec, gpu: GpuSpec, network: Network | None = None) -> Speed:
     """Step time and tokens/s of ``s`` on ``gpu`` over ``network`` (see the module docstring): one micro-step's
     GPU work and host work, its communication, then the step's accumulation, synchronization, optimizer and
@@ -227,11 +249,9 @@ def training_speed(s: Scenario, m: ModelSpec, gpu: GpuSpec, network: Network | N
     busy = smooth_max(work.gpu_busy, host, oh.HOST_GPU_OVERLAP_SHARPNESS)
     if kern.why:
         assumptions.append(f"{s.stack} kernels: {kern.text}")
-    if (kern.attention, gpu.generation) in oh.ATTENTION_KERNEL_PEAK_FRACTION and attention_kernel(s, m) != "eager":
-        assumptions.append(f"attention: a FlashAttention-2-class kernel (Ampere's mma.sync) on {gpu.generation}, "
-                           f"{attention_fraction(gpu, kern.attention):.2f} of the peak against "
-                           f"{attention_fraction(gpu):.2f} for cuDNN's fused attention (SDPA in torch 2.5.0, 2.9 and "
-                           "from 2.11; Transformer Engine)")
+    note = _attention_note(s, m, gpu, kern)
+    if note:
+        assumptions.append(note)
     forward_time = busy / (3 + work.recompute)  # forward share of the micro-step; the backward is about twice it
     cp_comm = comm.context_parallel_s(tokens, work, stage)
     gather, reduce, sync = comm.data_parallel_s(forward_time, 2 * forward_time)

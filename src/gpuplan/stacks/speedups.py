@@ -46,6 +46,7 @@ class Kernels:
     linear_4bit_host_ops: float = 0.0  # per 4-bit linear forward around it (overheads.BNB_LINEAR_HOST_OPS)
     host_ops: float = 1.0  # share of eager PyTorch's per-op host cost that remains
     attention: str = "cudnn"  # the fused attention kernel's class (.attention): cudnn | flash2
+    attention_by_sdpa: bool = False  # the class is the one PyTorch SDPA's dispatch picks (the torch release's)
     why: tuple[str, ...] = ()
 
     @property
@@ -95,8 +96,9 @@ def kernels(stack: str, s: Scenario, *, liger: bool = False, fused_stack: bool =
         fused = True
         host *= oh.HOST_OPS_FACTOR["compile"]
         why.append("torch.compile: element-wise ops fused, fewer launches")
+    te = fused_stack if te_attention is None else te_attention
+    sdpa = s.attention == "sdpa" and stack != "megatron" and not te
     return Kernels(fused_elementwise=fused, loss_bytes_per_logit=loss, lora_bytes_per_output=lora_out,
                    lora_dropout=dropout, dequant=dequant, dequant_host_ops=dequant_ops,
                    linear_4bit_host_ops=linear_ops, host_ops=host,
-                   attention=attention_class(stack, s, te=fused_stack if te_attention is None else te_attention),
-                   why=tuple(why))
+                   attention=attention_class(stack, s, te=te), attention_by_sdpa=sdpa, why=tuple(why))
