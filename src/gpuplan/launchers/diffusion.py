@@ -176,14 +176,14 @@ def diffusers_argv(plan: DiffusionLaunch, images: str) -> list[str]:
     return argv
 
 
-# the release whose scripts and classes the plans were profiled with (constraints.txt); its examples ask for it
-# (each script's check_min_version), so the checkout and the library are that release's
 def images_read(images: str) -> str:
     """Where a run line says the images are read from: the folder as a shell reads it (a run line is pasted into
     one; s25-sec: ``$(...)`` in the folder's name ran there)."""
     return f"(images read from {shlex.quote(images)})"
 
 
+# the release whose scripts and classes the plans were profiled with (constraints.txt); its examples ask for it
+# (each script's check_min_version), so the checkout and the library are that release's
 DIFFUSERS_RELEASE = "0.42.1"
 REQUIREMENTS = {"sd": "requirements.txt", "sdxl": "requirements_sdxl.txt", "sd3": "requirements_sd3.txt",
                 "flux": "requirements_flux.txt"}  # huggingface/diffusers examples/dreambooth
