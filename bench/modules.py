@@ -452,6 +452,18 @@ and dropout one kernel each (speed/modules.py masked_score_bytes); NVIDIA's SQuA
 cast to fp16, no autocast: run_squad.py at 23a6382c), now fp16-true. Held-out speed 85 of 99 to 90 of 99 within
 25 % (BERT fp16 +89 and +65 % to +26 and +6 %, NVIDIA's rows +28..+30 % to +20..+24 %, the page's fp32 rows -4, 0,
 -3, -12 % to -12, -7, -10, -18 %); memory stays 36 of 37 (the fp16 row -18 to -15.2 %).
+
+Session 26 (issue 34: three leads on the five diffusion misses, bench/results/diffusion_speed_s26.md): none holds,
+no estimate moved. SD 1.5 on the torch 2.0 A100: no shape took SDPA's math path (torch 2.0 falls back to it only
+when both fused kernels refuse, for a mask, returned weights, dropout, rank or dtype; the memory-efficient kernel
+has no head-width limit), and the 160-wide heads are 0.3 to 0.6 % of the plan's GPU time (0.78 of 225.9 ms at batch
+16), where the release's gap is 47 ms; the gap is 0.54 to 0.62 of the 40-wide heads' attention or 0.53 to 0.74 of
+the convolutions at the three batches, so either the convolutions under cuDNN's heuristic picks (benchmark mode off)
+or that attention ran 1.5 to 1.7 times slower on this card alone, which no source times. SD3 with model offload:
+1,862 tensors (the real classes on the meta device), 5,156 copies a call; the missing 15.3 s would take 2.96 ms a
+copy against a measured 5 to 10 us, and SDXL's Colab row (5,286 copies a call, -9 % now) would go to +63 to +89 %.
+DreamBooth at 1024 px: no sm86 timing of xformers' January 2023 kernels exists among the sources; at 5.5 times the
+old CUTLASS backward the row reads +37 %, the rest FlashAttention v1's backward on sm86, untimed.
 """
 
 from __future__ import annotations
