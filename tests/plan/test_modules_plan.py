@@ -365,6 +365,28 @@ def test_a_pass_of_windows_decodes_until_its_longest_window_ends():
     assert samples.work.parts_s["decoder steps"] == pytest.approx(104 * samples.work.step_s)
 
 
+def test_a_transcription_without_a_token_count_decodes_the_transcript_rate():
+    """Issue 34, s27: a recording given with no output_tokens or decoder_tokens took a decoder LLM's 256 tokens a
+    window. The default is the published podcast transcript's rate (bench/results/whisper_s25.md: 101.1 text tokens
+    and 19.5 timestamp tokens a 30 s window) over the window's speech, plus the decoder's forced and end steps:
+    101.1 / 30 x 30 + 4 = 105.1 -> 105; with timestamps (101.1 + 19.5) / 30 x 30 + 3 = 123.6 -> 124; a 12 s recording
+    with timestamps 4.02 x 12 + 3 = 51.24 -> 51. A count given is kept; clips (no recording) keep output_tokens."""
+    from gpuplan.scenario.modules import transcript_tokens
+
+    assert transcript_tokens(3600, False)[0] == 105 and transcript_tokens(3600, True)[0] == 124
+    assert transcript_tokens(12, True)[0] == 51
+    base = dict(model="whisper-large-v3", task="infer", gpu="l4", batch_size=1, audio_seconds=3600)
+    said = next(n for n in plan(**base).defaults if n.startswith("decoder_tokens"))
+    assert said.startswith("decoder_tokens 105: from 3.37 tokens/s of speech over a window's 30 s, plus 4 forced")
+    assert "Lex Fridman #367" in said
+    assert plan(**base).module.job.shapes == ((105,),)
+    assert plan(**base, timestamps=True).module.job.shapes == ((124,),)
+    assert plan(**base, output_tokens=256).module.job.shapes == ((256,),)
+    assert plan(**base, decoder_tokens=80).module.job.shapes == ((80,),)
+    clips = plan(model="whisper-large-v3", task="infer", gpu="l4", batch_size=1)
+    assert clips.module.job.shapes == ((256,),) and not any(n.startswith("decoder_tokens") for n in clips.defaults)
+
+
 def test_a_recordings_largest_batch_is_the_windows_per_pass_that_fit():
     """s13 walk: Whisper-large-v3 on a T4 with a 30 s or 600 s recording said 'largest batch that fits: 2,047': a
     recording's pass holds min(batch, windows), so every larger batch was the same pass and fitted, and the
@@ -1001,8 +1023,9 @@ def test_a_transcriptions_speed_names_its_step():
     from gpuplan.explain.module_speed import speed_line
 
     whisper = plan(model="whisper-large-v3-turbo", task="infer", audio_seconds=3600, batch_size=16, gpu="rtx-4090")
-    # 7.663 windows/s since s25 (9.035 before): each 16-window pass decodes until its longest window ends
-    assert speed_line(whisper).startswith(f"Speed: {1 / whisper.work.step_s:,.2f} decoder steps/s, 7.663 windows/s")
+    # 7.663 windows/s in s25 (9.035 before: each 16-window pass decodes until its longest window ends), 13.13 since
+    # s27: a window's default is the transcript rate's 105 decoder tokens, not a decoder LLM's 256
+    assert speed_line(whisper).startswith(f"Speed: {1 / whisper.work.step_s:,.2f} decoder steps/s, 13.13 windows/s")
     assert " calls/s, " in speed_line(plan(model="vit-base", task="infer", batch_size=64, gpu="t4"))
     assert " it/s, " in speed_line(plan(model="flux-dev", task="infer", resolution="1024", gpu="h100-sxm"))
 
