@@ -7,7 +7,7 @@ from rich.table import Table
 from rich.text import Text
 
 from .app import print_json, short
-from .render import Column, bullet, err, num, out, show, spot_bullet, usd
+from .render import TECHNIQUE_CELLS, Column, bullet, err, num, out, show, spot_bullet, usd
 
 
 def render_work(result) -> None:
@@ -146,8 +146,6 @@ def render_choices(choices, fmt: str, *, ranked: bool) -> None:
                   "estimate --gpu NAME` lists the changes that would make it fit (LoRA or QLoRA, NF4 or fp8 weights, "
                   "CPU offload, block swapping)")
         return
-    from .plan import TECHNIQUE_CELLS
-
     unit = rows[0].unit
     job = any(r.usd_total is not None for r in rows)
     train = choices.task == "train"

@@ -127,9 +127,9 @@ def card_setups(s: Scenario, spec: ModuleSpec, catalog: list[Offer], *, every_of
 def _card_plan(s: Scenario, spec: ModuleSpec, gpu_id: str, priced_on: tuple[Offer, list[Offer]],
                variants: list[tuple[list[str], dict]], c: Constraints):
     """(plan, resolved scenario, (techniques, fields changed)) of ``s`` on one card: as given where it fits with
-    ``c.min_headroom`` free, else the best of the ``variants`` that do by ``c.objective`` on the card's cheapest offer (fewer
-    techniques first at an equal key), each resolved once (one the stack's defaults make the same job is not
-    built twice); None where none fits. A plan that fits but has no speed is kept as given, for its note.
+    ``c.min_headroom`` free, else the best of the ``variants`` that do by ``c.objective`` on the card's cheapest
+    offer (fewer techniques first at an equal key), each resolved once (one the stack's defaults make the same job
+    is not built twice); None where none fits. A plan that fits but has no speed is kept as given, for its note.
     ``priced_on``: (the card's cheapest offer, the catalog the plan is built on)."""
     (offer, catalog), seen, fits = priced_on, [], []
     for labels, change in variants:
