@@ -387,6 +387,21 @@ def test_a_transcription_without_a_token_count_decodes_the_transcript_rate():
     assert clips.module.job.shapes == ((256,),) and not any(n.startswith("decoder_tokens") for n in clips.defaults)
 
 
+def test_a_decoder_step_copies_its_self_attention_cache_as_torch_cat_grows_it():
+    """Issue 34, s27: transformers grows each decoder layer's self-attention cache with torch.cat (4.35's
+    WhisperAttention, today's DynamicLayer.update), reading the cache and writing it one token longer every step.
+    Whisper-large-v3 on a T4 (256 GB/s achievable), 16 windows, 100 decoder tokens (the cache 50 long on average),
+    fp16: 32 layers x 2 (read, write) x 16 x 20 heads x 50 x (64 + 64) x 2 B = 262 MB, 1.024 ms a step."""
+    from gpuplan.plan.modules import profiles
+    from gpuplan.speed.modules import _run, decode_step
+
+    p = plan(model="whisper-large-v3", task="infer", gpu="t4", batch_size=16, output_tokens=100,
+             precision="fp16-true")
+    main, _ = profiles(p.module.job)
+    step = decode_step(main, p.module.gpu, 16, (100,), 0, _run(p.module.job, p.module.scenario))
+    assert step.elementwise_s == pytest.approx(32 * 2 * 16 * 20 * 50 * 128 * 2 / 256e9)
+
+
 def test_a_recordings_largest_batch_is_the_windows_per_pass_that_fit():
     """s13 walk: Whisper-large-v3 on a T4 with a 30 s or 600 s recording said 'largest batch that fits: 2,047': a
     recording's pass holds min(batch, windows), so every larger batch was the same pass and fitted, and the
@@ -1048,9 +1063,11 @@ def test_a_transcriptions_speed_names_its_step():
     from gpuplan.explain.module_speed import speed_line
 
     whisper = plan(model="whisper-large-v3-turbo", task="infer", audio_seconds=3600, batch_size=16, gpu="rtx-4090")
-    # 7.663 windows/s in s25 (9.035 before: each 16-window pass decodes until its longest window ends), 13.13 since
-    # s27: a window's default is the transcript rate's 105 decoder tokens, not a decoder LLM's 256
-    assert speed_line(whisper).startswith(f"Speed: {1 / whisper.work.step_s:,.2f} decoder steps/s, 13.13 windows/s")
+    # 7.663 windows/s in s25 (9.035 before: each 16-window pass decodes until its longest window ends), 13.1 since
+    # s27: a window's default is the transcript rate's 105 decoder tokens, not a decoder LLM's 256 (13.13), and each
+    # step copies its self-attention cache as torch.cat grows it (13.10)
+    assert speed_line(whisper).startswith(f"Speed: {1 / whisper.work.step_s:,.2f} decoder steps/s, 13.1 windows/s")
+    assert whisper.work.samples_per_s == pytest.approx(13.104, abs=0.001)
     assert " calls/s, " in speed_line(plan(model="vit-base", task="infer", batch_size=64, gpu="t4"))
     assert " it/s, " in speed_line(plan(model="flux-dev", task="infer", resolution="1024", gpu="h100-sxm"))
 
