@@ -430,8 +430,9 @@ class Scenario(BaseModel):
     decoder_tokens: int | None = Field(default=None, ge=1, le=1_000_000, exclude=True, description="encoder-"
                                        "decoders: tokens through the decoder per sample (Whisper: a window's "
                                        "transcript, at most 448, default 128 in training and, for a recording "
-                                       "(audio_seconds), 3.37 tokens per second of speech plus 4 (105 a window, "
-                                       "124 with timestamps: a published podcast transcript's rate); T5/BART: the "
+                                       "(audio_seconds), a published podcast transcript's 3.37 tokens a second of "
+                                       "speech (4.02 with timestamps) plus the forced and end tokens: 105 a window, "
+                                       "124 with timestamps); T5/BART: the "
                                        "target, default seq_len / 4); "
                                        "seq_len is the source's tokens (Whisper's encoder always sees 30 s: 1,500 "
                                        "frames)")
