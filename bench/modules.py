@@ -464,6 +464,18 @@ or that attention ran 1.5 to 1.7 times slower on this card alone, which no sourc
 copy against a measured 5 to 10 us, and SDXL's Colab row (5,286 copies a call, -9 % now) would go to +63 to +89 %.
 DreamBooth at 1024 px: no sm86 timing of xformers' January 2023 kernels exists among the sources; at 5.5 times the
 old CUTLASS backward the row reads +37 %, the rest FlashAttention v1's backward on sm86, untimed.
+
+Session 27 (issue 34: the Whisper T4 fp16 misses' per-window part, bench/results/whisper_s27.md): transformers grows
+each decoder layer's self-attention cache with torch.cat (4.35's WhisperAttention.forward, today's
+DynamicLayer.update), so a decoder step reads the cache and writes it one token longer besides the attention's read
+(speed.modules.decode_step): fp16 with timestamps at batch 16, 16 with BetterTransformer and 24 +34, +30 and +37 % to
++32, +28 and +34 %, fp32 at batch 1 and 8 -11 and +7 % to -11 and +6 %, the A100 row -13 %; held-out speed stays 90 of
+99 within 25 % (encoder-decoders 4 of 7, median 13 %, worst 37 to 34 %). Read and ruled out: greedy_search's host
+read of unfinished_sequences each step (the host work after it outside the overlap: +1.4 to +1.8 % on a step); a step
+with no overlap of host and GPU (it would match the fp16 batch-16 pair, but the fp32 batch-1 row ran 30.4 ms steps
+where host + GPU is 47.6 ms); the T4's tensor cores on the one-row products. Unsized: greedy decodes that loop to the
+decoder's 448 positions (4.35's pipeline has no temperature fallback; about 7 of the 450 windows would close all
+three rows); the cross-attention's one-row batched products below the card's bandwidth.
 """
 
 from __future__ import annotations

@@ -1015,6 +1015,15 @@ WHISPER_LOG_MEL_S_PER_WINDOW = 0.015
 # timestamp tokens a window) 124 and 0.159 (bench/results/whisper_s25.md). Conversational English: a recording with
 # long silences or music between speech spreads more.
 WHISPER_WINDOW_TOKENS_CV = 0.16
+# What a Whisper transcription's decoder runs a 30-second window when the user gives no token count: the speech's text
+# tokens a second, from the same transcript (101.1 text tokens a window, so 3.37 a second of speech; 23,648 words in
+# 8,627 s: 164 words a minute, 1.23 tokens a word) and its timestamp tokens a second (19.5 a window: a segment's
+# start and end), plus the tokens generate forces or ends with, one decoder step each (transformers 4.35
+# ForceTokensLogitsProcessor): the language and task tokens and the end token, and <|notimestamps|> when no
+# timestamps are asked. 105 decoder tokens a window without timestamps, 124 with (bench/results/whisper_s27.md).
+WHISPER_TEXT_TOKENS_PER_S = 101.1 / 30
+WHISPER_TIMESTAMP_TOKENS_PER_S = 19.5 / 30
+WHISPER_FORCED_TOKENS = {False: 4, True: 3}  # by return_timestamps: the prompt's and the end's decoder steps
 # Whisper with return_timestamps=True: transformers' generate adds WhisperTimeStampLogitsProcessor
 # (generation/logits_process.py), run on the host at every decoder step. Aten ops it dispatches per step, counted by
 # running transformers 5.24.0's code under a TorchDispatchMode counter on CPU tensors (whisper-large-v2's token ids,

@@ -365,6 +365,43 @@ def test_a_pass_of_windows_decodes_until_its_longest_window_ends():
     assert samples.work.parts_s["decoder steps"] == pytest.approx(104 * samples.work.step_s)
 
 
+def test_a_transcription_without_a_token_count_decodes_the_transcript_rate():
+    """Issue 34, s27: a recording given with no output_tokens or decoder_tokens took a decoder LLM's 256 tokens a
+    window. The default is the published podcast transcript's rate (bench/results/whisper_s25.md: 101.1 text tokens
+    and 19.5 timestamp tokens a 30 s window) over the window's speech, plus the decoder's forced and end steps:
+    101.1 / 30 x 30 + 4 = 105.1 -> 105; with timestamps (101.1 + 19.5) / 30 x 30 + 3 = 123.6 -> 124; a 12 s recording
+    with timestamps 4.02 x 12 + 3 = 51.24 -> 51. A count given is kept; clips (no recording) keep output_tokens."""
+    from gpuplan.scenario.modules import transcript_tokens
+
+    assert transcript_tokens(3600, False)[0] == 105 and transcript_tokens(3600, True)[0] == 124
+    assert transcript_tokens(12, True)[0] == 51
+    base = dict(model="whisper-large-v3", task="infer", gpu="l4", batch_size=1, audio_seconds=3600)
+    said = next(n for n in plan(**base).defaults if n.startswith("decoder_tokens"))
+    assert said.startswith("decoder_tokens 105: from 3.37 tokens/s of speech over a window's 30 s, plus 4 forced")
+    assert "Lex Fridman #367" in said
+    assert plan(**base).module.job.shapes == ((105,),)
+    assert plan(**base, timestamps=True).module.job.shapes == ((124,),)
+    assert plan(**base, output_tokens=256).module.job.shapes == ((256,),)
+    assert plan(**base, decoder_tokens=80).module.job.shapes == ((80,),)
+    clips = plan(model="whisper-large-v3", task="infer", gpu="l4", batch_size=1)
+    assert clips.module.job.shapes == ((256,),) and not any(n.startswith("decoder_tokens") for n in clips.defaults)
+
+
+def test_a_decoder_step_copies_its_self_attention_cache_as_torch_cat_grows_it():
+    """Issue 34, s27: transformers grows each decoder layer's self-attention cache with torch.cat (4.35's
+    WhisperAttention, today's DynamicLayer.update), reading the cache and writing it one token longer every step.
+    Whisper-large-v3 on a T4 (256 GB/s achievable), 16 windows, 100 decoder tokens (the cache 50 long on average),
+    fp16: 32 layers x 2 (read, write) x 16 x 20 heads x 50 x (64 + 64) x 2 B = 262 MB, 1.024 ms a step."""
+    from gpuplan.plan.modules import profiles
+    from gpuplan.speed.modules import _run, decode_step
+
+    p = plan(model="whisper-large-v3", task="infer", gpu="t4", batch_size=16, output_tokens=100,
+             precision="fp16-true")
+    main, _ = profiles(p.module.job)
+    step = decode_step(main, p.module.gpu, 16, (100,), 0, _run(p.module.job, p.module.scenario))
+    assert step.elementwise_s == pytest.approx(32 * 2 * 16 * 20 * 50 * 128 * 2 / 256e9)
+
+
 def test_a_recordings_largest_batch_is_the_windows_per_pass_that_fit():
     """s13 walk: Whisper-large-v3 on a T4 with a 30 s or 600 s recording said 'largest batch that fits: 2,047': a
     recording's pass holds min(batch, windows), so every larger batch was the same pass and fitted, and the
@@ -632,7 +669,7 @@ def test_recommend_ranks_the_cards_a_module_job_fits_each_built_by_the_one_build
     totals = [x.usd_total for x in r.setups]
     assert totals == sorted(totals)
     for x in r.setups:
-        p = plan(**asked, gpu=x.gpu_id)
+        p = plan(**asked, **x.fields, gpu=x.gpu_id)  # the job as given, or with the changes recommend tried
         assert p.memory.device_peak_gib == pytest.approx(x.device_peak_gib, rel=1e-9)
         assert p.work.step_s == pytest.approx(x.step_s, rel=1e-9) and p.cost.usd_total == pytest.approx(x.usd_total)
     assert all(x.gpu_id in {"nvidia-geforce-rtx-4090", "nvidia-geforce-rtx-3060-12gb", "nvidia-t4",
@@ -643,6 +680,31 @@ def test_recommend_ranks_the_cards_a_module_job_fits_each_built_by_the_one_build
     roomy = gpuplan.recommend(asked, top=50, min_headroom=0.5)
     assert roomy.setups and all(x.headroom_gib >= 0.5 * x.capacity_gib for x in roomy.setups)
     assert len(roomy.setups) < len(gpuplan.recommend(asked, top=50).setups)
+
+
+def test_recommend_tries_checkpointing_where_a_module_training_job_fits_no_card_as_given():
+    """Issue 34, s27: recommend planned a module's training job as given and left out every card it did not fit,
+    where a decoder LLM's search tries gradient checkpointing, micro-batch 1 with accumulation and 8-bit AdamW
+    (recommend.technique_variants, one list for both). Whisper-large-v3 full at micro-batch 16 fits no 24 GB card
+    as given; with checkpointing and 8-bit AdamW it fits the RTX 4090 in 23.8 GiB (estimate says the same), and
+    a card it fits as given keeps it unchanged; a row's setup names the change."""
+    asked = dict(model="whisper-large-v3", task="train", method="full", micro_batch_size=16)
+    assert not plan(**asked, gpu="rtx-4090").memory.fits
+    r = gpuplan.recommend(asked, gpus=["rtx-4090", "h100"], top=10)
+    rows = {x.gpu_id: x for x in r.setups}
+    x = rows["nvidia-geforce-rtx-4090"]
+    assert x.techniques == ["gradient checkpointing", "8-bit AdamW"]
+    assert x.fields == {"grad_checkpointing": "full", "optimizer": "paged-adamw-8bit"}
+    p = plan(**asked, **x.fields, gpu="rtx-4090")
+    assert p.memory.fits and p.memory.device_peak_gib == pytest.approx(x.device_peak_gib, rel=1e-9)
+    assert p.work.step_s == pytest.approx(x.step_s, rel=1e-9)
+    assert not plan(**asked, grad_checkpointing="full", gpu="rtx-4090").memory.fits  # checkpointing alone: no
+    assert rows["nvidia-h100-sxm5-80gb"].techniques == [] and rows["nvidia-h100-sxm5-80gb"].fields == {}
+    assert any("gradient checkpointing, micro-batch 1 with accumulation, 8-bit AdamW" in n for n in r.notes)
+    assert run(["recommend", "--model", "whisper-large-v3", "--task", "train", "--method", "full",
+                "--micro-batch-size", "16", "--gpus", "rtx-4090", "--format", "plain"]) == 0
+    inference = gpuplan.recommend(dict(model="whisper-large-v3", task="infer", batch_size=16), gpus=["t4"])
+    assert all(x.techniques == [] for x in inference.setups)  # an inference's variants are a decoder LLM's engines
 
 
 @pytest.fixture
@@ -1001,8 +1063,11 @@ def test_a_transcriptions_speed_names_its_step():
     from gpuplan.explain.module_speed import speed_line
 
     whisper = plan(model="whisper-large-v3-turbo", task="infer", audio_seconds=3600, batch_size=16, gpu="rtx-4090")
-    # 7.663 windows/s since s25 (9.035 before): each 16-window pass decodes until its longest window ends
-    assert speed_line(whisper).startswith(f"Speed: {1 / whisper.work.step_s:,.2f} decoder steps/s, 7.663 windows/s")
+    # 7.663 windows/s in s25 (9.035 before: each 16-window pass decodes until its longest window ends), 13.1 since
+    # s27: a window's default is the transcript rate's 105 decoder tokens, not a decoder LLM's 256 (13.13), and each
+    # step copies its self-attention cache as torch.cat grows it (13.10)
+    assert speed_line(whisper).startswith(f"Speed: {1 / whisper.work.step_s:,.2f} decoder steps/s, 13.1 windows/s")
+    assert whisper.work.samples_per_s == pytest.approx(13.104, abs=0.001)
     assert " calls/s, " in speed_line(plan(model="vit-base", task="infer", batch_size=64, gpu="t4"))
     assert " it/s, " in speed_line(plan(model="flux-dev", task="infer", resolution="1024", gpu="h100-sxm"))
 

@@ -7,7 +7,7 @@ from rich.table import Table
 from rich.text import Text
 
 from .app import print_json, short
-from .render import Column, bullet, err, num, out, show, spot_bullet, usd
+from .render import TECHNIQUE_CELLS, Column, bullet, err, num, out, show, spot_bullet, usd
 
 
 def render_work(result) -> None:
@@ -141,18 +141,21 @@ def render_choices(choices, fmt: str, *, ranked: bool) -> None:
                   "none of them has the speed a price needs (the note above says why)")
         return
     if not rows:
-        out.print(f"no card among the offers in force fits this job ({choices.evaluated} planned): `gpuplan estimate "
-                  "--gpu NAME` lists the changes that would make it fit (QLoRA, checkpointing, NF4 or fp8 weights, "
-                  "CPU offload)")
+        tried = " (with gradient checkpointing and 8-bit AdamW tried)" if choices.task == "train" else ""
+        out.print(f"no card among the offers in force fits this job ({choices.evaluated} planned{tried}): `gpuplan "
+                  "estimate --gpu NAME` lists the changes that would make it fit (LoRA or QLoRA, NF4 or fp8 weights, "
+                  "CPU offload, block swapping)")
         return
     unit = rows[0].unit
     job = any(r.usd_total is not None for r in rows)
     train = choices.task == "train"
-    data = [{**r.model_dump(), "rank": i, "gpu": short(r.gpu_id), "cell": r.offer.replace("_", "-"),
+    changed = any(r.techniques for r in rows)  # recommend's changes where the job as given fits no card: as the
+    data = [{**r.model_dump(), "rank": i, "cell": r.offer.replace("_", "-"),  # decoder LLM's setup cells say them
+             "gpu": " ".join([short(r.gpu_id), "+".join(TECHNIQUE_CELLS.get(w, w) for w in r.techniques)]).strip(),
              "time": r.step_s if train else r.call_s, "memory": f"{r.device_peak_gib:,.1f} / {r.capacity_gib:,.1f}"}
             for i, r in enumerate(rows, 1)]
     columns = [*([Column("rank", "#", align="right", priority=0)] if ranked else []),
-               Column("gpu", "GPU", priority=0), Column("cell", "offer", priority=1),
+               Column("gpu", "setup" if changed else "GPU", priority=0), Column("cell", "offer", priority=1),
                Column("usd_per_hour", "$/h", fmt=num("{:,.2f}"), align="right"),
                Column("time", "s/step" if train else "s/call", fmt=num("{:,.3g}"), align="right"),
                Column("samples_per_s", f"{unit}/s", fmt=num("{:,.3g}"), align="right"),

@@ -16,6 +16,7 @@ from ..result import batch_words, human_count
 from .app import OWN_MODULE, JsonFlag, app, module_of, option, overrides, print_json, scenario_command, short
 from .render import (
     FORMAT_HELP,
+    TECHNIQUE_CELLS,
     Column,
     FormatOption,
     FormatValue,
@@ -117,12 +118,6 @@ def recommend_cmd(scenario: str | None = None, as_json: bool = False, budget_usd
     elif result.fewest_line and fmt == "csv":  # stdout stays one CSV table
         bullet(result.fewest_line, prefix="note: ", stream=err)
     render_recommendation(s, result, fmt)
-
-
-# technique labels as table cells (the rationale lines keep the words)
-TECHNIQUE_CELLS = {"gradient checkpointing": "ckpt", "micro-batch 1 + accumulation": "mb1", "8-bit AdamW": "adam8",
-                   "bf16 embeddings": "bf16-emb", "fp16 embeddings": "fp16-emb", "fp8 KV cache": "kv8",
-                   "int8 weights": "int8", "fp8 weights": "fp8", "AWQ 4-bit weights": "awq", "transformers": "hf"}
 
 
 def _rows(s, setups, start: int = 1) -> list[dict[str, Any]]:

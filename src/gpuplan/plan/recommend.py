@@ -18,6 +18,7 @@ from __future__ import annotations
 import heapq
 import math
 import time
+from collections.abc import Iterator
 from dataclasses import dataclass, replace
 from typing import Annotated, Any
 
@@ -305,11 +306,26 @@ def _variants(s: Scenario, c: Constraints, shipped: str | None = None) -> list[t
     return out
 
 
+def technique_variants(s: Scenario, c: Constraints, shipped: str | None = None
+                       ) -> Iterator[tuple[list[str], dict]]:
+    """The technique combinations ``recommend`` tries (:func:`_variants`, cheapest in speed first), each with the
+    words of what it changes in ``s`` (:func:`_said`); one that changes nothing a combination before it did not
+    ("gradient checkpointing" when the scenario has it on already) is left out. A decoder LLM's search and a
+    module's (:func:`gpuplan.plan.module_searches.card_setups`: checkpointing and 8-bit AdamW for a training job
+    that does not fit a card as given) take the same list."""
+    tried: set[frozenset] = set()
+    for labels, change in _variants(s, c, shipped):
+        effect = frozenset((k, v) for k, v in change.items() if getattr(s, k) != v)
+        if effect not in tried:
+            tried.add(effect)
+            yield _said(labels, effect), change
+
+
 def _own_switches(s: Scenario, label: list[str], base: dict) -> list[tuple[list[str], dict]]:
     """The stack's own switches in full training (:attr:`gpuplan.stacks.base.Stack.switches`: torchtitan's, the
     stack a size-only model pretrains on, turns activation checkpointing off and compiles), at each micro-batch a
     recipe leaves free; the HF variants (8-bit AdamW, full checkpointing) are not its fastest."""
-    switches = STACKS[s.stack].switches
+    switches = STACKS[s.stack].switches if s.stack in STACKS else ()  # a diffusion trainer has none of these
     if not switches or base.get("method", s.method) != "full":
         return []
     free = (s.dataset or s.samples or s.model_size) and "micro_batch_size" not in s.model_fields_set
@@ -774,13 +790,7 @@ def _search(s: Scenario, m: ModelSpec, c: Constraints, offers: list[Offer], card
     evaluated, fitting, setups = 0, 0, []
     as_given: dict[tuple, tuple] = {}  # layout -> (scenario as given on it, its allocator-level bytes)
     pending: dict[int, tuple] = {}  # setup -> what its change note needs (written for the setups shown only)
-    tried: set[frozenset] = set()  # what each variant changes in ``s``: one already given is not searched twice
-    for labels, change in _variants(s, c, shipped):
-        effect = frozenset((k, v) for k, v in change.items() if getattr(s, k) != v)
-        if effect in tried:  # e.g. "gradient checkpointing" when the scenario has it on already
-            continue
-        tried.add(effect)
-        labels = _said(labels, effect)
+    for labels, change in technique_variants(s, c, shipped):
         for layout in _layouts(s, m, c, change.get("stack", s.stack), split):
             try:  # a stack refuses what it cannot run (torchtune with ZeRO, Unsloth over FSDP...)
                 scenario = s.model_copy(update={**change, **layout, "gpu": None})

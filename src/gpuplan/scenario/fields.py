@@ -428,8 +428,12 @@ class Scenario(BaseModel):
     train_steps: int | None = Field(default=None, ge=1, le=10**9, exclude=True, description="diffusion and "
                                     "encoder-decoder training: optimizer steps of the job, for hours and cost")
     decoder_tokens: int | None = Field(default=None, ge=1, le=1_000_000, exclude=True, description="encoder-"
-                                       "decoders: tokens through the decoder per sample (Whisper: the transcript, "
-                                       "default 128, at most 448; T5/BART: the target, default seq_len / 4); "
+                                       "decoders: tokens through the decoder per sample (Whisper: a window's "
+                                       "transcript, at most 448, default 128 in training and, for a recording "
+                                       "(audio_seconds), a published podcast transcript's 3.37 tokens a second of "
+                                       "speech (4.02 with timestamps) plus the forced and end tokens: 105 a window, "
+                                       "124 with timestamps); T5/BART: the "
+                                       "target, default seq_len / 4); "
                                        "seq_len is the source's tokens (Whisper's encoder always sees 30 s: 1,500 "
                                        "frames)")
     audio_seconds: float | None = Field(default=None, gt=0, le=360_000, exclude=True, description="Whisper: "
@@ -443,7 +447,8 @@ class Scenario(BaseModel):
                              "in transformers' speech-recognition pipeline. Its generate runs "
                              "WhisperTimeStampLogitsProcessor at every decoder step (host work per step and per "
                              "window); the decoder tokens given (output_tokens or decoder_tokens) count the "
-                             "timestamp tokens, about 19.5 a 30 s window of conversation")
+                             "timestamp tokens, about 19.5 a 30 s window of conversation (the default counts "
+                             "them)")
 
     @field_validator("quant")
     @classmethod

@@ -450,6 +450,10 @@ def resolve_model(s: Scenario, spec: ModuleSpec) -> ModuleJob:
             tokens = s.seq_len
             notes.append(f"seq_len {tokens:,} taken as the transcript's tokens: Whisper's encoder always runs "
                          f"{d['encoder_frames']:,} frames (30 s of audio)")
+        elif s.decoder_tokens is None and s.task == "infer" and s.audio_seconds is not None and \
+                "output_tokens" not in s.model_fields_set:
+            tokens, said = transcript_tokens(s.audio_seconds, s.timestamps)
+            notes.append(said)
         else:
             tokens = s.decoder_tokens or (_generated(s) if s.task == "infer" else d["decoder_tokens"])
         if tokens > d["decoder_tokens_max"]:
@@ -559,6 +563,24 @@ def audio_windows(s: Scenario, spec: ModuleSpec, tokens: int) -> tuple[int, list
                      f"steps for {batch} windows of {tokens:,} tokens on average (windows spread "
                      f"{oh.WHISPER_WINDOW_TOKENS_CV:.0%} about their mean)")
     return windows, words
+
+
+def transcript_tokens(seconds: float, timestamps: bool) -> tuple[int, str]:
+    """A Whisper window's decoder tokens when a transcription gives no count, and the note that says so: the
+    speech's tokens a second (:data:`~gpuplan.overheads.WHISPER_TEXT_TOKENS_PER_S`, with
+    :data:`~gpuplan.overheads.WHISPER_TIMESTAMP_TOKENS_PER_S` when timestamps are returned) over the window's
+    speech (30 s, or the whole recording when shorter), plus the forced and end tokens' steps
+    (:data:`~gpuplan.overheads.WHISPER_FORCED_TOKENS`): 105 a full window, 124 with timestamps."""
+    speech = min(seconds, WHISPER_WINDOW_S)
+    rate = oh.WHISPER_TEXT_TOKENS_PER_S + (oh.WHISPER_TIMESTAMP_TOKENS_PER_S if timestamps else 0.0)
+    forced = oh.WHISPER_FORCED_TOKENS[timestamps]
+    tokens = round(rate * speech + forced)
+    stamps = f" (text {oh.WHISPER_TEXT_TOKENS_PER_S:.2f}, timestamps {oh.WHISPER_TIMESTAMP_TOKENS_PER_S:.2f})" \
+        if timestamps else ""
+    return tokens, (f"decoder_tokens {tokens}: from {rate:.2f} tokens/s of speech{stamps} over a window's "
+                    f"{speech:g} s, plus {forced} forced and end tokens; source: the published transcript of a "
+                    "2.4-hour English podcast (Lex Fridman #367, insanely-fast-whisper's faster-whisper notebook) "
+                    "tokenized with Whisper's tokenizer (set --decoder-tokens for denser or sparser speech)")
 
 
 def pass_tokens(tokens: float, batch: int, cap: int) -> float:

@@ -353,8 +353,12 @@ def backward(p: Profile, gpu: GpuSpec, batch: int, sizes: tuple[float, ...], run
 
 def decode_step(p: Profile, gpu: GpuSpec, batch: int, sizes: tuple[float, ...], grows: int, run: Run) -> PassTime:
     """One autoregressive step of the ops whose rows grow with variable ``grows`` (an encoder-decoder's decoder):
-    each at one row per sequence, reading its weights (memory-bound), and the host work in proportion."""
-    gemm = flops = attention = 0.0
+    each at one row per sequence, reading its weights (memory-bound), and the host work in proportion. Each
+    self-attention layer's cache is grown by ``torch.cat`` (transformers 4.35 ``WhisperAttention.forward``:
+    ``key_states = torch.cat([past_key_value[0], key_states], dim=2)``; today's ``DynamicLayer.update`` in
+    cache_utils.py the same), so every step reads the cache and writes it one token longer besides the attention's
+    read: twice the attention's bytes again, element-wise work (issue 34, bench/results/whisper_s27.md)."""
+    gemm = flops = attention = copies = 0.0
     share = 0
     for op in p.ops:
         if op.kind == "attention" and _grows(op, grows, dim=1):
@@ -364,6 +368,8 @@ def decode_step(p: Profile, gpu: GpuSpec, batch: int, sizes: tuple[float, ...], 
             mean = 0.5 if _grows(op, grows, dim=2) else 1.0
             attention += op.count * (heads * kv * mean * (dk + dv) * _act_bytes(run.dtype) / bandwidth(gpu)
                                      + oh.GEMM_KERNEL_LATENCY_S)
+            if mean < 1:  # the self-attention cache grown by torch.cat: read and written again every step
+                copies += op.count * 2 * heads * kv * mean * (dk + dv) * _act_bytes(run.dtype) / bandwidth(gpu)
             flops += op.count * 2 * heads * kv * mean * (dk + dv)
             continue
         if op.kind not in ("linear", "conv") or not _grows(op, grows):
@@ -375,7 +381,8 @@ def decode_step(p: Profile, gpu: GpuSpec, batch: int, sizes: tuple[float, ...], 
     linears = sum(o.count for o in p.ops if o.kind in ("linear", "conv")) or 1
     host = host_scale(gpu) * (p.dispatches * oh.DISPATCH_OVERHEAD_S + p.calls * oh.MODULE_CALL_OVERHEAD_S) * share \
         / linears
-    return PassTime(gemm_s=gemm, attention_s=attention, host_s=host * run.host_factor, flops=flops)
+    return PassTime(gemm_s=gemm, attention_s=attention, elementwise_s=copies, host_s=host * run.host_factor,
+                    flops=flops)
 
 
 def _grows(op: Op, variable: int, dim: int = 0) -> bool:

@@ -789,7 +789,8 @@ function renderCards(rec, scenario) {
     `$/1k ${unit}`];
   table.replaceChildren(h("tr", {}, cols.map((c) => h("th", {}, c))),
     ...rows.map((x, i) => h("tr", {"data-gpu": x.gpu_id}, h("td", {}, String(i + 1)),
-      h("td", {}, x.gpu_id.replace(/^nvidia-|^amd-instinct-/, "").replace(/^geforce-/, "")),
+      h("td", {}, [x.gpu_id.replace(/^nvidia-|^amd-instinct-/, "").replace(/^geforce-/, ""),
+        ...x.techniques].join(" + ")),
       h("td", {}, x.offer), h("td", {class: "n"}, `${x.device_peak_gib.toFixed(1)}/${x.capacity_gib.toFixed(0)}`),
       h("td", {class: "n"}, num(train ? x.step_s : x.call_s, 3)), h("td", {class: "n"}, num(x.samples_per_s, 3)),
       ...(job ? [h("td", {class: "n"}, num(x.hours, 2)), h("td", {class: "n"}, usd(x.usd_total))] : []),
