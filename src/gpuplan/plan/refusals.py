@@ -90,8 +90,8 @@ def _apple(s: Scenario, gpu: GpuSpec) -> list[str]:
 
 
 def not_a_module(s: Scenario, name: str) -> None:
-    """The fields and trainers of diffusion pipelines and encoder-decoders (:mod:`gpuplan.plan.modules`), given
-    with a decoder LLM, ``name`` (or, for ``fit``, every bundled model)."""
+    """The fields and trainers of diffusion pipelines and encoder-decoders (:mod:`gpuplan.plan.modules`), and the
+    for-loop AdamW their plans time, given with a decoder LLM, ``name`` (or, for ``fit``, every bundled model)."""
     stray = [field for field in MODULE_FIELDS if field in s.model_fields_set]
     if stray:
         one = len(stray) == 1
@@ -100,6 +100,9 @@ def not_a_module(s: Scenario, name: str) -> None:
     if s.stack in stacks.DIFFUSION_TRAINERS:
         raise GpuplanError(f"stack {s.stack} trains diffusion models, and {name} is a decoder LLM: use hf, "
                            "torchtune, torchtitan, unsloth, axolotl, pytorch or megatron")
+    if s.optimizer_impl == "for-loop":
+        raise GpuplanError(f"optimizer_impl for-loop (transformers' own AdamW) is planned for text encoders, Whisper "
+                           f"and encoder-decoders, and {name} is a decoder LLM: use fused or foreach")
 
 
 # the decoder LLM's fields a module's plan has no use for, by what they set (module_refusal's sentences)
