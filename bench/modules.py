@@ -464,6 +464,16 @@ or that attention ran 1.5 to 1.7 times slower on this card alone, which no sourc
 copy against a measured 5 to 10 us, and SDXL's Colab row (5,286 copies a call, -9 % now) would go to +63 to +89 %.
 DreamBooth at 1024 px: no sm86 timing of xformers' January 2023 kernels exists among the sources; at 5.5 times the
 old CUTLASS backward the row reads +37 %, the rest FlashAttention v1's backward on sm86, untimed.
+
+Session 27 (issue 34: the BERT rows of transformers' docs, bench/results/bert_s27.md): the January 2022 Trainer
+(transformers 4.16, torch 1.10: the rows' transformers_version and torch_version) stepped transformers' own AdamW,
+optim adamw_hf, a Python for-loop over BERT-large's 393 tensors (9 aten ops and 7 kernels a tensor, 2p + 14s + 2g
+bytes a parameter: optimizer_impl for-loop, the default before transformers 4.32), 64.1 ms a step where the fused
+pass takes 14.9; and the page's memory is pynvml's, with torch 1.10's CUDA context, every kernel loaded (1,343 MiB
+measured on that page before the model loads; overheads.CUDA_CONTEXT_EAGER_LOADING_GIB before torch 1.13). Held-out
+speed 90 to 91 of 99 within 25 % (BERT fp16 +26 and +6 % to -2 and -6 %, the fp32 rows -12, -7, -10 % to -20, -15,
+-16 %, Adafactor -18 to -22 % with its host work over all 393 tensors); memory 36 to 37 of 37 (the six rows -9 to
+-15 % to -8 to +4 %).
 """
 
 from __future__ import annotations
