@@ -83,7 +83,8 @@ def test_the_trainer_s_adamw_is_its_release_s_default_unless_given():
 
 def test_bert_large_on_a_v100_steps_the_trainer_s_loop_and_a_decoder_refuses_it():
     """The plan of transformers' docs' BERT-large fp16 run (batch 4 x 512, January 2022) times its optimizer as the
-    for-loop above (64.1 ms, the fused pass 14.9 ms); a decoder LLM's plan does not model the loop and says so."""
+    for-loop above (64.1 ms, the fused pass 14.9 ms); a decoder LLM's plan does not model the loop and says so, and
+    a diffusion pipeline's plan, which reads no optimizer_impl, refuses it as another kind of model's field."""
     from gpuplan import estimate
     from gpuplan.errors import GpuplanError
 
@@ -94,3 +95,5 @@ def test_bert_large_on_a_v100_steps_the_trainer_s_loop_and_a_decoder_refuses_it(
     assert then.work.parts_s["optimizer"] == pytest.approx(0.0641228, rel=1e-4)
     with pytest.raises(GpuplanError, match="for-loop .* is planned for text encoders"):
         estimate({"model": "llama-3.1-8b", "task": "train", "method": "full", "optimizer_impl": "for-loop"})
+    with pytest.raises(GpuplanError, match="optimizer_impl is read by another kind of model, and .* is a diffusion"):
+        estimate({"model": "sd-1.5", "task": "train", "method": "lora", "optimizer_impl": "for-loop"})

@@ -116,12 +116,13 @@ def module_refusal(s: Scenario, spec: ModuleSpec) -> None:
     """A field given to the plan of ``spec`` (a diffusion pipeline, Whisper, an encoder-decoder, an encoder) that
     the plan does not read (:func:`gpuplan.scenario.modules.reads`): refused in one sentence naming what it reads
     instead, so no flag is taken and silently left out. A field given at its default changes nothing and passes."""
-    from ..scenario.modules import reads  # a decoder's plan never loads the modules' jobs
+    from ..scenario.modules import TRAINER_READS, reads  # a decoder's plan never loads the modules' jobs
 
     read = set(reads(spec))
     for name, info in Scenario.model_fields.items():  # the first in the scenario's order
         if name in s.model_fields_set and name not in read and getattr(s, name) != info.default:
-            what = "is read by another kind of model" if name in MODULE_FIELDS else "is a decoder LLM setting"
+            what = "is read by another kind of model" if name in MODULE_FIELDS or name in TRAINER_READS else \
+                "is a decoder LLM setting"
             if spec.kind == "module":
                 what = "is not read by this plan"
             instead = _reads_instead(name, s, spec, t5="seq_len" in read)
