@@ -93,7 +93,7 @@ def test_bert_large_on_a_v100_steps_the_trainer_s_loop_and_a_decoder_refuses_it(
     now, then = estimate(run, advise=False), estimate({**run, "transformers_version": "4.16"}, advise=False)
     assert now.work.parts_s["optimizer"] == pytest.approx(0.0148953, rel=1e-4)
     assert then.work.parts_s["optimizer"] == pytest.approx(0.0641228, rel=1e-4)
-    with pytest.raises(GpuplanError, match="for-loop .* is planned for text encoders"):
+    with pytest.raises(GpuplanError, match=r"for-loop .* is planned for text encoders"):
         estimate({"model": "llama-3.1-8b", "task": "train", "method": "full", "optimizer_impl": "for-loop"})
-    with pytest.raises(GpuplanError, match="optimizer_impl is read by another kind of model, and .* is a diffusion"):
+    with pytest.raises(GpuplanError, match=r"optimizer_impl is read by another kind of model, and .* is a diffusion"):
         estimate({"model": "sd-1.5", "task": "train", "method": "lora", "optimizer_impl": "for-loop"})

@@ -17,7 +17,7 @@ from gpuplan.tensors.breakdown import cuda_context_gib, device_overheads
                                                     ("2.5.1+cu124", 0.30), (None, 0.30)])
 def test_the_context_is_eager_loading_s_before_torch_1_13(torch_version, gib):
     """1,343 MiB = 1.3115 GiB before 1.13, Volta's 0.30 GiB from it and where no release is given."""
-    assert oh.CUDA_CONTEXT_EAGER_LOADING_GIB == pytest.approx(1.3115234375)
+    assert pytest.approx(1.3115234375) == oh.CUDA_CONTEXT_EAGER_LOADING_GIB
     assert oh.CUDA_CONTEXT_GIB["Volta"] == 0.30
     s = Scenario(model="bert-large-uncased", task="train", torch_version=torch_version)
     assert cuda_context_gib(s, "Volta") == pytest.approx(gib)
