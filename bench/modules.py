@@ -476,6 +476,16 @@ with no overlap of host and GPU (it would match the fp16 batch-16 pair, but the 
 where host + GPU is 47.6 ms); the T4's tensor cores on the one-row products. Unsized: greedy decodes that loop to the
 decoder's 448 positions (4.35's pipeline has no temperature fallback; about 7 of the 450 windows would close all
 three rows); the cross-attention's one-row batched products below the card's bandwidth.
+
+Session 27 (issue 34: the BERT rows of transformers' docs, bench/results/bert_s27.md): the January 2022 Trainer
+(transformers 4.16, torch 1.10: the rows' transformers_version and torch_version) stepped transformers' own AdamW,
+optim adamw_hf, a Python for-loop over BERT-large's 393 tensors (9 aten ops and 7 kernels a tensor, 2p + 14s + 2g
+bytes a parameter: optimizer_impl for-loop, the default before transformers 4.32), 64.1 ms a step where the fused
+pass takes 14.9; and the page's memory is pynvml's, with torch 1.10's CUDA context, every kernel loaded (1,343 MiB
+measured on that page before the model loads; overheads.CUDA_CONTEXT_EAGER_LOADING_GIB before torch 1.13). Held-out
+speed 90 to 91 of 99 within 25 % (BERT fp16 +26 and +6 % to -2 and -6 %, the fp32 rows -12, -7, -10 % to -20, -15,
+-16 %, Adafactor -18 to -22 % with its host work over all 393 tensors); memory 36 to 37 of 37 (the six rows -9 to
+-15 % to -8 to +4 %).
 """
 
 from __future__ import annotations

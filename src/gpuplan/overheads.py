@@ -16,6 +16,16 @@ GIB = 2**30
 # module loading the context of a PyTorch process is ~0.3-0.5 GiB; Hopper/Blackwell images load more.
 CUDA_CONTEXT_GIB = {"Volta": 0.30, "Turing": 0.30, "Ampere": 0.40, "Ada": 0.40, "Hopper": 0.50, "Blackwell": 0.55}
 CUDA_CONTEXT_DEFAULT_GIB = 0.45
+# The CUDA context before lazy module loading, when making it loaded every kernel of PyTorch's CUDA libraries: PyTorch
+# sets CUDA_MODULE_LOADING=LAZY when the user has not from 1.13 (pytorch/pytorch pull request 86509, '[1.13] Sets
+# CUDA_MODULE_LOADING to LAZY when not set by the user'; lazy loading needs CUDA 11.7); before it, 'all kernels were
+# loaded into the context once the library was loaded, which took >1000MB' (ptrblck, pytorch/pytorch issue 107667).
+# Measured: 1,343 MiB on a Tesla V100-SXM2 16GB in January 2022 (transformers' docs model_memory_anatomy.md:
+# pynvml's used memory after torch.ones((1, 1)).to("cuda"), before any model loads, 'the kernels alone take up
+# 1.3GB'; the model's fp32 weights then add 1,288 MiB of the 1,278 they hold). Planned for a scenario whose
+# torch_version is older than TORCH_LAZY_LOADING_SINCE, on every card (one measurement, a Volta's).
+CUDA_CONTEXT_EAGER_LOADING_GIB = 1343 / 1024
+TORCH_LAZY_LOADING_SINCE = "1.13"
 
 # A desktop on the card (``--display``): what the window system and its clients hold on the card that drives the
 # screen, counted like the CUDA context (outside the allocator, in nvidia-smi's total). ComfyUI keeps this much free
@@ -1636,6 +1646,20 @@ SERVER_HOST_RANGE = (1.0, 2.6)
 # kernel per tensor from Python, not counted (no CUDA here to count its host side).
 OPTIMIZER_OPS_PER_TENSOR = {"adafactor": 28}
 OPTIMIZER_OPS_16BIT_EXTRA = 3
+# AdamW as a Python for-loop over the tensors (scenario optimizer_impl for-loop): transformers' own AdamW, the
+# Trainer's optim adamw_hf, its default from the option's start (transformers 4.16, pull request 14744) until 4.32
+# (pull request 25109, 'Change default from adamw_hf to adamw_torch'). Its step (transformers v4.16.0
+# src/transformers/optimization.py AdamW.step, weight_decay 0.0 as the Trainer's default, correct_bias True) per
+# tensor: exp_avg.mul_(beta1).add_(grad), exp_avg_sq.mul_(beta2).addcmul_(grad, grad), denom = exp_avg_sq.sqrt()
+# .add_(eps), p.data.addcdiv_(exp_avg, denom): counted under a TorchDispatchMode after two warm steps, 9 aten ops (the
+# two ``.data`` reads are detach views), 7 of them kernels. Each kernel reads and writes its tensors whole: mul_ 2s,
+# add_ 2s + g, mul_ 2s, addcmul_ 2s + g, sqrt into a new tensor 2s, add_ 2s, addcdiv_ 2p + 2s; with p the weight's
+# bytes, s the states' and g the gradient's: 2p + 14s + 2g per parameter (72 B in fp32, the master weights' dtype
+# under autocast too), against the fused kernel's one pass. Counted from the code, not fitted.
+ADAMW_FOR_LOOP_OPS_PER_TENSOR = 9
+ADAMW_FOR_LOOP_KERNELS_PER_TENSOR = 7
+ADAMW_FOR_LOOP_PASSES = {"weight": 2, "state": 14, "grad": 2}
+TRAINER_ADAMW_HF_UNTIL = "4.32"  # transformers releases before it default to optim adamw_hf (the for-loop above)
 # Bytes moved per weight element to unpack a stored weight to 16 bits before each GEMM that uses it: bitsandbytes'
 # NF4 dequantize reads the packed nibbles and absmax and writes a bf16 copy (0.56 + 2), fp8 storage cast up
 # (diffusers enable_layerwise_casting, kohya --fp8_base: 1 + 2). Three are fitted, each on its one row of

@@ -44,6 +44,24 @@ def test_bundled_text_encoder_counts_are_the_real_classes_on_the_meta_device(rep
     assert encoders.bundled_model(repo, count=True).params_total == COUNTS[repo][0]
 
 
+def test_bert_large_s_parameter_tensors_are_its_hand_count():
+    """What a for-loop optimizer steps over one by one: BERT-large's BertForSequenceClassification holds 24 layers x
+    16 tensors (query, key, value, attention output, intermediate and output linears, weight and bias each: 12; two
+    LayerNorms, weight and bias: 4) = 384, the word, position and token-type embeddings (3) and their LayerNorm (2),
+    the pooler (2) and the classifier (2): 393 (bundled)."""
+    assert encoders.bundled_model("google-bert/bert-large-uncased").main.tensors == 24 * 16 + 3 + 2 + 2 + 2 == 393
+
+
+@pytest.mark.sim
+@pytest.mark.parametrize("repo", ["google-bert/bert-large-uncased", *COUNTS])
+def test_bundled_tensor_counts_are_the_real_classes_on_the_meta_device(repo):
+    require("transformers")
+    from gpuplan.model.diffusers import count_tensors
+
+    main = encoders.bundled_model(repo).main
+    assert main.tensors == count_tensors("transformers", main.cls, main.config) > 0
+
+
 # the attention projections LoRA adapts, as the real modules name them (peft's
 # TRANSFORMERS_MODELS_TO_LORA_TARGET_MODULES_MAPPING: bert and roberta query/value, deberta-v2 query_proj/value_proj;
 # ModernBERT's one fused Wqkv per layer)

@@ -575,7 +575,8 @@ def device(x: Context) -> Formula:
     computed = mem.reserved_peak_gib + sum(extra.values())
     generation = x.gpu.generation if x.gpu else "unknown GPU"
     constants = [Constant(name="CUDA context", value=f"{extra.get('CUDA context', 0):.2f} GiB ({generation})",
-                          source="overheads.CUDA_CONTEXT_GIB: nvidia-smi beyond memory_reserved, ~0.3-0.6 GB")]
+                          source="overheads.CUDA_CONTEXT_GIB: nvidia-smi beyond memory_reserved, ~0.3-0.6 GB "
+                          "(CUDA_CONTEXT_EAGER_LOADING_GIB, 1.3 GB, before torch 1.13)")]
     if "NCCL buffers" in extra:
         constants.append(Constant(name="NCCL buffers", value=f"{oh.NCCL_GIB} GiB",
                                   source="overheads.NCCL_GIB: 342-392 MB measured at TP >= 2 (aiconfigurator)"))

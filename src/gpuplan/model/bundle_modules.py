@@ -2,12 +2,12 @@
 T5, BART, ViT, CLIP, SigLIP): ``python -m gpuplan.model.bundle_modules [NAME ...]`` (``--force`` records again
 what is bundled; ``--prune`` only prunes the bundled profiles' memory segments again).
 
-Each component's exact parameter count (its real class on the meta device) is written into its bundled file, and
-each part it runs (a denoiser in every way of training, a VAE encoding and decoding, a text encoder, an
-encoder-decoder, an encoder, and a text encoder again under autocast for its mixed-precision full fine-tunes) is
-recorded on fake tensors (:mod:`.record`) into ``data/modules/profiles``. Tests check the
-bundled counts against the classes and one recorded part against a fresh recording. Needs torch, diffusers,
-transformers and peft; an hour of CPU for all of them.
+Each component's exact parameter count (its real class on the meta device; a model's parameter tensors too) is
+written into its bundled file, and each part it runs (a denoiser in every way of training, a VAE encoding and
+decoding, a text encoder, an encoder-decoder, an encoder, and a text encoder again under autocast for its
+mixed-precision full fine-tunes) is recorded on fake tensors (:mod:`.record`) into ``data/modules/profiles``. Tests
+check the bundled counts against the classes and one recorded part against a fresh recording. Needs torch,
+diffusers, transformers and peft; an hour of CPU for all of them.
 """
 
 from __future__ import annotations
@@ -58,6 +58,8 @@ def rewrite(names: list[str]) -> None:
         else:
             spec = encoders.bundled_model(repo, count=True)
         data["params"] = {c.name: c.params for c in spec.components}
+        if repo not in diffusers.bundled_pipelines():  # the model's tensors, a for-loop optimizer's steps one by one
+            data["tensors"] = {c.name: diffusers.count_tensors(c.library, c.cls, c.config) for c in spec.components}
         path.write_text(json.dumps(data, indent=1) + "\n", encoding="utf-8")
         for config, part_name, part in parts_of(spec):
             found = profile.lookup(config, part_name)

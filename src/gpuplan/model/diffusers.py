@@ -346,6 +346,11 @@ def count_params(library_name: str, cls: str, config: dict[str, Any], where: str
     return sum(p.numel() for p in build(library_name, cls, config, where=where).parameters())
 
 
+def count_tensors(library_name: str, cls: str, config: dict[str, Any], where: str = "the config") -> int:
+    """The parameter tensors of the class built from ``config`` (what an optimizer's loop steps over, one by one)."""
+    return len(list(build(library_name, cls, config, where=where).parameters()))
+
+
 # ---- what to record -----------------------------------------------------------------------------------------------
 def linear_role(name: str) -> str:
     leaf = name.rsplit(".", 2)

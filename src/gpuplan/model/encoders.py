@@ -78,8 +78,9 @@ def model_aliases() -> dict[str, str]:
 def bundled_model(repo: str, *, count: bool = False) -> ModuleSpec:
     data = json.loads(bundled_models()[repo].read_text(encoding="utf-8"))
     params = None if count else (data.get("params") or {}).get("model")
-    return model_spec(repo, data["config"], params=params, counted_by="" if count else
-                      "the real class on the meta device (bundled count, checked by the tests)")
+    return model_spec(repo, data["config"], params=params, tensors=(data.get("tensors") or {}).get("model", 0),
+                      counted_by="" if count else "the real class on the meta device (bundled count, checked by the "
+                      "tests)")
 
 
 def bundled_count(config: dict[str, Any]) -> int | None:
@@ -110,8 +111,10 @@ def class_of(config: dict[str, Any]) -> str:
     return named if isinstance(named, str) else default
 
 
-def model_spec(name: str, config: dict[str, Any], *, params: int | None = None, counted_by: str = "") -> ModuleSpec:
-    """The spec of an encoder-decoder or encoder: one component, the model, counted exactly."""
+def model_spec(name: str, config: dict[str, Any], *, params: int | None = None, tensors: int = 0,
+               counted_by: str = "") -> ModuleSpec:
+    """The spec of an encoder-decoder or encoder: one component, the model, counted exactly (``tensors``: its
+    parameter tensors where counted, 0 when not)."""
     from .diffusers import count_params, counted_by_library
     from .validate import ENCODER_POSITIVE, checked_config
 
@@ -123,6 +126,7 @@ def model_spec(name: str, config: dict[str, Any], *, params: int | None = None, 
     if params is None:
         params = count_params("transformers", cls, config, where=name)
     component = Component(name="model", role="model", library="transformers", cls=cls, config=config, params=params,
+                          tensors=tensors,
                           dtype=str(config.get("torch_dtype") or config.get("dtype") or "float32"))
     return ModuleSpec(name=name, kind=kind, family=str(config["model_type"]), components=(component,),
                       defaults=defaults(config, name), counted_by=counted_by or counted_by_library("transformers"),

@@ -34,6 +34,7 @@ class Component:
     cls: str
     config: dict[str, Any] = field(hash=False, compare=False, repr=False)
     params: int
+    tensors: int = 0  # its parameter tensors where counted (a bundled encoder's, on the meta device), else 0
     dtype: str = "bfloat16"  # the dtype its weights ship in
     # the component's profile when it was recorded just now rather than read by its config (your own module,
     # gpuplan.sim.module.module_spec): the plan reads it as it reads a bundled one

@@ -90,8 +90,8 @@ def _apple(s: Scenario, gpu: GpuSpec) -> list[str]:
 
 
 def not_a_module(s: Scenario, name: str) -> None:
-    """The fields and trainers of diffusion pipelines and encoder-decoders (:mod:`gpuplan.plan.modules`), given
-    with a decoder LLM, ``name`` (or, for ``fit``, every bundled model)."""
+    """The fields and trainers of diffusion pipelines and encoder-decoders (:mod:`gpuplan.plan.modules`), and the
+    for-loop AdamW their plans time, given with a decoder LLM, ``name`` (or, for ``fit``, every bundled model)."""
     stray = [field for field in MODULE_FIELDS if field in s.model_fields_set]
     if stray:
         one = len(stray) == 1
@@ -100,6 +100,9 @@ def not_a_module(s: Scenario, name: str) -> None:
     if s.stack in stacks.DIFFUSION_TRAINERS:
         raise GpuplanError(f"stack {s.stack} trains diffusion models, and {name} is a decoder LLM: use hf, "
                            "torchtune, torchtitan, unsloth, axolotl, pytorch or megatron")
+    if s.optimizer_impl == "for-loop":
+        raise GpuplanError(f"optimizer_impl for-loop (transformers' own AdamW) is planned for text encoders, Whisper "
+                           f"and encoder-decoders, and {name} is a decoder LLM: use fused or foreach")
 
 
 # the decoder LLM's fields a module's plan has no use for, by what they set (module_refusal's sentences)
@@ -113,12 +116,13 @@ def module_refusal(s: Scenario, spec: ModuleSpec) -> None:
     """A field given to the plan of ``spec`` (a diffusion pipeline, Whisper, an encoder-decoder, an encoder) that
     the plan does not read (:func:`gpuplan.scenario.modules.reads`): refused in one sentence naming what it reads
     instead, so no flag is taken and silently left out. A field given at its default changes nothing and passes."""
-    from ..scenario.modules import reads  # a decoder's plan never loads the modules' jobs
+    from ..scenario.modules import TRAINER_READS, reads  # a decoder's plan never loads the modules' jobs
 
     read = set(reads(spec))
     for name, info in Scenario.model_fields.items():  # the first in the scenario's order
         if name in s.model_fields_set and name not in read and getattr(s, name) != info.default:
-            what = "is read by another kind of model" if name in MODULE_FIELDS else "is a decoder LLM setting"
+            what = "is read by another kind of model" if name in MODULE_FIELDS or name in TRAINER_READS else \
+                "is a decoder LLM setting"
             if spec.kind == "module":
                 what = "is not read by this plan"
             instead = _reads_instead(name, s, spec, t5="seq_len" in read)

@@ -129,8 +129,11 @@ class Scenario(BaseModel):
                        "rate; off: at the fp32 rate")
     quant: str | None = Field(default=None, description="default: the checkpoint's own quantization_config")
     optimizer: Optimizer = "adamw"
-    optimizer_impl: Literal["fused", "foreach"] = Field(
-        default="fused", description="torch AdamW implementation; the HF Trainer uses fused since torch 2.8")
+    optimizer_impl: Literal["fused", "foreach", "for-loop"] = Field(
+        default="fused", description="AdamW implementation: fused (torch's one kernel; the HF Trainer's since torch "
+        "2.8), foreach (one kernel per op over all tensors), for-loop (a Python loop over the tensors, one kernel "
+        "per op per tensor: transformers' own AdamW, the Trainer's adamw_hf before transformers 4.32, the default "
+        "of a text encoder or Whisper plan given an older transformers_version; planned for those models only)")
     lora_rank: int = Field(default=16, ge=1, le=4096)
     lora_targets: Literal["all-linear"] | list[str] = "all-linear"
     lora_dropout: float = Field(default=0.0, ge=0.0, lt=1.0)

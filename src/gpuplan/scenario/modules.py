@@ -86,6 +86,7 @@ class ModuleJob:
     swapped: tuple[int, int] = (0, 0)  # kohya's --blocks_to_swap: FLUX's (double, single) blocks held in CPU memory
     attention: str = "sdpa"  # sdpa (and flash, xformers: fused, no score matrix kept) | eager (scores kept)
     autocast: bool = False  # precision *-mixed: a text encoder's full fine-tune read from its autocast profile
+    optimizer_impl: str = "fused"  # AdamW's: fused | foreach | for-loop (:func:`optimizer_impl`)
     text_tokens: int = 77
     t5_tokens: int = 0
     windows: int = 0  # Whisper inference on a recording (audio_seconds): its 30 s windows, batch at a time
@@ -99,18 +100,20 @@ class ModuleJob:
 # (gpuplan.plan.refusals.module_refusal) and the page's form shows these for the model (gpuplan.explain.forms).
 COMMON_READS = ("model", "task", "method", "stack", "precision", "quant", "micro_batch_size", "batch_size",
                 "grad_checkpointing", "grad_accum_steps", "optimizer", "adapter_dtype", "lora_rank", "lora_targets",
-                "attention", "train_steps", "tf32", "gpu", "wired_limit_mb", "provider", "pricing",
+                "attention", "train_steps", "tf32", "torch_version", "gpu", "wired_limit_mb", "provider", "pricing",
                 "max_price_age_days", "include_low_confidence", "mtbi_hours", "disk_gbs")
+# a transformers model's trainer: the AdamW implementation, whose default is the release's (:func:`optimizer_impl`)
+TRAINER_READS = ("optimizer_impl", "transformers_version")
 KIND_READS = {
     # seq_len: the T5 tokens of a prompt, for the pipelines with a T5 encoder only (resolve_diffusion)
     "diffusion": ("resolution", "seq_len", "inference_steps", "cfg", "cpu_offload", "cache_latents", "text_encoders",
                   "set_grads_to_none", "prior_preservation", "blocks_to_swap"),
     # seq_len: the transcript's tokens when decoder_tokens is unset (resolve_model)
-    "whisper": ("seq_len", "output_tokens", "decoder_tokens", "audio_seconds", "timestamps"),
-    "encoder-decoder": ("seq_len", "prompt_tokens", "output_tokens", "decoder_tokens"),
-    "encoder": (),
+    "whisper": ("seq_len", "output_tokens", "decoder_tokens", "audio_seconds", "timestamps", *TRAINER_READS),
+    "encoder-decoder": ("seq_len", "prompt_tokens", "output_tokens", "decoder_tokens", *TRAINER_READS),
+    "encoder": TRAINER_READS,
     # a text encoder's sequence: seq_len in training, prompt_tokens in inference (resolve_model)
-    "text-encoder": ("seq_len", "prompt_tokens"),
+    "text-encoder": ("seq_len", "prompt_tokens", *TRAINER_READS),
 }
 # your own module (gpuplan.sim.module.module_spec): its build() fixes the batch and the sizes, and it is trained
 # whole, so its plan reads what runs the example input and what prices it
@@ -121,8 +124,8 @@ MODULE_READS = ("model", "task", "precision", "optimizer", "train_steps", "gpu",
 # the fields among those that one task's plan reads only (resolve_diffusion, resolve_model: a generation reads no
 # trainer, a training job no denoising steps)
 TRAIN_READS = frozenset({"method", "stack", "micro_batch_size", "grad_checkpointing", "grad_accum_steps", "optimizer",
-                         "adapter_dtype", "lora_rank", "lora_targets", "train_steps", "cache_latents", "text_encoders",
-                         "set_grads_to_none", "prior_preservation", "mtbi_hours", "disk_gbs"})
+                         *TRAINER_READS, "adapter_dtype", "lora_rank", "lora_targets", "train_steps", "cache_latents",
+                         "text_encoders", "set_grads_to_none", "prior_preservation", "mtbi_hours", "disk_gbs"})
 INFER_READS = frozenset({"batch_size", "inference_steps", "cfg", "cpu_offload", "output_tokens", "prompt_tokens"})
 
 
@@ -525,8 +528,22 @@ def _resolved(s: Scenario, spec: ModuleSpec, shapes: tuple[tuple[int, ...], ...]
                      lora_rank=s.lora_rank, batch=batch, samples_per_step=batch, shapes=shapes, dtype=dtype,
                      attention=s.attention, autocast=s.precision.endswith("-mixed") and trained == "all"
                      and spec.family in TEXT_ENCODERS,
+                     optimizer_impl=optimizer_impl(s),
                      weights=STORED.get(s.quant, s.quant) if s.method != "qlora" else (s.quant or "nf4"),
                      notes=tuple(notes))
+
+
+def optimizer_impl(s: Scenario) -> str:
+    """The AdamW implementation a transformers model's training runs: the scenario's ``optimizer_impl`` when given,
+    else the Trainer's default of its ``transformers_version``: ``adamw_hf``, transformers' own AdamW, a Python
+    for-loop over the tensors, before :data:`~gpuplan.overheads.TRAINER_ADAMW_HF_UNTIL` (transformers pull request
+    25109); torch's fused kernel otherwise (the current release's)."""
+    given = s.transformers_version
+    if "optimizer_impl" in s.model_fields_set or given is None:
+        return s.optimizer_impl
+    old = tuple(int(n) for n in re.findall(r"\d+", given)[:2]) < \
+        tuple(int(n) for n in oh.TRAINER_ADAMW_HF_UNTIL.split("."))
+    return "for-loop" if old else s.optimizer_impl
 
 
 # transformers' automatic-speech-recognition pipeline with chunk_length_s 30: windows of 30 s that overlap by

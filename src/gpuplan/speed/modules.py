@@ -17,7 +17,9 @@ at the batch and sizes asked, timed as the LLM passes are (:mod:`.work`, :mod:`.
 - **host**: eager PyTorch's dispatcher and Python per aten op (views too) and per module call the pass makes (both
   counted in the profile), the backward's autograd ops at their own cost; host and GPU overlap, the pass takes
   their smooth maximum (:func:`~.work.smooth_max`); an optimizer that loops over its tensors in Python (Adafactor)
-  adds its ops per trained tensor once a step (:func:`optimizer_host_s`);
+  adds its ops per trained tensor once a step (:func:`optimizer_host_s`), and AdamW as a for-loop (transformers'
+  own, the Trainer's adamw_hf before 4.32) its ops and kernels per tensor in place of the fused pass
+  (:func:`adamw_for_loop_s`);
 - **eager attention under mixed precision**: autocast's fp32 softmax, 16 bytes per score (:func:`score_bytes`);
   BERT's eager chain (scale, padding mask, softmax, dropout: :func:`masked_score_bytes`) one kernel a step;
 - **autocast** (precision ``*-mixed``): a text encoder's full fine-tune is read from its profile recorded under
@@ -515,7 +517,9 @@ def train_step(s, job, main: Profile, parts: dict[str, Profile], gpu: GpuSpec) -
     step = micro * accum
     parts_s = {k: v * accum for k, v in parts_s.items()}
     if trainable:  # weights, gradients and two moments, fp32 where mixed: read and written (LoRA: negligible)
-        opt = optimizer_s(gpu, trainable, oh.OPTIMIZER_BYTES_PER_PARAM)
+        opt = adamw_for_loop_s(s, gpu, trainable, trained_tensors(job, main, parts)) \
+            if job.optimizer_impl == "for-loop" and getattr(s, "optimizer", "") == "adamw" else \
+            optimizer_s(gpu, trainable, oh.OPTIMIZER_BYTES_PER_PARAM)
         step += opt
         parts_s["optimizer"] = opt
     if host := optimizer_host_s(s, job, main, gpu, parts):
@@ -565,20 +569,42 @@ def text_whole(job) -> int:
     return sum(trained_text_params(job, te) for te in job.spec.role("text_encoder") if trains_encoder(job, te))
 
 
+def adamw_for_loop_s(s, gpu: GpuSpec, trainable: int, tensors: int) -> float:
+    """AdamW as a Python for-loop over the trained tensors (``optimizer_impl`` for-loop: transformers' own AdamW):
+    per tensor :data:`~gpuplan.overheads.ADAMW_FOR_LOOP_OPS_PER_TENSOR` aten ops dispatched on the card's host, and
+    :data:`~gpuplan.overheads.ADAMW_FOR_LOOP_KERNELS_PER_TENSOR` kernels on the GPU, each at least its launch latency
+    and together moving :data:`~gpuplan.overheads.ADAMW_FOR_LOOP_PASSES` of each parameter's weight, state and
+    gradient bytes (4 each: fp32, the master weights' dtype under autocast; 2 under a ``*-true`` precision); host
+    and GPU overlap as a pass's do (their smooth maximum)."""
+    passes = oh.ADAMW_FOR_LOOP_PASSES
+    element = 2 if str(getattr(s, "precision", "")).endswith("-true") else 4
+    gpu_s = trainable * element * sum(passes.values()) / bandwidth(gpu) \
+        + tensors * oh.ADAMW_FOR_LOOP_KERNELS_PER_TENSOR * oh.GEMM_KERNEL_LATENCY_S
+    host_s = tensors * oh.ADAMW_FOR_LOOP_OPS_PER_TENSOR * oh.DISPATCH_OVERHEAD_S * host_scale(gpu)
+    return smooth_max(gpu_s, host_s, oh.HOST_GPU_OVERLAP_SHARPNESS)
+
+
 def optimizer_host_s(s, job, main: Profile, gpu: GpuSpec, parts: dict[str, Profile] | None = None) -> float:
     """The host seconds of an optimizer that loops over its tensors in Python: its aten ops per trained tensor
     (:data:`~gpuplan.overheads.OPTIMIZER_OPS_PER_TENSOR`, more for 16-bit tensors: precision ``*-true``) at eager
     PyTorch's per-op cost on the card's host, once per optimizer step; its kernels are too small to keep the GPU
-    busy, so the step waits for them. The tensors: a LoRA adapter's two per adapted linear or convolution, or in a
-    full fine-tune each linear's and convolution's weight and bias (the norms' few tensors left out)."""
+    busy, so the step waits for them (:func:`trained_tensors`)."""
     ops = oh.OPTIMIZER_OPS_PER_TENSOR.get(str(getattr(s, "optimizer", "")), 0)
     if not ops:
         return 0.0
     if str(getattr(s, "precision", "")).endswith("-true"):
         ops += oh.OPTIMIZER_OPS_16BIT_EXTRA
+    return trained_tensors(job, main, parts) * ops * oh.DISPATCH_OVERHEAD_S * host_scale(gpu)
+
+
+def trained_tensors(job, main: Profile, parts: dict[str, Profile] | None = None) -> int:
+    """The tensors a step's optimizer updates: a LoRA adapter's two per adapted linear or convolution; in a full
+    fine-tune the model's parameter tensors where its spec counted them (a bundled encoder's, on the meta device),
+    else each linear's and convolution's weight and bias (the norms' and embeddings' tensors left out), with the
+    trained text encoders' linears."""
     linears = [op for op in main.ops if op.kind in ("linear", "conv")]
     if job.trained == "all":
-        tensors = sum(op.count * (2 if op.bias else 1) for op in linears)
+        tensors = job.spec.main.tensors or sum(op.count * (2 if op.bias else 1) for op in linears)
         if parts:  # the trained encoders' linears, less those the trainer leaves frozen
             tensors += sum(op.count * (2 if op.bias else 1) for te in job.spec.role("text_encoder")
                            if trains_encoder(job, te) for op in parts[f"text-encoder:{te.name}"].ops
@@ -586,8 +612,7 @@ def optimizer_host_s(s, job, main: Profile, gpu: GpuSpec, parts: dict[str, Profi
             tensors -= 2 * sum(frozen_text_params(job, te).linears for te in job.spec.role("text_encoder"))
     else:
         tensors = 2 * sum(op.count for op in linears if job.lora_roles and op.role in job.lora_roles)
-    tensors += 2 * text_adapted(job, parts or {})
-    return tensors * ops * oh.DISPATCH_OVERHEAD_S * host_scale(gpu)
+    return tensors + 2 * text_adapted(job, parts or {})
 
 
 def text_adapted(job, parts: dict[str, Profile]) -> int:

@@ -61,12 +61,25 @@ def device_overheads(s: Scenario, generation: str | None, memory_gib: float | No
     card's usable memory)."""
     if generation == "Apple":
         return {}
-    out = {"CUDA context": oh.CUDA_CONTEXT_GIB.get(generation or "", oh.CUDA_CONTEXT_DEFAULT_GIB) * GIB}
+    out = {"CUDA context": cuda_context_gib(s, generation) * GIB}
     if s.world_size > 1:
         out["NCCL buffers"] = oh.NCCL_GIB * GIB
     if s.display != "none":
         out[f"desktop ({s.display})"] = desktop_gib(s, memory_gib) * GIB
     return out
+
+
+def cuda_context_gib(s: Scenario, generation: str | None) -> float:
+    """The CUDA context a PyTorch process makes on a card of ``generation``: every kernel loaded where
+    ``s.torch_version`` predates lazy module loading (:data:`~gpuplan.overheads.CUDA_CONTEXT_EAGER_LOADING_GIB`),
+    else the generation's lazily loaded one (:data:`~gpuplan.overheads.CUDA_CONTEXT_GIB`)."""
+    from ..stacks.attention import torch_release  # the stacks' package reads the tensors' modules
+
+    release = torch_release(s.torch_version)
+    since = torch_release(oh.TORCH_LAZY_LOADING_SINCE)
+    if release is not None and since is not None and release < since:
+        return oh.CUDA_CONTEXT_EAGER_LOADING_GIB
+    return oh.CUDA_CONTEXT_GIB.get(generation or "", oh.CUDA_CONTEXT_DEFAULT_GIB)
 
 
 def desktop_gib(s: Scenario, memory_gib: float | None) -> float:
