@@ -16,8 +16,9 @@ from gpuplan.hardware import gpus, load_gpu, resolve_gpu
 def test_catalog_loads_every_entry():
     # GB300 and MI355X added (issue 24), Grand Teton's 96GB HBM2e H100 (issue 20); 2025 local cards and the
     # unified-memory boxes (issue 33); Apple M1 Max/Ultra, M2 Pro/Max, M3 Pro/Max, M4, M4 Pro (issue 31); the RTX 2080
-    # Ti (session 22); the laptop GPUs: RTX 4090/4080/4070/4060, 3080 (8 and 16 GB) and 5090 Laptop (session 24)
-    assert len(gpus()) == 78
+    # Ti (session 22); the laptop GPUs: RTX 4090/4080/4070/4060, 3080 (8 and 16 GB) and 5090 Laptop (session 24); the
+    # MI250 beside the MI250X (session 27)
+    assert len(gpus()) == 79
 
 
 @pytest.mark.parametrize("name, gpu_id, others", [
@@ -191,6 +192,23 @@ def test_an_mi250x_is_planned_per_gcd_as_rocm_shows_it():
     assert g.usable_gib < 64 and g.name == "Instinct MI250X (one GCD of 2)"
     other = load_gpu("mi300x")  # one device per package: as written
     assert other.memory_gib == 192 and other.name == "Instinct MI300X"
+
+
+def test_an_mi250_is_the_mi250xs_package_with_fewer_cus_planned_per_gcd():
+    """AMD's MI250: 208 CUs (104 per GCD) at 1.7 GHz, 1,024 FP16/BF16 FLOPS per clock per CU = 362.1 TFLOPS for the
+    OAM (ROCm docs gpu-arch/mi250.md, its peak table; the MI250X's 220 give 383.0), 128 GB and 3.2 TB/s, 500 W.
+    ROCm shows each GCD as one GPU, so the catalog plans 64 GB, 1.6 TB/s and 181.05 TFLOPS per device; its matmul
+    share is the MI250X's (the same GCD at the same clock)."""
+    from gpuplan.speed.gemm import full_clock_fraction
+
+    entry = _entries()["amd-instinct-mi250"]
+    assert entry["compute_units"] * 1.7 * 1024 / 1000 == pytest.approx(entry["dense_tflops"]["bf16_tensor"], abs=0.05)
+    assert entry["sources"] and any(s["checked"] == "read" for s in entry["sources"])
+    g = load_gpu("mi250")
+    assert (g.id, g.name, g.memory_gib, g.bandwidth_gbs, g.tdp_w) == \
+        ("amd-instinct-mi250", "Instinct MI250 (one GCD of 2)", 64, pytest.approx(3277 / 2), 250)
+    assert g.peak_tflops("bf16") == pytest.approx(362.1 / 2) and not g.supports_dtype("fp8")
+    assert full_clock_fraction(g) == full_clock_fraction(load_gpu("mi250x")) == 0.767
 
 
 def test_only_cards_with_2_4_sparsity_get_the_sparse_marketing_figure():

@@ -182,8 +182,9 @@ def _usable_gib(entry: dict[str, Any], size: float) -> float:
 
 
 def _per_device(entry: dict[str, Any]) -> dict[str, Any]:
-    """The entry as software sees one of its devices. An MI250X package holds two GCDs that ROCm shows as two GPUs
-    of 64 GB and 1.6 TB/s each (its gpus.yaml note; stas00's MAMF of 147 TFLOPS is of one GCD's 191.5), so a
+    """The entry as software sees one of its devices. An MI250X or MI250 package holds two GCDs that ROCm shows as
+    two GPUs of 64 GB and 1.6 TB/s each ("two GCDs, each of which constitutes one GPU device in the system": ROCm's
+    gpu-arch/mi250.md; stas00's MAMF of 147 TFLOPS is of one MI250X GCD's 191.5), so a
     ``devices_per_package`` of 2 halves the package's datasheet memory, bandwidth, peaks, power and price, and the
     name says so; a count of GPUs is then of devices, as ``rocm-smi`` and ``torch.cuda.device_count()`` count."""
     n = int(entry.get("devices_per_package") or 1)

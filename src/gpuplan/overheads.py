@@ -337,7 +337,9 @@ VLLM_CUDAGRAPH_PER_GRAPH_LAYER_MIB = 0.25
 # Achievable matmul rate: the Maximum Achievable Matmul FLOPS (MAMF) that stas00/ml-engineering measured
 # (compute/accelerator/README.md, "Maximum Achievable Matmul FLOPS comparison table", BF16, best shape):
 # A100 SXM 267.9/312 = 85.9 %, A100 PCIe 82.2 %, H100 SXM 792.1/989 = 80.1 %, GH200 83.0 %, MI250X 76.7 %,
-# MI300X 60.1 % (ROCm 6.2). Cards without a published MAMF take their generation's value; GDDR cards held by a
+# MI300X 60.1 % (ROCm 6.2); the MI250 takes the MI250X's share: the same gfx90a GCD with 104 of its 110 CUs enabled
+# at the same 1.7 GHz and the same HBM2e (ROCm docs, gpu-arch/mi250.md), as the H200 takes the H100's (no MAMF of it
+# is published). Cards without a published MAMF take their generation's value; GDDR cards held by a
 # low power cap (L40S 350 W for 362 TFLOPS) throttle their clocks under dense tensor work (their datasheet
 # peak is at boost clock), which the calibrated default for power-capped cards expresses.
 MATMUL_PEAK_FRACTION = {
@@ -345,6 +347,7 @@ MATMUL_PEAK_FRACTION = {
     "nvidia-a100-pcie-40gb": 0.822, "nvidia-h100-sxm5-80gb": 0.801, "nvidia-h100-sxm5-96gb": 0.801,
     "nvidia-h200-sxm-141gb": 0.801,
     "nvidia-gh200-144gb": 0.830, "nvidia-gh200-96gb": 0.830, "amd-instinct-mi250x": 0.767,
+    "amd-instinct-mi250": 0.767,
     "amd-instinct-mi300x": 0.601, "amd-instinct-mi325x": 0.601,
     # GeForce/workstation cards: the best bf16 torch.matmul rate over square sizes 1,024-10,240 that users posted
     # to zzc0721/torch-performance-test-data (database.md @078586871, the same measure as the MAMF: H100 80GB HBM3

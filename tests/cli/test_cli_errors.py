@@ -189,6 +189,40 @@ def test_fit_refuses_in_one_sentence_what_no_model_changes(capsys):
     assert code == 0 and '"fits": true' in out
 
 
+GGUF_UNDER_TRANSFORMERS = ("error: transformers dequantizes a GGUF file when it loads it, so gguf-q4_k_m saves no "
+                           "GPU memory there: serve it with engine llama.cpp, or drop quant\n")
+
+
+@pytest.mark.parametrize("args, said", [
+    (["--gpu", "rtx-4090", "--engine", "transformers", "--quant", "q4_k_m"], GGUF_UNDER_TRANSFORMERS),
+    (["--gpu", "v100", "--engine", "transformers", "--precision", "bf16-true"],
+     "error: Tesla V100 SXM2 32GB has no bf16 tensor cores (Volta): set precision fp16-true (for serving, precision "
+     "is the dtype the weights run in), or leave precision unset to get the card's own\n"),
+])
+def test_fit_says_a_reason_every_model_is_refused_for_once(capsys, args, said):
+    """Issue 30: ``fit --gpu rtx-4090 --engine transformers --quant q4_k_m`` printed an empty table, "92 are refused
+    as asked" at exit 0, and with --all 92 rows of the one sentence estimate gives (bf16 on a V100 alike). One
+    reason for every model is that sentence on stderr, exit 2; recommend and capacity give estimate's sentence too
+    (capacity refuses transformers itself, and gives the GGUF sentence of the engine asked)."""
+    code, out, err = cli(capsys, "fit", "--task", "infer", *args, "--all")
+    assert (code, out, err) == (2, "", said)
+    code, out, err = cli(capsys, "recommend", "--model", "llama-3.1-8b", "--task", "infer", "--engine",
+                         "transformers", "--quant", "q4_k_m")
+    assert (code, out, err) == (2, "", GGUF_UNDER_TRANSFORMERS)
+    code, out, err = cli(capsys, "capacity", "--model", "llama-3.1-8b", "--users", "20", "--preset", "chat",
+                         "--engine", "sglang", "--quant", "q4_k_m")
+    assert (code, out) == (2, "") and err == ("error: SGLang cannot quantize to gguf-q4_k_m on load: choose fp8, or an "
+                                              "AWQ/GPTQ checkpoint\n"), err
+
+
+def test_fit_lists_the_rows_when_the_reasons_differ(capsys):
+    """The shared refusal is one reason for every model: with MTP asked the 9 checkpoints that carry MTP layers plan
+    and the other 83 are refused, so the table stays (exit 0)."""
+    code, out, _ = cli(capsys, "fit", "--gpu", "rtx-4090", "--task", "infer", "--engine", "vllm",
+                       "--speculative-method", "mtp", "--json")
+    assert code == 0 and out.count('"device_peak_gib": null') == 83, out[:400]
+
+
 def test_buy_gpus_beside_a_named_build_is_refused(capsys):
     """``buy 2x3090 --gpus h100`` (or ``--gpus -inf``) priced the 3090s and dropped --gpus without a word
     (session 19's fuzzing): --gpus narrows a budget search; beside a build it is one sentence."""

@@ -320,14 +320,18 @@ def test_a_small_host_memory_is_not_printed_as_zero(capsys):
 
 def test_fit_says_apart_the_models_left_out_as_too_big_and_those_refused(monkeypatch, capsys):
     """The outside fuzzer's session 17: fit with an SDXL draft model said "92 more do not fit even with changes";
-    each of the 92 was refused (the draft is a diffusion pipeline), which --all said row by row. With MTP asked,
-    the 9 bundled checkpoints that carry MTP layers plan (none fits a 4090) and the rest are refused."""
+    each of the 92 was refused (the draft is a diffusion pipeline), which --all said row by row: now that one reason
+    is one sentence at exit 2 (issue 30). With MTP asked, the 9 bundled checkpoints that carry MTP layers plan (none
+    fits a 4090) and the rest are refused."""
     from gpuplan.cli import run
 
     monkeypatch.setenv("COLUMNS", "200")
     assert run(["fit", "--gpu", "rtx-4090", "--task", "infer", "--engine", "vllm", "--speculative-method", "draft",
-                "--draft-model", "sdxl", "--acceptance-length", "2"]) == 0
-    assert "92 are refused as asked; --all lists them and why" in capsys.readouterr().out
+                "--draft-model", "sdxl", "--acceptance-length", "2"]) == 2
+    captured = capsys.readouterr()
+    assert not captured.out and captured.err.count("\n") == 1, captured
+    assert captured.err.startswith("error: draft_model sdxl: stabilityai/stable-diffusion-xl-base-1.0 is a diffusion "
+                                   "pipeline"), captured.err
     assert run(["fit", "--gpu", "rtx-4090", "--task", "infer", "--engine", "vllm", "--speculative-method", "mtp"]) == 0
     out = " ".join(capsys.readouterr().out.split())
     assert "9 more do not fit even with changes on these cards; 83 are refused as asked; --all lists them" in out

@@ -358,6 +358,33 @@ def test_unsupported_scenarios_say_why(fields, text):
         simulate({"model": "llama-3.2-1b", **fields})
 
 
+@pytest.mark.parametrize("fields, said", [
+    (dict(task="train", method="lora", gpu="v100", precision="bf16-mixed"),
+     "Tesla V100 SXM2 32GB has no bf16 tensor cores (Volta): set precision fp16-mixed, or leave precision unset to "
+     "get the card's own"),
+    (dict(task="train", method="lora", gpu="t4", precision="bf16-mixed"), "Tesla T4 has no bf16 tensor cores"),
+    (dict(task="train", method="lora", gpu="a100", precision="fp8-mixed"),
+     "A100 SXM4 80GB has no fp8 tensor cores (Ampere): set precision bf16-mixed"),
+    (dict(task="train", method="lora", gpu="t4", precision="fp16-mixed", attention="flash"),
+     "FlashAttention 2 runs on Ampere or newer NVIDIA GPUs (and ROCm), and Tesla T4 is Turing: use attention sdpa"),
+    (dict(task="infer", engine="transformers", gpu="t4", kv_cache_dtype="bf16"),
+     "Tesla T4 has no bf16: set kv_cache_dtype fp16"),
+])
+def test_a_card_that_cannot_run_the_job_gets_estimates_sentence(fields, said):
+    """Issue 30: simulate ran bf16 on a V100 or T4 and FlashAttention 2 on a T4, and said fp8 training "needs CUDA
+    fp8 kernels" on an A100, where estimate refuses the card in one sentence (refusals.card_refusal): both say
+    that sentence now, before any tensor is made. fp8 on an H100 is still simulate's own limit."""
+    from gpuplan import GpuplanError, api
+
+    job = {"model": "llama-3.2-1b", "seq_len": 256, **fields}
+    for ask in (api.estimate, api.simulate):
+        with pytest.raises(GpuplanError) as refused:
+            ask(job)
+        assert str(refused.value).startswith(said), (ask, str(refused.value))
+    with pytest.raises(GpuplanError, match="fake CPU tensors cannot run"):
+        api.simulate({**job, "gpu": "h100", "precision": "fp8-mixed", "attention": "sdpa"})
+
+
 def gpuplan(*args: str) -> subprocess.CompletedProcess:
     return subprocess.run([sys.executable, "-m", "gpuplan", *args], capture_output=True, text=True,
                           env={**__import__("os").environ, "COLUMNS": "160"})

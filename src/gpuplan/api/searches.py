@@ -137,7 +137,8 @@ def fit(gpu: str, scenario: ScenarioLike | None = None, *, models: Iterable[str]
     """What can my cards do? Each bundled model (or ``models``) with the job of ``scenario`` (serving unless
     ``task`` says train) on ``gpu`` (``"2x3090"``, ``"rtx-4090"``): fits as asked, fits with a change, or not,
     with the largest batch and longest context: ``gpuplan fit``. ``module``: your own PyTorch module instead
-    (``package.module:function``), its one row the builder's plan of it on one of the cards."""
+    (``package.module:function``), its one row the builder's plan of it on one of the cards. A reason that refuses
+    every model alike is raised, one sentence (:func:`~gpuplan.plan.capability.what_fits`)."""
     from ..plan.capability import what_fits
     from ..scenario.describe import describe, laid_out
 

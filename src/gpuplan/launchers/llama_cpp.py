@@ -25,10 +25,10 @@ from __future__ import annotations
 import shlex
 
 from .. import overheads as oh
-from ..engines import engine_for
 from ..speed.ggml import ftype
 from .files import LaunchFile, Raw, shell_text
 from .plan import LaunchPlan
+from .serving import refusal
 from .settings import LaunchOptions
 
 NAME = "llama.cpp"
@@ -38,12 +38,7 @@ N_BATCH = 2048  # llama-server's logical batch (common.h n_batch); the micro-bat
 
 
 def applies(plan: LaunchPlan) -> str | None:
-    if plan.train:
-        return "llama.cpp serves models; a training plan runs with --target trainer, accelerate, deepspeed or torchrun"
-    if engine_for(plan.scenario).launch_target != NAME:
-        return (f"the plan is for engine {plan.scenario.engine}, whose memory differs from llama.cpp's buffers: plan "
-                "again with --engine llama.cpp")
-    return None
+    return refusal(plan, NAME, "llama.cpp", "llama.cpp's buffers")
 
 
 def gguf_name(plan: LaunchPlan) -> str:

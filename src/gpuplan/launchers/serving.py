@@ -1,6 +1,6 @@
-"""What the serving targets (vLLM, SGLang, TensorRT-LLM) write alike: the quantization to ask the engine for, the
-line that states the predicted KV pool, the note that a re-quantized plan needs a converted checkpoint, and the draft
-a speculative plan loads."""
+"""What the serving targets (vLLM, SGLang, TensorRT-LLM, llama.cpp) write alike: why a target does not apply to a
+plan, the quantization to ask the engine for, the note's run line and the line that states the predicted KV pool,
+the note that a re-quantized plan needs a converted checkpoint, and the draft a speculative plan loads."""
 
 from __future__ import annotations
 
@@ -10,6 +10,33 @@ from ..model.checkpoints import published
 from .plan import LaunchPlan
 
 CONVERTED = ("awq-int4", "gptq-int4", "gptq-int8", "nvfp4")  # formats an engine reads from a converted checkpoint only
+DTYPE = {"bf16": "bfloat16", "fp16": "float16", "fp32": "float32"}  # --dtype of vLLM and SGLang (torch's names)
+TRAINERS = "trainer, accelerate, deepspeed or torchrun"  # the targets a training plan runs with
+
+
+def refusal(plan: LaunchPlan, name: str, label: str, pool: str, *, trainers: str = TRAINERS) -> str | None:
+    """Why serving target ``name`` (``label`` in a sentence) does not apply: a training plan, which ``trainers`` run,
+    or a plan for another engine, whose memory differs from this one's ``pool``; None where it may."""
+    if plan.train:
+        return f"{label} serves models; a training plan runs with --target {trainers}"
+    if engine_for(plan.scenario).launch_target != name:
+        return (f"the plan is for engine {plan.scenario.engine}, whose memory differs from {pool}: plan again with "
+                f"--engine {name}")
+    return None
+
+
+def no_startup(plan: LaunchPlan, label: str) -> str | None:
+    """A plan without the engine's startup (the settings the script writes), which only a plan on a card has."""
+    return None if plan.result.memory.engine else f"the estimate has no {label} startup for this plan (a GPU is needed)"
+
+
+def run_line(plan: LaunchPlan, script: str, port: int) -> str:
+    """The note that says how to start ``script``: on each node of a copy over several, with the variables that
+    join them (``NODE_RANK``, ``MASTER_ADDR``), and where the server listens."""
+    if plan.num_nodes <= 1:
+        return f"run: bash {script}; the OpenAI-compatible server listens on port {port}"
+    return (f"run: bash {script} on each of the {plan.num_nodes} machines, with NODE_RANK (0 on the main one) and "
+            f"MASTER_ADDR set; the OpenAI-compatible server listens on port {port} of the main one")
 
 
 def quant_to_ask(plan: LaunchPlan) -> str | None:

@@ -17,17 +17,15 @@ serving: ``ServerArgs.nnodes``, ``node_rank``, ``dist_init_addr``). A speculativ
 
 from __future__ import annotations
 
-from ..engines import engine_for
 from .files import LaunchFile, Raw, shell_text
 from .plan import LaunchPlan
-from .serving import converted_note, draft_to_load, pool_line, quant_to_ask
+from .serving import DTYPE, converted_note, draft_to_load, no_startup, pool_line, quant_to_ask, refusal, run_line
 from .settings import LaunchOptions
 
 NAME = "sglang"
 PORT = 25000  # the first node's port for the others to join (SGLang's multi-node examples)
 SCRIPT = "sglang-serve.sh"
 POOL = "KV pool (SGLang's token pool)"  # the header's pool line names it as vLLM's does, then as SGLang does
-DTYPE = {"bf16": "bfloat16", "fp16": "float16", "fp32": "float32"}
 KV_CACHE_DTYPE = {"auto": "auto", "fp16": "auto", "bf16": "auto", "fp8": "fp8_e4m3"}
 # speculative_method -> SGLang's --speculative-algorithm (python/sglang/srt/speculative/spec_info.py
 # SpeculativeAlgorithm)
@@ -37,15 +35,7 @@ QUANTIZATION = {"fp8": "fp8", "awq-int4": "awq", "gptq-int4": "gptq", "gptq-int8
 
 
 def applies(plan: LaunchPlan) -> str | None:
-    s = plan.scenario
-    if plan.train:
-        return "SGLang serves models; a training plan runs with --target trainer, accelerate, deepspeed or torchrun"
-    if engine_for(s).launch_target != NAME:
-        return (f"the plan is for engine {s.engine}, whose memory differs from SGLang's token pool: plan again "
-                "with --engine sglang")
-    if not plan.result.memory.engine:
-        return "the estimate has no SGLang startup for this plan (a GPU is needed)"
-    return None
+    return refusal(plan, NAME, "SGLang", "SGLang's token pool") or no_startup(plan, "SGLang")
 
 
 def command(plan: LaunchPlan, opts: LaunchOptions, *, multinode_env: bool = False) -> list[str]:
@@ -111,11 +101,7 @@ def moe_layout(s) -> list[str]:
 def notes(plan: LaunchPlan, opts: LaunchOptions) -> list[str]:
     s, mem = plan.scenario, plan.result.memory
     eng = mem.engine
-    out = [f"run: bash {SCRIPT}" + (f" on each of the {plan.num_nodes} machines, with NODE_RANK (0 on the main one) "
-                                    "and MASTER_ADDR set" if plan.num_nodes > 1 else "")
-           + f"; the OpenAI-compatible server listens on port {opts.port}" + (" of the main one" if plan.num_nodes > 1
-                                                                              else ""),
-           f"{pool_line(plan, POOL)}; memory rules of SGLang {eng['version']}",
+    out = [run_line(plan, SCRIPT, opts.port), f"{pool_line(plan, POOL)}; memory rules of SGLang {eng['version']}",
            "scheduler as gpuplan timed it: prefill batches of up to "
            f"{eng['chunked_prefill_size']:,} tokens before decodes (no --enable-mixed-chunk), radix cache on"
            + (", overlap scheduler on" if eng["overlap_schedule"] else "")]

@@ -16,11 +16,10 @@ loads, so where no such checkpoint is known the script asks for one (:func:`chec
 
 from __future__ import annotations
 
-from ..engines import engine_for
 from ..engines import trtllm as trtllm_engine
 from .files import LaunchFile, Raw, shell_text, yaml_text
 from .plan import LaunchPlan
-from .serving import draft_to_load, pool_line
+from .serving import draft_to_load, no_startup, pool_line, refusal, run_line
 from .settings import LaunchOptions
 
 NAME = "trtllm"
@@ -32,18 +31,11 @@ KV_DTYPE = {"auto": "auto", "fp16": "auto", "bf16": "auto", "fp8": "fp8"}
 
 
 def applies(plan: LaunchPlan) -> str | None:
-    s = plan.scenario
-    if plan.train:
-        return "TensorRT-LLM serves models; a training plan runs with --target trainer, torchrun or its stack's"
-    if engine_for(s).launch_target != NAME:
-        return (f"the plan is for engine {s.engine}, whose memory differs from TensorRT-LLM's: plan again with "
-                "--engine trtllm")
-    if plan.num_nodes > 1:
-        return (f"trtllm-serve over {plan.num_nodes} nodes starts under mpirun or Slurm, which gpuplan does not write: "
-                "plan with engine vllm or sglang to launch across nodes")
-    if not plan.result.memory.engine:
-        return "the estimate has no TensorRT-LLM startup for this plan (a GPU is needed)"
-    return None
+    nodes = None if plan.num_nodes <= 1 else (
+        f"trtllm-serve over {plan.num_nodes} nodes starts under mpirun or Slurm, which gpuplan does not write: plan "
+        "with engine vllm or sglang to launch across nodes")
+    return (refusal(plan, NAME, "TensorRT-LLM", "TensorRT-LLM's", trainers="trainer, torchrun or its stack's")
+            or nodes or no_startup(plan, "TensorRT-LLM"))
 
 
 def command(plan: LaunchPlan, opts: LaunchOptions) -> list[str]:
@@ -98,7 +90,7 @@ def speculative_config(plan: LaunchPlan) -> dict:
 
 def notes(plan: LaunchPlan, opts: LaunchOptions) -> list[str]:
     s, mem = plan.scenario, plan.result.memory
-    out = [f"run: bash {SCRIPT}; the OpenAI-compatible server listens on port {opts.port}",
+    out = [run_line(plan, SCRIPT, opts.port),
            pool_line(plan, "KV cache", f" in blocks of {mem.engine['tokens_per_block']}")]
     if s.quant in ("fp8", "nvfp4") and plan.model_ref != plan.model.name:
         out.append(f"{s.quant} weights: the command loads {plan.model_ref}, the {s.quant} checkpoint of "

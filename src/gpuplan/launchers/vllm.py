@@ -21,18 +21,16 @@ from __future__ import annotations
 
 import json
 
-from ..engines import engine_for
 from ..engines.vllm import version_tuple
 from ..errors import GpuplanError
 from .files import LaunchFile, Raw, shell_text
 from .plan import LaunchPlan
-from .serving import converted_note, draft_to_load, pool_line, quant_to_ask
+from .serving import DTYPE, converted_note, draft_to_load, no_startup, pool_line, quant_to_ask, refusal, run_line
 from .settings import LaunchOptions
 
 NAME = "vllm"
 PORT = 29500  # the first node's port for the others to join (vLLM's --master-port default)
 SCRIPT = "vllm-serve.sh"
-DTYPE = {"bf16": "bfloat16", "fp16": "float16", "fp32": "float32"}
 KV_CACHE_DTYPE = {"auto": "auto", "fp16": "float16", "bf16": "bfloat16", "fp8": "fp8", "int8": "int8_per_token_head"}
 QUANTIZATION = {"fp8": "fp8", "awq-int4": "awq", "gptq-int4": "gptq", "gptq-int8": "gptq", "mxfp4": "mxfp4",
                 "nvfp4": "modelopt_fp4",
@@ -42,18 +40,10 @@ SPECULATIVE_METHOD = {"eagle": "eagle", "eagle3": "eagle3", "mtp": "mtp", "ngram
 
 
 def applies(plan: LaunchPlan) -> str | None:
-    s = plan.scenario
-    if plan.train:
-        return "vLLM serves models; a training plan runs with --target trainer, accelerate, deepspeed or torchrun"
-    if engine_for(s).launch_target != NAME:
-        return (f"the plan is for engine {s.engine}, whose memory differs from vLLM's preallocated pool: plan "
-                "again with --engine vllm")
-    if s.entry_point != "serve":
-        return (f"the plan is for vLLM's {s.entry_point} entry point, whose defaults differ from `vllm serve`: plan "
-                "with entry_point serve")
-    if not plan.result.memory.engine:
-        return "the estimate has no vLLM startup for this plan (a GPU is needed)"
-    return None
+    entry = plan.scenario.entry_point
+    own = None if entry == "serve" else (f"the plan is for vLLM's {entry} entry point, whose defaults differ from "
+                                         "`vllm serve`: plan with entry_point serve")
+    return refusal(plan, NAME, "vLLM", "vLLM's preallocated pool") or own or no_startup(plan, "vLLM")
 
 
 def max_model_len(plan: LaunchPlan) -> int:
@@ -155,10 +145,7 @@ def async_scheduling_flag(s) -> list[str]:
 
 def notes(plan: LaunchPlan, opts: LaunchOptions) -> list[str]:
     s, mem = plan.scenario, plan.result.memory
-    out = [f"run: bash {SCRIPT}" + (f" on each of the {plan.num_nodes} machines, with NODE_RANK (0 on the main one) "
-                                    "and MASTER_ADDR set" if plan.num_nodes > 1 else "")
-           + f"; the OpenAI-compatible server listens on port {opts.port}" + (" of the main one" if plan.num_nodes > 1
-                                                                              else ""),
+    out = [run_line(plan, SCRIPT, opts.port),
            f"{pool_line(plan, 'KV pool')}; memory rules of vLLM {mem.engine['version']}"]
     if plan.model.max_context and max_model_len(plan) < plan.model.max_context:
         out.append(f"--max-model-len {max_model_len(plan):,}: the longest request the predicted KV pool holds (vLLM "

@@ -49,8 +49,13 @@ class FitRow(BaseModel):
 
 def what_fits(template: dict[str, Any], gpu: GpuSpec, count: int, models: list[str] | None = None) -> list[FitRow]:
     """One row per model (default: every bundled one): those that fit as asked, then with a change on the GPU
-    alone, then with CPU offload (slow), then the rest; largest first in each group."""
+    alone, then with CPU offload (slow), then the rest; largest first in each group. Every model refused for
+    one reason (a GGUF file under transformers, bf16 on a V100, a diffusion pipeline as draft model) is that one
+    sentence raised, as estimate says it, not a row per model saying it again (issue 30)."""
     rows = [_row(template, repo, gpu, count) for repo in (models or list(bundled()))]
+    reasons = {r.reason for r in rows if r.device_peak_gib is None and not r.fits}
+    if len(reasons) == 1 and all(r.device_peak_gib is None and not r.fits for r in rows):
+        raise GpuplanError(reasons.pop())
     rows.sort(key=lambda r: (not r.fits, bool(r.change), r.cpu_gib > 0, -r.params_total))
     return rows
 

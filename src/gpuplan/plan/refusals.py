@@ -61,7 +61,7 @@ def check(s: Scenario, m: ModelSpec, gpu: GpuSpec | None) -> list[str]:
     _offload(s)
     warnings += _engine(s, m)
     if gpu is not None:
-        _card(s, gpu)
+        card_refusal(s, gpu)
         warnings += _node(s, gpu) + _apple(s, gpu) + stack_card_warnings(s, gpu)
         said = engine_for(s).card_warning(s, gpu)
         warnings += [said] if said else []
@@ -580,9 +580,10 @@ def stack_card_warnings(s: Scenario, gpu: GpuSpec) -> list[str]:
     return [said] if said else []
 
 
-def _card(s: Scenario, gpu: GpuSpec) -> None:
+def card_refusal(s: Scenario, gpu: GpuSpec) -> None:
     """What the training stack or the engine does not run on the card, and dtypes the card has no tensor cores
-    for."""
+    for: asked by :func:`check`, and by ``simulate`` and ``probe`` of a scenario that names its card
+    (:func:`gpuplan.sim.simulate.refusal`), so that they say estimate's sentence."""
     why = stack_card(s, gpu)
     if why:
         raise GpuplanError(why)

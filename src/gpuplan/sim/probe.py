@@ -49,12 +49,12 @@ def probe(scenario: Scenario | dict[str, Any], *, steps: int = 2, simulate_too: 
         raise GpuplanError("probe needs a CUDA GPU and none is visible (torch.cuda.is_available() is False): run "
                            "it on the machine you will use, or run gpuplan simulate here")
     from .real import backends, record_of
-    from .simulate import _check
+    from .simulate import refusal
 
     s = scenario_from(scenario)
     scenario_refusal(s)  # what the stack cannot run
     m = load_model(s.model)
-    _check(s, m)
+    refusal(s, m)
     notes: list[str] = []
     chosen = backends(s)
     torch.cuda.empty_cache()

@@ -38,11 +38,12 @@ from typing import Any
 
 from ..engines import engine_for
 from ..errors import GpuplanError
+from ..hardware import resolve_gpu
 from ..model.catalog import load_model
 from ..model.meta_layers import decoder_layers, is_tower
 from ..model.spec import ModelSpec
 from ..model.trace import cache_keyword, cache_layer_tensors, forward, instantiate, new_cache, own_cache, quiet
-from ..plan.refusals import scenario_refusal
+from ..plan.refusals import card_refusal, scenario_refusal
 from ..scenario import Scenario, scenario_from
 from ..tensors.state import PEFT_MAMBA_REFUSED, PEFT_MAMBA_TYPES
 from . import depth, stacks
@@ -86,7 +87,7 @@ def simulate(scenario: Scenario | dict[str, Any], *, timeline: bool = False, lay
     s = scenario_from(scenario)
     scenario_refusal(s)  # what the stack cannot run
     m = load_model(s.model)
-    _check(s, m)
+    refusal(s, m)
     if layers is not None and not 1 <= layers <= m.num_layers:
         raise GpuplanError(f"--layers must be between 1 and {m.name}'s {m.num_layers} layers, got {layers}")
     started = time.perf_counter()
@@ -178,7 +179,13 @@ def _require():
 
 
 # ---- what can be simulated -----------------------------------------------------------------------------
-def _check(s: Scenario, m: ModelSpec) -> None:
+def refusal(s: Scenario, m: ModelSpec) -> None:
+    """What the simulation (and ``probe``, which measures the same step) cannot run, in one sentence: first what
+    the card the scenario names cannot run, as estimate refuses it (:func:`gpuplan.plan.refusals.card_refusal`:
+    bf16 on a V100 or T4, fp8 before Ada/Hopper, FlashAttention 2 before Ampere), then the layouts, engines,
+    checkpointing, fp8 training and weight formats that fake CPU tensors do not run."""
+    if s.gpu:
+        card_refusal(s, resolve_gpu(s.gpu)[0])
     if s.world_size > 1 or s.tp > 1 or s.pp > 1:
         raise GpuplanError("simulate runs one GPU's step: set num_gpus 1 (sharded and parallel layouts are "
                            "estimated by gpuplan estimate)")
