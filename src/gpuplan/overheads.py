@@ -839,6 +839,18 @@ LAYERNORM_FAMILIES = frozenset({"gpt2", "gpt_neox", "gptj", "gpt_bigcode", "opt"
 # Inductor): bytes per hidden and per MLP element per layer forward, as FUSED_ELEMENTWISE_FACTOR's count for vLLM's
 # fused kernels (each activation read and written once: ~20 and ~6).
 FUSED_ELEMENTWISE_BYTES = (20.0, 6.0)
+# Inductor leaves a rotary embedding written with complex numbers unfused: torchtitan's Llama (models/llama3
+# ``apply_rotary_emb``: ``view_as_complex(xq.float()...)``, a complex multiply, ``view_as_real(...).type_as(xq)``)
+# runs as ATen kernels under torch.compile, since Inductor generates no code for complex tensors
+# (torch/_inductor/lowering.py ``unsupported_input_tensor``: "Torchinductor does not support code generation for
+# complex operators. Performance may be worse than eager."; pytorch/torchtitan#15, open since 2024-01). Compiling
+# torchtitan's function with torch 2.13's Inductor leaves 4 complex ``aten.mul`` and 4 ``view_as_complex`` calls
+# (forward and backward of q and k); the same rotation in real arithmetic compiles to fused kernels with none
+# (bench/results/train_s27.md). Each pass then moves per q and k element: the fp32 upcast (2 read, 4 written), the
+# complex multiply (4 and 4), the cast back (4 and 2): 20 bytes, where a fused kernel reads and writes bf16: 4.
+# Counted from the kernels, not fitted; the compile/eager pairs it moves (torchtitan's H100 tables) are held out.
+ROPE_COMPLEX_BYTES = 20.0
+ROPE_FUSED_BYTES = 4.0
 # peft's LoRA path per adapted linear moves the output through the scaling and the add (~8 bytes per output
 # element) and, with lora_dropout > 0, the input through a dropout with its mask (~5 bytes per input element).
 LORA_BYTES_PER_OUTPUT = 8

@@ -337,7 +337,7 @@ def _micro_work(s: Scenario, m: ModelSpec, gpu: GpuSpec, dtype: str, tokens: int
                                 fp8_kernel=bool(s.fp8_attention), backend=kern.attention, kernel=kernel, tp=tp,
                                 layers=share, masked_windows=True, grad=g) * n
                     for g, n in ((False, 1), (True, passes - 1))) / s.cp
-    per_element = oh.FUSED_ELEMENTWISE_BYTES if kern.fused_elementwise else None
+    per_element = _fused_bytes(m, kern, tp) if kern.fused_elementwise else None
     elementwise = sum(elementwise_s(m, gpu, tokens, tp=tp, layers=share, per_element=per_element, grad=g) * n
                       for g, n in ((False, 1), (True, rest_again + oh.ELEMENTWISE_BACKWARD_RATIO)))
     if _fp32_upcast(s, kern):  # the residual stream and the ops between the linears in fp32
@@ -445,6 +445,18 @@ def _selective_cast_share(m: ModelSpec, rc) -> float:
     again = sum(c * sum(lin.in_features for lin in layer.linears if lin.name in rc.linears[layer])
                 for layer, c in m.layer_kinds())
     return again / max(width, 1)
+
+
+def _fused_bytes(m: ModelSpec, kern, tp: int) -> tuple[float, float]:
+    """Bytes per hidden and per MLP element per layer forward of fused element-wise kernels
+    (:data:`~gpuplan.overheads.FUSED_ELEMENTWISE_BYTES`), with a complex-number rotary embedding's unfused kernels
+    added over the rank's query and key widths (:data:`~gpuplan.overheads.ROPE_COMPLEX_BYTES` instead of
+    :data:`~gpuplan.overheads.ROPE_FUSED_BYTES` per element)."""
+    hidden, mlp = oh.FUSED_ELEMENTWISE_BYTES
+    if kern.complex_rope:
+        qk = (m.num_heads + m.num_kv_heads) * m.head_dim / tp
+        hidden += (oh.ROPE_COMPLEX_BYTES - oh.ROPE_FUSED_BYTES) * qk / m.hidden_size
+    return hidden, mlp
 
 
 def _fp32_upcast(s: Scenario, kern) -> bool:
