@@ -40,3 +40,19 @@ def test_serving_prompts_and_other_kernels_keep_their_shares():
     assert attention_fraction(mi300x, "flash2") == 0.30
     assert attention_fraction(load_gpu("amd-instinct-mi250x"), "cudnn") == 0.30
     assert attention_fraction(load_gpu("nvidia-h100-sxm5-80gb"), "cudnn") == 0.35
+
+
+def test_sdpa_on_rocm_runs_its_flash_kernel_not_cudnn():
+    """PyTorch's cuDNN attention is CUDA-only: SDPA on an MI300X is FlashAttention-2's class (ROCm's AOTriton or CK
+    flash, the 0.30 default), whatever today's release prefers on Hopper; Megatron's Transformer Engine attention
+    stays "cudnn" (AITER's share); on an H100 SDPA stays cuDNN's."""
+    from gpuplan.scenario import scenario_from
+    from gpuplan.speed.training import _on_card
+    from gpuplan.stacks import stack_for
+
+    mi300x, h100 = load_gpu("amd-instinct-mi300x"), load_gpu("nvidia-h100-sxm5-80gb")
+    hf = scenario_from(dict(model="llama-3.1-8b", task="train", method="lora", stack="hf", attention="sdpa"))
+    assert _on_card(stack_for(hf).kernels(hf), mi300x).attention == "flash2"
+    assert _on_card(stack_for(hf).kernels(hf), h100).attention == "cudnn"
+    mega = scenario_from(dict(model="llama-3.1-8b", task="train", method="lora", stack="megatron"))
+    assert _on_card(stack_for(mega).kernels(mega), mi300x).attention == "cudnn"

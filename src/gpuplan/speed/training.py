@@ -50,7 +50,7 @@ estimate runs a GEMM faster than its shape allows on the card (the ceiling
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from .. import overheads as oh
 from ..hardware import GpuSpec, Network
@@ -230,6 +230,15 @@ def _attention_note(s: Scenario, m: ModelSpec, gpu: GpuSpec, kern) -> str | None
             "or --attention flash to plan them)")
 
 
+def _on_card(kern, gpu: GpuSpec):
+    """The stack's kernels on ``gpu``: PyTorch's cuDNN attention backend exists in its CUDA builds only, so SDPA on
+    another vendor's card runs its own flash kernel (ROCm: AOTriton's or Composable Kernel's), FlashAttention-2's
+    class, whatever the release prefers on NVIDIA cards (Transformer Engine's fused attention stays its own)."""
+    if kern.attention_by_sdpa and kern.attention == "cudnn" and gpu.vendor != "NVIDIA":
+        return replace(kern, attention="flash2")
+    return kern
+
+
 def training_speed(s: Scenario, m: ModelSpec, gpu: GpuSpec, network: Network | None = None) -> Speed:
     """Step time and tokens/s of ``s`` on ``gpu`` over ``network`` (see the module docstring): one micro-step's
     GPU work and host work, its communication, then the step's accumulation, synchronization, optimizer and
@@ -239,7 +248,7 @@ def training_speed(s: Scenario, m: ModelSpec, gpu: GpuSpec, network: Network | N
     dtype = compute_dtype(s)
     tokens = s.micro_batch_size * s.seq_len // s.cp  # context parallel: each rank runs seq_len / cp tokens
     assumptions: list[str] = []
-    kern = stack_for(s).kernels(s)
+    kern = _on_card(stack_for(s).kernels(s), gpu)
     comm = _Comms(s, m, gpu, network, assumptions)
     stage, work, host, deepspeed_zero3, tp_comm = _pacing_stage(s, m, gpu, dtype, tokens, kern, comm, assumptions)
     if s.cuda_graphs:  # the step replays captured kernels: no per-kernel host launches
