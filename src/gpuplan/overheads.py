@@ -740,6 +740,20 @@ ATTENTION_PEAK_FRACTION_DEFAULT = 0.30
 # 0.30 x (1 + 0.375) / (1 + 0.61) = 0.256, with the matmuls at the full wgmma rate that mma.sync does not reach.
 # PyTorch 2.5's release blog puts cuDNN's kernel "up to 75 %" above FlashAttention-2 on H100: 0.35 / 1.75 = 0.20.
 ATTENTION_KERNEL_PEAK_FRACTION = {("flash2", "Hopper"): 0.19}
+# AMD Instinct has no fitted fraction (the 0.30 default above); its fused attention in training (Transformer Engine's
+# on ROCm: Composable Kernel's and AITER's FMHA, the "cudnn" class of stacks/attention.py) takes the forward kernel's
+# published rate on the card times what a training step keeps of a kernel benchmark's rate on Hopper, the one card
+# where both are known for one kernel: FlashAttention-2 end to end 0.19 (above, fitted on the fitted split) against
+# its forward benchmarked at 327.9 TFLOPS of 989.4 on an H100 at 128-wide heads, batch 2, 8,192 tokens
+# (Azure/AI-benchmarking-guide Azure_Results/ND_H100_v5_results.md): 0.573 (the backward, the layout copies and the
+# step's clock around the kernel). AITER's asm forward (ROCm/aiter op_tests/cpp/mha/README.md, "More performance
+# test results", bf16, batch 1, 64 query / 8 KV heads, 8,192 tokens, 128-wide, no causal mask): MI300X 591.37 TFLOPS,
+# MI355X 1,412.91; the MI325X is the MI300X's chip. Not fitted: every AMD training row (bench/results/mlperf.md) is
+# held out; what it moves is in bench/results/train_s27.md. Serving prompts keep the default: the engines measured
+# on these cards ran older kernels, and a prompt's forward alone is ATTENTION_FORWARD_PEAK_FRACTION's business.
+HOPPER_FA2_FORWARD_SHARE = 327.9 / 989.4
+ATTENTION_FORWARD_KERNEL_TFLOPS = {"amd-instinct-mi300x": 591.37, "amd-instinct-mi325x": 591.37,
+                                   "amd-instinct-mi355x": 1412.91}
 # A serving engine's prompt attention is the fused kernel's forward alone, where the fractions above are end to end
 # (forward and the slower backward, with a training step's copies around them). Where a kernel benchmark of that
 # forward on the card's architecture is published, the prompt is timed at it: (class, compute capability, or its
@@ -852,6 +866,18 @@ LAYERNORM_FAMILIES = frozenset({"gpt2", "gpt_neox", "gptj", "gpt_bigcode", "opt"
 # Inductor): bytes per hidden and per MLP element per layer forward, as FUSED_ELEMENTWISE_FACTOR's count for vLLM's
 # fused kernels (each activation read and written once: ~20 and ~6).
 FUSED_ELEMENTWISE_BYTES = (20.0, 6.0)
+# Inductor leaves a rotary embedding written with complex numbers unfused: torchtitan's Llama (models/llama3
+# ``apply_rotary_emb``: ``view_as_complex(xq.float()...)``, a complex multiply, ``view_as_real(...).type_as(xq)``)
+# runs as ATen kernels under torch.compile, since Inductor generates no code for complex tensors
+# (torch/_inductor/lowering.py ``unsupported_input_tensor``: "Torchinductor does not support code generation for
+# complex operators. Performance may be worse than eager."; pytorch/torchtitan#15, open since 2024-01). Compiling
+# torchtitan's function with torch 2.13's Inductor leaves 4 complex ``aten.mul`` and 4 ``view_as_complex`` calls
+# (forward and backward of q and k); the same rotation in real arithmetic compiles to fused kernels with none
+# (bench/results/train_s27.md). Each pass then moves per q and k element: the fp32 upcast (2 read, 4 written), the
+# complex multiply (4 and 4), the cast back (4 and 2): 20 bytes, where a fused kernel reads and writes bf16: 4.
+# Counted from the kernels, not fitted; the compile/eager pairs it moves (torchtitan's H100 tables) are held out.
+ROPE_COMPLEX_BYTES = 20.0
+ROPE_FUSED_BYTES = 4.0
 # peft's LoRA path per adapted linear moves the output through the scaling and the add (~8 bytes per output
 # element) and, with lora_dropout > 0, the input through a dropout with its mask (~5 bytes per input element).
 LORA_BYTES_PER_OUTPUT = 8

@@ -50,7 +50,7 @@ estimate runs a GEMM faster than its shape allows on the card (the ceiling
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from .. import overheads as oh
 from ..hardware import GpuSpec, Network
@@ -230,6 +230,15 @@ def _attention_note(s: Scenario, m: ModelSpec, gpu: GpuSpec, kern) -> str | None
             "or --attention flash to plan them)")
 
 
+def _on_card(kern, gpu: GpuSpec):
+    """The stack's kernels on ``gpu``: PyTorch's cuDNN attention backend exists in its CUDA builds only, so SDPA on
+    another vendor's card runs its own flash kernel (ROCm: AOTriton's or Composable Kernel's), FlashAttention-2's
+    class, whatever the release prefers on NVIDIA cards (Transformer Engine's fused attention stays its own)."""
+    if kern.attention_by_sdpa and kern.attention == "cudnn" and gpu.vendor != "NVIDIA":
+        return replace(kern, attention="flash2")
+    return kern
+
+
 def training_speed(s: Scenario, m: ModelSpec, gpu: GpuSpec, network: Network | None = None) -> Speed:
     """Step time and tokens/s of ``s`` on ``gpu`` over ``network`` (see the module docstring): one micro-step's
     GPU work and host work, its communication, then the step's accumulation, synchronization, optimizer and
@@ -239,7 +248,7 @@ def training_speed(s: Scenario, m: ModelSpec, gpu: GpuSpec, network: Network | N
     dtype = compute_dtype(s)
     tokens = s.micro_batch_size * s.seq_len // s.cp  # context parallel: each rank runs seq_len / cp tokens
     assumptions: list[str] = []
-    kern = stack_for(s).kernels(s)
+    kern = _on_card(stack_for(s).kernels(s), gpu)
     comm = _Comms(s, m, gpu, network, assumptions)
     stage, work, host, deepspeed_zero3, tp_comm = _pacing_stage(s, m, gpu, dtype, tokens, kern, comm, assumptions)
     if s.cuda_graphs:  # the step replays captured kernels: no per-kernel host launches
@@ -337,7 +346,7 @@ def _micro_work(s: Scenario, m: ModelSpec, gpu: GpuSpec, dtype: str, tokens: int
                                 fp8_kernel=bool(s.fp8_attention), backend=kern.attention, kernel=kernel, tp=tp,
                                 layers=share, masked_windows=True, grad=g) * n
                     for g, n in ((False, 1), (True, passes - 1))) / s.cp
-    per_element = oh.FUSED_ELEMENTWISE_BYTES if kern.fused_elementwise else None
+    per_element = _fused_bytes(m, kern, tp) if kern.fused_elementwise else None
     elementwise = sum(elementwise_s(m, gpu, tokens, tp=tp, layers=share, per_element=per_element, grad=g) * n
                       for g, n in ((False, 1), (True, rest_again + oh.ELEMENTWISE_BACKWARD_RATIO)))
     if _fp32_upcast(s, kern):  # the residual stream and the ops between the linears in fp32
@@ -445,6 +454,18 @@ def _selective_cast_share(m: ModelSpec, rc) -> float:
     again = sum(c * sum(lin.in_features for lin in layer.linears if lin.name in rc.linears[layer])
                 for layer, c in m.layer_kinds())
     return again / max(width, 1)
+
+
+def _fused_bytes(m: ModelSpec, kern, tp: int) -> tuple[float, float]:
+    """Bytes per hidden and per MLP element per layer forward of fused element-wise kernels
+    (:data:`~gpuplan.overheads.FUSED_ELEMENTWISE_BYTES`), with a complex-number rotary embedding's unfused kernels
+    added over the rank's query and key widths (:data:`~gpuplan.overheads.ROPE_COMPLEX_BYTES` instead of
+    :data:`~gpuplan.overheads.ROPE_FUSED_BYTES` per element)."""
+    hidden, mlp = oh.FUSED_ELEMENTWISE_BYTES
+    if kern.complex_rope:
+        qk = (m.num_heads + m.num_kv_heads) * m.head_dim / tp
+        hidden += (oh.ROPE_COMPLEX_BYTES - oh.ROPE_FUSED_BYTES) * qk / m.hidden_size
+    return hidden, mlp
 
 
 def _fp32_upcast(s: Scenario, kern) -> bool:

@@ -377,8 +377,19 @@ def attention_fraction(gpu: GpuSpec, backend: str | None = None, *, forward: boo
     measured = forward_fraction(gpu, backend) if forward else None
     if measured is not None:
         return measured
+    if not forward and backend == "cudnn" and gpu.id in oh.ATTENTION_FORWARD_KERNEL_TFLOPS:
+        return training_share_from_kernel(gpu)
     own = oh.ATTENTION_PEAK_FRACTION.get(gpu.generation, oh.ATTENTION_PEAK_FRACTION_DEFAULT)
     return oh.ATTENTION_KERNEL_PEAK_FRACTION.get((backend, gpu.generation), own)
+
+
+def training_share_from_kernel(gpu: GpuSpec) -> float:
+    """End-to-end share of the dense 16-bit peak of a card's fused attention in training, from its forward kernel's
+    published rate (:data:`~gpuplan.overheads.ATTENTION_FORWARD_KERNEL_TFLOPS`: AITER's on AMD Instinct) times what
+    a training step keeps of that rate on Hopper (FlashAttention-2's end-to-end fraction over its forward benchmark,
+    :data:`~gpuplan.overheads.HOPPER_FA2_FORWARD_SHARE`)."""
+    kept = oh.ATTENTION_KERNEL_PEAK_FRACTION[("flash2", "Hopper")] / oh.HOPPER_FA2_FORWARD_SHARE
+    return oh.ATTENTION_FORWARD_KERNEL_TFLOPS[gpu.id] / peak_flops(gpu, "bf16") * 1e12 * kept
 
 
 @functools.lru_cache(maxsize=256)

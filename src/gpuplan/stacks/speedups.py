@@ -36,6 +36,7 @@ class Kernels:
     """The kernels a stack runs for the parts of a step it changes; 1.0 (the defaults) is transformers + peft eager."""
 
     fused_elementwise: bool = False  # fused norm/RoPE/activation kernels (FUSED_ELEMENTWISE_BYTES), else eager
+    complex_rope: bool = False  # a rotary embedding in complex numbers, left unfused by Inductor (ROPE_COMPLEX_BYTES)
     loss_bytes_per_logit: float = oh.LOSS_BYTES_PER_LOGIT
     lora_bytes_per_output: float = oh.LORA_BYTES_PER_OUTPUT
     lora_dropout: bool = True  # whether a lora_dropout > 0 runs (Unsloth drops it)
@@ -55,12 +56,13 @@ class Kernels:
 
 
 def kernels(stack: str, s: Scenario, *, liger: bool = False, fused_stack: bool = False,
-            te_attention: bool | None = None) -> Kernels:
+            te_attention: bool | None = None, complex_rope: bool = False) -> Kernels:
     """The kernels ``stack`` runs for ``s``; ``liger``: it runs Liger's RMSNorm, RoPE and SwiGLU kernels (its profile
     says, :meth:`~gpuplan.stacks.base.Stack.liger_kernels`, as the memory's :meth:`~gpuplan.stacks.base.Stack.fused`
     does); ``fused_stack``: a Megatron-style stack (tensor parallel,
     Transformer Engine under fp8) whose norms and activations are fused kernels whatever the stack field says, and whose
-    attention is Transformer Engine's unless ``te_attention`` says otherwise."""
+    attention is Transformer Engine's unless ``te_attention`` says otherwise; ``complex_rope``: the stack's model
+    rotates queries and keys in complex numbers, which torch.compile leaves to eager kernels."""
     fused, host, why = False, 1.0, []
     loss = oh.LOSS_BYTES_PER_LOGIT_STACK.get(s.loss, oh.LOSS_BYTES_PER_LOGIT)
     lora_out, dropout = oh.LORA_BYTES_PER_OUTPUT, True
@@ -95,10 +97,13 @@ def kernels(stack: str, s: Scenario, *, liger: bool = False, fused_stack: bool =
     if s.compile:
         fused = True
         host *= oh.HOST_OPS_FACTOR["compile"]
-        why.append("torch.compile: element-wise ops fused, fewer launches")
+        why.append("torch.compile: element-wise ops fused, fewer launches"
+                   + ("; the complex-number rotary embedding left unfused" if complex_rope else ""))
     te = fused_stack if te_attention is None else te_attention
     sdpa = s.attention == "sdpa" and stack != "megatron" and not te
-    return Kernels(fused_elementwise=fused, loss_bytes_per_logit=loss, lora_bytes_per_output=lora_out,
+    # a complex rotary embedding runs as eager ATen kernels whatever else is fused (Inductor generates none for it)
+    return Kernels(fused_elementwise=fused, complex_rope=complex_rope and fused, loss_bytes_per_logit=loss,
+                   lora_bytes_per_output=lora_out,
                    lora_dropout=dropout, dequant=dequant, dequant_host_ops=dequant_ops,
                    linear_4bit_host_ops=linear_ops, host_ops=host,
                    attention=attention_class(stack, s, te=te), attention_by_sdpa=sdpa, why=tuple(why))

@@ -73,7 +73,9 @@ class Torchtitan(OpSelective):
         """float8 brings no fused element-wise kernels here: torchao's ``convert_to_float8_training`` swaps the
         ``nn.Linear`` modules only (Transformer Engine's fused norms are another stack's), so norms, rotary and
         SwiGLU run as in the bf16 run beside it; tensor parallelism keeps the base profile's assumption. Attention
-        is PyTorch's SDPA whatever the parallelism (:mod:`.attention`), never Transformer Engine's."""
+        is PyTorch's SDPA whatever the parallelism (:mod:`.attention`), never Transformer Engine's. Its Llama rotates
+        queries and keys in complex numbers (``models/llama3/model.py apply_rotary_emb``: ``view_as_complex``), which
+        torch.compile leaves to eager kernels (:data:`~gpuplan.overheads.ROPE_COMPLEX_BYTES`)."""
         from .speedups import kernels
 
-        return kernels(self.name, s, fused_stack=s.tp > 1, te_attention=False)
+        return kernels(self.name, s, fused_stack=s.tp > 1, te_attention=False, complex_rope=True)
