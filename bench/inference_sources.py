@@ -649,11 +649,11 @@ CAUSES = {
         "B300's (gpuplan puts the two cards 0-15 ms apart): a near-constant extra a request that no queue grows, and "
         "one outlier level, on the same engine steps: the runners. Session 27 (s27-src31; bench/results/"
         "inference_sources_s27.md): the TokenizerManager tokenizes each prompt in its event loop before the scheduler "
-        "sees it (overheads.TOKENIZE_S_PER_TOKEN, 4 us a token measured on DeepSeek-V3's tokenizer by "
-        "bench/serving/tokenize_cost.py; SGLANG_REQUEST_S refitted with it, 8.48 -> 8.06 ms), ~3.7 ms a 1k prompt: these "
-        "rows -62/-41/-45/-48/-24/-21/-56 % -> -61/-41/-45/-48/-24/-21/-57 %, the line unchanged; B300's 8k rows, "
-        "whose +95/+107 ms offset does not follow TP, take 30 ms of it (ix3175 TTFT 15.8 % -> 13.4 %): the B200's "
-        "~100 ms at 1k is not the tokenizer."),
+        "sees it (overheads.TOKENIZE_S_PER_TOKEN, 4 us a token measured on DeepSeek's 128K tokenizer by "
+        "bench/serving/tokenize_cost.py; SGLANG_REQUEST_S refitted with it, 8.48 -> 8.06 ms), ~3.7 ms a 1k prompt: "
+        "these rows -62/-41/-45/-48/-24/-21/-56 % -> -61/-41/-45/-48/-24/-21/-57 %, the line unchanged; B300's 8k "
+        "rows, whose +95/+107 ms offset does not follow TP, take 30 ms of it (ix3175 TTFT 15.8 % -> 13.4 %): the "
+        "B200's ~100 ms at 1k is not the tokenizer."),
     ("trtllm_serving", "i5929"): "trtllm-serve's B200 prompt steps: helper s8-trtllm's this session.",
 }
 

@@ -803,15 +803,14 @@ class _Clients:
 class _Frontend:
     """The engine's frontend process (vLLM's API server, SGLang's TokenizerManager: one Python process for every
     request) in front of the engine's queue. A request sent waits for the requests sent before it, then takes
-    ``serial_s`` of the process's time (:attr:`StepModel.frontend_s`: parsing, the hand-off) and
-    ``prompt_token_s`` for each token of its prompt (:attr:`StepModel.frontend_prompt_token_s`: the tokenizer's
-    call), then reaches the engine's queue. The same process streams every output token the engine emits (``token_s`` each,
+    ``serial_s`` of the process's time (:attr:`StepModel.frontend_s`: parsing, the hand-off) and ``prompt_token_s``
+    for each token of its prompt (:attr:`StepModel.frontend_prompt_token_s`: the tokenizer's call), then reaches the
+    engine's queue. The same process streams every output token the engine emits (``token_s`` each,
     :attr:`StepModel.frontend_token_s`): that takes the share ``load`` of its time (:meth:`set_load`, at most
-    :attr:`MOST_LOAD`), and new requests get the rest. A burst on an idle engine is handed over ``serial_s``
-    apart, the later ones farther apart as the first ones stream. The engine does not wait for the stream (vLLM's
-    engine core and SGLang's scheduler push their outputs and go on), so the steps keep their own pace; tokens
-    that reach the clients later than the engine makes them (a process streaming more than it can) are not
-    modelled."""
+    :attr:`MOST_LOAD`), and new requests get the rest. A burst on an idle engine is handed over ``serial_s`` apart,
+    the later ones farther apart as the first ones stream. The engine does not wait for the stream (vLLM's engine
+    core and SGLang's scheduler push their outputs and go on), so the steps keep their own pace; tokens that reach
+    the clients later than the engine makes them (a process streaming more than it can) are not modelled."""
 
     # the most of the process streaming takes from new requests: asyncio runs a waiting request's handler between
     # the chunks the output handler yields after (vLLM: VLLM_V1_OUTPUT_PROC_CHUNK_SIZE), so admissions never stop
