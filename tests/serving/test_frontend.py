@@ -18,10 +18,10 @@ STEP = 1e-3  # every step 1 ms, whatever it holds
 REQUEST, SERIAL = 20e-3, 10e-3
 
 
-def _model(serial: float = SERIAL, per_token: float = 0.0) -> StepModel:
+def _model(serial: float = SERIAL, per_token: float = 0.0, per_prompt_token: float = 0.0) -> StepModel:
     return StepModel(grid_tokens=(1.0, 1e9), dense_s=(STEP, STEP), lm_head_s=(0.0, 0.0), attention_s_per_pair=0.0,
                      kv_s_per_token=0.0, step_host_s=0.0, seq_host_s=0.0, request_s=REQUEST, frontend_s=serial,
-                     frontend_token_s=per_token)
+                     frontend_token_s=per_token, frontend_prompt_token_s=per_prompt_token)
 
 
 ENGINE = Scheduler(kv_blocks=10**6, max_num_seqs=64)
@@ -81,6 +81,29 @@ def test_a_closed_loop_user_waits_only_the_parallel_part_between_requests():
     out = simulate(_model(), ENGINE, np.zeros(5), np.full(5, 16), np.full(5, 4), users=1, users_wait=True)
     assert out.ttft_s == pytest.approx([0.021] * 5, abs=1e-9)
     assert out.e2e_s == pytest.approx([0.024] * 5, abs=1e-9)
+
+
+def test_a_long_prompt_is_tokenized_before_the_engine_sees_it():
+    """1 us a prompt token on top of the 10 ms serial part: a request of 8,000 tokens alone reaches the engine 18 ms
+    after it is sent (TTFT 18 + 1 + 10 ms parallel = 29 ms); sent with one of 1,000 tokens behind it, the short one
+    waits for the long one's 18 ms, then takes its own 11: 18 + 11 + 1 + 10 = 40 ms."""
+    prompt = np.array([8000, 1000])
+    alone = simulate(_model(per_prompt_token=1e-6), ENGINE, np.zeros(1), prompt[:1], np.full(1, 1))
+    assert alone.ttft_s == pytest.approx([0.029], abs=1e-9)
+    both = simulate(_model(per_prompt_token=1e-6), ENGINE, np.zeros(2), prompt, np.full(2, 1))
+    assert both.ttft_s == pytest.approx([0.029, 0.040], abs=1e-9)
+
+
+def test_only_sglang_charges_the_tokenizer_per_prompt_token():
+    """SGLang's TokenizerManager tokenizes each prompt in its event loop (overheads.TOKENIZE_S_PER_TOKEN); vLLM's
+    and TensorRT-LLM's step models carry no per-prompt-token cost."""
+    m, gpu = load_model("llama-3.1-8b"), load_gpu("h100-sxm")
+    per_token = {e: step_model(scenario_from({"task": "infer", "model": "llama-3.1-8b", "gpu": "h100-sxm",
+                                             "engine": e}), m, gpu).frontend_prompt_token_s
+                 for e in ("vllm", "sglang", "trtllm")}
+    assert per_token == {"vllm": 0.0, "sglang": oh.TOKENIZE_S_PER_TOKEN, "trtllm": 0.0}
+    # an 8,192-token prompt: 33 ms of the TokenizerManager's time
+    assert pytest.approx(0.0328, abs=1e-4) == 8192 * oh.TOKENIZE_S_PER_TOKEN
 
 
 def test_the_engines_name_their_frontend_costs():

@@ -113,7 +113,8 @@ def test_the_overlap_scheduler_hides_the_host_loop_from_v0_4():
 
 def test_a_shared_prefix_raises_sglangs_capacity_and_cuts_its_ttft():
     """`capacity --engine sglang` with a 1,500-token system prompt in 2,000-token prompts: the radix cache skips
-    three quarters of each prefill, so the time to first token alone falls below half, the engine's part of the
+    three quarters of each prefill, so the engine's part of the time to first token alone falls below half (the
+    server's path, the TokenizerManager's tokenizing of all 2,000 tokens with it, stays), its part of the
     median at 5 requests/s below 60% (the 500 tokens left still wait on the prefill's 32 x 14 kernel launches from
     Python, 18.6 ms, which a cache hit does not skip), and the rate one H100 sustains within the SLOs rises by more
     than 30%."""
@@ -125,7 +126,8 @@ def test_a_shared_prefix_raises_sglangs_capacity_and_cuts_its_ttft():
     plain = capacity(s, M, load_workload(None, base), gpu_ids=(H100.id,), max_gpus=1)[0]
     shared = capacity(s, M, load_workload(None, {**base, "shared_prefix_tokens": 1500}), gpu_ids=(H100.id,),
                       max_gpus=1)[0]
-    assert shared.ttft_alone_s < 0.5 * plain.ttft_alone_s
+    server = oh.SGLANG_REQUEST_S + 2000 * oh.TOKENIZE_S_PER_TOKEN
+    assert shared.ttft_alone_s - server < 0.5 * (plain.ttft_alone_s - server)
     assert shared.max_rate_rps > 1.3 * plain.max_rate_rps
     sc = sglang_scenario(max_model_len=2200, prompt_tokens=2000, output_tokens=100)
     model, engine = step_model(sc, M, H100), engine_memory(sc, M, H100, 2100).engine
@@ -175,7 +177,9 @@ def test_the_wave_table_splits_a_closed_loop_mean_by_hand():
     implied = 76.4 * 10 - 9 * got["rest_ttft_ms"]
     cells = moe_layout.wave_line(row, got).split(" | ")
     assert cells[4] == f"{implied:,.0f}" and cells[5] == f"{implied - got['first_wave_ttft_ms']:+,.0f}"
-    assert 150 < implied - got["first_wave_ttft_ms"] < 300  # bench/results/moe_layout.md: +201 ms
+    # bench/results/moe_layout.md: +201 ms; +145 since session 27 charged the TokenizerManager's tokenizing (about
+    # 4 ms a later request, x 9 in the implied first wave)
+    assert 100 < implied - got["first_wave_ttft_ms"] < 300
     # the other way round: the first wave as simulated leaves (764 - first) / 9 for each later request
     assert cells[6] == f"{(764.0 - got['first_wave_ttft_ms']) / 9:,.0f} |"
 
@@ -208,7 +212,8 @@ def test_issue_870s_three_runners_split_the_node_from_the_release():
     """moe_layout.runner_lines (session 20): InferenceX issue #870 ran one release (v0.5.7) at 4 requests on three
     H200 runners. Replayed from the 0.5.12 row's setup, the 1k/1k job on h200-nv_0 decoded at more than twice
     gpuplan's TPOT (22.73 ms against ~10.4) while the 1k/8k and 8k/1k jobs land within 10 %, and those two still miss
-    TTFT by 100-150 ms (bench/results/moe_layout.md, note 20: +120 and +133 ms), 8k prompts included."""
+    TTFT by 90-150 ms (bench/results/moe_layout.md, note 20: +120 and +133 ms; +121 and +96 ms since session 27
+    charged the TokenizerManager's tokenizing, 4 us a prompt token), 8k prompts included."""
     import sys
 
     sys.path.insert(0, str(ROOT / "bench/serving"))
@@ -220,7 +225,7 @@ def test_issue_870s_three_runners_split_the_node_from_the_release():
     tpot = [(float(c[5].removesuffix(" ms")), float(c[6].removesuffix(" |"))) for c in cells]
     assert tpot[0][0] / tpot[0][1] > 2 and all(abs(pub / sim - 1) < 0.1 for pub, sim in tpot[1:])
     offsets = [float(c[4].removesuffix(" ms").replace(",", "")) for c in cells]
-    assert all(100 < off < 150 for off in offsets[1:]) and offsets[0] > offsets[1]
+    assert all(90 < off < 150 for off in offsets[1:]) and offsets[0] > offsets[1]
 
 
 def test_a_small_step_reads_only_the_experts_it_reaches():

@@ -36,13 +36,15 @@ class HostLoop:
     steps (HTTP, tokenizing, detokenizing), and what each tensor-parallel all-reduce costs it beyond the link's
     latency. Of ``request_s``, ``frontend_s`` is work one process does for one request at a time (the API server's
     event loop: requests wait for it in turn, :mod:`gpuplan.serving.simulate`), and that process also spends
-    ``frontend_token_s`` on each output token it streams."""
+    ``frontend_token_s`` on each output token it streams and ``frontend_prompt_token_s`` on each prompt token it
+    tokenizes (beside ``request_s``: a long prompt's tokenizing is not in the per-request figures)."""
 
     step_s: float
     seq_s: float = 0.0
     request_s: float = 0.0
     frontend_s: float = 0.0
     frontend_token_s: float = 0.0
+    frontend_prompt_token_s: float = 0.0
     overlapped: bool = False
     chunk_tokens: int | None = None
     all_reduce_s: float = 0.0

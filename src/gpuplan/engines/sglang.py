@@ -565,7 +565,8 @@ class Sglang(Engine):
         d = defaults(gpu.usable_gib * 1024, s.tp, s.pp, s.engine_version)
         loop = HostLoop(step_s=oh.SGLANG_STEP_OVERHEAD_S, seq_s=oh.SGLANG_HOST_S_PER_SEQ,
                         request_s=oh.SGLANG_REQUEST_S, frontend_s=oh.SGLANG_FRONTEND_S,
-                        frontend_token_s=oh.SGLANG_FRONTEND_TOKEN_S, overlapped=overlap_schedule(s),
+                        frontend_token_s=oh.SGLANG_FRONTEND_TOKEN_S,
+                        frontend_prompt_token_s=oh.TOKENIZE_S_PER_TOKEN, overlapped=overlap_schedule(s),
                         chunk_tokens=chunk_size(s, d) if s.chunked_prefill is not False else None,
                         all_reduce_s=oh.SGLANG_ALL_REDUCE_S)
         absorbed, graphs = absorbed_prefill(s, m), prefill_graphs(s, m, gpu, d)

@@ -159,6 +159,14 @@ class LoadRun(BaseModel):
         return {stat: getattr(self, f"{stat}_{metric}_ms") for stat in ("mean", "median", "p90", "p99")}
 
 
+def per_request_s(model: "StepModel", out) -> float:
+    """The engine's latency per request outside its steps: ``request_s``, and where its frontend tokenizes prompts
+    (SGLang's TokenizerManager), the mean completed prompt's tokenizing."""
+    if model.frontend_s <= 0 or not out.completed:
+        return model.request_s
+    return model.request_s + out.input_tokens / out.completed * model.frontend_prompt_token_s
+
+
 def run_load(s: Scenario, m: ModelSpec, gpu: GpuSpec, engine: "Scheduler", network: Network | None = None, *,
              offline: bool = False, said: tuple[str, ...] = ()) -> LoadRun:
     """The benchmark run of ``s`` on ``gpu`` over ``network`` through the scheduler ``engine`` (the plan's pool and
@@ -314,7 +322,7 @@ def summary(out, model: "StepModel", s: Scenario, engine, offline: bool, prompt_
                    steady_output_throughput=None if steady is None else steady * out.output_tokens / out.completed,
                    running_cap=engine.max_num_seqs, peak_running=out.peak_running, preemptions=out.preemptions,
                    preempted_words=preempted_words(out.preemptions, engine.keeps_preempted),
-                   per_request_s=model.request_s, warnings=tuple(warnings), falls_behind=behind, **values)
+                   per_request_s=per_request_s(model, out), warnings=tuple(warnings), falls_behind=behind, **values)
 
 
 def preempted_words(preemptions: int, kept: bool) -> str:

@@ -234,7 +234,7 @@ def simulate(model: StepModel, engine: Scheduler, arrive: np.ndarray, prompt: np
     prompt = np.asarray(prompt, dtype=np.int64)
     output = np.maximum(np.asarray(output, dtype=np.int64), 1)
     delay = model.request_s - model.frontend_s if users_wait else 0.0  # the frontend's part is its queue's
-    clients = _Clients(arrive, max_concurrency or n, users, think_s, rng, delay, _Frontend.of(model))
+    clients = _Clients(arrive, max_concurrency or n, users, think_s, rng, delay, _Frontend.of(model, prompt))
     if not engine.prefix_cache:
         shared_prefix, prefix_hits = 0, None
     hit, shared_blocks = _cached_tokens(n, prompt, engine.block_tokens, shared_prefix, prefix_hits, cached_blocks)
@@ -803,21 +803,23 @@ class _Clients:
 class _Frontend:
     """The engine's frontend process (vLLM's API server, SGLang's TokenizerManager: one Python process for every
     request) in front of the engine's queue. A request sent waits for the requests sent before it, then takes
-    ``serial_s`` of the process's time (:attr:`StepModel.frontend_s`: parsing, tokenizing, the hand-off), then
-    reaches the engine's queue. The same process streams every output token the engine emits (``token_s`` each,
+    ``serial_s`` of the process's time (:attr:`StepModel.frontend_s`: parsing, the hand-off) and ``prompt_token_s``
+    for each token of its prompt (:attr:`StepModel.frontend_prompt_token_s`: the tokenizer's call), then reaches the
+    engine's queue. The same process streams every output token the engine emits (``token_s`` each,
     :attr:`StepModel.frontend_token_s`): that takes the share ``load`` of its time (:meth:`set_load`, at most
-    :attr:`MOST_LOAD`), and new requests get the rest. A burst on an idle engine is handed over ``serial_s``
-    apart, the later ones farther apart as the first ones stream. The engine does not wait for the stream (vLLM's
-    engine core and SGLang's scheduler push their outputs and go on), so the steps keep their own pace; tokens
-    that reach the clients later than the engine makes them (a process streaming more than it can) are not
-    modelled."""
+    :attr:`MOST_LOAD`), and new requests get the rest. A burst on an idle engine is handed over ``serial_s`` apart,
+    the later ones farther apart as the first ones stream. The engine does not wait for the stream (vLLM's engine
+    core and SGLang's scheduler push their outputs and go on), so the steps keep their own pace; tokens that reach
+    the clients later than the engine makes them (a process streaming more than it can) are not modelled."""
 
     # the most of the process streaming takes from new requests: asyncio runs a waiting request's handler between
     # the chunks the output handler yields after (vLLM: VLLM_V1_OUTPUT_PROC_CHUNK_SIZE), so admissions never stop
     MOST_LOAD = 0.9
 
-    def __init__(self, serial_s: float, token_s: float) -> None:
+    def __init__(self, serial_s: float, token_s: float, prompt: np.ndarray | None = None,
+                 prompt_token_s: float = 0.0) -> None:
         self.serial_s, self.token_s = serial_s, token_s
+        self.prompt, self.prompt_token_s = prompt, prompt_token_s
         self.clock = -math.inf  # the time up to which the process's work is counted
         self.idle_since = -math.inf  # when it finished its last request
         self.load = 0.0  # the share of the process streaming takes now
@@ -826,14 +828,24 @@ class _Frontend:
         self.done: deque[tuple[float, int]] = deque()  # (handed over at, request), in that order
 
     @classmethod
-    def of(cls, model: StepModel) -> _Frontend | None:
-        """The frontend of ``model`` (None: its requests reach the engine as sent, no serial part)."""
-        return cls(model.frontend_s, model.frontend_token_s) if model.frontend_s > 0 else None
+    def of(cls, model: StepModel, prompt: np.ndarray | None = None) -> _Frontend | None:
+        """The frontend of ``model`` for requests of ``prompt`` tokens (None: its requests reach the engine as
+        sent, no serial part)."""
+        if model.frontend_s <= 0:
+            return None
+        return cls(model.frontend_s, model.frontend_token_s, prompt, model.frontend_prompt_token_s)
+
+    def serial(self, r: int) -> float:
+        """The process's time for request ``r`` before the engine gets it: the fixed part and its prompt's
+        tokenizing."""
+        if self.prompt is None or not self.prompt_token_s:
+            return self.serial_s
+        return self.serial_s + float(self.prompt[r]) * self.prompt_token_s
 
     def take(self, r: int, sent: float) -> None:
         """Request ``r``, sent at ``sent``, joins the queue."""
         if not self.queue:  # an idle process starts on it as sent (the loop may have counted past that)
-            self.clock, self.left = max(self.idle_since, sent), self.serial_s
+            self.clock, self.left = max(self.idle_since, sent), self.serial(r)
         self.queue.append((sent, r))
 
     def advance(self, t: float) -> None:
@@ -848,7 +860,7 @@ class _Frontend:
                 break
             self.done.append((end, queue.popleft()[1]))
             self.idle_since = end
-            self.clock, self.left = (max(end, queue[0][0]), self.serial_s) if queue else (end, 0.0)
+            self.clock, self.left = (max(end, queue[0][0]), self.serial(queue[0][1])) if queue else (end, 0.0)
             if self.clock > t:
                 return
         self.clock = t

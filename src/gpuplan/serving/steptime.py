@@ -109,6 +109,7 @@ class StepModel:
     # per output token streamed (HostLoop.frontend_s, frontend_token_s: simulate's frontend queue)
     frontend_s: float = 0.0
     frontend_token_s: float = 0.0
+    frontend_prompt_token_s: float = 0.0  # and per prompt token it tokenizes (HostLoop.frontend_prompt_token_s)
     # host seconds to launch a step that holds a prompt, where the engine runs such steps without a CUDA graph
     # (Timing.eager_prompts: TensorRT-LLM); the step takes the longer of it and the GPU's work
     prompt_launch_s: float = 0.0
@@ -253,6 +254,7 @@ def sample(timer: StepTimer, calibration: Calibration | None = None,
                      attention_s_per_pair=attn, kv_s_per_token=kv, scan_s_per_token=scan, state_s_per_seq=state,
                      step_host_s=2 * one - two, seq_host_s=two - one,
                      request_s=timer.request_s, frontend_s=timer.frontend[0], frontend_token_s=timer.frontend[1],
+                     frontend_prompt_token_s=timer.frontend[2],
                      prompt_launch_s=launch if timing.eager_prompts else 0.0, graph_max_tokens=float(cap),
                      eager_launch_s=launch, eager_steps=timing.eager_steps, async_host=timer.async_host,
                      prefill_graph_tokens=float(timing.prefill_graph_tokens),

@@ -119,11 +119,12 @@ class StepTimer:
         return self.timing.loop.request_s if self.timing.loop else 0.0
 
     @property
-    def frontend(self) -> tuple[float, float]:
-        """The part of :attr:`request_s` one process serves for one request at a time, and what that process spends
-        per output token streamed (:attr:`~gpuplan.engines.records.HostLoop.frontend_s`, ``frontend_token_s``)."""
+    def frontend(self) -> tuple[float, float, float]:
+        """The part of :attr:`request_s` one process serves for one request at a time, what that process spends
+        per output token streamed and per prompt token tokenized (:attr:`~gpuplan.engines.records.HostLoop.frontend_s`,
+        ``frontend_token_s``, ``frontend_prompt_token_s``)."""
         loop = self.timing.loop
-        return (loop.frontend_s, loop.frontend_token_s) if loop else (0.0, 0.0)
+        return (loop.frontend_s, loop.frontend_token_s, loop.frontend_prompt_token_s) if loop else (0.0, 0.0, 0.0)
 
     # ---- prefill ----------------------------------------------------------------------------------------
     def prefill_parts(self, tokens: int, *, context: int = 0, seqs: int = 1) -> dict[str, float]:
@@ -714,7 +715,9 @@ def inference_speed(s: Scenario, m: ModelSpec, gpu: GpuSpec, network: Network | 
     per_step = timer.tokens_per_step
     rates = serving_rates(timer, concurrency=b, prompt_tokens=p, output_tokens=max(o, 1))
     prefill = timer.burst_ttft_s(p, b)
-    overhead = timer.request_s  # a user's TTFT: the engine's prefill, then its API server's path (not in the cycle)
+    # a user's TTFT: the engine's prefill, then its API server's path and its prompt's tokenizing (not in the cycle;
+    # a burst's serial tokenizing is the serving simulation's, gpuplan.serving.simulate._Frontend)
+    overhead = timer.request_s + p * timer.frontend[2]
     single, burst = timer.ttft_s(p) + overhead, prefill + overhead
     gpu_side = parts.get("weights", 0) + parts.get("kv_cache", 0) + parts.get("elementwise", 0)
     comms = parts.get("tensor_parallel", 0) + parts.get("expert_dispatch", 0)
