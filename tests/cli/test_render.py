@@ -333,6 +333,25 @@ def test_fit_says_apart_the_models_left_out_as_too_big_and_those_refused(monkeyp
     assert "9 more do not fit even with changes on these cards; 83 are refused as asked; --all lists them" in out
 
 
+def test_fit_headline_counts_apart_the_models_that_need_a_change(monkeypatch, capsys):
+    """Review 3 s27: fit's headline "61 of 92 bundled models fit 1 x GeForce RTX 4090" for serving counted the 27
+    that fit only as AWQ 4-bit weights with those that fit as asked. The headline says the two apart, each count
+    read off the rows (one kind of change named; several: the fits column names each)."""
+    from gpuplan import api
+    from gpuplan.cli import run
+
+    monkeypatch.setenv("COLUMNS", "300")
+    rows = api.fit("rtx-4090").rows
+    asked, changed = sum(r.fits and not r.change for r in rows), [r.change for r in rows if r.fits and r.change]
+    assert asked and set(changed) == {"AWQ 4-bit weights"}
+    assert run(["fit", "--gpu", "rtx-4090"]) == 0
+    out = " ".join(capsys.readouterr().out.split())
+    assert (f"{asked} of {len(rows)} bundled models fit 1 x GeForce RTX 4090 as asked; {len(changed)} more fit "
+            "with a change (AWQ 4-bit weights)") in out
+    assert run(["fit", "--gpu", "rtx-4090", "--task", "train", "--method", "qlora"]) == 0
+    assert "more fit with a change (the fits column names each)" in " ".join(capsys.readouterr().out.split())
+
+
 def test_text_a_spreadsheet_would_run_is_written_as_text():
     """Session 18's security audit: a price list's region '=1+1' or instance '+1+cmd|...' came out of
     `--format csv` as written, and a spreadsheet opening it ran them as formulas (OWASP's CSV injection); now a
