@@ -379,3 +379,21 @@ def test_capacity_says_a_widened_band_once_with_what_it_adds():
     assert said == (f" Decode steps' band: {base}. Rows on other vendors' cards: the same band, widened by +-11% for "
                     "the ROCm build's measured share (bench/results/rocm_dense.md) (widened: other vendor).")
     assert said.count(base) == 1
+
+
+def test_launch_summary_wraps_under_its_own_indent_at_80_columns(tmp_path, monkeypatch, capsys):
+    """s27 walk: at 80 columns launch's summary of the plan ("Qwen/Qwen3-8B, micro-batch 1 x 5,819 tokens x
+    accumulation 16 x 1 / data-parallel, ...") broke at the terminal's margin with no indent, so a wrapped line read
+    as the next item. Each line is wrapped under its own indent: the plan's line under its two spaces, a recipe
+    item's under its four."""
+    from gpuplan.cli import run
+
+    monkeypatch.setenv("COLUMNS", "80")
+    assert run(["launch", "--model", "qwen3-8b", "--task", "train", "--method", "lora", "--gpu", "rtx-4090",
+                "--grad-checkpointing", "full", "-o", str(tmp_path / "out")]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    start = next(i for i, x in enumerate(lines) if x.startswith("  Qwen/Qwen3-8B, micro-batch"))
+    assert lines[start + 1].startswith("    ") and "data-parallel" in lines[start] + lines[start + 1]
+    assert all(len(x.rstrip()) <= 80 for x in lines[start:])
+    item = next(i for i, x in enumerate(lines) if x.startswith("  global batch:"))
+    assert lines[item + 1].startswith("    ") and not lines[item + 1].startswith("     ")
