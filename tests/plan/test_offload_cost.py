@@ -49,3 +49,17 @@ def test_offload_stays_the_last_resort_of_a_combination():
     combo = plan.suggestions[0]
     assert combo.combination and combo.fits and "offload" not in combo.fields
     assert combo.fields["grad_checkpointing"] == "full"
+
+
+def test_llama_cpp_cpu_layers_say_the_decode_step_their_plan_times():
+    """llama.cpp's CPU layers: the fix said "several times slower" whatever the model; it now says what each user
+    streams with them and the share of the decode step those layers take, the numbers the plan with --cpu-layers
+    prints (Llama-3.3-70B Q4_K_M on an RTX 4090: 36 of 80 layers on the CPU)."""
+    scenario = dict(model="llama-3.3-70b", task="infer", engine="llama.cpp", quant="q4_k_m", gpu="rtx-4090")
+    fix = next(x for x in estimate(scenario).suggestions if x.fields == {"cpu_layers": True})
+    sp = estimate({**scenario, "cpu_layers": True}, advise=False).speed
+    share = sp.parts_s["cpu_layers"] / sp.step_time_s
+    assert fix.fits and share > 0.5
+    assert fix.cost == (f"those layers run on the CPU at the RAM's speed: each user streams "
+                        f"{sp.streaming_tokens_per_s_per_user:,.1f} tokens/s (decode step "
+                        f"{sp.step_time_s * 1e3:,.0f} ms, {share:.0%} of it those layers)")

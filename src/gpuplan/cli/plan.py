@@ -337,7 +337,7 @@ def fit_cmd(scenario: str | None = None, as_json: bool = False, gpu: str = "", s
     _one_card_word(gpu, [scenario or "", *ctx.args])
     target = fields.pop("module", None)
     report = api.fit(gpu, scenario, module=target, **overrides(fields))
-    rows, count = report.rows, report.num_gpus
+    rows = report.rows
     if fmt == "json":
         print_json(report)
         return

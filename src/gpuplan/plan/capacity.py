@@ -311,8 +311,8 @@ def _unbounded(w: Workload) -> list[str]:
     if not w.users or slo.ttft_s or slo.tpot_s or slo.e2e_s:  # an open loop's rate is held to what a replica drains
         return []
     return ["no latency target given (--ttft, --tpot, --e2e): each replica counts as serving every user however slow "
-            f"(the p{slo.percentile} TTFT and TPOT columns say how slow), so the replica counts size no service: give the "
-            "latencies your users accept, e.g. --ttft 2 --tpot 0.05"]
+            f"(the p{slo.percentile} TTFT and TPOT columns say how slow), so the replica counts size no service: give "
+            "the latencies your users accept, e.g. --ttft 2 --tpot 0.05"]
 
 
 def _unpriced(s: Scenario, plans: list[Deployment], offers: list[Offer]) -> list[str]:
