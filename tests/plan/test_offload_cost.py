@@ -63,3 +63,13 @@ def test_llama_cpp_cpu_layers_say_the_decode_step_their_plan_times():
     assert fix.cost == (f"those layers run on the CPU at the RAM's speed: each user streams "
                         f"{sp.streaming_tokens_per_s_per_user:,.1f} tokens/s (decode step "
                         f"{sp.step_time_s * 1e3:,.0f} ms, {share:.0%} of it those layers)")
+
+
+def test_no_cpu_offload_is_offered_on_one_pool_of_unified_memory():
+    """A Mac's GPU and CPU share one pool: offloading to "CPU RAM" frees none of it (s27 walk: Llama-3.1-70B LoRA on a
+    128 GB M4 Max was offered ZeRO-3 offload that "needs 134 GiB of CPU RAM"); a discrete card still gets it."""
+    mac = estimate(dict(model="llama-3.1-70b", task="train", method="lora", gpu="apple-m4-max"))
+    assert not mac.memory.fits and mac.suggestions
+    assert not any("offload" in x.fields for x in mac.suggestions)
+    card = estimate(dict(model="llama-3.1-70b", task="train", method="lora", gpu="rtx-4090"))
+    assert any(x.fields.get("offload") == "optimizer+params" for x in card.suggestions)

@@ -334,8 +334,8 @@ def on_card(s: Scenario, m: ModelSpec, gpu: GpuSpec, fixes: list[Fix]) -> list[F
     out = []
     before = None
     for fix in fixes:
-        if _another_machine(s, gpu, fix):
-            continue
+        if _another_machine(s, gpu, fix) or (fix.ram and gpu.unified_memory):  # offload to the card's own pool
+            continue  # frees none of it (s27 walk: a 128 GB Mac was told ZeRO-3 offload "needs 134 GiB of CPU RAM")
         if fix.cost and fix.slowdown is not None:
             out.append(fix)
             continue
