@@ -362,8 +362,9 @@ def _cpu_layers_words(changed: Scenario, m: ModelSpec, gpu: GpuSpec) -> str:
     said = "those layers run on the CPU at the RAM's speed"
     if not can_time(gpu):
         return said
-    try:
-        sp = speed_of(changed, m, gpu)
+    try:  # resolved as estimate resolves it (the layers each card holds under a split)
+        r = resolve(changed, m, gpu)
+        sp = speed_of(r.scenario, m, r.gpu)
     except GpuplanError:
         return said
     share = sp.parts_s.get("cpu_layers", 0.0) / sp.step_time_s
@@ -532,8 +533,9 @@ def _combined_cost(s: Scenario, fitted: Scenario, m: ModelSpec, gpu: GpuSpec, co
     """What a combination costs: for training, the speed model's one figure for all the changes together (their
     effects are not additive: checkpointing's recomputation and a fused loss overlap), then what the fixes say
     besides speed; for serving, each fix's words."""
-    if s.task != "train":
-        return "; ".join(f.cost for f in combo if f.cost)
+    if s.task != "train":  # llama.cpp's CPU layers timed with the others (the split leaves fewer on the CPU)
+        return "; ".join(_cpu_layers_words(fitted, m, gpu) if f.change.get("cpu_layers") else f.cost
+                         for f in combo if f.cost)
     speed_words = ("slower", "faster", "speed", "step time", "time per token")  # every speed_change wording
     others = [f.cost for f in combo if f.cost and not f.ram and not any(w in f.cost for w in speed_words)]
     ram = [_ram_words(fitted, m)] if any(f.ram for f in combo) else []  # all the changes together keep that much
