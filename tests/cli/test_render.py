@@ -337,6 +337,25 @@ def test_fit_says_apart_the_models_left_out_as_too_big_and_those_refused(monkeyp
     assert "9 more do not fit even with changes on these cards; 83 are refused as asked; --all lists them" in out
 
 
+def test_fit_headline_counts_apart_the_models_that_need_a_change(monkeypatch, capsys):
+    """Review 3 s27: fit's headline "61 of 92 bundled models fit 1 x GeForce RTX 4090" for serving counted the 27
+    that fit only as AWQ 4-bit weights with those that fit as asked. The headline says the two apart, each count
+    read off the rows (one kind of change named; several: the fits column names each)."""
+    from gpuplan import api
+    from gpuplan.cli import run
+
+    monkeypatch.setenv("COLUMNS", "300")
+    rows = api.fit("rtx-4090").rows
+    asked, changed = sum(r.fits and not r.change for r in rows), [r.change for r in rows if r.fits and r.change]
+    assert asked and set(changed) == {"AWQ 4-bit weights"}
+    assert run(["fit", "--gpu", "rtx-4090"]) == 0
+    out = " ".join(capsys.readouterr().out.split())
+    assert (f"{asked} of {len(rows)} bundled models fit 1 x GeForce RTX 4090 as asked; {len(changed)} more fit "
+            "with a change (AWQ 4-bit weights)") in out
+    assert run(["fit", "--gpu", "rtx-4090", "--task", "train", "--method", "qlora"]) == 0
+    assert "more fit with a change (the fits column names each)" in " ".join(capsys.readouterr().out.split())
+
+
 def test_text_a_spreadsheet_would_run_is_written_as_text():
     """Session 18's security audit: a price list's region '=1+1' or instance '+1+cmd|...' came out of
     `--format csv` as written, and a spreadsheet opening it ran them as formulas (OWASP's CSV injection); now a
@@ -364,3 +383,21 @@ def test_capacity_says_a_widened_band_once_with_what_it_adds():
     assert said == (f" Decode steps' band: {base}. Rows on other vendors' cards: the same band, widened by +-11% for "
                     "the ROCm build's measured share (bench/results/rocm_dense.md) (widened: other vendor).")
     assert said.count(base) == 1
+
+
+def test_launch_summary_wraps_under_its_own_indent_at_80_columns(tmp_path, monkeypatch, capsys):
+    """s27 walk: at 80 columns launch's summary of the plan ("Qwen/Qwen3-8B, micro-batch 1 x 5,819 tokens x
+    accumulation 16 x 1 / data-parallel, ...") broke at the terminal's margin with no indent, so a wrapped line read
+    as the next item. Each line is wrapped under its own indent: the plan's line under its two spaces, a recipe
+    item's under its four."""
+    from gpuplan.cli import run
+
+    monkeypatch.setenv("COLUMNS", "80")
+    assert run(["launch", "--model", "qwen3-8b", "--task", "train", "--method", "lora", "--gpu", "rtx-4090",
+                "--grad-checkpointing", "full", "-o", str(tmp_path / "out")]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    start = next(i for i, x in enumerate(lines) if x.startswith("  Qwen/Qwen3-8B, micro-batch"))
+    assert lines[start + 1].startswith("    ") and "data-parallel" in lines[start] + lines[start + 1]
+    assert all(len(x.rstrip()) <= 80 for x in lines[start:])
+    item = next(i for i, x in enumerate(lines) if x.startswith("  global batch:"))
+    assert lines[item + 1].startswith("    ") and not lines[item + 1].startswith("     ")

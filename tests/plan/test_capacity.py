@@ -368,6 +368,10 @@ def test_users_without_a_latency_target_are_told_the_rows_size_nothing():
                             "user however slow") for n in free.notes)
     held = gpuplan.capacity("llama-3.1-8b", users=400, think_time_s=30, ttft_s=2, **fields)
     assert not any("no latency target" in n for n in held.notes)
+    # the columns it points at are the percentile asked (review 3 s27: a p90 run was told of "the p95 ... columns")
+    p90 = gpuplan.capacity("llama-3.1-8b", users=400, think_time_s=30, percentile=90, **fields)
+    (note,) = [n for n in p90.notes if n.startswith("no latency target")]
+    assert "(the p90 TTFT and TPOT columns say how slow)" in note and "p95" not in note
 
 
 def test_users_past_the_bound_are_refused_as_users():

@@ -1130,3 +1130,23 @@ def test_timestamps_charge_the_timestamp_processors_host_work_at_every_decoder_s
     assert 0.7 * 0.38094e-3 < grown <= 0.38094e-3
     assert any("WhisperTimeStampLogitsProcessor" in n for n in on.defaults)
     assert run(["estimate", "--model", "sdxl", "--task", "infer", "--gpu", "t4", "--timestamps", "true"]) == 2
+
+
+def test_a_cpu_offload_change_says_its_call_time_from_the_plans():
+    """s27 walk: FLUX.1-dev on an RTX 4090 was offered "sequential CPU offload (fits; 36.4 -> 3.7 GiB)" first, with
+    no word of the 131 s of weight copies it adds to a 25 s call. Each offload change now says the call time with
+    and without it and the copies' part, read off the two plans (the one speed model:
+    speed/modules.py offload_copy_s), and the changes that fit without offload come first."""
+    base = dict(model="flux-dev", task="infer", gpu="rtx-4090")
+    now = plan(**base)
+    assert not now.memory.fits
+    offloads = [x for x in now.suggestions if x.fields.get("cpu_offload", "none") != "none"]
+    assert {x.fields["cpu_offload"] for x in offloads} == {"model", "sequential"}
+    for x in offloads:
+        after = plan(**base, **x.fields).work
+        copies = after.parts_s["CPU offload transfers"]
+        assert x.cost.endswith(f"; {now.work.image_s:,.1f} -> {after.image_s:,.1f} s a call, {copies:,.1f} s of it "
+                               "copying weights over PCIe")
+        assert after.image_s > now.work.image_s + copies * 0.99
+    fitting = [x for x in now.suggestions if x.fits]
+    assert fitting[0].fields == {"quant": "nf4"} and fitting[-1].fields == {"cpu_offload": "sequential"}

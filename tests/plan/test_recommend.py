@@ -776,6 +776,21 @@ def test_one_owned_cards_advice_names_the_zero3_its_offload_sets():
                                                 f"${plan.cost.usd_total:,.2f} of power")
 
 
+def test_owned_cards_hours_take_the_layout_estimate_takes_with_the_change():
+    """s27 walk: Llama-3.1-70B QLoRA on one RTX 4090 nothing fits as asked; with ZeRO-3 offload the line read
+    "with it 19.2 h at 145 tokens/s", the change planned at the micro-batch 1 x 16 laid out for the plan that did not
+    fit, where estimate with the change lays out 2 x 8 and plans 15.4 h at 180 tokens/s."""
+    fields = dict(model="llama-3.1-70b", task="train", method="qlora", train_tokens=1e7)
+    result = run(fields, have=(parse_have("1x4090"),), gpus=("nvidia-geforce-rtx-4090",), max_gpus=1)
+    advice = result.owned_changes[0]
+    assert advice.startswith("your 1x rtx-4090, sharded zero3: offload optimizer and parameters to CPU")
+    plan = estimate({**fields, "gpu": "rtx-4090", "offload": "optimizer+params", "sharding": "zero3",
+                     "pricing": "owned"})
+    assert plan.scenario["micro_batch_size"] == 2 and plan.memory.fits
+    assert advice.endswith(f"; with it {plan.cost.hours:,.1f} h at {plan.speed.tokens_per_s:,.0f} tokens/s, "
+                           f"${plan.cost.usd_total:,.2f} of power")
+
+
 def test_owned_cards_advice_reads_one_plan_as_estimate_does():
     """The line's memory came from a memory-only plan at accumulation 1 (122.9 -> 7.7 GiB, 3,741 tokens) and its hours
     from the full plan at micro-batch 1 x accumulation 16, whose change estimate advises as 123.4 -> 8.2 GiB and 3,526

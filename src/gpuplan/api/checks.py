@@ -79,13 +79,14 @@ def simulate(scenario, *, layers: int | None = None, timeline: bool = False, com
     layers without extrapolating; ``compare`` adds the estimate's memory. Needs the ``sim`` extra."""
     from ..model.catalog import load_model
     from ..plan.estimate import estimate
+    from ..plan.layout import as_run
     from ..sim.simulate import simulate as run
 
     layers = arg.count(layers, "layers", most=10_000, optional=True)
     timeline, compare = arg.flag(timeline, "timeline"), arg.flag(compare, "compare")
     s = scenario_of(scenario)
     sim = run(s, timeline=timeline, layers=layers)
-    est = estimate(s, advise=False).memory if compare else None
+    est = estimate(as_run(s), advise=False).memory if compare else None  # at the micro-batch simulated
     depth = sum(n for _, n in load_model(s.model).layer_kinds())
     return SimulationReport(**{k: v for k, v in sim.__dict__.items()}, estimate=est, full_layers=depth)
 

@@ -176,8 +176,10 @@ def show_launch(report, output: str, as_json: bool) -> None:
     out.print(table)
     for note in report.said["notes"]:  # the resolver's, as `estimate` says them (an h100 taken as the SXM5...)
         bullet(note, prefix="note: ", style="yellow")
-    for line in report.said["header"][2:]:
-        out.print(Text(line, style="dim"), highlight=False)
+    for line in report.said["header"][2:]:  # wrapped under their own indent (at 80 columns the terminal broke
+        # "x accumulation 16 x 1 / data-parallel" at the margin, with no indent to tell a line from the next)
+        text = line.lstrip()
+        bullet(text, prefix=line[:len(line) - len(text)], style="dim")
     names = {Path(f.path).name for f in report.files}
     if "sky.yaml" in names:
         how = "sky jobs launch" if report.said["train"] and report.said["spot"] else "sky launch -c gpuplan"

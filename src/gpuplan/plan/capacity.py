@@ -305,13 +305,14 @@ def capacity(s: Scenario, m: ModelSpec, w: Workload, *, gpu_ids: tuple[str, ...]
 def _unbounded(w: Workload) -> list[str]:
     """What a search under a load without latency targets answers: every setup meets no SLO, so one replica counts
     as serving the whole load however slow. Walk s20: 60,000 chat users thinking 30 s on ``--gpus h100`` answered
-    one H100 at $1.29/h serving all 60,000, its p95 TTFT 785 s, its streaming speed 0 tok/s a user."""
+    one H100 at $1.29/h serving all 60,000, its p95 TTFT 785 s, its streaming speed 0 tok/s a user. The columns
+    it points at are the percentile asked (``--percentile``), so the sentence names that one."""
     slo = w.slo
     if not w.users or slo.ttft_s or slo.tpot_s or slo.e2e_s:  # an open loop's rate is held to what a replica drains
         return []
     return ["no latency target given (--ttft, --tpot, --e2e): each replica counts as serving every user however slow "
-            "(the p95 TTFT and TPOT columns say how slow), so the replica counts size no service: give the "
-            "latencies your users accept, e.g. --ttft 2 --tpot 0.05"]
+            f"(the p{slo.percentile} TTFT and TPOT columns say how slow), so the replica counts size no service: give "
+            "the latencies your users accept, e.g. --ttft 2 --tpot 0.05"]
 
 
 def _unpriced(s: Scenario, plans: list[Deployment], offers: list[Offer]) -> list[str]:

@@ -5,12 +5,13 @@ Every fix is one change to the scenario from a single list (:func:`candidate_fix
 enough, :func:`smallest_combination` finds the fewest fixes that fit together, the gentlest first, keeping the GPUs
 the user named before adding more, and then the largest micro-batch and context that fit with them.
 
-For checkpointing and the training stacks' techniques (loss, activation offloading, compile, optimizer in
-backward, another stack) the speed cost is the speed model's: the ratio of the time per token with and without the
-change on the card (:func:`speed_change`). The other changes keep a rule of thumb with its source: 4-bit base
-weights dequantize on every matmul (QLoRA paper, section 4: slower than LoRA); ZeRO-3 all-gathers the weights twice
-per step (Rajbhandari et al. 2020, section 7); optimizer offload runs the step on the CPU (ZeRO-Offload, Ren et al.
-2021: 2-5x slower steps without overlap).
+For checkpointing, CPU offload (the optimizer step on DeepSpeed's CPU Adam, the weights streamed over the host
+link every pass: :func:`gpuplan.speed.training_speed` times both, with the CPU RAM the plan keeps there said beside)
+and the training stacks' techniques (loss, activation offloading, compile, optimizer in backward, another stack) the
+speed cost is the speed model's: the ratio of the time per token with and without the change on the card
+(:func:`speed_change`). The other changes keep a rule of thumb with its source: 4-bit base weights dequantize on
+every matmul (QLoRA paper, section 4: slower than LoRA); ZeRO-3 all-gathers the weights twice per step
+(Rajbhandari et al. 2020, section 7).
 """
 
 from __future__ import annotations
@@ -31,7 +32,7 @@ from ..result import Suggestion, batch_words
 from ..scenario import Scenario
 from ..scenario.stacks import RECIPES, STACK_NAMES, card_precision
 from ..sharding import sharding_for
-from ..speed import training_speed
+from ..speed import speed_of, training_speed
 from ..speed.gemm import can_time
 from ..stacks import stack_for
 from .edge import BATCH_LIMIT, batch_fields, fits_with, largest
@@ -58,6 +59,7 @@ class Fix:
     group: str
     cost: str = ""  # "": the speed model says, on the card (checkpointing, the stacks' techniques)
     slowdown: float | None = None  # None: the speed model's ratio on the card
+    ram: bool = False  # it keeps states in CPU RAM: its cost ends with how much the plan keeps there
     keeps_job: bool = True
     more_gpus: bool = False
 
@@ -128,14 +130,12 @@ def _training_fixes(s: Scenario, m: ModelSpec, largest_micro_batch: int | None =
         ddp = offload_refusal(s.model_copy(update={"offload": "optimizer"})) and s.sharded_by == "ddp"
         out.append(Fix(label="offload the optimizer to CPU" + (" (DeepSpeed ZeRO-2 offload)" if ddp else ""),
                        change={"offload": "optimizer", **({"sharding": "zero2"} if ddp else {})},
-                       cost="the step runs on the CPU: often 2-5x slower steps; needs CPU RAM", group="offload",
-                       slowdown=3.0))
+                       group="offload", ram=True))
     if s.offload != "optimizer+params" and s.tp * s.pp == 1:  # on one GPU too (DeepSpeed ZeRO-Offload)
         fsdp = RECIPES[s.stack].fsdp_only  # torchtune and torchtitan shard with FSDP2 only
         out.append(Fix(label=f"offload optimizer and parameters to CPU ({'FSDP' if fsdp else 'ZeRO-3'} offload)",
                        change={"offload": "optimizer+params", "sharding": "fsdp" if fsdp else "zero3"},
-                       cost="weights stream over PCIe every step: several times slower; needs CPU RAM",
-                       group="offload", slowdown=5.0))
+                       group="offload", ram=True))
     for n in (2, 4, 8):
         if n > s.num_gpus:
             out.append(Fix(label=f"ZeRO-3 over {n} GPUs", change={"num_gpus": n, "sharding": "zero3", "tp": 1,
@@ -199,6 +199,8 @@ def _speed_change(s: Scenario, changed: Scenario, m: ModelSpec, gpu: GpuSpec, be
     unit = "steps" if same_tokens else "per token"
     if abs(ratio - 1) < 0.005:
         text = "about the same step time" if same_tokens else "about the same time per token"
+    elif ratio >= 2:  # "712% slower" read as a percentage of what is left (s27 walk: CPU Adam's 8.1x)
+        text = f"{ratio:.1f}x the {'step time' if same_tokens else 'time per token'}"
     else:
         text = f"{abs(1 - ratio) * 100:.0f}% {'slower' if ratio > 1 else 'faster'} {unit}"
     # each part's time per token, as a share of the time per token before the change
@@ -250,8 +252,7 @@ def _serving_fixes(s: Scenario, m: ModelSpec) -> list[Fix]:
                     group="gpus", slowdown=1.0, more_gpus=True) for k in (2, 4, 8) if k > n]
         if not s.cpu_layers:
             out.append(Fix(label="let llama.cpp run the layers that do not fit from system RAM (--cpu-layers)",
-                           change={"cpu_layers": True}, cost="those layers run on the CPU at the RAM's speed: "
-                           "several times slower", group="offload", slowdown=3.0))
+                           change={"cpu_layers": True}, group="offload"))  # its cost: _cpu_layers_words
     else:
         if n > 1 and s.tp * s.pp == 1:
             out.append(Fix(label=f"split the model over your {n} GPUs (tensor parallel {n})",
@@ -333,8 +334,8 @@ def on_card(s: Scenario, m: ModelSpec, gpu: GpuSpec, fixes: list[Fix]) -> list[F
     out = []
     before = None
     for fix in fixes:
-        if _another_machine(s, gpu, fix):
-            continue
+        if _another_machine(s, gpu, fix) or (fix.ram and gpu.unified_memory):  # offload to the card's own pool
+            continue  # frees none of it (s27 walk: a 128 GB Mac was told ZeRO-3 offload "needs 134 GiB of CPU RAM")
         if fix.cost and fix.slowdown is not None:
             out.append(fix)
             continue
@@ -345,10 +346,39 @@ def on_card(s: Scenario, m: ModelSpec, gpu: GpuSpec, fixes: list[Fix]) -> list[F
             before = before or training_speed(s, m, gpu)
             text, ratio = _speed_change(s, changed, m, gpu, before)
             fix = replace(fix, cost=fix.cost or text, slowdown=fix.slowdown if fix.slowdown is not None else ratio)
+        elif fix.change.get("cpu_layers"):
+            fix = replace(fix, cost=_cpu_layers_words(changed, m, gpu), slowdown=1.0)  # offload: last by rule
         else:
             fix = replace(fix, slowdown=1.0 if fix.slowdown is None else fix.slowdown)
-        out.append(fix)
+        out.append(replace(fix, cost="; ".join(x for x in (fix.cost, _ram_words(changed, m)) if x)) if fix.ram else fix)
     return out
+
+
+def _cpu_layers_words(changed: Scenario, m: ModelSpec, gpu: GpuSpec) -> str:
+    """What llama.cpp's CPU layers cost a user, read off the speed model's decode step with them
+    (:func:`gpuplan.speed.speed_of`: those layers' weights and KV cache at the system RAM's
+    bandwidth), where the fix said "several times slower" whatever the model (s27 walk: Llama-3.3-70B Q4_K_M on an
+    RTX 4090, 36 of 80 layers on the CPU: 2.4 tokens/s a user, 94 % of the step on those layers)."""
+    said = "those layers run on the CPU at the RAM's speed"
+    if not can_time(gpu):
+        return said
+    try:  # resolved as estimate resolves it (the layers each card holds under a split)
+        r = resolve(changed, m, gpu)
+        sp = speed_of(r.scenario, m, r.gpu)
+    except GpuplanError:
+        return said
+    share = sp.parts_s.get("cpu_layers", 0.0) / sp.step_time_s
+    return (f"{said}: each user streams {1 / sp.step_time_s:,.1f} tokens/s (decode step {sp.step_time_s * 1e3:,.0f} "
+            f"ms, {share:.0%} of it those layers)")
+
+
+def _ram_words(changed: Scenario, m: ModelSpec) -> str:
+    """The CPU RAM an offload keeps (the memory plan's ``cpu_gib``), in the words its fix ends with."""
+    try:
+        gib = memory_plan(resolve(changed, m)).memory.cpu_gib
+    except GpuplanError:
+        return "needs CPU RAM"
+    return f"needs {gib:,.0f} GiB of CPU RAM" if gib >= 0.5 else f"needs {gib:,.1f} GiB of CPU RAM"
 
 
 def _another_machine(s: Scenario, gpu: GpuSpec, fix: Fix) -> bool:
@@ -398,9 +428,10 @@ def suggestions(s: Scenario, m: ModelSpec, gpu: GpuSpec, report) -> list[Suggest
     # fitting fixes: in the user's stack, on the GPUs named, keeping the job, then the method asked (a change of
     # method trains something else: session 20's walk, item 9, was told to QLoRA first when it asked to fully
     # fine-tune Qwen3-8B on four RTX 3090s, which ZeRO-3 with the optimizer offloaded does), gentlest first
-    # (another stack after those); the others: the biggest saving first
+    # (another stack after those, CPU offload last: _gentlest); the others: the biggest saving first
     singles.sort(key=lambda x: (not x[1], x[0].group == "stack", x[0].more_gpus, not x[0].keeps_job,
-                                x[1] and x[0].group == "method", x[0].slowdown if x[1] else x[2]))
+                                x[1] and x[0].group == "method", x[1] and x[0].group == "offload",
+                                x[0].slowdown if x[1] else x[2]))
     found = [Suggestion(change=f"{fix.label if fix.group == 'stack' else _with_implied(fix.label, implied)}: "
                         f"{report.device_peak_gib:.1f} -> {peak:.1f} GiB",
                         fields={k: v for k, v in fix.change.items() if v is not None}, device_peak_gib=peak, fits=ok,
@@ -502,11 +533,13 @@ def _combined_cost(s: Scenario, fitted: Scenario, m: ModelSpec, gpu: GpuSpec, co
     """What a combination costs: for training, the speed model's one figure for all the changes together (their
     effects are not additive: checkpointing's recomputation and a fused loss overlap), then what the fixes say
     besides speed; for serving, each fix's words."""
-    if s.task != "train":
-        return "; ".join(f.cost for f in combo if f.cost)
+    if s.task != "train":  # llama.cpp's CPU layers timed with the others (the split leaves fewer on the CPU)
+        return "; ".join(_cpu_layers_words(fitted, m, gpu) if f.change.get("cpu_layers") else f.cost
+                         for f in combo if f.cost)
     speed_words = ("slower", "faster", "speed", "step time", "time per token")  # every speed_change wording
-    others = [f.cost for f in combo if f.cost and not any(w in f.cost for w in speed_words)]
-    return "; ".join(dict.fromkeys([speed_change(s, fitted, m, gpu), *others]))
+    others = [f.cost for f in combo if f.cost and not f.ram and not any(w in f.cost for w in speed_words)]
+    ram = [_ram_words(fitted, m)] if any(f.ram for f in combo) else []  # all the changes together keep that much
+    return "; ".join(dict.fromkeys([speed_change(s, fitted, m, gpu), *others, *ram]))
 
 
 def _peak(s: Scenario, m: ModelSpec, gpu: GpuSpec) -> float:
@@ -534,8 +567,17 @@ def _all_at_once(s: Scenario, m: ModelSpec, gpu: GpuSpec, fixes: list[Fix]) -> b
 
 def _search(s: Scenario, m: ModelSpec, gpu: GpuSpec, fixes: list[Fix]) -> tuple[tuple[Fix, ...], float] | None:
     """The first fitting combination of 2..MAX_COMBINED fixes from distinct groups, by size then slowdown."""
-    return fewest(fixes, lambda combo: _fits(_apply(s, combo), m, gpu),
-                  order=lambda c: (sum(f.more_gpus for f in c), math.prod(f.slowdown for f in c)))
+    return fewest(fixes, lambda combo: _fits(_apply(s, combo), m, gpu), order=_gentlest)
+
+
+def _gentlest(combo: tuple[Fix, ...]) -> tuple[int, bool, float]:
+    """A combination's place in the search: on the GPUs named first, then without CPU offload, then by the product
+    of its fixes' slowdowns. Offload comes last as a rule, not by its slowdown: the speed model times it alone at
+    the scenario's micro-batch, where a large step hides the copies, and the micro-batch 1 it is combined with
+    exposes them (s27 walk: Llama-3-8B LoRA 8 x 4,096 on an A100 40GB, micro-batch 1 + ZeRO-3 offload, 2.2x the
+    step time, ranked before checkpointing + the fused loss, 19 % slower)."""
+    return (sum(f.more_gpus for f in combo), any(f.group == "offload" for f in combo),
+            math.prod(f.slowdown or 1.0 for f in combo))
 
 
 def fewest(fixes: list[Fix], fits: Callable[[tuple[Fix, ...]], tuple[bool, float]], *,

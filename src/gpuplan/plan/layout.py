@@ -100,6 +100,16 @@ def accumulation(s, global_batch: int) -> tuple[int, str]:
         f"micro-batch {s.micro_batch_size} as ranked; accumulation makes up the global batch"
 
 
+def as_run(s):
+    """``s`` with its own micro-batch and accumulation given, so the builder keeps them (:func:`with_layout` lays
+    out only a scenario that set neither): the plan of the step a simulation or a probe ran, which runs the
+    scenario's micro-batch (s27 walk: ``simulate --model qwen2.5-0.5b --task train --method lora --gpu rtx-4090
+    --compare`` set the simulated micro-batch 1 beside the estimate of the recipe's 4: +226 %)."""
+    if s.task != "train":
+        return s
+    return s.model_copy(update={"micro_batch_size": s.micro_batch_size, "grad_accum_steps": s.grad_accum_steps})
+
+
 def with_layout(r: Resolved, keep_micro_batch: bool = False) -> Resolved:
     """``r`` at the recipe's micro-batch x accumulation (:func:`layout`) when its training scenario set neither,
     with why (``layout_why``, said in the plan's recipe); ``keep_micro_batch``: a ranked setup keeps its micro-batch

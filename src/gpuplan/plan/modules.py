@@ -428,7 +428,36 @@ def fixes(s: Scenario, spec: ModuleSpec, gpu: GpuSpec, now: MemoryReport) -> lis
             out.append(Suggestion(change=" + ".join(f.label for f in combo),
                                   fields={k: v for f in combo for k, v in f.change.items()}, device_peak_gib=peak,
                                   fits=fits, combination=True, cost=f"{now.device_peak_gib:.1f} -> {peak:.1f} GiB"))
-    return sorted((fewest_blocks(s, spec, gpu, x) for x in out), key=lambda x: (not x.fits, x.device_peak_gib))
+    said = [_offload_time(s, spec, gpu, fewest_blocks(s, spec, gpu, x)) for x in out]
+    # CPU offload last of those that fit, as a decoder's advice orders it (plan/fixes.py _gentlest): FLUX.1-dev's
+    # sequential offload (131 s of copies a call) stood above NF4 weights by its smaller peak
+    return sorted(said, key=lambda x: (not x.fits, x.fits and x.fields.get("cpu_offload", "none") != "none",
+                                       x.device_peak_gib))
+
+
+def _call_s(s: Scenario, spec: ModuleSpec, gpu: GpuSpec) -> ModuleSpeed | None:
+    """The speed of ``s`` on ``gpu`` as its plan times it; None where the card has no rate for it."""
+    r = resolve_module_scenario(s, spec, gpu)
+    main, parts = profiles(r.job)
+    try:
+        return _speed(r.scenario, r.job, main, parts, gpu)
+    except GpuplanError:
+        return None
+
+
+def _offload_time(s: Scenario, spec: ModuleSpec, gpu: GpuSpec, x: Suggestion) -> Suggestion:
+    """A change to diffusers' CPU offload with what it costs a call on the card, read off the plans with and
+    without it (:func:`gpuplan.speed.modules.generation`: the weights' copies at
+    :func:`~gpuplan.speed.modules.offload_copy_s`), where the line said only its GiB (s27 walk: FLUX.1-dev on an
+    RTX 4090, "sequential CPU offload (fits; 36.4 -> 3.7 GiB)", a call of 25.2 s without it)."""
+    if x.fields.get("cpu_offload", "none") == "none" or s.task == "train":
+        return x
+    before, after = _call_s(s, spec, gpu), _call_s(s.model_copy(update=x.fields), spec, gpu)
+    if before is None or after is None or before.image_s is None or after.image_s is None:
+        return x
+    copies = after.parts_s.get("CPU offload transfers", 0.0)
+    return x.model_copy(update={"cost": f"{x.cost}; {before.image_s:,.1f} -> {after.image_s:,.1f} s a call, "
+                                        f"{copies:,.1f} s of it copying weights over PCIe"})
 
 
 def fewest_blocks(s: Scenario, spec: ModuleSpec, gpu: GpuSpec, x: Suggestion) -> Suggestion:

@@ -31,6 +31,7 @@ from .. import overheads as oh
 from ..errors import GpuplanError, echo, echo_value, no_control
 from ..model.catalog import load_model
 from ..plan.estimate import estimate
+from ..plan.layout import as_run
 from ..plan.refusals import scenario_refusal
 from ..scenario import Scenario, scenario_from
 from ..userfiles import is_folder, load_json, write_text
@@ -73,7 +74,7 @@ def probe(scenario: Scenario | dict[str, Any], *, steps: int = 2, simulate_too: 
         torch.set_grad_enabled(True)
         del model, forward_loss
         torch.cuda.empty_cache()
-    record["estimate"] = estimate(s, advise=False).memory.model_dump()
+    record["estimate"] = estimate(as_run(s), advise=False).memory.model_dump()  # at the micro-batch measured
     if simulate_too:
         from .simulate import simulate
 
