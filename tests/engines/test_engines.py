@@ -45,7 +45,7 @@ def test_each_engines_own_settings_are_scenario_fields_that_default_to_unset():
 SETTING_VALUES = {"gpu_memory_utilization": 0.8, "enforce_eager": True, "flashinfer_sampler": True,
                   "entry_point": "offline", "mem_fraction_static": 0.8, "fp8_gemm_backend": "auto",
                   "ubatch_tokens": 256, "flash_attention": "off", "cpu_layers": True, "max_num_seqs": 4,
-                  "max_num_batched_tokens": 512, "max_model_len": 2048, "engine_version": "0.8.5"}
+                  "max_num_batched_tokens": 512, "max_model_len": 2048, "engine_version": "0.8.5", "attention": "eager"}
 
 
 def _numbers(plan) -> tuple:
@@ -56,9 +56,9 @@ def _numbers(plan) -> tuple:
 @pytest.mark.parametrize("field", sorted(SETTING_VALUES))
 def test_an_engine_setting_given_to_an_engine_that_does_not_read_it_is_said_and_changes_nothing(field):
     """s27: vLLM's max_num_seqs given with engine llama.cpp or sglang, SGLang's mem_fraction_static with vLLM, a
-    max_model_len under transformers planned without a word. Each engine that does not read a setting (by
-    engines.readers) plans the same numbers with it as without it, and its plan names it in a warning; each engine
-    that reads it says nothing of it."""
+    max_model_len under transformers, eager attention under vLLM planned without a word. Each engine that does not
+    read a setting (by engines.readers) plans the same numbers with it as without it, and its plan names it in a
+    warning; each engine that reads it says nothing of it."""
     assert set(SETTING_VALUES) == {f for name, own in OWN_SETTINGS.items() if name not in REFUSES_FOREIGN
                                    for f in own} | set(SHARED_SETTINGS)
     job = {"model": "qwen2.5-0.5b", "task": "infer", "gpu": "l40s", "batch_size": 8, "prompt_tokens": 512,

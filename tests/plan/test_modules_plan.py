@@ -1109,3 +1109,18 @@ def test_a_module_search_warns_of_the_fields_it_does_not_read(capsys):
     assert gpuplan.recommend({"model": "sdxl", "task": "infer"}, top=1).warnings == []
     assert run(["recommend", "--model", "sdxl", "--task", "infer", "--micro-batch-size", "4", "--top", "1"]) == 0
     assert f"warning: {said}" in " ".join(capsys.readouterr().err.split())
+
+
+def test_launch_says_the_plans_warnings(tmp_path, capsys):
+    """launch printed none of its plan's warnings: an SDXL LoRA given --batch-size, vLLM's --max-num-seqs on a
+    llama.cpp server wrote their files without a word. The answer carries them (JSON) and the CLI prints them first,
+    on stderr."""
+    report = gpuplan.launch({"model": "sdxl", "task": "train", "method": "lora", "gpu": "h100-sxm", "batch_size": 4},
+                            folder=tmp_path / "sdxl")
+    assert "batch_size is a serving setting: this training plan leaves it out" in report.warnings
+    assert report.to_dict()["warnings"] == report.warnings
+    assert run(["launch", "--model", "llama-3.2-1b", "--task", "infer", "--engine", "llama.cpp", "--gpu", "h100-sxm",
+                "--max-num-seqs", "8", "-o", str(tmp_path / "llama")]) == 0
+    err = " ".join(capsys.readouterr().err.split())
+    assert err.startswith("warning: max_num_seqs is a setting of vllm and trtllm and changes nothing when serving "
+                          "with llama.cpp")

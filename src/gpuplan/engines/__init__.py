@@ -43,9 +43,12 @@ OWN_SETTINGS = {"vllm": ("gpu_memory_utilization", "enforce_eager", "flashinfer_
 # (max_running_requests, chunked_prefill_size: engines/sglang.py); the context is vLLM's --max-model-len, SGLang's
 # --context-length and TensorRT-LLM's --max_seq_len (plan/launch.py ENGINE_CONTEXT), llama.cpp, mlx-lm and
 # transformers take no such limit; a release is read by vLLM's and SGLang's rules and llama.cpp's build tag
-# (speed/ggml.py build). Said as OWN_SETTINGS are, by the same warning
+# (speed/ggml.py build); the attention implementation is the model code's in transformers, ggml and mlx-lm, while
+# vLLM, SGLang and TensorRT-LLM run their own fused backends (speed/inference.py engine_attention). Said as
+# OWN_SETTINGS are, by the same warning
 SHARED_SETTINGS = {"max_num_seqs": ("vllm", "trtllm"), "max_num_batched_tokens": ("vllm", "trtllm"),
-                   "max_model_len": ("vllm", "sglang", "trtllm"), "engine_version": ("vllm", "sglang", "llama.cpp")}
+                   "max_model_len": ("vllm", "sglang", "trtllm"), "engine_version": ("vllm", "sglang", "llama.cpp"),
+                   "attention": ("transformers", "llama.cpp", "mlx")}
 REFUSES_FOREIGN = frozenset({"trtllm"})
 # the engines whose scheduler gpuplan.serving.simulate runs: a load (users, rate_rps, capacity's searches) is
 # simulated on these only (gpuplan.plan.refusals says so for the others)
