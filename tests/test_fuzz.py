@@ -244,6 +244,32 @@ def test_the_oracle_judges_the_files_a_run_leaves(after, refused, signature):
     assert (verdict.signature if verdict else None) == signature
 
 
+def test_the_silent_fields_oracle_fails_a_field_left_out_without_a_word_or_warned_of_wrongly(monkeypatch):
+    """The 'silent fields' row (bench/fuzzing/silent.py): vLLM's max_num_seqs given to llama.cpp passes with its
+    warning, fails with the warning gone (as before s27), and fails where a list calls a field unread that moves the
+    plan (TensorRT-LLM reads max_num_seqs as its max_batch_size: 8 requests capped at 4)."""
+    from fuzzing import silent
+    from gpuplan import engines
+    from gpuplan.plan import refusals
+
+    def case(engine):
+        base = {"model": "qwen2.5-0.5b", "task": "infer", "gpu": "l40s", "engine": engine, "batch_size": "8"}
+        return {"base": {k: [f"--{k.replace('_', '-')}", v] for k, v in base.items()},
+                "extra": {"max_num_seqs": ["--max-num-seqs", "4"]}}
+
+    assert silent.judge_silent(case("llama.cpp")).klass == oracle.OK
+    assert silent.judge_silent(case("trtllm")).klass == oracle.OK  # it reads it: nothing to say
+    with monkeypatch.context() as m:
+        m.setattr(refusals, "_other_engines_settings", lambda s: [])
+        verdict = silent.judge_silent(case("llama.cpp"))
+    assert verdict.klass == oracle.NONSENSE and "not named in a warning" in verdict.signature
+    only_vllm = lambda field: ("vllm",) if field == "max_num_seqs" else engines.SHARED_SETTINGS.get(field, ())  # noqa: E731
+    monkeypatch.setattr(engines, "readers", only_vllm)
+    monkeypatch.setattr(refusals, "readers", only_vllm)
+    verdict = silent.judge_silent(case("trtllm"))
+    assert verdict.klass == oracle.NONSENSE and "moves the plan's numbers" in verdict.signature, verdict
+
+
 def test_the_oracle_classes_api_answers():
     assert oracle.judge_api(None, GpuplanError("unknown model 'x'")).klass == oracle.CLEAN
     assert oracle.judge_api(None, KeyError("k")).klass == oracle.TRACEBACK
@@ -323,12 +349,15 @@ def test_web_fuzz(ctx, endpoint):
     assert not any(o.failed() for o in outcomes), failures_text(outcomes)
 
 
-@pytest.mark.parametrize("check", ["seq_len", "zero3 GPUs", "card defaults", "module rules"])
+@pytest.mark.parametrize("check", ["seq_len", "zero3 GPUs", "card defaults", "module rules", "silent fields"])
 def test_metamorphic(ctx, check):
     """A longer seq_len never lowers training memory; more ZeRO-3 GPUs never raise memory per GPU; a job on any
     card with the precision left to it is not refused for that precision, nor advised a dtype or engine the card
-    lacks; a module (diffusion, Whisper, T5, BERT) is refused what the card or a loader refuses a decoder."""
-    outcomes = campaign(ctx, f"meta {check}", runs(check, {"card defaults": 40, "module rules": 40}, 15))
+    lacks; a module (diffusion, Whisper, T5, BERT) is refused what the card or a loader refuses a decoder; a flag
+    the plan does not read (another task's, another engine's, another kind of model's) is named in a warning and
+    moves none of its numbers (bench/fuzzing/silent.py)."""
+    outcomes = campaign(ctx, f"meta {check}", runs(check, {"card defaults": 40, "module rules": 40,
+                                                           "silent fields": 24}, 15))
     assert not any(o.failed() for o in outcomes), failures_text(outcomes)
     assert sum(o.klass == oracle.OK for o in outcomes) == len(outcomes)
 

@@ -319,6 +319,10 @@ def meta_case(r: random.Random, which: str) -> dict[str, Any]:
         return {"card": card_case(r)}
     if which == "module":
         return {"module": module_case(r)}
+    if which == "silent":
+        from .silent import silent_case
+
+        return silent_case(r)
     base = {"model": r.choice(META_MODELS), "task": "train", "method": r.choice(["full", "lora", "qlora"]),
             "grad_checkpointing": r.choice(["none", "selective", "full"]), "micro_batch_size": r.randint(1, 4)}
     if which == "seq_len":
@@ -333,13 +337,17 @@ def meta_case(r: random.Random, which: str) -> dict[str, Any]:
 def judge_meta(case: dict[str, Any]) -> Verdict:
     """Longer sequences never need less training memory; more ZeRO-3 GPUs never need more per GPU; a card's own
     defaults are not refused (:func:`judge_card`); a module is refused what the card or loader refuses a decoder
-    (:func:`judge_module`)."""
+    (:func:`judge_module`); a field the plan does not read is named in a warning (:mod:`.silent`)."""
     import gpuplan
 
     if "card" in case:
         return judge_card(case["card"])
     if "module" in case:
         return judge_module(case["module"])
+    if "silent" in case:
+        from .silent import judge_silent
+
+        return judge_silent(case["silent"])
     peaks = []
     for v in case["values"]:
         fields = {**case["base"], case["vary"]: int(v)}

@@ -8,7 +8,7 @@ import typing
 import pytest
 
 from gpuplan import GpuplanError, estimate
-from gpuplan.engines import ENGINES, HOMES, OWN_SETTINGS, REFUSES_FOREIGN, engine_for
+from gpuplan.engines import ENGINES, HOMES, OWN_SETTINGS, REFUSES_FOREIGN, SHARED_SETTINGS, engine_for, readers
 from gpuplan.engines import sglang as sglang_engine
 from gpuplan.engines import vllm as vllm_engine
 from gpuplan.launchers import TARGETS
@@ -32,8 +32,45 @@ def test_each_engines_own_settings_are_scenario_fields_that_default_to_unset():
     profile) are scenario fields; a refused one defaults to None (given at all is given to the wrong engine)."""
     assert set(HOMES) >= set(OWN_SETTINGS) >= REFUSES_FOREIGN
     fields = [field for names in OWN_SETTINGS.values() for field in names]
-    assert len(fields) == len(set(fields)) == 10 and set(fields) <= set(Scenario.model_fields)
+    assert len(fields) == len(set(fields)) == 13 and set(fields) <= set(Scenario.model_fields)
     assert all(Scenario.model_fields[f].default is None for name in REFUSES_FOREIGN for f in OWN_SETTINGS[name])
+    # the settings a few engines read: scenario fields, none of them one engine's own, read by engines that exist
+    assert set(SHARED_SETTINGS) <= set(Scenario.model_fields) and not set(SHARED_SETTINGS) & set(fields)
+    assert all(1 < len(names) < len(HOMES) and set(names) <= set(HOMES) for names in SHARED_SETTINGS.values())
+    assert readers("max_num_seqs") == ("vllm", "trtllm") and readers("cpu_layers") == ("llama.cpp",)
+    assert readers("batch_size") == ()
+
+
+# a value other than its default for each engine setting another engine may be given (TensorRT-LLM's are refused)
+SETTING_VALUES = {"gpu_memory_utilization": 0.8, "enforce_eager": True, "flashinfer_sampler": True,
+                  "entry_point": "offline", "mem_fraction_static": 0.8, "fp8_gemm_backend": "auto",
+                  "ubatch_tokens": 256, "flash_attention": "off", "cpu_layers": True, "max_num_seqs": 4,
+                  "max_num_batched_tokens": 512, "max_model_len": 2048, "engine_version": "0.8.5", "attention": "eager"}
+
+
+def _numbers(plan) -> tuple:
+    answer = plan.to_dict()
+    return answer["memory"], answer["speed"], answer["cost"]
+
+
+@pytest.mark.parametrize("field", sorted(SETTING_VALUES))
+def test_an_engine_setting_given_to_an_engine_that_does_not_read_it_is_said_and_changes_nothing(field):
+    """s27: vLLM's max_num_seqs given with engine llama.cpp or sglang, SGLang's mem_fraction_static with vLLM, a
+    max_model_len under transformers, eager attention under vLLM planned without a word. Each engine that does not
+    read a setting (by engines.readers) plans the same numbers with it as without it, and its plan names it in a
+    warning; each engine that reads it says nothing of it."""
+    assert set(SETTING_VALUES) == {f for name, own in OWN_SETTINGS.items() if name not in REFUSES_FOREIGN
+                                   for f in own} | set(SHARED_SETTINGS)
+    job = {"model": "qwen2.5-0.5b", "task": "infer", "gpu": "l40s", "batch_size": 8, "prompt_tokens": 512,
+           "output_tokens": 128}
+    for engine in ("transformers", "vllm", "sglang", "llama.cpp", "trtllm"):
+        given = estimate({**job, "engine": engine, field: SETTING_VALUES[field]}, advise=False)
+        said = [w for w in given.warnings if w.startswith(f"{field} is ")]
+        if engine in readers(field):
+            assert not said, (engine, said)
+            continue
+        assert len(said) == 1 and f"changes nothing when serving with {engine}" in said[0], (engine, said)
+        assert _numbers(given) == _numbers(estimate({**job, "engine": engine}, advise=False)), engine
 
 
 def test_the_serving_engines_are_launched_by_their_own_target():

@@ -1150,3 +1150,62 @@ def test_a_cpu_offload_change_says_its_call_time_from_the_plans():
         assert after.image_s > now.work.image_s + copies * 0.99
     fitting = [x for x in now.suggestions if x.fits]
     assert fitting[0].fields == {"quant": "nf4"} and fitting[-1].fields == {"cpu_offload": "sequential"}
+
+
+UNREAD = [  # (fields, the one warning that names what the plan leaves out)
+    ({"model": "whisper-large-v3", "task": "infer", "micro_batch_size": 4},
+     "micro_batch_size is a training setting: this serving plan leaves it out"),
+    ({"model": "sdxl", "task": "infer", "stack": "diffusers", "micro_batch_size": 4},
+     "stack, micro_batch_size are training settings: this serving plan leaves them out"),
+    ({"model": "sdxl", "task": "train", "method": "lora", "inference_steps": 20, "cfg": False},
+     "inference_steps, cfg are serving settings: this training plan leaves them out"),
+    ({"model": "flan-t5-base", "task": "train", "batch_size": 4},
+     "batch_size is a serving setting: this training plan leaves it out"),
+    ({"model": "bert-base-uncased", "task": "infer", "gpu_memory_utilization": 0.9, "num_gpus": 1},
+     "gpu_memory_utilization, num_gpus are not read by the plan of google-bert/bert-base-uncased, an encoder model "
+     "(bert): it leaves them out"),
+]
+
+
+@pytest.mark.parametrize(("fields", "said"), UNREAD, ids=[f"{f['model']}-{f['task']}" for f, _ in UNREAD])
+def test_a_field_a_module_plan_does_not_read_is_named_in_one_warning_and_changes_nothing(fields, said, capsys):
+    """s27: a module plan took the other task's fields without a word (a generation's --micro-batch-size 4, a
+    training job's --inference-steps, T5 training given --batch-size), and another kind's at their default (not
+    refused: they change nothing). Each is named in one warning line, as a decoder LLM's plan says a training
+    field given to a serving plan (refusals.other_task), on the CLI and in the JSON, and the numbers are the plan's
+    without it."""
+    given = {k: v for k, v in fields.items() if k not in ("model", "task", "method")}
+    with_it = plan(**fields, gpu="a100-80gb")
+    without = plan(**{k: v for k, v in fields.items() if k not in given}, gpu="a100-80gb")
+    assert [w for w in with_it.warnings if "leaves" in w] == [said] and not any("leaves" in w for w in without.warnings)
+    assert with_it.to_dict()["memory"] == without.to_dict()["memory"]
+    assert with_it.to_dict()["work"] == without.to_dict()["work"]
+    flags = [x for k, v in fields.items() for x in (f"--{k.replace('_', '-')}", str(v).lower())]
+    assert run(["estimate", *flags, "--gpu", "a100-80gb", "--json"]) == 0
+    assert said in json.loads(capsys.readouterr().out)["warnings"]
+
+
+def test_a_module_search_warns_of_the_fields_it_does_not_read(capsys):
+    """recommend and cost of a module job carry the estimate's warning (ModuleChoices.warnings, printed first)."""
+    job = {"model": "sdxl", "task": "infer", "micro_batch_size": 4}
+    said = "micro_batch_size is a training setting: this serving plan leaves it out"
+    assert gpuplan.recommend(job, top=1).warnings == [said]
+    assert gpuplan.cost({**job, "gpu": "l40s"}, top=1).warnings == [said]
+    assert gpuplan.recommend({"model": "sdxl", "task": "infer"}, top=1).warnings == []
+    assert run(["recommend", "--model", "sdxl", "--task", "infer", "--micro-batch-size", "4", "--top", "1"]) == 0
+    assert f"warning: {said}" in " ".join(capsys.readouterr().err.split())
+
+
+def test_launch_says_the_plans_warnings(tmp_path, capsys):
+    """launch printed none of its plan's warnings: an SDXL LoRA given --batch-size, vLLM's --max-num-seqs on a
+    llama.cpp server wrote their files without a word. The answer carries them (JSON) and the CLI prints them first,
+    on stderr."""
+    report = gpuplan.launch({"model": "sdxl", "task": "train", "method": "lora", "gpu": "h100-sxm", "batch_size": 4},
+                            folder=tmp_path / "sdxl")
+    assert "batch_size is a serving setting: this training plan leaves it out" in report.warnings
+    assert report.to_dict()["warnings"] == report.warnings
+    assert run(["launch", "--model", "llama-3.2-1b", "--task", "infer", "--engine", "llama.cpp", "--gpu", "h100-sxm",
+                "--max-num-seqs", "8", "-o", str(tmp_path / "llama")]) == 0
+    err = " ".join(capsys.readouterr().err.split())
+    assert err.startswith("warning: max_num_seqs is a setting of vllm and trtllm and changes nothing when serving "
+                          "with llama.cpp")

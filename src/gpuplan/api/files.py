@@ -30,6 +30,7 @@ class LaunchReport(Answer):
     scenario: dict[str, Any]  # the scenario launched: with the recipe's micro-batch x accumulation when it set neither
     predicted: dict[str, Any]  # what gpuplan.estimate(scenario) predicts for it
     files: list[LaunchFileInfo]
+    warnings: list[str] = Field(default_factory=list)  # the plan's, as estimate gives them (s27: a field left out)
     printed: list[tuple[str, str, str]] = Field(default_factory=list, exclude=True)  # (name, target, text)
     said: dict[str, Any] = Field(default_factory=dict, exclude=True)
 
@@ -95,6 +96,7 @@ def _write_diffusion(s, spec, targets: list[str], folder: str | Path, force: boo
                         scenario=plan.scenario.model_dump(mode="json", exclude_unset=True),
                         files=[LaunchFileInfo(path=str(p), target=f.target, read_by=f.reader)
                                for p, f in zip(paths, chosen, strict=True)],
+                        warnings=list(plan.result.warnings),
                         printed=[(f.name, f.target, f.text) for f in chosen] if folder == "-" else [], said=said)
 
 
@@ -181,4 +183,5 @@ def write_plan(plan, targets: list[str], options, folder: str | Path, force: boo
                         scenario=plan.scenario.model_dump(mode="json", exclude_unset=True),
                         files=[LaunchFileInfo(path=str(p), target=f.target, read_by=f.reader)
                                for p, f in zip(paths, files, strict=True)],
+                        warnings=list(plan.result.warnings),
                         printed=[(f.name, f.target, f.text) for f in files] if folder == "-" else [], said=said)

@@ -15,7 +15,7 @@ from rich.text import Text
 from .. import api
 from ..errors import GpuplanError, no_control
 from .app import overrides, print_json, scenario_command
-from .render import bullet, out
+from .render import bullet, err, out
 
 DEFAULT_DIR = "gpuplan-launch"
 
@@ -151,10 +151,13 @@ def parse_devices(text: str | None, num_gpus: int) -> tuple[int, ...] | None:
 
 
 def show_launch(report, output: str, as_json: bool) -> None:
-    """The files written (or, with ``-o -``, printed; with ``--json`` too, each file's text in the JSON), then
-    the resolver's notes, what every file opens with and the next step."""
+    """The plan's warnings (on stderr), the files written (or, with ``-o -``, printed; with ``--json`` too, each
+    file's text in the JSON), then the resolver's notes, what every file opens with and the next step."""
     from pathlib import Path
 
+    if not as_json:  # first, on stderr, as estimate says them (a field the plan leaves out, an old price)
+        for warning in report.warnings:
+            bullet(warning, prefix="warning: ", style="bold yellow", stream=err)
     if output == "-" and as_json:  # the files' text in the JSON, for scripts that asked for JSON
         texts = {name: text for name, _, text in report.printed}
         data = report.to_dict()

@@ -133,6 +133,8 @@ def render_choices(choices, fmt: str, *, ranked: bool) -> None:
         return
     if fmt == "table":
         bullet(choices.resolved, prefix="", style="bold")
+    for warning in choices.warnings:  # first, as estimate's and the LLM searches' are
+        bullet(warning, prefix="warning: ", style="bold yellow", stream=err)
     for note in [*choices.defaults, *choices.notes]:
         bullet(note, prefix="note: ", style="yellow", stream=err)
     rows = choices.setups

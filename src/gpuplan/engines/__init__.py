@@ -33,11 +33,22 @@ HOMES = {"transformers": ("transformers", "TRANSFORMERS"), "vllm": ("vllm", "VLL
 # the scenario fields only one engine reads: given to a plan that another engine serves, they are said in a
 # warning (one file may hold several engines' settings), or refused where that engine refuses them itself
 # (REFUSES_FOREIGN: TensorRT-LLM's); gpuplan.plan.refusals reads them here, without loading every profile
-OWN_SETTINGS = {"vllm": ("gpu_memory_utilization", "enforce_eager", "flashinfer_sampler"),
+OWN_SETTINGS = {"vllm": ("gpu_memory_utilization", "enforce_eager", "flashinfer_sampler", "entry_point"),
                 "sglang": ("mem_fraction_static", "fp8_gemm_backend"),
-                "llama.cpp": ("ubatch_tokens",),
+                "llama.cpp": ("ubatch_tokens", "flash_attention", "cpu_layers"),
                 "trtllm": ("free_gpu_memory_fraction", "tokens_per_block", "capacity_scheduler_policy",
                            "trtllm_backend")}
+# the scenario fields some engines read and the others leave out, with the engines that read each: vLLM's scheduler
+# caps are TensorRT-LLM's max_batch_size and max_num_tokens (engines/trtllm.py), and SGLang sizes its own
+# (max_running_requests, chunked_prefill_size: engines/sglang.py); the context is vLLM's --max-model-len, SGLang's
+# --context-length and TensorRT-LLM's --max_seq_len (plan/launch.py ENGINE_CONTEXT), llama.cpp, mlx-lm and
+# transformers take no such limit; a release is read by vLLM's and SGLang's rules and llama.cpp's build tag
+# (speed/ggml.py build); the attention implementation is the model code's in transformers, ggml and mlx-lm, while
+# vLLM, SGLang and TensorRT-LLM run their own fused backends (speed/inference.py engine_attention). Said as
+# OWN_SETTINGS are, by the same warning
+SHARED_SETTINGS = {"max_num_seqs": ("vllm", "trtllm"), "max_num_batched_tokens": ("vllm", "trtllm"),
+                   "max_model_len": ("vllm", "sglang", "trtllm"), "engine_version": ("vllm", "sglang", "llama.cpp"),
+                   "attention": ("transformers", "llama.cpp", "mlx")}
 REFUSES_FOREIGN = frozenset({"trtllm"})
 # the engines whose scheduler gpuplan.serving.simulate runs: a load (users, rate_rps, capacity's searches) is
 # simulated on these only (gpuplan.plan.refusals says so for the others)
@@ -68,9 +79,17 @@ class _Profiles(Mapping[str, Engine]):
 ENGINES: Mapping[str, Engine] = _Profiles()
 
 
+def readers(field: str) -> tuple[str, ...]:
+    """The engines that read scenario field ``field`` (:data:`OWN_SETTINGS`, :data:`SHARED_SETTINGS`); () for a field
+    that is no engine's own setting."""
+    own = tuple(name for name, fields in OWN_SETTINGS.items() if field in fields)
+    return own or SHARED_SETTINGS.get(field, ())
+
+
 def engine_for(s: Scenario) -> Engine:
     """The profile of the scenario's ``engine``."""
     return ENGINES[s.engine]
 
 
-__all__ = ["ENGINES", "OWN_SETTINGS", "REFUSES_FOREIGN", "SIMULATED", "Engine", "engine_for"]
+__all__ = ["ENGINES", "OWN_SETTINGS", "REFUSES_FOREIGN", "SHARED_SETTINGS", "SIMULATED", "Engine", "engine_for",
+           "readers"]

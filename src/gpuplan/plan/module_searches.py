@@ -188,25 +188,27 @@ def recommend_module(s: Scenario, spec: ModuleSpec, c: Constraints, defaults: li
          c.any_method or c.any_quant or c.any_stack),
         ("--per-gpu", "every setup is already one card type", c.per_gpu)) if asked]
     rows.sort(key=lambda x: _key(x, c.objective))
-    line, said = describe_searched(s, spec)
+    line, said, unread = describe_searched(s, spec)
     return ModuleChoices(resolved=f"{line}; one card per setup, {c.objective} first",
                          task=s.task, objective=c.objective, setups=rows[:c.top], evaluated=evaluated,
-                         fitting=fitting, notes=notes, defaults=[*defaults, *said])
+                         fitting=fitting, notes=notes, defaults=[*defaults, *said], warnings=list(unread))
 
 
 def cost_module(s: Scenario, spec: ModuleSpec, catalog: list[Offer], top: int | None = None) -> ModuleChoices:
     """Every offer of every card the module job fits, cheapest first (the job's total, else per thousand)."""
     rows, evaluated, fitting, untimed = card_setups(s, spec, catalog, every_offer=True)
     rows.sort(key=lambda x: _key(x, "cost"))
-    line, said = describe_searched(s, spec)
+    line, said, unread = describe_searched(s, spec)
     return ModuleChoices(resolved=f"{line}; on each offer", task=s.task, setups=rows[:top] if top else rows,
-                         evaluated=evaluated, fitting=fitting, notes=untimed, defaults=list(said))
+                         evaluated=evaluated, fitting=fitting, notes=untimed, defaults=list(said),
+                         warnings=list(unread))
 
 
-def describe_searched(s: Scenario, spec: ModuleSpec) -> tuple[str, tuple[str, ...]]:
-    """The scenario as searched, in one line: the plan's own words on the first card (the card left out); and the
+def describe_searched(s: Scenario, spec: ModuleSpec) -> tuple[str, tuple[str, ...], tuple[str, ...]]:
+    """The scenario as searched, in one line: the plan's own words on the first card (the card left out); the
     defaults its job says, as ``estimate`` says them (what a sample, a call or a window of the rows is: s18 walk,
-    where ``cost --module`` priced "samples" of 32 sequences without a word)."""
+    where ``cost --module`` priced "samples" of 32 sequences without a word); and the fields given that it does not
+    read, as ``estimate`` warns of them."""
     r = resolve_module_scenario(s, spec)
     line = describe(r.scenario, r.job)
-    return (line.rsplit(";", 1)[0] if not s.gpu else line), r.defaults
+    return (line.rsplit(";", 1)[0] if not s.gpu else line), r.defaults, r.checked

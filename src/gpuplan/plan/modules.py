@@ -212,7 +212,7 @@ def build_module(r: ResolvedModule, candidates: tuple = (), *, advise: bool = Tr
     checkpoint = e.extra.get("checkpoint_bytes", 0.0) if s.task == "train" else 0.0
     mem = report(s, e, gpu)
     judged = verdict(s, gpu, mem)
-    warnings, work, cost, suggestions, rates = list(e.warnings), None, None, (), ()
+    warnings, work, cost, suggestions, rates = [*r.checked, *e.warnings], None, None, (), ()
     warnings += stack_card_warnings(s, gpu) if gpu is not None else []  # a trainer that runs on the card in part
     if not memory_only and gpu is not None and (gpu.peak_tflops("bf16") or gpu.peak_tflops("fp16")):
         try:

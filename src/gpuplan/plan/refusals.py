@@ -30,7 +30,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from ..engines import ENGINES, OWN_SETTINGS, REFUSES_FOREIGN, SIMULATED, engine_for
+from ..engines import ENGINES, OWN_SETTINGS, REFUSES_FOREIGN, SHARED_SETTINGS, SIMULATED, engine_for, readers
 from ..errors import GpuplanError
 from ..hardware import GpuSpec, resolve_gpu
 from ..market.offers import NODE_GPUS, largest_node
@@ -277,21 +277,44 @@ def refused(s: Scenario) -> bool:
     return False
 
 
-def other_task(s: Scenario) -> list[str]:
+def other_task(s: Scenario, spec: ModuleSpec | None = None) -> list[str]:
     """The other task's settings, given (one file may hold both tasks' settings, so this is said once, not refused):
     a serving plan's ``mtbi_hours``, ``disk_gbs`` or ``dataset_gb`` (a training run's checkpoints and data), a
     training plan's ``batch_size``. Every command's answer carries it (estimate's plan through the resolver,
-    recommend's result)."""
+    recommend's result). A module's plan (``spec``: a diffusion pipeline, Whisper, T5, BERT, your own module) says
+    so of each field given that it does not read for its task (:func:`gpuplan.scenario.modules.reads`): the other
+    task's (a generation's micro_batch_size), and, in a second sentence, another kind of model's given at its
+    default (a value that would change something is refused, :func:`module_refusal`)."""
+    if spec is not None:
+        return _module_unread(s, spec)
     other = sorted(s.model_fields_set & (INFER_ONLY if s.task == "train" else TRAIN_ONLY))
     if not other:
         return []
-    kind, batch = (("serving", "micro_batch_size x grad_accum_steps") if s.task == "train" else
-                   ("training", "batch_size"))
     batched = {"batch_size"} if s.task == "train" else {"micro_batch_size", "grad_accum_steps"}
-    return [f"{', '.join(other)} {'is a' if len(other) == 1 else 'are'} {kind} setting"
-            f"{'s' if len(other) > 1 else ''}: this {'training' if s.task == 'train' else 'serving'} "
-            f"plan leaves {'it' if len(other) == 1 else 'them'} out"
-            + (f" (its batch is {batch})" if batched & set(other) else "")]
+    return [_other_task_sentence(s.task, other, batched & set(other))]
+
+
+def _other_task_sentence(task: str, other: list[str], batched: set[str] | bool) -> str:
+    kind, batch = ("serving", "micro_batch_size x grad_accum_steps") if task == "train" else ("training", "batch_size")
+    return (f"{', '.join(other)} {'is a' if len(other) == 1 else 'are'} {kind} setting"
+            f"{'s' if len(other) > 1 else ''}: this {'training' if task == 'train' else 'serving'} "
+            f"plan leaves {'it' if len(other) == 1 else 'them'} out" + (f" (its batch is {batch})" if batched else ""))
+
+
+def _module_unread(s: Scenario, spec: ModuleSpec) -> list[str]:
+    """:func:`other_task` for the plan of module ``spec``: the fields given that it does not read for ``s.task``, the
+    other task's in one sentence, the rest (another kind of model's, at their defaults) in another."""
+    from ..scenario.modules import reads  # a decoder's plan never loads the modules' jobs
+
+    read, either = set(reads(spec, s.task)), set(reads(spec))
+    unread = [name for name in Scenario.model_fields if name in s.model_fields_set and name not in read]
+    other = [name for name in unread if name in either]
+    rest = [name for name in unread if name not in either]
+    out = [_other_task_sentence(s.task, other, False)] if other else []
+    if rest:
+        out.append(f"{', '.join(rest)} {'is' if len(rest) == 1 else 'are'} not read by the plan of "
+                   f"{spec.describe().replace(' is ', ', ', 1)}: it leaves {'it' if len(rest) == 1 else 'them'} out")
+    return out
 
 
 def _qlora(s: Scenario) -> None:
@@ -537,13 +560,22 @@ def _foreign_settings(s: Scenario) -> str | None:
 
 
 def _other_engines_settings(s: Scenario) -> list[str]:
-    """A warning for each engine setting given to a scenario that serves with another engine (it changes nothing)."""
+    """A warning for each engine setting given to a scenario that serves with an engine that does not read it (it
+    changes nothing): one engine's own (:data:`gpuplan.engines.OWN_SETTINGS`) or a few engines'
+    (:data:`gpuplan.engines.SHARED_SETTINGS`, vLLM's max_num_seqs given to llama.cpp)."""
     if s.task != "infer":
         return []
-    return [f"{field} is {engine}'s setting and changes nothing when serving with {s.engine}: drop it, or set "
-            f"engine {engine}" for engine, fields in OWN_SETTINGS.items() if engine != s.engine
-            and engine not in REFUSES_FOREIGN for field in fields
-            if getattr(s, field) != Scenario.model_fields[field].default]
+    fields = [*(f for name, own in OWN_SETTINGS.items() if name not in REFUSES_FOREIGN for f in own),
+              *SHARED_SETTINGS]
+    out = []
+    for field in fields:
+        engines = readers(field)
+        if s.engine not in engines and getattr(s, field) != Scenario.model_fields[field].default:
+            whose = f"{engines[0]}'s setting" if len(engines) == 1 else \
+                f"a setting of {', '.join(engines[:-1])} and {engines[-1]}"
+            out.append(f"{field} is {whose} and changes nothing when serving with {s.engine}: drop it, or set "
+                       f"engine {' or '.join(engines)}")
+    return out
 
 
 def _node(s: Scenario, gpu: GpuSpec) -> list[str]:

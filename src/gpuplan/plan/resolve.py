@@ -38,7 +38,7 @@ from ..model.synthetic import size_note
 from ..scenario import Scenario
 from ..scenario.fields import LOAD_ENGINE
 from ..scenario.stacks import NO_FP16_STACKS, defaults_in_force
-from .refusals import check, module_quant, module_refusal, stack_card
+from .refusals import check, module_quant, module_refusal, other_task, stack_card
 
 if TYPE_CHECKING:
     from ..model.module_spec import ModuleSpec
@@ -170,6 +170,7 @@ class ResolvedModule:
     job: ModuleJob
     gpu: GpuSpec | None
     gpu_note: str | None = None
+    checked: tuple[str, ...] = ()  # the fields given that its plan does not read (refusals.other_task)
 
     @functools.cached_property
     def defaults(self) -> tuple[str, ...]:
@@ -202,7 +203,8 @@ def resolve_module_scenario(s: Scenario, spec: ModuleSpec, gpu: GpuSpec | None =
     """``s`` on module ``spec`` and its card (resolved by name as a decoder's is, or ``gpu`` when a search already
     did), refused in one sentence where the module cannot run it (:func:`gpuplan.scenario.modules.resolve_module`)
     or is given a field its plan does not read (:func:`gpuplan.plan.refusals.module_refusal`), or trains with a
-    stack that does not run on the card (:func:`gpuplan.plan.refusals.stack_card`)."""
+    stack that does not run on the card (:func:`gpuplan.plan.refusals.stack_card`); a field given that changes
+    nothing and is not read for its task is said (:func:`gpuplan.plan.refusals.other_task`)."""
     note = None
     if gpu is None or gpu.id != s.gpu:
         gpu, note = resolve_gpu(s.gpu) if s.gpu else (None, None)
@@ -210,13 +212,14 @@ def resolve_module_scenario(s: Scenario, spec: ModuleSpec, gpu: GpuSpec | None =
         s = s.with_resolved({"gpu": gpu.id})
     from ..scenario.modules import resolve_module  # a decoder's plan never loads the modules' jobs
 
+    unread = other_task(s, spec)  # the fields the user gave, before the module's defaults are taken
     s, job = resolve_module(s, spec)
     module_refusal(s, spec)
     module_quant(s, spec, gpu)
     why = stack_card(s, gpu) if gpu is not None else None  # a diffusion trainer off its cards (kohya on Gaudi)
     if why:
         raise GpuplanError(why)
-    return ResolvedModule(scenario=s, spec=spec, job=job, gpu=wired(s, gpu), gpu_note=note)
+    return ResolvedModule(scenario=s, spec=spec, job=job, gpu=wired(s, gpu), gpu_note=note, checked=tuple(unread))
 
 
 def wired(s: Scenario, gpu: GpuSpec | None) -> GpuSpec | None:
