@@ -13,9 +13,10 @@ from gpuplan import load_model
 from gpuplan import overheads as oh
 from gpuplan.hardware import load_gpu
 from gpuplan.scenario import scenario_from
+from gpuplan.scenario.fields import torch_release
 from gpuplan.speed.work import attention_s
 from gpuplan.stacks import stack_for
-from gpuplan.stacks.attention import sdpa_prefers_cudnn, torch_release
+from gpuplan.stacks.attention import sdpa_prefers_cudnn
 
 BENCH = Path(__file__).resolve().parents[2] / "bench"
 

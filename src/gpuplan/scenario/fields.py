@@ -60,6 +60,14 @@ Pricing = Annotated[Literal["on_demand", "spot", "any", "owned"], BeforeValidato
 # it, so that a trace of two-token chats does not fail on a field the user never set.
 MIN_MODEL_LEN = 16
 
+
+def torch_release(text: str | None) -> tuple[int, int, int] | None:
+    """``2.5.1+cu124`` -> (2, 5, 1); None stays None (the current release)."""
+    if text is None:
+        return None
+    major, minor, patch = ([int(x) for x in re.findall(r"\d+", text.split("+")[0])[:3]] + [0, 0, 0])[:3]
+    return major, minor, patch
+
 class Scenario(BaseModel):
     """What the user wants to run, on what. Defaults follow the training stack named by ``stack`` (the Hugging
     Face Trainer unless set; :mod:`gpuplan.scenario.stacks`) and vLLM. A technique field left unset (``None``) takes the

@@ -38,21 +38,12 @@ from October 2025 cuDNN first on every card (pytorch/torchtitan#1776: ``attentio
 
 from __future__ import annotations
 
-import re
-
 from ..scenario import Scenario
+from ..scenario.fields import torch_release
 
 # PyTorch releases whose SDPA tries cuDNN's fused attention first on sm90/sm100 (the list above), as (major, minor,
 # patch) ranges [first, last]; None: the current release (2.11 and later)
 SDPA_CUDNN_FIRST = (((2, 5, 0), (2, 5, 0)), ((2, 9, 0), (2, 9, 99)), ((2, 11, 0), (99, 0, 0)))
-
-
-def torch_release(text: str | None) -> tuple[int, int, int] | None:
-    """``2.5.1+cu124`` -> (2, 5, 1); None stays None (the current release)."""
-    if text is None:
-        return None
-    major, minor, patch = ([int(x) for x in re.findall(r"\d+", text.split("+")[0])[:3]] + [0, 0, 0])[:3]
-    return major, minor, patch
 
 
 def sdpa_prefers_cudnn(torch_version: str | None) -> bool:

@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 
 from .. import overheads as oh
 from ..scenario import Scenario
+from ..scenario.fields import torch_release
 
 GIB = 2**30
 
@@ -73,8 +74,6 @@ def cuda_context_gib(s: Scenario, generation: str | None) -> float:
     """The CUDA context a PyTorch process makes on a card of ``generation``: every kernel loaded where
     ``s.torch_version`` predates lazy module loading (:data:`~gpuplan.overheads.CUDA_CONTEXT_EAGER_LOADING_GIB`),
     else the generation's lazily loaded one (:data:`~gpuplan.overheads.CUDA_CONTEXT_GIB`)."""
-    from ..stacks.attention import torch_release  # the stacks' package reads the tensors' modules
-
     release = torch_release(s.torch_version)
     since = torch_release(oh.TORCH_LAZY_LOADING_SINCE)
     if release is not None and since is not None and release < since:
