@@ -510,3 +510,15 @@ def test_docs_security_states_the_template_budget_and_the_count_s_bound():
               f"every {tpl.CLOCK_WORK // tpl.CHARS_PER_STEP} steps, and after any step that reads or makes "
               f"{tpl.CLOCK_WORK:,} characters", f"`--count-timeout` seconds (default {clock.COUNT_TIMEOUT_S:g};"]
     assert not [s for s in stated if s not in doc], [s for s in stated if s not in doc]
+
+
+def test_a_record_s_own_data_is_within_its_budget_whatever_field_holds_it():
+    """A turn whose tool call holds 300,000 characters and whose content is empty: the budget, made of the content
+    (100,000 characters), grows once by the record written out as JSON when a value nears it, so reading the
+    record's own turns (``messages|length``, ``tojson``) is never refused, and doubling them still is."""
+    call = {"type": "function", "function": {"name": "f", "arguments": "x" * 300_000}}
+    messages = [{"role": "assistant", "content": "", "tool_calls": [call]}]
+    written = tpl.render("{{ messages|length }} {{ messages|tojson|length }}", 0, messages=messages)
+    assert written == f"1 {len(json.dumps(messages))}"
+    with pytest.raises(tpl.TemplateLimit, match="a value of more than"):
+        tpl.render(DOUBLED.replace("['a']", "messages"), 0, messages=messages)

@@ -10,7 +10,7 @@ from typing import Annotated, Any
 
 import typer
 
-from .. import clock
+from .. import api
 from .._version import __version__
 from ..errors import RENAMED_FIELDS, GpuplanError, renamed
 from .render import follow_columns, out, write_json
@@ -253,21 +253,21 @@ def scenario_command(name: str, fn, *extra: inspect.Parameter, skip: tuple[str, 
 COUNT_TIMEOUT = inspect.Parameter("count_timeout", inspect.Parameter.KEYWORD_ONLY, default=None, annotation=Annotated[
     float | None, typer.Option(
         "--count-timeout", metavar="SECONDS", show_default=False, rich_help_panel="Scenario fields",
-        help=f"Stop counting the dataset's tokens after SECONDS, saying so [default: {clock.COUNT_TIMEOUT_S:g}; 0: no "
+        help=f"Stop counting the dataset's tokens after SECONDS, saying so [default: {api.COUNT_TIMEOUT_S:g}; 0: no "
              "limit]")])
 
 
 def bounded_counting(fn):
     """``fn`` taking ``count_timeout`` (``--count-timeout``): its dataset's tokens are counted within that many
-    seconds (:func:`gpuplan.clock.count_timeout`, default :data:`gpuplan.clock.COUNT_TIMEOUT_S`): a huge dataset
+    seconds (:func:`gpuplan.api.count_timeout`, default :data:`gpuplan.api.COUNT_TIMEOUT_S`): a huge dataset
     or a slow chat template is one sentence, not a command that never ends."""
 
     @functools.wraps(fn)
     def command(*args, count_timeout: float | None = None, **kwargs):
-        seconds = clock.COUNT_TIMEOUT_S if count_timeout is None else count_timeout
+        seconds = api.COUNT_TIMEOUT_S if count_timeout is None else count_timeout
         if not seconds >= 0:  # NaN or below 0
             raise GpuplanError(f"--count-timeout is a number of seconds, 0 or more (0: no limit), not {seconds}")
-        with clock.count_timeout(seconds):
+        with api.count_timeout(seconds):
             return fn(*args, **kwargs)
 
     return command

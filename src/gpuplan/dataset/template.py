@@ -31,10 +31,9 @@ from __future__ import annotations
 
 import json
 import re
-import sys
 import threading
 import time
-from collections.abc import ItemsView, Iterable, KeysView, ValuesView
+from collections.abc import Callable, ItemsView, Iterable, KeysView, ValuesView
 from functools import cache, wraps
 from inspect import signature
 from typing import Any
@@ -70,11 +69,20 @@ class TemplateLimit(Exception):
 class Budget:
     """What one render may still spend."""
 
-    def __init__(self, chars: int, steps: int = STEPS):
+    def __init__(self, chars: int, steps: int = STEPS, more: Callable[[], int] | None = None):
         self.chars = self.limit = chars
         self.steps = self.max_steps = steps
         self.deadline = time.monotonic() + TIME_S
         self.work = 0  # characters of work since the clock was last read
+        self.more = more  # the characters to add once, the first time a value nears the limit (:meth:`within`)
+
+    def within(self, n: int) -> bool:
+        """Whether ``n`` characters are within the limit, which :attr:`more` raises once, when first needed (what
+        it costs to read is spent only by a template that nears the limit)."""
+        if n > self.limit and self.more is not None:
+            extra, self.more = self.more(), None
+            self.limit, self.chars = self.limit + extra, self.chars + extra
+        return n <= self.limit
 
     def step(self, chars: int = 0) -> None:
         """A loop step, call or filter, and the ``chars`` characters it reads or makes (:meth:`spend`)."""
@@ -93,13 +101,13 @@ class Budget:
 
     def size(self, n: int) -> None:
         """A value of ``n`` characters (or items) is about to be made."""
-        if n > self.limit:
+        if not self.within(n):
             raise TemplateLimit(f"a value of more than {self.limit:,} characters")
 
     def write(self, n: int) -> None:
         self.size(n)
         self.chars -= n
-        if self.chars < 0:
+        if self.chars < 0 and not (self.within(self.limit + 1) and self.chars >= 0):
             raise TemplateLimit(f"more than {self.limit:,} characters written")
 
 
@@ -164,12 +172,23 @@ def measure(value: Any, limit: int) -> tuple[int, int, int]:
 
 def _size(budget: Budget, value: Any) -> int:
     """The characters of ``value`` written out whole (:func:`measure`), past the budget refused."""
-    return len(value) if isinstance(value, str) else measure(value, budget.limit)[0]
+    return len(value) if isinstance(value, str) else _measured(budget, value)[0]
+
+
+def _measured(budget: Budget, value: Any) -> tuple[int, int, int]:
+    """:func:`measure` within the budget's limit (raised once by its :attr:`Budget.more` where needed)."""
+    try:
+        return measure(value, budget.limit)
+    except TemplateLimit:
+        if budget.more is None:
+            raise
+        budget.within(budget.limit + 1)
+        return measure(value, budget.limit)
 
 
 def _check_args(budget: Budget, args: Iterable[Any]) -> None:
     for a in args:
-        if isinstance(a, int) and not isinstance(a, bool) and abs(a) > budget.limit:
+        if isinstance(a, int) and not isinstance(a, bool) and not budget.within(abs(a)):
             raise TemplateLimit(f"a count or width of {a:,}")
 
 
@@ -315,7 +334,7 @@ def _tojson(value, indent=None, **_):
     """transformers' ``tojson`` (``ensure_ascii=False``), its size with ``indent`` counted before it is made:
     each item on a line of its own, indented once a level."""
     budget = _budget()
-    chars, items, depths = measure(value, budget.limit)
+    chars, items, depths = _measured(budget, value)
     width = len(indent) if isinstance(indent, str) else indent if _whole(indent) else 0
     budget.size(chars + 2 * items + 2 * depths * max(width, 0))
     return json.dumps(value, ensure_ascii=False, indent=indent)
@@ -439,13 +458,14 @@ def compiled(source: str):
 def render(source: str, text_chars: int, **variables: Any) -> str:
     """``source`` rendered with ``variables`` within a budget of ``BASE_CHARS + PER_CHAR * text_chars +
     PER_TURN_CHARS * turns`` characters and ``STEPS + PER_TURN_STEPS * turns`` steps, where the turns are those of
-    ``messages``, and ``text_chars`` at least ``variables`` written out whole (a turn's tool calls are data the
-    template may write, as its content is); :class:`TemplateLimit` past any limit, jinja2's own errors as they
-    come."""
+    ``messages``; where a value nears that, ``text_chars`` is taken to be at least ``variables`` written out whole
+    as JSON (a turn's tool calls are data the template may write, as its content is; read only then: it would cost
+    a quarter of a render); :class:`TemplateLimit` past any limit, jinja2's own errors as they come."""
     template = compiled(source)
     turns = len(variables.get("messages") or ())
-    text_chars = max(text_chars, measure(variables, sys.maxsize)[0])
-    budget = Budget(BASE_CHARS + PER_CHAR * text_chars + PER_TURN_CHARS * turns, STEPS + PER_TURN_STEPS * turns)
+    whole = lambda: PER_CHAR * max(len(json.dumps(variables, ensure_ascii=False, default=str)) - text_chars, 0)  # noqa: E731
+    budget = Budget(BASE_CHARS + PER_CHAR * text_chars + PER_TURN_CHARS * turns, STEPS + PER_TURN_STEPS * turns,
+                    whole)
     _state.budget = budget
     try:
         out, total = [], 0
