@@ -3,11 +3,12 @@ templates of released models' form, and the steps a turn takes, on the src that 
 
     PYTHONPATH=src python bench/template_cost.py
 
-The templates: ChatML as Qwen2.5's (its tool branches left out), Llama 3.1's (system turn split off, ``trim``,
-``tojson``), DeepSeek-R1's (a namespace, two passes over the turns, ``split`` of ``</think>``), each written here
-in the form its tokenizer_config.json ships. Records: 2,000 conversations of 2-8 turns of 20-400 characters (seed
-0); the best of 5 passes of CPU time (time.process_time: other work on the machine counts less than in wall time).
-Then one record of 10,000 turns of 2 characters: its render time and the steps it took.
+The templates: ChatML as Qwen2.5's, Llama 3.1's (system turn split off, ``trim``, ``tojson``), DeepSeek-R1's (a
+namespace, two passes over the turns, ``split`` of ``</think>``), each condensed here from the text its
+tokenizer_config.json ships (tool branches left out, long tags broken over lines). Records: 2,000 conversations of
+2-8 turns of 5-100 words (seed 0); the best of 5 passes of CPU time (time.process_time: other work on the machine
+counts less than in wall time). Then one record of 10,000 turns of 2 characters: its render time and the steps it
+took.
 """
 
 from __future__ import annotations

@@ -48,7 +48,7 @@ from jinja2.utils import Namespace, generate_lorem_ipsum
 from jinja2.visitor import NodeTransformer
 
 STEPS = 200_000  # loop iterations, calls and filters in one render (a real template takes tens per message)
-PER_TURN_STEPS = 200  # and per turn of the record (bench/template_cost.py: 5-19 a turn in released templates)
+PER_TURN_STEPS = 200  # and per turn of the record (bench/template_cost.py: 3.5-6 a turn in three released forms)
 TIME_S = 2.0  # seconds for one render (a real template takes well under a millisecond)
 BASE_CHARS = 100_000  # characters a render may write beyond PER_CHAR x the record's text and PER_TURN_CHARS a turn
 PER_CHAR = 4
