@@ -56,3 +56,27 @@ def in_time() -> None:
     deadline = _DEADLINE.get()
     if deadline is not None and time.monotonic() > deadline:
         raise Overdue("the work went past its deadline and was stopped")
+
+
+# ---- a bound on counting one dataset's tokens (the command line's --count-timeout) -----------------------------
+# the command line's default: a sample's 200,000 chat records at 6 ms each (bench/results/dataset_cache.md: 2,000
+# records of 650 tokens in 12.1 s on the loaded 2-core machine) take 20 minutes
+COUNT_TIMEOUT_S = 1800.0
+_COUNT_SECONDS: contextvars.ContextVar[float | None] = contextvars.ContextVar("gpuplan_count_seconds", default=None)
+
+
+@contextlib.contextmanager
+def count_timeout(seconds: float | None) -> Iterator[None]:
+    """Counting one dataset's tokens in this context (:mod:`gpuplan.dataset`) stops after ``seconds`` (None or 0:
+    never) with one sentence. The command line sets it (``--count-timeout``, :data:`COUNT_TIMEOUT_S`); the Python
+    API sets none, and the page's reader process has a deadline of its own (docs/security.md)."""
+    token = _COUNT_SECONDS.set(seconds or None)
+    try:
+        yield
+    finally:
+        _COUNT_SECONDS.reset(token)
+
+
+def count_seconds() -> float | None:
+    """The seconds :func:`count_timeout` gives counting one dataset, None for no bound."""
+    return _COUNT_SECONDS.get()

@@ -4,6 +4,7 @@ read, or is one sentence naming the file; a chat template that loops or grows it
 from __future__ import annotations
 
 import json
+import time
 from pathlib import Path
 
 import pytest
@@ -139,7 +140,7 @@ def test_a_broken_tokenizer_config_is_one_sentence_naming_it(tmp_path, tokenizer
 @pytest.mark.parametrize("template, limit", [
     ("{% for i in range(100000) %}{% for j in range(100000) %}x{% endfor %}{% endfor %}", "characters"),  # tok_loop
     ('{{ "hello " * 100000000 }}', "a value of more than"),  # S5's string growth
-    ("{% set l = range(100000)|list %}{% for a in l %}{% for b in l %}{% endfor %}{% endfor %}", "loop steps"),
+    ("{% for a in range(100000) %}{% for b in range(100000) %}{% endfor %}{% endfor %}", "loop steps"),
 ])
 def test_a_template_that_loops_or_grows_is_left_out_and_said(tmp_path, tokenizer, template, limit):
     """S5: the records are counted without the template (turns joined by newlines + EOS), and the report says
@@ -200,7 +201,8 @@ def test_a_template_past_its_limits_on_a_record_is_one_sentence(tmp_path, tokeni
     folder = folder_with(tmp_path, tokenizer, json.dumps({"chat_template": template}))
     path = tmp_path / "chat.jsonl"
     path.write_text(json.dumps({"messages": [{"role": "user", "content": "hello " * 50}]}) + "\n")
-    with pytest.raises(GpuplanError, match="went past more than 200,000 loop steps and calls on a record"):
+    with pytest.raises(GpuplanError, match=r"chat.jsonl, record 1: the chat template of .* went past more than "
+                       r"200,200 loop steps and calls; pass --tokenizer"):  # 200,000 and 200 for its one turn
         plan(path, folder)
 
 
@@ -377,3 +379,146 @@ def test_a_post_processor_that_adds_a_flood_of_tokens_is_refused(tmp_path, token
     template["single"] = [special, {"Sequence": {"id": "A", "type_id": 0}}, special]  # BOS + EOS: counted
     tok = tokenize.load_tokenizer(str(tokenizer_with(tmp_path, tokenizer, post_processor=template)))
     assert tok.count(["hello world"], special=True) == [4]
+
+
+# ---- s27-sec: values measured whole, recursive loops, the clock, the 10,000-turn record, the count's deadline ------
+DOUBLED = "{% set ns = namespace(l=['a']) %}{% for i in range(40) %}{% set ns.l = [ns.l, ns.l] %}{% endfor %}"
+GROWN = [  # each kept 40 steps or fewer; written out whole, each is 2**40 copies or gigabytes
+    DOUBLED + "{{ ns.l }}", DOUBLED + "{{ ns.l|tojson }}", DOUBLED + "{{ ns.l|join }}", DOUBLED + "{{ ns }}",
+    DOUBLED + "{{ '%s' % ns.l }}", DOUBLED + "{{ '{}'.format(ns.l) }}", DOUBLED + "{{ ns.l == ns.l }}",
+    "{% set ns = namespace(d={'a': 'a'}) %}{% for i in range(40) %}{% set ns.d = {'x': ns.d, 'y': ns.d} %}"
+    "{% endfor %}{{ ns.d|string|length }}",
+    "{% set ns = namespace(a=['a'], b=['a']) %}{% for i in range(40) %}{% set ns.a = [ns.a, ns.a] %}"
+    "{% set ns.b = [ns.b, ns.b] %}{% endfor %}{{ ns.a == ns.b }}",  # two equal trees: 2**40 comparisons
+    "{{ lipsum(n=99999, min=99998, max=99999)|length }}",
+    "{{ [1, 2, 3]|tojson(indent=99999) }}", "{% set w = 'x' * 99999 %}{{ [[1, 2], [3]]|tojson(indent=w) }}",
+    "{{ (range(99999)|batch(1)|sum(start=[]))|length }}",  # Python's sum of lists: the square of the items' time
+    "{% set ns = namespace(l=['a']) %}{% for i in range(200) %}{% set ns.l = [ns.l] %}{% endfor %}",
+]
+
+
+@pytest.mark.parametrize("source", GROWN)
+def test_a_value_is_measured_whole_before_it_is_made_or_written(source):
+    """Session 27's audit: the budget counted a list's items, not what they hold, so a list doubled into itself 40
+    times (40 steps) was 2**40 copies of its string when written, compared, joined or dumped: each ran past 60 s or
+    2.8 GB. lipsum's words, tojson's indent and a sum of lists were made before their size was read. Now each is
+    refused in a few hundredths of a second (2 s allowed on a loaded machine) and a few megabytes."""
+    import tracemalloc
+
+    tracemalloc.start()
+    start = time.monotonic()
+    with pytest.raises(tpl.TemplateLimit, match=r"a value of more than|nested more than|a sum of lists"):
+        tpl.render(source, 10, messages=[])
+    peak = tracemalloc.get_traced_memory()[1]
+    tracemalloc.stop()
+    assert time.monotonic() - start < 2.0 and peak < 32 << 20, (time.monotonic() - start, peak)  # a loaded machine
+
+
+def test_each_item_of_a_recursive_loop_is_a_step(monkeypatch):
+    """``loop(items)`` in a recursive loop iterated its items outside the counting filter: 3 calls walked 300,000
+    items in 3 steps. Now each item is a step (the clock given a minute, so that the steps are what stop it on a
+    loaded machine)."""
+    monkeypatch.setattr(tpl, "TIME_S", 60.0)
+    source = ("{% for x in range(3) recursive %}{% if loop.depth == 1 %}{{ loop(range(99999)) }}{% endif %}"
+              "{% endfor %}")
+    with pytest.raises(tpl.TemplateLimit, match="more than 200,000 loop steps"):
+        tpl.render(source, 10, messages=[])
+    assert tpl.render(source.replace("99999", "9"), 10, messages=[]) == ""
+
+
+def test_the_clock_is_read_after_a_step_that_works_on_a_large_value(monkeypatch):
+    """The clock was read every 256 steps whatever a step did: 256 sorts of a long list ran between two readings.
+    Now a step counts the characters it reads and makes, and one over :data:`CLOCK_WORK` reads the clock at once:
+    three ``length`` of a 90,000-character string, three readings (and the one that sets the deadline)."""
+    reads = []
+    monkeypatch.setattr(tpl.time, "monotonic", lambda: reads.append(1) or time.perf_counter())
+    tpl.render("{% set s = 'x' * 90000 %}{% for i in range(3) %}{{ s|length }}{% endfor %}", 10, messages=[])
+    assert len(reads) == 1 + 3
+    reads.clear()
+    tpl.render("{% for i in range(3) %}{{ 'x'|length }}{% endfor %}", 10, messages=[])
+    assert len(reads) == 1  # small steps: the clock waits for 256 of them
+
+
+def test_a_record_of_10000_turns_is_counted_with_its_template(tmp_path, tokenizer):
+    """A ChatML template on 10,000 turns of "hello" writes 290,000 characters, past the 140,000 of a budget made of
+    the record's text alone, and the count was refused. The budget now grows by PER_TURN_CHARS and PER_TURN_STEPS a
+    turn: the record counts its 10,000 words and its template's markers."""
+    chatml = ("{% for m in messages %}{{ '<|im_start|>' + m['role'] + '\n' + m['content'] + '<|im_end|>\n' }}"
+              "{% endfor %}")
+    folder = folder_with(tmp_path, tokenizer, json.dumps({"chat_template": chatml, "eos_token": "</s>"}))
+    path = tmp_path / "long.jsonl"
+    turns = [{"role": "user" if i % 2 == 0 else "assistant", "content": "hello"} for i in range(10_000)]
+    path.write_text(json.dumps({"messages": turns}) + "\n")
+    from gpuplan.dataset import profile
+
+    p = profile(plan(path, folder))
+    assert p.lengths.content == (10_000,) and p.lengths.special[0] > 0  # every turn's markers are tokens ([UNK])
+
+
+@pytest.mark.parametrize("source", [
+    DOUBLED.replace("range(40)", "range(40 if messages|length > 5 else 0)") + "{{ ns.l }}",
+    "{% for m in messages %}{{ m.content }}{{ 'x' * 99000 if messages|length > 5 }}{% endfor %}",
+    "{% for x in [messages|length] recursive %}{% if x > 5 and loop.depth < 3 %}{{ loop(range(99999)) }}"
+    "{% endif %}{% endfor %}",
+])
+def test_the_command_line_names_the_record_a_template_fails_on(tmp_path, tokenizer, capsys, source):
+    """A template fine on the five-turn trial that goes past its budget on a record of 6 turns: one line on stderr
+    naming the file and the record, exit 2 (the growth, a template writing 99,000 characters a turn, the loop)."""
+    folder = folder_with(tmp_path, tokenizer, json.dumps({"chat_template": source, "eos_token": "</s>"}))
+    path = tmp_path / "chat.jsonl"
+    six = [{"role": "user", "content": "hello"}, {"role": "assistant", "content": "world"}] * 3
+    path.write_text(json.dumps(CHAT) + "\n" + json.dumps({"messages": six}) + "\n")
+    code = run(["estimate", "--model", "llama-3.2-1b", "--task", "train", "--method", "lora", "--gpu", "rtx-4090",
+                "--dataset", str(path), "--tokenizer", str(folder)])
+    err = capsys.readouterr().err
+    assert code == 2 and err.count("\n") == 1, err
+    assert f"{path}, record 2: the chat template of {folder / 'tokenizer.json'} went past" in err, err
+
+
+def test_counting_a_dataset_stops_at_the_command_line_s_deadline(tmp_path, tokenizer, capsys, monkeypatch):
+    """The command line's counting had no bound: a huge file, or a template at 1.9 s a record (under its 2 s), ran
+    for days. Now it stops at --count-timeout (default COUNT_TIMEOUT_S) with one sentence, exit 2."""
+    from gpuplan import clock
+    from gpuplan.dataset import template
+
+    monkeypatch.setattr(template, "render", lambda *a, **k: time.sleep(0.05) or "hello")  # a slow template
+    folder = folder_with(tmp_path, tokenizer, json.dumps({"chat_template": "{{ 'hello' }}", "eos_token": "</s>"}))
+    path = tmp_path / "slow.jsonl"
+    path.write_text((json.dumps(CHAT) + "\n") * 1000)
+    args = ["estimate", "--model", "llama-3.2-1b", "--task", "train", "--method", "lora", "--gpu", "rtx-4090",
+            "--dataset", str(path), "--tokenizer", str(folder)]
+    start = time.monotonic()
+    assert run([*args, "--count-timeout", "0.5"]) == 2
+    err = capsys.readouterr().err
+    assert time.monotonic() - start < 10 and err.count("\n") == 1, err
+    assert f"counting the tokens of {path} took more than 0.5 s (" in err and "of 1,000 records counted)" in err
+    assert run([*args, "--count-timeout", "-1"]) == 2
+    assert "--count-timeout is a number of seconds, 0 or more" in capsys.readouterr().err
+    assert clock.count_seconds() is None  # the bound is the command's, not the process's
+    assert clock.COUNT_TIMEOUT_S == 1800
+
+
+def test_docs_security_states_the_template_budget_and_the_count_s_bound():
+    """docs/security.md states the chat template's budget and the command line's bound on counting as the
+    constants the code enforces."""
+    from gpuplan import clock
+
+    doc = " ".join((Path(__file__).resolve().parents[2] / "docs" / "security.md").read_text(encoding="utf-8").split())
+    stated = [f"{tpl.STEPS:,} steps plus {tpl.PER_TURN_STEPS} a turn", f"{tpl.TIME_S:g} s, and {tpl.BASE_CHARS:,} "
+              f"characters plus {tpl.PER_CHAR} per character of the record and {tpl.PER_TURN_CHARS} a turn",
+              f"nests at most {tpl.MAX_DEPTH} levels", f"may pass {tpl.MAX_BITS:,} bits",
+              f"every {tpl.CLOCK_WORK // tpl.CHARS_PER_STEP} steps, and after any step that reads or makes "
+              f"{tpl.CLOCK_WORK:,} characters", f"`--count-timeout` seconds (default {clock.COUNT_TIMEOUT_S:g};"]
+    assert not [s for s in stated if s not in doc], [s for s in stated if s not in doc]
+
+
+def test_a_record_s_own_data_is_within_its_budget_whatever_field_holds_it():
+    """A turn whose tool call holds 300,000 characters and whose content is empty: the budget, made of the content
+    (100,000 characters), grows once by the record written out as JSON when a value nears it, so reading the
+    record's own turns (``messages|length``, ``tojson``) is never refused, and doubling them still is."""
+    call = {"type": "function", "function": {"name": "f", "arguments": "x" * 300_000}}
+    messages = [{"role": "assistant", "content": "", "tool_calls": [call]}]
+    written = tpl.render("{{ messages|length }} {{ messages|tojson|length }}", 0, messages=messages)
+    assert written == f"1 {len(json.dumps(messages))}"
+    with pytest.raises(tpl.TemplateLimit, match="a value of more than"):
+        tpl.render(DOUBLED.replace("['a']", "messages"), 0, messages=messages)

@@ -333,3 +333,17 @@ def test_the_api_refuses_control_characters_and_writes_nothing(bad, kit, tmp_pat
             gpuplan.launch(scenario, targets=["trainer", "torchrun", "skypilot"],
                            **{"folder": tmp_path / "out", **options})
         assert set(tmp_path.rglob("*")) == before, route
+
+
+# ---- command lines that the notes hold for pasting --------------------------------------------------------------
+def test_a_pasted_command_line_gives_back_its_words(tmp_path):
+    """:func:`pasted` (the notes' ``run:`` lines, llama-quantize, ModelOpt's example): bash, given the line with
+    ``printf`` as the command, prints each word whole, the assignment's value included, and runs none of it."""
+    from gpuplan.launchers.files import pasted
+
+    line = pasted(["printf", "%s\\n", HOSTILE, f"x{HOSTILE}.gguf", "plain"], {"GGUF": f"path/to/{HOSTILE}"})
+    assert shlex.split(line) == [f"GGUF=path/to/{HOSTILE}", "printf", "%s\\n", HOSTILE, f"x{HOSTILE}.gguf", "plain"]
+    done = subprocess.run(["bash", "-c", line + '; printf "%s\\n" "${GGUF-unset}"'], cwd=tmp_path,
+                          env={"PATH": "/usr/bin:/bin", "LANG": "C.UTF-8"}, capture_output=True, text=True)
+    assert done.stdout.splitlines() == [HOSTILE, f"x{HOSTILE}.gguf", "plain", "unset"]
+    assert not (tmp_path / "PWNED").exists()

@@ -5,6 +5,7 @@ starts a real llama-server on a tiny GGUF that answers a completion (the smoke r
 
 from __future__ import annotations
 
+import json
 import re
 import shlex
 import subprocess
@@ -19,6 +20,8 @@ from gpuplan.scenario import scenario_from
 
 SERVE = dict(model="llama-3.1-8b", task="infer", engine="llama.cpp", quant="gguf-q4_k_m", gpu="rtx-4090",
              batch_size=4, prompt_tokens=1000, output_tokens=200)
+CONFIG = {"model_type": "llama", "hidden_size": 256, "intermediate_size": 512, "num_hidden_layers": 2,
+          "num_attention_heads": 4, "num_key_value_heads": 4, "vocab_size": 1000, "max_position_embeddings": 2048}
 HELP = Path(__file__).resolve().parents[1] / "data" / "llama.cpp" / "llama-server-help.txt"
 
 
@@ -117,6 +120,37 @@ def test_the_script_takes_the_gguf_from_the_environment(tmp_path):
         out = subprocess.run(["bash", "llama-server.sh"], cwd=tmp_path, env={"PATH": path, **env}, check=True,
                              capture_output=True, text=True).stdout.splitlines()
         assert out[out.index("-m") + 1] == expected
+
+
+HOSTILE = "m$(touch PWNED)`touch PWNED`;touch PWNED&&x|y 'q\"#${HOME}\\é"
+
+
+def pasted_lines(text: str) -> dict[str, str]:
+    """The two command lines the notes hold for pasting: the run line and the llama-quantize step."""
+    run = next(line for line in text.splitlines() if line.startswith("# run: "))
+    quantize = next(line for line in text.splitlines() if "llama-quantize" in line)
+    return {"run": run.removeprefix("# run: ").split(" (default: ")[0],
+            "quantize": quantize[quantize.index("llama-quantize"):]}
+
+
+def test_the_notes_command_lines_keep_a_hostile_model_name_one_word(tmp_path):
+    """A model folder named with ``$()``, backticks, ``;``, ``&&``, ``|``, quotes, ``#`` and ``${HOME}``: each
+    command line of the notes, pasted into bash (``bash`` and ``llama-quantize`` replaced by functions that print
+    their argv), runs nothing the name holds and passes the GGUF's name as one word (s27-sec)."""
+    folder = tmp_path / HOSTILE
+    folder.mkdir()
+    (folder / "config.json").write_text(json.dumps(CONFIG))
+    gguf = f"{HOSTILE}-Q4_K_M.gguf"
+    lines = pasted_lines(script({**SERVE, "model": str(folder)}))
+    stubs = 'bash() { printf "%s\\n" "$GGUF" "$@"; }; llama-quantize() { printf "%s\\n" "$@"; }; '
+    said = {}
+    for name, line in lines.items():
+        done = subprocess.run(["bash", "-c", stubs + line], cwd=tmp_path, env={"PATH": "/usr/bin:/bin"},
+                              capture_output=True, text=True, timeout=30)
+        assert done.returncode == 0, (line, done.stderr)
+        said[name] = done.stdout.splitlines()
+    assert not (tmp_path / "PWNED").exists(), lines
+    assert said == {"run": [f"path/to/{gguf}", "llama-server.sh"], "quantize": ["F16.gguf", gguf, "Q4_K_M"]}
 
 
 def test_the_written_script_serves_a_tiny_gguf(tmp_path):

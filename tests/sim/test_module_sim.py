@@ -290,3 +290,31 @@ def test_what_the_users_code_prints_leaves_json_on_stdout(package, capsys):
     assert run(["estimate", "--module", "my_pkg.my_model:chatty", "--task", "infer", "--gpu", "l4", "--json"]) == 0
     said = capsys.readouterr()
     assert json.loads(said.out)["memory"]["fits"] is True and "building the net" in said.err
+
+
+def test_the_current_folder_leaves_sys_path_once_the_module_is_planned(tmp_path, monkeypatch, capsys):
+    """s27-sec: ``--module`` put the current folder first on ``sys.path`` for the rest of the process, so a module
+    that gpuplan (or the caller) imports later, when first needed, was found there first: here ``planted.py``. Now
+    the folder is on ``sys.path`` while the user's code is imported, built and run, and ``sys.path`` is as it was
+    after, the user's modules forgotten (a second plan imports the file as it is then)."""
+    import importlib
+    import sys
+
+    folder = tmp_path / "own"
+    folder.mkdir()
+    (folder / "__init__.py").write_text("")
+    (folder / "net.py").write_text(MODEL)
+    (tmp_path / "planted.py").write_text("raise SystemExit('planted.py ran')\n")
+    monkeypatch.chdir(tmp_path)
+    before = list(sys.path)
+    assert "" not in before and str(tmp_path) not in before  # else the folder is importable anyway
+    assert run(["simulate", "--module", "own.net:mlp", "--task", "infer", "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["params"] == 2 * 1024 * 4096 + 4096 + 1024
+    assert sys.path == before
+    assert not [n for n in sys.modules if n == "own" or n.startswith("own.")]
+    with pytest.raises(ModuleNotFoundError):
+        importlib.import_module("planted")
+    (folder / "net.py").write_text(MODEL.replace("nn.Linear(1024, 4096)", "nn.Linear(1024, 2048)")
+                                   .replace("nn.Linear(4096, 1024)", "nn.Linear(2048, 1024)"))
+    assert run(["simulate", "--module", "own.net:mlp", "--task", "infer", "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["params"] == 2 * 1024 * 2048 + 2048 + 1024

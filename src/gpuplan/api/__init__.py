@@ -58,6 +58,7 @@ _HOMES = {
     "Explanation": "..explain.formula", "FitGrid": "..explain.grid", "Export": "..explain.export",
     "FieldSpec": "..explain.forms", "Axis": "..explain.grid",
     "until": "..clock", "Overdue": "..clock",  # the page's deadline for the work of one request
+    "count_timeout": "..clock", "COUNT_TIMEOUT_S": "..clock",  # the command line's bound on counting a dataset
 }
 
 def __getattr__(name: str) -> Any:

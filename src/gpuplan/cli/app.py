@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import inspect
 import types
 import typing
@@ -9,6 +10,7 @@ from typing import Annotated, Any
 
 import typer
 
+from .. import api
 from .._version import __version__
 from ..errors import RENAMED_FIELDS, GpuplanError, renamed
 from .render import follow_columns, out, write_json
@@ -230,8 +232,10 @@ def scenario_command(name: str, fn, *extra: inspect.Parameter, skip: tuple[str, 
     """Register ``fn`` as command ``name`` taking a scenario file, ``--json``, ``extra`` options and one
     option per scenario field (but ``skip``); typer reads the signature set here. ``extra_words``: the words after
     the scenario file reach ``fn`` (as its ``ctx.args``) for it to say what they meant, where click would refuse
-    them in words of its own ("Got unexpected extra argument(s)")."""
-    fn.__signature__ = inspect.Signature([
+    them in words of its own ("Got unexpected extra argument(s)"). Every such command takes ``--count-timeout``
+    (:func:`bounded_counting`)."""
+    command = bounded_counting(fn)
+    command.__signature__ = inspect.Signature([
         inspect.Parameter("scenario", inspect.Parameter.POSITIONAL_OR_KEYWORD, default=None,
                           annotation=Annotated[str | None, typer.Argument(
                               help="Scenario YAML/JSON file; flags override it.", show_default=False)]),
@@ -241,5 +245,29 @@ def scenario_command(name: str, fn, *extra: inspect.Parameter, skip: tuple[str, 
         *old_flags(skip),
         *([] if any(p.name == "module" for p in extra) else [MODULE_FLAG]),
         *([inspect.Parameter("ctx", inspect.Parameter.KEYWORD_ONLY, annotation=typer.Context)] if extra_words else []),
+        COUNT_TIMEOUT,
     ])
-    app.command(name, context_settings={"allow_extra_args": True} if extra_words else None)(fn)
+    app.command(name, context_settings={"allow_extra_args": True} if extra_words else None)(command)
+
+
+COUNT_TIMEOUT = inspect.Parameter("count_timeout", inspect.Parameter.KEYWORD_ONLY, default=None, annotation=Annotated[
+    float | None, typer.Option(
+        "--count-timeout", metavar="SECONDS", show_default=False, rich_help_panel="Scenario fields",
+        help=f"Stop counting the dataset's tokens after SECONDS, saying so [default: {api.COUNT_TIMEOUT_S:g}; 0: no "
+             "limit]")])
+
+
+def bounded_counting(fn):
+    """``fn`` taking ``count_timeout`` (``--count-timeout``): its dataset's tokens are counted within that many
+    seconds (:func:`gpuplan.api.count_timeout`, default :data:`gpuplan.api.COUNT_TIMEOUT_S`): a huge dataset
+    or a slow chat template is one sentence, not a command that never ends."""
+
+    @functools.wraps(fn)
+    def command(*args, count_timeout: float | None = None, **kwargs):
+        seconds = api.COUNT_TIMEOUT_S if count_timeout is None else count_timeout
+        if not seconds >= 0:  # NaN or below 0
+            raise GpuplanError(f"--count-timeout is a number of seconds, 0 or more (0: no limit), not {seconds}")
+        with api.count_timeout(seconds):
+            return fn(*args, **kwargs)
+
+    return command

@@ -11,10 +11,12 @@ tokenizer, ``pyarrow`` and ``datasets`` load only when a file is read.
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass
+import time
+from dataclasses import dataclass, field
 from functools import lru_cache
 from typing import Any
 
+from .. import clock
 from ..errors import GpuplanError
 from .batching import PACKING, Batching, batching
 from .lengths import Lengths, Statistics, shorthand, statistics
@@ -85,49 +87,44 @@ def _read(key: tuple, tokenizer: str) -> Lengths:
     return lengths
 
 
+@dataclass
+class _Tally:
+    """The token counts of the records read so far, and what they are."""
+
+    content: list[int] = field(default_factory=list)
+    special: list[int] = field(default_factory=list)
+    loss: list[int] = field(default_factory=list)
+    kinds: set[str] = field(default_factory=set)
+    seen: int = 0  # records read, counted or not (1 in stride is)
+    silent: int = 0  # chat records without a reply
+
+
+def _stride(total: int | None) -> int:
+    """1 in how many records is counted: a regular sample of SAMPLE_RECORDS of a huge file."""
+    from .read import SAMPLE_RECORDS
+
+    return max(1, -(-total // SAMPLE_RECORDS)) if total else 1
+
+
 def _tokenized(source: str, tokenizer: str) -> Lengths:
-    """Tokenize the records of ``source`` (a regular sample of a huge file)."""
-    from .read import SAMPLE_RECORDS, Progress, count_records, dataset_format, records
-    from .tokenize import count_records as count_tokens
-    from .tokenize import has_reply, load_tokenizer, record_kind
+    """Tokenize the records of ``source`` (a regular sample of a huge file), within the context's
+    :func:`gpuplan.clock.count_timeout`."""
+    from .read import SAMPLE_RECORDS, count_records, dataset_format
+    from .tokenize import CountOverdue, load_tokenizer
 
     fmt = dataset_format(source)
     tok = load_tokenizer(tokenizer)
     total = count_records(source, fmt) if fmt != "hub" else None
-    stride = max(1, -(-total // SAMPLE_RECORDS)) if total else 1
-    content: list[int] = []
-    special: list[int] = []
-    loss: list[int] = []
-    kinds: set[str] = set()
-    seen = silent = 0
-    progress = Progress(source, total)
-    batch: list[dict] = []
-
-    def flush() -> None:
-        for c, s, lo in count_tokens(tok, batch):
-            content.append(c)
-            special.append(s)
-            loss.append(lo)
-        batch.clear()
-
-    for i, record in enumerate(records(source, fmt)):
-        seen += 1
-        if fmt == "hub" and seen > SAMPLE_RECORDS:
-            break
-        if i % stride:
-            continue
-        try:
-            kind = record_kind(record)
-        except GpuplanError as err:  # which record: the readers number lines, this names records
-            raise GpuplanError(f"{source}, record {i + 1:,}: {err}") from None
-        kinds.add(kind)
-        silent += kind == "messages" and not has_reply(record)
-        batch.append(record)
-        if len(batch) >= 512:
-            flush()
-            progress.update(seen)
-    flush()
-    progress.close()
+    stride = _stride(total)
+    tally, seconds = _Tally(), clock.count_seconds()
+    try:
+        _count(source, fmt, tok, total, tally, time.monotonic() + seconds if seconds else None)
+    except CountOverdue:
+        planned = f" of {-(-total // stride):,}" if total else ""
+        raise GpuplanError(f"counting the tokens of {source} took more than {seconds:g} s ({len(tally.content):,}"
+                           f"{planned} records counted): give --count-timeout more seconds (0: no limit), or plan "
+                           "without the file with --samples and --mean-tokens") from None
+    content, seen = tally.content, tally.seen
     if not content:
         raise GpuplanError(f"dataset {source!r} holds no records")
     samples = total or seen
@@ -138,17 +135,75 @@ def _tokenized(source: str, tokenizer: str) -> Lengths:
     if fmt == "hub" and seen > SAMPLE_RECORDS:
         notes.append(f"the first {SAMPLE_RECORDS:,} records of {source} tokenized (a streamed dataset does not "
                      "say its size)")
-    if "messages" in kinds and tok.chat_template:
+    if "messages" in tally.kinds and tok.chat_template:
         notes.append(f"chat template of {tok.source} applied as transformers' apply_chat_template")
-    elif "messages" in kinds:
+    elif "messages" in tally.kinds:
         why = f"its chat template is left out ({tok.template_refused})" if tok.template_refused else \
             "has no chat template"
         notes.append(f"{tok.source} {why}: turns joined by newlines + EOS (as a plain text)")
     if tok.eos_token is None:
         notes.append(f"{tok.source} names no EOS token: none added")
     scale = samples / len(content)
-    return Lengths(content=tuple(content), special=tuple(special), loss=tuple(loss), scale=scale, samples=samples,
-                   kind="/".join(sorted(kinds)), notes=tuple(notes), no_reply=round(silent * scale))
+    return Lengths(content=tuple(content), special=tuple(tally.special), loss=tuple(tally.loss), scale=scale,
+                   samples=samples, kind="/".join(sorted(tally.kinds)), notes=tuple(notes),
+                   no_reply=round(tally.silent * scale))
+
+
+def _count(source: str, fmt: str, tok, total: int | None, tally: _Tally, deadline: float | None) -> None:
+    """Count a regular sample of the ``total`` records of ``source`` (:func:`_stride`) into ``tally``, 512 at a
+    time; :class:`.tokenize.CountOverdue` past ``deadline`` (``time.monotonic()``), checked at each record."""
+    from .read import SAMPLE_RECORDS, Progress, records
+    from .tokenize import CountOverdue, has_reply, record_kind
+    from .tokenize import count_records as count_tokens
+
+    stride = _stride(total)
+    progress = Progress(source, total)
+    batch: list[dict] = []
+    numbers: list[int] = []  # each record's number in the file, for a sentence about one
+
+    def one(number: int, record: dict) -> tuple[int, int, int]:
+        try:
+            return count_tokens(tok, [record], deadline)[0]
+        except CountOverdue:
+            raise
+        except GpuplanError as err:
+            raise GpuplanError(f"{source}, record {number:,}: {err}") from None
+
+    def flush() -> None:
+        try:
+            counted = count_tokens(tok, batch, deadline)
+        except CountOverdue:
+            raise
+        except GpuplanError:  # which record: counted again one by one, up to the one that fails
+            counted = [one(n, record) for n, record in zip(numbers, batch, strict=True)]
+        for c, s, lo in counted:
+            tally.content.append(c)
+            tally.special.append(s)
+            tally.loss.append(lo)
+        batch.clear()
+        numbers.clear()
+
+    for i, record in enumerate(records(source, fmt)):
+        tally.seen += 1
+        if fmt == "hub" and tally.seen > SAMPLE_RECORDS:
+            break
+        if deadline is not None and time.monotonic() > deadline:
+            raise CountOverdue
+        if i % stride:
+            continue
+        try:
+            kind = record_kind(record)
+        except GpuplanError as err:  # which record: the readers number lines, this names records
+            raise GpuplanError(f"{source}, record {i + 1:,}: {err}") from None
+        tally.kinds.add(kind)
+        tally.silent += kind == "messages" and not has_reply(record)
+        batch.append(record)
+        numbers.append(i + 1)
+        if len(batch) >= 512:
+            flush()
+            progress.update(tally.seen)
+    flush()
+    progress.close()
 
 
 def reply_warning(lengths: Lengths) -> str | None:

@@ -26,6 +26,7 @@ tokens the loss is computed on.
 
 from __future__ import annotations
 
+import time
 from dataclasses import dataclass, field, replace
 from functools import cache
 from pathlib import Path
@@ -247,10 +248,10 @@ def render_chat(tok: Tokenizer, messages: list[dict[str, Any]]) -> str:
     try:
         return render(tok.chat_template, text, messages=messages, add_generation_prompt=False, **tok.special)
     except TemplateLimit as limit:
-        raise GpuplanError(f"the chat template of {tok.source} went past {limit} on a record; pass --tokenizer "
-                           "with a tokenizer.json alone to count without the template") from None
+        raise GpuplanError(f"the chat template of {tok.source} went past {limit}; pass --tokenizer with a "
+                           "tokenizer.json alone to count without the template") from None
     except Exception as err:
-        raise GpuplanError(f"the chat template of {tok.source} fails on a record ({type(err).__name__}: "
+        raise GpuplanError(f"the chat template of {tok.source} fails on it ({type(err).__name__}: "
                            f"{str(err)[:120]})") from None
 
 
@@ -365,10 +366,18 @@ def _pair(tok: Tokenizer, record: dict[str, Any]) -> tuple[int, int, int]:
     return content, special, rows[0][2] + rows[1][2]
 
 
-def count_records(tok: Tokenizer, batch: list[dict[str, Any]]) -> list[tuple[int, int, int]]:
-    """``(content, special, loss)`` tokens of each record (module docstring; a preference pair: :func:`_pair`)."""
+class CountOverdue(GpuplanError):
+    """Counting went past its deadline (:func:`gpuplan.dataset.count_timeout`); the caller says it in words."""
+
+
+def count_records(tok: Tokenizer, batch: list[dict[str, Any]], deadline: float | None = None
+                  ) -> list[tuple[int, int, int]]:
+    """``(content, special, loss)`` tokens of each record (module docstring; a preference pair: :func:`_pair`);
+    :class:`CountOverdue` once ``time.monotonic()`` passes ``deadline``, read before each record."""
     out = []
     for record in batch:
+        if deadline is not None and time.monotonic() > deadline:
+            raise CountOverdue("counting went past its deadline")
         kind = record_kind(record)
         if kind == "preference":
             out.append(_pair(tok, record))

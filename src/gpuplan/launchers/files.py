@@ -1,10 +1,11 @@
 """The files a launch writes, and the one way each format is written. Every value a user gives (a model folder,
 a dataset, ``--script``, ``--bucket``, the scenario file and the output folder in the command line) reaches a file
 through these writers only: shell words through :func:`shlex.quote`, YAML through PyYAML's safe dumper, TOML
-through tomli-w, JSON through :func:`json.dumps`, Python through ``repr``; and comment lines
-through :func:`comment`, which escapes every character that could end the line or hide text. YAML, TOML, shell and
-Python files open with the plan's header as ``#`` comments; JSON, which has no comments, carries it under a
-``_gpuplan`` key (DeepSpeed ignores top-level keys it does not know) and in ``plan.json`` beside it.
+through tomli-w, JSON through :func:`json.dumps`, Python through ``repr``; a command line that a comment holds for
+pasting through :func:`pasted`; and comment lines through :func:`comment`, which escapes every character that
+could end the line or hide text. YAML, TOML, shell and Python files open with the plan's header as ``#``
+comments; JSON, which has no comments, carries it under a ``_gpuplan`` key (DeepSpeed ignores top-level keys it
+does not know) and in ``plan.json`` beside it.
 
 :func:`write` writes all the files or none: into a new hidden folder beside them, then each renamed into place; a
 stop signal (SIGTERM, SIGHUP, Ctrl-C) removes the hidden folder first, and one a killed launch left is removed by
@@ -182,6 +183,13 @@ def command_text(argv: list[str], env: dict[str, str] | None = None) -> str:
             lines.append([])
         lines[-1].append(quote(token))
     return " \\\n    ".join(" ".join(line) for line in lines) + "\n"
+
+
+def pasted(argv: list[str], env: dict[str, str] | None = None) -> str:
+    """``argv`` on one line, for a comment or a note that a user pastes into a shell (``# run: ...``): every word
+    quoted as in a script (:func:`quote`), ``env`` as assignments before it. ``shlex.split`` of the text gives back
+    the assignments and ``argv``."""
+    return " ".join([*(f"{k}={quote(v)}" for k, v in (env or {}).items()), *map(quote, argv)])
 
 
 def shell_text(plan: LaunchPlan, argv: list[str], env: dict[str, str] | None = None,

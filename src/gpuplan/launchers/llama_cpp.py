@@ -22,11 +22,9 @@ tests/data/llama.cpp; ``tests/launchers/test_launch_llama_cpp.py`` starts the wr
 
 from __future__ import annotations
 
-import shlex
-
 from .. import overheads as oh
 from ..speed.ggml import ftype
-from .files import LaunchFile, Raw, shell_text
+from .files import LaunchFile, Raw, pasted, quote, shell_text
 from .plan import LaunchPlan
 from .serving import refusal
 from .settings import LaunchOptions
@@ -71,11 +69,12 @@ def command(plan: LaunchPlan, opts: LaunchOptions) -> list[str]:
 def notes(plan: LaunchPlan, opts: LaunchOptions) -> list[str]:
     mem, name = plan.result.memory, gguf_name(plan)
     kind = name.rsplit("-", 1)[-1].removesuffix(".gguf")
-    out = [f"run: GGUF=path/to/{name} bash {SCRIPT} (default: {name} in this folder); the OpenAI-compatible server "
-           f"listens on 127.0.0.1:{opts.port} (add --host 0.0.0.0 to serve other machines)",
+    out = [f"run: {pasted(['bash', SCRIPT], {'GGUF': f'path/to/{name}'})} (default: {quote(name)} in this folder); "
+           f"the OpenAI-compatible server listens on 127.0.0.1:{opts.port} (add --host 0.0.0.0 to serve other "
+           "machines)",
            f"the GGUF: a published {kind} file of {plan.model.name}, or made with llama.cpp: python "
-           f"convert_hf_to_gguf.py MODEL_FOLDER --outtype f16 --outfile F16.gguf, then llama-quantize F16.gguf "
-           f"{name} {kind}",
+           "convert_hf_to_gguf.py MODEL_FOLDER --outtype f16 --outfile F16.gguf, then "
+           + pasted(["llama-quantize", "F16.gguf", name, kind]),
            f"buffers as predicted (llama-server's load log prints each): model {mem.weights_gib:.2f} GiB, KV "
            f"{mem.kv_cache_gib:.2f} GiB, compute {mem.activations_gib:.2f} GiB on the GPU"
            + (f", {mem.cpu_gib:.2f} GiB in host memory" if mem.cpu_gib else "")]
@@ -87,7 +86,7 @@ def notes(plan: LaunchPlan, opts: LaunchOptions) -> list[str]:
 
 
 def files(plan: LaunchPlan, opts: LaunchOptions) -> list[LaunchFile]:
-    default = Raw(f"GGUF=${{GGUF:-{shlex.quote(gguf_name(plan))}}}")
+    default = Raw(f"GGUF=${{GGUF:-{quote(gguf_name(plan))}}}")
     return [LaunchFile(name=SCRIPT, target=NAME, text=shell_text(plan, command(plan, opts), notes=notes(plan, opts),
                                                                  before=[[default]]),
                        reader="bash (llama-server)", executable=True)]

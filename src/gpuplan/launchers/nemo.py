@@ -23,7 +23,7 @@ from __future__ import annotations
 
 from ..stacks.megatron import embedding_in_split
 from ..tensors.state import lora_targets
-from .files import LaunchFile, comment
+from .files import LaunchFile, comment, pasted
 from .plan import LaunchPlan
 from .settings import LaunchOptions
 from .torchrun import launcher
@@ -153,7 +153,7 @@ def script(plan: LaunchPlan) -> str:
     s = plan.scenario
     fn, kwargs = recipe_call(plan)
     plugin = PRECISION[(s.precision, s.fp8_recipe)]
-    run = " ".join(str(a) for a in [*launcher(plan), SCRIPT])
+    run = pasted([*launcher(plan), SCRIPT])
     notes = [f"run: {run}" + (f" on each of the {plan.num_nodes} nodes, with NODE_RANK and MASTER_ADDR set"
                               if plan.num_nodes > 1 else ""),
              "in NVIDIA's NeMo container (nvcr.io/nvidia/nemo); NeMo logs its memory with NEMO_LOG_MEMORY_USAGE=1",

@@ -17,7 +17,7 @@ loads, so where no such checkpoint is known the script asks for one (:func:`chec
 from __future__ import annotations
 
 from ..engines import trtllm as trtllm_engine
-from .files import LaunchFile, Raw, shell_text, yaml_text
+from .files import LaunchFile, Raw, pasted, shell_text, yaml_text
 from .plan import LaunchPlan
 from .serving import draft_to_load, no_startup, pool_line, refusal, run_line
 from .settings import LaunchOptions
@@ -98,9 +98,10 @@ def notes(plan: LaunchPlan, opts: LaunchOptions) -> list[str]:
     elif s.quant in ("fp8", "nvfp4"):
         out.append(f"{s.quant} weights: set CHECKPOINT to {plan.model.name} quantized to {s.quant} by NVIDIA ModelOpt "
                    "(TensorRT-LLM reads the format from its hf_quant_config.json and quantizes nothing as it loads); "
-                   "Model-Optimizer's examples/llm_ptq writes one: scripts/huggingface_example.sh --model "
-                   f"{plan.model.name} --quant {s.quant} --export_fmt hf (TensorRT-LLM's quantization docs, "
-                   "'Offline Quantization with ModelOpt')")
+                   "Model-Optimizer's examples/llm_ptq writes one: "
+                   + pasted(["scripts/huggingface_example.sh", "--model", plan.model.name, "--quant", s.quant,
+                             "--export_fmt", "hf"])
+                   + " (TensorRT-LLM's quantization docs, 'Offline Quantization with ModelOpt')")
     return out
 
 

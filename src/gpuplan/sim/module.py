@@ -21,6 +21,7 @@ from __future__ import annotations
 import importlib
 import sys
 import time
+from collections.abc import Iterator
 from contextlib import contextmanager, redirect_stdout
 from pathlib import Path
 from typing import Any
@@ -62,14 +63,43 @@ class ModuleSimulation(Answer):
     modelled: list[str]
 
 
+@contextmanager
+def _importable_here() -> Iterator[None]:
+    """The current folder first on ``sys.path`` while your module is imported, built and run, as ``python -m`` has
+    it; after, ``sys.path`` as it was and the modules imported from that folder (and from no other entry of
+    ``sys.path``) forgotten. Left there, it was first for every later import of the process: a module that gpuplan
+    imports when it first needs it (pyarrow, jinja2, datasets) was found in the current folder (s27-sec)."""
+    here, before = str(Path.cwd()), list(sys.path)
+    if here in sys.path:
+        yield
+        return
+    known = set(sys.modules)
+    sys.path.insert(0, here)
+    try:
+        yield
+    finally:
+        sys.path[:] = before
+        for name in set(sys.modules) - known:
+            if _found_in(sys.modules[name], here, before):
+                del sys.modules[name]
+
+
+def _found_in(module: Any, folder: str, others: list[str]) -> bool:
+    """Whether ``module``'s file (a namespace package's folder) is under ``folder`` and under none of ``others``."""
+    origin = getattr(module, "__file__", None) or next(iter(getattr(module, "__path__", ()) or ()), None)
+    if not isinstance(origin, str):
+        return False
+    where, home = Path(origin).resolve(), Path(folder).resolve()
+    elsewhere = [e for e in (Path(o or ".").resolve() for o in others if isinstance(o, str)) if e != home]
+    return where.is_relative_to(home) and not any(where.is_relative_to(e) for e in elsewhere)
+
+
 def load_target(target: str):
-    """The callable ``module.path:function`` names (the current folder importable, as ``python -m`` has it)."""
+    """The callable ``module.path:function`` names (the current folder importable: :func:`_importable_here`)."""
     module_name, _, attr = target.partition(":")
     if not module_name or not attr or module_name.startswith("."):
         raise GpuplanError(f"--module takes package.module:function (a callable returning (module, example_input)), "
                            f"not {target!r}")
-    if str(Path.cwd()) not in sys.path:
-        sys.path.insert(0, str(Path.cwd()))
     try:
         found = importlib.import_module(module_name)
     except ImportError as err:
@@ -166,7 +196,7 @@ def module_spec(target: str, task: str = "train") -> ModuleSpec:
     (scaled to 16-bit activations, as bundled profiles are, from the dtype of its parameters). What your code
     prints (as it is imported, built or run) goes to stderr, so that stdout holds gpuplan's answer alone: a print in
     build() made ``estimate --module ... --json`` print no JSON (s25-fuzz)."""
-    with redirect_stdout(sys.stderr):
+    with redirect_stdout(sys.stderr), _importable_here():
         return _spec(target, task)
 
 
