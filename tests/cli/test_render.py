@@ -356,6 +356,23 @@ def test_fit_headline_counts_apart_the_models_that_need_a_change(monkeypatch, ca
     assert "more fit with a change (the fits column names each)" in " ".join(capsys.readouterr().out.split())
 
 
+def test_fit_json_carries_the_headlines_counts(capsys):
+    """s27 walk, "Left": fit's JSON had no field for "as asked". The answer carries both counts (the headline reads
+    them), equal to the rows read by hand, in the API's answer and in ``fit --json``."""
+    import json
+
+    from gpuplan import api
+    from gpuplan.cli import run
+
+    report = api.fit("rtx-4090", task="train", method="qlora")
+    asked = sum(r.fits and not r.change for r in report.rows)
+    changed = sum(r.fits and bool(r.change) for r in report.rows)
+    assert asked and changed and (report.fit_as_asked, report.fit_with_change) == (asked, changed)
+    assert run(["fit", "--gpu", "rtx-4090", "--task", "train", "--method", "qlora", "--json"]) == 0
+    data = json.loads(capsys.readouterr().out)
+    assert (data["fit_as_asked"], data["fit_with_change"]) == (asked, changed)
+
+
 def test_text_a_spreadsheet_would_run_is_written_as_text():
     """Session 18's security audit: a price list's region '=1+1' or instance '+1+cmd|...' came out of
     `--format csv` as written, and a spreadsheet opening it ran them as formulas (OWASP's CSV injection); now a

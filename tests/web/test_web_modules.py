@@ -254,6 +254,21 @@ def test_form_shows_each_kind_its_fields(client):
         {"model": "flux-dev", "task": "infer"}).model.params_total
 
 
+def test_whispers_blank_output_tokens_placeholder_is_what_its_plan_plans(client):
+    """s27 walk, "Left": the speech form showed 256 for output_tokens though a blank field plans a recording's
+    windows at the transcript's tokens. The form's speech placeholder says the numbers the plan takes when the
+    field is blank: 105 a window of a recording (124 with timestamps), 256 a sample without audio seconds."""
+    fields = {f["name"]: f for f in client.get("/api/form").json()["fields"]}
+    said = fields["output_tokens"]["kind_defaults"]["speech"]
+    assert fields["output_tokens"]["default"] == 256 and "decoder" not in fields["output_tokens"]["kind_defaults"]
+    job = {"model": "whisper-small", "task": "infer", "gpu": "rtx-3060"}
+    window = api.estimate({**job, "audio_seconds": 600}).work.sizes["decoder_tokens"][0]
+    stamped = api.estimate({**job, "audio_seconds": 600, "timestamps": True}).work.sizes["decoder_tokens"][0]
+    plain = api.estimate(job).work.sizes["decoder_tokens"][0]
+    assert (window, stamped, plain) == (105, 124, 256)
+    assert said == f"auto: {window} a 30 s window ({stamped} with timestamps); {plain} without audio seconds"
+
+
 @pytest.mark.parametrize("extra", [{"train_tokens": 1e6}, {"loss": "chunked"}, {"num_gpus": 2}, {"dataset_gb": 5.0}],
                          ids=lambda e: next(iter(e)))
 def test_a_decoder_llm_field_the_module_plan_does_not_read_is_refused_as_the_api_refuses_it(client, extra):

@@ -473,11 +473,15 @@ def test_whisper_transcription_in_windows(server, page):
     assert page.text_content("#verdict")[len(r.verdict.word):].startswith(r.verdict.sentence[len(r.verdict.word):])
     assert page.is_visible("#f-audio_seconds") and page.is_visible("#f-decoder_tokens")
     assert not page.is_visible("#f-resolution") and not page.is_visible("#f-engine")
+    said = page.get_attribute("#f-output_tokens", "placeholder")  # s27 walk: it showed 256, the field's default
+    assert said.startswith(f"auto: {r.work.sizes['decoder_tokens'][0]} a 30 s window")
     call = 'details[data-key="work.image_s"]'
     assert value(page, call + " .value") == pytest.approx(r.work.image_s, rel=1e-12)
     assert f"recording of 600 s ({r.work.samples_per_step} windows" in page.text_content(call + " summary")
     assert value(page, 'details[data-key="work.samples_per_s"] .value') == pytest.approx(r.work.samples_per_s)
     assert "windows/s" in page.text_content("#speed-rows") and "per 1,000 windows" in page.text_content("#speed-rows")
+    fill(page, {"model": "llama-3.2-1b", "audio_seconds": ""})  # a decoder LLM: the field's own default
+    assert page.get_attribute("#f-output_tokens", "placeholder") == "256"
 
 
 def test_a_dataset_file_gives_the_cli_numbers(server, page, tmp_path):

@@ -368,16 +368,17 @@ def fit_cmd(scenario: str | None = None, as_json: bool = False, gpu: str = "", s
 def _fit_title(report, bundled: bool) -> str:
     """fit's headline: the models that fit as asked, and apart from them those that fit only with a change (review
     3 s27: "70 of 92 bundled models fit 1 x GeForce RTX 4090" for QLoRA counted 27 that need another stack, ZeRO-3
-    with CPU offload or a fused loss as fitting)."""
+    with CPU offload or a fused loss as fitting); the counts are the answer's (FitReport.fit_as_asked,
+    fit_with_change), as its JSON carries them."""
     cards = f"{report.num_gpus} x {api.gpu_name(report.gpu_id)}"
     if not bundled:
         return f"your module {'fits' if report.fitting else 'does not fit'} {cards}"
-    changes = [r.change for r in report.rows if r.fits and r.change]
-    head = f"{report.fitting - len(changes)} of {len(report.rows)} bundled models fit {cards} as asked"
-    if not changes:
+    head = f"{report.fit_as_asked} of {len(report.rows)} bundled models fit {cards} as asked"
+    if not report.fit_with_change:
         return head
-    which = changes[0] if len(set(changes)) == 1 else "the fits column names each"
-    return f"{head}; {len(changes)} more fit with a change ({which})"
+    changes = {r.change for r in report.rows if r.fits and r.change}
+    which = changes.pop() if len(changes) == 1 else "the fits column names each"
+    return f"{head}; {report.fit_with_change} more fit with a change ({which})"
 
 
 def _hidden_note(hidden: list) -> list[str]:

@@ -88,6 +88,9 @@ class FieldSpec(BaseModel):
     suggest: str | None = None
     accept: str | None = None  # a file field's types
     kinds: list[str] = list(KINDS)  # the kinds of model whose plans read it (:data:`KINDS`)
+    # the placeholder for a kind of model whose plan fills a blank field otherwise than ``default`` (Whisper's
+    # output_tokens: the transcript's tokens a window, s27 walk), from the function its plan reads
+    kind_defaults: dict[str, str] = {}
 
 
 def _literals(annotation: Any) -> tuple[list[str], bool, set[type]]:
@@ -146,9 +149,16 @@ def field_specs() -> list[FieldSpec]:
             required=info.is_required(), default=default, description=FILE_HINTS.get(name, info.description or ""),
             group="main" if name in PRIMARY else grouped.get(name, "more"),
             task="train" if name in TRAIN_ONLY else "infer" if name in INFER_ONLY else MODULE_TASK.get(name, "both"),
-            suggest=SUGGEST.get(name), accept=FILES.get(name), kinds=_kinds(name), **bounds))
+            suggest=SUGGEST.get(name), accept=FILES.get(name), kinds=_kinds(name),
+            kind_defaults=_kind_defaults(name, default), **bounds))
     order = {name: i for i, name in enumerate(PRIMARY)}
     return sorted(specs, key=lambda f: (f.group != "main", order.get(f.name, len(order))))
+
+
+def _kind_defaults(name: str, default: Any) -> dict[str, str]:
+    """:attr:`FieldSpec.kind_defaults` of field ``name``: Whisper's output_tokens
+    (:func:`gpuplan.scenario.modules.whisper_output_default`)."""
+    return {"speech": modules.whisper_output_default(default)} if name == "output_tokens" else {}
 
 
 def _kinds(name: str) -> list[str]:

@@ -18,7 +18,8 @@ The rules, in the order they are asked:
   profile's :meth:`~gpuplan.engines.Engine.refusal`), speculative decoding it does not run on the model
   (:func:`gpuplan.engines.speculative.refusal`), a max_model_len shorter than one request;
 - the card: what the training stack does not run on it (:func:`stack_card`: the vendors its project documents,
-  warned where it runs there in part), what the engine does not run on it
+  warned where it runs there in part), Liger's Triton kernels where Triton has no backend (:func:`technique_card`;
+  torch.compile on Apple silicon warned), what the engine does not run on it
   (:meth:`~gpuplan.engines.Engine.card_refusal`), dtypes without tensor cores;
 - the context: a learned position table the sequence runs past.
 
@@ -38,7 +39,7 @@ from ..model.spec import ModelSpec
 from ..scenario import INFER_ONLY, LOAD_FIELDS, TRAIN_ONLY, Scenario, stack_cards, stacks
 from ..scenario.fields import MODULE_FIELDS
 from ..sharding import sharding_for
-from ..stacks import STACKS
+from ..stacks import STACKS, stack_for
 
 if TYPE_CHECKING:
     from ..model.module_spec import ModuleSpec
@@ -607,16 +608,47 @@ def stack_card(s: Scenario, gpu: GpuSpec) -> str | None:
 
 def stack_card_warnings(s: Scenario, gpu: GpuSpec) -> list[str]:
     """What the training stack lacks on ``gpu``'s vendor where its project supports that vendor in part
-    (:func:`gpuplan.scenario.stack_cards.warning`: a port, a backend called partial or new)."""
+    (:func:`gpuplan.scenario.stack_cards.warning`: a port, a backend called partial or new), and torch.compile on
+    Apple silicon (:data:`COMPILE_APPLE`)."""
     said = stack_cards.warning(s.stack, gpu.vendor) if s.task == "train" else None
-    return [said] if said else []
+    compiled = s.task == "train" and s.compile and gpu.vendor == "Apple"
+    return [said] * bool(said) + [COMPILE_APPLE] * bool(compiled)
+
+
+# Liger's kernels are Triton and "inherit the full spectrum of hardware compatibility offered by Triton"; its
+# README's dependencies name CUDA and ROCm builds only (linkedin/Liger-Kernel README.md, Installation). Triton has
+# no Metal backend and no Gaudi (hpu) one.
+TRITON_VENDORS = ("NVIDIA", "AMD")
+
+# torch.compile's Inductor on MPS: "Device mps not supported" until PyTorch 2.3 (pytorch/pytorch#125254), generated
+# Metal shaders in later releases, and a published MPS run slower compiled than eager (discuss.pytorch.org "jited
+# nn.TransformerDecoderLayer runs significantly slower than in eager mode", PyTorch 2.10: 30.4 vs 4.95 ms an
+# iteration). So the advice does not offer it on a Mac, and a plan that asks for it is warned.
+COMPILE_APPLE = ("compile on Apple silicon: torch.compile's Inductor is new on MPS (it refused the device through "
+                 "PyTorch 2.3, pytorch/pytorch#125254) and no MPS training run has measured its speed-up; the plan "
+                 "times compile with the factor measured on CUDA, which may not hold on a Mac (compile false plans "
+                 "PyTorch's own MPS kernels)")
+
+
+def technique_card(s: Scenario, gpu: GpuSpec) -> str | None:
+    """Why a technique the stack switches on does not run on ``gpu``: Liger's fused linear cross-entropy (the
+    Trainer's ``use_liger_kernel``, :attr:`gpuplan.stacks.base.Stack.liger` "loss") on a vendor Triton has no
+    backend for (:data:`TRITON_VENDORS`)."""
+    if s.task != "train" or gpu.vendor in TRITON_VENDORS:
+        return None
+    stack = stack_for(s)
+    if stack.liger == "loss" and stack.liger_loss(s):
+        return (f"loss fused-linear on {gpu.name}: it is Liger's fused linear cross-entropy (use_liger_kernel), "
+                f"whose Triton kernels run on NVIDIA and AMD cards only (Triton has no {stack_cards.LABELS[gpu.vendor]}"
+                " backend): use loss chunked or full")
+    return None
 
 
 def card_refusal(s: Scenario, gpu: GpuSpec) -> None:
     """What the training stack or the engine does not run on the card, and dtypes the card has no tensor cores
     for: asked by :func:`check`, and by ``simulate`` and ``probe`` of a scenario that names its card
     (:func:`gpuplan.sim.simulate.refusal`), so that they say estimate's sentence."""
-    why = stack_card(s, gpu)
+    why = stack_card(s, gpu) or technique_card(s, gpu)
     if why:
         raise GpuplanError(why)
     why = engine_for(s).card_refusal(s, gpu)

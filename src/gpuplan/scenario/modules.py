@@ -600,6 +600,15 @@ def transcript_tokens(seconds: float, timestamps: bool) -> tuple[int, str]:
                     "tokenized with Whisper's tokenizer (set --decoder-tokens for denser or sparser speech)")
 
 
+def whisper_output_default(plain: int) -> str:
+    """What a blank output_tokens plans for Whisper inference, in the page's words (its placeholder): a recording's
+    window the transcript's tokens (:func:`transcript_tokens`), a sample without ``audio_seconds`` ``plain`` (the
+    field's own default, as :func:`resolve_model` takes it)."""
+    window = transcript_tokens(WHISPER_WINDOW_S, False)[0]
+    stamped = transcript_tokens(WHISPER_WINDOW_S, True)[0]
+    return f"auto: {window} a 30 s window ({stamped} with timestamps); {plain:,} without audio seconds"
+
+
 def pass_tokens(tokens: float, batch: int, cap: int) -> float:
     """The decoder steps a pass of ``batch`` Whisper windows runs, for a window's mean ``tokens``: transformers'
     generate steps the whole batch until its last row has ended (``unfinished_sequences``: ``greedy_search`` in

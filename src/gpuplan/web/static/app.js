@@ -241,6 +241,12 @@ function showFields(task, model) {
   document.querySelectorAll("label[data-field]").forEach((el) => {
     el.hidden = !readBy(fields[el.dataset.field], task, model);
   });
+  // a blank field this kind of model plans otherwise than the field's default (FieldSpec.kind_defaults)
+  for (const f of state.fields.filter((x) => Object.keys(x.kind_defaults).length)) {
+    const input = document.getElementById("f-" + f.name);
+    input.placeholder = f.kind_defaults[kind] ?? (f.default === null ? "" : String(f.default));
+    input.title = f.kind_defaults[kind] ?? "";
+  }
   document.querySelectorAll("details.group").forEach((g) => {
     g.hidden = !g.querySelector(".field:not([hidden])");
   });
