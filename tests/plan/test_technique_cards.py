@@ -96,3 +96,19 @@ def test_8bit_adamw_on_amd_still_plans():
     job = {"model": "llama-3.2-1b", "task": "train", "method": "full", "gpu": "amd-instinct-mi300x"}
     eight, full = (estimate({**job, "optimizer": o}).memory.optimizer_gib for o in ("adamw-8bit", "adamw"))
     assert eight == pytest.approx(full / 4, rel=0.03)  # 2 bytes of state a parameter, not 8 (+ blocks' absmax)
+
+
+def test_a_diffusion_job_on_a_mac_is_not_told_8bit_adamw():
+    job = {"model": "flux.1-dev", "task": "train", "method": "full"}
+    mac, rtx = ([x.change for x in estimate({**job, "gpu": card}).suggestions] for card in ("apple-m4-max", "rtx-4090"))
+    assert "8-bit AdamW" not in " | ".join(mac) and "LoRA instead of full fine-tuning" in mac
+    assert "8-bit AdamW" in rtx
+
+
+def test_recommend_leaves_8bit_adamw_off_an_owned_mac():
+    """Before: the owned M4 Max's row for full fine-tuning of Llama-3.1-8B was "gradient checkpointing, 8-bit AdamW"."""
+    import gpuplan
+
+    rec = gpuplan.recommend({**FULL, "seq_len": 2048}, have=["1xapple-m4-max"])
+    assert not [x for x in rec.owned or [] if "8-bit AdamW" in x.techniques]
+    assert any("8-bit AdamW" in x.techniques for x in rec.setups)  # a CUDA card's row keeps it

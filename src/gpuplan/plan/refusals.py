@@ -648,7 +648,7 @@ def technique_card(s: Scenario, gpu: GpuSpec) -> str | None:
     if s.optimizer in EIGHT_BIT_OPTIMIZERS and gpu.vendor not in BNB_OPTIMIZER_VENDORS:
         return (f"optimizer {s.optimizer} on {gpu.name}: bitsandbytes' 8-bit optimizer step has no "
                 f"{stack_cards.LABELS[gpu.vendor]} kernel (its backend there quantizes weights only): use adamw")
-    if gpu.vendor in TRITON_VENDORS:
+    if gpu.vendor in TRITON_VENDORS or s.stack not in STACKS:  # a diffusion trainer has no Liger loss
         return None
     stack = stack_for(s)
     if stack.liger == "loss" and stack.liger_loss(s):
