@@ -669,10 +669,10 @@ def advice_lacks(s: Scenario, changed: Scenario, gpu: GpuSpec) -> bool:
     backend doesn't support distributed training" (huggingface.co/docs/transformers perf_train_special)."""
     if stack_card(changed, gpu) or technique_card(changed, gpu):
         return True
-    if gpu.vendor not in TRITON_VENDORS and (stack_for(changed).liger_kernels(changed) and
-                                             not stack_for(s).liger_kernels(s) or
-                                             changed.stack == "unsloth" != s.stack):
-        return True
+    if gpu.vendor not in TRITON_VENDORS:
+        liger = stack_for(changed).liger_kernels(changed) and not stack_for(s).liger_kernels(s)
+        if liger or changed.stack == "unsloth" != s.stack:
+            return True
     if gpu.vendor != "Apple" or changed.task != "train":
         return False
     spread = changed.world_size > 1 and (changed.world_size, changed.sharding) != (s.world_size, s.sharding)
