@@ -37,7 +37,7 @@ from ..speed.gemm import can_time
 from ..stacks import stack_for
 from .edge import BATCH_LIMIT, batch_fields, fits_with, largest
 from .plan import memory_plan, probe
-from .refusals import TRITON_VENDORS, offload_refusal, refused, stack_card, technique_card
+from .refusals import advice_lacks, offload_refusal, refused
 from .resolve import resolve
 
 MAX_COMBINED = 4  # fixes in one combination
@@ -336,11 +336,13 @@ def on_card(s: Scenario, m: ModelSpec, gpu: GpuSpec, fixes: list[Fix]) -> list[F
     for fix in fixes:
         if _another_machine(s, gpu, fix) or (fix.ram and gpu.unified_memory):  # offload to the card's own pool
             continue  # frees none of it (s27 walk: a 128 GB Mac was told ZeRO-3 offload "needs 134 GiB of CPU RAM")
+        changed = _apply(s, (fix,))
+        if changed is not None and advice_lacks(s, changed, gpu):
+            continue
         if fix.cost and fix.slowdown is not None:
             out.append(fix)
             continue
-        changed = _apply(s, (fix,))
-        if changed is None or _card_lacks(s, changed, gpu):
+        if changed is None:
             continue
         if s.task == "train" and can_time(gpu):
             before = before or training_speed(s, m, gpu)
@@ -352,19 +354,6 @@ def on_card(s: Scenario, m: ModelSpec, gpu: GpuSpec, fixes: list[Fix]) -> list[F
             fix = replace(fix, slowdown=1.0 if fix.slowdown is None else fix.slowdown)
         out.append(replace(fix, cost="; ".join(x for x in (fix.cost, _ram_words(changed, m)) if x)) if fix.ram else fix)
     return out
-
-
-def _card_lacks(s: Scenario, changed: Scenario, gpu: GpuSpec) -> bool:
-    """A change ``gpu`` cannot run, or runs unmeasured: a stack or technique refused there
-    (:func:`~gpuplan.plan.refusals.stack_card`, :func:`~gpuplan.plan.refusals.technique_card`), Liger's Triton
-    kernels switched on where Triton has no backend (a stack with its Liger plugin, axolotl, included), and
-    torch.compile on Apple silicon (:data:`~gpuplan.plan.refusals.COMPILE_APPLE`: no measured speed-up on MPS)."""
-    if stack_card(changed, gpu) or technique_card(changed, gpu):
-        return True
-    if gpu.vendor not in TRITON_VENDORS and stack_for(changed).liger_kernels(changed) and \
-            not stack_for(s).liger_kernels(s):
-        return True
-    return gpu.vendor == "Apple" and bool(changed.compile) and not s.compile
 
 
 def _cpu_layers_words(changed: Scenario, m: ModelSpec, gpu: GpuSpec) -> str:

@@ -50,6 +50,7 @@ from .layout import layout as recipe_layout
 from .plan import Plan, card_memory, probe
 from .pricing import left_out
 from .refusals import (
+    advice_lacks,
     check,
     engine_refusal,
     frozen_base,
@@ -809,6 +810,8 @@ def _search(s: Scenario, m: ModelSpec, c: Constraints, offers: list[Offer], card
             accumulated = _accumulated(scenario, m)
             laid = _Ladder(scenario, m) if _free(s, scenario) else None
             for gpu in cards.values():
+                if advice_lacks(s, scenario, gpu):  # a variant or layout the card cannot run (8-bit AdamW on a Mac)
+                    continue
                 evaluated += 1
                 try:  # a card the catalog gives no rate for this precision (A10G, Gaudi at fp32) is left out,
                     plan, priced = _on_card(scenario, m, c, gpu, laid, accumulated, shared, labels, offers,

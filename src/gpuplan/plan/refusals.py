@@ -630,11 +630,25 @@ COMPILE_APPLE = ("compile on Apple silicon: torch.compile's Inductor is new on M
                  "PyTorch's own MPS kernels)")
 
 
+# bitsandbytes' 8-bit optimizer step (``optimizer_update_8bit_blockwise``) is registered for CUDA (its ROCm build
+# compiles the same source) and Intel's XPU (Triton) only: its MPS backend registers the int8 matmul and blockwise
+# (de)quantization, its Gaudi (hpu) one nf4 dequantization, and its default PyTorch backend the 32-bit step alone
+# (bitsandbytes-foundation/bitsandbytes ``bitsandbytes/backends/mps/ops.py``, ``hpu/ops.py``, ``default/ops.py``).
+# Its 4-bit base (QLoRA) does run on both (:func:`_apple`; hpu's ``dequantize_4bit``), so QLoRA stays.
+BNB_OPTIMIZER_VENDORS = ("NVIDIA", "AMD")
+EIGHT_BIT_OPTIMIZERS = ("adamw-8bit", "paged-adamw-8bit")
+
+
 def technique_card(s: Scenario, gpu: GpuSpec) -> str | None:
-    """Why a technique the stack switches on does not run on ``gpu``: Liger's fused linear cross-entropy (the
-    Trainer's ``use_liger_kernel``, :attr:`gpuplan.stacks.base.Stack.liger` "loss") on a vendor Triton has no
-    backend for (:data:`TRITON_VENDORS`)."""
-    if s.task != "train" or gpu.vendor in TRITON_VENDORS:
+    """Why a technique the training job switches on does not run on ``gpu``: bitsandbytes' 8-bit optimizers off
+    :data:`BNB_OPTIMIZER_VENDORS`, and Liger's fused linear cross-entropy (the Trainer's ``use_liger_kernel``,
+    :attr:`gpuplan.stacks.base.Stack.liger` "loss") on a vendor Triton has no backend for (:data:`TRITON_VENDORS`)."""
+    if s.task != "train":
+        return None
+    if s.optimizer in EIGHT_BIT_OPTIMIZERS and gpu.vendor not in BNB_OPTIMIZER_VENDORS:
+        return (f"optimizer {s.optimizer} on {gpu.name}: bitsandbytes' 8-bit optimizer step has no "
+                f"{stack_cards.LABELS[gpu.vendor]} kernel (its backend there quantizes weights only): use adamw")
+    if gpu.vendor in TRITON_VENDORS or s.stack not in STACKS:  # a diffusion trainer has no Liger loss
         return None
     stack = stack_for(s)
     if stack.liger == "loss" and stack.liger_loss(s):
@@ -642,6 +656,27 @@ def technique_card(s: Scenario, gpu: GpuSpec) -> str | None:
                 f"whose Triton kernels run on NVIDIA and AMD cards only (Triton has no {stack_cards.LABELS[gpu.vendor]}"
                 " backend): use loss chunked or full")
     return None
+
+
+def advice_lacks(s: Scenario, changed: Scenario, gpu: GpuSpec) -> bool:
+    """A change of ``s`` into ``changed`` that ``gpu`` cannot run, or runs unmeasured, so neither the advice
+    (:func:`gpuplan.plan.fixes.on_card`) nor recommend's variants offer it: a stack or technique refused there
+    (:func:`stack_card`, :func:`technique_card`); Liger's Triton kernels switched on where Triton has no backend (a
+    stack with its Liger plugin, axolotl, included) and so Unsloth, whose kernels are all Triton (unslothai/unsloth
+    README: "All kernels written in OpenAI's Triton language"; "Supports NVIDIA GPUs", its docs add AMD);
+    torch.compile on Apple silicon (:data:`COMPILE_APPLE`); and on Apple silicon, training over more Macs or
+    sharded over them (ZeRO-3, FSDP): a Mac has one GPU (:func:`gpuplan.plan.nodes.node_shape`), and "the mps
+    backend doesn't support distributed training" (huggingface.co/docs/transformers perf_train_special)."""
+    if stack_card(changed, gpu) or technique_card(changed, gpu):
+        return True
+    if gpu.vendor not in TRITON_VENDORS:
+        liger = stack_for(changed).liger_kernels(changed) and not stack_for(s).liger_kernels(s)
+        if liger or changed.stack == "unsloth" != s.stack:
+            return True
+    if gpu.vendor != "Apple" or changed.task != "train":
+        return False
+    spread = changed.world_size > 1 and (changed.world_size, changed.sharding) != (s.world_size, s.sharding)
+    return spread or (bool(changed.compile) and not s.compile)
 
 
 def card_refusal(s: Scenario, gpu: GpuSpec) -> None:

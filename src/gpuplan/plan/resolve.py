@@ -38,7 +38,7 @@ from ..model.synthetic import size_note
 from ..scenario import Scenario
 from ..scenario.fields import LOAD_ENGINE
 from ..scenario.stacks import NO_FP16_STACKS, defaults_in_force
-from .refusals import check, module_quant, module_refusal, other_task, stack_card
+from .refusals import check, module_quant, module_refusal, other_task, stack_card, technique_card
 
 if TYPE_CHECKING:
     from ..model.module_spec import ModuleSpec
@@ -203,7 +203,8 @@ def resolve_module_scenario(s: Scenario, spec: ModuleSpec, gpu: GpuSpec | None =
     """``s`` on module ``spec`` and its card (resolved by name as a decoder's is, or ``gpu`` when a search already
     did), refused in one sentence where the module cannot run it (:func:`gpuplan.scenario.modules.resolve_module`)
     or is given a field its plan does not read (:func:`gpuplan.plan.refusals.module_refusal`), or trains with a
-    stack that does not run on the card (:func:`gpuplan.plan.refusals.stack_card`); a field given that changes
+    stack or a technique that does not run on the card (:func:`gpuplan.plan.refusals.stack_card`,
+    :func:`~gpuplan.plan.refusals.technique_card`); a field given that changes
     nothing and is not read for its task is said (:func:`gpuplan.plan.refusals.other_task`)."""
     note = None
     if gpu is None or gpu.id != s.gpu:
@@ -216,7 +217,8 @@ def resolve_module_scenario(s: Scenario, spec: ModuleSpec, gpu: GpuSpec | None =
     s, job = resolve_module(s, spec)
     module_refusal(s, spec)
     module_quant(s, spec, gpu)
-    why = stack_card(s, gpu) if gpu is not None else None  # a diffusion trainer off its cards (kohya on Gaudi)
+    # a diffusion trainer off its cards (kohya on Gaudi), bitsandbytes' 8-bit AdamW off NVIDIA and AMD
+    why = (stack_card(s, gpu) or technique_card(s, gpu)) if gpu is not None else None
     if why:
         raise GpuplanError(why)
     return ResolvedModule(scenario=s, spec=spec, job=job, gpu=wired(s, gpu), gpu_note=note, checked=tuple(unread))
