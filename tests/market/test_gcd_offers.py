@@ -15,8 +15,6 @@ import subprocess
 import sys
 from types import SimpleNamespace
 
-import pytest
-
 from gpuplan.hardware import gpus
 from gpuplan.market.sources import Query
 from gpuplan.market.sources.gpuhunt_source import GpuhuntSource
@@ -24,7 +22,8 @@ from gpuplan.market.sources.names import devices_offered
 from gpuplan.market.sources.skypilot import read_catalog
 
 INFO = "\"{'Gpus': [{'Name': '%s', 'Count': %d, 'MemoryInfo': {'SizeInMiB': %d}}]}\""
-HEADER = "InstanceType,AcceleratorName,AcceleratorCount,vCPUs,MemoryGiB,GpuInfo,Price,SpotPrice,Region,AvailabilityZone\n"
+HEADER = ("InstanceType,AcceleratorName,AcceleratorCount,vCPUs,MemoryGiB,GpuInfo,Price,SpotPrice,Region,"
+          "AvailabilityZone\n")
 VMS = HEADER + f"mi250x-4,MI250X,4.0,64.0,512.0,{INFO % ('MI250X', 4, 128 * 1024)},16.4,,us-east-1,z1\n"
 
 
