@@ -256,6 +256,11 @@ class Catalog(Mapping[str, GpuSpec]):
         """The card's :attr:`GpuSpec.segment` without making its spec (the offers ask it of every card they list)."""
         return str(self._entries[gpu_id].get("segment"))
 
+    def devices_per_package(self, gpu_id: str) -> int:
+        """How many devices software sees in one package of the card (2 for the MI250X and MI250: :func:`_per_device`),
+        the count a vendor's offer of packages is multiplied by."""
+        return int(self._entries[gpu_id].get("devices_per_package") or 1)
+
     def names(self) -> Iterator[tuple[str, str, tuple[str, ...]]]:
         """(id, name, aliases) of every card, as its :class:`GpuSpec` says them, without making one."""
         for gpu_id, entry in self._entries.items():

@@ -20,7 +20,7 @@ from ...errors import GpuplanError, SourceError
 from ...hardware import gpus
 from ..offers import Offer, providers, with_network
 from .base import Fetched, Query, plausible
-from .names import gpu_id_for
+from .names import devices_offered, gpu_id_for
 
 PROVIDERS = {"lambdalabs": "lambda", "vastai": "vast", "datacrunch": "verda"}  # gpuhunt name -> gpuplan id
 INSTALL = "pip install 'gpuplan[live]'"
@@ -46,12 +46,14 @@ def offers_from_items(items: Iterable[Any], today: dt.date, version: str = "") -
         provider = PROVIDERS.get(item.provider, item.provider)
         gpu_id = gpu_id_for(item.gpu_name, memory_gib=item.gpu_memory, instance=item.instance_name or "",
                             provider=provider)
-        if gpu_id is None or gpu_id not in gpus():
+        devices = devices_offered(gpu_id, int(item.gpu_count), item.price, item.gpu_memory) \
+            if gpu_id in gpus() else None
+        if devices is None:
             unmapped[item.gpu_name] = unmapped.get(item.gpu_name, 0) + 1
             continue
         offer = Offer(provider=provider, tier=providers().get(provider, {}).get("tier", ""), gpu_id=gpu_id,
-                      gpu_count=int(item.gpu_count), pricing="spot" if item.spot else "on_demand",
-                      price_usd_per_gpu_hour=round(item.price / item.gpu_count, 6), region=item.location or "",
+                      gpu_count=devices[0], pricing="spot" if item.spot else "on_demand",
+                      price_usd_per_gpu_hour=devices[1], region=item.location or "",
                       instance=item.instance_name or "", vcpus=float(item.cpu) if item.cpu else None,
                       memory_gib=float(item.memory) if item.memory else None, intra_node="", observed_at=today,
                       source=f"gpuhunt {version}".strip(), notes="", origin="gpuhunt", confidence="high")

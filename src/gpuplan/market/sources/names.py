@@ -5,16 +5,26 @@ several cards (``A100``, ``H100``, ``V100``), the GPU memory and the instance na
 ``sxm`` in the instance name, 80 GB vs 40 GB, 94-96 GB H100 = NVL. Sources: SkyPilot's
 ``catalogs/v7/common/metadata.csv`` (GPU names and memory) and gpuhunt ``_internal/constraints.py``
 ``KNOWN_NVIDIA_GPUS`` (names, memory). Names left unmapped are reported, never guessed.
+
+Both catalogs count packages: gpuhunt's ``KNOWN_AMD_GPUS`` lists ``MI250`` and ``MI250X`` at ``memory=128``, the
+whole OAM. gpuplan plans a package of several GCDs as that many devices (``devices_per_package`` in gpus.yaml;
+ROCm's gpu-arch/mi250.md: "two GCDs, each of which constitutes one GPU device in the system", 64 GB each), so
+:func:`devices_offered` turns N packages at a price into N x devices_per_package devices at the price over that.
 """
 
 from __future__ import annotations
 
 import re
 
+from ...hardware import gpus
+
+MEMORY_TOLERANCE = 0.1  # share an offer's GPU memory may differ from the catalog's (GB against GiB is 7 %)
+
 SIMPLE = {
     "T4": "nvidia-t4", "L4": "nvidia-l4", "L40": "nvidia-l40", "L40S": "nvidia-l40s", "A10": "nvidia-a10",
     "A10G": "nvidia-a10g", "A40": "nvidia-a40", "B200": "nvidia-b200", "GB200": "nvidia-gb200", "B300": "nvidia-b300",
     "MI300X": "amd-instinct-mi300x", "MI325X": "amd-instinct-mi325x", "MI250X": "amd-instinct-mi250x",
+    "MI250": "amd-instinct-mi250",
     "RTX3060": "nvidia-geforce-rtx-3060-12gb", "RTX3070": "nvidia-geforce-rtx-3070",
     "RTX3080": "nvidia-geforce-rtx-3080-10gb", "RTX3090": "nvidia-geforce-rtx-3090",
     "RTX3090TI": "nvidia-geforce-rtx-3090-ti", "RTX4080": "nvidia-geforce-rtx-4080",
@@ -57,3 +67,24 @@ def gpu_id_for(name: str, *, memory_gib: float | None = None, instance: str = ""
     if key == "GH200":
         return "nvidia-gh200-144gb" if (memory_gib or 0) > 120 else "nvidia-gh200-96gb"
     return None
+
+
+def devices_offered(gpu_id: str, count: int, price_usd_per_hour: float,
+                    memory_gib: float | None = None) -> tuple[int, float] | None:
+    """(devices, USD per device-hour) of an offer of ``count`` cards of ``gpu_id`` at ``price_usd_per_hour``.
+
+    A card of several devices (:meth:`gpuplan.hardware.Catalog.devices_per_package`) is a package in both
+    catalogs: 4 MI250X at $X/h are 8 devices of 64 GB at X/8. The offer's per-card memory says which it counts:
+    the package's (128 GB = 2 x 64) or none multiplies, one device's (64) is already a device count, anything
+    else is None: not this card, reported unmapped."""
+    n = gpus().devices_per_package(gpu_id)
+    device_gib = gpus()[gpu_id].memory_gib
+
+    def near(gib: float) -> bool:
+        return abs(memory_gib - gib) <= MEMORY_TOLERANCE * gib
+
+    if n > 1 and memory_gib and not near(device_gib * n):
+        if not near(device_gib):
+            return None
+        n = 1
+    return count * n, round(price_usd_per_hour / (count * n), 6)

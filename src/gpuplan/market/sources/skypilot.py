@@ -22,7 +22,7 @@ from ...hardware import gpus
 from ...userfiles import is_file, is_folder, read_csv
 from ..offers import Offer, providers, with_network
 from .base import Fetched, Query, plausible
-from .names import gpu_id_for
+from .names import devices_offered, gpu_id_for
 
 NEEDED = ("InstanceType", "AcceleratorName", "AcceleratorCount", "Price", "Region")
 CLOUDS = {"lambda": "lambda", "lambdalabs": "lambda", "vast": "vast", "do": "digitalocean"}
@@ -95,9 +95,9 @@ def read_catalog(path: Path, provider: str, today: dt.date | None = None) -> Fet
         count = _price(row.get("AcceleratorCount"))
         if not name or not count or count != int(count):  # a CPU instance, or a slice of a GPU (Azure's 1/6 A10)
             continue
-        gpu_id = gpu_id_for(name, memory_gib=_memory_gib(row.get("GpuInfo") or ""), instance=instance,
-                            provider=provider)
-        if gpu_id is None or gpu_id not in gpus():
+        memory = _memory_gib(row.get("GpuInfo") or "")
+        gpu_id = gpu_id_for(name, memory_gib=memory, instance=instance, provider=provider)
+        if gpu_id is None or gpu_id not in gpus() or devices_offered(gpu_id, int(count), 1.0, memory) is None:
             unmapped[name] = unmapped.get(name, 0) + 1
             continue
         on_demand, spot = _price(row.get("Price")), _price(row.get("SpotPrice"))
@@ -108,8 +108,9 @@ def read_catalog(path: Path, provider: str, today: dt.date | None = None) -> Fet
         for pricing, price in (("on_demand", on_demand), ("spot", spot)):
             if price is None:
                 continue
-            offer = Offer(provider=provider, tier=row_tier, gpu_id=gpu_id, gpu_count=int(count), pricing=pricing,
-                          price_usd_per_gpu_hour=round(price / count, 6), region=row["Region"].strip(),
+            devices, per_device = devices_offered(gpu_id, int(count), price, memory)
+            offer = Offer(provider=provider, tier=row_tier, gpu_id=gpu_id, gpu_count=devices, pricing=pricing,
+                          price_usd_per_gpu_hour=per_device, region=row["Region"].strip(),
                           instance=instance, vcpus=_price(row.get("vCPUs")), memory_gib=_price(row.get("MemoryGiB")),
                           intra_node="", observed_at=observed, source=f"SkyPilot catalog {path.name}",
                           notes="", origin=str(path), confidence="medium")
