@@ -561,12 +561,14 @@ def test_recommend_launch_fills_the_accumulation_of_a_micro_batch_it_ranked(tmp_
     ranked_launch(setup, folder=tmp_path / "run")
     plan = json.loads((tmp_path / "run" / "plan.json").read_text())
     # a size-only model pretrains on torchtitan (FSDP2): the row is timed on the run the files launch (review 3, Q3:
-    # a pick timed on HF ZeRO-2, 257 h, was launched on torchtitan, 287 h); the files' accumulation of 4 only spreads
-    # the step's fixed costs over more micro-steps than the row's 1
+    # a pick timed on HF ZeRO-2, 257 h, was launched on torchtitan, 287 h), at the files' accumulation of 4 too, so
+    # the files' speed is the row's (rounded to 0.1 tokens/s in plan.json; s27: the old bound 1 < ratio < 1.05 held
+    # by that rounding alone)
     run = ("stack", "sharding", "compile", "grad_checkpointing", "precision", "optimizer")
     assert [getattr(setup.scenario, k) for k in run] == [plan["scenario"][k] for k in run] == [
         "torchtitan", "fsdp2", True, "none", "bf16-mixed", "adamw"]
-    assert 1 < plan["predicted"]["tokens_per_s"] / setup.tokens_per_s < 1.05
+    assert setup.scenario.grad_accum_steps == 4
+    assert plan["predicted"]["tokens_per_s"] == round(setup.tokens_per_s, 1)
     assert (plan["scenario"]["micro_batch_size"], plan["scenario"]["grad_accum_steps"]) == (8, 4)
     assert plan["predicted"]["max_steps"] == math.ceil(3e11 / (512 * 2048)) == 286103
     toml = (tmp_path / "run" / "torchtitan.toml").read_text()
