@@ -13,7 +13,7 @@ from gpuplan import load_model
 from gpuplan import overheads as oh
 from gpuplan.hardware import load_gpu
 from gpuplan.scenario import scenario_from
-from gpuplan.scenario.fields import torch_release
+from gpuplan.scenario.fields import release_numbers
 from gpuplan.speed.work import attention_s
 from gpuplan.stacks import stack_for
 from gpuplan.stacks.attention import sdpa_prefers_cudnn
@@ -46,7 +46,7 @@ def test_hand_calculated_attention_time_per_kernel():
 
 def test_torch_releases_that_run_cudnn_first_on_hopper():
     """PyTorch SDPA's default order on sm90 by release (sdp_utils.cpp; pytorch/pytorch#138522, #162073, #171627)."""
-    assert torch_release("2.5.1+cu124") == (2, 5, 1) and torch_release("2.6.0.dev20241201") == (2, 6, 0)
+    assert release_numbers("2.5.1+cu124") == (2, 5, 1) and release_numbers("2.6.0.dev20241201") == (2, 6, 0)
     flash_first = ["2.2", "2.4.1", "2.5.1", "2.6", "2.7.1", "2.8.0", "2.10.0"]
     cudnn_first = ["2.5.0", "2.9.0", "2.9.1", "2.11.0", "2.13", None]
     assert not any(map(sdpa_prefers_cudnn, flash_first))

@@ -61,8 +61,9 @@ Pricing = Annotated[Literal["on_demand", "spot", "any", "owned"], BeforeValidato
 MIN_MODEL_LEN = 16
 
 
-def torch_release(text: str | None) -> tuple[int, int, int] | None:
-    """``2.5.1+cu124`` -> (2, 5, 1); None stays None (the current release)."""
+def release_numbers(text: str | None) -> tuple[int, int, int] | None:
+    """A release's numbers, for torch, transformers and the like: ``2.5.1+cu124`` -> (2, 5, 1), ``4.32`` -> (4, 32,
+    0); None stays None (the current release)."""
     if text is None:
         return None
     major, minor, patch = ([int(x) for x in re.findall(r"\d+", text.split("+")[0])[:3]] + [0, 0, 0])[:3]

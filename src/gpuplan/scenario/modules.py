@@ -31,7 +31,7 @@ from ..model.encoders import ATTENTION_LEAVES
 from ..model.families import FAMILIES, TEXT_ENCODERS
 from ..model.module_spec import ModuleSpec
 from .diffusion_stacks import DIFFUSION_STACKS, diffusion_stack_for
-from .fields import Scenario
+from .fields import Scenario, release_numbers
 
 STORED = {None: "16bit", "none": "16bit"}
 # the most T5 tokens a FLUX or SD3 pipeline encodes per prompt: their check_inputs raise "`max_sequence_length` cannot
@@ -541,8 +541,7 @@ def optimizer_impl(s: Scenario) -> str:
     given = s.transformers_version
     if "optimizer_impl" in s.model_fields_set or given is None:
         return s.optimizer_impl
-    old = tuple(int(n) for n in re.findall(r"\d+", given)[:2]) < \
-        tuple(int(n) for n in oh.TRAINER_ADAMW_HF_UNTIL.split("."))
+    old = release_numbers(given) < release_numbers(oh.TRAINER_ADAMW_HF_UNTIL)
     return "for-loop" if old else s.optimizer_impl
 
 

@@ -39,7 +39,7 @@ from October 2025 cuDNN first on every card (pytorch/torchtitan#1776: ``attentio
 from __future__ import annotations
 
 from ..scenario import Scenario
-from ..scenario.fields import torch_release
+from ..scenario.fields import release_numbers
 
 # PyTorch releases whose SDPA tries cuDNN's fused attention first on sm90/sm100 (the list above), as (major, minor,
 # patch) ranges [first, last]; None: the current release (2.11 and later)
@@ -48,7 +48,7 @@ SDPA_CUDNN_FIRST = (((2, 5, 0), (2, 5, 0)), ((2, 9, 0), (2, 9, 99)), ((2, 11, 0)
 
 def sdpa_prefers_cudnn(torch_version: str | None) -> bool:
     """Whether PyTorch SDPA's default dispatch runs cuDNN's fused attention first on Hopper/Blackwell."""
-    release = torch_release(torch_version)
+    release = release_numbers(torch_version)
     return release is None or any(first <= release <= last for first, last in SDPA_CUDNN_FIRST)
 
 

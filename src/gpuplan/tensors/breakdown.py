@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 
 from .. import overheads as oh
 from ..scenario import Scenario
-from ..scenario.fields import torch_release
+from ..scenario.fields import release_numbers
 
 GIB = 2**30
 
@@ -74,8 +74,8 @@ def cuda_context_gib(s: Scenario, generation: str | None) -> float:
     """The CUDA context a PyTorch process makes on a card of ``generation``: every kernel loaded where
     ``s.torch_version`` predates lazy module loading (:data:`~gpuplan.overheads.CUDA_CONTEXT_EAGER_LOADING_GIB`),
     else the generation's lazily loaded one (:data:`~gpuplan.overheads.CUDA_CONTEXT_GIB`)."""
-    release = torch_release(s.torch_version)
-    since = torch_release(oh.TORCH_LAZY_LOADING_SINCE)
+    release = release_numbers(s.torch_version)
+    since = release_numbers(oh.TORCH_LAZY_LOADING_SINCE)
     if release is not None and since is not None and release < since:
         return oh.CUDA_CONTEXT_EAGER_LOADING_GIB
     return oh.CUDA_CONTEXT_GIB.get(generation or "", oh.CUDA_CONTEXT_DEFAULT_GIB)
