@@ -1,6 +1,8 @@
 """A node of more GPUs than any machine holds is warned (s8-walk's finding: 16 H100 SXM per node over 3 nodes was
 planned without a word, timed as if one machine's NVLink joined all 16)."""
 
+import pytest
+
 import gpuplan
 from gpuplan.market.offers import NODE_GPUS, largest_node
 from gpuplan.market.store import load_offers
@@ -38,14 +40,25 @@ def test_several_unified_memory_computers_are_nodes_of_one_gpu() -> None:
     """Two M4 Max or two DGX Sparks are two computers: "--num-gpus 2" was planned as one machine of two GPUs joined
     by PCIe gen4 without peer-to-peer. They are two nodes of one GPU each, linked over their own ports (the Sparks'
     ConnectX-7), the plan of --num-nodes 2, whatever the task."""
-    mac = gpuplan.estimate(dict(model="qwen3-8b", task="train", method="lora", gpu="apple-m4-max", num_gpus=2))
-    assert (mac.scenario["num_gpus"], mac.scenario["num_nodes"]) == (1, 2)
-    assert not any("PCIe" in a for a in mac.assumptions)
     serve = dict(model="qwen3-8b", task="infer", engine="vllm", gpu="dgx-spark")
     sparks, nodes = gpuplan.estimate(dict(serve, num_gpus=2)), gpuplan.estimate(dict(serve, num_nodes=2))
     assert (sparks.scenario["num_gpus"], sparks.scenario["num_nodes"], sparks.scenario["tp"]) == (1, 2, 2)
     assert sparks.speed.tokens_per_s == nodes.speed.tokens_per_s
     assert sparks.speed.parts_s == nodes.speed.parts_s
+
+
+@pytest.mark.parametrize("spread", [dict(num_gpus=2), dict(num_nodes=2), dict(num_gpus=3, sharding="zero3")])
+def test_training_over_several_macs_is_refused(spread: dict) -> None:
+    """Two Macs were planned as two nodes of one GPU training data parallel (s27's leftover), but MPS tensors have
+    no collective backend (NCCL is CUDA-only; gloo lists cpu and cuda, pytorch/pytorch#160732, #189853), so no
+    training stack runs it: one sentence, the fix named. One Mac still plans, and two DGX Sparks (CUDA, NCCL over
+    ConnectX-7) train over both."""
+    job = dict(model="qwen3-8b", task="train", method="lora")
+    with pytest.raises(gpuplan.GpuplanError, match=r"^training on [23] Macs: PyTorch's MPS backend has no "
+                       r"collective backend .* train on one Mac \(num_gpus 1, num_nodes 1\)$"):
+        gpuplan.estimate(dict(job, gpu="apple-m4-max", **spread))
+    assert gpuplan.estimate(dict(job, gpu="apple-m4-max")).verdict.fits
+    assert gpuplan.estimate(dict(job, gpu="dgx-spark", num_gpus=2)).scenario["num_nodes"] == 2
 
 
 def test_a_mac_is_not_told_to_split_llama_cpp_over_more_gpus() -> None:

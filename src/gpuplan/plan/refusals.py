@@ -640,11 +640,18 @@ EIGHT_BIT_OPTIMIZERS = ("adamw-8bit", "paged-adamw-8bit")
 
 
 def technique_card(s: Scenario, gpu: GpuSpec) -> str | None:
-    """Why a technique the training job switches on does not run on ``gpu``: bitsandbytes' 8-bit optimizers off
-    :data:`BNB_OPTIMIZER_VENDORS`, and Liger's fused linear cross-entropy (the Trainer's ``use_liger_kernel``,
+    """Why a technique the training job switches on does not run on ``gpu``: training over more than one Mac (a
+    Mac has one GPU, :func:`gpuplan.plan.nodes.node_shape`, and MPS tensors have no collective backend: NCCL is
+    CUDA-only, gloo's capability table lists cpu and cuda, pytorch/pytorch#160732 and #189853; DeepSpeed's MPS
+    port, deepspeedai/DeepSpeed#8293, stages collectives through CPU copies and is single-device so far),
+    bitsandbytes' 8-bit optimizers off :data:`BNB_OPTIMIZER_VENDORS`, and Liger's fused linear cross-entropy (the Trainer's ``use_liger_kernel``,
     :attr:`gpuplan.stacks.base.Stack.liger` "loss") on a vendor Triton has no backend for (:data:`TRITON_VENDORS`)."""
     if s.task != "train":
         return None
+    if gpu.vendor == "Apple" and s.world_size > 1:
+        return (f"training on {s.world_size} Macs: PyTorch's MPS backend has no collective backend (NCCL is "
+                "CUDA-only and gloo takes no MPS tensors, pytorch/pytorch#189853), and \"the mps backend doesn't "
+                "support distributed training\" (transformers' docs): train on one Mac (num_gpus 1, num_nodes 1)")
     if s.optimizer in EIGHT_BIT_OPTIMIZERS and gpu.vendor not in BNB_OPTIMIZER_VENDORS:
         return (f"optimizer {s.optimizer} on {gpu.name}: bitsandbytes' 8-bit optimizer step has no "
                 f"{stack_cards.LABELS[gpu.vendor]} kernel (its backend there quantizes weights only): use adamw")
@@ -664,19 +671,15 @@ def advice_lacks(s: Scenario, changed: Scenario, gpu: GpuSpec) -> bool:
     (:func:`stack_card`, :func:`technique_card`); Liger's Triton kernels switched on where Triton has no backend (a
     stack with its Liger plugin, axolotl, included) and so Unsloth, whose kernels are all Triton (unslothai/unsloth
     README: "All kernels written in OpenAI's Triton language"; "Supports NVIDIA GPUs", its docs add AMD);
-    torch.compile on Apple silicon (:data:`COMPILE_APPLE`); and on Apple silicon, training over more Macs or
-    sharded over them (ZeRO-3, FSDP): a Mac has one GPU (:func:`gpuplan.plan.nodes.node_shape`), and "the mps
-    backend doesn't support distributed training" (huggingface.co/docs/transformers perf_train_special)."""
+    torch.compile on Apple silicon (:data:`COMPILE_APPLE`). Training over more Macs is refused by
+    :func:`technique_card`."""
     if stack_card(changed, gpu) or technique_card(changed, gpu):
         return True
     if gpu.vendor not in TRITON_VENDORS:
         liger = stack_for(changed).liger_kernels(changed) and not stack_for(s).liger_kernels(s)
         if liger or changed.stack == "unsloth" != s.stack:
             return True
-    if gpu.vendor != "Apple" or changed.task != "train":
-        return False
-    spread = changed.world_size > 1 and (changed.world_size, changed.sharding) != (s.world_size, s.sharding)
-    return spread or (bool(changed.compile) and not s.compile)
+    return gpu.vendor == "Apple" and changed.task == "train" and bool(changed.compile) and not s.compile
 
 
 def card_refusal(s: Scenario, gpu: GpuSpec) -> None:
