@@ -487,16 +487,17 @@ speed 90 to 91 of 99 within 25 % (BERT fp16 +26 and +6 % to -2 and -6 %, the fp3
 -16 %, Adafactor -18 to -22 % with its host work over all 393 tensors); memory 36 to 37 of 37 (the six rows -9 to
 -15 % to -8 to +4 %).
 
-Session 28 (issue 34: the three diffusion misses, bench/results/diffusion_s28.md): no estimate moved; held-out speed
-stays 91 of 99 within 25 %, memory 37 of 37. Found and sized, not built: a diffusion full fine-tune under fp16-mixed
-runs its fp32 U-Net under autocast (train_dreambooth.py keeps it fp32; accelerate's prepare wraps its forward in
-torch.cuda.amp.autocast), which the plan times from the 16-bit profile; SD 1.5's forward recorded on fake tensors
-with the replayed autocast lists moves 7.72 GiB element-wise at 64 x 64 latents against 1.47 in bf16 (4.80 GiB the
-weights' casts, the activations 1.99 times bf16's), 0.163 s more on DreamBooth's 1024 px step: +56 to about +46 %,
-left for a session that can record every bundled denoiser under autocast. Ruled out for SD3 with model offload:
-accelerate's clear_device_cache in CpuOffload.pre_forward (0.34.0, after the blog); a second posted pair of copy rates
-(numba issue 4336, a V100-SXM2 server: 4.78 GB/s onto the card, 1.71 back into fresh memory) agrees with the plan's
-server rate within 15 %, where this host copied at 1.36 and 0.85 GB/s. The torch 2.0 A100 rows: no new source.
+Session 28 (issue 34: the three diffusion misses, bench/results/diffusion_s28.md): a diffusion full fine-tune under
+fp16-mixed or bf16-mixed runs its fp32 denoiser under autocast (train_dreambooth.py keeps the U-Net fp32; accelerate's
+prepare wraps its forward in torch.cuda.amp.autocast; kohya's trainers run accelerator.autocast()), which the plan
+timed from the 16-bit profile: it now reads the denoiser's profile recorded under the replayed autocast lists
+(model/diffusers.py AUTOCAST_PART, bundled for the seven pipelines). SD 1.5's forward at 64 x 64 latents moves 7.72
+GiB element-wise against 1.47 in bf16 (4.80 GiB the weights' casts, the activations growing 1.98 times bf16's):
+DreamBooth at 1024 px +56 to +46 %, its memory rows unchanged (the peak is the end of the backward); held-out speed
+stays 91 of 99 within 25 %, memory 37 of 37. Ruled out for SD3 with model offload: accelerate's clear_device_cache in
+CpuOffload.pre_forward (0.34.0, after the blog); a second posted pair of copy rates (numba issue 4336, a V100-SXM2
+server: 4.78 GB/s onto the card, 1.71 back into fresh memory) agrees with the plan's server rate within 15 %, where
+this host copied at 1.36 and 0.85 GB/s. The torch 2.0 A100 rows: no new source.
 """
 
 from __future__ import annotations
