@@ -486,6 +486,18 @@ measured on that page before the model loads; overheads.CUDA_CONTEXT_EAGER_LOADI
 speed 90 to 91 of 99 within 25 % (BERT fp16 +26 and +6 % to -2 and -6 %, the fp32 rows -12, -7, -10 % to -20, -15,
 -16 %, Adafactor -18 to -22 % with its host work over all 393 tensors); memory 36 to 37 of 37 (the six rows -9 to
 -15 % to -8 to +4 %).
+
+Session 28 (issue 34: the three diffusion misses, bench/results/diffusion_s28.md): a diffusion full fine-tune under
+fp16-mixed or bf16-mixed runs its fp32 denoiser under autocast (train_dreambooth.py keeps the U-Net fp32; accelerate's
+prepare wraps its forward in torch.cuda.amp.autocast; kohya's trainers run accelerator.autocast()), which the plan
+timed from the 16-bit profile: it now reads the denoiser's profile recorded under the replayed autocast lists
+(model/diffusers.py AUTOCAST_PART, bundled for the seven pipelines). SD 1.5's forward at 64 x 64 latents moves 7.72
+GiB element-wise against 1.47 in bf16 (4.80 GiB the weights' casts, the activations growing 1.98 times bf16's):
+DreamBooth at 1024 px +56 to +46 %, its memory rows unchanged (the peak is the end of the backward); held-out speed
+stays 91 of 99 within 25 %, memory 37 of 37. Ruled out for SD3 with model offload: accelerate's clear_device_cache in
+CpuOffload.pre_forward (0.34.0, after the blog); a second posted pair of copy rates (numba issue 4336, a V100-SXM2
+server: 4.78 GB/s onto the card, 1.71 back into fresh memory) agrees with the plan's server rate within 15 %, where
+this host copied at 1.36 and 0.85 GB/s. The torch 2.0 A100 rows: no new source.
 """
 
 from __future__ import annotations

@@ -162,3 +162,59 @@ def test_simulate_runs_a_mixed_bert_fine_tune_under_autocast_as_its_profile(caps
     assert code == 0
     assert out["simulated_activations_gib"] == pytest.approx(out["estimated_activations_gib"], rel=1e-3)
     assert out["simulated_activations_gib"] == pytest.approx(0.571, abs=0.001)
+
+
+SD15_FULL = {"model": "sd1.5", "task": "train", "stack": "diffusers", "method": "full", "resolution": "512",
+             "micro_batch_size": 1, "optimizer": "adamw-8bit", "grad_checkpointing": "full", "gpu": "rtx-3060"}
+
+
+def test_a_mixed_precision_u_net_fine_tune_reads_its_autocast_profile():
+    """SD 1.5's fp16-mixed full fine-tune (train_dreambooth.py's: the U-Net in fp32, its forward under accelerate's
+    autocast) is planned from the denoiser's profile recorded under autocast (bundled): the same GEMMs; element-wise
+    bytes that grow 1.98 times bf16's with the latents (GroupNorm and the SiLU after it in fp32) on top of every
+    weight's cast each forward, 4 bytes read and 2 written for each of the U-Net's 859,520,964 parameters (the norms'
+    few thousand, not cast, within the rounding); fp16-true and LoRA keep the 16-bit profile."""
+    from gpuplan.model import diffusers, kinds
+    from gpuplan.model.profile import lookup
+    from gpuplan.plan.modules import profiles
+
+    spec = kinds.named("sd1.5")
+    amp, bundled = lookup(spec.main.config, diffusers.AUTOCAST_PART)
+    plain, _ = lookup(spec.main.config, "denoiser")
+    assert bundled and amp.under_autocast and not plain.under_autocast
+    assert set(amp.memory) == {"inference", "train-full", "train-full-gc"}
+    assert [(o.kind, o.count) for o in amp.ops] == [(o.kind, o.count) for o in plain.ops]
+    small, large = (1, (64 * 64, 77)), (1, (96 * 96, 77))
+    growth = (amp.other_bytes.at(*large) - amp.other_bytes.at(*small)) / (
+        plain.other_bytes.at(*large) - plain.other_bytes.at(*small))
+    assert 1.9 < growth < 2.1
+    casts = amp.other_bytes.at(*small) - growth * plain.other_bytes.at(*small)
+    assert casts == pytest.approx(6 * 859_520_964, rel=0.01)
+    mixed = gpuplan.estimate({**SD15_FULL, "precision": "fp16-mixed"}, advise=False)
+    true = gpuplan.estimate({**SD15_FULL, "precision": "fp16-true"}, advise=False)
+    lora = gpuplan.estimate({**SD15_FULL, "precision": "fp16-mixed", "method": "lora"}, advise=False)
+    assert profiles(mixed.module.job)[0].under_autocast
+    assert not profiles(true.module.job)[0].under_autocast and not profiles(lora.module.job)[0].under_autocast
+    assert "autocast 16-bit weight copies" not in mixed.memory.other  # the autocast profile's peaks hold them
+    assert mixed.work.parts_s["gemm"] == pytest.approx(true.work.parts_s["gemm"], rel=1e-9)
+    assert mixed.work.parts_s["elementwise"] > 4 * true.work.parts_s["elementwise"]
+
+
+def test_the_u_net_s_checkpointed_recompute_runs_under_autocast():
+    """torch.utils.checkpoint restores the forward's autocast state in the recompute; the recording carries the
+    replayed lists there (context_fn). Its checkpointed pass holds the 16-bit copies of the fp32 weights at its peak
+    (859,520,964 x 2 bytes, 1.60 GiB); recomputed without the lists, the attention would meet fp32 queries and
+    bf16 keys, which SDPA refuses."""
+    require("diffusers")
+    from dataclasses import replace
+
+    from gpuplan.model import diffusers, kinds
+    from gpuplan.model.record import RecordError, run_pass
+
+    c = kinds.named("sd1.5").main
+    amp = diffusers.denoiser_part(c, diffusers.AUTOCAST_WAYS, autocast="float16")
+    sizes = (32 * 32, 77)
+    assert max(run_pass(amp, "train-full-gc", 1, sizes).peaks.values()) > 859_520_964 * 2
+    forgot = replace(amp, build=lambda way: diffusers._with_way(diffusers.build(c.library, c.cls, c.config), way))
+    with pytest.raises(RecordError, match="same dtype"):
+        run_pass(forgot, "train-full-gc", 1, sizes)

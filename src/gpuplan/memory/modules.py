@@ -8,8 +8,8 @@ the trained parameters' gradients and optimizer states, and the largest transien
 - **activations**: the main component's peak from its profile for the way it runs, at the job's batch and largest
   sizes (fp32 activations twice the recorded bf16); under autocast a full fine-tune also holds the 16-bit copies of
   its fp32 linear weights that autocast makes for the forward and autograd keeps for the backward (a text
-  encoder's full fine-tune is recorded under autocast, :mod:`gpuplan.model.autocast`: its peaks hold those copies
-  and the fp32 tensors autocast makes, the residual stream and the norms);
+  encoder's or a denoiser's full fine-tune is recorded under autocast, :mod:`gpuplan.model.autocast`: its peaks
+  hold those copies and the fp32 tensors autocast makes, the residual stream and the norms);
 - **the other components' transients**: a VAE encoding each batch (training without cached latents) or decoding
   the latents (generation), text encoders encoding the prompts, each in its own phase, after or before the
   denoiser's: the step's peak is the largest phase; a VAE's decode holds about twice its recorded tensors on CUDA

@@ -4,8 +4,8 @@ what is bundled; ``--prune`` only prunes the bundled profiles' memory segments a
 
 Each component's exact parameter count (its real class on the meta device; a model's parameter tensors too) is
 written into its bundled file, and each part it runs (a denoiser in every way of training, a VAE encoding and
-decoding, a text encoder, an encoder-decoder, an encoder, and a text encoder again under autocast for its
-mixed-precision full fine-tunes) is recorded on fake tensors (:mod:`.record`) into ``data/modules/profiles``. Tests
+decoding, a text encoder, an encoder-decoder, an encoder, and a denoiser or text encoder again under autocast for
+its mixed-precision full fine-tunes) is recorded on fake tensors (:mod:`.record`) into ``data/modules/profiles``. Tests
 check the bundled counts against the classes and one recorded part against a fresh recording. Needs torch,
 diffusers, transformers and peft; an hour of CPU for all of them.
 """
@@ -29,6 +29,8 @@ def parts_of(spec: ModuleSpec) -> list[tuple[dict, str, object]]:
     for c in spec.components:
         if c.role == "denoiser":
             out.append((c.config, "denoiser", diffusers.denoiser_part(c)))
+            out.append((c.config, diffusers.AUTOCAST_PART,  # a mixed-precision full fine-tune's
+                        diffusers.denoiser_part(c, diffusers.AUTOCAST_WAYS, autocast="float16")))
         elif c.role == "vae":
             out += [(c.config, "vae-encode", diffusers.vae_part(c, "encode")),
                     (c.config, "vae-decode", diffusers.vae_part(c, "decode"))]

@@ -363,27 +363,38 @@ def linear_role(name: str) -> str:
 DENOISER_WAYS = ("inference", "train-full", "train-full-gc", "train-lora-attention", "train-lora-attention-gc",
                  "train-lora-all", "train-lora-all-gc")
 LATENTS = (64 * 64, 96 * 96, 112 * 112)  # latent pixels of the fitting passes (512, 768 px) and the check (896 px)
+# the part name of a denoiser's profile recorded under autocast (a full fine-tune's fp32 master weights, fp16-mixed or
+# bf16-mixed: diffusers' train_dreambooth.py keeps the trained U-Net in fp32 and accelerate's prepare wraps its
+# forward in torch.autocast; kohya's trainers run it in accelerator.autocast() unless --full_fp16/--full_bf16)
+AUTOCAST_PART = "denoiser-autocast"
+AUTOCAST_WAYS = ("inference", "train-full", "train-full-gc")
 
 
-def denoiser_part(c: Component, ways: tuple[str, ...] = DENOISER_WAYS):
+def denoiser_part(c: Component, ways: tuple[str, ...] = DENOISER_WAYS, autocast: str = ""):
     """The denoiser as :mod:`.record` runs it: latents of ``latent_pixels`` (square in the recording) and
-    ``text_tokens`` of conditioning, fed as its pipeline feeds it (see the module docstring)."""
+    ``text_tokens`` of conditioning, fed as its pipeline feeds it (see the module docstring); ``autocast`` (a 16-bit
+    dtype) records it as a mixed-precision full fine-tune runs it, fp32 weights under CUDA autocast's op lists
+    (:mod:`.autocast`: the group and layer norms in fp32, their outputs and what reads them too, and every
+    convolution's and linear's casts of its fp32 weight and its input), in :data:`AUTOCAST_WAYS`."""
     from .record import Part
 
     t5 = c.cls != "UNet2DConditionModel"
     tokens = (256, 512, 640) if t5 else (77, 154, 231)
     return Part(name=c.cls, variables=("latent_pixels", "text_tokens"), base=(LATENTS[0], tokens[0]),
-                second=(LATENTS[1], tokens[1]), check=(LATENTS[2], tokens[2]),
-                build=lambda way: _with_way(build(c.library, c.cls, c.config), way),
+                second=(LATENTS[1], tokens[1]), check=(LATENTS[2], tokens[2]), autocast=autocast,
+                **({"dtype": f"{autocast} under autocast, fp32 weights"} if autocast else {}),
+                build=lambda way: _with_way(build(c.library, c.cls, c.config), way, autocast),
                 inputs=lambda batch, sizes: _denoiser_inputs(c, batch, sizes), ways=ways, role=linear_role,
                 versions=_versions("torch", "diffusers", "peft"))
 
 
-def _with_way(module, way: str):
+def _with_way(module, way: str, autocast: str = ""):
     """Checkpointing and LoRA adapters as the way says (diffusers' ``enable_gradient_checkpointing``; peft
-    adapters through ``add_adapter``, rank 16, on the attention projections or every linear of the blocks)."""
+    adapters through ``add_adapter``, rank 16, on the attention projections or every linear of the blocks). Under
+    ``autocast`` the recomputed forward runs under it again, as torch.utils.checkpoint restores the autocast state of
+    the forward it saved (its ``context_fn``'s recompute context carries the replayed lists here)."""
     if way.endswith("-gc"):
-        module.enable_gradient_checkpointing()
+        module.enable_gradient_checkpointing(_recompute_under(autocast) if autocast else None)
     if "-lora-" in way:
         from peft import LoraConfig
 
@@ -392,6 +403,22 @@ def _with_way(module, way: str):
                    and (hasattr(sub, "in_features") or getattr(sub, "kernel_size", None) in ((1, 1), (1,)))]
         module.add_adapter(LoraConfig(r=16, lora_alpha=16, target_modules=targets))
     return module
+
+
+def _recompute_under(autocast: str):
+    """diffusers' default checkpointing function (``ModelMixin.enable_gradient_checkpointing``: non-reentrant
+    ``torch.utils.checkpoint.checkpoint``) whose recompute runs under the replayed autocast lists."""
+    import contextlib
+
+    import torch
+
+    from .autocast import mode
+
+    def recompute(module, *args):
+        return torch.utils.checkpoint.checkpoint(module.__call__, *args, use_reentrant=False,
+                                                 context_fn=lambda: (contextlib.nullcontext(), mode(autocast)))
+
+    return recompute
 
 
 def _denoiser_inputs(c: Component, batch: int, sizes: tuple[int, ...]):

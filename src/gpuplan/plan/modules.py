@@ -109,7 +109,10 @@ def profiles(job: ModuleJob) -> tuple[Profile, dict[str, Profile]]:
     main_c = spec.main
     if main_c.profile is not None:  # your own module: recorded just now (gpuplan.sim.module.module_spec)
         return main_c.profile, {}
-    if spec.kind == "diffusion":
+    if spec.kind == "diffusion" and job.autocast:  # a mixed-precision full fine-tune: recorded under autocast
+        main = obtain(main_c.config, diff.AUTOCAST_PART, lambda ways: diff.denoiser_part(main_c, ways, "float16"),
+                      (job.way,))
+    elif spec.kind == "diffusion":
         main = obtain(main_c.config, "denoiser", lambda ways: diff.denoiser_part(main_c, ways), (job.way,))
     elif job.autocast:  # a text encoder's mixed-precision full fine-tune: recorded under autocast
         main = obtain(main_c.config, enc.AUTOCAST_PART, lambda ways: _model_part(spec, ways, "float16"), (job.way,))

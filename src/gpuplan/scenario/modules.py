@@ -85,7 +85,7 @@ class ModuleJob:
     offload: str = "none"
     swapped: tuple[int, int] = (0, 0)  # kohya's --blocks_to_swap: FLUX's (double, single) blocks held in CPU memory
     attention: str = "sdpa"  # sdpa (and flash, xformers: fused, no score matrix kept) | eager (scores kept)
-    autocast: bool = False  # precision *-mixed: a text encoder's full fine-tune read from its autocast profile
+    autocast: bool = False  # *-mixed: a denoiser's or text encoder's full fine-tune, read from its autocast profile
     optimizer_impl: str = "fused"  # AdamW's: fused | foreach | for-loop (:func:`optimizer_impl`)
     text_tokens: int = 77
     t5_tokens: int = 0
@@ -253,7 +253,8 @@ def resolve_diffusion(s: Scenario, spec: ModuleSpec) -> ModuleJob:
                      lora_roles=roles, lora_rank=s.lora_rank, batch=batch, samples_per_step=batch,
                      text_encoders="trained" if text_trained else s.text_encoders or "cached", text_lora=text_lora,
                      text_trained=text_trained, text_last_frozen=last_frozen, grads_freed=freed,
-                     cache_latents=bool(s.cache_latents) or not vae, vae_dtype=vae_dtype, notes=tuple(notes))
+                     cache_latents=bool(s.cache_latents) or not vae, vae_dtype=vae_dtype,
+                     autocast=s.precision.endswith("-mixed") and trained == "all", notes=tuple(notes))
 
 
 def _fp8_base(s: Scenario, spec: ModuleSpec, notes: list[str]) -> str:

@@ -22,9 +22,11 @@ at the batch and sizes asked, timed as the LLM passes are (:mod:`.work`, :mod:`.
   (:func:`adamw_for_loop_s`);
 - **eager attention under mixed precision**: autocast's fp32 softmax, 16 bytes per score (:func:`score_bytes`);
   BERT's eager chain (scale, padding mask, softmax, dropout: :func:`masked_score_bytes`) one kernel a step;
-- **autocast** (precision ``*-mixed``): a text encoder's full fine-tune is read from its profile recorded under
-  autocast (:mod:`gpuplan.model.autocast`), whose element-wise bytes hold the casts and the fp32 residual stream
-  and norms;
+- **autocast** (precision ``*-mixed``): a text encoder's or a denoiser's full fine-tune is read from its profile
+  recorded under autocast (:mod:`gpuplan.model.autocast`), whose element-wise bytes hold the casts of the fp32
+  weights and inputs and the fp32 norms and what follows them (the text encoders' residual stream, the U-Net's
+  GroupNorm and SiLU: diffusers' train_dreambooth.py keeps the trained U-Net in fp32 and accelerate's
+  ``prepare`` wraps its forward in ``torch.autocast``);
 - **weights stored in fewer bits**: a bitsandbytes NF4 weight is dequantized to 16 bits before each GEMM that
   uses it (forward, and the input gradient), fp8 storage (diffusers' layerwise casting, kohya's ``--fp8_base``)
   cast up the same way, and GGUF blocks unpacked by diffusers' PyTorch code: the bytes those kernels move per
