@@ -734,9 +734,13 @@ def _timed(model: StepModel, st: _Engine, step: _Step, next_at: float, t: float,
         if k == 1:
             return 1, dt1, dt1
     bt = st.bt
-    extra = np.maximum(-(-(have + k) // bt) + (have + 1) // -bt, 0)
-    st.held[idx] += extra
-    st.free -= int(_add(extra))
+    if bt == 1:  # one-token pages (SGLang): k - 1 more each (the first step's are taken)
+        st.held[idx] += k - 1
+        st.free -= (k - 1) * len(idx)
+    else:
+        extra = np.maximum(-(-(have + k) // bt) + (have + 1) // -bt, 0)
+        st.held[idx] += extra
+        st.free -= int(_add(extra))
     return k, dt1 + (k - 1) * dt_mid, dt_mid
 
 
