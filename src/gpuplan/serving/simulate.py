@@ -409,8 +409,8 @@ class _Engine:
             self.ratio = engine.reserve_ratio
         run_idx = run_take = left = pending = None
         first = 0  # the running requests scheduled are the first ``first`` ones, in order (None: others)
-        # prefill first (SGLang): a step of prompt tokens alone whenever one can be formed
         owed_outputs = _owed_outputs(self) if engine.reserve_ratio and self.waiting else 0  # SGLang's reserve
+        # prefill first (SGLang): a step of prompt tokens alone whenever one can be formed
         prefill_only = not engine.mixed_prefill and _prefill_ready(self, owed_outputs)
         if len(ra) and (self.prompting or not prefill_only):  # (else the running requests wait this step)
             have_ra = self.done[ra]
@@ -953,8 +953,8 @@ def _prompt_chunks(have, left, pending, ra, held, budget: int, free: int, bt: in
     return None if total > free else (idx, takes, int(_add(takes)), need, total)
 
 
-def _admit_waiting(st: _Engine, budget: int, admitted: list[int], takes: list[int], prompts_in: bool = False,
-                   owed_outputs: int = 0) -> int:
+def _admit_waiting(st: _Engine, budget: int, admitted: list[int], takes: list[int], prompts_in: bool,
+                   owed_outputs: int) -> int:
     """Admit waiting requests in arrival order while the step's token budget, ``max_num_seqs`` and the free
     blocks allow: a prompt takes what the budget leaves (chunked prefill) or waits until it fits whole; from vLLM
     0.19 its whole known sequence must fit the free blocks; under TensorRT-LLM's ``GUARANTEED_NO_EVICT`` its whole
@@ -1131,7 +1131,8 @@ def _prefill_ready(st: _Engine, owed_outputs: int) -> bool:
     if engine.reserve_whole_outputs:
         if not _fits_to_finish(st, r, []):
             return False
-    elif engine.reserve_ratio and want - have + min(int(st.owed[r]), engine.output_clip) >= _output_room(st, owed_outputs):
+    elif engine.reserve_ratio and \
+            want - have + min(int(st.owed[r]), engine.output_clip) >= _output_room(st, owed_outputs):
         return False
     return max(need, whole) + engine.admit_watermark_blocks <= st.free
 
