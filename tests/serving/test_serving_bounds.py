@@ -83,7 +83,8 @@ def test_preemption_in_closed_form_keeps_the_rule_one_request_at_a_time():
         st.engine = sim.Scheduler(kv_blocks=free, block_tokens=bt)  # (no SGLang reserve: vLLM's rule)
         have = st.done[st.ra]
         held_ra = st.held[st.ra]
-        _, take, _, need, _ = sim._running_tokens(have, st.target[st.ra] - have, held_ra, budget, bt)
+        _, take, _, need, _ = sim._running_tokens(have, st.target[st.ra] - have, held_ra, budget, bt,
+                                                  np.ones(n, dtype=np.int64))
         first, takes, left = sim._schedule_with_preemption(st, budget, take, need, held_ra)
         assert [running[:first], list(takes), left, st.free, st.preempt] == [want[0], want[1], *want[2:]]
         assert st.prompting == np.count_nonzero(st.done[st.ra] < st.target[st.ra])  # the running prompts counted
@@ -352,3 +353,25 @@ def test_a_run_where_no_request_completes_has_no_latency_and_answers():
     assert run.completed == 0 and run.median_ttft_ms is None and run.p99_e2el_ms is None
     assert any("never admitted" in w for w in run.warnings)
     json.dumps(plan.to_dict(), allow_nan=False)
+
+
+@pytest.mark.parametrize("setup", [
+    {"engine": "vllm"}, {"engine": "sglang"}, {"engine": "trtllm", "quant": "fp8"},
+    {"engine": "vllm", "speculative_method": "eagle3", "acceptance_length": 3.0},
+    {"engine": "vllm", "engine_version": "0.13.0"},  # synchronous host loop: gpu + host
+])
+def test_a_decode_step_never_gets_shorter_as_its_context_grows(setup):
+    """F1 speed (bench/results/capacity_speed_s28.md): a decode run's later steps hold more context, so the
+    simulation cuts a run to one step, without timing the rest, when the next arrival comes before its first step
+    ends (``simulate._timed``). That is exact only while a step of decodes takes no less time over a longer
+    context: checked here on each engine's step model, with speculation, past the CUDA-graph cap and calibrated."""
+    import dataclasses
+
+    from gpuplan.serving.steptime import Calibration, step_model
+
+    s = scenario_from({"model": "llama-3.1-8b", "task": "infer", "gpu": "h100-sxm", **setup})
+    base = step_model(s, load_model("llama-3.1-8b"), load_gpu("h100-sxm"))
+    for model in (base, dataclasses.replace(base, calibration=Calibration(compute=1.3, memory=0.7, overhead=2.0))):
+        for seqs in (1.0, 37.0, 512.0, 4096.0):
+            times = [model.time(0.0, seqs, seqs * ctx, 0.0, 0.0, seqs) for ctx in (1.0, 100.5, 1024.0, 32768.0)]
+            assert times == sorted(times) and times[0] < times[-1]

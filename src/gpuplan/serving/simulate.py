@@ -342,6 +342,8 @@ class _Engine:
         self.done = hit.copy()
         self.target = prompt.copy()
         self.owed = output.copy()
+        self.ones = np.ones(n, dtype=np.int64)  # a decode's take, for any batch (read only: steps share it)
+        self.ones.flags.writeable = False
         self.held = np.zeros(n, dtype=np.int64)
         self.first = np.full(n, np.nan)
         self.finish = np.full(n, np.nan)
@@ -407,13 +409,14 @@ class _Engine:
             self.ratio = engine.reserve_ratio
         run_idx = run_take = left = pending = None
         first = 0  # the running requests scheduled are the first ``first`` ones, in order (None: others)
-        if len(ra):
+        owed_outputs = _owed_outputs(self) if engine.reserve_ratio and self.waiting else 0  # SGLang's reserve
+        # prefill first (SGLang): a step of prompt tokens alone whenever one can be formed
+        prefill_only = not engine.mixed_prefill and _prefill_ready(self, owed_outputs)
+        if len(ra) and (self.prompting or not prefill_only):  # (else the running requests wait this step)
             have_ra = self.done[ra]
             if self.prompting:  # else every running request decodes: no prompt arithmetic
                 left = self.target[ra] - have_ra
                 pending = left > 0  # prompt tokens left
-        # prefill first (SGLang): a step of prompt tokens alone whenever one can be formed
-        prefill_only = not engine.mixed_prefill and _prefill_ready(self)
         if prefill_only and self.prompting:
             fits = _prompt_chunks(have_ra, left, pending, ra, held, budget, self.free, self.bt)
             if fits is not None:
@@ -424,7 +427,8 @@ class _Engine:
                 first = None
         if len(ra) and run_idx is None and (self.prompting or not prefill_only):  # (prompt chunks that do not fit)
             held_ra = held[ra]
-            first, run_take, wanted, need, total = _running_tokens(have_ra, left, held_ra, budget, self.bt)
+            first, run_take, wanted, need, total = _running_tokens(have_ra, left, held_ra, budget, self.bt,
+                                                                   self.ones)
             if total <= self.free:
                 if total:
                     held[ra[:first]] = held_ra[:first] + need
@@ -440,7 +444,8 @@ class _Engine:
         takes: list[int] = []
         if self.waiting and budget > 0 and (engine.mixed_prefill or prefill_only):
             prompts_in = first is None or (pending is not None and bool(pending[:first].any()))
-            budget = _admit_waiting(self, budget, admitted, takes, prompts_in and run_idx is not None)
+            budget = _admit_waiting(self, budget, admitted, takes, prompts_in and run_idx is not None,
+                                    owed_outputs)
             if admitted:
                 self.ra = np.concatenate((self.ra, np.asarray(admitted, dtype=np.int64)))
                 self.prompting += len(admitted)
@@ -475,17 +480,19 @@ class _Engine:
         batch = None  # the running requests left, when known without a search
         gaps = self.gaps
         if step.n_pre:
-            self.done[idx] = have + step.take  # k is 1 in a step with prompt tokens, and a decode takes 1
-            completes_prompt = step.prefilling & (self.done[idx] >= step.want)
+            done = have + step.take  # k is 1 in a step with prompt tokens, and a decode takes 1
+            self.done[idx] = done
+            completes_prompt = step.prefilling & (done >= step.want)
             self.prompting -= int(np.count_nonzero(completes_prompt))
-            self.owed[idx] -= np.where(step.prefilling, 0, k) + completes_prompt
+            owed = self.owed[idx] - (np.where(step.prefilling, 0, k) + completes_prompt)
+            self.owed[idx] = owed
             fresh = completes_prompt & np.isnan(self.first[idx])
             newly = idx[fresh]
             self.first[newly] = t
             if gaps is not None:  # decodes, and prompts recomputed after a preemption, emit a token
                 gaps.started(newly, t)
                 gaps.emitted(idx[~step.prefilling | (completes_prompt & ~fresh)], t, 1, 0.0)
-            over = idx[self.owed[idx] <= 0]
+            over = idx[owed <= 0]
         else:
             self.done[idx] = have + k
             self.owed[idx] = step.rem - k
@@ -710,7 +717,10 @@ def _timed(model: StepModel, st: _Engine, step: _Step, next_at: float, t: float,
     pre_seqs, n_dec = float(step.n_pre), float(len(idx) - step.n_pre)
     dt1 = model.time(pre_tok, n_dec, ctx, pairs, pre_seqs, n_dec + finishing)
     k = 1
-    if not step.n_pre and (not st.waiting or step.blocked) and len(idx) == len(st.ra):
+    # a run's later steps hold more context, so none is shorter than this one (:meth:`StepModel.time` grows with
+    # ``decode_context``): an arrival before this step ends cuts the run to it
+    soon = next_at - t < dt1 and not step.blocked
+    if not step.n_pre and not soon and (not st.waiting or step.blocked) and len(idx) == len(st.ra):
         k = _decode_run(step.rem, have, st.held[idx], st.free, st.bt)
         if cap is not None:
             k = min(k, cap)
@@ -721,11 +731,17 @@ def _timed(model: StepModel, st: _Engine, step: _Step, next_at: float, t: float,
     dt_mid = model.time(0.0, float(len(idx)), ctx + len(idx) * (k - 1) / 2)
     if next_at < math.inf and not step.blocked:
         k = max(1, min(k, int((next_at - t) / dt_mid)))
+        if k == 1:
+            return 1, dt1, dt1
     bt = st.bt
-    extra = np.maximum(-(-(have + k) // bt) + (have + 1) // -bt, 0)
-    st.held[idx] += extra
-    st.free -= int(_add(extra))
-    return k, dt1 + (k - 1) * dt_mid, dt_mid if k > 1 else dt1
+    if bt == 1:  # one-token pages (SGLang): k - 1 more each (the first step's are taken)
+        st.held[idx] += k - 1
+        st.free -= (k - 1) * len(idx)
+    else:
+        extra = np.maximum(-(-(have + k) // bt) + (have + 1) // -bt, 0)
+        st.held[idx] += extra
+        st.free -= int(_add(extra))
+    return k, dt1 + (k - 1) * dt_mid, dt_mid
 
 
 class _Clients:
@@ -897,13 +913,14 @@ def _cached_tokens(n: int, prompt: np.ndarray, bt: int, shared_prefix: int, pref
     return hit, cached_blocks
 
 
-def _running_tokens(have, left, held, budget: int, bt: int):
+def _running_tokens(have, left, held, budget: int, bt: int, ones):
     """The running requests' tokens this step, in order (``have`` in the cache, ``left`` of the prompt, None when
-    every one decodes; ``held`` blocks each): a decode takes one, a prompt its rest, until the budget runs out.
+    every one decodes; ``held`` blocks each; ``ones``: at least as many ones, read only): a decode takes one, a prompt
+    its rest, until the budget runs out.
     Returns how many the budget reaches (the first ones), their tokens, the tokens in all, the new blocks each
     needs and their sum (more than the free blocks: requests are preempted, :func:`_schedule_with_preemption`)."""
     if left is None:
-        want, wanted = np.ones(len(have), dtype=np.int64), len(have)
+        want, wanted = ones[:len(have)], len(have)
     else:
         want = np.maximum(left, 1)  # a decode takes one token
         wanted = int(_add(want))
@@ -936,19 +953,21 @@ def _prompt_chunks(have, left, pending, ra, held, budget: int, free: int, bt: in
     return None if total > free else (idx, takes, int(_add(takes)), need, total)
 
 
-def _admit_waiting(st: _Engine, budget: int, admitted: list[int], takes: list[int], prompts_in: bool = False) -> int:
+def _admit_waiting(st: _Engine, budget: int, admitted: list[int], takes: list[int], prompts_in: bool,
+                   owed_outputs: int) -> int:
     """Admit waiting requests in arrival order while the step's token budget, ``max_num_seqs`` and the free
     blocks allow: a prompt takes what the budget leaves (chunked prefill) or waits until it fits whole; from vLLM
     0.19 its whole known sequence must fit the free blocks; under TensorRT-LLM's ``GUARANTEED_NO_EVICT`` its whole
     sequence with its output, beside what the running requests still need to finish (``owed``); under SGLang's
     ``max_prefill_tokens`` while :func:`_closes_prefill_batch` lets it (``prompts_in``: the step holds a prompt
-    chunk already). Appends them and their tokens to ``admitted`` and ``takes``; returns the budget left."""
+    chunk already); under SGLang's reserve while :func:`_output_room` holds it (``owed_outputs``). Appends them and
+    their tokens to ``admitted`` and ``takes``; returns the budget left."""
     engine, waiting, done, target, held = st.engine, st.waiting, st.done, st.target, st.held
     bt, seats = engine.block_tokens, engine.max_num_seqs - len(st.ra)
     owed = _blocks_to_finish(st, st.ra) if engine.reserve_to_completion and waiting else 0
     # what the batch leaves of max_prefill_tokens: SGLang takes the batch's tokens out of both alike
     cap_left = budget - (engine.max_num_batched_tokens - engine.max_prefill_tokens)
-    room = _output_room(st) if engine.reserve_ratio else 0.0
+    room = _output_room(st, owed_outputs) if engine.reserve_ratio else 0.0
     while waiting and budget > 0 and len(admitted) < seats:
         r = waiting[0]
         have, want, has = int(done[r]), int(target[r]), int(held[r])
@@ -1092,14 +1111,14 @@ def _outcome(model: StepModel, st: _Engine, sent, stopped: str, events: int, ste
                    peak_running=st.peak)
 
 
-def _prefill_ready(st: _Engine) -> bool:
+def _prefill_ready(st: _Engine, owed_outputs: int) -> bool:
     """Whether a prefill batch forms this step (SGLang's ``get_new_batch_prefill``): a running request has prompt
-    tokens left (a chunked prompt continues), or the first waiting request fits a seat and the free pool."""
-    engine, waiting, done_tokens, target, held = st.engine, st.waiting, st.done, st.target, st.held
-    running = len(st.ra)
+    tokens left (a chunked prompt continues), or the first waiting request fits a seat, the free pool and the reserve
+    (:func:`_output_room` of ``owed_outputs``)."""
     if st.prompting:
         return True
-    if not waiting or running >= engine.max_num_seqs:
+    engine, waiting, done_tokens, target, held = st.engine, st.waiting, st.done, st.target, st.held
+    if not waiting or len(st.ra) >= engine.max_num_seqs:
         return False
     r = waiting[0]
     have, want, has = int(done_tokens[r]), int(target[r]), int(held[r])
@@ -1112,7 +1131,8 @@ def _prefill_ready(st: _Engine) -> bool:
     if engine.reserve_whole_outputs:
         if not _fits_to_finish(st, r, []):
             return False
-    elif engine.reserve_ratio and want - have + min(int(st.owed[r]), engine.output_clip) >= _output_room(st):
+    elif engine.reserve_ratio and \
+            want - have + min(int(st.owed[r]), engine.output_clip) >= _output_room(st, owed_outputs):
         return False
     return max(need, whole) + engine.admit_watermark_blocks <= st.free
 
@@ -1139,7 +1159,7 @@ def _fits_to_finish(st: _Engine, r: int, admitted: list[int]) -> bool:
     return bool(np.all(st.free - int(st.prompt[r]) + freed - steps * bs > 0))
 
 
-def _output_room(st: _Engine) -> float:
+def _output_room(st: _Engine, owed: int) -> float:
     """What SGLang's admission leaves of the free pool (sgl-project/sglang
     ``python/sglang/srt/managers/schedule_policy.py`` ``PrefillAdder.rem_total_tokens``): the free tokens less each
     running request's remaining output, clipped to ``CLIP_MAX_NEW_TOKENS`` (4,096) and times ``new_token_ratio``
@@ -1150,10 +1170,15 @@ def _output_room(st: _Engine) -> float:
     ``schedule_conservativeness``, ``min_new_token_ratio`` 0.14 of it, ``new_token_ratio_decay`` over 600 decode
     steps) falls each decode step (``update_running_batch``), is reset when the scheduler idles
     (``self_check_during_idle``) and raised by a retraction (``ScheduleBatch.retract_decode``, :func:`_retracted`).
-    The radix cache's evictable tokens are not counted (the simulation keeps only the shared prefix)."""
-    ra, clip = st.ra, st.engine.output_clip
-    owed = int(_add(np.minimum(st.owed[ra], clip))) if len(ra) else 0
+    The radix cache's evictable tokens are not counted (the simulation keeps only the shared prefix). ``owed``: the
+    running requests' clipped outputs (:func:`_owed_outputs`), which stay as they are through a step's scheduling."""
     return st.free - owed * st.ratio
+
+
+def _owed_outputs(st: _Engine) -> int:
+    """The running requests' remaining outputs, each clipped to ``output_clip`` (:func:`_output_room`)."""
+    ra = st.ra
+    return int(_add(np.minimum(st.owed[ra], st.engine.output_clip))) if len(ra) else 0
 
 
 def _steps_to_room(st: _Engine, k: int) -> int:
