@@ -1132,6 +1132,37 @@ def test_timestamps_charge_the_timestamp_processors_host_work_at_every_decoder_s
     assert run(["estimate", "--model", "sdxl", "--task", "infer", "--gpu", "t4", "--timestamps", "true"]) == 2
 
 
+def test_an_older_transformers_release_costs_a_transcription_its_numpy_log_mel_and_per_row_timestamp_loop():
+    """Issue 34, s28: transformers before 4.37.0 built the log-mel features with numpy's per-frame STFT loop (4.36.0's
+    and 4.35.0's wheels have no torch path), 42 ms a window where today's extractor takes 15: 450 windows, 450 x 0.042
+    = 18.9 s. Before 5.20.0 the timestamp processor looped over the rows: counted on 4.35.0's class, 6 ops a step
+    and 14 + 4 x 19.5 / 123.6 + 1 = 15.631 a row; on a T4's server (7 us x 1.75 an op) at batch 16,
+    (6 + 16 x 15.631) x 12.25e-6 = 3.1372 ms a step, against today's 0.38094. 4.37 and 5.20 take today's costs; a
+    transcription without timestamps pays the log-mel loop only; a T5's inference does not read the field."""
+    from gpuplan.speed.modules import timestamps_host_s
+
+    base = dict(model="whisper-large-v3", task="infer", output_tokens=124, batch_size=16, precision="fp16-true",
+                audio_seconds=9000, gpu="t4", timestamps=True)
+    old, new = plan(**base, transformers_version="4.35"), plan(**base)
+    assert old.work.parts_s["log-mel features (CPU)"] == pytest.approx(18.9)
+    assert new.work.parts_s["log-mel features (CPU)"] == pytest.approx(450 * 0.015)
+    assert timestamps_host_s(old.module.job, old.module.gpu, 16) == pytest.approx(3.1372e-3, rel=1e-4)
+    assert timestamps_host_s(new.module.job, new.module.gpu, 16) == pytest.approx(0.38094e-3, rel=1e-4)
+    assert any("numpy's STFT" in n for n in old.defaults) and any("loops over the windows" in n for n in old.defaults)
+    assert not any("numpy's STFT" in n for n in new.defaults)
+    for release, mel, stamps in (("4.36.0", 0.042, 3.1372e-3), ("4.37", 0.015, 3.1372e-3), ("5.19.0", 0.015, 3.1372e-3),
+                                 ("5.20", 0.015, 0.38094e-3)):
+        p = plan(**base, transformers_version=release)
+        assert p.work.parts_s["log-mel features (CPU)"] == pytest.approx(450 * mel)
+        assert timestamps_host_s(p.module.job, p.module.gpu, 16) == pytest.approx(stamps, rel=1e-4)
+    plain = plan(**{**base, "timestamps": False}, transformers_version="4.35")
+    assert plain.work.parts_s["log-mel features (CPU)"] == pytest.approx(18.9)
+    assert not any("loops over the windows" in n for n in plain.defaults)
+    assert old.work.samples_per_s < new.work.samples_per_s
+    t5 = run(["estimate", "--model", "flan-t5-base", "--task", "infer", "--gpu", "t4", "--transformers-version", "4.35"])
+    assert t5 == 0  # said as a field the plan does not read (a warning), not a refusal
+
+
 def test_a_cpu_offload_change_says_its_call_time_from_the_plans():
     """s27 walk: FLUX.1-dev on an RTX 4090 was offered "sequential CPU offload (fits; 36.4 -> 3.7 GiB)" first, with
     no word of the 131 s of weight copies it adds to a 25 s call. Each offload change now says the call time with

@@ -91,6 +91,7 @@ class ModuleJob:
     t5_tokens: int = 0
     windows: int = 0  # Whisper inference on a recording (audio_seconds): its 30 s windows, batch at a time
     timestamps: bool = False  # Whisper inference with return_timestamps=True (WhisperTimeStampLogitsProcessor)
+    transformers: tuple[int, int, int] | None = None  # Whisper inference's transformers release (None: current)
     notes: tuple[str, ...] = ()
     fields: dict[str, Any] = field(default_factory=dict)
 
@@ -127,6 +128,9 @@ TRAIN_READS = frozenset({"method", "stack", "micro_batch_size", "grad_checkpoint
                          *TRAINER_READS, "adapter_dtype", "lora_rank", "lora_targets", "train_steps", "cache_latents",
                          "text_encoders", "set_grads_to_none", "prior_preservation", "mtbi_hours", "disk_gbs"})
 INFER_READS = frozenset({"batch_size", "inference_steps", "cfg", "cpu_offload", "output_tokens", "prompt_tokens"})
+# a Whisper transcription reads the transformers release too: its log-mel features and its timestamp processor
+# (speed.modules.log_mel_s, timestamps_host_s)
+WHISPER_INFER_READS = frozenset({"transformers_version"})
 
 
 def reads(spec: ModuleSpec, task: str | None = None) -> tuple[str, ...]:
@@ -141,6 +145,8 @@ def reads(spec: ModuleSpec, task: str | None = None) -> tuple[str, ...]:
             (kind in ("encoder-decoder", "text-encoder") and task == "infer"):
         own = tuple(name for name in own if name != "seq_len")
     other = INFER_READS if task == "train" else TRAIN_READS if task == "infer" else frozenset()
+    if kind == "whisper" and task == "infer":
+        other = other - WHISPER_INFER_READS
     return tuple(name for name in (*COMMON_READS, *own) if name not in other)
 
 
@@ -469,6 +475,8 @@ def resolve_model(s: Scenario, spec: ModuleSpec) -> ModuleJob:
             notes.append(f"timestamps: transformers' WhisperTimeStampLogitsProcessor runs on the host at every decoder "
                          f"step; the {tokens:,} decoder tokens a window count its timestamp tokens (about 19.5 a 30 s "
                          "window of conversation)")
+        if s.task == "infer":
+            notes += _release_words(s)
     elif variables:
         source = _source_tokens(s, spec, notes)
         if variables == ("encoder_tokens",):  # a text encoder: the sequence alone
@@ -485,6 +493,25 @@ def resolve_model(s: Scenario, spec: ModuleSpec) -> ModuleJob:
     else:
         shapes = ((),)
     return _resolved(s, spec, shapes, windows, notes)
+
+
+def _release_words(s: Scenario) -> list[str]:
+    """What an older transformers release (``transformers_version``) costs a Whisper transcription on the host, in
+    words (speed.modules.log_mel_s, timestamps_host_s)."""
+    given = release_numbers(s.transformers_version)
+    if given is None:
+        return []
+    words = []
+    if given < release_numbers(oh.WHISPER_TORCH_LOG_MEL_FROM):
+        words.append(f"transformers {s.transformers_version}: log-mel features by numpy's STFT, a Python loop over "
+                     f"each window's frames ({oh.WHISPER_NUMPY_LOG_MEL_S_PER_WINDOW * 1e3:.0f} ms a window on one "
+                     f"core, {oh.WHISPER_LOG_MEL_S_PER_WINDOW * 1e3:.0f} ms with torch's from "
+                     f"{oh.WHISPER_TORCH_LOG_MEL_FROM})")
+    if s.timestamps and given < release_numbers(oh.WHISPER_TIMESTAMP_BATCHED_FROM):
+        words.append(f"transformers {s.transformers_version}: the timestamp processor loops over the windows in "
+                     f"Python, {oh.WHISPER_TIMESTAMP_LOOP_OPS_PER_ROW:.1f} ops a window and step (batched from "
+                     f"{oh.WHISPER_TIMESTAMP_BATCHED_FROM})")
+    return words
 
 
 def _source_tokens(s: Scenario, spec: ModuleSpec, notes: list[str]) -> int:
@@ -512,6 +539,7 @@ def _resolved(s: Scenario, spec: ModuleSpec, shapes: tuple[tuple[int, ...], ...]
                          batch=min(batch, windows) if windows else batch, samples_per_step=windows or batch,
                          shapes=shapes, dtype=dtype, attention=s.attention, windows=windows,
                          timestamps=s.timestamps and spec.family == "whisper",
+                         transformers=release_numbers(s.transformers_version) if spec.family == "whisper" else None,
                          weights=STORED.get(s.quant, s.quant), notes=tuple(notes))
     if s.method == "full":
         way, roles, trained = "train-full", (), "all"
