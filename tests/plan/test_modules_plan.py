@@ -687,8 +687,11 @@ def test_recommend_tries_checkpointing_where_a_module_training_job_fits_no_card_
     where a decoder LLM's search tries gradient checkpointing, micro-batch 1 with accumulation and 8-bit AdamW
     (recommend.technique_variants, one list for both). Whisper-large-v3 full at micro-batch 16 fits no 24 GB card
     as given; with checkpointing and 8-bit AdamW it fits the RTX 4090 in 23.8 GiB (estimate says the same), and
-    a card it fits as given keeps it unchanged; a row's setup names the change."""
-    asked = dict(model="whisper-large-v3", task="train", method="full", micro_batch_size=16)
+    a card it fits as given keeps it unchanged; a row's setup names the change. At 128 decoder tokens (the default
+    then); s28's default for 16 clips of 30 s, their longest label (135), fits the RTX 4090 with no variant."""
+    asked = dict(model="whisper-large-v3", task="train", method="full", micro_batch_size=16, decoder_tokens=128)
+    default = gpuplan.recommend({**asked, "decoder_tokens": None}, gpus=["rtx-4090", "h100"], top=10)
+    assert [x.gpu_id for x in default.setups] == ["nvidia-h100-sxm5-80gb"]
     assert not plan(**asked, gpu="rtx-4090").memory.fits
     r = gpuplan.recommend(asked, gpus=["rtx-4090", "h100"], top=10)
     rows = {x.gpu_id: x for x in r.setups}
@@ -702,7 +705,7 @@ def test_recommend_tries_checkpointing_where_a_module_training_job_fits_no_card_
     assert rows["nvidia-h100-sxm5-80gb"].techniques == [] and rows["nvidia-h100-sxm5-80gb"].fields == {}
     assert any("gradient checkpointing, micro-batch 1 with accumulation, 8-bit AdamW" in n for n in r.notes)
     assert run(["recommend", "--model", "whisper-large-v3", "--task", "train", "--method", "full",
-                "--micro-batch-size", "16", "--gpus", "rtx-4090", "--format", "plain"]) == 0
+                "--micro-batch-size", "16", "--decoder-tokens", "128", "--gpus", "rtx-4090", "--format", "plain"]) == 0
     inference = gpuplan.recommend(dict(model="whisper-large-v3", task="infer", batch_size=16), gpus=["t4"])
     assert all(x.techniques == [] for x in inference.setups)  # an inference's variants are a decoder LLM's engines
 
@@ -1130,6 +1133,24 @@ def test_timestamps_charge_the_timestamp_processors_host_work_at_every_decoder_s
     assert 0.7 * 0.38094e-3 < grown <= 0.38094e-3
     assert any("WhisperTimeStampLogitsProcessor" in n for n in on.defaults)
     assert run(["estimate", "--model", "sdxl", "--task", "infer", "--gpu", "t4", "--timestamps", "true"]) == 2
+
+
+def test_a_training_jobs_decoder_tokens_default_to_its_batchs_longest_label():
+    """Issue 34, s28: the training default was 128 decoder tokens with no source. The fine-tuning recipes pad each
+    batch's labels to its longest (DataCollatorSpeechSeq2SeqWithPadding, the fine-tune-whisper blog); a clip's
+    labels are the transcript rate over its speech, 3.37 tokens/s (101.1 a 30 s window), plus 3 prefix tokens and
+    the end token. 30 s clips: 101.1 + 4 = 105.1 -> 105 alone; 16 of them, the longest at Blom's 1.7688 standard
+    deviations of 16 %: 105 x 1.2830 = 134.7 -> 135. 6 s clips: 3.37 x 6 + 4 = 24.2 -> 24; 8 of them, x (1 + 0.16 x
+    1.4338) = 29.8 -> 30. A count given (decoder_tokens, seq_len) is kept."""
+    base = dict(model="whisper-large-v3", task="train", method="full", gpu="h100")
+    shapes = {(b, s): plan(**base, micro_batch_size=b, **({"audio_seconds": s} if s else {})).module.job.shapes[0]
+              for b, s in ((1, None), (16, None), (1, 6), (8, 6))}
+    assert shapes == {(1, None): (105,), (16, None): (135,), (1, 6): (24,), (8, 6): (30,)}
+    p = plan(**base, micro_batch_size=16)
+    said = next(n for n in p.defaults if n.startswith("decoder_tokens 135"))
+    assert "DataCollatorSpeechSeq2SeqWithPadding" in said and "3.37 tokens/s" in said
+    assert plan(**base, micro_batch_size=16, decoder_tokens=64).module.job.shapes[0] == (64,)
+    assert plan(**base, micro_batch_size=16, seq_len=200).module.job.shapes[0] == (200,)
 
 
 def test_an_older_transformers_release_costs_a_transcription_its_numpy_log_mel_and_per_row_timestamp_loop():

@@ -463,8 +463,11 @@ def resolve_model(s: Scenario, spec: ModuleSpec) -> ModuleJob:
                 "output_tokens" not in s.model_fields_set:
             tokens, said = transcript_tokens(s.audio_seconds, s.timestamps)
             notes.append(said)
+        elif s.decoder_tokens is None and s.task == "train":
+            tokens, said = label_tokens(s.audio_seconds, s.micro_batch_size, d["decoder_tokens_max"])
+            notes.append(said)
         else:
-            tokens = s.decoder_tokens or (_generated(s) if s.task == "infer" else d["decoder_tokens"])
+            tokens = s.decoder_tokens or _generated(s)
         if tokens > d["decoder_tokens_max"]:
             raise GpuplanError(f"{spec.name}'s decoder takes at most {d['decoder_tokens_max']} tokens "
                                f"(max_target_positions), not {tokens:,}")
@@ -625,6 +628,28 @@ def transcript_tokens(seconds: float, timestamps: bool) -> tuple[int, str]:
                     f"{speech:g} s, plus {forced} forced and end tokens; source: the published transcript of a "
                     "2.4-hour English podcast (Lex Fridman #367, insanely-fast-whisper's faster-whisper notebook) "
                     "tokenized with Whisper's tokenizer (set --decoder-tokens for denser or sparser speech)")
+
+
+def label_tokens(seconds: float | None, batch: int, cap: int) -> tuple[int, str]:
+    """A Whisper training micro-batch's decoder tokens when none are given, and the note that says so. A clip's
+    labels are its transcript (the speech's tokens a second over the clip's ``audio_seconds``, a full 30 s window when
+    not given: :func:`transcript_tokens`) behind the language, task and ``<|notimestamps|>`` prefix tokens and before
+    the end token (the recipes' tokenizer with ``set_prefix_tokens``; the collator cuts ``<|startoftranscript|>``,
+    which the model shifts back in), 4 more than the text, as a transcription without timestamps. The fine-tuning
+    recipes pad each batch's labels to its longest (``DataCollatorSpeechSeq2SeqWithPadding``: ``tokenizer.pad``,
+    "pad the sequences to the maximum length in the batch", huggingface/blog fine-tune-whisper.md; the same collator
+    in huggingface/community-events whisper-fine-tuning-event/run_speech_recognition_seq2seq_streaming.py), so the
+    decoder runs the longest of ``batch`` at the windows' spread (:func:`pass_tokens`), at most its ``cap``
+    positions (448)."""
+    speech = WHISPER_WINDOW_S if seconds is None else min(seconds, WHISPER_WINDOW_S)
+    mean, _ = transcript_tokens(speech, False)
+    tokens = round(pass_tokens(mean, batch, cap))
+    longest = f"the longest label of {batch} clips (spread {oh.WHISPER_WINDOW_TOKENS_CV:.0%}), as the recipes pad " \
+        "labels to the batch's longest (DataCollatorSpeechSeq2SeqWithPadding)" if batch > 1 else "one clip's labels"
+    return tokens, (f"decoder_tokens {tokens}: {longest}; a clip of {speech:g} s of speech holds {mean}: "
+                    f"{oh.WHISPER_TEXT_TOKENS_PER_S:.2f} tokens/s (the published transcript of a 2.4-hour English "
+                    f"podcast, Whisper's tokenizer) plus 3 prefix tokens and the end token (set --decoder-tokens to "
+                    "your batch's longest label, or --audio-seconds to your clips' length)")
 
 
 def whisper_output_default(plain: int) -> str:
