@@ -710,6 +710,36 @@ def test_recommend_tries_checkpointing_where_a_module_training_job_fits_no_card_
     assert all(x.techniques == [] for x in inference.setups)  # an inference's variants are a decoder LLM's engines
 
 
+def test_recommend_any_method_tries_lora_and_qlora_on_a_module_training_job_as_the_llm_search_does():
+    """Issue 34, s28: --any-method lets a decoder LLM's search take LoRA or QLoRA in place of the method asked
+    (recommend._variants); a module's training search now takes the same variants from the same generator on every
+    card and keeps the best by the objective. Whisper-large-v3 full at micro-batch 16 fits no RTX 4090 as asked
+    (nor with any technique at its 135 decoder tokens); with --any-method the 4090 row is LoRA with checkpointing,
+    8.2 of 23.9 GiB, and equals estimate of the job with its fields; the H100, which fits full fine-tuning, takes LoRA
+    too, cheaper per sample by cost; without the flag neither changes method. An inference has no method: said."""
+    asked = dict(model="whisper-large-v3", task="train", method="full", micro_batch_size=16)
+    plain = gpuplan.recommend(asked, gpus=["rtx-4090", "h100"], top=10)
+    assert [(x.gpu_id, x.fields) for x in plain.setups] == [("nvidia-h100-sxm5-80gb", {})]
+    r = gpuplan.recommend(asked, gpus=["rtx-4090", "h100"], top=10, any_method=True)
+    rows = {x.gpu_id: x for x in r.setups}
+    x = rows["nvidia-geforce-rtx-4090"]
+    assert x.techniques == ["LoRA", "gradient checkpointing"]
+    assert x.fields == {"method": "lora", "quant": None, "grad_checkpointing": "full"}
+    p = plan(**{**asked, **x.fields}, gpu="rtx-4090")
+    assert p.memory.fits and p.memory.device_peak_gib == pytest.approx(x.device_peak_gib, rel=1e-9)
+    assert p.work.step_s == pytest.approx(x.step_s, rel=1e-9)
+    assert 7.5 < x.device_peak_gib < 9.0
+    h100 = rows["nvidia-h100-sxm5-80gb"]
+    assert h100.techniques == ["LoRA"] and h100.usd_per_1000 < plain.setups[0].usd_per_1000
+    assert any("with --any-method" in n for n in r.notes)
+    assert not any("does not apply" in n for n in r.notes)
+    inference = gpuplan.recommend(dict(model="whisper-large-v3", task="infer", batch_size=16), gpus=["t4"],
+                                  any_method=True)
+    assert "--any-method does not apply here: an inference has no method to change" in inference.notes
+    assert run(["recommend", "--model", "whisper-large-v3", "--task", "train", "--method", "full",
+                "--micro-batch-size", "16", "--gpus", "rtx-4090", "--any-method", "--format", "plain"]) == 0
+
+
 @pytest.fixture
 def a10g_without_fp32(monkeypatch):
     """The A10G as the catalog had it before session 22 (no fp32 or TF32 rate): the cards with offers all have one
