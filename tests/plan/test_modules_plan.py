@@ -1201,8 +1201,8 @@ def test_an_older_transformers_release_costs_a_transcription_its_numpy_log_mel_a
     assert timestamps_host_s(new.module.job, new.module.gpu, 16) == pytest.approx(0.38094e-3, rel=1e-4)
     assert any("numpy's STFT" in n for n in old.defaults) and any("loops over the windows" in n for n in old.defaults)
     assert not any("numpy's STFT" in n for n in new.defaults)
-    for release, mel, stamps in (("4.36.0", 0.042, 3.1372e-3), ("4.37", 0.015, 3.1372e-3), ("5.19.0", 0.015, 3.1372e-3),
-                                 ("5.20", 0.015, 0.38094e-3)):
+    for release, mel, stamps in (("4.36.0", 0.042, 3.1372e-3), ("4.37", 0.015, 3.1372e-3),
+                                 ("5.19.0", 0.015, 3.1372e-3), ("5.20", 0.015, 0.38094e-3)):
         p = plan(**base, transformers_version=release)
         assert p.work.parts_s["log-mel features (CPU)"] == pytest.approx(450 * mel)
         assert timestamps_host_s(p.module.job, p.module.gpu, 16) == pytest.approx(stamps, rel=1e-4)
@@ -1210,7 +1210,8 @@ def test_an_older_transformers_release_costs_a_transcription_its_numpy_log_mel_a
     assert plain.work.parts_s["log-mel features (CPU)"] == pytest.approx(18.9)
     assert not any("loops over the windows" in n for n in plain.defaults)
     assert old.work.samples_per_s < new.work.samples_per_s
-    t5 = run(["estimate", "--model", "flan-t5-base", "--task", "infer", "--gpu", "t4", "--transformers-version", "4.35"])
+    t5 = run(["estimate", "--model", "flan-t5-base", "--task", "infer", "--gpu", "t4",
+              "--transformers-version", "4.35"])
     assert t5 == 0  # said as a field the plan does not read (a warning), not a refusal
 
 
