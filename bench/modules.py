@@ -477,6 +477,14 @@ where host + GPU is 47.6 ms); the T4's tensor cores on the one-row products. Uns
 decoder's 448 positions (4.35's pipeline has no temperature fallback; about 7 of the 450 windows would close all
 three rows); the cross-attention's one-row batched products below the card's bandwidth.
 
+Session 28 (issue 34: the Whisper T4 rows' host work at their release, bench/results/whisper_s28.md): the notebook
+ran transformers 4.35.0.dev0 (the rows' transformers_version 4.35, a field a Whisper transcription now reads), which
+built the log-mel features with numpy's per-frame STFT loop (torch's from 4.37.0: 42 ms a window on one core against
+15, measured on the build machine) and ran the timestamp processor's per-row loops (batched from 5.20.0: 15.6 ops a
+window and step, counted on 4.35.0's class): fp16 with timestamps at batch 16, 16 with BetterTransformer and 24 +32,
++28 and +34 % to +22, +19 and +23 %, fp32 at batch 1 and 8 -11 and +6 % to -11 and +4 %; the A100 row (its release
+not stated) unchanged. Held-out speed 91 to 94 of 99 within 25 % (encoder-decoders 4 to 7 of 7, worst 34 to 23 %).
+
 Session 27 (issue 34: the BERT rows of transformers' docs, bench/results/bert_s27.md): the January 2022 Trainer
 (transformers 4.16, torch 1.10: the rows' transformers_version and torch_version) stepped transformers' own AdamW,
 optim adamw_hf, a Python for-loop over BERT-large's 393 tensors (9 aten ops and 7 kernels a tensor, 2p + 14s + 2g

@@ -1038,12 +1038,22 @@ MOE_SMALL_BATCH_BANDWIDTH_FRACTION = 0.5
 MOE_FULL_BANDWIDTH_BYTES = 256e6
 LLAMA_CPP_STEP_OVERHEAD_S = 1e-3  # llama.cpp's loop per token: sampling, graph build, launch (none on CUDA decode)
 GENERATE_STEP_OVERHEAD_S = 2e-3  # transformers generate: inputs, mask update, logits processors, sampling
-# Whisper's log-mel features on the CPU, per 30-second window: transformers' WhisperFeatureExtractor (numpy STFT,
-# every window padded to 30 s) measured on one core of this project's build machine (AMD EPYC VM, transformers
-# 5.24.0, mean of 10 calls): 14.6 ms with 80 mel bins, 15.4 ms with 128. The speech-recognition pipeline builds them
-# in its DataLoader, num_workers 0 by default (pipelines/base.py Pipeline.__call__), so they run between the GPU's
-# batches, not beside them. A slower or busier host takes longer; decoding the audio file (ffmpeg) is not counted.
+# Whisper's log-mel features on the CPU, per 30-second window: transformers' WhisperFeatureExtractor (torch's STFT,
+# _torch_extract_fbank_features, where torch is installed; every window padded to 30 s) measured on one core of this
+# project's build machine (AMD EPYC VM, transformers 5.24.0, mean of 10 calls): 14.6 ms with 80 mel bins, 15.4 ms
+# with 128. The speech-recognition pipeline builds them in its DataLoader, num_workers 0 by default
+# (pipelines/base.py Pipeline.__call__), so they run between the GPU's batches, not beside them. A slower or busier
+# host takes longer; decoding the audio file (ffmpeg) is not counted.
 WHISPER_LOG_MEL_S_PER_WINDOW = 0.015
+# Before transformers 4.37.0 the extractor had no torch path (pull request 26119, "[Whisper] Use torch for stft if
+# available": 4.36.0's and 4.35.0's wheels call _np_extract_fbank_features alone, 4.37.0's the torch path): numpy's
+# STFT in audio_utils.spectrogram, a Python loop over the window's 3,001 frames with one np.fft.rfft each. That code
+# (4.35.0's audio_utils.py, the same features to 1.4e-6) took 2.8 times the current extractor's CPU time in the same
+# runs on the build machine (medians of 15 interleaved rounds of 5 calls, one core: 52.3 against 18.8 ms; the
+# fastest rounds 3.7 times; bench/results/whisper_s28.md), so 2.8 x 15 ms; the pull request measured "approx 4x"
+# over 2,500 samples (a check, not used).
+WHISPER_NUMPY_LOG_MEL_S_PER_WINDOW = 0.042
+WHISPER_TORCH_LOG_MEL_FROM = "4.37"
 # How much a Whisper window's transcript varies from window to window of one recording: the standard deviation of
 # the decoder's tokens per 30-second window over their mean. Counted from the one long-form transcript found published
 # with its timing: Vaibhavs10/insanely-fast-whisper infer_faster_whisper_large_v2.ipynb at edc8d93 (a Colab T4,
@@ -1077,6 +1087,16 @@ WHISPER_FORCED_TOKENS = {False: 4, True: 3}  # by return_timestamps: the prompt'
 # DISPATCH_OVERHEAD_S on the card's host (speed.modules.host_scale).
 WHISPER_TIMESTAMP_OPS_PER_STEP = 20 + 1
 WHISPER_TIMESTAMP_OPS_PER_ROW = 4 * 19.5 / 123.6
+# The processor before transformers 5.20.0 (5.19.0's wheel still has the two per-row loops, 5.20.0's the batched form;
+# 4.35.0's the same loops): per step 6 ops (the <|notimestamps|> fill, the log_softmax, its cast), per row 14 ops
+# (select, slice, ge, index, the pair's fills, logsumexp, max, gt and the if's _local_scalar_dense: a wait on the
+# device) and 4 more after a timestamp (19.5 of 123.6 steps), and the row's sampled_tokens.tolist() (a copy back, a
+# second wait). Counted by running 4.35.0's class (the wheel's generation/logits_process.py) under the same
+# TorchDispatchMode counter, whisper-large-v2's ids: 20, 230, 342 ops at batch 1, 16, 24 with text last, 24, 294, 438
+# with a timestamp last (bench/results/whisper_s28.md).
+WHISPER_TIMESTAMP_LOOP_OPS_PER_STEP = 6
+WHISPER_TIMESTAMP_LOOP_OPS_PER_ROW = 14 + 4 * 19.5 / 123.6 + 1
+WHISPER_TIMESTAMP_BATCHED_FROM = "5.20"
 # Whisper training as Hugging Face's recipes feed it (transformers' run_speech_recognition_seq2seq.py, the "Fine-Tune
 # Whisper" blog): the log-mel features are computed once before training (datasets map) and stored as Arrow lists;
 # each step the Trainer's DataLoader (dataloader_num_workers 0 by default: in the training process, between steps)

@@ -687,8 +687,11 @@ def test_recommend_tries_checkpointing_where_a_module_training_job_fits_no_card_
     where a decoder LLM's search tries gradient checkpointing, micro-batch 1 with accumulation and 8-bit AdamW
     (recommend.technique_variants, one list for both). Whisper-large-v3 full at micro-batch 16 fits no 24 GB card
     as given; with checkpointing and 8-bit AdamW it fits the RTX 4090 in 23.8 GiB (estimate says the same), and
-    a card it fits as given keeps it unchanged; a row's setup names the change."""
-    asked = dict(model="whisper-large-v3", task="train", method="full", micro_batch_size=16)
+    a card it fits as given keeps it unchanged; a row's setup names the change. At 128 decoder tokens (the default
+    then); s28's default for 16 clips of 30 s, their longest label (135), fits the RTX 4090 with no variant."""
+    asked = dict(model="whisper-large-v3", task="train", method="full", micro_batch_size=16, decoder_tokens=128)
+    default = gpuplan.recommend({**asked, "decoder_tokens": None}, gpus=["rtx-4090", "h100"], top=10)
+    assert [x.gpu_id for x in default.setups] == ["nvidia-h100-sxm5-80gb"]
     assert not plan(**asked, gpu="rtx-4090").memory.fits
     r = gpuplan.recommend(asked, gpus=["rtx-4090", "h100"], top=10)
     rows = {x.gpu_id: x for x in r.setups}
@@ -702,9 +705,39 @@ def test_recommend_tries_checkpointing_where_a_module_training_job_fits_no_card_
     assert rows["nvidia-h100-sxm5-80gb"].techniques == [] and rows["nvidia-h100-sxm5-80gb"].fields == {}
     assert any("gradient checkpointing, micro-batch 1 with accumulation, 8-bit AdamW" in n for n in r.notes)
     assert run(["recommend", "--model", "whisper-large-v3", "--task", "train", "--method", "full",
-                "--micro-batch-size", "16", "--gpus", "rtx-4090", "--format", "plain"]) == 0
+                "--micro-batch-size", "16", "--decoder-tokens", "128", "--gpus", "rtx-4090", "--format", "plain"]) == 0
     inference = gpuplan.recommend(dict(model="whisper-large-v3", task="infer", batch_size=16), gpus=["t4"])
     assert all(x.techniques == [] for x in inference.setups)  # an inference's variants are a decoder LLM's engines
+
+
+def test_recommend_any_method_tries_lora_and_qlora_on_a_module_training_job_as_the_llm_search_does():
+    """Issue 34, s28: --any-method lets a decoder LLM's search take LoRA or QLoRA in place of the method asked
+    (recommend._variants); a module's training search now takes the same variants from the same generator on every
+    card and keeps the best by the objective. Whisper-large-v3 full at micro-batch 16 fits no RTX 4090 as asked
+    (nor with any technique at its 135 decoder tokens); with --any-method the 4090 row is LoRA with checkpointing,
+    8.2 of 23.9 GiB, and equals estimate of the job with its fields; the H100, which fits full fine-tuning, takes LoRA
+    too, cheaper per sample by cost; without the flag neither changes method. An inference has no method: said."""
+    asked = dict(model="whisper-large-v3", task="train", method="full", micro_batch_size=16)
+    plain = gpuplan.recommend(asked, gpus=["rtx-4090", "h100"], top=10)
+    assert [(x.gpu_id, x.fields) for x in plain.setups] == [("nvidia-h100-sxm5-80gb", {})]
+    r = gpuplan.recommend(asked, gpus=["rtx-4090", "h100"], top=10, any_method=True)
+    rows = {x.gpu_id: x for x in r.setups}
+    x = rows["nvidia-geforce-rtx-4090"]
+    assert x.techniques == ["LoRA", "gradient checkpointing"]
+    assert x.fields == {"method": "lora", "quant": None, "grad_checkpointing": "full"}
+    p = plan(**{**asked, **x.fields}, gpu="rtx-4090")
+    assert p.memory.fits and p.memory.device_peak_gib == pytest.approx(x.device_peak_gib, rel=1e-9)
+    assert p.work.step_s == pytest.approx(x.step_s, rel=1e-9)
+    assert 7.5 < x.device_peak_gib < 9.0
+    h100 = rows["nvidia-h100-sxm5-80gb"]
+    assert h100.techniques == ["LoRA"] and h100.usd_per_1000 < plain.setups[0].usd_per_1000
+    assert any("with --any-method" in n for n in r.notes)
+    assert not any("does not apply" in n for n in r.notes)
+    inference = gpuplan.recommend(dict(model="whisper-large-v3", task="infer", batch_size=16), gpus=["t4"],
+                                  any_method=True)
+    assert "--any-method does not apply here: an inference has no method to change" in inference.notes
+    assert run(["recommend", "--model", "whisper-large-v3", "--task", "train", "--method", "full",
+                "--micro-batch-size", "16", "--gpus", "rtx-4090", "--any-method", "--format", "plain"]) == 0
 
 
 @pytest.fixture
@@ -1130,6 +1163,56 @@ def test_timestamps_charge_the_timestamp_processors_host_work_at_every_decoder_s
     assert 0.7 * 0.38094e-3 < grown <= 0.38094e-3
     assert any("WhisperTimeStampLogitsProcessor" in n for n in on.defaults)
     assert run(["estimate", "--model", "sdxl", "--task", "infer", "--gpu", "t4", "--timestamps", "true"]) == 2
+
+
+def test_a_training_jobs_decoder_tokens_default_to_its_batchs_longest_label():
+    """Issue 34, s28: the training default was 128 decoder tokens with no source. The fine-tuning recipes pad each
+    batch's labels to its longest (DataCollatorSpeechSeq2SeqWithPadding, the fine-tune-whisper blog); a clip's
+    labels are the transcript rate over its speech, 3.37 tokens/s (101.1 a 30 s window), plus 3 prefix tokens and
+    the end token. 30 s clips: 101.1 + 4 = 105.1 -> 105 alone; 16 of them, the longest at Blom's 1.7688 standard
+    deviations of 16 %: 105 x 1.2830 = 134.7 -> 135. 6 s clips: 3.37 x 6 + 4 = 24.2 -> 24; 8 of them, x (1 + 0.16 x
+    1.4338) = 29.8 -> 30. A count given (decoder_tokens, seq_len) is kept."""
+    base = dict(model="whisper-large-v3", task="train", method="full", gpu="h100")
+    shapes = {(b, s): plan(**base, micro_batch_size=b, **({"audio_seconds": s} if s else {})).module.job.shapes[0]
+              for b, s in ((1, None), (16, None), (1, 6), (8, 6))}
+    assert shapes == {(1, None): (105,), (16, None): (135,), (1, 6): (24,), (8, 6): (30,)}
+    p = plan(**base, micro_batch_size=16)
+    said = next(n for n in p.defaults if n.startswith("decoder_tokens 135"))
+    assert "DataCollatorSpeechSeq2SeqWithPadding" in said and "3.37 tokens/s" in said
+    assert plan(**base, micro_batch_size=16, decoder_tokens=64).module.job.shapes[0] == (64,)
+    assert plan(**base, micro_batch_size=16, seq_len=200).module.job.shapes[0] == (200,)
+
+
+def test_an_older_transformers_release_costs_a_transcription_its_numpy_log_mel_and_per_row_timestamp_loop():
+    """Issue 34, s28: transformers before 4.37.0 built the log-mel features with numpy's per-frame STFT loop (4.36.0's
+    and 4.35.0's wheels have no torch path), 42 ms a window where today's extractor takes 15: 450 windows, 450 x 0.042
+    = 18.9 s. Before 5.20.0 the timestamp processor looped over the rows: counted on 4.35.0's class, 6 ops a step
+    and 14 + 4 x 19.5 / 123.6 + 1 = 15.631 a row; on a T4's server (7 us x 1.75 an op) at batch 16,
+    (6 + 16 x 15.631) x 12.25e-6 = 3.1372 ms a step, against today's 0.38094. 4.37 and 5.20 take today's costs; a
+    transcription without timestamps pays the log-mel loop only; a T5's inference does not read the field."""
+    from gpuplan.speed.modules import timestamps_host_s
+
+    base = dict(model="whisper-large-v3", task="infer", output_tokens=124, batch_size=16, precision="fp16-true",
+                audio_seconds=9000, gpu="t4", timestamps=True)
+    old, new = plan(**base, transformers_version="4.35"), plan(**base)
+    assert old.work.parts_s["log-mel features (CPU)"] == pytest.approx(18.9)
+    assert new.work.parts_s["log-mel features (CPU)"] == pytest.approx(450 * 0.015)
+    assert timestamps_host_s(old.module.job, old.module.gpu, 16) == pytest.approx(3.1372e-3, rel=1e-4)
+    assert timestamps_host_s(new.module.job, new.module.gpu, 16) == pytest.approx(0.38094e-3, rel=1e-4)
+    assert any("numpy's STFT" in n for n in old.defaults) and any("loops over the windows" in n for n in old.defaults)
+    assert not any("numpy's STFT" in n for n in new.defaults)
+    for release, mel, stamps in (("4.36.0", 0.042, 3.1372e-3), ("4.37", 0.015, 3.1372e-3),
+                                 ("5.19.0", 0.015, 3.1372e-3), ("5.20", 0.015, 0.38094e-3)):
+        p = plan(**base, transformers_version=release)
+        assert p.work.parts_s["log-mel features (CPU)"] == pytest.approx(450 * mel)
+        assert timestamps_host_s(p.module.job, p.module.gpu, 16) == pytest.approx(stamps, rel=1e-4)
+    plain = plan(**{**base, "timestamps": False}, transformers_version="4.35")
+    assert plain.work.parts_s["log-mel features (CPU)"] == pytest.approx(18.9)
+    assert not any("loops over the windows" in n for n in plain.defaults)
+    assert old.work.samples_per_s < new.work.samples_per_s
+    t5 = run(["estimate", "--model", "flan-t5-base", "--task", "infer", "--gpu", "t4",
+              "--transformers-version", "4.35"])
+    assert t5 == 0  # said as a field the plan does not read (a warning), not a refusal
 
 
 def test_a_cpu_offload_change_says_its_call_time_from_the_plans():

@@ -146,11 +146,12 @@ def _tied_head_note(config: dict[str, Any]) -> tuple[str, ...]:
 
 def defaults(config: dict[str, Any], where: str = "config.json") -> dict[str, Any]:
     """What one sample holds when the scenario does not say: Whisper's 1,500 encoder frames (a 30 s window) and
-    up to 448 transcript tokens; the longest sources and targets the position tables allow (T5: none, 512 taken)."""
+    up to 448 transcript tokens (a training clip's own count: gpuplan.scenario.modules.label_tokens); the longest
+    sources and targets the position tables allow (T5: none, 512 taken)."""
     family = config["model_type"]
     if family == "whisper":
         return {"encoder_frames": int(config.get("max_source_positions", 1500)),
-                "decoder_tokens_max": int(config.get("max_target_positions", 448)), "decoder_tokens": 128}
+                "decoder_tokens_max": int(config.get("max_target_positions", 448))}
     if family in ("bart", "mbart"):
         return {"encoder_tokens_max": int(config.get("max_position_embeddings", 1024))}
     if family in TEXT_ENCODERS:

@@ -144,7 +144,7 @@ def _card_plan(s: Scenario, spec: ModuleSpec, gpu_id: str, priced_on: tuple[Offe
             continue
         if not plan.verdict.fits or plan.verdict.headroom_gib < c.min_headroom * plan.verdict.capacity_gib:
             continue
-        if not change or plan.work is None:
+        if plan.work is None or (not change and not c.any_method):
             return plan, r, (labels, change)
         fits.append((_key(_setup(plan, r.scenario, offer, (labels, change)), c.objective), len(labels), plan, r,
                      (labels, change)))
@@ -167,12 +167,16 @@ def recommend_module(s: Scenario, spec: ModuleSpec, c: Constraints, defaults: li
     the constraints that do not apply to a one-card module plan said in a note each."""
     from ..market.store import load_offers
 
-    variants = list(technique_variants(s, replace(c, any_method=False, any_stack=False))) if s.task == "train" \
-        else None  # an inference's variants are a decoder LLM's engines and formats
+    variants = list(technique_variants(s, replace(c, any_stack=False))) if s.task == "train" \
+        else None  # an inference's variants are a decoder LLM's engines and formats; the stacks are LLM stacks
     rows, evaluated, fitting, untimed = card_setups(s, spec, load_offers(c.catalogs), every_offer=False,
                                                     providers=c.providers, cards_asked=c.gpus, variants=variants, c=c)
     notes = list(untimed)
-    if any(x.techniques for x in rows):
+    if any(x.techniques for x in rows) and c.any_method and s.task == "train":
+        notes.append("with --any-method, recommend tried on every card what a decoder LLM's search tries (LoRA and "
+                     "QLoRA beside the method asked, each with gradient checkpointing, micro-batch 1 with "
+                     f"accumulation, 8-bit AdamW) and kept the best by {c.objective}: a row's setup names what it took")
+    elif any(x.techniques for x in rows):
         notes.append("where the job as given does not fit a card, recommend tried what a decoder LLM's search tries "
                      "(gradient checkpointing, micro-batch 1 with accumulation, 8-bit AdamW): a row's setup names "
                      "what it took")
@@ -184,8 +188,8 @@ def recommend_module(s: Scenario, spec: ModuleSpec, c: Constraints, defaults: li
     notes += [f"{name} does not apply here: {why}" for name, why, asked in (
         ("--max-gpus", "these plans run on one card", c.max_gpus != 8),
         ("--have", "plan your own card with `gpuplan estimate --gpu NAME`", bool(c.have)),
-        ("--any-method, --any-quant, --any-stack", "set --method, --quant or --stack and compare the answers",
-         c.any_method or c.any_quant or c.any_stack),
+        ("--any-method", "an inference has no method to change", c.any_method and s.task != "train"),
+        ("--any-quant, --any-stack", "set --quant or --stack and compare the answers", c.any_quant or c.any_stack),
         ("--per-gpu", "every setup is already one card type", c.per_gpu)) if asked]
     rows.sort(key=lambda x: _key(x, c.objective))
     line, said, unread = describe_searched(s, spec)

@@ -108,7 +108,9 @@ class Scenario(BaseModel):
                                   "checkpoint one decoder layer in N (torchtitan's layer-selective AC)")
     transformers_version: str | None = Field(
         default=None, description="the transformers release running the model (hf, axolotl, pytorch): before "
-        "4.46 the model returns fp32 logits and the loss shifts a copy of them (default: the current release)")
+        "4.46 the model returns fp32 logits and the loss shifts a copy of them; a Whisper transcription before 4.37 "
+        "builds its log-mel features with numpy's per-frame loop, and before 5.20 its timestamp processor loops "
+        "over the windows (default: the current release)")
     torch_version: str | None = Field(
         default=None, description="the PyTorch release under the stack: which kernel SDPA runs on Hopper and newer "
         "(cuDNN's in 2.5.0, 2.9 and from 2.11, FlashAttention-2 otherwise) (default: the current release)")

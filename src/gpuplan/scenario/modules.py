@@ -91,6 +91,7 @@ class ModuleJob:
     t5_tokens: int = 0
     windows: int = 0  # Whisper inference on a recording (audio_seconds): its 30 s windows, batch at a time
     timestamps: bool = False  # Whisper inference with return_timestamps=True (WhisperTimeStampLogitsProcessor)
+    transformers: tuple[int, int, int] | None = None  # Whisper inference's transformers release (None: current)
     notes: tuple[str, ...] = ()
     fields: dict[str, Any] = field(default_factory=dict)
 
@@ -127,6 +128,9 @@ TRAIN_READS = frozenset({"method", "stack", "micro_batch_size", "grad_checkpoint
                          *TRAINER_READS, "adapter_dtype", "lora_rank", "lora_targets", "train_steps", "cache_latents",
                          "text_encoders", "set_grads_to_none", "prior_preservation", "mtbi_hours", "disk_gbs"})
 INFER_READS = frozenset({"batch_size", "inference_steps", "cfg", "cpu_offload", "output_tokens", "prompt_tokens"})
+# a Whisper transcription reads the transformers release too: its log-mel features and its timestamp processor
+# (speed.modules.log_mel_s, timestamps_host_s)
+WHISPER_INFER_READS = frozenset({"transformers_version"})
 
 
 def reads(spec: ModuleSpec, task: str | None = None) -> tuple[str, ...]:
@@ -141,6 +145,8 @@ def reads(spec: ModuleSpec, task: str | None = None) -> tuple[str, ...]:
             (kind in ("encoder-decoder", "text-encoder") and task == "infer"):
         own = tuple(name for name in own if name != "seq_len")
     other = INFER_READS if task == "train" else TRAIN_READS if task == "infer" else frozenset()
+    if kind == "whisper" and task == "infer":
+        other = other - WHISPER_INFER_READS
     return tuple(name for name in (*COMMON_READS, *own) if name not in other)
 
 
@@ -458,8 +464,11 @@ def resolve_model(s: Scenario, spec: ModuleSpec) -> ModuleJob:
                 "output_tokens" not in s.model_fields_set:
             tokens, said = transcript_tokens(s.audio_seconds, s.timestamps)
             notes.append(said)
+        elif s.decoder_tokens is None and s.task == "train":
+            tokens, said = label_tokens(s.audio_seconds, s.micro_batch_size, d["decoder_tokens_max"])
+            notes.append(said)
         else:
-            tokens = s.decoder_tokens or (_generated(s) if s.task == "infer" else d["decoder_tokens"])
+            tokens = s.decoder_tokens or _generated(s)
         if tokens > d["decoder_tokens_max"]:
             raise GpuplanError(f"{spec.name}'s decoder takes at most {d['decoder_tokens_max']} tokens "
                                f"(max_target_positions), not {tokens:,}")
@@ -470,6 +479,8 @@ def resolve_model(s: Scenario, spec: ModuleSpec) -> ModuleJob:
             notes.append(f"timestamps: transformers' WhisperTimeStampLogitsProcessor runs on the host at every decoder "
                          f"step; the {tokens:,} decoder tokens a window count its timestamp tokens (about 19.5 a 30 s "
                          "window of conversation)")
+        if s.task == "infer":
+            notes += _release_words(s)
     elif variables:
         source = _source_tokens(s, spec, notes)
         if variables == ("encoder_tokens",):  # a text encoder: the sequence alone
@@ -486,6 +497,25 @@ def resolve_model(s: Scenario, spec: ModuleSpec) -> ModuleJob:
     else:
         shapes = ((),)
     return _resolved(s, spec, shapes, windows, notes)
+
+
+def _release_words(s: Scenario) -> list[str]:
+    """What an older transformers release (``transformers_version``) costs a Whisper transcription on the host, in
+    words (speed.modules.log_mel_s, timestamps_host_s)."""
+    given = release_numbers(s.transformers_version)
+    if given is None:
+        return []
+    words = []
+    if given < release_numbers(oh.WHISPER_TORCH_LOG_MEL_FROM):
+        words.append(f"transformers {s.transformers_version}: log-mel features by numpy's STFT, a Python loop over "
+                     f"each window's frames ({oh.WHISPER_NUMPY_LOG_MEL_S_PER_WINDOW * 1e3:.0f} ms a window on one "
+                     f"core, {oh.WHISPER_LOG_MEL_S_PER_WINDOW * 1e3:.0f} ms with torch's from "
+                     f"{oh.WHISPER_TORCH_LOG_MEL_FROM})")
+    if s.timestamps and given < release_numbers(oh.WHISPER_TIMESTAMP_BATCHED_FROM):
+        words.append(f"transformers {s.transformers_version}: the timestamp processor loops over the windows in "
+                     f"Python, {oh.WHISPER_TIMESTAMP_LOOP_OPS_PER_ROW:.1f} ops a window and step (batched from "
+                     f"{oh.WHISPER_TIMESTAMP_BATCHED_FROM})")
+    return words
 
 
 def _source_tokens(s: Scenario, spec: ModuleSpec, notes: list[str]) -> int:
@@ -513,6 +543,7 @@ def _resolved(s: Scenario, spec: ModuleSpec, shapes: tuple[tuple[int, ...], ...]
                          batch=min(batch, windows) if windows else batch, samples_per_step=windows or batch,
                          shapes=shapes, dtype=dtype, attention=s.attention, windows=windows,
                          timestamps=s.timestamps and spec.family == "whisper",
+                         transformers=release_numbers(s.transformers_version) if spec.family == "whisper" else None,
                          weights=STORED.get(s.quant, s.quant), notes=tuple(notes))
     if s.method == "full":
         way, roles, trained = "train-full", (), "all"
@@ -598,6 +629,28 @@ def transcript_tokens(seconds: float, timestamps: bool) -> tuple[int, str]:
                     f"{speech:g} s, plus {forced} forced and end tokens; source: the published transcript of a "
                     "2.4-hour English podcast (Lex Fridman #367, insanely-fast-whisper's faster-whisper notebook) "
                     "tokenized with Whisper's tokenizer (set --decoder-tokens for denser or sparser speech)")
+
+
+def label_tokens(seconds: float | None, batch: int, cap: int) -> tuple[int, str]:
+    """A Whisper training micro-batch's decoder tokens when none are given, and the note that says so. A clip's
+    labels are its transcript (the speech's tokens a second over the clip's ``audio_seconds``, a full 30 s window when
+    not given: :func:`transcript_tokens`) behind the language, task and ``<|notimestamps|>`` prefix tokens and before
+    the end token (the recipes' tokenizer with ``set_prefix_tokens``; the collator cuts ``<|startoftranscript|>``,
+    which the model shifts back in), 4 more than the text, as a transcription without timestamps. The fine-tuning
+    recipes pad each batch's labels to its longest (``DataCollatorSpeechSeq2SeqWithPadding``: ``tokenizer.pad``,
+    "pad the sequences to the maximum length in the batch", huggingface/blog fine-tune-whisper.md; the same collator
+    in huggingface/community-events whisper-fine-tuning-event/run_speech_recognition_seq2seq_streaming.py), so the
+    decoder runs the longest of ``batch`` at the windows' spread (:func:`pass_tokens`), at most its ``cap``
+    positions (448)."""
+    speech = WHISPER_WINDOW_S if seconds is None else min(seconds, WHISPER_WINDOW_S)
+    mean, _ = transcript_tokens(speech, False)
+    tokens = round(pass_tokens(mean, batch, cap))
+    longest = f"the longest label of {batch} clips (spread {oh.WHISPER_WINDOW_TOKENS_CV:.0%}), as the recipes pad " \
+        "labels to the batch's longest (DataCollatorSpeechSeq2SeqWithPadding)" if batch > 1 else "one clip's labels"
+    return tokens, (f"decoder_tokens {tokens}: {longest}; a clip of {speech:g} s of speech holds {mean}: "
+                    f"{oh.WHISPER_TEXT_TOKENS_PER_S:.2f} tokens/s (the published transcript of a 2.4-hour English "
+                    f"podcast, Whisper's tokenizer) plus 3 prefix tokens and the end token (set --decoder-tokens to "
+                    "your batch's longest label, or --audio-seconds to your clips' length)")
 
 
 def whisper_output_default(plain: int) -> str:

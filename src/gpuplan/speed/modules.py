@@ -46,6 +46,7 @@ from ..model.encoders import SDPA_DROPOUT
 from ..model.layers import Linear
 from ..model.profile import Op, Profile, storage_format, text_encoder_storage
 from ..model.quant import make_format
+from ..scenario.fields import release_numbers
 from ..scenario.modules import (
     TEXT_LORA_ROLES,
     frozen_text_params,
@@ -752,19 +753,38 @@ def _transcribe(job, main: Profile, gpu: GpuSpec, sizes: tuple[float, ...],
         parts_s["decoder steps"] += times * (tokens - 1) * step.total_s
         work = work + (prefill + step.scaled(tokens - 1)).scaled(times)
     if job.spec.family == "whisper":
-        parts_s["log-mel features (CPU)"] = (job.windows or job.batch) * oh.WHISPER_LOG_MEL_S_PER_WINDOW
+        parts_s["log-mel features (CPU)"] = log_mel_s(job)
     return parts_s, work, step_s
+
+
+def older_than(job, release: str) -> bool:
+    """Whether the job runs a transformers release before ``release`` (``transformers_version``; None, the current
+    release, is not)."""
+    return job.transformers is not None and job.transformers < release_numbers(release)
+
+
+def log_mel_s(job) -> float:
+    """CPU seconds of the log-mel features of a Whisper job's windows (or samples): the current extractor's torch STFT
+    (:data:`~gpuplan.overheads.WHISPER_LOG_MEL_S_PER_WINDOW`), or before transformers 4.37 numpy's per-frame loop
+    (:data:`~gpuplan.overheads.WHISPER_NUMPY_LOG_MEL_S_PER_WINDOW`)."""
+    numpy = older_than(job, oh.WHISPER_TORCH_LOG_MEL_FROM)
+    return (job.windows or job.batch) * (oh.WHISPER_NUMPY_LOG_MEL_S_PER_WINDOW if numpy
+                                         else oh.WHISPER_LOG_MEL_S_PER_WINDOW)
 
 
 def timestamps_host_s(job, gpu: GpuSpec, batch: int) -> float:
     """Host seconds a decoder step of ``batch`` Whisper windows spends in transformers' WhisperTimeStampLogitsProcessor
     when the transcription returns timestamps (``job.timestamps``; 0 without): the ops it dispatches per step and per
     row (:data:`~gpuplan.overheads.WHISPER_TIMESTAMP_OPS_PER_STEP`, :data:`~gpuplan.overheads.
-    WHISPER_TIMESTAMP_OPS_PER_ROW`, counted on transformers 5.24.0's code) at eager PyTorch's host cost per op
-    (:data:`~gpuplan.overheads.DISPATCH_OVERHEAD_S`, on the card's host: :func:`host_scale`)."""
+    WHISPER_TIMESTAMP_OPS_PER_ROW`, counted on transformers 5.24.0's code; before 5.20 its per-row loops,
+    :data:`~gpuplan.overheads.WHISPER_TIMESTAMP_LOOP_OPS_PER_ROW`, counted on 4.35.0's) at eager PyTorch's host cost
+    per op (:data:`~gpuplan.overheads.DISPATCH_OVERHEAD_S`, on the card's host: :func:`host_scale`)."""
     if not job.timestamps:
         return 0.0
-    ops = oh.WHISPER_TIMESTAMP_OPS_PER_STEP + batch * oh.WHISPER_TIMESTAMP_OPS_PER_ROW
+    if older_than(job, oh.WHISPER_TIMESTAMP_BATCHED_FROM):
+        ops = oh.WHISPER_TIMESTAMP_LOOP_OPS_PER_STEP + batch * oh.WHISPER_TIMESTAMP_LOOP_OPS_PER_ROW
+    else:
+        ops = oh.WHISPER_TIMESTAMP_OPS_PER_STEP + batch * oh.WHISPER_TIMESTAMP_OPS_PER_ROW
     return ops * oh.DISPATCH_OVERHEAD_S * host_scale(gpu)
 
 
