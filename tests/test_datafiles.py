@@ -67,13 +67,13 @@ def _scenario():
 def test_each_stored_schema_is_the_one_pydantic_makes():
     """The class was built from its stored schema (not from the fields: the startup saving is real), and that
     schema is exactly what pydantic makes from the fields today (after an edit of the class or an upgrade of
-    pydantic: ``python -m gpuplan.datafiles``)."""
+    pydantic: ``python tests/record_schemas.py``)."""
     import importlib
 
     for module, name in datafiles.STORED_SCHEMAS:
         cls = getattr(importlib.import_module(module), name)
         stored = datafiles.stored_schema(cls)
-        assert stored is not None, f"{datafiles.schema_path(cls).name} is stale: run `python -m gpuplan.datafiles`"
+        assert stored is not None, f"{datafiles.schema_path(cls).name} is stale: run `python tests/record_schemas.py`"
         assert cls.__pydantic_core_schema__ == stored == datafiles.made_schema(cls)
         assert json.loads(datafiles.schema_path(cls).read_text(encoding="utf-8"))["key"] == datafiles.schema_key(cls)
 

@@ -13,7 +13,8 @@ The same idea keeps the Scenario's core schema (:func:`stored_schema`): pydantic
 ~100 annotated fields into a core schema in about 20 ms, a sixth of a bare ``import pydantic, yaml``, and the
 Rust validator it feeds takes under 1 ms to build (bench/results/startup_s25.md). ``data/schemas/<Class>.json``
 holds that schema as pydantic made it, tied by a CRC-32 to the class's source file and to pydantic's and
-pydantic-core's versions; a stale or missing one only costs the 20 ms again.
+pydantic-core's versions; a stale or missing one only costs the 20 ms again. ``python tests/record_schemas.py``
+stores them again after an edit of such a class or an upgrade of pydantic (a test checks they are fresh).
 """
 
 from __future__ import annotations
@@ -178,11 +179,6 @@ def write_schema(cls: type) -> Path:
     return schema_path(cls)
 
 
-if __name__ == "__main__":  # python -m gpuplan.datafiles: the JSON twins and stored schemas, after an edit
-    import importlib
-
+if __name__ == "__main__":  # python -m gpuplan.datafiles: the JSON twins, after editing the YAML files
     for name in TWINS:
         print(f"wrote {write_twin(name)}")
-    this = importlib.import_module("gpuplan.datafiles")  # not __main__: the module the models ask
-    for module, name in STORED_SCHEMAS:
-        print(f"wrote {this.write_schema(getattr(importlib.import_module(module), name))}")
