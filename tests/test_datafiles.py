@@ -1,5 +1,7 @@
 """The bundled YAML files are read through their JSON twins (gpuplan.datafiles): each twin must hold its YAML's data
-as the YAML is now, and a stale twin must be passed over for the YAML itself."""
+as the YAML is now, and a stale twin must be passed over for the YAML itself. The same holds for the stored core
+schemas of the pydantic models (the Scenario's): each must be the one pydantic makes, and a stale one is passed
+over."""
 
 from __future__ import annotations
 
@@ -54,3 +56,52 @@ def test_yaml_is_parsed_in_the_two_readers_only():
 
     assert skypilot.names() == read_yaml("skypilot.yaml") and "accelerators" in str(skypilot.names())
     assert torchtune.models() == read_yaml("torchtune.yaml")["models"]
+
+
+def _scenario():
+    from gpuplan.scenario import Scenario
+
+    return Scenario
+
+
+def test_each_stored_schema_is_the_one_pydantic_makes():
+    """The class was built from its stored schema (not from the fields: the startup saving is real), and that
+    schema is exactly what pydantic makes from the fields today (after an edit of the class or an upgrade of
+    pydantic: ``python tests/record_schemas.py``)."""
+    import importlib
+
+    for module, name in datafiles.STORED_SCHEMAS:
+        cls = getattr(importlib.import_module(module), name)
+        stored = datafiles.stored_schema(cls)
+        assert stored is not None, f"{datafiles.schema_path(cls).name} is stale: run `python tests/record_schemas.py`"
+        assert cls.__pydantic_core_schema__ == stored == datafiles.made_schema(cls)
+        assert json.loads(datafiles.schema_path(cls).read_text(encoding="utf-8"))["key"] == datafiles.schema_key(cls)
+
+
+def test_a_stale_stored_schema_is_passed_over(monkeypatch):
+    """Another pydantic (or an edited class) makes the stored schema stale: the class is built by pydantic, and it
+    validates and refuses alike."""
+    from pydantic import ValidationError
+
+    scenario = _scenario()
+    monkeypatch.setattr(datafiles, "schema_key", lambda cls: "another pydantic")
+    assert datafiles.stored_schema(scenario) is None
+    scenario.model_rebuild(force=True)
+    try:
+        made = scenario(model="llama-3.1-8b", task="train", method="qlora")
+        assert made.grad_checkpointing == "full" and made.method == "qlora"  # the HF QLoRA recipe's default
+        with pytest.raises(ValidationError, match="loss_chunks"):
+            scenario(model="llama-3.1-8b", task="train", loss_chunks=0)
+    finally:
+        monkeypatch.undo()
+        scenario.model_rebuild(force=True)
+    assert scenario.__pydantic_core_schema__ == datafiles.stored_schema(scenario)
+
+
+def test_a_subclass_makes_its_own_schema():
+    """The hook is inherited, the stored schema is not: a subclass's fields are its own."""
+    class Wider(_scenario()):
+        note: str = "x"
+
+    assert Wider(model="llama-3.1-8b", task="train", note="y").note == "y"
+    assert "note" not in _scenario().model_fields

@@ -8,11 +8,19 @@ it was made from this very text. A stale or missing twin only costs that time: t
 what is read then. ``python -m gpuplan.datafiles`` writes the twins again after an edit (a test checks they are
 fresh). The check is a CRC-32 (zlib, built in), not a SHA-256: it catches an edit as surely, and hashlib loads
 OpenSSL (~10 ms).
+
+The same idea keeps the Scenario's core schema (:func:`stored_schema`): pydantic's Python code turns the Scenario's
+~100 annotated fields into a core schema in about 20 ms, a sixth of a bare ``import pydantic, yaml``, and the
+Rust validator it feeds takes under 1 ms to build (bench/results/startup_s25.md). ``data/schemas/<Class>.json``
+holds that schema as pydantic made it, tied by a CRC-32 to the class's source file and to pydantic's and
+pydantic-core's versions; a stale or missing one only costs the 20 ms again. ``python tests/record_schemas.py``
+stores them again after an edit of such a class or an upgrade of pydantic (a test checks they are fresh).
 """
 
 from __future__ import annotations
 
 import json
+import sys
 import zlib
 from importlib import resources
 from pathlib import Path
@@ -20,6 +28,12 @@ from typing import Any
 
 # the files read through twins, relative to gpuplan/data: those a first estimate reads (bench/startup.py)
 TWINS = ("gpus.yaml", "providers.yaml", "models/aliases.yaml")
+# the pydantic models whose core schema is stored (module, class): those a first estimate validates with
+STORED_SCHEMAS = (("gpuplan.scenario.fields", "Scenario"),)
+# the models whose schema is being made by pydantic (:func:`made_schema`): the stored one set aside
+_MAKING: set[type] = set()
+# the key that marks, in a stored schema, a Python object JSON cannot hold
+_OBJECT = "gpuplan:object"
 
 
 def _folder() -> Path:
@@ -63,6 +77,106 @@ def write_twin(name: str) -> Path:
     twin = {"yaml_crc32": yaml_crc32(raw), Path(name).stem: _yaml(raw.decode("utf-8"))}
     twin_of(name).write_text(json.dumps(twin, separators=(",", ":")) + "\n", encoding="utf-8")
     return twin_of(name)
+
+
+def schema_path(cls: type) -> Path:
+    """Where the core schema of the pydantic model ``cls`` is stored."""
+    return _folder() / "schemas" / f"{cls.__qualname__}.json"
+
+
+def schema_key(cls: type) -> str:
+    """What a stored schema is made from: the CRC-32 of the class's source file and the versions of pydantic and
+    pydantic-core (both loaded with the class)."""
+    source = Path(sys.modules[cls.__module__].__file__ or "").read_bytes()
+    versions = sys.modules["pydantic.version"].VERSION, sys.modules["pydantic_core"].__version__
+    return f"{zlib.crc32(source):08x} pydantic {versions[0]} pydantic-core {versions[1]}"
+
+
+def core_schema(cls: type, source: Any, handler: Any) -> Any:
+    """A pydantic model's ``__get_pydantic_core_schema__`` (``classmethod(core_schema)`` in its body): the stored
+    schema while the class is being built; pydantic's own (``handler``) when the stored one is stale, and once the
+    class is built (a model holding this one as a field reuses its schema)."""
+    stored = None if "__pydantic_core_schema__" in cls.__dict__ else stored_schema(cls)
+    return stored if stored is not None else handler(source)
+
+
+def stored_schema(cls: type) -> dict[str, Any] | None:
+    """The stored core schema of the pydantic model ``cls``, or None when it is stale, missing or another class's
+    (a subclass inherits the hook that asks). The functions it names (validators, a field's ``exclude_if``) are
+    taken from the class as it stands."""
+    if (cls.__module__, cls.__qualname__) not in STORED_SCHEMAS or cls in _MAKING:
+        return None
+    try:
+        stored = json.loads(schema_path(cls).read_bytes(), object_hook=lambda d: _from_json(cls, d))
+        return stored["schema"] if stored["key"] == schema_key(cls) else None
+    except (OSError, ValueError, KeyError, AttributeError):
+        return None
+
+
+def _from_json(cls: type, data: dict[str, Any]) -> Any:
+    kind = data.get(_OBJECT)
+    if kind is None:
+        return data
+    if kind == "tuple":
+        return tuple(data["items"])
+    if kind == "the class":
+        return cls
+    if kind == "the class's ref":  # pydantic's name of the class in a schema, with its id in this process
+        return _ref(cls)
+    if kind == "attribute":
+        return getattr(cls, data["name"])
+    if kind == "exclude_if":
+        return cls.__pydantic_fields__[data["field"]].exclude_if  # type: ignore[attr-defined]
+    return getattr(sys.modules[data["module"]], data["name"])  # a module's function
+
+
+def _ref(cls: type) -> str:
+    return f"{cls.__module__}.{cls.__qualname__}:{id(cls)}"
+
+
+def _to_json(cls: type, value: Any) -> Any:
+    """``value``, a piece of a core schema, as JSON can hold it: each Python object the class can give back by
+    name (:func:`_from_json`); any other is a TypeError."""
+    if isinstance(value, dict):
+        return {key: _to_json(cls, v) for key, v in value.items()}
+    if isinstance(value, list):
+        return [_to_json(cls, v) for v in value]
+    if isinstance(value, tuple):
+        return {_OBJECT: "tuple", "items": [_to_json(cls, v) for v in value]}
+    if value == _ref(cls):
+        return {_OBJECT: "the class's ref"}
+    if value is None or isinstance(value, (str, int, float, bool)):
+        return value
+    if value is cls:
+        return {_OBJECT: "the class"}
+    name = getattr(value, "__name__", "")
+    if name and getattr(cls, name, None) == value:
+        return {_OBJECT: "attribute", "name": name}
+    for field, info in cls.__pydantic_fields__.items():  # type: ignore[attr-defined]
+        if info.exclude_if is value:
+            return {_OBJECT: "exclude_if", "field": field}
+    module = getattr(value, "__module__", None)
+    if module and getattr(sys.modules.get(module), getattr(value, "__qualname__", ""), None) is value:
+        return {_OBJECT: "function", "module": module, "name": value.__qualname__}
+    raise TypeError(f"{cls.__qualname__}'s core schema holds {value!r}, which cannot be stored by name")
+
+
+def made_schema(cls: Any) -> dict[str, Any]:
+    """The core schema pydantic makes for the model ``cls`` from its fields, the stored one set aside."""
+    _MAKING.add(cls)
+    try:
+        cls.model_rebuild(force=True)
+        return cls.__pydantic_core_schema__
+    finally:
+        _MAKING.discard(cls)
+
+
+def write_schema(cls: type) -> Path:
+    """Store the core schema pydantic makes for the model ``cls``; its path."""
+    data = {"key": schema_key(cls), "schema": _to_json(cls, made_schema(cls))}
+    schema_path(cls).parent.mkdir(exist_ok=True)
+    schema_path(cls).write_text(json.dumps(data, separators=(",", ":")) + "\n", encoding="utf-8")
+    return schema_path(cls)
 
 
 if __name__ == "__main__":  # python -m gpuplan.datafiles: the JSON twins, after editing the YAML files

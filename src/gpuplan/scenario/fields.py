@@ -30,6 +30,7 @@ from pydantic import (
 )
 
 from .. import overheads as oh
+from ..datafiles import core_schema
 from ..errors import RENAMED_FIELDS, GpuplanError, did_you_mean, echo_value, renamed, yes_for_a_number
 from ..hardware import counted_card
 from ..model.quant import QUANT_FORMATS
@@ -648,6 +649,10 @@ class Scenario(BaseModel):
             raise ValueError(f"give eval_tokens (tokens of one evaluation pass) with eval_interval: {self.stack}"
                              " evaluates whatever eval set it is given")
         return self
+
+    # the core schema as pydantic made it, stored (gpuplan.datafiles): made again from the fields, it took half the
+    # class's build, about 10 ms of the first estimate (bench/results/startup_s28.md)
+    __get_pydantic_core_schema__ = classmethod(core_schema)
 
     @model_serializer(mode="wrap")
     def _without_idle_load(self, handler) -> dict[str, Any]:
