@@ -98,4 +98,9 @@ def run(rank: int, world: int, tp: int, pp: int, ep: int, port: int, mla: bool) 
 if __name__ == "__main__":
     tp, pp, ep, port = (int(x) for x in sys.argv[1:5])
     world = tp * pp * max(1, ep // tp) if ep > 1 else tp * pp
-    mp.spawn(run, args=(world, tp, pp, ep, port, sys.argv[5:6] == ["mla"]), nprocs=world)
+    # Megatron-Core imported once here and the ranks forked from this process: spawned ranks would each import torch
+    # and Megatron-Core again (about 7 CPU-seconds apiece, most of the 8-rank layout's time on two cores)
+    import megatron.core.models.gpt.gpt_layer_specs  # noqa: F401
+
+    mp.start_processes(run, args=(world, tp, pp, ep, port, sys.argv[5:6] == ["mla"]), nprocs=world,
+                       start_method="fork")

@@ -9,7 +9,6 @@ at a median error of 0.2 % (worst 3 %), so a regression of the analytic model sh
 from __future__ import annotations
 
 import json
-import subprocess
 import sys
 from pathlib import Path
 
@@ -385,26 +384,26 @@ def test_a_card_that_cannot_run_the_job_gets_estimates_sentence(fields, said):
         api.simulate({**job, "gpu": "h100", "precision": "fp8-mixed", "attention": "sdpa"})
 
 
-def gpuplan(*args: str) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "gpuplan", *args], capture_output=True, text=True,
-                          env={**__import__("os").environ, "COLUMNS": "160"})
-
-
-def test_simulate_cli_json_compare_and_plot(tmp_path):
+def test_simulate_cli_json_compare_and_plot(tmp_path, capsys):
+    """The command line's three faces of simulate, run in this process (gpuplan.cli.run, as ``python -m gpuplan``
+    runs it): a subprocess would import torch and transformers again for each (about 9 s apiece), and a traceback
+    here would fail the test as surely as on a subprocess's stderr."""
     require("transformers")
+    from gpuplan.cli import run
+
     path = oracle.narrowed("qwen2.5-7b", tmp_path)
     common = ["--model", path, "--task", "train", "--method", "lora", "--seq-len", "256"]
-    done = gpuplan("simulate", *common, "--json")
-    assert done.returncode == 0, done.stderr
-    data = json.loads(done.stdout)
+    assert run(["simulate", *common, "--json"]) == 0, capsys.readouterr().err
+    data = json.loads(capsys.readouterr().out)
     assert data["allocated_peak_gib"] > 0 and data["peak_phase"] in ("forward", "backward", "optimizer_step")
     assert set(data["parts_gib"]) >= {"parameters", "activations", "optimizer"}
     plot = tmp_path / "memory.png"
-    table = gpuplan("simulate", *common, "--compare", "--plot", str(plot))
-    assert table.returncode == 0, table.stderr
-    assert "estimate" in table.stdout and "simulated" in table.stdout and plot.stat().st_size > 1000
-    bad = gpuplan("simulate", "--model", "llama-3.2-1b", "--task", "train", "--num-gpus", "2", "--sharding", "ddp")
-    assert bad.returncode == 2 and "one GPU" in bad.stderr and "Traceback" not in bad.stderr
+    assert run(["simulate", *common, "--compare", "--plot", str(plot)]) == 0, capsys.readouterr().err
+    table = capsys.readouterr().out
+    assert "estimate" in table and "simulated" in table and plot.stat().st_size > 1000
+    code = run(["simulate", "--model", "llama-3.2-1b", "--task", "train", "--num-gpus", "2", "--sharding", "ddp"])
+    bad = capsys.readouterr().err
+    assert code == 2 and "one GPU" in bad and "Traceback" not in bad
 
 
 @pytest.mark.parametrize("model", ["mixtral-8x7b", "qwen3-30b-a3b"])
