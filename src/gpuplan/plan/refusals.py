@@ -644,8 +644,9 @@ def technique_card(s: Scenario, gpu: GpuSpec) -> str | None:
     Mac has one GPU, :func:`gpuplan.plan.nodes.node_shape`, and MPS tensors have no collective backend: NCCL is
     CUDA-only, gloo's capability table lists cpu and cuda, pytorch/pytorch#160732 and #189853; DeepSpeed's MPS
     port, deepspeedai/DeepSpeed#8293, stages collectives through CPU copies and is single-device so far),
-    bitsandbytes' 8-bit optimizers off :data:`BNB_OPTIMIZER_VENDORS`, and Liger's fused linear cross-entropy (the Trainer's ``use_liger_kernel``,
-    :attr:`gpuplan.stacks.base.Stack.liger` "loss") on a vendor Triton has no backend for (:data:`TRITON_VENDORS`)."""
+    bitsandbytes' 8-bit optimizers off :data:`BNB_OPTIMIZER_VENDORS`, and Liger's fused linear cross-entropy (the
+    Trainer's ``use_liger_kernel``, :attr:`gpuplan.stacks.base.Stack.liger` "loss") on a vendor Triton has no
+    backend for (:data:`TRITON_VENDORS`)."""
     if s.task != "train":
         return None
     if gpu.vendor == "Apple" and s.world_size > 1:
