@@ -163,17 +163,9 @@ def render(plans, w, fmt: str = "table", notes: list[str] | None = None) -> None
     slo = w.slo
     targets = ", ".join(f"{k} <= {v:g} s" for k, v in (("TTFT", slo.ttft_s), ("TPOT", slo.tpot_s), ("E2E", slo.e2e_s))
                         if v) or "none"
-    stress = (": each user sends the next request the moment a reply ends, a stress test; people chatting pause "
-              "between turns: try --think-time 10") if w.users and not w.think_time_s else ""
-    if stress and not w.trace and w.prompt_lengths().kind == w.output_lengths().kind == "fixed":
-        stress += ("; with fixed lengths too the users stay in lockstep, every prompt prefilled at once: "
-                   "--length-spread 0.5 draws them")
-    load = (f"{w.users:,} users (closed loop, think {w.think_time_s:g} s{stress})" if w.users else
-            f"{'Poisson' if w.burstiness == 1 else f'gamma(shape {w.burstiness:g})'} arrivals"
-            + (f", target {w.rate_rps:g} req/s" if w.rate_rps else ""))
     lengths = ("lengths from the trace: " if w.trace else "") + api.lengths_words(w.prompt_lengths(),
                                                                                  w.output_lengths())
-    head = f"workload: {lengths}, {load}; SLO p{slo.percentile}: {targets}"
+    head = f"workload: {lengths}, {_load_said(w)}; SLO p{slo.percentile}: {targets}"
     if w.batch:  # estimate --batch-size's offline run: every request at the mean lengths, as vllm bench throughput
         head = (f"workload: an offline job of {w.batch:,} requests queued at once, each {w.mean_prompt_tokens:,.0f} "
                 f"prompt + {w.mean_output_tokens:,.0f} output tokens (the means, fixed)")
@@ -227,6 +219,20 @@ def render(plans, w, fmt: str = "table", notes: list[str] | None = None) -> None
             + " on the roofline step model, judged after warm-up; a tensor-parallel group is priced on one "
             "instance that holds it whole." + _bands_said(plans))
     _show_setups(rows, cols, fmt, head, "setups, cheapest first", note)
+
+
+def _load_said(w) -> str:
+    """The load of a capacity search in words: "200 users (closed loop, think 0 s: ... a stress test ...)" or
+    "Poisson arrivals, target 4 req/s"; users in lockstep are said only where there are two or more."""
+    if not w.users:
+        return (f"{'Poisson' if w.burstiness == 1 else f'gamma(shape {w.burstiness:g})'} arrivals"
+                + (f", target {w.rate_rps:g} req/s" if w.rate_rps else ""))
+    stress = (": each user sends the next request the moment a reply ends, a stress test; people chatting pause "
+              "between turns: try --think-time 10") if not w.think_time_s else ""
+    if stress and w.users > 1 and not w.trace and w.prompt_lengths().kind == w.output_lengths().kind == "fixed":
+        stress += ("; with fixed lengths too the users stay in lockstep, every prompt prefilled at once: "
+                   "--length-spread 0.5 draws them")
+    return f"{w.users:,} user{'s' if w.users != 1 else ''} (closed loop, think {w.think_time_s:g} s{stress})"
 
 
 def _bands_said(plans: list) -> str:

@@ -190,8 +190,9 @@ def _ttft(sp: Speed, batch: int, shared: bool, acc: Accuracy, note: str) -> Form
                 "request outside its steps (HTTP, tokenizing, streaming)"
                 + ("; with a shared prefix the engine caches, only the tokens after it (vLLM: whole 16-token "
                    "blocks; SGLang: token by token)" if shared else ""),
-        substituted=f"{alone:,.3f} s + {1e3 * server:,.1f} ms = {sp.ttft_s:,.3f} s alone; {burst:,.3f} s + "
-                    f"{1e3 * server:,.1f} ms = {sp.ttft_burst_s or 0:,.3f} s for the last of {batch} arriving together")
+        substituted=f"{alone:,.3f} s + {1e3 * server:,.1f} ms = {sp.ttft_s:,.3f} s alone"
+                    + (f"; {burst:,.3f} s + {1e3 * server:,.1f} ms = {sp.ttft_burst_s or 0:,.3f} s for the last of "
+                       f"{batch} arriving together" if batch > 1 else ""))
 
 
 def _hours(s, c, tps: float, acc) -> Formula:

@@ -136,9 +136,9 @@ def _composed_words(base: Plan, speed: Speed | None, s: Scenario) -> Plan:
         if a.startswith("decode step of "):
             a = f"{a.split(':', 1)[0]}, each device's step weighted by its share of the layers: {parts}"
         elif a.startswith("time to first token ") and speed.ttft_s is not None:
-            a = (f"time to first token {speed.ttft_s:.2f} s for one {p:,}-token prompt alone, "
-                 f"{speed.ttft_burst_s:.2f} s for the last of {b} arriving together (each device's prefill of "
-                 "its layers, in turn)")
+            a = (f"time to first token {speed.ttft_s:.2f} s for one {p:,}-token prompt alone"
+                 + (f", {speed.ttft_burst_s:.2f} s for the last of {b} arriving together" if b > 1 else "")
+                 + " (each device's prefill of its layers, in turn)")
         words.append(a)
     plan = base.model_copy()
     plan._said = (tuple(words), base._said[1])

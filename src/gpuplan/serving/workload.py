@@ -99,10 +99,10 @@ def lengths_words(prompt: Lengths, output: Lengths) -> str:
     def one(d: Lengths, what: str) -> str:
         if d.kind == "fixed" or d.min == d.max:
             return f"{what} {_clipped_mean(d):,.0f}"
-        low, high = f"{d.min:,}", f"{d.max:,}" if d.max < MAX_TOKENS else "any"
+        between = f"{d.min:,}-{d.max:,}" if d.max < MAX_TOKENS else f"{d.min:,} or more"
         spread = f", std {d.std:,.0f}" if d.kind in ("normal", "lognormal") else ""
         kind = "" if d.kind == "trace" else f"{d.kind}, "
-        return f"{what} {low}-{high} ({kind}mean {_clipped_mean(d):,.0f}{spread})"
+        return f"{what} {between} ({kind}mean {_clipped_mean(d):,.0f}{spread})"
 
     return f"{one(prompt, 'prompts')} and {one(output, 'outputs')} tokens"
 

@@ -744,8 +744,9 @@ def inference_speed(s: Scenario, m: ModelSpec, gpu: GpuSpec, network: Network | 
                              "cache read once per step")
     if timer.draft:
         speed.assumptions.append(speculation_words(timer, b, context))
-    speed.assumptions.append(f"time to first token {single:.2f} s for one {p:,}-token prompt alone, "
-                             f"{burst:.2f} s for the last of {b} arriving together"
+    speed.assumptions.append(f"time to first token {single:.2f} s for one {p:,}-token prompt alone"
+                             + (", the shared prefix cached" if timer.cached_prefix else "")
+                             + (f", {burst:.2f} s for the last of {b} arriving together" if b > 1 else "")
                              + (f", each with {1e3 * overhead:.1f} ms per request outside the engine's steps "
                                 "(HTTP, tokenizing, streaming)" if overhead else ""))
     engine = engine_for(s)
