@@ -703,7 +703,10 @@ NVFP4_BYTES = 0.5 + 1 / 16
 # copies it to the other layout (float8_ops.preprocess_addmm: 1 B read, 1 B written). Counted from
 # torchao's code and roofline, not fitted: no row of bench/throughput.py set them (its torchtitan float8 rows, and
 # torchao PR #2185's Float8Linear timings in tests/speed/test_float8.py, check them).
-TORCHAO_FLOAT8_CAST_BYTES = {"fused amax": 5.0, "own amax": 7.0, "layout copy": 2.0}
+# The projections that read one input (q, k, v; gate, up) share its max(abs) and the cast's 2 B read: AOTAutograd's
+# graph CSE merges their identical max(abs), and Inductor fuses their casts into one kernel that reads the input
+# once and writes each projection's fp8 copy (torch 2.13 + torchao 0.17, bench/results/train_s28.md): "shared read".
+TORCHAO_FLOAT8_CAST_BYTES = {"fused amax": 5.0, "own amax": 7.0, "layout copy": 2.0, "shared read": 2.0}
 
 # Attention kernels reach a lower fraction of the peak than GEMMs. Kernel benchmarks: FlashAttention-2 (Dao
 # 2023, section 4.1) 50-73 % of the A100 peak forward, less backward; on H100 ~35-40 % (FlashAttention-3, Shah

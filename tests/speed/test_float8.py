@@ -35,13 +35,16 @@ def test_cast_bytes_of_llama_3_1_8b_by_hand():
     """Llama-3.1-8B, 2 x 8,192 tokens on one rank, per-op SAC (every input cast again), weights gathered in fp8.
     Per layer the linears' inputs are wq, wk, wv, w1, w3 4,096 wide, wo 4,096, w2 14,336: 38,912 elements per
     token; their outputs 4,096 + 1,024 + 1,024 + 4,096 + 14,336 + 14,336 + 4,096 = 43,008; their weights 218,103,808.
-    Inputs: 5 B, twice (forward and the backward's re-run); grad_output 5 B; each weight copied to the other layout
-    (2 B). Without FSDP each forward (and its re-run) casts the weight from bf16 instead: 7 B."""
+    Inputs: 5 B, twice (forward and the backward's re-run), less the 2 B read wk and wv share with wq and w3 with
+    w1 (3 x 4,096 elements: 38,912 x 5 - 12,288 x 2 = 169,984 B a token); grad_output 5 B; each weight copied to the
+    other layout (2 B). Without FSDP each forward (and its re-run) casts the weight from bf16 instead: 7 B."""
     m, tokens = load_model("llama-3.1-8b"), 16_384
-    per_layer = 2 * 5 * tokens * 38_912 + 5 * tokens * 43_008 + 2 * 218_103_808
-    assert per_layer == 10_334_765_056
+    forward = 5 * 38_912 - 2 * 3 * 4_096
+    assert forward == 169_984
+    per_layer = 2 * forward * tokens + 5 * tokens * 43_008 + 2 * 218_103_808
+    assert per_layer == 9_529_458_688
     assert torchao_cast_bytes(m, tokens, again=1.0) == pytest.approx(32 * per_layer, rel=1e-12)
-    alone = 2 * (5 * tokens * 38_912 + 7 * 218_103_808) + 5 * tokens * 43_008
+    alone = 2 * (forward * tokens + 7 * 218_103_808) + 5 * tokens * 43_008
     assert torchao_cast_bytes(m, tokens, again=1.0, fp8_weights=False) == pytest.approx(32 * alone, rel=1e-12)
     # tensor parallelism: each rank casts its shard; pipeline stages: their share of the layers
     assert torchao_cast_bytes(m, tokens, tp=8, layers=0.25, again=1.0) == pytest.approx(32 * per_layer / 32)

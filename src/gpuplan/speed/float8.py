@@ -15,6 +15,10 @@ backward, and the three ``torch._scaled_mm`` GEMMs take them; bytes per element 
 :data:`~gpuplan.overheads.TORCHAO_FLOAT8_CAST_BYTES`):
 
 - the input, ``M x K``: its max(abs) fused into the kernel that produced it, cast and written in both layouts;
+  the projections that read one input (q, k and v; gate and up) share its max(abs) and the cast's read of it, each
+  writing its own fp8 copies (checked on torch 2.13's Inductor with torchao 0.17: a compiled RMSNorm feeding three
+  ``Float8Linear`` computes one max(abs), fused into the norm's kernel, and one kernel writes the three fp8 copies
+  of the forward, one more the three column-major ones of the backward; bench/results/train_s28.md);
 - grad_output, ``M x N``: the same, in the backward;
 - the weight, ``K x N``: gathered in fp8, only copied to the other layout for grad_input; without FSDP (one rank)
   its max(abs) and cast run in every forward;
@@ -46,13 +50,19 @@ def torchao_cast_bytes(m: ModelSpec, tokens: float, *, tp: int = 1, layers: floa
     b = oh.TORCHAO_FLOAT8_CAST_BYTES
     total = 0.0
     for layer, count in m.layer_kinds():
+        seen: set[tuple[str, str]] = set()
         for lin in layer.linears:
-            rows = tokens * (layer.experts_per_token if lin.group == "experts" and lin.count > 1 else lin.count)
+            routed = lin.group == "experts" and lin.count > 1
+            rows = tokens * (layer.experts_per_token if routed else lin.count)
             x, dy, w = rows * lin.in_features, rows * lin.out_features, lin.weight_params
+            key = (INPUT_OF.get(lin.name, lin.name), lin.group)
+            shared = key in seen and not routed  # another projection already read this input for its cast
+            seen.add(key)
+            forward = (b["fused amax"] - b["shared read"] * shared) * x
             if fp8_weights:
-                forward, backward = b["fused amax"] * x, b["fused amax"] * dy + b["layout copy"] * w
+                backward = b["fused amax"] * dy + b["layout copy"] * w
             else:
-                forward, backward = b["fused amax"] * x + b["own amax"] * w, b["fused amax"] * dy
+                forward, backward = forward + b["own amax"] * w, b["fused amax"] * dy
             total += count * ((1 + again) * forward + backward)
     return total * layers / tp
 
