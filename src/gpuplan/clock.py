@@ -80,3 +80,20 @@ def count_timeout(seconds: float | None) -> Iterator[None]:
 def count_seconds() -> float | None:
     """The seconds :func:`count_timeout` gives counting one dataset, None for no bound."""
     return _COUNT_SECONDS.get()
+
+
+class CountOverdue(GpuplanError):
+    """Counting one dataset went past its deadline (:func:`count_deadline`); the caller says it in words."""
+
+
+def count_deadline() -> float | None:
+    """The ``time.monotonic()`` by which counting a dataset begun now must end, every pass over its file included
+    (:func:`count_timeout`); None: no bound."""
+    seconds = count_seconds()
+    return time.monotonic() + seconds if seconds else None
+
+
+def count_in_time(deadline: float | None) -> None:
+    """Raise :class:`CountOverdue` once ``time.monotonic()`` passes ``deadline`` (None: never)."""
+    if deadline is not None and time.monotonic() > deadline:
+        raise CountOverdue("counting went past its deadline")

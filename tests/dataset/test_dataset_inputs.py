@@ -498,17 +498,44 @@ def test_counting_a_dataset_stops_at_the_command_line_s_deadline(tmp_path, token
     assert clock.COUNT_TIMEOUT_S == 1800
 
 
+def test_every_pass_over_a_huge_file_of_tiny_records_is_within_the_count_timeout(tmp_path, tokenizer, capsys):
+    """The first pass over a JSON Lines file (its records counted, to sample it) and the digest that names its cache
+    entry ran before --count-timeout's clock started: 5 million records of 13 bytes were read whole however small
+    the bound (about 3.5 s here; 20 million: 14 s). Now one deadline covers every pass: the command stops inside the
+    first with one sentence, before any record is counted, and keeps nothing in the cache."""
+    import os
+
+    from gpuplan.dataset import cache
+
+    folder = folder_with(tmp_path, tokenizer, json.dumps({"eos_token": "</s>"}))
+    path = tmp_path / "tiny.jsonl"
+    path.write_bytes(b'{"text":"a"}\n' * 5_000_000)
+    args = ["estimate", "--model", "llama-3.2-1b", "--task", "train", "--method", "lora", "--gpu", "rtx-4090",
+            "--dataset", str(path), "--tokenizer", str(folder), "--count-timeout", "0.05"]
+    def kept() -> set[str]:
+        return set(os.listdir(cache.folder())) if cache.folder().exists() else set()
+
+    before = kept()
+    assert run(args) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1, err
+    assert f"counting the tokens of {path} took more than 0.05 s (0 records counted): give --count-timeout" in err
+    assert kept() == before  # nothing half-written
+
+
 def test_docs_security_states_the_template_budget_and_the_count_s_bound():
     """docs/security.md states the chat template's budget and the command line's bound on counting as the
     constants the code enforces."""
     from gpuplan import clock
+    from gpuplan.dataset import read
 
     doc = " ".join((Path(__file__).resolve().parents[2] / "docs" / "security.md").read_text(encoding="utf-8").split())
     stated = [f"{tpl.STEPS:,} steps plus {tpl.PER_TURN_STEPS} a turn", f"{tpl.TIME_S:g} s, and {tpl.BASE_CHARS:,} "
               f"characters plus {tpl.PER_CHAR} per character of the record and {tpl.PER_TURN_CHARS} a turn",
               f"nests at most {tpl.MAX_DEPTH} levels", f"may pass {tpl.MAX_BITS:,} bits",
               f"every {tpl.CLOCK_WORK // tpl.CHARS_PER_STEP} steps, and after any step that reads or makes "
-              f"{tpl.CLOCK_WORK:,} characters", f"`--count-timeout` seconds (default {clock.COUNT_TIMEOUT_S:g};"]
+              f"{tpl.CLOCK_WORK:,} characters", f"`--count-timeout` seconds (default {clock.COUNT_TIMEOUT_S:g};",
+              f"(every {read.CLOCK_LINES:,} lines)"]
     assert not [s for s in stated if s not in doc], [s for s in stated if s not in doc]
 
 

@@ -348,14 +348,18 @@ def test_a_combination_says_its_speed_once():
     fix's measured cost, 'about the same step time', was taken for a cost besides speed."""
     from dataclasses import replace
 
-    from gpuplan.plan.fixes import Fix, _apply, _combined_cost
+    from gpuplan.plan.build import build
+    from gpuplan.plan.fixes import Fix, Timing, _combined_cost
+    from gpuplan.plan.resolve import resolve
 
     s = Scenario(model="qwen3-0.6b", task="train", method="qlora", gpu="t4", seq_len=1024, stack="axolotl")
-    m, gpu = load_model("qwen3-0.6b"), load_gpu("t4")
+    m = load_model("qwen3-0.6b")
+    timing = Timing(before=build(resolve(s, m), advise=False), asked=s,
+                    plan_of=lambda changed: build(resolve(changed, m), advise=False, recipe=False))
     combo = (replace(Fix(label="act", change={"activation_offload": True}, group="activation offload"),
                      cost="about the same step time"),
              Fix(label="adamw8", change={"optimizer": "adamw-8bit"}, group="optimizer", cost="pages states to CPU"))
-    cost = _combined_cost(s, _apply(s, combo), m, gpu, combo)
+    cost = _combined_cost(combo, {"activation_offload": True, "optimizer": "adamw-8bit"}, timing)
     clauses = cost.split("; ")
     assert len(clauses) == len(set(clauses)) == 2 and clauses[1] == "pages states to CPU", cost
 

@@ -57,14 +57,14 @@ def test_a_plan_is_made_in_the_builders_first_stage_only():
 # The builder's first stage is called by the builder and by its own stages' helpers, which ``build`` imports and so
 # cannot call it back without a circle: stage 0's layout trials, stage 3's scheduler at the longest request (for the
 # serving runs and the closed-form bound recommend --rate orders its rows by),
-# stage 4's advice (the pool's fixes, an offload fix's CPU RAM, and every probe through ``plan.py:probe``). Every
+# stage 4's advice (the pool's fixes and every probe through ``plan.py:probe``; a fix whose line states a speed or
+# CPU RAM reads them off the builder's whole plan of the changed scenario, which ``build`` hands it). Every
 # other module asks
 # ``build(..., memory_only=True)`` (recommend's pruning, capacity's pools, launch's trials, fit's rows, compare).
 BUILDERS_OWN = {
     "plan/build.py:build", "plan/build.py:_scheduler",  # stages 1 and 3
     "plan/layout.py:planned", "plan/layout.py:with_layout",  # stage 0 (the recipe's micro-batch x accumulation)
     "plan/fixes.py:_vllm_suggestions", "plan/plan.py:probe",  # stage 4 (the advice's memory-only probes)
-    "plan/fixes.py:_ram_words",  # stage 4: the CPU RAM an offload fix keeps, read off its memory plan (s27 walk)
 }
 
 

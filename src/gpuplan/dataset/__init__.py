@@ -11,7 +11,6 @@ tokenizer, ``pyarrow`` and ``datasets`` load only when a file is read.
 from __future__ import annotations
 
 import os
-import time
 from dataclasses import dataclass, field
 from functools import lru_cache
 from typing import Any
@@ -77,13 +76,19 @@ def _read(key: tuple, tokenizer: str) -> Lengths:
     from . import cache
     from .read import dataset_format
 
-    source = key[0]
-    kept = cache.name_of(source, tokenizer) if dataset_format(source) != "hub" else None
-    lengths = cache.load(kept) if kept else None
-    if lengths is None:
-        lengths = _tokenized(source, tokenizer)
-        if kept:
-            cache.store(kept, lengths)
+    source, deadline, tally = key[0], clock.count_deadline(), _Tally()
+    try:  # every pass over the file within the one deadline: its digest, its records counted, its tokens
+        kept = cache.name_of(source, tokenizer, deadline) if dataset_format(source) != "hub" else None
+        lengths = cache.load(kept) if kept else None
+        if lengths is None:
+            lengths = _tokenized(source, tokenizer, deadline, tally)
+            if kept:
+                cache.store(kept, lengths)
+    except clock.CountOverdue:
+        planned = f" of {-(-tally.total // _stride(tally.total)):,}" if tally.total else ""
+        raise GpuplanError(f"counting the tokens of {source} took more than {clock.count_seconds():g} s "
+                           f"({len(tally.content):,}{planned} records counted): give --count-timeout more seconds "
+                           "(0: no limit), or plan without the file with --samples and --mean-tokens") from None
     return lengths
 
 
@@ -95,6 +100,7 @@ class _Tally:
     special: list[int] = field(default_factory=list)
     loss: list[int] = field(default_factory=list)
     kinds: set[str] = field(default_factory=set)
+    total: int | None = None  # records in the file, where its first pass counted them
     seen: int = 0  # records read, counted or not (1 in stride is)
     silent: int = 0  # chat records without a reply
 
@@ -106,24 +112,17 @@ def _stride(total: int | None) -> int:
     return max(1, -(-total // SAMPLE_RECORDS)) if total else 1
 
 
-def _tokenized(source: str, tokenizer: str) -> Lengths:
-    """Tokenize the records of ``source`` (a regular sample of a huge file), within the context's
-    :func:`gpuplan.clock.count_timeout`."""
+def _tokenized(source: str, tokenizer: str, deadline: float | None, tally: _Tally) -> Lengths:
+    """Tokenize the records of ``source`` (a regular sample of a huge file) into ``tally`` by ``deadline``
+    (``time.monotonic()``: :func:`gpuplan.clock.count_deadline`, read in each pass over the file)."""
     from .read import SAMPLE_RECORDS, count_records, dataset_format
-    from .tokenize import CountOverdue, load_tokenizer
+    from .tokenize import load_tokenizer
 
     fmt = dataset_format(source)
     tok = load_tokenizer(tokenizer)
-    total = count_records(source, fmt) if fmt != "hub" else None
+    total = tally.total = count_records(source, fmt, deadline) if fmt != "hub" else None
     stride = _stride(total)
-    tally, seconds = _Tally(), clock.count_seconds()
-    try:
-        _count(source, fmt, tok, total, tally, time.monotonic() + seconds if seconds else None)
-    except CountOverdue:
-        planned = f" of {-(-total // stride):,}" if total else ""
-        raise GpuplanError(f"counting the tokens of {source} took more than {seconds:g} s ({len(tally.content):,}"
-                           f"{planned} records counted): give --count-timeout more seconds (0: no limit), or plan "
-                           "without the file with --samples and --mean-tokens") from None
+    _count(source, fmt, tok, total, tally, deadline)
     content, seen = tally.content, tally.seen
     if not content:
         raise GpuplanError(f"dataset {source!r} holds no records")
@@ -151,10 +150,10 @@ def _tokenized(source: str, tokenizer: str) -> Lengths:
 
 def _count(source: str, fmt: str, tok, total: int | None, tally: _Tally, deadline: float | None) -> None:
     """Count a regular sample of the ``total`` records of ``source`` (:func:`_stride`) into ``tally``, 512 at a
-    time; :class:`.tokenize.CountOverdue` past ``deadline`` (``time.monotonic()``), checked at each record."""
+    time; :class:`gpuplan.clock.CountOverdue` past ``deadline`` (``time.monotonic()``), checked at each record."""
     from .read import SAMPLE_RECORDS, Progress, records
-    from .tokenize import CountOverdue, has_reply, record_kind
     from .tokenize import count_records as count_tokens
+    from .tokenize import has_reply, record_kind
 
     stride = _stride(total)
     progress = Progress(source, total)
@@ -164,7 +163,7 @@ def _count(source: str, fmt: str, tok, total: int | None, tally: _Tally, deadlin
     def one(number: int, record: dict) -> tuple[int, int, int]:
         try:
             return count_tokens(tok, [record], deadline)[0]
-        except CountOverdue:
+        except clock.CountOverdue:
             raise
         except GpuplanError as err:
             raise GpuplanError(f"{source}, record {number:,}: {err}") from None
@@ -172,7 +171,7 @@ def _count(source: str, fmt: str, tok, total: int | None, tally: _Tally, deadlin
     def flush() -> None:
         try:
             counted = count_tokens(tok, batch, deadline)
-        except CountOverdue:
+        except clock.CountOverdue:
             raise
         except GpuplanError:  # which record: counted again one by one, up to the one that fails
             counted = [one(n, record) for n, record in zip(numbers, batch, strict=True)]
@@ -187,8 +186,7 @@ def _count(source: str, fmt: str, tok, total: int | None, tally: _Tally, deadlin
         tally.seen += 1
         if fmt == "hub" and tally.seen > SAMPLE_RECORDS:
             break
-        if deadline is not None and time.monotonic() > deadline:
-            raise CountOverdue
+        clock.count_in_time(deadline)
         if i % stride:
             continue
         try:

@@ -28,6 +28,7 @@ from pathlib import Path
 from typing import Any
 
 from .. import userfiles
+from ..clock import count_in_time
 from ..errors import GpuplanError
 from ..userdirs import cache_dir
 from ..userfiles import cache_entry, load_json, user_path
@@ -53,12 +54,14 @@ def folder() -> Path:
     return cache_dir() / "datasets"
 
 
-def file_digest(path: Path) -> str:
-    """SHA-256 of a file's bytes, read in 1 MiB pieces."""
+def file_digest(path: Path, deadline: float | None = None) -> str:
+    """SHA-256 of a file's bytes, read in 1 MiB pieces; :class:`gpuplan.clock.CountOverdue` once
+    ``time.monotonic()`` passes ``deadline``, read after each piece."""
     h = hashlib.sha256()
     with path.open("rb") as f:
-        while piece := f.read(2**20):
+        for piece in iter(lambda: f.read(2**20), b""):
             h.update(piece)
+            count_in_time(deadline)
     return h.hexdigest()
 
 
@@ -69,9 +72,10 @@ def _release(package: str) -> str:
         return "none"
 
 
-def key(dataset: Path, tokenizer_files: list[Path]) -> str:
-    """The entry's name: what the counts depend on, hashed (module docstring)."""
-    parts = {"format": FORMAT, "sample": read.SAMPLE_RECORDS, "dataset": file_digest(dataset),
+def key(dataset: Path, tokenizer_files: list[Path], deadline: float | None = None) -> str:
+    """The entry's name: what the counts depend on, hashed (module docstring); the dataset read by ``deadline``
+    (:func:`file_digest`)."""
+    parts = {"format": FORMAT, "sample": read.SAMPLE_RECORDS, "dataset": file_digest(dataset, deadline),
              "tokenizer": {p.name: file_digest(p) for p in tokenizer_files},
              "tokenizers": _release("tokenizers"), "jinja2": _release("jinja2")}
     return hashlib.sha256(json.dumps(parts, sort_keys=True).encode()).hexdigest()
@@ -151,9 +155,9 @@ def _stale(where: Path) -> None:
                 p.unlink()
 
 
-def name_of(source: str, tokenizer: str) -> str | None:
-    """The entry for the file ``source`` tokenized by ``tokenizer`` (:func:`key`), or None when either is not
-    there to hash (the reader says why)."""
+def name_of(source: str, tokenizer: str, deadline: float | None = None) -> str | None:
+    """The entry for the file ``source`` tokenized by ``tokenizer`` (:func:`key`, its bytes read by ``deadline``),
+    or None when either is not there to hash (the reader says why)."""
     path = user_path(source)
     files = tokenizer_files(tokenizer) if path.is_file() else None
-    return key(path, files) if files else None
+    return key(path, files, deadline) if files else None

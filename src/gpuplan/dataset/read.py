@@ -17,6 +17,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+from ..clock import count_in_time
 from ..errors import GpuplanError
 from ..userfiles import (
     MAX_LINE_BYTES,
@@ -57,13 +58,23 @@ def dataset_format(source: str) -> str:
     return "hub"
 
 
-def count_records(source: str, fmt: str) -> int | None:
+CLOCK_LINES = 4096  # lines counted between two readings of the clock (about 3 ms here: 0.7 us a line)
+
+
+def count_records(source: str, fmt: str, deadline: float | None = None) -> int | None:
     """The number of records without parsing them, where that is cheap (JSON Lines: non-blank lines; Parquet:
-    the footer's row count); None otherwise."""
+    the footer's row count); None otherwise. :class:`gpuplan.clock.CountOverdue` once ``time.monotonic()`` passes
+    ``deadline``, read every :data:`CLOCK_LINES` lines: a huge file of tiny records (20 million lines of ``{}``:
+    14 s on the loaded 2-core machine) was counted whole before ``--count-timeout``'s clock started."""
     path = user_path(source)
     if fmt == "jsonl":  # in bounded pieces: a line longer than MAX_LINE_BYTES is refused when it is read
+        found = 0
         with path.open("rb") as f:
-            return sum(1 for line in iter(lambda: f.readline(MAX_LINE_BYTES), b"") if line.strip())
+            for i, line in enumerate(iter(lambda: f.readline(MAX_LINE_BYTES), b"")):
+                if not i % CLOCK_LINES:
+                    count_in_time(deadline)
+                found += bool(line.strip())
+        return found
     if fmt == "parquet":
         return _parquet_file(path).metadata.num_rows
     return None

@@ -26,12 +26,12 @@ tokens the loss is computed on.
 
 from __future__ import annotations
 
-import time
 from dataclasses import dataclass, field, replace
 from functools import cache
 from pathlib import Path
 from typing import Any
 
+from ..clock import count_in_time
 from ..errors import GpuplanError, echo_value
 from ..userfiles import is_file, is_folder, load_json, parse_json, read_text, relative_to_cwd, user_path
 
@@ -366,18 +366,13 @@ def _pair(tok: Tokenizer, record: dict[str, Any]) -> tuple[int, int, int]:
     return content, special, rows[0][2] + rows[1][2]
 
 
-class CountOverdue(GpuplanError):
-    """Counting went past its deadline (:func:`gpuplan.dataset.count_timeout`); the caller says it in words."""
-
-
 def count_records(tok: Tokenizer, batch: list[dict[str, Any]], deadline: float | None = None
                   ) -> list[tuple[int, int, int]]:
     """``(content, special, loss)`` tokens of each record (module docstring; a preference pair: :func:`_pair`);
-    :class:`CountOverdue` once ``time.monotonic()`` passes ``deadline``, read before each record."""
+    :class:`gpuplan.clock.CountOverdue` once ``time.monotonic()`` passes ``deadline``, read before each record."""
     out = []
     for record in batch:
-        if deadline is not None and time.monotonic() > deadline:
-            raise CountOverdue("counting went past its deadline")
+        count_in_time(deadline)
         kind = record_kind(record)
         if kind == "preference":
             out.append(_pair(tok, record))

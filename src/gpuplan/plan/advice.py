@@ -5,6 +5,7 @@ such a plan only).
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 from ..hardware import GpuSpec
@@ -16,18 +17,23 @@ from .plan import Plan
 from .resolve import Resolved
 
 
-def advice(r: Resolved, plan: Plan) -> dict[str, Any]:
+def advice(r: Resolved, plan: Plan, asked: Scenario | None = None,
+           plan_of: Callable[[Scenario], Plan] | None = None) -> dict[str, Any]:
     """What the builder's advice stage adds to ``plan``: the largest batch and context that fit on its card (in
     its memory report) and, when it does not fit, the changes that would (its suggestions). Every probe is a
-    memory-only plan of the changed scenario."""
+    memory-only plan of the changed scenario; the speed a change's line states is that of ``plan_of``'s plan (the
+    builder's) of ``asked``, the scenario before the builder's layout, with the change: the plan ``estimate`` makes
+    with it applied (:class:`gpuplan.plan.fixes.Timing`)."""
     s, m, gpu = r.scenario, r.model, r.gpu
     batch, length = largest_fitting(s, m, gpu, plan)
     memory = plan.memory.model_copy(update={**batch_fields(batch), "max_seq_len": length})
     fixes: tuple = ()
     if not plan.verdict.fits:
-        from .fixes import suggestions  # the changes load for a plan that does not fit only
+        from .fixes import Timing, suggestions  # the changes load for a plan that does not fit only
 
-        fixes = tuple(suggestions(s, m, gpu, memory))  # (with the largest micro-batch that fits)
+        timing = Timing(before=plan, asked=asked or s, plan_of=plan_of) \
+            if plan_of is not None and plan.speed is not None else None
+        fixes = tuple(suggestions(s, m, gpu, memory, timing))  # (with the largest micro-batch that fits)
     return {"memory": memory, "suggestions": fixes}
 
 

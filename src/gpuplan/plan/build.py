@@ -14,7 +14,8 @@ Read top to bottom, each stage once:
    ``rate_rps`` and its ``batch_size`` requests at once through it (:func:`serving_runs`, on the priced offer's
    links); a plan with a load run is priced at the tokens/s that run served (:func:`priced_on_load`);
 4. **advice**: the largest batch and context that fit, and when it does not fit, the changes that would
-   (:mod:`.advice` and :mod:`.fixes`, each a memory-only build);
+   (:mod:`.advice` and :mod:`.fixes`, each a memory-only build; a change whose line states a speed is built
+   whole, from the scenario as asked, so that its ratio is the one ``estimate`` gives with the change applied);
 5. the training **data** and the **recipe**, when the scenario names data or a pretraining run.
 """
 
@@ -91,6 +92,7 @@ def build(r: Resolved | ResolvedModule, offers: Offers | None = None, *, advise:
         from .modules import build_module  # the module plans' readers and timings load for a module's plan only
 
         return build_module(r, module_offers(r, offers), advise=advise, memory_only=memory_only)
+    given = r.scenario  # before the layout: the advice's changes are planned from it, as estimate plans them
     if layout and not memory_only:
         laid = with_layout(r, keep_micro_batch)
         if laid.scenario is not r.scenario:  # another layout: its own memory and speeds
@@ -124,7 +126,7 @@ def build(r: Resolved | ResolvedModule, offers: Offers | None = None, *, advise:
     if simulate and plan.speed is not None and s.task == "infer":
         plan = priced_on_load(serving_runs(r, plan))
     if gpu is not None and advise:
-        plan = plan.said(**advice(r, plan))
+        plan = plan.said(**advice(r, plan, given, lambda changed: changed_plan(changed, m, offers, layout)))
     if s.task == "train" and recipe is not False and layout and \
             (recipe or s.dataset or s.samples or s.model_size or s.epochs):  # a recipe reads the builder's layout
         from .dataset_report import data_warnings, dataset_section
@@ -135,6 +137,15 @@ def build(r: Resolved | ResolvedModule, offers: Offers | None = None, *, advise:
                          recipe=typed.as_dict())
         plan._recipe = typed
     return plan
+
+
+def changed_plan(changed: Scenario, m, offers: Offers, layout: bool = True) -> Plan:
+    """The plan of a change whose speed the advice states (:class:`gpuplan.plan.fixes.Timing`): the builder's, without
+    advice or recipe, priced on ``offers`` where their links can change its speed (:func:`links_that_matter`:
+    several GPUs), else timed on the card's own links, the same speed without pricing every offer."""
+    r = resolve(changed, m)
+    links = r.gpu is not None and links_that_matter(r.scenario, r.gpu, Network()) is not None
+    return build(r, offers if links else None, advise=False, recipe=False, layout=layout)
 
 
 def held(s: Scenario, plan: Plan) -> Scenario:

@@ -6,12 +6,13 @@ enough, :func:`smallest_combination` finds the fewest fixes that fit together, t
 the user named before adding more, and then the largest micro-batch and context that fit with them.
 
 For checkpointing, CPU offload (the optimizer step on DeepSpeed's CPU Adam, the weights streamed over the host
-link every pass: :func:`gpuplan.speed.training_speed` times both, with the CPU RAM the plan keeps there said beside)
-and the training stacks' techniques (loss, activation offloading, compile, optimizer in backward, another stack) the
-speed cost is the speed model's: the ratio of the time per token with and without the change on the card
-(:func:`speed_change`). The other changes keep a rule of thumb with its source: 4-bit base weights dequantize on
-every matmul (QLoRA paper, section 4: slower than LoRA); ZeRO-3 all-gathers the weights twice per step
-(Rajbhandari et al. 2020, section 7).
+link every pass: :func:`gpuplan.speed.training_speed` times both, with the CPU RAM the plan keeps there said beside),
+the training stacks' techniques (loss, activation offloading, compile, optimizer in backward, another stack) and
+llama.cpp's CPU layers the speed a line states is the builder's: the plan ``estimate`` makes with the change applied
+to the scenario as asked (laid out again where the recipe chooses the layout), against the plan read (:class:`Timing`).
+The other changes keep a rule of thumb with its source: 4-bit base weights dequantize on every matmul (QLoRA paper,
+section 4: slower than LoRA); ZeRO-3 all-gathers the weights twice per step (Rajbhandari et al. 2020, section 7).
+Where no speed is stated (``gpuplan fit``'s rows) the probes are memory-only.
 """
 
 from __future__ import annotations
@@ -32,11 +33,11 @@ from ..result import Suggestion, batch_words
 from ..scenario import Scenario
 from ..scenario.stacks import RECIPES, STACK_NAMES, card_precision
 from ..sharding import sharding_for
-from ..speed import speed_of, training_speed
+from ..speed import Speed, training_speed
 from ..speed.gemm import can_time
 from ..stacks import stack_for
 from .edge import BATCH_LIMIT, batch_fields, fits_with, largest
-from .plan import memory_plan, probe
+from .plan import Plan, memory_plan, probe
 from .refusals import advice_lacks, offload_refusal, refused
 from .resolve import resolve
 
@@ -48,8 +49,9 @@ MAX_TRIES = 400  # combinations evaluated at most (each is one memory estimate, 
 class Fix:
     """One change to a scenario. Fixes of the same ``group`` exclude each other in a combination.
 
-    ``slowdown``: the step-time multiplier it roughly costs (orders combinations, gentlest first; None: measured
-    by the speed model on the card, as ``cost`` "" is said); ``keeps_job``:
+    ``slowdown``: the step-time multiplier it roughly costs (orders combinations, gentlest first; None: the ratio
+    of the builder's plans with and without it, as ``cost`` "" is said: :func:`on_card`; 1.0 where not timed);
+    ``keeps_job``:
     False for changes that alter the job itself (shorter sequences, fewer requests); ``more_gpus``: it needs
     GPUs beyond those named.
     """
@@ -57,11 +59,33 @@ class Fix:
     label: str
     change: dict[str, Any] = field(hash=False)
     group: str
-    cost: str = ""  # "": the speed model says, on the card (checkpointing, the stacks' techniques)
-    slowdown: float | None = None  # None: the speed model's ratio on the card
+    cost: str = ""  # "": the builder's plan of it says, on the card (checkpointing, the stacks' techniques)
+    slowdown: float | None = None  # None: the ratio of that plan's speed
     ram: bool = False  # it keeps states in CPU RAM: its cost ends with how much the plan keeps there
     keeps_job: bool = True
     more_gpus: bool = False
+
+
+@dataclass(frozen=True)
+class Timing:
+    """Where the speed a fix's line states comes from: ``before``, the plan the advice reads; ``asked``, its scenario
+    as asked (before the builder's layout); ``plan_of``, the builder's plan of a changed scenario
+    (:func:`gpuplan.plan.build.build` without advice or recipe, on the offers ``before`` was priced among). A fix's
+    cost is the ratio of the plan of ``asked`` with the fix's fields to ``before``: the two speeds ``estimate``
+    prints without and with the change (s27 walk: Llama-3.1-70B QLoRA on an RTX 4090, ZeRO-3 offload said 35 %
+    slower at the micro-batch 1 x 16 that did not fit, where estimate with the change lays out 2 x 8, 9 % slower)."""
+
+    before: Plan
+    asked: Scenario
+    plan_of: Callable[[Scenario], Plan]
+
+    def after(self, fields: dict[str, Any]) -> Plan | None:
+        """The plan of the scenario as asked with ``fields``; None when it cannot run or has no speed."""
+        try:
+            plan = self.plan_of(self.asked.model_copy(update=fields))
+        except GpuplanError:
+            return None
+        return plan if plan.speed is not None else None
 
 
 def candidate_fixes(s: Scenario, m: ModelSpec, largest_micro_batch: int | None = None) -> list[Fix]:
@@ -156,7 +180,7 @@ STACK_FIELDS = {"loss", "compile", "activation_offload", "optimizer_in_backward"
 
 def _stack_fixes(s: Scenario) -> list[Fix]:
     """The training stacks' techniques (each kept only where the scenario's stack runs it), then the other
-    stacks themselves with their recipe defaults; their speed cost from :func:`speed_change`."""
+    stacks themselves with their recipe defaults; their speed cost from the builder's plan (:func:`_stated`)."""
     options: list[tuple[str, dict[str, Any], str]] = []
     if s.loss != "fused-linear":
         options.append(("fused linear cross-entropy, no logits (Liger; Trainer use_liger_kernel=True)",
@@ -176,23 +200,23 @@ def _stack_fixes(s: Scenario) -> list[Fix]:
     for name in STACK_NAMES:
         if name != s.stack:
             options.append((f"switch to {RECIPES[name].title}, with its defaults", {"stack": name}, "stack"))
-    # only whether the stack runs it; the speed cost comes on the card (speed_change)
+    # only whether the stack runs it; the speed cost comes on the card (on_card)
     return [Fix(label=label, change=change, group=group) for label, change, group in options
             if _apply(s, (Fix(label=label, change=change, group=group),)) is not None]
 
 
-def speed_change(s: Scenario, changed: Scenario, m: ModelSpec, gpu: GpuSpec, before=None) -> str:
-    """How a change of stack or technique changes the time per token on ``gpu``: the ratio of the speed model's
-    times with and without it (:func:`gpuplan.speed.training_speed`: recomputation's extra work as the stack's
-    checkpointing runs it, the PCIe time activation offloading leaves exposed, the stacks' published factors for
-    compile and fused kernels), with the parts of the step that moved most and the stack factor's source."""
-    return _speed_change(s, changed, m, gpu, before)[0]
+def speed_change(s: Scenario, changed: Scenario, m: ModelSpec, gpu: GpuSpec) -> str:
+    """How a change of stack or technique changes the time per token on ``gpu`` at the same layout (the speed
+    model's times with and without it, :func:`gpuplan.speed.training_speed`), in :func:`ratio_words`' words:
+    recommend's note of a variant row against the scenario as given at the row's layout."""
+    return ratio_words(s, training_speed(s, m, gpu), changed, training_speed(changed, m, gpu))[0]
 
 
-def _speed_change(s: Scenario, changed: Scenario, m: ModelSpec, gpu: GpuSpec, before=None) -> tuple[str, float]:
-    """(the words of :func:`speed_change`, time per token after / before); ``before``: ``s``'s speed if known."""
-    before = before or training_speed(s, m, gpu)
-    after = training_speed(changed, m, gpu)
+def ratio_words(s: Scenario, before: Speed, changed: Scenario, after: Speed) -> tuple[str, float]:
+    """(how ``after``, the speed of ``changed``, differs from ``before``, that of ``s``, in words; time per token
+    after over before): the ratio (recomputation's extra work as the stack's checkpointing runs it, the PCIe time
+    offloading leaves exposed, the stacks' published factors for compile and fused kernels), with the parts of the
+    step that moved most and the stack factor's source."""
     ratio = before.tokens_per_s / after.tokens_per_s  # time per token, after over before
     same_tokens = s.micro_batch_size * s.seq_len * s.grad_accum_steps == \
         changed.micro_batch_size * changed.seq_len * changed.grad_accum_steps
@@ -215,6 +239,19 @@ def _speed_change(s: Scenario, changed: Scenario, m: ModelSpec, gpu: GpuSpec, be
     if kernels_after.why and kernels_after != kernels_before:
         why.append(kernels_after.text)
     return (f"{text} ({'; '.join(why)})" if why else text), ratio
+
+
+def _stated(fields: dict[str, Any], timing: Timing) -> tuple[str, float, Plan] | None:
+    """(the words of a change's speed, time per token after over before, the plan with it) as the builder plans the
+    scenario asked with ``fields`` (:class:`Timing`): a training step's ratio, or llama.cpp's CPU layers' decode
+    step (:func:`_cpu_layers_words`); None when that plan cannot be made."""
+    after = timing.after(fields)
+    if after is None:
+        return None
+    s = timing.before.setup.scenario
+    if s.task != "train":
+        return _cpu_layers_words(after.speed), 1.0, after  # offload: last by rule
+    return (*ratio_words(s, timing.before.speed, after.setup.scenario, after.speed), after)
 
 
 def _serving_fixes(s: Scenario, m: ModelSpec) -> list[Fix]:
@@ -328,11 +365,11 @@ def _value_words(v: Any) -> str:
     return f"{v:,g}" if isinstance(v, float) else str(v)
 
 
-def on_card(s: Scenario, m: ModelSpec, gpu: GpuSpec, fixes: list[Fix]) -> list[Fix]:
-    """The fixes with their speed cost on ``gpu`` filled in where the speed model says it (training), and those
-    the stack refuses left out."""
+def on_card(s: Scenario, m: ModelSpec, gpu: GpuSpec, fixes: list[Fix], timing: Timing | None = None) -> list[Fix]:
+    """The fixes the card and the stack run, with their speed cost filled in where the builder's plan states it
+    (training, llama.cpp's CPU layers: :func:`_stated`, given ``timing``; else left unsaid, a memory-only probe),
+    and the CPU RAM an offload keeps (that plan's)."""
     out = []
-    before = None
     for fix in fixes:
         if _another_machine(s, gpu, fix) or (fix.ram and gpu.unified_memory):  # offload to the card's own pool
             continue  # frees none of it (s27 walk: a 128 GB Mac was told ZeRO-3 offload "needs 134 GiB of CPU RAM")
@@ -344,42 +381,36 @@ def on_card(s: Scenario, m: ModelSpec, gpu: GpuSpec, fixes: list[Fix]) -> list[F
             continue
         if changed is None:
             continue
-        if s.task == "train" and can_time(gpu):
-            before = before or training_speed(s, m, gpu)
-            text, ratio = _speed_change(s, changed, m, gpu, before)
+        stated = _stated(fix.change, timing) if timing is not None and can_time(gpu) and \
+            (s.task == "train" or fix.change.get("cpu_layers")) else None
+        if stated is not None:
+            text, ratio, after = stated
             fix = replace(fix, cost=fix.cost or text, slowdown=fix.slowdown if fix.slowdown is not None else ratio)
+            ram = _ram_words(after.memory.cpu_gib) if fix.ram else ""
+            fix = replace(fix, cost="; ".join(x for x in (fix.cost, ram) if x))
         elif fix.change.get("cpu_layers"):
-            fix = replace(fix, cost=_cpu_layers_words(changed, m, gpu), slowdown=1.0)  # offload: last by rule
-        else:
+            fix = replace(fix, cost=_cpu_layers_words(None), slowdown=1.0)
+        else:  # not timed: ranked as the same speed
             fix = replace(fix, slowdown=1.0 if fix.slowdown is None else fix.slowdown)
-        out.append(replace(fix, cost="; ".join(x for x in (fix.cost, _ram_words(changed, m)) if x)) if fix.ram else fix)
+        out.append(fix)
     return out
 
 
-def _cpu_layers_words(changed: Scenario, m: ModelSpec, gpu: GpuSpec) -> str:
-    """What llama.cpp's CPU layers cost a user, read off the speed model's decode step with them
-    (:func:`gpuplan.speed.speed_of`: those layers' weights and KV cache at the system RAM's
-    bandwidth), where the fix said "several times slower" whatever the model (s27 walk: Llama-3.3-70B Q4_K_M on an
+def _cpu_layers_words(speed: Speed | None) -> str:
+    """What llama.cpp's CPU layers cost a user, read off the decode step of the plan with them (``speed``:
+    :func:`gpuplan.speed.speed_of` times those layers' weights and KV cache at the system RAM's bandwidth; None:
+    not timed), where the fix said "several times slower" whatever the model (s27 walk: Llama-3.3-70B Q4_K_M on an
     RTX 4090, 36 of 80 layers on the CPU: 2.4 tokens/s a user, 94 % of the step on those layers)."""
     said = "those layers run on the CPU at the RAM's speed"
-    if not can_time(gpu):
+    if speed is None:
         return said
-    try:  # resolved as estimate resolves it (the layers each card holds under a split)
-        r = resolve(changed, m, gpu)
-        sp = speed_of(r.scenario, m, r.gpu)
-    except GpuplanError:
-        return said
-    share = sp.parts_s.get("cpu_layers", 0.0) / sp.step_time_s
-    return (f"{said}: each user streams {1 / sp.step_time_s:,.1f} tokens/s (decode step {sp.step_time_s * 1e3:,.0f} "
-            f"ms, {share:.0%} of it those layers)")
+    share = speed.parts_s.get("cpu_layers", 0.0) / speed.step_time_s
+    return (f"{said}: each user streams {1 / speed.step_time_s:,.1f} tokens/s (decode step "
+            f"{speed.step_time_s * 1e3:,.0f} ms, {share:.0%} of it those layers)")
 
 
-def _ram_words(changed: Scenario, m: ModelSpec) -> str:
-    """The CPU RAM an offload keeps (the memory plan's ``cpu_gib``), in the words its fix ends with."""
-    try:
-        gib = memory_plan(resolve(changed, m)).memory.cpu_gib
-    except GpuplanError:
-        return "needs CPU RAM"
+def _ram_words(gib: float) -> str:
+    """The CPU RAM an offload keeps (its plan's ``cpu_gib``), in the words its fix ends with."""
     return f"needs {gib:,.0f} GiB of CPU RAM" if gib >= 0.5 else f"needs {gib:,.1f} GiB of CPU RAM"
 
 
@@ -413,12 +444,13 @@ def _more_host_ram(s: Scenario, gpu: GpuSpec, report) -> list[Suggestion]:
 SHOWN_SAVING_GIB = 0.1
 
 
-def suggestions(s: Scenario, m: ModelSpec, gpu: GpuSpec, report) -> list[Suggestion]:
+def suggestions(s: Scenario, m: ModelSpec, gpu: GpuSpec, report, timing: Timing | None = None) -> list[Suggestion]:
     """When ``s`` does not fit: a machine with enough RAM when only the host's RAM is short, the smallest
     combination that fits (when no single fix does, or only one that changes the method: then the smallest that
     keeps it, on the GPUs named), then every single fix that lowers the device peak by what
-    its line shows (:data:`SHOWN_SAVING_GIB`), fitting ones first, on the GPUs named before more GPUs."""
-    fixes = on_card(s, m, gpu, _wired_fixes(gpu) + candidate_fixes(s, m, report.max_batch_size))
+    its line shows (:data:`SHOWN_SAVING_GIB`), fitting ones first, on the GPUs named before more GPUs. ``timing``:
+    where the lines' speeds come from (the plan the advice reads, :class:`Timing`); without it, no speed is said."""
+    fixes = on_card(s, m, gpu, _wired_fixes(gpu) + candidate_fixes(s, m, report.max_batch_size), timing)
     if engine_for(s).advised_by_pool:
         return _vllm_suggestions(s, m, gpu, report, fixes)
     singles: list[tuple[Fix, bool, float, dict[str, Any]]] = []
@@ -444,9 +476,10 @@ def suggestions(s: Scenario, m: ModelSpec, gpu: GpuSpec, report) -> list[Suggest
         # one a combination needs; when only another method fits alone (LoRA -> QLoRA), the combinations that keep
         # the user's method on the GPUs named (s18 walk: ZeRO-3 + checkpointing keeps bf16 LoRA on 2x 3090)
         pool = [fix for fix in fixes if fix.keeps_job and not (in_stack and (fix.group == "method" or fix.more_gpus))]
-        combos = [smallest_combination(s, m, gpu, pool)]
+        combos = [smallest_combination(s, m, gpu, pool, timing)]
         if combos[0] is not None and set(combos[0].fields) & STACK_FIELDS:  # and the one with no extra library
-            combos.append(smallest_combination(s, m, gpu, [f for f in pool if not set(f.change) & STACK_FIELDS]))
+            combos.append(smallest_combination(s, m, gpu, [f for f in pool if not set(f.change) & STACK_FIELDS],
+                                               timing))
         found[:0] = [c for c in combos if c is not None]
     return _more_host_ram(s, gpu, report) + found
 
@@ -487,10 +520,12 @@ def _vllm_suggestions(s: Scenario, m: ModelSpec, gpu: GpuSpec, report, fixes: li
                        cost=fix.cost) for fix, ok, gib, requests, peak, implied, tokens in found]
 
 
-def smallest_combination(s: Scenario, m: ModelSpec, gpu: GpuSpec, fixes: list[Fix]) -> Suggestion | None:
+def smallest_combination(s: Scenario, m: ModelSpec, gpu: GpuSpec, fixes: list[Fix], timing: Timing | None = None
+                         ) -> Suggestion | None:
     """The fewest fixes that fit together (one per group), gentlest on speed first; fixes on the GPUs named are
     tried before those that add GPUs. With it, the largest micro-batch (keeping the global batch through
-    accumulation) or batch, and the longest context, that still fit."""
+    accumulation) or batch, and the longest context, that still fit; its speed cost that of the plan of its fields
+    (``timing``, as :func:`suggestions`)."""
     order = {f.label: i for i, f in enumerate(candidate_fixes(s, m))}
     # a stack switch is a single suggestion of its own, not one of several changes made together
     fixes = sorted(on_card(s, m, gpu, [f for f in fixes if f.group != "stack"]),
@@ -527,21 +562,25 @@ def smallest_combination(s: Scenario, m: ModelSpec, gpu: GpuSpec, fixes: list[Fi
     return Suggestion(change=f"{label}: {_peak(s, m, gpu):.1f} -> {peak:.1f} GiB"
                       + (f"; with these, {' and '.join(room)} fit" if room else ""),
                       fields=fields, device_peak_gib=peak, fits=True,
-                      cost=_combined_cost(s, fitted, m, gpu, combo), combination=True, **batch,
-                      max_seq_len=max_len)
+                      cost=_combined_cost(combo, fields, timing), combination=True, **batch, max_seq_len=max_len)
 
 
-def _combined_cost(s: Scenario, fitted: Scenario, m: ModelSpec, gpu: GpuSpec, combo) -> str:
-    """What a combination costs: for training, the speed model's one figure for all the changes together (their
-    effects are not additive: checkpointing's recomputation and a fused loss overlap), then what the fixes say
-    besides speed; for serving, each fix's words."""
-    if s.task != "train":  # llama.cpp's CPU layers timed with the others (the split leaves fewer on the CPU)
-        return "; ".join(_cpu_layers_words(fitted, m, gpu) if f.change.get("cpu_layers") else f.cost
-                         for f in combo if f.cost)
-    speed_words = ("slower", "faster", "speed", "step time", "time per token")  # every speed_change wording
+def _combined_cost(combo: tuple[Fix, ...], fields: dict[str, Any], timing: Timing | None) -> str:
+    """What a combination costs, read off the plan of the scenario asked with its ``fields`` (:func:`_stated`): for
+    training, one figure for all the changes together (their effects are not additive: checkpointing's
+    recomputation and a fused loss overlap), then what the fixes say besides speed and the CPU RAM they keep together;
+    for serving, each fix's words (llama.cpp's CPU layers timed with the others: a split leaves fewer on the CPU).
+    Without ``timing``, the fixes' words alone."""
+    train = timing is not None and timing.before.setup.scenario.task == "train"
+    stated = _stated(fields, timing) if timing is not None and can_time(timing.before.setup.gpu) and \
+        (train or any(f.change.get("cpu_layers") for f in combo)) else None
+    if not train or stated is None:
+        cpu = _cpu_layers_words(stated[2].speed if stated else None)
+        return "; ".join(cpu if f.change.get("cpu_layers") else f.cost for f in combo if f.cost)
+    speed_words = ("slower", "faster", "speed", "step time", "time per token")  # every ratio_words wording
     others = [f.cost for f in combo if f.cost and not f.ram and not any(w in f.cost for w in speed_words)]
-    ram = [_ram_words(fitted, m)] if any(f.ram for f in combo) else []  # all the changes together keep that much
-    return "; ".join(dict.fromkeys([speed_change(s, fitted, m, gpu), *others, *ram]))
+    ram = [_ram_words(stated[2].memory.cpu_gib)] if any(f.ram for f in combo) else []  # together they keep that
+    return "; ".join(dict.fromkeys([stated[0], *others, *ram]))
 
 
 def _peak(s: Scenario, m: ModelSpec, gpu: GpuSpec) -> float:

@@ -521,7 +521,7 @@ def searched(s: Scenario, m: ModelSpec, c: Constraints, split: bool = False) -> 
 def _what_fits_owned(s: Scenario, m: ModelSpec, c: Constraints) -> list[str]:
     """For each owned card type that nothing fits: the change (a combination when no single one is enough) that
     makes the job fit on all of those cards, as ``estimate`` would advise it."""
-    from .fixes import suggestions
+    from .fixes import Timing, suggestions
 
     out = []
     for gpu_id, count in c.have:
@@ -544,7 +544,13 @@ def _what_fits_owned(s: Scenario, m: ModelSpec, c: Constraints) -> list[str]:
                        "gpuplan's GPU catalog has no matrix rate for it, so no speed or cost (gpuplan estimate "
                        "gives the memory)")
             continue
-        fixes = [x for x in suggestions(scenario, m, gpu, report) if x.fits and "num_gpus" not in x.fields]
+        if report.fits:  # it fits, not with the headroom asked: the changes that lower it, timed as estimate's
+            timing = Timing(before=plan, asked=asked,
+                            plan_of=lambda changed: build(resolve(changed, m), advise=False, recipe=False))
+            found = suggestions(scenario, m, gpu, report, timing)
+        else:
+            found = list(plan.suggestions)  # the advice estimate gives, its speeds the builder's plans'
+        fixes = [x for x in found if x.fits and "num_gpus" not in x.fields]
         if fixes:
             fix = fixes[0]  # one card's ZeRO-3 offload sets its sharding: said, as estimate refuses it unsharded
             where += f", sharded {fix.fields['sharding']}" if count == 1 and "sharding" in fix.fields else ""
