@@ -406,7 +406,11 @@ CAUSES = {
         "in Worker.init_device before NCCL starts, so at TP 8 over NVLink the NCCL and custom all-reduce buffers count "
         "(a 0.7.1 TP 8 log on 8 A100s: 2.10 GiB, where gpuplan took the one-GPU 0.16); built on branch s24-ix-v0tp, not"
         " merged: the 128-user row goes TTFT -79 -> -78 %, requests/s +79 -> +67 %, but TPOT -14 -> -22 % (the line "
-        "18.1 -> 21.5 %): that row's larger pool was hiding the decode-step gap."),
+        "18.1 -> 21.5 %): that row's larger pool was hiding the decode-step gap. Session 28 (s28-srca; "
+        "bench/results/inference_srca_s28.md), nothing changed: fixed lengths keep the closed loop in lockstep "
+        "waves, so the median TPOT is the decode step at the wave's batch (gpuplan too); V0's Triton MLA decode "
+        "fixes 4 KV splits (16/32 programs on the MI300X's 304 CUs at 4/8 users), a few percent of the attention by "
+        "the one public under-split timing read (SGLang PR #27786), not the 8-13 ms a step missing."),
     ("load_accuracy", "gpustack"): (
         "GPUStack's performance lab, vLLM 0.11.0 with no flags, bursts of 500 prompts of 4,000 or 2,000 tokens "
         "(added 2026-11-30, held out). The 8-GPU rows land (TTFT -19..+1 %); the misses above 25 % are Qwen3-14B on "
@@ -580,7 +584,10 @@ CAUSES = {
         "prompt, --ignore-eos, backend vllm: as simulated; nothing changed. Session 27 (s27-src31): the "
         "TokenizerManager's tokenizing at 4 us a prompt token (overheads.TOKENIZE_S_PER_TOKEN): the 8k rows -9/-18/-23/"
         "-24/-18 % -> +1/-9/-19/-21/-17 %, the 1k rows (~3.7 ms each) -47/-41/-37/-44/-38 % -> -47/-41/-40/-49/-38 %: "
-        "30.2 % -> 29.2 %; the 1k rows' ~80 ms stays."),
+        "30.2 % -> 29.2 %; the 1k rows' ~80 ms stays. Session 28 (s28-srca; bench/results/inference_srca_s28.md), "
+        "nothing changed: the 1k rows' prompt steps are graphed here (0.5.12 on SM 9.0), so no launch factor moves "
+        "them; were they eager, launches x 2/2.5 would give 14.5/9.5 % with the 8k rows unchanged, the B200 rows' "
+        "signature (a slower host; h200-cw's launcher asks for no --exclusive), not adopted."),
     ("sglang_serving", "ix3318"): (
         "InferenceX DeepSeek-R1 TTFT under SGLang 0.5.19 on MI325X (8k prompts, means). Not SGLang's prefill cap: "
         "dsr1_fp8_mi325x.sh passes --max-prefill-tokens=131072 with --chunked-prefill-size=131072, the budget "
@@ -616,7 +623,10 @@ CAUSES = {
         "measured TTFT at 4 and 8 requests is the same (1,025 and 1,027 ms) where the first wave doubles: nothing "
         "in the script or client explains it; nothing changed. Session 27 (s27-src31): the TokenizerManager's "
         "tokenizing of each 8k prompt (~30 ms at overheads.TOKENIZE_S_PER_TOKEN, 4 us a token) is ~5 % of the ~0.6 s: "
-        "held-out 8/32 -45/-15 % -> -42/-17 %, 29.9 % -> 29.5 %."),
+        "held-out 8/32 -45/-15 % -> -42/-17 %, 29.9 % -> 29.5 %. Session 28 (s28-srca; "
+        "bench/results/inference_srca_s28.md), nothing changed: not the host's launches (the 8k step is GPU-bound, "
+        "321.9 ms against a 56.3 ms floor; launch_mi325x-amds.sh asks for 256 CPUs); PR #2949 names the same "
+        "script's v0.5.12 baseline (2026-05-18), unread here, which would say whether the 0.6 s came with 0.5.19."),
     ("sglang_serving", "ix3363"): (
         "InferenceX DeepSeek-R1 TTFT under SGLang 0.5.12 on B200 (FP8, TP 8, EP 1, fp8 pool, 1k prompts, means). "
         "Session 10 priced its prompt steps of up to 2,048 tokens as piecewise CUDA graphs under which trtllm_mla "
@@ -653,7 +663,13 @@ CAUSES = {
         "bench/serving/tokenize_cost.py; SGLANG_REQUEST_S refitted with it, 8.48 -> 8.06 ms), ~3.7 ms a 1k prompt: "
         "these rows -62/-41/-45/-48/-24/-21/-56 % -> -61/-41/-45/-48/-24/-21/-57 %, the line unchanged; B300's 8k "
         "rows, whose +95/+107 ms offset does not follow TP, take 30 ms of it (ix3175 TTFT 15.8 % -> 13.4 %): the "
-        "B200's ~100 ms at 1k is not the tokenizer."),
+        "B200's ~100 ms at 1k is not the tokenizer. Session 28 (s28-srca; bench/results/inference_srca_s28.md), "
+        "nothing changed: the gap to B300 (+89 ms at 1k, +26/+29 ms at 8k, one request) has the shape of a prompt "
+        "step bound by its launches (gpuplan: 1k launch-bound at 51.8 ms against 38-41 ms of GPU work, 8k GPU-bound): "
+        "launches x 2.5/3 on these rows alone give 9.7/5.1 % and leave the B200 8k points unchanged, but send B300's "
+        "1k at one request to +99/+135 %; InferenceX's b200-cw launcher asks for no --exclusive and no CPUs where "
+        "b300-nv's does, and which fleet ran the table is not in any source read: a host's launch speed, not an "
+        "input."),
     ("trtllm_serving", "i5929"): "trtllm-serve's B200 prompt steps: helper s8-trtllm's this session.",
 }
 
