@@ -2,7 +2,7 @@
 
     python bench/serving/client_cost.py [--streams 32] [--burst 500]     # needs aiohttp (not a gpuplan dependency)
 
-Every load row that issue 31's lines score was measured by one asyncio process that sends the requests and parses
+Every row of issue 31's eight lines above 25 % was measured by one asyncio process that sends the requests and parses
 the server-sent events (SSE) of every stream: ``vllm bench serve`` (vllm/benchmarks/lib/endpoint_request_func.py
 ``async_request_openai_completions`` / ``_chat_completions``: one shared ``aiohttp.ClientSession``, each read of
 ``response.content.iter_any()`` fed to ``StreamedResponseHandler.add_chunk``, which decodes it, splits it at blank
@@ -199,6 +199,7 @@ def main() -> None:
             ttft = statistics.median(t[0] for t in out) * 1e3
             print(f"| {client} | {case} | {n} | {chunks} | {cpu / chunks * 1e6:.1f} | {cpu / n * 1e3:.3f} | "
                   f"{ttft:.1f} |")
+
 
 if __name__ == "__main__":
     main()
