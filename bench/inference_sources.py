@@ -302,6 +302,9 @@ NODE_COST_READ = ("the time a token leaves over gpuplan's bytes a graph node is 
                   "(scaled by the clock, median 8.9 % but am17an's Llama-3.1-8B +14 % -> +26 %: not adopted; "
                   "llama_bench.md, MoE section, 'Counted (session 18)'); what is left is the host.")
 
+# Session 29's reading of the benchmark clients, at the end of the eight lines it read
+S29 = "Session 29 (s29-src31; bench/results/sources31_s29.md), the benchmark client, nothing changed: "
+
 # Why each source above the limit misses, read from the rows and the engines' code (the benches' own notes hold the
 # long form and every locator); keyed by (bench, source).
 CAUSES = {
@@ -410,7 +413,10 @@ CAUSES = {
         "bench/results/inference_srca_s28.md), nothing changed: fixed lengths keep the closed loop in lockstep "
         "waves, so the median TPOT is the decode step at the wave's batch (gpuplan too); V0's Triton MLA decode "
         "fixes 4 KV splits (16/32 programs on the MI300X's 304 CUs at 4/8 users), a few percent of the attention by "
-        "the one public under-split timing read (SGLang PR #27786), not the 8-13 ms a step missing."),
+        "the one public under-split timing read (SGLang PR #27786), not the 8-13 ms a step missing. " + S29 +
+        "dstack's copy of SGLang's bench_serving.py adds no time between requests: each run lasts (500 / users) x "
+        "its mean E2E within 0-2.3 % (the H200's 128 users 10.7 %, its queue), so requests/s is the engine's TTFT and "
+        "TPOT; ~760 chunks/s is 4 % of the client's core."),
     ("load_accuracy", "gpustack"): (
         "GPUStack's performance lab, vLLM 0.11.0 with no flags, bursts of 500 prompts of 4,000 or 2,000 tokens "
         "(added 2026-11-30, held out). The 8-GPU rows land (TTFT -19..+1 %); the misses above 25 % are Qwen3-14B on "
@@ -458,7 +464,9 @@ CAUSES = {
         "page's burst of 1,000 chat requests of 128 tokens (not a row) is admitted at ~40 a second on both cards "
         "(H100 44.0, A100 37.3 requests/s; gpuplan 190 and 68): the lab's API server costs ~25 ms a chat request "
         "on either host, so the H100's 1.6x is the card; at that rate the 500-prompt bursts are admitted in ~12.5 "
-        "s of their 99-407 s and admission does not bind them."),
+        "s of their 99-407 s and admission does not bind them. " + S29 + "vllm bench serve sends the 500 prompts in "
+        "0.3-0.4 s of client time (0.5-0.8 ms each, bench/serving/client_cost.py) and parses 246-1,139 chunks/s, "
+        "<= 7 % of a core; the A100 rows share the client and land."),
     ("load_accuracy", "k8sllm"): (
         "a Kubernetes platform's baseline (added session 16, held out): vLLM 0.23.0, Qwen2.5-0.5B-Instruct on one L4 of"
         " a 4-vCPU GKE node, `vllm bench serve --backend openai-chat` in a closed loop at 1-32 users, the client on the"
@@ -481,7 +489,9 @@ CAUSES = {
         "outside the engine; client and server pods both ask 1 CPU and may take all 4 of the node; the TTFT over the "
         "1-user level grows with the streamed tokens/s from 2 users on (26-34 ms per 1,000 tokens/s at every "
         "level), and gpuplan's serial frontend at 4/7/10 ms a request leaves 32 users at -77/-73/-73 % (a closed "
-        "loop of fixed lengths staggers through a FIFO queue and stops queueing): the node's shared CPUs."),
+        "loop of fixed lengths staggers through a FIFO queue and stops queueing): the node's shared CPUs. " + S29 +
+        "the client parses ~3,800 chat chunks/s at 32 users (0.19-0.22 of a core at 50-58 us a chunk, "
+        "bench/serving/client_cost.py); as one FIFO process over gpuplan's runs it adds 0.0-0.3 ms at 1-32 users."),
     ("load_accuracy", "kvcached"): (
         "TPOT now within the limit (48.3 % -> 18.5 %): vLLM 0.19's steps past its largest CUDA graph (512 tokens: a "
         "512-token prompt beside the running decodes) run the compiled model without a graph, every kernel launched "
@@ -512,7 +522,11 @@ CAUSES = {
         "clients late) serves the burst in 5.16 s of process time against 5.40 measured (requests/s +29 -> +4 %, TTFT "
         "-42 -> -19 %, the line 37.3 -> 26.1 %) but sends the Nemotron recipe's TTFT to +182 %: a repeat of s9's "
         "s9-lag-paced; vLLM PR #12298 (0.7.1) coalesces a lagging stream's outputs, so the per-token figure from "
-        "PR #12287's run (the day before) is partly per chunk, and no public split of it was found; not kept."),
+        "PR #12287's run (the day before) is partly per chunk, and no public split of it was found; not kept. " + S29 +
+        "vllm bench serve's one process (0.82 ms a request sent, 50/54.5/58 us a chunk parsed, measured on a fake "
+        "server) as a FIFO over gpuplan's burst: TTFT -41.6 -> -40.0/-35.8/-32.5 %, requests/s and the 16/s row "
+        "unchanged, but the Nemotron recipe's TTFT -24 -> -24/-24/+141 % (15.8k chunks/s fill the process); the "
+        "source's own peak, 16,751 tokens timed in one second, caps that host's client at 59.7 us a chunk."),
     ("load_accuracy", "recipes"): (
         "The Nemotron-3-Nano recipe (FP8, one H200, 1,024 users): Mamba-2 layers are no longer timed as attention "
         "and add their chunked scan from mamba_ssm's kernels; decode reads and writes each sequence's recurrent "
@@ -587,7 +601,9 @@ CAUSES = {
         "30.2 % -> 29.2 %; the 1k rows' ~80 ms stays. Session 28 (s28-srca; bench/results/inference_srca_s28.md), "
         "nothing changed: the 1k rows' prompt steps are graphed here (0.5.12 on SM 9.0), so no launch factor moves "
         "them; were they eager, launches x 2/2.5 would give 14.5/9.5 % with the 8k rows unchanged, the B200 rows' "
-        "signature (a slower host; h200-cw's launcher asks for no --exclusive), not adopted."),
+        "signature (a slower host; h200-cw's launcher asks for no --exclusive), not adopted. " + S29 + "InferenceX's "
+        "client opens a session and a TCP connection per request (1.4-1.5 ms of CPU, bench/serving/client_cost.py) "
+        "and parses <= 215 chunks/s (--stream-interval 10): not the ~80 ms."),
     ("sglang_serving", "ix3318"): (
         "InferenceX DeepSeek-R1 TTFT under SGLang 0.5.19 on MI325X (8k prompts, means). Not SGLang's prefill cap: "
         "dsr1_fp8_mi325x.sh passes --max-prefill-tokens=131072 with --chunked-prefill-size=131072, the budget "
@@ -626,7 +642,9 @@ CAUSES = {
         "held-out 8/32 -45/-15 % -> -42/-17 %, 29.9 % -> 29.5 %. Session 28 (s28-srca; "
         "bench/results/inference_srca_s28.md), nothing changed: not the host's launches (the 8k step is GPU-bound, "
         "321.9 ms against a 56.3 ms floor; launch_mi325x-amds.sh asks for 256 CPUs); PR #2949 names the same "
-        "script's v0.5.12 baseline (2026-05-18), unread here, which would say whether the 0.6 s came with 0.5.19."),
+        "script's v0.5.12 baseline (2026-05-18), unread here, which would say whether the 0.6 s came with 0.5.19. " +
+        S29 + "the client streams every token here (no --stream-interval), <= 962 chunks/s, <= 6 % of its core, and "
+        "spends ~1.5 ms a request: not the 0.6 s."),
     ("sglang_serving", "ix3363"): (
         "InferenceX DeepSeek-R1 TTFT under SGLang 0.5.12 on B200 (FP8, TP 8, EP 1, fp8 pool, 1k prompts, means). "
         "Session 10 priced its prompt steps of up to 2,048 tokens as piecewise CUDA graphs under which trtllm_mla "
@@ -669,7 +687,9 @@ CAUSES = {
         "launches x 2.5/3 on these rows alone give 9.7/5.1 % and leave the B200 8k points unchanged, but send B300's "
         "1k at one request to +99/+135 %; InferenceX's b200-cw launcher asks for no --exclusive and no CPUs where "
         "b300-nv's does, and which fleet ran the table is not in any source read: a host's launch speed, not an "
-        "input."),
+        "input. " + S29 + "InferenceX's client (a session and TCP connection per request: 1.4-1.5 ms of CPU, 4-8 ms "
+        "on a loaded host, bench/serving/client_cost.py; <= 98 chunks/s at --stream-interval 30; TTFT at the first "
+        "chunk, warm-ups finished before the timed run) is B300's too: not the ~80-100 ms."),
     ("trtllm_serving", "i5929"): "trtllm-serve's B200 prompt steps: helper s8-trtllm's this session.",
 }
 
