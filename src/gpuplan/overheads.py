@@ -705,8 +705,16 @@ NVFP4_BYTES = 0.5 + 1 / 16
 # torchao PR #2185's Float8Linear timings in tests/speed/test_float8.py, check them).
 # The projections that read one input (q, k, v; gate, up) share its max(abs) and the cast's 2 B read: AOTAutograd's
 # graph CSE merges their identical max(abs), and Inductor fuses their casts into one kernel that reads the input
-# once and writes each projection's fp8 copy (torch 2.13 + torchao 0.17, bench/results/train_s28.md): "shared read".
-TORCHAO_FLOAT8_CAST_BYTES = {"fused amax": 5.0, "own amax": 7.0, "layout copy": 2.0, "shared read": 2.0}
+# once and writes each projection's fp8 copy (torch 2.13 + torchao 0.17, bench/results/train_s28.md).
+# Compiled, a linear's input is cast in two kernels, not one (speed/float8.py: the forward writes the row-major copy,
+# the backward the column-major one, each reading the bf16 input once per projection group, 2 B, and writing 1 B per
+# copy: "read", "write"), as torchao's roofline counts a tensor cast once per pass (pytorch/ao
+# torchao/testing/training/roofline_utils.py, tensorwise "weight" role: kernels 3 and 4, 2 B read + 1 B written
+# each); a kernel that writes both layouts of one tensor re-reads it (1 B, #130015: "both layouts"): grad_output's,
+# and the backward kernel that also writes a re-run GEMM's row-major input. torch 2.13 + torchao 0.17, compiled per-op
+# SAC as torchtitan's: bench/float8_cse_check.py --sac (bench/results/train_s29.md).
+TORCHAO_FLOAT8_CAST_BYTES = {"fused amax": 5.0, "own amax": 7.0, "layout copy": 2.0, "read": 2.0, "write": 1.0,
+                             "both layouts": 1.0}
 
 # Attention kernels reach a lower fraction of the peak than GEMMs. Kernel benchmarks: FlashAttention-2 (Dao
 # 2023, section 4.1) 50-73 % of the A100 peak forward, less backward; on H100 ~35-40 % (FlashAttention-3, Shah
