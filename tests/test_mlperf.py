@@ -171,8 +171,9 @@ def test_other_vendor_rows_scored_against_the_uncalibrated_range(scored_other):
     forward rate times what Hopper keeps of its kernel's (overheads.ATTENTION_FORWARD_KERNEL_TFLOPS) at the clock the
     750 W card holds under dense matrix work (speed/gemm.py sustained_clock_share, 0.901), 6-12 % short of it, inside
     too (8-15 % at the short loop's clock, 12-18 % at the default attention share, 20-26 % at the short-loop GEMM
-    rate, 29-34 % without the recompute); the Gaudi 2 run (no pace logged) within 25 % of its time to train. Every AMD row fits its card:
-    192 GB MI300X too, without the fp8 weight transposes AMD's configs do not keep (``ENABLE_TRANSPOSE_CACHE=0``)."""
+    rate, 29-34 % without the recompute); the Gaudi 2 run (no pace logged) within 25 % of its time to train. Every
+    AMD row fits its card: 192 GB MI300X too, without the fp8 weight transposes AMD's configs do not keep
+    (``ENABLE_TRANSPOSE_CACHE=0``)."""
     rows, skipped = scored_other
     assert len(rows) == 24 and all("MI350X" in r["why"] or "fabric" in r["why"] for r in skipped)
     by_gpu = {}

@@ -763,8 +763,9 @@ ATTENTION_KERNEL_PEAK_FRACTION = {("flash2", "Hopper"): 0.19}
 # continuous matrix work on a power-capped card, so the share is taken at the card's sustained over short-loop matrix
 # rate (speed/gemm.py sustained_clock_share: MI300X 708 / 785.75 = 0.901, from SUSTAINED_MATMUL_TFLOPS; the MI325X's
 # 1,000 W holds its short loop; bench/results/train_s29.md). Not fitted: every AMD training row
-# (bench/results/mlperf.md) is held out; what it moves is in bench/results/train_s27.md and train_s29.md. Serving prompts keep the default: the engines measured
-# on these cards ran older kernels, and a prompt's forward alone is ATTENTION_FORWARD_PEAK_FRACTION's business.
+# (bench/results/mlperf.md) is held out; what it moves is in bench/results/train_s27.md and train_s29.md. Serving
+# prompts keep the default: the engines measured on these cards ran older kernels, and a prompt's forward alone is
+# ATTENTION_FORWARD_PEAK_FRACTION's business.
 HOPPER_FA2_FORWARD_SHARE = 327.9 / 989.4
 ATTENTION_FORWARD_KERNEL_TFLOPS = {"amd-instinct-mi300x": 591.37, "amd-instinct-mi325x": 591.37,
                                    "amd-instinct-mi355x": 1412.91}
