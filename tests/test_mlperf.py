@@ -168,10 +168,12 @@ def test_other_vendor_rows_scored_against_the_uncalibrated_range(scored_other):
     within 6 %, both inside the range gpuplan prints off NVIDIA (-28 % / +24 % of its tokens/s); the MI300X's, with
     the 21 of 80 layers its configs recompute (``ACG=full ACM=block ACL=21``), its fp8 GEMMs at the 1,273 TFLOPS AMD
     measures it sustains at 750 W (overheads.SUSTAINED_MATMUL_TFLOPS) and Transformer Engine's attention at AITER's
-    forward rate times what Hopper keeps of its kernel's (overheads.ATTENTION_FORWARD_KERNEL_TFLOPS), 8-15 % short of
-    it, inside too (12-18 % at the default attention share, 20-26 % at the short-loop GEMM rate, 29-34 % without the
-    recompute); the Gaudi 2 run (no pace logged) within 25 % of its time to train. Every AMD row fits its card:
-    192 GB MI300X too, without the fp8 weight transposes AMD's configs do not keep (``ENABLE_TRANSPOSE_CACHE=0``)."""
+    forward rate times what Hopper keeps of its kernel's (overheads.ATTENTION_FORWARD_KERNEL_TFLOPS) at the clock the
+    750 W card holds under dense matrix work (speed/gemm.py sustained_clock_share, 0.901), 6-12 % short of it, inside
+    too (8-15 % at the short loop's clock, 12-18 % at the default attention share, 20-26 % at the short-loop GEMM
+    rate, 29-34 % without the recompute); the Gaudi 2 run (no pace logged) within 25 % of its time to train. Every
+    AMD row fits its card: 192 GB MI300X too, without the fp8 weight transposes AMD's configs do not keep
+    (``ENABLE_TRANSPOSE_CACHE=0``)."""
     rows, skipped = scored_other
     assert len(rows) == 24 and all("MI350X" in r["why"] or "fabric" in r["why"] for r in skipped)
     by_gpu = {}
@@ -181,7 +183,7 @@ def test_other_vendor_rows_scored_against_the_uncalibrated_range(scored_other):
                                                            for r in by_gpu["amd-instinct-mi355x"])
     assert len(by_gpu["amd-instinct-mi325x"]) == 9 and all(abs(r["step_error_pct"]) <= 6
                                                            for r in by_gpu["amd-instinct-mi325x"])
-    assert len(by_gpu["amd-instinct-mi300x"]) == 6 and all(-15 <= r["step_error_pct"] <= -8
+    assert len(by_gpu["amd-instinct-mi300x"]) == 6 and all(-12 <= r["step_error_pct"] <= -6
                                                            for r in by_gpu["amd-instinct-mi300x"])
     assert all(r["recompute_layers"] == "21" for r in by_gpu["amd-instinct-mi300x"])
     amd = [r for r in rows if r["gpu"].startswith("amd-")]

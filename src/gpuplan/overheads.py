@@ -705,8 +705,16 @@ NVFP4_BYTES = 0.5 + 1 / 16
 # torchao PR #2185's Float8Linear timings in tests/speed/test_float8.py, check them).
 # The projections that read one input (q, k, v; gate, up) share its max(abs) and the cast's 2 B read: AOTAutograd's
 # graph CSE merges their identical max(abs), and Inductor fuses their casts into one kernel that reads the input
-# once and writes each projection's fp8 copy (torch 2.13 + torchao 0.17, bench/results/train_s28.md): "shared read".
-TORCHAO_FLOAT8_CAST_BYTES = {"fused amax": 5.0, "own amax": 7.0, "layout copy": 2.0, "shared read": 2.0}
+# once and writes each projection's fp8 copy (torch 2.13 + torchao 0.17, bench/results/train_s28.md).
+# Compiled, a linear's input is cast in two kernels, not one (speed/float8.py: the forward writes the row-major copy,
+# the backward the column-major one, each reading the bf16 input once per projection group, 2 B, and writing 1 B per
+# copy: "read", "write"), as torchao's roofline counts a tensor cast once per pass (pytorch/ao
+# torchao/testing/training/roofline_utils.py, tensorwise "weight" role: kernels 3 and 4, 2 B read + 1 B written
+# each); a kernel that writes both layouts of one tensor re-reads it (1 B, #130015: "both layouts"): grad_output's,
+# and the backward kernel that also writes a re-run GEMM's row-major input. torch 2.13 + torchao 0.17, compiled per-op
+# SAC as torchtitan's: bench/float8_cse_check.py --sac (bench/results/train_s29.md).
+TORCHAO_FLOAT8_CAST_BYTES = {"fused amax": 5.0, "own amax": 7.0, "layout copy": 2.0, "read": 2.0, "write": 1.0,
+                             "both layouts": 1.0}
 
 # Attention kernels reach a lower fraction of the peak than GEMMs. Kernel benchmarks: FlashAttention-2 (Dao
 # 2023, section 4.1) 50-73 % of the A100 peak forward, less backward; on H100 ~35-40 % (FlashAttention-3, Shah
@@ -751,9 +759,13 @@ ATTENTION_KERNEL_PEAK_FRACTION = {("flash2", "Hopper"): 0.19}
 # (Azure/AI-benchmarking-guide Azure_Results/ND_H100_v5_results.md): 0.573 (the backward, the layout copies and the
 # step's clock around the kernel). AITER's asm forward (ROCm/aiter op_tests/cpp/mha/README.md, "More performance
 # test results", bf16, batch 1, 64 query / 8 KV heads, 8,192 tokens, 128-wide, no causal mask): MI300X 591.37 TFLOPS,
-# MI355X 1,412.91; the MI325X is the MI300X's chip. Not fitted: every AMD training row (bench/results/mlperf.md) is
-# held out; what it moves is in bench/results/train_s27.md. Serving prompts keep the default: the engines measured
-# on these cards ran older kernels, and a prompt's forward alone is ATTENTION_FORWARD_PEAK_FRACTION's business.
+# MI355X 1,412.91; the MI325X is the MI300X's chip. A benchmark's short loop runs at a higher clock than a step's
+# continuous matrix work on a power-capped card, so the share is taken at the card's sustained over short-loop matrix
+# rate (speed/gemm.py sustained_clock_share: MI300X 708 / 785.75 = 0.901, from SUSTAINED_MATMUL_TFLOPS; the MI325X's
+# 1,000 W holds its short loop; bench/results/train_s29.md). Not fitted: every AMD training row
+# (bench/results/mlperf.md) is held out; what it moves is in bench/results/train_s27.md and train_s29.md. Serving
+# prompts keep the default: the engines measured on these cards ran older kernels, and a prompt's forward alone is
+# ATTENTION_FORWARD_PEAK_FRACTION's business.
 HOPPER_FA2_FORWARD_SHARE = 327.9 / 989.4
 ATTENTION_FORWARD_KERNEL_TFLOPS = {"amd-instinct-mi300x": 591.37, "amd-instinct-mi325x": 591.37,
                                    "amd-instinct-mi355x": 1412.91}

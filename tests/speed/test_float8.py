@@ -32,22 +32,42 @@ TITAN_CARD = load_gpu("nvidia-h100-sxm5-96gb")
 
 
 def test_cast_bytes_of_llama_3_1_8b_by_hand():
-    """Llama-3.1-8B, 2 x 8,192 tokens on one rank, per-op SAC (every input cast again), weights gathered in fp8.
+    """Llama-3.1-8B, 2 x 8,192 tokens on one rank, per-op SAC (wk, wo and w3 re-run), weights gathered in fp8.
     Per layer the linears' inputs are wq, wk, wv, w1, w3 4,096 wide, wo 4,096, w2 14,336: 38,912 elements per
-    token; their outputs 4,096 + 1,024 + 1,024 + 4,096 + 14,336 + 14,336 + 4,096 = 43,008; their weights 218,103,808.
-    Inputs: 5 B, twice (forward and the backward's re-run), less the 2 B read wk and wv share with wq and w3 with
-    w1 (3 x 4,096 elements: 38,912 x 5 - 12,288 x 2 = 169,984 B a token); grad_output 5 B; each weight copied to the
-    other layout (2 B). Without FSDP each forward (and its re-run) casts the weight from bf16 instead: 7 B."""
+    token, read from four tensors (attn_in, wo's input, mlp_in, w2's input: 26,624 elements); their outputs 4,096 +
+    1,024 + 1,024 + 4,096 + 14,336 + 14,336 + 4,096 = 43,008; their weights 218,103,808. Inputs, compiled: each
+    pass (forward, backward) reads every distinct input once (2 B) and writes one fp8 copy per linear (1 B:
+    row-major forward, column-major backward): 2 x (26,624 x 2 + 38,912) = 184,320 B a token; the re-run GEMMs'
+    row-major copies beside the column-major ones, 1 B written and 1 B re-read (wk, wo, w3: 3 x 4,096 x 2 =
+    24,576): 208,896 B a token; grad_output 5 B; each weight copied to the other layout (2 B). Without FSDP each
+    forward (and each re-run GEMM) casts the weight from bf16 instead: 7 B."""
     m, tokens = load_model("llama-3.1-8b"), 16_384
-    forward = 5 * 38_912 - 2 * 3 * 4_096
-    assert forward == 169_984
-    per_layer = 2 * forward * tokens + 5 * tokens * 43_008 + 2 * 218_103_808
-    assert per_layer == 9_529_458_688
-    assert torchao_cast_bytes(m, tokens, again=1.0) == pytest.approx(32 * per_layer, rel=1e-12)
-    alone = 2 * (forward * tokens + 7 * 218_103_808) + 5 * tokens * 43_008
-    assert torchao_cast_bytes(m, tokens, again=1.0, fp8_weights=False) == pytest.approx(32 * alone, rel=1e-12)
+    inputs = 2 * (2 * 26_624 + 38_912) + 2 * 3 * 4_096
+    assert inputs == 208_896
+    per_layer = inputs * tokens + 5 * tokens * 43_008 + 2 * 218_103_808
+    assert per_layer == 7_381_975_040
+    layer = m.layers[0]
+    rerun = {kind: frozenset({"k_proj", "o_proj", "up_proj"}) for kind, _ in m.layer_kinds()}
+    rerun_weights = 4_096 * 1_024 + 4_096 * 4_096 + 4_096 * 14_336
+    assert sum(lin.weight_params for lin in layer.linears if lin.name in rerun[layer]) == rerun_weights
+    assert torchao_cast_bytes(m, tokens, rerun=rerun) == pytest.approx(32 * per_layer, rel=1e-12)
+    alone = inputs * tokens + 7 * (218_103_808 + rerun_weights) + 5 * tokens * 43_008
+    assert torchao_cast_bytes(m, tokens, rerun=rerun, fp8_weights=False) == pytest.approx(32 * alone, rel=1e-12)
     # tensor parallelism: each rank casts its shard; pipeline stages: their share of the layers
-    assert torchao_cast_bytes(m, tokens, tp=8, layers=0.25, again=1.0) == pytest.approx(32 * per_layer / 32)
+    assert torchao_cast_bytes(m, tokens, tp=8, layers=0.25, rerun=rerun) == pytest.approx(32 * per_layer / 32)
+    # full checkpointing re-runs every GEMM: 1 + 1 B more per input element
+    full = (inputs - 2 * 3 * 4_096 + 2 * 38_912) * tokens + 5 * tokens * 43_008 + 2 * 218_103_808
+    assert torchao_cast_bytes(m, tokens, again=1.0) == pytest.approx(32 * full, rel=1e-12)
+
+
+def test_torchtitan_selective_policy_re_runs_wk_wo_w3():
+    """torchtitan's per-op SAC re-runs every second ``mm`` (stacks/native.py op_sac_recomputed: wk, wo, w3, named
+    k_proj, o_proj, up_proj in the catalog); the plan's cast count takes that set (speed/training.py)."""
+    m = load_model("llama-3.1-8b")
+    s = scenario_from(dict(model="llama-3.1-8b", task="train", stack="torchtitan", grad_checkpointing="selective",
+                           precision="fp8-mixed", seq_len=8192, micro_batch_size=2, num_gpus=8, sharding="fsdp"))
+    rc = stack_for(s).recompute(s, m)
+    assert set(rc.linears.values()) == {frozenset({"k_proj", "o_proj", "up_proj"})}
 
 
 # pytorch/ao PR #2185 (2025-05-08, "Microbenchmarking float8 linear", tensorwise, compiled, use_fast_accum True):

@@ -14,17 +14,23 @@ forward casts the input and the weight to e4m3, ``NoopFwToFloat8BwDynamic`` cast
 backward, and the three ``torch._scaled_mm`` GEMMs take them; bytes per element from
 :data:`~gpuplan.overheads.TORCHAO_FLOAT8_CAST_BYTES`):
 
-- the input, ``M x K``: its max(abs) fused into the kernel that produced it, cast and written in both layouts;
-  the projections that read one input (q, k and v; gate and up) share its max(abs) and the cast's read of it, each
-  writing its own fp8 copies (checked on torch 2.13's Inductor with torchao 0.17: a compiled RMSNorm feeding three
-  ``Float8Linear`` computes one max(abs), fused into the norm's kernel, and one kernel writes the three fp8 copies
-  of the forward, one more the three column-major ones of the backward; bench/results/train_s28.md);
-- grad_output, ``M x N``: the same, in the backward;
+- the input, ``M x K``: its max(abs) fused into the kernel that produced it; compiled, the forward writes only the
+  row-major copy its GEMM takes and the backward writes the column-major one for the weight gradient, each pass
+  reading the bf16 input once for every projection that reads it (q, k and v; gate and up share the read and the
+  max(abs), each writing its own copies). Checked on torch 2.13's Inductor with torchao 0.17
+  (``bench/float8_cse_check.py``): a compiled RMSNorm feeding three ``Float8Linear`` computes one max(abs), fused
+  into the norm's kernel, and one kernel writes the three row-major fp8 copies of the forward, one more the three
+  column-major ones of the backward (bench/results/train_s28.md); so no kernel writes both layouts of an input and
+  torchao's extra read for one that does (pytorch/pytorch#130015, #133242) is not paid there;
+- grad_output, ``M x N``: its max(abs) fused, cast and written in both layouts in one backward kernel, which pays
+  that extra read;
 - the weight, ``K x N``: gathered in fp8, only copied to the other layout for grad_input; without FSDP (one rank)
   its max(abs) and cast run in every forward;
-- what checkpointing runs again: the casts of the re-run share of the forward. torchtitan's per-op policy
-  (``_save_list``) keeps the matmuls' outputs it saves and ``max``'s result, not the fp8 tensors (Table 1's float8
-  row uses no more memory than bf16's), so its backward casts every linear's input again (share 1).
+- what checkpointing runs again: the row-major copy of each re-run GEMM's input, written by the backward's kernel
+  beside the column-major one (both layouts: the extra read). torchtitan's per-op policy (``_save_list``) keeps
+  every other ``mm``'s output and ``max``'s result, not the fp8 tensors: compiled under it
+  (``bench/float8_cse_check.py --sac``), the backward re-runs the forward GEMMs whose outputs it did not keep and
+  casts their inputs' row-major copies again, the max(abs) not.
 
 Under tensor parallelism each rank casts its own shard (torchao's ``Float8ColwiseParallel`` casts the sequence
 shard before the fp8 all-gather), so the bytes divide by ``tp``. Left out: the few tiny kernels torchao's roofline
@@ -34,7 +40,10 @@ every gather (4 B read, 1 B written per shard element: 3 % of these bytes for Ll
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+
 from .. import overheads as oh
+from ..model.layers import Layer
 from ..model.spec import ModelSpec
 from ..tensors.activations import INPUT_OF
 
@@ -43,10 +52,13 @@ NORMED_INPUTS = frozenset({"attn_in", "mlp_in", "q_latent", "kv_latent"})
 
 
 def torchao_cast_bytes(m: ModelSpec, tokens: float, *, tp: int = 1, layers: float = 1.0, again: float = 0.0,
-                       fp8_weights: bool = True) -> float:
+                       rerun: Mapping[Layer, frozenset[str]] | None = None, fp8_weights: bool = True) -> float:
     """Bytes one micro-step of ``tokens`` tokens moves casting to and between float8 on one rank holding the share
-    ``layers`` of the decoder (``1/pp``), with ``again`` of the forward's casts re-run by checkpointing;
-    ``fp8_weights``: FSDP2 gathers the weights in fp8 (else each forward casts them)."""
+    ``layers`` of the decoder (``1/pp``), with ``again`` of every linear's forward re-run by checkpointing, or, under
+    a selective policy, the linears ``rerun`` names per layer kind; ``fp8_weights``: FSDP2 gathers the weights in
+    fp8 (else each forward casts them). An input is read once per pass for every projection that reads it, each
+    writing its own copy: row-major in the forward, column-major in the backward, where a re-run GEMM's row-major
+    copy is written beside it (the module docstring)."""
     b = oh.TORCHAO_FLOAT8_CAST_BYTES
     total = 0.0
     for layer, count in m.layer_kinds():
@@ -58,12 +70,13 @@ def torchao_cast_bytes(m: ModelSpec, tokens: float, *, tp: int = 1, layers: floa
             key = (INPUT_OF.get(lin.name, lin.name), lin.group)
             shared = key in seen and not routed  # another projection already read this input for its cast
             seen.add(key)
-            forward = (b["fused amax"] - b["shared read"] * shared) * x
+            redo = again if rerun is None else float(lin.name in rerun.get(layer, frozenset()))
+            inputs = (2 * b["read"] * (not shared) + 2 * b["write"] + redo * (b["write"] + b["both layouts"])) * x
             if fp8_weights:
                 backward = b["fused amax"] * dy + b["layout copy"] * w
             else:
-                forward, backward = forward + b["own amax"] * w, b["fused amax"] * dy
-            total += count * ((1 + again) * forward + backward)
+                inputs, backward = inputs + (1 + redo) * b["own amax"] * w, b["fused amax"] * dy
+            total += count * (inputs + backward)
     return total * layers / tp
 
 

@@ -175,6 +175,16 @@ def sustained_flops(gpu: GpuSpec, dtype: str) -> float:
     return tflops * 1e12 * power_limit_factor(gpu) if tflops else float("inf")
 
 
+def sustained_clock_share(gpu: GpuSpec, dtype: str = "bf16") -> float:
+    """Share of its short-loop matrix rate (the datasheet times :func:`matmul_fraction`) a card keeps in continuous
+    dense matrix work: :func:`sustained_flops` over it, at most 1 (1 where no sustained rate is measured). The clock
+    its power management holds under dense tensor work, which slows a fused attention kernel as it does a GEMM
+    (AMD's Max-Achievable FLOPs blog: "the power management system reduces the clock speed when running dense
+    tensor-core logic"); MI300X bf16 708 / (1,307.4 x 0.601) = 0.901. The power limit is in both and cancels."""
+    short_loop = peak_flops(gpu, dtype) * matmul_fraction(gpu, dtype)
+    return min(1.0, sustained_flops(gpu, dtype) / short_loop) if short_loop else 1.0
+
+
 _RATES: dict[tuple[int, str, bool], tuple[GpuSpec, tuple[float, float, float, float]]] = {}
 
 

@@ -417,9 +417,9 @@ def _dequant_and_casts_s(s: Scenario, m: ModelSpec, gpu: GpuSpec, dtype: str, to
             assumptions.append(f"prepare_model_for_kbit_training's fp32 parameters: fp32 activations between the "
                                f"linears and {cast / 2**30:.1f} GiB of dtype casts per micro-step")
     if dtype == "fp8" and stack_for(s).torchao_float8:  # torchao's Float8Linear, compiled (.float8)
-        # the per-op policy keeps no fp8 tensor: its backward casts every input again
-        again = 1.0 if rc.selective else rc.layers
-        cast = torchao_cast_bytes(m, tokens, tp=s.tp, layers=layers, again=again, fp8_weights=_fp8_gather(s))
+        # the per-op policy keeps no fp8 tensor: its backward casts the inputs of the GEMMs it re-runs again
+        cast = torchao_cast_bytes(m, tokens, tp=s.tp, layers=layers, again=rc.layers, rerun=rc.linears,
+                                  fp8_weights=_fp8_gather(s))
         extra += cast / bandwidth(gpu)
         assumptions.append(f"torchao float8 linears (tensorwise, compiled): {cast / 2**30:.1f} GiB of casts per "
                            "micro-step; attention, norms and the output layer stay bf16")

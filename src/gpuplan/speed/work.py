@@ -29,7 +29,7 @@ from ..model.conventions import deltanet_shape, mamba2_shape
 from ..model.layers import Layer, Linear, attends
 from ..model.spec import ModelSpec
 from ..tensors.layout import replicated
-from .gemm import bandwidth, clock_factor, full_clock_fraction, gemm_time_s, peak_flops
+from .gemm import bandwidth, clock_factor, full_clock_fraction, gemm_time_s, peak_flops, sustained_clock_share
 
 _SHARED: ContextVar[dict | None] = ContextVar("gpuplan_shared_work", default=None)
 
@@ -387,9 +387,13 @@ def training_share_from_kernel(gpu: GpuSpec) -> float:
     """End-to-end share of the dense 16-bit peak of a card's fused attention in training, from its forward kernel's
     published rate (:data:`~gpuplan.overheads.ATTENTION_FORWARD_KERNEL_TFLOPS`: AITER's on AMD Instinct) times what
     a training step keeps of that rate on Hopper (FlashAttention-2's end-to-end fraction over its forward benchmark,
-    :data:`~gpuplan.overheads.HOPPER_FA2_FORWARD_SHARE`)."""
+    :data:`~gpuplan.overheads.HOPPER_FA2_FORWARD_SHARE`), at the clock the card holds in a step's continuous matrix
+    work rather than in the benchmark's short loop (:func:`~.gemm.sustained_clock_share`: the H100 holds its
+    short-loop rate, so the Hopper ratio carries no such drop; AITER's ``benchmark_mha_fwd`` times a short loop, as
+    stas00's MAMF does, and the MI300X's 750 W cap holds 0.901 of that in a step, as its GEMMs)."""
     kept = oh.ATTENTION_KERNEL_PEAK_FRACTION[("flash2", "Hopper")] / oh.HOPPER_FA2_FORWARD_SHARE
-    return oh.ATTENTION_FORWARD_KERNEL_TFLOPS[gpu.id] / peak_flops(gpu, "bf16") * 1e12 * kept
+    return oh.ATTENTION_FORWARD_KERNEL_TFLOPS[gpu.id] / peak_flops(gpu, "bf16") * 1e12 * kept \
+        * sustained_clock_share(gpu, "bf16")
 
 
 @functools.lru_cache(maxsize=256)
