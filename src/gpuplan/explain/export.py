@@ -33,12 +33,16 @@ def scenario_yaml(s: Scenario) -> str:
 
 
 def _flag_value(value: Any) -> str:
+    """``value`` as the CLI flag (and the page's permalink) reads it back, unchanged: a list comma-separated (the
+    floats of ``tensor_split`` too), a float in ``:g``'s short form where that is the same number, else the shortest
+    text that is (``repr``: 123,456,789 training tokens are not ``1.23457e+08``)."""
     if isinstance(value, list):
-        return ",".join(value)
+        return ",".join(map(_flag_value, value))
     if isinstance(value, bool):
         return str(value).lower()
     if isinstance(value, float):
-        return f"{value:g}"
+        short = f"{value:g}"
+        return short if float(short) == value else repr(value)
     return str(value)
 
 
