@@ -45,3 +45,12 @@ def test_the_permalink_holds_every_value_whole(fields):
     lists = {k for k, v in fields.items() if isinstance(v, list)}
     read = {k: v.split(",") if k in lists else v for k, v in parse_qsl(query(s))}
     assert api.scenario_from(read) == s
+
+
+def test_the_launch_files_say_the_command_that_writes_them_again_whole():
+    """``gpuplan.launch(...).said["again"]`` (the page's launch panel shows it) wrote --train-tokens 1.23457e+08."""
+    import gpuplan
+
+    report = gpuplan.launch(CASES[0], folder="-", targets=["trainer"])
+    argv = shlex.split(report.said["again"])
+    assert argv[argv.index("--train-tokens") + 1] == "123456789.0"

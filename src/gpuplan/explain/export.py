@@ -12,6 +12,7 @@ from pydantic import BaseModel
 
 from ..plan.plan import Plan
 from ..scenario import Scenario
+from ..scenario.describe import flag_text
 from .forms import given
 
 
@@ -32,31 +33,17 @@ def scenario_yaml(s: Scenario) -> str:
     return "# gpuplan scenario: gpuplan estimate scenario.yaml (fields: design.md, 'The scenario')\n" + body
 
 
-def _flag_value(value: Any) -> str:
-    """``value`` as the CLI flag (and the page's permalink) reads it back, unchanged: a list comma-separated (the
-    floats of ``tensor_split`` too), a float in ``:g``'s short form where that is the same number, else the shortest
-    text that is (``repr``: 123,456,789 training tokens are not ``1.23457e+08``)."""
-    if isinstance(value, list):
-        return ",".join(map(_flag_value, value))
-    if isinstance(value, bool):
-        return str(value).lower()
-    if isinstance(value, float):
-        short = f"{value:g}"
-        return short if float(short) == value else repr(value)
-    return str(value)
-
-
 def command(s: Scenario, verb: str = "estimate") -> str:
     """``gpuplan estimate --model ... --task ...``, quoted for a POSIX shell."""
     parts = ["gpuplan", verb]
     for name, value in _fields(s).items():
-        parts += [f"--{name.replace('_', '-')}", _flag_value(value)]
+        parts += [f"--{name.replace('_', '-')}", flag_text(value)]
     return shlex.join(parts)
 
 
 def query(s: Scenario) -> str:
     """The permalink's query string: the fields that differ from their defaults."""
-    return urlencode({k: _flag_value(v) for k, v in _fields(s).items()})
+    return urlencode({k: flag_text(v) for k, v in _fields(s).items()})
 
 
 def markdown(s: Scenario, r: Plan, link: str = "") -> str:
