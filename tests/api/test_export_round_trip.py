@@ -21,8 +21,8 @@ CASES = [
      "chunked_prefill": False},
     {"model": "qwen2.5-0.5b", "task": "infer", "engine": "llama.cpp", "quant": "q4_k_m", "gpu": "rtx-4090",
      "extra_gpus": ["rtx-3090"], "tensor_split": [0.6, 0.4]},
-    {"model": "llama-3.2-1b", "task": "train", "method": "qlora", "gpu": "rtx-4090", "lora_targets": ["q_proj", "v_proj"],
-     "lora_dropout": 0.05, "train_tokens": 1e9},
+    {"model": "llama-3.2-1b", "task": "train", "method": "qlora", "gpu": "rtx-4090",
+     "lora_targets": ["q_proj", "v_proj"], "lora_dropout": 0.05, "train_tokens": 1e9},
 ]
 
 
