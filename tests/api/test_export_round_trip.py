@@ -54,3 +54,19 @@ def test_the_launch_files_say_the_command_that_writes_them_again_whole():
     report = gpuplan.launch(CASES[0], folder="-", targets=["trainer"])
     argv = shlex.split(report.said["again"])
     assert argv[argv.index("--train-tokens") + 1] == "123456789.0"
+
+
+@pytest.mark.parametrize("name", ["m`x`", "``m", "plain"])
+def test_the_markdown_reproduce_line_renders_the_whole_command(name, tmp_path):
+    """A model folder named with backticks ended the Markdown code span early: the rendered command was cut."""
+    from markdown_it import MarkdownIt
+
+    folder = tmp_path / name
+    folder.mkdir()
+    (folder / "config.json").write_text(json.dumps(
+        {"model_type": "llama", "hidden_size": 256, "intermediate_size": 512, "num_hidden_layers": 2,
+         "num_attention_heads": 4, "num_key_value_heads": 4, "vocab_size": 1000, "max_position_embeddings": 2048}))
+    s = api.scenario_from({"model": str(folder), "task": "infer", "gpu": "l4"})
+    line = next(x for x in api.export(s).markdown.splitlines() if x.startswith("Reproduce: "))
+    tokens = MarkdownIt().parseInline(line)[0].children
+    assert [t.content for t in tokens if t.type == "code_inline"] == [command(s)]

@@ -3,6 +3,7 @@ Markdown for a ticket or a chat, and the permalink's query string."""
 
 from __future__ import annotations
 
+import re
 import shlex
 from typing import Any
 from urllib.parse import urlencode
@@ -44,6 +45,15 @@ def command(s: Scenario, verb: str = "estimate") -> str:
 def query(s: Scenario) -> str:
     """The permalink's query string: the fields that differ from their defaults."""
     return urlencode({k: flag_text(v) for k, v in _fields(s).items()})
+
+
+def code_span(text: str) -> str:
+    """``text`` as one Markdown code span, whatever backticks it holds (a model folder's name may): fenced by a run
+    of backticks longer than any inside it, and padded with a space where it starts or ends with one (CommonMark
+    0.31, "Code spans")."""
+    fence = "`" * (max(map(len, re.findall("`+", text)), default=0) + 1)
+    pad = " " if text.startswith("`") or text.endswith("`") else ""
+    return f"{fence}{pad}{text}{pad}{fence}"
 
 
 def markdown(s: Scenario, r: Plan, link: str = "") -> str:
@@ -88,7 +98,7 @@ def markdown(s: Scenario, r: Plan, link: str = "") -> str:
         lines += ["", "Assumed:", "", *(f"- {a}" for a in r.assumptions)]
     if r.warnings:
         lines += ["", "Warnings:", "", *(f"- {w}" for w in r.warnings)]
-    lines += ["", f"Reproduce: `{command(s)}`"]
+    lines += ["", f"Reproduce: {code_span(command(s))}"]
     if link:
         lines.append(f"Plan: {link}")
     return "\n".join(lines) + "\n"
