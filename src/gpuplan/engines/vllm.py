@@ -751,12 +751,13 @@ def scheduler_of(s: Scenario, mem: StartupMemory, *, chunked_prefill: bool | Non
 
 # The least compute capability (major x 10 + minor) of each weight format's quantization method in vLLM: its start
 # refuses the card below it ("The quantization method mxfp4 is not supported for the current GPU. Minimum
-# capability: 80. Current capability: 75.", the check of ``get_min_capability`` quoted in vllm-project/vllm#22288
-# and #23203). ``vllm/model_executor/layers/quantization/``: ``fp8.py`` Fp8Config 80 (0071b24b; weight-only
-# through Marlin below 89), ``mxfp4.py`` Mxfp4Config 80 (e61bac87, lines 75-76, cited by #23203), ``awq.py``
-# AWQConfig 75 ("The AWQ kernel only supports Turing or newer GPUs", 000796ac). GPTQ's 60 is below every card in
-# the catalog.
-MIN_CAPABILITY = {"fp8": 80, "mxfp4": 80, "awq-int4": 75}
+# capability: 80. Current capability: 75.", the check of ``get_min_capability`` in ``VllmConfig``, quoted in
+# vllm-project/vllm#22288 and #23203). ``vllm/model_executor/layers/quantization/``: ``mxfp4.py`` Mxfp4Config 80
+# (e61bac87, lines 75-76, cited by #23203), ``awq.py`` AWQConfig 75 ("The AWQ kernel only supports Turing or newer
+# GPUs", 000796ac), ``fp8.py`` Fp8Config 80 at 1436674b (weight-only through Marlin below 8.9), 75 in later
+# releases that run Marlin on Turing: the lower is taken, so that no card a release runs fp8 on is refused. GPTQ's
+# 60 is below every card in the catalog.
+MIN_CAPABILITY = {"fp8": 75, "mxfp4": 80, "awq-int4": 75}
 
 
 def capability(gpu: GpuSpec) -> int | None:
