@@ -1,6 +1,7 @@
 """A benchmark run's client limit on requests in flight is replayed (session 29's walk): ``vllm bench serve
 --request-rate inf --max-concurrency 16`` of 200 requests writes ``"request_rate": "inf", "max_concurrency": 16``
-(vllm/benchmarks/serve.py), and AIPerf's concurrency mode ``input_config.loadgen.concurrency``; calibrate-serving
+(vllm/benchmarks/serve.py), AIPerf's concurrency mode ``input_config.loadgen.concurrency`` and GuideLLM's
+``concurrent`` strategy its ``streams``; calibrate-serving
 replayed all 200 at once, so its TTFT "before" read +1,919 % on a run it could reproduce, and the corrections it
 fitted (or refused) came from a burst that never happened."""
 
@@ -29,13 +30,21 @@ def simulated_means() -> tuple[float, float]:
     return 1000 * float(out.ttft_s.mean()), 1000 * float(out.tpot_s.mean())
 
 
-@pytest.mark.parametrize("tool", ["vllm", "aiperf"])
+@pytest.mark.parametrize("tool", ["vllm", "aiperf", "guidellm"])
 def test_a_run_held_to_16_in_flight_is_replayed_so(tool, tmp_path):
     ttft, tpot = simulated_means()
     if tool == "vllm":
         data = {"request_rate": "inf", "burstiness": 1.0, "max_concurrency": LIMIT, "completed": N,
                 "total_input_tokens": N * PROMPT, "total_output_tokens": N * OUTPUT, "mean_ttft_ms": ttft,
                 "mean_tpot_ms": tpot}
+    elif tool == "guidellm":
+        mean = lambda x: {"successful": {"mean": x}}  # noqa: E731
+        data = {"benchmarks": [{"args": {"strategy": {"type_": "concurrent", "streams": LIMIT}},
+                                "request_totals": {"successful": N},
+                                "metrics": {"time_to_first_token_ms": mean(ttft),
+                                            "time_per_output_token_ms": mean(tpot),
+                                            "prompt_token_count": mean(PROMPT),
+                                            "output_token_count": mean(OUTPUT)}}]}
     else:
         data = {"time_to_first_token": {"avg": ttft}, "inter_token_latency": {"avg": tpot},
                 "input_sequence_length": {"avg": PROMPT}, "output_sequence_length": {"avg": OUTPUT},

@@ -143,8 +143,10 @@ def _metric(m: dict, src: str, *names: str) -> Any:
 
 
 def _guidellm(b: Any, src: str) -> Measurement:
-    """One GuideLLM benchmark: its strategy's rate, the successful requests' means (milliseconds) and count
-    (``request_totals``: at the benchmark's top level in GuideLLM 0.2, inside ``metrics`` in later releases)."""
+    """One GuideLLM benchmark: its strategy's rate (a ``concurrent`` strategy's ``streams``, a ``synchronous`` one's
+    single request, held in flight: guidellm ``scheduler/strategies.py`` ``ConcurrentStrategy``), the successful
+    requests' means (milliseconds) and count (``request_totals``: at the benchmark's top level in GuideLLM 0.2,
+    inside ``metrics`` in later releases)."""
     b = _object(b, src)
     m = _object(b.get("metrics"), f"{src}: metrics")
     setup = _object(b.get("args") or b.get("config"), f"{src}: args")
@@ -158,11 +160,14 @@ def _guidellm(b: Any, src: str) -> Measurement:
     if missing:
         raise GpuplanError(f"{src}: a GuideLLM benchmark without metrics.{missing[0]}; pass the benchmarks.json "
                            "GuideLLM wrote")
+    kind = strategy.get("type_", strategy.get("type"))  # GuideLLM's streams: "concurrent" holds them in flight
+    streams = strategy.get("streams") if kind == "concurrent" else 1 if kind == "synchronous" else None
     return _run(src, rate=_rate(strategy.get("rate"), f"{src}: strategy.rate"), count=count,
                 inputs=values["in"], outputs=values["out"], ttft_ms=values["ttft"], tpot_ms=values["tpot"],
                 throughput=_metric(m, src, "output_tokens_per_second"),
                 names=("request_totals.successful", "prompt_token_count", "output_token_count",
-                       "time_to_first_token_ms", "time_per_output_token_ms", "output_tokens_per_second"))
+                       "time_to_first_token_ms", "time_per_output_token_ms", "output_tokens_per_second"),
+                load={"max_concurrency": ("strategy.streams", streams)})
 
 
 def _aiperf(d: dict, src: str) -> Measurement:
