@@ -288,6 +288,14 @@ def _tpot(x: float | None) -> str:
     return "n/a" if x is None else _s(x)
 
 
+def _sent(row: dict) -> str:
+    """How a run's requests were sent: its rate ("all at once" for vllm bench serve's "inf"), and the client's limit
+    on requests in flight."""
+    rate = "all at once" if row["rate_rps"] is None else f"{row['rate_rps']:g}/s"
+    limit = row.get("max_concurrency")
+    return rate if limit is None else f"{limit:,} at a time" if row["rate_rps"] is None else f"{rate}, {limit:,} max"
+
+
 @app.command("calibrate-serving")
 def calibrate_serving_cmd(
     results: Annotated[list[str], typer.Argument(help="vllm bench serve --save-result JSON, GuideLLM benchmarks.json "
@@ -325,7 +333,7 @@ def calibrate_serving_cmd(
         table.add_column(col, justify="left" if col == "run" else "right", no_wrap=col != "run")  # a figure whole
     for r in rows:
         # vllm bench serve writes "inf" for a burst; a bare inf in a table reads as an overflow
-        table.add_row(r["run"], "all at once" if r["rate_rps"] is None else f"{r['rate_rps']:g}", _s(r["ttft_s"]),
+        table.add_row(r["run"], _sent(r), _s(r["ttft_s"]),
                       _pct(r["ttft_err_before_pct"]), _pct(r["ttft_err_after_pct"]), _s(r["tpot_s"]),
                       _pct(r["tpot_err_before_pct"]), _pct(r["tpot_err_after_pct"]))
     out.print(table)

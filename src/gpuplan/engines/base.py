@@ -184,6 +184,11 @@ class Engine:
                     "engine llama.cpp or mlx")
         return None
 
+    def weights_refusal(self, fmt: str, gpu: GpuSpec) -> str | None:
+        """Why the engine has no kernel on ``gpu`` for weights stored as ``fmt`` (a weight format's name: the
+        scenario's quant, or the checkpoint's own); None: it has one."""
+        return None
+
     def card_warning(self, s: Scenario, gpu: GpuSpec) -> str | None:
         """What is doubtful of the engine on ``gpu`` though it runs there (a card its makers do not test on); None:
         nothing."""

@@ -749,6 +749,25 @@ def scheduler_of(s: Scenario, mem: StartupMemory, *, chunked_prefill: bool | Non
                 keeps_preempted=mem.limits.prefix_caching)
 
 
+# The least compute capability (major x 10 + minor) of each weight format's quantization method in vLLM: its start
+# refuses the card below it ("The quantization method mxfp4 is not supported for the current GPU. Minimum
+# capability: 80. Current capability: 75.", the check of ``get_min_capability`` in ``VllmConfig``, quoted in
+# vllm-project/vllm#22288 and #23203). ``vllm/model_executor/layers/quantization/``: ``mxfp4.py`` Mxfp4Config 80
+# (e61bac87, lines 75-76, cited by #23203), ``awq.py`` AWQConfig 75 ("The AWQ kernel only supports Turing or newer
+# GPUs", 000796ac), ``fp8.py`` Fp8Config 80 at 1436674b (weight-only through Marlin below 8.9), 75 in later
+# releases that run Marlin on Turing: the lower is taken, so that no card a release runs fp8 on is refused. GPTQ's
+# 60 is below every card in the catalog.
+MIN_CAPABILITY = {"fp8": 75, "mxfp4": 80, "awq-int4": 75}
+
+
+def capability(gpu: GpuSpec) -> int | None:
+    """An NVIDIA card's compute capability as vLLM compares it (8.6 -> 86); None for another maker's."""
+    if gpu.vendor != "NVIDIA" or not gpu.compute_capability:
+        return None
+    major, _, minor = gpu.compute_capability.partition(".")
+    return int(major) * 10 + int(minor or 0)
+
+
 class Vllm(Engine):
     """vLLM: a budget of ``gpu_memory_utilization`` of the card, the KV pool what its profiling run leaves (module
     docstring), paged blocks shared by prefix, CUDA graphs and an engine loop (V1 from 0.8)."""
@@ -802,6 +821,16 @@ class Vllm(Engine):
 
     def async_scheduling_refusal(self, s: Scenario) -> str | None:
         return async_refusal(s)
+
+    def weights_refusal(self, fmt: str, gpu: GpuSpec) -> str | None:
+        """A weight format whose quantization method vLLM refuses on the card (:data:`MIN_CAPABILITY`)."""
+        least, has = MIN_CAPABILITY.get(fmt), capability(gpu)
+        if least is None or has is None or has >= least:
+            return None
+        return (f"vLLM has no {fmt} kernel for {gpu.name} ({gpu.architecture}, compute capability "
+                f"{gpu.compute_capability}): its {fmt} method needs {least // 10}.{least % 10} or newer and vLLM "
+                f"refuses to start; choose {'gptq-int4' if fmt == 'awq-int4' else 'awq-int4 or gptq-int4'} "
+                "weights, engine llama.cpp (GGUF), or a newer card")
 
     def expert_parallel_refusal(self, s: Scenario) -> str | None:
         """vLLM's expert-parallel group is every GPU of the copy (``--enable-expert-parallel``: EP = TP x DP)."""

@@ -3,6 +3,7 @@ Markdown for a ticket or a chat, and the permalink's query string."""
 
 from __future__ import annotations
 
+import re
 import shlex
 from typing import Any
 from urllib.parse import urlencode
@@ -12,6 +13,7 @@ from pydantic import BaseModel
 
 from ..plan.plan import Plan
 from ..scenario import Scenario
+from ..scenario.describe import flag_text
 from .forms import given
 
 
@@ -32,27 +34,26 @@ def scenario_yaml(s: Scenario) -> str:
     return "# gpuplan scenario: gpuplan estimate scenario.yaml (fields: design.md, 'The scenario')\n" + body
 
 
-def _flag_value(value: Any) -> str:
-    if isinstance(value, list):
-        return ",".join(value)
-    if isinstance(value, bool):
-        return str(value).lower()
-    if isinstance(value, float):
-        return f"{value:g}"
-    return str(value)
-
-
 def command(s: Scenario, verb: str = "estimate") -> str:
     """``gpuplan estimate --model ... --task ...``, quoted for a POSIX shell."""
     parts = ["gpuplan", verb]
     for name, value in _fields(s).items():
-        parts += [f"--{name.replace('_', '-')}", _flag_value(value)]
+        parts += [f"--{name.replace('_', '-')}", flag_text(value)]
     return shlex.join(parts)
 
 
 def query(s: Scenario) -> str:
     """The permalink's query string: the fields that differ from their defaults."""
-    return urlencode({k: _flag_value(v) for k, v in _fields(s).items()})
+    return urlencode({k: flag_text(v) for k, v in _fields(s).items()})
+
+
+def code_span(text: str) -> str:
+    """``text`` as one Markdown code span, whatever backticks it holds (a model folder's name may): fenced by a run
+    of backticks longer than any inside it, and padded with a space where it starts or ends with one (CommonMark
+    0.31, "Code spans")."""
+    fence = "`" * (max(map(len, re.findall("`+", text)), default=0) + 1)
+    pad = " " if text.startswith("`") or text.endswith("`") else ""
+    return f"{fence}{pad}{text}{pad}{fence}"
 
 
 def markdown(s: Scenario, r: Plan, link: str = "") -> str:
@@ -97,7 +98,7 @@ def markdown(s: Scenario, r: Plan, link: str = "") -> str:
         lines += ["", "Assumed:", "", *(f"- {a}" for a in r.assumptions)]
     if r.warnings:
         lines += ["", "Warnings:", "", *(f"- {w}" for w in r.warnings)]
-    lines += ["", f"Reproduce: `{command(s)}`"]
+    lines += ["", f"Reproduce: {code_span(command(s))}"]
     if link:
         lines.append(f"Plan: {link}")
     return "\n".join(lines) + "\n"

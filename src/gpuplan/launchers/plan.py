@@ -27,6 +27,7 @@ from ..plan.launch import run_of, runnable
 from ..plan.plan import Plan
 from ..plan.recipe import Recipe
 from ..scenario import Scenario, scenario_from
+from ..scenario.describe import flag_text
 from ..speed import Speed
 from ..stacks import STACKS
 from .settings import backend
@@ -144,9 +145,7 @@ class LaunchPlan:
         for name, value in self.scenario.model_dump().items():
             if value is None or name not in self.scenario.model_fields_set:
                 continue
-            text = ",".join(f"{v:g}" if isinstance(v, float) else str(v) for v in value) if isinstance(value, list) \
-                else f"{value:g}" if isinstance(value, float) else str(value)
-            argv += [f"--{name.replace('_', '-')}", text]
+            argv += [f"--{name.replace('_', '-')}", flag_text(value)]
         return shlex.join(argv)
 
     def predictions(self) -> dict[str, float | int | str | None]:

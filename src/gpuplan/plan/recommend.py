@@ -42,6 +42,7 @@ from ..speed.comms import Link, intra_node_link, slowest_link
 from ..speed.gemm import can_time
 from ..speed.work import shared_work
 from ..stacks import STACKS, stack_for
+from ..tensors.state import weight_format
 from .build import Offers, build, links_that_matter, own_links, priced_on_load, saturation_of, serving_runs
 from .capability import embedding_words
 from .desktop import desktop_warning
@@ -452,7 +453,7 @@ def recommend(s: Scenario, m: ModelSpec, c: Constraints, explain: bool = True) -
         if result.fewest is not None:
             result.fewest_line = fewest_line(s, m, result.fewest, c.deadline_hours)
     result.notes = _named_below(c, setups) + _price_notes(s, c, all_offers, cards) + _load_note(s) + \
-        stack_left_out(s, cards.values()) + _slow_stream_note(s, result.setups)
+        stack_left_out(s, cards.values()) + engine_left_out(s, m, c) + _slow_stream_note(s, result.setups)
     if shipped and c.any_quant and s.task == "infer" and s.quant is None:
         result.notes.append(f"the checkpoint ships as {shipped}: rows serve it as shipped (and with an fp8 KV "
                             "cache); re-quantizing it (--quant awq-int4, fp8, int8) needs a converted checkpoint "
@@ -481,6 +482,23 @@ def stack_left_out(s: Scenario, cards) -> list[str]:
             by_vendor.setdefault(gpu.vendor, []).append(gpu)
     return [f"{', '.join(short_id(g.id) for g in out)} left out of stack {s.stack}'s setups: {stack_card(s, out[0])}"
             for out in by_vendor.values()]
+
+
+def engine_left_out(s: Scenario, m: ModelSpec, c: Constraints) -> list[str]:
+    """The cards named in ``--gpus`` that the serving engine does not run the model on (its
+    :meth:`~gpuplan.engines.Engine.card_refusal`, or no kernel for the weights' format there:
+    :meth:`~gpuplan.engines.Engine.weights_refusal`), each with the refusal's sentence: every plan on them is
+    refused, and a card asked for by name is not dropped without a word (s29 walk: ``--engine trtllm --gpus
+    mi300x,l4`` showed L4 rows and said nothing of the MI300X)."""
+    if s.task != "infer":
+        return []
+    engine, fmt, out = engine_for(s), weight_format(s, m)[0].name, []
+    for gpu_id in c.gpus:
+        gpu = gpus()[gpu_id]
+        why = engine.card_refusal(s, gpu) or engine.weights_refusal(fmt, gpu)
+        if why:
+            out.append(f"{short_id(gpu_id)} left out: {why}")
+    return out
 
 
 def fewest_line(s: Scenario, m: ModelSpec, x: Setup, deadline_hours: float) -> str:

@@ -40,6 +40,7 @@ from ..scenario import INFER_ONLY, LOAD_FIELDS, TRAIN_ONLY, Scenario, stack_card
 from ..scenario.fields import MODULE_FIELDS
 from ..sharding import sharding_for
 from ..stacks import STACKS, stack_for
+from ..tensors.state import weight_format
 
 if TYPE_CHECKING:
     from ..model.module_spec import ModuleSpec
@@ -63,6 +64,9 @@ def check(s: Scenario, m: ModelSpec, gpu: GpuSpec | None) -> list[str]:
     warnings += _engine(s, m)
     if gpu is not None:
         card_refusal(s, gpu)
+        why = engine_for(s).weights_refusal(weight_format(s, m)[0].name, gpu) if s.task == "infer" else None
+        if why:
+            raise GpuplanError(why)
         warnings += _node(s, gpu) + _apple(s, gpu) + stack_card_warnings(s, gpu)
         said = engine_for(s).card_warning(s, gpu)
         warnings += [said] if said else []

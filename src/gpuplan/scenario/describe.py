@@ -16,6 +16,21 @@ SHARDING_WORDS = {"single": "single GPU", "ddp": "DDP", "zero1": "ZeRO-1", "zero
                   "fsdp1": "FSDP1", "fsdp2": "FSDP2"}
 
 
+def flag_text(value: object) -> str:
+    """A scenario field's value as its command-line flag (and the page's permalink) reads it back, unchanged: a list
+    comma-separated (the floats of ``tensor_split`` too), a bool as ``true``/``false``, a float in ``:g``'s short
+    form where that is the same number, else the shortest text that is (``repr``: 123,456,789 training tokens are
+    not ``1.23457e+08``)."""
+    if isinstance(value, list):
+        return ",".join(map(flag_text, value))
+    if isinstance(value, bool):
+        return str(value).lower()
+    if isinstance(value, float):
+        short = f"{value:g}"
+        return short if float(short) == value else repr(value)
+    return str(value)
+
+
 def laid_out(s: Scenario, given: set[str] | frozenset[str], each: str) -> str | None:
     """A search's micro-batch x accumulation in words, where it lays out the fields not ``given`` for ``each`` of
     its rows as estimate does (gpuplan/plan/layout.py: the fastest micro-batch that fits, the recipe's

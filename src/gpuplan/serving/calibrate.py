@@ -33,12 +33,15 @@ class Measurement:
     mean_ttft_s: float
     mean_tpot_s: float
     output_tokens_per_s: float | None
+    max_concurrency: int | None = None  # the client's limit on requests in flight (None: none)
+    burstiness: float = 1.0  # the arrivals' gamma shape (1: Poisson), vllm bench serve's --burstiness
 
 
 MAX_RUN_REQUESTS = 1_000_000  # requests one benchmark run reports (vllm bench serve's default is 1,000)
 MAX_RUNS = 100  # benchmarks one file holds (a GuideLLM sweep has about 10)
 MAX_TOKENS = 10_000_000  # a mean prompt or output, as a workload's lengths
 MAX_TTFT_MS, MAX_TPOT_MS, MAX_RATE = 3_600_000, 60_000, 100_000  # 1 hour, 1 minute a token, as a workload's SLOs
+MAX_BURSTINESS = 1_000  # a gamma shape; vllm bench serve's default is 1 (Poisson)
 
 
 def read_results(path: str | Path) -> list[Measurement]:
@@ -84,11 +87,19 @@ def _rate(value: Any, where: str) -> float | None:
 
 
 def _run(src: str, *, rate: float | None, count: Any, inputs: Any, outputs: Any, ttft_ms: Any, tpot_ms: Any,
-         throughput: Any, names: tuple[str, str, str, str, str, str]) -> Measurement:
+         throughput: Any, names: tuple[str, str, str, str, str, str], load: dict[str, Any] | None = None
+         ) -> Measurement:
     """A checked measurement; ``names`` are the file's own names of count, inputs, outputs, TTFT, TPOT and
-    throughput, for the messages."""
+    throughput, for the messages; ``load``: the client's concurrency limit and burstiness as the file names them
+    (``{"max_concurrency": (name, value), "burstiness": (name, value)}``, a value None when not set)."""
     n = int(number(count, f"{src}: {names[0]}", least=1, most=MAX_RUN_REQUESTS, whole=True))
-    return Measurement(
+    limits = {}
+    for field, (name, value) in (load or {}).items():
+        if value is not None:
+            limits[field] = (int(number(value, f"{src}: {name}", least=1, most=MAX_RUN_REQUESTS, whole=True))
+                             if field == "max_concurrency" else number(value, f"{src}: {name}", least=0, above=True,
+                                                                        most=MAX_BURSTINESS))
+    return Measurement(**limits,
         source=src, rate_rps=rate, num_requests=n,
         mean_input_tokens=number(inputs, f"{src}: {names[1]} per request", least=1, most=MAX_TOKENS),
         mean_output_tokens=number(outputs, f"{src}: {names[2]} per request", least=1, most=MAX_TOKENS),
@@ -98,7 +109,10 @@ def _run(src: str, *, rate: float | None, count: Any, inputs: Any, outputs: Any,
 
 
 def _vllm(d: dict, src: str) -> Measurement:
-    """``vllm bench serve --save-result``: totals over the ``completed`` requests, means in milliseconds."""
+    """``vllm bench serve --save-result``: totals over the ``completed`` requests, means in milliseconds, and the
+    traffic it was sent with: ``request_rate`` ("inf": all at once), ``burstiness`` and ``max_concurrency``
+    (``vllm/benchmarks/serve.py``: ``result_json["max_concurrency"] = args.max_concurrency``; a run at
+    ``--max-concurrency 16`` holds 16 requests in flight, not all of them)."""
     count_key = "completed" if d.get("completed") is not None else "num_prompts"
     n = d.get(count_key)
     for key in ("mean_tpot_ms", "total_input_tokens", "total_output_tokens"):
@@ -111,7 +125,8 @@ def _vllm(d: dict, src: str) -> Measurement:
                 outputs=totals[1] / n, ttft_ms=d["mean_ttft_ms"], tpot_ms=d["mean_tpot_ms"],
                 throughput=d.get("output_throughput"),
                 names=(count_key, "total_input_tokens", "total_output_tokens", "mean_ttft_ms", "mean_tpot_ms",
-                       "output_throughput"))
+                       "output_throughput"),
+                load={k: (k, d.get(k)) for k in ("max_concurrency", "burstiness")})
 
 
 def _metric(m: dict, src: str, *names: str) -> Any:
@@ -128,8 +143,10 @@ def _metric(m: dict, src: str, *names: str) -> Any:
 
 
 def _guidellm(b: Any, src: str) -> Measurement:
-    """One GuideLLM benchmark: its strategy's rate, the successful requests' means (milliseconds) and count
-    (``request_totals``: at the benchmark's top level in GuideLLM 0.2, inside ``metrics`` in later releases)."""
+    """One GuideLLM benchmark: its strategy's rate (a ``concurrent`` strategy's ``streams``, a ``synchronous`` one's
+    single request, held in flight: guidellm ``scheduler/strategies.py`` ``ConcurrentStrategy``), the successful
+    requests' means (milliseconds) and count (``request_totals``: at the benchmark's top level in GuideLLM 0.2,
+    inside ``metrics`` in later releases)."""
     b = _object(b, src)
     m = _object(b.get("metrics"), f"{src}: metrics")
     setup = _object(b.get("args") or b.get("config"), f"{src}: args")
@@ -143,16 +160,20 @@ def _guidellm(b: Any, src: str) -> Measurement:
     if missing:
         raise GpuplanError(f"{src}: a GuideLLM benchmark without metrics.{missing[0]}; pass the benchmarks.json "
                            "GuideLLM wrote")
+    kind = strategy.get("type_", strategy.get("type"))  # GuideLLM's streams: "concurrent" holds them in flight
+    streams = strategy.get("streams") if kind == "concurrent" else 1 if kind == "synchronous" else None
     return _run(src, rate=_rate(strategy.get("rate"), f"{src}: strategy.rate"), count=count,
                 inputs=values["in"], outputs=values["out"], ttft_ms=values["ttft"], tpot_ms=values["tpot"],
                 throughput=_metric(m, src, "output_tokens_per_second"),
                 names=("request_totals.successful", "prompt_token_count", "output_token_count",
-                       "time_to_first_token_ms", "time_per_output_token_ms", "output_tokens_per_second"))
+                       "time_to_first_token_ms", "time_per_output_token_ms", "output_tokens_per_second"),
+                load={"max_concurrency": ("strategy.streams", streams)})
 
 
 def _aiperf(d: dict, src: str) -> Measurement:
     """AIPerf's ``profile_export_aiperf.json``: per-metric summaries (``{"avg": ...}``, milliseconds) and the
-    load it was run with (``input_config.loadgen``)."""
+    load it was run with (``input_config.loadgen``: ``request_rate``, and ``concurrency``, the requests it holds in
+    flight)."""
     def avg(key: str) -> Any:
         return _object(d.get(key), f"{src}: {key}").get("avg")
 
@@ -168,7 +189,8 @@ def _aiperf(d: dict, src: str) -> Measurement:
                 ttft_ms=avg("time_to_first_token"), tpot_ms=avg("inter_token_latency"),
                 throughput=avg("output_token_throughput"),
                 names=("request_count", "input_sequence_length", "output_sequence_length", "time_to_first_token",
-                       "inter_token_latency", "output_token_throughput"))
+                       "inter_token_latency", "output_token_throughput"),
+                load={"max_concurrency": ("input_config.loadgen.concurrency", load.get("concurrency"))})
 
 
 def replay(model, engine, *, rate_rps: float | None, prompt, output, shared_prefix: int = 0,
@@ -237,7 +259,8 @@ def predict(model, engine, m: Measurement, deadline: float | None = None) -> Hal
 
     n = min(max(int(m.num_requests), 1), MAX_REPLAY)
     out = replay(model, engine, rate_rps=m.rate_rps, prompt=np.full(n, max(round(m.mean_input_tokens), 1)),
-                 output=np.full(n, max(round(m.mean_output_tokens), 1)), deadline=deadline)
+                 output=np.full(n, max(round(m.mean_output_tokens), 1)), max_concurrency=m.max_concurrency,
+                 burstiness=m.burstiness, deadline=deadline)
     order = np.argsort(out.sent_at, kind="stable")
 
     def means(part) -> tuple[float, float]:
@@ -295,7 +318,8 @@ def fit(model, engine, runs: list[Measurement], time_limit_s: float = FIT_TIME_S
                      for h in (b, a) if h.stopped})
     rows = []
     for r, b, a in zip(good, base, after, strict=True):
-        rows.append({"run": r.source, "rate_rps": r.rate_rps, "ttft_s": r.mean_ttft_s, "tpot_s": r.mean_tpot_s,
+        rows.append({"run": r.source, "rate_rps": r.rate_rps, "max_concurrency": r.max_concurrency,
+                     "ttft_s": r.mean_ttft_s, "tpot_s": r.mean_tpot_s,
                      "ttft_err_before_pct": _err(b.check[0], r.mean_ttft_s),
                      "ttft_err_after_pct": _err(a.check[0], r.mean_ttft_s),
                      "tpot_err_before_pct": _err(b.check[1], r.mean_tpot_s),
