@@ -365,7 +365,10 @@ DENOISER_WAYS = ("inference", "train-full", "train-full-gc", "train-lora-attenti
 LATENTS = (64 * 64, 96 * 96, 112 * 112)  # latent pixels of the fitting passes (512, 768 px) and the check (896 px)
 # the part name of a denoiser's profile recorded under autocast (a full fine-tune's fp32 master weights, fp16-mixed or
 # bf16-mixed: diffusers' train_dreambooth.py keeps the trained U-Net in fp32 and accelerate's prepare wraps its
-# forward in torch.autocast; kohya's trainers run it in accelerator.autocast() unless --full_fp16/--full_bf16)
+# forward in torch.autocast; kohya's trainers run it in accelerator.autocast(), fp32 unless --full_fp16/--full_bf16,
+# which cast the weights to 16 bits and keep autocast on: they assert mixed_precision fp16/bf16, train_network.py at
+# 48d368fa lines 813-825). A 16-bit denoiser under autocast (those flags; every LoRA job under *-mixed) is planned
+# from the 16-bit profile: its fp32 norm outputs are sized in bench/lora_autocast.py, not recorded.
 AUTOCAST_PART = "denoiser-autocast"
 AUTOCAST_WAYS = ("inference", "train-full", "train-full-gc")
 
