@@ -476,6 +476,9 @@ class Sglang(Engine):
     # others read a converted checkpoint (a 16-bit head has none: PR #28196, "Cannot find the config file for awq")
     draft_inherits = ("fp8",)
     no_chunked_prefill = None
+    # python/sglang/srt/layers/deep_gemm_wrapper/configurer.py: ENABLE_JIT_DEEPGEMM from SGL_ENABLE_JIT_DEEPGEMM
+    # (SGLANG_ENABLE_JIT_DEEPGEMM in later releases), as InferenceX's DeepSeek-R1 scripts set it
+    deepgemm_switch = "SGL_ENABLE_JIT_DEEPGEMM=false"
 
     def scheduler_settings(self, s: Scenario, startup: StartupMemory, pool: KvPool, longest: int) -> dict | None:
         """Its scheduler's (:func:`scheduler_of`); none when one request of ``longest`` tokens does not fit its

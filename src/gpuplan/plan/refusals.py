@@ -40,6 +40,7 @@ from ..scenario import INFER_ONLY, LOAD_FIELDS, TRAIN_ONLY, Scenario, stack_card
 from ..scenario.fields import MODULE_FIELDS
 from ..sharding import sharding_for
 from ..stacks import STACKS, stack_for
+from ..speed.deepgemm import deepgemm_warnings
 
 if TYPE_CHECKING:
     from ..model.module_spec import ModuleSpec
@@ -65,7 +66,7 @@ def check(s: Scenario, m: ModelSpec, gpu: GpuSpec | None) -> list[str]:
         card_refusal(s, gpu)
         warnings += _node(s, gpu) + _apple(s, gpu) + stack_card_warnings(s, gpu)
         said = engine_for(s).card_warning(s, gpu)
-        warnings += [said] if said else []
+        warnings += ([said] if said else []) + deepgemm_warnings(s, m, gpu)
     return warnings + _context(s, m)
 
 
