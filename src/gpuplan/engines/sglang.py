@@ -46,8 +46,8 @@ reserve_whole_outputs``, which the bench sets for the runs launched so; gpuplan'
 Not modelled: the page sizes above 1 of 2026 releases. Decode batches
 past ``cuda_graph_max_bs``, and prefill batches, run without CUDA graphs, each kernel launched from Python
 (:meth:`Sglang.timing`, :data:`~gpuplan.overheads.SGLANG_EAGER_LAUNCH_S`). ``--scheduler-recv-interval`` (new
-requests read every N decode steps) is simulated when a run or the scenario's ``scheduler_recv_interval`` sets it (``Scheduler.recv_interval``);
-the default, 1, is what gpuplan's launch files leave unless it is set.
+requests read every N decode steps) is simulated when a run or the scenario's ``scheduler_recv_interval`` sets it
+(``Scheduler.recv_interval``); the default, 1, is what gpuplan's launch files leave unless it is set.
 
 On ROCm, from 0.4.7, SGLang scales ``mem_fraction_static`` by 0.85 where its attention backend is aiter and the
 context is above 8,192 tokens (:func:`aiter_scale`): the flag stays what a launch file passes, the pool is sized

@@ -39,8 +39,8 @@ from ..model.spec import ModelSpec
 from ..scenario import INFER_ONLY, LOAD_FIELDS, TRAIN_ONLY, Scenario, stack_cards, stacks
 from ..scenario.fields import MODULE_FIELDS
 from ..sharding import sharding_for
-from ..stacks import STACKS, stack_for
 from ..speed.deepgemm import deepgemm_warnings
+from ..stacks import STACKS, stack_for
 
 if TYPE_CHECKING:
     from ..model.module_spec import ModuleSpec

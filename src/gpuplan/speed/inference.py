@@ -358,10 +358,11 @@ class StepTimer:
     def _chunked_s(self, total: int, per_seq: int, *, context: int = 0) -> float:
         """``total`` prompt tokens in sequences of ``per_seq``, each after ``context`` cached ones, prefilled in
         chunks of the engine's step budget (a burst at once for an engine without chunked prefill). A sequence cut
-        by a chunk's end goes on in the next step, attending to its tokens prefilled before (vLLM's scheduler
-        schedules a request's ``num_tokens - num_computed_tokens`` next; SGLang's ``PrefillAdder`` its
-        ``extend_input_len`` after the chunked prefix): each chunk is timed with the mean of those earlier tokens
-        a query of it attends to (:func:`earlier_tokens`; the attention's work is linear in it)."""
+        by a chunk's end goes on in the next step, attending to its tokens prefilled before (vLLM's
+        ``vllm/v1/core/sched/scheduler.py`` ``schedule``: ``num_tokens_with_spec - num_computed_tokens`` cut to the
+        token budget; SGLang's ``PrefillAdder`` its ``extend_input_len`` after the chunked prefix): each chunk is
+        timed with the mean of those earlier tokens a query of it attends to (:func:`earlier_tokens`; the attention's
+        work is linear in it)."""
         chunk = self._chunk or total
         full, rest = divmod(total, chunk)
         seqs_per_chunk = max(chunk / max(per_seq, 1), 1)
