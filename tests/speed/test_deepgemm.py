@@ -76,3 +76,18 @@ def test_triton_backend_times_tritons_share():
     assert block_fp8.without_deepgemm(s, load_gpu("b200"), "sglang", (0, 5, 12)) is None
     plain = scenario_from(R1)
     assert deepgemm_warnings(plain, load_model("deepseek-r1"), load_gpu("b200"))
+
+
+def test_capacity_rows_and_recommend_say_it_too():
+    """Every face: capacity says it on each row it serves on the card (its label first), recommend once per card and
+    engine among its rows; a card whose engine runs no DeepGEMM (MI300X) says nothing."""
+    import gpuplan
+
+    report = gpuplan.api.capacity("deepseek-r1", engine="sglang", gpus=["b200"], users=32, prompt_tokens=1024,
+                                  output_tokens=1024, top=1)
+    row = report.plans[0]  # as the CLI's --json gives it
+    assert any(w.startswith(f"{row['setup']}: ") and "SGL_ENABLE_JIT_DEEPGEMM=false" in w for w in row["warnings"])
+    rec = gpuplan.api.recommend({"model": "deepseek-r1", "task": "infer", "engine": "sglang", "batch_size": 32,
+                                 "prompt_tokens": 2048, "output_tokens": 512}, gpus=["h200-sxm", "mi300x"], top=4)
+    said = [w for w in rec.warnings if "DeepGEMM" in w]
+    assert len(said) == 1 and said[0].startswith("8x h200-sxm sglang: ") and "--fp8-gemm-backend triton" in said[0]
