@@ -616,17 +616,26 @@ class StepTimer:
 def earlier_tokens(total: int, per_seq: int, chunk: int) -> tuple[float, float]:
     """``total`` prompt tokens in sequences of ``per_seq`` (the last one shorter where they do not divide), cut into
     steps of ``chunk``: the mean number of their own sequence's tokens, prefilled in earlier steps, that a query
-    attends to, over the full steps and in the last, shorter one (0 where no sequence spans two steps)."""
-    full = total // chunk
-    sums = [0, 0]
-    for start in range(0, total, max(per_seq, 1)):  # each sequence, cut where the steps end
-        end, cut = min(start + per_seq, total), start
-        while cut < end:
-            step_end = min(end, (cut // chunk + 1) * chunk)
-            sums[cut // chunk >= full] += (step_end - cut) * (cut - start)
-            cut = step_end
-    rest = total - full * chunk
-    return sums[0] / (full * chunk) if full else 0.0, sums[1] / rest if rest else 0.0
+    attends to, over the full steps and in the last, shorter one (0 where no sequence spans two steps). One pass
+    over the sequences (:func:`_own_pairs`), so a burst of long prompts costs no loop over its steps."""
+    per_seq, full = max(per_seq, 1), total // chunk
+    rest_from, rest = full * chunk, total - full * chunk
+    pairs = in_rest = 0
+    for start in range(0, total, per_seq):
+        end = min(start + per_seq, total)
+        pairs += _own_pairs(start, end, chunk)
+        if end > rest_from:  # its piece in the last, shorter step
+            cut = max(start, rest_from)
+            in_rest += (end - cut) * (cut - start)
+    return (pairs - in_rest) / rest_from if full else 0.0, in_rest / rest if rest else 0.0
+
+
+def _own_pairs(start: int, end: int, chunk: int) -> int:
+    """Sum over a sequence's pieces (tokens ``start``-``end`` of the stream, cut every ``chunk``) of the piece's
+    length times the sequence's tokens before it: a first piece up to the next cut, ``m`` whole steps, a last ``r``."""
+    first = min(end, (start // chunk + 1) * chunk) - start
+    m, r = divmod(end - start - first, chunk)
+    return m * chunk * first + chunk * chunk * m * (m - 1) // 2 + r * (first + m * chunk)
 
 
 def step_timer(s: Scenario, m: ModelSpec, gpu: GpuSpec, network: Network | None = None) -> StepTimer:
