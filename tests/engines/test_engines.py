@@ -32,7 +32,7 @@ def test_each_engines_own_settings_are_scenario_fields_that_default_to_unset():
     profile) are scenario fields; a refused one defaults to None (given at all is given to the wrong engine)."""
     assert set(HOMES) >= set(OWN_SETTINGS) >= REFUSES_FOREIGN
     fields = [field for names in OWN_SETTINGS.values() for field in names]
-    assert len(fields) == len(set(fields)) == 13 and set(fields) <= set(Scenario.model_fields)
+    assert len(fields) == len(set(fields)) == 14 and set(fields) <= set(Scenario.model_fields)
     assert all(Scenario.model_fields[f].default is None for name in REFUSES_FOREIGN for f in OWN_SETTINGS[name])
     # the settings a few engines read: scenario fields, none of them one engine's own, read by engines that exist
     assert set(SHARED_SETTINGS) <= set(Scenario.model_fields) and not set(SHARED_SETTINGS) & set(fields)
@@ -44,6 +44,7 @@ def test_each_engines_own_settings_are_scenario_fields_that_default_to_unset():
 # a value other than its default for each engine setting another engine may be given (TensorRT-LLM's are refused)
 SETTING_VALUES = {"gpu_memory_utilization": 0.8, "enforce_eager": True, "flashinfer_sampler": True,
                   "entry_point": "offline", "mem_fraction_static": 0.8, "fp8_gemm_backend": "auto",
+                  "scheduler_recv_interval": 30,
                   "ubatch_tokens": 256, "flash_attention": "off", "cpu_layers": True, "max_num_seqs": 4,
                   "max_num_batched_tokens": 512, "max_model_len": 2048, "engine_version": "0.8.5", "attention": "eager"}
 

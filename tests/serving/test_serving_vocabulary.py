@@ -94,6 +94,30 @@ def test_ttft_alone_is_what_one_user_sees(engine, request_s, model, gpu):
     assert abs(prefill - one_user) > 0.06 * one_user  # without the server path the two disagreed
 
 
+@pytest.mark.parametrize(("prompt", "alone_ms", "chunked_ms"), [(4096, 188.5, 215.2), (8192, 499.3, 571.4),
+                                                                (16384, 1548.7, 1706.7)])
+def test_a_prompt_longer_than_the_chunk_is_alone_what_one_user_sees(prompt, alone_ms, chunked_ms):
+    """vLLM prefills a prompt longer than its step budget (2,048 tokens for Qwen3-30B-A3B on an A100) over several
+    steps, each chunk attending to the earlier ones. TTFT alone timed the prompt whole, 10-13 % under the simulated
+    user from 8k tokens (review3_s28.md): a chunk's grouped expert GEMMs hold a quarter of the rows (8,192 tokens:
+    gemm 198 ms whole, 4 x 67.6 ms chunked; attention 282 ms either way, 17.6 + 52.9 + 88.1 + 123.4 ms). Now the
+    chunks, with their earlier tokens: within 2 % of the simulation (the step model interpolates the prefill)."""
+    from gpuplan.plan.resolve import resolve
+    from gpuplan.speed.inference import step_timer
+
+    fields = {"model": "qwen3-30b-a3b", "task": "infer", "engine": "vllm", "gpu": "a100-80gb", "users": 1,
+              "prompt_tokens": prompt, "output_tokens": 64, "length_spread": 0}
+    r = estimate(fields, advise=False)
+    x = resolve(scenario_from(fields))
+    t = step_timer(x.scenario, x.model, x.gpu)
+    assert 1e3 * t.prefill_s(prompt) == pytest.approx(alone_ms, abs=0.1)  # the whole prompt, as before
+    assert 1e3 * t.ttft_s(prompt) == pytest.approx(chunked_ms, abs=0.1)
+    assert 1e3 * t.ttft_s(prompt) == pytest.approx(sum(
+        1e3 * t.prefill_s(2048, context=k) for k in range(0, prompt, 2048)), rel=1e-9)
+    assert r.speed.ttft_burst_s == pytest.approx(r.speed.ttft_s, rel=1e-12)  # a burst of one is the request alone
+    assert r.speed.ttft_s == pytest.approx(r.load.median_ttft_ms / 1e3, rel=0.02)
+
+
 def test_explain_takes_the_server_path_out_of_the_cycle():
     """The tokens/s formula's cycle is the decode steps plus the engine's prefill of the next prompts: the burst TTFT
     less the per-request latency outside the steps (which overlaps other requests' steps); the TTFT formula shows

@@ -34,7 +34,10 @@ def test_vllm_burst_skips_the_prefix_in_whole_blocks():
     or 2,010 give the same answer. The burst: the first prompt's 2,100 tokens + 19 x (2,100 - 2,000) = 4,000 new
     tokens, under one step's 8,192-token budget: one prefill of 4,000 tokens in 4,000 / 100 = 40 sequences
     attending to 2,000 cached tokens. Without the prefix: 42,000 tokens, 5 full chunks of 8,192 (8,192 // 2,100
-    = 3 sequences each) and 1,040 left (one sequence). Alone, a warm engine prefills 100 tokens after 2,000."""
+    = 3 sequences each) and 1,040 left (one sequence). A sequence a chunk's end cuts goes on in the next chunk,
+    attending to its earlier part: the 4 cut ones put 208, 416, 624 and 832 tokens after 1,892, 1,684, 1,476 and
+    1,268 of their own, 3,070,080 / 40,960 = 75 earlier tokens a query of the full chunks; the last chunk is the
+    last sequence's tokens 1,060-2,099. Alone, a warm engine prefills 100 tokens after 2,000."""
     t = timer("vllm", 2010)
     assert vllm.scheduler_limits(t.s, M, H100).max_num_batched_tokens == 8192
     assert t.cached_prefix == 2000 and timer("vllm", 2008).cached_prefix == 2000
@@ -42,7 +45,7 @@ def test_vllm_burst_skips_the_prefix_in_whole_blocks():
     assert t.ttft_s(2100) == pytest.approx(t.prefill_s(100, context=2000), rel=1e-12)
     plain = timer("vllm", 0)
     assert plain.burst_ttft_s(2100, 20) == pytest.approx(
-        5 * plain.prefill_s(8192, seqs=3) + plain.prefill_s(1040, seqs=1), rel=1e-12)
+        5 * plain.prefill_s(8192, seqs=3, context=75) + plain.prefill_s(1040, seqs=1, context=1060), rel=1e-12)
     # prefill is compute-bound: the linears scale with the new tokens (4,000 / 42,000 = 0.095), attention falls
     # from 20 x 2,100^2 / 2 = 44.1 M query-key pairs to 2.2 M + 19 x (100 x 2,000 + 100^2 / 2) = 6.1 M
     ratio = t.burst_ttft_s(2100, 20) / plain.burst_ttft_s(2100, 20)

@@ -34,7 +34,7 @@ HOMES = {"transformers": ("transformers", "TRANSFORMERS"), "vllm": ("vllm", "VLL
 # warning (one file may hold several engines' settings), or refused where that engine refuses them itself
 # (REFUSES_FOREIGN: TensorRT-LLM's); gpuplan.plan.refusals reads them here, without loading every profile
 OWN_SETTINGS = {"vllm": ("gpu_memory_utilization", "enforce_eager", "flashinfer_sampler", "entry_point"),
-                "sglang": ("mem_fraction_static", "fp8_gemm_backend"),
+                "sglang": ("mem_fraction_static", "fp8_gemm_backend", "scheduler_recv_interval"),
                 "llama.cpp": ("ubatch_tokens", "flash_attention", "cpu_layers"),
                 "trtllm": ("free_gpu_memory_fraction", "tokens_per_block", "capacity_scheduler_policy",
                            "trtllm_backend")}

@@ -106,6 +106,9 @@ class Engine:
     draft_inherits: tuple[str, ...] = ()
     # it runs on Apple silicon's GPU (Metal: llama.cpp, MLX; transformers through PyTorch's MPS backend)
     metal = False
+    # the environment setting that turns its DeepGEMM kernels off (a block-scaled fp8 checkpoint's GEMMs:
+    # engines/block_fp8.py without_deepgemm), said with what it costs where the plan times DeepGEMM; None: it runs none
+    deepgemm_switch: str | None = None
     # where a simulated run's numbers come from, as the capacity table's note says it ("From a simulation of ...")
     scheduler_words = ""
     # the setting that caps the requests running at once, and what its pool does with those admitted (an offline

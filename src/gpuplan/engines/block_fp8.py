@@ -32,7 +32,8 @@ Which runs where (:func:`kernels`; the linears first, then the routed experts):
   linears run DeepGEMM on SM 9.x / 10.x (sgl-project/sglang PR #5628, 2025-04-22, turned ``ENABLE_JIT_DEEPGEMM`` on
   by default; ``python/sglang/srt/layers/quantization/fp8_utils.py`` ``_dispatch_auto_backend`` takes DeepGEMM
   first); 0.4.4-0.4.5 kept Triton unless ``SGL_ENABLE_JIT_DEEPGEMM`` was set. ``--fp8-gemm-backend`` (PR #14379,
-  2025-12; ``auto`` by default) names the linears' kernel: ``flashinfer_trtllm`` runs FlashInfer's on SM 10.x.
+  2025-12; ``auto`` by default) names the linears' kernel: ``flashinfer_trtllm`` runs FlashInfer's on SM 10.x,
+  ``triton`` Triton's; a launch with DeepGEMM off takes one of the two (:func:`without_deepgemm`).
   The experts stay in the Triton ``fused_moe`` on Hopper at tensor parallelism (``--moe-runner-backend auto``;
   PR #18388, 2026-02: "In TP MoE it seems triton is quite efficient"); DeepEP's dispatch runs DeepGEMM's grouped
   GEMMs; on SM 10.x from 0.5.4 ``server_args.py`` picks ``flashinfer_trtllm`` for DeepSeek's fp8 MoE (PR #11816,
@@ -73,6 +74,8 @@ FLASHINFER = "flashinfer"
 SGLANG_DEEPGEMM_LINEARS_FROM = (0, 4, 6)
 SGLANG_SM100_TRTLLM_MOE_FROM = (0, 5, 4)
 VLLM_DEEPGEMM_FROM = (0, 19, 0)
+# SGLang --fp8-gemm-backend -> the linears' kernel class (deep_gemm and auto: the release's own pick)
+EXPLICIT_LINEARS = {"flashinfer_trtllm": FLASHINFER, "triton": TRITON}
 
 
 def fp8_block_served(s: Scenario, m: ModelSpec) -> bool:
@@ -91,9 +94,7 @@ def block_fp8_kernels(s: Scenario, m: ModelSpec, gpu: GpuSpec, engine: str,
     if not fp8_block_served(s, m) or not gpu.supports_dtype("fp8"):
         return {}
     pair = kernels(s, gpu, engine, version)
-    if pair is None:
-        return {}
-    return {"block_fp8_share": share(pair[0], s, gpu), "block_fp8_expert_share": share(pair[1], s, gpu)}
+    return {} if pair is None else shares(pair, s, gpu)
 
 
 def share(kernel: str, s: Scenario, gpu: GpuSpec) -> float:
@@ -130,9 +131,10 @@ def kernels(s: Scenario, gpu: GpuSpec, engine: str, version: tuple[int, int, int
 
 def _sglang(s: Scenario, major: int, version: tuple[int, int, int] | None) -> tuple[str, str]:
     """SGLang after its first DeepSeek releases on SM 9.x / 10.x; the linears FlashInfer's where the scenario asks
-    ``fp8_gemm_backend: flashinfer_trtllm`` (SM 10.x only: :meth:`.sglang.Sglang.card_refusal`)."""
-    if s.fp8_gemm_backend == "flashinfer_trtllm":
-        linears = FLASHINFER
+    ``fp8_gemm_backend: flashinfer_trtllm`` (SM 10.x only: :meth:`.sglang.Sglang.card_refusal`), Triton's where it
+    asks ``triton`` (``_dispatch_explicit_backend``: ``triton_w8a8_block_fp8_linear``)."""
+    if s.fp8_gemm_backend in EXPLICIT_LINEARS:
+        linears = EXPLICIT_LINEARS[s.fp8_gemm_backend]
     else:
         linears = DEEPGEMM if version is None or version >= SGLANG_DEEPGEMM_LINEARS_FROM else TRITON
     return linears, DEEPGEMM if s.moe_dispatch == "deepep" or sm100_trtllm_moe(major, version) else TRITON_MOE
@@ -156,3 +158,32 @@ def _vllm(s: Scenario, version: tuple[int, int, int] | None) -> tuple[str, str]:
     if version is not None and version < VLLM_DEEPGEMM_FROM:
         return TRITON, TRITON_MOE
     return DEEPGEMM, TRITON_MOE if s.tp == 8 else DEEPGEMM
+
+
+def without_deepgemm(s: Scenario, gpu: GpuSpec, engine: str,
+                     version: tuple[int, int, int] | None) -> tuple[str, str] | None:
+    """The kernel classes (linears, routed experts) of a launch with DeepGEMM turned off, where the plan times
+    DeepGEMM's linears as the engine's own pick; None elsewhere (the engine's kernels are not DeepGEMM's, or the
+    scenario names SGLang's ``fp8_gemm_backend``, which such a launch follows).
+
+    - SGLang (``SGL_ENABLE_JIT_DEEPGEMM=false``, ``SGLANG_ENABLE_JIT_DEEPGEMM=0`` in later releases):
+      ``fp8_utils.py`` ``_dispatch_auto_backend`` takes DeepGEMM first, then FlashInfer's groupwise GEMM on
+      Blackwell (its TRTLLM-Gen backend on SM 10.x), then Triton's ``w8a8_block_fp8_matmul`` on Hopper (CUTLASS only
+      on SM 12.x): as ``fp8_gemm_backend`` ``flashinfer_trtllm`` or ``triton`` times them. The experts keep their
+      kernels (FlashInfer's TRTLLM-Gen MoE on SM 10.x, the Triton ``fused_moe`` at tensor parallelism on Hopper).
+    - vLLM from 0.19 (``VLLM_USE_DEEP_GEMM=0``): the kernels its wheel ran before it bundled DeepGEMM, CUTLASS's
+      block-FP8 linears (timed in the ``triton`` class) and the Triton ``fused_moe``."""
+    if engine not in ("sglang", "vllm") or s.fp8_gemm_backend not in (None, "auto"):
+        return None
+    pair = kernels(s, gpu, engine, version)
+    if pair is None or pair[0] != DEEPGEMM:
+        return None
+    if engine == "vllm":
+        return TRITON, TRITON_MOE
+    blackwell = int(float(gpu.compute_capability or 0)) == 10
+    return FLASHINFER if blackwell else TRITON, pair[1]
+
+
+def shares(pair: tuple[str, str], s: Scenario, gpu: GpuSpec) -> dict[str, float]:
+    """:class:`~gpuplan.engines.records.Timing` fields of a (linears, experts) kernel pair (:func:`share`)."""
+    return {"block_fp8_share": share(pair[0], s, gpu), "block_fp8_expert_share": share(pair[1], s, gpu)}

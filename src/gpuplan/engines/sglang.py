@@ -46,8 +46,8 @@ reserve_whole_outputs``, which the bench sets for the runs launched so; gpuplan'
 Not modelled: the page sizes above 1 of 2026 releases. Decode batches
 past ``cuda_graph_max_bs``, and prefill batches, run without CUDA graphs, each kernel launched from Python
 (:meth:`Sglang.timing`, :data:`~gpuplan.overheads.SGLANG_EAGER_LAUNCH_S`). ``--scheduler-recv-interval`` (new
-requests read every N decode steps) is simulated when a run sets it (``Scheduler.recv_interval``); the default, 1,
-is what gpuplan's launch files leave.
+requests read every N decode steps) is simulated when a run or the scenario's ``scheduler_recv_interval`` sets it
+(``Scheduler.recv_interval``); the default, 1, is what gpuplan's launch files leave unless it is set.
 
 On ROCm, from 0.4.7, SGLang scales ``mem_fraction_static`` by 0.85 where its attention backend is aiter and the
 context is above 8,192 tokens (:func:`aiter_scale`): the flag stays what a launch file passes, the pool is sized
@@ -476,11 +476,16 @@ class Sglang(Engine):
     # others read a converted checkpoint (a 16-bit head has none: PR #28196, "Cannot find the config file for awq")
     draft_inherits = ("fp8",)
     no_chunked_prefill = None
+    # python/sglang/srt/layers/deep_gemm_wrapper/configurer.py: ENABLE_JIT_DEEPGEMM from SGL_ENABLE_JIT_DEEPGEMM
+    # (SGLANG_ENABLE_JIT_DEEPGEMM in later releases), as InferenceX's DeepSeek-R1 scripts set it
+    deepgemm_switch = "SGL_ENABLE_JIT_DEEPGEMM=false"
 
     def scheduler_settings(self, s: Scenario, startup: StartupMemory, pool: KvPool, longest: int) -> dict | None:
-        """Its scheduler's (:func:`scheduler_of`); none when one request of ``longest`` tokens does not fit its
-        token pool (one rank's, under DP attention)."""
-        return scheduler_of(startup) if startup.kv_tokens // max(startup.attention_ranks, 1) >= longest else None
+        """Its scheduler's (:func:`scheduler_of`) with the scenario's ``scheduler_recv_interval``; none when one
+        request of ``longest`` tokens does not fit its token pool (one rank's, under DP attention)."""
+        if startup.kv_tokens // max(startup.attention_ranks, 1) < longest:
+            return None
+        return scheduler_of(startup) | {"recv_interval": s.scheduler_recv_interval or 1}
 
     def refusal(self, s: Scenario, m: ModelSpec) -> str | None:
         if s.task == "infer" and s.kv_cache_dtype not in self.kv_dtypes:

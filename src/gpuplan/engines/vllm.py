@@ -778,6 +778,8 @@ class Vllm(Engine):
                    "recompute when they resume what the prefix cache no longer holds of them (all of it with the "
                    "cache off: the V0 engine, hybrid models).")
     rocm_build = True
+    # vllm/envs.py VLLM_USE_DEEP_GEMM (on by default from PR #24462; the wheel carries DeepGEMM from 0.19)
+    deepgemm_switch = "VLLM_USE_DEEP_GEMM=0"
     grid_note = ("vLLM preallocates gpu_memory_utilization of each card: a cell fits when its KV pool holds the "
                  "batch; the curve shows what the batch needs")
     expert_parallel = True

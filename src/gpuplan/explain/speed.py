@@ -186,7 +186,8 @@ def _ttft(sp: Speed, batch: int, shared: bool, acc: Accuracy, note: str) -> Form
     return Formula(
         label="time to first token", value=sp.ttft_s, unit="s", accuracy=acc, note=note,
         formula="TTFT = the prefill of one prompt alone (its GEMMs at the efficiency their shapes reach, attention "
-                "over the prompt, kernel launches: gpuplan/speed/inference.py StepTimer) + the engine's latency per "
+                "over the prompt, kernel launches: gpuplan/speed/inference.py StepTimer; a prompt longer than the "
+                "engine's step budget in its chunks, each attending to the earlier ones) + the engine's latency per "
                 "request outside its steps (HTTP, tokenizing, streaming)"
                 + ("; with a shared prefix the engine caches, only the tokens after it (vLLM: whole 16-token "
                    "blocks; SGLang: token by token)" if shared else ""),

@@ -1,18 +1,18 @@
 """``sglang-serve.sh``: the ``python -m sglang.launch_server`` command of a serving plan (engine sglang).
 
 The flags are the settings the estimate and the serving simulation assumed (:mod:`gpuplan.engines.sglang`,
-:func:`gpuplan.engines.sglang.scheduler_of`), written out rather than left to SGLang's defaults, which
-change across releases: ``--tp-size`` / ``--pp-size``, ``--mem-fraction-static`` (the pool), ``--context-length``,
+:func:`gpuplan.engines.sglang.scheduler_of`), written out rather than left to SGLang's defaults, which change across
+releases: ``--tp-size`` / ``--pp-size``, ``--mem-fraction-static`` (the pool), ``--context-length``,
 ``--chunked-prefill-size`` (a prefill batch's tokens), ``--max-running-requests``, ``--cuda-graph-max-bs``,
-``--schedule-policy`` (``fcfs``, as simulated), ``--kv-cache-dtype`` and ``--quantization`` when the plan quantizes a
-checkpoint that is not already quantized, ``--fp8-gemm-backend`` when the plan sets ``fp8_gemm_backend``. The radix
-cache and, from 0.4, the overlap scheduler are SGLang's defaults and stay on (no ``--disable-radix-cache``,
-``--disable-overlap-schedule``); ``--enable-mixed-chunk`` stays off (prefill batches run apart from decodes, as
-simulated). Option names are those of SGLang's ``ServerArgs``
-(``python/sglang/srt/server_args.py`` ``add_cli_args``). A copy over several nodes runs the same script on each
-(``NODE_RANK``, ``MASTER_ADDR``) with ``--nnodes``, ``--node-rank`` and ``--dist-init-addr`` (SGLang's multi-node
-serving: ``ServerArgs.nnodes``, ``node_rank``, ``dist_init_addr``). A speculative plan writes its chain
-(:func:`speculative_flags`). SkyPilot's ``sky.yaml`` runs the same command (:mod:`.skypilot`).
+``--schedule-policy`` (``fcfs``, as simulated), ``--kv-cache-dtype`` and ``--quantization`` when the plan quantizes
+a checkpoint that is not already quantized, ``--fp8-gemm-backend`` when the plan sets ``fp8_gemm_backend``,
+``--scheduler-recv-interval`` when it sets ``scheduler_recv_interval``. The radix cache and, from 0.4, the overlap
+scheduler are SGLang's defaults and stay on (no ``--disable-radix-cache``, ``--disable-overlap-schedule``);
+``--enable-mixed-chunk`` stays off (prefill batches run apart from decodes, as simulated). Option names are those of
+SGLang's ``ServerArgs`` (``python/sglang/srt/server_args.py`` ``add_cli_args``). A copy over several nodes runs the
+same script on each (``NODE_RANK``, ``MASTER_ADDR``) with ``--nnodes``, ``--node-rank`` and ``--dist-init-addr``
+(SGLang's multi-node serving: ``ServerArgs.nnodes``, ``node_rank``, ``dist_init_addr``). A speculative plan writes
+its chain (:func:`speculative_flags`). SkyPilot's ``sky.yaml`` runs the same command (:mod:`.skypilot`).
 """
 
 from __future__ import annotations
@@ -56,6 +56,8 @@ def command(plan: LaunchPlan, opts: LaunchOptions, *, multinode_env: bool = Fals
         argv += ["--quantization", QUANTIZATION[quant_to_ask(plan)]]
     if s.fp8_gemm_backend:
         argv += ["--fp8-gemm-backend", s.fp8_gemm_backend]
+    if s.scheduler_recv_interval:
+        argv += ["--scheduler-recv-interval", str(s.scheduler_recv_interval)]
     return [*argv, *speculative_flags(plan), "--port", str(opts.port)]
 
 

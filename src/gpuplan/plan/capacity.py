@@ -40,6 +40,7 @@ from ..scenario.fields import MIN_MODEL_LEN
 from ..serving.capacity import RatePoint, idle_latencies, max_rate, max_users, saturation_rate
 from ..serving.steptime import Calibration, StepModel, step_model
 from ..serving.workload import Workload
+from ..speed.deepgemm import deepgemm_warnings
 from .build import build
 from .plan import Plan
 from .refusals import engine_refusal, load_refusal, unsimulated, whole_prompts
@@ -578,6 +579,7 @@ def _row(st: Candidate, sc: Scenario, mem: ServingMemory, model: StepModel, boun
         busy = min(busy, users) if w.users else busy
     loaded = sc if sc.batch_size == busy else sc.model_copy(update={"batch_size": busy})
     row.plan = at_load = build(resolve(loaded, m, st.gpu), advise=False)
+    row.warnings += [f"{st.label}: {x}" for x in deepgemm_warnings(loaded, m, st.gpu)]
     speed = at_load.speed  # on the card's own links: no offer is priced by the builder here
     # the shared prefix rides in sc: TTFT alone starts after the cached part, as estimate's does
     row.ttft_alone_s = speed.ttft_s
@@ -634,6 +636,7 @@ def _job_row(st: Candidate, sc: Scenario, mem: ServingMemory, bound: tuple[float
                      quant=st.quant, kv_tokens=pool.kv_tokens, max_concurrency=pool.max_concurrency,
                      max_rate_rps=0.0, rate_band_rps=(0.0, 0.0), bound_rate_rps=bound[0])
     row.plan = build(resolve(sc, m, st.gpu), advise=False, simulate=True)
+    row.warnings += [f"{st.label}: {x}" for x in deepgemm_warnings(sc, m, st.gpu)]
     row.ttft_alone_s = row.plan.speed.ttft_s
     row.streaming_tokens_per_s_per_user = row.plan.speed.streaming_tokens_per_s_per_user
     run = row.plan.offline

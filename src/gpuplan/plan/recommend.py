@@ -39,6 +39,7 @@ from ..scenario import Scenario, read_back, stack_cards
 from ..scenario.stacks import STACK_NAMES
 from ..serving.capacity import STABLE_LOAD
 from ..speed.comms import Link, intra_node_link, slowest_link
+from ..speed.deepgemm import deepgemm_warnings
 from ..speed.gemm import can_time
 from ..speed.work import shared_work
 from ..stacks import STACKS, stack_for
@@ -463,6 +464,7 @@ def recommend(s: Scenario, m: ModelSpec, c: Constraints, explain: bool = True) -
     result.warnings = [w for w in (inexact_warning(m),) if w] + other_task(s) + [
         w for x in owned[:1] if (w := desktop_warning(s, gpus()[x.gpu_id], x.num_gpus, x.device_peak_gib,
                                                         x.capacity_gib))]
+    result.warnings += kernel_warnings(m, [*setups[: c.top], *owned[: c.top]])
     result.resolved = searched(s, m, c, split)
     if explain and c.have and not owned:
         result.owned_changes = _what_fits_owned(s, m, c)
@@ -470,6 +472,18 @@ def recommend(s: Scenario, m: ModelSpec, c: Constraints, explain: bool = True) -
         with shared_work():  # the relaxations' searches share their passes of the model
             result.changes = _what_would_fit(s, m, c, biggest, fitting, all_offers)
     return result
+
+
+def kernel_warnings(m: ModelSpec, setups: list[Setup]) -> list[str]:
+    """What turning DeepGEMM off costs (:func:`gpuplan.speed.deepgemm.deepgemm_warnings`), said once for each
+    card and engine among the rows shown, at the first such row's layout."""
+    said: dict[tuple[str, str], list[str]] = {}
+    for x in setups:
+        if (x.gpu_id, x.scenario.engine) not in said:
+            said[x.gpu_id, x.scenario.engine] = [
+                f"{x.num_gpus}x {short_id(x.gpu_id)} {x.scenario.engine}: {w}"
+                for w in deepgemm_warnings(x.scenario, m, gpus()[x.gpu_id])]
+    return [w for words in said.values() for w in words]
 
 
 def stack_left_out(s: Scenario, cards) -> list[str]:

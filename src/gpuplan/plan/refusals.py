@@ -39,6 +39,7 @@ from ..model.spec import ModelSpec
 from ..scenario import INFER_ONLY, LOAD_FIELDS, TRAIN_ONLY, Scenario, stack_cards, stacks
 from ..scenario.fields import MODULE_FIELDS
 from ..sharding import sharding_for
+from ..speed.deepgemm import deepgemm_warnings
 from ..stacks import STACKS, stack_for
 from ..tensors.state import weight_format
 
@@ -69,7 +70,7 @@ def check(s: Scenario, m: ModelSpec, gpu: GpuSpec | None) -> list[str]:
             raise GpuplanError(why)
         warnings += _node(s, gpu) + _apple(s, gpu) + stack_card_warnings(s, gpu)
         said = engine_for(s).card_warning(s, gpu)
-        warnings += [said] if said else []
+        warnings += ([said] if said else []) + deepgemm_warnings(s, m, gpu)
     return warnings + _context(s, m)
 
 

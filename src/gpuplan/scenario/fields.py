@@ -227,13 +227,19 @@ class Scenario(BaseModel):
     mem_fraction_static: float | None = Field(default=None, gt=0.0, le=1.0,
                                               description="SGLang --mem-fraction-static (weights and KV pool); "
                                               "default: SGLang's own for the card")
-    fp8_gemm_backend: Literal["auto", "deep_gemm", "flashinfer_trtllm"] | None = Field(
+    fp8_gemm_backend: Literal["auto", "deep_gemm", "flashinfer_trtllm", "triton"] | None = Field(
         default=None, exclude_if=lambda v: v is None,  # said when set: other scenarios read as they did
         description="SGLang --fp8-gemm-backend, the kernel of a block-scaled fp8 checkpoint's dense linears "
-        "(DeepSeek-V3/R1, Kimi K2, the Qwen3 FP8 releases): deep_gemm (DeepGEMM, on Hopper and Blackwell) or "
+        "(DeepSeek-V3/R1, Kimi K2, the Qwen3 FP8 releases): deep_gemm (DeepGEMM, on Hopper and Blackwell), "
         "flashinfer_trtllm (FlashInfer's groupwise FP8 GEMM, B200/B300 only: about a third of DeepGEMM's speed on "
-        "prompt-sized GEMMs); auto and the default: SGLang's own pick, DeepGEMM where it runs (a launch with "
-        "SGL_ENABLE_JIT_DEEPGEMM=false on a B200/B300 picks flashinfer_trtllm)")
+        "prompt-sized GEMMs) or triton (Triton's, about 0.3 of DeepGEMM's); auto and the default: SGLang's own "
+        "pick, DeepGEMM where it runs (a launch with SGL_ENABLE_JIT_DEEPGEMM=false, as InferenceX's DeepSeek "
+        "scripts run, picks flashinfer_trtllm on a B200/B300 and triton on a Hopper card)")
+    scheduler_recv_interval: int | None = Field(
+        default=None, ge=1, le=100_000, exclude_if=lambda v: v is None,  # said when set
+        description="SGLang --scheduler-recv-interval: a busy scheduler takes in new requests only every N decode "
+        "steps (and right after a prefill batch), so a request waits up to N steps before its prompt runs "
+        "(InferenceX's DeepSeek-R1 scripts: 10, and 30 from 16 requests at 8 GPUs); default: SGLang's 1, every step")
     max_num_batched_tokens: int | None = Field(default=None, ge=1, le=10_000_000,
                                                description="vLLM scheduler token budget per step (TensorRT-LLM "
                                                "max_num_tokens); default: the engine's own")
@@ -1006,8 +1012,8 @@ TRAINING_LAYOUT = frozenset({"num_nodes", "sharding", "pp", "offload", "stack"})
 INFER_ONLY = frozenset({"batch_size", "prompt_tokens", "output_tokens", "timestamps", "shared_prefix_tokens",
                         "kv_cache_dtype",
                         "engine", *LOAD_FIELDS, "preset",
-                        "mem_fraction_static", "fp8_gemm_backend", "gpu_memory_utilization", "max_num_batched_tokens",
-                        "max_num_seqs",
+                        "mem_fraction_static", "fp8_gemm_backend", "scheduler_recv_interval", "gpu_memory_utilization",
+                        "max_num_batched_tokens", "max_num_seqs",
                         "max_model_len", "engine_version", "entry_point", "enforce_eager", "chunked_prefill",
                         "async_scheduling", "flashinfer_sampler", "ubatch_tokens",
                         "free_gpu_memory_fraction", "tokens_per_block", "capacity_scheduler_policy",

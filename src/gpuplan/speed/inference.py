@@ -327,12 +327,11 @@ class StepTimer:
 
     # ---- time to first token -----------------------------------------------------------------------------
     def ttft_s(self, prompt_tokens: int) -> float:
-        """Time to first token of one request alone: its prefill (which yields the first token); with a shared
-        prefix the engine caches, on a warm engine: the tokens after the cached prefix, attending to it."""
-        cached = min(self.cached_prefix, prompt_tokens - 1)
-        if cached > 0:
-            return self.prefill_s(prompt_tokens - cached, context=cached)
-        return self.prefill_s(prompt_tokens)
+        """Time to first token of one request alone: its prefill (which yields the first token), in the engine's
+        chunks where it chunks prompts (:meth:`_chunked_s`); with a shared prefix the engine caches, on a warm
+        engine: the tokens after the cached prefix, attending to it."""
+        new = prompt_tokens - max(min(self.cached_prefix, prompt_tokens - 1), 0)
+        return self._chunked_s(new, new, context=prompt_tokens - new)
 
     def burst_ttft_s(self, prompt_tokens: int, requests: int) -> float:
         """Time to first token of the last of ``requests`` prompts arriving together: transformers prefills
@@ -357,13 +356,21 @@ class StepTimer:
         return chunk * self.s.attention_ranks if chunk else chunk
 
     def _chunked_s(self, total: int, per_seq: int, *, context: int = 0) -> float:
-        """``total`` prompt tokens in sequences of ``per_seq`` prefilled in chunks of the engine's step budget (a
-        burst at once for an engine without chunked prefill)."""
+        """``total`` prompt tokens in sequences of ``per_seq``, each after ``context`` cached ones, prefilled in
+        chunks of the engine's step budget (a burst at once for an engine without chunked prefill). A sequence cut
+        by a chunk's end goes on in the next step, attending to its tokens prefilled before (vLLM's
+        ``vllm/v1/core/sched/scheduler.py`` ``schedule``: ``num_tokens_with_spec - num_computed_tokens`` cut to the
+        token budget; SGLang's ``PrefillAdder`` its ``extend_input_len`` after the chunked prefix): each chunk is
+        timed with the mean of those earlier tokens a query of it attends to (:func:`earlier_tokens`; the attention's
+        work is linear in it)."""
         chunk = self._chunk or total
         full, rest = divmod(total, chunk)
         seqs_per_chunk = max(chunk / max(per_seq, 1), 1)
-        t = full * self.prefill_s(chunk, seqs=max(int(seqs_per_chunk), 1), context=context) if full else 0.0
-        return t + (self.prefill_s(rest, seqs=max(int(rest / per_seq), 1), context=context) if rest else 0.0)
+        earlier_full, earlier_rest = earlier_tokens(total, per_seq, chunk)
+        t = full * self.prefill_s(chunk, seqs=max(int(seqs_per_chunk), 1), context=context + round(earlier_full)) \
+            if full else 0.0
+        return t + (self.prefill_s(rest, seqs=max(int(rest / per_seq), 1), context=context + round(earlier_rest))
+                    if rest else 0.0)
 
     # ---- pieces -------------------------------------------------------------------------------------------
     def _linears_s(self, tokens: float, *, dense_only: bool = False, seqs: float | None = None) -> float:
@@ -604,6 +611,31 @@ class StepTimer:
             return (ops + expert_loop_s(m, seqs if tokens is None else tokens) + oh.GENERATE_STEP_OVERHEAD_S
                     + oh.EAGER_DECODE_S_PER_CONTEXT_TOKEN * context)
         return loop.step_s + loop.seq_s * seqs
+
+
+def earlier_tokens(total: int, per_seq: int, chunk: int) -> tuple[float, float]:
+    """``total`` prompt tokens in sequences of ``per_seq`` (the last one shorter where they do not divide), cut into
+    steps of ``chunk``: the mean number of their own sequence's tokens, prefilled in earlier steps, that a query
+    attends to, over the full steps and in the last, shorter one (0 where no sequence spans two steps). One pass
+    over the sequences (:func:`_own_pairs`), so a burst of long prompts costs no loop over its steps."""
+    per_seq, full = max(per_seq, 1), total // chunk
+    rest_from, rest = full * chunk, total - full * chunk
+    pairs = in_rest = 0
+    for start in range(0, total, per_seq):
+        end = min(start + per_seq, total)
+        pairs += _own_pairs(start, end, chunk)
+        if end > rest_from:  # its piece in the last, shorter step
+            cut = max(start, rest_from)
+            in_rest += (end - cut) * (cut - start)
+    return (pairs - in_rest) / rest_from if full else 0.0, in_rest / rest if rest else 0.0
+
+
+def _own_pairs(start: int, end: int, chunk: int) -> int:
+    """Sum over a sequence's pieces (tokens ``start``-``end`` of the stream, cut every ``chunk``) of the piece's
+    length times the sequence's tokens before it: a first piece up to the next cut, ``m`` whole steps, a last ``r``."""
+    first = min(end, (start // chunk + 1) * chunk) - start
+    m, r = divmod(end - start - first, chunk)
+    return m * chunk * first + chunk * chunk * m * (m - 1) // 2 + r * (first + m * chunk)
 
 
 def step_timer(s: Scenario, m: ModelSpec, gpu: GpuSpec, network: Network | None = None) -> StepTimer:
