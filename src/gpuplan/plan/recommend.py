@@ -1182,7 +1182,9 @@ def _what_would_fit(space: _Space, c: Constraints, biggest: GpuSpec | None, fitt
 def _relaxations(space: _Space, c: Constraints, fitting: int, found: list[Setup]) -> Iterator[tuple]:
     """(group, label, the best rented setup it gives or None, when called) of each relaxation, in the order they
     are tried. The budget and the deadline rank the first search's rows under the wider filter (``found``); the
-    method, the stack and the GPU count search again in ``space``; a shorter length is another scenario."""
+    method, the stack and the GPU count search again in ``space``; a shorter length is another scenario, tried
+    where no ``preset`` says the lengths (s29: a shorter prompt under ``--preset chat`` was refused, "drop
+    prompt_tokens", and the whole answer with it)."""
     s, m, base = space.s, space.m, {**c.__dict__, "top": 1}
 
     def relaxed(rows: list[Setup] | None = None, **change: Any):
@@ -1205,7 +1207,7 @@ def _relaxations(space: _Space, c: Constraints, fitting: int, found: list[Setup]
         if n > c.max_gpus and (s.task == "train" or n <= 64):
             yield "gpus", f"allow up to {n} GPUs (--max-gpus {n})", relaxed(max_gpus=n)
     name = s.length_field
-    for divisor in (2, 4, 8):
+    for divisor in (2, 4, 8) if s.preset is None else ():  # a preset says the lengths (resolve.preset_lengths)
         shorter = max(getattr(s, name) // divisor, 1)
         yield "length", f"shorter sequences (--{name.replace('_', '-')} {shorter:,})", lambda shorter=shorter: next(
             iter(recommend(s.model_copy(update={name: shorter}), m, Constraints(**base), explain=False).setups), None)
