@@ -58,7 +58,9 @@ def test_each_command_reads_plans_one_validation_and_report_each(name, tmp_path)
     seen = _counted(COMMANDS[name], tmp_path)
     plans = seen[PLANS]
     assert plans >= 2  # a search's candidates, a launch's plan and the trials or limits chosen before it
-    assert seen[MEMORY] == plans  # every memory report is a plan's
+    # every memory report is a plan's; the layout the recipe's ladder reported is planned on that report, not
+    # reported again (s29: layout.with_layout; one fewer for estimate-qlora and launch-train)
+    assert seen[MEMORY] <= plans
     assert seen[ESTIMATES] <= plans
     assert seen[VALIDATIONS] <= plans  # no plan costs a second validation (a search's cards share one)
 
@@ -77,7 +79,8 @@ def test_fit_plans_each_model_and_its_probes():
     with counting(VALIDATIONS, MEMORY, ESTIMATES, PLANS) as seen, validations() as given:
         report = gpuplan.fit("2x3090", task="train", method="lora", models=["llama-3.2-1b", "qwen2.5-7b"])
     assert len(report.rows) == 2 and report.fitting == 2 and any(r.change for r in report.rows)
-    assert seen[MEMORY] == seen[ESTIMATES] == seen[PLANS] > 2  # each model's plan and its largest-fit probes
+    # each model's plan and its largest-fit probes, a layout the ladder reported planned on its report (s29)
+    assert seen[MEMORY] == seen[ESTIMATES] <= seen[PLANS] and seen[PLANS] > 2
     assert len(given) == len(set(given)) == seen[VALIDATIONS]
 
 
@@ -91,5 +94,5 @@ def test_buy_validates_each_job_once_and_reads_plans(build):
     jobs = Path(__file__).resolve().parents[2] / "examples" / "owning-example.yaml"  # one job
     seen = _counted(["buy", *build, "--workloads", str(jobs)], None)
     assert seen[PLANS] >= 3  # the job on the build and on the two rentals (on demand, spot), and their layouts
-    assert seen[MEMORY] == seen[PLANS]
+    assert seen[MEMORY] <= seen[PLANS]  # (a layout the ladder reported is planned on its report: s29)
     assert seen[VALIDATIONS] <= seen[PLANS] + 1  # + the job's own scenario, on no card

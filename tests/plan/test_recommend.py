@@ -265,6 +265,17 @@ def test_every_format_says_what_would_fit_when_nothing_does():
             assert done.stdout.splitlines() == ["#,setup,offer,price age,GiB,tok/s,hours,$,$/M tok"]
 
 
+def test_nothing_fits_under_a_preset_says_what_would_without_shorter_prompts():
+    """A preset says the requests' lengths, so a shorter prompt is no change to offer: it was tried, refused ("preset
+    chat says the requests' lengths ...: drop prompt_tokens", a field the user never gave), and the whole answer
+    failed with that sentence (s29). 70B at 16 bits (70.6e9 x 2 B = 141 GB of weights) fits 8 RTX 4090s (192 GB),
+    not 4 (96 GB): more GPUs is the change."""
+    result = run(dict(model="llama-3.1-70b", task="infer", preset="chat"), gpus=(RTX4090,), max_gpus=1)
+    assert not result.setups and result.changes
+    assert result.changes[0].startswith("allow up to 8 GPUs (--max-gpus 8): 8x nvidia-geforce-rtx-4090 tp8")
+    assert not any("shorter" in change for change in result.changes)
+
+
 def test_plain_wraps_the_deadline_headline_to_the_width():
     """Review 3 (Q3, top problem 8): ``--format plain`` printed the headline of a size-only model as one 378-column
     line (its synthetic config said in it); through a pipe every plain line keeps to 120 columns, and the words are

@@ -94,9 +94,9 @@ def build(r: Resolved | ResolvedModule, offers: Offers | None = None, *, advise:
         return build_module(r, module_offers(r, offers), advise=advise, memory_only=memory_only)
     given = r.scenario  # before the layout: the advice's changes are planned from it, as estimate plans them
     if layout and not memory_only:
-        laid = with_layout(r, keep_micro_batch)
-        if laid.scenario is not r.scenario:  # another layout: its own memory and speeds
-            base, speeds, memory = None, None, None
+        laid, estimated = with_layout(r, keep_micro_batch)
+        if laid.scenario is not r.scenario:  # another layout: its own memory (the ladder's, where it made it), speeds
+            base, speeds, memory = None, None, estimated
         r = laid
     plan = base if base is not None else memory_plan(r, memory)
     if memory_only:

@@ -142,8 +142,8 @@ def _room(s: Scenario, m: ModelSpec, gpu: GpuSpec, plan: Plan | None = None) -> 
 def laid_out(plan: Plan) -> Plan:
     """A training plan that fits at the recipe's micro-batch x accumulation, as ``estimate`` plans it (the builder
     takes it: :func:`gpuplan.plan.layout.with_layout`)."""
-    r = with_layout(plan.setup)
-    return plan if r.scenario is plan.setup.scenario else build(r, memory_only=True)
+    r, memory = with_layout(plan.setup)
+    return plan if r.scenario is plan.setup.scenario else build(r, memory_only=True, memory=memory)
 
 
 def _changes_job(fields: dict[str, Any], s: Scenario) -> bool:

@@ -64,6 +64,7 @@ class Fix:
     ram: bool = False  # it keeps states in CPU RAM: its cost ends with how much the plan keeps there
     keeps_job: bool = True
     more_gpus: bool = False
+    planned_gib: float | None = None  # the device peak of the builder's plan with it, at its layout, where timed
 
 
 @dataclass(frozen=True)
@@ -385,7 +386,8 @@ def on_card(s: Scenario, m: ModelSpec, gpu: GpuSpec, fixes: list[Fix], timing: T
             (s.task == "train" or fix.change.get("cpu_layers")) else None
         if stated is not None:
             text, ratio, after = stated
-            fix = replace(fix, cost=fix.cost or text, slowdown=fix.slowdown if fix.slowdown is not None else ratio)
+            fix = replace(fix, cost=fix.cost or text, slowdown=fix.slowdown if fix.slowdown is not None else ratio,
+                          planned_gib=after.memory.device_peak_gib)
             ram = _ram_words(after.memory.cpu_gib) if fix.ram else ""
             fix = replace(fix, cost="; ".join(x for x in (fix.cost, ram) if x))
         elif fix.change.get("cpu_layers"):
@@ -454,9 +456,10 @@ def suggestions(s: Scenario, m: ModelSpec, gpu: GpuSpec, report, timing: Timing 
     if engine_for(s).advised_by_pool:
         return _vllm_suggestions(s, m, gpu, report, fixes)
     singles: list[tuple[Fix, bool, float, dict[str, Any]]] = []
-    for fix in fixes:
+    for fix in fixes:  # the peak estimate prints with the change (its plan's, at the layout it takes), where timed
         changed = _apply(s, (fix,))
         ok, peak = _fits(changed, m, gpu)
+        peak = peak if fix.planned_gib is None or changed is None else fix.planned_gib
         if changed is not None and (ok or peak <= report.device_peak_gib - SHOWN_SAVING_GIB):
             singles.append((fix, ok, peak, _implied(s, changed, fix.change)))
     # fitting fixes: in the user's stack, on the GPUs named, keeping the job, then the method asked (a change of

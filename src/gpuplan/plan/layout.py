@@ -12,6 +12,7 @@ the recipe reads the plan's."""
 from __future__ import annotations
 
 from ..errors import GpuplanError
+from ..memory import memory_report
 from ..speed import speed_of
 from .batch import data_batch, kind_of, published
 from .plan import Plan, memory_plan
@@ -35,12 +36,18 @@ def ladder(s, global_batch: int) -> list[tuple[int, int]]:
     return out
 
 
-def planned(s, m, gpu, mb: int, accum: int) -> Plan | None:
-    """The memory plan of ``s`` at ``mb`` x ``accum`` on ``gpu`` when it runs and fits there, else None."""
+def planned(s, m, gpu, mb: int, accum: int, tried: dict | None = None) -> Plan | None:
+    """The memory plan of ``s`` at ``mb`` x ``accum`` on ``gpu`` when it runs and fits there, else None. ``tried``:
+    given each layout's resolved scenario and memory (:func:`gpuplan.memory.memory_report`), fitting or not, for
+    :func:`with_layout` to plan the one it takes without estimating it again."""
     try:
-        plan = memory_plan(resolve(s.model_copy(update={"micro_batch_size": mb, "grad_accum_steps": accum}), m, gpu))
+        r = resolve(s.model_copy(update={"micro_batch_size": mb, "grad_accum_steps": accum}), m, gpu)
+        memory = memory_report(r.scenario, r.model, r.gpu)
+        plan = memory_plan(r, memory)
     except GpuplanError:
         return None
+    if tried is not None:
+        tried[mb, accum] = (r, memory)
     return plan if plan.verdict.fits else None
 
 
@@ -110,34 +117,51 @@ def as_run(s):
     return s.model_copy(update={"micro_batch_size": s.micro_batch_size, "grad_accum_steps": s.grad_accum_steps})
 
 
-def with_layout(r: Resolved, keep_micro_batch: bool = False) -> Resolved:
+def with_layout(r: Resolved, keep_micro_batch: bool = False) -> tuple[Resolved, tuple | None]:
     """``r`` at the recipe's micro-batch x accumulation (:func:`layout`) when its training scenario set neither,
     with why (``layout_why``, said in the plan's recipe); ``keep_micro_batch``: a ranked setup keeps its micro-batch
     (recommend may have set it: "micro-batch 4") and takes the accumulation (:func:`accumulation`). A layout that
     would not fit the card (a full gradient buffer beside ZeRO-3's shards) where the scenario's does leaves the
-    scenario's, said."""
+    scenario's, said. With it, the memory of the layout taken where the ladder estimated it (its
+    :func:`gpuplan.memory.memory_report`, for the builder's memory plan), else None: each layout's memory is
+    estimated once (session 28 estimated a layout that fits nothing three times: the ladder's, ``again``'s and the
+    builder's)."""
     s, m, gpu = r.scenario, r.model, r.gpu
     given = {"grad_accum_steps"} if keep_micro_batch else {"micro_batch_size", "grad_accum_steps"}
     if r.layout_why is not None or s.task != "train" or gpu is None or given & s.model_fields_set:
-        return r
-    global_batch, plans = recipe_batch(s, m), {}
+        return r, None
+    global_batch, plans, tried = recipe_batch(s, m), {}, {}
     if keep_micro_batch:
         mb, (accum, why) = s.micro_batch_size, accumulation(s, global_batch)
     else:
-        mb, accum, why = layout(s, m, gpu, global_batch, plans)
+        mb, accum, why = layout(s, m, gpu, global_batch, plans,
+                                lambda *at: planned(*at, tried=tried))  # every layout's memory kept
     if (mb, accum) == (s.micro_batch_size, s.grad_accum_steps):
-        return Resolved(**{**r.__dict__, "layout_why": why})
+        return Resolved(**{**r.__dict__, "layout_why": why}), None
     if (mb, accum) in plans:  # planned (and validated) once already, where the search tried it
         a = plans[mb, accum][0].setup
         return Resolved(scenario=a.scenario, model=a.model, gpu=a.gpu, gpu_note=r.gpu_note, split_note=r.split_note,
-                        length_note=r.length_note, checked=a.checked, chosen=r.chosen, layout_why=why)
+                        length_note=r.length_note, checked=a.checked, chosen=r.chosen, layout_why=why), \
+            tried[mb, accum][1]
     again = changed(r, {"micro_batch_size": mb, "grad_accum_steps": accum}, None, layout_why=why)
-    if memory_plan(again).verdict.fits or not memory_plan(r).verdict.fits:  # neither fits: the recipe's, as it runs
-        return again
+    memory = _estimated(again, tried.get((mb, accum)))
+    if memory_plan(again, memory).verdict.fits or not memory_plan(r).verdict.fits:  # neither fits: the recipe's,
+        return again, memory  # as it runs
     run = s.micro_batch_size * s.grad_accum_steps * s.dp
     kept = (f"{s.micro_batch_size} x {s.grad_accum_steps}, a global batch of {run:,} sequence{'s' if run != 1 else ''} "
             f"against the recipe's {global_batch:,}")
     why = (" (accumulation holds a whole gradient buffer beside the next micro-step)"
            if mb == s.micro_batch_size and accum > s.grad_accum_steps else "")
     return Resolved(**{**r.__dict__, "layout_why": f"the recipe's {mb} x {accum} would not fit {gpu.name}{why}, so "
-                       f"{kept}"})
+                       f"{kept}"}), None
+
+
+def _estimated(r: Resolved, tried: tuple | None) -> tuple:
+    """The memory of ``r`` (:func:`gpuplan.memory.memory_report`): the ladder's (``tried``: its resolved layout and
+    memory) where it estimated the same scenario on the same model and card, else estimated here."""
+    if tried is not None:
+        at, memory = tried
+        if (at.scenario, at.scenario.model_fields_set, at.gpu) == (r.scenario, r.scenario.model_fields_set, r.gpu) \
+                and at.model is r.model:
+            return memory
+    return memory_report(r.scenario, r.model, r.gpu)

@@ -19,7 +19,7 @@ import heapq
 import math
 import time
 from collections.abc import Iterator
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from typing import Annotated, Any
 
 from pydantic import BaseModel, Field, SkipValidation, WrapValidator, computed_field, model_serializer
@@ -428,15 +428,11 @@ def recommend(s: Scenario, m: ModelSpec, c: Constraints, explain: bool = True) -
     references = {g: best_on_demand(all_offers, g, price_filter(s)) for g in cards}
     biggest = max(cards.values(), key=lambda g: g.usable_gib, default=None)
     shipped = m.shipped_format()[0].name if m.quantization else None
+    space = _Space(s, m, offers, cards, references, shipped, c.min_headroom)
     with shared_work():  # each pass of the model timed once per card and shape, for every setup that repeats it
-        evaluated, fitting, setups, pending = _search(s, m, c, offers, cards, references, shipped)
-        # sharding alone fits no card: the tensor x pipeline-parallel layouts of the stacks that split models
-        split = s.task == "train" and not fitting and bool(STACKS[s.stack].model_parallel or c.any_stack)
-        if split:
-            more, fitting, setups, pending = _search(s, m, c, offers, cards, references, shipped, split=True)
-            evaluated += more
-    owned = _filter_rank([x for x in setups if x.owned], c)
-    setups = _on_load(s, _filter_rank([x for x in setups if not x.owned], c), c)
+        evaluated, fitting, found, pending, split = space.search(c)
+    owned = _filter_rank([x for x in found if x.owned], c)
+    setups = _rentals(s, found, c)
     for x in setups[: c.top]:  # the scenario as priced: validated for the setups shown only (thousands are ranked)
         x.scenario = x.scenario.model_copy(update={
             "provider": x.provider, "pricing": "spot" if x.pricing in ("spot", "interruptible") else "on_demand"})
@@ -470,7 +466,7 @@ def recommend(s: Scenario, m: ModelSpec, c: Constraints, explain: bool = True) -
         result.owned_changes = _what_fits_owned(s, m, c)
     if not setups and explain:
         with shared_work():  # the relaxations' searches share their passes of the model
-            result.changes = _what_would_fit(s, m, c, biggest, fitting, all_offers)
+            result.changes = _what_would_fit(space, c, biggest, fitting, found, all_offers)
     return result
 
 
@@ -824,40 +820,55 @@ SPOT_CAPACITY = ("spot hours count restarts after interruptions (Daly's overhead
                  "the cards must be free to start and to come back, which for many GPUs over days is not assured")
 
 
-def _search(s: Scenario, m: ModelSpec, c: Constraints, offers: list[Offer], cards: dict[str, GpuSpec],
-            references: dict, shipped: str | None, split: bool = False) -> tuple[int, int, list[Setup], dict]:
+@dataclass
+class _Space:
+    """What every search of one ``recommend`` shares, its relaxations' included (:func:`_what_would_fit`): the
+    scenario, model, offers, cards and headroom, and each variant x layout worked out once (``units``: a wider
+    search, more GPUs or more methods, holds the narrower one's units and reads them as they are)."""
+
+    s: Scenario
+    m: ModelSpec
+    offers: list[Offer]
+    cards: dict[str, GpuSpec]
+    references: dict
+    shipped: str | None
+    headroom: float
+    units: dict = field(default_factory=dict)
+
+    def search(self, c: Constraints) -> tuple[int, int, list[Setup], dict, bool]:
+        """(setups evaluated, fitting, the rows, what their change notes need, split) of the search under ``c``:
+        training's tensor x pipeline-parallel layouts where sharding alone fits no card (the stacks that split
+        models)."""
+        evaluated, fitting, setups, pending = _search(self, c)
+        split = self.s.task == "train" and not fitting and bool(STACKS[self.s.stack].model_parallel or c.any_stack)
+        if split:
+            more, fitting, setups, pending = _search(self, c, split=True)
+            evaluated += more
+        return evaluated, fitting, setups, pending, split
+
+
+def _search(space: _Space, c: Constraints, split: bool = False) -> tuple[int, int, list[Setup], dict]:
     """Every setup that fits: each variant x layout (``split``: the tensor x pipeline-parallel ones) validated and
     refused once without a card, its memory estimated once (where the card does not change it) and reported on
-    every card, and where it fits, a plan on each of the card's offers. Returns (setups evaluated, fitting, the
-    rows, what their change notes need)."""
+    every card, and where it fits, a plan on each of the card's offers (:func:`_unit`, each worked out once in the
+    ``space``). Returns (setups evaluated, fitting, the rows, what their change notes need)."""
+    s = space.s
     evaluated, fitting, setups = 0, 0, []
     as_given: dict[tuple, tuple] = {}  # layout -> (scenario as given on it, its allocator-level bytes)
     pending: dict[int, tuple] = {}  # setup -> what its change note needs (written for the setups shown only)
-    for labels, change in technique_variants(s, c, shipped):
-        for layout in _layouts(s, m, c, change.get("stack", s.stack), split):
-            try:  # a stack refuses what it cannot run (torchtune with ZeRO, Unsloth over FSDP...)
-                scenario = s.model_copy(update={**change, **layout, "gpu": None})
-                check(scenario, m, None)
-            except GpuplanError:
-                continue
-            shared = None if scenario.task == "infer" and engine_for(scenario).card_sized else \
-                estimate_memory(scenario, m, None)
+    for labels, change in technique_variants(s, c, space.shipped):
+        for layout in _layouts(s, space.m, c, change.get("stack", s.stack), split):
             key = tuple(sorted(layout.items()))
+            unit = (tuple(labels), tuple(sorted(change.items())), key)
+            if unit not in space.units:
+                space.units[unit] = _unit(space, labels, change, layout)
+            if space.units[unit] is None:  # refused
+                continue
+            scenario, shared, counted, rows = space.units[unit]
             if not change:
                 as_given[key] = (scenario, shared)
-            accumulated = _accumulated(scenario, m)
-            laid = _Ladder(scenario, m) if _free(s, scenario) else None
-            for gpu in cards.values():
-                if advice_lacks(s, scenario, gpu):  # a variant or layout the card cannot run (8-bit AdamW on a Mac)
-                    continue
-                evaluated += 1
-                try:  # a card the catalog gives no rate for this precision (A10G, Gaudi at fp32) is left out,
-                    plan, priced = _on_card(scenario, m, c, gpu, laid, accumulated, shared, labels, offers,
-                                            references[gpu.id])
-                except GpuplanError:  # as compare() leaves it out; it divided by zero here (fuzz_s16)
-                    continue
-                if plan is None:
-                    continue
+            evaluated += counted
+            for gpu, priced in rows:
                 fitting += 1
                 if change and shared:
                     pending.update({id(x): (labels, as_given.get(key), scenario, gpu) for x in priced})
@@ -865,14 +876,42 @@ def _search(s: Scenario, m: ModelSpec, c: Constraints, offers: list[Offer], card
     return evaluated, fitting, setups, pending
 
 
-def _on_card(scenario, m, c: Constraints, gpu: GpuSpec, laid, accumulated, shared, labels, offers, reference):
+def _unit(space: _Space, labels: list[str], change: dict, layout: dict) -> tuple | None:
+    """One variant x layout of the search: (its scenario without a card, its memory without a card, the cards it was
+    evaluated on, [(card, its priced rows)] for each card it fits), or None where its stack refuses it."""
+    s, m = space.s, space.m
+    try:  # a stack refuses what it cannot run (torchtune with ZeRO, Unsloth over FSDP...)
+        scenario = s.model_copy(update={**change, **layout, "gpu": None})
+        check(scenario, m, None)
+    except GpuplanError:
+        return None
+    shared = None if scenario.task == "infer" and engine_for(scenario).card_sized else \
+        estimate_memory(scenario, m, None)
+    accumulated = _accumulated(scenario, m)
+    laid = _Ladder(scenario, m) if _free(s, scenario) else None
+    counted, rows = 0, []
+    for gpu in space.cards.values():
+        if advice_lacks(s, scenario, gpu):  # a variant or layout the card cannot run (8-bit AdamW on a Mac)
+            continue
+        counted += 1
+        try:  # a card the catalog gives no rate for this precision (A10G, Gaudi at fp32) is left out,
+            plan, priced = _on_card(scenario, m, space.headroom, gpu, laid, accumulated, shared, labels,
+                                    space.offers, space.references[gpu.id])
+        except GpuplanError:  # as compare() leaves it out; it divided by zero here (fuzz_s16)
+            continue
+        if plan is not None:
+            rows.append((gpu, priced))
+    return scenario, shared, counted, rows
+
+
+def _on_card(scenario, m, headroom: float, gpu: GpuSpec, laid, accumulated, shared, labels, offers, reference):
     """(memory plan, priced setups) of one layout on ``gpu`` where it fits, else (None, []): the ladder's layout,
     else the accumulated one, else the scenario's own (:func:`_search`)."""
     speeds: dict = {}  # by class of links: the layout's speed, where the ladder timed it
-    plan = laid.plan(gpu, c.min_headroom, speeds) if laid else None
+    plan = laid.plan(gpu, headroom, speeds) if laid else None
     if plan is None and accumulated:
-        plan = _fitting(accumulated[0], m, gpu, accumulated[1], c.min_headroom)
-    plan = plan or _fitting(scenario, m, gpu, shared, c.min_headroom)
+        plan = _fitting(accumulated[0], m, gpu, accumulated[1], headroom)
+    plan = plan or _fitting(scenario, m, gpu, shared, headroom)
     if plan is None:
         return None, []
     return plan, _priced(plan, labels, offers, reference, speeds)
@@ -1134,60 +1173,73 @@ def _mark_pareto(ranked: list[Setup]) -> list[Setup]:
     return ranked
 
 
-def _what_would_fit(s: Scenario, m: ModelSpec, c: Constraints, biggest: GpuSpec | None, fitting: int,
+def _rentals(s: Scenario, setups: list[Setup], c: Constraints) -> list[Setup]:
+    """The rented rows of a search under ``c``, filtered and ranked, the best priced on their simulated load."""
+    return _on_load(s, _filter_rank([x for x in setups if not x.owned], c), c)
+
+
+def _what_would_fit(space: _Space, c: Constraints, biggest: GpuSpec | None, fitting: int, found: list[Setup],
                     all_offers: list[Offer] = ()) -> list[str]:
     """When nothing is left: each single relaxation that yields a setup (a bigger budget or a later deadline,
     LoRA/QLoRA, quantization, more GPUs, shorter sequences), with the best setup it gives, best first. Of the
-    GPU counts and sequence lengths, only the smallest change that works is listed."""
+    GPU counts and sequence lengths, only the smallest change that works is listed. A bigger budget or a later
+    deadline filters the search's own rows (``found``: only the filter differs); more methods, stacks or GPUs
+    search again in the same ``space``, reading the variant x layouts it worked out already."""
     if biggest is None:
-        return [_no_price(s, c, all_offers)]
-    base = {**c.__dict__, "top": 1}
-    tries: list[tuple[str, str, Scenario, Constraints]] = []  # (group, label, scenario, constraints)
-    if fitting and c.budget_usd is not None:
-        tries.append(("budget", "raise the budget", s, Constraints(**{**base, "budget_usd": None})))
-    if fitting and c.deadline_hours is not None:
-        tries.append(("deadline", "extend the deadline", s, Constraints(**{**base, "deadline_hours": None})))
-    if fitting and c.budget_usd is not None and c.deadline_hours is not None:
-        tries.append(("both", "", s, Constraints(**{**base, "budget_usd": None, "deadline_hours": None})))
-    if s.task == "train" and not c.any_method:
-        tries.append(("method", "allow LoRA/QLoRA (--any-method)", s, Constraints(**{**base, "any_method": True})))
-    if s.task == "train" and not c.any_stack:
-        tries.append(("stack", "allow other training stacks (--any-stack)", s,
-                      Constraints(**{**base, "any_stack": True})))
-    if s.task == "infer" and not c.any_quant:
-        tries.append(("quant", "allow quantized weights / fp8 KV (--any-quant)", s,
-                      Constraints(**{**base, "any_quant": True})))
-    for n in COUNTS:
-        if n > c.max_gpus and (s.task == "train" or n <= 64):
-            tries.append(("gpus", f"allow up to {n} GPUs (--max-gpus {n})", s,
-                          Constraints(**{**base, "max_gpus": n})))
-    name = s.length_field
-    for divisor in (2, 4, 8):
-        shorter = max(getattr(s, name) // divisor, 1)
-        tries.append(("length", f"shorter sequences (--{name.replace('_', '-')} {shorter:,})",
-                      s.model_copy(update={name: shorter}), Constraints(**base)))
-    found: list[tuple[float, str]] = []
+        return [_no_price(space.s, c, all_offers)]
+    out: list[tuple[float, str]] = []
     done: set[str] = set()
-    for group, label, scenario, constraints in tries:
-        if group in done:
+    for group, label, best in _relaxations(space, c, fitting, found):
+        if group in done or (group == "both" and out):  # one of the two alone is enough
             continue
-        best = recommend(scenario, m, constraints, explain=False).setups
-        if not best:
+        x = best()
+        if x is None:
             continue
         done.add(group)
-        x = best[0]
         if group == "budget":
             label = f"raise the budget to ${math.ceil(x.usd_total_high or 0):,} (--budget-usd)"
         elif group == "deadline":
             label = f"extend the deadline to {math.ceil((x.hours_high or 0) * 10) / 10:,} hours (--deadline-hours)"
         elif group == "both":
-            if found:  # one of the two alone is enough
-                continue
             label = (f"raise the budget to ${math.ceil(x.usd_total_high or 0):,} and the deadline to "
                      f"{math.ceil((x.hours_high or 0) * 10) / 10:,} hours")
         total = f", ${usd_amount(x.usd_total)}" if x.usd_total is not None else ""
-        found.append((_key(x, c.objective), f"{label}: {x.num_gpus}x {x.gpu_id} "
-                      f"{'+'.join([x.sharding, *x.techniques])} on {x.offer}{total} "
-                      f"(${x.usd_per_million_tokens:,.2f}/M tokens)"))
-    return [text for _, text in sorted(found)] or [
+        out.append((_key(x, c.objective), f"{label}: {x.num_gpus}x {x.gpu_id} "
+                    f"{'+'.join([x.sharding, *x.techniques])} on {x.offer}{total} "
+                    f"(${x.usd_per_million_tokens:,.2f}/M tokens)"))
+    return [text for _, text in sorted(out)] or [
         f"nothing in the catalog fits, even on {c.max_gpus} x {biggest.name}: a smaller model or more GPUs"]
+
+
+def _relaxations(space: _Space, c: Constraints, fitting: int, found: list[Setup]) -> Iterator[tuple]:
+    """(group, label, the best rented setup it gives or None, when called) of each relaxation, in the order they
+    are tried. The budget and the deadline rank the first search's rows under the wider filter (``found``); the
+    method, the stack and the GPU count search again in ``space``; a shorter length is another scenario, tried
+    where no ``preset`` says the lengths (s29: a shorter prompt under ``--preset chat`` was refused, "drop
+    prompt_tokens", and the whole answer with it)."""
+    s, m, base = space.s, space.m, {**c.__dict__, "top": 1}
+
+    def relaxed(rows: list[Setup] | None = None, **change: Any):
+        wider = Constraints(**{**base, **change})
+        return lambda: next(iter(_rentals(s, space.search(wider)[2] if rows is None else rows, wider)), None)
+
+    if fitting and c.budget_usd is not None:
+        yield "budget", "", relaxed(found, budget_usd=None)
+    if fitting and c.deadline_hours is not None:
+        yield "deadline", "", relaxed(found, deadline_hours=None)
+    if fitting and c.budget_usd is not None and c.deadline_hours is not None:
+        yield "both", "", relaxed(found, budget_usd=None, deadline_hours=None)
+    if s.task == "train" and not c.any_method:
+        yield "method", "allow LoRA/QLoRA (--any-method)", relaxed(any_method=True)
+    if s.task == "train" and not c.any_stack:
+        yield "stack", "allow other training stacks (--any-stack)", relaxed(any_stack=True)
+    if s.task == "infer" and not c.any_quant:
+        yield "quant", "allow quantized weights / fp8 KV (--any-quant)", relaxed(any_quant=True)
+    for n in COUNTS:
+        if n > c.max_gpus and (s.task == "train" or n <= 64):
+            yield "gpus", f"allow up to {n} GPUs (--max-gpus {n})", relaxed(max_gpus=n)
+    name = s.length_field
+    for divisor in (2, 4, 8) if s.preset is None else ():  # a preset says the lengths (resolve.preset_lengths)
+        shorter = max(getattr(s, name) // divisor, 1)
+        yield "length", f"shorter sequences (--{name.replace('_', '-')} {shorter:,})", lambda shorter=shorter: next(
+            iter(recommend(s.model_copy(update={name: shorter}), m, Constraints(**base), explain=False).setups), None)
