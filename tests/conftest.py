@@ -13,7 +13,10 @@ from __future__ import annotations
 import contextlib
 import functools
 import importlib
+import io
 import os
+import subprocess
+import sys
 from collections import defaultdict
 from importlib import metadata
 from pathlib import Path
@@ -224,3 +227,20 @@ def read_trainer(folder: Path, monkeypatch, world_size: int, script: str = "sft"
     monkeypatch.chdir(folder)
     script, args, model, _ = make_parser().parse_args_and_config(["--config", "trainer.yaml"])
     return script, args, model
+
+
+def cli_in_process(*args: str, cwd: Path | None = None) -> subprocess.CompletedProcess:
+    """``gpuplan ARGS`` run in this process (:func:`gpuplan.cli.run`, with ``sys.argv`` the command's and from
+    ``cwd`` when given), as the ``subprocess.run`` of it would answer (exit code, stdout, stderr): a fresh
+    interpreter per command imports the package again (~0.8 CPU-s) before it plans anything. An exception the
+    command line lets out fails the test where a process would print its traceback. The tests of the process itself
+    (piping, ``COLUMNS``, what ``import gpuplan`` loads) keep their subprocesses."""
+    from unittest import mock
+
+    from gpuplan.cli import run
+
+    out, err = io.StringIO(), io.StringIO()
+    with contextlib.chdir(cwd or Path.cwd()), contextlib.redirect_stdout(out), contextlib.redirect_stderr(err), \
+            mock.patch.object(sys, "argv", ["gpuplan", *args]):  # launch writes its command (cli/launch.py)
+        code = run(list(args))
+    return subprocess.CompletedProcess(["gpuplan", *args], code, out.getvalue(), err.getvalue())

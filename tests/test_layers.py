@@ -9,6 +9,9 @@ from __future__ import annotations
 import ast
 from collections import defaultdict
 from pathlib import Path
+from typing import NamedTuple
+
+import pytest
 
 PACKAGE = Path(__file__).resolve().parents[1] / "src" / "gpuplan"
 
@@ -130,12 +133,24 @@ def imports() -> tuple[dict[str, set[str]], dict[str, set[str]], list[tuple[str,
     return edges, typed, local
 
 
-EDGES, TYPED, LOCAL = imports()
-# every arrow that names a module, run or not: a circle closed by a type-only import is a circle of the design
-EVERY = {m: EDGES.get(m, set()) | TYPED.get(m, set()) | {b for a, b, _ in LOCAL if a == m} for m in MODULES}
+class Graph(NamedTuple):
+    edges: dict[str, set[str]]  # module-level imports
+    typed: dict[str, set[str]]  # under ``if TYPE_CHECKING:``
+    local: list[tuple[str, str, int]]  # inside functions, and modules loaded by name (line 0)
+    every: dict[str, set[str]]  # every arrow that names a module, run or not: a circle closed by a type-only
+    # import is a circle of the design
 
 
-def reaches(start: str, goal: str, edges: dict[str, set[str]] = EDGES) -> bool:
+@pytest.fixture(scope="module")
+def graph() -> Graph:
+    """The import graph (:func:`imports`), read once by the worker that runs this module's tests: read at import,
+    every worker of a run parsed the whole package while collecting (4 CPU-s each, before any test ran)."""
+    edges, typed, local = imports()
+    every = {m: edges.get(m, set()) | typed.get(m, set()) | {b for a, b, _ in local if a == m} for m in MODULES}
+    return Graph(edges, typed, local, every)
+
+
+def reaches(start: str, goal: str, edges: dict[str, set[str]]) -> bool:
     seen, todo = set(), [start]
     while todo:
         here = todo.pop()
@@ -152,36 +167,36 @@ def test_every_room_has_a_layer():
     assert {room(m) for m in MODULES} <= set(RANK), {room(m) for m in MODULES} - set(RANK)
 
 
-def test_no_import_circles():
-    circles = [(a, b) for a in EDGES for b in EDGES[a] if reaches(b, a)]
-    assert len(EDGES) > 100
+def test_no_import_circles(graph):
+    circles = [(a, b) for a in graph.edges for b in graph.edges[a] if reaches(b, a, graph.edges)]
+    assert len(graph.edges) > 100
     assert circles == [], f"modules that import each other, directly or through others: {circles[:10]}"
 
 
-def test_no_circles_of_any_kind():
+def test_no_circles_of_any_kind(graph):
     """Counting type-only imports and imports inside functions too, and imports of a module's own parent packages
     (the market/sources plugins took their contract from the package that imports them)."""
-    assert TYPED and LOCAL  # the walk sees both kinds
-    circles = sorted((a, b) for a in EVERY for b in EVERY[a] if reaches(b, a, EVERY))
+    assert graph.typed and graph.local  # the walk sees both kinds
+    circles = sorted((a, b) for a in graph.every for b in graph.every[a] if reaches(b, a, graph.every))
     assert circles == [], f"modules that name each other, directly or through others: {circles[:10]}"
 
 
 
-def test_modules_loaded_by_name_are_arrows():
+def test_modules_loaded_by_name_are_arrows(graph):
     """A registry's homes are arrows (:func:`_by_name`), so that a module it loads cannot import it back unseen: the
     engines' speculative draft once asked the registry for its engine's profile (``from . import engine_for``)
     while the registry loaded SGLang's profile, which imports it; the command line's table of commands sat in
     ``cli/app.py``, which every command imports."""
-    by_name = {(a, b) for a, b, line in LOCAL if line == 0}
+    by_name = {(a, b) for a, b, line in graph.local if line == 0}
     assert {("gpuplan.engines", "gpuplan.engines.sglang"), ("gpuplan.stacks", "gpuplan.stacks.megatron"),
             ("gpuplan.cli.commands", "gpuplan.cli.estimate"), ("gpuplan.api", "gpuplan.api.planning"),
             ("gpuplan.api", "gpuplan.plan.plan"), ("gpuplan", "gpuplan.api")} <= by_name
-    assert reaches("gpuplan.engines", "gpuplan.engines.speculative", EVERY)  # through SGLang's profile
-    assert not reaches("gpuplan.engines.speculative", "gpuplan.engines", EVERY)
+    assert reaches("gpuplan.engines", "gpuplan.engines.speculative", graph.every)  # through SGLang's profile
+    assert not reaches("gpuplan.engines.speculative", "gpuplan.engines", graph.every)
 
-def test_no_upward_imports():
+def test_no_upward_imports(graph):
     upward = []
-    for a, targets in EVERY.items():
+    for a, targets in graph.every.items():
         for b in targets:
             ra, rb = RANK[room(a)], RANK[room(b)]
             if rb > ra or (rb == ra and room(a) != room(b)):
@@ -190,13 +205,13 @@ def test_no_upward_imports():
         ", ".join(upward)
 
 
-def test_function_level_imports_dodge_nothing():
+def test_function_level_imports_dodge_nothing(graph):
     """An import inside a function is for load time (torch, numpy, the CLI's commands loading what they use);
     one that would close a circle at module level, or reach upward, is a design problem in hiding."""
-    dodges = [f"{a}:{line} -> {b}" for a, b, line in LOCAL if reaches(b, a)]
-    upward = [f"{a}:{line} -> {b}" for a, b, line in LOCAL
+    dodges = [f"{a}:{line} -> {b}" for a, b, line in graph.local if reaches(b, a, graph.edges)]
+    upward = [f"{a}:{line} -> {b}" for a, b, line in graph.local
               if RANK[room(b)] > RANK[room(a)] or (RANK[room(b)] == RANK[room(a)] and room(a) != room(b))]
-    assert LOCAL, "the walk found no function-level import at all: it is not reading the source"
+    assert graph.local, "the walk found no function-level import at all: it is not reading the source"
     assert dodges == [], "function-level imports that would close a circle: " + ", ".join(dodges)
     assert upward == [], "function-level imports reaching up a layer: " + ", ".join(upward)
 
@@ -216,10 +231,10 @@ FACES = {"cli", "web"}
 FACE_MAY = {"gpuplan.api", "gpuplan.errors", "gpuplan.result", "gpuplan._version", "gpuplan.userfiles"}
 
 
-def test_faces_import_only_the_api():
-    reached = [f"{a} -> {b}" for a, targets in EVERY.items() if room(a) in FACES for b in targets
+def test_faces_import_only_the_api(graph):
+    reached = [f"{a} -> {b}" for a, targets in graph.every.items() if room(a) in FACES for b in targets
                if b not in FACE_MAY and room(b) != room(a) and not (room(a) == "cli" and room(b) == "web")]
-    assert any(room(a) in FACES for a in EVERY)
+    assert any(room(a) in FACES for a in graph.every)
     assert reached == [], "faces reaching past the Python API: " + ", ".join(reached)
 
 

@@ -88,8 +88,10 @@ def in_a_folder_with_examples(tmp_path, monkeypatch):
 
 
 def _params():
+    """One case per distinct command: the README and the pages quote some commands twice (``gpuplan buy ...`` in
+    README.md and docs/buy-or-rent.md), and the same command in the same folder is the same test."""
     params = []
-    for command in commands():
+    for command in dict.fromkeys(commands()):
         marks = []
         if " simulate " in f" {command} ":
             marks = [pytest.mark.sim, pytest.mark.slow]

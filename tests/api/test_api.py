@@ -4,17 +4,16 @@
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 
 import pytest
 
 import gpuplan
+from conftest import cli_in_process
 from gpuplan import GpuplanError
 
 
 def cli_json(*args: str) -> object:
-    proc = subprocess.run([sys.executable, "-m", "gpuplan", *args], capture_output=True, text=True, timeout=600)
+    proc = cli_in_process(*args)
     assert proc.returncode == 0, proc.stderr
     return json.loads(proc.stdout)
 

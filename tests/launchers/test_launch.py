@@ -18,6 +18,7 @@ import pytest
 import yaml
 
 import gpuplan
+from conftest import cli_in_process
 from gpuplan.errors import GpuplanError
 from gpuplan.launchers import TARGETS, launch_files, launch_plan, targets_for
 from gpuplan.launchers import skypilot as sky_target
@@ -478,7 +479,7 @@ def test_plans_that_cannot_launch(scenario, text):
 
 # ---- the command line ------------------------------------------------------------------------------------
 def gpuplan_cli(*args: str, cwd=None) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "gpuplan.cli", *args], capture_output=True, text=True, cwd=cwd)
+    return cli_in_process(*args, cwd=cwd)
 
 
 def flags(scenario: dict) -> list[str]:

@@ -12,6 +12,8 @@ import ast
 from collections import defaultdict
 from pathlib import Path
 
+import pytest
+
 PACKAGE = Path(__file__).resolve().parents[2] / "src" / "gpuplan"
 
 
@@ -44,14 +46,18 @@ def _calls_in(tree: ast.Module, where_file: str) -> dict[str, list[str]]:
     return out
 
 
-CALLS = _calls()
+@pytest.fixture(scope="module")
+def calls() -> dict[str, list[str]]:
+    """:func:`_calls`, read once by the worker that runs this module's tests (read at import, every worker of a run
+    walked the package's syntax trees while collecting, 2.5 CPU-s each)."""
+    return _calls()
 
 
-def test_a_plan_is_made_in_the_builders_first_stage_only():
+def test_a_plan_is_made_in_the_builders_first_stage_only(calls):
     made = [site for name in ("Plan", "Plan.model_construct", "Plan.model_validate", "Plan.construct")
-            for site in CALLS.get(name, [])]
+            for site in calls.get(name, [])]
     assert made == ["plan/plan.py:_blank"]
-    assert CALLS["_blank"] == ["plan/plan.py:memory_plan"]  # every plan, whole or memory-only, starts there
+    assert calls["_blank"] == ["plan/plan.py:memory_plan"]  # every plan, whole or memory-only, starts there
 
 
 # The builder's first stage is called by the builder and by its own stages' helpers, which ``build`` imports and so
@@ -68,11 +74,11 @@ BUILDERS_OWN = {
 }
 
 
-def test_only_the_builder_and_its_own_stages_call_the_first_stage():
-    sites = set(CALLS["memory_plan"])
+def test_only_the_builder_and_its_own_stages_call_the_first_stage(calls):
+    sites = set(calls["memory_plan"])
     assert sites == BUILDERS_OWN, f"a direct caller of memory_plan outside the builder: {sites - BUILDERS_OWN}"
     # the searches' memory-only rows come from the builder
-    memory_only = {s for s in CALLS["build"] if not s.startswith("plan/build.py")}
+    memory_only = {s for s in calls["build"] if not s.startswith("plan/build.py")}
     for search in ("plan/recommend.py", "plan/capacity.py", "plan/launch.py", "plan/capability.py",
                    "plan/pricing.py", "explain/grid.py"):
         assert any(s.startswith(search) for s in memory_only), search
@@ -86,15 +92,15 @@ def test_a_second_direct_caller_fails_the_first_stage_test():
     assert set(found["memory_plan"]) - BUILDERS_OWN == {"plan/recommend.py:rows"}
 
 
-def test_only_the_builder_times_and_prices_a_plan():
+def test_only_the_builder_times_and_prices_a_plan(calls):
     # speed and cost are set on a plan by the builder and its cost stage's helper (a loaded plan priced at what its
     # run served); a llama.cpp split composes the builder's device plans
-    assert sorted(set(CALLS["said(speed/cost)"])) == ["plan/build.py:build", "plan/build.py:priced_on_load",
+    assert sorted(set(calls["said(speed/cost)"])) == ["plan/build.py:build", "plan/build.py:priced_on_load",
                                                        "plan/split.py:split_estimate"]
 
 
-def test_a_module_plan_is_made_by_build_module_which_build_calls():
-    assert CALLS["ModulePlan"] == ["plan/modules.py:build_module"]
-    assert "plan/build.py:build" in CALLS["build_module"]
-    outside = [s for s in CALLS["build_module"] if s != "plan/build.py:build"]
+def test_a_module_plan_is_made_by_build_module_which_build_calls(calls):
+    assert calls["ModulePlan"] == ["plan/modules.py:build_module"]
+    assert "plan/build.py:build" in calls["build_module"]
+    outside = [s for s in calls["build_module"] if s != "plan/build.py:build"]
     assert all(s.startswith("plan/") for s in outside), outside  # its memory-only readings, in plan/

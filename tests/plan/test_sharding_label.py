@@ -5,17 +5,23 @@ its JSON ``"sharding": "single"``), and DeepSpeed ZeRO-3 under the Trainer as ``
 
 from __future__ import annotations
 
+import contextlib
+import io
 import json
-import subprocess
-import sys
 
 import pytest
 
 
 def gpuplan(*args: str) -> str:
-    proc = subprocess.run([sys.executable, "-m", "gpuplan.cli", *args], capture_output=True, text=True)
-    assert proc.returncode == 0, proc.stderr
-    return proc.stdout
+    """What ``gpuplan ARGS`` prints, run in this process (:func:`gpuplan.cli.run`, as the README's commands are):
+    a fresh interpreter for each of these twelve commands imported the package again to plan one job."""
+    from gpuplan.cli import run
+
+    out, err = io.StringIO(), io.StringIO()
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+        code = run(list(args))
+    assert code == 0, err.getvalue()
+    return out.getvalue()
 
 
 TITAN = ("--model", "llama-3.1-8b", "--task", "train", "--stack", "torchtitan", "--train-tokens", "1e9")
