@@ -6,9 +6,10 @@ each design would put on its road (CPU time of whole new processes, median of ``
   no ``BaseModel`` class built): a one-field schema, and the Scenario's own stored schema
   (``data/schemas/Scenario.json``, ~120 fields) on a plain class, its validators stood in for by functions that
   return their input (their work is gpuplan's, counted in the estimate), the walk of bench/startup.py validated;
-- pydantic's model machinery imported, no model made (``from pydantic import BaseModel``), and that with the plugin
+- pydantic's model machinery imported, no model made (``from pydantic import BaseModel, Field``: ``pydantic.main``,
+  its schema generator, ``pydantic.fields`` and ``pydantic.types`` with what they import), and that with the plugin
   lookup pydantic runs before it builds its first validator (``importlib.metadata`` imported, every installed
-  distribution's entry points read): the two parts of the next floor that no model of gpuplan's causes;
+  distribution's entry points read): what the next two floors pay before their one model is made;
 - one ``BaseModel`` with ``defer_build`` made by ``model_construct`` (result types built without validation);
 - one ``BaseModel`` built and used (today's road: the Scenario and the Plan are models);
 - one frozen stdlib dataclass (the 29 result dataclasses: ``dataclasses`` imports ``inspect``).
@@ -48,8 +49,8 @@ CASES = {
         "v = pydantic_core.SchemaValidator({'type': 'typed-dict', 'fields': {'x': {'type': 'typed-dict-field', "
         "'schema': {'type': 'int'}}}})\nv.validate_python({'x': 1})"),
     "the Scenario's stored schema by pydantic-core": STORED,
-    "pydantic's model machinery, no model": "import pydantic, yaml\nfrom pydantic import BaseModel",
-    "... and its plugin lookup": ("import pydantic, yaml\nfrom pydantic import BaseModel\n"
+    "pydantic's model machinery, no model": "import pydantic, yaml\nfrom pydantic import BaseModel, Field",
+    "... and its plugin lookup": ("import pydantic, yaml\nfrom pydantic import BaseModel, Field\n"
                                   "from pydantic.plugin._loader import get_plugins\nlist(get_plugins())"),
     "one BaseModel, defer_build, model_construct": (
         "import pydantic, yaml\nclass A(pydantic.BaseModel):\n"
