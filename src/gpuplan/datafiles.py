@@ -19,7 +19,7 @@ stores them again after an edit of such a class or an upgrade of pydantic (a tes
 The models a first estimate validates (the Scenario and the plan's parts in :data:`STORED_SCHEMAS`) are built by
 pydantic only when first dumped (``defer_build``); until then :func:`made` validates them with pydantic-core's
 validator made from the stored schema. Pydantic's build of any validator first looks up its plugins: it imports
-``importlib.metadata`` and reads every installed distribution's entry points, a fifth to a third of a bare
+``importlib.metadata`` and reads every installed distribution's entry points, 0.2x to 0.4x of a bare
 ``import pydantic, yaml`` (bench/results/startup_s29.md), which a first estimate so never pays.
 """
 
@@ -128,8 +128,8 @@ def made(cls: Any, data: dict[str, Any], context: dict[str, Any] | None = None) 
     """An instance of the pydantic model ``cls`` (built with ``defer_build``) validated from ``data``: by pydantic's
     own validator once pydantic has built the class; before that by pydantic-core's, made from the stored schema.
     The first estimate so builds no pydantic validator: pydantic's build of one imports its plugin machinery
-    (``importlib.metadata``, which reads every installed distribution's entry points), about a fifth to a third of
-    a bare ``import pydantic, yaml`` (bench/results/startup_s29.md). The two validators come from the same schema;
+    (``importlib.metadata``, which reads every installed distribution's entry points), 0.2x to 0.4x of a bare
+    ``import pydantic, yaml`` (bench/results/startup_s29.md). The two validators come from the same schema;
     the instance is the same, and so are its errors."""
     validator = None if cls.__pydantic_complete__ else _stored_validator(cls)
     if validator is None:
