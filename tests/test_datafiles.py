@@ -98,6 +98,32 @@ def test_a_stale_stored_schema_is_passed_over(monkeypatch):
     assert scenario.__pydantic_core_schema__ == datafiles.stored_schema(scenario)
 
 
+def _made_twice(cls, data):
+    """``cls`` from ``data`` by :func:`gpuplan.datafiles.made` (the stored schema) and by pydantic's own validator."""
+    return datafiles.made(cls, data), cls.model_validate(data)
+
+
+def test_made_is_what_pydantic_makes():
+    """An instance validated from the stored schema is the one pydantic's own validator makes (types coerced:
+    an int into a float field), and a refusal is pydantic's too."""
+    from pydantic import ValidationError
+
+    from gpuplan.plan.plan import Verdict
+    from gpuplan.result import GpuFacts
+
+    ours, theirs = _made_twice(GpuFacts, {"id": "g", "name": "G", "memory_gib": 24, "usable_gib": 23.5,
+                                          "architecture": "Ada"})
+    assert ours == theirs and type(ours) is GpuFacts and ours.memory_gib == 24.0
+    assert isinstance(ours.memory_gib, float) and ours.model_dump_json() == theirs.model_dump_json()
+    ours, theirs = _made_twice(Verdict, {"fits": True, "sentence": "fits", "device_peak_gib": 1, "details": ["a"]})
+    assert ours == theirs and ours.details == ("a",)
+    ours, theirs = _made_twice(_scenario(), {"model": "llama-3.1-8b", "task": "train", "method": "qlora"})
+    assert ours == theirs and ours.grad_checkpointing == "full" and ours.model_fields_set == theirs.model_fields_set
+    for make in (lambda d: datafiles.made(_scenario(), d), _scenario().model_validate):
+        with pytest.raises(ValidationError, match="loss_chunks"):
+            make({"model": "llama-3.1-8b", "task": "train", "loss_chunks": 0})
+
+
 def test_a_subclass_makes_its_own_schema():
     """The hook is inherited, the stored schema is not: a subclass's fields are its own."""
     class Wider(_scenario()):

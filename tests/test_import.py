@@ -66,7 +66,9 @@ def test_a_training_estimate_loads_only_what_it_uses():
     plan catches NotADecoder, in gpuplan.model.kinds), nor the changes that would make a plan fit (it fits), nor the
     "utf-8-sig" codec (gpuplan.userfiles drops a byte-order mark itself), nor a serving plan's memory and
     speculative decoding, nor the diffusion trainers' profiles, nor the power of one's own cards (a plan priced on a
-    rented offer), nor llama.cpp's split over mixed cards."""
+    rented offer), nor llama.cpp's split over mixed cards, nor pydantic's plugin lookup (``importlib.metadata``,
+    every installed distribution's entry points read): pydantic builds none of gpuplan's models (the scenario and
+    the plan's parts are validated from their stored schemas, gpuplan.datafiles.made)."""
     code = ("import json, sys, gpuplan\n"
             "gpuplan.estimate({'model': 'llama-3.1-8b', 'task': 'train', 'method': 'qlora', 'gpu': 'rtx-4090'})\n"
             "print(json.dumps(sorted(sys.modules)))")
@@ -83,6 +85,7 @@ def test_a_training_estimate_loads_only_what_it_uses():
         "gpuplan.plan.recipe", "gpuplan.engines.records", "gpuplan.model.module_spec", "gpuplan.plan.fixes",
         "encodings.utf_8_sig", "gpuplan.engines.speculative", "gpuplan.memory.inference",
         "gpuplan.scenario.diffusion_stacks", "gpuplan.market.owned_power", "gpuplan.plan.split",
+        "pydantic.plugin._loader", "importlib.metadata",
         *(f"gpuplan.engines.{m}" for m in ("vllm", "sglang", "trtllm", "llama_cpp", "mlx"))}
     assert not loaded & unused, loaded & unused
 

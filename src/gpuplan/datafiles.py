@@ -15,6 +15,12 @@ Rust validator it feeds takes under 1 ms to build (bench/results/startup_s25.md)
 holds that schema as pydantic made it, tied by a CRC-32 to the class's source file and to pydantic's and
 pydantic-core's versions; a stale or missing one only costs the 20 ms again. ``python tests/record_schemas.py``
 stores them again after an edit of such a class or an upgrade of pydantic (a test checks they are fresh).
+
+The models a first estimate validates (the Scenario and the plan's parts in :data:`STORED_SCHEMAS`) are built by
+pydantic only when first dumped (``defer_build``); until then :func:`made` validates them with pydantic-core's
+validator made from the stored schema. Pydantic's build of any validator first looks up its plugins: it imports
+``importlib.metadata`` and reads every installed distribution's entry points, 0.2x to 0.4x of a bare
+``import pydantic, yaml`` (bench/results/startup_s29.md), which a first estimate so never pays.
 """
 
 from __future__ import annotations
@@ -28,8 +34,9 @@ from typing import Any
 
 # the files read through twins, relative to gpuplan/data: those a first estimate reads (bench/startup.py)
 TWINS = ("gpus.yaml", "providers.yaml", "models/aliases.yaml")
-# the pydantic models whose core schema is stored (module, class): those a first estimate validates with
-STORED_SCHEMAS = (("gpuplan.scenario.fields", "Scenario"),)
+# the pydantic models whose core schema is stored (module, class): those a first estimate validates (made)
+STORED_SCHEMAS = (("gpuplan.scenario.fields", "Scenario"), ("gpuplan.result", "MemoryReport"),
+                  ("gpuplan.result", "ModelFacts"), ("gpuplan.result", "GpuFacts"), ("gpuplan.plan.plan", "Verdict"))
 # the models whose schema is being made by pydantic (:func:`made_schema`): the stored one set aside
 _MAKING: set[type] = set()
 # the key that marks, in a stored schema, a Python object JSON cannot hold
@@ -111,6 +118,36 @@ def stored_schema(cls: type) -> dict[str, Any] | None:
         return stored["schema"] if stored["key"] == schema_key(cls) else None
     except (OSError, ValueError, KeyError, AttributeError):
         return None
+
+
+# pydantic-core's validators made from stored schemas, for the classes pydantic has not built yet (:func:`made`)
+_VALIDATORS: dict[type, Any] = {}
+
+
+def made(cls: Any, data: dict[str, Any], context: dict[str, Any] | None = None) -> Any:
+    """An instance of the pydantic model ``cls`` (built with ``defer_build``) validated from ``data``: by pydantic's
+    own validator once pydantic has built the class; before that by pydantic-core's, made from the stored schema.
+    The first estimate so builds no pydantic validator: pydantic's build of one imports its plugin machinery
+    (``importlib.metadata``, which reads every installed distribution's entry points), 0.2x to 0.4x of a bare
+    ``import pydantic, yaml`` (bench/results/startup_s29.md). The two validators come from the same schema;
+    the instance is the same, and so are its errors."""
+    validator = None if cls.__pydantic_complete__ else _stored_validator(cls)
+    if validator is None:
+        return cls.model_validate(data, context=context)
+    return validator.validate_python(data, context=context)
+
+
+def _stored_validator(cls: type) -> Any:
+    """pydantic-core's validator of ``cls`` from its stored schema (None when stale), made once."""
+    if cls not in _VALIDATORS:
+        from pydantic_core import SchemaValidator
+
+        schema = stored_schema(cls)
+        model = schema
+        while model is not None and model["type"] != "model":  # the class's validators wrap it (before, after)
+            model = model["schema"]
+        _VALIDATORS[cls] = None if schema is None else SchemaValidator(schema, model and model.get("config"))
+    return _VALIDATORS[cls]
 
 
 def _from_json(cls: type, data: dict[str, Any]) -> Any:

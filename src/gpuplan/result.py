@@ -36,6 +36,8 @@ def finite(data: Any) -> Any:
 
 
 class MemoryReport(BaseModel):
+    model_config = ConfigDict(defer_build=True)  # validated from the stored schema (gpuplan.datafiles.made)
+
     weights_gib: float
     gradients_gib: float
     optimizer_gib: float
@@ -70,6 +72,8 @@ class MemoryReport(BaseModel):
 
 
 class ModelFacts(BaseModel):
+    model_config = ConfigDict(defer_build=True)  # validated from the stored schema (gpuplan.datafiles.made)
+
     name: str
     family: str
     params_total: int
@@ -87,6 +91,8 @@ class ModelFacts(BaseModel):
 
 
 class GpuFacts(BaseModel):
+    model_config = ConfigDict(defer_build=True)  # validated from the stored schema (gpuplan.datafiles.made)
+
     id: str
     name: str
     memory_gib: float

@@ -6,6 +6,7 @@ What cannot run at all is :mod:`gpuplan.plan.refusals`'s to say, before this is 
 
 from __future__ import annotations
 
+from ..datafiles import made
 from ..engines import engine_for
 from ..hardware import GpuSpec
 from ..model.spec import ModelSpec
@@ -59,7 +60,7 @@ def report_of(s: Scenario, e: Estimate, gpu: GpuSpec | None) -> MemoryReport:
     outside = _outside(s, e, gpu)
     other = {k: v / GIB for k, v in e.other.items()}
     device = (e.reserved + sum(e.managed.values()) + sum(outside.values())) / GIB
-    report = MemoryReport(
+    report = made(MemoryReport, dict(
         weights_gib=e.weights / GIB, gradients_gib=e.gradients / GIB, optimizer_gib=e.optimizer / GIB,
         activations_gib=e.activations / GIB, kv_cache_gib=e.kv_cache / GIB, other_gib=sum(other.values()),
         other=other, allocated_peak_gib=e.allocated / GIB, reserved_peak_gib=e.reserved / GIB,
@@ -68,7 +69,7 @@ def report_of(s: Scenario, e: Estimate, gpu: GpuSpec | None) -> MemoryReport:
         capacity_gib=capacity, peak_phase=e.peak_phase, phases_gib=e.phases, cpu_gib=e.cpu / GIB,
         max_concurrency=e.extra.get("max_concurrency"), max_context_tokens=e.extra.get("max_context_tokens"),
         kv_cache_pool_gib=e.extra.get("kv_cache_pool_gib"), gpu_layers=e.extra.get("gpu_layers"),
-        offloaded_layers=e.extra.get("offloaded_layers"), engine=e.extra.get("engine"))
+        offloaded_layers=e.extra.get("offloaded_layers"), engine=e.extra.get("engine")))
     if s.task == "train" and gpu is not None and gpu.vendor == "Apple":
         # PyTorch's MPS backend counts what tensors hold now and keeps no peak (torch.mps)
         report.logged_statistic = (f"{s.stack} on Apple silicon: none by default; torch.mps.current_allocated_memory() "

@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel, ConfigDict, PrivateAttr, computed_field, model_serializer
 
+from ..datafiles import made
 from ..errors import GpuplanError
 from ..hardware import GpuSpec
 from ..market.cost import Cost, SpotPlan, checkpoint_bytes
@@ -51,7 +52,7 @@ class Verdict(BaseModel):
     The headroom is said only when memory decides: a KV pool too small for the requests, or llama.cpp layers left
     on the CPU, are not out of memory, and a positive headroom beside "does not fit" would contradict it."""
 
-    model_config = ConfigDict(frozen=True)
+    model_config = ConfigDict(frozen=True, defer_build=True)  # validated from the stored schema (datafiles.made)
 
     fits: bool | None
     word: str = ""
@@ -305,18 +306,18 @@ def verdict(s: Scenario, gpu: GpuSpec | None, mem: MemoryReport, said: str = "",
     :func:`judge`): every plan's, the decoder LLMs' (:func:`judge`) and the other models'
     (:func:`gpuplan.plan.modules.build_module`)."""
     if mem.fits is None or gpu is None:
-        return Verdict(fits=None, sentence=f"device peak {mem.device_peak_gib:,.2f} GiB per GPU: name a GPU to see "
-                       "whether it fits", device_peak_gib=mem.device_peak_gib, details=details)
+        return made(Verdict, dict(fits=None, sentence=f"device peak {mem.device_peak_gib:,.2f} GiB per GPU: name a GPU "
+                                  "to see whether it fits", device_peak_gib=mem.device_peak_gib, details=details))
     word = "fits" if mem.fits else "does not fit"
     where = f"{s.world_size}x {gpu.name}" if s.world_size > 1 else gpu.name
     decides = mem.fits or mem.headroom_gib < 0  # memory is what decides
     room = f", headroom {mem.headroom_gib:+,.2f} GiB" if decides else ""
     if by_design and mem.fits:
         room += f", {BY_DESIGN}"
-    return Verdict(fits=mem.fits, word=word, sentence=f"{word} on {where}: {said}{mem.device_peak_gib:,.2f} of "
-                   f"{mem.capacity_gib:,.2f} GiB usable per GPU{room}", device_peak_gib=mem.device_peak_gib,
-                   capacity_gib=mem.capacity_gib, headroom_gib=mem.headroom_gib if decides else None,
-                   details=details)
+    return made(Verdict, dict(fits=mem.fits, word=word, sentence=f"{word} on {where}: {said}"
+                              f"{mem.device_peak_gib:,.2f} of {mem.capacity_gib:,.2f} GiB usable per GPU{room}",
+                              device_peak_gib=mem.device_peak_gib, capacity_gib=mem.capacity_gib,
+                              headroom_gib=mem.headroom_gib if decides else None, details=details))
 
 
 def _details(r: Resolved, mem: MemoryReport) -> tuple[str, ...]:
@@ -368,15 +369,16 @@ def model_facts(m: ModelSpec, trainable: int) -> ModelFacts:
     kinds: dict[str, int] = {}
     for layer, count in m.layer_kinds():
         kinds[layer.kind] = kinds.get(layer.kind, 0) + count
-    return ModelFacts(name=m.name, family=m.family, params_total=m.params_total, params_active=m.params_active,
-                      params_trainable=trainable, num_layers=m.num_layers, hidden_size=m.hidden_size,
-                      num_kv_heads=m.num_kv_heads, head_dim=m.head_dim, vocab_size=m.vocab_size, layer_kinds=kinds,
-                      exact=m.exact, exact_reason=m.inexact_reason, counted_by=m.counted_by)
+    return made(ModelFacts, dict(name=m.name, family=m.family, params_total=m.params_total,
+                                 params_active=m.params_active, params_trainable=trainable, num_layers=m.num_layers,
+                                 hidden_size=m.hidden_size, num_kv_heads=m.num_kv_heads, head_dim=m.head_dim,
+                                 vocab_size=m.vocab_size, layer_kinds=kinds, exact=m.exact,
+                                 exact_reason=m.inexact_reason, counted_by=m.counted_by))
 
 
 @functools.lru_cache(maxsize=256)
 def gpu_facts(gpu: GpuSpec | None) -> GpuFacts | None:
     if gpu is None:
         return None
-    return GpuFacts(id=gpu.id, name=gpu.name, memory_gib=gpu.memory_gib, usable_gib=gpu.usable_gib,
-                    architecture=gpu.architecture)
+    return made(GpuFacts, dict(id=gpu.id, name=gpu.name, memory_gib=gpu.memory_gib, usable_gib=gpu.usable_gib,
+                               architecture=gpu.architecture))

@@ -30,7 +30,7 @@ from pydantic import (
 )
 
 from .. import overheads as oh
-from ..datafiles import core_schema
+from ..datafiles import core_schema, made
 from ..errors import RENAMED_FIELDS, GpuplanError, did_you_mean, echo_value, renamed, yes_for_a_number
 from ..hardware import counted_card
 from ..model.quant import QUANT_FORMATS
@@ -75,7 +75,9 @@ class Scenario(BaseModel):
     Face Trainer unless set; :mod:`gpuplan.scenario.stacks`) and vLLM. A technique field left unset (``None``) takes the
     stack's default when the scenario is built; ``model_fields_set`` keeps what was given explicitly."""
 
-    model_config = ConfigDict(extra="forbid", frozen=True, allow_inf_nan=False)
+    # built by pydantic when first dumped (or validated by pydantic's own entry points); a scenario is validated
+    # before that from the stored schema (gpuplan.datafiles.made)
+    model_config = ConfigDict(extra="forbid", frozen=True, allow_inf_nan=False, defer_build=True)
 
     model: str = Field(min_length=1, description="catalog alias, HF repo id, or path to a config.json")
     task: Literal["train", "infer"]
@@ -1030,7 +1032,7 @@ def scenario_from(data: dict[str, Any] | Scenario) -> Scenario:
         raise GpuplanError(f"a scenario must be a mapping of fields, got {type(data).__name__}")
     data = snake_keys(data)
     try:
-        return Scenario(**data)
+        return made(Scenario, data)
     except ValidationError as err:
         raise GpuplanError(_one_sentence(err)) from None
 
