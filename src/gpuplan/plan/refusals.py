@@ -39,7 +39,6 @@ from ..model.spec import ModelSpec
 from ..scenario import INFER_ONLY, LOAD_FIELDS, TRAIN_ONLY, Scenario, stack_cards, stacks
 from ..scenario.fields import MODULE_FIELDS
 from ..sharding import sharding_for
-from ..speed.deepgemm import deepgemm_warnings
 from ..stacks import STACKS, stack_for
 from ..tensors.state import weight_format
 
@@ -70,8 +69,16 @@ def check(s: Scenario, m: ModelSpec, gpu: GpuSpec | None) -> list[str]:
             raise GpuplanError(why)
         warnings += _node(s, gpu) + _apple(s, gpu) + stack_card_warnings(s, gpu)
         said = engine_for(s).card_warning(s, gpu)
-        warnings += ([said] if said else []) + deepgemm_warnings(s, m, gpu)
+        warnings += ([said] if said else []) + (_deepgemm(s, m, gpu) if s.task == "infer" else [])
     return warnings + _context(s, m)
+
+
+def _deepgemm(s: Scenario, m: ModelSpec, gpu: GpuSpec) -> list[str]:
+    """A serving plan's DeepGEMM warnings (:func:`gpuplan.speed.deepgemm.deepgemm_warnings`), loaded by the first
+    serving plan only: a training estimate never reads the engines' step times."""
+    from ..speed.deepgemm import deepgemm_warnings
+
+    return deepgemm_warnings(s, m, gpu)
 
 
 def _apple(s: Scenario, gpu: GpuSpec) -> list[str]:
