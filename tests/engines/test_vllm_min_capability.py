@@ -70,3 +70,15 @@ def test_sglang_refuses_in_one_sentence(scenario, gpu, sentence):
     with pytest.raises(GpuplanError) as said:
         estimate({**scenario, "gpu": gpu})
     assert str(said.value) == sentence
+
+
+@pytest.mark.parametrize(("model", "gpu", "four_bit"), [
+    ("gemma-3-27b", "v100-sxm2-32gb", "gptq-int4"),  # AWQ is refused below 7.5, GPTQ starts from 6.0
+    ("gemma-3-12b", "t4", "awq-int4"),  # 7.5: AWQ, the first offered, starts
+])
+def test_the_advice_offers_the_4bit_format_that_starts_on_the_card(model, gpu, four_bit):
+    # 16-bit weights (27B: 51 GiB, 12B: 23 GiB) fit neither card, 4-bit ones do (s29 walk: the AWQ suggestion was
+    # dropped on the V100, and no 4-bit one took its place)
+    advice = estimate({"model": model, "task": "infer", "engine": "vllm", "gpu": gpu}).suggestions
+    quants = [x.fields["quant"] for x in advice if "quant" in x.fields and x.fields["quant"] != "int8"]
+    assert quants[:1] == [four_bit], advice
