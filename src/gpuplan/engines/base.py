@@ -11,7 +11,7 @@ the engine's name.
 from __future__ import annotations
 
 import math
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, ClassVar
 
 from ..hardware import GpuSpec
 from ..model.quant import Format
@@ -60,7 +60,7 @@ class Engine:
     fp8_weight_only = False
     # the least compute capability (major x 10 + minor) of each weight format's quantization method, below which
     # the engine refuses to start (:meth:`Engine.weights_refusal`); a format not named has no floor in the catalog
-    min_capability: dict[str, int] = {}
+    min_capability: ClassVar[dict[str, int]] = {}
     # it can split one model over GPUs by tensor parallelism at all (llama.cpp: by layer only)
     tensor_parallel = True
     # a change is judged by the KV pool it leaves (its budget is a fixed share of the card, so the device peak does
