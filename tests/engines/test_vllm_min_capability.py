@@ -2,7 +2,9 @@
 MIN_CAPABILITY, from each method's ``get_min_capability``): session 29's walk planned gpt-oss-20b (mxfp4 as shipped)
 under vLLM on a T4 and a V100, fp8 weights and AWQ on a V100, each "fits" with a speed, where vLLM stops at
 start ("The quantization method mxfp4 is not supported for the current GPU. Minimum capability: 80. Current
-capability: 75.", vllm-project/vllm#22288). recommend says why a card named in --gpus has no row."""
+capability: 75.", vllm-project/vllm#22288). recommend says why a card named in --gpus has no row. SGLang's start
+makes the same check (``model_loader/loader.py`` ``_get_quantization_config``) with its own floors (fp8 8.0), and
+vLLM's fp8 floor was 8.0 before 0.13.0 (Marlin on Turing, vllm-project/vllm#29901)."""
 
 from __future__ import annotations
 
@@ -19,6 +21,7 @@ LLAMA = {"model": "llama-3.2-1b", "task": "infer", "engine": "vllm"}
     (GPT_OSS, "v100-sxm2-32gb", "no mxfp4 kernel for Tesla V100 SXM2 32GB (Volta, compute capability 7.0)"),
     ({**LLAMA, "quant": "fp8"}, "v100-sxm2-32gb", "its fp8 method needs 7.5 or newer"),
     ({**LLAMA, "quant": "awq-int4"}, "v100-sxm2-32gb", "its awq-int4 method needs 7.5 or newer"),
+    ({**LLAMA, "quant": "fp8", "engine_version": "0.12.0"}, "t4", "its fp8 method needs 8.0 or newer"),
 ])
 def test_refused_below_the_methods_capability(scenario, gpu, words):
     with pytest.raises(GpuplanError, match="vLLM has no") as said:
@@ -32,7 +35,9 @@ def test_refused_below_the_methods_capability(scenario, gpu, words):
     ({**LLAMA, "quant": "awq-int4"}, "t4"),  # 7.5: AWQ's least
     ({**LLAMA, "quant": "gptq-int4"}, "v100-sxm2-32gb"),  # GPTQ's 6.0
     ({**LLAMA, "quant": "fp8"}, "mi300x"),  # AMD: ROCm's own kernels, not this rule
-    ({**GPT_OSS, "engine": "sglang"}, "l4"),  # another engine: not vLLM's rule
+    ({**LLAMA, "quant": "fp8", "engine_version": "0.13.0"}, "t4"),  # the first release that may run Marlin on Turing
+    ({**GPT_OSS, "engine": "sglang"}, "l4"),  # 8.9: above SGLang's 8.0
+    ({**LLAMA, "engine": "sglang", "quant": "gptq-int4"}, "v100-sxm2-32gb"),  # SGLang's GPTQConfig: 6.0
 ])
 def test_planned_at_or_above_it(scenario, gpu):
     assert estimate({**scenario, "gpu": gpu}).memory.device_peak_gib > 0
@@ -47,3 +52,33 @@ def test_recommend_says_why_a_named_card_has_no_row():
 def test_recommend_says_why_the_engine_refuses_a_named_card():
     r = recommend({**LLAMA, "engine": "trtllm"}, gpus=["mi300x", "l4"], top=3)
     assert any(n.startswith("mi300x left out: TensorRT-LLM runs on NVIDIA GPUs only") for n in r.notes), r.notes
+
+
+@pytest.mark.parametrize(("scenario", "gpu", "sentence"), [
+    ({**GPT_OSS, "engine": "sglang"}, "t4",
+     "SGLang has no mxfp4 kernel for Tesla T4 (Turing, compute capability 7.5): its mxfp4 method needs 8.0 or newer "
+     "and SGLang refuses to start; choose awq-int4 or gptq-int4 weights, engine llama.cpp (GGUF), or a newer card"),
+    ({**LLAMA, "engine": "sglang", "quant": "fp8"}, "t4",  # SGLang's Fp8Config: 8.0 where vLLM's later say 7.5
+     "SGLang has no fp8 kernel for Tesla T4 (Turing, compute capability 7.5): its fp8 method needs 8.0 or newer "
+     "and SGLang refuses to start; choose awq-int4 or gptq-int4 weights, engine llama.cpp (GGUF), or a newer card"),
+    ({**LLAMA, "engine": "sglang", "quant": "awq-int4"}, "v100-sxm2-16gb",  # only the format that starts there
+     "SGLang has no awq-int4 kernel for Tesla V100 SXM2 16GB (Volta, compute capability 7.0): its awq-int4 method "
+     "needs 7.5 or newer and SGLang refuses to start; choose gptq-int4 weights, engine llama.cpp (GGUF), or a "
+     "newer card"),
+])
+def test_sglang_refuses_in_one_sentence(scenario, gpu, sentence):
+    with pytest.raises(GpuplanError) as said:
+        estimate({**scenario, "gpu": gpu})
+    assert str(said.value) == sentence
+
+
+@pytest.mark.parametrize(("model", "gpu", "four_bit"), [
+    ("gemma-3-27b", "v100-sxm2-32gb", "gptq-int4"),  # AWQ is refused below 7.5, GPTQ starts from 6.0
+    ("gemma-3-12b", "t4", "awq-int4"),  # 7.5: AWQ, the first offered, starts
+])
+def test_the_advice_offers_the_4bit_format_that_starts_on_the_card(model, gpu, four_bit):
+    # 16-bit weights (27B: 51 GiB, 12B: 23 GiB) fit neither card, 4-bit ones do (s29 walk: the AWQ suggestion was
+    # dropped on the V100, and no 4-bit one took its place)
+    advice = estimate({"model": model, "task": "infer", "engine": "vllm", "gpu": gpu}).suggestions
+    quants = [x.fields["quant"] for x in advice if "quant" in x.fields and x.fields["quant"] != "int8"]
+    assert quants[:1] == [four_bit], advice

@@ -185,6 +185,8 @@ def test_the_page_s_doc_names_every_endpoint(client):
     {"model": "llama-3.1-8b", "task": "train", "method": "qlora", "precision": "fp32"},
     {"model": "llama-3.1-8b", "task": "infer", "tp": 3, "num_gpus": 3},
     {"model": "llama-3.1-8b", "task": "train", "precision": "bf16-mixed", "gpu": "nvidia-v100-sxm2-32gb"},
+    {"model": "llama-3.1-8b", "task": "infer", "gpu": ""},  # planned as no card (s29 walk)
+    {"model": "llama-3.1-8b", "task": "infer", "gpu": "  "},
 ], ids=lambda f: "-".join(f"{k}={v}" for k, v in f.items() if k != "model"))
 def test_bad_scenarios_get_the_cli_sentence(client, fields):
     r = client.post("/api/estimate", json=fields)

@@ -11,7 +11,7 @@ the engine's name.
 from __future__ import annotations
 
 import math
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, ClassVar
 
 from ..hardware import GpuSpec
 from ..model.quant import Format
@@ -23,6 +23,17 @@ from ..tensors.kv import kv_dtype_bytes
 
 if TYPE_CHECKING:
     from .records import KvPool, Timing
+
+# the 4-bit weight formats a serving engine loads as converted checkpoints, in the order the advice offers them
+FOUR_BIT = ("awq-int4", "gptq-int4")
+
+
+def capability(gpu: GpuSpec) -> int | None:
+    """An NVIDIA card's compute capability as the engines compare it (8.6 -> 86); None for another maker's."""
+    if gpu.vendor != "NVIDIA" or not gpu.compute_capability:
+        return None
+    major, _, minor = gpu.compute_capability.partition(".")
+    return int(major) * 10 + int(minor or 0)
 
 
 class Engine:
@@ -47,6 +58,9 @@ class Engine:
     # tensor cores (weight-only, Marlin)
     loads_quants = True
     fp8_weight_only = False
+    # the least compute capability (major x 10 + minor) of each weight format's quantization method, below which
+    # the engine refuses to start (:meth:`Engine.weights_refusal`); a format not named has no floor in the catalog
+    min_capability: ClassVar[dict[str, int]] = {}
     # it can split one model over GPUs by tensor parallelism at all (llama.cpp: by layer only)
     tensor_parallel = True
     # a change is judged by the KV pool it leaves (its budget is a fixed share of the card, so the device peak does
@@ -187,10 +201,32 @@ class Engine:
                     "engine llama.cpp or mlx")
         return None
 
-    def weights_refusal(self, fmt: str, gpu: GpuSpec) -> str | None:
+    def least_capability(self, s: Scenario, fmt: str) -> int | None:
+        """The least compute capability (major x 10 + minor) the engine's quantization method for weights stored as
+        ``fmt`` starts on (its ``get_min_capability``, checked at start): :attr:`min_capability`'s; None: no floor."""
+        return self.min_capability.get(fmt)
+
+    def weights_refusal(self, s: Scenario, fmt: str, gpu: GpuSpec) -> str | None:
         """Why the engine has no kernel on ``gpu`` for weights stored as ``fmt`` (a weight format's name: the
-        scenario's quant, or the checkpoint's own); None: it has one."""
-        return None
+        scenario's quant, or the checkpoint's own): the card is below the method's :meth:`least_capability`, and the
+        engine stops at start ("The quantization method mxfp4 is not supported for the current GPU. Minimum
+        capability: 80. Current capability: 75.", vLLM's ``VllmConfig`` and SGLang's ``model_loader/loader.py``
+        ``_get_quantization_config`` alike). The sentence names the 4-bit formats that do start there
+        (:meth:`four_bit_on`). None: it has one."""
+        least, has = self.least_capability(s, fmt), capability(gpu)
+        if least is None or has is None or has >= least:
+            return None
+        runs = " or ".join(self.four_bit_on(s, gpu, besides=fmt))
+        return (f"{self.label} has no {fmt} kernel for {gpu.name} ({gpu.architecture}, compute capability "
+                f"{gpu.compute_capability}): its {fmt} method needs {least // 10}.{least % 10} or newer and "
+                f"{self.label} refuses to start; choose {runs + ' weights, ' if runs else ''}engine llama.cpp (GGUF), "
+                "or a newer card")
+
+    def four_bit_on(self, s: Scenario, gpu: GpuSpec, besides: str = "") -> list[str]:
+        """The 4-bit weight formats of :data:`FOUR_BIT` the engine starts on ``gpu`` with (its
+        :meth:`least_capability` at or below the card's), but ``besides``."""
+        has = capability(gpu)
+        return [f for f in FOUR_BIT if f != besides and (has is None or (self.least_capability(s, f) or 0) <= has)]
 
     def card_warning(self, s: Scenario, gpu: GpuSpec) -> str | None:
         """What is doubtful of the engine on ``gpu`` though it runs there (a card its makers do not test on); None:

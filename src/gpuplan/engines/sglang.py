@@ -375,6 +375,12 @@ def pool(s: Scenario, sm: StartupMemory) -> KvPool:
                   sim_blocks=sm.kv_tokens // oh.VLLM_BLOCK_TOKENS)
 
 
+# SGLang's start refuses a card below the method's get_min_capability (``model_loader/loader.py``
+# ``_get_quantization_config``, 005cbe0e: "The quantization method ... is not supported for the current GPU.
+# Minimum capability: ..."); ``srt/layers/quantization/``: ``fp8.py`` Fp8Config 80 (00563d36; 100 for MXFP8),
+# ``mxfp4.py`` Mxfp4Config 80 (0043c43a), ``awq.py`` AWQConfig 75 (0149944f; AWQMarlinConfig's 80 is chosen only
+# where Marlin runs), ``gptq.py`` GPTQConfig 60 (006d0961; GPTQMarlinConfig's 80 likewise)
+MIN_CAPABILITY = {"fp8": 80, "mxfp4": 80, "awq-int4": 75}
 # the formats SGLang loads a plain checkpoint in (its --quantization; python/sglang/srt/server_args.py)
 QUANTIZES = ("fp8", "awq-int4", "gptq-int4", "gptq-int8", "mxfp4", "nvfp4")  # nvfp4: modelopt_fp4 checkpoints
 # how SGLang is timed, said in the plan's assumptions
@@ -479,6 +485,7 @@ class Sglang(Engine):
     # python/sglang/srt/layers/deep_gemm_wrapper/configurer.py: ENABLE_JIT_DEEPGEMM from SGL_ENABLE_JIT_DEEPGEMM
     # (SGLANG_ENABLE_JIT_DEEPGEMM in later releases), as InferenceX's DeepSeek-R1 scripts set it
     deepgemm_switch = "SGL_ENABLE_JIT_DEEPGEMM=false"
+    min_capability = MIN_CAPABILITY
 
     def scheduler_settings(self, s: Scenario, startup: StartupMemory, pool: KvPool, longest: int) -> dict | None:
         """Its scheduler's (:func:`scheduler_of`) with the scenario's ``scheduler_recv_interval``; none when one

@@ -754,18 +754,16 @@ def scheduler_of(s: Scenario, mem: StartupMemory, *, chunked_prefill: bool | Non
 # capability: 80. Current capability: 75.", the check of ``get_min_capability`` in ``VllmConfig``, quoted in
 # vllm-project/vllm#22288 and #23203). ``vllm/model_executor/layers/quantization/``: ``mxfp4.py`` Mxfp4Config 80
 # (e61bac87, lines 75-76, cited by #23203), ``awq.py`` AWQConfig 75 ("The AWQ kernel only supports Turing or newer
-# GPUs", 000796ac), ``fp8.py`` Fp8Config 80 at 1436674b (weight-only through Marlin below 8.9), 75 in later
-# releases that run Marlin on Turing: the lower is taken, so that no card a release runs fp8 on is refused. GPTQ's
-# 60 is below every card in the catalog.
+# GPUs", 000796ac), ``fp8.py`` Fp8Config 75 (v0.30.0's lines 147-149, as a third-party reading of that tag quotes
+# them; :data:`EARLIER_CAPABILITY` for the releases before). GPTQConfig's 60 is below every card in the catalog
+# (``gptq.py``; its exllama kernel runs on Volta).
 MIN_CAPABILITY = {"fp8": 75, "mxfp4": 80, "awq-int4": 75}
-
-
-def capability(gpu: GpuSpec) -> int | None:
-    """An NVIDIA card's compute capability as vLLM compares it (8.6 -> 86); None for another maker's."""
-    if gpu.vendor != "NVIDIA" or not gpu.compute_capability:
-        return None
-    major, _, minor = gpu.compute_capability.partition(".")
-    return int(major) * 10 + int(minor or 0)
+# A format's higher floor in the releases before one: (that release, the floor). Fp8Config's 80 (weight-only through
+# Marlin below 8.9; 1436674b) until vllm-project/vllm#29901 ("add marlin kernel support for turing (sm75)": GPTQ,
+# AWQ, FP8 and NVFP4 weights) ran Marlin on Turing; it merged in the week to 2025-12-19 (vLLM's weekly summary of
+# that date), after 0.12.0: 0.13.0 (released 2025-12-19) is the first release that may hold it, and is given it, so
+# that only what a release surely refuses is refused
+EARLIER_CAPABILITY = {"fp8": ((0, 13, 0), 80)}
 
 
 class Vllm(Engine):
@@ -793,6 +791,7 @@ class Vllm(Engine):
     layer_split_words = "vLLM --pipeline-parallel-size"
     checks_request_length = True
     fp8_weight_only = True
+    min_capability = MIN_CAPABILITY
     budget_fix = ("gpu_memory_utilization", 0.95, "--gpu-memory-utilization 0.95 (a larger vLLM budget)",
                   "same speed; less room for anything else on the GPU")
     kv_block_tokens = oh.VLLM_BLOCK_TOKENS
@@ -824,15 +823,13 @@ class Vllm(Engine):
     def async_scheduling_refusal(self, s: Scenario) -> str | None:
         return async_refusal(s)
 
-    def weights_refusal(self, fmt: str, gpu: GpuSpec) -> str | None:
-        """A weight format whose quantization method vLLM refuses on the card (:data:`MIN_CAPABILITY`)."""
-        least, has = MIN_CAPABILITY.get(fmt), capability(gpu)
-        if least is None or has is None or has >= least:
-            return None
-        return (f"vLLM has no {fmt} kernel for {gpu.name} ({gpu.architecture}, compute capability "
-                f"{gpu.compute_capability}): its {fmt} method needs {least // 10}.{least % 10} or newer and vLLM "
-                f"refuses to start; choose {'gptq-int4' if fmt == 'awq-int4' else 'awq-int4 or gptq-int4'} "
-                "weights, engine llama.cpp (GGUF), or a newer card")
+    def least_capability(self, s: Scenario, fmt: str) -> int | None:
+        """:data:`MIN_CAPABILITY`'s, or the higher floor of a release the scenario names before the one that lowered
+        it (:data:`EARLIER_CAPABILITY`: fp8 before Marlin ran on Turing)."""
+        until, least = EARLIER_CAPABILITY.get(fmt, ((0, 0, 0), None))
+        if s.engine_version and version_tuple(s.engine_version) < until:
+            return least
+        return super().least_capability(s, fmt)
 
     def expert_parallel_refusal(self, s: Scenario) -> str | None:
         """vLLM's expert-parallel group is every GPU of the copy (``--enable-expert-parallel``: EP = TP x DP)."""

@@ -24,6 +24,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from ..engines import engine_for
+from ..engines.base import FOUR_BIT
 from ..errors import GpuplanError
 from ..hardware import GpuSpec, raised_wired_limit_mb
 from ..memory.host import host_need_gib, host_ram
@@ -89,10 +90,12 @@ class Timing:
         return plan if plan.speed is not None else None
 
 
-def candidate_fixes(s: Scenario, m: ModelSpec, largest_micro_batch: int | None = None) -> list[Fix]:
+def candidate_fixes(s: Scenario, m: ModelSpec, largest_micro_batch: int | None = None,
+                    gpu: GpuSpec | None = None) -> list[Fix]:
     """Every change that can lower the memory of ``s``, in one list: single suggestions and combinations both
-    come from here (``largest_micro_batch``: the largest that fits the card as it is, where searched)."""
-    return _training_fixes(s, m, largest_micro_batch) if s.task == "train" else _serving_fixes(s, m)
+    come from here (``largest_micro_batch``: the largest that fits the card as it is, where searched; ``gpu``: the
+    card, whose weight formats the serving engine starts with)."""
+    return _training_fixes(s, m, largest_micro_batch) if s.task == "train" else _serving_fixes(s, m, gpu)
 
 
 def accumulation_fix(s: Scenario, largest: int | None, cost: str = "") -> Fix | None:
@@ -255,7 +258,9 @@ def _stated(fields: dict[str, Any], timing: Timing) -> tuple[str, float, Plan] |
     return (*ratio_words(s, timing.before.speed, after.setup.scenario, after.speed), after)
 
 
-def _serving_fixes(s: Scenario, m: ModelSpec) -> list[Fix]:
+def _serving_fixes(s: Scenario, m: ModelSpec, gpu: GpuSpec | None = None) -> list[Fix]:
+    """The serving changes; the 4-bit one in the first format the engine starts on ``gpu`` with
+    (:meth:`~gpuplan.engines.Engine.four_bit_on`: GPTQ on a V100, where vLLM and SGLang refuse AWQ)."""
     out: list[Fix] = []
     engine = engine_for(s)
     nvfp4 = published(m.name, "nvfp4")
@@ -271,8 +276,9 @@ def _serving_fixes(s: Scenario, m: ModelSpec) -> list[Fix]:
         out.append(Fix(label=f"{re}8-bit weights (int8)", change={"quant": "int8"},
                        cost=f"LLM.int8 is slower than bf16; small quality cost{convert}", group="weights",
                        slowdown=1.5))
-        out.append(Fix(label=f"{re}4-bit weights (AWQ)", change={"quant": "awq-int4"},
-                       cost=f"fast kernels; small quality cost{convert}", group="weights", slowdown=1.0))
+        out += [Fix(label=f"{re}4-bit weights ({four.split('-')[0].upper()})", change={"quant": four},
+                    cost=f"fast kernels; small quality cost{convert}", group="weights", slowdown=1.0)
+                for four in (engine.four_bit_on(s, gpu) if gpu else FOUR_BIT)[:1]]
         if engine.fp8_weight_only:
             out.append(Fix(label=f"{re}fp8 weights", change={"quant": "fp8"},
                            cost=f"native on Ada/Hopper+, weight-only (Marlin) on Ampere; tiny quality cost{convert}",
@@ -452,7 +458,7 @@ def suggestions(s: Scenario, m: ModelSpec, gpu: GpuSpec, report, timing: Timing 
     keeps it, on the GPUs named), then every single fix that lowers the device peak by what
     its line shows (:data:`SHOWN_SAVING_GIB`), fitting ones first, on the GPUs named before more GPUs. ``timing``:
     where the lines' speeds come from (the plan the advice reads, :class:`Timing`); without it, no speed is said."""
-    fixes = on_card(s, m, gpu, _wired_fixes(gpu) + candidate_fixes(s, m, report.max_batch_size), timing)
+    fixes = on_card(s, m, gpu, _wired_fixes(gpu) + candidate_fixes(s, m, report.max_batch_size, gpu), timing)
     if engine_for(s).advised_by_pool:
         return _vllm_suggestions(s, m, gpu, report, fixes)
     singles: list[tuple[Fix, bool, float, dict[str, Any]]] = []
@@ -529,7 +535,7 @@ def smallest_combination(s: Scenario, m: ModelSpec, gpu: GpuSpec, fixes: list[Fi
     tried before those that add GPUs. With it, the largest micro-batch (keeping the global batch through
     accumulation) or batch, and the longest context, that still fit; its speed cost that of the plan of its fields
     (``timing``, as :func:`suggestions`)."""
-    order = {f.label: i for i, f in enumerate(candidate_fixes(s, m))}
+    order = {f.label: i for i, f in enumerate(candidate_fixes(s, m, gpu=gpu))}
     # a stack switch is a single suggestion of its own, not one of several changes made together
     fixes = sorted(on_card(s, m, gpu, [f for f in fixes if f.group != "stack"]),
                    key=lambda f: order.get(f.label, len(order)))

@@ -505,7 +505,7 @@ def engine_left_out(s: Scenario, m: ModelSpec, c: Constraints) -> list[str]:
     engine, fmt, out = engine_for(s), weight_format(s, m)[0].name, []
     for gpu_id in c.gpus:
         gpu = gpus()[gpu_id]
-        why = engine.card_refusal(s, gpu) or engine.weights_refusal(fmt, gpu)
+        why = engine.card_refusal(s, gpu) or engine.weights_refusal(s, fmt, gpu)
         if why:
             out.append(f"{short_id(gpu_id)} left out: {why}")
     return out

@@ -64,7 +64,7 @@ def check(s: Scenario, m: ModelSpec, gpu: GpuSpec | None) -> list[str]:
     warnings += _engine(s, m)
     if gpu is not None:
         card_refusal(s, gpu)
-        why = engine_for(s).weights_refusal(weight_format(s, m)[0].name, gpu) if s.task == "infer" else None
+        why = engine_for(s).weights_refusal(s, weight_format(s, m)[0].name, gpu) if s.task == "infer" else None
         if why:
             raise GpuplanError(why)
         warnings += _node(s, gpu) + _apple(s, gpu) + stack_card_warnings(s, gpu)

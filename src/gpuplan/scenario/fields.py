@@ -588,6 +588,9 @@ class Scenario(BaseModel):
             return data
         if "," in data["gpu"]:
             raise ValueError(_listed_gpu(data["gpu"], data.get("task")))
+        if not data["gpu"].strip():  # ``--gpu ''`` was planned as no card without a word (s29 walk)
+            raise ValueError("gpu is empty: name a card (rtx-4090, 2x3090, h100-sxm), or leave gpu out to plan "
+                             "without one")
         card, count = counted_card(data["gpu"])
         if count is None:
             return data
