@@ -19,7 +19,8 @@ from __future__ import annotations
 
 from .files import LaunchFile, Raw, shell_text
 from .plan import LaunchPlan
-from .serving import DTYPE, converted_note, draft_to_load, no_startup, pool_line, quant_to_ask, refusal, run_line
+from .serving import (DTYPE, converted_note, draft_to_load, long_context_env, no_startup, pool_line, quant_to_ask,
+                      refusal, run_line)
 from .settings import LaunchOptions
 
 NAME = "sglang"
@@ -111,5 +112,6 @@ def notes(plan: LaunchPlan, opts: LaunchOptions) -> list[str]:
 
 
 def files(plan: LaunchPlan, opts: LaunchOptions) -> list[LaunchFile]:
-    return [LaunchFile(name=SCRIPT, target=NAME, text=shell_text(plan, command(plan, opts), notes=notes(plan, opts)),
+    return [LaunchFile(name=SCRIPT, target=NAME, text=shell_text(plan, command(plan, opts), long_context_env(plan),
+                                                       notes=notes(plan, opts)),
                        reader="bash (python -m sglang.launch_server)", executable=True)]

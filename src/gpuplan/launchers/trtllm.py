@@ -19,7 +19,7 @@ from __future__ import annotations
 from ..engines import trtllm as trtllm_engine
 from .files import LaunchFile, Raw, pasted, shell_text, yaml_text
 from .plan import LaunchPlan
-from .serving import draft_to_load, no_startup, pool_line, refusal, run_line
+from .serving import draft_to_load, long_context_env, no_startup, pool_line, refusal, run_line
 from .settings import LaunchOptions
 
 NAME = "trtllm"
@@ -106,7 +106,8 @@ def notes(plan: LaunchPlan, opts: LaunchOptions) -> list[str]:
 
 
 def files(plan: LaunchPlan, opts: LaunchOptions) -> list[LaunchFile]:
-    return [LaunchFile(name=SCRIPT, target=NAME, text=shell_text(plan, command(plan, opts), notes=notes(plan, opts)),
+    return [LaunchFile(name=SCRIPT, target=NAME, text=shell_text(plan, command(plan, opts), long_context_env(plan),
+                                                       notes=notes(plan, opts)),
                        reader="bash (trtllm-serve)", executable=True),
             LaunchFile(name=CONFIG, target=NAME, text=yaml_text(plan, config(plan)),
                        reader="trtllm-serve --config (LLM API options)")]

@@ -25,7 +25,8 @@ from ..engines.vllm import version_tuple
 from ..errors import GpuplanError
 from .files import LaunchFile, Raw, shell_text
 from .plan import LaunchPlan
-from .serving import DTYPE, converted_note, draft_to_load, no_startup, pool_line, quant_to_ask, refusal, run_line
+from .serving import (DTYPE, converted_note, draft_to_load, long_context_env, no_startup, pool_line, quant_to_ask,
+                      refusal, run_line)
 from .settings import LaunchOptions
 
 NAME = "vllm"
@@ -154,5 +155,6 @@ def notes(plan: LaunchPlan, opts: LaunchOptions) -> list[str]:
 
 
 def files(plan: LaunchPlan, opts: LaunchOptions) -> list[LaunchFile]:
-    return [LaunchFile(name=SCRIPT, target=NAME, text=shell_text(plan, command(plan, opts), notes=notes(plan, opts)),
+    return [LaunchFile(name=SCRIPT, target=NAME, text=shell_text(plan, command(plan, opts), long_context_env(plan),
+                                                       notes=notes(plan, opts)),
                        reader="bash (vllm serve)", executable=True)]
