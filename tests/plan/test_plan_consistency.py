@@ -128,13 +128,16 @@ def test_the_reviews_owned_geforce_cards_have_one_speed(client):
     check_setup(x, 4, client)
 
 
-def test_requests_past_the_context_are_served_as_planned(client):
+@pytest.mark.parametrize("batch", [1, 4])
+def test_requests_past_the_context_are_served_as_planned(client, batch):
     """Session 29 (a helper's 60-example run): Phi-3-mini-4k for 8,192 + 64 tokens on a 4090 with vLLM "fit" in
     estimate, whose assumptions said max_model_len 4,096, and recommend listed it, but launch refused it (vLLM
     started at 4,096 refuses 8,256-token requests): one scenario, three answers. Now every interface plans vLLM
     at the requests' 8,256 tokens, and the files start it so (with VLLM_ALLOW_LONG_MAX_MODEL_LEN=1, without which
-    vLLM's ``_get_and_verify_max_len`` refuses a max_model_len past the model's 4,096)."""
-    fields = {"model": "phi-3-mini", "task": "infer", "engine": "vllm", "batch_size": 1, "prompt_tokens": 8192,
+    vLLM's ``_get_and_verify_max_len`` refuses a max_model_len past the model's 4,096). At a batch of 4 (the
+    60-example run's falsifying scenario once launch wrote the files) the batch's simulated run refused the requests
+    estimate warned of at a batch of 1 (serving.load.longest_request): it now serves them at their length too."""
+    fields = {"model": "phi-3-mini", "task": "infer", "engine": "vllm", "batch_size": batch, "prompt_tokens": 8192,
               "output_tokens": 64}
     r = gpuplan.recommend(fields, gpus=["rtx-4090"], max_gpus=1, top=1)
     x, = r.setups
