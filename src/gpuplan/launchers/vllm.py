@@ -25,8 +25,17 @@ from ..engines.vllm import version_tuple
 from ..errors import GpuplanError
 from .files import LaunchFile, Raw, shell_text
 from .plan import LaunchPlan
-from .serving import (DTYPE, converted_note, draft_to_load, long_context_env, no_startup, pool_line, quant_to_ask,
-                      refusal, run_line)
+from .serving import (
+    DTYPE,
+    converted_note,
+    draft_to_load,
+    long_context_env,
+    no_startup,
+    pool_line,
+    quant_to_ask,
+    refusal,
+    run_line,
+)
 from .settings import LaunchOptions
 
 NAME = "vllm"
