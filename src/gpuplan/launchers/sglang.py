@@ -2,7 +2,9 @@
 
 The flags are the settings the estimate and the serving simulation assumed (:mod:`gpuplan.engines.sglang`,
 :func:`gpuplan.engines.sglang.scheduler_of`), written out rather than left to SGLang's defaults, which change across
-releases: ``--tp-size`` / ``--pp-size``, ``--mem-fraction-static`` (the pool), ``--context-length``,
+releases: ``--tp-size`` / ``--pp-size``, ``--mem-fraction-static`` (the pool), ``--context-length`` (past the
+model's context, with ``SGLANG_ALLOW_OVERWRITE_LONGER_CONTEXT_LEN=1`` before the command:
+:func:`.serving.long_context_env`),
 ``--chunked-prefill-size`` (a prefill batch's tokens), ``--max-running-requests``, ``--cuda-graph-max-bs``,
 ``--schedule-policy`` (``fcfs``, as simulated), ``--kv-cache-dtype`` and ``--quantization`` when the plan quantizes
 a checkpoint that is not already quantized, ``--fp8-gemm-backend`` when the plan sets ``fp8_gemm_backend``,

@@ -2,7 +2,9 @@
 
 The flags are the settings the memory estimate assumed (:mod:`gpuplan.engines.trtllm`), written out rather than
 left to TensorRT-LLM's defaults: ``--backend`` (``pytorch`` unless the plan sets ``trtllm_backend``), ``--tp_size``
-/ ``--pp_size``, ``--max_batch_size`` and ``--max_num_tokens`` (the profiling forward's size), ``--max_seq_len``,
+/ ``--pp_size``, ``--max_batch_size`` and ``--max_num_tokens`` (the profiling forward's size), ``--max_seq_len``
+(past the model's context, with ``TLLM_ALLOW_LONG_MAX_MODEL_LEN=1`` before the command:
+:func:`.serving.long_context_env`),
 ``--kv_cache_free_gpu_memory_fraction``;
 the KV cache's dtype and block size go in the ``--config`` YAML (``kv_cache_config``: ``dtype``,
 ``tokens_per_block``), and a ``capacity_scheduler_policy`` the plan was given as ``scheduler_config`` (top-level

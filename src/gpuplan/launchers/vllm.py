@@ -7,7 +7,9 @@ the plan quantizes a checkpoint that is not already quantized, ``--max-num-seqs`
 scheduler limits of the profiling run), ``--enforce-eager``, the chunked-prefill and async-scheduling switches when the
 scenario sets them, and ``--max-model-len``: the scenario's, else the model's context when one request of it fits the
 predicted KV pool, else the longest that fits (:func:`gpuplan.launchers.plan.launch_plan` re-plans with it; vLLM refuses
-to start otherwise). A copy over several nodes runs the same script on each (``NODE_RANK``, ``MASTER_ADDR``): vLLM's
+to start otherwise), or the requests' length where they run past the model's context, with
+``VLLM_ALLOW_LONG_MAX_MODEL_LEN=1`` before the command (:func:`.serving.long_context_env`). A copy over several nodes
+runs the same script on each (``NODE_RANK``, ``MASTER_ADDR``): vLLM's
 multiprocessing executor across nodes, ``--nnodes``, ``--node-rank``, ``--master-addr``, ``--master-port`` and
 ``--headless`` on every node but the first (vLLM's multi-node serving without Ray, its parser's ``nnodes``,
 ``node_rank``, ``master_addr``, ``headless``). A speculative plan writes ``--speculative-config``
