@@ -1026,21 +1026,30 @@ def test_a_local_config_without_weights_is_said_in_every_file(tmp_path):
 
 
 @pytest.mark.parametrize("engine", ["vllm", "sglang", "trtllm"])
-def test_requests_past_the_context_are_refused_before_any_file(engine, tmp_path):
+def test_requests_past_the_context_start_the_engine_long_enough(engine):
     """Review 3's second rewalk: Qwen3-8B (max_position_embeddings 40,960) planned for 100,000-token prompts was
     written with ``--max-model-len 40960`` (``--context-length``, ``--max_seq_len``) under a header predicting 51
-    tokens/s for those prompts: a server that refuses every request planned. launch now refuses in one sentence;
-    a plan that sets its own max_model_len is written with it."""
+    tokens/s for those prompts: a server that refuses every request planned. Session 29: such requests are planned
+    on purpose (the estimate warns of their quality), so the plan starts the engine with the requests' 101,000
+    tokens and the variable without which it refuses (vLLM's ``_get_and_verify_max_len``, SGLang's
+    ``_derive_context_length``) or shortens (TensorRT-LLM's ``_init_max_seq_len``) a context past the model's; a
+    plan that sets a longer max_model_len itself gets the variable too, and one inside the context none."""
     s = {"model": "qwen3-8b", "task": "infer", "engine": engine, "gpu": "h200", "prompt_tokens": 100_000,
          "output_tokens": 1_000}
     flag = {"vllm": "--max-model-len", "sglang": "--context-length", "trtllm": "--max_seq_len"}[engine]
-    with pytest.raises(GpuplanError, match=f"^{engine} starts Qwen/Qwen3-8B with a 40,960-token context "
-                                           f"\\({flag}, the model's\\) and refuses longer requests, and the "
-                                           "plan's are 101,000 tokens"):
-        gpuplan.launch(s, folder=tmp_path / "no")
-    assert not (tmp_path / "no").exists()
-    fits = gpuplan.launch({**s, "prompt_tokens": 39_000}, folder="-")
-    assert f"{flag} 40960" in "\n".join(body for _, _, body in fits.printed)
+    env = {"vllm": "VLLM_ALLOW_LONG_MAX_MODEL_LEN", "sglang": "SGLANG_ALLOW_OVERWRITE_LONGER_CONTEXT_LEN",
+           "trtllm": "TLLM_ALLOW_LONG_MAX_MODEL_LEN"}[engine]
+
+    def script(**change) -> str:
+        launched = gpuplan.launch({**s, **change}, folder="-", targets=[engine])
+        return next(body for name, _, body in launched.printed if name.endswith(".sh"))
+
+    long = script()
+    assert f"{flag} 101000" in long and f"\n{env}=1 " in long, long
+    inside = script(prompt_tokens=39_000)
+    assert f"{flag} 40960" in inside and env not in inside
+    asked = script(prompt_tokens=39_000, max_model_len=65_536)
+    assert f"{flag} 65536" in asked and f"\n{env}=1 " in asked
 
 
 def test_the_files_save_when_the_recipe_says():

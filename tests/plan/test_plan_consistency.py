@@ -128,6 +128,33 @@ def test_the_reviews_owned_geforce_cards_have_one_speed(client):
     check_setup(x, 4, client)
 
 
+@pytest.mark.parametrize("batch", [1, 4])
+def test_requests_past_the_context_are_served_as_planned(client, batch):
+    """Session 29 (a helper's 60-example run): Phi-3-mini-4k for 8,192 + 64 tokens on a 4090 with vLLM "fit" in
+    estimate, whose assumptions said max_model_len 4,096, and recommend listed it, but launch refused it (vLLM
+    started at 4,096 refuses 8,256-token requests): one scenario, three answers. Now every interface plans vLLM
+    at the requests' 8,256 tokens, and the files start it so (with VLLM_ALLOW_LONG_MAX_MODEL_LEN=1, without which
+    vLLM's ``_get_and_verify_max_len`` refuses a max_model_len past the model's 4,096). At a batch of 4 (the
+    60-example run's falsifying scenario once launch wrote the files) the batch's simulated run refused the requests
+    estimate warned of at a batch of 1 (serving.load.longest_request): it now serves them at their length too."""
+    fields = {"model": "phi-3-mini", "task": "infer", "engine": "vllm", "batch_size": batch, "prompt_tokens": 8192,
+              "output_tokens": 64}
+    r = gpuplan.recommend(fields, gpus=["rtx-4090"], max_gpus=1, top=1)
+    x, = r.setups
+    assert (x.scenario.prompt_tokens, x.scenario.output_tokens) == (8192, 64)
+    check_setup(x, None, client)
+    plan = gpuplan.estimate({**fields, "gpu": "rtx-4090"})
+    assert plan.memory.engine["max_model_len"] == 8256 and plan.verdict.fits
+    said = [w for w in plan.warnings if "8,256 tokens exceed" in w]
+    assert len(said) == 1 and said[0].endswith("the plan starts vLLM with --max-model-len 8,256 and "
+                                               "VLLM_ALLOW_LONG_MAX_MODEL_LEN=1, without which it does not start "
+                                               "with a context past the model's 4,096"), said
+    files = gpuplan.launch(x.scenario, folder="-", targets=["vllm", "skypilot"]).printed
+    for name in ("vllm-serve.sh", "sky.yaml"):
+        body, = (text for file, _, text in files if file == name)
+        assert "VLLM_ALLOW_LONG_MAX_MODEL_LEN=1 vllm serve" in body and "--max-model-len 8256" in body, name
+
+
 @pytest.mark.parametrize("fields", [
     # the review's SGLang case: 140.4 of 140.3 GiB usable was called "fits, headroom -0.1 GiB"; SGLang sizes its
     # pool from the memory it finds free, so it fits, holding all that cudaMemGetInfo reports (the driver keeps

@@ -41,7 +41,7 @@ OWN_SETTINGS = {"vllm": ("gpu_memory_utilization", "enforce_eager", "flashinfer_
 # the scenario fields some engines read and the others leave out, with the engines that read each: vLLM's scheduler
 # caps are TensorRT-LLM's max_batch_size and max_num_tokens (engines/trtllm.py), and SGLang sizes its own
 # (max_running_requests, chunked_prefill_size: engines/sglang.py); the context is vLLM's --max-model-len, SGLang's
-# --context-length and TensorRT-LLM's --max_seq_len (plan/launch.py ENGINE_CONTEXT), llama.cpp, mlx-lm and
+# --context-length and TensorRT-LLM's --max_seq_len (each profile's context_flag), llama.cpp, mlx-lm and
 # transformers take no such limit; a release is read by vLLM's and SGLang's rules and llama.cpp's build tag
 # (speed/ggml.py build); the attention implementation is the model code's in transformers, ggml and mlx-lm, while
 # vLLM, SGLang and TensorRT-LLM run their own fused backends (speed/inference.py engine_attention). Said as

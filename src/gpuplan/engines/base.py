@@ -52,6 +52,10 @@ class Engine:
     layer_split_words = ""
     # it rejects a request longer than its max_model_len
     checks_request_length = False
+    # the flag that sets the context it starts with, and the environment variable without which it refuses (vLLM,
+    # SGLang) or shortens (TensorRT-LLM) one past the model's (:func:`engine_context`); None: it takes no such limit
+    context_flag: str | None = None
+    long_context_env: str | None = None
     # the KV-cache dtypes it holds
     kv_dtypes: tuple[str, ...] = ("auto", "fp16", "bf16", "fp8", "int8")
     # it loads int8 and AWQ / GPTQ checkpoints (llama.cpp: GGUF files only), and fp8 weights on cards without fp8
@@ -130,6 +134,30 @@ class Engine:
     running_cap = "max_num_seqs"
     pool_admits = ("holds; the others wait for them to finish, and a pool that runs out preempts requests, which "
                    "recompute when they resume.")
+
+    def model_context(self, m: ModelSpec) -> int:
+        """The model's context as the engine derives it from its config (0: none named): max_position_embeddings
+        (SGLang's ``ModelConfig._derive_context_length``; TensorRT-LLM's ``_infer_max_seq_len_from_config``)."""
+        return m.max_context or 0
+
+    def context(self, s: Scenario, m: ModelSpec) -> int:
+        """The context the engine is started with (:attr:`context_flag`): the scenario's max_model_len, else the
+        model's (:meth:`model_context`), or the requests' tokens where they run past it: a request past the model's
+        context is planned on purpose (gpuplan.plan.refusals warns of its quality), and a server started at the
+        model's context would refuse it (vLLM, SGLang) or cut it (TensorRT-LLM), so the launch files start it long
+        enough, with :attr:`long_context_env` (:meth:`long_context`)."""
+        return s.max_model_len or max(self.model_context(m), s.prompt_tokens + s.output_tokens)
+
+    def long_context(self, s: Scenario, m: ModelSpec) -> str | None:
+        """The environment variable the engine needs set to 1 to start with :meth:`context` (longer than the
+        model's: vLLM's ``_get_and_verify_max_len`` raises without VLLM_ALLOW_LONG_MAX_MODEL_LEN, SGLang's
+        ``ModelConfig._derive_context_length`` without SGLANG_ALLOW_OVERWRITE_LONGER_CONTEXT_LEN, TensorRT-LLM's
+        ``PyTorchModelEngine._init_max_seq_len`` shortens it to the model's without TLLM_ALLOW_LONG_MAX_MODEL_LEN);
+        None when it needs none."""
+        derived = self.model_context(m)
+        if not self.long_context_env or not derived or self.context(s, m) <= derived:
+            return None
+        return self.long_context_env
 
     # ---- its KV cache's layout (the arithmetic of gpuplan.tensors.kv, and the page's formulas) ----------------
     def kv_element_bytes(self, s: Scenario) -> float:

@@ -321,7 +321,7 @@ def startup_memory(s: Scenario, m: ModelSpec, gpu: GpuSpec, *, mem_fraction_stat
     weights = weights_per_gpu(s, m, fmt, skip) / GIB + oh.SGLANG_LOAD_EXTRA_GIB
     available = total - weights
     cell = cell_bytes(s, m)
-    context = s.max_model_len or m.max_context or (s.prompt_tokens + s.output_tokens)
+    context = SGLANG.context(s, m)
     scale = aiter_scale(s, m, gpu, context)
     tokens = kv_tokens(available, total, mfs * scale, cell)
     ratio, floor = new_token_ratios(s)
@@ -470,6 +470,8 @@ class Sglang(Engine):
     tensor_parallel_flag = "SGLang --tp"
     layer_split_words = "SGLang --pp-size"
     checks_request_length = True
+    context_flag = "--context-length"
+    long_context_env = "SGLANG_ALLOW_OVERWRITE_LONGER_CONTEXT_LEN"
     kv_dtypes = ("auto", "fp16", "bf16", "fp8")
     fp8_weight_only = True
     budget_fix = ("mem_fraction_static", 0.93, "--mem-fraction-static 0.93 (a larger SGLang pool)",

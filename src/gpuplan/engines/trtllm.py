@@ -97,7 +97,7 @@ class StartupMemory:
 def limits(s: Scenario, m: ModelSpec) -> tuple[int, int, int]:
     """(max_batch_size, max_num_tokens, max_seq_len) in force."""
     return (s.max_num_seqs or MAX_BATCH_SIZE, s.max_num_batched_tokens or MAX_NUM_TOKENS,
-            s.max_model_len or m.max_context or s.prompt_tokens + s.output_tokens)
+            TRTLLM.context(s, m))
 
 
 def activation(s: Scenario, m: ModelSpec) -> float:
@@ -250,6 +250,8 @@ class Trtllm(Engine):
     tensor_parallel_flag = "trtllm-serve --tp_size"
     layer_split_words = "trtllm-serve --pp_size"
     checks_request_length = True
+    context_flag = "--max_seq_len"
+    long_context_env = "TLLM_ALLOW_LONG_MAX_MODEL_LEN"
     kv_dtypes = ("auto", "fp16", "bf16", "fp8")
     offline_bench = True
     gemm_share_by_rows = True  # NVIDIA's performance overview (overheads.TRTLLM_GEMM_PEAK_SHARE)

@@ -291,8 +291,7 @@ def scheduler_limits(s: Scenario, m: ModelSpec, gpu: GpuSpec | None, *, current:
     ``SchedulerConfig.__post_init__``; V1's ``SchedulerConfig``: "If max_model_len is too short, use 2048 as the
     default value for higher throughput")."""
     v = version_tuple(None if current else s.engine_version)
-    # the model's context as vLLM derives it: a YaRN rope_scaling reaches original x factor (ModelSpec.scaled_context)
-    max_len = s.max_model_len or m.scaled_context or (s.prompt_tokens + s.output_tokens)
+    max_len = VLLM.context(s, m)  # the model's as vLLM derives it (Vllm.model_context), or the requests' past it
     serve = s.entry_point == "serve"
     total = cuda_total_gib(gpu) if gpu else 0.0
     big = gpu is not None and total >= 70 and "a100" not in gpu.id
@@ -790,6 +789,8 @@ class Vllm(Engine):
     tensor_parallel_flag = "vLLM --tensor-parallel-size"
     layer_split_words = "vLLM --pipeline-parallel-size"
     checks_request_length = True
+    context_flag = "--max-model-len"
+    long_context_env = "VLLM_ALLOW_LONG_MAX_MODEL_LEN"
     fp8_weight_only = True
     min_capability = MIN_CAPABILITY
     budget_fix = ("gpu_memory_utilization", 0.95, "--gpu-memory-utilization 0.95 (a larger vLLM budget)",
@@ -805,6 +806,11 @@ class Vllm(Engine):
             return None
         return scheduler_of(s, startup, blocks=pool.sim_blocks)
 
+    def model_context(self, m: ModelSpec) -> int:
+        """The model's context as vLLM derives it: a YaRN rope_scaling reaches original x factor
+        (``_get_and_verify_max_len``; :attr:`ModelSpec.scaled_context`)."""
+        return m.scaled_context
+
     def refusal(self, s: Scenario, m: ModelSpec) -> str | None:
         if s.task == "infer" and s.precision == "fp8-mixed":
             return "vLLM serves fp8 as weight quantization: set quant fp8 and precision bf16-true"
@@ -812,7 +818,7 @@ class Vllm(Engine):
         if asked is not None and asked not in QUANTIZES:
             return (f"vLLM (0.32, 0.33) cannot load {s.quant} weights (no bitsandbytes or GGUF loading in its "
                     "quantization methods): choose awq-int4, gptq-int4, fp8 or int8")
-        max_len = s.max_model_len or m.scaled_context or (s.prompt_tokens + s.output_tokens)
+        max_len = self.context(s, m)
         if s.chunked_prefill is False and s.max_num_batched_tokens and s.max_num_batched_tokens < max_len:
             # SchedulerConfig._verify_args (V0 and V1): a step must hold a whole prompt without chunking
             return (f"vLLM refuses to start without chunked prefill when max_num_batched_tokens "

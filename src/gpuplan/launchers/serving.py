@@ -75,3 +75,11 @@ def draft_to_load(plan: LaunchPlan) -> str | None:
         raise GpuplanError(f"speculative_method {s.speculative_method} loads an EAGLE head trained for "
                            f"{plan.model.name}: give its Hugging Face id as draft_model")
     return s.draft_model if s.speculative_method in ("eagle", "eagle3", "draft") else None
+
+
+def long_context_env(plan: LaunchPlan) -> dict[str, str]:
+    """The environment variable, set to 1, without which the engine does not start with the plan's context where it
+    runs past the model's (:meth:`gpuplan.engines.base.Engine.long_context`: vLLM, SGLang, TensorRT-LLM); none
+    otherwise. The scripts and SkyPilot's task write it before the command."""
+    env = engine_for(plan.scenario).long_context(plan.scenario, plan.model)
+    return {env: "1"} if env else {}

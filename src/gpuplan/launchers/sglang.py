@@ -2,7 +2,9 @@
 
 The flags are the settings the estimate and the serving simulation assumed (:mod:`gpuplan.engines.sglang`,
 :func:`gpuplan.engines.sglang.scheduler_of`), written out rather than left to SGLang's defaults, which change across
-releases: ``--tp-size`` / ``--pp-size``, ``--mem-fraction-static`` (the pool), ``--context-length``,
+releases: ``--tp-size`` / ``--pp-size``, ``--mem-fraction-static`` (the pool), ``--context-length`` (past the
+model's context, with ``SGLANG_ALLOW_OVERWRITE_LONGER_CONTEXT_LEN=1`` before the command:
+:func:`.serving.long_context_env`),
 ``--chunked-prefill-size`` (a prefill batch's tokens), ``--max-running-requests``, ``--cuda-graph-max-bs``,
 ``--schedule-policy`` (``fcfs``, as simulated), ``--kv-cache-dtype`` and ``--quantization`` when the plan quantizes
 a checkpoint that is not already quantized, ``--fp8-gemm-backend`` when the plan sets ``fp8_gemm_backend``,
@@ -19,7 +21,17 @@ from __future__ import annotations
 
 from .files import LaunchFile, Raw, shell_text
 from .plan import LaunchPlan
-from .serving import DTYPE, converted_note, draft_to_load, no_startup, pool_line, quant_to_ask, refusal, run_line
+from .serving import (
+    DTYPE,
+    converted_note,
+    draft_to_load,
+    long_context_env,
+    no_startup,
+    pool_line,
+    quant_to_ask,
+    refusal,
+    run_line,
+)
 from .settings import LaunchOptions
 
 NAME = "sglang"
@@ -111,5 +123,6 @@ def notes(plan: LaunchPlan, opts: LaunchOptions) -> list[str]:
 
 
 def files(plan: LaunchPlan, opts: LaunchOptions) -> list[LaunchFile]:
-    return [LaunchFile(name=SCRIPT, target=NAME, text=shell_text(plan, command(plan, opts), notes=notes(plan, opts)),
+    return [LaunchFile(name=SCRIPT, target=NAME, text=shell_text(plan, command(plan, opts), long_context_env(plan),
+                                                       notes=notes(plan, opts)),
                        reader="bash (python -m sglang.launch_server)", executable=True)]

@@ -29,6 +29,7 @@ from ..engines import engine_for
 from . import accelerate, axolotl, llama_cpp, megatron, sglang, torchtitan, torchtune, trtllm, unsloth, vllm
 from .files import LaunchFile, Raw, command_text, quote, yaml_text
 from .plan import LaunchPlan, pip_packages
+from .serving import long_context_env
 from .settings import LaunchOptions
 
 NAME = "skypilot"
@@ -139,7 +140,7 @@ def task(plan: LaunchPlan, opts: LaunchOptions) -> dict[str, Any]:
 
 def run(plan: LaunchPlan, opts: LaunchOptions) -> str:
     if not plan.train:
-        return command_text(runner(plan).command(plan, opts, multinode_env=True))
+        return command_text(runner(plan).command(plan, opts, multinode_env=True), long_context_env(plan))
     if runner(plan) is torchtune:
         fetch = torchtune.download(plan)
         return (command_text(fetch) if fetch else "") + command_text(torchtune.command(plan, multinode_env=True))

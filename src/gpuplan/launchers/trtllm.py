@@ -2,7 +2,9 @@
 
 The flags are the settings the memory estimate assumed (:mod:`gpuplan.engines.trtllm`), written out rather than
 left to TensorRT-LLM's defaults: ``--backend`` (``pytorch`` unless the plan sets ``trtllm_backend``), ``--tp_size``
-/ ``--pp_size``, ``--max_batch_size`` and ``--max_num_tokens`` (the profiling forward's size), ``--max_seq_len``,
+/ ``--pp_size``, ``--max_batch_size`` and ``--max_num_tokens`` (the profiling forward's size), ``--max_seq_len``
+(past the model's context, with ``TLLM_ALLOW_LONG_MAX_MODEL_LEN=1`` before the command:
+:func:`.serving.long_context_env`),
 ``--kv_cache_free_gpu_memory_fraction``;
 the KV cache's dtype and block size go in the ``--config`` YAML (``kv_cache_config``: ``dtype``,
 ``tokens_per_block``), and a ``capacity_scheduler_policy`` the plan was given as ``scheduler_config`` (top-level
@@ -19,7 +21,7 @@ from __future__ import annotations
 from ..engines import trtllm as trtllm_engine
 from .files import LaunchFile, Raw, pasted, shell_text, yaml_text
 from .plan import LaunchPlan
-from .serving import draft_to_load, no_startup, pool_line, refusal, run_line
+from .serving import draft_to_load, long_context_env, no_startup, pool_line, refusal, run_line
 from .settings import LaunchOptions
 
 NAME = "trtllm"
@@ -106,7 +108,8 @@ def notes(plan: LaunchPlan, opts: LaunchOptions) -> list[str]:
 
 
 def files(plan: LaunchPlan, opts: LaunchOptions) -> list[LaunchFile]:
-    return [LaunchFile(name=SCRIPT, target=NAME, text=shell_text(plan, command(plan, opts), notes=notes(plan, opts)),
+    return [LaunchFile(name=SCRIPT, target=NAME, text=shell_text(plan, command(plan, opts), long_context_env(plan),
+                                                       notes=notes(plan, opts)),
                        reader="bash (trtllm-serve)", executable=True),
             LaunchFile(name=CONFIG, target=NAME, text=yaml_text(plan, config(plan)),
                        reader="trtllm-serve --config (LLM API options)")]

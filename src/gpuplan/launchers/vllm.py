@@ -7,7 +7,9 @@ the plan quantizes a checkpoint that is not already quantized, ``--max-num-seqs`
 scheduler limits of the profiling run), ``--enforce-eager``, the chunked-prefill and async-scheduling switches when the
 scenario sets them, and ``--max-model-len``: the scenario's, else the model's context when one request of it fits the
 predicted KV pool, else the longest that fits (:func:`gpuplan.launchers.plan.launch_plan` re-plans with it; vLLM refuses
-to start otherwise). A copy over several nodes runs the same script on each (``NODE_RANK``, ``MASTER_ADDR``): vLLM's
+to start otherwise), or the requests' length where they run past the model's context, with
+``VLLM_ALLOW_LONG_MAX_MODEL_LEN=1`` before the command (:func:`.serving.long_context_env`). A copy over several nodes
+runs the same script on each (``NODE_RANK``, ``MASTER_ADDR``): vLLM's
 multiprocessing executor across nodes, ``--nnodes``, ``--node-rank``, ``--master-addr``, ``--master-port`` and
 ``--headless`` on every node but the first (vLLM's multi-node serving without Ray, its parser's ``nnodes``,
 ``node_rank``, ``master_addr``, ``headless``). A speculative plan writes ``--speculative-config``
@@ -25,7 +27,17 @@ from ..engines.vllm import version_tuple
 from ..errors import GpuplanError
 from .files import LaunchFile, Raw, shell_text
 from .plan import LaunchPlan
-from .serving import DTYPE, converted_note, draft_to_load, no_startup, pool_line, quant_to_ask, refusal, run_line
+from .serving import (
+    DTYPE,
+    converted_note,
+    draft_to_load,
+    long_context_env,
+    no_startup,
+    pool_line,
+    quant_to_ask,
+    refusal,
+    run_line,
+)
 from .settings import LaunchOptions
 
 NAME = "vllm"
@@ -154,5 +166,6 @@ def notes(plan: LaunchPlan, opts: LaunchOptions) -> list[str]:
 
 
 def files(plan: LaunchPlan, opts: LaunchOptions) -> list[LaunchFile]:
-    return [LaunchFile(name=SCRIPT, target=NAME, text=shell_text(plan, command(plan, opts), notes=notes(plan, opts)),
+    return [LaunchFile(name=SCRIPT, target=NAME, text=shell_text(plan, command(plan, opts), long_context_env(plan),
+                                                       notes=notes(plan, opts)),
                        reader="bash (vllm serve)", executable=True)]

@@ -61,7 +61,6 @@ def runnable(s: Scenario, *, offer_label: str | None = None, owned_usd_per_hour:
     if again is not r:
         r, memory = again, build(again, memory_only=True)
     _fits(memory)
-    _within_engine_context(r, memory)
     if owned_usd_per_hour is not None:
         offers = Offers(candidates=(owned_offer(r.gpu.id, r.scenario.world_size,
                                                 owned_usd_per_hour / r.scenario.world_size),))
@@ -86,29 +85,6 @@ def _trl_takes_the_data(plan: Plan) -> None:
     said = data_warnings(s, typed) if typed is not None and RECIPES[s.stack].trl_files else ()
     if said:
         raise GpuplanError(f"the {s.stack} files would stop before the first step: {said[0]}")
-
-
-# the context each engine's files start it with, as its startup in the plan says (launchers/vllm.py, sglang.py,
-# trtllm.py write these): vLLM --max-model-len, SGLang --context-length, TensorRT-LLM --max_seq_len
-ENGINE_CONTEXT = {"vllm": ("max_model_len", "--max-model-len"), "sglang": ("context_len", "--context-length"),
-                  "trtllm": ("max_seq_len", "--max_seq_len")}
-
-
-def _within_engine_context(r: Resolved, plan: Plan) -> None:
-    """Refuse a serving plan whose requests run past the context its engine is started with (the model's, as the
-    engine derives it: vLLM refuses a longer ``max_model_len`` without ``VLLM_ALLOW_LONG_MAX_MODEL_LEN``): the files
-    would start a server that refuses every request planned. The estimate only warns, as a model may be planned
-    past its context on purpose."""
-    s = r.scenario
-    key, flag = ENGINE_CONTEXT.get(s.engine, (None, None))
-    context = (plan.memory.engine or {}).get(key) if key else None
-    tokens = s.prompt_tokens + s.output_tokens
-    if s.task != "infer" or not context or tokens <= context:
-        return
-    raise GpuplanError(f"{s.engine} starts {r.model.name} with a {context:,}-token context ({flag}, the model's) and "
-                       f"refuses longer requests, and the plan's are {tokens:,} tokens ({s.prompt_tokens:,} prompt + "
-                       f"{s.output_tokens:,} output): shorten them, or extend the model's context (RoPE scaling) and "
-                       "plan with max_model_len")
 
 
 def _model_len(r: Resolved, plan: Plan) -> Resolved:

@@ -732,10 +732,22 @@ def _context(s: Scenario, m: ModelSpec) -> list[str]:
         raise GpuplanError(f"{m.name} learns {m.max_context:,} positions (a position-embedding table, no RoPE to "
                            f"extend): {tokens:,} tokens index past it; use at most {m.max_context:,} tokens "
                            f"({'seq_len' if s.task == 'train' else 'prompt_tokens + output_tokens'})")
-    scaled = m.scaled_context
+    scaled, started = m.scaled_context, _started_long(s, m)
     if m.max_context and tokens > scaled:
         limit = (f"max_position_embeddings {m.max_context:,}" if scaled == m.max_context else
                  f"context {scaled:,} (max_position_embeddings {m.max_context:,} with its rope_scaling)")
         return [f"{tokens:,} tokens exceed {m.name}'s {limit}: quality degrades unless the context is extended "
-                "(RoPE scaling)"]
-    return []
+                f"(RoPE scaling){'; ' + started if started else ''}"]
+    return [started] if started else []
+
+
+def _started_long(s: Scenario, m: ModelSpec) -> str | None:
+    """How the plan starts a serving engine with a context past the model's (the requests', or the scenario's
+    max_model_len: :meth:`gpuplan.engines.base.Engine.context`), with the switch it needs to (the launch files write
+    both), or None."""
+    engine = engine_for(s) if s.task == "infer" else None
+    env = engine.long_context(s, m) if engine is not None else None
+    if env is None:
+        return None
+    return (f"the plan starts {engine.label} with {engine.context_flag} {engine.context(s, m):,} and {env}=1, "
+            f"without which it does not start with a context past the model's {engine.model_context(m):,}")

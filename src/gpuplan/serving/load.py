@@ -228,10 +228,11 @@ def saturation_bound(s: Scenario, m: ModelSpec, gpu: GpuSpec, engine: "Scheduler
 
 def longest_request(s: Scenario, m: ModelSpec, offline: bool = False) -> int:
     """The longest request a run draws (prompt + output: what the engine's ``max_model_len`` must hold); one
-    sentence when it runs past the model's context."""
+    sentence when it runs past the model's context and the planned requests' (a request past the model's context
+    is planned on purpose, warned of and served at its length: :meth:`gpuplan.engines.base.Engine.context`)."""
     _, prompt, output = requests_of(s, offline)
     longest = sum(int(d.mean) if d.kind == "fixed" else d.max for d in (prompt, output))
-    if m.max_context and longest > m.max_context:
+    if m.max_context and longest > max(m.max_context, s.prompt_tokens + s.output_tokens):
         raise GpuplanError(f"the longest request drawn ({longest:,} tokens) runs past {m.name}'s {m.max_context:,} "
                            "positions: shorten prompt_tokens or output_tokens, or narrow length_spread")
     return longest
