@@ -304,6 +304,8 @@ NODE_COST_READ = ("the time a token leaves over gpuplan's bytes a graph node is 
 
 # Session 29's reading of the benchmark clients, at the end of the eight lines it read
 S29 = "Session 29 (s29-src31; bench/results/sources31_s29.md), the benchmark client, nothing changed: "
+# Session 30's reading of the two worst lines' sources again
+S30 = "Session 30 (s30-src31; bench/results/sources31_s30.md), the sources read again, nothing changed: "
 
 # Why each source above the limit misses, read from the rows and the engines' code (the benches' own notes hold the
 # long form and every locator); keyed by (bench, source).
@@ -466,7 +468,16 @@ CAUSES = {
         "on either host, so the H100's 1.6x is the card; at that rate the 500-prompt bursts are admitted in ~12.5 "
         "s of their 99-407 s and admission does not bind them. " + S29 + "vllm bench serve sends the 500 prompts in "
         "0.3-0.4 s of client time (0.5-0.8 ms each, bench/serving/client_cost.py) and parses 246-1,139 chunks/s, "
-        "<= 7 % of a core; the A100 rows share the client and land."),
+        "<= 7 % of a core; the A100 rows share the client and land. " + S30 + "the page's card line read 'NVIDIA H100 "
+        "GPUs' until gpustack@1f37f1b8 (2026-01-06, 'clarify GPU number') made it 'A single NVIDIA H100 SXM GPU', "
+        "two months after the runs; the one default vLLM 0.11 sets apart for the two cards (8,192 tokens and 1,024 "
+        "sequences a step on the H100, 2,048 and 256 on an A100: arg_utils.py's 'a100' exception) is planned. "
+        "The lab's H100 is slow on every page read: its H100/A100 throughput ratio is 1.79/1.78 (4K/2K "
+        "rows), 1.68 (Qwen3-14B ShareGPT), 1.36 (Qwen3-32B ShareGPT) and 1.29 (its quantization page, Qwen3-8B "
+        "BF16, vLLM 0.9.2), where gpuplan's (ShareGPT as its mean lengths) is 3.25/3.26, 2.96, 1.56 and 2.90 for "
+        "an H100 SXM and "
+        "2.02/2.05, 1.93, 0.95 and 1.96 for a PCIe card; its Qwen3-8B latency page (TPOT 7.14-7.40 ms, 16.4 GB "
+        "of weights a step: >= 2.2 TB/s) decodes faster than a PCIe card can."),
     ("load_accuracy", "k8sllm"): (
         "a Kubernetes platform's baseline (added session 16, held out): vLLM 0.23.0, Qwen2.5-0.5B-Instruct on one L4 of"
         " a 4-vCPU GKE node, `vllm bench serve --backend openai-chat` in a closed loop at 1-32 users, the client on the"
@@ -689,7 +700,14 @@ CAUSES = {
         "b300-nv's does, and which fleet ran the table is not in any source read: a host's launch speed, not an "
         "input. " + S29 + "InferenceX's client (a session and TCP connection per request: 1.4-1.5 ms of CPU, 4-8 ms "
         "on a loaded host, bench/serving/client_cost.py; <= 98 chunks/s at --stream-interval 30; TTFT at the first "
-        "chunk, warm-ups finished before the timed run) is B300's too: not the ~80-100 ms."),
+        "chunk, warm-ups finished before the timed run) is B300's too: not the ~80-100 ms. " + S30 + "the table "
+        "joins two sweeps: conc 1 and 2 entered the config only on 2026-05-22 (InferenceX 6a4fe2a12, PR #1534, "
+        "whose re-run its changelog truncates to them), conc 4-64 were last re-run for PR #1502 (05-19/20), and "
+        "each point is its own job on any runner of the b200 "
+        "label (benchmark-tmpl.yml runs-on; the result file names the runner): the +50..+103 ms over B300 "
+        "holds in both sweeps and in all six jobs at 1-32 requests, and it is larger at 1k than at 8k "
+        "(+26 ms), so it is no client tokenizer mismatch (InferenceX PR #1381, fixed 05-15, would scale with "
+        "the prompt); the script and client match B300's at both commits."),
     ("trtllm_serving", "i5929"): "trtllm-serve's B200 prompt steps: helper s8-trtllm's this session.",
 }
 
