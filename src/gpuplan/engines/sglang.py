@@ -511,7 +511,7 @@ class Sglang(Engine):
         why = super().card_refusal(s, gpu)
         if why or s.fp8_gemm_backend in (None, "auto"):
             return why
-        major = int(float(gpu.compute_capability or 0)) if gpu.vendor == "NVIDIA" else 0
+        major = gpu.sm_major
         if s.fp8_gemm_backend == "flashinfer_trtllm" and major != 10:
             return (f"SGLang's --fp8-gemm-backend flashinfer_trtllm runs on B200/B300-class cards (SM 10.x), not "
                     f"{gpu.name}: drop fp8_gemm_backend, or choose a B200 or B300")
@@ -612,7 +612,7 @@ def fused_kernels(s: Scenario, m: ModelSpec, gpu: GpuSpec) -> dict:
     in prefill chunks, where the latency is a small part)."""
     if version_tuple(s.engine_version) < FUSED_KERNELS_FROM:
         return {}
-    major = int(float(gpu.compute_capability or 0)) if gpu.vendor == "NVIDIA" else 0
+    major = gpu.sm_major
     fused = (m.architecture in ALL_REDUCE_FUSION_ARCHS and major in (9, 10) and s.tp > 1 and s.num_nodes == 1
              and not s.attention_dp and s.moe_dispatch != "deepep")
     kernels = oh.SGLANG_MLA_MOE_KERNELS_PER_LAYER + (0 if fused else 2) if deepseek_layers(m) else 0
@@ -643,7 +643,7 @@ def shared_experts_stream(s: Scenario, m: ModelSpec, gpu: GpuSpec) -> bool:
     shared = [lin for layer in m.layers for lin in layer.linears if lin.group == "shared_experts"]
     fusable = (m.architecture == "DeepseekV3ForCausalLM" and routed and routed[0].count == 256
                and shared[0].out_features == routed[0].out_features)  # one shared expert of a routed one's size
-    return s.ep > 1 or sm100_trtllm_moe(int(float(gpu.compute_capability or 0)), version) or not fusable
+    return s.ep > 1 or sm100_trtllm_moe(gpu.sm_major, version) or not fusable
 
 
 def deepseek_layers(m: ModelSpec) -> bool:
@@ -725,7 +725,7 @@ def prefill_graphs(s: Scenario, m: ModelSpec, gpu: GpuSpec, d: Defaults) -> dict
         return {}
     mla = [layer for layer in m.layers if layer.attention == "mla"]
     tokens = PREFILL_GRAPH_MLA_TOKENS if mla else d.chunked_prefill_size
-    sm10 = int(float(gpu.compute_capability or 0)) == 10
+    sm10 = gpu.sm_major == 10
     if not (version < POOL_CAST_UNTIL and sm10 and m.architecture == "DeepseekV3ForCausalLM"
             and kv_dtype_bytes(s) == 1):
         return {"prefill_graph_tokens": tokens}
