@@ -379,8 +379,9 @@ def pool(s: Scenario, sm: StartupMemory) -> KvPool:
 # ``_get_quantization_config``, 005cbe0e: "The quantization method ... is not supported for the current GPU.
 # Minimum capability: ..."); ``srt/layers/quantization/``: ``fp8.py`` Fp8Config 80 (00563d36; 100 for MXFP8),
 # ``mxfp4.py`` Mxfp4Config 80 (0043c43a), ``awq.py`` AWQConfig 75 (0149944f; AWQMarlinConfig's 80 is chosen only
-# where Marlin runs), ``gptq.py`` GPTQConfig 60 (006d0961; GPTQMarlinConfig's 80 likewise)
-MIN_CAPABILITY = {"fp8": 80, "mxfp4": 80, "awq-int4": 75}
+# where Marlin runs), ``gptq.py`` GPTQConfig 60 (006d0961; GPTQMarlinConfig's 80 likewise), ``modelopt_quant.py``
+# ModelOptFp4Config (``modelopt_fp4``, nvfp4 checkpoints) 100 (faeb9685)
+MIN_CAPABILITY = {"fp8": 80, "mxfp4": 80, "awq-int4": 75, "nvfp4": 100}
 # the formats SGLang loads a plain checkpoint in (its --quantization; python/sglang/srt/server_args.py)
 QUANTIZES = ("fp8", "awq-int4", "gptq-int4", "gptq-int8", "mxfp4", "nvfp4")  # nvfp4: modelopt_fp4 checkpoints
 # how SGLang is timed, said in the plan's assumptions
