@@ -375,6 +375,24 @@ def pool(s: Scenario, sm: StartupMemory) -> KvPool:
                   sim_blocks=sm.kv_tokens // oh.VLLM_BLOCK_TOKENS)
 
 
+def derived_context_len(m: ModelSpec) -> int:
+    """The context SGLang derives from a model's config, past which it refuses a ``--context-length`` without
+    SGLANG_ALLOW_OVERWRITE_LONGER_CONTEXT_LEN (``get_context_length``, sgl-project/sglang
+    ``python/sglang/srt/utils/hf_transformers_utils.py`` at 2aa2e2d0, read on the text config by
+    ``ModelConfig._derive_context_length``, ``srt/configs/model_config.py`` at 001adf56): max_position_embeddings x
+    the rope_scaling's ``factor``, unless the rope_scaling names ``original_max_position_embeddings`` (YaRN's and
+    Llama 3's do) or its ``rope_type`` is llama3. Unlike vLLM (:func:`gpuplan.engines.vllm.derived_max_len`) it
+    multiplies Gemma 3's linear factor: 131,072 x 8 = 1,048,576 (under transformers 4, whose Gemma 3 config keeps
+    one rope_scaling; a transformers-5 config with one rope per layer kind has no top-level factor, 1), and keeps
+    YaRN's max_position_embeddings. gpuplan's max_position_embeddings (``max_context``) stands for the first of its
+    length keys."""
+    rope = m.rope_scaling
+    factor = rope.get("factor") or 1
+    if "original_max_position_embeddings" in rope or rope.get("rope_type") == "llama3":
+        factor = 1
+    return int(factor * (m.max_context or 0))
+
+
 # SGLang's start refuses a card below the method's get_min_capability (``model_loader/loader.py``
 # ``_get_quantization_config``, 005cbe0e: "The quantization method ... is not supported for the current GPU.
 # Minimum capability: ..."); ``srt/layers/quantization/``: ``fp8.py`` Fp8Config 80 (00563d36; 100 for MXFP8),
@@ -496,6 +514,10 @@ class Sglang(Engine):
         if startup.kv_tokens // max(startup.attention_ranks, 1) < longest:
             return None
         return scheduler_of(startup) | {"recv_interval": s.scheduler_recv_interval or 1}
+
+    def model_context(self, m: ModelSpec) -> int:
+        """The model's context as SGLang derives it (:func:`derived_context_len`)."""
+        return derived_context_len(m)
 
     def refusal(self, s: Scenario, m: ModelSpec) -> str | None:
         if s.task == "infer" and s.kv_cache_dtype not in self.kv_dtypes:

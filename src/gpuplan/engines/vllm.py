@@ -748,6 +748,35 @@ def scheduler_of(s: Scenario, mem: StartupMemory, *, chunked_prefill: bool | Non
                 keeps_preempted=mem.limits.prefix_caching)
 
 
+# rope_scaling kinds whose config states the extended context in max_position_embeddings already (vLLM skips their
+# factor; "su" is longrope's old name)
+UNSCALED_ROPE = ("su", "longrope", "llama3")
+
+
+def derived_max_len(m: ModelSpec) -> int:
+    """The context vLLM derives from a model's config, past which it refuses a max_model_len without
+    VLLM_ALLOW_LONG_MAX_MODEL_LEN (``_get_and_verify_max_len``, vllm-project/vllm ``vllm/config/model.py`` at
+    0052a5b8, on the text config): max_position_embeddings x the rope_scaling ``factor``, where a YaRN rope starts
+    from its ``original_max_position_embeddings`` instead, and :data:`UNSCALED_ROPE` kinds and Gemma 3 (its 128K "is
+    already scaled by RoPE scaling") keep max_position_embeddings. A config with one rope per layer kind takes the
+    factor of the kinds that scale (vLLM assumes they agree). Linear and dynamic factors multiply: a Llama 2 config
+    with ``{"type": "linear", "factor": 4.0}`` derives 16,384. gpuplan's max_position_embeddings (``max_context``)
+    stands for the smallest of vLLM's length keys."""
+    base, rope = m.max_context or 0, m.rope_scaling
+    text = m.config.get("text_config") or m.config
+    if not rope or "gemma3" in str(text.get("model_type") or m.config.get("model_type") or ""):
+        return base
+    factor = 1.0
+    for rp in (rope.values() if all(isinstance(v, dict) for v in rope.values()) else [rope]):
+        kind = rp.get("rope_type") or rp.get("type")  # vLLM's patch_rope_parameters reads "type" as rope_type
+        if kind in UNSCALED_ROPE:
+            continue
+        factor = rp.get("factor") or factor
+        if kind == "yarn":
+            base = rp.get("original_max_position_embeddings") or base
+    return int(base * factor)
+
+
 # The least compute capability (major x 10 + minor) of each weight format's quantization method in vLLM: its start
 # refuses the card below it ("The quantization method mxfp4 is not supported for the current GPU. Minimum
 # capability: 80. Current capability: 75.", the check of ``get_min_capability`` in ``VllmConfig``, quoted in
@@ -807,9 +836,8 @@ class Vllm(Engine):
         return scheduler_of(s, startup, blocks=pool.sim_blocks)
 
     def model_context(self, m: ModelSpec) -> int:
-        """The model's context as vLLM derives it: a YaRN rope_scaling reaches original x factor
-        (``_get_and_verify_max_len``; :attr:`ModelSpec.scaled_context`)."""
-        return m.scaled_context
+        """The model's context as vLLM derives it (:func:`derived_max_len`)."""
+        return derived_max_len(m)
 
     def refusal(self, s: Scenario, m: ModelSpec) -> str | None:
         if s.task == "infer" and s.precision == "fp8-mixed":
