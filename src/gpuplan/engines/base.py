@@ -138,7 +138,13 @@ class Engine:
         context is planned on purpose (gpuplan.plan.refusals warns of its quality), and a server started at the
         model's context would refuse it (vLLM, SGLang) or cut it (TensorRT-LLM), so the launch files start it long
         enough, with :attr:`long_context_env` (:meth:`long_context`)."""
-        return s.max_model_len or max(self.model_context(m), s.prompt_tokens + s.output_tokens)
+        return s.max_model_len or self.served_context(m, s.prompt_tokens + s.output_tokens)
+
+    def served_context(self, m: ModelSpec, tokens: int) -> int:
+        """The context :meth:`context` starts the engine with for requests of ``tokens`` (prompt + output) when no
+        max_model_len is set: the model's as the engine derives it, or the requests' past it (capacity asks it of a
+        workload's mean request)."""
+        return max(self.model_context(m), tokens)
 
     def long_context(self, s: Scenario, m: ModelSpec) -> str | None:
         """The environment variable the engine needs set to 1 to start with :meth:`context` (longer than the
