@@ -345,3 +345,15 @@ def test_every_catalog_card_compares_and_a_card_without_bf16_names_its_fp16_rate
     rows = {r["id"]: r["marketing_note"] for r in gpus_compare(ids)}
     assert len(rows) == len(ids) > 40
     assert rows["nvidia-geforce-rtx-2080-ti"] == "FP16 with FP16 accumulate 108, but PyTorch accumulates in FP32: 54"
+
+
+@pytest.mark.parametrize("gpu_id, number, major", [
+    ("v100-sxm2-16gb", 70, 7), ("t4", 75, 7), ("a100-sxm4-80gb", 80, 8), ("rtx-3090", 86, 8), ("rtx-4090", 89, 8),
+    ("h100-sxm", 90, 9), ("b200", 100, 10), ("rtx-5090", 120, 12), ("mi300x", None, 0),
+])
+def test_compute_capability_is_read_in_one_place(gpu_id, number, major):
+    """Session 30: the engines parsed ``compute_capability`` five ways (``int(float(...))``, ``startswith("9")``,
+    ``split(".")``...); ``GpuSpec.capability`` is the one reading, vLLM's ``DeviceCapability.to_int`` (major x 10 +
+    minor), and ``sm_major`` its major (``to_int() // 10``); another maker's card has none."""
+    gpu = load_gpu(gpu_id)
+    assert (gpu.capability, gpu.sm_major) == (number, major)

@@ -139,13 +139,32 @@ class GpuSpec:
         return next((g for g in GENERATIONS if g.lower() in self.architecture.lower()), self.architecture)
 
     @property
+    def capability(self) -> int | None:
+        """The card's NVIDIA compute capability as one number, major x 10 + minor (8.6 -> 86, 12.0 -> 120): vLLM's
+        ``DeviceCapability.to_int`` (vllm-project/vllm ``vllm/platforms/interface.py``, c7761993), the number each
+        engine's ``get_min_capability`` is compared with at start (vLLM's ``VllmConfig``, SGLang's
+        ``model_loader/loader.py``). None for another maker's card, or one with no capability on file. The one
+        place gpuplan reads ``compute_capability``'s text."""
+        if self.vendor != "NVIDIA" or not self.compute_capability:
+            return None
+        major, _, minor = self.compute_capability.partition(".")
+        return int(major) * 10 + int(minor or 0)
+
+    @property
+    def sm_major(self) -> int:
+        """The compute capability's major version, the generation the kernels dispatch on (8 for 8.6, 9 Hopper, 10
+        datacenter Blackwell, 12 GeForce Blackwell: vLLM's ``is_device_capability_family``, ``to_int() // 10``); 0 where
+        :attr:`capability` is None."""
+        return (self.capability or 0) // 10
+
+    @property
     def sparse_tensor_cores(self) -> bool:
         """Whether the matrix units run 2:4 structured sparsity, which datasheets quote at twice the dense rate:
         NVIDIA from Ampere (compute capability 8.0: the A100 whitepaper's Sparse Tensor Cores), AMD CDNA 3 and 4 and
         RDNA 4 (their gpus.yaml entries quote sparse figures apart); not Volta, Turing, CDNA 2, RDNA 3, Gaudi or
         Apple silicon (the entries' notes: 'no sparsity on Turing', 'No sparsity on CDNA2', Gaudi's MME dense)."""
         if self.vendor == "NVIDIA":
-            return float(self.compute_capability or 0) >= 8.0
+            return (self.capability or 0) >= 80
         return self.vendor == "AMD" and any(a in self.architecture for a in ("CDNA 3", "CDNA 4", "RDNA 4"))
 
     def supports_dtype(self, dtype: str) -> bool:

@@ -82,3 +82,23 @@ def test_the_advice_offers_the_4bit_format_that_starts_on_the_card(model, gpu, f
     advice = estimate({"model": model, "task": "infer", "engine": "vllm", "gpu": gpu}).suggestions
     quants = [x.fields["quant"] for x in advice if "quant" in x.fields and x.fields["quant"] != "int8"]
     assert quants[:1] == [four_bit], advice
+
+
+def test_sglang_names_the_nvfp4_floor_for_a_card_left_out():
+    """Session 30 (walk2_s29's leftover): SGLang's ``modelopt_fp4`` method (``ModelOptFp4Config.get_min_capability``
+    100, sgl-project/sglang faeb9685 ``srt/layers/quantization/modelopt_quant.py``) was not in its floor table, so
+    ``recommend --engine sglang --quant nvfp4 --gpus h100-sxm,...`` dropped the H100 without a word. Blackwell's
+    10.0 (B200) and 12.0 (RTX 5090) are at or above it and keep their rows."""
+    from gpuplan.engines import engine_for
+    from gpuplan.scenario import Scenario
+
+    s = Scenario(**{**LLAMA, "engine": "sglang", "quant": "nvfp4"})
+    assert engine_for(s).least_capability(s, "nvfp4") == 100
+    r = recommend({**LLAMA, "engine": "sglang", "quant": "nvfp4"}, gpus=["h100-sxm", "b200", "rtx-5090"], top=3)
+    assert r.setups and not [x for x in r.setups if x.gpu_id.startswith("nvidia-h100")]
+    assert not [n for n in r.notes if n.startswith(("b200", "rtx-5090"))], r.notes
+    assert estimate({**LLAMA, "engine": "sglang", "quant": "nvfp4", "gpu": "b200"}).verdict.fits
+    said = [n for n in r.notes if n.startswith("h100-sxm left out:")]
+    assert said == ["h100-sxm left out: SGLang has no nvfp4 kernel for H100 SXM5 80GB (Hopper, compute capability "
+                    "9.0): its nvfp4 method needs 10.0 or newer and SGLang refuses to start; choose awq-int4 or "
+                    "gptq-int4 weights, engine llama.cpp (GGUF), or a newer card"], r.notes

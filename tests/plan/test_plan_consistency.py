@@ -155,6 +155,35 @@ def test_requests_past_the_context_are_served_as_planned(client, batch):
         assert "VLLM_ALLOW_LONG_MAX_MODEL_LEN=1 vllm serve" in body and "--max-model-len 8256" in body, name
 
 
+@pytest.mark.parametrize(("engine", "key", "env"), [
+    ("vllm", "max_model_len", "VLLM_ALLOW_LONG_MAX_MODEL_LEN"),
+    ("sglang", "context_len", "SGLANG_ALLOW_OVERWRITE_LONGER_CONTEXT_LEN"),
+])
+def test_estimate_recommend_capacity_and_launch_start_the_engine_alike(engine, key, env):
+    """Session 30 (issue 30, one road): capacity refused the session-29 question ("the workload's requests average
+    8,256 tokens ..., more than ... 4,096 tokens: shorten them", its own ``_within_context``) that estimate,
+    recommend and launch plan on an engine started at the requests' 8,256 tokens with its long-context switch. Now
+    capacity reads the same rule (``Engine.served_context``, the one :meth:`Engine.context` applies), so the four
+    give one context, one verdict and one warning."""
+    fields = {"model": "phi-3-mini", "task": "infer", "engine": engine, "batch_size": 4, "prompt_tokens": 8192,
+              "output_tokens": 64}
+    asked = {"estimate": gpuplan.estimate({**fields, "gpu": "rtx-4090"})}
+    x, = gpuplan.recommend(fields, gpus=["rtx-4090"], max_gpus=1, top=1).setups
+    asked["recommend"] = gpuplan.estimate(x.scenario)
+    report = gpuplan.capacity("phi-3-mini", engine=engine, gpus=["rtx-4090"], max_gpus=1, batch=4, prompt_tokens=8192,
+                              output_tokens=64, length_spread=0, time_limit_s=60)
+    asked["capacity"] = report.deployments[0].plan
+    said = {name: [w for w in p.warnings if "8,256 tokens exceed" in w] for name, p in asked.items()}
+    said["capacity"] = [n for n in report.notes if "8,256 tokens exceed" in n]
+    for name, plan in asked.items():
+        assert plan.memory.engine[key] == 8256 and plan.verdict.fits, name
+        assert said[name] == said["estimate"] and len(said[name]) == 1 and env in said[name][0], name
+    launched = gpuplan.launch(report.deployments[0].plan.setup.scenario, folder="-", targets=[engine]).printed
+    body, = (text for file, _, text in launched if file.endswith("-serve.sh"))
+    flag = {"vllm": "--max-model-len 8256", "sglang": "--context-length 8256"}[engine]
+    assert f"{env}=1" in body and flag in body
+
+
 @pytest.mark.parametrize("fields", [
     # the review's SGLang case: 140.4 of 140.3 GiB usable was called "fits, headroom -0.1 GiB"; SGLang sizes its
     # pool from the memory it finds free, so it fits, holding all that cudaMemGetInfo reports (the driver keeps

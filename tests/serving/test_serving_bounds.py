@@ -192,7 +192,9 @@ def test_capacity_says_which_setups_stopped_early(capsys):
 
 def test_capacity_refuses_requests_longer_than_the_context():
     """C4: 10,000,000-token prompts and outputs pass the workload's validation; every request then exceeded the
-    pool, none finished, and the steady window's minimum over no request raised numpy's "zero-size array"."""
+    pool, none finished, and the steady window's minimum over no request raised numpy's "zero-size array". (Session
+    30: capacity plans requests past the model's context as estimate does, so the sentence is now the bound of the
+    context any engine is started with, no longer capacity's own "more than ... context" rule.)"""
     import gpuplan
     from gpuplan.serving.capacity import _judged
     from gpuplan.serving.simulate import Outcome
@@ -200,8 +202,8 @@ def test_capacity_refuses_requests_longer_than_the_context():
     with pytest.raises(GpuplanError) as err:
         gpuplan.capacity("llama-3.2-1b", rate_rps=1, prompt_tokens=10_000_000, output_tokens=10_000_000,
                          gpus=["l40s"], top=1)
-    assert str(err.value) == ("the workload's requests average 20,000,000 tokens (10,000,000 prompt + 10,000,000 "
-                              "output), more than meta-llama/Llama-3.2-1B's context of 131,072 tokens: shorten them")
+    assert str(err.value) == ("the workload's requests run to 20,000,000 tokens, past the longest context gpuplan "
+                              "starts an engine with (10,000,000, max_model_len's bound): shorten them")
     empty = Outcome(ttft_s=np.zeros(0), tpot_s=np.zeros(0), e2e_s=np.zeros(0), duration_s=0.0, input_tokens=0,
                     output_tokens=0, preemptions=0, completed=0)
     keep, start, end = _judged(empty)

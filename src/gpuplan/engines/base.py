@@ -28,14 +28,6 @@ if TYPE_CHECKING:
 FOUR_BIT = ("awq-int4", "gptq-int4")
 
 
-def capability(gpu: GpuSpec) -> int | None:
-    """An NVIDIA card's compute capability as the engines compare it (8.6 -> 86); None for another maker's."""
-    if gpu.vendor != "NVIDIA" or not gpu.compute_capability:
-        return None
-    major, _, minor = gpu.compute_capability.partition(".")
-    return int(major) * 10 + int(minor or 0)
-
-
 class Engine:
     """A serving engine. The neutral answers: nothing preallocated, nothing refused, no shared prefix cache."""
 
@@ -146,7 +138,13 @@ class Engine:
         context is planned on purpose (gpuplan.plan.refusals warns of its quality), and a server started at the
         model's context would refuse it (vLLM, SGLang) or cut it (TensorRT-LLM), so the launch files start it long
         enough, with :attr:`long_context_env` (:meth:`long_context`)."""
-        return s.max_model_len or max(self.model_context(m), s.prompt_tokens + s.output_tokens)
+        return s.max_model_len or self.served_context(m, s.prompt_tokens + s.output_tokens)
+
+    def served_context(self, m: ModelSpec, tokens: int) -> int:
+        """The context :meth:`context` starts the engine with for requests of ``tokens`` (prompt + output) when no
+        max_model_len is set: the model's as the engine derives it, or the requests' past it (capacity asks it of a
+        workload's mean request)."""
+        return max(self.model_context(m), tokens)
 
     def long_context(self, s: Scenario, m: ModelSpec) -> str | None:
         """The environment variable the engine needs set to 1 to start with :meth:`context` (longer than the
@@ -241,7 +239,7 @@ class Engine:
         capability: 80. Current capability: 75.", vLLM's ``VllmConfig`` and SGLang's ``model_loader/loader.py``
         ``_get_quantization_config`` alike). The sentence names the 4-bit formats that do start there
         (:meth:`four_bit_on`). None: it has one."""
-        least, has = self.least_capability(s, fmt), capability(gpu)
+        least, has = self.least_capability(s, fmt), gpu.capability
         if least is None or has is None or has >= least:
             return None
         runs = " or ".join(self.four_bit_on(s, gpu, besides=fmt))
@@ -253,7 +251,7 @@ class Engine:
     def four_bit_on(self, s: Scenario, gpu: GpuSpec, besides: str = "") -> list[str]:
         """The 4-bit weight formats of :data:`FOUR_BIT` the engine starts on ``gpu`` with (its
         :meth:`least_capability` at or below the card's), but ``besides``."""
-        has = capability(gpu)
+        has = gpu.capability
         return [f for f in FOUR_BIT if f != besides and (has is None or (self.least_capability(s, f) or 0) <= has)]
 
     def card_warning(self, s: Scenario, gpu: GpuSpec) -> str | None:

@@ -119,7 +119,7 @@ def kernels(s: Scenario, gpu: GpuSpec, engine: str, version: tuple[int, int, int
         return TRITON, TRITON
     if gpu.vendor != "NVIDIA":
         return None
-    major = int(float(gpu.compute_capability or 0))
+    major = gpu.sm_major
     if major not in (9, 10):
         return (TRITON, TRITON_MOE) if engine != "trtllm" else None
     if engine == "sglang":
@@ -150,7 +150,7 @@ def sglang_trtllm_moe(s: Scenario, m: ModelSpec, gpu: GpuSpec, version: tuple[in
     """Whether SGLang at ``version`` (None: its current release) runs the routed experts of ``m``'s block-fp8
     checkpoint in FlashInfer's TRTLLM-Gen MoE (:func:`sm100_trtllm_moe`), without DeepEP's dispatch."""
     return (fp8_block_served(s, m) and gpu.vendor == "NVIDIA" and s.moe_dispatch != "deepep"
-            and sm100_trtllm_moe(int(float(gpu.compute_capability or 0)), version))
+            and sm100_trtllm_moe(gpu.sm_major, version))
 
 
 def _vllm(s: Scenario, version: tuple[int, int, int] | None) -> tuple[str, str]:
@@ -180,7 +180,7 @@ def without_deepgemm(s: Scenario, gpu: GpuSpec, engine: str,
         return None
     if engine == "vllm":
         return TRITON, TRITON_MOE
-    blackwell = int(float(gpu.compute_capability or 0)) == 10
+    blackwell = gpu.sm_major == 10
     return FLASHINFER if blackwell else TRITON, pair[1]
 
 

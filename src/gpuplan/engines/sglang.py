@@ -375,12 +375,31 @@ def pool(s: Scenario, sm: StartupMemory) -> KvPool:
                   sim_blocks=sm.kv_tokens // oh.VLLM_BLOCK_TOKENS)
 
 
+def derived_context_len(m: ModelSpec) -> int:
+    """The context SGLang derives from a model's config, past which it refuses a ``--context-length`` without
+    SGLANG_ALLOW_OVERWRITE_LONGER_CONTEXT_LEN (``get_context_length``, sgl-project/sglang
+    ``python/sglang/srt/utils/hf_transformers_utils.py`` at 2aa2e2d0, read on the text config by
+    ``ModelConfig._derive_context_length``, ``srt/configs/model_config.py`` at 001adf56): max_position_embeddings x
+    the rope_scaling's ``factor``, unless the rope_scaling names ``original_max_position_embeddings`` (YaRN's and
+    Llama 3's do) or its ``rope_type`` is llama3. Unlike vLLM (:func:`gpuplan.engines.vllm.derived_max_len`) it
+    multiplies Gemma 3's linear factor: 131,072 x 8 = 1,048,576 (under transformers 4, whose Gemma 3 config keeps
+    one rope_scaling; a transformers-5 config with one rope per layer kind has no top-level factor, 1), and keeps
+    YaRN's max_position_embeddings. gpuplan's max_position_embeddings (``max_context``) stands for the first of its
+    length keys."""
+    rope = m.rope_scaling
+    factor = rope.get("factor") or 1
+    if "original_max_position_embeddings" in rope or rope.get("rope_type") == "llama3":
+        factor = 1
+    return int(factor * (m.max_context or 0))
+
+
 # SGLang's start refuses a card below the method's get_min_capability (``model_loader/loader.py``
 # ``_get_quantization_config``, 005cbe0e: "The quantization method ... is not supported for the current GPU.
 # Minimum capability: ..."); ``srt/layers/quantization/``: ``fp8.py`` Fp8Config 80 (00563d36; 100 for MXFP8),
 # ``mxfp4.py`` Mxfp4Config 80 (0043c43a), ``awq.py`` AWQConfig 75 (0149944f; AWQMarlinConfig's 80 is chosen only
-# where Marlin runs), ``gptq.py`` GPTQConfig 60 (006d0961; GPTQMarlinConfig's 80 likewise)
-MIN_CAPABILITY = {"fp8": 80, "mxfp4": 80, "awq-int4": 75}
+# where Marlin runs), ``gptq.py`` GPTQConfig 60 (006d0961; GPTQMarlinConfig's 80 likewise), ``modelopt_quant.py``
+# ModelOptFp4Config (``modelopt_fp4``, nvfp4 checkpoints) 100 (faeb9685)
+MIN_CAPABILITY = {"fp8": 80, "mxfp4": 80, "awq-int4": 75, "nvfp4": 100}
 # the formats SGLang loads a plain checkpoint in (its --quantization; python/sglang/srt/server_args.py)
 QUANTIZES = ("fp8", "awq-int4", "gptq-int4", "gptq-int8", "mxfp4", "nvfp4")  # nvfp4: modelopt_fp4 checkpoints
 # how SGLang is timed, said in the plan's assumptions
@@ -496,6 +515,10 @@ class Sglang(Engine):
             return None
         return scheduler_of(startup) | {"recv_interval": s.scheduler_recv_interval or 1}
 
+    def model_context(self, m: ModelSpec) -> int:
+        """The model's context as SGLang derives it (:func:`derived_context_len`)."""
+        return derived_context_len(m)
+
     def refusal(self, s: Scenario, m: ModelSpec) -> str | None:
         if s.task == "infer" and s.kv_cache_dtype not in self.kv_dtypes:
             return f"SGLang's KV cache is 16-bit or fp8, not {s.kv_cache_dtype}: set kv_cache_dtype fp8 or auto"
@@ -511,7 +534,7 @@ class Sglang(Engine):
         why = super().card_refusal(s, gpu)
         if why or s.fp8_gemm_backend in (None, "auto"):
             return why
-        major = int(float(gpu.compute_capability or 0)) if gpu.vendor == "NVIDIA" else 0
+        major = gpu.sm_major
         if s.fp8_gemm_backend == "flashinfer_trtllm" and major != 10:
             return (f"SGLang's --fp8-gemm-backend flashinfer_trtllm runs on B200/B300-class cards (SM 10.x), not "
                     f"{gpu.name}: drop fp8_gemm_backend, or choose a B200 or B300")
@@ -612,7 +635,7 @@ def fused_kernels(s: Scenario, m: ModelSpec, gpu: GpuSpec) -> dict:
     in prefill chunks, where the latency is a small part)."""
     if version_tuple(s.engine_version) < FUSED_KERNELS_FROM:
         return {}
-    major = int(float(gpu.compute_capability or 0)) if gpu.vendor == "NVIDIA" else 0
+    major = gpu.sm_major
     fused = (m.architecture in ALL_REDUCE_FUSION_ARCHS and major in (9, 10) and s.tp > 1 and s.num_nodes == 1
              and not s.attention_dp and s.moe_dispatch != "deepep")
     kernels = oh.SGLANG_MLA_MOE_KERNELS_PER_LAYER + (0 if fused else 2) if deepseek_layers(m) else 0
@@ -643,7 +666,7 @@ def shared_experts_stream(s: Scenario, m: ModelSpec, gpu: GpuSpec) -> bool:
     shared = [lin for layer in m.layers for lin in layer.linears if lin.group == "shared_experts"]
     fusable = (m.architecture == "DeepseekV3ForCausalLM" and routed and routed[0].count == 256
                and shared[0].out_features == routed[0].out_features)  # one shared expert of a routed one's size
-    return s.ep > 1 or sm100_trtllm_moe(int(float(gpu.compute_capability or 0)), version) or not fusable
+    return s.ep > 1 or sm100_trtllm_moe(gpu.sm_major, version) or not fusable
 
 
 def deepseek_layers(m: ModelSpec) -> bool:
@@ -725,7 +748,7 @@ def prefill_graphs(s: Scenario, m: ModelSpec, gpu: GpuSpec, d: Defaults) -> dict
         return {}
     mla = [layer for layer in m.layers if layer.attention == "mla"]
     tokens = PREFILL_GRAPH_MLA_TOKENS if mla else d.chunked_prefill_size
-    sm10 = int(float(gpu.compute_capability or 0)) == 10
+    sm10 = gpu.sm_major == 10
     if not (version < POOL_CAST_UNTIL and sm10 and m.architecture == "DeepseekV3ForCausalLM"
             and kv_dtype_bytes(s) == 1):
         return {"prefill_graph_tokens": tokens}

@@ -110,7 +110,7 @@ class Transformers(Engine):
 
     def card_refusal(self, s: Scenario, gpu: GpuSpec) -> str | None:
         if s.attention == "flash" and (gpu.vendor == "Apple" or (gpu.vendor == "NVIDIA"
-                                                                  and float(gpu.compute_capability or 8) < 8)):
+                                                                  and (gpu.capability or 80) < 80)):
             return (f"FlashAttention 2 runs on Ampere or newer NVIDIA GPUs (and ROCm), and {gpu.name} is "
                     f"{gpu.architecture}: use attention sdpa")
         if s.quant == "fp8" and not gpu.supports_dtype("fp8"):

@@ -402,7 +402,7 @@ def fused_kernels(s: Scenario, m: ModelSpec, gpu: GpuSpec) -> dict:
     :data:`~gpuplan.overheads.FUSED_ALL_REDUCE_S` per all-reduce, and the layer's non-GEMM kernels as the generic
     count (:meth:`gpuplan.speed.inference.StepTimer._kernels_per_layer`) less the :data:`FUSED_NORMS_PER_LAYER`
     norms the all-reduces take in. Other models keep the unfused all-reduce."""
-    major = int(float(gpu.compute_capability or 0)) if gpu.vendor == "NVIDIA" else 0
+    major = gpu.sm_major
     deepseek = any(layer.attention == "mla" for layer in m.layers) and any(
         lin.group == "shared_experts" for layer in m.layers for lin in layer.linears)
     if not (deepseek and major in (9, 10) and s.tp > 1 and s.num_nodes == 1 and not s.attention_dp):
@@ -425,7 +425,7 @@ def grouped_gemm_walk(s: Scenario, m: ModelSpec, gpu: GpuSpec) -> dict:
     decode step's cost (``StepTimer.decode_parts``); the serving simulation's steps (:mod:`gpuplan.serving.steptime`)
     carry it into those that hold a prompt too, where it is small beside their GEMMs. Blackwell, other formats
     (NVFP4, per-tensor FP8) and dense models pay none."""
-    major = int(float(gpu.compute_capability or 0)) if gpu.vendor == "NVIDIA" else 0
+    major = gpu.sm_major
     if not (m.is_moe and major == 9 and fp8_block_served(s, m)):
         return {}
     local = m.num_experts / max(s.ep, 1)

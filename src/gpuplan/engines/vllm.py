@@ -229,7 +229,7 @@ def _hopper(gpu: GpuSpec | None) -> bool:
     0.6.5's figure was measured on (H100: 1.79 GiB at TP 1, 3.58 at TP 2) it is a floor for the earlier releases
     too, above the RTX 3090's 0.35 (vllm#10517, 0.6.4) the early rule was fitted on. NVLink SHARP comes on top:
     #10511's TP 2 has none (NCCL sets it up for more than 2 GPUs)."""
-    return gpu is not None and str(gpu.compute_capability or "").startswith("9")
+    return gpu is not None and gpu.sm_major == 9
 
 
 def nvls_gib(s: Scenario, gpu: GpuSpec | None) -> float:
@@ -239,7 +239,7 @@ def nvls_gib(s: Scenario, gpu: GpuSpec | None) -> float:
     compute capability 9.0 and later, whose NVSwitches have SHARP (PCIe cards and A100's NVSwitches have none);
     ranks past 8 are on other nodes. Applied where it was measured: the accounting before 0.6.5 counts everything
     on the device that torch did not allocate; later ones start from a baseline and have no such log."""
-    if gpu is None or s.tp <= 2 or not gpu.form_factor.startswith("SXM") or float(gpu.compute_capability or 0) < 9:
+    if gpu is None or s.tp <= 2 or not gpu.form_factor.startswith("SXM") or gpu.sm_major < 9:
         return 0.0
     return oh.VLLM_V0_NVLS_TP8_GIB * min(s.tp, 8) / 8
 
@@ -462,7 +462,7 @@ def capture_sizes(max_num_seqs: int, gpu: GpuSpec | None) -> list[int]:
     """Default CUDA-graph batch sizes: 1, 2, 4, then every 8 to 248, then every 16 up to
     ``min(2·max_num_seqs, 512)`` (1,024 on Blackwell B200/B300) (``vllm/config/vllm.py``
     ``VllmConfig._set_cudagraph_sizes``)."""
-    ceiling = 1024 if gpu is not None and (gpu.compute_capability or "").startswith("10") else 512
+    ceiling = 1024 if gpu is not None and gpu.sm_major == 10 else 512
     top = min(2 * max_num_seqs, ceiling)
     sizes = [1, 2, 4, *range(8, 256, 8), *range(256, top + 1, 16)]
     return [x for x in sizes if x <= top]
@@ -748,6 +748,35 @@ def scheduler_of(s: Scenario, mem: StartupMemory, *, chunked_prefill: bool | Non
                 keeps_preempted=mem.limits.prefix_caching)
 
 
+# rope_scaling kinds whose config states the extended context in max_position_embeddings already (vLLM skips their
+# factor; "su" is longrope's old name)
+UNSCALED_ROPE = ("su", "longrope", "llama3")
+
+
+def derived_max_len(m: ModelSpec) -> int:
+    """The context vLLM derives from a model's config, past which it refuses a max_model_len without
+    VLLM_ALLOW_LONG_MAX_MODEL_LEN (``_get_and_verify_max_len``, vllm-project/vllm ``vllm/config/model.py`` at
+    0052a5b8, on the text config): max_position_embeddings x the rope_scaling ``factor``, where a YaRN rope starts
+    from its ``original_max_position_embeddings`` instead, and :data:`UNSCALED_ROPE` kinds and Gemma 3 (its 128K "is
+    already scaled by RoPE scaling") keep max_position_embeddings. A config with one rope per layer kind takes the
+    factor of the kinds that scale (vLLM assumes they agree). Linear and dynamic factors multiply: a Llama 2 config
+    with ``{"type": "linear", "factor": 4.0}`` derives 16,384. gpuplan's max_position_embeddings (``max_context``)
+    stands for the smallest of vLLM's length keys."""
+    base, rope = m.max_context or 0, m.rope_scaling
+    text = m.config.get("text_config") or m.config
+    if not rope or "gemma3" in str(text.get("model_type") or m.config.get("model_type") or ""):
+        return base
+    factor = 1.0
+    for rp in (rope.values() if all(isinstance(v, dict) for v in rope.values()) else [rope]):
+        kind = rp.get("rope_type") or rp.get("type")  # vLLM's patch_rope_parameters reads "type" as rope_type
+        if kind in UNSCALED_ROPE:
+            continue
+        factor = rp.get("factor") or factor
+        if kind == "yarn":
+            base = rp.get("original_max_position_embeddings") or base
+    return int(base * factor)
+
+
 # The least compute capability (major x 10 + minor) of each weight format's quantization method in vLLM: its start
 # refuses the card below it ("The quantization method mxfp4 is not supported for the current GPU. Minimum
 # capability: 80. Current capability: 75.", the check of ``get_min_capability`` in ``VllmConfig``, quoted in
@@ -807,9 +836,8 @@ class Vllm(Engine):
         return scheduler_of(s, startup, blocks=pool.sim_blocks)
 
     def model_context(self, m: ModelSpec) -> int:
-        """The model's context as vLLM derives it: a YaRN rope_scaling reaches original x factor
-        (``_get_and_verify_max_len``; :attr:`ModelSpec.scaled_context`)."""
-        return m.scaled_context
+        """The model's context as vLLM derives it (:func:`derived_max_len`)."""
+        return derived_max_len(m)
 
     def refusal(self, s: Scenario, m: ModelSpec) -> str | None:
         if s.task == "infer" and s.precision == "fp8-mixed":
@@ -920,7 +948,7 @@ def prompt_attention(s: Scenario, m: ModelSpec, gpu: GpuSpec) -> str:
     cache (FLASH_ATTN's fp8 needs FA3), attention sinks (``flash_attn_supports_sinks``: FA3) or MLA
     (FLASH_ATTN_MLA: FA3), so those fall to FlashInfer or Triton, not measured here: "" (the generation's
     fraction)."""
-    if int((gpu.compute_capability or "0").split(".")[0]) not in FA2_MAJORS or m.mla or s.kv_cache_dtype == "fp8":
+    if gpu.sm_major not in FA2_MAJORS or m.mla or s.kv_cache_dtype == "fp8":
         return ""
     if any(layer.attention_extra for layer in m.layers if attends(layer)):  # gpt-oss's sinks
         return ""
@@ -948,7 +976,7 @@ def measured_kernels(s: Scenario, m: ModelSpec, gpu: GpuSpec) -> dict[str, float
     state update under the launch heuristic of the releases before the per-card tuned configs
     (:data:`~gpuplan.overheads.VLLM_SSU_HEURISTIC_GBS`: measured on the H200; the state's bytes do not depend on
     the model's weights' format, so the rate applies to any Mamba-2 hybrid on that card)."""
-    major = int((gpu.compute_capability or "0").split(".")[0])
+    major = gpu.sm_major
     family = {9: "Hopper", 10: "Blackwell"}.get(major)
     if family is None:
         return {}

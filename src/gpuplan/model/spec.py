@@ -151,15 +151,23 @@ class ModelSpec:
         return any(layer.moe for layer in self.layers)
 
     @property
-    def scaled_context(self) -> int:
-        """The context a config's ``rope_scaling`` (``rope_parameters`` in transformers 5) already extends to: YaRN
-        reaches ``original_max_position_embeddings x factor`` (vLLM's ``_get_and_verify_max_len``; Qwen's
-        long-context recipe adds it to a 32k config). Other kinds are taken as inside max_position_embeddings
-        (llama3, longrope; Gemma 3 states its linear-scaled 128k there)."""
+    def rope_scaling(self) -> dict:
+        """The text config's ``rope_scaling`` (``rope_parameters`` in transformers 5, which may hold one per layer
+        kind: ``{"full_attention": {...}, "sliding_attention": {...}}``), as the engines read it; {} for none."""
         text = self.config.get("text_config") or self.config
         rope = text.get("rope_scaling") or text.get("rope_parameters") or self.config.get("rope_scaling")
+        return rope if isinstance(rope, dict) else {}
+
+    @property
+    def scaled_context(self) -> int:
+        """The context a config's ``rope_scaling`` already extends to, the model's own (what its quality holds to,
+        whatever an engine derives: :meth:`gpuplan.engines.base.Engine.model_context`): YaRN reaches
+        ``original_max_position_embeddings x factor`` (Qwen's long-context recipe adds it to a 32k config). Other
+        kinds are taken as inside max_position_embeddings (llama3, longrope; Gemma 3 states its linear-scaled 128k
+        there)."""
+        rope = self.rope_scaling
         context = self.max_context or 0
-        if not isinstance(rope, dict) or not isinstance(rope.get("factor"), (int, float)):
+        if not isinstance(rope.get("factor"), (int, float)):
             return context
         kind = rope.get("rope_type") or rope.get("type")
         if kind == "yarn" and isinstance(rope.get("original_max_position_embeddings"), int):

@@ -36,14 +36,14 @@ from ..market.offers import Offer
 from ..market.store import load_offers
 from ..model.spec import ModelSpec
 from ..scenario import Scenario
-from ..scenario.fields import MIN_MODEL_LEN
+from ..scenario.fields import MAX_MODEL_LEN, MIN_MODEL_LEN
 from ..serving.capacity import RatePoint, idle_latencies, max_rate, max_users, saturation_rate
 from ..serving.steptime import Calibration, StepModel, step_model
 from ..serving.workload import Workload
 from ..speed.deepgemm import deepgemm_warnings
 from .build import build
 from .plan import Plan
-from .refusals import engine_refusal, load_refusal, unsimulated, whole_prompts
+from .refusals import context_warnings, engine_refusal, load_refusal, unsimulated, whole_prompts
 from .resolve import resolve
 
 if TYPE_CHECKING:
@@ -173,18 +173,12 @@ def cheapest_offer(s: Scenario, offers: list[Offer], gpu_id: str) -> tuple[float
     return min(rows) if rows else None
 
 
-def _within_context(w: Workload, m: ModelSpec) -> None:
-    """Refuse a workload whose mean request (prompt + output) is longer than the model's context: no engine would
-    accept its requests (and none would finish in the simulation)."""
-    mean = w.mean_prompt_tokens + w.mean_output_tokens
-    if m.max_context and mean > m.max_context:
-        raise GpuplanError(f"the workload's requests average {mean:,.0f} tokens ({w.mean_prompt_tokens:,.0f} prompt "
-                           f"+ {w.mean_output_tokens:,.0f} output), more than {m.name}'s context of "
-                           f"{m.max_context:,} tokens: shorten them")
-
-
-def _longest(w: Workload, m: ModelSpec) -> int:
-    """The longest request of the workload (prompt + output), within the model's context: vLLM's max_model_len."""
+def _longest(w: Workload, m: ModelSpec, s: Scenario) -> int:
+    """The longest request of the workload (prompt + output), within the context its engine is started with for the
+    mean request (:meth:`gpuplan.engines.base.Engine.served_context`, the rule of ``estimate``, ``recommend`` and
+    ``launch``: the model's context as the engine derives it, or the mean request's where it runs past it, planned
+    and warned of as they do): the setups' max_model_len. Requests spread past both are refused, as a run of them
+    is (:func:`gpuplan.serving.load.longest_request`)."""
     def top(d):
         return d.max if d.kind != "fixed" else d.mean
 
@@ -194,7 +188,20 @@ def _longest(w: Workload, m: ModelSpec) -> int:
         raise GpuplanError(f"{m.name} learns {m.max_context:,} positions (a position-embedding table, no RoPE to "
                            f"extend): the workload's requests of up to {longest:,} tokens index past it; shorten "
                            "its prompts or outputs")
-    return min(longest, m.max_context or longest)
+    if longest > MAX_MODEL_LEN:
+        raise GpuplanError(f"the workload's requests run to {longest:,} tokens, past the longest context gpuplan "
+                           f"starts an engine with ({MAX_MODEL_LEN:,}, max_model_len's bound): shorten them")
+    engine = engine_for(s)
+    derived = engine.model_context(m)
+    if not derived:
+        return longest
+    mean = round(w.mean_prompt_tokens) + round(w.mean_output_tokens)
+    context = engine.served_context(m, mean)
+    if longest > context > derived:
+        raise GpuplanError(f"the workload's requests run to {longest:,} tokens, past both {m.name}'s context of "
+                           f"{derived:,} tokens ({engine.label}'s) and its mean request's {mean:,}, which the engine "
+                           "would be started with: narrow length_spread, or shorten them")
+    return min(longest, context)
 
 
 @dataclass(frozen=True)
@@ -248,8 +255,7 @@ def capacity(s: Scenario, m: ModelSpec, w: Workload, *, gpu_ids: tuple[str, ...]
                            "--gpus out")
     offers = load_offers(catalogs)
     w = with_scenario_prefix(w, s)
-    longest = _longest(w, m)
-    _within_context(w, m)
+    longest = _longest(w, m, s)
     prompts = w.prompt_lengths()  # the longest against the engine: refused rather than simulate requests never served
     whole_prompts(s, int(prompts.max if prompts.kind != "fixed" else prompts.mean))
     candidates, late_alone, refused = [], set(), {}
@@ -299,8 +305,15 @@ def capacity(s: Scenario, m: ModelSpec, w: Workload, *, gpu_ids: tuple[str, ...]
         notes += _left_out(s, gpu_ids, simulated, candidates, chosen, late_alone, max_gpus, refused) + \
             _priced_at(w, plans) + \
             _unstreamed(plans) + _spot_said(s, w, plans) + _spot_dearer(plans, offers) + _unserved(w, plans) + \
-            _unpriced(s, plans, offers) + _unbounded(w)
+            _unpriced(s, plans, offers) + _unbounded(w) + _past_context(m, plans)
     return plans
+
+
+def _past_context(m: ModelSpec, plans: list[Deployment]) -> list[str]:
+    """What ``estimate`` warns of the rows' requests where they run past the model's context (its quality, and the
+    switch the engine is started with: :func:`gpuplan.plan.refusals.context_warnings`), said once: every row plans
+    the same lengths on the same engine."""
+    return context_warnings(plans[0].plan.setup.scenario, m) if plans and plans[0].plan else []
 
 
 def _unbounded(w: Workload) -> list[str]:

@@ -70,7 +70,7 @@ def check(s: Scenario, m: ModelSpec, gpu: GpuSpec | None) -> list[str]:
         warnings += _node(s, gpu) + _apple(s, gpu) + stack_card_warnings(s, gpu)
         said = engine_for(s).card_warning(s, gpu)
         warnings += ([said] if said else []) + (_deepgemm(s, m, gpu) if s.task == "infer" else [])
-    return warnings + _context(s, m)
+    return warnings + context_warnings(s, m)
 
 
 def _deepgemm(s: Scenario, m: ModelSpec, gpu: GpuSpec) -> list[str]:
@@ -725,8 +725,9 @@ def card_dtypes(s: Scenario, gpu: GpuSpec) -> None:
         raise GpuplanError(f"{gpu.name} has no bf16: set kv_cache_dtype fp16")
 
 
-def _context(s: Scenario, m: ModelSpec) -> list[str]:
-    """A sequence past a learned position table is refused; past the context a rope scaling reaches, warned."""
+def context_warnings(s: Scenario, m: ModelSpec) -> list[str]:
+    """A sequence past a learned position table is refused; past the context a rope scaling reaches, warned (with
+    the switch a serving engine is started with past it): :func:`check`'s, and capacity's note of its rows."""
     tokens = s.seq_len if s.task == "train" else s.prompt_tokens + s.output_tokens
     if m.max_context and tokens > m.max_context and m.position_params:  # a learned position table has no row past it
         raise GpuplanError(f"{m.name} learns {m.max_context:,} positions (a position-embedding table, no RoPE to "

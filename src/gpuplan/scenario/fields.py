@@ -60,6 +60,8 @@ Pricing = Annotated[Literal["on_demand", "spot", "any", "owned"], BeforeValidato
 # The shortest max_model_len a scenario takes; a length derived from a workload (its longest request) is raised to
 # it, so that a trace of two-token chats does not fail on a field the user never set.
 MIN_MODEL_LEN = 16
+# The longest (a derived length past it is refused in a sentence of its own: capacity's longest request)
+MAX_MODEL_LEN = 10_000_000
 
 
 def release_numbers(text: str | None) -> tuple[int, int, int] | None:
@@ -262,7 +264,7 @@ class Scenario(BaseModel):
         description="TensorRT-LLM's runtime, trtllm-serve --backend: pytorch (the default since 1.0) runs a step "
         "that holds a prompt from its Python modules without a CUDA graph; tensorrt runs a built TensorRT engine "
         "from the C++ runtime, as MLPerf's submissions do")
-    max_model_len: int | None = Field(default=None, ge=MIN_MODEL_LEN, le=10_000_000,
+    max_model_len: int | None = Field(default=None, ge=MIN_MODEL_LEN, le=MAX_MODEL_LEN,
                                       description="vLLM --max-model-len; default: the model's context")
     speculative_method: Literal["none", "ngram", "draft", "eagle", "eagle3", "mtp"] = Field(
         default="none", exclude_if=lambda v: v == "none",  # said when set: other scenarios read as they did

@@ -139,14 +139,12 @@ def mmq_stream_bw(gpu: GpuSpec) -> float:
 
 def _ampere(gpu: GpuSpec) -> bool:
     """NVIDIA compute capability 8.0 to 8.7 (GA100, GA10x, Orin), not 8.9 (Ada)."""
-    cc = gpu.compute_capability or ""
-    return gpu.vendor == "NVIDIA" and cc.startswith("8.") and cc != "8.9"
+    return gpu.sm_major == 8 and gpu.capability != 89
 
 
 def _hopper_or_later(gpu: GpuSpec) -> bool:
     """NVIDIA compute capability 9.0 or later (Hopper, Blackwell)."""
-    major = (gpu.compute_capability or "").partition(".")[0]
-    return gpu.vendor == "NVIDIA" and major.isdigit() and int(major) >= 9
+    return gpu.sm_major >= 9
 
 
 def metal_flops(gpu: GpuSpec, kind: str) -> float:
@@ -167,11 +165,10 @@ def uses_mmq(gpu: GpuSpec, rows: float, build_no: int | None = None) -> bool:
     always (int8 MMA), Volta below 64 rows, Pascal always. A build before PR #7676
     (:data:`~gpuplan.overheads.LLAMA_CPP_MMQ_TENSOR_CORES_BUILD`) ran MMQ only up to 32 rows on a card with fast
     fp16 (compute capability 6.0 and 7.0 on), dequantize + cuBLAS past that."""
-    cc = gpu.compute_capability or "8.0"
-    major, minor = (int(x) for x in cc.split(".")[:2])
+    cc = gpu.capability or 80
     if build_no is not None and build_no < oh.LLAMA_CPP_MMQ_TENSOR_CORES_BUILD:
-        return not (major >= 7 or (major, minor) == (6, 0)) or rows <= oh.LLAMA_CPP_OLD_MMQ_MAX_BATCH
-    if (major, minor) >= (7, 5) or major < 7:
+        return not (cc >= 70 or cc == 60) or rows <= oh.LLAMA_CPP_OLD_MMQ_MAX_BATCH
+    if cc >= 75 or cc < 70:
         return True
     return rows < oh.LLAMA_CPP_MMQ_DP4A_MAX_BATCH
 
@@ -253,8 +250,7 @@ def mmq_tile_width(gpu: GpuSpec, ncols: float) -> int:
     """MMQ's tile width ``mmq_x`` for ``ncols`` columns (``ggml/src/ggml-cuda/mmq.cuh`` ``mul_mat_q_case`` at
     ggml-org/llama.cpp@00cd2085): the first multiple of the granularity (16 from 48 on with int8 MMA, else 8) up to
     ``mmq_x_max`` (128 with Turing's MMA, 64 before) that covers ``ncols`` in the fewest tiles."""
-    cc = gpu.compute_capability or "8.0"
-    mma = tuple(int(x) for x in cc.split(".")[:2]) >= (7, 5)
+    mma = (gpu.capability or 80) >= 75
     best, fewest = 8, math.inf
     for width in range(8, (128 if mma else 64) + 1, 8):
         if mma and width >= 48 and width % 16:

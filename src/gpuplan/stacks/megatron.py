@@ -182,11 +182,10 @@ def needs_fp8_transpose(s: Scenario) -> bool:
     ``(not IS_HIP_EXTENSION) and ...``, "release until rocm support non-TN fp8 gemms")."""
     from ..hardware import load_gpu
 
-    cc = load_gpu(s.gpu).compute_capability if s.gpu else None
-    if not cc:
+    cc = load_gpu(s.gpu).capability if s.gpu else None
+    if cc is None:
         return True
-    major, minor = (int(x) for x in cc.split(".")[:2])
-    return not ((10, 0) <= (major, minor) < (12, 0) or (major, minor) >= (13, 0))
+    return not (100 <= cc < 120 or cc >= 130)
 
 
 def keeps_fp8_transpose(s: Scenario) -> bool:
