@@ -551,3 +551,18 @@ def test_a_build_that_cannot_do_the_work_in_time_is_not_said_cheaper_than_rentin
     render_search(report, "csv")
     out = capsys.readouterr().out
     assert "not compared: it cannot run all the work" in out and "owning is cheaper" not in out
+
+
+def test_a_field_a_workloads_file_does_not_take_is_named_with_the_nearest_it_does():
+    """The s30 walk: a serving job written with ``hours_per_week: 40`` got only 'workloads.1.hours_per_week: Extra
+    inputs are not permitted'. The sentence names the fields meant (difflib's nearest), else all of them."""
+    from gpuplan.owning.workloads import load_workloads
+    job = {"scenario": {"model": "llama-3.2-1b", "task": "infer"}}
+    with pytest.raises(GpuplanError, match=r"^workloads: workloads\.0\.hours_per_week: Extra inputs are not "
+                                           r"permitted; did you mean hours_per_day or per_week\?$"):
+        load_workloads([{**job, "hours_per_week": 40}])
+    with pytest.raises(GpuplanError, match=r"; a job's fields: name, scenario, per_year, per_month, per_week, "
+                                           r"hours_per_day, output_tokens_per_day$"):
+        load_workloads([{**job, "per_week": 1, "zzz": 2}])
+    with pytest.raises(GpuplanError, match=r"^workloads: yeers: Extra inputs are not permitted; did you mean years\?"):
+        load_workloads({"yeers": 2, "workloads": [{**job, "per_week": 1}]})
