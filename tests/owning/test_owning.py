@@ -542,12 +542,11 @@ def test_a_job_its_layout_refuses_is_one_build_that_cannot_run_it_not_a_failed_s
 def test_a_build_that_cannot_do_the_work_in_time_is_not_said_cheaper_than_renting(capsys):
     """The s30 walk: `buy --budget` ranked a DGX Spark that a 70B QLoRA twice a week keeps busy 26,665 h of 2 years'
     17,532 with 'cannot: all the work in time' and, beside it, 'vs renting: owning is cheaper'."""
-    from gpuplan.cli import run
+    from gpuplan.cli.buy import render_search
     work = {"years": 2, "workloads": [{"name": "qlora 70b", "per_week": 2, "scenario": {
         "model": "llama-3.1-70b", "task": "train", "method": "qlora", "train_tokens": 2.0e+7, "seq_len": 2048}}]}
     report = gpuplan.buy(None, workloads=work, budget_usd=5000, gpus=["dgx-spark"])
     assert report.builds[0].cannot[0].startswith("all the work in time: it keeps the build busy")
-    from gpuplan.cli.buy import render_search
     render_search(report, "csv")
     out = capsys.readouterr().out
     assert "not compared: it cannot run all the work" in out and "owning is cheaper" not in out
