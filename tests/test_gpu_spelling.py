@@ -94,3 +94,11 @@ def test_fit_refuses_a_list_of_cards_without_guessing_a_third(capsys):
     assert run(["fit", "--gpu", "rtx-3090,rtx-4090", "--task", "train", "--method", "lora"]) == 2
     assert capsys.readouterr().err.strip() == (
         "error: 'rtx-3090,rtx-4090' is a list where one card is asked: name one (2x3090 for two of the same)")
+
+
+@pytest.mark.parametrize(("text", "parsed"), [("2x L4 24GB", ("L4 24GB", 2)), ("4 x Tesla T4", ("Tesla T4", 4))])
+def test_a_count_of_a_card_in_any_spelling_the_resolver_reads(text, parsed):
+    """The s30 walk: '2x L4 24GB' and '--have 2x rtx 3090 24gb' were unknown GPUs where 'L4 24GB' named the L4: the
+    count was read only before a catalog name, not before the spellings the resolver reads (words, a memory size)."""
+    assert counted_card(text) == parsed
+    assert parse_have("2x rtx 3090 24gb") == ("nvidia-geforce-rtx-3090", 2)

@@ -357,3 +357,23 @@ def test_compute_capability_is_read_in_one_place(gpu_id, number, major):
     minor), and ``sm_major`` its major (``to_int() // 10``); another maker's card has none."""
     gpu = load_gpu(gpu_id)
     assert (gpu.capability, gpu.sm_major) == (number, major)
+
+
+@pytest.mark.parametrize("name, gpu_id", [
+    ("T4 16GB", "nvidia-t4"), ("L4 24GB", "nvidia-l4"), ("a10g 24gb", "nvidia-a10g"),
+    ("RTX 4090 24GB", "nvidia-geforce-rtx-4090"), ("rtx-4090-24gb", "nvidia-geforce-rtx-4090"),
+    ("RTX 3090 24 GB", "nvidia-geforce-rtx-3090"), ("rtx 5090 32gb", "nvidia-geforce-rtx-5090"),
+    ("MI300X 192GB", "amd-instinct-mi300x"), ("l40s 48gb", "nvidia-l40s"), ("A6000 48GB", "nvidia-rtx-a6000"),
+    ("h100-sxm-80gb", "nvidia-h100-sxm5-80gb"), ("A100 80GB SXM", "nvidia-a100-sxm4-80gb"),
+])
+def test_a_card_named_with_its_memory_beside_it_is_that_card(name, gpu_id):
+    """The s30 walk: 'T4 16GB', 'L4 24GB', 'RTX 4090 24GB' (as cloud consoles and shops write cards) were unknown
+    GPUs, 'T4 16GB' with "did you mean 'rtx-4080-16gb'", where 'T4' and 'V100 16GB' resolved. A memory size that
+    is the card's own (gpus.yaml ``memory.size_gb``) names that card, and picks the variant where sizes differ."""
+    assert resolve_gpu(name)[0].id == gpu_id
+
+
+def test_a_memory_size_the_card_is_not_sold_with_is_one_sentence():
+    """'RTX 4090 48GB' (a re-ballasted card the catalog lacks) is not the 24 GB RTX 4090: refused, naming its size."""
+    with pytest.raises(GpuplanError, match=r"^'RTX 4090 48GB': the catalog's GeForce RTX 4090 has 24 GB, not 48"):
+        resolve_gpu("RTX 4090 48GB")

@@ -339,12 +339,21 @@ def counted_card(text: str) -> tuple[str, int | None]:
 
         name = unicodedata.normalize("NFKC", name)
     counted = COUNTED.fullmatch(name)
-    if not counted or not _names().get(normalize_name(counted[2])) or _names().get(normalize_name(name)):
+    if not counted or not _is_card(counted[2]) or _names().get(normalize_name(name)):
         return name, None
     if int(counted[1]) < 1:
         raise GpuplanError(f"a count of cards starts at 1: {name!r} has {int(counted[1])} (write 2x3090, or a name "
                            "for one card)")
     return counted[2].strip(), int(counted[1])
+
+
+def _is_card(name: str) -> bool:
+    """Whether ``name`` names a card, in any spelling :func:`resolve_gpu` reads ('3090', 'L4 24GB', 'Tesla T4')."""
+    try:
+        resolve_gpu(name)
+    except GpuplanError:
+        return False
+    return True
 
 
 def resolve_gpu(name: str) -> tuple[GpuSpec, str | None]:
@@ -360,6 +369,8 @@ def resolve_gpu(name: str) -> tuple[GpuSpec, str | None]:
         if count is not None:  # a list of cards (recommend's and capacity's --gpus) or one card of a split
             raise GpuplanError(f"{name.strip()!r} is a count and a card, where a card alone is asked: name {card}")
         ids, worded = _by_words(name), True
+        if not ids:
+            ids, worded = _by_size(name), False
         if not ids and "," in name:  # session 22's walk: "did you mean 'rtx-3090-ti'" for two cards
             raise GpuplanError(f"{name.strip()!r} is a list where one card is asked: name one (2x3090 for two of "
                                "the same)")
@@ -396,6 +407,27 @@ def _by_words(name: str) -> tuple[str, ...]:
     return tuple(sorted(spec.id for spec in gpus().values()
                         if any(words <= _words(n) and not TIER_WORDS & (_words(n) - words)
                                for n in (spec.name, spec.id, *spec.aliases))))
+
+
+SIZED = re.compile(r"(?<![0-9a-z.])(\d+(?:\.\d+)?)\s*gi?b(?![0-9a-z])", re.IGNORECASE)  # 24GB, 24 GB, 80gib
+
+
+def _by_size(name: str) -> tuple[str, ...]:
+    """The s30 walk: 'T4 16GB', 'L4 24GB', 'RTX 4090 24GB', 'A100 80GB SXM', as cloud consoles and shops write cards,
+    where the catalog names them without their memory. The name less its size is looked up as any name is, and the
+    cards it names with that memory (gpus.yaml ``memory.size_gb``) are the answer; a size none of them has is one
+    sentence (an 'RTX 4090 48GB' is not the 24 GB card). No size, or a rest that names nothing: ()."""
+    sized = SIZED.search(name)
+    rest = (name[:sized.start()] + " " + name[sized.end():]).strip(" -_") if sized else ""
+    key = normalize_name(rest)
+    ids = (_names().get(key) or _names().get(key.replace("-", "")) or _by_words(rest)) if key else ()
+    size = float(sized[1]) if sized else 0.0
+    matching = tuple(i for i in ids if round(gpus()[i].memory_gib) == round(size))
+    if ids and not matching:
+        sizes = " or ".join(f"{s:g}" for s in sorted({gpus()[i].memory_gib for i in ids}))
+        named = f"the catalog's {gpus()[ids[0]].name} has" if len(ids) == 1 else f"{rest} comes in the catalog with"
+        raise GpuplanError(f"{name.strip()!r}: {named} {sizes} GB, not {size:g}: name a card from `gpuplan gpus`")
+    return matching
 
 
 def load_gpu(name: str) -> GpuSpec:

@@ -272,6 +272,27 @@ def test_small_chat_set_gets_enough_steps_and_assistant_loss(tmp_path):
     assert math.ceil(trainer["num_train_epochs"] * 300 / rows) >= MIN_STEPS  # what the Trainer will count
 
 
+@pytest.mark.parametrize("model", ["llama-3.2-1b", "mistral-7b"])
+def test_a_chat_template_trl_cannot_mark_trains_every_token_as_the_recipe_says(tmp_path, model):
+    """The s30 walk: QLoRA files for Mistral-7B (or any Llama 3.1/3.2) on a chat JSONL set ``assistant_only_loss:
+    true``, and TRL 1.16's SFTTrainer stops at start: get_training_chat_template patches only the templates it ships
+    (Qwen2.5/3, Gemma 2/3, Llama 3.0, Phi-3, gpt-oss, ...; llama3_1.jinja has no training variant) and raises 'The
+    chat template is not training-compatible' for the others. Those files train on every token, and the recipe that
+    the estimate and launch print says so; the hf and Unsloth files alike (both run TRL's SFTTrainer)."""
+    data = chat_file(tmp_path / "chat.jsonl", 300)
+    scenario = dict(model=model, task="train", method="qlora", gpu="l40s", dataset=str(data),
+                    tokenizer=str(DATA / "web" / "tokenizer.json"))
+    r = launch_plan(scenario).recipe
+    assert not r.assistant_only
+    said = next(c for c in r.choices if c.name == "loss on")
+    assert said.value == "every token" and "has no {% generation %} patch for" in said.why
+    for stack, name in (("hf", "trainer.yaml"), ("unsloth", "unsloth_train.py")):
+        files = files_of({**scenario, "stack": stack}, ["trainer"] if stack == "hf" else ["unsloth"],
+                         dataset=str(data))
+        code = [line for line in files[name].splitlines() if not line.lstrip().startswith("#")]
+        assert not any("assistant_only_loss" in line for line in code)
+
+
 def test_packed_rows_carry_the_batch_in_examples(tmp_path):
     """With packing, the recipe's 16 examples are 16 / (examples per row) rows per step, not 16 packed rows (the
     review's 40 steps for 2 epochs of 2,000 chats)."""

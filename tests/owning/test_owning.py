@@ -524,3 +524,44 @@ def test_the_verdict_names_the_fewest_rented_cards_that_run_the_work():
     assert "runs_all_on" not in two.rentals[0].model_dump() and "cannot" not in two.verdict
     none = RentalAnswer(setup="1x t4", pricing="on_demand", jobs=[], runs_all=False, runs_all_on="")
     assert _more(none) == "no count of these cards up to 64 runs it all: --rent other cards"
+
+
+def test_a_job_its_layout_refuses_is_one_build_that_cannot_run_it_not_a_failed_search():
+    """The s30 walk: `buy --budget 10000` with a serving job (engine transformers) stopped after 33 s with 'error:
+    transformers serves on one machine ... across 2 nodes': the search's two linked DGX Sparks place the job on two
+    nodes, the refusal escaped job_plan and ended every build's answer. It is that build's reason now."""
+    from gpuplan.owning.workloads import load_workloads
+    served = load_workloads([{"name": "chat", "hours_per_day": 6,
+                              "scenario": {"model": "llama-3.1-8b", "task": "infer", "batch_size": 8}}]).workloads[0]
+    p = job_plan(served, load_gpu("dgx-spark"), 2, owned=True)
+    assert not p.runs and p.hours_per_run is None
+    assert p.why_not.startswith("transformers serves on one machine: set engine to vllm, sglang or trtllm")
+    assert job_plan(served, load_gpu("dgx-spark"), 1, owned=True).runs
+
+
+def test_a_build_that_cannot_do_the_work_in_time_is_not_said_cheaper_than_renting(capsys):
+    """The s30 walk: `buy --budget` ranked a DGX Spark that a 70B QLoRA twice a week keeps busy 26,665 h of 2 years'
+    17,532 with 'cannot: all the work in time' and, beside it, 'vs renting: owning is cheaper'."""
+    from gpuplan.cli.buy import render_search
+    work = {"years": 2, "workloads": [{"name": "qlora 70b", "per_week": 2, "scenario": {
+        "model": "llama-3.1-70b", "task": "train", "method": "qlora", "train_tokens": 2.0e+7, "seq_len": 2048}}]}
+    report = gpuplan.buy(None, workloads=work, budget_usd=5000, gpus=["dgx-spark"])
+    assert report.builds[0].cannot[0].startswith("all the work in time: it keeps the build busy")
+    render_search(report, "csv")
+    out = capsys.readouterr().out
+    assert "not compared: it cannot run all the work" in out and "owning is cheaper" not in out
+
+
+def test_a_field_a_workloads_file_does_not_take_is_named_with_the_nearest_it_does():
+    """The s30 walk: a serving job written with ``hours_per_week: 40`` got only 'workloads.1.hours_per_week: Extra
+    inputs are not permitted'. The sentence names the fields meant (difflib's nearest), else all of them."""
+    from gpuplan.owning.workloads import load_workloads
+    job = {"scenario": {"model": "llama-3.2-1b", "task": "infer"}}
+    with pytest.raises(GpuplanError, match=r"^workloads: workloads\.0\.hours_per_week: Extra inputs are not "
+                                           r"permitted; did you mean hours_per_day or per_week\?$"):
+        load_workloads([{**job, "hours_per_week": 40}])
+    with pytest.raises(GpuplanError, match=r"; a job's fields: name, scenario, per_year, per_month, per_week, "
+                                           r"hours_per_day, output_tokens_per_day$"):
+        load_workloads([{**job, "per_week": 1, "zzz": 2}])
+    with pytest.raises(GpuplanError, match=r"^workloads: yeers: Extra inputs are not permitted; did you mean years\?"):
+        load_workloads({"yeers": 2, "workloads": [{**job, "per_week": 1}]})

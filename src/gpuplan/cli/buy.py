@@ -206,7 +206,8 @@ def render_search(report: Any, fmt: str) -> None:
     rows = [{"rank": i + 1, "build": b.build.label, "usd": b.build.purchase_usd, "runs": f"{b.runs}/{len(b.jobs)}",
              "per_job": b.usd_per_job, "busy": f"{b.ownership.utilization_low:.0%}", "largest": b.largest,
              "cannot": "; ".join(b.cannot),
-             "rent": b.renting_wins or "owning is cheaper"} for i, b in enumerate(report.builds)]
+             "rent": b.renting_wins or ("not compared: it cannot run all the work" if b.cannot else
+                                        "owning is cheaper")} for i, b in enumerate(report.builds)]
     show(rows, [Column("rank", "#", priority=0), Column("build", "build", priority=0),
                 Column("usd", "price $", fmt=num(), align="right"), Column("runs", "runs", align="right"),
                 Column("per_job", "$/job", fmt=usd, align="right"), Column("busy", "busy", align="right", priority=2),

@@ -155,12 +155,16 @@ def job_plan(job: Job, gpu: GpuSpec, count: int, *, owned: bool, pricing: str = 
     each, over their own ports."""
     s = _placed(job, gpu, count, None if owned else pricing, host_ram_gib, display)
     where = f"{count}x {short_id(gpu.id)}" + (" (owned)" if owned else "")
-    plan, s, change, why = _fitting(s, gpu, count, owned)
+    per = {"serving": "day", "calls": "call"}.get(job.kind, "run")
+    try:
+        plan, s, change, why = _fitting(s, gpu, count, owned)
+    except GpuplanError as err:  # s30 walk: a layout the job refuses (transformers serving on 2 linked computers)
+        return JobPlan(job=job.label, setup=where, runs=False, why_not=str(err), scenario=s.model_dump(), per=per)
     if job.module is not None and count > 1:  # a module plan runs on one card (plan/refusals.py module_refusal)
         change = "+".join(x for x in ("one card of the " + str(count), change) if x)
     out = JobPlan(job=job.label, setup=where, cards=1 if job.module is not None else count, runs=not why,
                   why_not=why, change=change, scenario=plan.scenario,
-                  per={"serving": "day", "calls": "call"}.get(job.kind, "run"),
+                  per=per,
                   device_peak_gib=plan.memory.device_peak_gib, capacity_gib=plan.memory.capacity_gib,
                   cpu_gib=host_need_gib(s, plan.memory.cpu_gib), plan=plan)
     if why:

@@ -32,7 +32,7 @@ from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
-from ..errors import GpuplanError, yes_for_a_number
+from ..errors import GpuplanError, did_you_mean, yes_for_a_number
 from ..scenario import Scenario, load_scenario, scenario_from
 from ..userfiles import read_mapping
 
@@ -201,6 +201,19 @@ def _check_module(job: Job, s: Scenario) -> None:
                            "batch_size images or samples, or recordings) or hours_per_day, not output tokens")
 
 
+def _known_fields(error: Mapping[str, Any]) -> str:
+    """For a field the file should not have (the s30 walk's ``hours_per_week``), the fields it may have: the nearest
+    ones, else all of a job's (or of the file's top level)."""
+    if error["type"] != "extra_forbidden":
+        return ""
+    in_job = len(error["loc"]) > 1
+    known = list((Job if in_job else Workloads).model_fields)
+    close = did_you_mean(str(error["loc"][-1]), known)
+    if close:
+        return f"; did you mean {' or '.join(close)}?"
+    return f"; {'a job' if in_job else 'the file'}'s fields: {', '.join(known)}"
+
+
 def load_workloads(source: str | Path | Mapping[str, Any] | list, years: float | None = None) -> Workloads:
     """Workloads from a YAML/JSON file, a dict (``{"years": 1, "workloads": [...]}``) or a list of jobs; ``years``
     overrides the file's horizon. Each job's scenario is validated now (one sentence if it is wrong)."""
@@ -231,7 +244,7 @@ def load_workloads(source: str | Path | Mapping[str, Any] | list, years: float |
         first = err.errors()[0]
         where = ".".join(str(p) for p in first["loc"])
         raise GpuplanError(f"workloads: {where + ': ' if where else ''}{first['msg'].removeprefix('Value error, ')}"
-                           ) from None
+                           + _known_fields(first)) from None
     except TypeError as err:
         raise GpuplanError(f"workloads: {err}") from None
     for job in w.workloads:

@@ -24,6 +24,7 @@ from dataclasses import asdict, dataclass
 
 from .. import overheads as oh
 from ..dataset import profile
+from ..scenario.stacks import RECIPES, trl_masks_assistant
 from .batch import ALPACA, GPT3, LLAMA2, QLORA, data_batch, kind_of, published, suggested_epochs
 
 WARMUP_RATIO = 0.03  # QLoRA and Alpaca
@@ -127,11 +128,9 @@ def recipe(s, m, *, spot_mtbi_h: float | None = None, checkpoint_bytes: float = 
     choices += more
     warm, said = warmup(s, params, effective, steps, schedule)
     choices.append(said)
-    assistant_only = bool(roles) and kind != "pretraining"
-    if assistant_only:
-        choices.append(Choice(name="loss on", value="the assistant turns only", why=(
-            "the data has roles: the user and system turns are context, not targets (TRL assistant_only_loss, "
-            "torchtune train_on_input false, Axolotl train_on_inputs false, Unsloth train_on_responses_only)")))
+    said = loss_on(s, m, bool(roles) and kind != "pretraining")
+    choices += said
+    assistant_only = any(c.value == ASSISTANT_ONLY for c in said)
     save = None
     if step_s is not None:
         save, why_save = checkpoint_steps(s, step_s, checkpoint_bytes, spot_mtbi_h, steps)
@@ -145,6 +144,25 @@ def recipe(s, m, *, spot_mtbi_h: float | None = None, checkpoint_bytes: float = 
                   suggested_epochs=suggested, assistant_only=assistant_only,
                   min_lr_ratio=GPT3_MIN_LR if kind == "pretraining" else 0.0)
 
+
+
+ASSISTANT_ONLY = "the assistant turns only"
+
+
+def loss_on(s, m, roles: bool) -> list[Choice]:
+    """The recipe's line on which tokens train, for data with roles (chat turns; none without): the assistant turns,
+    except where the stack trains through TRL's SFTTrainer and TRL cannot mark the model's chat template (the s30
+    walk: ``assistant_only_loss`` stopped TRL at start for Mistral and Llama 3.1; :func:`trl_masks_assistant`)."""
+    if not roles:
+        return []
+    if RECIPES[s.stack].trl_files and not trl_masks_assistant(m.name):
+        return [Choice(name="loss on", value="every token", why=(
+            f"TRL 1.16 has no {{% generation %}} patch for {m.name}'s chat template, so assistant_only_loss would "
+            "stop its SFTTrainer at start ('The chat template is not training-compatible'); a template with the "
+            "markers (SFTConfig chat_template_path), or stack axolotl or torchtune, masks the other turns"))]
+    return [Choice(name="loss on", value=ASSISTANT_ONLY, why=(
+        "the data has roles: the user and system turns are context, not targets (TRL assistant_only_loss, "
+        "torchtune train_on_input false, Axolotl train_on_inputs false, Unsloth train_on_responses_only)"))]
 
 
 def plan_recipe(plan):

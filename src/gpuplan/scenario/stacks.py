@@ -47,12 +47,33 @@ from __future__ import annotations
 
 import dataclasses
 import functools
+import re
 from collections.abc import Callable, Mapping
 from collections.abc import Set as AbstractSet
 from dataclasses import dataclass
 from typing import Any
 
 # the fine-tuning stacks recommend and advice switch between, each checked on fake tensors (gpuplan simulate)
+# The models whose shipped chat template TRL's SFTTrainer can mask to the assistant turns (assistant_only_loss):
+# trl 1.16.0 chat_template_utils.get_training_chat_template swaps in a {% generation %}-marked copy only for the
+# templates it stores (chat_templates/README.md "Training templates": Qwen2.5 and Qwen2.5-VL, Qwen3, Qwen3-VL,
+# Qwen3.5/3.6, Gemma and Gemma 2 (one template), Gemma 3, Llama 3 (not 3.1/3.2: llama3_1.jinja and llama3_2.jinja
+# have no training copy), Phi-3/3.5, gpt-oss, DeepSeek-R1-Distill, DeepSeek-V3, GLM-4.5 (glm4moe), Nemotron 3 Nano)
+# and raises "The chat template is not training-compatible" for any other at start. Matched by the model's repo
+# id, as TRL matches the template the repo ships; a local config (no repo id) is not assumed to be one of them.
+TRL_MASKED_TEMPLATES = re.compile(
+    r"Qwen/Qwen2\.5-.*|Qwen/Qwen3-(0\.6B|1\.7B|4B|8B|14B|32B|30B-A3B|235B-A22B)(-Base)?|Qwen/Qwen3-VL-.*"
+    r"|Qwen/Qwen3\.[56]-.*|google/gemma-(2|3)-.*|meta-llama/Meta-Llama-3-.*|microsoft/Phi-3(\.5)?-.*"
+    r"|openai/gpt-oss-.*|deepseek-ai/DeepSeek-R1-Distill-.*|deepseek-ai/DeepSeek-V3|zai-org/GLM-4\.5(-Air)?"
+    r"|nvidia/NVIDIA-Nemotron-3-Nano-.*", re.IGNORECASE)
+
+
+def trl_masks_assistant(model_name: str) -> bool:
+    """Whether TRL's SFTTrainer can put the loss on the assistant turns only for this model's chat template
+    (:data:`TRL_MASKED_TEMPLATES`); where it cannot, the TRL stacks' files train on every token."""
+    return TRL_MASKED_TEMPLATES.fullmatch(model_name) is not None
+
+
 STACK_NAMES = ("hf", "torchtune", "torchtitan", "unsloth", "axolotl", "pytorch")
 # stacks for training at scale, estimated in closed form (Megatron-Core does not build on the CPU's meta device)
 SCALE_STACKS = ("megatron",)
