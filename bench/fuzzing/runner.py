@@ -28,6 +28,7 @@ from . import oracle
 from .api import draw_api, functions, judge_meta, meta_case
 from .draw import CliCase, draw_cli
 from .fixtures import Fixtures
+from .inprocess import cli_in_process
 from .tree import Command, commands
 from .web import Endpoint, Schemas, draw_web, endpoints
 
@@ -158,21 +159,6 @@ def snapshot(root: Path) -> dict[str, tuple[int, int]]:
             st = os.lstat(os.path.join(dirpath, f))
             out[os.path.relpath(os.path.join(dirpath, f), box)] = (st.st_size, st.st_mtime_ns)
     return out
-
-
-def cli_in_process(argv: list[str]) -> tuple[int | None, str, str, BaseException | None]:
-    from gpuplan.cli import run
-
-    out, err = io.StringIO(), io.StringIO()
-    code, exc = None, None
-    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
-        try:
-            code = run(argv)
-        except SystemExit as e:
-            code = e.code if isinstance(e.code, int) else 0 if e.code is None else 1
-        except Exception as e:
-            exc = e
-    return code, out.getvalue(), err.getvalue(), exc
 
 
 def cli_subprocess(argv: list[str], cwd: Path, env: dict[str, str], timeout: float) -> tuple[int | None, str, str]:

@@ -23,6 +23,7 @@ import re
 from typing import Any
 
 from . import values as V
+from .inprocess import cli_in_process
 from .oracle import NONSENSE, OK, Verdict
 from .recipes import FAST_CARDS, job
 from .tree import FLAG, Param
@@ -127,8 +128,6 @@ def unread(fields: dict[str, list[str]], answer: dict[str, Any], given: list[str
 def judge_silent(case: dict[str, Any]) -> Verdict:
     """Refused in a sentence, or every field given that the plan does not read named in a warning, with the plan's
     numbers those of the same command without them."""
-    from .runner import cli_in_process
-
     fields = {**case["base"], **case["extra"]}
     code, out, _, exc = cli_in_process(argv_of(fields))
     if exc is not None or code != 0:

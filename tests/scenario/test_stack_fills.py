@@ -1,5 +1,5 @@
 """Each stack's defaults that depend on other fields live in its recipe (``Recipe.fill``), beside its plain defaults
-and its refusals; the resolver that applies them (``scenario.stacks.resolve``) names no stack."""
+and its refusals; the function that applies them (``scenario.stacks.stack_fills``) names no stack."""
 
 from __future__ import annotations
 
@@ -10,13 +10,13 @@ import pytest
 
 from gpuplan.scenario import Scenario, scenario_from
 from gpuplan.scenario.describe import defaults_said
-from gpuplan.scenario.stacks import BASE, RECIPES, defaults_in_force, reason, resolve
+from gpuplan.scenario.stacks import BASE, RECIPES, defaults_in_force, reason, stack_fills
 
 TRAIN = {"model": "llama-3.1-8b", "task": "train"}
 
 
 def test_the_resolver_names_no_stack():
-    source = inspect.getsource(resolve)
+    source = inspect.getsource(stack_fills)
     names = "|".join(re.escape(n) for n in RECIPES)
     assert not re.search(rf"""["'](?:{names})["']""", source)
     assert sorted(n for n, r in RECIPES.items() if r.fill) == ["ai-toolkit", "axolotl", "hf", "kohya", "megatron",
@@ -49,8 +49,8 @@ def test_each_stacks_dependent_default(given, field, value):
 def test_kohya_trains_the_text_encoders_of_a_lora_and_not_of_a_full_fine_tune():
     base = {"task": "train", "stack": "kohya", "seq_len": 2048, "num_gpus": 1, "num_nodes": 1, "tp": 1, "pp": 1,
             "cp": 1}
-    assert resolve({**base, "method": "lora"})["text_encoders"] == "trained"
-    assert resolve({**base, "method": "full"})["text_encoders"] == "frozen"
+    assert stack_fills({**base, "method": "lora"})["text_encoders"] == "trained"
+    assert stack_fills({**base, "method": "full"})["text_encoders"] == "frozen"
 
 
 # every stack over the fields its fills depend on: method, GPUs (and so sharding), length, precision, loss
@@ -66,13 +66,13 @@ def _walked():
 
 
 def test_every_default_a_stack_fills_is_said_with_its_reason():
-    """Walk every stack's defaults: each field its recipe fills (``resolve``) is one its sentence names
+    """Walk every stack's defaults: each field its recipe fills (``stack_fills``) is one its sentence names
     (``Recipe.said``), and each value that is not BASE's (the switches left off, bf16 autocast) says why."""
     unsaid, unexplained = set(), set()
     for s in _walked():
         recipe = RECIPES[s.stack]
         given = {k: getattr(s, k) if k in s.model_fields_set else f.default for k, f in Scenario.model_fields.items()}
-        unsaid |= {(s.stack, k) for k in resolve(given) if k not in s.model_fields_set and k not in recipe.said}
+        unsaid |= {(s.stack, k) for k in stack_fills(given) if k not in s.model_fields_set and k not in recipe.said}
         for name in recipe.said:
             value = getattr(s, name)
             if name not in s.model_fields_set and value not in (None, BASE.get(name)) and not reason(s.stack, name,

@@ -11,7 +11,7 @@ from gpuplan.errors import GpuplanError
 from gpuplan.hardware import load_gpu
 from gpuplan.model.catalog import load_model
 from gpuplan.scenario import scenario_from
-from gpuplan.serving.calibrate import fit, read_results, replay
+from gpuplan.serving.calibrate import fit_corrections, read_results, replay
 from gpuplan.serving.simulate import Scheduler, arrivals, simulate, vllm_scheduler
 from gpuplan.serving.steptime import sample, step_model
 from gpuplan.serving.workload import load_workload, read_trace, sample_lengths
@@ -447,7 +447,7 @@ def test_calibration_recovers_a_uniform_slowdown(tmp_path):
         slow = replace(sm, calibration=Calibration(compute=1.5, memory=1.3))
         h = predict(slow, eng, fake)  # the run as measured: the mean over all its requests
         runs.append(replace(fake, mean_ttft_s=(h.fit[0] + h.check[0]) / 2, mean_tpot_s=(h.fit[1] + h.check[1]) / 2))
-    cal, rows, notes = fit(sm, eng, runs)
+    cal, rows, notes = fit_corrections(sm, eng, runs)
     assert cal.compute == pytest.approx(1.5, rel=0.15) and cal.memory == pytest.approx(1.3, rel=0.1)
     assert len(rows) == 2 and not notes
     assert all(abs(r["tpot_err_after_pct"]) < abs(r["tpot_err_before_pct"]) for r in rows)

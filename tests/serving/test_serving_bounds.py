@@ -256,9 +256,9 @@ def test_calibrate_serving_refuses_what_it_cannot_fit(tmp_path):
     zero = calibrate.read_results(_run(tmp_path, "zero.json", {**ok, "mean_ttft_ms": 0.001}))
     with pytest.raises(GpuplanError, match=r"^no run can be fitted: .*zero\.json is left out: its mean TTFT is not "
                                            r"above the API server's own latency$"):
-        calibrate.fit(model, engine, zero)
+        calibrate.fit_corrections(model, engine, zero)
     with pytest.raises(GpuplanError, match=r"^no run to fit: the result files hold no benchmark$"):
-        calibrate.fit(model, engine, [])
+        calibrate.fit_corrections(model, engine, [])
     with pytest.raises(GpuplanError, match=r"huge\.json: completed must be a whole number from 1 to 1,000,000, "
                                            r"got 1,000,000,000$"):
         calibrate.read_results(_run(tmp_path, "huge.json", {**ok, "completed": 10**9}))
@@ -274,7 +274,7 @@ def test_calibrate_serving_refuses_what_it_cannot_fit(tmp_path):
 
     calibrate.replay = counting
     try:
-        _, rows, notes = calibrate.fit(model, engine, huge)
+        _, rows, notes = calibrate.fit_corrections(model, engine, huge)
     finally:
         calibrate.replay = original
     assert replayed and max(replayed) == calibrate.MAX_REPLAY == 2000
@@ -304,7 +304,8 @@ def test_calibration_never_makes_its_own_run_worse(tmp_path, name):
     TTFT and TPOT errors do not grow; the answer says when they are refused (vllm_ok.json: a TPOT three times the
     model's with a TTFT it already predicts within 2 % cannot both be met, so nothing is applied)."""
     model, engine = _deployment("llama-3.1-8b", "h100-sxm")
-    cal, rows, notes = calibrate.fit(model, engine, calibrate.read_results(_run(tmp_path, name, N1_RUNS[name])))
+    runs = calibrate.read_results(_run(tmp_path, name, N1_RUNS[name]))
+    cal, rows, notes = calibrate.fit_corrections(model, engine, runs)
     (row,) = rows
     assert abs(row["ttft_err_after_pct"]) <= abs(row["ttft_err_before_pct"])
     assert abs(row["tpot_err_after_pct"]) <= abs(row["tpot_err_before_pct"])

@@ -188,7 +188,7 @@ def calibrate_serving(results: Iterable[str | Path], *, model: str, gpu: str, tp
     from ..model.catalog import load_model
     from ..plan.refusals import check
     from ..scenario import scenario_from
-    from ..serving.calibrate import deployment, fit, read_results, save_calibration
+    from ..serving.calibrate import deployment, fit_corrections, read_results, save_calibration
 
     if isinstance(results, (str, Path)):
         results = [results]
@@ -204,7 +204,7 @@ def calibrate_serving(results: Iterable[str | Path], *, model: str, gpu: str, tp
     g, m = load_gpu(gpu), load_model(model)
     s = scenario_from(dict(model=model, task="infer", engine="vllm", gpu=g.id, tp=tp, num_gpus=tp))
     check(s, m, g)  # what vLLM cannot run there, as estimate refuses it (s24 fuzz: an Apple M4 Max was fitted)
-    cal, rows, notes = fit(*deployment(s, m, g), runs)
+    cal, rows, notes = fit_corrections(*deployment(s, m, g), runs)
     if out:
         save_calibration(cal, out)
     return ServingCalibration(calibration=asdict(cal), runs=rows, notes=notes)

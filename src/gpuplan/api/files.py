@@ -82,22 +82,15 @@ def _write_diffusion(s, spec, targets: list[str], folder: str | Path, force: boo
                      dataset: str | None) -> LaunchReport:
     """The files of a diffusion training plan's trainer (``diffusers``, ``kohya``, ``simpletuner``, ``ai-toolkit``:
     the plan's stack, which a trainer named sets), written or, with folder ``-``, made only."""
-    from ..launchers import with_targets, write
+    from ..launchers import with_targets
     from ..launchers.diffusion import diffusion_launch, files, named
     from ..plan.estimate import estimate
 
     s = with_targets(s, named(targets))
     plan = diffusion_launch(s, spec, estimate(s, advise=False), command)
-    chosen = files(plan, dataset)
-    paths = [Path(f.name) for f in chosen] if folder == "-" else write(chosen, folder, force=force)
     said = {"header": plan.header(), "notes": plan.result.defaults, "train": True, "spot": False, "owned": False,
             "again": command}
-    return LaunchReport(folder=str(folder), setup=plan.setup_label, predicted=plan.predictions(),
-                        scenario=plan.scenario.model_dump(mode="json", exclude_unset=True),
-                        files=[LaunchFileInfo(path=str(p), target=f.target, read_by=f.reader)
-                               for p, f in zip(paths, chosen, strict=True)],
-                        warnings=list(plan.result.warnings),
-                        printed=[(f.name, f.target, f.text) for f in chosen] if folder == "-" else [], said=said)
+    return _report(plan, files(plan, dataset), folder, force, said)
 
 
 def smoke(scenario: ScenarioLike, *, folder: str | Path, targets: Iterable[str] = (), force: bool = False):
@@ -173,12 +166,19 @@ def _options(dataset: str | None = None, script: str | Iterable[str] | None = No
 
 def write_plan(plan, targets: list[str], options, folder: str | Path, force: bool) -> LaunchReport:
     """Write a launch plan's files (folder ``-``: make them only) and say what was written."""
-    from ..launchers import launch_files, write
+    from ..launchers import launch_files
 
-    files = launch_files(plan, targets, options)
-    paths = [Path(f.name) for f in files] if folder == "-" else write(files, folder, force=force)
     said = {"header": plan.header(), "notes": plan.result.defaults, "train": plan.train, "spot": plan.spot is not None,
             "owned": plan.owned, "again": plan.launch_command()}
+    return _report(plan, launch_files(plan, targets, options), folder, force, said)
+
+
+def _report(plan, files: list, folder: str | Path, force: bool, said: dict[str, Any]) -> LaunchReport:
+    """Write a launch plan's ``files`` (folder ``-``: make them only) and say what was written: the one report of a
+    decoder LLM's launch and a diffusion trainer's."""
+    from ..launchers import write
+
+    paths = [Path(f.name) for f in files] if folder == "-" else write(files, folder, force=force)
     return LaunchReport(folder=str(folder), setup=plan.setup_label, predicted=plan.predictions(),
                         scenario=plan.scenario.model_dump(mode="json", exclude_unset=True),
                         files=[LaunchFileInfo(path=str(p), target=f.target, read_by=f.reader)

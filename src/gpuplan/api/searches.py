@@ -18,7 +18,7 @@ from ..model.report import inexact_warning
 from ..plan.capability import FitRow
 from ..plan.module_searches import ModuleChoices
 from ..plan.recommend import Recommendation
-from ..plan.refusals import not_a_module, scenario_load, scenario_refusal, stack_card, world_refusal
+from ..plan.refusals import every_model
 from ..result import Answer
 from ..scenario import Scenario, load_scenario, snake_keys
 from . import arguments as arg
@@ -185,13 +185,7 @@ def fit(gpu: str, scenario: ScenarioLike | None = None, *, models: Iterable[str]
     if module is not None:
         return _fit_module(module, template, card, count, notes)
     example = load_scenario(None, {**template, "model": "each bundled model", "gpu": gpu_id, "num_gpus": count})
-    scenario_load(example)  # a load that cannot be simulated as given: estimate's sentence, before any model
-    not_a_module(example, "every bundled model")  # a diffusion field or trainer: one sentence, not 92 rows
-    scenario_refusal(example)  # fields that cannot run together and parallel sizes over the cards given, whatever
-    world_refusal(example)  # the model: one sentence, not 92 rows each refused the same way (s19's fuzz)
-    why = stack_card(example, card)  # a training stack off its cards (unsloth on Gaudi): no model changes it
-    if why:
-        raise GpuplanError(why)
+    every_model(example, card)  # one sentence, not 92 rows each refused the same way
     try:
         rows = what_fits(template, card, count, models)
     except NotADecoder as other:

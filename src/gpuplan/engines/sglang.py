@@ -572,8 +572,7 @@ class Sglang(Engine):
                               f" ({(buffers + draft) / GIB:.2f} GiB) exceed what mem_fraction_static leaves beside "
                               f"the pool ({reserve / GIB:.2f} GiB): lower --mem-fraction-static")
         kv = pool(s, sm)
-        e.extra.update(max_concurrency=kv.max_concurrency, max_context_tokens=kv.kv_tokens,
-                       kv_cache_pool_gib=sm.kv_pool_gib, engine=_engine_dict(s, sm), kv_pool=kv, startup=sm)
+        e.extra.update(engine=_engine_dict(s, sm), kv_pool=kv, startup=sm)
         e.assumptions.append(
             f"SGLang: mem_fraction_static {sm.mem_fraction_static}{applied_words(sm)} of {sm.total_gib:.1f} GiB free "
             f"at start, pool of "

@@ -325,13 +325,11 @@ class Trtllm(Engine):
             sm.free - sm.kv_pool
         e.preallocated = sm.weights + sm.activation + sm.free
         kv = pool(s, sm)
-        e.extra.update(max_concurrency=kv.max_concurrency, max_context_tokens=kv.kv_tokens,
-                       kv_cache_pool_gib=sm.kv_pool / GIB, engine={
-                           "engine": "trtllm", "free_gpu_memory_fraction": sm.fraction,
-                           "tokens_per_block": sm.tokens_per_block, "max_batch_size": sm.max_batch_size,
-                           "max_num_tokens": sm.max_num_tokens, "max_seq_len": sm.max_seq_len,
-                           "num_blocks": sm.num_blocks, "kv_cache_tokens": sm.kv_tokens,
-                           "available_kv_cache_gib": sm.kv_pool / GIB}, kv_pool=kv, startup=sm)
+        e.extra.update(engine={
+            "engine": "trtllm", "free_gpu_memory_fraction": sm.fraction, "tokens_per_block": sm.tokens_per_block,
+            "max_batch_size": sm.max_batch_size, "max_num_tokens": sm.max_num_tokens, "max_seq_len": sm.max_seq_len,
+            "num_blocks": sm.num_blocks, "kv_cache_tokens": sm.kv_tokens, "available_kv_cache_gib": sm.kv_pool / GIB},
+            kv_pool=kv, startup=sm)
         e.assumptions.append(
             f"TensorRT-LLM: {sm.fraction} of the {sm.free / GIB:.1f} GiB free after the weights and a "
             f"{sm.max_num_tokens:,}-token profiling forward: {sm.num_blocks:,} KV blocks of {sm.tokens_per_block} "

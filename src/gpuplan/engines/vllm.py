@@ -892,8 +892,7 @@ class Vllm(Engine):
         e.preallocated = sm.requested
         e.assumptions += sm.assumptions
         kv = pool(s, m, sm)
-        e.extra.update(max_concurrency=kv.max_concurrency, max_context_tokens=kv.kv_tokens,
-                       kv_cache_pool_gib=sm.kv_pool / GIB, engine=_engine_dict(sm), kv_pool=kv, startup=sm)
+        e.extra.update(engine=_engine_dict(sm), kv_pool=kv, startup=sm)
         if not sm.fits_max_model_len:
             tokens = s.prompt_tokens + s.output_tokens
             fix = (f"set --max-model-len {sm.max_model_len_fit:,} or less" if sm.max_model_len_fit >= tokens else

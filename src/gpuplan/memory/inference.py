@@ -53,7 +53,6 @@ def attention_ranks(s: Scenario, e: Estimate) -> Estimate:
     else:
         e.extra["kv_pool"] = dataclasses.replace(kv, max_concurrency=kv.max_concurrency * ranks,
                                                  kv_tokens=kv.kv_tokens * ranks, sim_blocks=kv.sim_blocks * ranks)
-        e.extra.update(max_concurrency=kv.max_concurrency * ranks, max_context_tokens=kv.kv_tokens * ranks)
         if e.extra.get("startup") is not None:
             e.extra["startup"] = e.extra["startup"].ranks(ranks)  # each engine's ranks as one scheduler
     e.assumptions.append(f"attention data parallel over {ranks} GPUs: each runs attention whole for its own "

@@ -60,6 +60,7 @@ def report_of(s: Scenario, e: Estimate, gpu: GpuSpec | None) -> MemoryReport:
     outside = _outside(s, e, gpu)
     other = {k: v / GIB for k, v in e.other.items()}
     device = (e.reserved + sum(e.managed.values()) + sum(outside.values())) / GIB
+    pool = e.extra.get("kv_pool")  # a serving engine's pool (gpuplan.engines.records.KvPool): its numbers, read here
     report = made(MemoryReport, dict(
         weights_gib=e.weights / GIB, gradients_gib=e.gradients / GIB, optimizer_gib=e.optimizer / GIB,
         activations_gib=e.activations / GIB, kv_cache_gib=e.kv_cache / GIB, other_gib=sum(other.values()),
@@ -67,8 +68,9 @@ def report_of(s: Scenario, e: Estimate, gpu: GpuSpec | None) -> MemoryReport:
         device_peak_gib=device, device_overheads={k: v / GIB for k, v in {**e.managed, **outside}.items()},
         cached_gib=e.fragmentation / GIB if e.preallocated is None else 0.0,
         capacity_gib=capacity, peak_phase=e.peak_phase, phases_gib=e.phases, cpu_gib=e.cpu / GIB,
-        max_concurrency=e.extra.get("max_concurrency"), max_context_tokens=e.extra.get("max_context_tokens"),
-        kv_cache_pool_gib=e.extra.get("kv_cache_pool_gib"), gpu_layers=e.extra.get("gpu_layers"),
+        max_concurrency=None if pool is None else pool.max_concurrency,
+        max_context_tokens=None if pool is None else pool.kv_tokens,
+        kv_cache_pool_gib=None if pool is None else pool.pool_gib, gpu_layers=e.extra.get("gpu_layers"),
         offloaded_layers=e.extra.get("offloaded_layers"), engine=e.extra.get("engine")))
     if s.task == "train" and gpu is not None and gpu.vendor == "Apple":
         # PyTorch's MPS backend counts what tensors hold now and keeps no peak (torch.mps)

@@ -365,6 +365,20 @@ def _layout(s: Scenario, m: ModelSpec) -> list[str]:
     return warnings
 
 
+def every_model(s: Scenario, gpu: GpuSpec, models: str = "every bundled model") -> None:
+    """What refuses every model alike on ``gpu`` (``fit``'s cards), raised once before the search in estimate's
+    sentence rather than on each of its rows (session 19's fuzz): a load that cannot be simulated as given, a
+    diffusion field or trainer asked of ``models``, fields that cannot run together, parallel sizes over the cards
+    given, a training stack off the card's vendor (unsloth on Gaudi)."""
+    scenario_load(s)
+    not_a_module(s, models)
+    scenario_refusal(s)
+    world_refusal(s)
+    why = stack_card(s, gpu)
+    if why:
+        raise GpuplanError(why)
+
+
 def world_refusal(s: Scenario) -> None:
     """The parallel sizes against the GPUs given, whatever the model: fit, whose cards are given, asks it once."""
     if s.world_size % (s.tp * s.pp * s.cp):

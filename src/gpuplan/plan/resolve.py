@@ -4,7 +4,7 @@ it cannot run.
 Each default has one home, and the resolver gathers their reasons:
 
 - the training stack's recipe and the card's precision are filled when the scenario is validated
-  (:func:`gpuplan.scenario.stacks.resolve`: a field left unset takes the stack's default; GPUs without bf16 run
+  (:func:`gpuplan.scenario.stacks.stack_fills`: a field left unset takes the stack's default; GPUs without bf16 run
   fp16), and said here (:func:`gpuplan.scenario.stacks.defaults_in_force`, :func:`precision_note`);
 - the card named resolves to its catalog id (an ambiguous name takes its common variant, said);
 - **several GPUs for serving split the model** instead of copying it (:func:`serving_split`): an engine that

@@ -117,7 +117,7 @@ def defaults_said(s: Scenario) -> list[str]:
     stack chose it (:func:`~gpuplan.scenario.stacks.reason`), the sharding from the GPU count unless the stack chose
     it (torchtitan's FSDP2, Megatron-Core's distributed optimizer). The card- and
     model-dependent defaults are the resolver's notes (:func:`gpuplan.plan.resolve.resolve`); the recipe's are
-    :func:`gpuplan.scenario.stacks.resolve`."""
+    :func:`gpuplan.scenario.stacks.stack_fills`."""
     skip = INFER_ONLY if s.task == "train" else TRAIN_ONLY | TRAINING_LAYOUT | MOE_LAYOUT
     out = []
     for name, info in Scenario.model_fields.items():

@@ -629,14 +629,14 @@ class Scenario(BaseModel):
         """Fill the fields left unset with the defaults the given ones imply, then check the rules across fields.
 
         The defaults come from pure functions of the validated input: the stack's recipe and the card's
-        precision (:func:`gpuplan.scenario.stacks.resolve`), then the training data's (:func:`_data_defaults`);
+        precision (:func:`gpuplan.scenario.stacks.stack_fills`), then the training data's (:func:`_data_defaults`);
         :func:`_fill` sets them, which leaves ``model_fields_set`` the set given explicitly. They are not passed in
         to a second validation: they are gpuplan's own choices, not input (torchtitan's fp8-mixed resolves
         ``adapter_dtype`` to fp8, outside the field's choices), and validating twice would cost half as much again
         per scenario, on the search's hot path. What the result cannot run is refused when it is resolved
         (:mod:`gpuplan.plan.refusals`), not here: these rules are about the input alone."""
         _fill(self, _pretraining_stack(self))
-        _fill(self, stacks.resolve(self.__dict__, self.model_fields_set))
+        _fill(self, stacks.stack_fills(self.__dict__, self.model_fields_set))
         _fill(self, _data_defaults(self, read_back=bool(info.context and info.context.get(READ_BACK))))
         _fill(self, _load_defaults(self))
         _fill(self, _split_defaults(self))

@@ -394,7 +394,7 @@ def _fill_megatron(data: Mapping[str, Any], get: Callable[..., Any]) -> dict[str
 
 BASE = {"precision": "bf16-mixed", "grad_checkpointing": "none", "qlora_fp32_upcast": False, "loss": "full",
         "activation_offload": False, "compile": False, "optimizer_in_backward": False}
-# the reasons of the defaults resolve fills for every stack (each recipe's own are its ``why``)
+# the reasons of the defaults stack_fills fills for every stack (each recipe's own are its ``why``)
 PEFT_ADAPTERS = "peft's get_peft_model(autocast_adapter_dtype=True) upcasts adapters"
 RESOLVER_WHY = {"loss_chunks": "torchtune's CEWithChunkedOutputLoss num_output_chunks=8; axolotl's and "
                                "torchtitan's chunked losses take 8 too",
@@ -524,7 +524,7 @@ VERSION_FIELDS = {r.versioned_by: r.name for r in RECIPES.values() if r.versione
 DIFFUSION_TRAINERS = frozenset(r.name for r in RECIPES.values() if r.refuse is _refuse_diffusion)
 
 
-def resolve(data: Mapping[str, Any], given: AbstractSet[str] | None = None) -> dict[str, Any]:
+def stack_fills(data: Mapping[str, Any], given: AbstractSet[str] | None = None) -> dict[str, Any]:
     """Values for the technique fields ``data`` leaves unset (``None``), from its stack's recipes.
 
     ``data`` holds the scenario's validated fields; the result holds only the fields to fill in. ``given``: the
@@ -698,8 +698,9 @@ def _torchtune_dpo_refusal(s) -> str | None:
 
 def reason(stack: str, name: str, value: Any) -> str | None:
     """Why stack ``stack`` fills field ``name`` with ``value``: its recipe's own reason (:attr:`Recipe.why`), else
-    the resolver's (:func:`resolve`: peft's fp32 adapters where the stack builds them with peft, the model's dtype
-    otherwise; 8 loss chunks). None where there is none to say (BASE's values: the switches off, bf16 autocast)."""
+    the common fills' (:func:`stack_fills`: peft's fp32 adapters where the stack builds them with peft, the model's
+    dtype otherwise; 8 loss chunks). None where there is none to say (BASE's values: the switches off, bf16
+    autocast)."""
     recipe = RECIPES[stack]
     own = recipe.why.get((name, value)) or recipe.why.get(name)
     if own is None and name == "adapter_dtype" and recipe.peft_adapters:

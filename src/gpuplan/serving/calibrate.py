@@ -4,8 +4,8 @@
 Each file gives rate (or a burst), mean lengths, mean TTFT and mean TPOT. The simulation replays each run (at most
 :data:`MAX_REPLAY` requests, whatever count the file states); the corrections scale the compute term (prompt
 steps: TTFT) and the memory term (decode steps: TPOT), fitted together on half of each run's requests and applied
-only if they make no run's error on the other half worse (:func:`fit`). The error before and after is reported per
-run, on the held-out requests.
+only if they make no run's error on the other half worse (:func:`fit_corrections`). The error before and after is
+reported per run, on the held-out requests.
 """
 
 from __future__ import annotations
@@ -290,8 +290,8 @@ def usable(model, engine, runs: list[Measurement]) -> tuple[list[Measurement], l
     return good, left_out
 
 
-def fit(model, engine, runs: list[Measurement], time_limit_s: float = FIT_TIME_S
-        ) -> tuple[Calibration, list[dict], list[str]]:
+def fit_corrections(model, engine, runs: list[Measurement], time_limit_s: float = FIT_TIME_S
+                    ) -> tuple[Calibration, list[dict], list[str]]:
     """Corrections fitted on the runs, each run's error before and after them on its held-out requests, and notes
     (runs left out, corrections refused, replays cut).
 
