@@ -138,6 +138,20 @@ def test_kohya_toml_holds_sd_scripts_options(model, extra, tmp_path):
     assert f"git -C sd-scripts checkout {commit[:12]}" in run_line and "pip install -r requirements.txt" in run_line
 
 
+def test_kohya_files_say_the_folders_and_captions_sd_scripts_reads(tmp_path):
+    """sd-scripts at the pinned commit reads train_data_dir's subfolders named <repeats>_<concept> alone ("ignore
+    directory without repeats"; images in the folder itself are "No data found") and captions of --caption_extension,
+    ".caption" unless set (library/config_util.py, library/train_util.py). The files said "the image folder (and its
+    captions)", so images put in images/ with .txt captions, as the other trainers' files read them, trained on
+    nothing (s30-beyond's walk)."""
+    out = write(tmp_path, "--model", "sdxl", "--task", "train", "--method", "lora", "--gpu", "rtx-4090",
+                "--stack", "kohya")
+    assert tomllib.loads((out / "kohya.toml").read_text())["training"]["caption_extension"] == ".txt"
+    for name in ("kohya.toml", "kohya-train.sh"):
+        text = " ".join(line.lstrip("# ") for line in (out / name).read_text().splitlines())
+        assert "subfolders sd-scripts reads, each named <repeats>_<concept> (images/1_subject/" in text
+
+
 @pytest.mark.parametrize("model, encoders, key, value", [
     ("sd1.5", "frozen", "stop_text_encoder_training", -1),  # train_db.py trains the CLIP encoder unless told
     ("sd1.5", "trained", "stop_text_encoder_training", None),

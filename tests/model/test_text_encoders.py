@@ -200,6 +200,69 @@ def test_only_a_text_encoder_s_own_classes_name_its_family():
     assert family_named({"model_type": "bert-generation", "architectures": ["BertGenerationEncoder"]}) is None
     assert family_named({"model_type": "roberta-prelayernorm",
                          "architectures": ["RobertaPreLayerNormForMaskedLM"]}) is None
+    assert family_named({"architectures": ["SiglipVisionModel"]}) == "siglip_vision_model"
+    assert family_named({"architectures": ["T5EncoderModel"]}) == "t5"
+    for other in ("Siglip2Model", "ViTMAEModel", "CLIPSegModel", "T5GemmaForConditionalGeneration"):  # s30-beyond
+        assert family_named({"model_type": other.lower(), "architectures": [other]}) is None, other
+
+
+@pytest.mark.sim
+def test_an_encoder_transformers_builds_but_gpuplan_does_not_model_is_refused(tmp_path, monkeypatch):
+    """nomic-ai/nomic-embed-text-v1's sizes: transformers 5.24 builds its NomicBertModel, a bidirectional encoder,
+    on the meta device, and its layers fill no cache. Until session 30 it was planned as a decoder LLM (a causal
+    LM's head, loss and trainer; 137M parameters as its card says, but no cache to generate with)."""
+    require("transformers")
+    monkeypatch.setenv("GPUPLAN_CACHE_DIR", str(tmp_path / "cache"))
+    config = {"model_type": "nomic_bert", "architectures": ["NomicBertModel"], "n_embd": 768, "n_head": 12,
+              "n_layer": 12, "n_inner": 3072, "vocab_size": 30528, "n_positions": 8192,
+              "activation_function": "swiglu"}
+    path = tmp_path / "config.json"
+    path.write_text(json.dumps(config))
+    with pytest.raises(GpuplanError) as err:
+        load_model(str(path))
+    message = str(err.value)
+    assert "NomicBertModel: filed by transformers under no class that generates text, and no layer of it keeps a " \
+        "cache" in message and "is not a decoder LLM" in message
+    assert "simulate --module" in message and "\n" not in message
+
+
+@pytest.mark.sim
+@pytest.mark.parametrize("family, built, refused", [
+    ("eurobert", "EuroBertModel", True),  # filed under masked LM alone: an encoder, though its layers fill a cache
+    ("convbert", "ConvBertModel", True),  # (its forward fails on the meta device: no cache measured)
+    ("openai-gpt", "OpenAIGPTLMHeadModel", False),  # GPT-1 and RWKV keep nothing in transformers' cache: decoders
+    ("rwkv", "RwkvForCausalLM", False),
+])
+def test_transformers_tables_tell_an_encoder_from_a_decoder_that_keeps_no_cache(family, built, refused, tmp_path,
+                                                                                 monkeypatch):
+    """transformers' default config of each family, read as a user's config.json: a family filed under no class that
+    generates text is refused where its layers keep no cache or it is filed under an encoder's task; GPT-1 and RWKV,
+    causal LMs whose layers keep no cache in transformers' cache, are still planned."""
+    transformers = require("transformers")
+    from gpuplan.model.spec import ModelSpec
+
+    monkeypatch.setenv("GPUPLAN_CACHE_DIR", str(tmp_path / "cache"))
+    config = {**transformers.CONFIG_MAPPING[family]().to_dict(), "architectures": [built]}
+    if not refused:
+        assert ModelSpec.from_config(config, family).architecture == built
+        return
+    with pytest.raises(GpuplanError, match=f"{built}: filed by transformers under no class that generates text"):
+        ModelSpec.from_config(config, family)
+
+
+@pytest.mark.sim
+def test_a_family_transformers_does_not_know_is_pointed_at_simulate_module(tmp_path, monkeypatch):
+    """A config of the user's own model (its own model_type, its own sizes' names): the refusal named upgrading
+    transformers and known families only, not the way gpuplan measures a model it cannot read (s30-beyond's walk)."""
+    require("transformers")
+    monkeypatch.setenv("GPUPLAN_CACHE_DIR", str(tmp_path / "cache"))
+    path = tmp_path / "config.json"
+    path.write_text(json.dumps({"model_type": "my_weird_net", "architectures": ["WeirdNetModel"], "hidden": 64}))
+    with pytest.raises(GpuplanError) as err:
+        load_model(str(path))
+    message = str(err.value)
+    assert "does not know model_type 'my_weird_net'" in message and "simulate --module" in message
+    assert "\n" not in message
 
 
 @pytest.mark.sim

@@ -812,6 +812,21 @@ def test_recommend_prints_the_cards_for_people_and_refuses_launch(capsys):
     assert "run `gpuplan launch`" in capsys.readouterr().err
 
 
+def test_a_narrow_recommend_keeps_the_columns_its_rows_are_ranked_by(capsys, monkeypatch):
+    """At 80 columns a FLUX LoRA's "cost first" table kept $/h, s/step and images/s and dropped the job's $ it was
+    ranked by (s30-beyond's walk); now the job's hours and $ stay, or the step's time when ranked by time."""
+    monkeypatch.setenv("COLUMNS", "60")
+    args = ["recommend", "--model", "sdxl", "--task", "train", "--method", "lora", "--gpus", "rtx-4090,h100"]
+    for extra, kept, gone in ((["--train-steps", "100"], ("hours", "job $"), "s/step"),
+                              ([], ("$/1k images",), "s/step"),
+                              (["--objective", "time"], ("s/step",), "$/h")):
+        assert run([*args, *extra]) == 0
+        captured = capsys.readouterr().out
+        header = next(line for line in captured.splitlines() if "GPU" in line)
+        assert all(word in header for word in kept) and gone not in header
+        assert f"not shown at this width: {gone}" in " ".join(captured.split())
+
+
 def test_cost_lists_every_offer_of_a_card_a_module_job_fits(capsys):
     table = gpuplan.cost({"model": "flux-dev", "task": "infer", "quant": "nf4", "gpu": "rtx-4090"})
     assert isinstance(table, gpuplan.api.ModuleChoices) and len(table.setups) >= 2

@@ -60,6 +60,10 @@ MODEL = textwrap.dedent('''
     def chatty():
         print("building the net")
         return mlp()
+
+
+    def sized(width, *layers, depth=2, **options):
+        return nn.Linear(width, width), torch.randn(4, width)
 ''')
 
 
@@ -139,6 +143,8 @@ def test_the_table_says_simulated_and_modelled(package, capsys):
     ("my_pkg.my_model:broken", "failed on fake tensors (RuntimeError: no weights here)"),
     ("my_pkg.my_model:not_a_pair", "must return (module, example_input)"),
     ("my_pkg.my_model:two_names", "an nn.Module first, not (str, str)"),  # was "not tuple"
+    # was "failed on fake tensors (TypeError: sized() missing 1 required positional argument: 'width')"
+    ("my_pkg.my_model:sized", "my_pkg.my_model:sized takes arguments (width) and --module calls it with none"),
 ])
 def test_a_bad_target_is_one_sentence(package, target, words, capsys):
     assert run(["simulate", "--module", target]) == 2

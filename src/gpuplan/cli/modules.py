@@ -156,14 +156,19 @@ def render_choices(choices, fmt: str, *, ranked: bool) -> None:
              "gpu": " ".join([short(r.gpu_id), "+".join(TECHNIQUE_CELLS.get(w, w) for w in r.techniques)]).strip(),
              "time": r.step_s if train else r.call_s, "memory": f"{r.device_peak_gib:,.1f} / {r.capacity_gib:,.1f}"}
             for i, r in enumerate(rows, 1)]
+    # on a narrow terminal the columns of what the rows are ranked by stay (the job's hours and price, else the
+    # price per 1,000; the step's time when ranked by time); $/h and the rates drop first (s30-beyond's walk: at 80
+    # columns a FLUX LoRA's "cost first" table showed $/h, s/step and images/s and dropped the job's $)
+    timed = ranked and choices.objective == "time"
     columns = [*([Column("rank", "#", align="right", priority=0)] if ranked else []),
                Column("gpu", "setup" if changed else "GPU", priority=0), Column("cell", "offer", priority=1),
-               Column("usd_per_hour", "$/h", fmt=num("{:,.2f}"), align="right"),
-               Column("time", "s/step" if train else "s/call", fmt=num("{:,.3g}"), align="right"),
-               Column("samples_per_s", f"{unit}/s", fmt=num("{:,.3g}"), align="right"),
+               Column("usd_per_hour", "$/h", fmt=num("{:,.2f}"), align="right", priority=2),
+               Column("time", "s/step" if train else "s/call", fmt=num("{:,.3g}"), align="right",
+                      priority=1 if timed else 2),
+               Column("samples_per_s", f"{unit}/s", fmt=num("{:,.3g}"), align="right", priority=2),
                *([Column("hours", "hours", fmt=num("{:,.2f}"), align="right"),
                   Column("usd_total", "job $", fmt=usd, align="right")] if job else []),
-               Column("usd_per_1000", f"$/1k {unit}", fmt=usd, align="right"),
+               Column("usd_per_1000", f"$/1k {unit}", fmt=usd, align="right", priority=2 if job else 1),
                Column("memory", "GiB used / usable", align="right", priority=3)]
     what = "cards, each on its cheapest offer" if ranked else "offers"
     show(data, columns, fmt, title=f"{len(rows)} {what} the job fits ({choices.fitting} of {choices.evaluated} cards "

@@ -65,6 +65,7 @@ class DiffusionLaunch:
                 f"predicted per GPU: device peak {p['device_peak_gib_per_gpu']:.1f} GiB of "
                 f"{p['capacity_gib_per_gpu']:.1f} (allocated {p['allocated_peak_gib_per_gpu']:.1f}), peak in "
                 f"{p['peak_phase']}; {p['it_per_s']:.2f} it/s ({p['step_time_s']:.2f} s per optimizer step)",
+                KOHYA_FOLDERS if self.scenario.stack == "kohya" else
                 "edit before running: the image folder (and its captions or instance prompt)"]
 
 
@@ -206,6 +207,13 @@ def diffusers_files(plan: DiffusionLaunch, images: str) -> list[LaunchFile]:
 
 
 # ---- kohya ---------------------------------------------------------------------------------------------------------
+# sd-scripts reads train_data_dir's subfolders named <repeats>_<concept> and skips any other ("ignore directory
+# without repeats"), so images put in the folder itself are "No data found"; a caption is the image's name with
+# caption_extension, ".caption" unless set (library/config_util.py generate_dreambooth_subsets_config_by_subdirs,
+# library/train_util.py --caption_extension, at KOHYA_COMMIT): the TOML sets ".txt", as the other trainers' files read
+KOHYA_FOLDERS = ("edit before running: the image folder, whose subfolders sd-scripts reads, each named "
+                 "<repeats>_<concept> (images/1_subject/, each image with a .txt caption beside it), not images put "
+                 "in the folder itself")
 KOHYA_SCRIPTS = {("sd", "lora"): "train_network.py", ("sd", "full"): "train_db.py",
                  ("sdxl", "lora"): "sdxl_train_network.py", ("sdxl", "full"): "sdxl_train.py",
                  ("sd3", "lora"): "sd3_train_network.py", ("sd3", "full"): "sd3_train.py",
@@ -235,7 +243,7 @@ def kohya_tables(plan: DiffusionLaunch, images: str) -> dict[str, dict[str, Any]
         "mixed_precision": s.precision.split("-")[0] if s.precision != "fp32" else "no",
         "gradient_checkpointing": s.grad_checkpointing != "none", "cache_latents": bool(s.cache_latents),
         "cache_text_encoder_outputs": s.text_encoders == "cached", "sdpa": True, "save_model_as": "safetensors",
-        "seed": 0}
+        "caption_extension": ".txt", "seed": 0}
     if s.precision == "bf16-true":
         training["full_bf16"] = True
     if len(pixels) > 1:

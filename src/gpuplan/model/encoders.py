@@ -303,11 +303,3 @@ def _inputs(spec: ModuleSpec, c: Component, batch: int, sizes: tuple[int, ...]):
         tokens = int(text.get("max_position_embeddings", 77 if family == "clip" else 64))
         return (), {"input_ids": torch.randint(0, 1000, (batch, tokens)), "pixel_values": pixels}
     return (), {"pixel_values": pixels}
-
-
-def refuse_unknown(config: dict[str, Any], where: str) -> GpuplanError:
-    """The one sentence for a config that is neither a decoder nor a family modelled here."""
-    return GpuplanError(
-        f"{where}: model_type {config.get('model_type')!r} is not a decoder LLM, and gpuplan models no "
-        f"encoder or encoder-decoder of that family (it knows {', '.join(sorted(FAMILIES))}): `gpuplan simulate "
-        "--module my_pkg.my_model:build` measures any module you build, on fake tensors")

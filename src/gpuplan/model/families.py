@@ -10,6 +10,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from ..errors import GpuplanError
+
 # model_type -> (kind, the class built when the config names none transformers has, its variables)
 FAMILIES: dict[str, tuple[str, str, tuple[str, ...]]] = {
     "whisper": ("encoder-decoder", "WhisperForConditionalGeneration", ("decoder_tokens",)),
@@ -66,7 +68,7 @@ def family_named(config: dict[str, Any]) -> str | None:
     modelled family (missing, empty, or another's), else None: such a config is refused, not read as a decoder
     (transformers reads no config without its ``model_type``: ``AutoConfig.from_pretrained``). A text encoder's
     classes are its name and ``For...`` or ``Model`` (``BertForMaskedLM``, ``DebertaV2Model``): ``BertGeneration...``
-    and ``RobertaPreLayerNorm...`` are other families'."""
+    and ``RobertaPreLayerNorm...`` are other families', as ``Siglip2Model`` and ``ViTMAEModel`` are."""
     named = config.get("architectures")
     given = config.get("model_type")
     if (isinstance(given, str) and given in FAMILIES) or not isinstance(named, list):
@@ -76,7 +78,19 @@ def family_named(config: dict[str, Any]) -> str | None:
         plain = family.replace("_", "").replace("-", "")
         if family in TEXT_ENCODERS:
             return c.startswith(f"{plain}for") or c == f"{plain}model"
-        return c.startswith(plain)
+        # the family's own classes (CLIPVisionModel, T5EncoderModel), not another family's that starts alike
+        # (Siglip2Model, ViTMAEModel, CLIPSegModel, T5GemmaModel: s30-beyond's walk told a siglip2 config to write
+        # model_type siglip)
+        rest = c[len(plain):]
+        return c.startswith(plain) and (not rest or rest.startswith(("for", "model", "vision", "text", "encoder")))
 
     found = [f for f in FAMILIES if any(names(f, c) for c in classes)]
     return max(found, key=len) if found else None  # mt5 before t5: the longest name that fits
+
+
+def refuse_unknown(config: dict[str, Any], where: str) -> GpuplanError:
+    """The one sentence for a config that is neither a decoder nor a family modelled here."""
+    return GpuplanError(
+        f"{where}: model_type {config.get('model_type')!r} is not a decoder LLM, and gpuplan models no "
+        f"encoder or encoder-decoder of that family (it knows {', '.join(sorted(FAMILIES))}): `gpuplan simulate "
+        "--module my_pkg.my_model:build` measures any module you build, on fake tensors")

@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ..errors import GpuplanError, normalize_name
-from .families import NOT_DECODERS, diffusers_class, family_named, is_encoder_family
+from .families import NOT_DECODERS, diffusers_class, family_named, is_encoder_family, refuse_unknown
 
 if TYPE_CHECKING:
     from .module_spec import ModuleSpec  # made by the readers of such models (.diffusers, .encoders)
@@ -131,11 +131,11 @@ def of_config(config: Any, name: str) -> ModuleSpec | None:
     refused = head or (isinstance(family, str) and family in NOT_DECODERS) or config.get("is_encoder_decoder") is True
     if not (is_encoder_family(config) or refused):
         return None
-    from . import encoders
-
     if is_encoder_family(config):
+        from . import encoders
+
         return encoders.model_spec(name, config)
-    raise encoders.refuse_unknown(config, f"{name} ({head})" if head else name)
+    raise refuse_unknown(config, f"{name} ({head})" if head else name)
 
 
 def from_hub(repo_id: str, fetch) -> ModuleSpec | None:

@@ -74,6 +74,35 @@ def _filed_under() -> dict[str, str]:
     return found
 
 
+# transformers' tables of the classes that generate text (decoders, multimodal decoders), and of encoders' tasks: a
+# family filed under none of the first is no decoder LLM when its layers keep no cache (NomicBertModel) or when it
+# is filed under an encoder's task (EuroBERT, ConvBERT: masked LM; DINOv2: image classification); GPT-1's and
+# RWKV's causal LMs keep nothing in transformers' cache either and stay decoders, and the text halves of
+# multimodal decoders (qwen2_5_vl_text) are filed under neither
+GENERATING_TABLES = ("MODEL_FOR_CAUSAL_LM_MAPPING_NAMES", "MODEL_FOR_IMAGE_TEXT_TO_TEXT_MAPPING_NAMES",
+                     "MODEL_FOR_MULTIMODAL_LM_MAPPING_NAMES")
+ENCODER_TABLES = ("MODEL_FOR_MASKED_LM_MAPPING_NAMES", "MODEL_FOR_IMAGE_CLASSIFICATION_MAPPING_NAMES",
+                  "MODEL_FOR_BACKBONE_MAPPING_NAMES", "MODEL_FOR_CTC_MAPPING_NAMES",
+                  "MODEL_FOR_AUDIO_CLASSIFICATION_MAPPING_NAMES")
+
+
+def not_a_decoder(config: dict[str, Any], cached: bool) -> bool:
+    """Whether transformers files the config's ``model_type`` (or the class its ``architectures`` names) under no
+    class that generates text, and either its layers keep no cache (``cached`` False) or it is filed under an
+    encoder's task (:data:`GENERATING_TABLES`, :data:`ENCODER_TABLES`); False without transformers."""
+    if importlib.util.find_spec("transformers") is None:
+        return False
+    from transformers.models.auto import modeling_auto
+
+    named = set(config.get("architectures") or ()) if isinstance(config.get("architectures"), list) else set()
+
+    def filed(tables: tuple[str, ...]) -> bool:
+        found = [getattr(modeling_auto, name, {}) for name in tables]
+        return any(config.get("model_type") in table or named & set(table.values()) for table in found)
+
+    return not filed(GENERATING_TABLES) and (not cached or filed(ENCODER_TABLES))
+
+
 def _one_size_each(config: dict[str, Any], model_type: str) -> None:
     """The exact family readers take one width for every layer: a list there (the per-layer form Gemma 3n writes,
     which the validator lets through) ended in a TypeError inside the reader (session 7's walk: a Llama config with

@@ -17,9 +17,10 @@ from functools import cached_property
 from typing import Any
 
 from ..errors import GpuplanError
+from .families import refuse_unknown
 from .layers import Layer, Linear
 from .quant import DTYPE_BYTES, Format, checkpoint_format
-from .reading import family_of, read_architecture
+from .reading import family_of, not_a_decoder, read_architecture
 from .validate import checked_config
 
 # The dtype checkpoints ship in when their config.json does not say (the repos' safetensors headers).
@@ -112,6 +113,13 @@ class ModelSpec:
         layers = tuple(distinct.setdefault(layer, layer) for layer in arch.pop("layers"))
         if not layers:
             raise GpuplanError("the config declares zero decoder layers (num_hidden_layers must be >= 1)")
+        cached = any(layer.attention != "none" for layer in layers)  # a decoder's layers keep a cache to decode with
+        if reading.counted_by.startswith("transformers") and "(bundled)" not in reading.counted_by \
+                and not_a_decoder(config, cached):  # read off transformers now or before (bundled ones: decoders)
+            built = (config.get("architectures") or [family_of(config)])[0]
+            why = "filed by transformers under no class that generates text" + \
+                ("" if cached else ", and no layer of it keeps a cache to decode with")
+            raise refuse_unknown(config, f"{name or built} ({built}: {why})")
         context = text.get("max_position_embeddings") or arch.pop("max_context", None)
         arch.pop("max_context", None)
         if config.get("model_type") == "bloom":

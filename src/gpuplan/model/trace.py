@@ -99,7 +99,8 @@ def build_meta(config: dict[str, Any], dtype: str = "bfloat16", progress: str | 
     except Exception as err:  # transformers' config validation, whatever it raises, in one sentence
         if model_type not in transformers.CONFIG_MAPPING:
             raise TraceError(f"transformers {transformers.__version__} does not know model_type "
-                             f"{model_type!r}: upgrade transformers, or pass a config of a known family") from None
+                             f"{model_type!r}: upgrade transformers, pass a config of a known family, or run "
+                             "your model's own code with `gpuplan simulate --module my_pkg.my_model:build`") from None
         raise TraceError(f"transformers cannot read this {model_type} config ({_first_line(err)})") from None
     if progress:
         print(progress, file=sys.stderr, flush=True)

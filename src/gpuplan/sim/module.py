@@ -109,7 +109,24 @@ def load_target(target: str):
     build = getattr(found, attr, None)
     if not callable(build):
         raise GpuplanError(f"{module_name} has no callable {attr} (--module {target})")
+    needed = _required_arguments(build)
+    if needed:
+        raise GpuplanError(f"{target} takes arguments ({', '.join(needed)}) and --module calls it with none: give "
+                           "them defaults, or name a function of no arguments that calls it with yours")
     return build
+
+
+def _required_arguments(build) -> list[str]:
+    """The parameters ``build`` cannot be called without (no default, not ``*args`` or ``**kwargs``): a build that
+    takes a width failed inside the fake-tensor pass as a TypeError (s30-beyond's walk)."""
+    import inspect
+
+    try:
+        params = inspect.signature(build).parameters.values()
+    except (TypeError, ValueError):  # a builtin or C callable without a signature: called, and its failure said
+        return []
+    return [p.name for p in params if p.default is inspect.Parameter.empty
+            and p.kind not in (inspect.Parameter.VAR_POSITIONAL, inspect.Parameter.VAR_KEYWORD)]
 
 
 def _failure(err: BaseException) -> str:
