@@ -13,16 +13,18 @@ from __future__ import annotations
 
 import math
 import os
+from importlib.util import find_spec
 
 import pytest
 
 from gpuplan.launchers.smoke import STEPS, smoke
 from gpuplan.scenario import scenario_from
 
-pytest.importorskip("trl")
-pytest.importorskip("deepspeed")
-# one worker runs them in turn (pytest-xdist): accelerate's processes on one machine meet on port 29500
-pytestmark = pytest.mark.xdist_group("smoke")
+# one worker runs them in turn (pytest-xdist): accelerate's processes on one machine meet on port 29500. The runs
+# import TRL and DeepSpeed in their own processes: looked up here, not imported (DeepSpeed's import alone is ~2.5
+# CPU-s, which every worker's collection paid)
+pytestmark = [pytest.mark.xdist_group("smoke"),
+              pytest.mark.skipif(not (find_spec("trl") and find_spec("deepspeed")), reason="needs trl and deepspeed")]
 BASE = dict(model="qwen2.5-0.5b", task="train", method="full", gpu="l40s")
 
 
