@@ -46,7 +46,8 @@ COMMANDS = tree.commands()
 # cases per run, by command (any other: 6); the slow commands fewer (fit ~2 s, table ~3 s, simulate imports torch)
 RUNS = {"estimate": 24, "cost": 12, "recommend": 10, "launch": 12, "capacity": 4, "fit": 3, "table": 1,
         "simulate": 2, "probe": 2, "serve": 3, "gpuplan": 3}
-API_RUNS = {"estimate": 20, "recommend": 8, "cost": 8, "fit": 3, "capacity": 3, "launch": 10}
+# the API's (any other: 10); table, ~2.5 CPU-s a case, fewer as the command's
+API_RUNS = {"estimate": 20, "recommend": 8, "cost": 8, "fit": 3, "capacity": 3, "launch": 10, "table": 2}
 ENDPOINTS = web.endpoints()
 WEB_RUNS = {"web POST /api/estimate": 8, "web POST /api/upload": 6, "web GET /api/gpus": 1, "web GET /api/form": 1}
 

@@ -1,13 +1,12 @@
 """The GPU catalog: names, ambiguity, precision support and usable memory."""
 
 import json
-import subprocess
-import sys
 from importlib import resources
 
 import pytest
 import yaml
 
+from conftest import cli_in_process
 from gpuplan import GpuplanError
 from gpuplan.errors import UnknownNameError
 from gpuplan.hardware import gpus, load_gpu, resolve_gpu
@@ -174,7 +173,7 @@ def test_rtx_5060_ti_is_an_x8_card_and_the_boxes_have_no_slot():
 
 
 def test_gpus_command_lists_the_new_cards():
-    done = subprocess.run([sys.executable, "-m", "gpuplan", "gpus", "--json"], capture_output=True, text=True)
+    done = cli_in_process("gpus", "--json")
     assert done.returncode == 0, done.stderr
     listed = {row["id"]: row for row in json.loads(done.stdout)}
     for _, gpu_id, gib, gbs, _, _, msrp in NEW_CARDS:

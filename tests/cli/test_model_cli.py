@@ -4,10 +4,14 @@ any number, in every command that uses it (and in --json as model.exact: false w
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
+from unittest import mock
 
 import pytest
+
+from conftest import cli_in_process
 
 UNKNOWN = {"model_type": "my_new_lm", "architectures": ["MyNewLMForCausalLM"], "hidden_size": 4096,
            "num_attention_heads": 32, "num_key_value_heads": 8, "num_hidden_layers": 32, "vocab_size": 128256,
@@ -15,8 +19,8 @@ UNKNOWN = {"model_type": "my_new_lm", "architectures": ["MyNewLMForCausalLM"], "
 
 
 def gpuplan(*args: str) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "gpuplan", *args], capture_output=True, text=True,
-                          env={**__import__("os").environ, "COLUMNS": "120"})
+    with mock.patch.dict(os.environ, {"COLUMNS": "120"}):
+        return cli_in_process(*args)
 
 
 @pytest.fixture
@@ -73,8 +77,6 @@ def test_unreadable_config_is_one_sentence(tmp_path):
 def test_first_models_listing_builds_nothing_and_says_nothing(tmp_path):
     """A fresh install (empty cache): `gpuplan models` lists every bundled model from what ships, with nothing
     on stderr (no build, no third-party warnings) and nothing written to the cache."""
-    import os
-
     done = subprocess.run([sys.executable, "-m", "gpuplan", "models", "--json"], capture_output=True, text=True,
                           env={**os.environ, "GPUPLAN_CACHE_DIR": str(tmp_path / "cache")})
     assert done.returncode == 0 and done.stderr == "", done.stderr

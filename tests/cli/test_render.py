@@ -11,10 +11,12 @@ import re
 import subprocess
 import sys
 from pathlib import Path
+from unittest import mock
 
 import pytest
 from rich.console import Console
 
+from conftest import cli_in_process
 from gpuplan.cli.render import Column, bullet, fit_columns, num, plain, show, table, to_csv, usd, write_json
 
 ROWS = [{"id": "nvidia-h100-sxm5-80gb", "memory": 80.0, "price": 2.4, "note": "the SXM board, NVLink 900 GB/s"},
@@ -76,8 +78,10 @@ def test_bullets_wrap_with_a_hanging_indent():
 
 
 def cli(*args: str, columns: int = 80) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "gpuplan", *args], capture_output=True, text=True,
-                          env={**os.environ, "COLUMNS": str(columns)})
+    """``gpuplan ARGS`` in this process (conftest.cli_in_process) at ``columns`` (each command sizes its consoles by
+    ``COLUMNS`` as it starts: test_each_command_reads_columns_as_it_starts)."""
+    with mock.patch.dict(os.environ, {"COLUMNS": str(columns)}):
+        return cli_in_process(*args)
 
 
 @pytest.mark.parametrize("args, identities", [

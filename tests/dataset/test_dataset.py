@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pytest
 
+from conftest import cli_in_process as cli
 from gpuplan import GpuplanError
 from gpuplan.dataset.batching import batching
 from gpuplan.scenario import scenario_from
@@ -19,10 +20,6 @@ from gpuplan.scenario import scenario_from
 WORDS = ["the", "cat", "sat", "on", "mat", "a", "dog", "ran", "hello", "world", "user", "assistant"]
 # four text records of 5, 3, 2 and 6 whitespace words: the tokenizer gives one token per word
 TEXTS = ["the cat sat on the", "a dog ran", "hello world", "the cat sat on the mat"]
-
-
-def cli(*args: str) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "gpuplan", *args], capture_output=True, text=True)
 
 
 @pytest.fixture(scope="module")

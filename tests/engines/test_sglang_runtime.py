@@ -3,6 +3,7 @@
 
 import pytest
 
+from conftest import cli_in_process
 from gpuplan.engines import sglang
 from gpuplan.hardware import load_gpu
 from gpuplan.model.catalog import load_model
@@ -94,9 +95,8 @@ def test_engine_sglang_errors_and_flags():
 
     with pytest.raises(GpuplanError, match="serves models"):
         estimate(dict(model="llama-3.1-8b", task="train", engine="sglang", gpu="h100-sxm"))
-    done = subprocess.run([sys.executable, "-m", "gpuplan", "estimate", "--model", "qwen2.5-7b", "--task", "infer",
-                           "--engine", "sglang", "--mem-fraction-static", "0.8", "--gpu", "l40s", "--json"],
-                          capture_output=True, text=True)
+    done = cli_in_process("estimate", "--model", "qwen2.5-7b", "--task", "infer", "--engine", "sglang",
+                          "--mem-fraction-static", "0.8", "--gpu", "l40s", "--json")
     assert done.returncode == 0, done.stderr
     eng = json.loads(done.stdout)["memory"]["engine"]
     assert eng["engine"] == "sglang" and eng["mem_fraction_static"] == 0.8

@@ -6,10 +6,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
-import os
 import shlex
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -17,6 +14,7 @@ import yaml
 from typer.testing import CliRunner
 
 import benchfiles
+from conftest import cli_in_process
 from gpuplan import estimate
 from gpuplan import overheads as oh
 from gpuplan.cli import app as cli_app
@@ -183,9 +181,8 @@ def test_the_simulated_load_runs_speculative_steps():
 
 
 def test_the_cli_refuses_with_exit_2_and_no_traceback():
-    proc = subprocess.run([sys.executable, "-m", "gpuplan", "estimate", "--model", "llama-3.1-8b", "--task", "infer",
-                           "--engine", "vllm", "--gpu", "h100-sxm", "--speculative-method", "mtp"],
-                          capture_output=True, text=True, env={**os.environ, "PYTHONPATH": str(ROOT / "src")})
+    proc = cli_in_process("estimate", "--model", "llama-3.1-8b", "--task", "infer", "--engine", "vllm", "--gpu",
+                          "h100-sxm", "--speculative-method", "mtp")
     assert proc.returncode == 2 and "Traceback" not in proc.stderr and proc.stderr.strip().count("\n") == 0
     assert "config has no MTP layers" in proc.stderr
     ok = CliRunner().invoke(cli_app, ["estimate", "--model", "llama-3.1-8b", "--task", "infer", "--engine", "vllm",

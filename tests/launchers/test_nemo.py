@@ -6,12 +6,11 @@ from __future__ import annotations
 
 import ast
 import json
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
+from conftest import cli_in_process
 from gpuplan import GpuplanError
 from gpuplan.launchers import launch_files, launch_plan
 from gpuplan.launchers.nemo import RECIPES
@@ -136,8 +135,7 @@ def test_nemo_refuses_what_it_cannot_express(fields, message):
 def test_nemo_refusal_on_the_command_line_is_exit_2():
     """MLPerf's Llama-2-70B LoRA (the bundled example): NeMo 2.0 has no llama2_70b recipe."""
     example = Path(__file__).parents[2] / "examples" / "mlperf-llama2-70b-lora.yaml"
-    run = subprocess.run([sys.executable, "-m", "gpuplan", "launch", str(example), "--target", "nemo", "-o", "-"],
-                         capture_output=True, text=True)
+    run = cli_in_process("launch", str(example), "--target", "nemo", "-o", "-")
     assert run.returncode == 2 and "Traceback" not in run.stderr
     assert "NeMo has no recipe" in run.stderr and len(run.stderr.strip().splitlines()) == 1
 

@@ -13,16 +13,19 @@ from __future__ import annotations
 
 import math
 import os
+import shlex
+from importlib.util import find_spec
 
 import pytest
 
-from gpuplan.launchers.smoke import STEPS, smoke
+from gpuplan.launchers.smoke import STEPS, _sky_run, clear, prepare, run_target, smoke
 from gpuplan.scenario import scenario_from
 
-pytest.importorskip("trl")
-pytest.importorskip("deepspeed")
-# one worker runs them in turn (pytest-xdist): accelerate's processes on one machine meet on port 29500
-pytestmark = pytest.mark.xdist_group("smoke")
+# one worker runs them in turn (pytest-xdist): accelerate's processes on one machine meet on port 29500. The runs
+# import TRL and DeepSpeed in their own processes: looked up here, not imported (DeepSpeed's import alone is ~2.5
+# CPU-s, which every worker's collection paid)
+pytestmark = [pytest.mark.xdist_group("smoke"),
+              pytest.mark.skipif(not (find_spec("trl") and find_spec("deepspeed")), reason="needs trl and deepspeed")]
 BASE = dict(model="qwen2.5-0.5b", task="train", method="full", gpu="l40s")
 
 
@@ -36,11 +39,31 @@ def check(runs, targets) -> None:
         assert r.passed
 
 
+def command_of(text: str) -> list[str]:
+    """A shell command's words, its line continuations joined."""
+    return shlex.split(text.replace("\\\n", " "))
+
+
 def test_ddp_plan_trains_with_trainer_accelerate_torchrun_and_skypilot(tmp_path):
-    targets = ["trainer", "accelerate", "torchrun", "skypilot"]
-    plan, runs = smoke(scenario_from({**BASE, "num_gpus": 2, "sharding": "ddp"}), tmp_path, targets, cuda=False)
+    """SkyPilot's ``run`` section on one node is accelerate-launch.sh's command, word for word (the script's resume
+    suffix aside: ``$(ls -d checkpoints/checkpoint-* ...)`` finds nothing in a run that starts afresh, as every smoke
+    run does), run here in the same folder and environment: the accelerate run is its run, and running the same
+    command again (3 processes importing torch and TRL, ~20 CPU-s) would check nothing more."""
+    targets = ["trainer", "accelerate", "torchrun"]
+    plan, opts, chosen = prepare(scenario_from({**BASE, "num_gpus": 2, "sharding": "ddp"}), tmp_path,
+                                 [*targets, "skypilot"])
+    assert chosen == [*targets, "skypilot"]
+    runs = []
+    for target in targets:  # as smoke() runs each: afresh
+        clear(tmp_path / opts.output_dir)
+        runs.append(run_target(target, plan, opts, tmp_path, False, 600.0))
     assert plan.scenario.world_size == 2 and plan.model.num_layers == 2 and plan.model.hidden_size == 64
     check(runs, targets)
+    script = (tmp_path / "accelerate-launch.sh").read_text(encoding="utf-8").split("set -euo pipefail\n", 1)[1]
+    launched, resume = script.split(" $(ls -d checkpoints/checkpoint-* 2>/dev/null", 1)
+    assert resume.strip().endswith("| sed 's/^/--resume_from_checkpoint /')")
+    assert command_of(_sky_run(tmp_path)) == command_of(launched) == [
+        "accelerate", "launch", "--config_file", "accelerate.yaml", "-m", "trl.scripts.sft", "--config", "trainer.yaml"]
 
 
 def test_zero2_plan_trains_with_deepspeed_on_the_cpu(tmp_path):

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-pytest.importorskip("trl")
+pytestmark = pytest.mark.skipif(not importlib.util.find_spec("trl"), reason="needs trl")  # found, not imported
 BENCH = Path(__file__).resolve().parents[2] / "bench" / "smoke_gpu.py"
 
 

@@ -12,9 +12,10 @@ import datetime as dt
 import json
 import os
 import subprocess
-import sys
 from types import SimpleNamespace
+from unittest import mock
 
+from conftest import cli_in_process
 from gpuplan.hardware import gpus
 from gpuplan.market.sources import Query
 from gpuplan.market.sources.gpuhunt_source import GpuhuntSource
@@ -28,8 +29,8 @@ VMS = HEADER + f"mi250x-4,MI250X,4.0,64.0,512.0,{INFO % ('MI250X', 4, 128 * 1024
 
 
 def gpuplan(*args: str, cache) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "gpuplan.cli", *args], capture_output=True, text=True,
-                          env={**os.environ, "GPUPLAN_CACHE_DIR": str(cache)})
+    with mock.patch.dict(os.environ, {"GPUPLAN_CACHE_DIR": str(cache)}):
+        return cli_in_process(*args)
 
 
 def test_the_device_count_comes_from_the_catalog_and_the_memory_says_package_or_device():

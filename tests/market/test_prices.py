@@ -5,15 +5,14 @@ from __future__ import annotations
 
 import datetime as dt
 import json
-import os
 import re
 import subprocess
-import sys
 from pathlib import Path
 from types import SimpleNamespace
 
 import pytest
 
+from conftest import cli_in_process
 from gpuplan import GpuplanError, estimate
 from gpuplan.market.bill import billed_hours
 from gpuplan.market.cost import daly_wall_time_h, spot_dearer
@@ -37,9 +36,8 @@ VMS = ("InstanceType,AcceleratorName,AcceleratorCount,vCPUs,MemoryGiB,GpuInfo,Pr
        f"inf2.xlarge,Inferentia2,1.0,4.0,16.0,{INFO % ('Inferentia2', 1, 32768)},0.7582,0.2,us-east-1,use1-az1\n")
 
 
-def gpuplan(*args: str, env: dict | None = None) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "gpuplan.cli", *args], capture_output=True, text=True,
-                          env={**os.environ, **(env or {})})
+def gpuplan(*args: str) -> subprocess.CompletedProcess:
+    return cli_in_process(*args)
 
 
 @pytest.fixture

@@ -6,11 +6,11 @@ from __future__ import annotations
 import json
 import math
 import os
-import subprocess
-import sys
+from unittest import mock
 
 import pytest
 
+from conftest import cli_in_process
 from gpuplan import estimate
 from gpuplan.hardware import load_gpu
 from gpuplan.model.catalog import bundled, load_model
@@ -213,11 +213,9 @@ def test_fit_s_headline_says_each_row_is_laid_out_as_estimate_lays_it_out():
 
 
 def test_estimate_check_exit_codes():
-    env = {**os.environ, "COLUMNS": "120"}
-
     def code(*args):
-        return subprocess.run([sys.executable, "-m", "gpuplan", "estimate", *args, "--check"], capture_output=True,
-                              text=True, env=env).returncode
+        with mock.patch.dict(os.environ, {"COLUMNS": "120"}):
+            return cli_in_process("estimate", *args, "--check").returncode
 
     assert code("--model", "qwen2.5-0.5b", "--task", "infer", "--gpu", "rtx-4090") == 0
     assert code("--model", "llama-3.1-70b", "--task", "infer", "--gpu", "rtx-4090") == 3

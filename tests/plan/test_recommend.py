@@ -10,9 +10,11 @@ import os
 import re
 import subprocess
 import sys
+from unittest import mock
 
 import pytest
 
+from conftest import cli_in_process
 from gpuplan import GpuplanError, estimate
 from gpuplan.model.catalog import load_model
 from gpuplan.plan.recommend import Constraints, parse_have, recommend
@@ -174,12 +176,11 @@ def test_deadline_and_budget_are_met_at_the_slow_end_of_the_band():
 def test_every_format_prints_the_deadline_headline():
     """The fewest-GPUs line is the answer to a deadline question: table and plain and markdown print it on stdout,
     csv on stderr (stdout stays one table), json as fewest_line."""
-    args = [sys.executable, "-m", "gpuplan", "recommend", "--model", "llama-3.2-1b", "--task", "train",
+    args = ["recommend", "--model", "llama-3.2-1b", "--task", "train",
             "--method", "lora", "--train-tokens", "1e8", "--deadline-hours", "48", "--gpus", "l4,a10g",
             "--max-gpus", "2", "--top", "3"]
-    env = {**os.environ, "COLUMNS": "200"}
     for fmt in ("table", "plain", "markdown", "csv", "json"):
-        done = subprocess.run([*args, "--format", fmt], capture_output=True, text=True, env=env, timeout=300)
+        done = gpuplan(*args, "--format", fmt)
         assert done.returncode == 0, done.stderr
         where = done.stderr if fmt == "csv" else done.stdout
         assert "fewest GPUs that meet the 48 h deadline" in where, fmt
@@ -192,12 +193,10 @@ def test_csv_writes_the_numbers_the_json_holds():
     table's text (`"1,981 ±6%"`, `72/80`, `6 d`, session 7's walk): each is now the number the JSON holds."""
     import csv
 
-    args = [sys.executable, "-m", "gpuplan", "recommend", "--model", "llama-3.2-1b", "--task", "infer", "--gpus",
-            "l4,a10g,l40s", "--max-gpus", "1", "--top", "3"]
-    rows = list(csv.DictReader(subprocess.run([*args, "--format", "csv"], capture_output=True, text=True,
-                                              timeout=300, check=True).stdout.splitlines()))
-    setups = json.loads(subprocess.run([*args, "--json"], capture_output=True, text=True, timeout=300,
-                                       check=True).stdout)["setups"]
+    args = ["recommend", "--model", "llama-3.2-1b", "--task", "infer", "--gpus", "l4,a10g,l40s", "--max-gpus", "1",
+            "--top", "3"]
+    rows = list(csv.DictReader(succeeded(*args, "--format", "csv").splitlines()))
+    setups = json.loads(succeeded(*args, "--json"))["setups"]
     assert len(rows) == len(setups) == 3
     for row, x in zip(rows, setups, strict=True):
         assert float(row["tok/s"]) == pytest.approx(x["tokens_per_s"], rel=1e-9)
@@ -210,12 +209,10 @@ def test_the_speed_band_is_the_answers_words_the_table_and_page_print():
     none. The row carries it (Setup.speed_band, in the JSON); the table's cell and the page's print it."""
     from pathlib import Path
 
-    args = [sys.executable, "-m", "gpuplan", "recommend", "--model", "llama-3.2-1b", "--task", "infer", "--gpus",
-            "l4,a10g,l40s", "--max-gpus", "1", "--top", "3"]
-    rows = [line.split("|") for line in subprocess.run([*args, "--format", "plain"], capture_output=True,
-                                                       text=True, timeout=300, check=True).stdout.splitlines()]
-    setups = json.loads(subprocess.run([*args, "--json"], capture_output=True, text=True, timeout=300,
-                                       check=True).stdout)["setups"]
+    args = ["recommend", "--model", "llama-3.2-1b", "--task", "infer", "--gpus", "l4,a10g,l40s", "--max-gpus", "1",
+            "--top", "3"]
+    rows = [line.split("|") for line in succeeded(*args, "--format", "plain").splitlines()]
+    setups = json.loads(succeeded(*args, "--json"))["setups"]
     cells = re.findall(r"([\d,]+) (±\d+%|-\d+/\+\d+%)", "\n".join("|".join(r) for r in rows))
     assert len(cells) == len(setups) == 3
     for (speed, band), x in zip(cells, setups, strict=True):
@@ -247,15 +244,12 @@ def test_every_format_says_what_would_fit_when_nothing_does():
     """Review 3's second rewalk: when no setup fits, ``--format plain`` (and csv, markdown) printed an empty header
     and nothing else, where the table lists the smallest changes that would fit and why the own cards have no row.
     Every format now carries them (csv on stderr: stdout stays one table); json has them as changes."""
-    args = [sys.executable, "-m", "gpuplan", "recommend", "--model", "gemma-2-9b", "--task", "train", "--method",
-            "qlora", "--samples", "1200", "--mean-tokens", "900", "--have", "1xrtx-4060-ti-16gb", "--gpus",
-            "rtx-4090,l4"]
-    env = {**os.environ, "COLUMNS": "200"}
-    said = json.loads(subprocess.run([*args, "--json"], capture_output=True, text=True, env=env,
-                                     timeout=300).stdout)
+    args = ["recommend", "--model", "gemma-2-9b", "--task", "train", "--method", "qlora", "--samples", "1200",
+            "--mean-tokens", "900", "--have", "1xrtx-4060-ti-16gb", "--gpus", "rtx-4090,l4"]
+    said = json.loads(gpuplan(*args, "--json").stdout)
     assert said["setups"] == [] and said["changes"] and said["owned_changes"]
     for fmt in ("plain", "markdown", "csv"):
-        done = subprocess.run([*args, "--format", fmt], capture_output=True, text=True, env=env, timeout=300)
+        done = gpuplan(*args, "--format", fmt)
         assert done.returncode == 0, done.stderr
         where = " ".join((done.stderr if fmt == "csv" else done.stdout).split())  # unwrapped
         for change in said["changes"]:
@@ -435,8 +429,16 @@ def test_guide_table_cheapest_setups_hold_the_model():
 
 # ---- CLI -------------------------------------------------------------------------------------------------
 def gpuplan(*args: str) -> subprocess.CompletedProcess:
-    env = {**os.environ, "COLUMNS": "200"}
-    return subprocess.run([sys.executable, "-m", "gpuplan", *args], capture_output=True, text=True, env=env)
+    """``gpuplan ARGS`` in this process (conftest.cli_in_process) at 200 columns."""
+    with mock.patch.dict(os.environ, {"COLUMNS": "200"}):
+        return cli_in_process(*args)
+
+
+def succeeded(*args: str) -> str:
+    """The stdout of ``gpuplan ARGS`` run in this process, which must exit 0."""
+    done = cli_in_process(*args)
+    assert done.returncode == 0, done.stderr
+    return done.stdout
 
 
 def test_recommend_cli_json_and_table():

@@ -3,11 +3,11 @@
 from __future__ import annotations
 
 import os
-import subprocess
-import sys
+from unittest import mock
 
 import pytest
 
+from conftest import cli_in_process
 from gpuplan import GpuplanError, estimate, load_model
 
 GIB = 2**30
@@ -32,13 +32,13 @@ def test_the_resolved_line_names_every_default():
 
 
 def test_every_answer_opens_with_it():
-    env = {**os.environ, "COLUMNS": "200"}
     # estimate without a card lays out 1 x 1; cost and recommend leave it to each row (scenario/describe.py laid_out)
     for args, batches in ((["estimate", "--model", "qwen2.5-0.5b", "--task", "train"], "micro-batch 1 x 1"),
                           (["cost", "--model", "qwen2.5-0.5b", "--task", "train"], "each offer's micro-batch x"),
                           (["recommend", "--model", "qwen2.5-0.5b", "--task", "train", "--top", "1"],
                            "each setup's micro-batch x")):
-        done = subprocess.run([sys.executable, "-m", "gpuplan", *args], capture_output=True, text=True, env=env)
+        with mock.patch.dict(os.environ, {"COLUMNS": "200"}):
+            done = cli_in_process(*args)
         assert done.returncode == 0, done.stderr
         assert done.stdout.startswith(f"Qwen/Qwen2.5-0.5B: train full fine-tuning, seq 2,048 x {batches}"), args
 

@@ -8,6 +8,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from conftest import cli_in_process
 from gpuplan import GpuplanError, estimate, load_scenario
 from gpuplan.scenario import FIELDS, read_back, scenario_from
 
@@ -193,12 +194,10 @@ def test_a_yes_or_no_for_a_number_is_refused(field, value):
 
 
 def test_a_yes_in_a_scenario_file_is_one_sentence(tmp_path):
-    import subprocess
-    import sys
 
     path = tmp_path / "s.yaml"
     path.write_text("model: llama-3.2-1b\ntask: infer\nbatch_size: yes\n")
-    proc = subprocess.run([sys.executable, "-m", "gpuplan", "estimate", str(path)], capture_output=True, text=True)
+    proc = cli_in_process("estimate", str(path))
     assert (proc.returncode, proc.stdout, proc.stderr) == (
         2, "", "error: scenario field 'batch_size' takes a number, not true\n")
     assert scenario_from({"model": "llama-3.2-1b", "task": "infer", "batch_size": 2}).batch_size == 2

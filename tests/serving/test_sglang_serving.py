@@ -9,6 +9,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from conftest import cli_in_process
 from gpuplan import overheads as oh
 from gpuplan.engines import sglang
 from gpuplan.hardware import load_gpu
@@ -258,14 +259,11 @@ def test_capacity_engine_sglang_on_the_command_line():
     """`gpuplan capacity --engine sglang --json`: SGLang's plan (its pool, as estimate reports it), a rate served
     within the SLOs that a shared prefix raises; an engine it does not simulate is one sentence, exit code 2."""
     import json
-    import subprocess
-    import sys
 
     def cli(*extra):
-        return subprocess.run([sys.executable, "-m", "gpuplan", "capacity", "--model", "llama-3.1-8b", "--gpus",
-                               "h100-sxm", "--max-gpus", "1", "--prompt-tokens", "2000", "--output-tokens", "200",
-                               "--ttft", "1", "--tpot", "0.05", "--rate", "10", "--top", "1", *extra],
-                              capture_output=True, text=True, timeout=600)
+        return cli_in_process("capacity", "--model", "llama-3.1-8b", "--gpus", "h100-sxm", "--max-gpus", "1",
+                              "--prompt-tokens", "2000", "--output-tokens", "200", "--ttft", "1", "--tpot", "0.05",
+                              "--rate", "10", "--top", "1", *extra)
 
     plain, shared = (json.loads(cli("--engine", "sglang", "--json", *x).stdout)["plans"][0]
                      for x in ((), ("--shared-prefix", "1500")))

@@ -7,6 +7,7 @@ import dataclasses
 import numpy as np
 import pytest
 
+from conftest import cli_in_process
 from gpuplan.engines import trtllm
 from gpuplan.hardware import load_gpu
 from gpuplan.model.catalog import load_model
@@ -139,12 +140,8 @@ def test_capacity_engine_trtllm_reads_the_plans_pool_and_serves_users():
 def test_prompts_longer_than_max_num_tokens_are_one_sentence():
     """trtllm-serve refuses a prompt over max_num_tokens (8,192) with chunked prefill off (llm.py
     ``_check_arguments``): capacity says so instead of a row of 0 requests/s."""
-    import subprocess
-    import sys
-
-    run = subprocess.run([sys.executable, "-m", "gpuplan", "capacity", "--model", "llama-3.1-8b", "--engine", "trtllm",
-                          "--gpus", "h100-sxm", "--max-gpus", "1", "--prompt-tokens", "12000", "--output-tokens",
-                          "200", "--rate", "1"], capture_output=True, text=True, timeout=300)
+    run = cli_in_process("capacity", "--model", "llama-3.1-8b", "--engine", "trtllm", "--gpus", "h100-sxm",
+                         "--max-gpus", "1", "--prompt-tokens", "12000", "--output-tokens", "200", "--rate", "1")
     assert run.returncode == 2 and "Traceback" not in run.stderr
     assert "max_num_tokens 8,192" in run.stderr and "18,000 tokens" in run.stderr
 

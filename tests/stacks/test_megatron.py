@@ -12,6 +12,7 @@ import sys
 
 import pytest
 
+from conftest import cli_in_process
 from gpuplan import GpuplanError, estimate
 from gpuplan.model.catalog import load_model
 from gpuplan.plan.refusals import scenario_refusal
@@ -158,9 +159,8 @@ def test_what_megatron_cannot_run(fields, message):
 
 
 def test_cli_exit_code_2():
-    out = subprocess.run([sys.executable, "-m", "gpuplan", "estimate", "--model", "llama-3.1-8b", "--task", "train",
-                          "--stack", "megatron", "--num-gpus", "4", "--cp", "4", "--seq-len", "8196"],
-                         capture_output=True, text=True, timeout=120)
+    out = cli_in_process("estimate", "--model", "llama-3.1-8b", "--task", "train", "--stack", "megatron",
+                         "--num-gpus", "4", "--cp", "4", "--seq-len", "8196")
     assert out.returncode == 2 and "2 x cp = 8" in out.stderr and "Traceback" not in out.stderr
 
 

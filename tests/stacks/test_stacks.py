@@ -4,11 +4,13 @@ sentence (exit code 2 in the CLI) for what a stack cannot run."""
 from __future__ import annotations
 
 import json
+import os
 import subprocess
-import sys
+from unittest import mock
 
 import pytest
 
+from conftest import cli_in_process
 from gpuplan import GpuplanError, estimate, load_scenario
 from gpuplan.plan.refusals import scenario_refusal
 from gpuplan.scenario import scenario_from
@@ -201,8 +203,8 @@ def test_the_result_names_the_framework_and_every_technique():
 
 
 def gpuplan(*args: str) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "gpuplan", *args], capture_output=True, text=True,
-                          env={**__import__("os").environ, "COLUMNS": "160"})
+    with mock.patch.dict(os.environ, {"COLUMNS": "160"}):
+        return cli_in_process(*args)
 
 
 def test_cli_flags_and_files_take_the_framework(tmp_path):
