@@ -53,7 +53,11 @@ NON_NEGATIVE = ("n_shared_experts", "first_k_dense_replace", "max_window_layers"
 # per stage): a list of whole numbers, each checked.
 PER_ENTRY = ("intermediate_size", "moe_intermediate_size")
 PER_ENTRY_VISION = ("num_attention_heads", "patch_size", "image_size")
-MAPPINGS = ("text_config", "vision_config", "quantization_config", "rope_scaling")
+MAPPINGS = ("text_config", "vision_config", "quantization_config", "rope_scaling", "rope_parameters")
+# Real numbers written as they are into launch files and the stacks' fake-tensor models (torchtitan's and
+# torchtune's model arguments: ``float(config["rope_theta"])``): positive and finite. A NaN there was written as
+# ``'rope_theta': nan`` into gpuplan_model.py (a NameError when it runs), a string ended in a traceback (s30-fuzz).
+POSITIVE_REALS = ("rope_theta", "rms_norm_eps", "layer_norm_eps", "layer_norm_epsilon")
 LISTS = ("layer_types", "architectures", "mlp_only_layers")
 # Switches the readers take as booleans (a bias, a tied head, a norm, a layout): JSON's true/false (or null); a string
 # there is truthy in Python, so "false" turned the switch on (fuzz_s16: "tie_word_embeddings": "false" counted Llama
@@ -127,6 +131,7 @@ def checked_config(config: dict[str, Any], where: str = "config.json", *, vision
         raise GpuplanError(f"{where}: hidden_size {hidden} is smaller than num_attention_heads {heads}, so each head "
                            "would have no dimensions (head_dim = hidden_size / heads); give head_dim or fix the sizes")
     _check_heads(out, where, heads)
+    _check_rope(out, where)
     _check_window(out, where)
     _check_layer_kinds(out, where)
     # the keys the readers take (conventions._experts; Gemma 4's top_k_experts is read off its trace): ERNIE's moe_k
@@ -181,6 +186,39 @@ def _check_heads(config: dict[str, Any], where: str, heads: Any) -> None:
         derived = f" = {hidden // heads}" if isinstance(hidden, int) and isinstance(heads, int) and heads else ""
         raise GpuplanError(f"{where}: head_dim 0 gives heads of no size; remove it (transformers then takes "
                            f"hidden_size / num_attention_heads{derived}) or give the real value")
+
+
+def _check_rope(config: dict[str, Any], where: str) -> None:
+    """The rotary settings the plans and launch files compute with: ``rope_theta`` and the norms' epsilons positive
+    and finite, here and in ``rope_scaling`` / ``rope_parameters`` (transformers 5 nests one per layer kind);
+    a scaling ``factor`` positive and finite, and ``original_max_position_embeddings x factor`` (the context YaRN
+    reaches, :attr:`~gpuplan.model.spec.ModelSpec.scaled_context`) at most :data:`LARGEST` positions. A NaN factor
+    ended in a traceback in every serving plan, 1e308 in an overflow (s30-fuzz)."""
+    ropes = [(f"{k}.", config[k]) for k in ("rope_scaling", "rope_parameters") if isinstance(config.get(k), dict)]
+    ropes += [(f"{owner}{kind}.", v) for owner, rope in ropes for kind, v in rope.items() if isinstance(v, dict)]
+    for owner, scope in [("", config), *ropes]:
+        for key in POSITIVE_REALS:
+            if scope.get(key) is not None:
+                _positive_real(scope[key], f"{owner}{key}", where)
+    for owner, rope in ropes:
+        factor, original = rope.get("factor"), rope.get("original_max_position_embeddings")
+        if factor is not None:
+            _positive_real(factor, f"{owner}factor", where)
+        if original is not None:
+            rope["original_max_position_embeddings"] = original = _whole(
+                original, f"{owner}original_max_position_embeddings", where, 1, LARGEST)
+        if factor is not None and original is not None and original * factor > LARGEST:
+            raise GpuplanError(f"{where}: {owner}factor {shown_number(factor)} x original_max_position_embeddings "
+                               f"{original:,} reaches more than {LARGEST:,} positions; give the model's real factor")
+
+
+def _positive_real(value: Any, key: str, where: str) -> None:
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        raise GpuplanError(f"{where}: {key} must be a number, got {echo_value(value)}"
+                           + ("; write it without quotes" if isinstance(value, str) and _reads_as_number(value)
+                              else ""))
+    if not 0 < value <= 1e300:  # NaN and infinity fail the comparison too
+        raise GpuplanError(f"{where}: {key} must be a positive, finite number, got {shown_number(value)}")
 
 
 def _check_window(config: dict[str, Any], where: str) -> None:
