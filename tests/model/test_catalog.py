@@ -262,6 +262,15 @@ TINY = {"architectures": ["LlamaForCausalLM"], "model_type": "llama", "hidden_si
     ({"rope_theta": float("nan")}, "rope_theta must be a positive, finite number, got nan"),
     ({"rms_norm_eps": -1e-6}, "rms_norm_eps must be a positive, finite number, got -1e-06"),
     ({"rope_scaling": "yarn"}, "rope_scaling must be a JSON object, got str"),
+    # s30-fuzz: the Mamba-2 chunk (Falcon-H1, Nemotron-H), Llama 4's attention chunk and the layer lists, taken
+    # unchecked: NaN, 0, "x" or a list there ended in ValueError, ZeroDivisionError or TypeError tracebacks
+    ({"mamba_chunk_size": 0}, "mamba_chunk_size must be between 1 and"),
+    ({"chunk_size": float("nan")}, "chunk_size must be a whole number, got nan"),
+    ({"attention_chunk_size": "x"}, "attention_chunk_size must be a number, got 'x'"),
+    ({"mamba_expand": [2]}, "mamba_expand must be a number"),
+    ({"moe_layers": [[1]]}, "moe_layers must list whole numbers (layer indices or 0/1 per layer), got '[[1]]'"),
+    ({"no_rope_layers": "1,1,0"}, "no_rope_layers must be a JSON list, got str"),
+    ({"hybrid_override_pattern": 5}, "hybrid_override_pattern must be text, got 5"),
 ])
 def test_broken_configs_are_refused_in_one_sentence(tmp_path, change, message):
     """The fuzz report's configs (a tiny Llama with one field broken): one sentence naming the key, not a

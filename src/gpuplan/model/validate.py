@@ -32,6 +32,9 @@ POSITIVE = (
     "linear_value_head_dim", "index_n_heads", "index_head_dim", "kv_channels", "multi_query_group_num",
     "moe_num_experts", "padded_vocab_size", "moe_k", "moe_topk", "num_experts_per_token", "interleave_moe_layer_step",
     "moe_layer_interval", "attn_layer_period", "full_attention_interval", "no_rope_layer_interval",
+    # the chunk lengths and widths the readers divide and multiply by (conventions.mamba2_shape, _mamba2, Llama 4's
+    # chunked attention): NaN, 0, "x" or a list there ended in a traceback (s30-fuzz)
+    "mamba_chunk_size", "chunk_size", "attention_chunk_size", "mamba_expand", "expand",
 )
 # The sizes of the encoder and encoder-decoder families (model/encoders.py: Whisper's positions, mel bins and layers,
 # T5's heads and feed-forward, BART's layers and heads) that are >= 1: a config of one is checked with these too
@@ -58,7 +61,9 @@ MAPPINGS = ("text_config", "vision_config", "quantization_config", "rope_scaling
 # torchtune's model arguments: ``float(config["rope_theta"])``): positive and finite. A NaN there was written as
 # ``'rope_theta': nan`` into gpuplan_model.py (a NameError when it runs), a string ended in a traceback (s30-fuzz).
 POSITIVE_REALS = ("rope_theta", "rms_norm_eps", "layer_norm_eps", "layer_norm_epsilon")
-LISTS = ("layer_types", "architectures", "mlp_only_layers")
+LISTS = ("layer_types", "architectures", "mlp_only_layers", "moe_layers", "no_rope_layers")
+# Lists of layer indices or 0/1 flags, one whole number each (conventions._moe_layers makes a set of them)
+INDEX_LISTS = ("mlp_only_layers", "moe_layers", "no_rope_layers")
 # Switches the readers take as booleans (a bias, a tied head, a norm, a layout): JSON's true/false (or null); a string
 # there is truthy in Python, so "false" turned the switch on (fuzz_s16: "tie_word_embeddings": "false" counted Llama
 # 3.2 1B untied at 1,236 M parameters, the tied count, where false gives 1,498 M)
@@ -67,7 +72,7 @@ SWITCHES = ("tie_word_embeddings", "use_sliding_window", "attention_bias", "mlp_
             "o_bias", "routing_bias", "mamba_rms_norm", "mamba_proj_bias", "mamba_conv_bias", "enable_bias",
             "layer_norm_elementwise_affine", "do_layer_norm_before")
 TEXTS = ("model_type", "torch_dtype", "dtype", "hidden_act", "hidden_activation", "activation_function",
-         "_name_or_path")
+         "_name_or_path", "hybrid_override_pattern")
 LARGEST = 2**31  # no real size comes near; keeps products of sizes far from overflow in float arithmetic
 # Counts the readers build one object per unit of (layers, experts): bounded so a typo cannot exhaust memory.
 # The deepest released decoders have ~130 layers; the most routed experts, 384 (Kimi K2).
@@ -117,6 +122,11 @@ def checked_config(config: dict[str, Any], where: str = "config.json", *, vision
         if isinstance(out.get(key), str):
             raise GpuplanError(f"{where}: {key} must be true or false, got {echo_value(out[key])}; write it without "
                                "quotes")
+    for key in INDEX_LISTS:
+        if out.get(key) and not all(isinstance(i, int) and not isinstance(i, bool) and 0 <= i <= LARGEST
+                                    for i in out[key]):
+            raise GpuplanError(f"{where}: {key} must list whole numbers (layer indices or 0/1 per layer), got "
+                               f"{echo_value(out[key])}")
     if out.get("layer_types") and not all(isinstance(t, str) for t in out["layer_types"]):
         raise GpuplanError(f"{where}: layer_types must list layer kinds as text (full_attention, sliding_attention)")
     for key in (*POSITIVE, *positive, *NON_NEGATIVE):
