@@ -407,7 +407,8 @@ NUMBERS = st.one_of(st.floats(), st.integers(-10**6, 10**6), st.sampled_from([0,
 
 @fuzz_settings(40)
 @given(st.sampled_from(["yarn", "yarn", "linear"]),
-       st.one_of(st.sampled_from([math.nan, math.inf, -1.0, 1e308, 10**400, 4.0]), NUMBERS), st.one_of(st.sampled_from([2048, 32768]), NUMBERS),
+       st.one_of(st.sampled_from([math.nan, math.inf, -1.0, 1e308, 10**400, 4.0]), NUMBERS),
+       st.one_of(st.sampled_from([2048, 32768]), NUMBERS),
        st.one_of(st.just(1e6), NUMBERS), st.sampled_from(["vllm", "transformers"]))
 def test_any_rotary_setting_is_read_or_refused_in_a_sentence(tmp_path_factory, kind, factor, original, theta, engine):
     """s30-fuzz: the rotary settings a plan computes with (the context YaRN reaches, original x factor) and a
