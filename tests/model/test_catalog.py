@@ -270,6 +270,7 @@ TINY = {"architectures": ["LlamaForCausalLM"], "model_type": "llama", "hidden_si
     ({"mamba_expand": [2]}, "mamba_expand must be a number"),
     ({"moe_layers": [[1]]}, "moe_layers must list whole numbers (layer indices or 0/1 per layer), got '[[1]]'"),
     ({"no_rope_layers": "1,1,0"}, "no_rope_layers must be a JSON list, got str"),
+    ({"no_rope_layers": [1]}, "no_rope_layers lists 1 flags but num_hidden_layers is 4; give one 0/1 per layer"),
     ({"hybrid_override_pattern": 5}, "hybrid_override_pattern must be text, got 5"),
 ])
 def test_broken_configs_are_refused_in_one_sentence(tmp_path, change, message):

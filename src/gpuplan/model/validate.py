@@ -259,6 +259,12 @@ def _check_layer_kinds(config: dict[str, Any], where: str) -> None:
     if types and isinstance(layers, int) and len(types) != layers:
         raise GpuplanError(f"{where}: layer_types lists {len(types):,} layer kinds but num_hidden_layers is "
                            f"{layers:,}; give one kind per layer")
+    # Llama 4's 0/1 per layer (RoPE or not): a shorter list made fewer layer kinds than layers, a ValueError in
+    # conventions' zip (s30-fuzz)
+    flags = config.get("no_rope_layers")
+    if flags and isinstance(layers, int) and len(flags) != layers:
+        raise GpuplanError(f"{where}: no_rope_layers lists {len(flags):,} flags but num_hidden_layers is "
+                           f"{layers:,}; give one 0/1 per layer")
 
 
 def _reads_as_number(text: str) -> bool:
