@@ -19,6 +19,7 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import json
+import math
 import os
 import re
 import signal
@@ -374,8 +375,13 @@ CONFIG_KEYS = [*CONFIG, "quantization_config", "text_config", "layer_types", "nu
                "head_dim", "sliding_window", "tie_word_embeddings", "n_routed_experts", "moe_intermediate_size",
                "first_k_dense_replace", "kv_lora_rank", "q_lora_rank", "qk_rope_head_dim", "vision_config",
                # ERNIE 4.5's and Hunyuan's names for the expert count and top-k (session 18: not checked together)
-               "num_experts", "moe_num_experts", "moe_k", "moe_topk"]
-CONFIG_VALUES = st.one_of(JSON_VALUES, st.integers(0, 300), st.sampled_from([1, 2, 3, 7, 64, 4096, 2**31]))
+               "num_experts", "moe_num_experts", "moe_k", "moe_topk",
+               # s30-fuzz: the rotary settings (a YaRN factor of NaN was a traceback in every plan)
+               "rope_scaling", "rope_theta", "rms_norm_eps"]
+ROPE = st.fixed_dictionaries({"rope_type": st.sampled_from(["yarn", "linear", "llama3"])},
+                             optional={"factor": JSON_VALUES, "original_max_position_embeddings": st.one_of(
+                                 JSON_VALUES, st.sampled_from([2048, 32768, 2**31]))})
+CONFIG_VALUES = st.one_of(JSON_VALUES, st.integers(0, 300), st.sampled_from([1, 2, 3, 7, 64, 4096, 2**31]), ROPE)
 
 
 @fuzz_settings(100)
@@ -392,6 +398,29 @@ def test_any_config_json_is_read_or_refused_in_a_sentence(tmp_path_factory, chan
         assert 0 < m.params_active <= m.params_total and m.num_layers > 0, (m.params_active, m.params_total)
         verdict = oracle.judge_api(gpuplan.estimate({"model": str(path), "task": task, "gpu": "l40s"}), None)
         assert verdict.klass == oracle.OK, verdict
+    except GpuplanError as err:
+        assert str(err) and "\n" not in str(err).strip()
+
+
+NUMBERS = st.one_of(st.floats(), st.integers(-10**6, 10**6), st.sampled_from([0, 1, 4, 32768, 2**31, 10**400]),
+                    TEXT, st.none(), st.booleans())
+
+
+@fuzz_settings(40)
+@given(st.sampled_from(["yarn", "yarn", "linear"]),
+       st.one_of(st.sampled_from([math.nan, math.inf, -1.0, 1e308, 10**400, 4.0]), NUMBERS),
+       st.one_of(st.sampled_from([2048, 32768]), NUMBERS),
+       st.one_of(st.just(1e6), NUMBERS), st.sampled_from(["vllm", "transformers"]))
+def test_any_rotary_setting_is_read_or_refused_in_a_sentence(tmp_path_factory, kind, factor, original, theta, engine):
+    """s30-fuzz: the rotary settings a plan computes with (the context YaRN reaches, original x factor) and a
+    launch file writes (rope_theta): a NaN, infinite, 1e308 or 10**400 factor was a traceback in every serving
+    plan."""
+    rope = {"rope_type": kind, "factor": factor, "original_max_position_embeddings": original}
+    path = tmp_path_factory.mktemp("cfg") / "config.json"
+    path.write_text(json.dumps({**CONFIG, "rope_scaling": rope, "rope_theta": theta}, allow_nan=True))
+    try:
+        plan = gpuplan.estimate({"model": str(path), "task": "infer", "gpu": "l40s", "engine": engine})
+        assert oracle.judge_api(plan, None).klass == oracle.OK
     except GpuplanError as err:
         assert str(err) and "\n" not in str(err).strip()
 

@@ -180,7 +180,7 @@ def test_half_a_utf16_pair_escaped_in_json_is_one_sentence_and_a_whole_pair_read
     assert list(uf.json_lines(data, "dataset")) == [(1, {"text": "a smile \U0001f600", "\U0001f600": 1})]
 
 
-def test_lines_and_csv_stream_with_their_line_numbers(tmp_path):
+def test_lines_and_csv_stream_with_their_line_numbers(tmp_path, monkeypatch):
     jsonl = tmp_path / "d.jsonl"
     jsonl.write_bytes(b'\xef\xbb\xbf{"text": "a"}\n\n{"text": "b"}\n{"text": "caf\xe9"}\n')
     seen = []
@@ -192,6 +192,14 @@ def test_lines_and_csv_stream_with_their_line_numbers(tmp_path):
     csv_path.write_text("text\n" + "a" * 140_000 + "\n")
     rows = list(uf.csv_records(csv_path, "dataset"))
     assert rows == [{"text": "a" * 140_000}]
+    price_list = tmp_path / "offers.csv"  # s30-fuzz: a field past csv's limit on line 3 was said to be on line 2
+    price_list.write_text("provider,region\nmyc,east\nmyc," + "x" * 140_000 + "\n")
+    with pytest.raises(GpuplanError, match=r"offers\.csv, line 3: not a CSV row gpuplan reads \(field larger"):
+        uf.read_csv(price_list, "price list")
+    csv_path.write_text("text\nfine\n" + "a" * 200 + "\n")
+    monkeypatch.setattr(uf, "MAX_CSV_FIELD", 100)
+    with pytest.raises(GpuplanError, match=r"long\.csv, line 3: not a CSV row"):
+        list(uf.csv_records(csv_path, "dataset"))
 
 
 def test_files_past_the_size_bound_are_refused_before_reading(tmp_path, monkeypatch):

@@ -291,7 +291,7 @@ def csv_records(path: str | Path, what: str) -> Iterator[dict[str, Any]]:
     try:
         yield from reader
     except csv.Error as err:
-        raise GpuplanError(f"{path}, line {reader.line_num:,}: not a CSV row gpuplan reads ({err})") from None
+        raise GpuplanError(f"{path}, line {reader.reader.line_num:,}: not a CSV row gpuplan reads ({err})") from None
     finally:
         csv.field_size_limit(previous)
 
@@ -301,11 +301,13 @@ def read_csv(path: str | Path, what: str) -> list[dict[str, Any]]:
     with or without a byte-order mark) as dicts; a row csv cannot read is one sentence (a price list, a catalog)."""
     import io
 
+    # the line is the csv reader's: DictReader's own line_num is set after a row is read, so a row that fails
+    # was said to be on the line before it (s30-fuzz: a 10 MB region on line 2 was "line 1")
     reader = csv.DictReader(io.StringIO(read_text(path, what), newline=""))
     try:
         return list(reader)
     except csv.Error as err:
-        raise GpuplanError(f"{path}, line {reader.line_num:,}: not a CSV row gpuplan reads ({err})") from None
+        raise GpuplanError(f"{path}, line {reader.reader.line_num:,}: not a CSV row gpuplan reads ({err})") from None
 
 
 # ---- values ----------------------------------------------------------------------------------------------------

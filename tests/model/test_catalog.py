@@ -245,6 +245,33 @@ TINY = {"architectures": ["LlamaForCausalLM"], "model_type": "llama", "hidden_si
      "sliding_window is 0 while layer_types 'sliding_attention' turns sliding attention on"),
     ({"sliding_window": 0, "sliding_window_pattern": 2}, "sliding_window is 0 while sliding_window_pattern 2 turns"),
     ({"text_config": {"sliding_window": 0, "use_sliding_window": True}}, "(text_config): sliding_window is 0"),
+    # s30-fuzz: a YaRN factor of NaN, 1e308 or 10**400 ended in a traceback in every serving plan (int() of the
+    # scaled context); rope_theta "abc" in one from `launch --stack torchtitan`, and NaN was written into
+    # gpuplan_model.py as `'rope_theta': nan`
+    ({"rope_scaling": {"rope_type": "yarn", "factor": float("nan"), "original_max_position_embeddings": 2048}},
+     "rope_scaling.factor must be a positive, finite number, got nan"),
+    ({"rope_scaling": {"rope_type": "yarn", "factor": 1e308, "original_max_position_embeddings": 2048}},
+     "rope_scaling.factor must be a positive, finite number, got 1e+308"),
+    ({"rope_scaling": {"rope_type": "yarn", "factor": 10**6, "original_max_position_embeddings": 32768}},
+     "rope_scaling.factor 1,000,000 x original_max_position_embeddings 32,768 reaches more than 2,147,483,648"),
+    ({"rope_scaling": {"rope_type": "yarn", "factor": 4, "original_max_position_embeddings": "32k"}},
+     "rope_scaling.original_max_position_embeddings must be a number, got '32k'"),
+    ({"rope_parameters": {"full_attention": {"rope_theta": float("inf")}}},
+     "rope_parameters.full_attention.rope_theta must be a positive, finite number, got inf"),
+    ({"rope_theta": "abc"}, "rope_theta must be a number, got 'abc'"),
+    ({"rope_theta": float("nan")}, "rope_theta must be a positive, finite number, got nan"),
+    ({"rms_norm_eps": -1e-6}, "rms_norm_eps must be a positive, finite number, got -1e-06"),
+    ({"rope_scaling": "yarn"}, "rope_scaling must be a JSON object, got str"),
+    # s30-fuzz: the Mamba-2 chunk (Falcon-H1, Nemotron-H), Llama 4's attention chunk and the layer lists, taken
+    # unchecked: NaN, 0, "x" or a list there ended in ValueError, ZeroDivisionError or TypeError tracebacks
+    ({"mamba_chunk_size": 0}, "mamba_chunk_size must be between 1 and"),
+    ({"chunk_size": float("nan")}, "chunk_size must be a whole number, got nan"),
+    ({"attention_chunk_size": "x"}, "attention_chunk_size must be a number, got 'x'"),
+    ({"mamba_expand": [2]}, "mamba_expand must be a number"),
+    ({"moe_layers": [[1]]}, "moe_layers must list whole numbers (layer indices or 0/1 per layer), got '[[1]]'"),
+    ({"no_rope_layers": "1,1,0"}, "no_rope_layers must be a JSON list, got str"),
+    ({"no_rope_layers": [1]}, "no_rope_layers lists 1 flags but num_hidden_layers is 4; give one 0/1 per layer"),
+    ({"hybrid_override_pattern": 5}, "hybrid_override_pattern must be text, got 5"),
 ])
 def test_broken_configs_are_refused_in_one_sentence(tmp_path, change, message):
     """The fuzz report's configs (a tiny Llama with one field broken): one sentence naming the key, not a

@@ -35,6 +35,9 @@ from gpuplan.errors import GpuplanError
     (dict(model="sdxl", task="infer", quant="nvfp4", gpu="t4"), "no fp4 tensor cores"),
     (dict(model="bert-base-uncased", task="infer", quant="fp8", gpu="rtx-3090"), "no fp8 tensor cores"),
     (dict(model="bert-base-uncased", task="infer", attention="flash", gpu="t4"), "FlashAttention 2"),
+    # s30-fuzz (test_metamorphic[module rules], seed 30301): diffusers' flash attention is the same flash-attn
+    (dict(model="sdxl", task="infer", attention="flash", gpu="apple-m3-max"), "FlashAttention 2 runs on Ampere"),
+    (dict(model="sdxl", task="train", method="lora", attention="flash", gpu="t4"), "FlashAttention 2 runs on Ampere"),
 ])
 def test_a_base_or_dtype_no_loader_or_card_runs_is_refused(fields, text):
     with pytest.raises(GpuplanError, match=text):
@@ -48,6 +51,7 @@ def test_a_base_or_dtype_no_loader_or_card_runs_is_refused(fields, text):
     dict(model="sdxl", task="infer", quant="gguf-q4_k_m", gpu="rtx-4090"),  # diffusers keeps a GGUF denoiser
     dict(model="sdxl", task="infer", quant="fp8", gpu="rtx-3090"),  # diffusers' layerwise fp8 storage
     dict(model="flux-dev", task="train", method="lora", stack="ai-toolkit", gpu="rtx-4090"),  # its fp8 base
+    dict(model="sdxl", task="infer", attention="flash", gpu="l40s"),
     dict(model="llama-3.2-1b", task="infer", engine="mlx", quant="mlx-4bit", gpu="m4-max"),
 ])
 def test_the_bases_loaders_keep_still_plan(fields):

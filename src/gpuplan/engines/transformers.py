@@ -109,10 +109,9 @@ class Transformers(Engine):
         return None
 
     def card_refusal(self, s: Scenario, gpu: GpuSpec) -> str | None:
-        if s.attention == "flash" and (gpu.vendor == "Apple" or (gpu.vendor == "NVIDIA"
-                                                                  and (gpu.capability or 80) < 80)):
-            return (f"FlashAttention 2 runs on Ampere or newer NVIDIA GPUs (and ROCm), and {gpu.name} is "
-                    f"{gpu.architecture}: use attention sdpa")
+        flash = flash_refusal(s, gpu)
+        if flash:
+            return flash
         if s.quant == "fp8" and not gpu.supports_dtype("fp8"):
             return (f"{gpu.name} ({gpu.architecture}) has no fp8 tensor cores: choose int8, a 4-bit quant, or engine "
                     "vllm (weight-only fp8)")
@@ -161,3 +160,13 @@ class Transformers(Engine):
 
 
 TRANSFORMERS = Transformers()
+
+
+def flash_refusal(s: Scenario, gpu: GpuSpec) -> str | None:
+    """FlashAttention 2 (the flash-attn package, which transformers' and diffusers' ``flash`` attention load) builds
+    for Ampere or newer NVIDIA GPUs and ROCm only (Dao-AILab/flash-attention README, "Requirements")."""
+    if s.attention == "flash" and (gpu.vendor == "Apple" or (gpu.vendor == "NVIDIA"
+                                                              and (gpu.capability or 80) < 80)):
+        return (f"FlashAttention 2 runs on Ampere or newer NVIDIA GPUs (and ROCm), and {gpu.name} is "
+                f"{gpu.architecture}: use attention sdpa")
+    return None

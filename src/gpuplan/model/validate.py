@@ -32,6 +32,9 @@ POSITIVE = (
     "linear_value_head_dim", "index_n_heads", "index_head_dim", "kv_channels", "multi_query_group_num",
     "moe_num_experts", "padded_vocab_size", "moe_k", "moe_topk", "num_experts_per_token", "interleave_moe_layer_step",
     "moe_layer_interval", "attn_layer_period", "full_attention_interval", "no_rope_layer_interval",
+    # the chunk lengths and widths the readers divide and multiply by (conventions.mamba2_shape, _mamba2, Llama 4's
+    # chunked attention): NaN, 0, "x" or a list there ended in a traceback (s30-fuzz)
+    "mamba_chunk_size", "chunk_size", "attention_chunk_size", "mamba_expand", "expand",
 )
 # The sizes of the encoder and encoder-decoder families (model/encoders.py: Whisper's positions, mel bins and layers,
 # T5's heads and feed-forward, BART's layers and heads) that are >= 1: a config of one is checked with these too
@@ -53,8 +56,14 @@ NON_NEGATIVE = ("n_shared_experts", "first_k_dense_replace", "max_window_layers"
 # per stage): a list of whole numbers, each checked.
 PER_ENTRY = ("intermediate_size", "moe_intermediate_size")
 PER_ENTRY_VISION = ("num_attention_heads", "patch_size", "image_size")
-MAPPINGS = ("text_config", "vision_config", "quantization_config", "rope_scaling")
-LISTS = ("layer_types", "architectures", "mlp_only_layers")
+MAPPINGS = ("text_config", "vision_config", "quantization_config", "rope_scaling", "rope_parameters")
+# Real numbers written as they are into launch files and the stacks' fake-tensor models (torchtitan's and
+# torchtune's model arguments: ``float(config["rope_theta"])``): positive and finite. A NaN there was written as
+# ``'rope_theta': nan`` into gpuplan_model.py (a NameError when it runs), a string ended in a traceback (s30-fuzz).
+POSITIVE_REALS = ("rope_theta", "rms_norm_eps", "layer_norm_eps", "layer_norm_epsilon")
+LISTS = ("layer_types", "architectures", "mlp_only_layers", "moe_layers", "no_rope_layers")
+# Lists of layer indices or 0/1 flags, one whole number each (conventions._moe_layers makes a set of them)
+INDEX_LISTS = ("mlp_only_layers", "moe_layers", "no_rope_layers")
 # Switches the readers take as booleans (a bias, a tied head, a norm, a layout): JSON's true/false (or null); a string
 # there is truthy in Python, so "false" turned the switch on (fuzz_s16: "tie_word_embeddings": "false" counted Llama
 # 3.2 1B untied at 1,236 M parameters, the tied count, where false gives 1,498 M)
@@ -63,7 +72,7 @@ SWITCHES = ("tie_word_embeddings", "use_sliding_window", "attention_bias", "mlp_
             "o_bias", "routing_bias", "mamba_rms_norm", "mamba_proj_bias", "mamba_conv_bias", "enable_bias",
             "layer_norm_elementwise_affine", "do_layer_norm_before")
 TEXTS = ("model_type", "torch_dtype", "dtype", "hidden_act", "hidden_activation", "activation_function",
-         "_name_or_path")
+         "_name_or_path", "hybrid_override_pattern")
 LARGEST = 2**31  # no real size comes near; keeps products of sizes far from overflow in float arithmetic
 # Counts the readers build one object per unit of (layers, experts): bounded so a typo cannot exhaust memory.
 # The deepest released decoders have ~130 layers; the most routed experts, 384 (Kimi K2).
@@ -113,6 +122,11 @@ def checked_config(config: dict[str, Any], where: str = "config.json", *, vision
         if isinstance(out.get(key), str):
             raise GpuplanError(f"{where}: {key} must be true or false, got {echo_value(out[key])}; write it without "
                                "quotes")
+    for key in INDEX_LISTS:
+        if out.get(key) and not all(isinstance(i, int) and not isinstance(i, bool) and 0 <= i <= LARGEST
+                                    for i in out[key]):
+            raise GpuplanError(f"{where}: {key} must list whole numbers (layer indices or 0/1 per layer), got "
+                               f"{echo_value(out[key])}")
     if out.get("layer_types") and not all(isinstance(t, str) for t in out["layer_types"]):
         raise GpuplanError(f"{where}: layer_types must list layer kinds as text (full_attention, sliding_attention)")
     for key in (*POSITIVE, *positive, *NON_NEGATIVE):
@@ -127,6 +141,7 @@ def checked_config(config: dict[str, Any], where: str = "config.json", *, vision
         raise GpuplanError(f"{where}: hidden_size {hidden} is smaller than num_attention_heads {heads}, so each head "
                            "would have no dimensions (head_dim = hidden_size / heads); give head_dim or fix the sizes")
     _check_heads(out, where, heads)
+    _check_rope(out, where)
     _check_window(out, where)
     _check_layer_kinds(out, where)
     # the keys the readers take (conventions._experts; Gemma 4's top_k_experts is read off its trace): ERNIE's moe_k
@@ -183,6 +198,39 @@ def _check_heads(config: dict[str, Any], where: str, heads: Any) -> None:
                            f"hidden_size / num_attention_heads{derived}) or give the real value")
 
 
+def _check_rope(config: dict[str, Any], where: str) -> None:
+    """The rotary settings the plans and launch files compute with: ``rope_theta`` and the norms' epsilons positive
+    and finite, here and in ``rope_scaling`` / ``rope_parameters`` (transformers 5 nests one per layer kind);
+    a scaling ``factor`` positive and finite, and ``original_max_position_embeddings x factor`` (the context YaRN
+    reaches, :attr:`~gpuplan.model.spec.ModelSpec.scaled_context`) at most :data:`LARGEST` positions. A NaN factor
+    ended in a traceback in every serving plan, 1e308 in an overflow (s30-fuzz)."""
+    ropes = [(f"{k}.", config[k]) for k in ("rope_scaling", "rope_parameters") if isinstance(config.get(k), dict)]
+    ropes += [(f"{owner}{kind}.", v) for owner, rope in ropes for kind, v in rope.items() if isinstance(v, dict)]
+    for owner, scope in [("", config), *ropes]:
+        for key in POSITIVE_REALS:
+            if scope.get(key) is not None:
+                _positive_real(scope[key], f"{owner}{key}", where)
+    for owner, rope in ropes:
+        factor, original = rope.get("factor"), rope.get("original_max_position_embeddings")
+        if factor is not None:
+            _positive_real(factor, f"{owner}factor", where)
+        if original is not None:
+            rope["original_max_position_embeddings"] = original = _whole(
+                original, f"{owner}original_max_position_embeddings", where, 1, LARGEST)
+        if factor is not None and original is not None and original * factor > LARGEST:
+            raise GpuplanError(f"{where}: {owner}factor {shown_number(factor)} x original_max_position_embeddings "
+                               f"{original:,} reaches more than {LARGEST:,} positions; give the model's real factor")
+
+
+def _positive_real(value: Any, key: str, where: str) -> None:
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        raise GpuplanError(f"{where}: {key} must be a number, got {echo_value(value)}"
+                           + ("; write it without quotes" if isinstance(value, str) and _reads_as_number(value)
+                              else ""))
+    if not 0 < value <= 1e300:  # NaN and infinity fail the comparison too
+        raise GpuplanError(f"{where}: {key} must be a positive, finite number, got {shown_number(value)}")
+
+
 def _check_window(config: dict[str, Any], where: str) -> None:
     """A ``sliding_window`` of 0 where the config turns sliding attention on (``use_sliding_window: true``, a
     ``sliding_window_pattern``, or a sliding kind in ``layer_types``) would make each such layer attend to no
@@ -211,6 +259,12 @@ def _check_layer_kinds(config: dict[str, Any], where: str) -> None:
     if types and isinstance(layers, int) and len(types) != layers:
         raise GpuplanError(f"{where}: layer_types lists {len(types):,} layer kinds but num_hidden_layers is "
                            f"{layers:,}; give one kind per layer")
+    # Llama 4's 0/1 per layer (RoPE or not): a shorter list made fewer layer kinds than layers, a ValueError in
+    # conventions' zip (s30-fuzz)
+    flags = config.get("no_rope_layers")
+    if flags and isinstance(layers, int) and len(flags) != layers:
+        raise GpuplanError(f"{where}: no_rope_layers lists {len(flags):,} flags but num_hidden_layers is "
+                           f"{layers:,}; give one 0/1 per layer")
 
 
 def _reads_as_number(text: str) -> bool:

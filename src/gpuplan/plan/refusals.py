@@ -32,6 +32,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from ..engines import ENGINES, OWN_SETTINGS, REFUSES_FOREIGN, SHARED_SETTINGS, SIMULATED, engine_for, readers
+from ..engines.transformers import flash_refusal
 from ..errors import GpuplanError
 from ..hardware import GpuSpec, resolve_gpu
 from ..market.offers import NODE_GPUS, largest_node
@@ -514,7 +515,9 @@ def module_quant(s: Scenario, spec: ModuleSpec, gpu: GpuSpec | None) -> None:
     if spec.kind != "diffusion" and s.quant == "fp8" and not gpu.supports_dtype("fp8"):
         raise GpuplanError(f"{gpu.name} ({gpu.architecture}) has no fp8 tensor cores, which transformers' fp8 weights "
                            "need: choose int8 or nf4 (bitsandbytes), or drop quant")
-    why = ENGINES["transformers"].card_refusal(s, gpu) if spec.kind != "diffusion" else None
+    # a diffusion pipeline's weights are diffusers' (its own fp8 and GGUF rules), its flash attention the same
+    # flash-attn package (s30-fuzz: SDXL with attention flash was planned on a T4 and an M3 Max)
+    why = ENGINES["transformers"].card_refusal(s, gpu) if spec.kind != "diffusion" else flash_refusal(s, gpu)
     if why:
         raise GpuplanError(why)
     card_dtypes(s, gpu)
