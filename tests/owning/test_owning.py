@@ -384,7 +384,7 @@ def test_buy_8x5090_vs_rent_8xh100_in_one_command():
     assert b.runs == 2 and not b.cannot
     # what the 5090s need: the full fine-tune 8-bit AdamW too; LoRA's 42M-parameter optimizer saves nothing with it
     assert [(j.job, j.change) for j in b.jobs] == [("weekly LoRA", "zero2+gradient checkpointing"), (
-        "weekly full fine-tune", "zero2+gradient checkpointing+8-bit AdamW")]
+        "weekly full fine-tune", "zero2+gradient checkpointing+paged 8-bit AdamW")]
     o = b.ownership
     assert o.purchase_usd == 8 * 2699 + 6000
     assert o.resale_usd == pytest.approx(8 * 2699 * (1 - consumer_rate()))

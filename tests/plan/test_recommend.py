@@ -507,13 +507,14 @@ def test_every_technique_a_row_names_is_one_it_changes():
     "gradient checkpointing + bf16 embeddings" whose scenario had switched the optimizer to paged 8-bit AdamW unsaid
     (its 28.1 -> 20.9 GiB is mostly that and the bf16 embeddings) and named checkpointing the recipe had on already.
     The row now names exactly what it changes: the optimizer and the upcast, not checkpointing; a user's 8-bit
-    AdamW is kept, not swapped for the paged one."""
+    AdamW is kept, not swapped for the paged one. s30 walk: the row names the paged optimizer it runs ("8-bit AdamW"
+    named bitsandbytes' unpaged one)."""
     fields = {"model": "qwen2.5-14b", "task": "train", "method": "qlora", "train_tokens": 1e8}
     result = run(fields, gpus=("nvidia-geforce-rtx-4090",), max_gpus=1, top=20)
     given = estimate(fields, advise=False).setup.scenario
     assert given.grad_checkpointing == "full" and given.optimizer == "adamw" and given.qlora_fp32_upcast
     bf16 = [x for x in result.setups if "bf16 embeddings" in x.techniques]
-    assert bf16 and all(x.techniques == ["8-bit AdamW", "bf16 embeddings"] for x in bf16)
+    assert bf16 and all(x.techniques == ["paged 8-bit AdamW", "bf16 embeddings"] for x in bf16)
     assert {(x.scenario.optimizer, x.scenario.qlora_fp32_upcast) for x in bf16} == {("paged-adamw-8bit", False)}
     assert not any("gradient checkpointing" in x.techniques for x in result.setups)
     mine = run({**fields, "optimizer": "adamw-8bit"}, gpus=("nvidia-geforce-rtx-4090",), max_gpus=1, top=20)

@@ -45,8 +45,9 @@ FormatOption = Annotated[FormatValue, typer.Option("--format", help=FORMAT_HELP,
 
 # technique labels as table cells, a decoder LLM's setups and a module's alike (the rationale lines keep the words)
 TECHNIQUE_CELLS = {"gradient checkpointing": "ckpt", "micro-batch 1 + accumulation": "mb1", "8-bit AdamW": "adam8",
-                   "bf16 embeddings": "bf16-emb", "fp16 embeddings": "fp16-emb", "fp8 KV cache": "kv8",
-                   "int8 weights": "int8", "fp8 weights": "fp8", "AWQ 4-bit weights": "awq", "transformers": "hf"}
+                   "paged 8-bit AdamW": "padam8", "bf16 embeddings": "bf16-emb", "fp16 embeddings": "fp16-emb",
+                   "fp8 KV cache": "kv8", "int8 weights": "int8", "fp8 weights": "fp8", "AWQ 4-bit weights": "awq",
+                   "transformers": "hf"}
 
 
 @dataclass(frozen=True)

@@ -290,12 +290,13 @@ def _variants(s: Scenario, c: Constraints, shipped: str | None = None) -> list[t
             out.append(([*label, "gradient checkpointing", "micro-batch 8"],
                         {**base, "grad_checkpointing": "full", "micro_batch_size": 8}))
         if s.optimizer == "adamw":
-            out.append(([*label, "gradient checkpointing", "8-bit AdamW"],
+            out.append(([*label, "gradient checkpointing", "paged 8-bit AdamW"],
                         {**base, "grad_checkpointing": "full", "optimizer": "paged-adamw-8bit"}))
         out += _own_switches(s, label, base)
         if method == "qlora":  # the QLoRA recipe's paged 8-bit AdamW where the optimizer is AdamW, said as a technique
             paged = {"optimizer": "paged-adamw-8bit"} if s.optimizer == "adamw" else {}
-            out.append(([*label, "gradient checkpointing", "8-bit AdamW", "bf16 embeddings"],
+            said = ["paged 8-bit AdamW"] if paged else []
+            out.append(([*label, "gradient checkpointing", *said, "bf16 embeddings"],
                         {**base, "grad_checkpointing": "full", **paged, "qlora_fp32_upcast": False}))
         if c.any_stack:  # every other stack with its recipe defaults, and with activation offloading
             for name in STACK_NAMES:
@@ -919,6 +920,7 @@ def _on_card(scenario, m, headroom: float, gpu: GpuSpec, laid, accumulated, shar
 
 # the scenario field each technique's word changes: a word is said only where its field changes
 TECHNIQUE_FIELDS = {"gradient checkpointing": "grad_checkpointing", "8-bit AdamW": "optimizer",
+                    "paged 8-bit AdamW": "optimizer",
                     "bf16 embeddings": "qlora_fp32_upcast", "fp16 embeddings": "qlora_fp32_upcast",
                     "fp8 KV cache": "kv_cache_dtype"}
 
