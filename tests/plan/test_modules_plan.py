@@ -696,14 +696,14 @@ def test_recommend_tries_checkpointing_where_a_module_training_job_fits_no_card_
     r = gpuplan.recommend(asked, gpus=["rtx-4090", "h100"], top=10)
     rows = {x.gpu_id: x for x in r.setups}
     x = rows["nvidia-geforce-rtx-4090"]
-    assert x.techniques == ["gradient checkpointing", "8-bit AdamW"]
+    assert x.techniques == ["gradient checkpointing", "paged 8-bit AdamW"]
     assert x.fields == {"grad_checkpointing": "full", "optimizer": "paged-adamw-8bit"}
     p = plan(**asked, **x.fields, gpu="rtx-4090")
     assert p.memory.fits and p.memory.device_peak_gib == pytest.approx(x.device_peak_gib, rel=1e-9)
     assert p.work.step_s == pytest.approx(x.step_s, rel=1e-9)
     assert not plan(**asked, grad_checkpointing="full", gpu="rtx-4090").memory.fits  # checkpointing alone: no
     assert rows["nvidia-h100-sxm5-80gb"].techniques == [] and rows["nvidia-h100-sxm5-80gb"].fields == {}
-    assert any("gradient checkpointing, micro-batch 1 with accumulation, 8-bit AdamW" in n for n in r.notes)
+    assert any("gradient checkpointing, micro-batch 1 with accumulation, paged 8-bit AdamW" in n for n in r.notes)
     assert run(["recommend", "--model", "whisper-large-v3", "--task", "train", "--method", "full",
                 "--micro-batch-size", "16", "--decoder-tokens", "128", "--gpus", "rtx-4090", "--format", "plain"]) == 0
     inference = gpuplan.recommend(dict(model="whisper-large-v3", task="infer", batch_size=16), gpus=["t4"])

@@ -175,11 +175,12 @@ def recommend_module(s: Scenario, spec: ModuleSpec, c: Constraints, defaults: li
     if any(x.techniques for x in rows) and c.any_method and s.task == "train":
         notes.append("with --any-method, recommend tried on every card what a decoder LLM's search tries (LoRA and "
                      "QLoRA beside the method asked, each with gradient checkpointing, micro-batch 1 with "
-                     f"accumulation, 8-bit AdamW) and kept the best by {c.objective}: a row's setup names what it took")
+                     f"accumulation, paged 8-bit AdamW) and kept the best by {c.objective}: a row's setup names "
+                     "what it took")
     elif any(x.techniques for x in rows):
         notes.append("where the job as given does not fit a card, recommend tried what a decoder LLM's search tries "
-                     "(gradient checkpointing, micro-batch 1 with accumulation, 8-bit AdamW): a row's setup names "
-                     "what it took")
+                     "(gradient checkpointing, micro-batch 1 with accumulation, paged 8-bit AdamW): a row's setup "
+                     "names what it took")
     if (c.budget_usd is not None or c.deadline_hours is not None) and not (s.task == "train" and s.train_steps):
         notes.append("a budget or a deadline holds a whole job: set --train-steps (training) to apply them")
     else:
