@@ -285,15 +285,22 @@ def json_lines(path: str | Path, what: str) -> Iterator[tuple[int, Any]]:
 
 def csv_records(path: str | Path, what: str) -> Iterator[dict[str, Any]]:
     """Each row of a CSV file with a header line, as a dict, streamed (:func:`text_lines`); a field may hold up to
-    :data:`MAX_CSV_FIELD` characters (long documents), more is one sentence."""
-    previous = csv.field_size_limit(MAX_CSV_FIELD)
+    :data:`MAX_CSV_FIELD` characters (long documents), more is one sentence. The limit is csv's one global: it is
+    raised only while a row is read, so a reader left half-read (a sample of a dataset) leaves csv's default to every
+    other reader (:func:`read_csv`'s price lists)."""
     reader = csv.DictReader(line for _, line in text_lines(path, what))
-    try:
-        yield from reader
-    except csv.Error as err:
-        raise GpuplanError(f"{path}, line {reader.reader.line_num:,}: not a CSV row gpuplan reads ({err})") from None
-    finally:
-        csv.field_size_limit(previous)
+    while True:
+        previous = csv.field_size_limit(MAX_CSV_FIELD)
+        try:
+            row = next(reader, None)
+        except csv.Error as err:
+            raise GpuplanError(f"{path}, line {reader.reader.line_num:,}: not a CSV row gpuplan reads ({err})") \
+                from None
+        finally:
+            csv.field_size_limit(previous)
+        if row is None:
+            return
+        yield row
 
 
 def read_csv(path: str | Path, what: str) -> list[dict[str, Any]]:
