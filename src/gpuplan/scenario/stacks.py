@@ -53,7 +53,6 @@ from collections.abc import Set as AbstractSet
 from dataclasses import dataclass
 from typing import Any
 
-# the fine-tuning stacks recommend and advice switch between, each checked on fake tensors (gpuplan simulate)
 # The models whose shipped chat template TRL's SFTTrainer can mask to the assistant turns (assistant_only_loss):
 # trl 1.16.0 chat_template_utils.get_training_chat_template swaps in a {% generation %}-marked copy only for the
 # templates it stores (chat_templates/README.md "Training templates": Qwen2.5 and Qwen2.5-VL, Qwen3, Qwen3-VL,
@@ -74,6 +73,7 @@ def trl_masks_assistant(model_name: str) -> bool:
     return TRL_MASKED_TEMPLATES.fullmatch(model_name) is not None
 
 
+# the fine-tuning stacks recommend and advice switch between, each checked on fake tensors (gpuplan simulate)
 STACK_NAMES = ("hf", "torchtune", "torchtitan", "unsloth", "axolotl", "pytorch")
 # stacks for training at scale, estimated in closed form (Megatron-Core does not build on the CPU's meta device)
 SCALE_STACKS = ("megatron",)
