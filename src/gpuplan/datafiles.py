@@ -120,21 +120,62 @@ def stored_schema(cls: type) -> dict[str, Any] | None:
         return None
 
 
-# pydantic-core's validators made from stored schemas, for the classes pydantic has not built yet (:func:`made`)
+# pydantic-core's validators and serializers made from stored schemas (:func:`made`, :func:`validator`)
 _VALIDATORS: dict[type, Any] = {}
+_SERIALIZERS: dict[type, Any] = {}
 
 
 def made(cls: Any, data: dict[str, Any], context: dict[str, Any] | None = None) -> Any:
-    """An instance of the pydantic model ``cls`` (built with ``defer_build``) validated from ``data``: by pydantic's
-    own validator once pydantic has built the class; before that by pydantic-core's, made from the stored schema.
-    The first estimate so builds no pydantic validator: pydantic's build of one imports its plugin machinery
-    (``importlib.metadata``, which reads every installed distribution's entry points), 0.2x to 0.4x of a bare
-    ``import pydantic, yaml`` (bench/results/startup_s29.md). The two validators come from the same schema;
-    the instance is the same, and so are its errors."""
-    validator = None if cls.__pydantic_complete__ else _stored_validator(cls)
-    if validator is None:
+    """An instance of the model ``cls`` validated from ``data``: a pydantic model (built with ``defer_build``) by
+    pydantic's own validator once pydantic has built the class, before that by pydantic-core's, made from the stored
+    schema; a :class:`gpuplan.stored.StoredModel` always by pydantic-core's (:func:`validator`). The first estimate
+    so builds no pydantic validator: pydantic's build of one imports its plugin machinery (``importlib.metadata``,
+    which reads every installed distribution's entry points), 0.2x to 0.4x of a bare ``import pydantic, yaml``
+    (bench/results/startup_s29.md). The two validators come from the same schema; the instance is the same, and so
+    are its errors."""
+    checked = None if getattr(cls, "__pydantic_complete__", False) else _stored_validator(cls)
+    if checked is None:
         return cls.model_validate(data, context=context)
-    return validator.validate_python(data, context=context)
+    return checked.validate_python(data, context=context)
+
+
+def schema_of(cls: Any) -> dict[str, Any]:
+    """The core schema of the :class:`gpuplan.stored.StoredModel` ``cls``: the stored one, else (stale, missing, a
+    subclass's) the one its pydantic twin makes, its functions taken from ``cls`` as they are from a stored one."""
+    stored = stored_schema(cls)
+    if stored is not None:
+        return stored
+    twin = cls.__stored_twin__()
+    text = json.dumps(_to_json(twin, twin.__pydantic_core_schema__))
+    return json.loads(text, object_hook=lambda d: _from_json(cls, d))
+
+
+def validator(cls: Any) -> Any:
+    """pydantic-core's validator of the StoredModel ``cls`` (:func:`schema_of`), made once."""
+    checked = _stored_validator(cls)
+    if checked is None:
+        from pydantic_core import SchemaValidator
+
+        schema = schema_of(cls)
+        checked = _VALIDATORS[cls] = SchemaValidator(schema, _config(schema))
+    return checked
+
+
+def serializer(cls: Any) -> Any:
+    """pydantic-core's serializer of the StoredModel ``cls``, from the schema it is validated by, made once."""
+    if cls not in _SERIALIZERS:
+        from pydantic_core import SchemaSerializer
+
+        schema = schema_of(cls)
+        _SERIALIZERS[cls] = SchemaSerializer(schema, _config(schema))
+    return _SERIALIZERS[cls]
+
+
+def _config(schema: dict[str, Any]) -> Any:
+    """The core config of a model's schema (its model schema's: the class's validators wrap it, before, after)."""
+    while schema["type"] != "model":
+        schema = schema["schema"]
+    return schema.get("config")
 
 
 def _stored_validator(cls: type) -> Any:
@@ -143,10 +184,7 @@ def _stored_validator(cls: type) -> Any:
         from pydantic_core import SchemaValidator
 
         schema = stored_schema(cls)
-        model = schema
-        while model is not None and model["type"] != "model":  # the class's validators wrap it (before, after)
-            model = model["schema"]
-        _VALIDATORS[cls] = None if schema is None else SchemaValidator(schema, model and model.get("config"))
+        _VALIDATORS[cls] = None if schema is None else SchemaValidator(schema, _config(schema))
     return _VALIDATORS[cls]
 
 
@@ -199,7 +237,10 @@ def _to_json(cls: type, value: Any) -> Any:
 
 
 def made_schema(cls: Any) -> dict[str, Any]:
-    """The core schema pydantic makes for the model ``cls`` from its fields, the stored one set aside."""
+    """The core schema pydantic makes for the model ``cls`` from its fields, the stored one set aside (a
+    StoredModel's: its twin's)."""
+    if hasattr(cls, "__stored_twin__"):
+        return cls.__stored_twin__().__pydantic_core_schema__
     _MAKING.add(cls)
     try:
         cls.model_rebuild(force=True)
@@ -210,7 +251,8 @@ def made_schema(cls: Any) -> dict[str, Any]:
 
 def write_schema(cls: type) -> Path:
     """Store the core schema pydantic makes for the model ``cls``; its path."""
-    data = {"key": schema_key(cls), "schema": _to_json(cls, made_schema(cls))}
+    maker = cls.__stored_twin__() if hasattr(cls, "__stored_twin__") else cls  # the class the schema names
+    data = {"key": schema_key(cls), "schema": _to_json(maker, made_schema(cls))}
     schema_path(cls).parent.mkdir(exist_ok=True)
     schema_path(cls).write_text(json.dumps(data, separators=(",", ":")) + "\n", encoding="utf-8")
     return schema_path(cls)
