@@ -31,6 +31,7 @@ from ..scenario import INFER_ONLY, MOE_LAYOUT, TRAIN_ONLY, Scenario
 from ..scenario.describe import describe
 from ..serving.load import LoadRun
 from ..speed.breakdown import Speed
+from ..stored import StoredModel
 from ..stacks import stack_for
 from ..stacks.unsloth import FREE_SIZED_LOSS
 from ..tensors.breakdown import Estimate
@@ -43,7 +44,7 @@ if TYPE_CHECKING:
 BY_DESIGN = "small by design: Unsloth's fused loss sizes its chunks to half of the memory left free"
 
 
-class Verdict(BaseModel):
+class Verdict(StoredModel):
     """Whether the job fits its card, as the one sentence every interface prints (the command line, the page, the
     API): ``fits`` (None without a card), the ``sentence`` (it opens with ``word``: "fits" or "does not fit"), the
     numbers it says, and the lines that belong under it (the engine's KV pool, the layers llama.cpp places, the
@@ -52,7 +53,7 @@ class Verdict(BaseModel):
     The headroom is said only when memory decides: a KV pool too small for the requests, or llama.cpp layers left
     on the CPU, are not out of memory, and a positive headroom beside "does not fit" would contradict it."""
 
-    model_config = ConfigDict(frozen=True, defer_build=True)  # validated from the stored schema (datafiles.made)
+    model_config = ConfigDict(frozen=True)
 
     fits: bool | None
     word: str = ""
