@@ -37,7 +37,7 @@ TWINS = ("gpus.yaml", "providers.yaml", "models/aliases.yaml")
 # the pydantic models whose core schema is stored (module, class): those a first estimate validates (made)
 STORED_SCHEMAS = (("gpuplan.scenario.fields", "Scenario"), ("gpuplan.result", "MemoryReport"),
                   ("gpuplan.result", "ModelFacts"), ("gpuplan.result", "GpuFacts"), ("gpuplan.plan.plan", "Verdict"),
-                  ("gpuplan.result", "Suggestion"))
+                  ("gpuplan.result", "Suggestion"), ("gpuplan.serving.load", "LoadRun"))
 # the models whose schema is being made by pydantic (:func:`made_schema`): the stored one set aside
 _MAKING: set[type] = set()
 # the key that marks, in a stored schema, a Python object JSON cannot hold
