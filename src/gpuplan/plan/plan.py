@@ -16,7 +16,7 @@ import functools
 import math
 from typing import TYPE_CHECKING, Any
 
-from pydantic import BaseModel, ConfigDict, PrivateAttr, computed_field, model_serializer
+from pydantic import ConfigDict, PrivateAttr, computed_field, model_serializer
 
 from ..datafiles import made
 from ..errors import GpuplanError
@@ -31,9 +31,9 @@ from ..scenario import INFER_ONLY, MOE_LAYOUT, TRAIN_ONLY, Scenario
 from ..scenario.describe import describe
 from ..serving.load import LoadRun
 from ..speed.breakdown import Speed
-from ..stored import StoredModel
 from ..stacks import stack_for
 from ..stacks.unsloth import FREE_SIZED_LOSS
+from ..stored import StoredModel
 from ..tensors.breakdown import Estimate
 from .resolve import Resolved, resolve
 
