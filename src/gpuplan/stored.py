@@ -146,6 +146,14 @@ def _private_default(spec: _Spec) -> Any:
     return factory() if factory is not None else copy.deepcopy(spec.kwargs.get("default", PydanticUndefined))
 
 
+class _Serializer:
+    """``cls.__pydantic_serializer__``, made on first use: what pydantic-core asks a value it does not know of (a
+    record in a pydantic model's field typed ``Any``)."""
+
+    def __get__(self, instance: Any, cls: type) -> Any:
+        return datafiles.serializer(cls)
+
+
 class StoredModel:
     """The base of a typed record validated and dumped by pydantic-core from its stored core schema (the module's
     docstring). Its instances hold what a pydantic model's do: the fields in ``__dict__`` (in the fields' order, as
@@ -158,6 +166,7 @@ class StoredModel:
     __pydantic_fields__: ClassVar[dict[str, FieldInfo]] = {}
     __private_attributes__: ClassVar[dict[str, _Spec]] = {}
     __stored_computed__: ClassVar[tuple[str, ...]] = ()
+    __pydantic_serializer__ = _Serializer()
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
         super().__init_subclass__(**kwargs)
@@ -241,6 +250,12 @@ class StoredModel:
 
     def model_dump_json(self, **kwargs: Any) -> str:
         return datafiles.serializer(type(self)).to_json(self, **kwargs).decode()
+
+    @classmethod
+    def model_rebuild(cls, **kwargs: Any) -> bool:
+        """The validator and the serializer made now, not on first use (pydantic's builds the class: a warm-up)."""
+        datafiles.validator(cls), datafiles.serializer(cls)
+        return True
 
     @classmethod
     def model_json_schema(cls, **kwargs: Any) -> dict[str, Any]:
