@@ -123,6 +123,14 @@ def usd_amount(value: float) -> str:
     return f"{value:,.0f}" if value >= 100 else f"{value:,.2f}" if value >= 1 else f"{value:.3f}"
 
 
+def hours_words(hours: float) -> str:
+    """A job's length as a sentence states it: 12.5 h; under six minutes, in minutes (a 3-minute fine-tune was
+    written "0.0 h" beside its $0.01: the session-31 walk); under a minute, so."""
+    if hours >= 0.1:
+        return f"{hours:,.1f} h"
+    return f"{hours * 60:.0f} min" if hours * 60 >= 0.5 else "under a minute"
+
+
 def batch_words(n: int | None, capped: bool = False, *, why: bool = True) -> str:
     """The largest batch that fits, in words: 3,072; none; or, at the search's limit (``max_batch_size_capped``),
     "4,096 or more (the search stops there)" (``why`` False: "4,096 or more", a table's cell, its note saying why)."""

@@ -9,7 +9,7 @@ from typing import Any
 from pydantic import Field
 
 from ..engines import SIMULATED
-from ..errors import GpuplanError, echo_value
+from ..errors import GpuplanError, echo_value, spelled_choice
 from ..model.catalog import load_model
 from ..model.kinds import NotADecoder
 from ..plan.capacity import Deployment, shown
@@ -98,7 +98,7 @@ def capacity(model: str | None, workload: str | Path | Mapping[str, Any] | None 
     any_quant = arg.flag(any_quant, "any_quant")
     quant = arg.text(quant, "quant", optional=True)
     expert_parallel, attention_dp = arg.flag(expert_parallel, "expert_parallel"), arg.flag(attention_dp, "attention_dp")
-    engine = arg.text(engine, "engine", choices=SIMULATED)
+    engine = arg.text(spelled_choice(engine, SIMULATED), "engine", choices=SIMULATED)  # vLLM, as the scenario reads
     if (pricing.replace("_", "-") if isinstance(pricing, str) else pricing) not in ("on-demand", "spot"):
         raise GpuplanError(f"capacity prices rented replicas on demand or on spot, not {echo_value(pricing)}: "
                            "--pricing on-demand or spot")

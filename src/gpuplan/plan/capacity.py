@@ -40,7 +40,7 @@ from ..scenario import Scenario
 from ..scenario.fields import MAX_MODEL_LEN, MIN_MODEL_LEN
 from ..serving.capacity import RatePoint, idle_latencies, max_rate, max_users, saturation_rate
 from ..serving.steptime import Calibration, StepModel, step_model
-from ..serving.workload import Workload
+from ..serving.workload import MAX_TOKENS, Workload
 from ..speed.deepgemm import deepgemm_warnings
 from .build import build
 from .plan import Plan
@@ -187,6 +187,14 @@ def _longest(w: Workload, m: ModelSpec, s: Scenario) -> int:
 
     longest = int(max(top(w.prompt_lengths()), w.mean_prompt_tokens) + max(top(w.output_lengths()),
                                                                             w.mean_output_tokens))
+    engine = engine_for(s)
+    derived = engine.model_context(m)
+    mean = round(w.mean_prompt_tokens) + round(w.mean_output_tokens)
+    if _no_max(w.prompt_lengths()) or _no_max(w.output_lengths()):
+        # a draw with no max of its own (examples/chat-workload.yaml's normal outputs): the engine starts at the
+        # context it would for the mean request, as before session 30, not at the 10,000,000 tokens that stand
+        # for "no max" (which max_model_len's bound then refused)
+        longest = engine.served_context(m, mean) if derived else mean
     if m.position_params and m.max_context and longest > m.max_context:  # as fit.check refuses it
         raise GpuplanError(f"{m.name} learns {m.max_context:,} positions (a position-embedding table, no RoPE to "
                            f"extend): the workload's requests of up to {longest:,} tokens index past it; shorten "
@@ -194,17 +202,20 @@ def _longest(w: Workload, m: ModelSpec, s: Scenario) -> int:
     if longest > MAX_MODEL_LEN:
         raise GpuplanError(f"the workload's requests run to {longest:,} tokens, past the longest context gpuplan "
                            f"starts an engine with ({MAX_MODEL_LEN:,}, max_model_len's bound): shorten them")
-    engine = engine_for(s)
-    derived = engine.model_context(m)
     if not derived:
         return longest
-    mean = round(w.mean_prompt_tokens) + round(w.mean_output_tokens)
     context = engine.served_context(m, mean)
     if longest > context > derived:
         raise GpuplanError(f"the workload's requests run to {longest:,} tokens, past both {m.name}'s context of "
                            f"{derived:,} tokens ({engine.label}'s) and its mean request's {mean:,}, which the engine "
                            "would be started with: narrow length_spread, or shorten them")
     return min(longest, context)
+
+
+def _no_max(d) -> bool:
+    """A drawn length (normal, lognormal, uniform) whose ``max`` is the field's default, which stands for none:
+    bounded by nothing of its own."""
+    return d.kind in ("uniform", "normal", "lognormal") and d.max >= MAX_TOKENS
 
 
 @dataclass(frozen=True)
