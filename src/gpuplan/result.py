@@ -101,7 +101,7 @@ class GpuFacts(BaseModel):
 
 
 class Suggestion(BaseModel):
-    model_config = ConfigDict(defer_build=True)  # built when a plan first suggests a change (a job that fits: never)
+    model_config = ConfigDict(defer_build=True)  # validated from the stored schema (gpuplan.datafiles.made)
 
     change: str
     fields: dict[str, Any]
