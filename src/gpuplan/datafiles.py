@@ -161,6 +161,16 @@ def made(cls: Any, data: dict[str, Any], context: dict[str, Any] | None = None) 
     return validator.validate_python(data, context=context)
 
 
+def ready(cls: Any) -> None:
+    """Make ready, ahead of its first use (a server's child, before its first job), what validating and dumping the
+    model ``cls`` takes: pydantic's build of a pydantic model built lazily (``defer_build``: its validator and its
+    serializer); for a class pydantic does not build, pydantic-core's validator from its stored schema."""
+    if getattr(cls, "__pydantic_complete__", True) is False:
+        cls.model_rebuild()
+    elif (cls.__module__, cls.__qualname__) in STORED_SCHEMAS:
+        _stored_validator(cls)
+
+
 def _stored_validator(cls: type) -> Any:
     """pydantic-core's validator of ``cls`` from its stored schema (None when stale), made once."""
     if cls not in _VALIDATORS:

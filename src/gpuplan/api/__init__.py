@@ -60,6 +60,7 @@ _HOMES = {
     "FieldSpec": "..explain.forms", "Axis": "..explain.grid",
     "until": "..clock", "Overdue": "..clock",  # the page's deadline for the work of one request
     "count_timeout": "..clock", "COUNT_TIMEOUT_S": "..clock",  # the command line's bound on counting a dataset
+    "ready": "..datafiles",  # the server's child makes the answers' types ready before its first job
 }
 
 def __getattr__(name: str) -> Any:
