@@ -21,7 +21,13 @@ class Answer(BaseModel):
 
     def to_dict(self) -> dict[str, Any]:
         """Plain JSON data (non-finite numbers as null), equal to the command's ``--json`` output."""
-        return finite(self.model_dump(mode="json"))
+        return to_dict(self)
+
+
+def to_dict(answer: Any) -> dict[str, Any]:
+    """An answer as plain JSON data (non-finite numbers as null), equal to its command's ``--json`` output: its dump
+    in JSON mode. Every answer's ``to_dict``: an :class:`Answer`'s and the Plan's, which needs no ``Answer`` base."""
+    return finite(answer.model_dump(mode="json"))
 
 
 def finite(data: Any) -> Any:
@@ -101,7 +107,7 @@ class GpuFacts(BaseModel):
 
 
 class Suggestion(BaseModel):
-    model_config = ConfigDict(defer_build=True)  # built when a plan first suggests a change (a job that fits: never)
+    model_config = ConfigDict(defer_build=True)  # validated from the stored schema (gpuplan.datafiles.made)
 
     change: str
     fields: dict[str, Any]
