@@ -123,3 +123,22 @@ def test_cost_says_why_a_named_card_has_no_row(capsys):
     assert run(["cost", "--model", "llama-3.2-1b", "--task", "infer", "--gpu", "rtx-2080-ti"]) == 0
     printed = " ".join(capsys.readouterr().out.split())
     assert "no row: no offer of GeForce RTX 2080 Ti" in printed and "QLoRA" not in printed
+
+
+def test_a_spot_job_that_never_finishes_says_so_not_that_no_offer_is_in_force():
+    """fuzz_s31: with interruptions every 1e-300 h Daly's wall time overflows (``daly_wall_time_h``: inf), so every
+    spot offer was dropped, and estimate said "no spot offer in force; older or low-confidence rows need
+    --max-price-age-days", cost "no offer in force fits this scenario (try ... more GPUs, QLoRA)": three H100 spot
+    offers were in force, and the job fits. Both now say the job never finishes on them, and what to change."""
+    from gpuplan import cost
+
+    job = {"model": "llama-3.2-1b", "task": "train", "method": "lora", "gpu": "h100-sxm", "pricing": "spot",
+           "train_tokens": 1e9, "mtbi_hours": 1e-300}
+    plan = estimate(job)
+    assert plan.cost is None and plan.verdict.fits
+    said = [w for w in plan.warnings if w.startswith("no price for H100")]
+    assert len(said) == 1 and "spot offer(s) in force the job never finishes" in said[0], plan.warnings
+    assert "--mtbi-hours" in said[0] and "older or low-confidence" not in said[0]
+    table = cost(job)
+    assert table.rows == [] and table.why_none == said[0]
+    assert estimate({**job, "mtbi_hours": 2.0}).cost.usd_total > 0  # a plausible rate prices as before
