@@ -400,7 +400,9 @@ class Scenario(BaseModel):
     pricing: Pricing = Field(
         default="on_demand", description="on-demand, spot or any rented offer; owned: your own cards, priced by "
         "their power only (a card no offer prices is priced so too)")
-    mtbi_hours: float | None = Field(default=None, gt=0, le=1e6, allow_inf_nan=False,
+    # at least 0.01 h (36 s), 70x below the shortest mean of the priors' ranges (0.7 h): 5e-324 overflowed
+    # capacity's spot fleet (ceil of infinite replicas) and 1e-300 sized it at 1e299 replicas (fuzz_s31)
+    mtbi_hours: float | None = Field(default=None, ge=0.01, le=1e6, allow_inf_nan=False,
                                      description="mean hours between spot interruptions (default: the AWS spot "
                                      "traces' 2 under 8 GPUs, 1 from 8; data/providers.yaml)")
     disk_gbs: float = Field(default=1.0, ge=0.001, le=1000, allow_inf_nan=False,

@@ -427,7 +427,7 @@ class CapacityRequest(RequestBody):
     top: int = Field(default=4, ge=1, le=6, description="setups simulated")
     pricing: str = Field(default="on-demand", max_length=20, description="on-demand, or spot: interruptible "
                          "offers, each fleet sized for the interruptions (checked by api.capacity)")
-    mtbi_hours: float | None = Field(default=None, gt=0, le=1e6, description="spot: mean hours between "
+    mtbi_hours: float | None = Field(default=None, ge=0.01, le=1e6, description="spot: mean hours between "
                                      "interruptions (null: the prior in data/providers.yaml)")
 
 
