@@ -8,6 +8,7 @@ from __future__ import annotations
 import json
 import shutil
 import zlib
+from pathlib import Path
 
 import pytest
 import yaml
@@ -80,12 +81,80 @@ def test_each_stored_schema_is_the_one_pydantic_makes():
         stored = datafiles.stored_schema(cls)
         assert stored is not None, f"{datafiles.schema_path(cls).name} is stale: run `python tests/record_schemas.py`"
         text = json.loads(datafiles.schema_path(cls).read_text(encoding="utf-8"))
-        assert text["key"] == datafiles.schema_key(cls)
+        assert text["key"] == datafiles.schema_key(cls, tuple(text.get("sources", ())))
         assert text["schema"] == datafiles._to_json(_maker(cls), datafiles.made_schema(cls))
         if hasattr(cls, "__stored_twin__"):
             assert datafiles.schema_of(cls) == stored and datafiles.validator(cls) is datafiles._VALIDATORS[cls]
         else:
             assert cls.__pydantic_core_schema__ == stored
+    assert {"Plan", "LoadRun", "Suggestion"} <= {name for _, name in datafiles.STORED_SCHEMAS}
+
+
+def test_the_key_is_the_sources_and_pydantic_cores_version(tmp_path, monkeypatch):
+    """Keyed without importing pydantic (pydantic-core pins it): the CRC-32 of the class's source file, and of each
+    module whose classes its schema holds; the Plan's names its parts' modules, and an edit of one makes it stale."""
+    import sys
+
+    import pydantic_core
+
+    from gpuplan.plan.plan import Plan
+    from gpuplan.result import GpuFacts
+
+    source = Path(sys.modules["gpuplan.result"].__file__).read_bytes()
+    assert datafiles.schema_key(GpuFacts) == f"{zlib.crc32(source):08x} pydantic-core {pydantic_core.__version__}"
+    file = json.loads(datafiles.schema_path(Plan).read_text(encoding="utf-8"))
+    assert file["sources"] == ["gpuplan.market.bill", "gpuplan.market.cost", "gpuplan.market.job", "gpuplan.result",
+                               "gpuplan.serving.load", "gpuplan.speed.breakdown"]
+    assert datafiles.stored_schema(Plan) is not None
+    bill = sys.modules["gpuplan.market.bill"]
+    (tmp_path / "bill.py").write_bytes(Path(bill.__file__).read_bytes() + b"\n# an edit\n")
+    monkeypatch.setattr(bill, "__file__", str(tmp_path / "bill.py"))
+    assert datafiles.stored_schema(Plan) is None
+
+
+def test_a_schema_names_other_classes_objects():
+    """The Plan's schema holds its parts' objects (their ``__get_pydantic_json_schema__``, the ``exclude_if`` of
+    their fields, their refs, the dataclasses Speed and Cost): stored by module and qualified name, with no id of
+    this process in the text, and read back as the very objects."""
+    import re
+
+    from gpuplan.plan.plan import Plan
+    from gpuplan.result import MemoryReport
+    from gpuplan.serving.load import LoadRun
+
+    text = datafiles.schema_path(Plan).read_text(encoding="utf-8")
+    assert not re.search(r":\d{6,}\b", text) and str(id(Plan)) not in text
+    assert '{"gpuplan:object":"exclude_if","field":"falls_behind","of":"gpuplan.serving.load:LoadRun"}' in text
+    assert '{"gpuplan:object":"the class\'s ref","of":"gpuplan.speed.breakdown:Speed"}' in text
+    named = {"gpuplan:object": "attribute", "name": "__get_pydantic_json_schema__", "of": "gpuplan.result:MemoryReport"}
+    assert json.dumps(named, separators=(",", ":")) in text
+    assert datafiles._from_json(Plan, named) == MemoryReport.__get_pydantic_json_schema__
+    assert datafiles._from_json(Plan, {"gpuplan:object": "exclude_if", "field": "falls_behind",
+                                       "of": "gpuplan.serving.load:LoadRun"}) is \
+        LoadRun.model_fields["falls_behind"].exclude_if
+    assert datafiles._to_json(Plan, f"gpuplan.serving.load.LoadRun:{id(LoadRun)}") == \
+        {"gpuplan:object": "the class's ref", "of": "gpuplan.serving.load:LoadRun"}
+    with pytest.raises(TypeError, match="cannot be stored by name"):
+        datafiles._to_json(Plan, lambda v: v)
+
+
+def test_the_stored_plan_schema_dumps_a_plan_as_pydantic_does():
+    """What the Plan's dump needs once it is not built by pydantic: pydantic-core's serializer made from the stored
+    schema dumps a plan (its suggestions, a serving plan's load run) exactly as pydantic's ``model_dump``."""
+    from pydantic_core import SchemaSerializer
+
+    import gpuplan
+    from gpuplan.plan.plan import Plan
+
+    serializer = SchemaSerializer(datafiles.stored_schema(Plan))
+    for walk, check in (({"model": "llama-3.1-70b", "task": "train", "method": "full", "gpu": "rtx-4090"},
+                         lambda p: len(p.suggestions) > 1),
+                        ({"model": "llama-3.1-8b", "task": "infer", "engine": "vllm", "users": 8, "gpu": "a10g"},
+                         lambda p: p.load is not None and p.load.max_concurrency == 8)):
+        plan = gpuplan.estimate(walk)
+        assert check(plan)
+        assert serializer.to_json(plan) == plan.model_dump_json().encode()
+        assert serializer.to_python(plan, mode="json") == plan.model_dump(mode="json")
 
 
 def _forget(cls):
@@ -102,7 +171,7 @@ def test_a_stale_stored_schema_is_passed_over(monkeypatch):
 
     given = {"fits": True, "sentence": "fits", "device_peak_gib": 1, "details": ["a"]}
     fresh = Verdict(**given)
-    monkeypatch.setattr(datafiles, "schema_key", lambda cls: "another pydantic")
+    monkeypatch.setattr(datafiles, "schema_key", lambda cls, sources=(): "another pydantic")
     _forget(Verdict)
     try:
         assert datafiles.stored_schema(Verdict) is None
@@ -125,13 +194,27 @@ def _made_twice(cls, data):
     return datafiles.made(cls, data), _maker(cls).model_validate(data)
 
 
+def _load_run():
+    """A closed-loop run's fields, its times as the simulation gives them (numpy's floats)."""
+    import numpy as np
+
+    times = {f"{stat}_{metric}_ms": np.float64(12.5) for stat in ("mean", "median", "p90", "p99")
+             for metric in ("ttft", "tpot", "itl", "e2el")}
+    return {"mode": "closed loop", "engine": "vllm", "max_concurrency": 8, "lengths": "fixed", "num_prompts": 80,
+            "completed": 80, "duration": np.float64(40.25), "total_input_tokens": 8000, "total_output_tokens": 1600,
+            "request_throughput": np.float64(2.0), "output_throughput": np.float64(40.0),
+            "total_token_throughput": np.float64(240.0), "running_cap": 256, "peak_running": 8, "preemptions": 0,
+            "per_request_s": np.float64(0.01), **times}
+
+
 def test_made_is_what_pydantic_makes():
     """An instance validated from the stored schema is the one pydantic's own validator makes (types coerced:
     an int into a float field), and a refusal is pydantic's too."""
     from pydantic import ValidationError
 
     from gpuplan.plan.plan import Verdict
-    from gpuplan.result import GpuFacts
+    from gpuplan.result import GpuFacts, Suggestion
+    from gpuplan.serving.load import LoadRun
 
     ours, theirs = _made_twice(GpuFacts, {"id": "g", "name": "G", "memory_gib": 24, "usable_gib": 23.5,
                                           "architecture": "Ada"})
@@ -142,6 +225,15 @@ def test_made_is_what_pydantic_makes():
     ours, theirs = _made_twice(_scenario(), {"model": "llama-3.1-8b", "task": "train", "method": "qlora"})
     assert ours.__dict__ == theirs.__dict__ and ours.grad_checkpointing == "full"
     assert ours.model_fields_set == theirs.model_fields_set and ours.model_dump_json() == theirs.model_dump_json()
+    suggestion = {"change": "LoRA: 30.1 -> 20.2 GiB", "fields": {"method": "lora"}, "device_peak_gib": 20,
+                  "fits": True, "cost": "slower", "max_batch_size_capped": True}
+    ours, theirs = _made_twice(Suggestion, suggestion)
+    assert ours.__dict__ == theirs.__dict__ and ours.device_peak_gib == 20.0
+    assert ours.model_dump_json() == theirs.model_dump_json()
+    ours, theirs = _made_twice(LoadRun, _load_run())
+    assert ours.__dict__ == theirs.__dict__ and ours.model_dump_json() == theirs.model_dump_json()
+    assert ours.load_words == "8 users"
+    assert type(ours.mean_itl_ms) is float and type(ours.duration) is float  # numpy's floats stored as floats
     for make in (lambda d: datafiles.made(_scenario(), d), _scenario().model_validate,
                  _maker(_scenario()).model_validate):
         with pytest.raises(ValidationError, match="loss_chunks"):

@@ -351,15 +351,17 @@ def test_web_fuzz(ctx, endpoint):
     assert not any(o.failed() for o in outcomes), failures_text(outcomes)
 
 
-@pytest.mark.parametrize("check", ["seq_len", "zero3 GPUs", "card defaults", "module rules", "silent fields"])
+@pytest.mark.parametrize("check", ["seq_len", "zero3 GPUs", "card defaults", "module rules", "silent fields",
+                                   "physics"])
 def test_metamorphic(ctx, check):
     """A longer seq_len never lowers training memory; more ZeRO-3 GPUs never raise memory per GPU; a job on any
     card with the precision left to it is not refused for that precision, nor advised a dtype or engine the card
     lacks; a module (diffusion, Whisper, T5, BERT) is refused what the card or a loader refuses a decoder; a flag
     the plan does not read (another task's, another engine's, another kind of model's) is named in a warning and
-    moves none of its numbers (bench/fuzzing/silent.py)."""
+    moves none of its numbers (bench/fuzzing/silent.py); no speed above the card's FLOPs, cost = hours x price,
+    memory that never falls as the batch doubles (bench/fuzzing/physics.py)."""
     outcomes = campaign(ctx, f"meta {check}", runs(check, {"card defaults": 40, "module rules": 40,
-                                                           "silent fields": 24}, 15))
+                                                           "silent fields": 24, "physics": 30}, 15))
     assert not any(o.failed() for o in outcomes), failures_text(outcomes)
     assert sum(o.klass == oracle.OK for o in outcomes) == len(outcomes)
 

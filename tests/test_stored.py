@@ -170,7 +170,7 @@ def test_a_pydantic_model_holds_one(stored):
 def test_a_stale_schema_falls_back_to_the_twin(stored, monkeypatch):
     """An edited class (another key) is validated and dumped from the schema its twin makes, alike."""
     fresh = Toy(name="A", size=3, note="n")
-    monkeypatch.setattr(datafiles, "schema_key", lambda cls: "an edited class")
+    monkeypatch.setattr(datafiles, "schema_key", lambda cls, sources=(): "an edited class")
     _forget()
     assert datafiles.stored_schema(Toy) is None
     again = Toy(name="A", size=3, note="n")

@@ -326,6 +326,10 @@ def meta_case(r: random.Random, which: str) -> dict[str, Any]:
         from .silent import silent_case
 
         return silent_case(r)
+    if which == "physics":
+        from .physics import physics_case
+
+        return physics_case(r)
     base = {"model": r.choice(META_MODELS), "task": "train", "method": r.choice(["full", "lora", "qlora"]),
             "grad_checkpointing": r.choice(["none", "selective", "full"]), "micro_batch_size": r.randint(1, 4)}
     if which == "seq_len":
@@ -340,7 +344,8 @@ def meta_case(r: random.Random, which: str) -> dict[str, Any]:
 def judge_meta(case: dict[str, Any]) -> Verdict:
     """Longer sequences never need less training memory; more ZeRO-3 GPUs never need more per GPU; a card's own
     defaults are not refused (:func:`judge_card`); a module is refused what the card or loader refuses a decoder
-    (:func:`judge_module`); a field the plan does not read is named in a warning (:mod:`.silent`)."""
+    (:func:`judge_module`); a field the plan does not read is named in a warning (:mod:`.silent`); no speed above
+    the card, cost = hours x price, memory that grows with the batch (:mod:`.physics`)."""
     import gpuplan
 
     if "card" in case:
@@ -351,6 +356,10 @@ def judge_meta(case: dict[str, Any]) -> Verdict:
         from .silent import judge_silent
 
         return judge_silent(case["silent"])
+    if "physics" in case:
+        from .physics import judge_physics
+
+        return judge_physics(case)
     peaks = []
     for v in case["values"]:
         fields = {**case["base"], case["vary"]: int(v)}

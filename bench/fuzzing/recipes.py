@@ -157,4 +157,6 @@ def recipe(r: random.Random, cmd: Command, fx: Fixtures) -> dict[str, list[str]]
         base = {"records": file_value(r, "records", False, fx)}
     else:
         base = {}
+    if cmd.has("pricing") and r.random() < 0.15:  # spot's own paths: Daly's wall time, a fleet's spare replicas
+        base["pricing"] = "spot"  # (s31: --mtbi-hours 5e-324 crashed capacity only with --pricing spot)
     return {k: v if isinstance(v, list) else [v] for k, v in base.items()}

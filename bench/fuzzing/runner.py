@@ -97,7 +97,7 @@ class Context:
         rows = [("cli", c.name) for c in self.commands] + [("api", f"api {n}") for n in self.api]
         rows += [("web", e.row) for e in self.web]
         rows += [("meta", "meta seq_len"), ("meta", "meta zero3 GPUs"), ("meta", "meta card defaults"),
-                 ("meta", "meta module rules"), ("meta", "meta silent fields")]
+                 ("meta", "meta module rules"), ("meta", "meta silent fields"), ("meta", "meta physics")]
         return [(k, n) for k, n in rows if not self.only or n in self.only]
 
 
@@ -119,7 +119,7 @@ def draw(ctx: Context, seed: int, index: int) -> tuple[str, str, Any]:
         name = r.choice(names)
         return kind, name, draw_web(r, next(e for e in ctx.web if e.row == name), ctx.schemas)
     name = r.choice(names)
-    which = next((w for w in ("seq_len", "card", "module", "silent") if w in name), "zero3")
+    which = next((w for w in ("seq_len", "card", "module", "silent", "physics") if w in name), "zero3")
     return kind, name, meta_case(r, which)
 
 
@@ -296,6 +296,8 @@ def _run(ctx: Context, kind: str, case: Any, index: int, drop: tuple[int, ...], 
         return verdict, silent.shown({**case["silent"]["base"], **case["silent"]["extra"]}), 0, []
     if "card" in case or "module" in case:
         return verdict, f"gpuplan.estimate({case.get('card') or case['module']})", 0, []
+    if "physics" in case:
+        return verdict, f"gpuplan.estimate({case['physics']}), and with {case['vary']} doubled", 0, []
     return verdict, f"gpuplan.estimate({case['base']} with {case['vary']} in {case['values']})", 0, []
 
 

@@ -12,9 +12,12 @@ OpenSSL (~10 ms).
 The same idea keeps the Scenario's core schema (:func:`stored_schema`): pydantic's Python code turns the Scenario's
 ~100 annotated fields into a core schema in about 20 ms, a sixth of a bare ``import pydantic, yaml``, and the
 Rust validator it feeds takes under 1 ms to build (bench/results/startup_s25.md). ``data/schemas/<Class>.json``
-holds that schema as pydantic made it, tied by a CRC-32 to the class's source file and to pydantic's and
-pydantic-core's versions; a stale or missing one only costs the 20 ms again. ``python tests/record_schemas.py``
-stores them again after an edit of such a class or an upgrade of pydantic (a test checks they are fresh).
+holds that schema as pydantic made it, tied by a CRC-32 to the class's source file (and to those of the other
+classes it holds: the Plan's parts) and to pydantic-core's version, which pins pydantic's (:func:`schema_key`); a
+stale or missing one only costs the 20 ms again. The Python objects a schema holds (validators, a field's
+``exclude_if``, a class and its ref) are stored by name, the class's own or another's by module and qualified name,
+so that the text is the same on every recording. ``python tests/record_schemas.py`` stores them again after an edit
+of such a class or an upgrade of pydantic (a test checks they are fresh).
 
 The models a first estimate validates (the Scenario and the plan's parts in :data:`STORED_SCHEMAS`) are built by
 pydantic only when first dumped (``defer_build``); until then :func:`made` validates them with pydantic-core's
@@ -34,10 +37,10 @@ from typing import Any
 
 # the files read through twins, relative to gpuplan/data: those a first estimate reads (bench/startup.py)
 TWINS = ("gpus.yaml", "providers.yaml", "models/aliases.yaml")
-# the pydantic models whose core schema is stored (module, class): those a first estimate validates (made)
+# the pydantic models whose core schema is stored (module, class): those an estimate validates (made), and the Plan
 STORED_SCHEMAS = (("gpuplan.scenario.fields", "Scenario"), ("gpuplan.result", "MemoryReport"),
                   ("gpuplan.result", "ModelFacts"), ("gpuplan.result", "GpuFacts"), ("gpuplan.plan.plan", "Verdict"),
-                  ("gpuplan.result", "Suggestion"), ("gpuplan.serving.load", "LoadRun"))
+                  ("gpuplan.result", "Suggestion"), ("gpuplan.serving.load", "LoadRun"), ("gpuplan.plan.plan", "Plan"))
 # the models whose schema is being made by pydantic (:func:`made_schema`): the stored one set aside
 _MAKING: set[type] = set()
 # the key that marks, in a stored schema, a Python object JSON cannot hold
@@ -92,20 +95,32 @@ def schema_path(cls: type) -> Path:
     return _folder() / "schemas" / f"{cls.__qualname__}.json"
 
 
-def schema_key(cls: type) -> str:
-    """What a stored schema is made from: the CRC-32 of the class's source file and the versions of pydantic and
-    pydantic-core (both loaded with the class)."""
-    source = Path(sys.modules[cls.__module__].__file__ or "").read_bytes()
-    versions = sys.modules["pydantic.version"].VERSION, sys.modules["pydantic_core"].__version__
-    return f"{zlib.crc32(source):08x} pydantic {versions[0]} pydantic-core {versions[1]}"
+def schema_key(cls: type, sources: tuple[str, ...] = ()) -> str:
+    """What a stored schema is made from: the CRC-32 of the class's source file (and of ``sources``, the modules of
+    the other classes its schema holds: the Plan's parts) and pydantic-core's version. pydantic-core runs the
+    schema, and each pydantic release pins one exact pydantic-core (its ``dependencies``), so that version names
+    pydantic's too; reading pydantic's own would import ``pydantic`` (its ``__init__``, errors and typing helpers:
+    0.1x of a bare ``import pydantic, yaml``, bench/results/types_s30.md), which a class that is not a pydantic
+    model has not loaded."""
+    from pydantic_core import __version__ as core
+
+    crc = 0
+    for module in (cls.__module__, *sources):
+        crc = zlib.crc32(Path(sys.modules[module].__file__ or "").read_bytes(), crc)
+    return f"{crc:08x} pydantic-core {core}"
 
 
-def core_schema(cls: type, source: Any, handler: Any) -> Any:
-    """A pydantic model's ``__get_pydantic_core_schema__`` (``classmethod(core_schema)`` in its body): the stored
-    schema while the class is being built; pydantic's own (``handler``) when the stored one is stale, and once the
-    class is built (a model holding this one as a field reuses its schema)."""
-    stored = None if "__pydantic_core_schema__" in cls.__dict__ else stored_schema(cls)
-    return stored if stored is not None else handler(source)
+def _sources(cls: type, data: Any) -> set[str]:
+    """The modules of the package, other than the class's own, whose objects the stored schema ``data`` names."""
+    if isinstance(data, list):
+        return set().union(*(_sources(cls, v) for v in data))
+    if not isinstance(data, dict):
+        return set()
+    found = set().union(*(_sources(cls, v) for v in data.values()))
+    named = data["of"].split(":")[0] if "of" in data else data.get("module") if _OBJECT in data else None
+    if named and named.partition(".")[0] == cls.__module__.partition(".")[0] and named != cls.__module__:
+        found.add(named)
+    return found
 
 
 def stored_schema(cls: type) -> dict[str, Any] | None:
@@ -116,7 +131,7 @@ def stored_schema(cls: type) -> dict[str, Any] | None:
         return None
     try:
         stored = json.loads(schema_path(cls).read_bytes(), object_hook=lambda d: _from_json(cls, d))
-        return stored["schema"] if stored["key"] == schema_key(cls) else None
+        return stored["schema"] if stored["key"] == schema_key(cls, tuple(stored.get("sources", ()))) else None
     except (OSError, ValueError, KeyError, AttributeError):
         return None
 
@@ -179,6 +194,19 @@ def _config(schema: dict[str, Any]) -> Any:
     return schema.get("config")
 
 
+def ready(cls: Any) -> None:
+    """Make ready, ahead of its first use (a server's child, before its first job), what validating and dumping the
+    model ``cls`` takes: pydantic's build of a pydantic model built lazily (``defer_build``: its validator and its
+    serializer); for a StoredModel, pydantic-core's validator and serializer; for another class pydantic does not
+    build, pydantic-core's validator from its stored schema."""
+    if hasattr(cls, "__stored_twin__"):
+        validator(cls), serializer(cls)
+    elif getattr(cls, "__pydantic_complete__", True) is False:
+        cls.model_rebuild()
+    elif (cls.__module__, cls.__qualname__) in STORED_SCHEMAS:
+        _stored_validator(cls)
+
+
 def _stored_validator(cls: type) -> Any:
     """pydantic-core's validator of ``cls`` from its stored schema (None when stale), made once."""
     if cls not in _VALIDATORS:
@@ -197,44 +225,109 @@ def _from_json(cls: type, data: dict[str, Any]) -> Any:
         return tuple(data["items"])
     if kind == "the class":
         return cls
+    owner = _named(*data["of"].split(":")) if "of" in data else cls  # the object's class: this one or another
     if kind == "the class's ref":  # pydantic's name of the class in a schema, with its id in this process
-        return _ref(cls)
+        return _ref(owner)
     if kind == "attribute":
-        return getattr(cls, data["name"])
+        return getattr(owner, data["name"])
     if kind == "exclude_if":
-        return cls.__pydantic_fields__[data["field"]].exclude_if  # type: ignore[attr-defined]
-    return getattr(sys.modules[data["module"]], data["name"])  # a module's function
+        return owner.__pydantic_fields__[data["field"]].exclude_if  # type: ignore[attr-defined]
+    return _named(data["module"], data["name"])  # a module's function (or class)
+
+
+def _named(module: str, qualname: str) -> Any:
+    """The object ``qualname`` names in the loaded ``module`` (``Plan._in_order``: an attribute of a class)."""
+    value: Any = sys.modules[module]
+    for part in qualname.split("."):
+        value = getattr(value, part)
+    return value
 
 
 def _ref(cls: type) -> str:
     return f"{cls.__module__}.{cls.__qualname__}:{id(cls)}"
 
 
+def _of(cls: type, owner: type) -> dict[str, str]:
+    """How a stored object names its class: nothing for ``cls`` itself, else ``{"of": "module:qualname"}``."""
+    return {} if owner is cls else {"of": f"{owner.__module__}:{owner.__qualname__}"}
+
+
 def _to_json(cls: type, value: Any) -> Any:
     """``value``, a piece of a core schema, as JSON can hold it: each Python object the class can give back by
-    name (:func:`_from_json`); any other is a TypeError."""
+    name (:func:`_from_json`), its own or another class's (a model that holds others: the Plan); any other is a
+    TypeError."""
     if isinstance(value, dict):
         return {key: _to_json(cls, v) for key, v in value.items()}
     if isinstance(value, list):
         return [_to_json(cls, v) for v in value]
     if isinstance(value, tuple):
         return {_OBJECT: "tuple", "items": [_to_json(cls, v) for v in value]}
-    if value == _ref(cls):
-        return {_OBJECT: "the class's ref"}
-    if value is None or isinstance(value, (str, int, float, bool)):
+    if isinstance(value, str):
+        owner = _ref_owner(value)
+        return value if owner is None else {_OBJECT: "the class's ref", **_of(cls, owner)}
+    if value is None or isinstance(value, (int, float, bool)):
         return value
     if value is cls:
         return {_OBJECT: "the class"}
+    named = _attribute(cls, value) or _exclusion(cls, value) or _function(value)
+    if named is None:
+        raise TypeError(f"{cls.__qualname__}'s core schema holds {value!r}, which cannot be stored by name")
+    return named
+
+
+def _ref_owner(text: str) -> type | None:
+    """The loaded class whose ref (pydantic's ``module.qualname:id``, the id this process's) ``text`` is, or
+    None: a ref holds an id, which differs on each run, so the stored schema names its class instead."""
+    path, _, number = text.rpartition(":")
+    parts = path.split(".")
+    for cut in range(len(parts) - 1, 0, -1):  # the longest loaded module first
+        try:
+            owner = _named(".".join(parts[:cut]), ".".join(parts[cut:]))
+        except (KeyError, AttributeError):
+            continue
+        if isinstance(owner, type) and number == str(id(owner)):
+            return owner
+        twin = owner.__stored_twin__() if isinstance(owner, type) and hasattr(owner, "__stored_twin__") else None
+        return twin if number == str(id(twin)) else None  # a StoredModel's schema is made by its pydantic twin
+    return None
+
+
+def _class_of(value: Any) -> Any:
+    """The class a function was defined in, by its qualified name (``MemoryReport.<lambda>``), or None."""
+    try:
+        return _named(value.__module__, value.__qualname__.rpartition(".")[0])
+    except (AttributeError, KeyError, TypeError):
+        return None
+
+
+def _attribute(cls: type, value: Any) -> dict[str, Any] | None:
+    """``value`` named as an attribute of ``cls`` or of another class: the one a method is bound to (a nested
+    model's ``__get_pydantic_json_schema__``), or the one that defines a function."""
     name = getattr(value, "__name__", "")
-    if name and getattr(cls, name, None) == value:
-        return {_OBJECT: "attribute", "name": name}
-    for field, info in cls.__pydantic_fields__.items():  # type: ignore[attr-defined]
-        if info.exclude_if is value:
-            return {_OBJECT: "exclude_if", "field": field}
+    bound = getattr(value, "__self__", None)
+    for owner in (cls, bound if isinstance(bound, type) else _class_of(value)):
+        if name and isinstance(owner, type) and getattr(owner, name, None) == value:
+            return {_OBJECT: "attribute", "name": name, **_of(cls, owner)}
+    return None
+
+
+def _exclusion(cls: type, value: Any) -> dict[str, Any] | None:
+    """``value`` named as a field's ``exclude_if``, of ``cls`` or of the class whose body made the lambda."""
+    for owner in (cls, _class_of(value)):
+        for field, info in getattr(owner, "__pydantic_fields__", {}).items():
+            if info.exclude_if is value:
+                return {_OBJECT: "exclude_if", "field": field, **_of(cls, owner)}
+    return None
+
+
+def _function(value: Any) -> dict[str, Any] | None:
+    """``value`` named as what its module holds under its qualified name (a function, a class), or None."""
     module = getattr(value, "__module__", None)
-    if module and getattr(sys.modules.get(module), getattr(value, "__qualname__", ""), None) is value:
-        return {_OBJECT: "function", "module": module, "name": value.__qualname__}
-    raise TypeError(f"{cls.__qualname__}'s core schema holds {value!r}, which cannot be stored by name")
+    try:
+        found = module is not None and _named(module, value.__qualname__) is value
+    except (AttributeError, KeyError, TypeError):
+        return None
+    return {_OBJECT: "function", "module": module, "name": value.__qualname__} if found else None
 
 
 def made_schema(cls: Any) -> dict[str, Any]:
@@ -253,7 +346,9 @@ def made_schema(cls: Any) -> dict[str, Any]:
 def write_schema(cls: type) -> Path:
     """Store the core schema pydantic makes for the model ``cls``; its path."""
     maker = cls.__stored_twin__() if hasattr(cls, "__stored_twin__") else cls  # the class the schema names
-    data = {"key": schema_key(cls), "schema": _to_json(maker, made_schema(cls))}
+    schema = _to_json(maker, made_schema(cls))
+    sources = tuple(sorted(_sources(cls, schema)))
+    data = {"key": schema_key(cls, sources), **({"sources": sources} if sources else {}), "schema": schema}
     schema_path(cls).parent.mkdir(exist_ok=True)
     schema_path(cls).write_text(json.dumps(data, separators=(",", ":")) + "\n", encoding="utf-8")
     return schema_path(cls)

@@ -153,6 +153,23 @@ def normalize_name(name: str) -> str:
     return "-".join(name.strip().lower().replace("_", " ").split())
 
 
+def _folded(word: str) -> str:
+    return "".join(ch for ch in normalize_name(word) if ch not in "-._")
+
+
+def spelled_choice(value: Any, choices: Iterable[str]) -> Any:
+    """The one of ``choices`` that ``value`` spells with other case or punctuation, as people write the names in
+    prose (``vLLM``, ``SGLang``, ``LoRA``, ``ZeRO-3``, ``llamacpp``, ``TRT-LLM``, ``BF16-mixed``); ``value``
+    itself when it is a choice, not text, or folds to none of them or to two (the walk of session 31: ``--engine
+    vLLM`` was refused where ``--gpu RTX4090`` and ``--model Llama 3 70B`` are read)."""
+    choices = tuple(choices)
+    if not isinstance(value, str) or value in choices:
+        return value
+    key = _folded(value)
+    hits = [c for c in choices if _folded(c) == key]
+    return hits[0] if len(hits) == 1 else value
+
+
 def did_you_mean(name: str, known: Iterable[str], n: int = 3) -> list[str]:
     """The closest known names to ``name`` (difflib ratio >= 0.6, or a substring match)."""
     import difflib  # a name not found is rare: every process that reads errors.py would pay for it

@@ -356,11 +356,17 @@ def _is_card(name: str) -> bool:
     return True
 
 
+# a Mac's own name before its chip ("MacBook Pro M4 Max", "Mac Studio M3 Ultra", "Mac mini M4 Pro"): the chip is
+# what the catalog names (the s31 walk: "MacBook M4 Max" was refused, with the right suggestion)
+MAC = re.compile(r"\b(?:macbook|mac)(?:\s*(?:pro|air|studio|mini))?\b|\bimac\b", re.IGNORECASE)
+
+
 def resolve_gpu(name: str) -> tuple[GpuSpec, str | None]:
     """A GPU by id or alias, and a note when the name was ambiguous (``H100``, ``A100-80GB``): the variant clouds
     rent most is taken (SXM, then the larger memory; :data:`PREFERRED_VARIANT`) and the note names the others."""
     if not isinstance(name, str) or not name.strip():
         raise GpuplanError("no GPU given: name one from `gpuplan gpus` (h100-sxm, rtx-4090, l40s...)")
+    name = " ".join(MAC.sub(" ", name).split()) or name  # "MacBook Pro M4 Max": the chip is the card
     key = normalize_name(name)
     ids = _names().get(key) or _names().get(key.replace("-", ""))
     worded = False

@@ -25,7 +25,13 @@ class Answer(BaseModel):
 
     def to_dict(self) -> dict[str, Any]:
         """Plain JSON data (non-finite numbers as null), equal to the command's ``--json`` output."""
-        return finite(self.model_dump(mode="json"))
+        return to_dict(self)
+
+
+def to_dict(answer: Any) -> dict[str, Any]:
+    """An answer as plain JSON data (non-finite numbers as null), equal to its command's ``--json`` output: its dump
+    in JSON mode. Every answer's ``to_dict``: an :class:`Answer`'s and the Plan's, which needs no ``Answer`` base."""
+    return finite(answer.model_dump(mode="json"))
 
 
 def finite(data: Any) -> Any:
@@ -117,6 +123,14 @@ def usd_amount(value: float) -> str:
     if 0 < value < 0.001:
         return f"{value:.{1 - math.floor(math.log10(value))}f}"
     return f"{value:,.0f}" if value >= 100 else f"{value:,.2f}" if value >= 1 else f"{value:.3f}"
+
+
+def hours_words(hours: float) -> str:
+    """A job's length as a sentence states it: 12.5 h; under six minutes, in minutes (a 3-minute fine-tune was
+    written "0.0 h" beside its $0.01: the session-31 walk); under a minute, so."""
+    if hours >= 0.1:
+        return f"{hours:,.1f} h"
+    return f"{hours * 60:.0f} min" if hours * 60 >= 0.5 else "under a minute"
 
 
 def batch_words(n: int | None, capped: bool = False, *, why: bool = True) -> str:

@@ -87,6 +87,17 @@ def test_a_csv_field_over_128k_characters_is_read(tmp_path, tokenizer):
      "share.jsonl, record 1: turn 2 of its conversations is 5, not an object"),
     ("pc.jsonl", '{"prompt": ["a"], "completion": [{"role": "assistant", "content": "b"}]}\n',
      "pc.jsonl, record 1: turn 1 of its prompt is 'a', not an object"),
+    # fuzz_s31: a turn's role or content of another kind was counted as its str() (a content of {"a": 1} as 5
+    # tokens), where a text field of the same value is refused; null content (a tool call's turn) and a list of
+    # parts are read (test_a_turn_s_content_may_be_null_or_a_list_of_parts)
+    ("role.jsonl", '{"messages": [{"role": 1, "content": "a"}]}\n',
+     "role.jsonl, record 1: the role of turn 1 of its messages is 1, not text: chat turns name their role as text"),
+    ("norole.jsonl", '{"messages": [{"role": "user", "content": "a"}, {"content": "b"}]}\n',
+     "norole.jsonl, record 1: the role of turn 2 of its messages is missing"),
+    ("obj.jsonl", '{"conversations": [{"from": "human", "value": {"a": 1}}]}\n',
+     "obj.jsonl, record 1: the content of turn 1 of its conversations is \"{'a': 1}\", not text"),
+    ("numc.jsonl", '{"prompt": [{"role": "user", "content": 5}], "completion": "b"}\n',
+     "numc.jsonl, record 1: the content of turn 1 of its prompt is 5, not text"),
     # session 9's walk: Alpaca and question/answer files were refused without a word of how to convert them
     ("alpaca.jsonl", '{"instruction": "a", "input": "", "output": "b"}\n',
      "or text; Alpaca's instruction, input and output: write prompt (the instruction, then the input) and "
@@ -102,6 +113,18 @@ def test_bad_dataset_files_are_one_sentence_naming_the_file(tmp_path, tokenizer,
     with pytest.raises(GpuplanError) as err:
         plan(path, tokenizer)
     assert said in str(err.value), str(err.value)
+
+
+def test_a_turn_s_content_may_be_null_or_a_list_of_parts(tmp_path, tokenizer):
+    """A tool call's turn has no text (``content: null``) and a multimodal one a list of parts; both are chat turns
+    transformers' templates render, counted by their text: 'hello world' twice, 'hello' once (word-level)."""
+    from gpuplan.dataset import profile
+
+    path = tmp_path / "parts.jsonl"
+    turns = [{"role": "user", "content": [{"type": "text", "text": "hello world"}]},
+             {"role": "assistant", "content": None, "tool_calls": []}, {"role": "user", "content": "hello"}]
+    path.write_text(json.dumps({"messages": turns}) + "\n")
+    assert profile(plan(path, tokenizer)).stats.tokens_total == 3
 
 
 @pytest.mark.parametrize("config", ['{"pad_token": "</s>"}', '{"eos_token": 5}', '{"bos_token": ["<s>"]}'])

@@ -102,3 +102,43 @@ def test_sglang_names_the_nvfp4_floor_for_a_card_left_out():
     assert said == ["h100-sxm left out: SGLang has no nvfp4 kernel for H100 SXM5 80GB (Hopper, compute capability "
                     "9.0): its nvfp4 method needs 10.0 or newer and SGLang refuses to start; choose awq-int4 or "
                     "gptq-int4 weights, engine llama.cpp (GGUF), or a newer card"], r.notes
+
+
+@pytest.mark.parametrize(("version", "gpu", "sentence"), [
+    # below ModelOptNvFp4Config's floor: vLLM stops at start (75 from 0.13.0, 80 surely before it)
+    (None, "v100-sxm2-32gb",
+     "vLLM has no nvfp4 kernel for Tesla V100 SXM2 32GB (Volta, compute capability 7.0): its nvfp4 method needs 7.5 "
+     "or newer and vLLM refuses to start; choose gptq-int4 weights, engine llama.cpp (GGUF), or a newer card"),
+    ("0.12.0", "t4",
+     "vLLM has no nvfp4 kernel for Tesla T4 (Turing, compute capability 7.5): its nvfp4 method needs 8.0 or newer and "
+     "vLLM refuses to start; choose awq-int4 or gptq-int4 weights, engine llama.cpp (GGUF), or a newer card"),
+    # at or above it but without fp4 tensor cores: vLLM starts weight-only (Marlin), which gpuplan does not time
+    (None, "h100-sxm",
+     "H100 SXM5 80GB (Hopper) has no fp4 tensor cores for nvfp4 weights: vLLM runs them there weight-only "
+     "(dequantized to 16 bits in its Marlin kernel), which gpuplan does not time; use quant fp8 or awq-int4, or a "
+     "Blackwell card (B200, RTX 5090)"),
+    ("0.13.0", "t4",
+     "Tesla T4 (Turing) has no fp4 tensor cores for nvfp4 weights: vLLM runs them there weight-only (dequantized to "
+     "16 bits in its Marlin kernel), which gpuplan does not time; use quant fp8 or awq-int4, or a Blackwell card "
+     "(B200, RTX 5090)"),
+])
+def test_vllm_nvfp4_off_blackwell_is_one_sentence(version, gpu, sentence):
+    """Session 31: vLLM's ``modelopt_fp4`` floor (``ModelOptNvFp4Config.get_min_capability``: 75 at vllm-project/vllm
+    00155cde ``vllm/model_executor/layers/quantization/modelopt.py``; 100 as first added; Marlin on Turing from
+    0.13.0, #29901) is in its table. Below it the plan says vLLM refuses to start; above it, where vLLM runs the
+    weights weight-only, that gpuplan does not time that path (main: "has no fp4 tensor cores ... (Blackwell has)"
+    for every card, and recommend dropped a named H100 without a word)."""
+    s = {**LLAMA, "quant": "nvfp4", "gpu": gpu, **({"engine_version": version} if version else {})}
+    with pytest.raises(GpuplanError) as said:
+        estimate(s)
+    assert str(said.value) == sentence
+
+
+def test_vllm_recommend_names_a_card_left_out_of_nvfp4():
+    r = recommend({**LLAMA, "quant": "nvfp4"}, gpus=["h100-sxm", "b200", "rtx-5090"], top=3)
+    assert {x.gpu_id for x in r.setups} <= {"nvidia-b200", "nvidia-geforce-rtx-5090"} and r.setups
+    said = [n for n in r.notes if n.startswith("h100-sxm left out:")]
+    assert said == ["h100-sxm left out: H100 SXM5 80GB (Hopper) has no fp4 tensor cores for nvfp4 weights: vLLM "
+                    "runs them there weight-only (dequantized to 16 bits in its Marlin kernel), which gpuplan does "
+                    "not time; use quant fp8 or awq-int4, or a Blackwell card (B200, RTX 5090)"], r.notes
+    assert not [n for n in r.notes if n.startswith(("b200", "rtx-5090"))], r.notes

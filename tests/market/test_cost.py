@@ -123,3 +123,42 @@ def test_cost_says_why_a_named_card_has_no_row(capsys):
     assert run(["cost", "--model", "llama-3.2-1b", "--task", "infer", "--gpu", "rtx-2080-ti"]) == 0
     printed = " ".join(capsys.readouterr().out.split())
     assert "no row: no offer of GeForce RTX 2080 Ti" in printed and "QLoRA" not in printed
+
+
+def test_a_spot_job_that_never_finishes_says_so_not_that_no_offer_is_in_force():
+    """fuzz_s31: where a checkpoint takes longer to write than the interruptions leave, Daly's wall time overflows
+    (``daly_wall_time_h``: inf) and every spot offer was dropped, so estimate said "no spot offer in force; older or
+    low-confidence rows need --max-price-age-days" and cost "no offer in force fits this scenario (try ... more
+    GPUs, QLoRA)": three H100 spot offers were in force and the job fits. Here Llama-3.2-3B's full fine-tuning
+    checkpoint (~3.2e9 parameters x 16 bytes, ~51 GB) at 1 MB/s takes ~14 h against an interruption every 36 s.
+    Both now say the job never finishes on them, and what to change."""
+    from gpuplan import cost
+
+    job = {"model": "llama-3.2-3b", "task": "train", "method": "full", "gpu": "h100-sxm", "pricing": "spot",
+           "train_tokens": 1e9, "mtbi_hours": 0.01, "disk_gbs": 0.001, "grad_checkpointing": "full",
+           "micro_batch_size": 1}
+    plan = estimate(job)
+    assert plan.cost is None and plan.verdict.fits
+    said = [w for w in plan.warnings if w.startswith("no price for H100")]
+    assert len(said) == 1 and "spot offer(s) in force the job never finishes" in said[0], plan.warnings
+    assert "(every 0.01 h)" in said[0] and "(at 0.001 GB/s)" in said[0]
+    assert "older or low-confidence" not in said[0]
+    table = cost(job)
+    assert table.rows == [] and table.why_none == said[0]
+    assert estimate({**job, "disk_gbs": 1.0, "mtbi_hours": 2.0}).cost.usd_total > 0  # plausible rates price
+
+
+@pytest.mark.parametrize("mtbi", [5e-324, 1e-300, 0.009])
+def test_interruptions_more_often_than_every_36_s_are_one_sentence(mtbi):
+    """fuzz_s31: `gpuplan capacity --model llama-3.2-1b --preset chat --rate 2 --gpus h100-sxm --pricing spot
+    --mtbi-hours 5e-324` ended in an OverflowError traceback (``spot_replicas``: ceil of infinite replicas), and
+    1e-300 sized the fleet at a 300-digit number of replicas. The priors' shortest mean is 0.7 h
+    (data/providers.yaml); 0.01 h is the least taken."""
+    from gpuplan import capacity
+
+    with pytest.raises(GpuplanError, match=r"mtbi_hours': Input should be greater than or equal to 0\.01"):
+        capacity("llama-3.2-1b", preset="chat", rate_rps=2, gpus=["h100-sxm"], top=1, pricing="spot",
+                 mtbi_hours=mtbi)
+    with pytest.raises(GpuplanError, match="mtbi_hours"):
+        estimate({"model": "llama-3.2-1b", "task": "train", "gpu": "h100-sxm", "pricing": "spot",
+                  "mtbi_hours": mtbi})

@@ -171,7 +171,7 @@ def test_estimate_recommend_capacity_and_launch_start_the_engine_alike(engine, k
     x, = gpuplan.recommend(fields, gpus=["rtx-4090"], max_gpus=1, top=1).setups
     asked["recommend"] = gpuplan.estimate(x.scenario)
     report = gpuplan.capacity("phi-3-mini", engine=engine, gpus=["rtx-4090"], max_gpus=1, batch=4, prompt_tokens=8192,
-                              output_tokens=64, length_spread=0, time_limit_s=60)
+                              output_tokens=64, length_spread=0, search_events=600_000)
     asked["capacity"] = report.deployments[0].plan
     said = {name: [w for w in p.warnings if "8,256 tokens exceed" in w] for name, p in asked.items()}
     said["capacity"] = [n for n in report.notes if "8,256 tokens exceed" in n]

@@ -154,8 +154,16 @@ def test_every_simulation_stops_at_its_bounds_and_says_so():
     steps = sim.simulate(FLAT, engine, arrive, prompt, output, max_steps=100)
     assert (steps.steps, steps.completed, steps.stopped) == (100, 5, "stopped after 100 engine steps (the bound is "
                                                                         "100)")
-    late = sim.simulate(FLAT, engine, arrive, prompt, output, deadline=0.0)  # a deadline already past
-    assert late.events == 255 and late.stopped == "stopped at its time limit after 255 events"
+    budget = sim.Budget(300)  # a search's budget of events: each run takes what is left and spends what it ran
+    short = sim.simulate(FLAT, engine, arrive, prompt, output, budget=budget)
+    assert (short.events, short.stopped, budget.left) == (300, "stopped after 300 events, what was left of its "
+                                                               "search's budget of simulated events", 0)
+    assert (short.completed, short.steps) == (cut.completed, cut.steps)  # the same place as max_events=300
+    after = sim.simulate(FLAT, engine, arrive, prompt, output, budget=budget)
+    assert (after.events, after.completed, budget.spent) == (0, 0, 300)
+    ample = sim.Budget(1_000)
+    assert sim.simulate(FLAT, engine, arrive, prompt, output, budget=ample).stopped == "" and ample.left == 1_000 - 405
+    assert (ample.share(3).events, sim.Budget(10).share(3).events) == (198, 3)
 
 
 def test_a_queue_that_can_never_be_admitted_stops_the_run():
@@ -170,8 +178,8 @@ def test_a_queue_that_can_never_be_admitted_stops_the_run():
 
 
 def test_capacity_says_which_setups_stopped_early(capsys):
-    """A search past its time limit still answers, each setup saying that its simulations were cut short (in its
-    JSON row and as a warning on stderr)."""
+    """A search that spends its events still answers, each setup saying that its simulations were cut short (in its
+    JSON row and as a warning on stderr): the saturation run takes the 255 events, the six runs after it none."""
     from gpuplan.cli.capacity import render
     from gpuplan.plan import capacity as cap
     from gpuplan.serving.workload import load_workload
@@ -179,15 +187,41 @@ def test_capacity_says_which_setups_stopped_early(capsys):
     w = load_workload(None, {"rate_rps": 2, "prompt_tokens": 1000, "output_tokens": 100, "num_requests": 300})
     s = scenario_from({"model": "llama-3.1-8b", "task": "infer", "engine": "vllm"})
     plans = cap.capacity(s, load_model("llama-3.1-8b"), w, gpu_ids=("nvidia-l40s",), max_gpus=1, simulate_top=1,
-                         time_limit_s=0.0)
+                         search_events=255)
     assert len(plans) == 1 and len(plans[0].warnings) == 1
     assert plans[0].warnings[0].startswith("1x l40s tp1: 7 of its simulations stopped early (saturation run "
-                                           "stopped at its time limit after 255 events)")
+                                           "stopped after 255 events, what was left of its search's budget of "
+                                           "simulated events)")
     assert cap.shown(plans)[0]["warnings"] == plans[0].warnings
     render(plans, w, "plain")
     assert "warning: 1x l40s tp1: 7 of its simulations stopped early" in " ".join(capsys.readouterr().err.split())
     full = cap.capacity(s, load_model("llama-3.1-8b"), w, gpu_ids=("nvidia-l40s",), max_gpus=1, simulate_top=1)
     assert full[0].warnings == [] and full[0].max_rate_rps > plans[0].max_rate_rps
+
+
+def test_capacity_answers_the_same_on_a_slow_machine(monkeypatch):
+    """An answer is a function of its inputs (session 31): with every clock read advancing 1,000 s, as a machine
+    loaded to a crawl would see it, the search gives the same rows, warnings and notes as on a quiet one. Its budget
+    is simulated events; the wall-clock budget before cut every simulation at its first check (the old code:
+    "stopped at its time limit after 255 events" in each row, lower rates)."""
+    import time
+
+    import gpuplan
+
+    fields = {"rate_rps": 2, "prompt_tokens": 1000, "output_tokens": 100, "num_requests": 300, "ttft_s": 2,
+              "tpot_s": 0.05, "gpus": ["l40s"], "max_gpus": 1, "top": 1}
+    quiet = gpuplan.capacity("llama-3.1-8b", **fields)
+    now = [time.monotonic()]
+
+    def crawling() -> float:
+        now[0] += 1_000.0
+        return now[0]
+
+    for name in ("monotonic", "perf_counter", "time"):
+        monkeypatch.setattr(time, name, crawling)
+    slow = gpuplan.capacity("llama-3.1-8b", **fields)
+    assert slow.plans == quiet.plans and slow.notes == quiet.notes
+    assert len(quiet.plans) == 1 and quiet.plans[0]["max_rate_rps"] > 1 and not quiet.plans[0]["warnings"]
 
 
 def test_capacity_refuses_requests_longer_than_the_context():

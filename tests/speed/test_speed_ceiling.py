@@ -143,3 +143,26 @@ def test_attention_flops_count_only_the_layers_that_attend(name, attending, head
                        "num_gpus": 2, "seq_len": 16_384, "micro_batch_size": 2, "stack": "hf", "sharding": "fsdp"})
     mfu = speed_of(s, load_model("nemotron-3-nano"), load_gpu("apple-m4-max")).mfu
     assert 0 < mfu <= 1, mfu
+
+
+@pytest.mark.parametrize("engine, quant", [("llama.cpp", "gguf-q4_k_m"), ("llama.cpp", None), ("mlx", "mlx-4bit")])
+def test_no_apple_silicon_generation_step_is_faster_than_its_math(engine, quant):
+    """fuzz_s31: Metal and MLX generation was timed from the bytes a step streams alone, so a batch ran as fast as
+    one row: Llama-3.1-70B Q4_K_M at batch 32 on an M3 Pro (6.44 TFLOPS FP32, FP16 at the same rate) read 61.6
+    tokens/s, 61.6 x 2 x 70.6e9 = 8.7 TFLOP/s, 1.35x the GPU. By hand, a step of ``b`` tokens multiplies
+    ``2 x b x N`` FLOPs (``N``: the parameters a token multiplies, :func:`gpuplan.speed.flops.run_params`), so
+    tokens/s <= peak / 2N; the step runs it on the shader ALUs at the engine's matmul share of the FP32 rate
+    (llama.cpp's ``kernel_mul_mm`` 0.70 quantized / 0.80 f16, MLX 0.70), and one row stays bandwidth-bound."""
+    from gpuplan.speed.flops import run_params
+
+    for gpu, model in (("apple-m3-pro", "llama-3.1-70b"), ("apple-m3-pro", "llama-3.1-8b"),
+                       ("apple-m1-max", "llama-3.1-8b"), ("apple-m2-ultra", "qwen2.5-7b")):
+        peak, m = load_gpu(gpu).peak_tflops("fp32") * 1e12, load_model(model)
+        rates = {}
+        for batch in (1, 32, 256):
+            fields = {"model": model, "task": "infer", "engine": engine, "gpu": gpu, "batch_size": batch,
+                      "prompt_tokens": 128, "output_tokens": 256, **({"quant": quant} if quant else {})}
+            s = scenario_from(fields)
+            rates[batch] = speed_of(s, m, load_gpu(gpu)).tokens_per_s
+            assert rates[batch] * 2 * run_params(m) <= 0.8 * peak, (gpu, model, batch, rates[batch])
+        assert rates[32] > 4 * rates[1], rates  # a batch still shares the weights' stream

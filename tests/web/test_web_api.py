@@ -86,7 +86,11 @@ def test_estimate_is_the_cli_json(client):
     assert client.post("/api/estimate", json=fields).json() == cli_json("estimate", *flags(fields))
 
 
-def test_recommend_is_the_cli_json(client):
+def test_recommend_is_the_cli_json(client, monkeypatch):
+    # the answers are compared, not the page's deadline: this search's 3 CPU seconds took 25 s of wall time at load
+    # 10 (session 31), and the lane answered 503 past its 10 s (the suite's flake under load; no clock is in the
+    # answer itself: test_serving_bounds.py::test_capacity_answers_the_same_on_a_slow_machine)
+    monkeypatch.setattr(lanes, "TIMEOUT_S", 600.0)
     fields = {"model": "qwen2.5-7b", "task": "infer", "batch_size": 8, "prompt_tokens": 2048}
     body = {"scenario": fields, "constraints": {"objective": "balanced", "top": 5, "any_quant": True,
                                                 "providers": ["runpod", "vast"]}}

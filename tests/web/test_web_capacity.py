@@ -18,7 +18,7 @@ from typer.testing import CliRunner  # noqa: E402
 import gpuplan  # noqa: E402
 from gpuplan.cli import app as cli_app  # noqa: E402
 from gpuplan.web import lanes  # noqa: E402
-from gpuplan.web.api import PAGE_SEARCH_S  # noqa: E402
+from gpuplan.web.api import PAGE_SEARCH_EVENTS  # noqa: E402
 from gpuplan.web.app import create_app  # noqa: E402
 
 BODY = {"model": "llama-3.1-8b", "engine": "trtllm", "rate_rps": 5, "prompt_tokens": 2000, "output_tokens": 300,
@@ -27,17 +27,23 @@ BODY = {"model": "llama-3.1-8b", "engine": "trtllm", "rate_rps": 5, "prompt_toke
 
 @pytest.fixture(scope="module")
 def client():
-    return TestClient(create_app(), base_url="http://127.0.0.1")
+    """The page's app with the lane's deadline raised for this module: its tests compare the page's answers with the
+    API's, and a loaded machine takes the searches past the 10 s a request has (503; session 31: no clock decides
+    an answer any more, so the only way a busy machine differs is that 503)."""
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(lanes, "TIMEOUT_S", 600.0)
+        yield TestClient(create_app(), base_url="http://127.0.0.1")
 
 
 def test_the_page_search_is_the_python_api_and_the_cli_json(client):
     """TensorRT-LLM on one and two H100s at 5 requests/s: the page's answer is gpuplan.capacity's (the same
-    search, within the page's 6 s) and the command line's --json rows."""
+    search, within the page's budget of simulated events) and the command line's --json rows (session 31: the
+    budget was 6 wall seconds, and under load the page's rows stopped earlier than the API's)."""
     r = client.post("/api/capacity", json=BODY)
     assert r.status_code == 200, r.text
     page = r.json()
     fields = {k: v for k, v in BODY.items() if k != "model"}
-    report = gpuplan.capacity("llama-3.1-8b", time_limit_s=PAGE_SEARCH_S, **fields)
+    report = gpuplan.capacity("llama-3.1-8b", search_events=PAGE_SEARCH_EVENTS, **fields)
     assert page == json.loads(report.model_dump_json())
     assert [p["setup"] for p in page["plans"]] == ["1x h100-sxm tp1", "2x h100-sxm tp2"]
     assert all(p["engine"] == "trtllm" and p["max_rate_rps"] > 1 and not p["warnings"] for p in page["plans"])
@@ -46,7 +52,6 @@ def test_the_page_search_is_the_python_api_and_the_cli_json(client):
                                        "0.05", "--gpus", "h100-sxm", "--max-gpus", "2", "--top", "2", "--json"])
     assert out.exit_code == 0, out.output
     assert json.loads(out.output)["plans"] == page["plans"]
-    assert PAGE_SEARCH_S < lanes.TIMEOUT_S  # the search ends before the request's deadline
 
 
 def test_an_offline_batch_and_users_on_the_page_api(client):
@@ -92,7 +97,7 @@ def test_security_md_states_the_capacity_limits():
     doc = " ".join((Path(__file__).resolve().parents[2] / "docs" / "security.md").read_text(encoding="utf-8").split())
     assert (f"capacity searches over {most('max_gpus')} GPUs a setup, more than {most('top')} setups simulated, over "
             f"{most('users'):,} users or an offline batch over {most('batch'):,} requests; the simulations of one "
-            f"search share {PAGE_SEARCH_S:g} s") in doc
+            f"search share {PAGE_SEARCH_EVENTS:,} simulated events") in doc
 
 
 def test_no_output_tokens_is_planned_as_estimate_plans_it(client):

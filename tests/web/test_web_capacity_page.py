@@ -8,7 +8,7 @@ import json
 from test_web_page import browser, page, server, settle  # noqa: F401  (the fixtures: gpuplan serve and chromium)
 
 import gpuplan
-from gpuplan.web.api import PAGE_SEARCH_S
+from gpuplan.web.api import PAGE_SEARCH_EVENTS
 
 
 def test_capacity_section_shows_the_api_rows(server, page):  # noqa: F811
@@ -25,7 +25,7 @@ def test_capacity_section_shows_the_api_rows(server, page):  # noqa: F811
     page.wait_for_function("document.querySelector('#capacity-table').rows.length >= 3", timeout=60_000)
     report = json.loads(gpuplan.capacity("llama-3.1-8b", engine="trtllm", rate_rps=5, prompt_tokens=2000,
                                          output_tokens=300, ttft_s=1, tpot_s=0.05, gpus=["h100-sxm", "mi300x"],
-                                         max_gpus=2, top=4, time_limit_s=PAGE_SEARCH_S).model_dump_json())
+                                         max_gpus=2, top=4, search_events=PAGE_SEARCH_EVENTS).model_dump_json())
     shown = page.eval_on_selector_all("#capacity-table tr", "rows => rows.slice(1).map((r) => [r.cells[0].textContent,"
                                       " parseFloat(r.cells[1].dataset.value)])")
     assert shown == [[("* " if p["pareto"] else "") + p["setup"], p["max_rate_rps"]] for p in report["plans"]]
@@ -51,7 +51,7 @@ def test_the_forms_weights_format_is_the_searchs(server, page):  # noqa: F811
     page.click("#capacity-go")
     page.wait_for_function("document.querySelector('#capacity-table').rows.length >= 2", timeout=60_000)
     report = gpuplan.capacity("llama-3.1-8b", quant="awq-int4", rate_rps=1, prompt_tokens=1000, output_tokens=200,
-                              ttft_s=1, tpot_s=0.05, gpus=["l4"], max_gpus=1, top=4, time_limit_s=PAGE_SEARCH_S)
+                              ttft_s=1, tpot_s=0.05, gpus=["l4"], max_gpus=1, top=4, search_events=PAGE_SEARCH_EVENTS)
     assert [p["quant"] for p in report.plans] == ["awq-int4"]
     shown = page.eval_on_selector_all("#capacity-table tr", "rows => rows.slice(1).map((r) => [r.cells[0].textContent,"
                                       " parseFloat(r.cells[1].dataset.value)])")
@@ -79,10 +79,11 @@ def test_the_forms_think_time_is_the_searchs(server, page):  # noqa: F811
     assert sent[-1]["think_time_s"] == 10 and sent[-1]["length_spread"] == 0.2 and sent[-1]["users"] == 12
     report = gpuplan.capacity("qwen3-8b", users=12, think_time_s=10, length_spread=0.2, prompt_tokens=2000,
                               output_tokens=300, ttft_s=3, tpot_s=0.2, gpus=["l4"], max_gpus=1, top=4,
-                              time_limit_s=PAGE_SEARCH_S)
+                              search_events=PAGE_SEARCH_EVENTS)
     shown = page.eval_on_selector_all("#capacity-table tr", "rows => rows.slice(1).map((r) => [r.cells[0].textContent,"
                                       " parseInt(r.cells[1].dataset.value), parseFloat(r.cells[3].dataset.value)])")
     assert shown == [[("* " if p["pareto"] else "") + p["setup"], p["max_users"], p["tpot_s"]] for p in report.plans]
     never_pause = gpuplan.capacity("qwen3-8b", users=12, length_spread=0.2, prompt_tokens=2000, output_tokens=300,
-                                   ttft_s=3, tpot_s=0.2, gpus=["l4"], max_gpus=1, top=4, time_limit_s=PAGE_SEARCH_S)
+                                   ttft_s=3, tpot_s=0.2, gpus=["l4"], max_gpus=1, top=4,
+                                   search_events=PAGE_SEARCH_EVENTS)
     assert shown[0][1] == 10 and never_pause.plans[0]["max_users"] < 10  # what the page showed before

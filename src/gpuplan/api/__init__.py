@@ -14,7 +14,8 @@ Plans (:mod:`.planning`, :mod:`.searches`, :mod:`.serving`, :mod:`.files`):
 Catalogs (:mod:`.catalog`): :func:`models`, :func:`model`, :func:`gpus`, :func:`gpus_compare`, :func:`prices`,
 :func:`prices_update`, :func:`table`. Owning (:mod:`.owning`): :func:`buy`. Checks (:mod:`.checks`):
 :func:`simulate`, :func:`probe`, :func:`calibrate`, :func:`calibrate_serving`. The page (:mod:`.page`):
-:func:`explain`, :func:`fit_grid`, :func:`export`, the form's fields.
+:func:`explain`, :func:`fit_grid`, :func:`export`, the form's fields. The faces' words (:mod:`.words`):
+:func:`short_gpu`, :func:`gpu_name`, :func:`engine_profile`.
 
 Every function takes a scenario as a :class:`~gpuplan.scenario.Scenario`, a dict of its fields or the path of a
 YAML/JSON file, and raises :class:`~gpuplan.errors.GpuplanError` (one sentence) on bad input. Names load their
@@ -33,11 +34,11 @@ _HOMES = {
     **dict.fromkeys(("capacity", "CapacityReport", "shown"), ".serving"),
     **dict.fromkeys(("launch", "ranked_launch", "check_launch", "write_plan", "LaunchReport", "LaunchFileInfo",
                      "smoke"), ".files"),
-    **dict.fromkeys(("models", "model", "short_names", "gpus", "gpus_compare", "short_gpu", "gpu_name",
-                     "engine_profile", "prices", "Prices", "prices_update", "PriceUpdate", "prices_in_force",
-                     "prices_status", "plausible_prices",
+    **dict.fromkeys(("models", "model", "short_names", "gpus", "gpus_compare", "prices", "Prices", "prices_update",
+                     "PriceUpdate", "prices_in_force", "prices_status", "plausible_prices",
                      "table", "GuideTable", "check_model_name", "MODEL_SORT", "GPU_SORT", "PRICE_SOURCES"),
                     ".catalog"),
+    **dict.fromkeys(("short_gpu", "gpu_name", "engine_profile"), ".words"),  # no pydantic model: estimate's road
     **dict.fromkeys(("buy", "BuyReport"), ".owning"),
     **dict.fromkeys(("simulate", "simulate_module", "simulate_pipeline", "SimulationReport", "probe", "calibrate",
                      "Record", "calibrate_serving", "ServingCalibration"), ".checks"),
@@ -59,6 +60,7 @@ _HOMES = {
     "FieldSpec": "..explain.forms", "Axis": "..explain.grid",
     "until": "..clock", "Overdue": "..clock",  # the page's deadline for the work of one request
     "count_timeout": "..clock", "COUNT_TIMEOUT_S": "..clock",  # the command line's bound on counting a dataset
+    "ready": "..datafiles",  # the server's child makes the answers' types ready before its first job
 }
 
 def __getattr__(name: str) -> Any:

@@ -10,16 +10,13 @@ import math
 import os
 from dataclasses import asdict
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from pydantic import Field
 
 from ..errors import GpuplanError, SourceError, UnknownNameError, echo
 from ..result import Answer, finite
 from . import arguments as arg
-
-if TYPE_CHECKING:
-    from ..engines import Engine
 
 MODEL_SORT = ("name", "params", "active", "layers", "hidden", "context", "family")
 GPU_SORT = ("memory", "bandwidth", "bf16", "fp8", "tdp", "msrp", "usd_per_gb", "rent", "usd_per_tflop", "name")
@@ -140,28 +137,6 @@ def gpus_compare(names: list[str], notes: list[str] | None = None) -> list[dict[
             text.append(f"FP16 with FP16 accumulate {half:,.0f}, but PyTorch accumulates in FP32: {fp32acc:,.0f}")
         rows.append({**gpu_row(g, rentals.get(g.id)), "marketing_note": "; ".join(text)})
     return rows
-
-
-def short_gpu(gpu_id: str) -> str:
-    """The shortest name that still means this card, for table cells (``nvidia-geforce-rtx-4090`` -> ``rtx-4090``)."""
-    from ..hardware import short_id
-
-    return short_id(gpu_id) if isinstance(gpu_id, str) else str(gpu_id)
-
-
-def engine_profile(name: str) -> Engine:
-    """A serving engine's profile (:mod:`gpuplan.engines`), for the words an answer prints of it: its label
-    (``vLLM``), where its simulated runs come from, the setting that caps its running requests."""
-    from ..engines import ENGINES
-
-    return ENGINES[name]
-
-
-def gpu_name(gpu: str) -> str:
-    """A card's name as the catalog writes it (``rtx-4090`` -> ``GeForce RTX 4090``)."""
-    from ..hardware import load_gpu
-
-    return load_gpu(gpu).name
 
 
 class Prices(Answer):

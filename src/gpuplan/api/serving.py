@@ -9,7 +9,7 @@ from typing import Any
 from pydantic import Field
 
 from ..engines import SIMULATED
-from ..errors import GpuplanError, echo_value
+from ..errors import GpuplanError, echo_value, spelled_choice
 from ..model.catalog import load_model
 from ..model.kinds import NotADecoder
 from ..plan.capacity import Deployment, shown
@@ -62,7 +62,7 @@ def capacity(model: str | None, workload: str | Path | Mapping[str, Any] | None 
              kv_cache_dtype: str | None = None, calibration: str | Path | None = None, top: int = 6,
              chunked_prefill: bool | None = None, async_scheduling: bool | None = None,
              expert_parallel: bool = False, attention_dp: bool = False,
-             time_limit_s: float | None = None, pricing: str = "on_demand", mtbi_hours: float | None = None,
+             search_events: int | None = None, pricing: str = "on_demand", mtbi_hours: float | None = None,
              disk_gbs: float | None = None,
              **workload_fields: Any) -> CapacityReport:
     """For every GPU type x count x tensor parallelism that holds ``model`` in ``engine`` (vllm, sglang or trtllm), the
@@ -75,8 +75,9 @@ def capacity(model: str | None, workload: str | Path | Mapping[str, Any] | None 
     laid out with ``expert_parallel`` (its experts over each setup's GPUs) and ``attention_dp`` (attention data parallel
     over them). ``quant``: the weights' format on every setup (the scenario field, as ``estimate`` takes it; None: the
     checkpoint's own, and with ``any_quant`` fp8 and AWQ int4 tried too). ``chunked_prefill``, ``async_scheduling``: the
-    engine's switches (the scenario fields of those names; None: its own default by release). ``time_limit_s``: the wall
-    seconds all the simulations share (default 120; a simulation cut short says so in its row's warnings). ``pricing``
+    engine's switches (the scenario fields of those names; None: its own default by release). ``search_events``: the
+    simulated events all the simulations share (default 1,200,000, about two minutes of one core; a simulation cut
+    short says so in its row's warnings): a count of work, so the answer is the same on a busy machine. ``pricing``
     on-demand or spot: spot prices interruptible offers and sizes each fleet for the interruptions (the scenario's
     ``mtbi_hours``, else the prior; a replica back after its weights read at ``disk_gbs`` and its graph capture:
     :func:`gpuplan.plan.capacity.restart_s`). Needs numpy (the ``serving`` extra)."""
@@ -93,11 +94,11 @@ def capacity(model: str | None, workload: str | Path | Mapping[str, Any] | None 
     m = _decoder(model)
     max_gpus = arg.count(max_gpus, "max_gpus", most=64)
     top = arg.count(top, "top", most=100)
-    limit = arg.amount(time_limit_s, "time_limit_s", least=0.1, most=3600) if time_limit_s is not None else None
+    events = arg.count(search_events, "search_events", most=10**9, optional=True)
     any_quant = arg.flag(any_quant, "any_quant")
     quant = arg.text(quant, "quant", optional=True)
     expert_parallel, attention_dp = arg.flag(expert_parallel, "expert_parallel"), arg.flag(attention_dp, "attention_dp")
-    engine = arg.text(engine, "engine", choices=SIMULATED)
+    engine = arg.text(spelled_choice(engine, SIMULATED), "engine", choices=SIMULATED)  # vLLM, as the scenario reads
     if (pricing.replace("_", "-") if isinstance(pricing, str) else pricing) not in ("on-demand", "spot"):
         raise GpuplanError(f"capacity prices rented replicas on demand or on spot, not {echo_value(pricing)}: "
                            "--pricing on-demand or spot")
@@ -130,7 +131,7 @@ def capacity(model: str | None, workload: str | Path | Mapping[str, Any] | None 
     plans = search(s, m, w, gpu_ids=ids, max_gpus=max_gpus, any_quant=any_quant,
                    simulate_top=top, calibration=load_calibration(calibration) if calibration else None,
                    expert_parallel=expert_parallel, notes=notes,
-                   **({"time_limit_s": limit} if limit is not None else {}))
+                   **({"search_events": events} if events is not None else {}))
     return CapacityReport(workload=w, plans=shown(plans), notes=notes, deployments=plans)
 
 

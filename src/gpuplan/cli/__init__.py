@@ -6,10 +6,11 @@ command's module when the command is first named (:class:`.commands.LazyGroup`).
 
 from __future__ import annotations
 
+import re
 import sys
 import warnings
 
-from ..errors import GpuplanError, RenamedWarning, cut_echoes
+from ..errors import GpuplanError, RenamedWarning, cut_echoes, echo_value
 from .commands import app  # the app, its root group loading each command when named
 from .render import err
 
@@ -53,8 +54,8 @@ def _run(args: list[str] | None) -> int:
             return 0
         _name_the_options_with_the_word(e, ctx)
         where = f" (see `{ctx.command_path} --help`)" if ctx is not None else ""
-        err.print(error_line(e.format_message()) + _positional_hint(e, ctx) + where, markup=False,
-                  highlight=False, soft_wrap=True)
+        err.print(error_line(e.format_message()) + _number_hint(e, sys.argv[1:] if args is None else args)
+                  + _positional_hint(e, ctx) + where, markup=False, highlight=False, soft_wrap=True)
         return e.exit_code
     except Abort:
         err.print("aborted", markup=False)
@@ -74,6 +75,34 @@ def _name_the_options_with_the_word(e: ClickException, ctx) -> None:
                     if name.startswith("--") and words and all(w in name[2:].split("-") for w in words)})
     if named:
         e.possibilities = named  # type: ignore[misc]  (Click's own field, formatted by its format_message)
+
+
+# a count with a unit, as people write them: 8k, 50M, 1.5B, 2 T
+SUFFIXED = re.compile(r"(\d+(?:\.\d+)?)\s*([kmbgt])", re.IGNORECASE)
+
+
+def _number_hint(e: ClickException, args: list[str]) -> str:
+    """The value a number option refused, which the message of typer's coercion does not repeat ("Input should be
+    a valid integer, unable to parse string as an integer"), and for a count with a unit (``--prompt-tokens 8k``,
+    ``--train-tokens 50M``: the s31 walk) the number to write instead."""
+    param = getattr(e, "param", None)
+    said = e.format_message()
+    if param is None or not ("a valid integer" in said or "a valid number" in said):
+        return ""
+    names, raw = set(getattr(param, "opts", ())), None
+    for i, word in enumerate(args):
+        if word in names and i + 1 < len(args):
+            raw = args[i + 1]
+        elif word.split("=", 1)[0] in names and "=" in word:
+            raw = word.split("=", 1)[1]
+    if raw is None:
+        return ""
+    unit = SUFFIXED.fullmatch(raw.strip())
+    if not unit:
+        return f" (got {echo_value(raw)})"
+    n = float(unit[1]) * 10 ** (3 + 3 * "kmgt".index(unit[2].lower().replace("b", "g")))
+    also = f" (or {float(unit[1]) * 1024:.0f} if you mean {unit[1]} x 1,024)" if unit[2].lower() == "k" else ""
+    return f" (got {echo_value(raw)}): write the number itself, {n:.0f}{also}"
 
 
 def _positional_hint(e: ClickException, ctx) -> str:

@@ -122,7 +122,7 @@ def capacity_cmd(
       gpuplan capacity examples/chat-workload.yaml --model qwen2.5-72b --any-quant --json
       gpuplan capacity --model gpt-oss-120b --users 20 --prompt-tokens 8192 --output-tokens 512 --gpus h100
       gpuplan capacity --model llama-3.1-8b --batch 5000 --prompt-tokens 1000 --output-tokens 200
-      gpuplan capacity --model llama-3.1-8b --rate 20 --ttft 1 --tpot 0.05 --pricing spot --mtbi-hours 2
+      gpuplan capacity --model llama-3.1-8b --rate 20 --preset chat --ttft 1 --tpot 0.05 --pricing spot --mtbi-hours 2
     """
     from .. import api
 

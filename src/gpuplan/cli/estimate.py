@@ -9,7 +9,7 @@ from rich.text import Text
 
 from .. import api
 from ..errors import GpuplanError
-from ..result import batch_words
+from ..result import batch_words, hours_words, usd_amount
 from .app import OWN_MODULE, module_of, option, overrides, print_json, scenario_command, short
 from .render import bullet, err, out, spot_bullet
 
@@ -251,7 +251,8 @@ def _cost(result, s: dict) -> None:
     if c.usd_per_million_tokens is not None:
         line += f": ${c.usd_per_million_tokens:,.2f} per million {tokens} tokens"
     if s["task"] == "train" and c.hours:
-        line += f"; {c.hours:,.1f} h, ${c.usd_total:,.2f} in all"
+        total = f"{c.usd_total:,.2f}" if c.usd_total >= 0.01 else usd_amount(c.usd_total)  # not $0.00
+        line += f"; {hours_words(c.hours)}, ${total} in all"
     bullet(line, prefix="")
     if c.job and c.hours:
         j, rate = c.job, c.usd_total / c.hours

@@ -32,7 +32,7 @@ from rich.table import Table
 from rich.text import Text
 
 from ..errors import GpuplanError
-from ..result import Answer, finite, usd_amount
+from ..result import finite, usd_amount
 
 FORMATS = ("table", "plain", "csv", "markdown", "json")
 Format = Literal["table", "plain", "csv", "markdown", "json"]
@@ -296,9 +296,9 @@ def _inert(value: Any) -> Any:
 
 
 def write_json(data: Any) -> None:
-    """Strict JSON on stdout: an API answer as its ``to_dict()``; non-finite numbers become null; objects json cannot
-    encode become strings."""
-    if isinstance(data, Answer):
+    """Strict JSON on stdout: an API answer (anything with a ``to_dict()``: an ``Answer``, the Plan) as its
+    ``to_dict()``; non-finite numbers become null; objects json cannot encode become strings."""
+    if callable(getattr(data, "to_dict", None)):
         data = data.to_dict()
     sys.stdout.write(json.dumps(finite(data), indent=2, default=str, allow_nan=False) + "\n")
 

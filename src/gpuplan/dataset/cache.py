@@ -39,8 +39,9 @@ from .tokenize import tokenizer_files
 # the layout of an entry and the counting rules behind it: raise when either changes (2: a record whose text is
 # not a string is refused, no longer counted as one token; 3: ShareGPT turns, from/value, are counted, not empty;
 # 4: the chat records with no assistant turn are counted, no_reply; 5: a tokenizer.json's saved padding and
-# truncation no longer apply, s25-sec)
-FORMAT = 5
+# truncation no longer apply, s25-sec; 6: a chat turn whose role is not text, or whose content is a number or an
+# object, is refused, no longer counted as its str(), fuzz_s31)
+FORMAT = 6
 MAX_ENTRIES = 64
 MAX_ENTRY_BYTES = 16 * 2**20  # 200,000 records (read.SAMPLE_RECORDS) of three counts each take about 4 MB
 MAX_TOTAL_BYTES = 256 * 2**20

@@ -332,14 +332,26 @@ def _renaming(record: dict[str, Any]) -> str:
 
 
 def _check_turns(record: dict[str, Any], *fields: str) -> None:
-    """One sentence when a list of chat turns holds something other than an object: a chat template reads each
-    turn's ``role`` and ``content`` (transformers' ``apply_chat_template``), so a text or a number is no turn. Asked
-    here, per record, so that the sentence names the file and the record (:func:`gpuplan.dataset._tokenized`)."""
+    """One sentence when a list of chat turns holds something other than an object, or a turn whose role is not
+    text or whose content is neither text, a list of parts (``[{"type": "text", "text": ...}]``) nor null (a tool
+    call's turn): a chat template reads each turn's ``role`` and ``content`` (transformers' ``apply_chat_template``),
+    so a text or a number is no turn, Llama 3's template adds the role to a string (a number stops it), and a
+    content of ``5`` or ``{"a": 1}`` was counted as its ``str()`` (fuzz_s31), where a text field of the same value
+    is refused (:func:`_check_text`). ShareGPT's ``from``/``value`` are read as role and content (:func:`chatml`).
+    Asked here, per record, so that the sentence names the file and the record (:func:`gpuplan.dataset._tokenized`)."""
     for name in fields:
-        bad = next((i for i, turn in enumerate(record[name]) if not isinstance(turn, dict)), None)
-        if bad is not None:
-            raise GpuplanError(f"turn {bad + 1} of its {name} is {echo_value(record[name][bad])}, not an object: "
-                               "chat turns are objects with role and content")
+        for i, turn in enumerate(record[name]):
+            if not isinstance(turn, dict):
+                raise GpuplanError(f"turn {i + 1} of its {name} is {echo_value(turn)}, not an object: "
+                                   "chat turns are objects with role and content")
+            role, content = chatml([turn])[0].get("role"), chatml([turn])[0].get("content")
+            if not isinstance(role, str):
+                shown = "missing" if role is None else f"{echo_value(role)}, not text"
+                raise GpuplanError(f"the role of turn {i + 1} of its {name} is {shown}: chat turns name their "
+                                   "role as text (user, assistant, system)")
+            if not (content is None or isinstance(content, (str, list))):
+                raise GpuplanError(f"the content of turn {i + 1} of its {name} is {echo_value(content)}, not text: "
+                                   "a turn's content is text or a list of parts ({type: text, text: ...})")
 
 
 def _check_text(record: dict[str, Any], *fields: str, turns: bool = False) -> None:

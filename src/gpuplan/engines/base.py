@@ -129,7 +129,8 @@ class Engine:
 
     def model_context(self, m: ModelSpec) -> int:
         """The model's context as the engine derives it from its config (0: none named): max_position_embeddings
-        (SGLang's ``ModelConfig._derive_context_length``; TensorRT-LLM's ``_infer_max_seq_len_from_config``)."""
+        here; vLLM, SGLang and TensorRT-LLM apply their own rope_scaling rules (``derived_max_len``,
+        ``derived_context_len``, ``derived_max_seq_len``)."""
         return m.max_context or 0
 
     def context(self, s: Scenario, m: ModelSpec) -> int:

@@ -227,6 +227,30 @@ def scheduler_of(s: Scenario, sm: StartupMemory) -> dict:
                 reserve_to_completion=s.capacity_scheduler_policy != "max_utilization", prefix_cache=False)
 
 
+# rope_scaling kinds whose factor TensorRT-LLM's derived context leaves out (:func:`derived_max_seq_len`)
+UNSCALED_ROPE = ("su", "longrope", "llama3", "yarn")
+
+
+def derived_max_seq_len(m: ModelSpec) -> int:
+    """The context TensorRT-LLM derives from a model's config (PyTorch backend), past which ``trtllm-serve
+    --max_seq_len`` is cut back to it unless TLLM_ALLOW_LONG_MAX_MODEL_LEN is set: ``PyTorchModelEngine.
+    _init_max_seq_len`` takes the model's ``infer_max_seq_len`` (``DecoderModelForCausalLM.infer_max_seq_len``,
+    NVIDIA/TensorRT-LLM ``tensorrt_llm/_torch/models/modeling_utils.py``; a multimodal wrapper such as Gemma 3's
+    ``Gemma3VLM`` asks its text model's, ``modeling_gemma3vl.py`` at 0f8dcd9d), else
+    ``_infer_max_seq_len_from_config`` (``tensorrt_llm/_torch/pyexecutor/model_engine.py`` at 1a0dc5f7), both the
+    same rule on the text config: max_position_embeddings (2,048 without one) x the rope_scaling ``factor``, rounded
+    up, unless its ``type`` (else ``rope_type``) is su, longrope, llama3 or **yarn** (:data:`UNSCALED_ROPE`). So
+    linear and dynamic factors multiply (Gemma 3: 131,072 x 8 = 1,048,576, as SGLang's; vLLM keeps 131,072), and
+    YaRN keeps max_position_embeddings (Qwen3 with YaRN 4 x 32,768 over 40,960: 40,960, where vLLM derives 131,072).
+    A config with one rope per layer kind (transformers 5's ``rope_parameters``) has no top-level factor: 1.
+    gpuplan's ``max_context`` (max_position_embeddings, else seq_length) stands for max_position_embeddings."""
+    rope = m.rope_scaling
+    factor = rope.get("factor")
+    if rope.get("type", rope.get("rope_type")) in UNSCALED_ROPE or not isinstance(factor, (int, float)):
+        factor = 1
+    return math.ceil((m.max_context or 0) * factor)
+
+
 class Trtllm(Engine):
     """TensorRT-LLM (``trtllm-serve``, PyTorch backend): ``free_gpu_memory_fraction`` of what the weights and its
     profiling forward leave, in paged KV blocks (module docstring); in-flight batching with CUDA graphs for decode
@@ -261,6 +285,10 @@ class Trtllm(Engine):
                         "and run trtllm-serve.sh there, or plan with --engine vllm or sglang for a SkyPilot task")
     no_chunked_prefill = "gpuplan times it with chunked context off, trtllm-serve's default (enable_chunked_prefill)"
     chunked_prefill_fixed = CHUNKED_CONTEXT
+
+    def model_context(self, m: ModelSpec) -> int:
+        """The model's context as TensorRT-LLM derives it (:func:`derived_max_seq_len`)."""
+        return derived_max_seq_len(m)
 
     def scheduler_settings(self, s: Scenario, startup: StartupMemory, pool: KvPool, longest: int) -> dict | None:
         """Its in-flight batching (:func:`scheduler_of`); none when one request of ``longest`` tokens does not fit

@@ -784,14 +784,18 @@ def derived_max_len(m: ModelSpec) -> int:
 # (e61bac87, lines 75-76, cited by #23203), ``awq.py`` AWQConfig 75 ("The AWQ kernel only supports Turing or newer
 # GPUs", 000796ac), ``fp8.py`` Fp8Config 75 (v0.30.0's lines 147-149, as a third-party reading of that tag quotes
 # them; :data:`EARLIER_CAPABILITY` for the releases before). GPTQConfig's 60 is below every card in the catalog
-# (``gptq.py``; its exllama kernel runs on Volta).
-MIN_CAPABILITY = {"fp8": 75, "mxfp4": 80, "awq-int4": 75}
+# (``gptq.py``; its exllama kernel runs on Volta). ``modelopt.py`` ModelOptNvFp4Config (``modelopt_fp4``, the nvfp4
+# checkpoints) 75 at 00155cde: off Blackwell its linear and MoE layers run weight-only through the FP4 Marlin kernel
+# (vllm-project/vllm#17687, "fp4 marlin kernel", 2025-05), on Turing since #29901.
+MIN_CAPABILITY = {"fp8": 75, "mxfp4": 80, "awq-int4": 75, "nvfp4": 75}
 # A format's higher floor in the releases before one: (that release, the floor). Fp8Config's 80 (weight-only through
 # Marlin below 8.9; 1436674b) until vllm-project/vllm#29901 ("add marlin kernel support for turing (sm75)": GPTQ,
 # AWQ, FP8 and NVFP4 weights) ran Marlin on Turing; it merged in the week to 2025-12-19 (vLLM's weekly summary of
 # that date), after 0.12.0: 0.13.0 (released 2025-12-19) is the first release that may hold it, and is given it, so
-# that only what a release surely refuses is refused
-EARLIER_CAPABILITY = {"fp8": ((0, 13, 0), 80)}
+# that only what a release surely refuses is refused. ModelOptNvFp4Config likewise: 100 as first added (a stored copy
+# whose get_name is still "modelopt_nvfp4", "Please use Blackwell and above"), 80 once Marlin ran it (session 30
+# found a copy; its commit unread), 75 with #29901: before 0.13.0 a card below 8.0 is surely refused
+EARLIER_CAPABILITY = {"fp8": ((0, 13, 0), 80), "nvfp4": ((0, 13, 0), 80)}
 
 
 class Vllm(Engine):

@@ -12,6 +12,7 @@ import yaml
 from pydantic import BaseModel
 
 from ..plan.plan import Plan
+from ..result import hours_words, usd_amount
 from ..scenario import Scenario
 from ..scenario.describe import flag_text
 from .forms import given
@@ -90,7 +91,7 @@ def markdown(s: Scenario, r: Plan, link: str = "") -> str:
         c = r.cost
         line = f"Cost: {c.offer} at ${c.usd_per_hour:.2f}/h"
         if s.task == "train" and c.hours:
-            line += f", {c.hours:,.1f} h, ${c.usd_total:,.0f}"
+            line += f", {hours_words(c.hours)}, ${usd_amount(c.usd_total)}"
         elif c.usd_per_million_tokens is not None:
             line += f", ${c.usd_per_million_tokens:.3f} per million tokens"
         lines.append(line + f" (price {c.price_age_days} days old)")

@@ -26,6 +26,7 @@ from ..plan.dataset_report import data_warnings
 from ..plan.launch import run_of, runnable
 from ..plan.plan import Plan
 from ..plan.recipe import Recipe
+from ..result import hours_words
 from ..scenario import Scenario, scenario_from
 from ..scenario.describe import flag_text
 from ..speed import Speed
@@ -223,7 +224,7 @@ class LaunchPlan:
         ``train_tokens``; a serving plan's $/h, and its $ per million output tokens where it was priced on its run."""
         out, whole_run = "", self.train and bool(self.scenario.train_tokens)
         if self.hours is not None and whole_run:
-            out += f", {self.hours:,.1f} h"
+            out += f", {hours_words(self.hours)}"
         if self.usd_per_hour is None:
             return out
         out += f", ${self.usd_per_hour:,.2f}/h"

@@ -269,8 +269,8 @@ def price_job(s: Scenario, m: ModelSpec, speed: Speed, offer: Offer, trainable: 
         cost.hours = work_h * overhead
         if not math.isfinite(overhead):
             cost.finishes = False
-            cost.notes.append(f"spot: a checkpoint takes {plan.write_h:,.1f} h against an interruption every "
-                              f"{plan.mtbi_h:,.1f} h, so the job never finishes; use on-demand or faster storage")
+            cost.notes.append(f"spot: a checkpoint takes {plan.write_h:.3g} h against an interruption every "
+                              f"{plan.mtbi_h:.3g} h, so the job never finishes; use on-demand or faster storage")
             cost.hours, cost.usd_total, cost.usd_per_million_tokens = 0.0, 0.0, math.inf
             return cost
         if cost.best_on_demand_usd_per_gpu_hour:

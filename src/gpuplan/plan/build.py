@@ -27,7 +27,7 @@ from .. import clock
 from ..errors import GpuplanError, UnknownNameError
 from ..hardware import Network
 from ..market.choice import best_on_demand, matching
-from ..market.cost import Cost, price_job, spot_dearer, spot_plan
+from ..market.cost import Cost, default_mtbi_h, price_job, spot_dearer, spot_plan
 from ..market.job import save_interval_h
 from ..market.offers import Offer, owned_offer
 from ..market.store import price_filter
@@ -113,7 +113,8 @@ def build(r: Resolved | ResolvedModule, offers: Offers | None = None, *, advise:
         if at is not s:
             speed = replace(speed, batch_held=at.batch_size)
         cost = chosen.cost if chosen and plan.verdict.fits is not False else None
-        warned = price_warnings(r, chosen, offers) if plan.verdict.fits is not False and asked else []
+        warned = price_warnings(r, chosen, offers, unfinished=bool(offers.candidates) and not priced) \
+            if plan.verdict.fits is not False and asked else []
         if cost is not None and cost.pricing == "owned":
             said = (*said, power_words(gpu, cost))
         plan = plan.said(said, tuple(warned), speed=speed, cost=cost)
@@ -364,10 +365,18 @@ def choose(priced: list[Priced], label: str | None = None) -> Priced | None:
     return priced[0] if priced else None
 
 
-def price_warnings(r: Resolved, chosen: Priced | None, offers: Offers) -> list[str]:
+def price_warnings(r: Resolved, chosen: Priced | None, offers: Offers, *, unfinished: bool = False) -> list[str]:
     """What the price of the chosen offer needs said: none in force, old, low confidence, spot dearer than
-    on-demand per GPU-hour the job uses (:func:`gpuplan.market.cost.spot_dearer`)."""
+    on-demand per GPU-hour the job uses (:func:`gpuplan.market.cost.spot_dearer`). ``unfinished``: offers were in
+    force and the job finishes on none of them (interruptions too frequent for a checkpoint and a restart,
+    :func:`gpuplan.market.cost.price_job`), which fuzz_s31 found said as "no spot offer in force"."""
     s, gpu = r.scenario, r.gpu
+    if chosen is None and unfinished:
+        return [f"no price for {gpu.name}: on its {len(offers.candidates)} {s.pricing.replace('_', '-')} offer(s) "
+                "in force the job never finishes: interruptions (every "
+                f"{s.mtbi_hours or default_mtbi_h(s.world_size):.3g} h) come faster than a checkpoint is written "
+                f"(at {s.disk_gbs:.3g} GB/s) and the job restarts; use --pricing on-demand, faster storage "
+                "(--disk-gbs) or a longer --mtbi-hours"]
     if chosen is None:
         from ..market.owned_power import busy_draw  # a plan priced on an offer never asks
 

@@ -11,17 +11,18 @@ once per row: its TTFT alone and streaming speed) -> price on the cheapest insta
 group whole (whole instances: a group never spans rented instances, so this is not the builder's cheapest per
 million tokens).
 
-Bounded: the search has :data:`SEARCH_TIME_S` wall seconds, shared out among the setups it simulates (each gets
-what is left over the setups still to go), and every simulation its own bounds
-(:data:`gpuplan.serving.simulate.MAX_EVENTS`, :data:`gpuplan.serving.simulate.TIME_LIMIT_S`). A setup whose
+Bounded: the search has :data:`SEARCH_EVENTS` simulated events (turns of the simulation's loop), shared out among
+the setups it simulates (each gets what is left over the setups still to go), and every simulation its own bounds
+(:data:`gpuplan.serving.simulate.MAX_STEPS`, :data:`gpuplan.serving.simulate.MAX_EVENTS`). A setup whose
 simulation stopped early says so in its ``warnings`` (its rate is then from the requests that finished: a lower
-bound when the run was cut short).
+bound when the run was cut short). The budget counts work, not wall seconds: an answer is a function of its inputs,
+the same on a loaded machine as on a quiet one (session 31; the wall-clock budget it replaces cut the searches of a
+loaded machine earlier). The page keeps its deadline by stopping work with no answer (:func:`gpuplan.clock.in_time`).
 """
 
 from __future__ import annotations
 
 import math
-import time
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
@@ -39,7 +40,7 @@ from ..scenario import Scenario
 from ..scenario.fields import MAX_MODEL_LEN, MIN_MODEL_LEN
 from ..serving.capacity import RatePoint, idle_latencies, max_rate, max_users, saturation_rate
 from ..serving.steptime import Calibration, StepModel, step_model
-from ..serving.workload import Workload
+from ..serving.workload import MAX_TOKENS, Workload
 from ..speed.deepgemm import deepgemm_warnings
 from .build import build
 from .plan import Plan
@@ -47,7 +48,7 @@ from .refusals import context_warnings, engine_refusal, load_refusal, unsimulate
 from .resolve import resolve
 
 if TYPE_CHECKING:
-    from ..serving.simulate import Scheduler
+    from ..serving.simulate import Budget, Scheduler
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -154,8 +155,10 @@ def setups(s: Scenario, m: ModelSpec, gpu_ids: tuple[str, ...] = (), max_gpus: i
     return out
 
 
-# Wall seconds one capacity search may take, all its simulations together.
-SEARCH_TIME_S = 120.0
+# Simulated events one capacity search may run, all its simulations together: the 120 wall seconds it had before
+# session 31 at the 10,000 events a CPU second measured then on the 2-core machine (10,000-13,000 over whole searches
+# of vLLM, SGLang and TensorRT-LLM: 8,800 to 13,100)
+SEARCH_EVENTS = 1_200_000
 HOURS_PER_MONTH = 730.0  # 8,760 hours a year / 12: a service that runs all month
 
 
@@ -184,6 +187,14 @@ def _longest(w: Workload, m: ModelSpec, s: Scenario) -> int:
 
     longest = int(max(top(w.prompt_lengths()), w.mean_prompt_tokens) + max(top(w.output_lengths()),
                                                                             w.mean_output_tokens))
+    engine = engine_for(s)
+    derived = engine.model_context(m)
+    mean = round(w.mean_prompt_tokens) + round(w.mean_output_tokens)
+    if _no_max(w.prompt_lengths()) or _no_max(w.output_lengths()):
+        # a draw with no max of its own (examples/chat-workload.yaml's normal outputs): the engine starts at the
+        # context it would for the mean request, as before session 30, not at the 10,000,000 tokens that stand
+        # for "no max" (which max_model_len's bound then refused)
+        longest = engine.served_context(m, mean) if derived else mean
     if m.position_params and m.max_context and longest > m.max_context:  # as fit.check refuses it
         raise GpuplanError(f"{m.name} learns {m.max_context:,} positions (a position-embedding table, no RoPE to "
                            f"extend): the workload's requests of up to {longest:,} tokens index past it; shorten "
@@ -191,17 +202,20 @@ def _longest(w: Workload, m: ModelSpec, s: Scenario) -> int:
     if longest > MAX_MODEL_LEN:
         raise GpuplanError(f"the workload's requests run to {longest:,} tokens, past the longest context gpuplan "
                            f"starts an engine with ({MAX_MODEL_LEN:,}, max_model_len's bound): shorten them")
-    engine = engine_for(s)
-    derived = engine.model_context(m)
     if not derived:
         return longest
-    mean = round(w.mean_prompt_tokens) + round(w.mean_output_tokens)
     context = engine.served_context(m, mean)
     if longest > context > derived:
         raise GpuplanError(f"the workload's requests run to {longest:,} tokens, past both {m.name}'s context of "
                            f"{derived:,} tokens ({engine.label}'s) and its mean request's {mean:,}, which the engine "
                            "would be started with: narrow length_spread, or shorten them")
     return min(longest, context)
+
+
+def _no_max(d) -> bool:
+    """A drawn length (normal, lognormal, uniform) whose ``max`` is the field's default, which stands for none:
+    bounded by nothing of its own."""
+    return d.kind in ("uniform", "normal", "lognormal") and d.max >= MAX_TOKENS
 
 
 @dataclass(frozen=True)
@@ -233,12 +247,12 @@ def engine_memory(sc: Scenario, m: ModelSpec, gpu: GpuSpec, longest: int) -> Ser
 
 def capacity(s: Scenario, m: ModelSpec, w: Workload, *, gpu_ids: tuple[str, ...] = (), max_gpus: int = 8,
              any_quant: bool = False, simulate_top: int = 6, calibration: Calibration | None = None,
-             catalogs: tuple[str, ...] = (), time_limit_s: float = SEARCH_TIME_S,
+             catalogs: tuple[str, ...] = (), search_events: int = SEARCH_EVENTS,
              expert_parallel: bool = False, notes: list[str] | None = None) -> list[Deployment]:
     """Plans ranked by what the target costs (the workload's rate or users: whole instances), else by cost per
     request at their highest SLO-meeting load (unpriced setups last); for an offline job (the workload's
-    ``batch``), by what one replica costs to run it (:func:`_job_row`). The simulations share ``time_limit_s``
-    wall seconds (see the module docstring). ``notes`` gets one sentence for each GPU of ``gpu_ids`` that has no
+    ``batch``), by what one replica costs to run it (:func:`_job_row`). The simulations share ``search_events``
+    simulated events (see the module docstring). ``notes`` gets one sentence for each GPU of ``gpu_ids`` that has no
     row, saying why (:func:`_left_out`)."""
     why = unsimulated(s.engine, "capacity's searches run") or \
         load_refusal(w.users, w.rate_rps, batch=w.batch, think_s=w.think_time_s) or engine_refusal(s, m) or \
@@ -292,12 +306,14 @@ def capacity(s: Scenario, m: ModelSpec, w: Workload, *, gpu_ids: tuple[str, ...]
     if named and all(g in refused for g in named):  # every card named refused: that sentence, as estimate's
         raise GpuplanError("; ".join(dict.fromkeys(refused[g] for g in named)))
     candidates = _simulated_first(candidates)
-    chosen, start = candidates[:simulate_top], time.monotonic()
-    plans = _simulated(chosen, w, m, start + time_limit_s)
-    undercut = _undercut(candidates[simulate_top:], plans) if time.monotonic() < start + time_limit_s else []
-    for c in undercut:  # the lowest bound first, each while it undercuts the cheapest row so far (the time left)
+    from ..serving.simulate import Budget
+
+    chosen, budget = candidates[:simulate_top], Budget(search_events)
+    plans = _simulated(chosen, w, m, budget)
+    undercut = _undercut(candidates[simulate_top:], plans) if budget.left else []
+    for c in undercut:  # the lowest bound first, each while it undercuts the cheapest row so far (the events left)
         if c[6][1] < min(p.usd_per_hour_for_target or math.inf for p in plans):
-            plans += _simulated([c], w, m, start + time_limit_s)
+            plans += _simulated([c], w, m, budget)
             chosen.append(c)
     plans.sort(key=_rank)
     _mark_pareto(plans)
@@ -367,14 +383,15 @@ def _unserved(w: Workload, plans: list[Deployment]) -> list[str]:
     return out
 
 
-def _simulated(chosen: list, w: Workload, m: ModelSpec, end: float) -> list[Deployment]:
-    """The rows of the setups ``chosen``, simulated in turn, each given the time left until ``end`` (monotonic
-    seconds) over the setups to go."""
+def _simulated(chosen: list, w: Workload, m: ModelSpec, budget: Budget) -> list[Deployment]:
+    """The rows of the setups ``chosen``, simulated in turn, each given an equal share of the events ``budget`` has
+    left over the setups to go (what one leaves unspent goes to those after it)."""
     plans = []
     for i, (st, sc, mem, model, bound, price, _) in enumerate(chosen):
-        deadline = time.monotonic() + max(end - time.monotonic(), 0.0) / (len(chosen) - i)
+        share = budget.share(len(chosen) - i)
         plans.append(_job_row(st, sc, mem, bound, price, w, m) if w.batch else
-                     _row(st, sc, mem, model, bound, price, w, m, deadline))
+                     _row(st, sc, mem, model, bound, price, w, m, share))
+        budget.spend(share.spent)
     return plans
 
 
@@ -548,8 +565,8 @@ def with_scenario_prefix(w: Workload, s: Scenario) -> Workload:
 
 
 def _row(st: Candidate, sc: Scenario, mem: ServingMemory, model: StepModel, bound: tuple[float, float], price,
-         w: Workload, m: ModelSpec, deadline: float | None = None) -> Deployment:
-    """One setup simulated (by ``deadline``): its highest steady load meeting the SLOs, priced on whole
+         w: Workload, m: ModelSpec, budget: Budget | None = None) -> Deployment:
+    """One setup simulated (within the events of ``budget``): its highest steady load meeting the SLOs, priced on whole
     instances; the KV pool from its memory plan, and the idle-engine speeds from its plan at that load (one
     scenario, one set of numbers)."""
     pool, engine = mem.pool, mem.engine
@@ -558,10 +575,10 @@ def _row(st: Candidate, sc: Scenario, mem: ServingMemory, model: StepModel, boun
                      quant=st.quant, kv_tokens=pool.kv_tokens, max_concurrency=pool.max_concurrency,
                      max_rate_rps=0.0, rate_band_rps=(0.0, 0.0), bound_rate_rps=bound[0])
     if w.users:
-        row.max_users, row.curve, stops = max_users(model, engine, w, w.users, w.think_time_s, deadline)
+        row.max_users, row.curve, stops = max_users(model, engine, w, w.users, w.think_time_s, budget)
         at = [p for p in row.curve if p.meets_slo and p.users == row.max_users]
     else:
-        rate, row.curve, stops = max_rate(model, engine, w, *bound, deadline=deadline)
+        rate, row.curve, stops = max_rate(model, engine, w, *bound, budget=budget)
         at = [p for p in row.curve if p.meets_slo and p.rate_rps <= rate]
     if stops:
         row.warnings.append(f"{st.label}: {len(stops)} of its simulations stopped early ({stops[0]}), so its "

@@ -23,6 +23,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from typing import Any
 
+from ..datafiles import made
 from ..engines import engine_for
 from ..engines.base import FOUR_BIT
 from ..errors import GpuplanError
@@ -442,9 +443,10 @@ def _more_host_ram(s: Scenario, gpu: GpuSpec, report) -> list[Suggestion]:
     if report.offloaded_layers and not s.cpu_layers:  # llama.cpp's CPU layers fit only when asked for: without
         fields["cpu_layers"] = True  # it, the RAM alone left "does not fit ... (--cpu-layers counts that as fitting)"
         also = f" and llama.cpp's {report.offloaded_layers} layers there on the CPU (--cpu-layers)"
-    return [Suggestion(change=f"a machine with {size:,} GiB of RAM (host_ram_gib {size}){also}: it keeps "
-                       f"{need:,.1f} GiB there, the host has {ram:,.0f}", fields=fields,
-                       device_peak_gib=report.device_peak_gib, fits=True, cost="the same speed; more host RAM")]
+    return [made(Suggestion, dict(
+        change=f"a machine with {size:,} GiB of RAM (host_ram_gib {size}){also}: it keeps {need:,.1f} GiB there, "
+               f"the host has {ram:,.0f}", fields=fields,
+        device_peak_gib=report.device_peak_gib, fits=True, cost="the same speed; more host RAM"))]
 
 
 # A single fix that does not fit is listed when it lowers the peak by at least the 0.1 GiB its line shows (so its
@@ -475,10 +477,11 @@ def suggestions(s: Scenario, m: ModelSpec, gpu: GpuSpec, report, timing: Timing 
     singles.sort(key=lambda x: (not x[1], x[0].group == "stack", x[0].more_gpus, not x[0].keeps_job,
                                 x[1] and x[0].group == "method", x[1] and x[0].group == "offload",
                                 x[0].slowdown if x[1] else x[2]))
-    found = [Suggestion(change=f"{fix.label if fix.group == 'stack' else _with_implied(fix.label, implied)}: "
-                        f"{report.device_peak_gib:.1f} -> {peak:.1f} GiB",
-                        fields={k: v for k, v in fix.change.items() if v is not None}, device_peak_gib=peak, fits=ok,
-                        cost=fix.cost) for fix, ok, peak, implied in singles]
+    found = [made(Suggestion, dict(
+        change=f"{fix.label if fix.group == 'stack' else _with_implied(fix.label, implied)}: "
+               f"{report.device_peak_gib:.1f} -> {peak:.1f} GiB",
+        fields={k: v for k, v in fix.change.items() if v is not None}, device_peak_gib=peak, fits=ok,
+        cost=fix.cost)) for fix, ok, peak, implied in singles]
     in_stack = [fix for fix, ok, _, _ in singles if ok and fix.keeps_job and not fix.more_gpus and fix.group != "stack"]
     if all(fix.group == "method" for fix in in_stack):
         # every fix that keeps the job: one that saves nothing alone (QLoRA when activations dominate) may be the
@@ -524,9 +527,10 @@ def _vllm_suggestions(s: Scenario, m: ModelSpec, gpu: GpuSpec, report, fixes: li
             return f"the pool's {held:,} requests of {tokens:,} tokens hold it"
         return f"{held:,} -> {requests:,} concurrent requests of {tokens:,} tokens{pool_change(gib)}"
 
-    return [Suggestion(change=f"{_with_implied(fix.label, implied)}: {effect(requests, tokens, gib)}", fields={
-                           k: v for k, v in fix.change.items() if v is not None}, device_peak_gib=peak, fits=ok,
-                       cost=fix.cost) for fix, ok, gib, requests, peak, implied, tokens in found]
+    return [made(Suggestion, dict(
+        change=f"{_with_implied(fix.label, implied)}: {effect(requests, tokens, gib)}",
+        fields={k: v for k, v in fix.change.items() if v is not None}, device_peak_gib=peak, fits=ok,
+        cost=fix.cost)) for fix, ok, gib, requests, peak, implied, tokens in found]
 
 
 def smallest_combination(s: Scenario, m: ModelSpec, gpu: GpuSpec, fixes: list[Fix], timing: Timing | None = None
@@ -568,10 +572,11 @@ def smallest_combination(s: Scenario, m: ModelSpec, gpu: GpuSpec, fixes: list[Fi
     if max_batch and s.task == "train" and "micro_batch_size" in fields:  # exact global batch: a divisor of it
         total = s.micro_batch_size * s.grad_accum_steps
         fields.update(_accumulated(s, max(d for d in range(1, max_batch + 1) if total % d == 0)))
-    return Suggestion(change=f"{label}: {_peak(s, m, gpu):.1f} -> {peak:.1f} GiB"
-                      + (f"; with these, {' and '.join(room)} fit" if room else ""),
-                      fields=fields, device_peak_gib=peak, fits=True,
-                      cost=_combined_cost(combo, fields, timing), combination=True, **batch, max_seq_len=max_len)
+    return made(Suggestion, dict(
+        change=f"{label}: {_peak(s, m, gpu):.1f} -> {peak:.1f} GiB" + (f"; with these, {' and '.join(room)} fit"
+                                                                      if room else ""),
+        fields=fields, device_peak_gib=peak, fits=True,
+        cost=_combined_cost(combo, fields, timing), combination=True, **batch, max_seq_len=max_len))
 
 
 def _combined_cost(combo: tuple[Fix, ...], fields: dict[str, Any], timing: Timing | None) -> str:

@@ -21,6 +21,7 @@ from typing import Any
 
 from pydantic import BaseModel, PrivateAttr, computed_field
 
+from ..datafiles import made
 from ..errors import GpuplanError
 from ..hardware import GpuSpec, short_id
 from ..market.cost import STALE_DAYS, Cost, offer_label, spot_plan
@@ -402,8 +403,8 @@ def fixes(s: Scenario, spec: ModuleSpec, gpu: GpuSpec, now: MemoryReport) -> lis
         fits, peaks[fix] = _peak_with(s, spec, gpu, (fix,))
         alone += [fix] if fits else []
         if math.isfinite(peaks[fix]) and (fits or peaks[fix] <= now.device_peak_gib - SHOWN_SAVING_GIB):
-            out.append(Suggestion(change=fix.label, fields=fix.change, device_peak_gib=peaks[fix], fits=fits,
-                                  cost=f"{now.device_peak_gib:.1f} -> {peaks[fix]:.1f} GiB"))
+            out.append(made(Suggestion, dict(change=fix.label, fields=fix.change, device_peak_gib=peaks[fix],
+                                             fits=fits, cost=f"{now.device_peak_gib:.1f} -> {peaks[fix]:.1f} GiB")))
     tried = [f for f, peak in peaks.items() if math.isfinite(peak) and f.keeps_job]
     if alone and all(f.group == "method" for f in alone):  # only another method fits alone (LoRA for a full
         # fine-tune): the combinations that keep the user's method, as a decoder's advice searches them
@@ -413,9 +414,10 @@ def fixes(s: Scenario, spec: ModuleSpec, gpu: GpuSpec, now: MemoryReport) -> lis
         found = fewest(kept, lambda combo: _peak_with(s, spec, gpu, combo)) if len(kept) > 1 else None
         if found is not None:
             combo, peak = _widest(s, spec, gpu, *found)
-            out.append(Suggestion(change=" + ".join(f.label for f in combo),
-                                  fields={k: v for f in combo for k, v in f.change.items()}, device_peak_gib=peak,
-                                  fits=True, combination=True, cost=f"{now.device_peak_gib:.1f} -> {peak:.1f} GiB"))
+            out.append(made(Suggestion, dict(
+                change=" + ".join(f.label for f in combo), fields={k: v for f in combo for k, v in f.change.items()},
+                device_peak_gib=peak, fits=True, combination=True,
+                cost=f"{now.device_peak_gib:.1f} -> {peak:.1f} GiB")))
     elif len(tried) > 1 and not any(x.fits for x in out):
         found = fewest(tried, lambda combo: _peak_with(s, spec, gpu, combo))
         if found is None:
@@ -428,9 +430,10 @@ def fixes(s: Scenario, spec: ModuleSpec, gpu: GpuSpec, now: MemoryReport) -> lis
         else:
             (combo, peak), fits = _widest(s, spec, gpu, *found), True
         if fits or peak < min(peaks[f] for f in tried):  # (changes can undo each other: say only a saving)
-            out.append(Suggestion(change=" + ".join(f.label for f in combo),
-                                  fields={k: v for f in combo for k, v in f.change.items()}, device_peak_gib=peak,
-                                  fits=fits, combination=True, cost=f"{now.device_peak_gib:.1f} -> {peak:.1f} GiB"))
+            out.append(made(Suggestion, dict(
+                change=" + ".join(f.label for f in combo), fields={k: v for f in combo for k, v in f.change.items()},
+                device_peak_gib=peak, fits=fits, combination=True,
+                cost=f"{now.device_peak_gib:.1f} -> {peak:.1f} GiB")))
     said = [_offload_time(s, spec, gpu, fewest_blocks(s, spec, gpu, x)) for x in out]
     # CPU offload last of those that fit, as a decoder's advice orders it (plan/fixes.py _gentlest): FLUX.1-dev's
     # sequential offload (131 s of copies a call) stood above NF4 weights by its smaller peak

@@ -26,7 +26,7 @@ from ..market.offers import Offer
 from ..memory import memory_report, report_of
 from ..memory.host import host_shortfall
 from ..model.spec import ModelSpec
-from ..result import Answer, GpuFacts, MemoryReport, ModelFacts, Suggestion
+from ..result import Answer, GpuFacts, MemoryReport, ModelFacts, Suggestion, to_dict
 from ..scenario import INFER_ONLY, MOE_LAYOUT, TRAIN_ONLY, Scenario
 from ..scenario.describe import describe
 from ..serving.load import LoadRun
@@ -192,6 +192,10 @@ class Plan(Answer):
         if r.scenario.task != "train":
             return 0.0
         return checkpoint_bytes(r.scenario, r.model, self.model.params_trainable)
+
+    def to_dict(self) -> dict[str, Any]:
+        """Plain JSON data (non-finite numbers as null), equal to ``gpuplan estimate --json``'s output."""
+        return to_dict(self)
 
     def said(self, assumptions: tuple[str, ...] = (), warnings: tuple[str, ...] = (), **update: Any) -> "Plan":
         """A copy with ``update`` (the builder's later stages) and their assumptions and warnings added."""

@@ -94,9 +94,12 @@ def why_none(s: Scenario, m: ModelSpec, catalog: list[Offer]) -> str:
         r = on_nodes(resolve(s, m, gpus()[s.gpu]), catalog)
     except GpuplanError as e:  # the card cannot run the plan: its own sentence
         return str(e)
-    if not offers_for(r, catalog).candidates:
+    offers = offers_for(r, catalog)
+    if not offers.candidates:
         return (f"no offer of {name} in force matches the pricing ({s.pricing.replace('_', '-')}), the provider or "
                 f"the {s.world_size} GPU{'s' if s.world_size > 1 else ''} asked: --pricing any, or fewer GPUs")
+    if s.task == "train" and s.pricing == "spot":  # the offers are there and the job never finishes on them (s31)
+        return next((w for w in build(r, offers, advise=False).warnings if "never finishes" in w), "")
     return ""
 
 

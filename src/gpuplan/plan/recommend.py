@@ -57,6 +57,7 @@ from .refusals import (
     engine_refusal,
     frozen_base,
     not_a_module,
+    nvfp4_refusal,
     other_task,
     scenario_load,
     scenario_refusal,
@@ -498,15 +499,17 @@ def stack_left_out(s: Scenario, cards) -> list[str]:
 def engine_left_out(s: Scenario, m: ModelSpec, c: Constraints) -> list[str]:
     """The cards named in ``--gpus`` that the serving engine does not run the model on (its
     :meth:`~gpuplan.engines.Engine.card_refusal`, or no kernel for the weights' format there:
-    :meth:`~gpuplan.engines.Engine.weights_refusal`), each with the refusal's sentence: every plan on them is
+    :meth:`~gpuplan.engines.Engine.weights_refusal`), or on which its nvfp4 weights are not planned
+    (:func:`~gpuplan.plan.refusals.nvfp4_refusal`), each with the refusal's sentence: every plan on them is
     refused, and a card asked for by name is not dropped without a word (s29 walk: ``--engine trtllm --gpus
-    mi300x,l4`` showed L4 rows and said nothing of the MI300X)."""
+    mi300x,l4`` showed L4 rows and said nothing of the MI300X; s31: ``--engine vllm --quant nvfp4 --gpus
+    h100-sxm,b200`` said nothing of the H100)."""
     if s.task != "infer":
         return []
     engine, fmt, out = engine_for(s), weight_format(s, m)[0].name, []
     for gpu_id in c.gpus:
         gpu = gpus()[gpu_id]
-        why = engine.card_refusal(s, gpu) or engine.weights_refusal(s, fmt, gpu)
+        why = engine.card_refusal(s, gpu) or engine.weights_refusal(s, fmt, gpu) or nvfp4_refusal(s, gpu)
         if why:
             out.append(f"{short_id(gpu_id)} left out: {why}")
     return out

@@ -735,11 +735,31 @@ def card_dtypes(s: Scenario, gpu: GpuSpec) -> None:
             fix = "fp16-mixed" if dtype == "bf16" else "bf16-mixed"
         raise GpuplanError(f"{gpu.name} has no {dtype} tensor cores ({gpu.architecture}): set precision {fix}, or "
                            "leave precision unset to get the card's own")
-    if s.quant == "nvfp4" and not gpu.supports_dtype("fp4"):
-        raise GpuplanError(f"{gpu.name} ({gpu.architecture}) has no fp4 tensor cores for nvfp4 weights (Blackwell "
-                           "has): use quant fp8, or a B200/GB200-class card")
+    why = nvfp4_refusal(s, gpu)
+    if why:
+        raise GpuplanError(why)
     if s.kv_cache_dtype == "bf16" and not gpu.supports_dtype("bf16"):
         raise GpuplanError(f"{gpu.name} has no bf16: set kv_cache_dtype fp16")
+
+
+def nvfp4_refusal(s: Scenario, gpu: GpuSpec) -> str | None:
+    """Why nvfp4 weights are not planned on ``gpu`` (None: they are, on its fp4 tensor cores). A serving engine
+    below its nvfp4 method's floor refuses to start there (:meth:`~gpuplan.engines.Engine.weights_refusal`: vLLM's
+    ModelOptNvFp4Config before 0.13, SGLang's ModelOptFp4Config); at or above it the engine runs them weight-only,
+    dequantized to 16 bits in its Marlin kernel (vLLM from 0.13 on Turing and newer), which gpuplan does not time;
+    without an engine's floor, gpuplan's own sentence. Asked of every plan (:func:`card_dtypes`) and of the cards
+    ``recommend --gpus`` names (:func:`gpuplan.plan.recommend.engine_left_out`)."""
+    if s.quant != "nvfp4" or gpu.supports_dtype("fp4"):
+        return None
+    engine = engine_for(s) if s.task == "infer" else None
+    least = engine.least_capability(s, "nvfp4") if engine else None
+    if engine is None or least is None or gpu.capability is None:
+        return (f"{gpu.name} ({gpu.architecture}) has no fp4 tensor cores for nvfp4 weights (Blackwell has): use "
+                "quant fp8, or a B200/GB200-class card")
+    return engine.weights_refusal(s, "nvfp4", gpu) or (
+        f"{gpu.name} ({gpu.architecture}) has no fp4 tensor cores for nvfp4 weights: {engine.label} runs them there "
+        "weight-only (dequantized to 16 bits in its Marlin kernel), which gpuplan does not time; use quant fp8 or "
+        "awq-int4, or a Blackwell card (B200, RTX 5090)")
 
 
 def context_warnings(s: Scenario, m: ModelSpec) -> list[str]:

@@ -13,6 +13,7 @@ fix, as one sentence.
 import functools
 import os
 import re
+import typing
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Annotated, Any, Literal
@@ -22,7 +23,7 @@ from pydantic_core.core_schema import ValidationInfo
 
 from .. import overheads as oh
 from ..datafiles import made
-from ..errors import RENAMED_FIELDS, GpuplanError, did_you_mean, echo_value, renamed, yes_for_a_number
+from ..errors import RENAMED_FIELDS, GpuplanError, did_you_mean, echo_value, renamed, spelled_choice, yes_for_a_number
 from ..hardware import counted_card
 from ..model.quant import QUANT_FORMATS
 from ..stored import (
@@ -399,7 +400,9 @@ class Scenario(StoredModel):
     pricing: Pricing = Field(
         default="on_demand", description="on-demand, spot or any rented offer; owned: your own cards, priced by "
         "their power only (a card no offer prices is priced so too)")
-    mtbi_hours: float | None = Field(default=None, gt=0, le=1e6, allow_inf_nan=False,
+    # at least 0.01 h (36 s), 70x below the shortest mean of the priors' ranges (0.7 h): 5e-324 overflowed
+    # capacity's spot fleet (ceil of infinite replicas) and 1e-300 sized it at 1e299 replicas (fuzz_s31)
+    mtbi_hours: float | None = Field(default=None, ge=0.01, le=1e6, allow_inf_nan=False,
                                      description="mean hours between spot interruptions (default: the AWS spot "
                                      "traces' 2 under 8 GPUs, 1 from 8; data/providers.yaml)")
     disk_gbs: float = Field(default=1.0, ge=0.001, le=1000, allow_inf_nan=False,
@@ -580,6 +583,18 @@ class Scenario(StoredModel):
                 raise ValueError(f"give {new} or its old name {old}, not both")
             data[renamed(old, "scenario field")] = data.pop(old)
         return data
+
+    @model_validator(mode="before")
+    @classmethod
+    def _choices_as_spelled(cls, data: Any) -> Any:
+        """A choice written with other case or punctuation (``engine: vLLM``, ``method: LoRA``, ``sharding:
+        ZeRO-3``) is that choice (:func:`gpuplan.errors.spelled_choice`); anything else is left to the field's own
+        check, whose sentence suggests the closest choices."""
+        if not isinstance(data, Mapping):
+            return data
+        fixed = {k: spelled_choice(v, _literal_choices()[k]) for k, v in data.items()
+                 if isinstance(v, str) and k in _literal_choices()}
+        return {**data, **fixed} if any(fixed[k] is not data[k] for k in fixed) else data
 
     @model_validator(mode="before")
     @classmethod
@@ -1052,6 +1067,20 @@ def snake_keys(data: dict[Any, Any]) -> dict[str, Any]:
     return out
 
 
+@functools.cache
+def _literal_choices() -> dict[str, tuple[str, ...]]:
+    """Each scenario field that takes named choices (a ``Literal``, alone or beside None or a list), and those
+    choices."""
+    out = {}
+    for name, info in Scenario.model_fields.items():
+        args = typing.get_args(info.annotation) if typing.get_origin(info.annotation) is not Literal else (
+            info.annotation,)
+        words = [v for a in args if typing.get_origin(a) is Literal for v in typing.get_args(a)]
+        if words and all(isinstance(w, str) for w in words):
+            out[name] = tuple(words)
+    return out
+
+
 def _one_sentence(err: ValidationError) -> str:
     errors = err.errors()
     nested = [e for e in errors if e["type"] == "extra_forbidden" and isinstance(e.get("input"), dict)]
@@ -1082,7 +1111,10 @@ def _one_sentence(err: ValidationError) -> str:
                 "YAML reads it as a number and drops its trailing zeros (4.40 becomes 4.4)")
     msg = first["msg"].removeprefix("Value error, ")
     more = f" (and {len(err.errors()) - 1} more)" if len(err.errors()) > 1 else ""
-    return f"scenario field {field!r}: {msg} (got {echo_value(value)}){more}"
+    close = did_you_mean(value, re.findall(r"'([^']*)'", first.get("ctx", {}).get("expected", ""))) if (
+        first["type"] == "literal_error" and isinstance(value, str)) else []
+    hint = f"; did you mean {' or '.join(repr(c) for c in close)}?" if close else ""
+    return f"scenario field {field!r}: {msg} (got {echo_value(value)}){hint}{more}"
 
 
 def load_scenario(path: str | Path | None = None, overrides: dict[str, Any] | None = None) -> Scenario:

@@ -14,13 +14,16 @@ import math
 import statistics
 from dataclasses import asdict, dataclass, fields
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import yaml
 
 from ..errors import GpuplanError, echo, echo_value
 from ..userfiles import load_json, number, output_file, read_mapping, write_text
 from .steptime import Calibration
+
+if TYPE_CHECKING:
+    from .simulate import Budget
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -195,12 +198,12 @@ def _aiperf(d: dict, src: str) -> Measurement:
 
 def replay(model, engine, *, rate_rps: float | None, prompt, output, shared_prefix: int = 0,
            distinct_prompts: int | None = None, max_concurrency: int | None = None, burstiness: float = 1.0,
-           seed: int = 0, deadline: float | None = None):
+           seed: int = 0, budget: Budget | None = None):
     """Simulate one benchmark run: ``len(prompt)`` requests sent at ``rate_rps`` (Poisson; None: all at once),
     as ``vllm bench serve`` and inference-perf send them, by a client holding at most ``max_concurrency``.
     ``distinct_prompts``: the run cycles through that many prompts (inference-perf's shared-prefix data: groups x
     prompts per group, reused in turn), so from the second round each prompt's full blocks hit the prefix cache;
-    ``shared_prefix`` tokens (the group's system prompt) hit from the first round. ``deadline``: as
+    ``shared_prefix`` tokens (the group's system prompt) hit from the first round. ``budget``: as
     :func:`.simulate.simulate`'s."""
     import numpy as np
 
@@ -212,17 +215,19 @@ def replay(model, engine, *, rate_rps: float | None, prompt, output, shared_pref
     arrive = np.zeros(n) if not rate_rps else arrivals(rate_rps, n, burstiness, rng)
     if not distinct_prompts:
         return simulate(model, engine, arrive, prompt, output, shared_prefix, max_concurrency=max_concurrency,
-                        deadline=deadline)
+                        budget=budget)
     hits, blocks = pool_hits(prompt, distinct_prompts, shared_prefix, engine.block_tokens)
     return simulate(model, engine, arrive, prompt, output, max_concurrency=max_concurrency, prefix_hits=hits,
-                    cached_blocks=blocks, deadline=deadline)
+                    cached_blocks=blocks, budget=budget)
 
 
 # Requests one run's replay simulates at most: a result file's count never sizes an array. A longer run is replayed
 # in its first MAX_REPLAY requests, sent at its rate (at a steady rate its means are the whole run's; a burst of
 # more requests queues longer than the replay says, and the notes say that it was cut).
 MAX_REPLAY = 2_000
-FIT_TIME_S = 120.0  # wall seconds all the replays of one fit may take
+# simulated events all the replays of one fit may run (:class:`.simulate.Budget`): work, not wall seconds, so that a
+# fit is a function of its runs (the 120 wall seconds before session 31, at 10,000 events a CPU second)
+FIT_EVENTS = 1_200_000
 BOUNDS = (0.05, 20.0)  # the range of a correction (as load_calibration accepts it)
 
 
@@ -252,7 +257,7 @@ def deployment(s, m, gpu):
     return step_model(s, m, gpu), vllm_scheduler(s, mem)
 
 
-def predict(model, engine, m: Measurement, deadline: float | None = None) -> Halves:
+def predict(model, engine, m: Measurement, budget: Budget | None = None) -> Halves:
     """The simulation of the run ``m`` (its mean lengths, at most :data:`MAX_REPLAY` requests), split into the
     requests the corrections are fitted on and those held out."""
     import numpy as np
@@ -260,7 +265,7 @@ def predict(model, engine, m: Measurement, deadline: float | None = None) -> Hal
     n = min(max(int(m.num_requests), 1), MAX_REPLAY)
     out = replay(model, engine, rate_rps=m.rate_rps, prompt=np.full(n, max(round(m.mean_input_tokens), 1)),
                  output=np.full(n, max(round(m.mean_output_tokens), 1)), max_concurrency=m.max_concurrency,
-                 burstiness=m.burstiness, deadline=deadline)
+                 burstiness=m.burstiness, budget=budget)
     order = np.argsort(out.sent_at, kind="stable")
 
     def means(part) -> tuple[float, float]:
@@ -290,7 +295,7 @@ def usable(model, engine, runs: list[Measurement]) -> tuple[list[Measurement], l
     return good, left_out
 
 
-def fit_corrections(model, engine, runs: list[Measurement], time_limit_s: float = FIT_TIME_S
+def fit_corrections(model, engine, runs: list[Measurement], events: int = FIT_EVENTS
                     ) -> tuple[Calibration, list[dict], list[str]]:
     """Corrections fitted on the runs, each run's error before and after them on its held-out requests, and notes
     (runs left out, corrections refused, replays cut).
@@ -300,17 +305,17 @@ def fit_corrections(model, engine, runs: list[Measurement], time_limit_s: float 
     other, the memory factor also slowed the prompts and undid the TTFT fit, 43 % too slow on the run it came
     from); the second half judges them (:func:`_judge`): a correction that makes any run's held-out TTFT or TPOT
     worse is not applied. Refuses, in one sentence, runs it cannot fit (:class:`GpuplanError`)."""
-    import time
+    from .simulate import Budget
 
-    deadline = time.monotonic() + time_limit_s
+    budget = Budget(events)
     good, notes = usable(model, engine, runs)
     if not runs:
         raise GpuplanError("no run to fit: the result files hold no benchmark")
     if not good:
         raise GpuplanError(f"no run can be fitted: {'; '.join(notes)}")
-    base = [predict(model, engine, r, deadline) for r in good]
-    chosen, after, refused = _judge(model, engine, good, base, _fixed_point(model, engine, good, base, deadline),
-                                    deadline)
+    base = [predict(model, engine, r, budget) for r in good]
+    chosen, after, refused = _judge(model, engine, good, base, _fixed_point(model, engine, good, base, budget),
+                                    budget)
     notes += refused
     notes += [f"{r.source}: {MAX_REPLAY:,} of its {r.num_requests:,} requests replayed" for r in good
               if r.num_requests > MAX_REPLAY]
@@ -340,7 +345,7 @@ def _err(predicted: float, measured: float) -> float | None:
     return 100 * (predicted / measured - 1) if math.isfinite(predicted) else None
 
 
-def _fixed_point(model, engine, runs: list[Measurement], base: list[Halves], deadline: float, rounds: int = 6
+def _fixed_point(model, engine, runs: list[Measurement], base: list[Halves], budget: Budget, rounds: int = 6
                  ) -> tuple[float, float]:
     """(compute, memory) fitted together on the runs' first halves: each round multiplies compute by the median
     over runs of measured / predicted TTFT (beyond the API server's latency, which no factor scales) and memory by
@@ -357,12 +362,12 @@ def _fixed_point(model, engine, runs: list[Measurement], base: list[Halves], dea
         if max(abs(q[0] - 1), abs(q[1] - 1)) < 0.01:
             break
         factors = tuple(min(max(f * x, BOUNDS[0]), BOUNDS[1]) for f, x in zip(factors, q, strict=True))
-        pred = [predict(_with(model, factors), engine, r, deadline) for r in runs]
+        pred = [predict(_with(model, factors), engine, r, budget) for r in runs]
     return factors
 
 
 def _judge(model, engine, runs: list[Measurement], base: list[Halves], fitted: tuple[float, float],
-           deadline: float) -> tuple[tuple[float, float], list[Halves], list[str]]:
+           budget: Budget) -> tuple[tuple[float, float], list[Halves], list[str]]:
     """The correction applied: ``fitted`` when it makes no run's held-out TTFT or TPOT error larger than without
     a correction (:func:`_worse`); else, of its compute factor alone and its memory factor alone, the one with the
     least error on the held-out halves among those that pass; none if neither does. Returns it, the runs replayed
@@ -371,7 +376,7 @@ def _judge(model, engine, runs: list[Measurement], base: list[Halves], fitted: t
     for factors in dict.fromkeys((fitted, (fitted[0], 1.0), (1.0, fitted[1]))):
         if factors == (1.0, 1.0):
             continue
-        preds = [predict(_with(model, factors), engine, r, deadline) for r in runs]
+        preds = [predict(_with(model, factors), engine, r, budget) for r in runs]
         bad = _worse(preds, base, runs)
         if factors == fitted and not bad:
             return factors, preds, []

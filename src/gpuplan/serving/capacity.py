@@ -3,17 +3,22 @@ saturation rate of a full decode batch) and the simulations that judge a rate or
 judged on the steady window after warm-up), with the bisections on them. The search over setups that uses these,
 and its rows (plans), are :mod:`gpuplan.plan.capacity`'s.
 
-Bounded: every simulation has its own bounds (:data:`.simulate.MAX_EVENTS`, :data:`.simulate.TIME_LIMIT_S`) and
-the search's ``deadline``; a run stopped early says why in its ``stopped``.
+Bounded: every simulation has its own bounds (:data:`.simulate.MAX_STEPS`, :data:`.simulate.MAX_EVENTS`) and the
+search's ``budget`` of events (:class:`.simulate.Budget`: work, never wall seconds, so an answer does not move with
+the machine's load); a run stopped early says why in its ``stopped``.
 """
 
 from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from .steptime import StepModel
 from .workload import Workload
+
+if TYPE_CHECKING:
+    from .simulate import Budget
 
 
 @dataclass(kw_only=True)
@@ -117,7 +122,7 @@ def _requests(w: Workload, n: int, rng):
 
 def _run(model: StepModel, engine, w: Workload, arrive, prompt, output, **kw):
     """The simulation of ``w``'s requests: its shared prefix, or the prefix hits of its pool of distinct prompts
-    (``kw``: :func:`.simulate.simulate`'s, its ``deadline`` among them)."""
+    (``kw``: :func:`.simulate.simulate`'s, its ``budget`` among them)."""
     from .simulate import pool_hits, simulate
 
     if w.distinct_prompts:
@@ -126,7 +131,7 @@ def _run(model: StepModel, engine, w: Workload, arrive, prompt, output, **kw):
     return simulate(model, engine, arrive, prompt, output, w.shared_prefix_tokens, **kw)
 
 
-def saturated_rps(model: StepModel, engine, w: Workload, batch: float, deadline: float | None = None) -> RatePoint:
+def saturated_rps(model: StepModel, engine, w: Workload, batch: float, budget: Budget | None = None) -> RatePoint:
     """Requests/s the engine completes with a queue that never empties: a closed loop of twice the closed-form
     ``batch`` users (:func:`saturation_rate`), each sending its next request as its last one finishes, over the
     steady window (as :func:`evaluate_users`; ``requests_per_s``, and ``stopped`` if the run was cut short). A
@@ -145,7 +150,7 @@ def saturated_rps(model: StepModel, engine, w: Workload, batch: float, deadline:
     prompt, output = _requests(w, n, rng)
     first = int(WARMUP_SHARE * n)
     last = max(int((1 - COOLDOWN_SHARE) * n), first + 1) - 1
-    out = _run(model, engine, w, np.zeros(n), prompt, output, users=users, rng=rng, deadline=deadline,
+    out = _run(model, engine, w, np.zeros(n), prompt, output, users=users, rng=rng, budget=budget,
                until_sent=last)
     if out.stopped or out.refused or out.completed == n:  # not ended with the window: judged as a whole run
         point = _point(out, w, 0.0, n)
@@ -246,11 +251,11 @@ def _point(out, w: Workload, rate: float, n: int) -> RatePoint:
 
 
 def evaluate(model: StepModel, engine, w: Workload, rate: float, saturated: float | None = None,
-             deadline: float | None = None, lifetime_s: float = 0.0) -> RatePoint:
+             budget: Budget | None = None, lifetime_s: float = 0.0) -> RatePoint:
     """Simulate requests arriving at ``rate`` (as many as :func:`run_requests` asks for requests that live
     ``lifetime_s``); the SLO percentiles of the steady window, and
     whether the rate is a steady state at all (below :data:`STABLE_LOAD` of ``saturated``, the engine's
-    :func:`saturated_rps`, and a queue that does not grow). A run stopped early (``deadline``, the simulation's
+    :func:`saturated_rps`, and a queue that does not grow). A run stopped early (its ``budget`` spent, the simulation's
     bounds) does not meet the SLOs and says why in ``stopped``."""
     import numpy as np
 
@@ -259,7 +264,7 @@ def evaluate(model: StepModel, engine, w: Workload, rate: float, saturated: floa
     rng = np.random.default_rng(w.seed)
     n = run_requests(w, rate, lifetime_s)
     prompt, output = _requests(w, n, rng)
-    out = _run(model, engine, w, arrivals(rate, n, w.burstiness, rng), prompt, output, deadline=deadline)
+    out = _run(model, engine, w, arrivals(rate, n, w.burstiness, rng), prompt, output, budget=budget)
     point = _point(out, w, rate, n)
     point.stopped = out.stopped
     grows, point.queue_growth = queue_grows(out)
@@ -269,7 +274,7 @@ def evaluate(model: StepModel, engine, w: Workload, rate: float, saturated: floa
 
 
 def evaluate_users(model: StepModel, engine, w: Workload, users: int, think_s: float = 0.0,
-                   deadline: float | None = None, users_wait: bool = True) -> RatePoint:
+                   budget: Budget | None = None, users_wait: bool = True) -> RatePoint:
     """Closed loop: ``users`` clients, each sending its next request ``think_s`` (exponential mean) after its
     last one finished, received the API server's latency later (``users_wait``, :func:`.simulate.simulate`); the
     SLO percentiles and the requests/s of the steady window (a closed loop cannot overload: its queue holds at most
@@ -280,7 +285,7 @@ def evaluate_users(model: StepModel, engine, w: Workload, users: int, think_s: f
     n = max(w.num_requests, 5 * users)
     prompt, output = _requests(w, n, rng)
     out = _run(model, engine, w, np.zeros(n), prompt, output, users=users, think_s=think_s, rng=rng,
-               deadline=deadline, users_wait=users_wait)
+               budget=budget, users_wait=users_wait)
     point = _point(out, w, 0.0, n)
     point.stopped = out.stopped
     point.rate_rps = point.requests_per_s
@@ -289,22 +294,22 @@ def evaluate_users(model: StepModel, engine, w: Workload, users: int, think_s: f
 
 
 def max_rate(model: StepModel, engine, w: Workload, upper: float, batch: float = 1.0, iterations: int = 5,
-             deadline: float | None = None) -> tuple[float, list, list[str]]:
+             budget: Budget | None = None) -> tuple[float, list, list[str]]:
     """Highest steady rate meeting the SLOs, by bisection in ``(0, STABLE_LOAD x saturated]``, the saturated
     throughput found by simulation from the closed-form rate ``upper`` and ``batch`` (5 halvings: within 3 % of
     the top of the range, well inside the rate band of the accuracy table). Also returns why simulations stopped
-    early, if any did (``deadline``: when all of them must end)."""
-    sat = saturated_rps(model, engine, w, batch, deadline)
+    early, if any did (``budget``: the events all of them share)."""
+    sat = saturated_rps(model, engine, w, batch, budget)
     saturated = sat.requests_per_s or upper
     lifetime = sat.lifetime_s  # a request's life in a full batch (for run_requests)
     curve = []
     lo, hi = 0.0, STABLE_LOAD * saturated
-    point = evaluate(model, engine, w, hi, saturated, deadline, lifetime)
+    point = evaluate(model, engine, w, hi, saturated, budget, lifetime)
     curve.append(point)
     if not point.meets_slo:
         for _ in range(iterations):
             mid = (lo + hi) / 2
-            point = evaluate(model, engine, w, mid, saturated, deadline, lifetime)
+            point = evaluate(model, engine, w, mid, saturated, budget, lifetime)
             curve.append(point)
             lo, hi = (mid, hi) if point.meets_slo else (lo, mid)
         hi = lo
@@ -313,19 +318,19 @@ def max_rate(model: StepModel, engine, w: Workload, upper: float, batch: float =
     return hi, sorted(curve, key=lambda p: p.rate_rps), stops
 
 
-def max_users(model: StepModel, engine, w: Workload, users: int, think_s: float, deadline: float | None = None
+def max_users(model: StepModel, engine, w: Workload, users: int, think_s: float, budget: Budget | None = None
               ) -> tuple[int, list, list[str]]:
     """Most concurrent users (at most ``users``) whose requests meet the SLOs, by bisection; and why simulations
     stopped early, if any did."""
     curve = []
-    point = evaluate_users(model, engine, w, users, think_s, deadline)
+    point = evaluate_users(model, engine, w, users, think_s, budget)
     curve.append(point)
     lo = users
     if not point.meets_slo:
         lo, hi = 0, users
         while hi - lo > 1:
             mid = (lo + hi) // 2
-            point = evaluate_users(model, engine, w, mid, think_s, deadline)
+            point = evaluate_users(model, engine, w, mid, think_s, budget)
             curve.append(point)
             lo, hi = (mid, hi) if point.meets_slo else (lo, mid)
     stops = [f"run with {p.users:,} users {p.stopped}" for p in curve if p.stopped]

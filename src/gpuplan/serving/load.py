@@ -46,6 +46,7 @@ detokenizer process) and adds to no token's latency.
 import dataclasses
 from typing import TYPE_CHECKING, Literal
 
+from ..datafiles import made
 from ..errors import GpuplanError
 from ..hardware import GpuSpec, Network
 from ..model.spec import ModelSpec
@@ -311,19 +312,19 @@ def summary(out, model: "StepModel", s: Scenario, engine, offline: bool, prompt_
                         f"last (TTFT median {ttft['median'] / 1e3:,.1f} s, p99 {ttft['p99'] / 1e3:,.1f} s) and the "
                         "figures grow with the run's length; `gpuplan capacity --rate` finds the rate this setup "
                         "serves within your SLOs")
-    return LoadRun(mode=mode, engine=s.engine, max_concurrency=None if offline else s.users,
-                   think_time_s=0.0 if offline else s.think_time_s,
-                   request_rate=None if offline or s.users else s.rate_rps,
-                   lengths=lengths_words(prompt_d, output_d), num_prompts=len(out.sent_all), completed=out.completed,
-                   duration=duration, total_input_tokens=out.input_tokens, total_output_tokens=out.output_tokens,
-                   request_throughput=out.completed / duration if duration else 0.0,
-                   output_throughput=out.output_tokens / duration if duration else 0.0,
-                   total_token_throughput=(out.input_tokens + out.output_tokens) / duration if duration else 0.0,
-                   steady_request_throughput=steady,
-                   steady_output_throughput=None if steady is None else steady * out.output_tokens / out.completed,
-                   running_cap=engine.max_num_seqs, peak_running=out.peak_running, preemptions=out.preemptions,
-                   preempted_words=preempted_words(out.preemptions, engine.keeps_preempted),
-                   per_request_s=per_request_s(model, out), warnings=tuple(warnings), falls_behind=behind, **values)
+    return made(LoadRun, dict(  # validated: the simulation's numpy floats stored as the floats they are
+        mode=mode, engine=s.engine, max_concurrency=None if offline else s.users,
+        think_time_s=0.0 if offline else s.think_time_s, request_rate=None if offline or s.users else s.rate_rps,
+        lengths=lengths_words(prompt_d, output_d), num_prompts=len(out.sent_all), completed=out.completed,
+        duration=duration, total_input_tokens=out.input_tokens, total_output_tokens=out.output_tokens,
+        request_throughput=out.completed / duration if duration else 0.0,
+        output_throughput=out.output_tokens / duration if duration else 0.0,
+        total_token_throughput=(out.input_tokens + out.output_tokens) / duration if duration else 0.0,
+        steady_request_throughput=steady,
+        steady_output_throughput=None if steady is None else steady * out.output_tokens / out.completed,
+        running_cap=engine.max_num_seqs, peak_running=out.peak_running, preemptions=out.preemptions,
+        preempted_words=preempted_words(out.preemptions, engine.keeps_preempted),
+        per_request_s=per_request_s(model, out), warnings=tuple(warnings), falls_behind=behind, **values))
 
 
 def preempted_words(preemptions: int, kept: bool) -> str:

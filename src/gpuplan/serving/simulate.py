@@ -49,23 +49,47 @@ from __future__ import annotations
 
 import heapq
 import math
-import time
 from collections import deque
 from dataclasses import dataclass, field
 
 import numpy as np
 
+from .. import clock
 from ..engines import ENGINES
 from .steptime import StepModel
 
 _add = np.add.reduce  # ndarray.sum without its Python wrapper (the step loop sums small arrays ~6 times a step)
 
-# Bounds of one simulation (:func:`simulate`), so that no input runs it for long: engine steps, turns of its loop
-# (a step, a run of decode steps or a wait for an arrival: events) and wall seconds. A capacity search's saturated
-# run of SGLang on a large card takes about 40,000 events; the bounds are 25 times that.
+# Bounds of one simulation (:func:`simulate`), so that no input runs it for long: engine steps and turns of its loop
+# (a step, a run of decode steps or a wait for an arrival: events). Counts of the simulation's own work, never wall
+# seconds, so that the same inputs stop at the same place on any machine under any load (session 31: a 60 s clock
+# cut capacity's runs earlier on a loaded machine, and its answers moved with the load). A capacity search's
+# saturated run of SGLang on a large card takes about 40,000 events; at the 10,000-13,000 events a CPU second
+# measured on the 2-core machine (session 31) the event bound is about the 60 s the clock allowed.
 MAX_STEPS = 2_000_000
-MAX_EVENTS = 1_000_000
-TIME_LIMIT_S = 60.0
+MAX_EVENTS = 600_000
+
+
+@dataclass
+class Budget:
+    """Events several simulations share (a capacity search's, one setup's share of it, a calibration fit's): each
+    run takes at most what is left (:func:`simulate`'s ``budget``) and spends the events it ran. A count of work,
+    so a search cut short is cut at the same place whatever the machine's load."""
+
+    events: int
+    spent: int = 0
+
+    @property
+    def left(self) -> int:
+        return max(self.events - self.spent, 0)
+
+    def share(self, parts: int) -> Budget:
+        """An equal share of what is left over ``parts`` (the setups still to simulate); spend it back with
+        :meth:`spend`."""
+        return Budget(self.left // max(parts, 1))
+
+    def spend(self, events: int) -> None:
+        self.spent += events
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -203,7 +227,7 @@ def arrivals(rate_rps: float, n: int, burstiness: float, rng) -> np.ndarray:
 def simulate(model: StepModel, engine: Scheduler, arrive: np.ndarray, prompt: np.ndarray, output: np.ndarray,
              shared_prefix: int = 0, max_steps: int = MAX_STEPS, max_concurrency: int | None = None,
              prefix_hits: np.ndarray | None = None, cached_blocks: int = 0, users: int | None = None,
-             think_s: float = 0.0, rng=None, max_events: int = MAX_EVENTS, deadline: float | None = None,
+             think_s: float = 0.0, rng=None, max_events: int = MAX_EVENTS, budget: Budget | None = None,
              until_sent: int | None = None, inter_token_gaps: bool = False, users_wait: bool = False) -> Outcome:
     """Serve the requests; returns per-request latencies (requests that never fit the pool are dropped and
     counted out of ``completed``). ``shared_prefix``: tokens every prompt starts with (cached after the first
@@ -216,9 +240,9 @@ def simulate(model: StepModel, engine: Scheduler, arrive: np.ndarray, prompt: np
     pure-decode steps advanced at once) and its tokens land (:meth:`_Engine.land`); requests that finish free
     their clients' seats (:meth:`_Clients.replied`). :func:`_outcome` turns the times into latencies.
 
-    Bounded: at most ``max_steps`` engine steps, ``max_events`` turns and until ``deadline`` (``time.monotonic``;
-    default :data:`TIME_LIMIT_S` from now). A run that reaches a bound, or whose queue can never be admitted,
-    stops there and says why in :attr:`Outcome.stopped` (its unfinished requests are not ``completed``).
+    Bounded: at most ``max_steps`` engine steps and ``max_events`` turns, and what ``budget`` has left (its turns are
+    spent from it); a run that reaches a bound, or whose queue can never be admitted, stops and says why in
+    :attr:`Outcome.stopped`. No clock: a page request's deadline stops the work with no answer (:func:`_bound_hit`).
 
     ``until_sent``: a caller that judges only what happens until request ``until_sent`` (in the order sent) goes
     out ends the run once the clock has passed that send (not an early stop: :attr:`Outcome.sent_all` has every
@@ -242,7 +266,7 @@ def simulate(model: StepModel, engine: Scheduler, arrive: np.ndarray, prompt: np
     inbox = st.inbox if engine.recv_interval > 1 else st.waiting  # where sent requests wait to be taken in
     if inter_token_gaps:
         st.gaps = TokenGaps(n)
-    deadline = time.monotonic() + TIME_LIMIT_S if deadline is None else deadline
+    budget, limit = budget or Budget(max_events), min(max_events, budget.left if budget else max_events)
     t, steps, events, stopped = 0.0, 0, 0, ""
     lag, busy, scheduled_at = model.async_host, False, 0.0  # async: this step was scheduled when the last began
     next_at = clients.next_at()  # when the next request can go out (inf: none left, or every seat taken)
@@ -251,8 +275,8 @@ def simulate(model: StepModel, engine: Scheduler, arrive: np.ndarray, prompt: np
     while st.finished < n:
         if until_sent is not None and clients.nxt > until_sent and t >= clients.sent[until_sent]:
             break
-        if steps >= max_steps or events >= max_events or (events % 256 == 255 and time.monotonic() > deadline):
-            stopped = _bound_hit(steps, max_steps, events, max_events, deadline)
+        stopped = _bound_hit(steps, max_steps, events, limit, max_events)
+        if stopped:
             break
         events += 1
         cutoff = scheduled_at if lag and busy else t
@@ -278,6 +302,7 @@ def simulate(model: StepModel, engine: Scheduler, arrive: np.ndarray, prompt: np
         over = st.land(step, k, t, t - (k - 1) * last)
         if len(over):  # finished: their seats go back to the clients
             next_at = clients.replied(t, len(over))
+    budget.spend(events)
     return _outcome(model, st, clients.sent, stopped, events, steps, output)
 
 
@@ -298,13 +323,18 @@ def output_steps(model: StepModel, output: np.ndarray) -> np.ndarray:
     return output if a == 1 else 1 + np.ceil((output - 1) / a).astype(np.int64)
 
 
-def _bound_hit(steps: int, max_steps: int, events: int, max_events: int, deadline: float) -> str:
-    """Which bound stopped a simulation, in words."""
+def _bound_hit(steps: int, max_steps: int, events: int, limit: int, max_events: int) -> str:
+    """Which bound stops a simulation at this turn, in words ("": none; ``limit``: its events, with what its budget
+    had left). Every 256 turns it also reads the page request's deadline (:func:`gpuplan.clock.in_time`)."""
+    if events % 256 == 255:
+        clock.in_time()
+    if steps < max_steps and events < limit:
+        return ""
     if steps >= max_steps:
         return f"stopped after {steps:,} engine steps (the bound is {max_steps:,})"
     if events >= max_events:
         return f"stopped after {events:,} events (the bound is {max_events:,})"
-    return f"stopped at its time limit after {events:,} events"
+    return f"stopped after {events:,} events, what was left of its search's budget of simulated events"
 
 
 @dataclass(slots=True)

@@ -78,6 +78,7 @@ from ..model.spec import ModelSpec
 from ..scenario import Scenario
 from ..tensors.kv import kv_bytes_per_sequence
 from ..tensors.state import weight_format
+from .flops import run_params
 from .gemm import bandwidth, gemm_time_s
 from .work import attends, attention_s, experts_hit, layer_head_dim, recurrent_scans_s, unread_expert_bytes
 
@@ -419,13 +420,18 @@ def layers_read_share(s: Scenario, m: ModelSpec, tokens: float) -> float:
 
 
 def metal_decode_parts(s: Scenario, m: ModelSpec, gpu: GpuSpec, batch: int, context: float, *, weight_bytes: float,
-                       bandwidth_fraction: float, layer_s: float) -> dict[str, float]:
+                       bandwidth_fraction: float, layer_s: float, matmul_flops: float) -> dict[str, float]:
     """One token generation step on Apple silicon: ``weight_bytes`` (and the KV cache) streamed once at
     ``bandwidth_fraction`` of the unified memory's bandwidth, and ``layer_s`` per layer (module docstring); layers
-    split over machines run one after another, so the time is the whole model's."""
+    split over machines run one after another, so the time is the whole model's. The weights' stream is never
+    shorter than the step's matrix math, ``2 x batch x`` the parameters a token multiplies
+    (:func:`~gpuplan.speed.flops.run_params`), at ``matmul_flops`` FLOP/s (the engine's matmul rate on the shader
+    ALUs): one row's math hides behind the stream, a batch of 64 on an M3 Pro does not (fuzz_s31: 70B Q4 at batch
+    32 was timed at 62 tokens/s, 8.7 TFLOP/s on a 6.4 TFLOPS GPU)."""
     bps = gpu.bandwidth_gbs * 1e9 * bandwidth_fraction
     kv = batch * kv_bytes_per_sequence(s, m, int(context))
-    return {"weights": weight_bytes / bps, "kv_cache": kv / bps, "kernel_latency": m.num_layers * layer_s}
+    math_s = 2 * batch * run_params(m) / matmul_flops if matmul_flops > 0 else 0.0
+    return {"weights": max(weight_bytes / bps, math_s), "kv_cache": kv / bps, "kernel_latency": m.num_layers * layer_s}
 
 
 def cuda_decode_parts(s: Scenario, m: ModelSpec, gpu: GpuSpec, tokens: int, kv_bytes: float, *,

@@ -189,7 +189,8 @@ class StepTimer:
             parts = mlx.decode_parts(self, batch, context) if self.timing.kernels == "mlx" else \
                 ggml.metal_decode_parts(s, m, gpu, batch, context, weight_bytes=ggml.streamed_bytes(s, m, batch),
                                         bandwidth_fraction=oh.LLAMA_CPP_METAL_DECODE_BANDWIDTH_FRACTION,
-                                        layer_s=oh.LLAMA_CPP_METAL_LAYER_S)
+                                        layer_s=oh.LLAMA_CPP_METAL_LAYER_S,
+                                        matmul_flops=ggml.metal_flops(gpu, ggml.ftype(s, m)))
             parts["host"] = self.host_s(prefill=False, context=context, seqs=batch)
             return {k: v for k, v in parts.items() if v > 0}
         if self.timing.kernels == "ggml-cuda" and batch <= oh.LLAMA_CPP_MMVQ_MAX_BATCH:

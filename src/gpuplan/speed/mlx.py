@@ -38,13 +38,19 @@ def decode_parts(timer, batch: int, context: float) -> dict[str, float]:
     """One generation step of ``batch`` sequences (module docstring)."""
     s, m = timer.s, timer.m
     return metal_decode_parts(s, m, timer.gpu, batch, context, weight_bytes=weight_bytes(s, m, batch),
-                              bandwidth_fraction=oh.MLX_DECODE_BANDWIDTH_FRACTION, layer_s=oh.MLX_LAYER_S)
+                              bandwidth_fraction=oh.MLX_DECODE_BANDWIDTH_FRACTION, layer_s=oh.MLX_LAYER_S,
+                              matmul_flops=matmul_rate(timer.gpu))
+
+
+def matmul_rate(gpu) -> float:
+    """FLOP/s of MLX's GEMMs: :data:`~gpuplan.overheads.MLX_MATMUL_FRACTION` of the GPU's FP32 rate."""
+    return (gpu.peak_tflops("fp32") or 0.0) * 1e12 * oh.MLX_MATMUL_FRACTION
 
 
 def prefill_parts(timer, tokens: int, *, context: int = 0, seqs: int = 1) -> dict[str, float]:
     """Prefilling ``tokens`` tokens in ``seqs`` sequences after ``context`` cached ones (module docstring)."""
     s, m, gpu = timer.s, timer.m, timer.gpu
-    rate = (gpu.peak_tflops("fp32") or 0.0) * 1e12 * oh.MLX_MATMUL_FRACTION
+    rate = matmul_rate(gpu)
     flops = 2 * tokens * sum(count * sum(lin.weight_params * (layer.experts_per_token / lin.count
                                                                if lin.group == "experts" and lin.count > 1 else 1)
                                          for lin in layer.linears) for layer, count in m.layer_kinds())

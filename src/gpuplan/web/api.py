@@ -382,15 +382,18 @@ async def buy_route(body: BuyRequest, request: Request) -> Response:
 
 
 # ---- capacity: the requests each serving setup sustains (gpuplan capacity) ------------------------------------
-# The page's search shares this many wall seconds among its simulations, within the request's deadline
-# (:data:`.lanes.TIMEOUT_S`, 10 s): a search that runs out says so in its rows' warnings, and never holds the page.
-PAGE_SEARCH_S = 6.0
+# The page's search shares this many simulated events among its simulations (capacity's search_events): about 6 s
+# of one core (10,000 events a CPU second, session 31), within the request's deadline (:data:`.lanes.TIMEOUT_S`,
+# 10 s). A search that spends them says so in its rows' warnings, as the same call does in the CLI and the Python API;
+# one the machine's load slows past the deadline is stopped with a 503 (``clock.in_time``, read inside the
+# simulations), never answered with fewer events, so the page's answer is the API's on any machine.
+PAGE_SEARCH_EVENTS = 60_000
 
 
 class CapacityRequest(RequestBody):
     """``gpuplan capacity``'s arguments: the model, the load (a rate, users or an offline batch), the lengths and
     the SLOs; the search kept to what answers within the request's deadline (at most 8 GPUs a setup, 6 setups
-    simulated, :data:`PAGE_SEARCH_S` seconds)."""
+    simulated, :data:`PAGE_SEARCH_EVENTS` simulated events)."""
 
     model: str = Field(max_length=200)
     engine: Literal["vllm", "sglang", "trtllm"] = "vllm"
@@ -424,19 +427,19 @@ class CapacityRequest(RequestBody):
     top: int = Field(default=4, ge=1, le=6, description="setups simulated")
     pricing: str = Field(default="on-demand", max_length=20, description="on-demand, or spot: interruptible "
                          "offers, each fleet sized for the interruptions (checked by api.capacity)")
-    mtbi_hours: float | None = Field(default=None, gt=0, le=1e6, description="spot: mean hours between "
+    mtbi_hours: float | None = Field(default=None, ge=0.01, le=1e6, description="spot: mean hours between "
                                      "interruptions (null: the prior in data/providers.yaml)")
 
 
 def capacity_json(body: dict[str, Any], hub: bool) -> str:
-    """``api.capacity`` on the request's fields within :data:`PAGE_SEARCH_S`; the model checked as the page checks
+    """``api.capacity`` on the request's fields within :data:`PAGE_SEARCH_EVENTS`; the model checked as the page checks
     every model (never a file on the server)."""
     check_model(body["model"], hub)
     model = body.pop("model")
     fields = {k: v for k, v in body.items() if v is not None}
     if "preset" not in fields:  # the lengths the page planned before presets: 1,024 + 256 unless given
         fields = {"prompt_tokens": 1024, "output_tokens": 256, **fields}
-    return api.capacity(model, time_limit_s=PAGE_SEARCH_S, **fields).model_dump_json()
+    return api.capacity(model, search_events=PAGE_SEARCH_EVENTS, **fields).model_dump_json()
 
 
 @router.post("/capacity", response_model=api.CapacityReport, summary="Requests per second each serving setup sustains")

@@ -178,8 +178,8 @@ def _serve(conn, memory: int) -> None:
         resource.setrlimit(resource.RLIMIT_DATA, (memory, memory))
     from . import api as jobs  # noqa: F401  # the jobs' module, imported before the first job arrives
 
-    for model in (api.Scenario, api.Plan):  # made before it too (the scenario's validator and serializer, the plan
-        model.model_rebuild()  # built by pydantic): each is made when first dumped, and a job dumps its plan
+    for model in (api.Scenario, api.Plan):  # made ready before it too: deferred (gpuplan.datafiles.made), each is
+        api.ready(model)  # built when first dumped, and a job dumps its plan
 
     while True:
         try:
