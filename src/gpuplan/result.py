@@ -1,10 +1,11 @@
 """The parts of every answer (design.md, "The result"): the memory report, the model's facts, a change that would
-make a job fit, and :class:`Answer`, the base of every answer the Python API returns.
+make a job fit, and :func:`to_dict`, every answer's JSON (the base of the other answers is
+:class:`gpuplan.answer.Answer`).
 
 Typed records with units in their field names; the CLI, the web page and scripts read the same fields. The parts a
 first estimate makes are :class:`gpuplan.stored.StoredModel` records, validated and dumped by pydantic-core from their
-stored core schemas; :class:`Answer` is a pydantic model. The plan itself (:class:`gpuplan.plan.plan.Plan`) adds speed
-and cost, which live above this floor.
+stored core schemas, so that a first estimate defines no pydantic model. The plan itself
+(:class:`gpuplan.plan.plan.Plan`) adds speed and cost, which live above this floor.
 """
 
 # No `from __future__ import annotations`: the fields' annotations are read as objects (FieldInfo.annotation), and
@@ -12,20 +13,7 @@ and cost, which live above this floor.
 import math
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict
-
 from .stored import Field, StoredModel
-
-
-class Answer(BaseModel):
-    """An answer of the Python API: typed fields, and :meth:`to_dict`, exactly what the command's ``--json`` prints.
-    Each kind of answer builds its validator when first validated, not on import: a process asks one question."""
-
-    model_config = ConfigDict(defer_build=True)
-
-    def to_dict(self) -> dict[str, Any]:
-        """Plain JSON data (non-finite numbers as null), equal to the command's ``--json`` output."""
-        return to_dict(self)
 
 
 def to_dict(answer: Any) -> dict[str, Any]:
