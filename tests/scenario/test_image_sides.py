@@ -9,9 +9,9 @@ from types import SimpleNamespace
 import pytest
 
 import gpuplan
+from conftest import require
 from gpuplan import GpuplanError
 from gpuplan.model.diffusers import bundled_pipeline, side_rule, uneven_levels
-from conftest import require
 
 REPOS = {"sd15": "stable-diffusion-v1-5/stable-diffusion-v1-5", "sdxl": "stabilityai/stable-diffusion-xl-base-1.0",
          "sd3-medium": "stabilityai/stable-diffusion-3-medium-diffusers", "flux-dev": "black-forest-labs/FLUX.1-dev"}
@@ -62,7 +62,7 @@ def test_a_side_off_the_denoiser_s_rule_is_refused_with_its_reason_and_neighbour
     with pytest.raises(GpuplanError) as err:
         plan(model, task, resolution)
     message = str(err.value)
-    assert f"must be a multiple of {needed}" in message and f"{nearest} are the nearest" in message
+    assert f"must be a multiple of {needed}" in message and f"the nearest: {nearest}" in message
     assert ("2x2 patches" in message) == (needed == 16) and "\n" not in message
 
 

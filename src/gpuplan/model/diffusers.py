@@ -67,8 +67,9 @@ class SideRule:
 
 def vae_factor(spec: ModuleSpec) -> int:
     """How much smaller the latents are than the image: every diffusers pipeline's ``vae_scale_factor = 2 **
-    (len(self.vae.config.block_out_channels) - 1) if getattr(self, "vae", None) else 8`` (pipeline_stable_diffusion_xl.py
-    line 267, pipeline_stable_diffusion_3.py 219, pipeline_flux.py 208, diffusers 0.42.1): 8 for every bundled VAE."""
+    (len(self.vae.config.block_out_channels) - 1) if getattr(self, "vae", None) else 8``
+    (pipeline_stable_diffusion_xl.py line 267, pipeline_stable_diffusion_3.py 219, pipeline_flux.py 208, diffusers
+    0.42.1): 8 for every bundled VAE."""
     vae = spec.role("vae")
     channels = vae[0].config.get("block_out_channels") if vae else None
     return 2 ** (len(channels) - 1) if isinstance(channels, list) and channels else 8

@@ -26,7 +26,7 @@ from typing import Any
 
 from .. import overheads as oh
 from ..errors import GpuplanError
-from ..model.diffusers import SIDE_PIXELS, nearest_sides, side_rule, uneven_levels
+from ..model.diffusers import SIDE_PIXELS, nearest_sides, side_rule, uneven_levels, vae_factor
 from ..model.encoders import ATTENTION_LEAVES
 from ..model.families import FAMILIES, TEXT_ENCODERS
 from ..model.module_spec import ModuleSpec
@@ -174,22 +174,26 @@ def parse_resolution(text: str) -> list[tuple[int, int]]:
     return out
 
 
+# why a FLUX training side must be a multiple of 16 where a generation's is rounded (side_rule)
+TRAINING_PACKS = "; FLUX training packs them as the VAE makes them"
+
+
 def fitted_buckets(buckets: list[tuple[int, int]], spec: ModuleSpec, task: str, notes: list[str]) \
         -> list[tuple[int, int]]:
     """The buckets held to the denoiser's rule for a side (:func:`~gpuplan.model.diffusers.side_rule`): a side off
     it is refused naming the nearest valid ones, but where diffusers' pipeline rounds a generation's side down
     (FLUX.1), which is then planned, said in ``notes``."""
-    rule = side_rule(spec)
+    rule, factor = side_rule(spec), vae_factor(spec)
     out = []
     for w, h in buckets:
         if not (w % rule.step or h % rule.step):
             out.append((w, h))
-            uneven = uneven_levels(spec, (h // 8, w // 8))
+            uneven = uneven_levels(spec, (h // factor, w // factor))
             if uneven:
-                notes.append(f"{w}x{h}: latents of {w // 8}x{h // 8} do not halve evenly, and {spec.main.cls}'s "
-                             f"lower levels round up (sides {', '.join(map(str, uneven))}): a few per cent more work "
-                             "than planned (on fake tensors at 1000 px: SDXL's forward FLOPs +3.8 % and a LoRA "
-                             "step's activation peak +3.5 %, SD 1.5's FLOPs +1.5 %)")
+                notes.append(f"{w}x{h}: latents of {w // factor}x{h // factor} do not halve evenly, and "
+                             f"{spec.main.cls}'s lower levels round up (sides {', '.join(map(str, uneven))}): a "
+                             "few per cent more work than planned (on fake tensors at 1000 px: SDXL's forward FLOPs "
+                             "+3.8 % and a LoRA step's activation peak +3.5 %, SD 1.5's FLOPs +1.5 %)")
             continue
         if rule.rounds_down and task == "infer":
             made = (w - w % rule.step, h - h % rule.step)
@@ -199,9 +203,8 @@ def fitted_buckets(buckets: list[tuple[int, int]], spec: ModuleSpec, task: str, 
             continue
         bad = w if w % rule.step else h
         raise GpuplanError(f"resolution {w}x{h}: for {spec.main.cls} each side must be a multiple of {rule.step} "
-                           f"({rule.reason}{'; FLUX training packs them as the VAE makes them' if rule.rounds_down else ''}"
-                           f"), so not {bad}: "
-                           f"{nearest_sides(bad, rule.step)} are the nearest")
+                           f"({rule.reason}{TRAINING_PACKS if rule.rounds_down else ''}), so not {bad}; the nearest: "
+                           f"{nearest_sides(bad, rule.step)}")
     return out
 
 
