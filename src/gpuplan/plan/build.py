@@ -99,6 +99,7 @@ def build(r: Resolved | ResolvedModule, offers: Offers | None = None, *, advise:
             base, speeds, memory = None, None, estimated
         r = laid
     plan = base if base is not None else memory_plan(r, memory)
+    r = plan.setup if base is None else r  # with what the engine filled from its pool (vLLM's max_model_len)
     if memory_only:
         return plan
     s, m, gpu = r.scenario, r.model, r.gpu

@@ -12,6 +12,7 @@ plans; none recomputes a number of one.
 # annotations from its text when it collects their fields (compiling each), on import; evaluated on import, they come
 # compiled in the bytecode (about 0.5 ms of the first estimate, bench/results/startup_s25.md). The names imported for
 # type checking only, and the Plan in its own methods, stay quoted.
+import dataclasses
 import functools
 import math
 from typing import TYPE_CHECKING, Any
@@ -224,6 +225,10 @@ def memory_plan(r: Resolved, memory: tuple[Estimate, MemoryReport] | None = None
     once, where the card does not change its memory, and reports it on every card: :func:`card_memory`)."""
     s, m, gpu = r.scenario, r.model, r.gpu
     e, memory = memory if memory is not None else memory_report(s, m, gpu)
+    if "filled" in e.extra:  # a default the engine took from its own pool (vLLM's max_model_len): the plan's to carry
+        filled, why = e.extra["filled"]
+        s = s.with_resolved(filled)
+        r = dataclasses.replace(r, scenario=s, chosen=(*r.chosen, why))
     plan = _blank().model_copy(update=dict(  # the calculators' typed answers: nothing to validate again
         model=model_facts(m, int(e.extra.get("params_trainable", 0))), gpu=gpu_facts(gpu), memory=memory,
         verdict=judge(r, memory, by_design=any(a.startswith(FREE_SIZED_LOSS) for a in e.assumptions)),

@@ -48,6 +48,7 @@ def compare(s: Scenario, m: ModelSpec, catalog: list[Offer]) -> list[Cost]:
             continue
         if plan is None or not plan.verdict.fits:
             continue
+        r = plan.setup  # with what the engine filled from its pool (vLLM's max_model_len)
         priced = build(r, offers, advise=False, base=plan)
         rows += [replace(c, device_peak_gib=priced.memory.device_peak_gib) for c in _on_load(r, offers, plan, priced)]
     return sorted(rows, key=lambda c: (c.usd_per_million_tokens, -c.num_gpus))
