@@ -250,9 +250,10 @@ def _blank() -> Plan:
 
 def card_memory(r: Resolved, shared: Estimate | None) -> tuple[Estimate, MemoryReport]:
     """The memory of ``r`` on its card: ``shared``, a layout's estimate made without a card, reported on this one
-    (unless the stack sizes a buffer from the memory the card has free, or there is none), else estimated here."""
+    (unless the card changes it: :meth:`gpuplan.stacks.base.Stack.memory_reads_card`, or there is none), else
+    estimated here."""
     s = r.scenario
-    if shared is not None and not stack_for(s).sizes_from_free_memory:
+    if shared is not None and not stack_for(s).memory_reads_card(s):
         return shared, report_of(s, shared, r.gpu)
     return memory_report(s, r.model, r.gpu)
 

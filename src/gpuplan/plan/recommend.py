@@ -995,10 +995,10 @@ class _Ladder:
 def _fitting(scenario: Scenario, m: ModelSpec, gpu: GpuSpec, shared, headroom: float) -> Plan | None:
     """The memory plan of ``scenario`` on ``gpu`` when it runs there and fits with the ``headroom`` asked (a share
     of the card's usable memory left free), else None.
-    ``shared``: the layout's memory estimated without a card, reported on this one unless the stack sizes a
-    buffer from the memory the card has free (Unsloth's fused loss)."""
+    ``shared``: the layout's memory estimated without a card, reported on this one unless the card changes it
+    (Unsloth's fused loss, Megatron's fp8 weight transposes: :meth:`gpuplan.stacks.base.Stack.memory_reads_card`)."""
     room = gpu.usable_gib * (1 - headroom)
-    if shared is not None and not stack_for(scenario).sizes_from_free_memory and \
+    if shared is not None and not stack_for(scenario).memory_reads_card(scenario) and \
             device_gib(scenario, shared, gpu) > room:  # the layout's memory against the card, before it is placed
         return None  # there (placing it changes none of what the device level reads: the GPUs, the display)
     try:
