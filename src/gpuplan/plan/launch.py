@@ -31,7 +31,7 @@ from ..market.offers import Offer, owned_offer
 from ..market.store import load_offers
 from ..scenario import Scenario
 from ..scenario.stacks import RECIPES
-from .build import Offers, build, offers_for
+from .build import Offers, build, in_force_for, offers_for
 from .nodes import on_nodes
 from .plan import Plan
 from .resolve import resolve
@@ -52,15 +52,16 @@ def runnable(s: Scenario, *, offer_label: str | None = None, owned_usd_per_hour:
         return plan
     catalog = load_offers()
     r = resolve(s)
+    in_force = in_force_for(r.scenario, catalog)  # filtered once: the nodes and the offers read it
     if owned_usd_per_hour is None and offer_label is None:
-        r = on_nodes(r, catalog)
+        r = on_nodes(r, in_force)
     memory = build(r, memory_only=True)
     _fits(memory)
     if owned_usd_per_hour is not None:
         offers = Offers(candidates=(owned_offer(r.gpu.id, r.scenario.world_size,
                                                 owned_usd_per_hour / r.scenario.world_size),))
     else:
-        offers = offers_for(r, catalog)
+        offers = offers_for(r, catalog, in_force)
     plan = build(r, offers, advise=False, offer_label=offer_label, recipe=True, keep_micro_batch=keep_micro_batch,
                  simulate=True)
     if offer_label is not None and (plan.cost is None or plan.cost.offer != offer_label):

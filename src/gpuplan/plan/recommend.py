@@ -28,7 +28,7 @@ from ..engines import ENGINES, engine_for
 from ..engines.rocm import class_slowdown
 from ..errors import GpuplanError
 from ..hardware import GpuSpec, Network, counted_card, gpus, load_gpu, short_id
-from ..market.choice import best_on_demand, cheapest_in_force
+from ..market.choice import cheapest_in_force, cheapest_on_demand
 from ..market.offers import Offer, max_per_node, multi_node, owned_offer, spot_rows_missing
 from ..market.store import load_offers, price_filter
 from ..memory import device_gib, estimate_memory
@@ -400,9 +400,10 @@ def _owned_offers(c: Constraints) -> list[Offer]:
     return out
 
 
-def _offers(s: Scenario, c: Constraints, all_offers: list[Offer]) -> list[Offer]:
-    """The offers in force that pass the price filter and the allow-lists, and the user's own cards."""
-    offers = [o for o in cheapest_in_force(all_offers, price_filter(s))
+def _offers(c: Constraints, in_force: list[Offer]) -> list[Offer]:
+    """The offers in force (those that pass the price filter, cheapest per product) that pass the allow-lists, and
+    the user's own cards."""
+    offers = [o for o in in_force
               if (c.pricing == "any" or (o.interruptible if c.pricing == "spot" else o.pricing == "on_demand"))
               and (not c.providers or o.provider in c.providers) and (not c.gpus or o.gpu_id in c.gpus)]
     return offers + _owned_offers(c)
@@ -424,9 +425,10 @@ def recommend(s: Scenario, m: ModelSpec, c: Constraints, explain: bool = True) -
     fitted, context_note = within_context(s, m)  # default lengths past the model's context, shortened (said)
     s = s.model_copy(update=fitted) if fitted else s
     all_offers = load_offers(c.catalogs)
-    offers = _offers(s, c, all_offers)
+    in_force = cheapest_in_force(all_offers, price_filter(s))  # the catalog filtered once
+    offers = _offers(c, in_force)
     cards = {o.gpu_id: gpus()[o.gpu_id] for o in offers}
-    references = {g: best_on_demand(all_offers, g, price_filter(s)) for g in cards}
+    references = {g: cheapest_on_demand(in_force, g) for g in cards}
     biggest = max(cards.values(), key=lambda g: g.usable_gib, default=None)
     shipped = m.shipped_format()[0].name if m.quantization else None
     space = _Space(s, m, offers, cards, references, shipped, c.min_headroom)
