@@ -1075,7 +1075,8 @@ def timed_link(s: Scenario, gpu: GpuSpec, offer: Offer) -> tuple[Link, bool]:
 
 def _rationale(x: Setup, gpu: GpuSpec, speed, link: tuple[Link, bool]) -> str:
     """Memory, then communication, then budget, as the guides order the decision."""
-    parts = [f"fits with {x.headroom_pct:.0f}% headroom ({x.device_peak_gib:.1f} of {x.capacity_gib:.1f} GiB)"]
+    parts = [f"fits with {x.headroom_pct:.0f}% headroom ({x.device_peak_gib:,.2f} of {x.capacity_gib:,.2f} GiB "
+             "usable per GPU)"]
     if gpu.vendor == "AMD" and speed.ttft_s is not None and ENGINES[x.scenario.engine].rocm_build:
         moe = any("moe" in kind for kind in x.plan.model.layer_kinds)
         parts.append(f"AMD: the engine's ROCm build, its decode timed {class_slowdown(moe):.2f}x the CUDA build's "
