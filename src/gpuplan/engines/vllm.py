@@ -643,6 +643,22 @@ def startup_memory(s: Scenario, m: ModelSpec, gpu: GpuSpec, total_gib: float | N
     return out
 
 
+def started(s: Scenario, m: ModelSpec, gpu: GpuSpec) -> tuple[StartupMemory, str | None]:
+    """The startup memory of the vLLM a plan starts, and the default it took for it (None: none). With no
+    max_model_len set vLLM starts at the model's context (:meth:`Vllm.context`) and refuses to start when one request
+    of it does not fit its KV pool (``check_enough_kv_cache_memory`` in ``vllm/v1/core/kv_cache_utils.py``: "the
+    estimated maximum model length is N ... decreasing `max_model_len`"); where the scenario's requests fit, the plan
+    starts it at the longest that does (:func:`max_model_len_that_fits`, vLLM's own estimate), the value the launch
+    files write (``--max-model-len``)."""
+    sm = startup_memory(s, m, gpu)
+    fit, tokens = sm.max_model_len_fit, s.prompt_tokens + s.output_tokens
+    if s.max_model_len is not None or sm.fits_max_model_len or fit < tokens:
+        return sm, None
+    return startup_memory(s.with_resolved({"max_model_len": fit}), m, gpu), (
+        f"max_model_len {fit:,}: the longest request the predicted KV pool holds (vLLM would refuse to start at "
+        f"{sm.limits.max_model_len:,}; set max_model_len to choose)")
+
+
 def max_model_len_that_fits(s: Scenario, m: ModelSpec, stage_blocks, lim: Limits) -> int:
     """The longest ``--max-model-len`` for which one request fits the pool of every stage (vLLM's
     ``estimate_max_model_len``: a binary search on the same per-request block count)."""
@@ -893,7 +909,9 @@ class Vllm(Engine):
         e.peak_phase = "serving"
         if gpu is None:
             return _memory_without_card(s, m, e)
-        sm = startup_memory(s, m, gpu)
+        sm, took = started(s, m, gpu)
+        if took:  # the plan's scenario carries it (gpuplan.plan.plan.memory_plan)
+            e.extra["filled"] = ({"max_model_len": sm.limits.max_model_len}, took)
         e.weights, e.activations, e.kv_cache = sm.weights, sm.activation, sm.kv_pool
         e.other["non-torch (NCCL, workspaces)"] = sm.non_torch
         if deepep.buffer_bytes(s, m):  # non-torch memory the profiling sees: taken from the pool
@@ -920,7 +938,7 @@ class Vllm(Engine):
         return e
 
     def kv_pool(self, s: Scenario, m: ModelSpec, gpu: GpuSpec) -> KvPool:
-        return pool(s, m, startup_memory(s, m, gpu))
+        return pool(s, m, started(s, m, gpu)[0])
 
 
     def cached_prefix_tokens(self, s: Scenario, m: ModelSpec | None = None) -> int:
