@@ -598,10 +598,6 @@ class Sglang(Engine):
                               f"{tokens:,}: quantize the weights, use more GPUs (tp) or raise --mem-fraction-static")
         return e
 
-    def kv_pool(self, s: Scenario, m: ModelSpec, gpu: GpuSpec) -> KvPool:
-        return pool(s, startup_memory(s, m, gpu, mem_fraction_static=s.mem_fraction_static))
-
-
     def cached_prefix_tokens(self, s: Scenario, m: ModelSpec | None = None) -> int:
         """The radix cache (on unless ``--disable-radix-cache``) matches token by token at its default
         ``page_size`` of 1: the whole prefix."""

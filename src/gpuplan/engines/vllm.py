@@ -937,10 +937,6 @@ class Vllm(Engine):
             e.warnings.append(f"vLLM will refuse to start with max_model_len {sm.limits.max_model_len:,}: {why}")
         return e
 
-    def kv_pool(self, s: Scenario, m: ModelSpec, gpu: GpuSpec) -> KvPool:
-        return pool(s, m, started(s, m, gpu)[0])
-
-
     def cached_prefix_tokens(self, s: Scenario, m: ModelSpec | None = None) -> int:
         """Automatic prefix caching (V1, on by default but on hybrid Mamba models: :func:`prefix_caching`) hashes
         and matches whole KV blocks (``vllm/v1/core/kv_cache_utils.py`` ``hash_request_tokens``: full blocks only),

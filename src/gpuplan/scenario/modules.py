@@ -717,12 +717,21 @@ def _variables(spec: ModuleSpec) -> tuple[str, ...]:
 
 def resolve_own(s: Scenario, spec: ModuleSpec) -> ModuleJob:
     """The job of your own module: one pass of the example input its build() returns (a forward, or a training
-    step with every parameter trained), in the scenario's precision."""
+    step with every parameter trained), in the scenario's precision. A training loop is taken to free its gradients
+    after each optimizer step, as PyTorch's ``optimizer.zero_grad()`` does by default since 2.0 (``set_to_none=True``:
+    https://docs.pytorch.org/docs/stable/generated/torch.optim.Optimizer.zero_grad.html, "Default: True"; the
+    change: pytorch/pytorch#92731), so the step holds them only from its backward on
+    (:func:`gpuplan.memory.modules.free_gradients`)."""
     train = s.task == "train"
+    notes = [f"one {'training step' if train else 'forward'} of {spec.main.cls} on the example input of {spec.name} "
+             "(its batch and sizes): a sample here is one example input"]
+    if train:
+        notes.append("gradients freed after each optimizer step, as PyTorch's optimizer.zero_grad() does by default "
+                     "(set_to_none=True); a loop that calls zero_grad(set_to_none=False) also holds them before the "
+                     "backward")
     return ModuleJob(kind=s.task, spec=spec, task=s.task, way="train-full" if train else "inference",
-                     trained="all" if train else "none", shapes=((),), dtype=_dtype(s),
-                     notes=(f"one {'training step' if train else 'forward'} of {spec.main.cls} on the example input "
-                            f"of {spec.name} (its batch and sizes): a sample here is one example input",))
+                     trained="all" if train else "none", shapes=((),), dtype=_dtype(s), grads_freed=train,
+                     notes=tuple(notes))
 
 
 def resolve_module(s: Scenario, spec: ModuleSpec) -> tuple[Scenario, ModuleJob]:
