@@ -6,7 +6,7 @@
 
 Per walk: the plans made (``memory_plan``), the scenario's validations, the resolver and refusal runs, memory
 estimates and reports, speed timings, and the calls that repeat work inside one plan (the engine's profile looked
-up, the weight format derived, the catalog filtered). The review (commit 294329f) counted walk 1 at 40
+up, the weight format read and derived, the catalog filtered). The review (commit 294329f) counted walk 1 at 40
 validations, 32 memory reports and 4 timings, walk 2 at 50, 32 and 6.
 """
 
@@ -28,7 +28,8 @@ COUNTED = {
     "plans": "plan/plan.py:memory_plan", "validations": VALIDATIONS, "resolves": "plan/resolve.py:resolve",
     "refusal checks": "plan/refusals.py:check", "memory estimates": ESTIMATES, "memory reports": MEMORY,
     "timings": "speed/__init__.py:speed_of", "builds": "plan/build.py:build",
-    "engine looked up": "engines/__init__.py:engine_for", "weight format derived": "tensors/state.py:weight_format",
+    "engine looked up": "engines/__init__.py:engine_for", "weight format read": "tensors/state.py:weight_format",
+    "weight format derived": "tensors/state.py:derive_weight_format",
     "catalog filtered": "market/choice.py:cheapest_in_force",
 }
 

@@ -87,21 +87,40 @@ def test_the_advice_offers_the_4bit_format_that_starts_on_the_card(model, gpu, f
 def test_sglang_names_the_nvfp4_floor_for_a_card_left_out():
     """Session 30 (walk2_s29's leftover): SGLang's ``modelopt_fp4`` method (``ModelOptFp4Config.get_min_capability``
     100, sgl-project/sglang faeb9685 ``srt/layers/quantization/modelopt_quant.py``) was not in its floor table, so
-    ``recommend --engine sglang --quant nvfp4 --gpus h100-sxm,...`` dropped the H100 without a word. Blackwell's
-    10.0 (B200) and 12.0 (RTX 5090) are at or above it and keep their rows."""
+    ``recommend --engine sglang --quant nvfp4 --gpus h100-sxm,...`` dropped the H100 without a word. Session 31
+    (s31-fp4): that floor holds for the releases before 0.5.13 (sgl-project/sglang#25655's Marlin W4A16 path came
+    after 0.5.12), so the release is named here. Blackwell's 10.0 (B200) and 12.0 (RTX 5090) are at or above it and
+    keep their rows."""
     from gpuplan.engines import engine_for
     from gpuplan.scenario import Scenario
 
-    s = Scenario(**{**LLAMA, "engine": "sglang", "quant": "nvfp4"})
+    old = {**LLAMA, "engine": "sglang", "quant": "nvfp4", "engine_version": "0.5.12"}
+    s = Scenario(**old)
     assert engine_for(s).least_capability(s, "nvfp4") == 100
-    r = recommend({**LLAMA, "engine": "sglang", "quant": "nvfp4"}, gpus=["h100-sxm", "b200", "rtx-5090"], top=3)
+    r = recommend(old, gpus=["h100-sxm", "b200", "rtx-5090"], top=3)
     assert r.setups and not [x for x in r.setups if x.gpu_id.startswith("nvidia-h100")]
     assert not [n for n in r.notes if n.startswith(("b200", "rtx-5090"))], r.notes
-    assert estimate({**LLAMA, "engine": "sglang", "quant": "nvfp4", "gpu": "b200"}).verdict.fits
+    assert estimate({**old, "gpu": "b200"}).verdict.fits
     said = [n for n in r.notes if n.startswith("h100-sxm left out:")]
     assert said == ["h100-sxm left out: SGLang has no nvfp4 kernel for H100 SXM5 80GB (Hopper, compute capability "
                     "9.0): its nvfp4 method needs 10.0 or newer and SGLang refuses to start; choose awq-int4 or "
                     "gptq-int4 weights, engine llama.cpp (GGUF), or a newer card"], r.notes
+
+
+@pytest.mark.parametrize(("engine", "version", "least"), [
+    # vLLM's ModelOptNvFp4Config: 100 until the FP4 Marlin kernel (#17687, merged 2025-05-09..12, after 0.8.5.post1),
+    # 80 (the first release that may hold it, 0.9.0, is given it), 75 from 0.13.0 (#29901, Marlin on Turing)
+    ("vllm", "0.8.5.post1", 100), ("vllm", "0.9.0", 80), ("vllm", "0.12.0", 80), ("vllm", "0.13.0", 75),
+    ("vllm", None, 75),
+    # SGLang's ModelOptFp4Config: 100 (faeb9685) until #25655 (Marlin W4A16 on Ampere/Hopper, after 0.5.12), then 80
+    ("sglang", "0.5.12", 100), ("sglang", "0.5.13", 80), ("sglang", None, 80),
+])
+def test_the_nvfp4_floor_follows_the_release(engine, version, least):
+    from gpuplan.engines import engine_for
+    from gpuplan.scenario import Scenario
+
+    s = Scenario(**{**LLAMA, "engine": engine, "quant": "nvfp4", **({"engine_version": version} if version else {})})
+    assert engine_for(s).least_capability(s, "nvfp4") == least
 
 
 @pytest.mark.parametrize(("version", "gpu", "sentence"), [
@@ -121,6 +140,15 @@ def test_sglang_names_the_nvfp4_floor_for_a_card_left_out():
      "Tesla T4 (Turing) has no fp4 tensor cores for nvfp4 weights: vLLM runs them there weight-only (dequantized to "
      "16 bits in its Marlin kernel), which gpuplan does not time; use quant fp8 or awq-int4, or a Blackwell card "
      "(B200, RTX 5090)"),
+    # s31-fp4: before 0.9.0 no Marlin path at all (100); 0.9.0 is given the Marlin floor (80)
+    ("0.8.5.post1", "h100-sxm",
+     "vLLM has no nvfp4 kernel for H100 SXM5 80GB (Hopper, compute capability 9.0): its nvfp4 method needs 10.0 or "
+     "newer and vLLM refuses to start; choose awq-int4 or gptq-int4 weights, engine llama.cpp (GGUF), or a newer "
+     "card"),
+    ("0.9.0", "h100-sxm",
+     "H100 SXM5 80GB (Hopper) has no fp4 tensor cores for nvfp4 weights: vLLM runs them there weight-only "
+     "(dequantized to 16 bits in its Marlin kernel), which gpuplan does not time; use quant fp8 or awq-int4, or a "
+     "Blackwell card (B200, RTX 5090)"),
 ])
 def test_vllm_nvfp4_off_blackwell_is_one_sentence(version, gpu, sentence):
     """Session 31: vLLM's ``modelopt_fp4`` floor (``ModelOptNvFp4Config.get_min_capability``: 75 at vllm-project/vllm
@@ -142,3 +170,32 @@ def test_vllm_recommend_names_a_card_left_out_of_nvfp4():
                     "runs them there weight-only (dequantized to 16 bits in its Marlin kernel), which gpuplan does "
                     "not time; use quant fp8 or awq-int4, or a Blackwell card (B200, RTX 5090)"], r.notes
     assert not [n for n in r.notes if n.startswith(("b200", "rtx-5090"))], r.notes
+
+
+@pytest.mark.parametrize(("version", "gpu", "sentence"), [
+    # current SGLang (0.5.13 on): ModelOptFp4Config's 8.0; below it SGLang stops at start
+    (None, "t4",
+     "SGLang has no nvfp4 kernel for Tesla T4 (Turing, compute capability 7.5): its nvfp4 method needs 8.0 or newer "
+     "and SGLang refuses to start; choose awq-int4 or gptq-int4 weights, engine llama.cpp (GGUF), or a newer card"),
+    # at or above it without fp4 tensor cores: weight-only through Marlin W4A16 (#25655), which gpuplan does not time
+    (None, "h100-sxm",
+     "H100 SXM5 80GB (Hopper) has no fp4 tensor cores for nvfp4 weights: SGLang runs them there weight-only "
+     "(dequantized to 16 bits in its Marlin kernel), which gpuplan does not time; use quant fp8 or awq-int4, or a "
+     "Blackwell card (B200, RTX 5090)"),
+    ("0.5.13", "a100-sxm4-80gb",
+     "A100 SXM4 80GB (Ampere) has no fp4 tensor cores for nvfp4 weights: SGLang runs them there weight-only "
+     "(dequantized to 16 bits in its Marlin kernel), which gpuplan does not time; use quant fp8 or awq-int4, or a "
+     "Blackwell card (B200, RTX 5090)"),
+    # 0.5.12 and before: 10.0 (faeb9685)
+    ("0.5.12", "a100-sxm4-80gb",
+     "SGLang has no nvfp4 kernel for A100 SXM4 80GB (Ampere, compute capability 8.0): its nvfp4 method needs 10.0 or "
+     "newer and SGLang refuses to start; choose awq-int4 or gptq-int4 weights, engine llama.cpp (GGUF), or a newer "
+     "card"),
+])
+def test_sglang_nvfp4_off_blackwell_is_one_sentence(version, gpu, sentence):
+    """Session 31 (s31-fp4): SGLang's ``modelopt_fp4`` floor by release, as vLLM's (main: 10.0 for every release, so
+    current SGLang was said to refuse an H100 that sgl-project/sglang#25655 ran Nemotron NVFP4 on)."""
+    s = {**LLAMA, "engine": "sglang", "quant": "nvfp4", "gpu": gpu, **({"engine_version": version} if version else {})}
+    with pytest.raises(GpuplanError) as said:
+        estimate(s)
+    assert str(said.value) == sentence

@@ -259,11 +259,20 @@ def test_sliding_window_layers_hold_window_minus_one_plus_batch_tokens():
     assert short == 131_072 // 16 + math.ceil((4095 + 8192) / 16)
 
 
-def test_warns_when_the_default_context_does_not_fit_f20():
+def test_the_default_context_that_does_not_fit_is_shortened_f20():
+    """Llama-3.1-8B on a 4090: one request of its 131,072-token context does not fit vLLM's pool, so the plan starts
+    vLLM at the longest that does (a request of N tokens takes ceil(N / 16) of the pool's 16-token blocks in every
+    layer: the pool's blocks x 16), says so among its defaults, and warns of nothing; the same scenario with
+    max_model_len 131,072 set is warned, with that length as the fix."""
     r = estimate(dict(model="llama-3.1-8b", task="infer", engine="vllm", gpu="rtx-4090"), advise=False)
-    fit = r.memory.engine["max_model_len_that_fits"]
-    assert 20_000 < fit < 131_072
-    assert any(f"--max-model-len {fit:,}" in w for w in r.warnings)
+    fit = r.memory.engine["max_model_len"]
+    assert 20_000 < fit < 131_072 and fit == r.memory.engine["num_gpu_blocks"] * 16
+    assert r.scenario["max_model_len"] == fit and any(d.startswith(f"max_model_len {fit:,}: ") for d in r.defaults)
+    assert not any("refuse to start" in w for w in r.warnings)
+    asked = estimate(dict(model="llama-3.1-8b", task="infer", engine="vllm", gpu="rtx-4090", max_model_len=131_072),
+                     advise=False)
+    assert asked.memory.engine["max_model_len_that_fits"] == fit
+    assert any(f"--max-model-len {fit:,}" in w for w in asked.warnings)
 
 
 def test_device_level_is_the_budget_plus_context_n12():

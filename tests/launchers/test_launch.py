@@ -406,13 +406,19 @@ def test_serving_launch_takes_the_plans_split_and_nodes(tmp_path):
 
 
 def test_vllm_max_model_len_fits_the_pool():
-    """Llama-3.1-8B in bf16 on a 4090: vLLM would refuse the 131,072-token context (the estimate warns so), so the
-    plan takes the longest request the pool holds, and its estimate no longer warns."""
+    """Llama-3.1-8B in bf16 on a 4090: vLLM would refuse the 131,072-token context, so every plan (estimate's as
+    launch's) takes the longest request the pool holds, says so among its defaults and no longer warns; the launch
+    files read it off the plan. A request of N tokens takes ceil(N / 16) of the pool's 16-token blocks (every layer
+    of Llama-3.1 attends to the whole context), so the longest that fits is the pool's blocks x 16."""
     s = {**SERVE, "gpu": "rtx-4090", "quant": None, "kv_cache_dtype": "auto", "batch_size": 4,
          "prompt_tokens": 1024, "output_tokens": 256}
     before = gpuplan.estimate(s)
-    fit = before.memory.engine["max_model_len_that_fits"]
-    assert 1280 <= fit < 131_072 and any("refuse to start" in w for w in before.warnings)
+    engine = before.memory.engine
+    fit = engine["max_model_len"]
+    assert fit == engine["num_gpu_blocks"] * 16 == engine["max_model_len_that_fits"] and 1280 <= fit < 131_072
+    assert before.scenario["max_model_len"] == fit and not any("refuse to start" in w for w in before.warnings)
+    assert f"max_model_len {fit:,}: the longest request the predicted KV pool holds (vLLM would refuse to start " \
+        "at 131,072; set max_model_len to choose)" in before.defaults
     plan = launch_plan(s)
     assert plan.scenario.max_model_len == fit == vllm_target.max_model_len(plan)
     assert not any("refuse to start" in w for w in plan.result.warnings)

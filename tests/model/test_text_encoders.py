@@ -221,8 +221,9 @@ def test_an_encoder_transformers_builds_but_gpuplan_does_not_model_is_refused(tm
     with pytest.raises(GpuplanError) as err:
         load_model(str(path))
     message = str(err.value)
-    assert "NomicBertModel: filed by transformers under no class that generates text, and no layer of it keeps a " \
-        "cache" in message and "is not a decoder LLM" in message
+    # its attention modules say is_causal False (s31-beyond), which the trace reads before transformers' tables
+    assert "NomicBertModel (its attention is not causal: every token attends to every other, so it generates no " \
+        "text)" in message and "is not a decoder LLM" in message
     assert "simulate --module" in message and "\n" not in message
 
 
@@ -246,7 +247,10 @@ def test_transformers_tables_tell_an_encoder_from_a_decoder_that_keeps_no_cache(
     if not refused:
         assert ModelSpec.from_config(config, family).architecture == built
         return
-    with pytest.raises(GpuplanError, match=f"{built}: filed by transformers under no class that generates text"):
+    # EuroBERT's attention says is_causal False (read first since s31-beyond); ConvBERT's forward fails on the meta
+    # device and has no such flag, so the tables refuse it
+    reason = r" \(its attention is not causal" if family == "eurobert" else ": filed by transformers under no class"
+    with pytest.raises(GpuplanError, match=f"{built}{reason}"):
         ModelSpec.from_config(config, family)
 
 
@@ -312,3 +316,86 @@ def test_bert_s_recorded_training_activations_hold_no_score_matrix():
     assert 600 < at[512] < 800
     assert encoders.recorded_config("bert", spec.main.config)["attention_probs_dropout_prob"] == 0.0
     assert encoders.recorded_config("deberta-v2", {"a": 1}) == {"a": 1}
+
+
+# google/embeddinggemma-300m's config.json (its published sizes): Gemma 3's text model with attention both ways
+EMBEDDING_GEMMA = {"architectures": ["Gemma3TextModel"], "model_type": "gemma3_text", "hidden_size": 768,
+                   "intermediate_size": 1152, "num_hidden_layers": 24, "num_attention_heads": 3,
+                   "num_key_value_heads": 1, "head_dim": 256, "vocab_size": 262144, "max_position_embeddings": 2048,
+                   "sliding_window": 512, "use_bidirectional_attention": True, "torch_dtype": "float32",
+                   "hidden_activation": "gelu_pytorch_tanh", "query_pre_attn_scalar": 256,
+                   "layer_types": ["sliding_attention"] * 5 * 4 + ["full_attention"] * 4}
+
+
+def test_embeddinggemma_is_refused_as_the_encoder_it_is_not_planned_as_a_decoder(tmp_path):
+    """s31-beyond's walk: google/embeddinggemma-300m (a sentence-transformers folder: modules.json beside its
+    config.json) was planned as a text-generating Gemma 3 decoder (a causal LM's head, loss and KV cache). Its config
+    says use_bidirectional_attention: one sentence now, read off the config alone (no transformers needed)."""
+    folder = tmp_path / "embeddinggemma-300m"
+    folder.mkdir()
+    (folder / "config.json").write_text(json.dumps(EMBEDDING_GEMMA))
+    (folder / "modules.json").write_text(json.dumps([
+        {"idx": 0, "name": "0", "path": "", "type": "sentence_transformers.models.Transformer"},
+        {"idx": 1, "name": "1", "path": "1_Pooling", "type": "sentence_transformers.models.Pooling"}]))
+    with pytest.raises(GpuplanError) as err:
+        load_model(str(folder))
+    message = str(err.value)
+    assert "(Gemma3TextModel: use_bidirectional_attention true: every token attends to every other, so it " \
+        "generates no text)" in message and "simulate --module" in message and "\n" not in message
+    without = {k: v for k, v in EMBEDDING_GEMMA.items() if k != "use_bidirectional_attention"}
+    assert kinds.of_config(without, "gemma") is None  # the same sizes, causal: a decoder's config
+
+
+@pytest.mark.parametrize("part, refused", [
+    ({"use_bidirectional_attention": "all"}, True),  # Gemma 4 / DiffusionGemma: every token both ways
+    ({"use_bidirectional_attention": "vision"}, False),  # Gemma 4's default for images: text stays causal
+    ({"use_bidirectional_attention": False}, False),
+    ({"is_causal": False}, True),
+    ({"text_config": {"use_bidirectional_attention": True}}, True),
+])
+def test_a_config_that_says_its_attention_runs_both_ways_is_no_decoder(part, refused):
+    config = {"model_type": "gemma4", "architectures": ["Gemma4ForConditionalGeneration"], **part}
+    if not refused:
+        assert kinds.of_config(config, "gemma") is None
+        return
+    with pytest.raises(GpuplanError, match="every token attends to every other, so it generates no text"):
+        kinds.of_config(config, "gemma")
+
+
+@pytest.mark.sim
+def test_an_encoder_whose_config_says_nothing_is_told_by_its_attention_modules(tmp_path, monkeypatch):
+    """transformers' EmbeddingGemma2TextModel (its default config): no flag in the config, but its attention sets
+    is_causal False; it was planned as a decoder (s30-beyond's 'what is left'). A Gemma 3 decoder of the same shape
+    of config, causal, is still read."""
+    transformers = require("transformers")
+    from gpuplan.model.spec import ModelSpec
+
+    monkeypatch.setenv("GPUPLAN_CACHE_DIR", str(tmp_path / "cache"))
+    config = {**transformers.CONFIG_MAPPING["embedding_gemma2_text"]().to_dict(),
+              "architectures": ["EmbeddingGemma2TextModel"]}
+    with pytest.raises(GpuplanError, match=r"EmbeddingGemma2TextModel \(its attention is not causal"):
+        ModelSpec.from_config(config, "eg2")
+    small = {**transformers.CONFIG_MAPPING["gemma3_text"](num_hidden_layers=2, hidden_size=64, intermediate_size=128,
+                                                          head_dim=16, num_attention_heads=4, num_key_value_heads=1,
+                                                          vocab_size=256).to_dict(),
+             "architectures": ["Gemma3ForCausalLM"]}
+    assert ModelSpec.from_config(small, "g3").num_layers == 2
+    # BertGenerationDecoder is bidirectional unless its config says is_decoder (transformers warns so): refused as
+    # given by default, read as the decoder it is with is_decoder true
+    plain = {**transformers.CONFIG_MAPPING["bert-generation"](num_hidden_layers=2).to_dict(),
+             "architectures": ["BertGenerationDecoder"]}
+    with pytest.raises(GpuplanError, match=r"BertGenerationDecoder \(its attention is not causal"):
+        ModelSpec.from_config(plain, "bg")
+    assert ModelSpec.from_config({**plain, "is_decoder": True}, "bg").num_layers == 2
+
+
+@pytest.mark.parametrize("family, alone", [("t5", "T5EncoderModel"), ("umt5", "UMT5EncoderModel")])
+def test_an_encoder_decoder_s_encoder_alone_is_refused_not_planned_with_a_decoder(family, alone):
+    """A T5EncoderModel config (FLUX's and SD3's text_encoder_2/3 as a folder, sentence-t5) was planned as
+    T5ForConditionalGeneration: a decoder and an LM head it has not (s31-beyond)."""
+    config = {"model_type": family, "architectures": [alone], "d_model": 512, "d_ff": 2048, "num_layers": 6,
+              "num_heads": 8, "d_kv": 64, "vocab_size": 32128}
+    with pytest.raises(GpuplanError) as err:
+        kinds.of_config(config, "enc")
+    message = str(err.value)
+    assert f"{alone} is {family}'s encoder alone" in message and "simulate --module" in message

@@ -1082,8 +1082,9 @@ def test_a_resolution_written_as_a_number_is_that_many_pixels(tmp_path, capsys):
     path.write_text("model: sdxl\ntask: infer\ngpu: l4\nresolution: 1024\n")
     assert run(["estimate", str(path), "--json"]) == 0
     assert json.loads(capsys.readouterr().out)["resolved"] == as_text["resolved"]
-    with pytest.raises(GpuplanError, match=r"resolution 1000: each side must be 64-8192 pixels and a multiple of 16"):
-        gpuplan.estimate({"model": "sdxl", "task": "infer", "gpu": "l4", "resolution": 1000})
+    with pytest.raises(GpuplanError, match=r"resolution 1004x1004: for UNet2DConditionModel each side must be a "
+                                           r"multiple of 8"):
+        gpuplan.estimate({"model": "sdxl", "task": "infer", "gpu": "l4", "resolution": 1004})
 
 
 def test_a_transcription_whose_decoder_waits_on_the_host_says_so():

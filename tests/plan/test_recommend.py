@@ -936,3 +936,16 @@ def test_a_card_named_in_gpus_but_ranked_below_the_rows_shown_is_said():
                         f"tokens): raise --top to {rank}, or give --gpus {gpu_id} alone")
     assert not any(n.startswith("GeForce RTX 4090: ") for n in short.notes)
     assert not any(": its best setup ranks" in n for n in run(fields, gpus=(RTX4090, L40S), top=10).notes)
+
+
+def test_a_rows_memory_is_said_as_estimate_says_it():
+    """The memory in a row's line is estimate's verdict's, to the same two decimals and words (recommend said it
+    to one decimal, "21.0 of 23.9 GiB", where estimate's verdict of the same setup says two and "usable per
+    GPU")."""
+    import gpuplan
+
+    s = {"model": "llama-3.1-8b", "task": "infer", "engine": "vllm", "prompt_tokens": 1024, "output_tokens": 256}
+    row = gpuplan.recommend(s, gpus=["rtx-4090"], max_gpus=1, top=1).setups[0]
+    alone = gpuplan.estimate({**s, "gpu": "rtx-4090"}, advise=False).verdict
+    said = f"{alone.device_peak_gib:,.2f} of {alone.capacity_gib:,.2f} GiB usable per GPU"
+    assert said in alone.sentence and f"headroom ({said})" in row.rationale

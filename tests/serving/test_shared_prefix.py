@@ -7,7 +7,7 @@ import math
 import pytest
 
 from gpuplan import estimate
-from gpuplan.engines import engine_for, sglang, vllm
+from gpuplan.engines import sglang, vllm
 from gpuplan.errors import GpuplanError
 from gpuplan.hardware import load_gpu
 from gpuplan.model.catalog import load_model
@@ -15,8 +15,9 @@ from gpuplan.scenario import scenario_from
 from gpuplan.speed.inference import step_timer
 
 
-def kv_pool(s, m, gpu):
-    return engine_for(s).kv_pool(s, m, gpu)
+def kv_pool(s):
+    """The KV pool of the plan of ``s`` (the engine's, as the estimate builds it and every interface reads it)."""
+    return estimate(s).pool
 
 
 M, H100 = load_model("llama-3.1-8b"), load_gpu("h100-sxm")
@@ -82,14 +83,14 @@ def test_the_kv_pool_holds_the_shared_prefix_once():
     s = scenario_from({**BASE, "engine": "vllm", "shared_prefix_tokens": 2010})
     n = vllm.startup_memory(s, M, H100).num_blocks
     assert n > 20_000  # ~53 GiB in blocks of 32 layers x 8 KV heads x 128 x 2 (K, V) x 2 B x 16 tokens = 2 MiB
-    pool = kv_pool(s, M, H100)
+    pool = kv_pool(s)
     assert pool.max_concurrency == (n - 125) // 25
-    assert kv_pool(s.model_copy(update={"shared_prefix_tokens": 0}), M, H100).max_concurrency == n // 150
+    assert kv_pool(s.model_copy(update={"shared_prefix_tokens": 0})).max_concurrency == n // 150
     assert pool.kv_tokens == int(n / 150 * 2400)  # the pool's tokens, each held once: unchanged by sharing
     g = scenario_from({**BASE, "engine": "sglang", "shared_prefix_tokens": 2010})
     sm = sglang.startup_memory(g, M, H100, mem_fraction_static=None)
-    assert kv_pool(g, M, H100).max_concurrency == min((sm.kv_tokens - 2010) // 390, sm.max_running_requests)
-    assert math.floor(sm.kv_tokens / 2400) < kv_pool(g, M, H100).max_concurrency
+    assert kv_pool(g).max_concurrency == min((sm.kv_tokens - 2010) // 390, sm.max_running_requests)
+    assert math.floor(sm.kv_tokens / 2400) < kv_pool(g).max_concurrency
 
 
 @pytest.mark.parametrize("engine, pool", [("vllm", "KV pool"), ("sglang", "token pool")])
@@ -112,9 +113,8 @@ def test_the_prefix_is_shared_only_where_every_layer_keeps_full_attention():
     fields = dict(model="gpt-oss-20b", task="infer", engine="vllm", gpu="h100-sxm", batch_size=4,
                   prompt_tokens=2100, output_tokens=300)
     s = scenario_from({**fields, "shared_prefix_tokens": 2000})
-    m = load_model("gpt-oss-20b")
-    assert kv_pool(s, m, H100).max_concurrency == \
-        kv_pool(s.model_copy(update={"shared_prefix_tokens": 0}), m, H100).max_concurrency
+    assert kv_pool(s).max_concurrency == \
+        kv_pool(s.model_copy(update={"shared_prefix_tokens": 0})).max_concurrency
 
 
 @pytest.mark.parametrize("fields, says", [

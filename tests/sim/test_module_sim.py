@@ -107,8 +107,10 @@ def test_a_module_simulated_counts_what_torch_counts(package, capsys):
     assert data["flops_forward"] == flops + attention  # the GEMMs, convolutions and attention, exactly
     assert data["flops_step"] == pytest.approx(3 * data["flops_forward"], rel=0.05)
     assert data["weights_gib"] * 2**30 == pytest.approx(params * 4)
-    assert data["gradients_gib"] == data["weights_gib"] and data["optimizer_gib"] == 2 * data["weights_gib"]
-    assert data["activations_gib"] > 0 and data["fits"] and data["step_s"] > 0
+    # zero_grad()'s default frees the gradients: this Net's activations outweigh them, so its peak (before the
+    # backward) holds none, and the activations are the recorded ones
+    assert data["gradients_gib"] == 0 and data["optimizer_gib"] == 2 * data["weights_gib"]
+    assert data["activations_gib"] > data["weights_gib"] and data["fits"] and data["step_s"] > 0
     assert any("activation peak" in s for s in data["simulated"])
     assert any("AdamW" in m for m in data["modelled"])
 
@@ -193,8 +195,9 @@ def test_a_module_whose_weights_start_truncated_normal_is_built_on_fake_tensors(
     """s18 walk: ModernBertForSequenceClassification was "failed on fake tensors (DataDependentOutputException:
     aten._local_scalar_dense.default)": its _init_weights calls nn.init.trunc_normal_, whose rejection loop in torch
     2.13 asks ``mask.any()`` of values a fake tensor does not hold. The initializer runs without the loop while
-    build() does, so the module plans: 1,024 x 4,096 + 4,096 weights, fp32, 16 B each with AdamW's moments and the
-    gradient; and torch's own trunc_normal_ is back as it was afterwards."""
+    build() does, so the module plans: 1,024 x 4,096 + 4,096 weights, fp32, 12 B each with AdamW's moments (the
+    gradients freed by zero_grad(): the new weight gradient is the backward's peak); and torch's own trunc_normal_
+    is back as it was afterwards."""
     torch = require("torch")
     (package / "trunc.py").write_text(
         "import torch\n\n\ndef build():\n    net = torch.nn.Linear(1024, 4096)\n"
@@ -202,8 +205,10 @@ def test_a_module_whose_weights_start_truncated_normal_is_built_on_fake_tensors(
     original = torch.nn.init._no_grad_trunc_normal_
     data = _json(capsys, "simulate", "--module", "my_pkg.trunc:build", "--task", "train", "--gpu", "rtx-4090")
     assert data["params"] == 1024 * 4096 + 4096 == 4_198_400
-    assert (data["weights_gib"] + data["gradients_gib"] + data["optimizer_gib"]) * 2**30 == pytest.approx(
-        4_198_400 * 16)
+    # 4 B of weight and 8 B of AdamW's moments each; zero_grad() freed the gradients, and the backward's new weight
+    # gradient (4,096 x 1,024 x 4 B), among the recorded transients, is the peak's, before the other gradients
+    assert (data["weights_gib"] + data["optimizer_gib"]) * 2**30 == pytest.approx(4_198_400 * 12)
+    assert data["gradients_gib"] == 0 and data["activations_gib"] * 2**30 >= 4096 * 1024 * 4
     assert torch.nn.init._no_grad_trunc_normal_ is original
     from torch._subclasses.fake_tensor import DataDependentOutputException, FakeTensorMode
 
@@ -230,11 +235,43 @@ def test_estimate_of_a_module_is_simulates_numbers_on_the_one_road(package, caps
     assert plan["work"]["step_s"] == sim["step_s"] > 0
     params, _ = torch_count()
     assert plan["model"]["params_total"] == params and mem["weights_gib"] * 2**30 == params * 4
-    assert mem["optimizer_gib"] == 2 * mem["gradients_gib"] == 2 * mem["weights_gib"]
+    assert mem["optimizer_gib"] == 2 * mem["weights_gib"] and mem["gradients_gib"] == 0  # freed: see below
     assert plan["resolved"].startswith("my_pkg.my_model:build: a training step (forward, loss, backward) of Net")
     # the precision was given, so no default is said; an fp32 plan states the rates it times (PyTorch's defaults)
-    (rates,) = plan["assumptions"]
+    # and the gradients zero_grad() frees
+    freed, rates = plan["assumptions"]
     assert rates.startswith("fp32: convolutions on TF32 tensor cores (cuDNN's default), matmuls at the fp32 rate")
+    assert freed.startswith("gradients freed after each optimizer step (zero_grad(set_to_none=True)): none held")
+
+
+def test_a_modules_training_peak_frees_its_gradients_as_zero_grad_does(package, capsys):
+    """s31-beyond's question 9: the MLP (1,024 -> 4,096, GELU, 4,096 -> 1,024, 64 rows of fp32) was planned at
+    147.5 MiB, the peak of a loop that keeps its gradients between steps (zero_grad(set_to_none=False)): the
+    recorder's 19.5 MiB of backward transients (a new 16 MiB weight gradient among them) on top of every gradient.
+    PyTorch's default optimizer.zero_grad() sets them to None (set_to_none=True since torch 2.0), so a backward's
+    first gradient becomes .grad, not a copy beside one. By hand: 1,024 x 4,096 + 4,096 + 4,096 x 1,024 + 1,024 =
+    8,393,728 parameters, 33,574,912 B each of weights and gradients in fp32, AdamW's two moments 67,149,824 B; the
+    gradients (32.02 MiB) outweigh every transient, so the peak is the end of the backward: 4 x 33,574,912 =
+    134,299,648 B = 128.08 MiB, none of it activations (the 64 x 1,024 input and the loss, 0.25 MiB, not counted)."""
+    torch = require("torch")
+    data = _json(capsys, "simulate", "--module", "my_pkg.my_model:mlp", "--task", "train", "--gpu", "rtx-4090")
+    assert data["params"] == 8_393_728
+    assert (data["weights_gib"], data["gradients_gib"], data["optimizer_gib"]) == \
+        (33_574_912 / 2**30, 33_574_912 / 2**30, 67_149_824 / 2**30)
+    assert data["activations_gib"] == 0 and data["allocated_peak_gib"] * 2**30 == 134_299_648
+    plan = _json(capsys, "estimate", "--module", "my_pkg.my_model:mlp", "--task", "train", "--gpu", "rtx-4090",
+                 "--precision", "fp32")
+    assert plan["memory"]["peak_phase"] == "end of backward"
+    assert any("zero_grad() does by default (set_to_none=True)" in n for n in plan["defaults"])
+    # the premise, in the installed torch on real CPU tensors: zero_grad() leaves no gradient behind
+    import my_pkg.my_model as m
+
+    net, x = m.mlp()
+    opt = torch.optim.AdamW(net.parameters())
+    net(x).sum().backward()
+    opt.step()
+    opt.zero_grad()
+    assert all(p.grad is None for p in net.parameters())
 
 
 def test_recommend_cost_and_fit_search_cards_for_a_module(package, capsys):
@@ -249,7 +286,8 @@ def test_recommend_cost_and_fit_search_cards_for_a_module(package, capsys):
         alone["work"]["step_s"]
     # a loop of the user's own, not a stack's: the precision it was planned in is said as gpuplan's default
     assert alone["assumptions"] == ["precision bf16-mixed: gpuplan's default (set --precision for the one your code "
-                                    "runs in)"]
+                                    "runs in)", "gradients freed after each optimizer step (zero_grad(set_to_none="
+                                    "True)): none held at the peak, which comes before the backward"]
     costs = _json(capsys, "cost", "--module", "my_pkg.my_model:build", "--task", "infer", "--gpu", "l4")
     assert costs["setups"] and {row["gpu_id"] for row in costs["setups"]} == {"nvidia-l4"}
     # s18 walk: cost's "samples/s" and "$/1k samples" said nothing of what a sample is, where estimate does

@@ -94,7 +94,7 @@ def test_experts_split_by_ep():
     m = load_model("mistralai/Mixtral-8x22B-v0.1")
     s = scenario_from({**BASE, "model": "mistralai/Mixtral-8x22B-v0.1", "num_gpus": 8, "num_nodes": 8, "tp": 2,
                        "pp": 8, "ep": 8, "grad_accum_steps": 32, "seq_len": 4096})
-    st = mg.rank_state(s, m, first=True, last=False)
+    st = mg.rank_state(s, m, None, first=True, last=False)
     assert st.experts == 2_113_929_216
     dense = st.dense + st.embedding
     assert st.optimizer == pytest.approx(12 * (dense / 4 + st.experts))
@@ -221,7 +221,7 @@ def test_parameters_per_rank_equal_megatron_cores_own_model(tp, pp, ep, tmp_path
                        "seq_len": 128})
     for r in ranks:
         first, last = r["pp_rank"] == 0, r["pp_rank"] == pp - 1
-        st = mg.rank_state(s, m, first=first, last=last)
+        st = mg.rank_state(s, m, None, first=first, last=last)
         assert st.dense + st.embedding + st.experts == r["params"], r
         assert st.experts == r["experts"], r
 
@@ -259,7 +259,7 @@ def test_mla_down_projections_whole_on_every_megatron_rank(tp, pp):
     s = scenario_from({**BASE, "model": "llama-3.2-1b", "num_gpus": tp * pp, "tp": tp, "pp": pp, "seq_len": 128})
     for r in ranks:
         first, last = r["pp_rank"] == 0, r["pp_rank"] == pp - 1
-        st = mg.rank_state(s, m, first=first, last=last)
+        st = mg.rank_state(s, m, None, first=first, last=last)
         layers = m.layers[:mg.stage_layers(s, m, first=first, last=last)]
         # 256 x (64 + 40) = 26,624 parameters a layer, whole on every rank
         assert r["down_proj"] == replicated_params(layers) == len(layers) * 26_624, r
@@ -276,10 +276,10 @@ def test_mla_rank_state_by_hand(monkeypatch):
               "ep": 8, "seq_len": 2048, "micro_batch_size": 1, "grad_accum_steps": 8}
     s, m = scenario_from(fields), load_model("deepseek-v3")
     assert (s.dp, mg.stage_layers(s, m, first=True, last=False)) == (4, 8)
-    whole = mg.rank_state(s, m, first=True, last=False)
+    whole = mg.rank_state(s, m, None, first=True, last=False)
     plan = estimate(fields, advise=False)
     monkeypatch.setattr(mg, "training_extra_params", lambda s, layers: 0.0)  # every linear split 8 ways
-    split = mg.rank_state(s, m, first=True, last=False)
+    split = mg.rank_state(s, m, None, first=True, last=False)
     assert whole.dense - split.dense == 8 * 7168 * (1536 + 576) * 7 / 8 == 105_971_712
     assert whole.weights - split.weights == 211_943_424
     assert whole.gradients - split.gradients == 423_886_848
@@ -476,6 +476,29 @@ def test_blackwell_keeps_no_fp8_transpose():
     assert "fp8 weight transposes (Transformer Engine)" not in blackwell.other
     assert hopper.other["fp8 weight transposes (Transformer Engine)"] == pytest.approx(6_979_321_856 / GIB)
     assert hopper.weights_gib == pytest.approx(blackwell.weights_gib)
+
+
+def test_the_fp8_transposes_read_the_plans_card():
+    """The card is read once, by the resolver: whether fp8 weights keep their transposes follows the card the plan
+    holds (an H100 given Blackwell's compute capability 10.0 keeps none; no card: kept). A search that estimates a
+    layout once without a card estimates a Megatron fp8 layout on each card instead: on a B200 its memory is
+    estimate's on a B200, not the card-free one's with Hopper's transposes (6,979,321,856 B more, the test above)."""
+    import dataclasses
+
+    from gpuplan.hardware import load_gpu
+    from gpuplan.memory import estimate_memory
+    from gpuplan.plan.plan import card_memory
+    from gpuplan.plan.resolve import resolve
+
+    h100 = load_gpu("h100-sxm")
+    assert mg.needs_fp8_transpose(h100) and mg.needs_fp8_transpose(None)
+    assert not mg.needs_fp8_transpose(dataclasses.replace(h100, compute_capability="10.0"))
+    m, free = load_model("llama-3.1-8b"), scenario(precision="fp8-mixed", seq_len=8192)
+    shared = estimate_memory(free, m, None)
+    _, on_b200 = card_memory(resolve(free.on_card("nvidia-b200"), m), shared)
+    alone = estimate({**BASE, "precision": "fp8-mixed", "seq_len": 8192, "gpu": "b200"}, advise=False).memory
+    assert shared.other["fp8 weight transposes (Transformer Engine)"] == pytest.approx(6_979_321_856)
+    assert on_b200.device_peak_gib == pytest.approx(alone.device_peak_gib)
 
 
 def test_mlperf_405b_h100_layout_fits():

@@ -128,8 +128,8 @@ def test_nvfp4_lora_base_by_hand():
     m = load_model("meta-llama/Llama-2-70b-hf")
     run = dict(model="meta-llama/Llama-2-70b-hf", num_gpus=8, tp=1, seq_len=8192, gpu="gb200", method="lora",
                lora_rank=16, lora_targets=["q_proj", "k_proj", "v_proj", "o_proj"])
-    bf16 = mg.rank_state(scenario(**run), m, first=True, last=True)
-    fp4 = mg.rank_state(scenario(**run, precision="fp4-mixed"), m, first=True, last=True)
+    bf16 = mg.rank_state(scenario(**run), m, None, first=True, last=True)
+    fp4 = mg.rank_state(scenario(**run, precision="fp4-mixed"), m, None, first=True, last=True)
     linear = 80 * (8192 * (8192 + 1024 + 1024 + 8192) + 3 * 8192 * 28672)
     assert linear == 68_451_041_280
     assert bf16.weights - fp4.weights == pytest.approx(0.875 * linear)

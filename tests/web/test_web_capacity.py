@@ -155,7 +155,9 @@ def test_the_cli_s_flag_names_on_the_page_get_the_body_s_names(client):
 def test_a_preset_on_the_page_api_is_the_cli_s(client):
     """The s20 walk: ``capacity --preset chat`` had no counterpart on the page's API (its ``prompt_tokens`` and
     ``output_tokens`` defaulted to 1,024 and 256, a 422 for ``preset``). Now a preset draws ShareGPT's lengths as the
-    CLI does, the same row; without one, the page's 1,024 + 256 as before."""
+    CLI does, the same row. Without a preset or lengths the API once filled 1,024 + 256 where ``gpuplan capacity``
+    and ``gpuplan.capacity`` refuse: one road now, the Python API's sentence as a 422 (the page sends its form's
+    lengths, the plan's resolved 1,024 + 256 by default, so the page still answers)."""
     body = {"model": "qwen3-14b", "engine": "vllm", "rate_rps": 0.5, "ttft_s": 1.5, "percentile": 90,
             "gpus": ["a40"], "max_gpus": 1, "top": 1}
     r = client.post("/api/capacity", json={**body, "preset": "chat"})
@@ -165,6 +167,12 @@ def test_a_preset_on_the_page_api_is_the_cli_s(client):
                            max_gpus=1, top=1).deployments[0]
     assert (page["setup"], page["max_rate_rps"], page["ttft_s"]) == (cli.setup, cli.max_rate_rps, cli.ttft_s)
     assert r.json()["workload"]["preset"] == "chat"
-    plain = client.post("/api/capacity", json=body).json()["workload"]
-    assert (plain["prompt"]["mean"], plain["output"]["mean"]) == (1024, 256)
+    bare = client.post("/api/capacity", json=body)
+    assert bare.status_code == 422 and "Traceback" not in bare.text
+    with pytest.raises(gpuplan.GpuplanError) as refused:
+        gpuplan.capacity("qwen3-14b", rate_rps=0.5, ttft_s=1.5, percentile=90, gpus=["a40"], max_gpus=1, top=1)
+    assert bare.json()["detail"] == str(refused.value)
+    assert "say how long requests are" in bare.json()["detail"]
+    given = client.post("/api/capacity", json={**body, "prompt_tokens": 1024, "output_tokens": 256}).json()
+    assert (given["workload"]["prompt"]["mean"], given["workload"]["output"]["mean"]) == (1024, 256)
     assert client.post("/api/capacity", json={**body, "preset": "chatt"}).status_code == 422

@@ -87,3 +87,26 @@ def test_the_forms_think_time_is_the_searchs(server, page):  # noqa: F811
                                    ttft_s=3, tpot_s=0.2, gpus=["l4"], max_gpus=1, top=4,
                                    search_events=PAGE_SEARCH_EVENTS)
     assert shown[0][1] == 10 and never_pause.plans[0]["max_users"] < 10  # what the page showed before
+
+
+def test_the_forms_shown_lengths_go_with_the_search(server, page):  # noqa: F811
+    """``POST /api/capacity`` without lengths refuses as ``gpuplan.capacity`` does ("say how long requests are"); a
+    person who leaves the form's lengths at the values it shows (1,024 + 256) still gets rows: the page sends those
+    values, and the rows are the Python API's for them."""
+    page.goto(server + "/?model=llama-3.2-1b&task=infer&gpu=l4")
+    settle(page)
+    boxes = ("#f-prompt_tokens", "#f-output_tokens")  # left empty, each showing its default
+    assert [(page.input_value(b), page.get_attribute(b, "placeholder")) for b in boxes] == [("", "1024"), ("", "256")]
+    sent = []
+    page.on("request", lambda r: sent.append(r.post_data_json) if r.url.endswith("/api/capacity") else None)
+    page.fill("#capacity-load", "1")
+    page.fill("#capacity-gpus", "l4")
+    page.fill("#capacity-max-gpus", "1")
+    page.click("#capacity-go")
+    page.wait_for_function("document.querySelector('#capacity-table').rows.length >= 2", timeout=60_000)
+    assert (sent[-1]["prompt_tokens"], sent[-1]["output_tokens"]) == (1024, 256)
+    report = gpuplan.capacity("llama-3.2-1b", rate_rps=1, prompt_tokens=1024, output_tokens=256, ttft_s=1,
+                              tpot_s=0.05, gpus=["l4"], max_gpus=1, top=4, search_events=PAGE_SEARCH_EVENTS)
+    shown = page.eval_on_selector_all("#capacity-table tr", "rows => rows.slice(1).map((r) => [r.cells[0].textContent,"
+                                      " parseFloat(r.cells[1].dataset.value)])")
+    assert shown == [[("* " if p["pareto"] else "") + p["setup"], p["max_rate_rps"]] for p in report.plans]

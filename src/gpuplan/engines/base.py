@@ -270,10 +270,6 @@ class Engine:
         allocation: its working set, KV cache and what it preallocates."""
         raise NotImplementedError
 
-    def kv_pool(self, s: Scenario, m: ModelSpec, gpu: GpuSpec) -> KvPool | None:
-        """The KV pool the engine allocates on ``gpu`` (None: it grows its cache per request)."""
-        return None
-
     def scheduler_settings(self, s: Scenario, startup: Any, pool: KvPool, longest: int) -> dict[str, Any] | None:
         """The settings its scheduler runs with over its start-up memory and KV pool (the fields of
         :class:`gpuplan.serving.simulate.Scheduler`, which simulates it); None when its scheduler is not simulated

@@ -74,7 +74,7 @@ from . import deepep, speculative
 from .base import Engine
 from .block_fp8 import block_fp8_kernels, sglang_trtllm_moe, sm100_trtllm_moe
 from .records import HostLoop, KvPool, Timing
-from .vllm import cuda_total_gib, current_timing, named_version, version_tuple
+from .vllm import cuda_total_gib, current_timing, floor_by_release, named_version, version_tuple
 
 HEURISTIC_FROM = (0, 5, 3)  # the first release with PR #10975's reserve (2025-10)
 # the reserve's growth for a speculative draft (ServerArgs._handle_gpu_memory_settings: STANDALONE 6 GiB, every
@@ -398,8 +398,18 @@ def derived_context_len(m: ModelSpec) -> int:
 # Minimum capability: ..."); ``srt/layers/quantization/``: ``fp8.py`` Fp8Config 80 (00563d36; 100 for MXFP8),
 # ``mxfp4.py`` Mxfp4Config 80 (0043c43a), ``awq.py`` AWQConfig 75 (0149944f; AWQMarlinConfig's 80 is chosen only
 # where Marlin runs), ``gptq.py`` GPTQConfig 60 (006d0961; GPTQMarlinConfig's 80 likewise), ``modelopt_quant.py``
-# ModelOptFp4Config (``modelopt_fp4``, nvfp4 checkpoints) 100 (faeb9685)
-MIN_CAPABILITY = {"fp8": 80, "mxfp4": 80, "awq-int4": 75, "nvfp4": 100}
+# ModelOptFp4Config (``modelopt_fp4``, nvfp4 checkpoints) 80 since sgl-project/sglang#25655 ("add w4a16 moe support
+# to nemotron": modelopt_fp4 checkpoints through Marlin W4A16 where native FP4 is absent, run on A100 and H100; its
+# value is read from that run and from SGLang's check_marlin_supported floor of 8.0, quoted in #34327, not from the
+# file, whose newest stored copy is older), :data:`EARLIER_CAPABILITY` before it
+MIN_CAPABILITY = {"fp8": 80, "mxfp4": 80, "awq-int4": 75, "nvfp4": 80}
+# A format's higher floors in the releases before some (as vLLM's :data:`~gpuplan.engines.vllm.EARLIER_CAPABILITY`):
+# ModelOptFp4Config's 100 (faeb9685, "crash immediately on non-Blackwell GPUs because get_min_capability() returned
+# 100", #19652's description). #19652 (Marlin from SM75, get_min_capability 75) merged on 2026-04-03 and was
+# reverted at once (#22047, opened that day: "This reverts commit 991f3aa5"); its reland #22513 closed unmerged.
+# #25655, opened 2026-05-18, merged after 0.5.12 (InferenceX ran v0.5.12 from 2026-05-17): 0.5.13 (2026-06-13) is
+# the first release that may hold it, and is given it, so that only what a release surely refuses is refused
+EARLIER_CAPABILITY = {"nvfp4": (((0, 5, 13), 100),)}
 # the formats SGLang loads a plain checkpoint in (its --quantization; python/sglang/srt/server_args.py)
 QUANTIZES = ("fp8", "awq-int4", "gptq-int4", "gptq-int8", "mxfp4", "nvfp4")  # nvfp4: modelopt_fp4 checkpoints
 # how SGLang is timed, said in the plan's assumptions
@@ -508,6 +518,11 @@ class Sglang(Engine):
     deepgemm_switch = "SGL_ENABLE_JIT_DEEPGEMM=false"
     min_capability = MIN_CAPABILITY
 
+    def least_capability(self, s: Scenario, fmt: str) -> int | None:
+        """:data:`MIN_CAPABILITY`'s, or the higher floor of a release the scenario names before the one that lowered
+        it (:data:`EARLIER_CAPABILITY`: nvfp4 before Marlin ran it)."""
+        return floor_by_release(s, EARLIER_CAPABILITY.get(fmt, ())) or super().least_capability(s, fmt)
+
     def scheduler_settings(self, s: Scenario, startup: StartupMemory, pool: KvPool, longest: int) -> dict | None:
         """Its scheduler's (:func:`scheduler_of`) with the scenario's ``scheduler_recv_interval``; none when one
         request of ``longest`` tokens does not fit its token pool (one rank's, under DP attention)."""
@@ -582,10 +597,6 @@ class Sglang(Engine):
             e.warnings.append(f"SGLang's token pool holds {sm.kv_tokens:,} tokens, less than one request of "
                               f"{tokens:,}: quantize the weights, use more GPUs (tp) or raise --mem-fraction-static")
         return e
-
-    def kv_pool(self, s: Scenario, m: ModelSpec, gpu: GpuSpec) -> KvPool:
-        return pool(s, startup_memory(s, m, gpu, mem_fraction_static=s.mem_fraction_static))
-
 
     def cached_prefix_tokens(self, s: Scenario, m: ModelSpec | None = None) -> int:
         """The radix cache (on unless ``--disable-radix-cache``) matches token by token at its default

@@ -367,10 +367,6 @@ class Trtllm(Engine):
                               f"{tokens:,}: quantize (fp8, nvfp4), use more GPUs (tp) or an fp8 KV cache")
         return e
 
-    def kv_pool(self, s: Scenario, m: ModelSpec, gpu: GpuSpec) -> KvPool:
-        return pool(s, startup_memory(s, m, gpu, activation(s, m)))
-
-
     def uncached_prefix_why(self, s: Scenario) -> str:
         return "TensorRT-LLM's KV block reuse is not modelled"
 

@@ -643,6 +643,22 @@ def startup_memory(s: Scenario, m: ModelSpec, gpu: GpuSpec, total_gib: float | N
     return out
 
 
+def started(s: Scenario, m: ModelSpec, gpu: GpuSpec) -> tuple[StartupMemory, str | None]:
+    """The startup memory of the vLLM a plan starts, and the default it took for it (None: none). With no
+    max_model_len set vLLM starts at the model's context (:meth:`Vllm.context`) and refuses to start when one request
+    of it does not fit its KV pool (``check_enough_kv_cache_memory`` in ``vllm/v1/core/kv_cache_utils.py``: "the
+    estimated maximum model length is N ... decreasing `max_model_len`"); where the scenario's requests fit, the plan
+    starts it at the longest that does (:func:`max_model_len_that_fits`, vLLM's own estimate), the value the launch
+    files write (``--max-model-len``)."""
+    sm = startup_memory(s, m, gpu)
+    fit, tokens = sm.max_model_len_fit, s.prompt_tokens + s.output_tokens
+    if s.max_model_len is not None or sm.fits_max_model_len or fit < tokens:
+        return sm, None
+    return startup_memory(s.with_resolved({"max_model_len": fit}), m, gpu), (
+        f"max_model_len {fit:,}: the longest request the predicted KV pool holds (vLLM would refuse to start at "
+        f"{sm.limits.max_model_len:,}; set max_model_len to choose)")
+
+
 def max_model_len_that_fits(s: Scenario, m: ModelSpec, stage_blocks, lim: Limits) -> int:
     """The longest ``--max-model-len`` for which one request fits the pool of every stage (vLLM's
     ``estimate_max_model_len``: a binary search on the same per-request block count)."""
@@ -788,14 +804,26 @@ def derived_max_len(m: ModelSpec) -> int:
 # checkpoints) 75 at 00155cde: off Blackwell its linear and MoE layers run weight-only through the FP4 Marlin kernel
 # (vllm-project/vllm#17687, "fp4 marlin kernel", 2025-05), on Turing since #29901.
 MIN_CAPABILITY = {"fp8": 75, "mxfp4": 80, "awq-int4": 75, "nvfp4": 75}
-# A format's higher floor in the releases before one: (that release, the floor). Fp8Config's 80 (weight-only through
-# Marlin below 8.9; 1436674b) until vllm-project/vllm#29901 ("add marlin kernel support for turing (sm75)": GPTQ,
-# AWQ, FP8 and NVFP4 weights) ran Marlin on Turing; it merged in the week to 2025-12-19 (vLLM's weekly summary of
-# that date), after 0.12.0: 0.13.0 (released 2025-12-19) is the first release that may hold it, and is given it, so
-# that only what a release surely refuses is refused. ModelOptNvFp4Config likewise: 100 as first added (a stored copy
-# whose get_name is still "modelopt_nvfp4", "Please use Blackwell and above"), 80 once Marlin ran it (session 30
-# found a copy; its commit unread), 75 with #29901: before 0.13.0 a card below 8.0 is surely refused
-EARLIER_CAPABILITY = {"fp8": ((0, 13, 0), 80), "nvfp4": ((0, 13, 0), 80)}
+# A format's higher floors in the releases before some: ((that release, the floor), ...), oldest first. Fp8Config's 80
+# (weight-only through Marlin below 8.9; 1436674b) until vllm-project/vllm#29901 ("add marlin kernel support for
+# turing (sm75)": GPTQ, AWQ, FP8 and NVFP4 weights) ran Marlin on Turing; it merged in the week to 2025-12-19 (vLLM's
+# weekly summary of that date), after 0.12.0: 0.13.0 (released 2025-12-19) is the first release that may hold it,
+# and is given it, so that only what a release surely refuses is refused. ModelOptNvFp4Config likewise: 100 as first
+# added (a stored copy whose get_name is still "modelopt_nvfp4", "Please use Blackwell and above"), 80 once the FP4
+# Marlin kernel ran it (#17687, "fp4 marlin kernel": a stored copy of that form, ModelOptNvFp4LinearMethod and
+# ModelOptNvFp4FusedMoE falling back to Marlin where cutlass_fp4_supported is not, has get_min_capability 80), 75
+# with #29901. #17687 was still in review on 2025-05-09 (its approving review) and merged by 2025-05-12 (#18000 of
+# that day builds on it): every release before 0.9.0 (2025-05-15; 0.8.5.post1 of 2025-05-02 the last before it)
+# lacks it and is surely 100; 0.9.0 may hold it and is given 80
+EARLIER_CAPABILITY = {"fp8": (((0, 13, 0), 80),), "nvfp4": (((0, 9, 0), 100), ((0, 13, 0), 80))}
+
+
+def floor_by_release(s: Scenario, earlier: tuple[tuple[tuple[int, int, int], int], ...]) -> int | None:
+    """The floor of the first of ``earlier``'s (release, floor) pairs, oldest first, whose release comes after the
+    one ``s`` names (:data:`EARLIER_CAPABILITY`, SGLang's likewise); None where ``s`` names none (the engine's
+    current release) or none comes after it."""
+    v = named_version(s)
+    return next((least for until, least in earlier if v is not None and v < until), None)
 
 
 class Vllm(Engine):
@@ -863,11 +891,8 @@ class Vllm(Engine):
 
     def least_capability(self, s: Scenario, fmt: str) -> int | None:
         """:data:`MIN_CAPABILITY`'s, or the higher floor of a release the scenario names before the one that lowered
-        it (:data:`EARLIER_CAPABILITY`: fp8 before Marlin ran on Turing)."""
-        until, least = EARLIER_CAPABILITY.get(fmt, ((0, 0, 0), None))
-        if s.engine_version and version_tuple(s.engine_version) < until:
-            return least
-        return super().least_capability(s, fmt)
+        it (:data:`EARLIER_CAPABILITY`: fp8 before Marlin ran on Turing, nvfp4 before Marlin ran it at all)."""
+        return floor_by_release(s, EARLIER_CAPABILITY.get(fmt, ())) or super().least_capability(s, fmt)
 
     def expert_parallel_refusal(self, s: Scenario) -> str | None:
         """vLLM's expert-parallel group is every GPU of the copy (``--enable-expert-parallel``: EP = TP x DP)."""
@@ -884,7 +909,9 @@ class Vllm(Engine):
         e.peak_phase = "serving"
         if gpu is None:
             return _memory_without_card(s, m, e)
-        sm = startup_memory(s, m, gpu)
+        sm, took = started(s, m, gpu)
+        if took:  # the plan's scenario carries it (gpuplan.plan.plan.memory_plan)
+            e.extra["filled"] = ({"max_model_len": sm.limits.max_model_len}, took)
         e.weights, e.activations, e.kv_cache = sm.weights, sm.activation, sm.kv_pool
         e.other["non-torch (NCCL, workspaces)"] = sm.non_torch
         if deepep.buffer_bytes(s, m):  # non-torch memory the profiling sees: taken from the pool
@@ -909,10 +936,6 @@ class Vllm(Engine):
                        "GPUs (tp) or quantized weights")
             e.warnings.append(f"vLLM will refuse to start with max_model_len {sm.limits.max_model_len:,}: {why}")
         return e
-
-    def kv_pool(self, s: Scenario, m: ModelSpec, gpu: GpuSpec) -> KvPool:
-        return pool(s, m, startup_memory(s, m, gpu))
-
 
     def cached_prefix_tokens(self, s: Scenario, m: ModelSpec | None = None) -> int:
         """Automatic prefix caching (V1, on by default but on hybrid Mamba models: :func:`prefix_caching`) hashes

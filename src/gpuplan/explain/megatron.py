@@ -13,7 +13,7 @@ _STAGES = ("first", "second", "last")
 
 def _stage(x: Context) -> tuple[mg.RankState, str, str]:
     """The rank's state, its parameters written out and the stage's name."""
-    rank, st = largest_stage(x.s, x.m)
+    rank, st = largest_stage(x.s, x.m, x.gpu)
     name = "" if x.s.pp == 1 else f" ({_STAGES[0 if rank == 0 else 2 if rank == x.s.pp - 1 else 1]} pipeline stage)"
     held = f"{count(st.dense)} dense + {count(st.embedding)} embedding/output + {count(st.experts)} expert"
     return st, held, name

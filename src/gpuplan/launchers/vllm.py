@@ -6,8 +6,8 @@ rather than left to vLLM's defaults, so the server starts with the pool gpuplan 
 the plan quantizes a checkpoint that is not already quantized, ``--max-num-seqs`` and ``--max-num-batched-tokens`` (the
 scheduler limits of the profiling run), ``--enforce-eager``, the chunked-prefill and async-scheduling switches when the
 scenario sets them, and ``--max-model-len``: the scenario's, else the model's context when one request of it fits the
-predicted KV pool, else the longest that fits (:func:`gpuplan.launchers.plan.launch_plan` re-plans with it; vLLM refuses
-to start otherwise), or the requests' length where they run past the model's context, with
+predicted KV pool, else the longest that fits (the plan's: :func:`gpuplan.engines.vllm.started`; vLLM refuses to start
+otherwise), or the requests' length where they run past the model's context, with
 ``VLLM_ALLOW_LONG_MAX_MODEL_LEN=1`` before the command (:func:`.serving.long_context_env`). A copy over several nodes
 runs the same script on each (``NODE_RANK``, ``MASTER_ADDR``): vLLM's
 multiprocessing executor across nodes, ``--nnodes``, ``--node-rank``, ``--master-addr``, ``--master-port`` and
@@ -59,7 +59,8 @@ def applies(plan: LaunchPlan) -> str | None:
 
 
 def max_model_len(plan: LaunchPlan) -> int:
-    """The ``max_model_len`` of the estimate, which one request of fits the predicted KV pool."""
+    """The ``max_model_len`` of the plan (:func:`gpuplan.engines.vllm.started`), refused where one planned request
+    does not fit the predicted KV pool."""
     engine, s = plan.result.memory.engine, plan.scenario
     if engine["max_model_len_that_fits"] < s.prompt_tokens + s.output_tokens:
         raise GpuplanError(f"the predicted KV pool holds one request of up to {engine['max_model_len_that_fits']:,} "

@@ -37,14 +37,19 @@ def allowed(o: Offer, s: Scenario, per_node: int, num_nodes: int) -> bool:
 
 def matching(offers: list[Offer], s: Scenario, gpu_id: str | None = None) -> list[Offer]:
     """Offers for ``gpu_id`` (any GPU when None) that the scenario may use (see :func:`allowed`)."""
+    return usable(cheapest_in_force(offers, price_filter(s)), s, gpu_id)
+
+
+def usable(in_force: list[Offer], s: Scenario, gpu_id: str | None = None) -> list[Offer]:
+    """:func:`matching` of offers already in force (:func:`cheapest_in_force` of the scenario's price filter)."""
     per_node = s.num_gpus if s.task == "train" else s.tp * s.pp // s.num_nodes  # a serving copy may span nodes
-    return [o for o in cheapest_in_force(offers, price_filter(s)) if (not gpu_id or o.gpu_id == gpu_id)
-            and allowed(o, s, per_node, s.num_nodes)]
+    return [o for o in in_force if (not gpu_id or o.gpu_id == gpu_id) and allowed(o, s, per_node, s.num_nodes)]
 
 
-def best_on_demand(offers: list[Offer], gpu_id: str, f: PriceFilter) -> tuple[float, str] | None:
-    """The cheapest on-demand $/GPU-hour of ``gpu_id`` among the offers in force, any provider, with its label."""
-    same = [o for o in cheapest_in_force(offers, f) if o.pricing == "on_demand" and o.gpu_id == gpu_id]
+def cheapest_on_demand(in_force: list[Offer], gpu_id: str) -> tuple[float, str] | None:
+    """The cheapest on-demand $/GPU-hour of ``gpu_id`` among the offers in force (:func:`cheapest_in_force`), any
+    provider, with its label."""
+    same = [o for o in in_force if o.pricing == "on_demand" and o.gpu_id == gpu_id]
     if not same:
         return None
     o = min(same, key=lambda x: x.usd_per_gpu_hour)

@@ -12,6 +12,8 @@ the model state once, in whole buffers.
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from .. import overheads as oh
 from ..model.spec import ModelSpec
 from ..scenario import Scenario
@@ -20,12 +22,15 @@ from ..stacks import megatron as mg
 from ..stacks import stack_for
 from ..tensors.breakdown import GIB, Estimate
 
+if TYPE_CHECKING:
+    from ..hardware import GpuSpec
 
-def megatron_memory(s: Scenario, m: ModelSpec) -> Estimate:
+
+def megatron_memory(s: Scenario, m: ModelSpec, gpu: GpuSpec | None) -> Estimate:
     """The largest of the first, (with the embedding and loss in the split) the second and the last pipeline
-    stage's peaks (one estimate when pp is 1)."""
+    stage's peaks (one estimate when pp is 1) on ``gpu``, the plan's card (None: none named)."""
     ranks = _ranks(s, m)
-    stages = [_stage(s, m, rank) for rank in ranks]
+    stages = [_stage(s, m, gpu, rank) for rank in ranks]
     e = max(stages, key=lambda x: x.allocated)
     if s.pp > 1:
         said = ", ".join(f"{_NAMES[min(r, 1) if r < s.pp - 1 else 2]} {x.allocated / GIB:.1f} GiB"
@@ -48,11 +53,11 @@ def _ranks(s: Scenario, m: ModelSpec) -> list[int]:
     return ranks
 
 
-def largest_stage(s: Scenario, m: ModelSpec) -> tuple[int, mg.RankState]:
+def largest_stage(s: Scenario, m: ModelSpec, gpu: GpuSpec | None) -> tuple[int, mg.RankState]:
     """The pipeline rank :func:`megatron_memory` shows (the largest allocated peak) and its model state: what the
     formulas of the page read."""
-    rank = max(_ranks(s, m), key=lambda r: _stage(s, m, r).allocated)
-    return rank, mg.rank_state(s, m, first=rank == 0, last=rank == s.pp - 1)
+    rank = max(_ranks(s, m), key=lambda r: _stage(s, m, gpu, r).allocated)
+    return rank, mg.rank_state(s, m, gpu, first=rank == 0, last=rank == s.pp - 1)
 
 
 def _validation_pool(s: Scenario, m: ModelSpec, layers, last: bool) -> float:
@@ -67,10 +72,10 @@ def _validation_pool(s: Scenario, m: ModelSpec, layers, last: bool) -> float:
     return layer + (sum(mg.logits_bytes(s, m)) if last else 0.0)
 
 
-def _stage(s: Scenario, m: ModelSpec, rank: int) -> Estimate:
+def _stage(s: Scenario, m: ModelSpec, gpu: GpuSpec | None, rank: int) -> Estimate:
     first, last = rank == 0, rank == s.pp - 1
     e = Estimate()
-    st = mg.rank_state(s, m, first=first, last=last)
+    st = mg.rank_state(s, m, gpu, first=first, last=last)
     e.weights, e.optimizer = st.weights, st.optimizer
     layers = m.layers[:mg.stage_layers(s, m, first=first, last=last)]
     redone = mg.recomputed_layers(s, len(layers))  # the first ones of the stage (recompute_method block)
@@ -87,7 +92,7 @@ def _stage(s: Scenario, m: ModelSpec, rank: int) -> Estimate:
     e.gradients = st.gradients
     e.activations = phases[e.peak_phase]
     e.other = {k: v for k, v in {**stack_for(s).extras(s, m, 1.0),
-                                 ("fp8 weight transposes (Transformer Engine)" if mg.keeps_fp8_transpose(s) else
+                                 ("fp8 weight transposes (Transformer Engine)" if mg.keeps_fp8_transpose(s, gpu) else
                                   "fp8 weight transpose, one at a time (Transformer Engine)"): st.fp8_copies,
                                  "CUDA graph pool (validation capture)": _validation_pool(s, m, layers, last)
                                  }.items() if v}
@@ -110,5 +115,5 @@ def _stage(s: Scenario, m: ModelSpec, rank: int) -> Estimate:
         f"activations{stage}: {per_mb / GIB:.2f} GiB per micro-batch of {mg.tokens(s):,} tokens/rank "
         f"(seq_len / cp) x {flight:.3g} in flight ({s.grad_checkpointing} recompute"
         + (f" of the first {redone} of {len(layers)} layers, recompute_method block)" if s.recompute_layers else ")"),
-        *stack_for(s).notes(s)]
+        *stack_for(s).notes(s), *mg.fp8_words(s, gpu)]
     return e

@@ -30,7 +30,7 @@ def estimate_memory(s: Scenario, m: ModelSpec, gpu: GpuSpec | None) -> Estimate:
     outside = device_overheads(s, gpu.generation if gpu else None, gpu.memory_gib if gpu else None)
     if s.task == "train":
         metal = gpu is not None and gpu.vendor == "Apple"
-        e = training_memory(s, m, capacity, sum(outside.values()) / GIB, cuda=not metal)
+        e = training_memory(s, m, capacity, sum(outside.values()) / GIB, cuda=not metal, gpu=gpu)
     else:
         from .inference import inference_memory  # loaded by the first serving plan: a training plan never asks
 

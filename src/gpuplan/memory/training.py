@@ -10,6 +10,7 @@ rules are in :mod:`gpuplan.tensors.activations`.
 from __future__ import annotations
 
 import math
+from typing import TYPE_CHECKING
 
 from ..errors import GpuplanError
 from ..model.spec import ModelSpec
@@ -22,18 +23,22 @@ from ..tensors.breakdown import GIB, Estimate
 from ..tensors.state import attention_kernel, lora_targets, optimizer_step_temporaries, stepped_tensors
 from . import dpo
 
+if TYPE_CHECKING:
+    from ..hardware import GpuSpec
+
 
 def training_memory(s: Scenario, m: ModelSpec, capacity_gib: float | None = None,
-                    outside_gib: float = 0.0, cuda: bool = True) -> Estimate:
+                    outside_gib: float = 0.0, cuda: bool = True, gpu: GpuSpec | None = None) -> Estimate:
     """The peak of one training step of ``s`` per GPU; ``capacity_gib`` (the card's usable memory) and
     ``outside_gib`` (what lives outside PyTorch's allocator: the CUDA context) only matter to stacks that size
     buffers from the memory the driver reports free (Unsloth's fused loss: :func:`_free_at_loss`); ``cuda``:
-    False on Apple silicon, whose Metal backend has no cuBLAS workspace."""
+    False on Apple silicon, whose Metal backend has no cuBLAS workspace; ``gpu``: the plan's card, which
+    Megatron's fp8 weights read (whether their transposes are kept)."""
     stack, sharding = stack_for(s), sharding_for(s)
     if stack.own_memory:
         from .megatron import megatron_memory  # Megatron's layout rules load for its plans only
 
-        return megatron_memory(s, m)
+        return megatron_memory(s, m, gpu)
     s = dpo.pair_rows(s)  # DPO: chosen and rejected are two rows of one batch
     e = _checked(s, m)
     pp = s.pp

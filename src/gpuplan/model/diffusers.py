@@ -23,6 +23,7 @@ import contextlib
 import json
 import math
 import re
+from dataclasses import dataclass
 from functools import cache
 from importlib import resources
 from pathlib import Path
@@ -49,9 +50,78 @@ PIPELINES = {
     "FluxPipeline": {"steps": 28, "cfg": False, "t5_tokens": 512},
 }
 CLIP_TOKENS = 77
-# an image side the plans take (pixels; the scenario's resolution and a pipeline's default alike): latents are 8x
-# smaller and the transformers cut them into 2x2 patches, so a side is a multiple of 16
+# an image side the plans take (pixels; the scenario's resolution and a pipeline's default alike); the multiple a
+# given side must be is each denoiser's own (:func:`side_rule`), a default (sample_size x 8) is held to 16, the largest
 SIDE_PIXELS, SIDE_STEP = (64, 8192), 16
+
+
+@dataclass(frozen=True)
+class SideRule:
+    """The multiple ``step`` an image side must be for a pipeline, why (``reason``), and whether diffusers' pipeline
+    rounds a generation's side down to it (``rounds_down``) instead of raising."""
+
+    step: int
+    reason: str
+    rounds_down: bool = False
+
+
+def vae_factor(spec: ModuleSpec) -> int:
+    """How much smaller the latents are than the image: every diffusers pipeline's ``vae_scale_factor = 2 **
+    (len(self.vae.config.block_out_channels) - 1) if getattr(self, "vae", None) else 8``
+    (pipeline_stable_diffusion_xl.py line 267, pipeline_stable_diffusion_3.py 219, pipeline_flux.py 208, diffusers
+    0.42.1): 8 for every bundled VAE."""
+    vae = spec.role("vae")
+    channels = vae[0].config.get("block_out_channels") if vae else None
+    return 2 ** (len(channels) - 1) if isinstance(channels, list) and channels else 8
+
+
+def side_rule(spec: ModuleSpec) -> SideRule:
+    """Each denoiser's rule for an image side, as diffusers 0.42.1 applies it:
+
+    - a UNet (SD 1.5, SDXL): a multiple of the VAE factor alone. ``StableDiffusionXLPipeline.check_inputs`` raises
+      "`height` and `width` have to be divisible by 8" (``StableDiffusionPipeline``'s the same), and
+      ``UNet2DConditionModel.forward`` takes any latent side: where it is no multiple of ``2**num_upsamplers`` it
+      passes each up block the skip's size (``forward_upsample_size``), so 1000 px (latents 125) runs;
+    - SD3's MMDiT: the VAE factor x the transformer's ``patch_size`` (2): ``StableDiffusion3Pipeline.check_inputs``
+      raises "`height` and `width` have to be divisible by 16 ... You can use height 992";
+    - FLUX.1: the VAE factor x 2, its latents packed in 2x2 patches (``FluxPipeline._pack_latents``, a ``view`` of
+      ``height // 2, 2``). Generating, ``check_inputs`` only warns ("Dimensions will be resized accordingly") and
+      ``prepare_latents`` rounds down (``2 * (int(height) // (vae_scale_factor * 2))``): 1000 px makes 992. Training
+      packs the VAE's latents as they come (``train_dreambooth_lora_flux.py``), and an odd latent side cannot be
+      viewed in pairs: refused."""
+    factor = vae_factor(spec)
+    den = spec.main
+    if den.cls == "SD3Transformer2DModel":
+        patch = den.config.get("patch_size", 2)
+        return SideRule(factor * patch, f"diffusers' pipeline raises otherwise: latents {factor}x smaller, cut "
+                                        f"into {patch}x{patch} patches")
+    if den.cls == "FluxTransformer2DModel":
+        return SideRule(factor * 2, f"latents {factor}x smaller, packed in 2x2 patches", True)
+    return SideRule(factor, f"diffusers' pipeline raises otherwise: latents {factor}x smaller")
+
+
+def uneven_levels(spec: ModuleSpec, latent: tuple[int, int]) -> tuple[int, ...]:
+    """The latent sides of a UNet's lower levels where ``latent`` (height, width) does not halve evenly down them,
+    else (): each downsampler (a stride-2 convolution, padding 1) makes ``ceil(side / 2)``, and there is one per
+    block but the last (``UNet2DConditionModel.num_upsamplers``, the up blocks' count less one)."""
+    den = spec.main
+    if den.cls != "UNet2DConditionModel":
+        return ()
+    levels = len(den.config.get("up_block_types") or den.config.get("block_out_channels") or ()) - 1
+    if not any(side % 2 ** levels for side in latent):
+        return ()
+    side, out = max(latent, key=lambda v: v % 2 ** levels), []
+    for _ in range(levels):
+        side = -(-side // 2)
+        out.append(side)
+    return tuple(out)
+
+
+def nearest_sides(side: int, step: int) -> str:
+    """The valid sides either side of ``side`` (within :data:`SIDE_PIXELS`), in words."""
+    low, high = SIDE_PIXELS
+    below, above = side - side % step, side - side % step + step
+    return " or ".join(str(s) for s in (below, above) if low <= s <= high)
 
 
 def _data() -> Path:

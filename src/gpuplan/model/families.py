@@ -88,6 +88,29 @@ def family_named(config: dict[str, Any]) -> str | None:
     return max(found, key=len) if found else None  # mt5 before t5: the longest name that fits
 
 
+def bidirectional(config: dict[str, Any]) -> str | None:
+    """The config's own words where its text attention is bidirectional, an encoder's that generates no text (an
+    embedding model such as google/embeddinggemma-300m: ``Gemma3TextModel`` with ``use_bidirectional_attention``
+    true), else None. transformers 5.24: Gemma/Gemma 2/Gemma 3 ``use_bidirectional_attention`` True ("the model will
+    attend to all text tokens instead of using a causal mask", configuration_gemma3.py); Gemma 4's and
+    DiffusionGemma's ``"all"`` (``"vision"`` keeps the text causal); ``is_causal`` false, which Gemma 4 sets then."""
+    for part in (config, config.get("text_config")):
+        if not isinstance(part, dict):
+            continue
+        flag = part.get("use_bidirectional_attention")
+        if flag is True or flag == "all":
+            return f"use_bidirectional_attention {'true' if flag is True else repr(flag)}: every token attends to " \
+                   "every other, so it generates no text"
+        if part.get("is_causal") is False:
+            return "is_causal false: every token attends to every other, so it generates no text"
+    return None
+
+
+# an encoder-decoder family's encoder alone (transformers' T5EncoderModel, MT5EncoderModel, UMT5EncoderModel): no
+# decoder and no LM head, which the family's plan (its ...ForConditionalGeneration) has
+ENCODER_ALONE = ("EncoderModel",)
+
+
 def refuse_unknown(config: dict[str, Any], where: str) -> GpuplanError:
     """The one sentence for a config that is neither a decoder nor a family modelled here."""
     return GpuplanError(

@@ -23,7 +23,16 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ..errors import GpuplanError, normalize_name
-from .families import NOT_DECODERS, diffusers_class, family_named, is_encoder_family, refuse_unknown
+from .families import (
+    ENCODER_ALONE,
+    FAMILIES,
+    NOT_DECODERS,
+    bidirectional,
+    diffusers_class,
+    family_named,
+    is_encoder_family,
+    refuse_unknown,
+)
 
 if TYPE_CHECKING:
     from .module_spec import ModuleSpec  # made by the readers of such models (.diffusers, .encoders)
@@ -107,6 +116,23 @@ NOT_DECODER_HEAD = re.compile(r"For(MaskedLM|SequenceClassification|TokenClassif
                               r"ObjectDetection|SemanticSegmentation|MultipleChoice|PreTraining|SpeechSeq2Seq)$")
 
 
+def _refuse_encoders_alone(config: dict[str, Any], name: str, named: list[Any]) -> None:
+    """Refuse an encoder that a decoder's or an encoder-decoder's family builds: attention both ways
+    (:func:`~.families.bidirectional`: EmbeddingGemma's ``Gemma3TextModel``), which would be planned as a decoder
+    generating text, or an encoder-decoder's encoder alone (``T5EncoderModel``: :data:`~.families.ENCODER_ALONE`),
+    which would be planned with the decoder and LM head it has not."""
+    classes = [a for a in named if isinstance(a, str)]
+    both_ways = bidirectional(config)
+    if both_ways:
+        raise refuse_unknown(config, f"{name} ({f'{classes[0]}: ' if classes else ''}{both_ways})")
+    alone = next((a for a in classes if a.endswith(ENCODER_ALONE)), None)
+    if alone and is_encoder_family(config) and FAMILIES[config["model_type"]][0] == "encoder-decoder":
+        family = config["model_type"]
+        raise GpuplanError(f"{name}: {alone} is {family}'s encoder alone, and gpuplan plans {family} as the whole "
+                           f"encoder-decoder ({FAMILIES[family][1]}, with its decoder and LM head): `gpuplan simulate "
+                           "--module my_pkg.my_model:build` measures the encoder you build, on fake tensors")
+
+
 def of_config(config: Any, name: str) -> ModuleSpec | None:
     """The module a config dict describes, None for a decoder's; a diffusers class or a transformers head that
     gpuplan does not model is refused in one sentence. A decoder's config loads neither :mod:`.diffusers` nor
@@ -127,6 +153,7 @@ def of_config(config: Any, name: str) -> ModuleSpec | None:
     named = config.get("architectures")  # its shape is checked where the decoder is read (model/validate.py)
     head = next((a for a in named if isinstance(a, str) and NOT_DECODER_HEAD.search(a)), None) \
         if isinstance(named, list) else None
+    _refuse_encoders_alone(config, name, named if isinstance(named, list) else [])
     family = config.get("model_type")
     refused = head or (isinstance(family, str) and family in NOT_DECODERS) or config.get("is_encoder_decoder") is True
     if not (is_encoder_family(config) or refused):

@@ -319,6 +319,12 @@ class ModelSpec:
                 counts[group] = counts.get(group, 0) + count
         return counts
 
+    @cached_property
+    def weight_formats(self) -> dict[tuple, tuple[Format, tuple[str, ...]]]:
+        """The weight formats derived for this model (:func:`gpuplan.tensors.state.weight_format`), by the scenario
+        fields each reads: each derived once, however many plans, stages and stages' timings read it."""
+        return {}
+
     def shipped_format(self) -> tuple[Format, tuple[str, ...]]:
         """The checkpoint's weight format and the groups its quantization leaves at high precision."""
         high = 2 if self.quantization and self.dtype_bytes == 4 else self.dtype_bytes

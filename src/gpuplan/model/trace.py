@@ -133,6 +133,7 @@ def trace(config: dict[str, Any], progress: str | None = None) -> tuple[dict[str
         layers_names, blocks = decoder_layers(model, _get(text, "num_hidden_layers"))
     except ValueError as err:
         raise TraceError(str(err)) from None
+    _refuse_attention_both_ways(config, blocks)
     hidden = _int(_get(text, "hidden_size")) or _embedding_dim(model)
     top_k = _top_k(text, blocks)
     seen: set[int] = set()
@@ -149,6 +150,24 @@ def trace(config: dict[str, Any], progress: str | None = None) -> tuple[dict[str
         notes.append(f"{arch['other_params']:,} parameters outside the decoder layers, embeddings, head and towers "
                      f"({', '.join(other[:4])}) are counted under 'other'")
     return arch, notes, problem
+
+
+def _refuse_attention_both_ways(config: dict[str, Any], blocks) -> None:
+    """Refuse a model whose layers' attention all attend both ways: every module in them that carries transformers'
+    ``is_causal`` (the flag its attention functions pass to SDPA and the mask builders) has it False, as
+    ``EmbeddingGemma2Attention`` sets (transformers 5.24 ``modeling_embedding_gemma2.py``: ``self.is_causal =
+    False``), whose config says nothing of it; a decoder's are True (Llama's, Gemma 3's, BLT's, Qwen 3.5's text
+    layers; their vision towers' False flags lie outside the decoder layers)."""
+    flags = [m.is_causal for block in blocks for m in block.modules()
+             if isinstance(getattr(m, "is_causal", None), bool)]
+    if flags and not any(flags):
+        from .families import refuse_unknown
+
+        named = config.get("architectures")
+        built = named[0] if isinstance(named, list) and named and isinstance(named[0], str) else \
+            config.get("model_type")
+        raise refuse_unknown(config, f"{built} (its attention is not causal: every token attends to every other, so "
+                                     "it generates no text)")
 
 
 def _runs_note(layers: list[Layer]) -> list[str]:

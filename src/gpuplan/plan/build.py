@@ -26,7 +26,7 @@ from dataclasses import dataclass, replace
 from .. import clock
 from ..errors import GpuplanError, UnknownNameError
 from ..hardware import Network
-from ..market.choice import best_on_demand, matching
+from ..market.choice import cheapest_in_force, cheapest_on_demand, usable
 from ..market.cost import Cost, default_mtbi_h, price_job, spot_dearer, spot_plan
 from ..market.job import save_interval_h
 from ..market.offers import Offer, owned_offer
@@ -52,15 +52,24 @@ class Offers:
     listed: bool = True
 
 
-def offers_for(r: Resolved | ResolvedModule, catalog: list[Offer]) -> Offers:
+def offers_for(r: Resolved | ResolvedModule, catalog: list[Offer], in_force: list[Offer] | None = None) -> Offers:
     """The catalog's offers the resolved scenario may use on its card (:func:`gpuplan.market.choice.matching`: its
-    provider and pricing, prices in force, instances that hold its GPUs)."""
+    provider and pricing, prices in force, instances that hold its GPUs). ``in_force``: the catalog's offers in
+    force under the scenario's price filter (:func:`in_force_for`), where the caller has them already."""
     s, gpu = r.scenario, r.gpu
     if gpu is None:
         return Offers()
     known_provider(s, catalog)
-    return Offers(candidates=tuple(matching(catalog, s, gpu.id)), listed=any(o.gpu_id == gpu.id for o in catalog),
-                  reference=best_on_demand(catalog, gpu.id, price_filter(s)))
+    in_force = in_force_for(s, catalog) if in_force is None else in_force
+    return Offers(candidates=tuple(usable(in_force, s, gpu.id)), listed=any(o.gpu_id == gpu.id for o in catalog),
+                  reference=cheapest_on_demand(in_force, gpu.id))
+
+
+def in_force_for(s: Scenario, catalog: list[Offer]) -> list[Offer]:
+    """The catalog's offers in force under ``s``'s price filter, cheapest per product
+    (:func:`gpuplan.market.choice.cheapest_in_force`): filtered once per plan, read by the placement on nodes
+    (:func:`gpuplan.plan.nodes.on_nodes`) and the offers (:func:`offers_for`)."""
+    return cheapest_in_force(catalog, price_filter(s))
 
 
 def known_provider(s: Scenario, catalog: list[Offer]) -> None:
@@ -99,6 +108,7 @@ def build(r: Resolved | ResolvedModule, offers: Offers | None = None, *, advise:
             base, speeds, memory = None, None, estimated
         r = laid
     plan = base if base is not None else memory_plan(r, memory)
+    r = plan.setup if base is None else r  # with what the engine filled from its pool (vLLM's max_model_len)
     if memory_only:
         return plan
     s, m, gpu = r.scenario, r.model, r.gpu

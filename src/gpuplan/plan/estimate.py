@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Any
 
 from ..market.store import load_offers
 from ..scenario import Scenario, scenario_from
-from .build import build, offers_for
+from .build import build, in_force_for, offers_for
 from .nodes import on_nodes
 from .plan import Plan
 from .resolve import Resolved, ResolvedModule, resolve_any, resolve_module_scenario
@@ -38,6 +38,7 @@ def estimate(scenario: Scenario | dict[str, Any], *, advise: bool = True, spec: 
     if r.gpu is None:
         return build(r, None, advise=advise, simulate=True)
     catalog = load_offers()
+    in_force = in_force_for(r.scenario, catalog)  # filtered once: the nodes and the offers read it
     if isinstance(r, Resolved):  # a decoder's training job on more GPUs than one machine holds: on nodes
-        r = on_nodes(r, catalog)
-    return build(r, offers_for(r, catalog), advise=advise, simulate=True)
+        r = on_nodes(r, in_force)
+    return build(r, offers_for(r, catalog, in_force), advise=advise, simulate=True)

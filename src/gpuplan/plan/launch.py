@@ -4,12 +4,10 @@ the builder takes for every training plan: :func:`gpuplan.plan.layout.with_layou
 micro-batch and takes the accumulation). The launch files (``gpuplan launch``) are
 written from this plan alone.
 
-The defaults of a run:
-
-- **vLLM's --max-model-len**: vLLM refuses to start when one request of ``max_model_len`` (the model's context,
-  unless set) does not fit its KV pool: the run takes the longest that does, when the scenario's requests fit it;
-- **nodes x GPUs per node**: a training job of more GPUs than the card's largest instance holds runs on several
-  instances (:func:`gpuplan.plan.nodes.on_nodes`, as ``estimate`` places it);
+The default of a run: **nodes x GPUs per node**: a training job of more GPUs than the card's largest instance
+holds runs on several instances (:func:`gpuplan.plan.nodes.on_nodes`, as ``estimate`` places it). vLLM's
+``--max-model-len`` is every plan's (:func:`gpuplan.engines.vllm.started`: the longest request the pool holds where
+the model's context does not fit it), not a launch's own.
 
 A serving plan runs its ``users`` or ``rate_rps`` through the engine's scheduler as ``estimate``'s does
 (``simulate``), so the files state what it serves at that load and the price on it.
@@ -33,10 +31,10 @@ from ..market.offers import Offer, owned_offer
 from ..market.store import load_offers
 from ..scenario import Scenario
 from ..scenario.stacks import RECIPES
-from .build import Offers, build, offers_for
+from .build import Offers, build, in_force_for, offers_for
 from .nodes import on_nodes
 from .plan import Plan
-from .resolve import Resolved, changed, resolve
+from .resolve import resolve
 from .split import split_cards
 
 
@@ -54,18 +52,16 @@ def runnable(s: Scenario, *, offer_label: str | None = None, owned_usd_per_hour:
         return plan
     catalog = load_offers()
     r = resolve(s)
+    in_force = in_force_for(r.scenario, catalog)  # filtered once: the nodes and the offers read it
     if owned_usd_per_hour is None and offer_label is None:
-        r = on_nodes(r, catalog)
+        r = on_nodes(r, in_force)
     memory = build(r, memory_only=True)
-    again = _model_len(r, memory)
-    if again is not r:
-        r, memory = again, build(again, memory_only=True)
     _fits(memory)
     if owned_usd_per_hour is not None:
         offers = Offers(candidates=(owned_offer(r.gpu.id, r.scenario.world_size,
                                                 owned_usd_per_hour / r.scenario.world_size),))
     else:
-        offers = offers_for(r, catalog)
+        offers = offers_for(r, catalog, in_force)
     plan = build(r, offers, advise=False, offer_label=offer_label, recipe=True, keep_micro_batch=keep_micro_batch,
                  simulate=True)
     if offer_label is not None and (plan.cost is None or plan.cost.offer != offer_label):
@@ -85,22 +81,6 @@ def _trl_takes_the_data(plan: Plan) -> None:
     said = data_warnings(s, typed) if typed is not None and RECIPES[s.stack].trl_files else ()
     if said:
         raise GpuplanError(f"the {s.stack} files would stop before the first step: {said[0]}")
-
-
-def _model_len(r: Resolved, plan: Plan) -> Resolved:
-    """``r`` with vLLM's ``max_model_len`` the longest one request of which fits its pool (read off ``r``'s
-    memory ``plan``), where the model's own context does not and the scenario's requests do (vLLM refuses to start
-    otherwise)."""
-    s = r.scenario
-    if s.max_model_len is not None:
-        return r
-    engine = plan.memory.engine or {}  # vLLM's start-up says the longest that fits
-    fit = engine.get("max_model_len_that_fits")
-    if fit is None or not s.prompt_tokens + s.output_tokens <= fit < engine["max_model_len"]:
-        return r
-    why = (f"max_model_len {fit:,}: the longest request the predicted KV pool holds (vLLM would refuse to start at "
-           f"{engine['max_model_len']:,})")
-    return changed(r, {"max_model_len": fit}, why)
 
 
 def _fits(plan: Plan) -> None:

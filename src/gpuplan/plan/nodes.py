@@ -9,19 +9,19 @@ from __future__ import annotations
 
 from ..errors import GpuplanError
 from ..hardware import gpus
-from ..market.choice import cheapest_in_force
 from ..market.offers import NODE_GPUS, Offer, largest_node, max_per_node, multi_node
-from ..market.store import price_filter
 from ..scenario import Scenario
 from .resolve import Resolved, changed
 
 
-def node_shape(s: Scenario, gpu_id: str, catalog: list[Offer]) -> tuple[int, int, str] | None:
+def node_shape(s: Scenario, gpu_id: str, in_force: list[Offer]) -> tuple[int, int, str] | None:
     """(GPUs per node, nodes, why) for several unified-memory computers (an Apple silicon Mac, a DGX Spark: one GPU
     a machine, training or serving), or a training scenario of more GPUs than one machine holds (the card's largest
     instance in force, and at least an HGX board's 8: a server or workstation of up to 8 cards is one node, priced
     where the catalog rents it): the largest instance in force among offers of several nodes (a fabric between
-    them) whose size divides the count; None when one machine holds the GPUs or the scenario sets its nodes."""
+    them) whose size divides the count; None when one machine holds the GPUs or the scenario sets its nodes.
+    ``in_force``: the catalog's offers in force under the scenario's price filter
+    (:func:`gpuplan.plan.build.in_force_for`)."""
     if s.num_nodes > 1 or "num_nodes" in s.model_fields_set:
         return None
     gpu = gpus()[gpu_id]
@@ -30,7 +30,7 @@ def node_shape(s: Scenario, gpu_id: str, catalog: list[Offer]) -> tuple[int, int
                                f"their network ports: {s.num_gpus} nodes x 1 (set --num-nodes to choose)")
     if s.task != "train":
         return None
-    card = [o for o in cheapest_in_force(catalog, price_filter(s)) if o.gpu_id == gpu_id]
+    card = [o for o in in_force if o.gpu_id == gpu_id]
     if s.num_gpus <= largest_node(gpu_id, card):  # one machine holds them
         return None
     offers = [o for o in card if multi_node(o)]
@@ -45,9 +45,10 @@ def node_shape(s: Scenario, gpu_id: str, catalog: list[Offer]) -> tuple[int, int
                                               f"({where}; set --num-nodes to choose)")
 
 
-def on_nodes(r: Resolved, catalog: list[Offer]) -> Resolved:
-    """``r`` on several nodes when one node cannot hold its GPUs (:func:`node_shape`), and why."""
-    shape = r.gpu and node_shape(r.scenario, r.gpu.id, catalog)
+def on_nodes(r: Resolved, in_force: list[Offer]) -> Resolved:
+    """``r`` on several nodes when one node cannot hold its GPUs (:func:`node_shape`: ``in_force``, the catalog's
+    offers in force under its price filter), and why."""
+    shape = r.gpu and node_shape(r.scenario, r.gpu.id, in_force)
     if not shape:
         return r
     per_node, nodes, why = shape

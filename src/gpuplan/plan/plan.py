@@ -12,6 +12,7 @@ plans; none recomputes a number of one.
 # when the classes are made (FieldInfo.annotation; their pydantic twins would compile text), and evaluated on import
 # they come compiled in the bytecode (bench/results/startup_s25.md). The names imported for type checking only, and
 # the Plan in its own methods, stay quoted.
+import dataclasses
 import functools
 import math
 from typing import TYPE_CHECKING, Any
@@ -227,6 +228,10 @@ def memory_plan(r: Resolved, memory: tuple[Estimate, MemoryReport] | None = None
     once, where the card does not change its memory, and reports it on every card: :func:`card_memory`)."""
     s, m, gpu = r.scenario, r.model, r.gpu
     e, memory = memory if memory is not None else memory_report(s, m, gpu)
+    if "filled" in e.extra:  # a default the engine took from its own pool (vLLM's max_model_len): the plan's to carry
+        filled, why = e.extra["filled"]
+        s = s.with_resolved(filled)
+        r = dataclasses.replace(r, scenario=s, chosen=(*r.chosen, why))
     plan = _blank().model_copy(update=dict(  # the calculators' typed answers: nothing to validate again
         model=model_facts(m, int(e.extra.get("params_trainable", 0))), gpu=gpu_facts(gpu), memory=memory,
         verdict=judge(r, memory, by_design=any(a.startswith(FREE_SIZED_LOSS) for a in e.assumptions)),
@@ -248,9 +253,10 @@ def _blank() -> Plan:
 
 def card_memory(r: Resolved, shared: Estimate | None) -> tuple[Estimate, MemoryReport]:
     """The memory of ``r`` on its card: ``shared``, a layout's estimate made without a card, reported on this one
-    (unless the stack sizes a buffer from the memory the card has free, or there is none), else estimated here."""
+    (unless the card changes it: :meth:`gpuplan.stacks.base.Stack.memory_reads_card`, or there is none), else
+    estimated here."""
     s = r.scenario
-    if shared is not None and not stack_for(s).sizes_from_free_memory:
+    if shared is not None and not stack_for(s).memory_reads_card(s):
         return shared, report_of(s, shared, r.gpu)
     return memory_report(s, r.model, r.gpu)
 

@@ -20,7 +20,7 @@ from ..market.offers import Offer
 from ..market.store import price_filter
 from ..model.spec import ModelSpec
 from ..scenario import Scenario
-from .build import build, known_provider, links_that_matter, offers_for
+from .build import build, in_force_for, known_provider, links_that_matter, offers_for
 from .nodes import on_nodes
 from .plan import Plan
 from .refusals import check
@@ -41,13 +41,14 @@ def compare(s: Scenario, m: ModelSpec, catalog: list[Offer]) -> list[Cost]:
     for gpu_id in cards:
         gpu = gpus()[gpu_id]
         try:
-            r = on_nodes(resolve(s.on_card(gpu_id) if s.gpu is None else s, m, gpu), catalog)
-            offers = offers_for(r, catalog)
+            r = on_nodes(resolve(s.on_card(gpu_id) if s.gpu is None else s, m, gpu), in_force)
+            offers = offers_for(r, catalog, in_force)
             plan = build(r, memory_only=True) if offers.candidates else None
         except GpuplanError:  # the card cannot run it (its precision, its kernels), or its GPUs make no nodes
             continue
         if plan is None or not plan.verdict.fits:
             continue
+        r = plan.setup  # with what the engine filled from its pool (vLLM's max_model_len)
         priced = build(r, offers, advise=False, base=plan)
         rows += [replace(c, device_peak_gib=priced.memory.device_peak_gib) for c in _on_load(r, offers, plan, priced)]
     return sorted(rows, key=lambda c: (c.usd_per_million_tokens, -c.num_gpus))
@@ -91,7 +92,7 @@ def why_none(s: Scenario, m: ModelSpec, catalog: list[Offer]) -> str:
         return (f"no offer of {name} is recent and confident enough: its {len(mine)} offers are older than "
                 f"{s.max_price_age_days} days or low confidence (--max-price-age-days, --include-low-confidence)")
     try:
-        r = on_nodes(resolve(s, m, gpus()[s.gpu]), catalog)
+        r = on_nodes(resolve(s, m, gpus()[s.gpu]), in_force_for(s, catalog))
     except GpuplanError as e:  # the card cannot run the plan: its own sentence
         return str(e)
     offers = offers_for(r, catalog)

@@ -29,7 +29,7 @@ from ..engines import ENGINES, engine_for
 from ..engines.rocm import class_slowdown
 from ..errors import GpuplanError
 from ..hardware import GpuSpec, Network, counted_card, gpus, load_gpu, short_id
-from ..market.choice import best_on_demand, cheapest_in_force
+from ..market.choice import cheapest_in_force, cheapest_on_demand
 from ..market.offers import Offer, max_per_node, multi_node, owned_offer, spot_rows_missing
 from ..market.store import load_offers, price_filter
 from ..memory import device_gib, estimate_memory
@@ -402,9 +402,10 @@ def _owned_offers(c: Constraints) -> list[Offer]:
     return out
 
 
-def _offers(s: Scenario, c: Constraints, all_offers: list[Offer]) -> list[Offer]:
-    """The offers in force that pass the price filter and the allow-lists, and the user's own cards."""
-    offers = [o for o in cheapest_in_force(all_offers, price_filter(s))
+def _offers(c: Constraints, in_force: list[Offer]) -> list[Offer]:
+    """The offers in force (those that pass the price filter, cheapest per product) that pass the allow-lists, and
+    the user's own cards."""
+    offers = [o for o in in_force
               if (c.pricing == "any" or (o.interruptible if c.pricing == "spot" else o.pricing == "on_demand"))
               and (not c.providers or o.provider in c.providers) and (not c.gpus or o.gpu_id in c.gpus)]
     return offers + _owned_offers(c)
@@ -426,9 +427,10 @@ def recommend(s: Scenario, m: ModelSpec, c: Constraints, explain: bool = True) -
     fitted, context_note = within_context(s, m)  # default lengths past the model's context, shortened (said)
     s = s.model_copy(update=fitted) if fitted else s
     all_offers = load_offers(c.catalogs)
-    offers = _offers(s, c, all_offers)
+    in_force = cheapest_in_force(all_offers, price_filter(s))  # the catalog filtered once
+    offers = _offers(c, in_force)
     cards = {o.gpu_id: gpus()[o.gpu_id] for o in offers}
-    references = {g: best_on_demand(all_offers, g, price_filter(s)) for g in cards}
+    references = {g: cheapest_on_demand(in_force, g) for g in cards}
     biggest = max(cards.values(), key=lambda g: g.usable_gib, default=None)
     shipped = m.shipped_format()[0].name if m.quantization else None
     space = _Space(s, m, offers, cards, references, shipped, c.min_headroom)
@@ -999,10 +1001,10 @@ class _Ladder:
 def _fitting(scenario: Scenario, m: ModelSpec, gpu: GpuSpec, shared, headroom: float) -> Plan | None:
     """The memory plan of ``scenario`` on ``gpu`` when it runs there and fits with the ``headroom`` asked (a share
     of the card's usable memory left free), else None.
-    ``shared``: the layout's memory estimated without a card, reported on this one unless the stack sizes a
-    buffer from the memory the card has free (Unsloth's fused loss)."""
+    ``shared``: the layout's memory estimated without a card, reported on this one unless the card changes it
+    (Unsloth's fused loss, Megatron's fp8 weight transposes: :meth:`gpuplan.stacks.base.Stack.memory_reads_card`)."""
     room = gpu.usable_gib * (1 - headroom)
-    if shared is not None and not stack_for(scenario).sizes_from_free_memory and \
+    if shared is not None and not stack_for(scenario).memory_reads_card(scenario) and \
             device_gib(scenario, shared, gpu) > room:  # the layout's memory against the card, before it is placed
         return None  # there (placing it changes none of what the device level reads: the GPUs, the display)
     try:
@@ -1077,7 +1079,8 @@ def timed_link(s: Scenario, gpu: GpuSpec, offer: Offer) -> tuple[Link, bool]:
 
 def _rationale(x: Setup, gpu: GpuSpec, speed, link: tuple[Link, bool]) -> str:
     """Memory, then communication, then budget, as the guides order the decision."""
-    parts = [f"fits with {x.headroom_pct:.0f}% headroom ({x.device_peak_gib:.1f} of {x.capacity_gib:.1f} GiB)"]
+    parts = [f"fits with {x.headroom_pct:.0f}% headroom ({x.device_peak_gib:,.2f} of {x.capacity_gib:,.2f} GiB "
+             "usable per GPU)"]
     if gpu.vendor == "AMD" and speed.ttft_s is not None and ENGINES[x.scenario.engine].rocm_build:
         moe = any("moe" in kind for kind in x.plan.model.layer_kinds)
         parts.append(f"AMD: the engine's ROCm build, its decode timed {class_slowdown(moe):.2f}x the CUDA build's "

@@ -745,8 +745,9 @@ def card_dtypes(s: Scenario, gpu: GpuSpec) -> None:
 def nvfp4_refusal(s: Scenario, gpu: GpuSpec) -> str | None:
     """Why nvfp4 weights are not planned on ``gpu`` (None: they are, on its fp4 tensor cores). A serving engine
     below its nvfp4 method's floor refuses to start there (:meth:`~gpuplan.engines.Engine.weights_refusal`: vLLM's
-    ModelOptNvFp4Config before 0.13, SGLang's ModelOptFp4Config); at or above it the engine runs them weight-only,
-    dequantized to 16 bits in its Marlin kernel (vLLM from 0.13 on Turing and newer), which gpuplan does not time;
+    ModelOptNvFp4Config, 10.0 before 0.9 and 8.0 before 0.13; SGLang's ModelOptFp4Config, 10.0 before 0.5.13); at or
+    above it the engine runs them weight-only, dequantized to 16 bits in its Marlin kernel (vLLM from 0.13 on Turing
+    and newer, SGLang from 0.5.13 on Ampere and newer), which gpuplan does not time;
     without an engine's floor, gpuplan's own sentence. Asked of every plan (:func:`card_dtypes`) and of the cards
     ``recommend --gpus`` names (:func:`gpuplan.plan.recommend.engine_left_out`)."""
     if s.quant != "nvfp4" or gpu.supports_dtype("fp4"):

@@ -66,7 +66,8 @@ class Resolved:
     dtype_note: str | None = None  # a served checkpoint's own 16-bit dtype taken (:func:`served_dtype`)
     dispatch_note: str | None = None  # the engine's MoE dispatch taken (:func:`dispatch_default`)
     checked: tuple[str, ...] = ()  # the refusals' warnings
-    chosen: tuple[str, ...] = ()  # defaults a run takes beyond an estimate's, with why (gpuplan.plan.launch)
+    chosen: tuple[str, ...] = ()  # defaults taken after the resolve, with why (the nodes: gpuplan.plan.nodes; what
+    # the engine fills from its pool: gpuplan.plan.plan.memory_plan)
     layout_why: str | None = None  # why the micro-batch x accumulation are the recipe's (gpuplan.plan.layout)
 
     @property

@@ -8,8 +8,9 @@ runs once as the task says: inference under ``no_grad``, or a training step (for
 output, backward) with every parameter trained. What is **simulated**: the parameters and their bytes, every op's
 shapes, FLOPs and the bytes of every other kernel, and the activation peak (:mod:`gpuplan.model.record`'s
 recorder, as the CUDA caching allocator counts). What is **modelled**: gradients and AdamW's two moments in the
-parameters' dtype (the optimizer step is not run), the CUDA context and the allocator's slack, and on a named card
-the time of each op (:mod:`gpuplan.speed.modules`).
+parameters' dtype (the optimizer step is not run; the gradients freed after each step, as PyTorch's default
+``optimizer.zero_grad()`` frees them: :func:`gpuplan.scenario.modules.resolve_own`), the CUDA context and the
+allocator's slack, and on a named card the time of each op (:mod:`gpuplan.speed.modules`).
 
 **A pipeline or encoder-decoder**: the main component's step at the scenario's exact batch and sizes, by the same
 recorder, beside the estimate (which reads the fitted profile): the simulated activation peak against the
@@ -297,7 +298,8 @@ def _result(target: str, task: str, plan, spec: ModuleSpec, elapsed: float) -> M
         elapsed_s=elapsed,
         simulated=["the parameters and their bytes", "every op's shape and FLOPs, and the other kernels' bytes",
                    f"the activation peak of one {PASSES[task]} as the CUDA caching allocator counts it"],
-        modelled=(["gradients and AdamW's two moments in the parameters' dtype (the optimizer step is not run)"]
+        modelled=(["gradients and AdamW's two moments in the parameters' dtype (the optimizer step is not run); the "
+                   "gradients held from the backward on, freed by zero_grad() (PyTorch's default set_to_none=True)"]
                   if task == "train" else []) + ["the CUDA context and the allocator's slack"]
         + ([f"the step's time on {gpu.name} from its ops (GEMM shapes at the card's rates, attention, "
             "element-wise bytes, host work per op)"] if gpu else []))

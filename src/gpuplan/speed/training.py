@@ -426,7 +426,7 @@ def _dequant_and_casts_s(s: Scenario, m: ModelSpec, gpu: GpuSpec, dtype: str, to
     elif dtype == "fp8":  # Transformer Engine's casts in its linears, counted from its code (.float8)
         again = rc.layers if not rc.selective else _selective_cast_share(m, rc)
         cast = te_cast_bytes(m, tokens, tp=s.tp, layers=layers, again=again, weight_grads=s.method == "full",
-                             weight_transposes=_transposes_again(s))
+                             weight_transposes=_transposes_again(s, gpu))
         extra += cast / bandwidth(gpu)
         assumptions.append(f"fp8 on the linear layers only ({cast / 2**30:.1f} GiB of Transformer Engine casts per "
                            "micro-step); attention (unless fp8_attention), norms and the loss stay 16-bit")
@@ -440,12 +440,13 @@ def _dequant_and_casts_s(s: Scenario, m: ModelSpec, gpu: GpuSpec, dtype: str, to
     return extra
 
 
-def _transposes_again(s: Scenario) -> bool:
+def _transposes_again(s: Scenario, gpu: GpuSpec) -> bool:
     """Whether each backward transposes the fp8 weights again: Megatron-Core with ``fp8_transpose_cache`` false on
-    a card whose fp8 GEMMs need the transpose (:func:`gpuplan.stacks.megatron.keeps_fp8_transpose`)."""
+    ``gpu``, the plan's card, where its fp8 GEMMs need the transpose
+    (:func:`gpuplan.stacks.megatron.keeps_fp8_transpose`)."""
     from ..stacks.megatron import needs_fp8_transpose
 
-    return s.stack == "megatron" and s.fp8_transpose_cache is False and needs_fp8_transpose(s)
+    return s.stack == "megatron" and s.fp8_transpose_cache is False and needs_fp8_transpose(gpu)
 
 
 def _selective_cast_share(m: ModelSpec, rc) -> float:

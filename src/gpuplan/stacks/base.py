@@ -314,6 +314,12 @@ class Stack:
         (:data:`~gpuplan.overheads.TP_OVERLAP`)."""
         return None
 
+    def memory_reads_card(self, s: Scenario) -> bool:
+        """Whether the memory of ``s`` depends on its card beyond the card's capacity, so that a search estimates it
+        on each card rather than once for all (:func:`gpuplan.plan.plan.card_memory`): a buffer sized from the
+        memory the card has free (:attr:`sizes_from_free_memory`)."""
+        return self.sizes_from_free_memory
+
     def notes(self, s: Scenario) -> list[str]:
         return []
 

@@ -59,6 +59,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from .. import overheads as oh
 from ..errors import GpuplanError
@@ -70,6 +71,9 @@ from ..tensors.layout import training_extra_params
 from ..tensors.state import lora_params, lora_targets
 from .base import Recompute, Stack
 from .releases import MEGATRON_COMMIT, MEGATRON_IMAGE, MEGATRON_REPO
+
+if TYPE_CHECKING:
+    from ..hardware import GpuSpec
 
 
 def _mid(layer: Layer, groups: tuple[str, ...]) -> int:
@@ -174,21 +178,20 @@ def stage_layers(s: Scenario, m: ModelSpec, *, first: bool, last: bool) -> int:
     return (m.num_layers + 2) // s.pp - first - last
 
 
-def needs_fp8_transpose(s: Scenario) -> bool:
-    """Whether the backward's fp8 GEMMs need a transposed copy of each fp8 weight: Hopper's and Ada's take the TN
-    layout only; Blackwell's (compute capability 10.x and from 13) take any, and TE makes no transpose there
-    (``transformer_engine/pytorch/utils.py`` ``is_non_tn_fp8_gemm_supported``). AMD's cards (no compute capability),
-    the MI355X too, and unknown ones: needed (ROCm/TransformerEngine's ``is_non_tn_fp8_gemm_supported`` returns
-    ``(not IS_HIP_EXTENSION) and ...``, "release until rocm support non-TN fp8 gemms")."""
-    from ..hardware import load_gpu
-
-    cc = load_gpu(s.gpu).capability if s.gpu else None
+def needs_fp8_transpose(gpu: GpuSpec | None) -> bool:
+    """Whether the backward's fp8 GEMMs on ``gpu`` (the plan's resolved card; None: none named) need a transposed
+    copy of each fp8 weight: Hopper's and Ada's take the TN layout only; Blackwell's (compute capability 10.x and
+    from 13) take any, and TE makes no transpose there (``transformer_engine/pytorch/utils.py``
+    ``is_non_tn_fp8_gemm_supported``). AMD's cards (no compute capability), the MI355X too, and unknown ones: needed
+    (ROCm/TransformerEngine's ``is_non_tn_fp8_gemm_supported`` returns ``(not IS_HIP_EXTENSION) and ...``, "release
+    until rocm support non-TN fp8 gemms")."""
+    cc = gpu.capability if gpu is not None else None
     if cc is None:
         return True
     return not (100 <= cc < 120 or cc >= 130)
 
 
-def keeps_fp8_transpose(s: Scenario) -> bool:
+def keeps_fp8_transpose(s: Scenario, gpu: GpuSpec | None) -> bool:
     """Whether Transformer Engine keeps each fp8 weight's transpose from step to step: where the GEMMs need one
     (:func:`needs_fp8_transpose`), unless ``fp8_transpose_cache`` is false. TE 1.x fills a primary fp8 weight's
     transpose cache only when ``is_first_microbatch`` is set (``module/linear.py``: ``update_transpose_cache =
@@ -198,14 +201,14 @@ def keeps_fp8_transpose(s: Scenario) -> bool:
     Llama-2-70B LoRA configs set both (mlcommons/training_results_v5.0 ``AMD/benchmarks/llama2_70b_lora/
     implementations/MI300X_EPYC_9575F_pytorch/src/conf/megatron_gpt_peft_tuning_config.yaml``
     ``disable_parameter_transpose_cache: True``; v5.1 ``config_MI300X_1x8x1.sh`` ``ENABLE_TRANSPOSE_CACHE=0``)."""
-    return needs_fp8_transpose(s) and s.fp8_transpose_cache is not False
+    return needs_fp8_transpose(gpu) and s.fp8_transpose_cache is not False
 
 
-def transient_fp8_transpose(s: Scenario, m: ModelSpec) -> float:
+def transient_fp8_transpose(s: Scenario, m: ModelSpec, gpu: GpuSpec | None) -> float:
     """Bytes of the one fp8 weight transpose alive during a dgrad GEMM when none is kept
     (``fp8_transpose_cache`` false where the GEMMs need one): the largest linear weight of a rank, 1 B each, with
     Megatron-Core's fused sites (``linear_qkv``; ``linear_fc1`` holds the gate and up projections)."""
-    if s.precision != "fp8-mixed" or keeps_fp8_transpose(s) or not needs_fp8_transpose(s):
+    if s.precision != "fp8-mixed" or keeps_fp8_transpose(s, gpu) or not needs_fp8_transpose(gpu):
         return 0.0
     fused = {"q_proj": "qkv", "k_proj": "qkv", "v_proj": "qkv", "gate_proj": "fc1", "up_proj": "fc1"}
     sites: dict[tuple[int, str], float] = {}
@@ -254,8 +257,9 @@ def optimizer_shards(s: Scenario) -> tuple[int, int]:
     return n, max(n * s.tp // s.ep, 1)
 
 
-def rank_state(s: Scenario, m: ModelSpec, *, first: bool, last: bool) -> RankState:
-    """The model state of one rank of the first and/or last pipeline stage (module docstring)."""
+def rank_state(s: Scenario, m: ModelSpec, gpu: GpuSpec | None, *, first: bool, last: bool) -> RankState:
+    """The model state of one rank of the first and/or last pipeline stage (module docstring) on ``gpu``, the plan's
+    card (whether it keeps fp8 weight transposes: :func:`needs_fp8_transpose`)."""
     t, p, e = s.tp, s.pp, s.ep
     layers = m.layers[:stage_layers(s, m, first=first, last=last)]
     # norms and MoE routers are replicated on every TP rank; the final norm sits on the last stage
@@ -270,7 +274,7 @@ def rank_state(s: Scenario, m: ModelSpec, *, first: bool, last: bool) -> RankSta
         sum(lin.weight_params for lyr in layers for lin in lyr.linears if lin.group == "experts") / e + extra
     fp8 = linear if s.precision == "fp8-mixed" else 0.0  # fp8 primary weights: 1 B each
     # and on Hopper, Ada and AMD their transposes, 1 B each, kept; or the one made for a dgrad GEMM and freed
-    transposes = fp8 if keeps_fp8_transpose(s) else transient_fp8_transpose(s, m)
+    transposes = fp8 if keeps_fp8_transpose(s, gpu) else transient_fp8_transpose(s, m, gpu)
     n, n_experts = optimizer_shards(s)  # distributed optimizer: over DP x CP
     opt = OPTIMIZER_BYTES[s.optimizer]
     if s.method == "full":
@@ -302,6 +306,19 @@ def logits_bytes(s: Scenario, m: ModelSpec) -> tuple[float, float]:
     T, t = tokens(s), s.tp
     TV = T * m.vocab_size / t
     return 4 * TV + 2 * (2 * T * m.hidden_size + 4 * T) / t, 2 * TV
+
+
+def fp8_words(s: Scenario, gpu: GpuSpec | None) -> list[str]:
+    """The sentence of an fp8 plan's linears on ``gpu`` (whether their weights' transposes are kept:
+    :func:`keeps_fp8_transpose`); none for another precision."""
+    if s.precision != "fp8-mixed":
+        return []
+    return [f"fp8 ({s.fp8_recipe} scaling, Transformer Engine hybrid: E4M3 forward, E5M2 gradients): "
+            "linears' inputs saved in fp8, linear weights held in fp8 "
+            + ("(their transposes made for each backward GEMM and freed: fp8_transpose_cache false) "
+               if needs_fp8_transpose(gpu) and not keeps_fp8_transpose(s, gpu) else "with their transposes ")
+            + "(fp8_param_gather, NeMo's fp8 recipes), fp32 master weights; embedding, attention, norms "
+            "and the loss in bf16"]
 
 
 class Megatron(Stack):
@@ -373,6 +390,10 @@ class Megatron(Stack):
     def extras(self, s: Scenario, m: ModelSpec, shard: float, cuda: bool = True) -> dict[str, float]:
         return {"cuBLAS workspace": oh.CUBLAS_WORKSPACE_GIB * oh.GIB}  # Megatron-Core runs on CUDA only
 
+    def memory_reads_card(self, s: Scenario) -> bool:
+        """An fp8 plan's weights keep their transposes on some cards only (:func:`needs_fp8_transpose`)."""
+        return s.precision == "fp8-mixed" or super().memory_reads_card(s)
+
     def notes(self, s: Scenario) -> list[str]:
         out = ["Megatron-Core: sequence parallelism with TP, the distributed optimizer over DP x CP, fp32 gradient "
                "buffers, routed experts split by EP (expert_tensor_parallel_size 1)"]
@@ -381,11 +402,4 @@ class Megatron(Stack):
                        "at the fp4 rate, their inputs saved as NVFP4 (4 bits + an 8-bit scale per 16); weights kept "
                        "16-bit (fp4_param off, as NVIDIA's MLPerf fp4 configs set FP4_PARAM=False), fp32 master "
                        "weights; embedding, attention, norms and the loss in bf16 (attention fp8 with fp8_attention)")
-        if s.precision == "fp8-mixed":
-            out.append(f"fp8 ({s.fp8_recipe} scaling, Transformer Engine hybrid: E4M3 forward, E5M2 gradients): "
-                       "linears' inputs saved in fp8, linear weights held in fp8 "
-                       + ("(their transposes made for each backward GEMM and freed: fp8_transpose_cache false) "
-                          if needs_fp8_transpose(s) and not keeps_fp8_transpose(s) else "with their transposes ")
-                       + "(fp8_param_gather, NeMo's fp8 recipes), fp32 master weights; embedding, attention, norms "
-                       "and the loss in bf16")
         return out

@@ -16,11 +16,26 @@ from . import activations as act
 
 # ---- weights ---------------------------------------------------------------------------------------
 def weight_format(s: Scenario, m: ModelSpec) -> tuple[Format, tuple[str, ...]]:
+    """The storage of the model's linear weights for this scenario, and the groups left unquantized
+    (:func:`derive_weight_format`), derived once per model and the scenario fields it reads (its task, QLoRA or
+    not, ``quant`` and the compute dtype's bytes) and held on the model, a plan's input
+    (:attr:`~gpuplan.model.spec.ModelSpec.weight_formats`): the resolver's refusal check derives it, the memory,
+    the engine's stages and the speed of every plan on that model read it (session 30 counted three derivations
+    per plan, ~115 us each)."""
+    key = (s.task == "train" and s.method == "qlora", s.task != "train", s.quant, s.compute_bytes)
+    held = m.weight_formats
+    if key not in held:
+        held[key] = derive_weight_format(s, m)
+    return held[key]
+
+
+def derive_weight_format(s: Scenario, m: ModelSpec) -> tuple[Format, tuple[str, ...]]:
     """The storage of the model's linear weights for this scenario, and the groups left unquantized: a checkpoint's
     own (``modules_to_not_convert``, ``ignore``) as shipped, or those of the checkpoint its publishers ship in the
     asked format (``--quant nvfp4``: NVIDIA's Model Optimizer checkpoints, :mod:`gpuplan.model.checkpoints`) when
     serving; the routers always; and the layers the engine holds at 16 bits beside the checkpoint's
-    (:attr:`~gpuplan.model.spec.ModelSpec.kept_layers`: a speculative draft's from its own checkpoint)."""
+    (:attr:`~gpuplan.model.spec.ModelSpec.kept_layers`: a speculative draft's from its own checkpoint). Reads
+    ``s.task``, ``s.method`` (QLoRA), ``s.quant`` and ``s.compute_bytes`` only (the key of :func:`weight_format`)."""
     high = s.compute_bytes
     if s.task == "train" and s.method == "qlora":
         return make_format(s.quant or "nf4", high_bytes=high), ("router",)

@@ -402,7 +402,8 @@ class CapacityRequest(RequestBody):
     batch: int | None = Field(default=None, ge=2, le=20_000, description="offline: requests queued at once")
     think_time_s: float | None = Field(default=None, ge=0, le=3600, description="closed loop: mean seconds a "
                                       "user waits between a reply and the next request (the scenario's name)")
-    # unset: 1,024 and 256, or a preset's means; 0 output tokens: timed as one token, as estimate does
+    # unset with no preset: refused as gpuplan.capacity refuses it (say how long requests are); the page sends its
+    # form's lengths; 0 output tokens: timed as one token, as estimate does
     prompt_tokens: int | None = Field(default=None, ge=1, le=1_000_000)
     output_tokens: int | None = Field(default=None, ge=0, le=100_000)
     preset: Literal["chat", "summarize", "generate", "balanced", "rag", "code"] | None = Field(
@@ -436,9 +437,7 @@ def capacity_json(body: dict[str, Any], hub: bool) -> str:
     every model (never a file on the server)."""
     check_model(body["model"], hub)
     model = body.pop("model")
-    fields = {k: v for k, v in body.items() if v is not None}
-    if "preset" not in fields:  # the lengths the page planned before presets: 1,024 + 256 unless given
-        fields = {"prompt_tokens": 1024, "output_tokens": 256, **fields}
+    fields = {k: v for k, v in body.items() if v is not None}  # no lengths: the Python API's refusal, word for word
     return api.capacity(model, search_events=PAGE_SEARCH_EVENTS, **fields).model_dump_json()
 
 
