@@ -70,7 +70,9 @@ def test_a_training_estimate_loads_only_what_it_uses():
     speculative decoding, nor the diffusion trainers' profiles, nor the power of one's own cards (a plan priced on a
     rented offer), nor llama.cpp's split over mixed cards, nor pydantic's plugin lookup (``importlib.metadata``,
     every installed distribution's entry points read): pydantic builds none of gpuplan's models (the scenario and
-    the plan's parts are validated from their stored schemas, gpuplan.datafiles.made)."""
+    the plan's parts are validated from their stored schemas, gpuplan.datafiles.made), nor its model machinery
+    (``pydantic.main``, the schema generator, ``pydantic.fields`` and ``types``, ``annotated_types``): the scenario,
+    the plan and its parts are stored records (gpuplan.stored), validated and dumped by pydantic-core."""
     code = ("import json, sys, gpuplan\n"
             "gpuplan.estimate({'model': 'llama-3.1-8b', 'task': 'train', 'method': 'qlora', 'gpu': 'rtx-4090'})\n"
             "print(json.dumps(sorted(sys.modules)))")
@@ -87,7 +89,8 @@ def test_a_training_estimate_loads_only_what_it_uses():
         "gpuplan.plan.recipe", "gpuplan.engines.records", "gpuplan.model.module_spec", "gpuplan.plan.fixes",
         "encodings.utf_8_sig", "gpuplan.engines.speculative", "gpuplan.memory.inference",
         "gpuplan.scenario.diffusion_stacks", "gpuplan.market.owned_power", "gpuplan.plan.split",
-        "pydantic.plugin._loader", "importlib.metadata",
+        "pydantic.plugin._loader", "importlib.metadata", "pydantic.main", "pydantic.fields", "pydantic.types",
+        "pydantic._internal._generate_schema", "annotated_types",
         *(f"gpuplan.engines.{m}" for m in ("vllm", "sglang", "trtllm", "llama_cpp", "mlx"))}
     assert not loaded & unused, loaded & unused
 

@@ -18,7 +18,10 @@ PACKAGE = Path(__file__).resolve().parents[1] / "src" / "gpuplan"
 # Layers, bottom first (design.md): a module may import its own layer's other rooms only where noted below, and
 # any room of a lower layer. The package's __init__ (the Python API) sits above planning, under the interfaces.
 LAYERS = [
-    ("ground", {"_version", "errors", "overheads", "userdirs", "result", "datafiles"}),  # datafiles: bundled YAML
+    ("ground", {"_version", "errors", "overheads", "userdirs", "datafiles"}),  # datafiles: bundled YAML
+    ("stored records", {"stored"}),  # the base of the typed records pydantic-core validates from stored schemas
+    ("result", {"result"}),  # the answers' shared parts
+    ("answer", {"answer"}),  # the base of the answers other than the plan (pydantic models)
     ("user YAML", {"useryaml"}),  # the bounded YAML reader, apart so that PyYAML loads only when a file is read
     ("user files", {"userfiles"}),  # the bounded readers of what a user gives: YAML, JSON, JSON lines, CSV
     ("domain", {"model", "hardware", "clock"}),  # clock: the day answers are made on
@@ -220,8 +223,8 @@ def test_the_root_holds_only_the_ground_floor():
     """The package root holds the ground floor, the readers of user files and the domain's nouns; every other
     module is in its layer's folder."""
     root = {p.stem for p in PACKAGE.glob("*.py")} - {"__init__", "__main__"}
-    assert root == {"_version", "errors", "overheads", "userdirs", "result", "datafiles", "useryaml", "userfiles",
-                    "clock", "hardware"}, root
+    assert root == {"_version", "errors", "overheads", "userdirs", "result", "answer", "datafiles", "stored",
+                    "useryaml", "userfiles", "clock", "hardware"}, root
 
 
 FACES = {"cli", "web"}

@@ -123,14 +123,6 @@ def _sources(cls: type, data: Any) -> set[str]:
     return found
 
 
-def core_schema(cls: type, source: Any, handler: Any) -> Any:
-    """A pydantic model's ``__get_pydantic_core_schema__`` (``classmethod(core_schema)`` in its body): the stored
-    schema while the class is being built; pydantic's own (``handler``) when the stored one is stale, and once the
-    class is built (a model holding this one as a field reuses its schema)."""
-    stored = None if "__pydantic_core_schema__" in cls.__dict__ else stored_schema(cls)
-    return stored if stored is not None else handler(source)
-
-
 def stored_schema(cls: type) -> dict[str, Any] | None:
     """The stored core schema of the pydantic model ``cls``, or None when it is stale, missing or another class's
     (a subclass inherits the hook that asks). The functions it names (validators, a field's ``exclude_if``) are
@@ -144,28 +136,72 @@ def stored_schema(cls: type) -> dict[str, Any] | None:
         return None
 
 
-# pydantic-core's validators made from stored schemas, for the classes pydantic has not built yet (:func:`made`)
+# pydantic-core's validators and serializers made from stored schemas (:func:`made`, :func:`validator`)
 _VALIDATORS: dict[type, Any] = {}
+_SERIALIZERS: dict[type, Any] = {}
 
 
 def made(cls: Any, data: dict[str, Any], context: dict[str, Any] | None = None) -> Any:
-    """An instance of the pydantic model ``cls`` (built with ``defer_build``) validated from ``data``: by pydantic's
-    own validator once pydantic has built the class; before that by pydantic-core's, made from the stored schema.
-    The first estimate so builds no pydantic validator: pydantic's build of one imports its plugin machinery
-    (``importlib.metadata``, which reads every installed distribution's entry points), 0.2x to 0.4x of a bare
-    ``import pydantic, yaml`` (bench/results/startup_s29.md). The two validators come from the same schema;
-    the instance is the same, and so are its errors."""
-    validator = None if cls.__pydantic_complete__ else _stored_validator(cls)
-    if validator is None:
+    """An instance of the model ``cls`` validated from ``data``: a pydantic model (built with ``defer_build``) by
+    pydantic's own validator once pydantic has built the class, before that by pydantic-core's, made from the stored
+    schema; a :class:`gpuplan.stored.StoredModel` always by pydantic-core's (:func:`validator`). The first estimate
+    so builds no pydantic validator: pydantic's build of one imports its plugin machinery (``importlib.metadata``,
+    which reads every installed distribution's entry points), 0.2x to 0.4x of a bare ``import pydantic, yaml``
+    (bench/results/startup_s29.md). The two validators come from the same schema; the instance is the same, and so
+    are its errors."""
+    checked = None if getattr(cls, "__pydantic_complete__", False) else _stored_validator(cls)
+    if checked is None:
         return cls.model_validate(data, context=context)
-    return validator.validate_python(data, context=context)
+    return checked.validate_python(data, context=context)
+
+
+def schema_of(cls: Any) -> dict[str, Any]:
+    """The core schema of the :class:`gpuplan.stored.StoredModel` ``cls``: the stored one, else (stale, missing, a
+    subclass's) the one its pydantic twin makes, its functions taken from ``cls`` as they are from a stored one."""
+    stored = stored_schema(cls)
+    if stored is not None:
+        return stored
+    twin = cls.__stored_twin__()
+    text = json.dumps(_to_json(twin, twin.__pydantic_core_schema__))
+    return json.loads(text, object_hook=lambda d: _from_json(cls, d))
+
+
+def validator(cls: Any) -> Any:
+    """pydantic-core's validator of the StoredModel ``cls`` (:func:`schema_of`), made once."""
+    checked = _stored_validator(cls)
+    if checked is None:
+        from pydantic_core import SchemaValidator
+
+        schema = schema_of(cls)
+        checked = _VALIDATORS[cls] = SchemaValidator(schema, _config(schema))
+    return checked
+
+
+def serializer(cls: Any) -> Any:
+    """pydantic-core's serializer of the StoredModel ``cls``, from the schema it is validated by, made once."""
+    if cls not in _SERIALIZERS:
+        from pydantic_core import SchemaSerializer
+
+        schema = schema_of(cls)
+        _SERIALIZERS[cls] = SchemaSerializer(schema, _config(schema))
+    return _SERIALIZERS[cls]
+
+
+def _config(schema: dict[str, Any]) -> Any:
+    """The core config of a model's schema (its model schema's: the class's validators wrap it, before, after)."""
+    while schema["type"] != "model":
+        schema = schema["schema"]
+    return schema.get("config")
 
 
 def ready(cls: Any) -> None:
     """Make ready, ahead of its first use (a server's child, before its first job), what validating and dumping the
     model ``cls`` takes: pydantic's build of a pydantic model built lazily (``defer_build``: its validator and its
-    serializer); for a class pydantic does not build, pydantic-core's validator from its stored schema."""
-    if getattr(cls, "__pydantic_complete__", True) is False:
+    serializer); for a StoredModel, pydantic-core's validator and serializer; for another class pydantic does not
+    build, pydantic-core's validator from its stored schema."""
+    if hasattr(cls, "__stored_twin__"):
+        validator(cls), serializer(cls)
+    elif getattr(cls, "__pydantic_complete__", True) is False:
         cls.model_rebuild()
     elif (cls.__module__, cls.__qualname__) in STORED_SCHEMAS:
         _stored_validator(cls)
@@ -177,10 +213,7 @@ def _stored_validator(cls: type) -> Any:
         from pydantic_core import SchemaValidator
 
         schema = stored_schema(cls)
-        model = schema
-        while model is not None and model["type"] != "model":  # the class's validators wrap it (before, after)
-            model = model["schema"]
-        _VALIDATORS[cls] = None if schema is None else SchemaValidator(schema, model and model.get("config"))
+        _VALIDATORS[cls] = None if schema is None else SchemaValidator(schema, _config(schema))
     return _VALIDATORS[cls]
 
 
@@ -252,7 +285,10 @@ def _ref_owner(text: str) -> type | None:
             owner = _named(".".join(parts[:cut]), ".".join(parts[cut:]))
         except (KeyError, AttributeError):
             continue
-        return owner if isinstance(owner, type) and number == str(id(owner)) else None
+        if isinstance(owner, type) and number == str(id(owner)):
+            return owner
+        twin = owner.__stored_twin__() if isinstance(owner, type) and hasattr(owner, "__stored_twin__") else None
+        return twin if number == str(id(twin)) else None  # a StoredModel's schema is made by its pydantic twin
     return None
 
 
@@ -295,7 +331,10 @@ def _function(value: Any) -> dict[str, Any] | None:
 
 
 def made_schema(cls: Any) -> dict[str, Any]:
-    """The core schema pydantic makes for the model ``cls`` from its fields, the stored one set aside."""
+    """The core schema pydantic makes for the model ``cls`` from its fields, the stored one set aside (a
+    StoredModel's: its twin's)."""
+    if hasattr(cls, "__stored_twin__"):
+        return cls.__stored_twin__().__pydantic_core_schema__
     _MAKING.add(cls)
     try:
         cls.model_rebuild(force=True)
@@ -306,7 +345,8 @@ def made_schema(cls: Any) -> dict[str, Any]:
 
 def write_schema(cls: type) -> Path:
     """Store the core schema pydantic makes for the model ``cls``; its path."""
-    schema = _to_json(cls, made_schema(cls))
+    maker = cls.__stored_twin__() if hasattr(cls, "__stored_twin__") else cls  # the class the schema names
+    schema = _to_json(maker, made_schema(cls))
     sources = tuple(sorted(_sources(cls, schema)))
     data = {"key": schema_key(cls, sources), **({"sources": sources} if sources else {}), "schema": schema}
     schema_path(cls).parent.mkdir(exist_ok=True)

@@ -1,27 +1,19 @@
 """The parts of every answer (design.md, "The result"): the memory report, the model's facts, a change that would
-make a job fit, and :class:`Answer`, the base of every answer the Python API returns.
+make a job fit, and :func:`to_dict`, every answer's JSON (the base of the other answers is
+:class:`gpuplan.answer.Answer`).
 
-Plain pydantic models with units in their field names; the CLI, the web page and scripts read the same fields. The
-plan itself (:class:`gpuplan.plan.plan.Plan`) adds speed and cost, which live above this floor.
+Typed records with units in their field names; the CLI, the web page and scripts read the same fields. The parts a
+first estimate makes are :class:`gpuplan.stored.StoredModel` records, validated and dumped by pydantic-core from their
+stored core schemas, so that a first estimate defines no pydantic model. The plan itself
+(:class:`gpuplan.plan.plan.Plan`) adds speed and cost, which live above this floor.
 """
 
-# No `from __future__ import annotations`: pydantic would compile the annotations from their text when it builds
-# the models (see gpuplan.scenario.fields).
+# No `from __future__ import annotations`: the fields' annotations are read as objects (FieldInfo.annotation), and
+# pydantic would compile them from their text when it builds a model (see gpuplan.scenario.fields).
 import math
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field
-
-
-class Answer(BaseModel):
-    """An answer of the Python API: typed fields, and :meth:`to_dict`, exactly what the command's ``--json`` prints.
-    Each kind of answer builds its validator when first validated, not on import: a process asks one question."""
-
-    model_config = ConfigDict(defer_build=True)
-
-    def to_dict(self) -> dict[str, Any]:
-        """Plain JSON data (non-finite numbers as null), equal to the command's ``--json`` output."""
-        return to_dict(self)
+from .stored import Field, StoredModel
 
 
 def to_dict(answer: Any) -> dict[str, Any]:
@@ -41,9 +33,7 @@ def finite(data: Any) -> Any:
     return data
 
 
-class MemoryReport(BaseModel):
-    model_config = ConfigDict(defer_build=True)  # validated from the stored schema (gpuplan.datafiles.made)
-
+class MemoryReport(StoredModel):
     weights_gib: float
     gradients_gib: float
     optimizer_gib: float
@@ -77,9 +67,7 @@ class MemoryReport(BaseModel):
     logged_gib: float | None = None  # the estimate at that level (allocated or reserved)
 
 
-class ModelFacts(BaseModel):
-    model_config = ConfigDict(defer_build=True)  # validated from the stored schema (gpuplan.datafiles.made)
-
+class ModelFacts(StoredModel):
     name: str
     family: str
     params_total: int
@@ -96,9 +84,7 @@ class ModelFacts(BaseModel):
     counted_by: str = ""
 
 
-class GpuFacts(BaseModel):
-    model_config = ConfigDict(defer_build=True)  # validated from the stored schema (gpuplan.datafiles.made)
-
+class GpuFacts(StoredModel):
     id: str
     name: str
     memory_gib: float
@@ -106,9 +92,7 @@ class GpuFacts(BaseModel):
     architecture: str
 
 
-class Suggestion(BaseModel):
-    model_config = ConfigDict(defer_build=True)  # validated from the stored schema (gpuplan.datafiles.made)
-
+class Suggestion(StoredModel):
     change: str
     fields: dict[str, Any]
     device_peak_gib: float

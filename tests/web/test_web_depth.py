@@ -22,6 +22,7 @@ from pydantic import BaseModel  # noqa: E402
 
 import gpuplan  # noqa: E402
 from gpuplan import api  # noqa: E402
+from gpuplan.stored import StoredModel  # noqa: E402
 from gpuplan.userfiles import read_mapping  # noqa: E402
 from gpuplan.web import api as web_api  # noqa: E402
 from gpuplan.web import guard  # noqa: E402
@@ -45,7 +46,7 @@ def depth(tp: typing.Any, seen: frozenset = frozenset()) -> int:
         return 1 + max((depth(a, seen) for a in args), default=0)
     if origin is dict:
         return 1 + depth(args[1], seen)
-    if isinstance(tp, type) and issubclass(tp, BaseModel) and tp not in seen:
+    if isinstance(tp, type) and issubclass(tp, BaseModel | StoredModel) and tp not in seen:
         return 1 + max((depth(SCENARIOS.get((tp, name), f.annotation), seen | {tp})
                         for name, f in tp.model_fields.items()), default=0)
     return 0

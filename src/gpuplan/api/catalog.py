@@ -14,8 +14,9 @@ from typing import Any
 
 from pydantic import Field
 
+from ..answer import Answer
 from ..errors import GpuplanError, SourceError, UnknownNameError, echo
-from ..result import Answer, finite
+from ..result import finite
 from . import arguments as arg
 
 MODEL_SORT = ("name", "params", "active", "layers", "hidden", "context", "family")

@@ -13,8 +13,9 @@ from typing import Any
 
 from pydantic import ConfigDict, Field
 
+from ..answer import Answer
 from ..errors import GpuplanError
-from ..result import Answer, MemoryReport, finite
+from ..result import MemoryReport, finite
 from . import arguments as arg
 from .arguments import scenario_of
 

@@ -8,8 +8,8 @@ from typing import Any
 
 from pydantic import BaseModel, Field
 
+from ..answer import Answer
 from ..errors import GpuplanError
-from ..result import Answer
 from . import arguments as arg
 from .arguments import ScenarioLike, comma_names, scenario_of
 

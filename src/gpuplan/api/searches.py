@@ -9,6 +9,7 @@ from typing import Any
 
 from pydantic import Field, computed_field
 
+from ..answer import Answer
 from ..errors import GpuplanError, UnknownNameError, renamed
 from ..hardware import counted_card, resolve_gpu, short_id
 from ..market.cost import Cost
@@ -19,7 +20,6 @@ from ..plan.capability import FitRow
 from ..plan.module_searches import ModuleChoices
 from ..plan.recommend import Recommendation
 from ..plan.refusals import every_model
-from ..result import Answer
 from ..scenario import Scenario, load_scenario, snake_keys
 from . import arguments as arg
 from .arguments import ScenarioLike, names_of

@@ -8,12 +8,12 @@ from typing import Any
 
 from pydantic import Field
 
+from ..answer import Answer
 from ..engines import SIMULATED
 from ..errors import GpuplanError, echo_value, spelled_choice
 from ..model.catalog import load_model
 from ..model.kinds import NotADecoder
 from ..plan.capacity import Deployment, shown
-from ..result import Answer
 from ..scenario import scenario_from
 from ..serving.workload import DEFAULT_SPREAD, Workload
 from ..userfiles import read_mapping

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from pydantic import BaseModel, Field
 
-from ..result import Answer
+from ..answer import Answer
 from .builds import Build
 from .checks import Check
 from .plans import JobPlan

@@ -17,13 +17,13 @@ from typing import Any
 
 from pydantic import BaseModel, Field
 
+from ..answer import Answer
 from ..errors import GpuplanError
 from ..hardware import gpus, resolve_gpu, short_id
 from ..market.choice import cheapest_in_force
 from ..market.offers import Offer
 from ..market.store import price_filter
 from ..model.module_spec import ModuleSpec
-from ..result import Answer
 from ..scenario import Scenario
 from .build import build, offers_for
 from .modules import ModulePlan, describe, priced

@@ -8,16 +8,14 @@ searches' fits build. The command line, the web page, the Python API, the search
 plans; none recomputes a number of one.
 """
 
-# No `from __future__ import annotations` here: pydantic would evaluate each of the Plan's and the Verdict's field
-# annotations from its text when it collects their fields (compiling each), on import; evaluated on import, they come
-# compiled in the bytecode (about 0.5 ms of the first estimate, bench/results/startup_s25.md). The names imported for
-# type checking only, and the Plan in its own methods, stay quoted.
+# No `from __future__ import annotations` here: the Plan's and the Verdict's field annotations are read as objects
+# when the classes are made (FieldInfo.annotation; their pydantic twins would compile text), and evaluated on import
+# they come compiled in the bytecode (bench/results/startup_s25.md). The names imported for type checking only, and
+# the Plan in its own methods, stay quoted.
 import dataclasses
 import functools
 import math
 from typing import TYPE_CHECKING, Any
-
-from pydantic import BaseModel, ConfigDict, PrivateAttr, computed_field, model_serializer
 
 from ..datafiles import made
 from ..errors import GpuplanError
@@ -27,13 +25,14 @@ from ..market.offers import Offer
 from ..memory import memory_report, report_of
 from ..memory.host import host_shortfall
 from ..model.spec import ModelSpec
-from ..result import Answer, GpuFacts, MemoryReport, ModelFacts, Suggestion, to_dict
+from ..result import GpuFacts, MemoryReport, ModelFacts, Suggestion, to_dict
 from ..scenario import INFER_ONLY, MOE_LAYOUT, TRAIN_ONLY, Scenario
 from ..scenario.describe import describe
 from ..serving.load import LoadRun
 from ..speed.breakdown import Speed
 from ..stacks import stack_for
 from ..stacks.unsloth import FREE_SIZED_LOSS
+from ..stored import ConfigDict, PrivateAttr, StoredModel, computed_field, model_serializer
 from ..tensors.breakdown import Estimate
 from .resolve import Resolved, resolve
 
@@ -44,7 +43,7 @@ if TYPE_CHECKING:
 BY_DESIGN = "small by design: Unsloth's fused loss sizes its chunks to half of the memory left free"
 
 
-class Verdict(BaseModel):
+class Verdict(StoredModel):
     """Whether the job fits its card, as the one sentence every interface prints (the command line, the page, the
     API): ``fits`` (None without a card), the ``sentence`` (it opens with ``word``: "fits" or "does not fit"), the
     numbers it says, and the lines that belong under it (the engine's KV pool, the layers llama.cpp places, the
@@ -53,7 +52,7 @@ class Verdict(BaseModel):
     The headroom is said only when memory decides: a KV pool too small for the requests, or llama.cpp layers left
     on the CPU, are not out of memory, and a positive headroom beside "does not fit" would contradict it."""
 
-    model_config = ConfigDict(frozen=True, defer_build=True)  # validated from the stored schema (datafiles.made)
+    model_config = ConfigDict(frozen=True)
 
     fits: bool | None
     word: str = ""
@@ -64,15 +63,15 @@ class Verdict(BaseModel):
     details: tuple[str, ...] = ()
 
 
-class Plan(Answer):
+class Plan(StoredModel):
     """The one answer for one scenario: the scenario as resolved (every default filled in, the card-dependent ones
     said in ``defaults`` with why), the model's facts, memory per GPU at three levels and the verdict on the card,
     the changes that would make it fit, the speed (on the interconnect of the offer priced) and the cost on the
     cheapest offer per million tokens. Immutable: every interface renders it, none recomputes a number of it."""
 
-    # built when first validated or dumped, not on import: the builder makes plans of typed parts it made itself
-    # (model_construct), and an estimate read in Python never needs the validator
-    model_config = ConfigDict(frozen=True, defer_build=True)
+    # validated and dumped by pydantic-core from its stored schema (gpuplan.datafiles); the builder makes plans of
+    # typed parts it made itself (model_copy of a blank plan), and an estimate read in Python validates none
+    model_config = ConfigDict(frozen=True)
 
     model: ModelFacts
     gpu: GpuFacts | None

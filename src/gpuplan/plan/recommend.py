@@ -24,6 +24,7 @@ from typing import Annotated, Any
 
 from pydantic import BaseModel, Field, SkipValidation, WrapValidator, computed_field, model_serializer
 
+from ..answer import Answer
 from ..engines import ENGINES, engine_for
 from ..engines.rocm import class_slowdown
 from ..errors import GpuplanError
@@ -34,7 +35,7 @@ from ..market.store import load_offers, price_filter
 from ..memory import device_gib, estimate_memory
 from ..model.report import inexact_warning
 from ..model.spec import ModelSpec
-from ..result import Answer, usd_amount
+from ..result import usd_amount
 from ..scenario import Scenario, read_back, stack_cards
 from ..scenario.stacks import STACK_NAMES
 from ..serving.capacity import STABLE_LOAD

@@ -1,14 +1,15 @@
 """The scenario: the one input every estimate takes (fields as in design.md).
 
 A scenario comes from a YAML/JSON file, CLI flags (``--micro-batch-size`` for ``micro_batch_size``) or a
-dict; flags override the file. Field-level checks (types, ranges, unknown fields) live in the pydantic
-model; checks that need the model or the GPU (TP vs heads, bf16 on a V100) are in :func:`gpuplan.plan.refusals.check`.
-Every error names the field and the fix, as one sentence.
+dict; flags override the file. Field-level checks (types, ranges, unknown fields) live in the scenario's stored
+schema, which pydantic-core validates (:class:`gpuplan.stored.StoredModel`); checks that need the model or the GPU
+(TP vs heads, bf16 on a V100) are in :func:`gpuplan.plan.refusals.check`. Every error names the field and the
+fix, as one sentence.
 """
 
-# No `from __future__ import annotations` here: pydantic would evaluate each of the ~100 field annotations from
-# its text when it builds the model, compiling each; evaluated on import, they come compiled in the bytecode
-# (about 3 ms of the first estimate, bench/startup_parts.py).
+# No `from __future__ import annotations` here: the ~100 field annotations are read as objects when the class is made
+# (FieldInfo.annotation: the command line's flags, the form), and pydantic would compile each from its text when it
+# builds the twin; evaluated on import, they come compiled in the bytecode (bench/startup_parts.py).
 import functools
 import os
 import re
@@ -17,24 +18,24 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
-from pydantic import (
-    BaseModel,
+from pydantic_core import ValidationError
+from pydantic_core.core_schema import ValidationInfo
+
+from .. import overheads as oh
+from ..datafiles import made
+from ..errors import RENAMED_FIELDS, GpuplanError, did_you_mean, echo_value, renamed, spelled_choice, yes_for_a_number
+from ..hardware import counted_card
+from ..model.quant import QUANT_FORMATS
+from ..stored import (
     BeforeValidator,
     ConfigDict,
     Field,
     PrivateAttr,
-    ValidationError,
-    ValidationInfo,
+    StoredModel,
     field_validator,
     model_serializer,
     model_validator,
 )
-
-from .. import overheads as oh
-from ..datafiles import core_schema, made
-from ..errors import RENAMED_FIELDS, GpuplanError, did_you_mean, echo_value, renamed, spelled_choice, yes_for_a_number
-from ..hardware import counted_card
-from ..model.quant import QUANT_FORMATS
 from ..userfiles import read_mapping
 from . import stacks
 
@@ -73,14 +74,13 @@ def release_numbers(text: str | None) -> tuple[int, int, int] | None:
     major, minor, patch = ([int(x) for x in re.findall(r"\d+", text.split("+")[0])[:3]] + [0, 0, 0])[:3]
     return major, minor, patch
 
-class Scenario(BaseModel):
+class Scenario(StoredModel):
     """What the user wants to run, on what. Defaults follow the training stack named by ``stack`` (the Hugging
     Face Trainer unless set; :mod:`gpuplan.scenario.stacks`) and vLLM. A technique field left unset (``None``) takes the
     stack's default when the scenario is built; ``model_fields_set`` keeps what was given explicitly."""
 
-    # built by pydantic when first dumped (or validated by pydantic's own entry points); a scenario is validated
-    # before that from the stored schema (gpuplan.datafiles.made)
-    model_config = ConfigDict(extra="forbid", frozen=True, allow_inf_nan=False, defer_build=True)
+    # validated and dumped by pydantic-core from the stored schema (gpuplan.datafiles); pydantic builds none
+    model_config = ConfigDict(extra="forbid", frozen=True, allow_inf_nan=False)
 
     model: str = Field(min_length=1, description="catalog alias, HF repo id, or path to a config.json")
     task: Literal["train", "infer"]
@@ -678,10 +678,6 @@ class Scenario(BaseModel):
                              " evaluates whatever eval set it is given")
         return self
 
-    # the core schema as pydantic made it, stored (gpuplan.datafiles): made again from the fields, it took half the
-    # class's build, about 10 ms of the first estimate (bench/results/startup_s28.md)
-    __get_pydantic_core_schema__ = classmethod(core_schema)
-
     @model_serializer(mode="wrap")
     def _without_idle_load(self, handler) -> dict[str, Any]:
         """Every field, but a serving load's (:data:`LOAD_FIELDS`) when none is asked, and a setting of one kind of
@@ -710,7 +706,7 @@ class Scenario(BaseModel):
         same changed scenario more than once (a layout tried, then planned; a combination of fixes searched, then
         sized), and ``buy`` places one job's scenario, without its cards, on every build."""
         if not update:
-            return super().model_copy(deep=deep)
+            return StoredModel.model_copy(self, deep=deep)  # (named: the pydantic twin runs these methods too)
         given = {**{k: getattr(self, k) for k in self.model_fields_set}, **update}
         key = frozenset((k, tuple(v) if isinstance(v, list) else v) for k, v in given.items())
         try:
@@ -732,7 +728,7 @@ class Scenario(BaseModel):
     def with_resolved(self, update: dict[str, Any]) -> "Scenario":
         """A copy with the fields the resolver sets (:mod:`gpuplan.plan.resolve`: the card's catalog id, the
         serving split), as given fields, without validating again: they change no default (pydantic's own copy)."""
-        return super().model_copy(update=update)
+        return StoredModel.model_copy(self, update=update)
 
     @property
     def recipe(self) -> stacks.Recipe:

@@ -40,19 +40,18 @@ chunk; fitted per engine on published runs, :data:`gpuplan.overheads.VLLM_V1_REQ
 detokenizer process) and adds to no token's latency.
 """
 
-# No `from __future__ import annotations` here: pydantic would evaluate each of the LoadRun's ~40 field annotations
-# from its text when it collects its fields (compiling each), on the import every plan makes (about 0.5 ms of the first
-# estimate, bench/results/startup_s25.md); the names imported for type checking only stay quoted.
+# No `from __future__ import annotations` here: the LoadRun's ~40 field annotations are read as objects when the
+# class is made (FieldInfo.annotation; its pydantic twin compiles text), and evaluated on import they come compiled in
+# the bytecode (bench/results/startup_s25.md); the names imported for type checking only stay quoted.
 import dataclasses
 from typing import TYPE_CHECKING, Literal
-
-from pydantic import BaseModel, ConfigDict, Field, computed_field
 
 from ..datafiles import made
 from ..errors import GpuplanError
 from ..hardware import GpuSpec, Network
 from ..model.spec import ModelSpec
 from ..scenario import Scenario
+from ..stored import ConfigDict, Field, StoredModel, computed_field
 
 if TYPE_CHECKING:  # (the step model and the workload load with a run: a plan's LoadRun field needs neither)
     from .simulate import Scheduler
@@ -71,14 +70,15 @@ DEFAULT_REQUESTS, REQUESTS_PER_USER, MAX_REQUESTS = 1000, 10, 20_000
 NO_GAP = None
 
 
-class LoadRun(BaseModel):
+class LoadRun(StoredModel):
     """One simulated benchmark run of a serving setup, named as ``vllm bench serve --save-result`` names its
     fields (times in ms, throughputs per second over ``duration``). ``mode``: closed loop (``max_concurrency``
     users, each thinking ``think_time_s`` between a reply and its next request), open loop (``request_rate``) or
     offline (every request at once)."""
 
-    # validated from the stored schema (gpuplan.datafiles.made); built by pydantic when a plan is first dumped
-    model_config = ConfigDict(frozen=True, defer_build=True)
+    # validated from its stored schema (gpuplan.datafiles): pydantic-core coerces each count and time as pydantic
+    # would (numpy's float64 from the simulation into float)
+    model_config = ConfigDict(frozen=True)
 
     mode: Literal["closed loop", "open loop", "offline"]
     engine: str

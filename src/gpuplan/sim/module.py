@@ -27,12 +27,12 @@ from contextlib import contextmanager, redirect_stdout
 from pathlib import Path
 from typing import Any
 
+from ..answer import Answer
 from ..errors import GpuplanError
 from ..hardware import resolve_gpu
 from ..model.module_spec import Component, ModuleSpec
 from ..model.profile import DIMS, Op, Poly, Profile
 from ..model.record import Part, RecordError, run_pass
-from ..result import Answer
 from ..speed.modules import Run, backward, forward
 
 GIB = 2**30
