@@ -75,6 +75,8 @@ def default_config(model_type: str) -> dict | None:
             return None
     config = {k: v for k, v in config.items() if not (isinstance(v, float) and not math.isfinite(v))}
     config["model_type"] = model_type
+    if config.get("is_decoder") is False:  # an encoder family's *ForCausalLM (RoBERTa, CamemBERT, BertGeneration):
+        config["is_decoder"] = True  # transformers asks for is_decoder=True to use it as a causal LM (its warning)
     return config
 
 

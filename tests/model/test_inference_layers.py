@@ -81,9 +81,11 @@ def test_longest_context_follows_the_layer_kinds(tmp_path):
     dense.write_text(json.dumps(config))
     fields = {"task": "infer", "engine": "vllm", "gpu": "h200", "quant": "fp8", "prompt_tokens": 1024,
               "output_tokens": 16}
+    fields["max_model_len"] = 10_000_000  # the field's bound; Scout's own context is 10,485,760
     chunked = estimate({"model": "llama-4-scout", **fields}, advise=False).memory
     every = estimate({"model": str(dense), **fields}, advise=False).memory
     assert chunked.weights_gib == pytest.approx(every.weights_gib)
-    # at the model's context (vLLM's logged "GPU KV cache size"); requests of 1,040 tokens fit alike in both
+    # at the model's context, set (else vLLM's default is cut to what the pool holds): vLLM's logged "GPU KV cache
+    # size"; requests of 1,040 tokens fit alike in both
     assert chunked.engine["kv_cache_tokens"] == pytest.approx(4 * every.engine["kv_cache_tokens"], rel=0.01)
     assert chunked.max_context_tokens == pytest.approx(every.max_context_tokens, rel=0.01)

@@ -17,7 +17,7 @@ def _setup_context(workload: dict) -> int:
     w = load_workload(None, {"rate_rps": 2, "num_requests": 300, **workload})
     s = scenario_from({"model": "llama-3.1-8b", "task": "infer", "engine": "vllm"})
     plans = cap.capacity(s, load_model("llama-3.1-8b"), w, gpu_ids=("nvidia-l40s",), max_gpus=1, simulate_top=1,
-                         time_limit_s=0.0)
+                         search_events=0)
     return plans[0].plan.setup.scenario.max_model_len
 
 
