@@ -44,6 +44,7 @@ from .errors import GpuplanError, echo, echo_value, no_control, shown_number
 MAX_BYTES = 64 * 1024 * 1024  # a file read whole (the largest tokenizer.json released is ~35 MB)
 MAX_LINE_BYTES = 64 * 1024 * 1024  # one line of a streamed file (one record)
 MAX_CSV_FIELD = 64 * 1024 * 1024  # characters in one CSV field (Python's csv default, 131,072, is one long document)
+CSV_DEFAULT_FIELD = 131_072  # csv.field_size_limit()'s own default: the most a price list's or catalog's field holds
 MAX_DEPTH = 64  # levels of nesting (real inputs use under 10; Python's readers fail near 1,000)
 MAX_ALIAS_VALUES = 10_000  # values YAML aliases may add to those the file spells out
 
@@ -311,10 +312,14 @@ def read_csv(path: str | Path, what: str) -> list[dict[str, Any]]:
     # the line is the csv reader's: DictReader's own line_num is set after a row is read, so a row that fails
     # was said to be on the line before it (s30-fuzz: a 10 MB region on line 2 was "line 1")
     reader = csv.DictReader(io.StringIO(read_text(path, what), newline=""))
+    # csv's limit is one global any library may raise (the suite's own fuzzer did): set csv's default while reading
+    previous = csv.field_size_limit(CSV_DEFAULT_FIELD)
     try:
         return list(reader)
     except csv.Error as err:
         raise GpuplanError(f"{path}, line {reader.reader.line_num:,}: not a CSV row gpuplan reads ({err})") from None
+    finally:
+        csv.field_size_limit(previous)
 
 
 # ---- values ----------------------------------------------------------------------------------------------------
